@@ -1,0 +1,171 @@
+/**
+ * @file backend.h
+ * @brief Compute backends: the reference C backend, BLIS, and user-supplied ones.
+ */
+#ifndef LATTICE_BACKEND_H
+#define LATTICE_BACKEND_H
+
+#include <lattice/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup backend Backends
+ *
+ * A backend carries out the library's GEMMs (and owns the thread count used by
+ * every kernel of the models that borrow it). Two are built in: "ref", portable
+ * C and the correctness oracle, and "blis", every GEMM through bli_sgemm. A
+ * caller can provide its own through ::lattice_backend_ops; slots it leaves
+ * NULL fall back to the reference implementation.
+ *
+ * All matrices are row-major: element (i, j) of a matrix with leading
+ * dimension ld lives at [i * ld + j].
+ * @{
+ */
+
+/** An opaque compute backend. @since 0.1 */
+typedef struct lattice_backend lattice_backend;
+
+/** The current version of ::lattice_backend_ops. @since 0.1 */
+#define LATTICE_BACKEND_OPS_VERSION 1
+
+/**
+ * @brief Operations a user-supplied backend provides.
+ *
+ * Fill it with ::lattice_backend_ops_init, then set the slots you implement.
+ * Each slot returns 0 on success and non-zero on failure (the library then
+ * reports ::LATTICE_ERR_BACKEND). New slots are only ever appended.
+ * @since 0.1
+ */
+typedef struct lattice_backend_ops {
+    size_t size;      /**< sizeof(lattice_backend_ops) as the caller compiled it. */
+    unsigned version; /**< ::LATTICE_BACKEND_OPS_VERSION as the caller compiled it. */
+    void *user;       /**< Passed back as the first argument of every slot. */
+    /**
+     * C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X or its
+     * transpose when trans_x is non-zero. A is m x k after op, B is k x n after op.
+     * When beta is 0, C's prior contents (even NaN) must be ignored.
+     */
+    int (*sgemm)(void *user, int trans_a, int trans_b, int m, int n, int k,
+                 float alpha, const float *a, int lda, const float *b, int ldb,
+                 float beta, float *c, int ldc);
+    /**
+     * The same GEMM over count independent problems given by pointer arrays.
+     * NULL: the library loops over sgemm.
+     */
+    int (*sgemm_batched)(void *user, int trans_a, int trans_b, int m, int n, int k,
+                         float alpha, const float *const *a, int lda,
+                         const float *const *b, int ldb, float beta,
+                         float *const *c, int ldc, int count);
+    /** Called with the thread count set on the backend. May be NULL. */
+    void (*set_threads)(void *user, int n_threads);
+    /** Called once when the backend is destroyed. May be NULL. */
+    void (*destroy)(void *user);
+} lattice_backend_ops;
+
+/**
+ * @brief Fill ops with its size, version and NULL slots.
+ * @param[out] ops The struct to initialise; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_backend_ops_init(lattice_backend_ops *ops);
+
+/**
+ * @brief Create a built-in backend by name.
+ * @param name "ref", "blis", or "default" (BLIS when built with it, else "ref").
+ * @param[out] out The new backend, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name,
+ *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_backend **out);
+
+/**
+ * @brief Create a backend from caller-supplied operations.
+ * @param name A label reported by ::lattice_backend_name (copied).
+ * @param ops The operations (copied; ops->user is borrowed until destroy).
+ * @param[out] out The new backend, or NULL on failure.
+ * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when ops is NULL, its
+ *         size is too small to hold the version-1 slots, or its version is unknown.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_backend_create_custom(const char *name,
+                                                         const lattice_backend_ops *ops,
+                                                         lattice_backend **out);
+
+/**
+ * @brief Destroy a backend. NULL is ignored.
+ *
+ * Models borrowing the backend must be destroyed first.
+ * @param backend The backend.
+ * @since 0.1
+ */
+LATTICE_API void lattice_backend_destroy(lattice_backend *backend);
+
+/**
+ * @brief The backend's name ("ref", "blis", or the custom label).
+ * @param backend The backend; NULL gives "".
+ * @return A string valid while the backend lives.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_backend_name(const lattice_backend *backend);
+
+/**
+ * @brief Set the number of threads for GEMMs and kernels (default 1).
+ * @param backend The backend.
+ * @param n_threads At least 1.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads);
+
+/**
+ * @brief The thread count.
+ * @param backend The backend; NULL gives 0.
+ * @return The number of threads.
+ * @since 0.1
+ */
+LATTICE_API int lattice_backend_threads(const lattice_backend *backend);
+
+/**
+ * @brief Run one GEMM through the backend (see ::lattice_backend_ops::sgemm).
+ *
+ * Exposed so that benchmarks and tests can time or check a backend directly.
+ * @param backend The backend.
+ * @param trans_a Non-zero to transpose A.
+ * @param trans_b Non-zero to transpose B.
+ * @param m Rows of C.
+ * @param n Columns of C.
+ * @param k Inner dimension.
+ * @param alpha Scale of the product.
+ * @param a Matrix A.
+ * @param lda Leading dimension of A.
+ * @param b Matrix B.
+ * @param ldb Leading dimension of B.
+ * @param beta Scale of C's prior contents (0 ignores them).
+ * @param c Matrix C, updated in place.
+ * @param ldc Leading dimension of C.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b,
+                                                 int m, int n, int k, float alpha,
+                                                 const float *a, int lda, const float *b, int ldb,
+                                                 float beta, float *c, int ldc);
+
+/**
+ * @brief Whether this build has the BLIS backend.
+ * @return 1 or 0.
+ * @since 0.1
+ */
+LATTICE_API int lattice_backend_has_blis(void);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,84 @@
+/**
+ * @file common.h
+ * @brief Status codes, version queries and the export macro shared by every object.
+ */
+#ifndef LATTICE_COMMON_H
+#define LATTICE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <lattice/version.h>
+
+#if defined(_WIN32) && !defined(LATTICE_STATIC)
+#  ifdef LATTICE_BUILDING
+#    define LATTICE_API __declspec(dllexport)
+#  else
+#    define LATTICE_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__)
+#  define LATTICE_API __attribute__((visibility("default")))
+#else
+#  define LATTICE_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup core Core: status codes and versions
+ *
+ * Every function returns a ::lattice_status or a value that cannot fail.
+ * Thread safety: calls on different handles may run concurrently; calls on
+ * one handle (and on handles that borrow it, such as a model and its backend)
+ * must be serialised by the caller.
+ * @{
+ */
+
+/** Result of a call. Values are pinned and never change meaning. @since 0.1 */
+typedef enum lattice_status {
+    LATTICE_OK = 0,                  /**< Success. */
+    LATTICE_ERR_INVALID_ARGUMENT = 1,/**< A NULL handle or pointer, or an argument out of range. */
+    LATTICE_ERR_INVALID_CONFIG = 2,  /**< A configuration that cannot describe a valid object. */
+    LATTICE_ERR_OUT_OF_MEMORY = 3,   /**< An allocation failed. */
+    LATTICE_ERR_UNSUPPORTED = 4,     /**< The backend or build lacks the requested feature. */
+    LATTICE_ERR_NOT_FOUND = 5,       /**< A named backend or item does not exist. */
+    LATTICE_ERR_BACKEND = 6,         /**< A backend operation reported failure. */
+    LATTICE_ERR_NON_FINITE = 7,      /**< A loss or gradient was NaN or infinite. */
+    LATTICE_ERR_IO = 8,              /**< A file could not be read or written. */
+    LATTICE_ERR_FORMAT = 9,          /**< A file's contents are malformed. */
+    LATTICE_ERR_STATE = 10           /**< The call is not valid in the object's current state. */
+} lattice_status;
+
+/**
+ * @brief A short, static English description of a status.
+ * @param status Any value; unknown values give "unknown status".
+ * @return A string that lives for the whole program.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_status_string(lattice_status status);
+
+/**
+ * @brief The library's version as MAJOR * 10000 + MINOR * 100 + PATCH.
+ *
+ * Compare with ::LATTICE_VERSION_NUMBER to check that header and library agree;
+ * the same major version means a compatible ABI.
+ * @return The run-time version number.
+ * @since 0.1
+ */
+LATTICE_API unsigned lattice_version_number(void);
+
+/**
+ * @brief The library's version as "MAJOR.MINOR.PATCH".
+ * @return A static string.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_version_string(void);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

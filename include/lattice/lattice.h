@@ -1,0 +1,15 @@
+/**
+ * @file lattice.h
+ * @brief The umbrella header: include this one.
+ */
+#ifndef LATTICE_H
+#define LATTICE_H
+
+#include <lattice/version.h>
+#include <lattice/common.h>
+#include <lattice/backend.h>
+#include <lattice/norm.h>
+#include <lattice/model.h>
+#include <lattice/optim.h>
+
+#endif

@@ -1,0 +1,351 @@
+/**
+ * @file model.h
+ * @brief A Qwen3-style decoder-only transformer with a growable active depth.
+ */
+#ifndef LATTICE_MODEL_H
+#define LATTICE_MODEL_H
+
+#include <lattice/common.h>
+#include <lattice/backend.h>
+#include <lattice/norm.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup model Models
+ *
+ * Token embedding, then layers of causal self-attention (RoPE, grouped-query
+ * heads, optional per-head q/k RMSNorm) and a SwiGLU MLP, then the LM head;
+ * no biases. The norms sit where the model's ::lattice_norm says.
+ *
+ * A model has a capacity of n_layers layers of which the first
+ * n_active_layers take part in forward and backward; the active count can grow
+ * (or shrink) between steps. Parameters, gradients and activations live in
+ * arenas allocated once at creation: no allocation happens in a step.
+ *
+ * A step is: ::lattice_model_forward, a loss that fills
+ * ::lattice_model_dlogits (::lattice_model_cross_entropy, or a distillation
+ * loss), ::lattice_model_backward, then an optimizer step.
+ * @{
+ */
+
+/** An opaque model. @since 0.1 */
+typedef struct lattice_model lattice_model;
+
+/**
+ * @brief A model's shape and initialisation. Fill with ::lattice_model_params_init.
+ * @since 0.1
+ */
+typedef struct lattice_model_params {
+    size_t size;          /**< sizeof(lattice_model_params), set by the init function. */
+    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. */
+    int d_model;          /**< Width of the residual stream. */
+    int n_layers;         /**< Capacity: layers allocated. */
+    int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. */
+    int n_heads;          /**< Query heads. */
+    int n_kv_heads;       /**< Key/value heads; must divide n_heads. */
+    int head_dim;         /**< Per-head width, independent of d_model; must be even (RoPE). */
+    int d_ff;             /**< SwiGLU hidden width. */
+    float rope_theta;     /**< RoPE base (Qwen3: 1e6). */
+    int qk_norm;          /**< Non-zero: per-head RMSNorm on queries and keys (Qwen3). */
+    int tie_embeddings;   /**< Non-zero: the LM head reuses the embedding matrix. */
+    int max_batch;        /**< Largest batch a forward may take (sizes the arenas). */
+    int max_seq;          /**< Longest sequence a forward may take. */
+    uint64_t seed;        /**< Seed of the initial weights. */
+    float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). */
+} lattice_model_params;
+
+/** Parameter groups, each with its own trainable flag. Append-only. @since 0.1 */
+typedef enum lattice_group {
+    LATTICE_GROUP_EMBEDDING = 0,     /**< The token embedding. */
+    LATTICE_GROUP_LAYER = 1,         /**< One layer (select it by index). */
+    LATTICE_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). */
+    LATTICE_GROUP_HEAD = 3           /**< The LM head (empty when tied to the embedding). */
+} lattice_group;
+
+/**
+ * @brief One parameter tensor as seen through ::lattice_model_tensor.
+ * @since 0.1
+ */
+typedef struct lattice_tensor_info {
+    const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". */
+    int ndim;            /**< 1 or 2. */
+    int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). */
+    float *data;         /**< The values, row-major; writable. */
+    float *grad;         /**< The gradient written by the last backward (valid for trainable groups). */
+    lattice_group group; /**< The group it belongs to. */
+    int layer;           /**< Layer index for ::LATTICE_GROUP_LAYER, else -1. */
+} lattice_tensor_info;
+
+/**
+ * @brief Fill params with a small default shape (the benchmark student:
+ *        9 layers, d_model 256, 4 heads of 64, d_ff 768, vocab 256, batch 16 x 256).
+ * @param[out] params The struct; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_model_params_init(lattice_model_params *params);
+
+/**
+ * @brief Create a model with freshly initialised weights.
+ *
+ * Linear and embedding weights are drawn from N(0, init_std^2) with the
+ * library's own generator seeded by params->seed; norm weights are 1, norm
+ * biases 0. Every group starts trainable.
+ * @param params The shape.
+ * @param norm The placement; its settings are copied.
+ * @param backend The backend; borrowed, must outlive the model.
+ * @param[out] out The new model, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers),
+ *         ::LATTICE_ERR_INVALID_CONFIG (an impossible shape), or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_create(const lattice_model_params *params,
+                                                const lattice_norm *norm,
+                                                lattice_backend *backend,
+                                                lattice_model **out);
+
+/**
+ * @brief Destroy a model. NULL is ignored.
+ * @param model The model.
+ * @since 0.1
+ */
+LATTICE_API void lattice_model_destroy(lattice_model *model);
+
+/**
+ * @brief The message of the last failed call on this model ("" if none).
+ * @param model The model; NULL gives a static message.
+ * @return A string valid until the next call on the model.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
+
+/**
+ * @brief The params the model was created with (n_active_layers is the current count).
+ * @param model The model.
+ * @param[out] out The params.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_get_params(const lattice_model *model,
+                                                    lattice_model_params *out);
+
+/**
+ * @brief The model's normalization placement.
+ * @param model The model; NULL gives ::LATTICE_NORM_PRE.
+ * @return The placement.
+ * @since 0.1
+ */
+LATTICE_API lattice_norm_placement lattice_model_placement(const lattice_model *model);
+
+/**
+ * @brief Set how many of the first layers are active.
+ *
+ * Weights of all layers persist whether active or not, so growing keeps the
+ * earlier weights and switches on layers that were initialised at creation.
+ * @param model The model.
+ * @param n_active 1 .. n_layers.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_set_active_layers(lattice_model *model, int n_active);
+
+/**
+ * @brief The number of active layers.
+ * @param model The model; NULL gives 0.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API int lattice_model_active_layers(const lattice_model *model);
+
+/**
+ * @brief Re-draw one layer's weights (linear N(0, init_std^2), norms 1 / 0).
+ * @param model The model.
+ * @param layer 0 .. n_layers - 1.
+ * @param seed Seed of the draw.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int layer, uint64_t seed);
+
+/**
+ * @brief Mark a parameter group trainable or frozen.
+ *
+ * A frozen group gets no gradient work in backward, and optimizers leave it as it is.
+ * @param model The model.
+ * @param group The group.
+ * @param layer The layer index for ::LATTICE_GROUP_LAYER, ignored otherwise.
+ * @param trainable Non-zero for trainable.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_set_trainable(lattice_model *model, lattice_group group,
+                                                       int layer, int trainable);
+
+/**
+ * @brief Whether a group is trainable.
+ * @param model The model.
+ * @param group The group.
+ * @param layer The layer index for ::LATTICE_GROUP_LAYER, ignored otherwise.
+ * @param[out] trainable 1 or 0.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *model, lattice_group group,
+                                                       int layer, int *trainable);
+
+/**
+ * @brief Skip layers [first, first + count) in later forward passes (their
+ *        input passes through unchanged); count 0 skips nothing.
+ *
+ * Used by diagnostics that remove a block. Backward treats skipped layers as identity.
+ * @param model The model.
+ * @param first First layer to skip.
+ * @param count Number of layers; 0 clears the skip.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_set_skip(lattice_model *model, int first, int count);
+
+/**
+ * @brief Forward pass over the active layers to logits.
+ * @param model The model.
+ * @param tokens batch * seq token ids, row-major.
+ * @param batch 1 .. max_batch.
+ * @param seq 1 .. max_seq.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL, sizes beyond the
+ *         capacity, token ids out of range) or ::LATTICE_ERR_BACKEND.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_forward(lattice_model *model, const int32_t *tokens,
+                                                 int batch, int seq);
+
+/**
+ * @brief Logits of the last forward, [batch, seq, vocab_size] row-major.
+ * @param model The model.
+ * @return The logits, or NULL when no forward has run.
+ * @since 0.1
+ */
+LATTICE_API const float *lattice_model_logits(const lattice_model *model);
+
+/**
+ * @brief The gradient of the loss with respect to the logits, [batch, seq, vocab_size].
+ *
+ * A loss writes it; ::lattice_model_backward reads it.
+ * @param model The model.
+ * @return The buffer, or NULL when no forward has run.
+ * @since 0.1
+ */
+LATTICE_API float *lattice_model_dlogits(lattice_model *model);
+
+/**
+ * @brief Mean cross-entropy of the last forward's logits against targets, and its
+ *        gradient written to ::lattice_model_dlogits.
+ * @param model The model.
+ * @param targets batch * seq target ids.
+ * @param mask batch * seq flags, non-zero where the position counts; NULL counts all.
+ * @param[out] loss Mean over counted positions (0 when none count).
+ * @param[out] n_counted Number of counted positions; may be NULL.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a target out of range),
+ *         ::LATTICE_ERR_STATE (no forward yet) or ::LATTICE_ERR_NON_FINITE.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, const int32_t *targets,
+                                                       const uint8_t *mask, float *loss,
+                                                       int64_t *n_counted);
+
+/**
+ * @brief Backward pass from ::lattice_model_dlogits; overwrites the gradients of
+ *        the trainable groups (frozen ones are not touched).
+ * @param model The model.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet) or ::LATTICE_ERR_BACKEND.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
+
+/**
+ * @brief The residual stream at a layer boundary of the last forward,
+ *        [batch, seq, d_model].
+ *
+ * Boundary 0 is the input of layer 0 (after the entry norm under post-norm);
+ * boundary i is the output of layer i - 1; boundary n_active is the output of
+ * the last active layer (before any final norm).
+ * @param model The model.
+ * @param boundary 0 .. n_active.
+ * @param[out] out The hidden state, valid until the next forward.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_hidden(const lattice_model *model, int boundary,
+                                                const float **out);
+
+/**
+ * @brief Number of parameter tensors (over the whole capacity).
+ * @param model The model; NULL gives 0.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API int lattice_model_n_tensors(const lattice_model *model);
+
+/**
+ * @brief Describe one parameter tensor.
+ * @param model The model.
+ * @param index 0 .. n_tensors - 1.
+ * @param[out] out The description.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_tensor(const lattice_model *model, int index,
+                                                lattice_tensor_info *out);
+
+/**
+ * @brief Find a parameter tensor by name.
+ * @param model The model.
+ * @param name The name, e.g. "lm_head.weight".
+ * @param[out] out The description.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_find_tensor(const lattice_model *model, const char *name,
+                                                     lattice_tensor_info *out);
+
+/**
+ * @brief Number of parameters over the whole capacity (tied weights counted once).
+ * @param model The model; NULL gives 0.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API int64_t lattice_model_n_params(const lattice_model *model);
+
+/**
+ * @brief Floating-point operations of the GEMMs of one pass over the active layers.
+ *
+ * Counts 2 * m * n * k for every GEMM the model runs (attention scores over
+ * the full seq x seq square, as computed); backward includes the weight
+ * gradients of trainable groups and the input gradients it propagates.
+ * @param model The model.
+ * @param batch Batch size.
+ * @param seq Sequence length.
+ * @param with_backward Non-zero to add the backward pass.
+ * @return The FLOP count (0 for NULL).
+ * @since 0.1
+ */
+LATTICE_API double lattice_model_flops(const lattice_model *model, int batch, int seq, int with_backward);
+
+/**
+ * @brief Bytes held by the model's arenas (parameters, gradients, activations, scratch).
+ * @param model The model; NULL gives 0.
+ * @return The size.
+ * @since 0.1
+ */
+LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,130 @@
+/**
+ * @file optim.h
+ * @brief AdamW with linear warmup, cosine decay and global-norm clipping.
+ */
+#ifndef LATTICE_OPTIM_H
+#define LATTICE_OPTIM_H
+
+#include <lattice/common.h>
+#include <lattice/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup optim Optimizer
+ *
+ * AdamW over a model's trainable groups. The learning rate at schedule step s
+ * (0-based) is lr * (s + 1) / warmup_steps during warmup, then
+ * min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2 with
+ * p = (s - warmup_steps) / (total_steps - warmup_steps) clamped to [0, 1].
+ * Weight decay applies to matrices, not to norm weights.
+ * @{
+ */
+
+/** An opaque optimizer. @since 0.1 */
+typedef struct lattice_optim lattice_optim;
+
+/** AdamW settings. Fill with ::lattice_optim_params_init. @since 0.1 */
+typedef struct lattice_optim_params {
+    size_t size;        /**< sizeof(lattice_optim_params), set by the init function. */
+    float lr;           /**< Peak learning rate. */
+    float min_lr;       /**< Floor of the cosine decay. */
+    int warmup_steps;   /**< Linear warmup length (0: none). */
+    int total_steps;    /**< Length of warmup plus decay. */
+    float beta1;        /**< First-moment decay. */
+    float beta2;        /**< Second-moment decay. */
+    float eps;          /**< Denominator epsilon. */
+    float weight_decay; /**< Decoupled weight decay. */
+    float clip_norm;    /**< Global gradient-norm limit (0: no clipping). */
+} lattice_optim_params;
+
+/**
+ * @brief Fill params with the paper's settings: lr 1e-4 to 1e-6, warmup 750 of
+ *        50000 steps, betas (0.9, 0.95), eps 1e-8, no weight decay, clip 0.5.
+ * @param[out] params The struct; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
+
+/**
+ * @brief Create an optimizer for a model's parameters (moments in one arena).
+ * @param model The model; borrowed, must outlive the optimizer.
+ * @param params The settings.
+ * @param[out] out The new optimizer, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG
+ *         or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_params *params,
+                                                lattice_optim **out);
+
+/**
+ * @brief Destroy an optimizer. NULL is ignored.
+ * @param optim The optimizer.
+ * @since 0.1
+ */
+LATTICE_API void lattice_optim_destroy(lattice_optim *optim);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param optim The optimizer; NULL gives a static message.
+ * @return A string valid until the next call on the optimizer.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
+
+/**
+ * @brief Replace the settings (the moments and the schedule position are kept).
+ * @param optim The optimizer.
+ * @param params The settings.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
+
+/**
+ * @brief One update of the active layers' and other groups' trainable parameters
+ *        from the gradients of the last backward.
+ *
+ * The global gradient norm over the trainable active groups is measured, then
+ * gradients are clipped to clip_norm. A non-finite norm updates nothing.
+ * @param optim The optimizer.
+ * @param[out] grad_norm The norm before clipping; may be NULL.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_optim_step(lattice_optim *optim, float *grad_norm);
+
+/**
+ * @brief Zero the moments and restart the learning-rate schedule at step 0.
+ * @param optim The optimizer.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_optim_reset(lattice_optim *optim);
+
+/**
+ * @brief The learning rate the next step will use.
+ * @param optim The optimizer; NULL gives 0.
+ * @return The rate.
+ * @since 0.1
+ */
+LATTICE_API float lattice_optim_lr(const lattice_optim *optim);
+
+/**
+ * @brief Steps taken since creation or the last reset.
+ * @param optim The optimizer; NULL gives 0.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API int64_t lattice_optim_steps(const lattice_optim *optim);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

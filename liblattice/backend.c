@@ -1,0 +1,168 @@
+#include "backend_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Smallest ops struct a caller may pass: everything up to and including destroy. */
+#define OPS_V1_SIZE (offsetof(lattice_backend_ops, destroy) + sizeof(void (*)(void *)))
+
+void lattice_backend_ops_init(lattice_backend_ops *ops)
+{
+    if (!ops)
+        return;
+    memset(ops, 0, sizeof(*ops));
+    ops->size = sizeof(*ops);
+    ops->version = LATTICE_BACKEND_OPS_VERSION;
+}
+
+int lattice_backend_has_blis(void) { return lattice__blis_available(); }
+
+/* The reference batched GEMM: a loop over the backend's own sgemm slot. */
+static int loop_sgemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
+                              float alpha, const float *const *a, int lda,
+                              const float *const *b, int ldb, float beta,
+                              float *const *c, int ldc, int count)
+{
+    for (int i = 0; i < count; i++) {
+        int rc = be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb,
+                               beta, c[i], ldc);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static lattice_backend *backend_alloc(const char *name)
+{
+    lattice_backend *be = calloc(1, sizeof(*be));
+    if (!be)
+        return NULL;
+    snprintf(be->name, sizeof(be->name), "%s", name ? name : "");
+    be->n_threads = 1;
+    lattice_backend_ops_init(&be->ops);
+    return be;
+}
+
+lattice_status lattice_backend_create(const char *name, lattice_backend **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!name)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (strcmp(name, "default") == 0)
+        name = lattice__blis_available() ? "blis" : "ref";
+    int blis = strcmp(name, "blis") == 0;
+    if (!blis && strcmp(name, "ref") != 0)
+        return LATTICE_ERR_NOT_FOUND;
+    if (blis && !lattice__blis_available())
+        return LATTICE_ERR_UNSUPPORTED;
+    lattice_backend *be = backend_alloc(name);
+    if (!be)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    be->ops.user = be;
+    be->ops.sgemm = lattice__ref_sgemm;
+    if (blis)
+        lattice__blis_fill_ops(&be->ops, be);
+    *out = be;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_backend_create_custom(const char *name, const lattice_backend_ops *ops,
+                                             lattice_backend **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!ops || ops->size < OPS_V1_SIZE || ops->version < 1 ||
+        ops->version > LATTICE_BACKEND_OPS_VERSION)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_backend *be = backend_alloc(name ? name : "custom");
+    if (!be)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    /* Copy only what the caller's struct holds; later slots stay NULL. */
+    memcpy(&be->user_ops, ops, ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
+    be->ops = be->user_ops;
+    be->ops.size = sizeof(be->ops);
+    if (!be->ops.sgemm) {
+        /* Reference fallback: its user pointer must be the backend itself. */
+        be->ops.sgemm = lattice__ref_sgemm;
+        be->ops.user = be;
+    }
+    *out = be;
+    return LATTICE_OK;
+}
+
+void lattice_backend_destroy(lattice_backend *backend)
+{
+    if (!backend)
+        return;
+    if (backend->user_ops.destroy)
+        backend->user_ops.destroy(backend->user_ops.user);
+    free(backend);
+}
+
+const char *lattice_backend_name(const lattice_backend *backend)
+{
+    return backend ? backend->name : "";
+}
+
+lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads)
+{
+    if (!backend || n_threads < 1 || n_threads > 4096)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    backend->n_threads = n_threads;
+    if (backend->user_ops.set_threads)
+        backend->user_ops.set_threads(backend->user_ops.user, n_threads);
+    return LATTICE_OK;
+}
+
+int lattice_backend_threads(const lattice_backend *backend)
+{
+    return backend ? backend->n_threads : 0;
+}
+
+static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc)
+{
+    if (m < 0 || n < 0 || k < 0)
+        return 0;
+    int a_cols = ta ? m : k, b_cols = tb ? k : n;
+    return lda >= (a_cols > 1 ? a_cols : 1) && ldb >= (b_cols > 1 ? b_cols : 1) &&
+           ldc >= (n > 1 ? n : 1);
+}
+
+lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, int k,
+                             float alpha, const float *a, int lda, const float *b, int ldb,
+                             float beta, float *c, int ldc)
+{
+    if (m == 0 || n == 0)
+        return LATTICE_OK;
+    int rc = be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    return rc ? LATTICE_ERR_BACKEND : LATTICE_OK;
+}
+
+lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
+                                     float alpha, const float *const *a, int lda,
+                                     const float *const *b, int ldb, float beta,
+                                     float *const *c, int ldc, int count)
+{
+    if (m == 0 || n == 0 || count == 0)
+        return LATTICE_OK;
+    int rc = be->ops.sgemm_batched
+                 ? be->ops.sgemm_batched(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb,
+                                         beta, c, ldc, count)
+                 : loop_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                      count);
+    return rc ? LATTICE_ERR_BACKEND : LATTICE_OK;
+}
+
+lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b, int m,
+                                     int n, int k, float alpha, const float *a, int lda,
+                                     const float *b, int ldb, float beta, float *c, int ldc)
+{
+    if (!backend || !c || (k > 0 && (!a || !b)) ||
+        !gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    return lattice__gemm(backend, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}

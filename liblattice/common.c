@@ -1,0 +1,96 @@
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *lattice_status_string(lattice_status status)
+{
+    switch (status) {
+    case LATTICE_OK: return "ok";
+    case LATTICE_ERR_INVALID_ARGUMENT: return "invalid argument";
+    case LATTICE_ERR_INVALID_CONFIG: return "invalid configuration";
+    case LATTICE_ERR_OUT_OF_MEMORY: return "out of memory";
+    case LATTICE_ERR_UNSUPPORTED: return "unsupported";
+    case LATTICE_ERR_NOT_FOUND: return "not found";
+    case LATTICE_ERR_BACKEND: return "backend failure";
+    case LATTICE_ERR_NON_FINITE: return "non-finite value";
+    case LATTICE_ERR_IO: return "i/o error";
+    case LATTICE_ERR_FORMAT: return "malformed data";
+    case LATTICE_ERR_STATE: return "invalid state";
+    }
+    return "unknown status";
+}
+
+unsigned lattice_version_number(void) { return LATTICE_VERSION_NUMBER; }
+const char *lattice_version_string(void) { return LATTICE_VERSION_STRING; }
+
+lattice_status lattice__set_error(char *buf, lattice_status status, const char *fmt, ...)
+{
+    if (buf) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, LATTICE_ERRMSG_MAX, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+#define ARENA_ALIGN 64
+
+void *lattice__arena_bytes(lattice_arena *arena, size_t bytes)
+{
+    size_t offset = (arena->used + ARENA_ALIGN - 1) / ARENA_ALIGN * ARENA_ALIGN;
+    arena->used = offset + bytes;
+    return arena->base ? arena->base + offset : NULL;
+}
+
+float *lattice__arena_floats(lattice_arena *arena, size_t count)
+{
+    return lattice__arena_bytes(arena, count * sizeof(float));
+}
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+void lattice__rng_seed(lattice_rng *rng, uint64_t seed)
+{
+    for (int i = 0; i < 4; i++)
+        rng->s[i] = splitmix64(&seed);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+uint64_t lattice__rng_next(lattice_rng *rng)
+{
+    uint64_t *s = rng->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double lattice__rng_uniform(lattice_rng *rng)
+{
+    return (double)(lattice__rng_next(rng) >> 11) * 0x1.0p-53;
+}
+
+double lattice__rng_normal(lattice_rng *rng)
+{
+    /* Box-Muller; one value per call keeps the stream position simple. */
+    double u1 = lattice__rng_uniform(rng);
+    double u2 = lattice__rng_uniform(rng);
+    if (u1 < 1e-300)
+        u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}

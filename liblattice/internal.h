@@ -1,0 +1,37 @@
+/* Private helpers shared by the library's objects. Not installed. */
+#ifndef LATTICE_INTERNAL_H
+#define LATTICE_INTERNAL_H
+
+#include <lattice/lattice.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define LATTICE_ERRMSG_MAX 256
+
+/* printf-style message into a handle's error buffer; returns status so that
+ * callers can write `return set_error(buf, st, "...")`. */
+lattice_status lattice__set_error(char *buf, lattice_status status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* An arena is one allocation carved into aligned pieces. Carving runs twice:
+ * once with base == NULL to measure, once for real. */
+typedef struct lattice_arena {
+    char *base;
+    size_t used;
+} lattice_arena;
+
+float *lattice__arena_floats(lattice_arena *arena, size_t count);
+void *lattice__arena_bytes(lattice_arena *arena, size_t bytes);
+
+/* Deterministic generator (splitmix64 seeding xoshiro256**), used for weights. */
+typedef struct lattice_rng {
+    uint64_t s[4];
+} lattice_rng;
+
+void lattice__rng_seed(lattice_rng *rng, uint64_t seed);
+uint64_t lattice__rng_next(lattice_rng *rng);
+double lattice__rng_uniform(lattice_rng *rng); /* in [0, 1) */
+double lattice__rng_normal(lattice_rng *rng);
+
+#endif

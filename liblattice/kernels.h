@@ -1,0 +1,78 @@
+/* The non-GEMM kernels of the model, forward and backward, as plain functions.
+ * Shapes are given row-major; N = batch * seq rows. Every kernel takes the
+ * thread count nt; results never depend on it (reductions over rows go through
+ * fixed-size chunks summed in order). */
+#ifndef LATTICE_KERNELS_H
+#define LATTICE_KERNELS_H
+
+#include <stdint.h>
+
+/* Rows per chunk of a deterministic column reduction. */
+#define LATTICE_REDUCE_CHUNK 32
+
+/* Scratch floats a column reduction over n_rows rows of width cols needs. */
+long lattice__reduce_scratch(long n_rows, long cols);
+
+/* out[N,C] = wte[tokens[n], :] */
+void lattice__embedding_forward(float *out, const int32_t *tokens, const float *wte, long n, int c,
+                                int nt);
+/* dwte[tokens[n], :] += dout[n, :] */
+void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *tokens, long n,
+                                 int c, int nt);
+
+/* Norm over the last axis of in[N,C] -> out[N,C]. layer != 0: LayerNorm
+ * (mean[N] written, bias b); otherwise RMSNorm (mean and b unused, may be NULL). */
+void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, const float *in,
+                           const float *w, const float *b, float eps, long n, int c, int nt);
+/* din[N,C] (=, or += when accumulate) from dout; dw[C], db[C] += (either may be
+ * NULL: frozen). scratch: lattice__reduce_scratch(n, 2 * c) floats. */
+void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, float *db,
+                            const float *dout, const float *in, const float *w, const float *mean,
+                            const float *rstd, long n, int c, float *scratch, int nt);
+
+/* Queries/keys/values from the fused projection raw[N, (H + 2 Hkv) * hd]:
+ * optional per-head RMSNorm (weights qw[hd], kw[hd]), RoPE at position t, and
+ * the head-major layouts q[B,H,T,hd], k[B,Hkv,T,hd], v[B,Hkv,T,hd].
+ * rope[T, hd/2, 2] holds (cos, sin). rstd_q[N*H], rstd_k[N*Hkv] used when qk_norm. */
+typedef struct lattice_qkv_dims {
+    int batch, seq, n_heads, n_kv_heads, head_dim, qk_norm;
+    float eps;
+} lattice_qkv_dims;
+
+void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rstd_k,
+                          const float *raw, const float *qw, const float *kw, const float *rope,
+                          const lattice_qkv_dims *d, int nt);
+/* Inverse of the above: draw[N, (H + 2 Hkv) * hd] (=) from dq, dk, dv
+ * (head-major); dqw, dkw += (NULL: frozen). scratch: reduce_scratch(N, 2 * hd). */
+void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq, const float *dk,
+                           const float *dv, const float *raw, const float *qw, const float *kw,
+                           const float *rstd_q, const float *rstd_k, const float *rope,
+                           const lattice_qkv_dims *d, float *scratch, int nt);
+
+/* rope[T, hd/2, 2] = (cos, sin) of t * theta^(-2i/hd). */
+void lattice__rope_table(float *rope, int seq, int head_dim, float theta);
+
+/* In place over rows of p[R, T, T] (R = batch * heads): causal softmax; entries
+ * above the diagonal become 0. */
+void lattice__causal_softmax(float *p, long n_mats, int t, int nt);
+/* In place: dp <- p * (dp - rowsum(dp * p)), the softmax backward. */
+void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int nt);
+
+/* s[N,F] = silu(gu[:, :F]) * gu[:, F:] */
+void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt);
+/* dgu[N,2F] (=) from ds[N,F]. */
+void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt);
+
+/* Mean cross-entropy of logits[N,V] against targets over positions with
+ * mask != 0 (mask NULL: all). Writes dlogits (=) when non-NULL. rowloss: N
+ * doubles of scratch. Returns the mean; *count gets the counted positions. */
+double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t *targets,
+                              const uint8_t *mask, long n, int v, double *rowloss,
+                              int64_t *count, int nt);
+
+/* y[i] = a * y[i] + x[i] */
+void lattice__axpby(float *y, float a, const float *x, long n, int nt);
+/* y[i] *= a */
+void lattice__scale(float *y, float a, long n, int nt);
+
+#endif

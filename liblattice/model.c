@@ -1,0 +1,1006 @@
+#include "model_impl.h"
+
+#include "backend_impl.h"
+#include "kernels.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        lattice_status st_ = (expr);                                                               \
+        if (st_ != LATTICE_OK)                                                                     \
+            return st_;                                                                            \
+    } while (0)
+
+void lattice_model_params_init(lattice_model_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+    p->vocab_size = 256;
+    p->d_model = 256;
+    p->n_layers = 9;
+    p->n_active_layers = 9;
+    p->n_heads = 4;
+    p->n_kv_heads = 4;
+    p->head_dim = 64;
+    p->d_ff = 768;
+    p->rope_theta = 1e6f;
+    p->qk_norm = 1;
+    p->tie_embeddings = 0;
+    p->max_batch = 16;
+    p->max_seq = 256;
+    p->seed = 0;
+    p->init_std = 0.02f;
+}
+
+static int has_slot(lattice_norm_placement pl, int slot)
+{
+    switch (pl) {
+    case LATTICE_NORM_PRE: return slot == SLOT_IN1 || slot == SLOT_IN2;
+    case LATTICE_NORM_POST: return slot == SLOT_OUT1 || slot == SLOT_OUT2;
+    case LATTICE_NORM_PERI: return 1;
+    }
+    return 0;
+}
+
+static const char *slot_name(lattice_norm_placement pl, int slot)
+{
+    /* Hugging Face names: Qwen3 for pre-norm, Gemma-2 style for the others. */
+    if (pl == LATTICE_NORM_PRE)
+        return slot == SLOT_IN1 ? "input_layernorm" : "post_attention_layernorm";
+    switch (slot) {
+    case SLOT_IN1: return "input_layernorm";
+    case SLOT_OUT1: return "post_attention_layernorm";
+    case SLOT_IN2: return "pre_feedforward_layernorm";
+    default: return "post_feedforward_layernorm";
+    }
+}
+
+static lattice_status check_params(const lattice_model_params *p, char *err)
+{
+#define BAD(...) return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG, __VA_ARGS__)
+    const int lim = 1 << 20;
+    if (p->vocab_size < 1 || p->vocab_size > (1 << 24))
+        BAD("vocab_size %d out of range 1..16777216", p->vocab_size);
+    if (p->d_model < 1 || p->d_model > lim)
+        BAD("d_model %d out of range", p->d_model);
+    if (p->n_layers < 1 || p->n_layers > 4096)
+        BAD("n_layers %d: a model needs at least one layer", p->n_layers);
+    if (p->n_active_layers < 1 || p->n_active_layers > p->n_layers)
+        BAD("n_active_layers %d not in 1..n_layers (%d)", p->n_active_layers, p->n_layers);
+    if (p->n_heads < 1 || p->n_heads > 4096)
+        BAD("n_heads %d out of range", p->n_heads);
+    if (p->n_kv_heads < 1 || p->n_kv_heads > p->n_heads)
+        BAD("n_kv_heads %d not in 1..n_heads (%d)", p->n_kv_heads, p->n_heads);
+    if (p->n_heads % p->n_kv_heads)
+        BAD("n_heads %d is not divisible by n_kv_heads %d", p->n_heads, p->n_kv_heads);
+    if (p->head_dim < 2 || p->head_dim % 2 || p->head_dim > 65536)
+        BAD("head_dim %d must be a positive even number (RoPE rotates pairs)", p->head_dim);
+    if (p->d_ff < 1 || p->d_ff > lim)
+        BAD("d_ff %d out of range", p->d_ff);
+    if (!(p->rope_theta > 1.0f) || !isfinite(p->rope_theta))
+        BAD("rope_theta must be finite and > 1");
+    if (p->max_batch < 1 || p->max_seq < 1 || p->max_batch > lim || p->max_seq > lim)
+        BAD("max_batch %d and max_seq %d must be positive", p->max_batch, p->max_seq);
+    if (!(p->init_std >= 0.0f) || !isfinite(p->init_std))
+        BAD("init_std must be finite and >= 0");
+    /* Everything sized from these must fit comfortably in memory arithmetic. */
+    double n = (double)p->max_batch * p->max_seq;
+    double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
+                            3.0 * (p->n_heads + 2.0 * p->n_kv_heads) * p->head_dim) +
+                       (double)p->max_batch * p->n_heads * p->max_seq * p->max_seq;
+    double total = per_layer * p->n_layers + n * 2.0 * p->vocab_size;
+    if (total * sizeof(float) > (double)(SIZE_MAX / 4) || n > (double)INT_MAX)
+        BAD("the activations of this shape would not fit in memory");
+    if ((double)p->max_seq * p->max_seq > (double)INT_MAX)
+        BAD("max_seq %d too long", p->max_seq);
+    return LATTICE_OK;
+#undef BAD
+}
+
+/* ---- layout ---------------------------------------------------------------- */
+
+static void add_tensor(lattice_model *m, const char *name, float *data, int64_t rows, int64_t cols,
+                       int ndim, lattice_group group, int layer, init_kind init, uint32_t key)
+{
+    tensor_entry *t = &m->tensors[m->n_tensors++];
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->data = data;
+    t->rows = rows;
+    t->cols = cols;
+    t->ndim = ndim;
+    t->group = group;
+    t->layer = layer;
+    t->init = init;
+    t->key = key;
+}
+
+/* Carve the parameter arena (base NULL: measure). Tensors are registered only
+ * when base is set. */
+static size_t layout_params(lattice_model *m, char *base)
+{
+    const lattice_model_params *p = &m->p;
+    lattice_arena ar = {base, 0};
+    const int D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads, F = p->d_ff;
+    const int V = p->vocab_size;
+    const int layer_norm = m->norm.kind == LATTICE_NORM_LAYER;
+    char name[96];
+    int reg = base != NULL;
+
+#define T2(ptr, nm, r, c, grp, ly, key)                                                            \
+    do {                                                                                           \
+        (ptr) = lattice__arena_floats(&ar, (size_t)(r) * (c));                                     \
+        if (reg)                                                                                   \
+            add_tensor(m, nm, ptr, r, c, 2, grp, ly, INIT_NORMAL, key);                           \
+    } while (0)
+#define T1(ptr, nm, n, grp, ly, ini, key)                                                          \
+    do {                                                                                           \
+        (ptr) = lattice__arena_floats(&ar, (size_t)(n));                                           \
+        if (reg)                                                                                   \
+            add_tensor(m, nm, ptr, n, 1, 1, grp, ly, ini, key);                                   \
+    } while (0)
+
+    T2(m->wte, "model.embed_tokens.weight", V, D, LATTICE_GROUP_EMBEDDING, -1, 1);
+    const char *bname = m->norm.placement == LATTICE_NORM_POST ? "model.entry_norm" : "model.norm";
+    snprintf(name, sizeof name, "%s.weight", bname);
+    T1(m->bnorm.w, name, D, LATTICE_GROUP_BOUNDARY_NORM, -1, INIT_ONES, 2);
+    m->bnorm.b = NULL;
+    if (layer_norm) {
+        snprintf(name, sizeof name, "%s.bias", bname);
+        T1(m->bnorm.b, name, D, LATTICE_GROUP_BOUNDARY_NORM, -1, INIT_ZEROS, 3);
+    }
+    if (p->tie_embeddings)
+        m->whead = m->wte;
+    else
+        T2(m->whead, "lm_head.weight", V, D, LATTICE_GROUP_HEAD, -1, 4);
+
+    for (int i = 0; i < p->n_layers; i++) {
+        layer_params *L = &m->layers[i];
+        uint32_t k0 = 1000u + 100u * (uint32_t)i;
+        const char *pfx = "model.layers";
+        /* q, k, v stacked in one matrix so that one GEMM projects all three;
+         * each is still its own named tensor. */
+        L->wqkv = lattice__arena_floats(&ar, (size_t)(H + 2 * KV) * hd * D);
+        if (reg) {
+            snprintf(name, sizeof name, "%s.%d.self_attn.q_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv, (int64_t)H * hd, D, 2, LATTICE_GROUP_LAYER, i,
+                       INIT_NORMAL, k0 + 1);
+            snprintf(name, sizeof name, "%s.%d.self_attn.k_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv + (size_t)H * hd * D, (int64_t)KV * hd, D, 2,
+                       LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 2);
+            snprintf(name, sizeof name, "%s.%d.self_attn.v_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv + (size_t)(H + KV) * hd * D, (int64_t)KV * hd, D, 2,
+                       LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 3);
+        }
+        snprintf(name, sizeof name, "%s.%d.self_attn.o_proj.weight", pfx, i);
+        T2(L->wo, name, D, (int64_t)H * hd, LATTICE_GROUP_LAYER, i, k0 + 4);
+        L->qn = L->kn = NULL;
+        if (p->qk_norm) {
+            snprintf(name, sizeof name, "%s.%d.self_attn.q_norm.weight", pfx, i);
+            T1(L->qn, name, hd, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 5);
+            snprintf(name, sizeof name, "%s.%d.self_attn.k_norm.weight", pfx, i);
+            T1(L->kn, name, hd, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 6);
+        }
+        L->wgu = lattice__arena_floats(&ar, (size_t)2 * F * D);
+        if (reg) {
+            snprintf(name, sizeof name, "%s.%d.mlp.gate_proj.weight", pfx, i);
+            add_tensor(m, name, L->wgu, F, D, 2, LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 7);
+            snprintf(name, sizeof name, "%s.%d.mlp.up_proj.weight", pfx, i);
+            add_tensor(m, name, L->wgu + (size_t)F * D, F, D, 2, LATTICE_GROUP_LAYER, i,
+                       INIT_NORMAL, k0 + 8);
+        }
+        snprintf(name, sizeof name, "%s.%d.mlp.down_proj.weight", pfx, i);
+        T2(L->wd, name, D, F, LATTICE_GROUP_LAYER, i, k0 + 9);
+        for (int s = 0; s < N_SLOTS; s++) {
+            L->norm[s].w = L->norm[s].b = NULL;
+            if (!has_slot(m->norm.placement, s))
+                continue;
+            snprintf(name, sizeof name, "%s.%d.%s.weight", pfx, i, slot_name(m->norm.placement, s));
+            T1(L->norm[s].w, name, D, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 10 + s);
+            if (layer_norm) {
+                snprintf(name, sizeof name, "%s.%d.%s.bias", pfx, i,
+                         slot_name(m->norm.placement, s));
+                T1(L->norm[s].b, name, D, LATTICE_GROUP_LAYER, i, INIT_ZEROS, k0 + 20 + s);
+            }
+        }
+    }
+#undef T1
+#undef T2
+    return ar.used;
+}
+
+/* Carve the activation and scratch arena (base NULL: measure). Buffers a
+ * placement does not use are not allocated. */
+static size_t layout_acts(lattice_model *m, char *base)
+{
+    const lattice_model_params *p = &m->p;
+    lattice_arena ar = {base, 0};
+    const size_t N = (size_t)p->max_batch * p->max_seq;
+    const size_t D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads;
+    const size_t F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
+    const size_t PT = (size_t)p->max_batch * H * p->max_seq * p->max_seq;
+    const lattice_norm_placement pl = m->norm.placement;
+    const int ln = m->norm.kind == LATTICE_NORM_LAYER;
+#define F32(n) lattice__arena_floats(&ar, (n))
+#define STATS(st)                                                                                  \
+    do {                                                                                           \
+        (st).mean = ln ? F32(N) : NULL;                                                            \
+        (st).rstd = F32(N);                                                                        \
+    } while (0)
+
+    m->tokens = lattice__arena_bytes(&ar, N * sizeof(int32_t));
+    m->emb = pl == LATTICE_NORM_POST ? F32(N * D) : NULL;
+    STATS(m->bst);
+    for (int i = 0; i <= p->n_layers; i++)
+        m->hs[i] = F32(N * D);
+    if (pl != LATTICE_NORM_POST)
+        m->emb = m->hs[0];
+    for (int i = 0; i < p->n_layers; i++) {
+        layer_acts *A = &m->acts[i];
+        memset(A, 0, sizeof(*A));
+        for (int s = 0; s < N_SLOTS; s++)
+            if (has_slot(pl, s))
+                STATS(A->st[s]);
+        if (pl != LATTICE_NORM_POST) {
+            A->a1 = F32(N * D);
+            A->a2 = F32(N * D);
+        }
+        A->raw = F32(N * W);
+        A->q = F32(N * H * hd);
+        A->k = F32(N * KV * hd);
+        A->v = F32(N * KV * hd);
+        if (p->qk_norm) {
+            A->rstd_q = F32(N * H);
+            A->rstd_k = F32(N * KV);
+        }
+        A->p = F32(PT);
+        A->att = F32(N * H * hd);
+        if (pl == LATTICE_NORM_PERI) {
+            A->y1 = F32(N * D);
+            A->y2 = F32(N * D);
+        }
+        if (pl == LATTICE_NORM_POST) {
+            A->r1 = F32(N * D);
+            A->r2 = F32(N * D);
+        }
+        A->mid = F32(N * D);
+        A->gu = F32(N * 2 * F);
+        A->s = F32(N * F);
+    }
+    m->final_out = pl != LATTICE_NORM_POST ? F32(N * D) : NULL;
+    m->logits = F32(N * V);
+    m->dlogits = F32(N * V);
+    m->rope = F32((size_t)p->max_seq * hd);
+
+    m->d_a = F32(N * D);
+    m->d_b = F32(N * D);
+    m->d_in = F32(N * D);
+    m->d_tmp = pl == LATTICE_NORM_PERI ? F32(N * D) : NULL;
+    m->d_raw = F32(N * W);
+    m->dq = F32(N * H * hd);
+    m->dk = F32(N * KV * hd);
+    m->dv = F32(N * KV * hd);
+    m->dp = F32(PT);
+    m->d_att = F32(N * H * hd);
+    m->d_gu = F32(N * 2 * F);
+    m->d_s = F32(N * F);
+    long red_d = lattice__reduce_scratch((long)N, 2 * (long)D);
+    long red_h = lattice__reduce_scratch((long)N, 2 * (long)hd);
+    m->red = F32((size_t)(red_d > red_h ? red_d : red_h));
+    m->rowloss = lattice__arena_bytes(&ar, N * sizeof(double));
+    size_t nptr = (size_t)p->max_batch * H;
+    m->ptr_a = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+    m->ptr_b = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+    m->ptr_c = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+#undef STATS
+#undef F32
+    return ar.used;
+}
+
+static void init_tensor(lattice_model *m, const tensor_entry *t, uint64_t seed)
+{
+    size_t n = (size_t)t->rows * t->cols;
+    if (t->init == INIT_ONES) {
+        for (size_t i = 0; i < n; i++)
+            t->data[i] = 1.0f;
+    } else if (t->init == INIT_ZEROS) {
+        memset(t->data, 0, n * sizeof(float));
+    } else {
+        /* Each tensor draws from its own stream, so pre and post models with
+         * one seed share every weight they have in common. */
+        lattice_rng rng;
+        lattice__rng_seed(&rng, seed ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)t->key + 1)));
+        for (size_t i = 0; i < n; i++)
+            t->data[i] = (float)(lattice__rng_normal(&rng) * m->p.init_std);
+    }
+}
+
+lattice_status lattice_model_create(const lattice_model_params *params, const lattice_norm *norm,
+                                    lattice_backend *backend, lattice_model **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!params || !norm || !backend || params->size == 0)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    lattice_model_params_init(&m->p);
+    memcpy(&m->p, params, params->size < sizeof(m->p) ? params->size : sizeof(m->p));
+    m->p.size = sizeof(m->p);
+    m->norm = *norm;
+    m->be = backend;
+    lattice_status st = check_params(&m->p, NULL);
+    if (st != LATTICE_OK) {
+        free(m);
+        return st;
+    }
+    const int L = m->p.n_layers;
+    m->n_active = m->p.n_active_layers;
+    m->trainable_embedding = m->trainable_boundary = m->trainable_head = 1;
+    m->trainable_layer = calloc((size_t)L, sizeof(int));
+    m->layers = calloc((size_t)L, sizeof(layer_params));
+    m->acts = calloc((size_t)L, sizeof(layer_acts));
+    m->hs = calloc((size_t)L + 1, sizeof(float *));
+    m->tensors = calloc((size_t)L * 20 + 8, sizeof(tensor_entry));
+    if (!m->trainable_layer || !m->layers || !m->acts || !m->hs || !m->tensors)
+        goto oom;
+    for (int i = 0; i < L; i++)
+        m->trainable_layer[i] = 1;
+
+    size_t pbytes = layout_params(m, NULL);
+    m->params = aligned_alloc(64, (pbytes + 63) / 64 * 64);
+    m->grads = aligned_alloc(64, (pbytes + 63) / 64 * 64);
+    if (!m->params || !m->grads)
+        goto oom;
+    memset(m->params, 0, pbytes);
+    memset(m->grads, 0, pbytes);
+    m->n_params = pbytes / sizeof(float);
+    layout_params(m, (char *)m->params);
+
+    m->acts_bytes = (layout_acts(m, NULL) + 63) / 64 * 64;
+    m->acts_base = aligned_alloc(64, m->acts_bytes);
+    if (!m->acts_base)
+        goto oom;
+    layout_acts(m, m->acts_base);
+    lattice__rope_table(m->rope, m->p.max_seq, m->p.head_dim, m->p.rope_theta);
+
+    for (int i = 0; i < m->n_tensors; i++)
+        init_tensor(m, &m->tensors[i], m->p.seed);
+    *out = m;
+    return LATTICE_OK;
+oom:
+    lattice_model_destroy(m);
+    return LATTICE_ERR_OUT_OF_MEMORY;
+}
+
+void lattice_model_destroy(lattice_model *m)
+{
+    if (!m)
+        return;
+    free(m->params);
+    free(m->grads);
+    free(m->acts_base);
+    free(m->trainable_layer);
+    free(m->layers);
+    free(m->acts);
+    free(m->hs);
+    free(m->tensors);
+    free(m);
+}
+
+const char *lattice_model_errmsg(const lattice_model *m)
+{
+    return m ? m->err : "no model (NULL handle)";
+}
+
+lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_params *out)
+{
+    if (!m || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = m->p;
+    out->n_active_layers = m->n_active;
+    return LATTICE_OK;
+}
+
+lattice_norm_placement lattice_model_placement(const lattice_model *m)
+{
+    return m ? m->norm.placement : LATTICE_NORM_PRE;
+}
+
+lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (n_active < 1 || n_active > m->p.n_layers)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "active layers %d not in 1..%d", n_active,
+                    m->p.n_layers);
+    m->n_active = n_active;
+    m->batch = m->seq = 0; /* the stored activations no longer match */
+    return LATTICE_OK;
+}
+
+int lattice_model_active_layers(const lattice_model *m) { return m ? m->n_active : 0; }
+
+lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (layer < 0 || layer >= m->p.n_layers)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
+                    m->p.n_layers - 1);
+    for (int i = 0; i < m->n_tensors; i++)
+        if (m->tensors[i].group == LATTICE_GROUP_LAYER && m->tensors[i].layer == layer)
+            init_tensor(m, &m->tensors[i], seed);
+    return LATTICE_OK;
+}
+
+static int *trainable_flag(lattice_model *m, lattice_group group, int layer)
+{
+    switch (group) {
+    case LATTICE_GROUP_EMBEDDING: return &m->trainable_embedding;
+    case LATTICE_GROUP_BOUNDARY_NORM: return &m->trainable_boundary;
+    case LATTICE_GROUP_HEAD: return m->p.tie_embeddings ? &m->trainable_embedding : &m->trainable_head;
+    case LATTICE_GROUP_LAYER:
+        return layer >= 0 && layer < m->p.n_layers ? &m->trainable_layer[layer] : NULL;
+    }
+    return NULL;
+}
+
+lattice_status lattice_model_set_trainable(lattice_model *m, lattice_group group, int layer,
+                                           int trainable)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int *f = trainable_flag(m, group, layer);
+    if (!f)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "no parameter group %d (layer %d)", (int)group,
+                    layer);
+    *f = trainable != 0;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_group group, int layer,
+                                           int *trainable)
+{
+    if (!m || !trainable)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int *f = trainable_flag((lattice_model *)m, group, layer);
+    if (!f)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *trainable = *f;
+    return LATTICE_OK;
+}
+
+static int head_trains(const lattice_model *m)
+{
+    return m->p.tie_embeddings ? m->trainable_embedding : m->trainable_head;
+}
+
+int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
+{
+    switch (t->group) {
+    case LATTICE_GROUP_EMBEDDING: return m->trainable_embedding;
+    case LATTICE_GROUP_BOUNDARY_NORM: return m->trainable_boundary;
+    case LATTICE_GROUP_HEAD: return m->trainable_head;
+    case LATTICE_GROUP_LAYER: return t->layer < m->n_active && m->trainable_layer[t->layer];
+    }
+    return 0;
+}
+
+lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (count < 0 || first < 0 || (count > 0 && first + (long)count > m->p.n_layers))
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "skip range [%d, %d) outside 0..%d", first,
+                    first + count, m->p.n_layers);
+    m->skip_first = count ? first : 0;
+    m->skip_count = count;
+    m->batch = m->seq = 0;
+    return LATTICE_OK;
+}
+
+static int skipped(const lattice_model *m, int layer)
+{
+    return layer >= m->skip_first && layer < m->skip_first + m->skip_count;
+}
+
+/* ---- forward ------------------------------------------------------------- */
+
+#define NT (m->be->n_threads)
+
+static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *in,
+                     const norm_params *np, long n)
+{
+    lattice__norm_forward(m->norm.kind == LATTICE_NORM_LAYER, out, st->mean, st->rstd, in, np->w,
+                          np->b, m->norm.eps, n, m->p.d_model, NT);
+}
+
+/* Causal attention of one layer from its head-major q, k, v to att[N, H*hd]. */
+static lattice_status attention_forward(lattice_model *m, layer_acts *A)
+{
+    const int B = m->batch, T = m->seq, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
+    const int G = H / KV, ldo = H * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int nb = B * H;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int i = b * H + h;
+            m->ptr_a[i] = A->q + (size_t)i * T * hd;
+            m->ptr_b[i] = A->k + ((size_t)b * KV + h / G) * T * hd;
+            m->ptr_c[i] = A->p + (size_t)i * T * T;
+        }
+    TRY(lattice__gemm_batched(m->be, 0, 1, T, T, hd, scale, m->ptr_a, hd, m->ptr_b, hd, 0.0f,
+                              m->ptr_c, T, nb));
+    lattice__causal_softmax(A->p, nb, T, NT);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int i = b * H + h;
+            m->ptr_a[i] = A->p + (size_t)i * T * T;
+            m->ptr_b[i] = A->v + ((size_t)b * KV + h / G) * T * hd;
+            m->ptr_c[i] = A->att + (size_t)b * T * ldo + (size_t)h * hd;
+        }
+    return lattice__gemm_batched(m->be, 0, 0, T, hd, T, 1.0f, m->ptr_a, T, m->ptr_b, hd, 0.0f,
+                                 m->ptr_c, ldo, nb);
+}
+
+/* r = a * x + y, written where the caller wants the sublayer's output stream. */
+static lattice_status layer_forward(lattice_model *m, int i)
+{
+    const lattice_model_params *p = &m->p;
+    layer_params *L = &m->layers[i];
+    layer_acts *A = &m->acts[i];
+    const long N = (long)m->batch * m->seq;
+    const int D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim, F = p->d_ff;
+    const int W = (H + 2 * KV) * hd;
+    const lattice_norm_placement pl = m->norm.placement;
+    const float alpha = m->norm.residual_scale;
+    const float *x = m->hs[i];
+    float *out = m->hs[i + 1];
+
+    /* attention sublayer: x -> mid */
+    const float *a = x;
+    if (pl != LATTICE_NORM_POST) {
+        norm_fwd(m, A->a1, &A->st[SLOT_IN1], x, &L->norm[SLOT_IN1], N);
+        a = A->a1;
+    }
+    TRY(lattice__gemm(m->be, 0, 1, (int)N, W, D, 1.0f, a, D, L->wqkv, D, 0.0f, A->raw, W));
+    lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
+    lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw, L->qn, L->kn, m->rope,
+                         &qd, NT);
+    TRY(attention_forward(m, A));
+    if (pl == LATTICE_NORM_PERI) {
+        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, H * hd, 1.0f, A->att, H * hd, L->wo, H * hd,
+                          0.0f, A->y1, D));
+        norm_fwd(m, A->mid, &A->st[SLOT_OUT1], A->y1, &L->norm[SLOT_OUT1], N);
+        lattice__axpby(A->mid, 1.0f, x, N * D, NT);
+    } else {
+        float *r = pl == LATTICE_NORM_POST ? A->r1 : A->mid;
+        memcpy(r, x, sizeof(float) * N * D);
+        if (alpha != 1.0f)
+            lattice__scale(r, alpha, N * D, NT);
+        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, H * hd, 1.0f, A->att, H * hd, L->wo, H * hd,
+                          1.0f, r, D));
+        if (pl == LATTICE_NORM_POST)
+            norm_fwd(m, A->mid, &A->st[SLOT_OUT1], A->r1, &L->norm[SLOT_OUT1], N);
+    }
+
+    /* MLP sublayer: mid -> out */
+    const float *a2 = A->mid;
+    if (pl != LATTICE_NORM_POST) {
+        norm_fwd(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
+        a2 = A->a2;
+    }
+    TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu, D, 0.0f, A->gu, 2 * F));
+    lattice__swiglu_forward(A->s, A->gu, N, F, NT);
+    if (pl == LATTICE_NORM_PERI) {
+        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, F, 1.0f, A->s, F, L->wd, F, 0.0f, A->y2, D));
+        norm_fwd(m, out, &A->st[SLOT_OUT2], A->y2, &L->norm[SLOT_OUT2], N);
+        lattice__axpby(out, 1.0f, A->mid, N * D, NT);
+    } else {
+        float *r = pl == LATTICE_NORM_POST ? A->r2 : out;
+        memcpy(r, A->mid, sizeof(float) * N * D);
+        if (alpha != 1.0f)
+            lattice__scale(r, alpha, N * D, NT);
+        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, F, 1.0f, A->s, F, L->wd, F, 1.0f, r, D));
+        if (pl == LATTICE_NORM_POST)
+            norm_fwd(m, out, &A->st[SLOT_OUT2], A->r2, &L->norm[SLOT_OUT2], N);
+    }
+    return LATTICE_OK;
+}
+
+/* The stream the LM head reads: the final norm's output, or the last boundary. */
+static const float *head_input(const lattice_model *m)
+{
+    return m->norm.placement == LATTICE_NORM_POST ? m->hs[m->n_active] : m->final_out;
+}
+
+lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!tokens)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "tokens is NULL");
+    if (batch < 1 || batch > m->p.max_batch)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "batch %d not in 1..%d (max_batch)", batch,
+                    m->p.max_batch);
+    if (seq < 1 || seq > m->p.max_seq)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "seq %d not in 1..%d (max_seq)", seq,
+                    m->p.max_seq);
+    const long N = (long)batch * seq;
+    for (long i = 0; i < N; i++)
+        if (tokens[i] < 0 || tokens[i] >= m->p.vocab_size)
+            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                        "token id %d at position %ld outside the vocabulary 0..%d", (int)tokens[i],
+                        i, m->p.vocab_size - 1);
+    m->batch = 0; /* invalid until this pass completes */
+    m->seq = 0;
+    const int D = m->p.d_model;
+    memcpy(m->tokens, tokens, sizeof(int32_t) * N);
+    lattice__embedding_forward(m->emb, m->tokens, m->wte, N, D, NT);
+    m->batch = batch;
+    m->seq = seq;
+    if (m->norm.placement == LATTICE_NORM_POST)
+        norm_fwd(m, m->hs[0], &m->bst, m->emb, &m->bnorm, N);
+    lattice_status st = LATTICE_OK;
+    for (int i = 0; i < m->n_active && st == LATTICE_OK; i++) {
+        if (skipped(m, i))
+            memcpy(m->hs[i + 1], m->hs[i], sizeof(float) * N * D);
+        else
+            st = layer_forward(m, i);
+    }
+    if (st == LATTICE_OK && m->norm.placement != LATTICE_NORM_POST)
+        norm_fwd(m, m->final_out, &m->bst, m->hs[m->n_active], &m->bnorm, N);
+    if (st == LATTICE_OK)
+        st = lattice__gemm(m->be, 0, 1, (int)N, m->p.vocab_size, D, 1.0f, head_input(m), D,
+                           m->whead, D, 0.0f, m->logits, m->p.vocab_size);
+    if (st != LATTICE_OK) {
+        m->batch = m->seq = 0;
+        return FAIL(m, st, "the backend failed during forward");
+    }
+    return LATTICE_OK;
+}
+
+const float *lattice_model_logits(const lattice_model *m)
+{
+    return m && m->batch ? m->logits : NULL;
+}
+
+float *lattice_model_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
+
+lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targets,
+                                           const uint8_t *mask, float *loss, int64_t *n_counted)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!targets || !loss)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "targets and loss must not be NULL");
+    if (!m->batch)
+        return FAIL(m, LATTICE_ERR_STATE, "cross_entropy needs a forward pass first");
+    const long N = (long)m->batch * m->seq;
+    for (long i = 0; i < N; i++)
+        if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
+            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                        "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
+    double l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N, m->p.vocab_size,
+                                      m->rowloss, n_counted, NT);
+    *loss = (float)l;
+    if (!isfinite(l))
+        return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");
+    return LATTICE_OK;
+}
+
+/* ---- backward ------------------------------------------------------------ */
+
+static void norm_bwd(lattice_model *m, float *din, int accumulate, const norm_params *np,
+                     int trainable, const float *dout, const float *in, const norm_stats *st,
+                     long n)
+{
+    float *dw = trainable ? lattice__grad_of(m, np->w) : NULL;
+    float *db = trainable && np->b ? lattice__grad_of(m, np->b) : NULL;
+    lattice__norm_backward(m->norm.kind == LATTICE_NORM_LAYER, din, accumulate, dw, db, dout, in,
+                           np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT);
+}
+
+/* From d_att (the gradient of att) to head-major dq, dk, dv. */
+static lattice_status attention_backward(lattice_model *m, layer_acts *A)
+{
+    const int B = m->batch, T = m->seq, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
+    const int G = H / KV, ldo = H * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int nb = B * H, nkv = B * KV;
+    /* dP = dO V^T */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int i = b * H + h;
+            m->ptr_a[i] = m->d_att + (size_t)b * T * ldo + (size_t)h * hd;
+            m->ptr_b[i] = A->v + ((size_t)b * KV + h / G) * T * hd;
+            m->ptr_c[i] = m->dp + (size_t)i * T * T;
+        }
+    TRY(lattice__gemm_batched(m->be, 0, 1, T, T, hd, 1.0f, m->ptr_a, ldo, m->ptr_b, hd, 0.0f,
+                              m->ptr_c, T, nb));
+    /* dV = sum over the query heads of a group of P^T dO, one head of each group
+     * at a time so that no two problems write the same dV. */
+    for (int g = 0; g < G; g++) {
+        for (int b = 0; b < B; b++)
+            for (int kh = 0; kh < KV; kh++) {
+                int i = b * KV + kh, h = kh * G + g;
+                m->ptr_a[i] = A->p + ((size_t)b * H + h) * T * T;
+                m->ptr_b[i] = m->d_att + (size_t)b * T * ldo + (size_t)h * hd;
+                m->ptr_c[i] = m->dv + (size_t)i * T * hd;
+            }
+        TRY(lattice__gemm_batched(m->be, 1, 0, T, hd, T, 1.0f, m->ptr_a, T, m->ptr_b, ldo,
+                                  g ? 1.0f : 0.0f, m->ptr_c, hd, nkv));
+    }
+    lattice__softmax_backward(m->dp, A->p, nb, T, NT);
+    /* dQ = scale dS K */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            int i = b * H + h;
+            m->ptr_a[i] = m->dp + (size_t)i * T * T;
+            m->ptr_b[i] = A->k + ((size_t)b * KV + h / G) * T * hd;
+            m->ptr_c[i] = m->dq + (size_t)i * T * hd;
+        }
+    TRY(lattice__gemm_batched(m->be, 0, 0, T, hd, T, scale, m->ptr_a, T, m->ptr_b, hd, 0.0f,
+                              m->ptr_c, hd, nb));
+    /* dK = scale sum over the group of dS^T Q */
+    for (int g = 0; g < G; g++) {
+        for (int b = 0; b < B; b++)
+            for (int kh = 0; kh < KV; kh++) {
+                int i = b * KV + kh, h = kh * G + g;
+                m->ptr_a[i] = m->dp + ((size_t)b * H + h) * T * T;
+                m->ptr_b[i] = A->q + ((size_t)b * H + h) * T * hd;
+                m->ptr_c[i] = m->dk + (size_t)i * T * hd;
+            }
+        TRY(lattice__gemm_batched(m->be, 1, 0, T, hd, T, scale, m->ptr_a, T, m->ptr_b, hd,
+                                  g ? 1.0f : 0.0f, m->ptr_c, hd, nkv));
+    }
+    return LATTICE_OK;
+}
+
+/* Backward of one layer. *g holds the gradient of the layer's output stream
+ * and is replaced by the gradient of its input (when need_input); the two
+ * stream buffers may be swapped. */
+static lattice_status layer_backward(lattice_model *m, int i, float **g, float **spare,
+                                     int need_input)
+{
+    const lattice_model_params *p = &m->p;
+    layer_params *L = &m->layers[i];
+    layer_acts *A = &m->acts[i];
+    const long N = (long)m->batch * m->seq;
+    const int D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim, F = p->d_ff;
+    const int W = (H + 2 * KV) * hd, Hd = H * hd;
+    const lattice_norm_placement pl = m->norm.placement;
+    const float alpha = m->norm.residual_scale;
+    const int tr = m->trainable_layer[i];
+    float *tmp;
+
+    /* ---- MLP sublayer: gradient of out -> gradient of mid ---- */
+    if (pl == LATTICE_NORM_POST) {
+        norm_bwd(m, *spare, 0, &L->norm[SLOT_OUT2], tr, *g, A->r2, &A->st[SLOT_OUT2], N);
+        tmp = *g, *g = *spare, *spare = tmp;
+    }
+    const float *dy = *g;
+    if (pl == LATTICE_NORM_PERI) {
+        norm_bwd(m, m->d_tmp, 0, &L->norm[SLOT_OUT2], tr, *g, A->y2, &A->st[SLOT_OUT2], N);
+        dy = m->d_tmp;
+    }
+    if (tr)
+        TRY(lattice__gemm(m->be, 1, 0, D, F, (int)N, 1.0f, dy, D, A->s, F, 1.0f,
+                          lattice__grad_of(m, L->wd), F));
+    TRY(lattice__gemm(m->be, 0, 0, (int)N, F, D, 1.0f, dy, D, L->wd, F, 0.0f, m->d_s, F));
+    lattice__swiglu_backward(m->d_gu, m->d_s, A->gu, N, F, NT);
+    const float *a2 = pl == LATTICE_NORM_POST ? A->mid : A->a2;
+    if (tr)
+        TRY(lattice__gemm(m->be, 1, 0, 2 * F, D, (int)N, 1.0f, m->d_gu, 2 * F, a2, D, 1.0f,
+                          lattice__grad_of(m, L->wgu), D));
+    TRY(lattice__gemm(m->be, 0, 0, (int)N, D, 2 * F, 1.0f, m->d_gu, 2 * F, L->wgu, D, 0.0f,
+                      m->d_in, D));
+    if (alpha != 1.0f)
+        lattice__scale(*g, alpha, N * D, NT);
+    if (pl == LATTICE_NORM_POST)
+        lattice__axpby(*g, 1.0f, m->d_in, N * D, NT);
+    else
+        norm_bwd(m, *g, 1, &L->norm[SLOT_IN2], tr, m->d_in, A->mid, &A->st[SLOT_IN2], N);
+
+    /* ---- attention sublayer: gradient of mid -> gradient of x ---- */
+    if (pl == LATTICE_NORM_POST) {
+        norm_bwd(m, *spare, 0, &L->norm[SLOT_OUT1], tr, *g, A->r1, &A->st[SLOT_OUT1], N);
+        tmp = *g, *g = *spare, *spare = tmp;
+    }
+    dy = *g;
+    if (pl == LATTICE_NORM_PERI) {
+        norm_bwd(m, m->d_tmp, 0, &L->norm[SLOT_OUT1], tr, *g, A->y1, &A->st[SLOT_OUT1], N);
+        dy = m->d_tmp;
+    }
+    if (tr)
+        TRY(lattice__gemm(m->be, 1, 0, D, Hd, (int)N, 1.0f, dy, D, A->att, Hd, 1.0f,
+                          lattice__grad_of(m, L->wo), Hd));
+    TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
+    TRY(attention_backward(m, A));
+    lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
+    lattice__qkv_backward(m->d_raw, tr && L->qn ? lattice__grad_of(m, L->qn) : NULL,
+                          tr && L->kn ? lattice__grad_of(m, L->kn) : NULL, m->dq, m->dk, m->dv,
+                          A->raw, L->qn, L->kn, A->rstd_q, A->rstd_k, m->rope, &qd, m->red, NT);
+    const float *a1 = pl == LATTICE_NORM_POST ? m->hs[i] : A->a1;
+    if (tr)
+        TRY(lattice__gemm(m->be, 1, 0, W, D, (int)N, 1.0f, m->d_raw, W, a1, D, 1.0f,
+                          lattice__grad_of(m, L->wqkv), D));
+    /* Under pre and peri the input norm's weight gradient needs d_in even here. */
+    if (!need_input && (pl == LATTICE_NORM_POST || !tr))
+        return LATTICE_OK;
+    TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W, L->wqkv, D, 0.0f, m->d_in, D));
+    if (alpha != 1.0f)
+        lattice__scale(*g, alpha, N * D, NT);
+    if (pl == LATTICE_NORM_POST)
+        lattice__axpby(*g, 1.0f, m->d_in, N * D, NT);
+    else
+        norm_bwd(m, *g, 1, &L->norm[SLOT_IN1], tr, m->d_in, m->hs[i], &A->st[SLOT_IN1], N);
+    return LATTICE_OK;
+}
+
+static void zero_trainable_grads(lattice_model *m)
+{
+    for (int t = 0; t < m->n_tensors; t++) {
+        const tensor_entry *e = &m->tensors[t];
+        if (lattice__tensor_updatable(m, e))
+            memset(lattice__grad_of(m, e->data), 0, sizeof(float) * e->rows * e->cols);
+    }
+}
+
+lattice_status lattice_model_backward(lattice_model *m)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!m->batch)
+        return FAIL(m, LATTICE_ERR_STATE, "backward needs a forward pass first");
+    const long N = (long)m->batch * m->seq;
+    const int D = m->p.d_model, V = m->p.vocab_size, k = m->n_active;
+    const lattice_norm_placement pl = m->norm.placement;
+    zero_trainable_grads(m);
+
+    /* How far down the gradient must travel: to the embedding when it (or the
+     * entry norm) trains, else to the lowest trainable active layer. */
+    int need_emb = m->trainable_embedding || (pl == LATTICE_NORM_POST && m->trainable_boundary);
+    int lowest = k;
+    for (int i = 0; i < k; i++)
+        if (m->trainable_layer[i] && !skipped(m, i)) {
+            lowest = i;
+            break;
+        }
+    int stop = need_emb ? 0 : lowest;
+
+    lattice_status st = LATTICE_OK;
+    const float *hin = head_input(m);
+    if (head_trains(m))
+        st = lattice__gemm(m->be, 1, 0, V, D, (int)N, 1.0f, m->dlogits, V, hin, D, 1.0f,
+                           lattice__grad_of(m, m->whead), D);
+    int need_stream = stop < k || need_emb || (pl != LATTICE_NORM_POST && m->trainable_boundary);
+    if (st != LATTICE_OK || !need_stream)
+        goto done;
+    float *g = m->d_a, *spare = m->d_b;
+    st = lattice__gemm(m->be, 0, 0, (int)N, D, V, 1.0f, m->dlogits, V, m->whead, D, 0.0f,
+                       pl == LATTICE_NORM_POST ? g : spare, D);
+    if (st != LATTICE_OK)
+        goto done;
+    if (pl != LATTICE_NORM_POST)
+        norm_bwd(m, g, 0, &m->bnorm, m->trainable_boundary, spare, m->hs[k], &m->bst, N);
+    for (int i = k - 1; i >= stop && st == LATTICE_OK; i--) {
+        if (skipped(m, i))
+            continue;
+        st = layer_backward(m, i, &g, &spare, i > stop || need_emb);
+    }
+    if (st != LATTICE_OK || !need_emb)
+        goto done;
+    const float *demb = g;
+    if (pl == LATTICE_NORM_POST) {
+        norm_bwd(m, spare, 0, &m->bnorm, m->trainable_boundary, g, m->emb, &m->bst, N);
+        demb = spare;
+    }
+    if (m->trainable_embedding)
+        lattice__embedding_backward(lattice__grad_of(m, m->wte), demb, m->tokens, N, D, NT);
+done:
+    if (st != LATTICE_OK)
+        return FAIL(m, st, "the backend failed during backward");
+    return LATTICE_OK;
+}
+
+/* ---- inspection ---------------------------------------------------------- */
+
+lattice_status lattice_model_hidden(const lattice_model *m, int boundary, const float **out)
+{
+    if (!m || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!m->batch)
+        return LATTICE_ERR_STATE;
+    if (boundary < 0 || boundary > m->n_active)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = m->hs[boundary];
+    return LATTICE_OK;
+}
+
+int lattice_model_n_tensors(const lattice_model *m) { return m ? m->n_tensors : 0; }
+
+static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_tensor_info *out)
+{
+    out->name = t->name;
+    out->ndim = t->ndim;
+    out->shape[0] = t->rows;
+    out->shape[1] = t->cols;
+    out->data = t->data;
+    out->grad = lattice__grad_of(m, t->data);
+    out->group = t->group;
+    out->layer = t->layer;
+}
+
+lattice_status lattice_model_tensor(const lattice_model *m, int index, lattice_tensor_info *out)
+{
+    if (!m || !out || index < 0 || index >= m->n_tensors)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    fill_info(m, &m->tensors[index], out);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_find_tensor(const lattice_model *m, const char *name,
+                                         lattice_tensor_info *out)
+{
+    if (!m || !name || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) {
+            fill_info(m, &m->tensors[i], out);
+            return LATTICE_OK;
+        }
+    return LATTICE_ERR_NOT_FOUND;
+}
+
+int64_t lattice_model_n_params(const lattice_model *m)
+{
+    int64_t n = 0;
+    if (m)
+        for (int i = 0; i < m->n_tensors; i++)
+            n += m->tensors[i].rows * m->tensors[i].cols;
+    return n;
+}
+
+double lattice_model_flops(const lattice_model *m, int batch, int seq, int with_backward)
+{
+    if (!m || batch < 1 || seq < 1)
+        return 0.0;
+    const lattice_model_params *p = &m->p;
+    const double N = (double)batch * seq, D = p->d_model, hd = p->head_dim, H = p->n_heads;
+    const double W = (p->n_heads + 2.0 * p->n_kv_heads) * hd, F = p->d_ff, V = p->vocab_size;
+    const double proj = 2.0 * N * D * (W + H * hd + 3.0 * F); /* qkv, o, gate+up, down */
+    const double attn = 2.0 * 2.0 * batch * H * (double)seq * seq * hd; /* QK^T and PV */
+    const double head = 2.0 * N * D * V;
+    double total = head;
+    int active = 0;
+    for (int i = 0; i < m->n_active; i++)
+        active += !skipped(m, i);
+    total += active * (proj + attn);
+    if (!with_backward)
+        return total;
+    /* Backward: input gradients plus weight gradients of trainable layers
+     * (the attention core's four GEMMs count twice its forward two). */
+    double bwd = head * (1 + head_trains(m));
+    for (int i = 0; i < m->n_active; i++)
+        if (!skipped(m, i))
+            bwd += proj * (1 + m->trainable_layer[i]) + 2.0 * attn;
+    return total + bwd;
+}
+
+size_t lattice_model_arena_bytes(const lattice_model *m)
+{
+    if (!m)
+        return 0;
+    return 2 * m->n_params * sizeof(float) + m->acts_bytes;
+}

@@ -1,0 +1,98 @@
+/* The model's private body, shared with the optimizer (which walks its tensors). */
+#ifndef LATTICE_MODEL_IMPL_H
+#define LATTICE_MODEL_IMPL_H
+
+#include "internal.h"
+#include "norm_impl.h"
+
+/* Norm slots of a layer: which exist depends on the placement.
+ * pre: IN1, IN2. post: OUT1, OUT2 (on the residual sums). peri: all four. */
+enum { SLOT_IN1 = 0, SLOT_OUT1 = 1, SLOT_IN2 = 2, SLOT_OUT2 = 3, N_SLOTS = 4 };
+
+typedef struct norm_params {
+    float *w, *b; /* b only for LayerNorm */
+} norm_params;
+
+typedef struct layer_params {
+    float *wqkv;  /* [(H + 2 KV) * hd, D]: q_proj, k_proj, v_proj stacked */
+    float *wo;    /* [D, H * hd] */
+    float *qn, *kn; /* [hd] each when qk_norm */
+    float *wgu;   /* [2F, D]: gate_proj then up_proj */
+    float *wd;    /* [D, F] */
+    norm_params norm[N_SLOTS];
+} layer_params;
+
+typedef struct norm_stats {
+    float *mean, *rstd; /* [N] */
+} norm_stats;
+
+typedef struct layer_acts {
+    float *a1, *raw, *q, *k, *v, *rstd_q, *rstd_k, *p, *att, *y1, *r1, *mid;
+    float *a2, *gu, *s, *y2, *r2;
+    norm_stats st[N_SLOTS];
+} layer_acts;
+
+typedef enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
+
+typedef struct tensor_entry {
+    char name[96];
+    float *data;
+    int64_t rows, cols;
+    int ndim;
+    lattice_group group;
+    int layer;
+    init_kind init;
+    uint32_t key; /* seeds this tensor's draw independently of the others */
+} tensor_entry;
+
+struct lattice_model {
+    lattice_model_params p;
+    struct lattice_norm norm;
+    lattice_backend *be;
+    char err[LATTICE_ERRMSG_MAX];
+
+    int n_active;
+    int skip_first, skip_count;
+    int trainable_embedding, trainable_boundary, trainable_head;
+    int *trainable_layer;
+
+    /* arenas */
+    float *params, *grads;
+    size_t n_params; /* floats in the params arena (= grads arena) */
+    char *acts_base;
+    size_t acts_bytes;
+
+    /* parameters */
+    float *wte, *whead; /* whead == wte when tied */
+    norm_params bnorm;
+    layer_params *layers;
+    tensor_entry *tensors;
+    int n_tensors;
+
+    /* activations of the last forward */
+    int batch, seq; /* 0 before the first forward */
+    int32_t *tokens;
+    float *emb;    /* embedding output (post: before the entry norm) */
+    norm_stats bst;
+    float **hs;    /* [L + 1] boundary streams */
+    layer_acts *acts;
+    float *final_out, *logits, *dlogits;
+    float *rope;
+
+    /* backward scratch */
+    float *d_a, *d_b, *d_in, *d_tmp, *d_raw, *dq, *dk, *dv, *dp, *d_att, *d_gu, *d_s, *red;
+    double *rowloss;
+    const float **ptr_a, **ptr_b;
+    float **ptr_c;
+};
+
+/* Gradient of a parameter pointer (same offset in the gradient arena). */
+static inline float *lattice__grad_of(const lattice_model *m, const float *param)
+{
+    return m->grads + (param - m->params);
+}
+
+/* Whether tensor t's group is trainable and (for layers) active. */
+int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t);
+
+#endif

@@ -1,0 +1,80 @@
+#include "norm_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+lattice_status lattice_norm_create(lattice_norm_placement placement, lattice_norm_kind kind,
+                                   float eps, lattice_norm **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (placement != LATTICE_NORM_PRE && placement != LATTICE_NORM_POST &&
+        placement != LATTICE_NORM_PERI)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (kind != LATTICE_NORM_RMS && kind != LATTICE_NORM_LAYER)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!(eps > 0.0f) || !isfinite(eps))
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_norm *n = calloc(1, sizeof(*n));
+    if (!n)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    n->placement = placement;
+    n->kind = kind;
+    n->eps = eps;
+    n->residual_scale = 1.0f;
+    *out = n;
+    return LATTICE_OK;
+}
+
+void lattice_norm_destroy(lattice_norm *norm) { free(norm); }
+
+lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, float scale)
+{
+    if (!norm || !(scale > 0.0f) || !isfinite(scale))
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (norm->placement != LATTICE_NORM_POST && scale != 1.0f)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    norm->residual_scale = scale;
+    return LATTICE_OK;
+}
+
+lattice_norm_placement lattice_norm_get_placement(const lattice_norm *norm)
+{
+    return norm ? norm->placement : LATTICE_NORM_PRE;
+}
+
+lattice_norm_kind lattice_norm_get_kind(const lattice_norm *norm)
+{
+    return norm ? norm->kind : LATTICE_NORM_RMS;
+}
+
+float lattice_norm_get_eps(const lattice_norm *norm) { return norm ? norm->eps : 0.0f; }
+
+float lattice_norm_get_residual_scale(const lattice_norm *norm)
+{
+    return norm ? norm->residual_scale : 0.0f;
+}
+
+static const char *const placement_names[] = {"pre", "post", "peri"};
+
+const char *lattice_norm_placement_name(lattice_norm_placement placement)
+{
+    if ((unsigned)placement < sizeof(placement_names) / sizeof(placement_names[0]))
+        return placement_names[placement];
+    return "unknown";
+}
+
+lattice_status lattice_norm_placement_from_name(const char *name, lattice_norm_placement *out)
+{
+    if (!name || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    for (unsigned i = 0; i < sizeof(placement_names) / sizeof(placement_names[0]); i++) {
+        if (strcmp(name, placement_names[i]) == 0) {
+            *out = (lattice_norm_placement)i;
+            return LATTICE_OK;
+        }
+    }
+    return LATTICE_ERR_NOT_FOUND;
+}

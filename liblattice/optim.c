@@ -1,0 +1,198 @@
+#include "model_impl.h"
+#include "backend_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lattice_optim {
+    lattice_model *model;
+    lattice_optim_params p;
+    float *m1, *m2;    /* moments, laid out like the model's parameter arena */
+    int64_t *t_tensor; /* updates each tensor has had since the last reset */
+    int64_t step;      /* schedule position */
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+void lattice_optim_params_init(lattice_optim_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+    p->lr = 1e-4f;
+    p->min_lr = 1e-6f;
+    p->warmup_steps = 750;
+    p->total_steps = 50000;
+    p->beta1 = 0.9f;
+    p->beta2 = 0.95f;
+    p->eps = 1e-8f;
+    p->weight_decay = 0.0f;
+    p->clip_norm = 0.5f;
+}
+
+static lattice_status check(const lattice_optim_params *p, char *err)
+{
+#define BAD(...) return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG, __VA_ARGS__)
+    if (!(p->lr >= 0.0f) || !isfinite(p->lr) || !(p->min_lr >= 0.0f) || !isfinite(p->min_lr))
+        BAD("learning rates must be finite and >= 0");
+    if (p->warmup_steps < 0 || p->total_steps < 1)
+        BAD("warmup_steps must be >= 0 and total_steps >= 1");
+    if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
+        BAD("betas must lie in [0, 1)");
+    if (!(p->eps > 0.0f) || !isfinite(p->eps))
+        BAD("eps must be positive");
+    if (!(p->weight_decay >= 0.0f) || !isfinite(p->weight_decay))
+        BAD("weight_decay must be finite and >= 0");
+    if (!(p->clip_norm >= 0.0f) || !isfinite(p->clip_norm))
+        BAD("clip_norm must be finite and >= 0");
+    return LATTICE_OK;
+#undef BAD
+}
+
+static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
+                                  char *err)
+{
+    if (!src || src->size == 0)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
+    lattice_optim_params tmp;
+    lattice_optim_params_init(&tmp);
+    memcpy(&tmp, src, src->size < sizeof(tmp) ? src->size : sizeof(tmp));
+    tmp.size = sizeof(tmp);
+    lattice_status st = check(&tmp, err);
+    if (st == LATTICE_OK)
+        *dst = tmp;
+    return st;
+}
+
+lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_params *params,
+                                    lattice_optim **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model || !params)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_optim *o = calloc(1, sizeof(*o));
+    if (!o)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    lattice_status st = copy_params(&o->p, params, NULL);
+    if (st != LATTICE_OK) {
+        free(o);
+        return st;
+    }
+    o->model = model;
+    o->m1 = calloc(model->n_params, sizeof(float));
+    o->m2 = calloc(model->n_params, sizeof(float));
+    o->t_tensor = calloc((size_t)model->n_tensors, sizeof(int64_t));
+    if (!o->m1 || !o->m2 || !o->t_tensor) {
+        lattice_optim_destroy(o);
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    }
+    *out = o;
+    return LATTICE_OK;
+}
+
+void lattice_optim_destroy(lattice_optim *o)
+{
+    if (!o)
+        return;
+    free(o->m1);
+    free(o->m2);
+    free(o->t_tensor);
+    free(o);
+}
+
+const char *lattice_optim_errmsg(const lattice_optim *o)
+{
+    return o ? o->err : "no optimizer (NULL handle)";
+}
+
+lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_params *params)
+{
+    if (!o)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    return copy_params(&o->p, params, o->err);
+}
+
+static double lr_at(const lattice_optim_params *p, int64_t s)
+{
+    if (s < p->warmup_steps)
+        return (double)p->lr * (double)(s + 1) / p->warmup_steps;
+    int64_t decay = p->total_steps - p->warmup_steps;
+    double prog = decay > 0 ? (double)(s - p->warmup_steps) / (double)decay : 1.0;
+    if (prog > 1.0)
+        prog = 1.0;
+    return p->min_lr + 0.5 * ((double)p->lr - p->min_lr) * (1.0 + cos(M_PI * prog));
+}
+
+float lattice_optim_lr(const lattice_optim *o) { return o ? (float)lr_at(&o->p, o->step) : 0.0f; }
+
+int64_t lattice_optim_steps(const lattice_optim *o) { return o ? o->step : 0; }
+
+lattice_status lattice_optim_reset(lattice_optim *o)
+{
+    if (!o)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    memset(o->m1, 0, o->model->n_params * sizeof(float));
+    memset(o->m2, 0, o->model->n_params * sizeof(float));
+    memset(o->t_tensor, 0, (size_t)o->model->n_tensors * sizeof(int64_t));
+    o->step = 0;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
+{
+    if (!o)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_model *m = o->model;
+    const int nt = m->be->n_threads;
+    (void)nt;
+    /* The global norm in double, tensor by tensor in a fixed order. */
+    double ss = 0.0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        if (!lattice__tensor_updatable(m, t))
+            continue;
+        const float *g = lattice__grad_of(m, t->data);
+        long n = (long)(t->rows * t->cols);
+        double part = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : part) num_threads(nt)
+        for (long j = 0; j < n; j++)
+            part += (double)g[j] * g[j];
+        ss += part;
+    }
+    double norm = sqrt(ss);
+    if (grad_norm)
+        *grad_norm = (float)norm;
+    if (!isfinite(norm))
+        return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,
+                                  "gradient norm is not finite; no parameter was updated");
+    const float clip = o->p.clip_norm > 0.0f && norm > o->p.clip_norm
+                           ? (float)(o->p.clip_norm / norm) : 1.0f;
+    const float lr = (float)lr_at(&o->p, o->step);
+    const float b1 = o->p.beta1, b2 = o->p.beta2, eps = o->p.eps;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        if (!lattice__tensor_updatable(m, t))
+            continue;
+        int64_t step = ++o->t_tensor[i];
+        const float c1 = (float)(1.0 - pow(b1, (double)step));
+        const float c2 = (float)(1.0 - pow(b2, (double)step));
+        const float wd = t->ndim == 2 ? o->p.weight_decay : 0.0f;
+        float *w = t->data;
+        const float *g = lattice__grad_of(m, w);
+        float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
+        long n = (long)(t->rows * t->cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (long j = 0; j < n; j++) {
+            float gj = g[j] * clip;
+            m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
+            m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
+            float mh = m1[j] / c1, vh = m2[j] / c2;
+            w[j] -= lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
+        }
+    }
+    o->step++;
+    return LATTICE_OK;
+}
