@@ -1,5 +1,6 @@
 #include "model_impl.h"
 
+#include "attention.h"
 #include "backend_impl.h"
 #include "kernels.h"
 
@@ -525,34 +526,6 @@ static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *
                           np->b, m->norm.eps, n, m->p.d_model, NT);
 }
 
-/* Causal attention of one layer from its head-major q, k, v to att[N, H*hd]. */
-static lattice_status attention_forward(lattice_model *m, layer_acts *A)
-{
-    const int B = m->batch, T = m->seq, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
-    const int G = H / KV, ldo = H * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int nb = B * H;
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int i = b * H + h;
-            m->ptr_a[i] = A->q + (size_t)i * T * hd;
-            m->ptr_b[i] = A->k + ((size_t)b * KV + h / G) * T * hd;
-            m->ptr_c[i] = A->p + (size_t)i * T * T;
-        }
-    TRY(lattice__gemm_batched(m->be, 0, 1, T, T, hd, scale, m->ptr_a, hd, m->ptr_b, hd, 0.0f,
-                              m->ptr_c, T, nb));
-    lattice__causal_softmax(A->p, nb, T, NT);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int i = b * H + h;
-            m->ptr_a[i] = A->p + (size_t)i * T * T;
-            m->ptr_b[i] = A->v + ((size_t)b * KV + h / G) * T * hd;
-            m->ptr_c[i] = A->att + (size_t)b * T * ldo + (size_t)h * hd;
-        }
-    return lattice__gemm_batched(m->be, 0, 0, T, hd, T, 1.0f, m->ptr_a, T, m->ptr_b, hd, 0.0f,
-                                 m->ptr_c, ldo, nb);
-}
-
 /* r = a * x + y, written where the caller wants the sublayer's output stream. */
 static lattice_status layer_forward(lattice_model *m, int i)
 {
@@ -577,7 +550,9 @@ static lattice_status layer_forward(lattice_model *m, int i)
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
     lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw, L->qn, L->kn, m->rope,
                          &qd, NT);
-    TRY(attention_forward(m, A));
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd};
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c};
+    TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
     if (pl == LATTICE_NORM_PERI) {
         TRY(lattice__gemm(m->be, 0, 1, (int)N, D, H * hd, 1.0f, A->att, H * hd, L->wo, H * hd,
                           0.0f, A->y1, D));
@@ -711,62 +686,6 @@ static void norm_bwd(lattice_model *m, float *din, int accumulate, const norm_pa
                            np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT);
 }
 
-/* From d_att (the gradient of att) to head-major dq, dk, dv. */
-static lattice_status attention_backward(lattice_model *m, layer_acts *A)
-{
-    const int B = m->batch, T = m->seq, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
-    const int G = H / KV, ldo = H * hd;
-    const float scale = 1.0f / sqrtf((float)hd);
-    const int nb = B * H, nkv = B * KV;
-    /* dP = dO V^T */
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int i = b * H + h;
-            m->ptr_a[i] = m->d_att + (size_t)b * T * ldo + (size_t)h * hd;
-            m->ptr_b[i] = A->v + ((size_t)b * KV + h / G) * T * hd;
-            m->ptr_c[i] = m->dp + (size_t)i * T * T;
-        }
-    TRY(lattice__gemm_batched(m->be, 0, 1, T, T, hd, 1.0f, m->ptr_a, ldo, m->ptr_b, hd, 0.0f,
-                              m->ptr_c, T, nb));
-    /* dV = sum over the query heads of a group of P^T dO, one head of each group
-     * at a time so that no two problems write the same dV. */
-    for (int g = 0; g < G; g++) {
-        for (int b = 0; b < B; b++)
-            for (int kh = 0; kh < KV; kh++) {
-                int i = b * KV + kh, h = kh * G + g;
-                m->ptr_a[i] = A->p + ((size_t)b * H + h) * T * T;
-                m->ptr_b[i] = m->d_att + (size_t)b * T * ldo + (size_t)h * hd;
-                m->ptr_c[i] = m->dv + (size_t)i * T * hd;
-            }
-        TRY(lattice__gemm_batched(m->be, 1, 0, T, hd, T, 1.0f, m->ptr_a, T, m->ptr_b, ldo,
-                                  g ? 1.0f : 0.0f, m->ptr_c, hd, nkv));
-    }
-    lattice__softmax_backward(m->dp, A->p, nb, T, NT);
-    /* dQ = scale dS K */
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            int i = b * H + h;
-            m->ptr_a[i] = m->dp + (size_t)i * T * T;
-            m->ptr_b[i] = A->k + ((size_t)b * KV + h / G) * T * hd;
-            m->ptr_c[i] = m->dq + (size_t)i * T * hd;
-        }
-    TRY(lattice__gemm_batched(m->be, 0, 0, T, hd, T, scale, m->ptr_a, T, m->ptr_b, hd, 0.0f,
-                              m->ptr_c, hd, nb));
-    /* dK = scale sum over the group of dS^T Q */
-    for (int g = 0; g < G; g++) {
-        for (int b = 0; b < B; b++)
-            for (int kh = 0; kh < KV; kh++) {
-                int i = b * KV + kh, h = kh * G + g;
-                m->ptr_a[i] = m->dp + ((size_t)b * H + h) * T * T;
-                m->ptr_b[i] = A->q + ((size_t)b * H + h) * T * hd;
-                m->ptr_c[i] = m->dk + (size_t)i * T * hd;
-            }
-        TRY(lattice__gemm_batched(m->be, 1, 0, T, hd, T, scale, m->ptr_a, T, m->ptr_b, hd,
-                                  g ? 1.0f : 0.0f, m->ptr_c, hd, nkv));
-    }
-    return LATTICE_OK;
-}
-
 /* Backward of one layer. *g holds the gradient of the layer's output stream
  * and is replaced by the gradient of its input (when need_input); the two
  * stream buffers may be swapped. */
@@ -826,7 +745,10 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         TRY(lattice__gemm(m->be, 1, 0, D, Hd, (int)N, 1.0f, dy, D, A->att, Hd, 1.0f,
                           lattice__grad_of(m, L->wo), Hd));
     TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
-    TRY(attention_backward(m, A));
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd};
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c};
+    TRY(lattice__attention_backward(m->be, m->dq, m->dk, m->dv, m->dp, m->d_att, A->p, A->q,
+                                    A->k, A->v, &ad, &ptrs));
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
     lattice__qkv_backward(m->d_raw, tr && L->qn ? lattice__grad_of(m, L->qn) : NULL,
                           tr && L->kn ? lattice__grad_of(m, L->kn) : NULL, m->dq, m->dk, m->dv,

@@ -1,0 +1,113 @@
+#include "attention.h"
+
+#include "kernels.h"
+
+#include <math.h>
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        lattice_status st_ = (expr);                                                               \
+        if (st_ != LATTICE_OK)                                                                     \
+            return st_;                                                                            \
+    } while (0)
+
+/* Fill the pointer arrays for one batched GEMM over every (batch, query head):
+ * x_off etc. give the element offset of head (b, h)'s operand. */
+typedef size_t (*offset_fn)(const lattice_attn_dims *d, int b, int h);
+
+static size_t off_q(const lattice_attn_dims *d, int b, int h)
+{
+    return ((size_t)b * d->n_heads + h) * d->seq * d->head_dim;
+}
+static size_t off_kv(const lattice_attn_dims *d, int b, int h)
+{
+    int g = d->n_heads / d->n_kv_heads;
+    return ((size_t)b * d->n_kv_heads + h / g) * d->seq * d->head_dim;
+}
+static size_t off_p(const lattice_attn_dims *d, int b, int h)
+{
+    return ((size_t)b * d->n_heads + h) * d->seq * d->seq;
+}
+static size_t off_att(const lattice_attn_dims *d, int b, int h)
+{
+    return (size_t)b * d->seq * d->n_heads * d->head_dim + (size_t)h * d->head_dim;
+}
+
+static void fill_all(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, const float *a,
+                     offset_fn oa, const float *b, offset_fn ob, float *c, offset_fn oc)
+{
+    for (int bi = 0; bi < d->batch; bi++)
+        for (int h = 0; h < d->n_heads; h++) {
+            int i = bi * d->n_heads + h;
+            ptr->a[i] = a + oa(d, bi, h);
+            ptr->b[i] = b + ob(d, bi, h);
+            ptr->c[i] = c + oc(d, bi, h);
+        }
+}
+
+/* The same over one query head of each group, so that the problems write
+ * distinct kv-head outputs (c indexed by the kv head). */
+static void fill_group(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, int g,
+                       const float *a, offset_fn oa, const float *b, offset_fn ob, float *c)
+{
+    int G = d->n_heads / d->n_kv_heads;
+    for (int bi = 0; bi < d->batch; bi++)
+        for (int kh = 0; kh < d->n_kv_heads; kh++) {
+            int i = bi * d->n_kv_heads + kh, h = kh * G + g;
+            ptr->a[i] = a + oa(d, bi, h);
+            ptr->b[i] = b + ob(d, bi, h);
+            ptr->c[i] = c + off_kv(d, bi, h);
+        }
+}
+
+lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
+                                          const float *q, const float *k, const float *v,
+                                          const lattice_attn_dims *d, const lattice_attn_ptrs *ptr)
+{
+    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd, nb = d->batch * d->n_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    /* S = scale Q K^T, then the causal softmax in place gives P. */
+    fill_all(d, ptr, q, off_q, k, off_kv, p, off_p);
+    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, scale, ptr->a, hd, ptr->b, hd, 0.0f, ptr->c, T,
+                              nb));
+    lattice__causal_softmax(p, nb, T, be->n_threads);
+    /* O = P V, written straight into the heads-side-by-side layout. */
+    fill_all(d, ptr, p, off_p, v, off_kv, att, off_att);
+    return lattice__gemm_batched(be, 0, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, hd, 0.0f, ptr->c,
+                                 ldo, nb);
+}
+
+lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,
+                                           float *dp, const float *datt, const float *p,
+                                           const float *q, const float *k, const float *v,
+                                           const lattice_attn_dims *d,
+                                           const lattice_attn_ptrs *ptr)
+{
+    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd;
+    const int G = d->n_heads / d->n_kv_heads;
+    const int nb = d->batch * d->n_heads, nkv = d->batch * d->n_kv_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    /* dP = dO V^T */
+    fill_all(d, ptr, datt, off_att, v, off_kv, dp, off_p);
+    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, 1.0f, ptr->a, ldo, ptr->b, hd, 0.0f, ptr->c, T,
+                              nb));
+    /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
+    for (int g = 0; g < G; g++) {
+        fill_group(d, ptr, g, p, off_p, datt, off_att, dv);
+        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, ldo,
+                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
+    }
+    /* dS = P * (dP - rowsum(dP * P)), in place. */
+    lattice__softmax_backward(dp, p, nb, T, be->n_threads);
+    /* dQ = scale dS K */
+    fill_all(d, ptr, dp, off_p, k, off_kv, dq, off_q);
+    TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd, 0.0f, ptr->c, hd,
+                              nb));
+    /* dK = scale sum over the group of dS^T Q */
+    for (int g = 0; g < G; g++) {
+        fill_group(d, ptr, g, dp, off_p, q, off_q, dk);
+        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd,
+                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
+    }
+    return LATTICE_OK;
+}

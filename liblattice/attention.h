@@ -1,0 +1,32 @@
+/* Causal multi-head attention with grouped-query heads, on head-major tensors.
+ * Its GEMMs go through the backend as batches of per-head problems. */
+#ifndef LATTICE_ATTENTION_H
+#define LATTICE_ATTENTION_H
+
+#include "backend_impl.h"
+
+typedef struct lattice_attn_dims {
+    int batch, seq, n_heads, n_kv_heads, head_dim;
+} lattice_attn_dims;
+
+/* Pointer scratch for batched GEMMs: batch * n_heads entries each. */
+typedef struct lattice_attn_ptrs {
+    const float **a, **b;
+    float **c;
+} lattice_attn_ptrs;
+
+/* q[B,H,T,hd], k, v[B,KV,T,hd] -> p[B,H,T,T] (softmax probabilities, kept for
+ * backward) and att[B*T, H*hd] (heads side by side). */
+lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
+                                          const float *q, const float *k, const float *v,
+                                          const lattice_attn_dims *d, const lattice_attn_ptrs *ptr);
+
+/* From datt[B*T, H*hd] to dq[B,H,T,hd], dk, dv[B,KV,T,hd] (all =). dp[B,H,T,T]
+ * is scratch. */
+lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,
+                                           float *dp, const float *datt, const float *p,
+                                           const float *q, const float *k, const float *v,
+                                           const lattice_attn_dims *d,
+                                           const lattice_attn_ptrs *ptr);
+
+#endif

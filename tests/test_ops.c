@@ -1,0 +1,495 @@
+/* Every op's backward against double-precision central differences of a
+ * double-precision reference forward, and the BLIS backend against the
+ * reference one op by op. */
+#include "testutil.h"
+
+#include "attention.h"
+#include "backend_impl.h"
+#include "kernels.h"
+
+/* ---- norms ---------------------------------------------------------------- */
+
+typedef struct norm_ctx {
+    int layer;
+    long n;
+    int c;
+    double eps;
+    double *x, *w, *b, *r; /* r: the weights of the scalar loss sum(y * r) */
+} norm_ctx;
+
+static double norm_loss(void *p)
+{
+    norm_ctx *k = p;
+    double loss = 0.0;
+    for (long i = 0; i < k->n; i++) {
+        const double *x = k->x + i * k->c;
+        double mu = 0.0, ss = 0.0;
+        if (k->layer) {
+            for (int j = 0; j < k->c; j++)
+                mu += x[j];
+            mu /= k->c;
+        }
+        for (int j = 0; j < k->c; j++)
+            ss += (x[j] - mu) * (x[j] - mu);
+        double rs = 1.0 / sqrt(ss / k->c + k->eps);
+        for (int j = 0; j < k->c; j++) {
+            double y = (x[j] - mu) * rs * k->w[j] + (k->layer ? k->b[j] : 0.0);
+            loss += y * k->r[i * k->c + j];
+        }
+    }
+    return loss;
+}
+
+START_TEST(test_norm_grad)
+{
+    /* _i: 0 RMSNorm, 1 LayerNorm */
+    enum { N = 37, C = 9 }; /* N spans more than one reduction chunk */
+    tu_rng rng = {11 + _i};
+    float x[N * C], w[C], b[C], r[N * C], y[N * C], mean[N], rstd[N];
+    float dx[N * C], dw[C] = {0}, db[C] = {0};
+    float *scratch = calloc(lattice__reduce_scratch(N, 2 * C), sizeof(float));
+    tu_fill(x, N * C, 2.0, &rng);
+    for (int j = 0; j < N * C; j++)
+        x[j] += 0.5f; /* a mean away from 0 exercises LayerNorm's centring */
+    tu_fill(w, C, 1.0, &rng);
+    tu_fill(b, C, 1.0, &rng);
+    tu_fill(r, N * C, 1.0, &rng);
+    lattice__norm_forward(_i, y, mean, rstd, x, w, b, 1e-5f, N, C, 2);
+    lattice__norm_backward(_i, dx, 0, dw, _i ? db : NULL, r, x, w, mean, rstd, N, C, scratch, 2);
+
+    double xd[N * C], wd[C], bd[C], rd[N * C];
+    tu_to_double(xd, x, N * C);
+    tu_to_double(wd, w, C);
+    tu_to_double(bd, b, C);
+    tu_to_double(rd, r, N * C);
+    norm_ctx k = {_i, N, C, 1e-5, xd, wd, bd, rd};
+    tu_fd_input in[] = {{"x", xd, dx, N * C}, {"w", wd, dw, C}, {"b", bd, db, C}};
+    tu_fd_check(norm_loss, &k, in, _i ? 3 : 2, 1e-5, 1e-4);
+
+    /* accumulate mode adds to what is there */
+    float acc[N * C];
+    for (int j = 0; j < N * C; j++)
+        acc[j] = 1.0f;
+    lattice__norm_backward(_i, acc, 1, NULL, NULL, r, x, w, mean, rstd, N, C, scratch, 1);
+    for (int j = 0; j < N * C; j++)
+        ck_assert_float_eq_tol(acc[j], 1.0f + dx[j], 1e-5f);
+    free(scratch);
+}
+END_TEST
+
+/* ---- q/k norm + RoPE ---------------------------------------------------------- */
+
+enum { QB = 2, QT = 3, QH = 4, QKV = 2, QHD = 6 };
+#define QW ((QH + 2 * QKV) * QHD)
+#define QN (QB * QT)
+
+typedef struct qkv_ctx {
+    int norm;
+    double theta, eps;
+    double *raw, *qw, *kw, *rq, *rk, *rv;
+} qkv_ctx;
+
+/* One head: norm (optional) then rotation; returns sum(out * r). */
+static double head_ref(const double *x, const double *w, int norm, double eps, int t,
+                       double theta, const double *r)
+{
+    double y[QHD], ss = 0.0;
+    for (int j = 0; j < QHD; j++)
+        ss += x[j] * x[j];
+    double rs = norm ? 1.0 / sqrt(ss / QHD + eps) : 1.0;
+    for (int j = 0; j < QHD; j++)
+        y[j] = x[j] * rs * (norm ? w[j] : 1.0);
+    double loss = 0.0;
+    for (int i = 0; i < QHD / 2; i++) {
+        double ang = t * pow(theta, -2.0 * i / QHD);
+        double a = y[i], b = y[i + QHD / 2];
+        loss += (a * cos(ang) - b * sin(ang)) * r[i];
+        loss += (b * cos(ang) + a * sin(ang)) * r[i + QHD / 2];
+    }
+    return loss;
+}
+
+static double qkv_loss(void *p)
+{
+    qkv_ctx *k = p;
+    double loss = 0.0;
+    for (int b = 0; b < QB; b++)
+        for (int t = 0; t < QT; t++) {
+            const double *x = k->raw + (b * QT + t) * QW;
+            for (int h = 0; h < QH; h++)
+                loss += head_ref(x + h * QHD, k->qw, k->norm, k->eps, t, k->theta,
+                                 k->rq + ((b * QH + h) * QT + t) * QHD);
+            for (int h = 0; h < QKV; h++) {
+                loss += head_ref(x + (QH + h) * QHD, k->kw, k->norm, k->eps, t, k->theta,
+                                 k->rk + ((b * QKV + h) * QT + t) * QHD);
+                for (int j = 0; j < QHD; j++)
+                    loss += x[(QH + QKV + h) * QHD + j] * k->rv[((b * QKV + h) * QT + t) * QHD + j];
+            }
+        }
+    return loss;
+}
+
+START_TEST(test_qkv_rope_grad)
+{
+    /* _i: q/k norm off (RoPE alone) or on */
+    tu_rng rng = {21 + _i};
+    const int nq = QN * QH * QHD, nk = QN * QKV * QHD;
+    float raw[QN * QW], qw[QHD], kw[QHD], rope[QT * QHD];
+    float q[QN * QH * QHD], k[QN * QKV * QHD], v[QN * QKV * QHD], rsq[QN * QH], rsk[QN * QKV];
+    float rq[QN * QH * QHD], rk[QN * QKV * QHD], rv[QN * QKV * QHD];
+    float draw[QN * QW], dqw[QHD] = {0}, dkw[QHD] = {0};
+    float *scratch = calloc(lattice__reduce_scratch(QN, 2 * QHD), sizeof(float));
+    tu_fill(raw, QN * QW, 1.5, &rng);
+    tu_fill(qw, QHD, 1.0, &rng);
+    tu_fill(kw, QHD, 1.0, &rng);
+    tu_fill(rq, nq, 1.0, &rng);
+    tu_fill(rk, nk, 1.0, &rng);
+    tu_fill(rv, nk, 1.0, &rng);
+    lattice__rope_table(rope, QT, QHD, 100.0f);
+    lattice_qkv_dims d = {QB, QT, QH, QKV, QHD, _i, 1e-6f};
+    lattice__qkv_forward(q, k, v, rsq, rsk, raw, qw, kw, rope, &d, 2);
+    lattice__qkv_backward(draw, dqw, dkw, rq, rk, rv, raw, qw, kw, rsq, rsk, rope, &d, scratch, 2);
+
+    double rawd[QN * QW], qwd[QHD], kwd[QHD], rqd[QN * QH * QHD], rkd[QN * QKV * QHD],
+        rvd[QN * QKV * QHD];
+    tu_to_double(rawd, raw, QN * QW);
+    tu_to_double(qwd, qw, QHD);
+    tu_to_double(kwd, kw, QHD);
+    tu_to_double(rqd, rq, nq);
+    tu_to_double(rkd, rk, nk);
+    tu_to_double(rvd, rv, nk);
+    qkv_ctx c = {_i, 100.0, 1e-6, rawd, qwd, kwd, rqd, rkd, rvd};
+    /* the forward itself matches the reference */
+    double fwd = 0.0;
+    for (int j = 0; j < nq; j++)
+        fwd += (double)q[j] * rq[j];
+    for (int j = 0; j < nk; j++)
+        fwd += (double)k[j] * rk[j] + (double)v[j] * rv[j];
+    ck_assert_double_eq_tol(fwd, qkv_loss(&c), 1e-4);
+    tu_fd_input in[] = {{"raw", rawd, draw, QN * QW}, {"q_norm", qwd, dqw, QHD},
+                        {"k_norm", kwd, dkw, QHD}};
+    tu_fd_check(qkv_loss, &c, in, _i ? 3 : 1, 1e-5, 1e-4);
+    free(scratch);
+}
+END_TEST
+
+/* ---- attention (GQA) -------------------------------------------------------- */
+
+enum { AB = 2, AT = 5, AH = 4, AKV = 2, AHD = 3 };
+
+typedef struct attn_ctx {
+    double *q, *k, *v, *r;
+} attn_ctx;
+
+static double attn_loss(void *p)
+{
+    attn_ctx *c = p;
+    const int G = AH / AKV;
+    double loss = 0.0;
+    for (int b = 0; b < AB; b++)
+        for (int h = 0; h < AH; h++)
+            for (int i = 0; i < AT; i++) {
+                const double *qi = c->q + ((b * AH + h) * AT + i) * AHD;
+                double s[AT], mx = -1e300, sum = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    const double *kj = c->k + ((b * AKV + h / G) * AT + j) * AHD;
+                    s[j] = 0.0;
+                    for (int e = 0; e < AHD; e++)
+                        s[j] += qi[e] * kj[e];
+                    s[j] /= sqrt((double)AHD);
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int j = 0; j <= i; j++)
+                    sum += exp(s[j] - mx);
+                for (int e = 0; e < AHD; e++) {
+                    double o = 0.0;
+                    for (int j = 0; j <= i; j++)
+                        o += exp(s[j] - mx) / sum * c->v[((b * AKV + h / G) * AT + j) * AHD + e];
+                    loss += o * c->r[(b * AT + i) * AH * AHD + h * AHD + e];
+                }
+            }
+    return loss;
+}
+
+typedef struct attn_run {
+    float q[AB * AH * AT * AHD], k[AB * AKV * AT * AHD], v[AB * AKV * AT * AHD];
+    float r[AB * AT * AH * AHD];
+    float att[AB * AT * AH * AHD], p[AB * AH * AT * AT], dp[AB * AH * AT * AT];
+    float dq[AB * AH * AT * AHD], dk[AB * AKV * AT * AHD], dv[AB * AKV * AT * AHD];
+} attn_run;
+
+static void attn_compute(attn_run *a, const char *backend)
+{
+    lattice_backend *be = tu_backend(backend, 2);
+    const float *pa[AB * AH], *pb[AB * AH];
+    float *pc[AB * AH];
+    lattice_attn_ptrs ptrs = {pa, pb, pc};
+    lattice_attn_dims d = {AB, AT, AH, AKV, AHD};
+    ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
+                                                 a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+    lattice_backend_destroy(be);
+}
+
+static void attn_inputs(attn_run *a, uint64_t seed)
+{
+    tu_rng rng = {seed};
+    tu_fill(a->q, sizeof a->q / sizeof(float), 1.5, &rng);
+    tu_fill(a->k, sizeof a->k / sizeof(float), 1.5, &rng);
+    tu_fill(a->v, sizeof a->v / sizeof(float), 1.0, &rng);
+    tu_fill(a->r, sizeof a->r / sizeof(float), 1.0, &rng);
+}
+
+START_TEST(test_attention_grad)
+{
+    static attn_run a;
+    attn_inputs(&a, 31);
+    attn_compute(&a, tu_backend_name(_i));
+    enum { NQ = AB * AH * AT * AHD, NK = AB * AKV * AT * AHD, NO = AB * AT * AH * AHD };
+    static double q[NQ], k[NK], v[NK], r[NO];
+    tu_to_double(q, a.q, NQ);
+    tu_to_double(k, a.k, NK);
+    tu_to_double(v, a.v, NK);
+    tu_to_double(r, a.r, NO);
+    attn_ctx c = {q, k, v, r};
+    double fwd = 0.0;
+    for (int j = 0; j < NO; j++)
+        fwd += (double)a.att[j] * a.r[j];
+    ck_assert_double_eq_tol(fwd, attn_loss(&c), 1e-4);
+    /* causality: probabilities above the diagonal are exactly 0 */
+    for (int m = 0; m < AB * AH; m++)
+        for (int i = 0; i < AT; i++)
+            for (int j = i + 1; j < AT; j++)
+                ck_assert_float_eq(a.p[(m * AT + i) * AT + j], 0.0f);
+    tu_fd_input in[] = {{"q", q, a.dq, NQ}, {"k", k, a.dk, NK}, {"v", v, a.dv, NK}};
+    tu_fd_check(attn_loss, &c, in, 3, 1e-5, 1e-4);
+}
+END_TEST
+
+START_TEST(test_attention_blis_vs_ref)
+{
+    static attn_run x, y;
+    attn_inputs(&x, 41);
+    y = x;
+    attn_compute(&x, "ref");
+    attn_compute(&y, "blis");
+    const float tol = 1e-5f;
+    for (size_t j = 0; j < sizeof x.att / sizeof(float); j++)
+        ck_assert_float_eq_tol(x.att[j], y.att[j], tol);
+    for (size_t j = 0; j < sizeof x.dq / sizeof(float); j++)
+        ck_assert_float_eq_tol(x.dq[j], y.dq[j], tol);
+    for (size_t j = 0; j < sizeof x.dk / sizeof(float); j++) {
+        ck_assert_float_eq_tol(x.dk[j], y.dk[j], tol);
+        ck_assert_float_eq_tol(x.dv[j], y.dv[j], tol);
+    }
+}
+END_TEST
+
+/* ---- SwiGLU ------------------------------------------------------------------ */
+
+enum { SN = 4, SF = 5 };
+typedef struct swiglu_ctx {
+    double *gu, *r;
+} swiglu_ctx;
+
+static double swiglu_loss(void *p)
+{
+    swiglu_ctx *c = p;
+    double loss = 0.0;
+    for (int i = 0; i < SN; i++)
+        for (int j = 0; j < SF; j++) {
+            double g = c->gu[i * 2 * SF + j], u = c->gu[i * 2 * SF + SF + j];
+            loss += g / (1.0 + exp(-g)) * u * c->r[i * SF + j];
+        }
+    return loss;
+}
+
+START_TEST(test_swiglu_grad)
+{
+    tu_rng rng = {51};
+    float gu[SN * 2 * SF], r[SN * SF], s[SN * SF], dgu[SN * 2 * SF];
+    tu_fill(gu, SN * 2 * SF, 3.0, &rng);
+    tu_fill(r, SN * SF, 1.0, &rng);
+    lattice__swiglu_forward(s, gu, SN, SF, 2);
+    lattice__swiglu_backward(dgu, r, gu, SN, SF, 2);
+    double gud[SN * 2 * SF], rd[SN * SF];
+    tu_to_double(gud, gu, SN * 2 * SF);
+    tu_to_double(rd, r, SN * SF);
+    swiglu_ctx c = {gud, rd};
+    tu_fd_input in[] = {{"gate_up", gud, dgu, SN * 2 * SF}};
+    tu_fd_check(swiglu_loss, &c, in, 1, 1e-5, 1e-4);
+}
+END_TEST
+
+/* ---- embedding ------------------------------------------------------------- */
+
+START_TEST(test_embedding_grad)
+{
+    enum { V = 5, C = 3, N = 7 };
+    const int32_t tok[N] = {0, 3, 3, 4, 1, 3, 0};
+    tu_rng rng = {61};
+    float wte[V * C], out[N * C], r[N * C], dw[V * C] = {0};
+    tu_fill(wte, V * C, 1.0, &rng);
+    tu_fill(r, N * C, 1.0, &rng);
+    lattice__embedding_forward(out, tok, wte, N, C, 2);
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < C; j++)
+            ck_assert_float_eq(out[i * C + j], wte[tok[i] * C + j]);
+    lattice__embedding_backward(dw, r, tok, N, C, 2);
+    /* d/dwte[v, j] of sum(out * r) is the sum of r over the rows holding v */
+    for (int vv = 0; vv < V; vv++)
+        for (int j = 0; j < C; j++) {
+            double want = 0.0;
+            for (int i = 0; i < N; i++)
+                want += tok[i] == vv ? r[i * C + j] : 0.0;
+            ck_assert_double_eq_tol(dw[vv * C + j], want, 1e-6);
+        }
+}
+END_TEST
+
+/* ---- LM head + softmax cross-entropy ---------------------------------------- */
+
+enum { HN = 6, HD = 4, HV = 7 };
+static const int32_t head_targets[HN] = {1, 6, 0, 3, 3, 2};
+static const uint8_t head_mask[HN] = {1, 1, 0, 1, 1, 1};
+
+typedef struct head_ctx {
+    double *x, *w;
+} head_ctx;
+
+static double head_loss(void *p)
+{
+    head_ctx *c = p;
+    double total = 0.0;
+    int cnt = 0;
+    for (int i = 0; i < HN; i++) {
+        if (!head_mask[i])
+            continue;
+        double z[HV], mx = -1e300, sum = 0.0;
+        for (int v = 0; v < HV; v++) {
+            z[v] = 0.0;
+            for (int j = 0; j < HD; j++)
+                z[v] += c->x[i * HD + j] * c->w[v * HD + j];
+            mx = z[v] > mx ? z[v] : mx;
+        }
+        for (int v = 0; v < HV; v++)
+            sum += exp(z[v] - mx);
+        total += mx + log(sum) - z[head_targets[i]];
+        cnt++;
+    }
+    return total / cnt;
+}
+
+START_TEST(test_head_cross_entropy_grad)
+{
+    lattice_backend *be = tu_backend(tu_backend_name(_i), 2);
+    tu_rng rng = {71};
+    float x[HN * HD], w[HV * HD], z[HN * HV], dz[HN * HV], dx[HN * HD], dw[HV * HD];
+    double rowloss[HN];
+    int64_t cnt = 0;
+    tu_fill(x, HN * HD, 2.0, &rng);
+    tu_fill(w, HV * HD, 1.0, &rng);
+    ck_assert_int_eq(lattice__gemm(be, 0, 1, HN, HV, HD, 1.0f, x, HD, w, HD, 0.0f, z, HV),
+                     LATTICE_OK);
+    double loss = lattice__cross_entropy(dz, z, head_targets, head_mask, HN, HV, rowloss, &cnt, 2);
+    ck_assert_int_eq(cnt, 5);
+    for (int v = 0; v < HV; v++)
+        ck_assert_float_eq(dz[2 * HV + v], 0.0f); /* a masked row has no gradient */
+    ck_assert_int_eq(lattice__gemm(be, 0, 0, HN, HD, HV, 1.0f, dz, HV, w, HD, 0.0f, dx, HD),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice__gemm(be, 1, 0, HV, HD, HN, 1.0f, dz, HV, x, HD, 0.0f, dw, HD),
+                     LATTICE_OK);
+    double xd[HN * HD], wd[HV * HD];
+    tu_to_double(xd, x, HN * HD);
+    tu_to_double(wd, w, HV * HD);
+    head_ctx c = {xd, wd};
+    ck_assert_double_eq_tol(loss, head_loss(&c), 1e-5);
+    tu_fd_input in[] = {{"x", xd, dx, HN * HD}, {"lm_head", wd, dw, HV * HD}};
+    tu_fd_check(head_loss, &c, in, 2, 1e-6, 1e-4);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_cross_entropy_identities)
+{
+    /* Uniform logits give log(V); a fully masked batch gives 0 and no gradient. */
+    enum { N = 3, V = 8 };
+    float z[N * V], dz[N * V];
+    double rowloss[N];
+    int32_t t[N] = {0, 5, 7};
+    uint8_t none[N] = {0, 0, 0};
+    int64_t cnt;
+    for (int i = 0; i < N * V; i++)
+        z[i] = 0.25f;
+    double l = lattice__cross_entropy(dz, z, t, NULL, N, V, rowloss, &cnt, 1);
+    ck_assert_double_eq_tol(l, log(8.0), 1e-6);
+    ck_assert_int_eq(cnt, N);
+    l = lattice__cross_entropy(dz, z, t, none, N, V, rowloss, &cnt, 1);
+    ck_assert_double_eq(l, 0.0);
+    ck_assert_int_eq(cnt, 0);
+    for (int i = 0; i < N * V; i++)
+        ck_assert_float_eq(dz[i], 0.0f);
+}
+END_TEST
+
+/* ---- GEMM: BLIS against the reference on every transposition ------------------ */
+
+START_TEST(test_sgemm_blis_vs_ref)
+{
+    const int ta = _i & 1, tb = (_i >> 1) & 1, beta_one = (_i >> 2) & 1;
+    enum { M = 37, Nn = 29, K = 23, LD = 41 };
+    tu_rng rng = {81 + _i};
+    static float a[LD * LD], b[LD * LD], c0[M * LD], c1[M * LD];
+    tu_fill(a, LD * LD, 1.0, &rng);
+    tu_fill(b, LD * LD, 1.0, &rng);
+    tu_fill(c0, M * LD, 1.0, &rng);
+    if (!beta_one)
+        for (int i = 0; i < M * LD; i++)
+            c0[i] = NAN; /* beta 0 must ignore whatever C held */
+    memcpy(c1, c0, sizeof c0);
+    lattice_backend *ref = tu_backend("ref", 1), *blis = tu_backend("blis", 2);
+    float beta = beta_one ? 1.0f : 0.0f;
+    ck_assert_int_eq(lattice_backend_sgemm(ref, ta, tb, M, Nn, K, 0.5f, a, LD, b, LD, beta, c0, LD),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_sgemm(blis, ta, tb, M, Nn, K, 0.5f, a, LD, b, LD, beta, c1, LD),
+                     LATTICE_OK);
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < Nn; j++)
+            ck_assert_float_eq_tol(c0[i * LD + j], c1[i * LD + j], 2e-5f);
+    lattice_backend_destroy(ref);
+    lattice_backend_destroy(blis);
+}
+END_TEST
+
+static Suite *ops_suite(void)
+{
+    Suite *s = suite_create("ops");
+    TCase *tc = tcase_create("gradients");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_norm_grad, 0, 2);
+    tcase_add_loop_test(tc, test_qkv_rope_grad, 0, 2);
+    tcase_add_loop_test(tc, test_attention_grad, 0, tu_n_backends());
+    tcase_add_test(tc, test_swiglu_grad);
+    tcase_add_test(tc, test_embedding_grad);
+    tcase_add_loop_test(tc, test_head_cross_entropy_grad, 0, tu_n_backends());
+    tcase_add_test(tc, test_cross_entropy_identities);
+    suite_add_tcase(s, tc);
+    if (lattice_backend_has_blis()) {
+        TCase *tb = tcase_create("blis");
+        tcase_add_test(tb, test_attention_blis_vs_ref);
+        tcase_add_loop_test(tb, test_sgemm_blis_vs_ref, 0, 8);
+        suite_add_tcase(s, tb);
+    }
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(ops_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

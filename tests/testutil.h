@@ -1,0 +1,88 @@
+/* Helpers shared by the Check suites: backends to loop over, random fills,
+ * and a finite-difference harness evaluated in double precision. */
+#ifndef LATTICE_TESTUTIL_H
+#define LATTICE_TESTUTIL_H
+
+#include <check.h>
+#include <lattice/lattice.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Backends a loop test runs over: "ref" always, "blis" when built. */
+static inline int tu_n_backends(void) { return lattice_backend_has_blis() ? 2 : 1; }
+static inline const char *tu_backend_name(int i) { return i == 0 ? "ref" : "blis"; }
+
+static inline lattice_backend *tu_backend(const char *name, int threads)
+{
+    lattice_backend *be = NULL;
+    ck_assert_int_eq(lattice_backend_create(name, &be), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_threads(be, threads), LATTICE_OK);
+    return be;
+}
+
+/* A small deterministic generator for test data (independent of the library's). */
+typedef struct tu_rng {
+    uint64_t s;
+} tu_rng;
+
+static inline double tu_uniform(tu_rng *r) /* in [-1, 1) */
+{
+    r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(r->s >> 11) * 0x1.0p-52 - 1.0;
+}
+
+static inline void tu_fill(float *x, long n, double scale, tu_rng *r)
+{
+    for (long i = 0; i < n; i++)
+        x[i] = (float)(scale * tu_uniform(r));
+}
+
+static inline void tu_to_double(double *d, const float *f, long n)
+{
+    for (long i = 0; i < n; i++)
+        d[i] = f[i];
+}
+
+/* One input of a finite-difference check: the double copy the reference
+ * function reads, and the analytic gradient to compare with. */
+typedef struct tu_fd_input {
+    const char *name;
+    double *x;
+    const float *grad;
+    long n;
+} tu_fd_input;
+
+/* Central differences of f (in double, step h) against each input's analytic
+ * gradient: |analytic - numeric| <= atol + rtol * max|numeric| per input. */
+static inline void tu_fd_check(double (*f)(void *), void *ctx, const tu_fd_input *in, int n_in,
+                               double atol, double rtol)
+{
+    const double h = 1e-5;
+    for (int t = 0; t < n_in; t++) {
+        double *num = malloc(sizeof(double) * in[t].n);
+        ck_assert_ptr_nonnull(num);
+        double mx = 0.0;
+        for (long i = 0; i < in[t].n; i++) {
+            double save = in[t].x[i];
+            in[t].x[i] = save + h;
+            double fp = f(ctx);
+            in[t].x[i] = save - h;
+            double fm = f(ctx);
+            in[t].x[i] = save;
+            num[i] = (fp - fm) / (2 * h);
+            mx = fabs(num[i]) > mx ? fabs(num[i]) : mx;
+        }
+        for (long i = 0; i < in[t].n; i++) {
+            double err = fabs(num[i] - in[t].grad[i]);
+            ck_assert_msg(err <= atol + rtol * mx,
+                          "%s[%ld]: analytic %.8g numeric %.8g (max %.3g)", in[t].name, i,
+                          (double)in[t].grad[i], num[i], mx);
+        }
+        free(num);
+    }
+}
+
+#endif
