@@ -1,0 +1,531 @@
+/* The whole model: gradients under every placement against central
+ * differences, learning, determinism, growth, frozen groups, block skipping,
+ * and bad input. */
+#include "testutil.h"
+
+typedef struct tiny {
+    lattice_backend *be;
+    lattice_norm *norm;
+    lattice_model *m;
+} tiny;
+
+static void tiny_params(lattice_model_params *p)
+{
+    lattice_model_params_init(p);
+    p->vocab_size = 11;
+    p->d_model = 8;
+    p->n_layers = 2;
+    p->n_active_layers = 2;
+    p->n_heads = 2;
+    p->n_kv_heads = 1;
+    p->head_dim = 4;
+    p->d_ff = 12;
+    p->max_batch = 2;
+    p->max_seq = 5;
+    p->rope_theta = 100.0f;
+    p->init_std = 0.3f;
+    p->seed = 7;
+}
+
+static tiny tiny_open(const char *backend, lattice_norm_placement pl, lattice_norm_kind kind,
+                      float alpha, const lattice_model_params *p)
+{
+    tiny t;
+    t.be = tu_backend(backend, 2);
+    ck_assert_int_eq(lattice_norm_create(pl, kind, 1e-5f, &t.norm), LATTICE_OK);
+    if (alpha != 1.0f)
+        ck_assert_int_eq(lattice_norm_set_residual_scale(t.norm, alpha), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(p, t.norm, t.be, &t.m), LATTICE_OK);
+    return t;
+}
+
+static void tiny_close(tiny *t)
+{
+    lattice_model_destroy(t->m);
+    lattice_norm_destroy(t->norm);
+    lattice_backend_destroy(t->be);
+}
+
+static const int32_t grad_tokens[10] = {1, 4, 9, 2, 2, 0, 10, 3, 7, 5};
+static const int32_t grad_targets[10] = {4, 9, 2, 2, 6, 10, 3, 7, 5, 1};
+static const uint8_t grad_mask[10] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
+
+/* Cross-entropy of the current weights, reduced in double from the logits. */
+static double model_loss(lattice_model *m)
+{
+    ck_assert_int_eq(lattice_model_forward(m, grad_tokens, 2, 5), LATTICE_OK);
+    const float *z = lattice_model_logits(m);
+    double total = 0.0;
+    int cnt = 0;
+    for (int i = 0; i < 10; i++) {
+        if (!grad_mask[i])
+            continue;
+        const float *zi = z + i * 11;
+        double mx = zi[0], sum = 0.0;
+        for (int v = 1; v < 11; v++)
+            mx = zi[v] > mx ? zi[v] : mx;
+        for (int v = 0; v < 11; v++)
+            sum += exp(zi[v] - mx);
+        total += mx + log(sum) - zi[grad_targets[i]];
+        cnt++;
+    }
+    return total / cnt;
+}
+
+/* Directional derivative of the loss along dir, by central differences with
+ * one Richardson step (error O(h^4)); dir is applied to the float weights. */
+static double directional_fd(lattice_model *m, float *w, const float *dir, long n)
+{
+    float *save = malloc(sizeof(float) * n);
+    memcpy(save, w, sizeof(float) * n);
+    double d[2];
+    const double hs[2] = {2e-3, 1e-3};
+    for (int k = 0; k < 2; k++) {
+        for (long i = 0; i < n; i++)
+            w[i] = (float)(save[i] + hs[k] * dir[i]);
+        double fp = model_loss(m);
+        for (long i = 0; i < n; i++)
+            w[i] = (float)(save[i] - hs[k] * dir[i]);
+        double fm = model_loss(m);
+        d[k] = (fp - fm) / (2 * hs[k]);
+    }
+    memcpy(w, save, sizeof(float) * n);
+    free(save);
+    return (4.0 * d[1] - d[0]) / 3.0;
+}
+
+/* Check every trainable tensor's gradient along a random direction; frozen
+ * tensors must keep the sentinel written into their gradients. */
+static void check_model_grads(lattice_model *m)
+{
+    const int nt = lattice_model_n_tensors(m);
+    const float sentinel = 12345.0f;
+    for (int i = 0; i < nt; i++) {
+        lattice_tensor_info ti;
+        ck_assert_int_eq(lattice_model_tensor(m, i, &ti), LATTICE_OK);
+        for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+            ti.grad[j] = sentinel;
+    }
+    float loss;
+    ck_assert_int_eq(lattice_model_forward(m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(m, grad_targets, grad_mask, &loss, NULL), LATTICE_OK);
+    ck_assert_double_eq_tol(loss, model_loss(m), 1e-5);
+    ck_assert_int_eq(lattice_model_forward(m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(m, grad_targets, grad_mask, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(m), LATTICE_OK);
+    tu_rng rng = {99};
+    for (int i = 0; i < nt; i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, i, &ti);
+        long n = (long)(ti.shape[0] * ti.shape[1]);
+        int tr = 0;
+        lattice_model_get_trainable(m, ti.group, ti.layer, &tr);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= lattice_model_active_layers(m))
+            tr = 0;
+        if (!tr) {
+            for (long j = 0; j < n; j++)
+                ck_assert_msg(ti.grad[j] == sentinel, "frozen %s got a gradient", ti.name);
+            continue;
+        }
+        float *dir = malloc(sizeof(float) * n);
+        tu_fill(dir, n, 1.0, &rng);
+        double an = 0.0;
+        for (long j = 0; j < n; j++)
+            an += (double)ti.grad[j] * dir[j];
+        double num = directional_fd(m, ti.data, dir, n);
+        ck_assert_msg(fabs(an - num) <= 2e-4 + 2e-3 * fabs(num), "%s: analytic %.7g numeric %.7g",
+                      ti.name, an, num);
+        free(dir);
+    }
+}
+
+START_TEST(test_model_grad_placements)
+{
+    /* _i: placement (pre, post, peri) x norm kind (RMS, Layer); then tied
+     * embeddings, and DeepNorm-style scaled post-norm. */
+    lattice_model_params p;
+    tiny_params(&p);
+    lattice_norm_placement pl = (lattice_norm_placement)(_i % 3);
+    lattice_norm_kind kind = (lattice_norm_kind)((_i / 3) % 2);
+    float alpha = 1.0f;
+    if (_i >= 6) {
+        p.tie_embeddings = 1;
+        p.qk_norm = _i != 6;
+        alpha = pl == LATTICE_NORM_POST ? 1.7f : 1.0f;
+    }
+    tiny t = tiny_open("ref", pl, kind, alpha, &p);
+    check_model_grads(t.m);
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_model_grad_frozen_and_skip)
+{
+    /* Frozen embedding and first layer (the paper's student freezes the
+     * embedding; the freeze arm freezes earlier blocks), a skipped layer,
+     * and a partly active model: the rest still gets exact gradients. */
+    lattice_model_params p;
+    tiny_params(&p);
+    p.n_layers = 4;
+    p.n_active_layers = 3;
+    tiny t = tiny_open("ref", _i == 0 ? LATTICE_NORM_PRE : LATTICE_NORM_POST, LATTICE_NORM_RMS,
+                       1.0f, &p);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_LAYER, 0, 0), LATTICE_OK);
+    check_model_grads(t.m);
+    ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 1), LATTICE_OK);
+    check_model_grads(t.m);
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_model_skip_and_hidden)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    p.n_layers = 3;
+    p.n_active_layers = 3;
+    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    const float *h;
+    ck_assert_int_eq(lattice_model_hidden(t.m, 0, &h), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 1), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    const float *h1, *h2;
+    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &h1), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_hidden(t.m, 2, &h2), LATTICE_OK);
+    /* A skipped layer passes its input through exactly. */
+    ck_assert_int_eq(memcmp(h1, h2, sizeof(float) * 10 * 8), 0);
+    ck_assert_int_eq(lattice_model_hidden(t.m, 4, &h), LATTICE_ERR_INVALID_ARGUMENT);
+    /* Boundary 0 is the embedding under pre-norm. */
+    lattice_tensor_info emb;
+    ck_assert_int_eq(lattice_model_find_tensor(t.m, "model.embed_tokens.weight", &emb), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_hidden(t.m, 0, &h), LATTICE_OK);
+    ck_assert_int_eq(memcmp(h + 8, emb.data + grad_tokens[1] * 8, sizeof(float) * 8), 0);
+    tiny_close(&t);
+}
+END_TEST
+
+/* ---- learning ------------------------------------------------------------------ */
+
+static const char *text =
+    "It is a truth universally acknowledged, that a single man in possession of a good "
+    "fortune, must be in want of a wife. However little known the feelings or views of such "
+    "a man may be on his first entering a neighbourhood, this truth is so well fixed.";
+
+typedef struct trainer {
+    tiny t;
+    lattice_optim *o;
+    int32_t tok[4 * 32], tgt[4 * 32];
+} trainer;
+
+static void trainer_open(trainer *tr, const char *backend, lattice_norm_placement pl, int layers,
+                         int active, uint64_t seed)
+{
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 256;
+    p.d_model = 32;
+    p.n_layers = layers;
+    p.n_active_layers = active;
+    p.n_heads = 2;
+    p.n_kv_heads = 2;
+    p.head_dim = 16;
+    p.d_ff = 64;
+    p.max_batch = 4;
+    p.max_seq = 32;
+    p.seed = seed;
+    tr->t = tiny_open(backend, pl, LATTICE_NORM_RMS, 1.0f, &p);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = 3e-3f;
+    op.min_lr = 3e-4f;
+    op.warmup_steps = 10;
+    op.total_steps = 200;
+    op.clip_norm = 1.0f;
+    ck_assert_int_eq(lattice_optim_create(tr->t.m, &op, &tr->o), LATTICE_OK);
+    for (int b = 0; b < 4; b++)
+        for (int s = 0; s < 32; s++) {
+            tr->tok[b * 32 + s] = (unsigned char)text[b * 40 + s];
+            tr->tgt[b * 32 + s] = (unsigned char)text[b * 40 + s + 1];
+        }
+}
+
+static float trainer_step(trainer *tr)
+{
+    float loss, gn;
+    ck_assert_int_eq(lattice_model_forward(tr->t.m, tr->tok, 4, 32), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(tr->t.m, tr->tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(tr->t.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_step(tr->o, &gn), LATTICE_OK);
+    return loss;
+}
+
+static void trainer_close(trainer *tr)
+{
+    lattice_optim_destroy(tr->o);
+    tiny_close(&tr->t);
+}
+
+static const char *fast_backend(void) { return lattice_backend_has_blis() ? "blis" : "ref"; }
+
+START_TEST(test_model_overfits)
+{
+    trainer tr;
+    trainer_open(&tr, fast_backend(), (lattice_norm_placement)_i, 2, 2, 1);
+    float first = trainer_step(&tr), last = first;
+    for (int s = 1; s < 150; s++)
+        last = trainer_step(&tr);
+    ck_assert_msg(first > 5.0f && last < 0.25f * first, "%s: loss %.3f -> %.3f",
+                  lattice_norm_placement_name((lattice_norm_placement)_i), first, last);
+    trainer_close(&tr);
+}
+END_TEST
+
+START_TEST(test_model_deterministic)
+{
+    float a[6], b[6], c[6];
+    trainer tr;
+    for (int run = 0; run < 3; run++) {
+        trainer_open(&tr, fast_backend(), LATTICE_NORM_POST, 2, 2, run == 2 ? 2 : 1);
+        float *out = run == 0 ? a : run == 1 ? b : c;
+        for (int s = 0; s < 6; s++)
+            out[s] = trainer_step(&tr);
+        trainer_close(&tr);
+    }
+    ck_assert_int_eq(memcmp(a, b, sizeof a), 0); /* bit-identical */
+    ck_assert_int_ne(memcmp(a, c, sizeof a), 0); /* another seed differs */
+}
+END_TEST
+
+static float *snapshot_layer(lattice_model *m, int layer, long *n_out)
+{
+    long n = 0;
+    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, i, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == layer)
+            n += (long)(ti.shape[0] * ti.shape[1]);
+    }
+    float *buf = malloc(sizeof(float) * n), *p = buf;
+    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, i, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == layer) {
+            memcpy(p, ti.data, sizeof(float) * ti.shape[0] * ti.shape[1]);
+            p += ti.shape[0] * ti.shape[1];
+        }
+    }
+    *n_out = n;
+    return buf;
+}
+
+START_TEST(test_model_growth)
+{
+    trainer tr;
+    trainer_open(&tr, fast_backend(), (lattice_norm_placement)_i, 4, 2, 3);
+    long n;
+    float *l3_init = snapshot_layer(tr.t.m, 3, &n);
+    for (int s = 0; s < 20; s++)
+        trainer_step(&tr);
+    float *l3_before = snapshot_layer(tr.t.m, 3, &n);
+    ck_assert_int_eq(memcmp(l3_init, l3_before, sizeof(float) * n), 0); /* inactive: untouched */
+    float *l0_before = snapshot_layer(tr.t.m, 0, &n);
+    float before = trainer_step(&tr);
+    float *l0_mid = snapshot_layer(tr.t.m, 0, &n);
+    ck_assert_int_ne(memcmp(l0_before, l0_mid, sizeof(float) * n), 0);
+    ck_assert_int_eq(lattice_model_set_active_layers(tr.t.m, 4), LATTICE_OK);
+    float *l0_grown = snapshot_layer(tr.t.m, 0, &n);
+    ck_assert_int_eq(memcmp(l0_mid, l0_grown, sizeof(float) * n), 0); /* growing keeps weights */
+    lattice_optim_reset(tr.o);
+    float after = 0.0f;
+    for (int s = 0; s < 40; s++)
+        after = trainer_step(&tr);
+    float *l3_after = snapshot_layer(tr.t.m, 3, &n);
+    ck_assert_int_ne(memcmp(l3_before, l3_after, sizeof(float) * n), 0); /* new layers train */
+    ck_assert_msg(after < before, "loss after growth %.3f not below %.3f", after, before);
+    free(l3_init);
+    free(l3_before);
+    free(l0_before);
+    free(l0_mid);
+    free(l0_grown);
+    free(l3_after);
+    trainer_close(&tr);
+}
+END_TEST
+
+START_TEST(test_model_param_count_matches_across_placements)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny a = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny b = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
+    ck_assert_int_eq(lattice_model_n_params(a.m), lattice_model_n_params(b.m));
+    /* Same seed: every weight the two share is identical (paired seeds). */
+    lattice_tensor_info x, y;
+    ck_assert_int_eq(lattice_model_find_tensor(a.m, "model.layers.1.mlp.down_proj.weight", &x),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_model_find_tensor(b.m, "model.layers.1.mlp.down_proj.weight", &y),
+                     LATTICE_OK);
+    ck_assert_int_eq(memcmp(x.data, y.data, sizeof(float) * x.shape[0] * x.shape[1]), 0);
+    ck_assert_int_eq(lattice_model_find_tensor(a.m, "model.norm.weight", &x), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_find_tensor(b.m, "model.entry_norm.weight", &y), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_find_tensor(b.m, "model.norm.weight", &y), LATTICE_ERR_NOT_FOUND);
+    /* 11*8 embedding + 11*8 head + 8 boundary + per layer:
+     * q 8*8, k 4*8, v 4*8, o 8*8, q/k norm 4+4, gate/up 2*12*8, down 8*12, two norms 2*8 */
+    int64_t per_layer = 64 + 32 + 32 + 64 + 8 + 192 + 96 + 16;
+    ck_assert_int_eq(lattice_model_n_params(a.m), 88 + 88 + 8 + 2 * per_layer);
+    tiny_close(&a);
+    tiny_close(&b);
+}
+END_TEST
+
+/* ---- bad input ------------------------------------------------------------------ */
+
+static lattice_status try_create(void (*edit)(lattice_model_params *))
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    edit(&p);
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_norm *n;
+    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_model *m = (lattice_model *)&p; /* must be overwritten with NULL */
+    lattice_status st = lattice_model_create(&p, n, be, &m);
+    if (st != LATTICE_OK)
+        ck_assert_ptr_null(m);
+    lattice_model_destroy(m);
+    lattice_norm_destroy(n);
+    lattice_backend_destroy(be);
+    return st;
+}
+
+static void zero_layers(lattice_model_params *p) { p->n_layers = 0; }
+static void zero_head_dim(lattice_model_params *p) { p->head_dim = 0; }
+static void odd_head_dim(lattice_model_params *p) { p->head_dim = 3; }
+static void kv_not_dividing(lattice_model_params *p) { p->n_heads = 3; p->n_kv_heads = 2; }
+static void too_many_active(lattice_model_params *p) { p->n_active_layers = 3; }
+static void zero_vocab(lattice_model_params *p) { p->vocab_size = 0; }
+static void nan_theta(lattice_model_params *p) { p->rope_theta = NAN; }
+static void huge(lattice_model_params *p) { p->max_seq = 1 << 20; p->max_batch = 1 << 20; }
+static void uninitialised(lattice_model_params *p) { p->size = 0; }
+
+START_TEST(test_model_bad_configs)
+{
+    ck_assert_int_eq(try_create(zero_layers), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(zero_head_dim), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(odd_head_dim), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(kv_not_dividing), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(too_many_active), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(zero_vocab), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(nan_theta), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(huge), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(uninitialised), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_model_null_handles)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_norm *n;
+    lattice_model *m;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(NULL, n, be, &m), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_create(&p, NULL, be, &m), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_create(&p, n, NULL, &m), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_create(&p, n, be, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward(NULL, grad_tokens, 1, 1), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_backward(NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_set_active_layers(NULL, 1), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(lattice_model_logits(NULL));
+    ck_assert_ptr_null(lattice_model_dlogits(NULL));
+    ck_assert_int_eq(lattice_model_n_tensors(NULL), 0);
+    ck_assert_str_ne(lattice_model_errmsg(NULL), "");
+    lattice_model_destroy(NULL);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0.0f, &n),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(n);
+    ck_assert_int_eq(lattice_norm_create((lattice_norm_placement)9, LATTICE_NORM_RMS, 1e-6f, &n),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_set_residual_scale(n, 2.0f), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_norm_destroy(n);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_model_bad_calls)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
+    float loss;
+    int32_t bad[10];
+    memcpy(bad, grad_tokens, sizeof bad);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL),
+                     LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
+    bad[3] = 11; /* == vocab */
+    ck_assert_int_eq(lattice_model_forward(t.m, bad, 2, 5), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "vocabulary"));
+    bad[3] = -1;
+    ck_assert_int_eq(lattice_model_forward(t.m, bad, 2, 5), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 1, 6), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "max_seq"));
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 3, 2), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 0, 2), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward(t.m, NULL, 1, 2), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    bad[3] = 50;
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, bad, NULL, &loss, NULL),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_set_active_layers(t.m, 0), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_set_active_layers(t.m, 3), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_LAYER, 2, 0),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 2), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_init_layer(t.m, 2, 0), LATTICE_ERR_INVALID_ARGUMENT);
+    /* A NaN weight gives a clear status from the loss, not garbage. */
+    lattice_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
+    ti.data[0] = NAN;
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL),
+                     LATTICE_ERR_NON_FINITE);
+    tiny_close(&t);
+}
+END_TEST
+
+static Suite *model_suite(void)
+{
+    Suite *s = suite_create("model");
+    TCase *g = tcase_create("gradients");
+    tcase_set_timeout(g, 300);
+    tcase_add_loop_test(g, test_model_grad_placements, 0, 9);
+    tcase_add_loop_test(g, test_model_grad_frozen_and_skip, 0, 2);
+    tcase_add_test(g, test_model_skip_and_hidden);
+    suite_add_tcase(s, g);
+    TCase *l = tcase_create("learning");
+    tcase_set_timeout(l, 300);
+    tcase_add_loop_test(l, test_model_overfits, 0, 3);
+    tcase_add_test(l, test_model_deterministic);
+    tcase_add_loop_test(l, test_model_growth, 0, 2);
+    tcase_add_test(l, test_model_param_count_matches_across_placements);
+    suite_add_tcase(s, l);
+    TCase *b = tcase_create("bad_input");
+    tcase_add_test(b, test_model_bad_configs);
+    tcase_add_test(b, test_model_null_handles);
+    tcase_add_test(b, test_model_bad_calls);
+    suite_add_tcase(s, b);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(model_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
