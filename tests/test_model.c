@@ -443,6 +443,7 @@ START_TEST(test_model_null_handles)
     ck_assert_int_eq(lattice_model_n_tensors(NULL), 0);
     ck_assert_str_ne(lattice_model_errmsg(NULL), "");
     lattice_model_destroy(NULL);
+    lattice_norm_destroy(n);
     ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0.0f, &n),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(n);

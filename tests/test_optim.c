@@ -1,0 +1,209 @@
+/* AdamW against a double-precision reference of the update, the warmup +
+ * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
+#include "testutil.h"
+
+typedef struct fixture {
+    lattice_backend *be;
+    lattice_norm *norm;
+    lattice_model *m;
+    lattice_optim *o;
+} fixture;
+
+static fixture open_fixture(const lattice_optim_params *op)
+{
+    fixture f;
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 6;
+    p.d_model = 4;
+    p.n_layers = 2;
+    p.n_active_layers = 1;
+    p.n_heads = 1;
+    p.n_kv_heads = 1;
+    p.head_dim = 2;
+    p.d_ff = 4;
+    p.max_batch = 1;
+    p.max_seq = 2;
+    f.be = tu_backend("ref", 1);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &f.norm),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(&p, f.norm, f.be, &f.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_create(f.m, op, &f.o), LATTICE_OK);
+    return f;
+}
+
+static void close_fixture(fixture *f)
+{
+    lattice_optim_destroy(f->o);
+    lattice_model_destroy(f->m);
+    lattice_norm_destroy(f->norm);
+    lattice_backend_destroy(f->be);
+}
+
+/* Write gradient values g(step, tensor, j) into every tensor. */
+static void set_grads(lattice_model *m, int step, float scale)
+{
+    for (int t = 0; t < lattice_model_n_tensors(m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, t, &ti);
+        for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+            ti.grad[j] = scale * (float)sin(1.0 + step * 0.7 + t * 1.3 + j * 0.11);
+    }
+}
+
+START_TEST(test_schedule)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = 1e-3f;
+    op.min_lr = 1e-5f;
+    op.warmup_steps = 4;
+    op.total_steps = 14;
+    fixture f = open_fixture(&op);
+    for (int s = 0; s < 20; s++) {
+        double want;
+        if (s < 4)
+            want = 1e-3 * (s + 1) / 4.0;
+        else {
+            double pr = (s - 4) / 10.0;
+            pr = pr > 1 ? 1 : pr;
+            want = 1e-5 + 0.5 * (1e-3 - 1e-5) * (1 + cos(M_PI * pr));
+        }
+        ck_assert_double_eq_tol(lattice_optim_lr(f.o), want, 1e-9);
+        set_grads(f.m, s, 0.01f);
+        ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    }
+    ck_assert_int_eq(lattice_optim_steps(f.o), 20);
+    ck_assert_int_eq(lattice_optim_reset(f.o), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_steps(f.o), 0);
+    ck_assert_double_eq_tol(lattice_optim_lr(f.o), 1e-3 / 4, 1e-9); /* warmup restarts */
+    close_fixture(&f);
+}
+END_TEST
+
+/* The update of one trainable, active matrix against a double reference,
+ * with clipping active on some steps and weight decay on. */
+START_TEST(test_adamw_matches_reference)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = 1e-2f;
+    op.min_lr = 1e-3f;
+    op.warmup_steps = 2;
+    op.total_steps = 6;
+    op.weight_decay = 0.1f;
+    op.clip_norm = 1.5f;
+    fixture f = open_fixture(&op);
+    lattice_tensor_info w;
+    ck_assert_int_eq(lattice_model_find_tensor(f.m, "model.layers.0.mlp.down_proj.weight", &w),
+                     LATTICE_OK);
+    const long n = (long)(w.shape[0] * w.shape[1]);
+    double ref[64], m1[64] = {0}, m2[64] = {0};
+    tu_to_double(ref, w.data, n);
+    for (int s = 0; s < 6; s++) {
+        set_grads(f.m, s, s % 2 ? 0.02f : 1.0f); /* large steps get clipped */
+        /* global norm over trainable active tensors (layer 1 is inactive) */
+        double ss = 0.0;
+        for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+            lattice_tensor_info ti;
+            lattice_model_tensor(f.m, t, &ti);
+            if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1)
+                continue;
+            for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+                ss += (double)ti.grad[j] * ti.grad[j];
+        }
+        double norm = sqrt(ss), clip = norm > 1.5 ? 1.5 / norm : 1.0;
+        double lr = lattice_optim_lr(f.o);
+        float gn;
+        ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_OK);
+        ck_assert_double_eq_tol(gn, norm, 1e-5 * norm);
+        for (long j = 0; j < n; j++) {
+            double g = w.grad[j] * clip;
+            m1[j] = 0.9 * m1[j] + 0.1 * g;
+            m2[j] = 0.95 * m2[j] + 0.05 * g * g;
+            double mh = m1[j] / (1 - pow(0.9, s + 1)), vh = m2[j] / (1 - pow(0.95, s + 1));
+            ref[j] -= lr * (mh / (sqrt(vh) + 1e-8) + 0.1 * ref[j]);
+        }
+        for (long j = 0; j < n; j++)
+            ck_assert_double_eq_tol(w.data[j], ref[j], 1e-6);
+    }
+    close_fixture(&f);
+}
+END_TEST
+
+START_TEST(test_frozen_inactive_and_nonfinite)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.warmup_steps = 0;
+    op.lr = 0.1f;
+    fixture f = open_fixture(&op);
+    ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
+    lattice_tensor_info emb, l1, head;
+    lattice_model_find_tensor(f.m, "model.embed_tokens.weight", &emb);
+    lattice_model_find_tensor(f.m, "model.layers.1.self_attn.q_proj.weight", &l1);
+    lattice_model_find_tensor(f.m, "lm_head.weight", &head);
+    float e0 = emb.data[3], q0 = l1.data[1], h0 = head.data[2];
+    set_grads(f.m, 0, 1.0f);
+    ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    ck_assert_float_eq(emb.data[3], e0); /* frozen */
+    ck_assert_float_eq(l1.data[1], q0);  /* inactive */
+    ck_assert_float_ne(head.data[2], h0);
+    /* NaN anywhere in a trainable gradient: clear status, nothing updated. */
+    float h1 = head.data[2];
+    set_grads(f.m, 1, 1.0f);
+    head.grad[0] = NAN;
+    float gn;
+    ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_ERR_NON_FINITE);
+    ck_assert(isnan(gn));
+    ck_assert_float_eq(head.data[2], h1);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "not finite"));
+    ck_assert_int_eq(lattice_optim_steps(f.o), 1);
+    close_fixture(&f);
+}
+END_TEST
+
+START_TEST(test_optim_bad_input)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    fixture f = open_fixture(&op);
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(NULL, &op, &o), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(o);
+    ck_assert_int_eq(lattice_optim_create(f.m, NULL, &o), LATTICE_ERR_INVALID_ARGUMENT);
+    op.beta2 = 1.0f;
+    ck_assert_int_eq(lattice_optim_create(f.m, &op, &o), LATTICE_ERR_INVALID_CONFIG);
+    lattice_optim_params_init(&op);
+    op.lr = NAN;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    op.lr = 1e-3f;
+    op.total_steps = 0;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_optim_step(NULL, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_optim_reset(NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_optim_destroy(NULL);
+    close_fixture(&f);
+}
+END_TEST
+
+static Suite *optim_suite(void)
+{
+    Suite *s = suite_create("optim");
+    TCase *tc = tcase_create("adamw");
+    tcase_add_test(tc, test_schedule);
+    tcase_add_test(tc, test_adamw_matches_reference);
+    tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
+    tcase_add_test(tc, test_optim_bad_input);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(optim_suite());
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
