@@ -11,5 +11,6 @@
 #include <lattice/norm.h>
 #include <lattice/model.h>
 #include <lattice/optim.h>
+#include <lattice/distill.h>
 
 #endif

@@ -1,0 +1,155 @@
+/**
+ * @file distill.h
+ * @brief Distillation losses: KL to a teacher's distribution plus cross-entropy.
+ */
+#ifndef LATTICE_DISTILL_H
+#define LATTICE_DISTILL_H
+
+#include <lattice/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup distill Distillation losses
+ *
+ * L = alpha * tau^2 * KL + gamma * CE, averaged over the counted positions
+ * (mask non-zero). KL compares the teacher's distribution p = softmax(t / tau)
+ * with the student's q = softmax(z / tau): forward KL(p || q) (the paper) or
+ * reverse KL(q || p). CE is the student's cross-entropy at temperature 1
+ * against the labels. The gradient with respect to the student's logits is
+ * written alongside (for ::lattice_model_dlogits).
+ *
+ * Sparse teachers give only their top-k logits per position (indices and
+ * values). The teacher distribution is then truncated to those k tokens and
+ * renormalised among them: p_i = softmax over the k values / tau, and p = 0
+ * elsewhere. Tokens outside the top k contribute nothing to the forward KL
+ * term, while their student probability still enters through q's normaliser.
+ * With k = vocab this is exactly the dense loss. Reverse KL is undefined where
+ * p = 0, so it needs dense teacher logits.
+ * @{
+ */
+
+/** Direction of the KL term. Append-only. @since 0.1 */
+typedef enum lattice_kl_direction {
+    LATTICE_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. */
+    LATTICE_KL_REVERSE = 1  /**< KL(student || teacher). */
+} lattice_kl_direction;
+
+/** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
+typedef struct lattice_distill_params {
+    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function. */
+    float alpha;                    /**< Weight of the KL term (0.7). */
+    float gamma;                    /**< Weight of the cross-entropy term (0.3). */
+    float tau;                      /**< Temperature (1). */
+    lattice_kl_direction direction; /**< Forward (default) or reverse KL. */
+    int n_threads;                  /**< Threads over positions (1). */
+} lattice_distill_params;
+
+/** The loss of one batch and its parts, each a mean over counted positions. @since 0.1 */
+typedef struct lattice_distill_result {
+    double loss;       /**< alpha * tau^2 * kl + gamma * ce. */
+    double kl;         /**< The KL term before weighting. */
+    double ce;         /**< Cross-entropy against the labels (0 when gamma is 0 and no labels are given). */
+    int64_t n_counted; /**< Positions with mask non-zero. */
+} lattice_distill_result;
+
+/** An opaque distillation loss. @since 0.1 */
+typedef struct lattice_distill lattice_distill;
+
+/**
+ * @brief Fill params with the paper's settings: alpha 0.7, gamma 0.3, tau 1, forward KL.
+ * @param[out] params The struct; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_distill_params_init(lattice_distill_params *params);
+
+/**
+ * @brief Create a loss.
+ * @param params The settings: alpha, gamma >= 0 and finite, tau > 0.
+ * @param[out] out The new loss, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_distill_create(const lattice_distill_params *params,
+                                                  lattice_distill **out);
+
+/**
+ * @brief Destroy a loss. NULL is ignored.
+ * @param distill The loss.
+ * @since 0.1
+ */
+LATTICE_API void lattice_distill_destroy(lattice_distill *distill);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param distill The loss; NULL gives a static message.
+ * @return A string valid until the next call on the loss.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
+
+/**
+ * @brief The settings.
+ * @param distill The loss.
+ * @param[out] out The settings.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *distill,
+                                                      lattice_distill_params *out);
+
+/**
+ * @brief The loss against dense teacher logits.
+ * @param distill The loss.
+ * @param student Student logits [n, vocab].
+ * @param teacher Teacher logits [n, vocab].
+ * @param targets Labels [n]; may be NULL only when gamma is 0.
+ * @param mask [n] flags, non-zero where a position counts; NULL counts all.
+ * @param n Positions (batch * seq).
+ * @param vocab Vocabulary size.
+ * @param[out] dlogits Gradient with respect to the student logits [n, vocab]; may be NULL.
+ * @param[out] result The loss and its parts.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a label
+ *         out of range) or ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
+ *         dlogits is then unspecified).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const float *student,
+                                                 const float *teacher, const int32_t *targets,
+                                                 const uint8_t *mask, int64_t n, int vocab,
+                                                 float *dlogits, lattice_distill_result *result);
+
+/**
+ * @brief The loss against a teacher's top-k logits (forward KL only; see the group text).
+ * @param distill The loss.
+ * @param student Student logits [n, vocab].
+ * @param teacher_index Token ids of the teacher's top k [n, k], distinct per position.
+ * @param teacher_value The teacher's logits of those tokens [n, k].
+ * @param k Entries per position, 1 .. vocab.
+ * @param targets Labels [n]; may be NULL only when gamma is 0.
+ * @param mask [n] flags; NULL counts all.
+ * @param n Positions.
+ * @param vocab Vocabulary size.
+ * @param[out] dlogits Gradient [n, vocab]; may be NULL.
+ * @param[out] result The loss and its parts.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also an index out of
+ *         range or repeated), ::LATTICE_ERR_UNSUPPORTED (reverse KL) or
+ *         ::LATTICE_ERR_NON_FINITE.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const float *student,
+                                                const int32_t *teacher_index,
+                                                const float *teacher_value, int k,
+                                                const int32_t *targets, const uint8_t *mask,
+                                                int64_t n, int vocab, float *dlogits,
+                                                lattice_distill_result *result);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,256 @@
+/* Distillation losses: gradients against central differences, the exact
+ * identities, masking, and top-k against dense. */
+#include "testutil.h"
+
+enum { N = 5, V = 7 };
+static const int32_t labels[N] = {1, 6, 0, 3, 2};
+static const uint8_t mask[N] = {1, 1, 0, 1, 1};
+
+static lattice_distill *make(float alpha, float gamma, float tau, lattice_kl_direction dir)
+{
+    lattice_distill_params p;
+    lattice_distill_params_init(&p);
+    p.alpha = alpha;
+    p.gamma = gamma;
+    p.tau = tau;
+    p.direction = dir;
+    p.n_threads = 2;
+    lattice_distill *d;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_OK);
+    return d;
+}
+
+/* Double-precision reference of the whole loss from double student logits. */
+typedef struct ref_ctx {
+    double *z;
+    const float *t;
+    const int32_t *idx; /* NULL: dense */
+    int k;
+    double alpha, gamma, tau;
+    int reverse;
+} ref_ctx;
+
+static double ref_loss(void *p)
+{
+    ref_ctx *c = p;
+    double total = 0.0;
+    int cnt = 0;
+    for (int i = 0; i < N; i++) {
+        if (!mask[i])
+            continue;
+        cnt++;
+        const double *z = c->z + i * V;
+        double lq = -1e300, lz = -1e300, q[V], lp_all[V];
+        for (int j = 0; j < V; j++) {
+            lq = fmax(lq, z[j] / c->tau);
+            lz = fmax(lz, z[j]);
+        }
+        double sq = 0.0, sz = 0.0;
+        for (int j = 0; j < V; j++) {
+            sq += exp(z[j] / c->tau - lq);
+            sz += exp(z[j] - lz);
+        }
+        lq += log(sq);
+        lz += log(sz);
+        for (int j = 0; j < V; j++)
+            q[j] = z[j] / c->tau - lq; /* log q */
+        double kl = 0.0;
+        if (c->idx) {
+            const float *v = c->t + i * c->k;
+            double m = -1e300, s = 0.0;
+            for (int e = 0; e < c->k; e++)
+                m = fmax(m, v[e] / c->tau);
+            for (int e = 0; e < c->k; e++)
+                s += exp(v[e] / c->tau - m);
+            for (int e = 0; e < c->k; e++) {
+                double lp = v[e] / c->tau - m - log(s);
+                kl += exp(lp) * (lp - q[c->idx[i * c->k + e]]);
+            }
+        } else {
+            const float *t = c->t + i * V;
+            double m = -1e300, s = 0.0;
+            for (int j = 0; j < V; j++)
+                m = fmax(m, t[j] / c->tau);
+            for (int j = 0; j < V; j++)
+                s += exp(t[j] / c->tau - m);
+            for (int j = 0; j < V; j++)
+                lp_all[j] = t[j] / c->tau - m - log(s);
+            for (int j = 0; j < V; j++)
+                kl += c->reverse ? exp(q[j]) * (q[j] - lp_all[j])
+                                 : exp(lp_all[j]) * (lp_all[j] - q[j]);
+        }
+        double ce = lz - z[labels[i]];
+        total += c->alpha * c->tau * c->tau * kl + c->gamma * ce;
+    }
+    return total / cnt;
+}
+
+START_TEST(test_dense_grad)
+{
+    /* _i: forward or reverse KL, each at tau 1 and tau 2.5 */
+    const int reverse = _i & 1;
+    const float tau = _i & 2 ? 2.5f : 1.0f;
+    tu_rng rng = {3 + _i};
+    float z[N * V], t[N * V], dz[N * V];
+    tu_fill(z, N * V, 3.0, &rng);
+    tu_fill(t, N * V, 3.0, &rng);
+    lattice_distill *d = make(0.7f, 0.3f, tau, reverse ? LATTICE_KL_REVERSE : LATTICE_KL_FORWARD);
+    lattice_distill_result r;
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, mask, N, V, dz, &r), LATTICE_OK);
+    ck_assert_int_eq(r.n_counted, 4);
+    ck_assert_double_eq_tol(r.loss, (double)0.7f * tau * tau * r.kl + (double)0.3f * r.ce, 1e-12);
+    double zd[N * V];
+    tu_to_double(zd, z, N * V);
+    ref_ctx c = {zd, t, NULL, 0, 0.7f, 0.3f, tau, reverse};
+    ck_assert_double_eq_tol(r.loss, ref_loss(&c), 1e-9);
+    tu_fd_input in[] = {{"student", zd, dz, N * V}};
+    tu_fd_check(ref_loss, &c, in, 1, 1e-7, 1e-5);
+    for (int j = 0; j < V; j++)
+        ck_assert_float_eq(dz[2 * V + j], 0.0f); /* masked position */
+    lattice_distill_destroy(d);
+}
+END_TEST
+
+START_TEST(test_topk_grad_and_dense_equivalence)
+{
+    enum { K = 3 };
+    tu_rng rng = {17};
+    float z[N * V], v[N * K], dz[N * V];
+    int32_t idx[N * K];
+    tu_fill(z, N * V, 2.0, &rng);
+    tu_fill(v, N * K, 2.0, &rng);
+    for (int i = 0; i < N; i++)
+        for (int e = 0; e < K; e++)
+            idx[i * K + e] = (i + 2 * e) % V;
+    lattice_distill *d = make(0.7f, 0.3f, 1.5f, LATTICE_KL_FORWARD);
+    lattice_distill_result r;
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, K, labels, mask, N, V, dz, &r), LATTICE_OK);
+    double zd[N * V];
+    tu_to_double(zd, z, N * V);
+    ref_ctx c = {zd, v, idx, K, 0.7f, 0.3f, 1.5, 0};
+    ck_assert_double_eq_tol(r.loss, ref_loss(&c), 1e-9);
+    tu_fd_input in[] = {{"student", zd, dz, N * V}};
+    tu_fd_check(ref_loss, &c, in, 1, 1e-7, 1e-5);
+
+    /* k = vocab, in a shuffled order, equals the dense loss */
+    float t[N * V], full_v[N * V], dz_dense[N * V], dz_topk[N * V];
+    int32_t full_i[N * V];
+    tu_fill(t, N * V, 2.0, &rng);
+    for (int i = 0; i < N; i++)
+        for (int e = 0; e < V; e++) {
+            int j = (e * 3 + i) % V; /* 3 is coprime with 7: a permutation */
+            full_i[i * V + e] = j;
+            full_v[i * V + e] = t[i * V + j];
+        }
+    lattice_distill_result rd, rk;
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, mask, N, V, dz_dense, &rd), LATTICE_OK);
+    ck_assert_int_eq(lattice_distill_topk(d, z, full_i, full_v, V, labels, mask, N, V, dz_topk, &rk),
+                     LATTICE_OK);
+    ck_assert_double_eq_tol(rd.loss, rk.loss, 1e-9);
+    ck_assert_double_eq_tol(rd.kl, rk.kl, 1e-9);
+    for (int j = 0; j < N * V; j++)
+        ck_assert_float_eq_tol(dz_dense[j], dz_topk[j], 1e-7f);
+    lattice_distill_destroy(d);
+}
+END_TEST
+
+START_TEST(test_identities)
+{
+    tu_rng rng = {23};
+    float z[N * V], t[N * V], z2[N * V], dz[N * V];
+    tu_fill(z, N * V, 3.0, &rng);
+    tu_fill(t, N * V, 3.0, &rng);
+    lattice_distill_result r, r2;
+    /* KL of equal distributions is exactly 0, in both directions */
+    for (int dir = 0; dir < 2; dir++) {
+        lattice_distill *d = make(1.0f, 0.0f, 1.7f, (lattice_kl_direction)dir);
+        ck_assert_int_eq(lattice_distill_dense(d, z, z, NULL, NULL, N, V, dz, &r), LATTICE_OK);
+        ck_assert_double_eq(r.kl, 0.0);
+        ck_assert_double_eq(r.ce, 0.0);
+        for (int j = 0; j < N * V; j++)
+            ck_assert_float_eq_tol(dz[j], 0.0f, 1e-7f);
+        lattice_distill_destroy(d);
+    }
+    /* tau, alpha and gamma scale as the formula says */
+    lattice_distill *a = make(0.7f, 0.3f, 2.0f, LATTICE_KL_FORWARD);
+    lattice_distill *b = make(1.4f, 0.0f, 2.0f, LATTICE_KL_FORWARD);
+    ck_assert_int_eq(lattice_distill_dense(a, z, t, labels, mask, N, V, NULL, &r), LATTICE_OK);
+    ck_assert_int_eq(lattice_distill_dense(b, z, t, labels, mask, N, V, NULL, &r2), LATTICE_OK);
+    ck_assert_double_eq_tol(r.kl, r2.kl, 1e-12);
+    ck_assert_double_eq_tol(r.loss, (double)0.7f * 4.0 * r.kl + (double)0.3f * r.ce, 1e-12);
+    ck_assert_double_eq_tol(r2.loss, (double)1.4f * 4.0 * r.kl, 1e-12);
+    /* masked positions contribute nothing: change their logits freely */
+    memcpy(z2, z, sizeof z);
+    for (int j = 0; j < V; j++)
+        z2[2 * V + j] = 50.0f * (j % 2);
+    ck_assert_int_eq(lattice_distill_dense(a, z2, t, labels, mask, N, V, NULL, &r2), LATTICE_OK);
+    ck_assert_double_eq(r.loss, r2.loss);
+    /* nothing counted: loss 0, gradient 0 */
+    const uint8_t none[N] = {0};
+    ck_assert_int_eq(lattice_distill_dense(a, z, t, labels, none, N, V, dz, &r), LATTICE_OK);
+    ck_assert_double_eq(r.loss, 0.0);
+    ck_assert_int_eq(r.n_counted, 0);
+    lattice_distill_destroy(a);
+    lattice_distill_destroy(b);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    float z[N * V] = {0}, t[N * V] = {0};
+    lattice_distill_result r;
+    lattice_distill *d = make(0.7f, 0.3f, 1.0f, LATTICE_KL_FORWARD);
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, NULL, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT); /* labels needed when gamma > 0 */
+    int32_t bad[N] = {1, 2, 7, 0, 0};
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, bad, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_distill_dense(d, z, NULL, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_distill_dense(NULL, z, t, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    t[3] = NAN;
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_distill_errmsg(d), "not finite"));
+    int32_t idx[N * 2] = {0, 1, 2, 2, 0, 1, 0, 1, 0, 1}; /* position 1 repeats token 2 */
+    float v[N * 2] = {0};
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    idx[2] = 3;
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r), LATTICE_OK);
+    idx[0] = V;
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_distill_destroy(d);
+    d = make(0.7f, 0.3f, 1.0f, LATTICE_KL_REVERSE);
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r),
+                     LATTICE_ERR_UNSUPPORTED);
+    lattice_distill_destroy(d);
+    lattice_distill_params p;
+    lattice_distill_params_init(&p);
+    p.tau = 0.0f;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_null(d);
+    p.tau = 1.0f;
+    p.alpha = -1.0f;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_distill_create(NULL, &d), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("distill");
+    TCase *tc = tcase_create("loss");
+    tcase_add_loop_test(tc, test_dense_grad, 0, 4);
+    tcase_add_test(tc, test_topk_grad_and_dense_equivalence);
+    tcase_add_test(tc, test_identities);
+    tcase_add_test(tc, test_bad_input);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
