@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LATTICE_ERRMSG_MAX 256
+#define LATTICE_ERRMSG_MAX LATTICE_ERRMSG_SIZE
 
 /* printf-style message into a handle's error buffer; returns status so that
  * callers can write `return set_error(buf, st, "...")`. */

@@ -323,6 +323,28 @@ static void init_tensor(lattice_model *m, const tensor_entry *t, uint64_t seed)
     }
 }
 
+/* The caller's params over the defaults: an older, shorter struct keeps the
+ * defaults of the fields it lacks. */
+static lattice_status adopt_params(lattice_model_params *dst, const lattice_model_params *src,
+                                   char *err)
+{
+    if (!src || src->size == 0)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params missing or not initialised (size 0)");
+    lattice_model_params_init(dst);
+    memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+    dst->size = sizeof(*dst);
+    return check_params(dst, err);
+}
+
+lattice_status lattice_model_params_check(const lattice_model_params *params, char *errmsg)
+{
+    lattice_model_params p;
+    if (errmsg)
+        errmsg[0] = 0;
+    return adopt_params(&p, params, errmsg);
+}
+
 lattice_status lattice_model_create(const lattice_model_params *params, const lattice_norm *norm,
                                     lattice_backend *backend, lattice_model **out)
 {
@@ -334,12 +356,9 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     lattice_model *m = calloc(1, sizeof(*m));
     if (!m)
         return LATTICE_ERR_OUT_OF_MEMORY;
-    lattice_model_params_init(&m->p);
-    memcpy(&m->p, params, params->size < sizeof(m->p) ? params->size : sizeof(m->p));
-    m->p.size = sizeof(m->p);
     m->norm = *norm;
     m->be = backend;
-    lattice_status st = check_params(&m->p, NULL);
+    lattice_status st = adopt_params(&m->p, params, NULL);
     if (st != LATTICE_OK) {
         free(m);
         return st;

@@ -391,8 +391,12 @@ static lattice_status try_create(void (*edit)(lattice_model_params *))
     lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
     lattice_model *m = (lattice_model *)&p; /* must be overwritten with NULL */
     lattice_status st = lattice_model_create(&p, n, be, &m);
-    if (st != LATTICE_OK)
+    char why[LATTICE_ERRMSG_SIZE];
+    ck_assert_int_eq(lattice_model_params_check(&p, why), st); /* same verdict, with a reason */
+    if (st != LATTICE_OK) {
         ck_assert_ptr_null(m);
+        ck_assert_msg(why[0] != 0, "no reason given for status %d", st);
+    }
     lattice_model_destroy(m);
     lattice_norm_destroy(n);
     lattice_backend_destroy(be);

@@ -35,6 +35,9 @@ extern "C" {
  * @{
  */
 
+/** Size of the message buffers that create functions fill on failure. @since 0.1 */
+#define LATTICE_ERRMSG_SIZE 256
+
 /** Result of a call. Values are pinned and never change meaning. @since 0.1 */
 typedef enum lattice_status {
     LATTICE_OK = 0,                  /**< Success. */

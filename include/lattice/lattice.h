@@ -12,5 +12,6 @@
 #include <lattice/model.h>
 #include <lattice/optim.h>
 #include <lattice/distill.h>
+#include <lattice/data.h>
 
 #endif

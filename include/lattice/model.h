@@ -88,6 +88,18 @@ typedef struct lattice_tensor_info {
 LATTICE_API void lattice_model_params_init(lattice_model_params *params);
 
 /**
+ * @brief Check a shape without creating a model, and say what is wrong with it.
+ * @param params The shape.
+ * @param[out] errmsg Receives the reason on failure when non-NULL
+ *             (::LATTICE_ERRMSG_SIZE bytes).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
+ *         (the same status ::lattice_model_create would give).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params *params,
+                                                      char *errmsg);
+
+/**
  * @brief Create a model with freshly initialised weights.
  *
  * Linear and embedding weights are drawn from N(0, init_std^2) with the

@@ -1,0 +1,493 @@
+/*
+ * bench_step: time one full training step (forward, cross-entropy, backward,
+ * AdamW) of the benchmark student (9 layers, d_model 256, 4 heads of 64,
+ * SwiGLU d_ff 768, vocab 256, batch 16 x 256, qk-norm), then time the same
+ * step's GEMMs alone through lattice_backend_sgemm, to see how close the step
+ * comes to the backend's GEMM throughput on its own shapes.
+ *
+ * Results are "key value" lines (step_ms, tokens_per_s, step_gflops,
+ * sgemm_gflops, ratio, arena_mib, peak_rss_mib, ...); lines starting with '#'
+ * are for people.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <lattice/lattice.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#define PROG "bench_step"
+#define WARMUP_STEPS 2
+#define TOKEN_SEED 20240611ULL
+
+/* The benchmark student. */
+enum { N_LAYERS = 9, D_MODEL = 256, N_HEADS = 4, N_KV_HEADS = 4, HEAD_DIM = 64, D_FF = 768,
+       VOCAB = 256, BATCH = 16, SEQ = 256 };
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static uint64_t rng_next(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) != 0)
+        return NAN;
+    return (double)ru.ru_maxrss / 1024.0; /* KiB on Linux */
+}
+
+/* ---- the step's GEMMs, replayed through lattice_backend_sgemm ------------ */
+
+enum { CAT_PROJ = 1, CAT_ATTN = 2, CAT_ALL = CAT_PROJ | CAT_ATTN };
+
+/* Buffers standing in for the model's weights, activations and gradients. One
+ * per role, shared by the layers: the shapes and strides are the step's own. */
+typedef struct replay {
+    lattice_backend *be;
+    int B, T, D, H, KV, hd, F, V, L;
+    int beta_res; /* 1: o_proj and down_proj accumulate into the residual (pre, post) */
+    int cats;     /* categories to run */
+    double secs[3], flops[3];
+    float *x, *dy, *d_in, *wqkv, *wo, *wgu, *wd, *whead, *gwqkv, *gwo, *gwgu, *gwd, *gwhead;
+    float *raw, *d_raw, *q, *k, *v, *dq, *dk, *dv, *p, *dp, *att, *d_att, *out, *gu, *d_gu, *s,
+        *d_s, *logits, *dlogits;
+} replay;
+
+static lattice_status gemm(replay *r, int cat, int ta, int tb, int m, int n, int k, float alpha,
+                           const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                           int ldc)
+{
+    if (!(r->cats & cat))
+        return LATTICE_OK;
+    double t0 = now_s();
+    lattice_status st =
+        lattice_backend_sgemm(r->be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    r->secs[cat] += now_s() - t0;
+    r->flops[cat] += 2.0 * m * n * k;
+    return st;
+}
+
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        lattice_status st_ = (expr);                                                               \
+        if (st_ != LATTICE_OK)                                                                     \
+            return st_;                                                                            \
+    } while (0)
+
+/* The B * H problems of one attention GEMM, one call each, with the model's
+ * head-major q, k, v, its [N, H * hd] attention output and its [B, H, T, T]
+ * probabilities. */
+static lattice_status attention_forward(replay *r)
+{
+    const int T = r->T, hd = r->hd, H = r->H, G = r->H / r->KV, ldo = r->H * r->hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int b = 0; b < r->B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)b * H + h, kv = (size_t)b * r->KV + h / G;
+            TRY(gemm(r, CAT_ATTN, 0, 1, T, T, hd, scale, r->q + i * T * hd, hd,
+                     r->k + kv * T * hd, hd, 0.0f, r->p + i * T * T, T));
+        }
+    for (int b = 0; b < r->B; b++)
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)b * H + h, kv = (size_t)b * r->KV + h / G;
+            TRY(gemm(r, CAT_ATTN, 0, 0, T, hd, T, 1.0f, r->p + i * T * T, T, r->v + kv * T * hd,
+                     hd, 0.0f, r->att + (size_t)b * T * ldo + (size_t)h * hd, ldo));
+        }
+    return LATTICE_OK;
+}
+
+static lattice_status attention_backward(replay *r)
+{
+    const int T = r->T, hd = r->hd, H = r->H, KV = r->KV, G = H / KV, ldo = H * hd;
+    const float scale = 1.0f / sqrtf((float)hd);
+    for (int b = 0; b < r->B; b++) /* dP = dO V^T */
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)b * H + h, kv = (size_t)b * KV + h / G;
+            TRY(gemm(r, CAT_ATTN, 0, 1, T, T, hd, 1.0f, r->d_att + (size_t)b * T * ldo + h * hd,
+                     ldo, r->v + kv * T * hd, hd, 0.0f, r->dp + i * T * T, T));
+        }
+    for (int g = 0; g < G; g++) /* dV = P^T dO, summed over a group */
+        for (int b = 0; b < r->B; b++)
+            for (int kh = 0; kh < KV; kh++) {
+                size_t i = (size_t)b * KV + kh, h = (size_t)kh * G + g;
+                TRY(gemm(r, CAT_ATTN, 1, 0, T, hd, T, 1.0f, r->p + ((size_t)b * H + h) * T * T, T,
+                         r->d_att + (size_t)b * T * ldo + h * hd, ldo, g ? 1.0f : 0.0f,
+                         r->dv + i * T * hd, hd));
+            }
+    for (int b = 0; b < r->B; b++) /* dQ = scale dS K */
+        for (int h = 0; h < H; h++) {
+            size_t i = (size_t)b * H + h, kv = (size_t)b * KV + h / G;
+            TRY(gemm(r, CAT_ATTN, 0, 0, T, hd, T, scale, r->dp + i * T * T, T, r->k + kv * T * hd,
+                     hd, 0.0f, r->dq + i * T * hd, hd));
+        }
+    for (int g = 0; g < G; g++) /* dK = scale dS^T Q, summed over a group */
+        for (int b = 0; b < r->B; b++)
+            for (int kh = 0; kh < KV; kh++) {
+                size_t i = (size_t)b * KV + kh, h = (size_t)kh * G + g;
+                TRY(gemm(r, CAT_ATTN, 1, 0, T, hd, T, scale, r->dp + ((size_t)b * H + h) * T * T,
+                         T, r->q + ((size_t)b * H + h) * T * hd, hd, g ? 1.0f : 0.0f,
+                         r->dk + i * T * hd, hd));
+            }
+    return LATTICE_OK;
+}
+
+/* Every GEMM of one step with all groups trainable, in the model's order. */
+static lattice_status replay_step(replay *r)
+{
+    const int N = r->B * r->T, D = r->D, F = r->F, V = r->V, Hd = r->H * r->hd;
+    const int W = (r->H + 2 * r->KV) * r->hd;
+    const float br = r->beta_res ? 1.0f : 0.0f;
+    for (int l = 0; l < r->L; l++) {
+        TRY(gemm(r, CAT_PROJ, 0, 1, N, W, D, 1.0f, r->x, D, r->wqkv, D, 0.0f, r->raw, W));
+        TRY(attention_forward(r));
+        TRY(gemm(r, CAT_PROJ, 0, 1, N, D, Hd, 1.0f, r->att, Hd, r->wo, Hd, br, r->out, D));
+        TRY(gemm(r, CAT_PROJ, 0, 1, N, 2 * F, D, 1.0f, r->x, D, r->wgu, D, 0.0f, r->gu, 2 * F));
+        TRY(gemm(r, CAT_PROJ, 0, 1, N, D, F, 1.0f, r->s, F, r->wd, F, br, r->out, D));
+    }
+    TRY(gemm(r, CAT_PROJ, 0, 1, N, V, D, 1.0f, r->x, D, r->whead, D, 0.0f, r->logits, V));
+
+    TRY(gemm(r, CAT_PROJ, 1, 0, V, D, N, 1.0f, r->dlogits, V, r->x, D, 1.0f, r->gwhead, D));
+    TRY(gemm(r, CAT_PROJ, 0, 0, N, D, V, 1.0f, r->dlogits, V, r->whead, D, 0.0f, r->dy, D));
+    for (int l = r->L - 1; l >= 0; l--) {
+        TRY(gemm(r, CAT_PROJ, 1, 0, D, F, N, 1.0f, r->dy, D, r->s, F, 1.0f, r->gwd, F));
+        TRY(gemm(r, CAT_PROJ, 0, 0, N, F, D, 1.0f, r->dy, D, r->wd, F, 0.0f, r->d_s, F));
+        TRY(gemm(r, CAT_PROJ, 1, 0, 2 * F, D, N, 1.0f, r->d_gu, 2 * F, r->x, D, 1.0f, r->gwgu, D));
+        TRY(gemm(r, CAT_PROJ, 0, 0, N, D, 2 * F, 1.0f, r->d_gu, 2 * F, r->wgu, D, 0.0f, r->d_in,
+                 D));
+        TRY(gemm(r, CAT_PROJ, 1, 0, D, Hd, N, 1.0f, r->dy, D, r->att, Hd, 1.0f, r->gwo, Hd));
+        TRY(gemm(r, CAT_PROJ, 0, 0, N, Hd, D, 1.0f, r->dy, D, r->wo, Hd, 0.0f, r->d_att, Hd));
+        TRY(attention_backward(r));
+        TRY(gemm(r, CAT_PROJ, 1, 0, W, D, N, 1.0f, r->d_raw, W, r->x, D, 1.0f, r->gwqkv, D));
+        TRY(gemm(r, CAT_PROJ, 0, 0, N, D, W, 1.0f, r->d_raw, W, r->wqkv, D, 0.0f, r->d_in, D));
+    }
+    return LATTICE_OK;
+}
+
+static float *random_buffer(size_t n, uint64_t *rng)
+{
+    float *buf = malloc(n * sizeof(float));
+    if (buf) /* small values keep the accumulating gradient GEMMs finite */
+        for (size_t i = 0; i < n; i++)
+            buf[i] = (float)((double)(rng_next(rng) >> 11) * 0x1.0p-53 - 0.5) * 0.02f;
+    return buf;
+}
+
+static int replay_alloc(replay *r)
+{
+    const size_t N = (size_t)r->B * r->T, D = r->D, F = r->F, V = r->V, Hd = (size_t)r->H * r->hd;
+    const size_t W = (size_t)(r->H + 2 * r->KV) * r->hd, KVd = (size_t)r->KV * r->hd;
+    const size_t P = (size_t)r->B * r->H * r->T * r->T;
+    struct { float **buf; size_t n; } want[] = {
+        {&r->x, N * D}, {&r->dy, N * D}, {&r->d_in, N * D}, {&r->out, N * D},
+        {&r->wqkv, W * D}, {&r->wo, D * Hd}, {&r->wgu, 2 * F * D}, {&r->wd, D * F},
+        {&r->whead, V * D}, {&r->gwqkv, W * D}, {&r->gwo, D * Hd}, {&r->gwgu, 2 * F * D},
+        {&r->gwd, D * F}, {&r->gwhead, V * D}, {&r->raw, N * W}, {&r->d_raw, N * W},
+        {&r->q, N * Hd}, {&r->k, N * KVd}, {&r->v, N * KVd}, {&r->dq, N * Hd},
+        {&r->dk, N * KVd}, {&r->dv, N * KVd}, {&r->p, P}, {&r->dp, P}, {&r->att, N * Hd},
+        {&r->d_att, N * Hd}, {&r->gu, N * 2 * F}, {&r->d_gu, N * 2 * F}, {&r->s, N * F},
+        {&r->d_s, N * F}, {&r->logits, N * V}, {&r->dlogits, N * V},
+    };
+    uint64_t rng = 7;
+    int ok = 1;
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        ok &= (*want[i].buf = random_buffer(want[i].n, &rng)) != NULL;
+    return ok ? 0 : -1;
+}
+
+static void replay_free(replay *r)
+{
+    float **bufs[] = {&r->x, &r->dy, &r->d_in, &r->wqkv, &r->wo, &r->wgu, &r->wd, &r->whead,
+                      &r->gwqkv, &r->gwo, &r->gwgu, &r->gwd, &r->gwhead, &r->raw, &r->d_raw,
+                      &r->q, &r->k, &r->v, &r->dq, &r->dk, &r->dv, &r->p, &r->dp, &r->att,
+                      &r->d_att, &r->out, &r->gu, &r->d_gu, &r->s, &r->d_s, &r->logits,
+                      &r->dlogits};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+}
+
+/* Run rounds of the step's GEMMs (of the categories in cats) after one
+ * untimed round; r->secs and r->flops then hold the timed rounds' sums. */
+static lattice_status replay_time(replay *r, int cats, int rounds)
+{
+    r->cats = cats;
+    TRY(replay_step(r));
+    memset(r->secs, 0, sizeof r->secs);
+    memset(r->flops, 0, sizeof r->flops);
+    for (int i = 0; i < rounds; i++)
+        TRY(replay_step(r));
+    return LATTICE_OK;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [options]\n"
+            "Time a training step of the benchmark student and the backend's sgemm on its GEMMs.\n"
+            "\n"
+            "  --placement P   pre, post or peri (pre)\n"
+            "  --backend NAME  ref, blis or default (blis)\n"
+            "  --threads N     threads (2)\n"
+            "  --steps N       timed steps, after %d warmup steps (10)\n"
+            "  -h, --help      this help\n",
+            WARMUP_STEPS);
+}
+
+static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, PROG ": --%s: '%s' is not an integer in %ld..%ld\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int fail(const char *what, lattice_status st, const char *detail)
+{
+    fprintf(stderr, PROG ": %s: %s%s%s\n", what, lattice_status_string(st),
+            detail && *detail ? ": " : "", detail ? detail : "");
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    lattice_norm_placement placement = LATTICE_NORM_PRE;
+    const char *backend_name = "blis";
+    int threads = 2, steps = 10;
+
+    static const struct option longopts[] = {
+        {"placement", required_argument, NULL, 'p'},
+        {"backend", required_argument, NULL, 'b'},
+        {"threads", required_argument, NULL, 't'},
+        {"steps", required_argument, NULL, 's'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            if (lattice_norm_placement_from_name(optarg, &placement) != LATTICE_OK) {
+                fprintf(stderr, PROG ": --placement: '%s' is not pre, post or peri\n", optarg);
+                return 2;
+            }
+            break;
+        case 'b': backend_name = optarg; break;
+        case 't':
+            if (parse_int("threads", optarg, 1, 4096, &threads))
+                return 2;
+            break;
+        case 's':
+            if (parse_int("steps", optarg, 1, 1000000, &steps))
+                return 2;
+            break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+
+    int rc = 1;
+    lattice_backend *backend = NULL;
+    lattice_norm *norm = NULL;
+    lattice_model *model = NULL;
+    lattice_optim *optim = NULL;
+    int32_t *tokens = NULL, *targets = NULL;
+    replay r = {0};
+    lattice_status st;
+
+    st = lattice_backend_create(backend_name, &backend);
+    if (st != LATTICE_OK) {
+        fprintf(stderr, PROG ": backend '%s': %s%s\n", backend_name, lattice_status_string(st),
+                st == LATTICE_ERR_UNSUPPORTED ? " (this build has no BLIS)" :
+                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis or default)" : "");
+        goto out;
+    }
+    if ((st = lattice_backend_set_threads(backend, threads)) != LATTICE_OK) {
+        rc = fail("set threads", st, NULL);
+        goto out;
+    }
+    if ((st = lattice_norm_create(placement, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK) {
+        rc = fail("norm", st, NULL);
+        goto out;
+    }
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    mp.vocab_size = VOCAB;
+    mp.d_model = D_MODEL;
+    mp.n_layers = mp.n_active_layers = N_LAYERS;
+    mp.n_heads = N_HEADS;
+    mp.n_kv_heads = N_KV_HEADS;
+    mp.head_dim = HEAD_DIM;
+    mp.d_ff = D_FF;
+    mp.qk_norm = 1;
+    mp.max_batch = BATCH;
+    mp.max_seq = SEQ;
+    mp.seed = 1;
+    if ((st = lattice_model_create(&mp, norm, backend, &model)) != LATTICE_OK) {
+        rc = fail("model", st, NULL);
+        goto out;
+    }
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    if ((st = lattice_optim_create(model, &op, &optim)) != LATTICE_OK) {
+        rc = fail("optimizer", st, NULL);
+        goto out;
+    }
+
+    const size_t n_tok = (size_t)BATCH * SEQ;
+    tokens = malloc(n_tok * sizeof(*tokens));
+    targets = malloc(n_tok * sizeof(*targets));
+    if (!tokens || !targets) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto out;
+    }
+    uint64_t rng = TOKEN_SEED;
+    for (int b = 0; b < BATCH; b++) { /* random sequences of SEQ + 1, shifted by one */
+        int32_t prev = (int32_t)(rng_next(&rng) % VOCAB);
+        for (int t = 0; t < SEQ; t++) {
+            int32_t next = (int32_t)(rng_next(&rng) % VOCAB);
+            tokens[(size_t)b * SEQ + t] = prev;
+            targets[(size_t)b * SEQ + t] = next;
+            prev = next;
+        }
+    }
+
+    printf("# lattice %s, backend %s, %d threads, %s-norm\n", lattice_version_string(),
+           lattice_backend_name(backend), threads, lattice_norm_placement_name(placement));
+    printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d, "
+           "%.2fM parameters; batch %d x %d tokens\n",
+           N_LAYERS, D_MODEL, N_HEADS, N_KV_HEADS, HEAD_DIM, D_FF, VOCAB,
+           (double)lattice_model_n_params(model) / 1e6, BATCH, SEQ);
+    printf("# %d warmup steps, %d timed steps\n", WARMUP_STEPS, steps);
+    fflush(stdout);
+
+    double t_fwd = 0, t_bwd = 0, t_opt = 0, loss_first = NAN, loss_last = NAN;
+    for (int i = 0; i < WARMUP_STEPS + steps; i++) {
+        float loss = NAN;
+        const char *what = NULL;
+        double t0 = now_s();
+        if ((st = lattice_model_forward(model, tokens, BATCH, SEQ)) != LATTICE_OK)
+            what = "forward";
+        else if ((st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
+            what = "cross-entropy";
+        double t1 = now_s();
+        if (!what && (st = lattice_model_backward(model)) != LATTICE_OK)
+            what = "backward";
+        if (what) {
+            rc = fail(what, st, lattice_model_errmsg(model));
+            goto out;
+        }
+        double t2 = now_s();
+        if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
+            rc = fail("optimizer step", st, lattice_optim_errmsg(optim));
+            goto out;
+        }
+        double t3 = now_s();
+        if (i == 0)
+            loss_first = loss;
+        loss_last = loss;
+        if (i >= WARMUP_STEPS) {
+            t_fwd += t1 - t0;
+            t_bwd += t2 - t1;
+            t_opt += t3 - t2;
+        }
+    }
+    const double step_s = (t_fwd + t_bwd + t_opt) / steps;
+    const double step_flops = lattice_model_flops(model, BATCH, SEQ, 1);
+    const double step_gflops = step_flops / step_s / 1e9;
+    const double rss_mib = peak_rss_mib(); /* before the sgemm buffers below */
+    const double arena_mib = (double)lattice_model_arena_bytes(model) / (1024.0 * 1024.0);
+
+    printf("loss_first %.4f\n", loss_first);
+    printf("loss_last %.4f\n", loss_last);
+    printf("step_ms %.1f\n", 1e3 * step_s);
+    printf("forward_ms %.1f\n", 1e3 * t_fwd / steps);
+    printf("backward_ms %.1f\n", 1e3 * t_bwd / steps);
+    printf("optim_ms %.1f\n", 1e3 * t_opt / steps);
+    printf("tokens_per_s %.0f\n", (double)n_tok / step_s);
+    printf("step_gflop %.2f\n", step_flops / 1e9);
+    printf("step_gflops %.1f\n", step_gflops);
+    fflush(stdout);
+
+    /* The same GEMMs alone, on the same backend and threads. */
+    r.be = backend;
+    r.B = BATCH, r.T = SEQ, r.D = D_MODEL, r.H = N_HEADS, r.KV = N_KV_HEADS, r.hd = HEAD_DIM;
+    r.F = D_FF, r.V = VOCAB, r.L = N_LAYERS;
+    r.beta_res = placement != LATTICE_NORM_PERI;
+    if (replay_alloc(&r)) {
+        fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");
+        goto out;
+    }
+    if ((st = replay_time(&r, CAT_ALL, steps)) != LATTICE_OK) {
+        rc = fail("sgemm", st, NULL);
+        goto out;
+    }
+    const double proj_s = r.secs[CAT_PROJ], attn_s = r.secs[CAT_ATTN];
+    const double proj_f = r.flops[CAT_PROJ], attn_f = r.flops[CAT_ATTN];
+    const double sgemm_gflops = (proj_f + attn_f) / (proj_s + attn_s) / 1e9;
+    if (fabs((proj_f + attn_f) / steps - step_flops) > 1e-6 * step_flops)
+        printf("# warning: the replayed GEMMs count %.4g FLOP per step, the model %.4g\n",
+               (proj_f + attn_f) / steps, step_flops);
+
+    /* The library runs the attention problems one per thread, each on one thread. */
+    double attn_1t_gflops = NAN;
+    if ((st = lattice_backend_set_threads(backend, 1)) == LATTICE_OK)
+        st = replay_time(&r, CAT_ATTN, steps < 3 ? steps : 3);
+    if (st != LATTICE_OK) {
+        rc = fail("sgemm (1 thread)", st, NULL);
+        goto out;
+    }
+    attn_1t_gflops = r.flops[CAT_ATTN] / r.secs[CAT_ATTN] / 1e9;
+    lattice_backend_set_threads(backend, threads);
+
+    printf("sgemm_ms %.1f\n", 1e3 * (proj_s + attn_s) / steps);
+    printf("sgemm_gflops %.1f\n", sgemm_gflops);
+    printf("sgemm_proj_gflops %.1f\n", proj_f / proj_s / 1e9);
+    printf("sgemm_attn_gflops %.1f\n", attn_f / attn_s / 1e9);
+    printf("sgemm_attn_1thread_gflops %.1f\n", attn_1t_gflops);
+    printf("ratio %.3f\n", step_gflops / sgemm_gflops);
+    printf("arena_mib %.1f\n", arena_mib);
+    printf("peak_rss_mib %.1f\n", rss_mib);
+    printf("rss_over_arena %.3f\n", rss_mib / arena_mib);
+    rc = 0;
+
+out:
+    replay_free(&r);
+    lattice_optim_destroy(optim);
+    lattice_model_destroy(model);
+    lattice_norm_destroy(norm);
+    lattice_backend_destroy(backend);
+    free(targets);
+    free(tokens);
+    return rc;
+}

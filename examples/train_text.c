@@ -1,0 +1,581 @@
+/*
+ * train_text: train a byte-level language model (vocab 256) on a text file.
+ *
+ *   train_text [options] FILE
+ *
+ * The last 10% of the file's bytes are held out for validation. Each step
+ * draws random windows of seq + 1 bytes from the training part (inputs are the
+ * first seq bytes, targets the last seq), runs forward, cross-entropy, backward
+ * and one AdamW step. The last line on stdout is
+ *
+ *   final train_loss X val_loss Y tokens_per_s Z
+ *
+ * where X is the mean training loss of the last steps (up to 10) and Y the
+ * loss over a fixed set of validation windows.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <lattice/lattice.h>
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROG "train_text"
+#define VOCAB 256
+/* Validation windows, spread evenly over the held-out bytes: enough to cover a
+ * small file's held-out part, few enough that evaluation stays cheap. */
+#define EVAL_WINDOWS 32
+/* Steps averaged into the reported final training loss. */
+#define LOSS_WINDOW 10
+
+typedef struct options {
+    int steps, batch, seq, layers, d_model, heads, kv_heads, head_dim, d_ff;
+    float lr;
+    int warmup;
+    lattice_norm_placement placement;
+    const char *backend;
+    int threads;
+    uint64_t seed;
+    int eval_every; /* -1: steps / 5 */
+    int quiet;
+    const char *path;
+} options;
+
+/* ---- command line ------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " [options] FILE\n"
+            "Train a byte-level transformer on FILE (the last 10%% held out for validation).\n"
+            "\n"
+            "  --steps N         training steps (300)\n"
+            "  --batch B         windows per step (8)\n"
+            "  --seq T           tokens per window (128)\n"
+            "  --layers L        transformer layers (4)\n"
+            "  --d-model D       residual width (128)\n"
+            "  --heads H         query heads (4)\n"
+            "  --kv-heads K      key/value heads, dividing H (H)\n"
+            "  --head-dim E      per-head width, even (D / H)\n"
+            "  --d-ff F          SwiGLU hidden width (3 * D)\n"
+            "  --lr X            peak learning rate (1e-3; cosine decay to X / 10)\n"
+            "  --warmup N        linear warmup steps (30)\n"
+            "  --placement P     norm placement: pre, post or peri (pre)\n"
+            "  --backend NAME    ref, blis or default (default)\n"
+            "  --threads N       threads (2)\n"
+            "  --seed S          seed of the weights and of the batches (1)\n"
+            "  --eval-every N    validation every N steps, 0 only at the end (steps / 5)\n"
+            "  -q, --quiet       print only the final line (and errors)\n"
+            "  -h, --help        this help\n");
+}
+
+static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) {
+        fprintf(stderr, PROG ": --%s: '%s' is not an integer in %ld..%ld\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+static int parse_u64(const char *name, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-') {
+        fprintf(stderr, PROG ": --%s: '%s' is not a non-negative integer\n", name, s);
+        return -1;
+    }
+    *out = (uint64_t)v;
+    return 0;
+}
+
+static int parse_float(const char *name, const char *s, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, PROG ": --%s: '%s' is not a number in %g..%g\n", name, s, lo, hi);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Returns 0 to run, 1 to exit successfully (--help), -1 on a usage error. */
+static int parse_options(int argc, char **argv, options *o)
+{
+    enum {
+        OPT_STEPS = 256, OPT_BATCH, OPT_SEQ, OPT_LAYERS, OPT_D_MODEL, OPT_HEADS, OPT_KV_HEADS,
+        OPT_HEAD_DIM, OPT_D_FF, OPT_LR, OPT_WARMUP, OPT_PLACEMENT, OPT_BACKEND, OPT_THREADS,
+        OPT_SEED, OPT_EVAL_EVERY
+    };
+    static const struct option longopts[] = {
+        {"steps", required_argument, NULL, OPT_STEPS},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"seq", required_argument, NULL, OPT_SEQ},
+        {"layers", required_argument, NULL, OPT_LAYERS},
+        {"d-model", required_argument, NULL, OPT_D_MODEL},
+        {"heads", required_argument, NULL, OPT_HEADS},
+        {"kv-heads", required_argument, NULL, OPT_KV_HEADS},
+        {"head-dim", required_argument, NULL, OPT_HEAD_DIM},
+        {"d-ff", required_argument, NULL, OPT_D_FF},
+        {"lr", required_argument, NULL, OPT_LR},
+        {"warmup", required_argument, NULL, OPT_WARMUP},
+        {"placement", required_argument, NULL, OPT_PLACEMENT},
+        {"backend", required_argument, NULL, OPT_BACKEND},
+        {"threads", required_argument, NULL, OPT_THREADS},
+        {"seed", required_argument, NULL, OPT_SEED},
+        {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const long big = 1L << 20;
+    int rc = 0, c;
+    while (rc == 0 && (c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
+        switch (c) {
+        case OPT_STEPS: rc = parse_int("steps", optarg, 1, INT_MAX, &o->steps); break;
+        case OPT_BATCH: rc = parse_int("batch", optarg, 1, big, &o->batch); break;
+        case OPT_SEQ: rc = parse_int("seq", optarg, 1, big, &o->seq); break;
+        case OPT_LAYERS: rc = parse_int("layers", optarg, 1, 4096, &o->layers); break;
+        case OPT_D_MODEL: rc = parse_int("d-model", optarg, 1, big, &o->d_model); break;
+        case OPT_HEADS: rc = parse_int("heads", optarg, 1, 4096, &o->heads); break;
+        case OPT_KV_HEADS: rc = parse_int("kv-heads", optarg, 1, 4096, &o->kv_heads); break;
+        case OPT_HEAD_DIM: rc = parse_int("head-dim", optarg, 2, 65536, &o->head_dim); break;
+        case OPT_D_FF: rc = parse_int("d-ff", optarg, 1, big, &o->d_ff); break;
+        case OPT_LR: rc = parse_float("lr", optarg, 0.0f, 10.0f, &o->lr); break;
+        case OPT_WARMUP: rc = parse_int("warmup", optarg, 0, INT_MAX, &o->warmup); break;
+        case OPT_PLACEMENT:
+            if (lattice_norm_placement_from_name(optarg, &o->placement) != LATTICE_OK) {
+                fprintf(stderr, PROG ": --placement: '%s' is not pre, post or peri\n", optarg);
+                rc = -1;
+            }
+            break;
+        case OPT_BACKEND: o->backend = optarg; break;
+        case OPT_THREADS: rc = parse_int("threads", optarg, 1, 4096, &o->threads); break;
+        case OPT_SEED: rc = parse_u64("seed", optarg, &o->seed); break;
+        case OPT_EVAL_EVERY: rc = parse_int("eval-every", optarg, 0, INT_MAX, &o->eval_every); break;
+        case 'q': o->quiet = 1; break;
+        case 'h': usage(stdout); return 1;
+        default: rc = -1; break; /* getopt_long has printed why */
+        }
+    }
+    if (rc)
+        return -1;
+    if (optind != argc - 1) {
+        fprintf(stderr, PROG ": %s\n", optind >= argc ? "no input file" : "exactly one input file");
+        usage(stderr);
+        return -1;
+    }
+    o->path = argv[optind];
+
+    if (o->kv_heads == 0)
+        o->kv_heads = o->heads;
+    if (o->head_dim == 0) {
+        if (o->d_model % o->heads || (o->d_model / o->heads) % 2) {
+            fprintf(stderr,
+                    PROG ": d_model %d / heads %d is not an even whole number: give --head-dim\n",
+                    o->d_model, o->heads);
+            return -1;
+        }
+        o->head_dim = o->d_model / o->heads;
+    }
+    if (o->d_ff == 0)
+        o->d_ff = 3 * o->d_model;
+    if (o->eval_every < 0)
+        o->eval_every = o->steps / 5;
+    return 0;
+}
+
+/* ---- data --------------------------------------------------------------- */
+
+/* Read a whole file (also a pipe) into a malloc'd buffer. */
+static unsigned char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
+        return NULL;
+    }
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
+        if (!grown) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = grown;
+        cap *= 2;
+    }
+    if (!buf) {
+        fprintf(stderr, PROG ": '%s': out of memory reading the file\n", path);
+    } else if (ferror(f)) {
+        fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* splitmix64: the batches' own generator, so that they depend on --seed only. */
+static uint64_t rng_next(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+/* A uniform index in [0, n). */
+static size_t rng_below(uint64_t *state, size_t n)
+{
+    return (size_t)((double)(rng_next(state) >> 11) * 0x1.0p-53 * (double)n);
+}
+
+/* Inputs and targets of the windows data[start[b] .. start[b] + T]. */
+static void fill_windows(int32_t *tokens, int32_t *targets, const unsigned char *data,
+                         const size_t *start, int n_windows, int T)
+{
+    for (int b = 0; b < n_windows; b++)
+        for (int t = 0; t < T; t++) {
+            tokens[(size_t)b * T + t] = data[start[b] + t];
+            targets[(size_t)b * T + t] = data[start[b] + t + 1];
+        }
+}
+
+/* ---- output ------------------------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void format_duration(char *buf, size_t size, double s)
+{
+    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
+    if (t >= 3600)
+        snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+typedef struct progress {
+    int tty;   /* stderr is a terminal: one line rewritten in place */
+    int shown; /* a partial line is on the terminal */
+    int quiet;
+    double last_draw;
+} progress;
+
+/* Remove the live line so that other output starts on a clean line. */
+static void progress_clear(progress *pr)
+{
+    if (pr->shown) {
+        fprintf(stderr, "\r%*s\r", 79, "");
+        fflush(stderr);
+        pr->shown = 0;
+    }
+}
+
+static void progress_update(progress *pr, int step, int steps, float loss, double tok_per_s,
+                            double eta_s)
+{
+    if (pr->quiet)
+        return;
+    char eta[32];
+    format_duration(eta, sizeof eta, eta_s);
+    if (pr->tty) {
+        double t = now_s();
+        if (step != steps && t - pr->last_draw < 0.1)
+            return;
+        pr->last_draw = t;
+        fprintf(stderr, "\rstep %d/%d  loss %.4f  %.0f tok/s  ETA %s   ", step, steps, loss,
+                tok_per_s, eta);
+        fflush(stderr);
+        pr->shown = 1;
+        if (step == steps) {
+            fputc('\n', stderr);
+            pr->shown = 0;
+        }
+    } else {
+        int every = steps >= 10 ? steps / 10 : 1;
+        if (step == 1 || step % every == 0 || step == steps)
+            fprintf(stderr, "step %d/%d loss %.4f tok/s %.0f eta %s\n", step, steps, loss,
+                    tok_per_s, eta);
+    }
+}
+
+/* Print a failed call's status and message; returns the exit code. */
+static int fail(progress *pr, const char *what, lattice_status st, const char *detail)
+{
+    progress_clear(pr);
+    fprintf(stderr, PROG ": %s: %s%s%s\n", what, lattice_status_string(st),
+            detail && *detail ? ": " : "", detail ? detail : "");
+    return 1;
+}
+
+/* ---- evaluation --------------------------------------------------------- */
+
+/* Mean cross-entropy over the windows data[start[i] .. start[i] + T], in
+ * batches of at most max_batch. */
+static lattice_status evaluate(lattice_model *model, const unsigned char *data, const size_t *start,
+                               int n_windows, int T, int max_batch, int32_t *tokens,
+                               int32_t *targets, double *mean_loss, const char **what)
+{
+    double sum = 0.0;
+    int64_t count = 0;
+    for (int first = 0; first < n_windows; first += max_batch) {
+        int nb = n_windows - first < max_batch ? n_windows - first : max_batch;
+        fill_windows(tokens, targets, data, start + first, nb, T);
+        lattice_status st = lattice_model_forward(model, tokens, nb, T);
+        if (st != LATTICE_OK) {
+            *what = "validation forward";
+            return st;
+        }
+        float loss = NAN;
+        int64_t n;
+        st = lattice_model_cross_entropy(model, targets, NULL, &loss, &n);
+        if (st != LATTICE_OK) {
+            *what = "validation cross-entropy";
+            return st;
+        }
+        sum += (double)loss * (double)n;
+        count += n;
+    }
+    *mean_loss = count ? sum / (double)count : NAN;
+    return LATTICE_OK;
+}
+
+/* ---- main --------------------------------------------------------------- */
+
+int main(int argc, char **argv)
+{
+    options o = {
+        .steps = 300, .batch = 8, .seq = 128, .layers = 4, .d_model = 128, .heads = 4,
+        .lr = 1e-3f, .warmup = 30, .placement = LATTICE_NORM_PRE, .backend = "default",
+        .threads = 2, .seed = 1, .eval_every = -1,
+    };
+    int prc = parse_options(argc, argv, &o);
+    if (prc)
+        return prc > 0 ? 0 : 2;
+
+    progress pr = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet};
+    int rc = 1;
+    unsigned char *data = NULL;
+    int32_t *tokens = NULL, *targets = NULL;
+    size_t *starts = NULL, *val_starts = NULL;
+    float *recent = NULL;
+    lattice_backend *backend = NULL;
+    lattice_norm *norm = NULL;
+    lattice_model *model = NULL;
+    lattice_optim *optim = NULL;
+    lattice_status st;
+
+    size_t n_bytes;
+    data = read_file(o.path, &n_bytes);
+    if (!data)
+        goto out;
+    if (n_bytes == 0) {
+        fprintf(stderr, PROG ": '%s' is empty\n", o.path);
+        goto out;
+    }
+    if (n_bytes < (size_t)o.seq + 1) {
+        fprintf(stderr, PROG ": '%s' has %zu bytes; --seq %d needs at least %d\n", o.path, n_bytes,
+                o.seq, o.seq + 1);
+        goto out;
+    }
+    /* A file only just long enough gets shorter windows rather than a refusal:
+     * training windows never reach into the held-out part. */
+    const size_t n_val = n_bytes / 10, n_train = n_bytes - n_val;
+    const int T = n_train - 1 < (size_t)o.seq ? (int)(n_train - 1) : o.seq;
+    const int T_val = n_val < 2 ? 0 : n_val - 1 < (size_t)o.seq ? (int)(n_val - 1) : o.seq;
+    if (T < o.seq && !o.quiet)
+        fprintf(stderr, PROG ": note: the training part has %zu bytes: windows of %d tokens\n",
+                n_train, T);
+    if (T_val == 0)
+        fprintf(stderr, PROG ": note: too few bytes held out (%zu) for a validation loss\n", n_val);
+
+    st = lattice_backend_create(o.backend, &backend);
+    if (st != LATTICE_OK) {
+        fprintf(stderr, PROG ": backend '%s': %s%s\n", o.backend, lattice_status_string(st),
+                st == LATTICE_ERR_UNSUPPORTED ? " (this build has no BLIS)" :
+                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis or default)" : "");
+        goto out;
+    }
+    if ((st = lattice_backend_set_threads(backend, o.threads)) != LATTICE_OK) {
+        rc = fail(&pr, "set threads", st, NULL);
+        goto out;
+    }
+    if ((st = lattice_norm_create(o.placement, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK) {
+        rc = fail(&pr, "norm", st, NULL);
+        goto out;
+    }
+
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    mp.vocab_size = VOCAB;
+    mp.d_model = o.d_model;
+    mp.n_layers = o.layers;
+    mp.n_active_layers = o.layers;
+    mp.n_heads = o.heads;
+    mp.n_kv_heads = o.kv_heads;
+    mp.head_dim = o.head_dim;
+    mp.d_ff = o.d_ff;
+    mp.max_batch = o.batch;
+    mp.max_seq = o.seq;
+    mp.seed = o.seed;
+    char why[LATTICE_ERRMSG_SIZE];
+    st = lattice_model_params_check(&mp, why);
+    if (st == LATTICE_OK)
+        st = lattice_model_create(&mp, norm, backend, &model);
+    if (st != LATTICE_OK) {
+        progress_clear(&pr);
+        fprintf(stderr, PROG ": model: %s: %s\n", lattice_status_string(st),
+                why[0] ? why : "could not create the model");
+        goto out;
+    }
+    lattice_norm_destroy(norm); /* the model keeps a copy */
+    norm = NULL;
+
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = o.lr;
+    op.min_lr = o.lr / 10.0f;
+    op.warmup_steps = o.warmup;
+    op.total_steps = o.steps;
+    op.clip_norm = 1.0f;
+    if ((st = lattice_optim_create(model, &op, &optim)) != LATTICE_OK) {
+        rc = fail(&pr, "optimizer", st, NULL);
+        goto out;
+    }
+
+    const size_t n_tok = (size_t)o.batch * o.seq;
+    tokens = malloc(n_tok * sizeof(*tokens));
+    targets = malloc(n_tok * sizeof(*targets));
+    starts = malloc((size_t)o.batch * sizeof(*starts));
+    recent = calloc(LOSS_WINDOW, sizeof(*recent));
+    /* Fixed validation windows, evenly spaced so that they cover the held-out part. */
+    int n_val_windows = 0;
+    if (T_val > 0) {
+        size_t span = n_val - (size_t)T_val; /* distinct start positions */
+        n_val_windows = span < EVAL_WINDOWS ? (int)span : EVAL_WINDOWS;
+        val_starts = malloc((size_t)n_val_windows * sizeof(*val_starts));
+        if (val_starts)
+            for (int i = 0; i < n_val_windows; i++)
+                val_starts[i] = n_train + (n_val_windows > 1
+                                               ? (span - 1) * (size_t)i / (size_t)(n_val_windows - 1)
+                                               : 0);
+    }
+    if (!tokens || !targets || !starts || !recent || (n_val_windows && !val_starts)) {
+        fprintf(stderr, PROG ": out of memory\n");
+        goto out;
+    }
+
+    if (!o.quiet) {
+        printf("# %s: %zu bytes (%zu train, %zu validation)\n", o.path, n_bytes, n_train, n_val);
+        printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, %s-norm, "
+               "%.2fM parameters\n",
+               o.layers, o.d_model, o.heads, o.kv_heads, o.head_dim, o.d_ff,
+               lattice_norm_placement_name(o.placement),
+               (double)lattice_model_n_params(model) / 1e6);
+        printf("# training: %d steps of %d x %d tokens, lr %g (warmup %d), backend %s, "
+               "%d threads, seed %llu\n",
+               o.steps, o.batch, T, (double)o.lr, o.warmup, lattice_backend_name(backend),
+               o.threads, (unsigned long long)o.seed);
+        fflush(stdout);
+    }
+
+    uint64_t rng = o.seed ^ 0x5851f42d4c957f2dULL;
+    double train_s = 0.0, val_loss = NAN;
+    const char *what = NULL;
+    for (int step = 1; step <= o.steps; step++) {
+        double t0 = now_s();
+        for (int b = 0; b < o.batch; b++)
+            starts[b] = rng_below(&rng, n_train - (size_t)T);
+        fill_windows(tokens, targets, data, starts, o.batch, T);
+        float loss = NAN;
+        if ((st = lattice_model_forward(model, tokens, o.batch, T)) != LATTICE_OK)
+            what = "forward";
+        else if ((st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
+            what = "cross-entropy";
+        else if ((st = lattice_model_backward(model)) != LATTICE_OK)
+            what = "backward";
+        if (st != LATTICE_OK) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "step %d: %s", step, what);
+            rc = fail(&pr, buf, st, lattice_model_errmsg(model));
+            goto out;
+        }
+        if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "step %d: optimizer", step);
+            rc = fail(&pr, buf, st, lattice_optim_errmsg(optim));
+            goto out;
+        }
+        train_s += now_s() - t0;
+        recent[(step - 1) % LOSS_WINDOW] = loss;
+
+        double tok_per_s = (double)step * o.batch * T / train_s;
+        progress_update(&pr, step, o.steps, loss, tok_per_s, train_s / step * (o.steps - step));
+
+        if (n_val_windows && ((o.eval_every && step % o.eval_every == 0) || step == o.steps)) {
+            st = evaluate(model, data, val_starts, n_val_windows, T_val, o.batch, tokens, targets,
+                          &val_loss, &what);
+            if (st != LATTICE_OK) {
+                rc = fail(&pr, what, st, lattice_model_errmsg(model));
+                goto out;
+            }
+            if (!o.quiet) {
+                progress_clear(&pr);
+                printf("step %d val_loss %.4f\n", step, val_loss);
+                fflush(stdout);
+            }
+        }
+    }
+
+    int n_recent = o.steps < LOSS_WINDOW ? o.steps : LOSS_WINDOW;
+    double train_loss = 0.0;
+    for (int i = 0; i < n_recent; i++)
+        train_loss += recent[i];
+    train_loss /= n_recent;
+    progress_clear(&pr);
+    printf("final train_loss %.4f val_loss %.4f tokens_per_s %.0f\n", train_loss, val_loss,
+           (double)o.steps * o.batch * T / train_s);
+    rc = 0;
+
+out:
+    lattice_optim_destroy(optim);
+    lattice_model_destroy(model);
+    lattice_norm_destroy(norm);
+    lattice_backend_destroy(backend);
+    free(recent);
+    free(val_starts);
+    free(starts);
+    free(targets);
+    free(tokens);
+    free(data);
+    return rc;
+}

@@ -1,0 +1,508 @@
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lattice_data {
+    lattice_data_params p;
+    int32_t *ids;
+    int64_t n_ids;
+    int64_t *doc_start; /* n_docs + 1 offsets into ids */
+    int64_t n_docs, n_train;
+    /* training iterator */
+    int64_t epoch, index;
+    int64_t *perm;     /* this epoch's order of the training documents */
+    int64_t *cum;      /* packing: tokens before each document in perm order */
+    int64_t *rows;     /* documents of the batch being built */
+    int64_t perm_epoch; /* epoch perm was drawn for (-1: none) */
+    /* the current batch */
+    int32_t *tok, *tgt;
+    uint8_t *mask;
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+#define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
+
+void lattice_data_params_init(lattice_data_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+    p->vocab_size = 257;
+    p->boundary_id = 256;
+    p->separator = "\f";
+    p->batch_size = 8;
+    p->seq_len = 256;
+    p->pack = 0;
+    p->trim = 1;
+    p->val_fraction = 0.0f;
+    p->seed = 0;
+    p->pad_id = 0;
+}
+
+static lattice_status check_params(const lattice_data_params *p, int text, char *err)
+{
+#define BAD(...) return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG, __VA_ARGS__)
+    if (p->vocab_size < 1)
+        BAD("vocab_size %d must be positive", p->vocab_size);
+    if (p->boundary_id < -1 || p->boundary_id >= p->vocab_size)
+        BAD("boundary_id %d outside -1..vocab_size-1", p->boundary_id);
+    if (text && (p->vocab_size < 257 || p->boundary_id < 256))
+        BAD("byte-level text needs a boundary id of 256 or more (it marks documents) and "
+            "vocab_size above it");
+    if (text && p->separator && !p->separator[0])
+        BAD("the document separator must not be empty");
+    if (p->batch_size < 1 || p->seq_len < 1 || p->batch_size > (1 << 20) || p->seq_len > (1 << 24))
+        BAD("batch_size %d and seq_len %d must be positive", p->batch_size, p->seq_len);
+    if (!(p->val_fraction >= 0.0f && p->val_fraction < 1.0f))
+        BAD("val_fraction must lie in [0, 1)");
+    if (p->pad_id < 0 || p->pad_id >= p->vocab_size)
+        BAD("pad_id %d outside the vocabulary", p->pad_id);
+    return LATTICE_OK;
+#undef BAD
+}
+
+static lattice_status copy_params(lattice_data_params *dst, const lattice_data_params *src,
+                                  int text, char *err)
+{
+    if (!src || src->size == 0)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
+    lattice_data_params_init(dst);
+    memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+    dst->size = sizeof(*dst);
+    return check_params(dst, text, err);
+}
+
+void lattice_data_destroy(lattice_data *d)
+{
+    if (!d)
+        return;
+    free(d->ids);
+    free(d->doc_start);
+    free(d->perm);
+    free(d->cum);
+    free(d->rows);
+    free(d->tok);
+    free(d->tgt);
+    free(d->mask);
+    free(d);
+}
+
+/* Read a whole file; *len gets its size. */
+static lattice_status read_file(const char *path, unsigned char **buf, int64_t *len, char *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    lattice_status st = LATTICE_OK;
+    long size = -1;
+    if (fseek(f, 0, SEEK_END) == 0)
+        size = ftell(f);
+    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        st = lattice__set_error(err, LATTICE_ERR_IO, "cannot size %s", path);
+    } else if (size == 0) {
+        st = lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is empty", path);
+    } else if (!(*buf = malloc((size_t)size))) {
+        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+    } else if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
+        free(*buf);
+        *buf = NULL;
+        st = lattice__set_error(err, LATTICE_ERR_IO, "short read of %s", path);
+    }
+    fclose(f);
+    *len = size;
+    return st;
+}
+
+/* Split ids into documents (a boundary id starts one), apply the split, and
+ * allocate the batch buffers. Takes ownership of ids. */
+static lattice_status finish_create(lattice_data *d, int32_t *ids, int64_t n, char *err)
+{
+    d->ids = ids;
+    d->n_ids = n;
+    int64_t n_docs = 0;
+    for (int64_t i = 0; i < n; i++)
+        n_docs += i == 0 || ids[i] == d->p.boundary_id;
+    d->doc_start = malloc(sizeof(int64_t) * (size_t)(n_docs + 1));
+    if (!d->doc_start)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %lld documents",
+                                  (long long)n_docs);
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || ids[i] == d->p.boundary_id)
+            d->doc_start[k++] = i;
+    d->doc_start[k] = n;
+    d->n_docs = n_docs;
+    for (int64_t i = 0; i < n_docs; i++)
+        if (d->doc_start[i + 1] - d->doc_start[i] > INT32_MAX)
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "document %lld is longer than 2^31 - 1 tokens", (long long)i);
+    int64_t n_val = (int64_t)ceil((double)d->p.val_fraction * (double)n_docs);
+    d->n_train = n_docs - n_val;
+    if (d->n_train < 1)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "no training document left (%lld documents, val_fraction %g)",
+                                  (long long)n_docs, (double)d->p.val_fraction);
+    size_t cells = (size_t)d->p.batch_size * d->p.seq_len;
+    d->perm = malloc(sizeof(int64_t) * (size_t)d->n_train);
+    d->cum = malloc(sizeof(int64_t) * (size_t)(d->n_train + 1));
+    d->rows = malloc(sizeof(int64_t) * (size_t)d->p.batch_size);
+    d->tok = malloc(sizeof(int32_t) * cells);
+    d->tgt = malloc(sizeof(int32_t) * cells);
+    d->mask = malloc(cells);
+    if (!d->perm || !d->cum || !d->rows || !d->tok || !d->tgt || !d->mask)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for batches");
+    d->perm_epoch = -1;
+    return LATTICE_OK;
+}
+
+static lattice_status create_common(const lattice_data_params *params, int text,
+                                    lattice_data **out, char *errmsg, lattice_data **d)
+{
+    if (errmsg)
+        errmsg[0] = 0;
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    *d = calloc(1, sizeof(**d));
+    if (!*d)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    return copy_params(&(*d)->p, params, text, errmsg);
+}
+
+static lattice_status conclude(lattice_data *d, lattice_status st, lattice_data **out)
+{
+    if (st != LATTICE_OK) {
+        lattice_data_destroy(d);
+        return st;
+    }
+    d->p.separator = NULL;
+    *out = d;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_data_create_text(const char *path, const lattice_data_params *params,
+                                        lattice_data **out, char *errmsg)
+{
+    lattice_data *d = NULL;
+    lattice_status st = create_common(params, 1, out, errmsg, &d);
+    if (st == LATTICE_OK && !path)
+        st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    unsigned char *buf = NULL;
+    int64_t len = 0;
+    if (st == LATTICE_OK)
+        st = read_file(path, &buf, &len, errmsg);
+    if (st != LATTICE_OK)
+        return conclude(d, st, out);
+    const char *sep = d->p.separator ? d->p.separator : "\f";
+    const size_t sl = strlen(sep);
+    /* Worst case every byte is its own document: len bytes + len boundaries. */
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(2 * len + 1));
+    int64_t n = 0;
+    if (!ids) {
+        free(buf);
+        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory"), out);
+    }
+    int64_t doc_bytes = 0;
+    for (int64_t i = 0; i < len;) {
+        if ((size_t)(len - i) >= sl && memcmp(buf + i, sep, sl) == 0) {
+            doc_bytes = 0; /* the next byte opens a new document */
+            i += (int64_t)sl;
+            continue;
+        }
+        if (doc_bytes++ == 0)
+            ids[n++] = d->p.boundary_id;
+        ids[n++] = buf[i++];
+    }
+    free(buf);
+    if (n == 0) {
+        free(ids);
+        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
+                                              "%s holds only separators", path),
+                        out);
+    }
+    return conclude(d, finish_create(d, ids, n, errmsg), out);
+}
+
+static lattice_status from_ids(lattice_data *d, int32_t *ids, int64_t n, char *errmsg)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= d->p.vocab_size) {
+            int32_t bad = ids[i];
+            free(ids);
+            return lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
+                                      "token id %lld at index %lld outside the vocabulary 0..%d",
+                                      (long long)bad, (long long)i, d->p.vocab_size - 1);
+        }
+    return finish_create(d, ids, n, errmsg);
+}
+
+lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,
+                                          const lattice_data_params *params, lattice_data **out,
+                                          char *errmsg)
+{
+    lattice_data *d = NULL;
+    lattice_status st = create_common(params, 0, out, errmsg, &d);
+    if (st == LATTICE_OK && (!path || (bytes_per_id != 2 && bytes_per_id != 4)))
+        st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT,
+                                "need a path and 2 or 4 bytes per id");
+    unsigned char *buf = NULL;
+    int64_t len = 0;
+    if (st == LATTICE_OK)
+        st = read_file(path, &buf, &len, errmsg);
+    if (st == LATTICE_OK && len % bytes_per_id) {
+        free(buf);
+        st = lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
+                                "%s: %lld bytes is not a whole number of %d-byte ids", path,
+                                (long long)len, bytes_per_id);
+    }
+    if (st != LATTICE_OK)
+        return conclude(d, st, out);
+    int64_t n = len / bytes_per_id;
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
+    if (!ids) {
+        free(buf);
+        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory"), out);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        const unsigned char *b = buf + i * bytes_per_id;
+        uint32_t v = bytes_per_id == 2 ? (uint32_t)(b[0] | b[1] << 8)
+                                       : (uint32_t)b[0] | (uint32_t)b[1] << 8 |
+                                             (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+        ids[i] = v > INT32_MAX ? -1 : (int32_t)v;
+    }
+    free(buf);
+    return conclude(d, from_ids(d, ids, n, errmsg), out);
+}
+
+lattice_status lattice_data_create_memory(const int32_t *src, int64_t n,
+                                          const lattice_data_params *params, lattice_data **out,
+                                          char *errmsg)
+{
+    lattice_data *d = NULL;
+    lattice_status st = create_common(params, 0, out, errmsg, &d);
+    if (st == LATTICE_OK && (!src || n < 1))
+        st = lattice__set_error(errmsg, n == 0 ? LATTICE_ERR_FORMAT : LATTICE_ERR_INVALID_ARGUMENT,
+                                "no token ids given");
+    if (st != LATTICE_OK)
+        return conclude(d, st, out);
+    int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);
+    if (!ids)
+        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory"), out);
+    memcpy(ids, src, sizeof(int32_t) * (size_t)n);
+    return conclude(d, from_ids(d, ids, n, errmsg), out);
+}
+
+const char *lattice_data_errmsg(const lattice_data *d)
+{
+    return d ? d->err : "no data object (NULL handle)";
+}
+
+lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_params *out)
+{
+    if (!d || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = d->p;
+    return LATTICE_OK;
+}
+
+int64_t lattice_data_n_documents(const lattice_data *d, lattice_split split)
+{
+    if (!d)
+        return 0;
+    return split == LATTICE_SPLIT_TRAIN ? d->n_train : d->n_docs - d->n_train;
+}
+
+int64_t lattice_data_n_tokens(const lattice_data *d, lattice_split split)
+{
+    if (!d)
+        return 0;
+    int64_t mid = d->doc_start[d->n_train];
+    return split == LATTICE_SPLIT_TRAIN ? mid : d->n_ids - mid;
+}
+
+static int64_t doc_len(const lattice_data *d, int64_t doc)
+{
+    return d->doc_start[doc + 1] - d->doc_start[doc];
+}
+
+/* Draw the permutation of an epoch (and, for packing, its prefix sums). */
+static void ensure_perm(lattice_data *d, int64_t epoch)
+{
+    if (d->perm_epoch == epoch)
+        return;
+    lattice_rng rng;
+    lattice__rng_seed(&rng, d->p.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)epoch);
+    for (int64_t i = 0; i < d->n_train; i++)
+        d->perm[i] = i;
+    for (int64_t i = d->n_train - 1; i > 0; i--) {
+        int64_t j = (int64_t)(lattice__rng_next(&rng) % (uint64_t)(i + 1));
+        int64_t t = d->perm[i];
+        d->perm[i] = d->perm[j];
+        d->perm[j] = t;
+    }
+    d->cum[0] = 0;
+    for (int64_t i = 0; i < d->n_train; i++)
+        d->cum[i + 1] = d->cum[i] + doc_len(d, d->perm[i]);
+    d->perm_epoch = epoch;
+}
+
+/* Rows of seq_len + 1 tokens one packed pass yields. */
+static int64_t packed_rows(const lattice_data *d)
+{
+    int64_t r = d->doc_start[d->n_train] / ((int64_t)d->p.seq_len + 1);
+    return r > 0 ? r : 1;
+}
+
+static int64_t pass_length(const lattice_data *d)
+{
+    return d->p.pack ? packed_rows(d) : d->n_train;
+}
+
+/* Token at offset off of the epoch's packed stream (wrapping within it). */
+static int32_t packed_token(const lattice_data *d, int64_t off)
+{
+    off %= d->cum[d->n_train];
+    int64_t lo = 0, hi = d->n_train - 1;
+    while (lo < hi) { /* last document whose start <= off */
+        int64_t mid = (lo + hi + 1) / 2;
+        if (d->cum[mid] <= off)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return d->ids[d->doc_start[d->perm[lo]] + (off - d->cum[lo])];
+}
+
+/* Fill row r (of stride seq) from a document: returns predicted positions. */
+static int fill_doc_row(lattice_data *d, int r, int seq, int64_t doc)
+{
+    int64_t len = doc_len(d, doc);
+    int use = len - 1 < seq ? (int)(len - 1) : seq;
+    const int32_t *src = d->ids + d->doc_start[doc];
+    int32_t *tok = d->tok + (size_t)r * seq, *tgt = d->tgt + (size_t)r * seq;
+    uint8_t *mk = d->mask + (size_t)r * seq;
+    for (int j = 0; j < seq; j++) {
+        int real = j < use;
+        tok[j] = real ? src[j] : d->p.pad_id;
+        tgt[j] = real ? src[j + 1] : d->p.pad_id;
+        mk[j] = (uint8_t)real;
+    }
+    return use;
+}
+
+static int doc_positions(const lattice_data *d, int64_t doc)
+{
+    int64_t len = doc_len(d, doc) - 1;
+    return len < d->p.seq_len ? (int)len : d->p.seq_len;
+}
+
+static void emit(lattice_data *d, lattice_batch *b, int rows, int seq)
+{
+    b->tokens = d->tok;
+    b->targets = d->tgt;
+    b->mask = d->mask;
+    b->batch = rows;
+    b->seq = seq;
+    b->n_tokens = 0;
+    for (long i = 0; i < (long)rows * seq; i++)
+        b->n_tokens += d->mask[i];
+}
+
+lattice_status lattice_data_next(lattice_data *d, lattice_batch *b)
+{
+    if (!d || !b)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    const int B = d->p.batch_size, T = d->p.seq_len;
+    if (d->p.pack) {
+        for (int r = 0; r < B; r++) {
+            if (d->index >= packed_rows(d)) {
+                d->epoch++;
+                d->index = 0;
+            }
+            ensure_perm(d, d->epoch);
+            int64_t off = d->index++ * ((int64_t)T + 1);
+            for (int j = 0; j < T; j++) {
+                d->tok[(size_t)r * T + j] = packed_token(d, off + j);
+                d->tgt[(size_t)r * T + j] = packed_token(d, off + j + 1);
+                d->mask[(size_t)r * T + j] = 1;
+            }
+        }
+        emit(d, b, B, T);
+        return LATTICE_OK;
+    }
+    int64_t *docs = d->rows;
+    int seq = 1;
+    for (int r = 0; r < B; r++) {
+        if (d->index >= d->n_train) {
+            d->epoch++;
+            d->index = 0;
+        }
+        ensure_perm(d, d->epoch);
+        docs[r] = d->perm[d->index++];
+        int pos = doc_positions(d, docs[r]);
+        seq = pos > seq ? pos : seq;
+    }
+    if (!d->p.trim)
+        seq = T;
+    for (int r = 0; r < B; r++)
+        fill_doc_row(d, r, seq, docs[r]);
+    emit(d, b, B, seq);
+    return LATTICE_OK;
+}
+
+int64_t lattice_data_n_val_batches(const lattice_data *d)
+{
+    if (!d)
+        return 0;
+    int64_t n_val = d->n_docs - d->n_train;
+    return (n_val + d->p.batch_size - 1) / d->p.batch_size;
+}
+
+lattice_status lattice_data_val_batch(lattice_data *d, int64_t index, lattice_batch *b)
+{
+    if (!d || !b)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (index < 0 || index >= lattice_data_n_val_batches(d))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "validation batch %lld not in 0..%lld",
+                    (long long)index, (long long)lattice_data_n_val_batches(d) - 1);
+    const int B = d->p.batch_size;
+    int64_t first = d->n_train + index * B;
+    int rows = (int)(d->n_docs - first < B ? d->n_docs - first : B);
+    int seq = 1;
+    for (int r = 0; r < rows; r++) {
+        int pos = doc_positions(d, first + r);
+        seq = pos > seq ? pos : seq;
+    }
+    if (!d->p.trim)
+        seq = d->p.seq_len;
+    for (int r = 0; r < rows; r++)
+        fill_doc_row(d, r, seq, first + r);
+    emit(d, b, rows, seq);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_position *pos)
+{
+    if (!d || !pos)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    pos->epoch = d->epoch;
+    pos->index = d->index;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_position *pos)
+{
+    if (!d || !pos)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (pos->epoch < 0 || pos->index < 0 || pos->index > pass_length(d))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "position (%lld, %lld) outside a pass of %lld",
+                    (long long)pos->epoch, (long long)pos->index, (long long)pass_length(d));
+    d->epoch = pos->epoch;
+    d->index = pos->index;
+    return LATTICE_OK;
+}
