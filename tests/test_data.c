@@ -1,0 +1,228 @@
+/* Data: text and token-id sources, documents and boundaries, the split,
+ * unpacked and packed batches, order, wrapping, positions and bad files. */
+#include "testutil.h"
+
+#include <unistd.h>
+
+static char *write_temp(const void *bytes, size_t n)
+{
+    static char path[64];
+    snprintf(path, sizeof path, "/tmp/lattice-data-XXXXXX");
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, bytes, n), (ssize_t)n);
+    close(fd);
+    return path;
+}
+
+static lattice_data *text_data(const char *text, int batch, int seq, float val, int pack)
+{
+    char *path = write_temp(text, strlen(text));
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    p.batch_size = batch;
+    p.seq_len = seq;
+    p.val_fraction = val;
+    p.pack = pack;
+    p.seed = 3;
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_text(path, &p, &d, err) == LATTICE_OK, "%s", err);
+    unlink(path);
+    return d;
+}
+
+START_TEST(test_text_documents_and_batches)
+{
+    /* three documents (the empty one between two separators is dropped) */
+    lattice_data *d = text_data("abc\fdefg\f\fhi", 2, 3, 0.3f, 0);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 1);
+    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 4 + 5);
+    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_VAL), 3);
+    lattice_batch b;
+    ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
+    ck_assert_int_eq(b.batch, 2);
+    ck_assert_int_eq(b.seq, 3);
+    ck_assert_int_eq(b.n_tokens, 6);
+    for (int r = 0; r < 2; r++) {
+        const int32_t *t = b.tokens + r * 3, *y = b.targets + r * 3;
+        ck_assert_int_eq(t[0], 256); /* every document opens with the boundary token */
+        ck_assert_int_eq(y[0], t[1]);
+        ck_assert_int_eq(y[1], t[2]);
+        ck_assert(y[0] == 'a' || y[0] == 'd');
+        ck_assert_int_eq(y[2], y[0] == 'a' ? 'c' : 'f'); /* "defg" is truncated */
+    }
+    /* validation: the last document, right-padded to the batch's longest row */
+    ck_assert_int_eq(lattice_data_n_val_batches(d), 1);
+    ck_assert_int_eq(lattice_data_val_batch(d, 0, &b), LATTICE_OK);
+    ck_assert_int_eq(b.batch, 1);
+    ck_assert_int_eq(b.seq, 2);
+    ck_assert_int_eq(b.tokens[0], 256);
+    ck_assert_int_eq(b.targets[0], 'h');
+    ck_assert_int_eq(b.targets[1], 'i');
+    ck_assert_int_eq(lattice_data_val_batch(d, 1, &b), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_data_destroy(d);
+}
+END_TEST
+
+START_TEST(test_padding_and_mask)
+{
+    lattice_data *d = text_data("ab\fwxyz", 2, 8, 0.0f, 0);
+    lattice_batch b;
+    ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
+    ck_assert_int_eq(b.seq, 4); /* trimmed to the longest row: 5 tokens -> 4 targets */
+    ck_assert_int_eq(b.n_tokens, 2 + 4);
+    for (int r = 0; r < 2; r++) {
+        int real = b.targets[r * 4] == 'a' ? 2 : 4;
+        for (int j = 0; j < 4; j++)
+            ck_assert_int_eq(b.mask[r * 4 + j], j < real);
+    }
+    lattice_data_destroy(d);
+}
+END_TEST
+
+/* Twelve one-letter documents, to watch the order. */
+static const char *twelve = "A\fB\fC\fD\fE\fF\fG\fH\fI\fJ\fK\fL";
+
+static void first_letters(lattice_data *d, int n_batches, char *out)
+{
+    lattice_batch b;
+    for (int i = 0; i < n_batches; i++) {
+        ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
+        for (int r = 0; r < b.batch; r++)
+            *out++ = (char)b.targets[r * b.seq];
+    }
+    *out = 0;
+}
+
+START_TEST(test_order_wraps_and_resumes)
+{
+    lattice_data *d = text_data(twelve, 4, 4, 0.0f, 0);
+    char pass1[16], pass2[16], again[16];
+    first_letters(d, 3, pass1);
+    lattice_data_position pos;
+    ck_assert_int_eq(lattice_data_get_position(d, &pos), LATTICE_OK);
+    ck_assert_int_eq(pos.epoch, 0);
+    ck_assert_int_eq(pos.index, 12);
+    /* every document exactly once per pass, not in file order */
+    char sorted[16];
+    strcpy(sorted, pass1);
+    for (int i = 0; i < 12; i++)
+        for (int j = i + 1; j < 12; j++)
+            if (sorted[j] < sorted[i]) {
+                char t = sorted[i];
+                sorted[i] = sorted[j];
+                sorted[j] = t;
+            }
+    ck_assert_str_eq(sorted, "ABCDEFGHIJKL");
+    ck_assert_str_ne(pass1, "ABCDEFGHIJKL");
+    first_letters(d, 3, pass2); /* wraps: a fresh order */
+    ck_assert_str_ne(pass1, pass2);
+    ck_assert_int_eq(lattice_data_set_position(d, &pos), LATTICE_OK);
+    first_letters(d, 3, again);
+    ck_assert_str_eq(pass2, again);
+    /* same seed, same order */
+    lattice_data *e = text_data(twelve, 4, 4, 0.0f, 0);
+    first_letters(e, 3, again);
+    ck_assert_str_eq(pass1, again);
+    pos.index = 13;
+    ck_assert_int_eq(lattice_data_set_position(d, &pos), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_data_destroy(d);
+    lattice_data_destroy(e);
+}
+END_TEST
+
+START_TEST(test_packing)
+{
+    lattice_data *d = text_data("abcdefgh\fijklmnop\fqrstuvwx", 2, 4, 0.0f, 1);
+    lattice_batch b;
+    ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
+    ck_assert_int_eq(b.seq, 4);
+    ck_assert_int_eq(b.n_tokens, 8); /* no padding */
+    for (int r = 0; r < 2; r++)
+        for (int j = 0; j + 1 < 4; j++)
+            ck_assert_int_eq(b.targets[r * 4 + j], b.tokens[r * 4 + j + 1]);
+    lattice_data_destroy(d);
+}
+END_TEST
+
+START_TEST(test_token_files)
+{
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    p.vocab_size = 1000;
+    p.boundary_id = 999;
+    p.batch_size = 2;
+    p.seq_len = 4;
+    char err[LATTICE_ERRMSG_SIZE];
+    lattice_data *d = NULL;
+    const uint16_t ids16[] = {999, 5, 6, 7, 999, 8, 9};
+    char *path = write_temp(ids16, sizeof ids16);
+    ck_assert_msg(lattice_data_create_tokens(path, 2, &p, &d, err) == LATTICE_OK, "%s", err);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
+    lattice_data_destroy(d);
+    ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "whole number"));
+    unlink(path);
+    const uint32_t ids32[] = {999, 5, 1000, 7};
+    path = write_temp(ids32, sizeof ids32);
+    ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(d);
+    ck_assert_ptr_nonnull(strstr(err, "vocabulary"));
+    unlink(path);
+    path = write_temp("", 0);
+    ck_assert_int_eq(lattice_data_create_tokens(path, 2, &p, &d, err), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(err, "empty"));
+    ck_assert_int_eq(lattice_data_create_text(path, NULL, &d, err), LATTICE_ERR_INVALID_ARGUMENT);
+    unlink(path);
+    ck_assert_int_eq(lattice_data_create_tokens("/nonexistent/ids", 2, &p, &d, err), LATTICE_ERR_IO);
+    const int32_t mem[] = {999, 1, 2, 999, 3};
+    ck_assert_int_eq(lattice_data_create_memory(mem, 5, &p, &d, err), LATTICE_OK);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
+    lattice_data_destroy(d);
+}
+END_TEST
+
+START_TEST(test_bad_params)
+{
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    lattice_data *d;
+    char err[LATTICE_ERRMSG_SIZE];
+    const int32_t mem[] = {256, 1, 2};
+    p.val_fraction = 1.0f;
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    p.val_fraction = 0.5f; /* one document: nothing left to train on */
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, &d, err), LATTICE_ERR_FORMAT);
+    p.val_fraction = 0.0f;
+    p.batch_size = 0;
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    p.batch_size = 2;
+    p.boundary_id = 300;
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    p.boundary_id = 10;
+    char *path = write_temp("abc", 3);
+    ck_assert_int_eq(lattice_data_create_text(path, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    unlink(path);
+    ck_assert_int_eq(lattice_data_next(NULL, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("data");
+    TCase *tc = tcase_create("data");
+    tcase_add_test(tc, test_text_documents_and_batches);
+    tcase_add_test(tc, test_padding_and_mask);
+    tcase_add_test(tc, test_order_wraps_and_resumes);
+    tcase_add_test(tc, test_packing);
+    tcase_add_test(tc, test_token_files);
+    tcase_add_test(tc, test_bad_params);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
