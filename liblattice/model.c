@@ -463,6 +463,47 @@ lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t se
     return LATTICE_OK;
 }
 
+lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (dst < 0 || src < 0 || dst >= m->p.n_layers || src >= m->p.n_layers)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layers %d <- %d not in 0..%d", dst, src,
+                    m->p.n_layers - 1);
+    if (dst == src)
+        return LATTICE_OK;
+    /* Every layer registers the same tensors in the same order. */
+    int s0 = -1, d0 = -1, count = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        if (t->group != LATTICE_GROUP_LAYER)
+            continue;
+        if (t->layer == src && s0 < 0)
+            s0 = i;
+        if (t->layer == dst && d0 < 0)
+            d0 = i;
+        count += t->layer == src;
+    }
+    for (int j = 0; j < count; j++) {
+        const tensor_entry *from = &m->tensors[s0 + j], *to = &m->tensors[d0 + j];
+        memcpy(to->data, from->data, sizeof(float) * from->rows * from->cols);
+    }
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (layer < 0 || layer >= m->p.n_layers)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
+                    m->p.n_layers - 1);
+    const lattice_model_params *p = &m->p;
+    memset(m->layers[layer].wo, 0, sizeof(float) * p->d_model * p->n_heads * p->head_dim);
+    memset(m->layers[layer].wd, 0, sizeof(float) * p->d_model * p->d_ff);
+    return LATTICE_OK;
+}
+
 static int *trainable_flag(lattice_model *m, lattice_group group, int layer)
 {
     switch (group) {

@@ -115,6 +115,14 @@ lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_pa
     return copy_params(&o->p, params, o->err);
 }
 
+lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
+{
+    if (!o || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = o->p;
+    return LATTICE_OK;
+}
+
 static double lr_at(const lattice_optim_params *p, int64_t s)
 {
     if (s < p->warmup_steps)

@@ -13,5 +13,8 @@
 #include <lattice/optim.h>
 #include <lattice/distill.h>
 #include <lattice/data.h>
+#include <lattice/schedule.h>
+#include <lattice/teacher.h>
+#include <lattice/trainer.h>
 
 #endif

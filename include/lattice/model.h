@@ -183,6 +183,29 @@ LATTICE_API int lattice_model_active_layers(const lattice_model *model);
 LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int layer, uint64_t seed);
 
 /**
+ * @brief Copy every weight of one layer onto another (stacking a block).
+ * @param model The model.
+ * @param dst Destination layer.
+ * @param src Source layer (may equal dst: nothing changes).
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_copy_layer(lattice_model *model, int dst, int src);
+
+/**
+ * @brief Zero a layer's attention and MLP output projections (o_proj, down_proj).
+ *
+ * Under pre-norm (and peri-norm) the layer then computes the identity, the
+ * LLaMA-Pro way of appending blocks; under post-norm the layer still
+ * normalises its input.
+ * @param model The model.
+ * @param layer The layer.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_zero_layer_outputs(lattice_model *model, int layer);
+
+/**
  * @brief Mark a parameter group trainable or frozen.
  *
  * A frozen group gets no gradient work in backward, and optimizers leave it as it is.

@@ -85,6 +85,15 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
 LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
 
 /**
+ * @brief The settings in use.
+ * @param optim The optimizer.
+ * @param[out] out The settings.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, lattice_optim_params *out);
+
+/**
  * @brief One update of the active layers' and other groups' trainable parameters
  *        from the gradients of the last backward.
  *

@@ -1,0 +1,234 @@
+/**
+ * @file schedule.h
+ * @brief Depth schedules: phases of training with a growing (or fixed) active depth.
+ */
+#ifndef LATTICE_SCHEDULE_H
+#define LATTICE_SCHEDULE_H
+
+#include <lattice/common.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup schedule Growth schedules
+ *
+ * A schedule is a list of phases. Each phase has a budget (steps, or
+ * non-padding tokens), the number of active layers, the first layer that
+ * trains (layers below it are frozen: the freeze control), whether the
+ * optimizer state is reset and the learning-rate schedule restarts with warmup
+ * at the phase start, and how layers switched on at its start are initialised.
+ *
+ * The schedule also keeps the run's position (phase, step within it) and its
+ * counters; a trainer drives it with ::lattice_schedule_record.
+ *
+ * Presets cover every arm of the paper, with n_blocks blocks of block_size
+ * layers and steps_per_phase steps per phase (paper: 3 x 3 layers, 50000):
+ * - ::LATTICE_PRESET_JOINT: one phase, all layers.
+ * - ::LATTICE_PRESET_GROW: phase i has (i + 1) blocks active, all trained.
+ * - ::LATTICE_PRESET_FREEZE: as grow, but only the newest block trains.
+ * - ::LATTICE_PRESET_SINGLE_BLOCK: phase 0 of grow alone.
+ * - ::LATTICE_PRESET_JOINT_MATCHED_ACTIVE: all layers, as many steps as give
+ *   grow's active-layer tokens (steps_per_phase * (n_blocks + 1) / 2, in
+ *   phases of steps_per_phase with the LR restarting at each: 2 phases for 3
+ *   blocks).
+ * - ::LATTICE_PRESET_JOINT_MATCHED_TOTAL: all layers, n_blocks phases: grow's
+ *   total tokens, LR restarting at the same boundaries.
+ * @{
+ */
+
+/** How layers switched on at a phase start are initialised. Append-only. @since 0.1 */
+typedef enum lattice_block_init {
+    LATTICE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). */
+    LATTICE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). */
+    LATTICE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). */
+} lattice_block_init;
+
+/** One phase. Fill with ::lattice_phase_init. @since 0.1 */
+typedef struct lattice_phase {
+    size_t size;                   /**< sizeof(lattice_phase), set by the init function. */
+    int64_t steps;                 /**< Step budget; 0 to use the token budget. */
+    int64_t tokens;                /**< Non-padding token budget, used when steps is 0. */
+    int active_layers;             /**< Layers active during the phase. */
+    int train_from;                /**< First layer that trains; layers below are frozen (0: all). */
+    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. */
+    lattice_block_init block_init; /**< Initialisation of layers switched on at the phase start. */
+} lattice_phase;
+
+/** Presets: every arm of the paper. Append-only. @since 0.1 */
+typedef enum lattice_schedule_preset {
+    LATTICE_PRESET_JOINT = 0,                /**< All layers, one phase. */
+    LATTICE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. */
+    LATTICE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. */
+    LATTICE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. */
+    LATTICE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. */
+    LATTICE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. */
+} lattice_schedule_preset;
+
+/** Counters of a run. @since 0.1 */
+typedef struct lattice_counters {
+    int64_t steps;               /**< Steps taken. */
+    int64_t tokens;              /**< Positions processed, padding included. */
+    int64_t nonpad_tokens;       /**< Non-padding positions. */
+    int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. */
+    double flops;                /**< FLOPs reported by the trainer (student forward and backward). */
+} lattice_counters;
+
+/** An opaque schedule. @since 0.1 */
+typedef struct lattice_schedule lattice_schedule;
+
+/**
+ * @brief Fill a phase with defaults: 1000 steps, 1 active layer, all train, reset on.
+ * @param[out] phase The struct; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_phase_init(lattice_phase *phase);
+
+/**
+ * @brief Create an empty schedule (add phases with ::lattice_schedule_add_phase).
+ * @param[out] out The new schedule, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
+
+/**
+ * @brief Create a schedule from a preset.
+ * @param preset The arm.
+ * @param n_blocks Blocks of the full model (paper: 3).
+ * @param block_size Layers per block (paper: 3).
+ * @param steps_per_phase Steps of each phase (paper: 50000).
+ * @param block_init Initialisation of appended blocks.
+ * @param[out] out The new schedule, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
+                                                          int block_size, int64_t steps_per_phase,
+                                                          lattice_block_init block_init,
+                                                          lattice_schedule **out);
+
+/**
+ * @brief Destroy a schedule. NULL is ignored.
+ * @param schedule The schedule.
+ * @since 0.1
+ */
+LATTICE_API void lattice_schedule_destroy(lattice_schedule *schedule);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param schedule The schedule; NULL gives a static message.
+ * @return A string valid until the next call on the schedule.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule);
+
+/**
+ * @brief Append a phase.
+ * @param schedule The schedule.
+ * @param phase The phase (copied): a positive budget, active_layers >= 1,
+ *        0 <= train_from < active_layers.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule, const lattice_phase *phase);
+
+/**
+ * @brief Number of phases.
+ * @param schedule The schedule; NULL gives 0.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API int lattice_schedule_n_phases(const lattice_schedule *schedule);
+
+/**
+ * @brief One phase.
+ * @param schedule The schedule.
+ * @param index 0 .. n_phases - 1.
+ * @param[out] phase The phase.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_phase(const lattice_schedule *schedule, int index,
+                                                  lattice_phase *phase);
+
+/**
+ * @brief The largest active depth over the phases.
+ * @param schedule The schedule; NULL gives 0.
+ * @return The depth.
+ * @since 0.1
+ */
+LATTICE_API int lattice_schedule_max_layers(const lattice_schedule *schedule);
+
+/**
+ * @brief Total steps when every phase has a step budget, else -1.
+ * @param schedule The schedule; NULL gives 0.
+ * @return The total.
+ * @since 0.1
+ */
+LATTICE_API int64_t lattice_schedule_total_steps(const lattice_schedule *schedule);
+
+/**
+ * @brief The current phase and the step within it.
+ * @param schedule The schedule.
+ * @param[out] phase Current phase index (n_phases once finished).
+ * @param[out] step_in_phase Steps taken in it; may be NULL.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_position(const lattice_schedule *schedule, int *phase,
+                                                     int64_t *step_in_phase);
+
+/**
+ * @brief Whether every phase is complete.
+ * @param schedule The schedule; NULL gives 1.
+ * @return 1 or 0.
+ * @since 0.1
+ */
+LATTICE_API int lattice_schedule_finished(const lattice_schedule *schedule);
+
+/**
+ * @brief Record one step of the current phase; moves to the next phase when its budget is spent.
+ * @param schedule The schedule.
+ * @param tokens Positions of the step's batch (padding included).
+ * @param nonpad_tokens Non-padding positions.
+ * @param flops FLOPs of the step.
+ * @param[out] phase_ended Set to 1 if the step ended its phase, else 0; may be NULL.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE (already finished).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, int64_t tokens,
+                                                   int64_t nonpad_tokens, double flops,
+                                                   int *phase_ended);
+
+/**
+ * @brief The counters.
+ * @param schedule The schedule.
+ * @param[out] out The counters.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_counters(const lattice_schedule *schedule,
+                                                     lattice_counters *out);
+
+/**
+ * @brief Restore a position and counters (from a checkpoint); {0, 0} and zero counters restart.
+ * @param schedule The schedule.
+ * @param phase Phase index, 0 .. n_phases.
+ * @param step_in_phase Steps taken in it.
+ * @param counters The counters; NULL zeroes them.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *schedule, int phase,
+                                                         int64_t step_in_phase,
+                                                         const lattice_counters *counters);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,131 @@
+/**
+ * @file teacher.h
+ * @brief Teachers: where the logits a student is distilled towards come from.
+ */
+#ifndef LATTICE_TEACHER_H
+#define LATTICE_TEACHER_H
+
+#include <lattice/common.h>
+#include <lattice/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup teacher Teachers
+ *
+ * A teacher gives dense logits [batch, seq, vocab] for a batch of tokens. Its
+ * sources: a lattice model (any depth or width; only its vocabulary must match
+ * the student's), or a user callback that fills a logits buffer, which is how
+ * Python or any other framework hands logits in.
+ * @{
+ */
+
+/**
+ * @brief A callback teacher: fill logits [batch, seq, vocab] for tokens [batch, seq].
+ * @return 0 on success; anything else fails the call with ::LATTICE_ERR_BACKEND.
+ * @since 0.1
+ */
+typedef int (*lattice_teacher_fn)(void *user, const int32_t *tokens, int batch, int seq, int vocab,
+                                  float *logits);
+
+/** An opaque teacher. @since 0.1 */
+typedef struct lattice_teacher lattice_teacher;
+
+/**
+ * @brief A teacher backed by a lattice model, run over all its active layers.
+ * @param model The model; borrowed, must outlive the teacher.
+ * @param[out] out The new teacher, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teacher **out);
+
+/**
+ * @brief A teacher backed by a callback.
+ * @param fn The callback.
+ * @param user Passed back to fn.
+ * @param vocab_size Logits per position.
+ * @param max_batch Largest batch it will be asked for.
+ * @param max_seq Longest sequence it will be asked for.
+ * @param[out] out The new teacher, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user,
+                                                           int vocab_size, int max_batch,
+                                                           int max_seq, lattice_teacher **out);
+
+/**
+ * @brief Destroy a teacher. NULL is ignored.
+ * @param teacher The teacher.
+ * @since 0.1
+ */
+LATTICE_API void lattice_teacher_destroy(lattice_teacher *teacher);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param teacher The teacher; NULL gives a static message.
+ * @return A string valid until the next call on the teacher.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_teacher_errmsg(const lattice_teacher *teacher);
+
+/**
+ * @brief The teacher's vocabulary size.
+ * @param teacher The teacher; NULL gives 0.
+ * @return The size.
+ * @since 0.1
+ */
+LATTICE_API int lattice_teacher_vocab_size(const lattice_teacher *teacher);
+
+/**
+ * @brief Logits for a batch.
+ * @param teacher The teacher.
+ * @param tokens [batch, seq] ids.
+ * @param batch Rows.
+ * @param seq Positions.
+ * @param[out] logits [batch, seq, vocab], valid until the next call on the teacher
+ *             (or, for a model teacher, the next forward of its model).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND
+ *         (the callback failed) or ::LATTICE_ERR_NON_FINITE (non-finite logits).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, const int32_t *tokens,
+                                                  int batch, int seq, const float **logits);
+
+/**
+ * @brief FLOPs of one teacher forward over a batch (0 for callbacks: unknown).
+ * @param teacher The teacher; NULL gives 0.
+ * @param batch Rows.
+ * @param seq Positions.
+ * @return The count.
+ * @since 0.1
+ */
+LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int batch, int seq);
+
+/**
+ * @brief Initialise a student from a model teacher, as the paper: copy the
+ *        embedding (and freeze it), copy the LM head (it trains), and set the
+ *        student's boundary norm (final norm under pre/peri, entry norm under
+ *        post) from the teacher's final norm. The student's layers keep their
+ *        random initialisation.
+ *
+ * Needs a model teacher of the student's vocabulary and width, with a final
+ * norm (pre or peri placement) of the same norm kind.
+ * @param teacher The teacher.
+ * @param student The student.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
+ *         (a callback teacher, or shapes that do not match).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_init_student(lattice_teacher *teacher, lattice_model *student);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

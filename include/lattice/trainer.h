@@ -1,0 +1,155 @@
+/**
+ * @file trainer.h
+ * @brief The trainer: binds model, teacher, loss, data, optimizer and schedule.
+ */
+#ifndef LATTICE_TRAINER_H
+#define LATTICE_TRAINER_H
+
+#include <lattice/common.h>
+#include <lattice/data.h>
+#include <lattice/distill.h>
+#include <lattice/model.h>
+#include <lattice/optim.h>
+#include <lattice/schedule.h>
+#include <lattice/teacher.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup trainer Trainer
+ *
+ * One step: the next training batch; the teacher's logits for it (once);
+ * the student's forward over its active layers; the loss (distillation, or
+ * cross-entropy without a teacher) and its gradient; backward; the optimizer
+ * update; then the schedule records the step. At the start of each phase the
+ * trainer sets the active depth, freezes the layers below the phase's
+ * train_from (and unfreezes the others), initialises newly active layers as
+ * the phase says, and, when the phase asks, resets the optimizer and restarts
+ * its learning-rate schedule with the phase's step count as its length.
+ *
+ * Validation cross-entropy (mean over all counted positions of the data's
+ * fixed validation set) is measured every eval_every steps and at the end of
+ * every phase.
+ *
+ * A non-finite loss or gradient norm stops the step with
+ * ::LATTICE_ERR_NON_FINITE before any weight changes: the model is as it was
+ * before the step, and the schedule does not advance.
+ *
+ * The trainer borrows every object it binds; they must outlive it and must
+ * not be used by anyone else while it runs.
+ * @{
+ */
+
+/** What one step (and, when measured, validation) gave. @since 0.1 */
+typedef struct lattice_metrics {
+    size_t size;                 /**< sizeof(lattice_metrics). */
+    int64_t step;                /**< Steps taken, this one included. */
+    int phase;                   /**< Phase of this step. */
+    int active_layers;           /**< Active depth of this step. */
+    double loss;                 /**< Training loss of the step. */
+    double kl;                   /**< Its KL part (0 without a teacher). */
+    double ce;                   /**< Its cross-entropy part. */
+    double val_ce;               /**< Validation cross-entropy, NaN when not measured at this step. */
+    double lr;                   /**< Learning rate used. */
+    double grad_norm;            /**< Gradient norm before clipping. */
+    int phase_end;               /**< Non-zero when this step ended its phase. */
+    lattice_counters counters;   /**< Counters after the step. */
+    double seconds;              /**< Wall time of the step (teacher included). */
+} lattice_metrics;
+
+/** Called after every step. Return non-zero to stop the run. @since 0.1 */
+typedef int (*lattice_metrics_fn)(void *user, const lattice_metrics *metrics);
+
+/** Trainer settings. Fill with ::lattice_trainer_params_init. @since 0.1 */
+typedef struct lattice_trainer_params {
+    size_t size;               /**< sizeof(lattice_trainer_params). */
+    int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). */
+    int64_t eval_batches;      /**< Validation batches to use (0: all of them). */
+    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. */
+    lattice_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. */
+    lattice_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. */
+    void *user;                /**< Passed to the callbacks. */
+} lattice_trainer_params;
+
+/** An opaque trainer. @since 0.1 */
+typedef struct lattice_trainer lattice_trainer;
+
+/**
+ * @brief Fill params with defaults (validation at phase ends, all batches, no callbacks).
+ * @param[out] params The struct; NULL is ignored.
+ * @since 0.1
+ */
+LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
+
+/**
+ * @brief Bind the objects of a run.
+ * @param model The student.
+ * @param teacher The teacher, or NULL to train on cross-entropy alone.
+ * @param distill The loss (required with a teacher, ignored without).
+ * @param data The data.
+ * @param optim The optimizer of the student.
+ * @param schedule The schedule (its depth must fit the student's capacity).
+ * @param params The settings; NULL for defaults.
+ * @param[out] out The new trainer, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
+ *         (vocabularies or batch shapes that do not fit, an empty schedule).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
+                                                  lattice_distill *distill, lattice_data *data,
+                                                  lattice_optim *optim, lattice_schedule *schedule,
+                                                  const lattice_trainer_params *params,
+                                                  lattice_trainer **out);
+
+/**
+ * @brief Destroy a trainer (not what it binds). NULL is ignored.
+ * @param trainer The trainer.
+ * @since 0.1
+ */
+LATTICE_API void lattice_trainer_destroy(lattice_trainer *trainer);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param trainer The trainer; NULL gives a static message.
+ * @return A string valid until the next call on the trainer.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
+
+/**
+ * @brief One training step.
+ * @param trainer The trainer.
+ * @param[out] metrics What the step gave; may be NULL.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished),
+ *         ::LATTICE_ERR_NON_FINITE (nothing changed), or the status of the
+ *         object that failed.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_metrics *metrics);
+
+/**
+ * @brief Steps until the schedule finishes or a callback asks to stop.
+ * @param trainer The trainer.
+ * @return ::LATTICE_OK or the first failing step's status.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
+
+/**
+ * @brief Validation cross-entropy of the student as it is now, over the active layers.
+ * @param trainer The trainer.
+ * @param[out] val_ce Mean over counted positions.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no validation documents) or a model status.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_trainer_evaluate(lattice_trainer *trainer, double *val_ce);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,244 @@
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct lattice_schedule {
+    lattice_phase *phases;
+    int n_phases, cap;
+    int phase;                /* current phase (n_phases once finished) */
+    int64_t step_in_phase;
+    int64_t nonpad_in_phase;
+    lattice_counters counters;
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+#define FAIL(s, st, ...) lattice__set_error((s)->err, (st), __VA_ARGS__)
+
+void lattice_phase_init(lattice_phase *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+    p->steps = 1000;
+    p->active_layers = 1;
+    p->reset_optimizer = 1;
+    p->block_init = LATTICE_BLOCK_INIT_RANDOM;
+}
+
+lattice_status lattice_schedule_create(lattice_schedule **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = calloc(1, sizeof(**out));
+    return *out ? LATTICE_OK : LATTICE_ERR_OUT_OF_MEMORY;
+}
+
+void lattice_schedule_destroy(lattice_schedule *s)
+{
+    if (!s)
+        return;
+    free(s->phases);
+    free(s);
+}
+
+const char *lattice_schedule_errmsg(const lattice_schedule *s)
+{
+    return s ? s->err : "no schedule (NULL handle)";
+}
+
+lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_phase *phase)
+{
+    if (!s)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!phase || phase->size == 0)
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "phase missing or not initialised");
+    lattice_phase p;
+    lattice_phase_init(&p);
+    memcpy(&p, phase, phase->size < sizeof(p) ? phase->size : sizeof(p));
+    p.size = sizeof(p);
+    if (p.steps < 0 || p.tokens < 0 || (p.steps == 0 && p.tokens == 0))
+        return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "a phase needs a positive step or token budget");
+    if (p.active_layers < 1 || p.train_from < 0 || p.train_from >= p.active_layers)
+        return FAIL(s, LATTICE_ERR_INVALID_CONFIG,
+                    "phase with %d active layers cannot train from layer %d", p.active_layers,
+                    p.train_from);
+    if (p.block_init != LATTICE_BLOCK_INIT_RANDOM && p.block_init != LATTICE_BLOCK_INIT_IDENTITY &&
+        p.block_init != LATTICE_BLOCK_INIT_COPY)
+        return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "unknown block initialisation %d",
+                    (int)p.block_init);
+    if (s->n_phases == s->cap) {
+        int cap = s->cap ? 2 * s->cap : 4;
+        lattice_phase *np = realloc(s->phases, sizeof(*np) * (size_t)cap);
+        if (!np)
+            return FAIL(s, LATTICE_ERR_OUT_OF_MEMORY, "no memory for phases");
+        s->phases = np;
+        s->cap = cap;
+    }
+    s->phases[s->n_phases++] = p;
+    return LATTICE_OK;
+}
+
+static lattice_status add(lattice_schedule *s, int64_t steps, int active, int train_from,
+                          lattice_block_init init)
+{
+    lattice_phase p;
+    lattice_phase_init(&p);
+    p.steps = steps;
+    p.active_layers = active;
+    p.train_from = train_from;
+    p.reset_optimizer = 1;
+    p.block_init = init;
+    return lattice_schedule_add_phase(s, &p);
+}
+
+lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
+                                              int block_size, int64_t steps_per_phase,
+                                              lattice_block_init block_init,
+                                              lattice_schedule **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
+        block_size > 4096)
+        return LATTICE_ERR_INVALID_CONFIG;
+    lattice_schedule *s;
+    lattice_status st = lattice_schedule_create(&s);
+    if (st != LATTICE_OK)
+        return st;
+    const int full = n_blocks * block_size;
+    switch (preset) {
+    case LATTICE_PRESET_JOINT:
+        st = add(s, steps_per_phase, full, 0, block_init);
+        break;
+    case LATTICE_PRESET_GROW:
+    case LATTICE_PRESET_FREEZE:
+        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
+            st = add(s, steps_per_phase, (b + 1) * block_size,
+                     preset == LATTICE_PRESET_FREEZE ? b * block_size : 0, block_init);
+        break;
+    case LATTICE_PRESET_SINGLE_BLOCK:
+        st = add(s, steps_per_phase, block_size, 0, block_init);
+        break;
+    case LATTICE_PRESET_JOINT_MATCHED_ACTIVE: {
+        /* grow spends steps * block_size * (1 + 2 + ... + n) active-layer steps */
+        int64_t total = steps_per_phase * (n_blocks + 1) / 2;
+        for (int64_t done = 0; done < total && st == LATTICE_OK; done += steps_per_phase)
+            st = add(s, total - done < steps_per_phase ? total - done : steps_per_phase, full, 0,
+                     block_init);
+        break;
+    }
+    case LATTICE_PRESET_JOINT_MATCHED_TOTAL:
+        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
+            st = add(s, steps_per_phase, full, 0, block_init);
+        break;
+    default:
+        st = LATTICE_ERR_INVALID_ARGUMENT;
+    }
+    if (st != LATTICE_OK) {
+        lattice_schedule_destroy(s);
+        return st;
+    }
+    *out = s;
+    return LATTICE_OK;
+}
+
+int lattice_schedule_n_phases(const lattice_schedule *s) { return s ? s->n_phases : 0; }
+
+lattice_status lattice_schedule_phase(const lattice_schedule *s, int index, lattice_phase *phase)
+{
+    if (!s || !phase || index < 0 || index >= s->n_phases)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *phase = s->phases[index];
+    return LATTICE_OK;
+}
+
+int lattice_schedule_max_layers(const lattice_schedule *s)
+{
+    int mx = 0;
+    for (int i = 0; s && i < s->n_phases; i++)
+        mx = s->phases[i].active_layers > mx ? s->phases[i].active_layers : mx;
+    return mx;
+}
+
+int64_t lattice_schedule_total_steps(const lattice_schedule *s)
+{
+    int64_t total = 0;
+    for (int i = 0; s && i < s->n_phases; i++) {
+        if (s->phases[i].steps == 0)
+            return -1;
+        total += s->phases[i].steps;
+    }
+    return total;
+}
+
+lattice_status lattice_schedule_position(const lattice_schedule *s, int *phase,
+                                         int64_t *step_in_phase)
+{
+    if (!s || !phase)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *phase = s->phase;
+    if (step_in_phase)
+        *step_in_phase = s->step_in_phase;
+    return LATTICE_OK;
+}
+
+int lattice_schedule_finished(const lattice_schedule *s) { return !s || s->phase >= s->n_phases; }
+
+lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
+                                       double flops, int *phase_ended)
+{
+    if (phase_ended)
+        *phase_ended = 0;
+    if (!s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (s->phase >= s->n_phases)
+        return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
+    const lattice_phase *p = &s->phases[s->phase];
+    s->counters.steps++;
+    s->counters.tokens += tokens;
+    s->counters.nonpad_tokens += nonpad_tokens;
+    s->counters.active_layer_tokens += nonpad_tokens * p->active_layers;
+    s->counters.flops += flops;
+    s->step_in_phase++;
+    s->nonpad_in_phase += nonpad_tokens;
+    int done = p->steps ? s->step_in_phase >= p->steps : s->nonpad_in_phase >= p->tokens;
+    if (done) {
+        s->phase++;
+        s->step_in_phase = 0;
+        s->nonpad_in_phase = 0;
+    }
+    if (phase_ended)
+        *phase_ended = done;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_counters(const lattice_schedule *s, lattice_counters *out)
+{
+    if (!s || !out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = s->counters;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int64_t step_in_phase,
+                                             const lattice_counters *counters)
+{
+    if (!s)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (phase < 0 || phase > s->n_phases || step_in_phase < 0 ||
+        (phase == s->n_phases && step_in_phase != 0) ||
+        (phase < s->n_phases && s->phases[phase].steps && step_in_phase >= s->phases[phase].steps))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "position (%d, %lld) outside the schedule",
+                    phase, (long long)step_in_phase);
+    s->phase = phase;
+    s->step_in_phase = step_in_phase;
+    s->nonpad_in_phase = 0;
+    if (counters)
+        s->counters = *counters;
+    else
+        memset(&s->counters, 0, sizeof(s->counters));
+    return LATTICE_OK;
+}

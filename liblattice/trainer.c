@@ -1,0 +1,229 @@
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct lattice_trainer {
+    lattice_model *model;
+    lattice_teacher *teacher;
+    lattice_distill *distill;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer_params p;
+    lattice_optim_params base_optim; /* as given: each phase restart derives from it */
+    int applied_phase;               /* phase whose start actions have run (-1: none) */
+    int stop;
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
+
+void lattice_trainer_params_init(lattice_trainer_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+}
+
+lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
+                                      lattice_distill *distill, lattice_data *data,
+                                      lattice_optim *optim, lattice_schedule *schedule,
+                                      const lattice_trainer_params *params, lattice_trainer **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model || !data || !optim || !schedule || (teacher && !distill) ||
+        (params && params->size == 0))
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_model_params mp;
+    lattice_data_params dp;
+    lattice_model_get_params(model, &mp);
+    lattice_data_get_params(data, &dp);
+    if (dp.vocab_size > mp.vocab_size || dp.batch_size > mp.max_batch || dp.seq_len > mp.max_seq)
+        return LATTICE_ERR_INVALID_CONFIG;
+    if (teacher && lattice_teacher_vocab_size(teacher) != mp.vocab_size)
+        return LATTICE_ERR_INVALID_CONFIG;
+    if (lattice_schedule_n_phases(schedule) < 1 ||
+        lattice_schedule_max_layers(schedule) > mp.n_layers)
+        return LATTICE_ERR_INVALID_CONFIG;
+    lattice_trainer *t = calloc(1, sizeof(*t));
+    if (!t)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    t->model = model;
+    t->teacher = teacher;
+    t->distill = distill;
+    t->data = data;
+    t->optim = optim;
+    t->schedule = schedule;
+    lattice_trainer_params_init(&t->p);
+    if (params)
+        memcpy(&t->p, params, params->size < sizeof(t->p) ? params->size : sizeof(t->p));
+    t->p.size = sizeof(t->p);
+    lattice_optim_get_params(optim, &t->base_optim);
+    t->applied_phase = -1;
+    *out = t;
+    return LATTICE_OK;
+}
+
+void lattice_trainer_destroy(lattice_trainer *t) { free(t); }
+
+const char *lattice_trainer_errmsg(const lattice_trainer *t)
+{
+    return t ? t->err : "no trainer (NULL handle)";
+}
+
+/* The phase start: depth, frozen prefix, new layers, optimizer restart. */
+static lattice_status apply_phase(lattice_trainer *t, int index)
+{
+    lattice_phase ph;
+    lattice_schedule_phase(t->schedule, index, &ph);
+    const int prev = t->applied_phase < 0 ? ph.active_layers : lattice_model_active_layers(t->model);
+    lattice_status st = lattice_model_set_active_layers(t->model, ph.active_layers);
+    const int added = ph.active_layers - prev;
+    for (int i = prev; i < ph.active_layers && st == LATTICE_OK; i++) {
+        if (ph.block_init == LATTICE_BLOCK_INIT_IDENTITY)
+            st = lattice_model_zero_layer_outputs(t->model, i);
+        else if (ph.block_init == LATTICE_BLOCK_INIT_COPY)
+            st = lattice_model_copy_layer(t->model, i, i - added >= 0 ? i - added : i % prev);
+    }
+    for (int i = 0; i < ph.active_layers && st == LATTICE_OK; i++)
+        st = lattice_model_set_trainable(t->model, LATTICE_GROUP_LAYER, i, i >= ph.train_from);
+    if (st != LATTICE_OK)
+        return FAIL(t, st, "phase %d: %s", index, lattice_model_errmsg(t->model));
+    if (ph.reset_optimizer) {
+        lattice_optim_params op = t->base_optim;
+        if (ph.steps > 0)
+            op.total_steps = (int)(ph.steps < INT32_MAX ? ph.steps : INT32_MAX);
+        if ((st = lattice_optim_set_params(t->optim, &op)) != LATTICE_OK ||
+            (st = lattice_optim_reset(t->optim)) != LATTICE_OK)
+            return FAIL(t, st, "phase %d: %s", index, lattice_optim_errmsg(t->optim));
+    }
+    t->applied_phase = index;
+    return LATTICE_OK;
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
+{
+    if (!t || !val_ce)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int64_t nb = lattice_data_n_val_batches(t->data);
+    if (nb == 0)
+        return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
+    if (t->p.eval_batches > 0 && t->p.eval_batches < nb)
+        nb = t->p.eval_batches;
+    double total = 0.0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        lattice_batch b;
+        float loss;
+        int64_t n;
+        lattice_status st = lattice_data_val_batch(t->data, i, &b);
+        if (st == LATTICE_OK)
+            st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq);
+        if (st == LATTICE_OK)
+            st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, &n);
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "validation batch %lld: %s", (long long)i,
+                        lattice_model_errmsg(t->model));
+        total += (double)loss * (double)n;
+        count += n;
+    }
+    *val_ce = count ? total / (double)count : 0.0;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int phase;
+    lattice_schedule_position(t->schedule, &phase, NULL);
+    if (lattice_schedule_finished(t->schedule))
+        return FAIL(t, LATTICE_ERR_STATE, "the schedule has finished");
+    lattice_status st;
+    if (t->applied_phase != phase && (st = apply_phase(t, phase)) != LATTICE_OK)
+        return st;
+    const double t0 = now_seconds();
+    lattice_batch b;
+    if ((st = lattice_data_next(t->data, &b)) != LATTICE_OK)
+        return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
+    const float *zt = NULL;
+    if (t->teacher && (st = lattice_teacher_logits(t->teacher, b.tokens, b.batch, b.seq, &zt)) !=
+                          LATTICE_OK)
+        return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+    if ((st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq)) != LATTICE_OK)
+        return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));
+    lattice_metrics m;
+    memset(&m, 0, sizeof(m));
+    m.size = sizeof(m);
+    m.phase = phase;
+    m.active_layers = lattice_model_active_layers(t->model);
+    m.lr = lattice_optim_lr(t->optim);
+    m.val_ce = NAN;
+    const int vocab = lattice_teacher_vocab_size(t->teacher);
+    if (t->teacher) {
+        lattice_distill_result r;
+        st = lattice_distill_dense(t->distill, lattice_model_logits(t->model), zt, b.targets,
+                                   b.mask, (int64_t)b.batch * b.seq, vocab,
+                                   lattice_model_dlogits(t->model), &r);
+        m.loss = r.loss;
+        m.kl = r.kl;
+        m.ce = r.ce;
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "loss: %s", lattice_distill_errmsg(t->distill));
+    } else {
+        float loss;
+        st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, NULL);
+        m.loss = m.ce = loss;
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "loss: %s", lattice_model_errmsg(t->model));
+    }
+    if ((st = lattice_model_backward(t->model)) != LATTICE_OK)
+        return FAIL(t, st, "backward: %s", lattice_model_errmsg(t->model));
+    float gn;
+    if ((st = lattice_optim_step(t->optim, &gn)) != LATTICE_OK)
+        return FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim));
+    m.grad_norm = gn;
+    double flops = lattice_model_flops(t->model, b.batch, b.seq, 1);
+    lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
+    lattice_schedule_counters(t->schedule, &m.counters);
+    m.step = m.counters.steps;
+    m.seconds = now_seconds() - t0;
+    int eval = m.phase_end || (t->p.eval_every > 0 && m.step % t->p.eval_every == 0);
+    if (eval && lattice_data_n_val_batches(t->data) > 0) {
+        if ((st = lattice_trainer_evaluate(t, &m.val_ce)) != LATTICE_OK)
+            return st;
+    }
+    if (t->p.on_step && t->p.on_step(t->p.user, &m))
+        t->stop = 1;
+    if (!isnan(m.val_ce) && t->p.on_eval && t->p.on_eval(t->p.user, &m))
+        t->stop = 1;
+    if (out)
+        *out = m;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_trainer_run(lattice_trainer *t)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    t->stop = 0;
+    while (!t->stop && !lattice_schedule_finished(t->schedule)) {
+        lattice_status st = lattice_trainer_step(t, NULL);
+        if (st != LATTICE_OK)
+            return st;
+    }
+    return LATTICE_OK;
+}

@@ -1,0 +1,486 @@
+/* The study's objects together: schedules and their presets, teachers,
+ * student initialisation, and the trainer running every kind of phase. */
+#include "testutil.h"
+
+/* ---- schedules ------------------------------------------------------------------ */
+
+static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
+                          const int *train_from, const int64_t *steps)
+{
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create_preset(preset, 3, 3, 100, LATTICE_BLOCK_INIT_RANDOM, &s),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_n_phases(s), n);
+    for (int i = 0; i < n; i++) {
+        lattice_phase ph;
+        ck_assert_int_eq(lattice_schedule_phase(s, i, &ph), LATTICE_OK);
+        ck_assert_int_eq(ph.active_layers, active[i]);
+        ck_assert_int_eq(ph.train_from, train_from[i]);
+        ck_assert_int_eq(ph.steps, steps[i]);
+        ck_assert_int_eq(ph.reset_optimizer, 1);
+    }
+    lattice_schedule_destroy(s);
+}
+
+START_TEST(test_presets)
+{
+    const int64_t s1[] = {100}, s2[] = {100, 100}, s3[] = {100, 100, 100};
+    const int zero[] = {0, 0, 0}, nine[] = {9, 9, 9};
+    expect_phases(LATTICE_PRESET_JOINT, 1, nine, zero, s1);
+    expect_phases(LATTICE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3);
+    expect_phases(LATTICE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3);
+    expect_phases(LATTICE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1);
+    expect_phases(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2);
+    expect_phases(LATTICE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3);
+}
+END_TEST
+
+/* Active-layer tokens: grow = 9 layers x (2/3 of its tokens), as the paper. */
+START_TEST(test_counters_and_matching)
+{
+    lattice_schedule *grow, *active;
+    lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 3, 10, 0, &grow);
+    lattice_schedule_create_preset(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 3, 3, 10, 0, &active);
+    int ended, ends = 0;
+    while (!lattice_schedule_finished(grow)) {
+        ck_assert_int_eq(lattice_schedule_record(grow, 64, 50, 1.0, &ended), LATTICE_OK);
+        ends += ended;
+    }
+    ck_assert_int_eq(ends, 3);
+    while (!lattice_schedule_finished(active))
+        lattice_schedule_record(active, 64, 50, 1.0, NULL);
+    lattice_counters a, b;
+    lattice_schedule_counters(grow, &a);
+    lattice_schedule_counters(active, &b);
+    ck_assert_int_eq(a.steps, 30);
+    ck_assert_int_eq(a.tokens, 30 * 64);
+    ck_assert_int_eq(a.nonpad_tokens, 30 * 50);
+    ck_assert_int_eq(a.active_layer_tokens, 50 * 10 * (3 + 6 + 9));
+    ck_assert_int_eq(a.active_layer_tokens, b.active_layer_tokens);
+    ck_assert_double_eq(a.flops, 30.0);
+    ck_assert_int_eq(lattice_schedule_record(grow, 1, 1, 0, NULL), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 3, &a), LATTICE_OK);
+    int ph;
+    int64_t sp;
+    lattice_schedule_position(grow, &ph, &sp);
+    ck_assert_int_eq(ph, 1);
+    ck_assert_int_eq(sp, 3);
+    ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 10, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_schedule_destroy(grow);
+    lattice_schedule_destroy(active);
+}
+END_TEST
+
+START_TEST(test_token_budget_and_bad_phases)
+{
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
+    lattice_phase ph;
+    lattice_phase_init(&ph);
+    ph.steps = 0;
+    ph.tokens = 100;
+    ph.active_layers = 2;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_total_steps(s), -1);
+    int ended = 0, steps = 0;
+    while (!ended) {
+        lattice_schedule_record(s, 40, 30, 0, &ended);
+        steps++;
+    }
+    ck_assert_int_eq(steps, 4); /* 30, 60, 90, 120 >= 100 */
+    ph.tokens = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.steps = 5;
+    ph.train_from = 2;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.train_from = 0;
+    ph.active_layers = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_schedule_destroy(s);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 0, 3, 10, 0, &s),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_schedule_create_preset((lattice_schedule_preset)42, 3, 3, 10, 0, &s),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* ---- a small world: backend, models, data -------------------------------------- */
+
+enum { VOCAB = 257, DM = 16 };
+
+typedef struct world {
+    lattice_backend *be;
+    lattice_norm *pre, *post;
+    lattice_model *teacher_model, *student;
+    lattice_teacher *teacher;
+    lattice_distill *distill;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} world;
+
+static const char *corpus =
+    "The quick brown fox jumps over the lazy dog.\f"
+    "A stitch in time saves nine.\f"
+    "All that glitters is not gold.\f"
+    "Where there is a will there is a way.\f"
+    "Actions speak louder than words.\f"
+    "Better late than never, but never late is better.\f"
+    "Fortune favours the bold.\f"
+    "Knowledge is power.";
+
+static lattice_model *make_model(world *w, lattice_norm *norm, int layers, int active, uint64_t seed)
+{
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = VOCAB;
+    p.d_model = DM;
+    p.n_layers = layers;
+    p.n_active_layers = active;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 8;
+    p.d_ff = 32;
+    p.max_batch = 4;
+    p.max_seq = 48;
+    p.seed = seed;
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&p, norm, w->be, &m), LATTICE_OK);
+    return m;
+}
+
+static void open_world(world *w, lattice_norm_placement student_pl, lattice_schedule_preset preset,
+                       lattice_teacher *teacher_override)
+{
+    memset(w, 0, sizeof(*w));
+    w->be = tu_backend(lattice_backend_has_blis() ? "blis" : "ref", 2);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &w->pre), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(student_pl, LATTICE_NORM_RMS, 1e-6f, &w->post), LATTICE_OK);
+    w->teacher_model = make_model(w, w->pre, 3, 3, 11);
+    w->student = make_model(w, w->post, 4, 4, 12);
+    if (teacher_override)
+        w->teacher = teacher_override;
+    else
+        ck_assert_int_eq(lattice_teacher_create_model(w->teacher_model, &w->teacher), LATTICE_OK);
+    lattice_distill_params dp;
+    lattice_distill_params_init(&dp);
+    ck_assert_int_eq(lattice_distill_create(&dp, &w->distill), LATTICE_OK);
+    char path[] = "/tmp/lattice-study-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(corpus, f);
+    fclose(f);
+    lattice_data_params da;
+    lattice_data_params_init(&da);
+    da.batch_size = 4;
+    da.seq_len = 48;
+    da.val_fraction = 0.25f;
+    da.seed = 5;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_text(path, &da, &w->data, err) == LATTICE_OK, "%s", err);
+    remove(path);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = 3e-3f;
+    op.min_lr = 3e-4f;
+    op.warmup_steps = 2;
+    ck_assert_int_eq(lattice_optim_create(w->student, &op, &w->optim), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(preset, 2, 2, 6, LATTICE_BLOCK_INIT_RANDOM,
+                                                    &w->schedule),
+                     LATTICE_OK);
+}
+
+static void close_world(world *w)
+{
+    lattice_trainer_destroy(w->trainer);
+    lattice_schedule_destroy(w->schedule);
+    lattice_optim_destroy(w->optim);
+    lattice_data_destroy(w->data);
+    lattice_distill_destroy(w->distill);
+    lattice_teacher_destroy(w->teacher);
+    lattice_model_destroy(w->student);
+    lattice_model_destroy(w->teacher_model);
+    lattice_norm_destroy(w->pre);
+    lattice_norm_destroy(w->post);
+    lattice_backend_destroy(w->be);
+}
+
+static float *copy_tensor(lattice_model *m, const char *name, long *n)
+{
+    lattice_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(m, name, &ti), LATTICE_OK);
+    *n = (long)(ti.shape[0] * ti.shape[1]);
+    float *c = malloc(sizeof(float) * *n);
+    memcpy(c, ti.data, sizeof(float) * *n);
+    return c;
+}
+
+static int same_tensor(lattice_model *m, const char *name, const float *ref)
+{
+    lattice_tensor_info ti;
+    lattice_model_find_tensor(m, name, &ti);
+    return memcmp(ti.data, ref, sizeof(float) * ti.shape[0] * ti.shape[1]) == 0;
+}
+
+/* ---- teachers ------------------------------------------------------------------ */
+
+START_TEST(test_init_student)
+{
+    world w;
+    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+    ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
+    long n;
+    float *te = copy_tensor(w.teacher_model, "model.embed_tokens.weight", &n);
+    float *th = copy_tensor(w.teacher_model, "lm_head.weight", &n);
+    float *tn = copy_tensor(w.teacher_model, "model.norm.weight", &n);
+    ck_assert(same_tensor(w.student, "model.embed_tokens.weight", te));
+    ck_assert(same_tensor(w.student, "lm_head.weight", th));
+    ck_assert(same_tensor(w.student, "model.entry_norm.weight", tn)); /* post: entry norm */
+    int tr;
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_EMBEDDING, -1, &tr);
+    ck_assert_int_eq(tr, 0);
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &tr);
+    ck_assert_int_eq(tr, 1);
+    /* a post-norm teacher has no final norm; a callback teacher has no weights */
+    ck_assert_int_eq(lattice_teacher_init_student(w.teacher, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_teacher *self;
+    lattice_teacher_create_model(w.student, &self);
+    ck_assert_int_eq(lattice_teacher_init_student(self, w.teacher_model), LATTICE_ERR_INVALID_CONFIG);
+    lattice_teacher_destroy(self);
+    free(te);
+    free(th);
+    free(tn);
+    close_world(&w);
+}
+END_TEST
+
+typedef struct cb_state {
+    int calls;
+    int nan_at; /* call number that returns a NaN (0: never) */
+    int fail;
+} cb_state;
+
+/* A deterministic callback teacher: prefers the token after the input token. */
+static int cb_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab, float *z)
+{
+    cb_state *s = user;
+    s->calls++;
+    if (s->fail)
+        return 1;
+    for (int i = 0; i < batch * seq; i++)
+        for (int v = 0; v < vocab; v++)
+            z[(long)i * vocab + v] = v == (tokens[i] + 1) % vocab ? 4.0f : 0.0f;
+    if (s->calls == s->nan_at)
+        z[3] = NAN;
+    return 0;
+}
+
+START_TEST(test_callback_teacher)
+{
+    cb_state s = {0};
+    lattice_teacher *t;
+    ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, &s, 10, 2, 3, &t), LATTICE_OK);
+    const int32_t tok[6] = {1, 2, 3, 4, 5, 9};
+    const float *z;
+    ck_assert_int_eq(lattice_teacher_logits(t, tok, 2, 3, &z), LATTICE_OK);
+    ck_assert_float_eq(z[5 * 10 + 0], 4.0f); /* after 9 comes 0 */
+    ck_assert_float_eq(z[0 * 10 + 2], 4.0f);
+    ck_assert_int_eq(lattice_teacher_logits(t, tok, 3, 3, &z), LATTICE_ERR_INVALID_ARGUMENT);
+    s.nan_at = 2;
+    ck_assert_int_eq(lattice_teacher_logits(t, tok, 2, 3, &z), LATTICE_ERR_NON_FINITE);
+    s.fail = 1;
+    ck_assert_int_eq(lattice_teacher_logits(t, tok, 2, 3, &z), LATTICE_ERR_BACKEND);
+    ck_assert_ptr_null(z);
+    lattice_teacher_destroy(t);
+    ck_assert_int_eq(lattice_teacher_create_callback(NULL, &s, 10, 2, 3, &t), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* ---- the trainer -------------------------------------------------------------- */
+
+typedef struct log {
+    int steps, evals, phase_ends;
+    int active[64];
+    double last_val, first_kl, last_kl;
+} log_t;
+
+static int on_step(void *user, const lattice_metrics *m)
+{
+    log_t *l = user;
+    if (l->steps == 0)
+        l->first_kl = m->kl;
+    l->last_kl = m->kl;
+    l->active[l->steps++] = m->active_layers;
+    l->phase_ends += m->phase_end;
+    return 0;
+}
+
+static int on_eval(void *user, const lattice_metrics *m)
+{
+    log_t *l = user;
+    l->evals++;
+    l->last_val = m->val_ce;
+    return 0;
+}
+
+static void bind(world *w, log_t *l, int64_t eval_every)
+{
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_every = eval_every;
+    tp.on_step = on_step;
+    tp.on_eval = on_eval;
+    tp.user = l;
+    memset(l, 0, sizeof(*l));
+    ck_assert_int_eq(lattice_trainer_create(w->student, w->teacher, w->distill, w->data, w->optim,
+                                            w->schedule, &tp, &w->trainer),
+                     LATTICE_OK);
+}
+
+START_TEST(test_trainer_grow)
+{
+    /* _i: pre, post */
+    cb_state s = {0};
+    lattice_teacher *cb;
+    ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb), LATTICE_OK);
+    world w;
+    open_world(&w, _i ? LATTICE_NORM_POST : LATTICE_NORM_PRE, LATTICE_PRESET_GROW, cb);
+    log_t l;
+    bind(&w, &l, 4);
+    long n;
+    float *l3 = copy_tensor(w.student, "model.layers.3.mlp.down_proj.weight", &n);
+    /* first phase: layers 2-3 stay untouched */
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    ck_assert(same_tensor(w.student, "model.layers.3.mlp.down_proj.weight", l3));
+    ck_assert_int_eq(lattice_trainer_run(w.trainer), LATTICE_OK);
+    ck_assert(!same_tensor(w.student, "model.layers.3.mlp.down_proj.weight", l3));
+    ck_assert_int_eq(l.steps, 12);
+    ck_assert_int_eq(s.calls, 12); /* the teacher ran once per batch */
+    ck_assert_int_eq(l.active[0], 2);
+    ck_assert_int_eq(l.active[5], 2);
+    ck_assert_int_eq(l.active[6], 4);
+    ck_assert_int_eq(l.phase_ends, 2);
+    ck_assert_int_eq(l.evals, 4); /* steps 4, 6 (phase end), 8, 12 (both) */
+    ck_assert(isfinite(l.last_val) && l.last_val > 0.0);
+    ck_assert_msg(l.last_kl < l.first_kl, "KL %.3f -> %.3f", l.first_kl, l.last_kl);
+    lattice_counters c;
+    lattice_schedule_counters(w.schedule, &c);
+    ck_assert_int_eq(c.steps, 12);
+    ck_assert_int_gt(c.nonpad_tokens, 0);
+    ck_assert_int_lt(c.nonpad_tokens, c.tokens); /* unpacked documents are padded */
+    ck_assert_int_gt(c.active_layer_tokens, 2 * c.nonpad_tokens);
+    ck_assert_int_lt(c.active_layer_tokens, 4 * c.nonpad_tokens);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_ERR_STATE);
+    free(l3);
+    close_world(&w);
+}
+END_TEST
+
+START_TEST(test_trainer_freeze)
+{
+    world w;
+    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_FREEZE, NULL);
+    ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
+    log_t l;
+    bind(&w, &l, 0);
+    for (int i = 0; i < 6; i++)
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    long n;
+    float *l0 = copy_tensor(w.student, "model.layers.0.self_attn.q_proj.weight", &n);
+    float *l2 = copy_tensor(w.student, "model.layers.2.self_attn.q_proj.weight", &n);
+    float *emb = copy_tensor(w.student, "model.embed_tokens.weight", &n);
+    ck_assert_int_eq(lattice_trainer_run(w.trainer), LATTICE_OK);
+    ck_assert(same_tensor(w.student, "model.layers.0.self_attn.q_proj.weight", l0)); /* frozen */
+    ck_assert(!same_tensor(w.student, "model.layers.2.self_attn.q_proj.weight", l2));
+    ck_assert(same_tensor(w.student, "model.embed_tokens.weight", emb)); /* paper: frozen */
+    ck_assert_int_eq(l.evals, 2); /* at each phase end */
+    free(l0);
+    free(l2);
+    free(emb);
+    close_world(&w);
+}
+END_TEST
+
+START_TEST(test_trainer_non_finite_leaves_model)
+{
+    cb_state s = {0};
+    s.nan_at = 3;
+    lattice_teacher *cb;
+    lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb);
+    world w;
+    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, cb);
+    log_t l;
+    bind(&w, &l, 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    long n;
+    float *q = copy_tensor(w.student, "model.layers.1.self_attn.q_proj.weight", &n);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "teacher"));
+    ck_assert(same_tensor(w.student, "model.layers.1.self_attn.q_proj.weight", q));
+    int ph;
+    int64_t sp;
+    lattice_schedule_position(w.schedule, &ph, &sp);
+    ck_assert_int_eq(sp, 2);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK); /* can go on */
+    free(q);
+    close_world(&w);
+}
+END_TEST
+
+START_TEST(test_trainer_cross_entropy_only_and_bad_binding)
+{
+    world w;
+    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_SINGLE_BLOCK, NULL);
+    lattice_trainer *t;
+    ck_assert_int_eq(lattice_trainer_create(w.student, w.teacher, NULL, w.data, w.optim, w.schedule,
+                                            NULL, &t),
+                     LATTICE_ERR_INVALID_ARGUMENT); /* a teacher needs a loss */
+    lattice_schedule *big;
+    lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 5, 1, 3, 0, &big);
+    ck_assert_int_eq(lattice_trainer_create(w.student, NULL, NULL, w.data, w.optim, big, NULL, &t),
+                     LATTICE_ERR_INVALID_CONFIG); /* 5 layers > capacity 4 */
+    lattice_schedule_destroy(big);
+    ck_assert_int_eq(lattice_trainer_create(w.student, NULL, NULL, w.data, w.optim, w.schedule,
+                                            NULL, &w.trainer),
+                     LATTICE_OK);
+    lattice_metrics m;
+    double before;
+    ck_assert_int_eq(lattice_trainer_evaluate(w.trainer, &before), LATTICE_OK);
+    while (!lattice_schedule_finished(w.schedule))
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK);
+    ck_assert_double_eq(m.kl, 0.0);
+    ck_assert(isfinite(m.val_ce) && m.val_ce < before);
+    close_world(&w);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("study");
+    TCase *sc = tcase_create("schedule");
+    tcase_add_test(sc, test_presets);
+    tcase_add_test(sc, test_counters_and_matching);
+    tcase_add_test(sc, test_token_budget_and_bad_phases);
+    suite_add_tcase(s, sc);
+    TCase *tt = tcase_create("teacher");
+    tcase_add_test(tt, test_init_student);
+    tcase_add_test(tt, test_callback_teacher);
+    suite_add_tcase(s, tt);
+    TCase *tr = tcase_create("trainer");
+    tcase_set_timeout(tr, 300);
+    tcase_add_loop_test(tr, test_trainer_grow, 0, 2);
+    tcase_add_test(tr, test_trainer_freeze);
+    tcase_add_test(tr, test_trainer_non_finite_leaves_model);
+    tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);
+    suite_add_tcase(s, tr);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
