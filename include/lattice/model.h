@@ -377,6 +377,61 @@ LATTICE_API double lattice_model_flops(const lattice_model *model, int batch, in
  */
 LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model);
 
+/**
+ * @brief Save the model's parameters (the whole capacity) as safetensors (F32).
+ *
+ * Tensor names are listed in doc/MODEL.md; the shape and placement go into
+ * the header's __metadata__ as "lattice.config" (JSON), so the file reopens
+ * with ::lattice_model_create_from_file. The write is atomic: a temporary
+ * file in the same directory, fsync, then rename.
+ * @param model The model.
+ * @param path Destination.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_IO.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const char *path);
+
+/**
+ * @brief Load parameters from a safetensors file into an existing model.
+ *
+ * Every tensor of the model must be present with the same shape (F32, F16,
+ * BF16 or F64; converted to float). Other tensors in the file are ignored.
+ * The file is treated as hostile: bounds, sizes, overlaps, dtypes and JSON
+ * are checked before anything is read, and a failed load leaves a clear
+ * message (the model's weights may then be partly overwritten).
+ * @param model The model.
+ * @param path The file.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
+ *         ::LATTICE_ERR_FORMAT (a malformed file, a missing tensor, a shape that
+ *         disagrees with the model).
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *path);
+
+/**
+ * @brief Create a model from a safetensors file and load its weights.
+ *
+ * The shape comes from a Hugging Face Qwen3 config.json when config_path is
+ * given (hidden_size, intermediate_size, num_hidden_layers,
+ * num_attention_heads, num_key_value_heads, head_dim, vocab_size, rope_theta,
+ * rms_norm_eps, tie_word_embeddings; pre-norm RMSNorm with q/k norm), so real
+ * Qwen3 weights load as a teacher; otherwise from the file's own
+ * "lattice.config" metadata (files written by ::lattice_model_save).
+ * @param path The safetensors file.
+ * @param config_path A config.json, or NULL.
+ * @param backend The backend; borrowed.
+ * @param max_batch Largest batch the model will take.
+ * @param max_seq Longest sequence.
+ * @param[out] out The new model, or NULL on failure.
+ * @param[out] errmsg Receives the reason on failure when non-NULL (::LATTICE_ERRMSG_SIZE bytes).
+ * @return As ::lattice_model_create and ::lattice_model_load.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_create_from_file(const char *path, const char *config_path,
+                                                          lattice_backend *backend, int max_batch,
+                                                          int max_seq, lattice_model **out,
+                                                          char *errmsg);
+
 /** @} */
 
 #ifdef __cplusplus

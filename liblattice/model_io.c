@@ -1,0 +1,315 @@
+/* Models to and from safetensors files. */
+#include "model_impl.h"
+#include "safetensors.h"
+
+#include <json-c/json.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
+
+/* The shape and placement as a JSON string (caller frees). */
+static char *config_json(const lattice_model *m)
+{
+    json_object *o = json_object_new_object();
+    const lattice_model_params *p = &m->p;
+#define I(k, v) json_object_object_add(o, k, json_object_new_int64(v))
+    I("vocab_size", p->vocab_size);
+    I("d_model", p->d_model);
+    I("n_layers", p->n_layers);
+    I("n_active_layers", m->n_active);
+    I("n_heads", p->n_heads);
+    I("n_kv_heads", p->n_kv_heads);
+    I("head_dim", p->head_dim);
+    I("d_ff", p->d_ff);
+    I("qk_norm", p->qk_norm);
+    I("tie_embeddings", p->tie_embeddings);
+#undef I
+    json_object_object_add(o, "rope_theta", json_object_new_double(p->rope_theta));
+    json_object_object_add(o, "placement",
+                           json_object_new_string(lattice_norm_placement_name(m->norm.placement)));
+    json_object_object_add(o, "norm", json_object_new_string(m->norm.kind == LATTICE_NORM_LAYER
+                                                                 ? "layer" : "rms"));
+    json_object_object_add(o, "eps", json_object_new_double(m->norm.eps));
+    json_object_object_add(o, "residual_scale", json_object_new_double(m->norm.residual_scale));
+    char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return s;
+}
+
+lattice_status lattice_model_save(const lattice_model *cm, const char *path)
+{
+    lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!path)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    st_entry *e = calloc((size_t)m->n_tensors, sizeof(*e));
+    char *cfg = config_json(m);
+    if (!e || !cfg) {
+        free(e);
+        free(cfg);
+        return FAIL(m, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+    }
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        e[i].name = t->name;
+        e[i].dtype = ST_F32;
+        e[i].ndim = t->ndim;
+        e[i].shape[0] = t->rows;
+        e[i].shape[1] = t->cols;
+        e[i].data = t->data;
+    }
+    const char *meta[] = {"format", "pt", "lattice.version", LATTICE_VERSION_STRING,
+                          "lattice.config", cfg, NULL};
+    lattice_status st = lattice__st_write(path, e, m->n_tensors, meta, m->err);
+    free(e);
+    free(cfg);
+    return st;
+}
+
+static lattice_status load_open(lattice_model *m, const st_file *sf)
+{
+    /* Placements share some tensor names with different meanings (pre's
+     * post_attention_layernorm sits before the MLP, peri's after attention):
+     * a file that says what it is must match. */
+    const char *cfg = lattice__st_meta(sf, "lattice.config");
+    json_object *o = cfg ? json_tokener_parse(cfg) : NULL, *v;
+    const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
+                                                                        : NULL;
+    lattice_status st = LATTICE_OK;
+    if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
+        st = FAIL(m, LATTICE_ERR_FORMAT, "the file holds a %s-norm model, this one is %s-norm", pl,
+                  lattice_norm_placement_name(m->norm.placement));
+    json_object_put(o);
+    if (st != LATTICE_OK)
+        return st;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        const st_tensor *f = lattice__st_find(sf, t->name);
+        if (!f)
+            return FAIL(m, LATTICE_ERR_FORMAT, "tensor '%s' is missing from the file", t->name);
+        int64_t want[2] = {t->rows, t->cols};
+        int ok = f->ndim == t->ndim;
+        for (int d = 0; ok && d < t->ndim; d++)
+            ok = f->shape[d] == want[d];
+        if (!ok)
+            return FAIL(m, LATTICE_ERR_FORMAT,
+                        "tensor '%s' has shape [%lld%s%lld] in the model but not in the file",
+                        t->name, (long long)t->rows, t->ndim == 2 ? ", " : "",
+                        t->ndim == 2 ? (long long)t->cols : 0LL);
+        lattice_status st = lattice__st_read_f32(sf, f, t->data, t->rows * t->cols, m->err);
+        if (st != LATTICE_OK)
+            return st;
+    }
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_load(lattice_model *m, const char *path)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!path)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    st_file sf;
+    lattice_status st = lattice__st_open(&sf, path, m->err);
+    if (st != LATTICE_OK)
+        return st;
+    st = load_open(m, &sf);
+    lattice__st_close(&sf);
+    m->batch = m->seq = 0;
+    return st;
+}
+
+/* Integer and number fields of a JSON config, with presence and range checks. */
+static int get_int(json_object *o, const char *key, int *out, int required)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, key, &v))
+        return !required;
+    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
+        return 0;
+    int64_t x = json_object_get_int64(v);
+    if (x < -1 || x > (1 << 30))
+        return 0;
+    *out = (int)x;
+    return 1;
+}
+
+static int get_num(json_object *o, const char *key, float *out)
+{
+    json_object *v;
+    if (!json_object_object_get_ex(o, key, &v))
+        return 1;
+    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+        return 0;
+    double x = json_object_get_double(v);
+    if (!isfinite(x))
+        return 0;
+    *out = (float)x;
+    return 1;
+}
+
+static const char *get_str(json_object *o, const char *key)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v) : NULL;
+}
+
+/* Fill params and placement from a Qwen3 config.json or our own metadata. */
+static lattice_status parse_config(json_object *o, int qwen, lattice_model_params *p,
+                                   lattice_norm_placement *pl, lattice_norm_kind *kind, float *eps,
+                                   float *scale, char *err)
+{
+#define BADCFG(what) return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s", what)
+    *pl = LATTICE_NORM_PRE;
+    *kind = LATTICE_NORM_RMS;
+    *eps = 1e-6f;
+    *scale = 1.0f;
+    if (qwen) {
+        p->head_dim = 0;
+        p->qk_norm = 1;
+        p->tie_embeddings = 0;
+        if (!get_int(o, "hidden_size", &p->d_model, 1) ||
+            !get_int(o, "intermediate_size", &p->d_ff, 1) ||
+            !get_int(o, "num_hidden_layers", &p->n_layers, 1) ||
+            !get_int(o, "num_attention_heads", &p->n_heads, 1) ||
+            !get_int(o, "vocab_size", &p->vocab_size, 1))
+            BADCFG("needs integer hidden_size, intermediate_size, num_hidden_layers, "
+                   "num_attention_heads and vocab_size");
+        p->n_kv_heads = p->n_heads;
+        if (!get_int(o, "num_key_value_heads", &p->n_kv_heads, 0) ||
+            !get_int(o, "head_dim", &p->head_dim, 0) ||
+            !get_int(o, "tie_word_embeddings", &p->tie_embeddings, 0) ||
+            !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "rms_norm_eps", eps))
+            BADCFG("a field has the wrong type");
+        if (p->head_dim == 0 && p->n_heads > 0)
+            p->head_dim = p->d_model / p->n_heads;
+        p->n_active_layers = p->n_layers;
+        return LATTICE_OK;
+    }
+    if (!get_int(o, "vocab_size", &p->vocab_size, 1) || !get_int(o, "d_model", &p->d_model, 1) ||
+        !get_int(o, "n_layers", &p->n_layers, 1) ||
+        !get_int(o, "n_active_layers", &p->n_active_layers, 1) ||
+        !get_int(o, "n_heads", &p->n_heads, 1) || !get_int(o, "n_kv_heads", &p->n_kv_heads, 1) ||
+        !get_int(o, "head_dim", &p->head_dim, 1) || !get_int(o, "d_ff", &p->d_ff, 1) ||
+        !get_int(o, "qk_norm", &p->qk_norm, 1) ||
+        !get_int(o, "tie_embeddings", &p->tie_embeddings, 1) ||
+        !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "eps", eps) ||
+        !get_num(o, "residual_scale", scale))
+        BADCFG("lattice.config lacks a field or has one of the wrong type");
+    const char *pn = get_str(o, "placement"), *kn = get_str(o, "norm");
+    if (!pn || lattice_norm_placement_from_name(pn, pl) != LATTICE_OK)
+        BADCFG("unknown placement");
+    if (!kn || (strcmp(kn, "rms") && strcmp(kn, "layer")))
+        BADCFG("unknown norm kind");
+    *kind = strcmp(kn, "layer") == 0 ? LATTICE_NORM_LAYER : LATTICE_NORM_RMS;
+    return LATTICE_OK;
+#undef BADCFG
+}
+
+/* A JSON object from a file of at most 1 MiB. */
+static lattice_status parse_json_file(const char *path, json_object **out, char *err)
+{
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s", path);
+    char *buf = malloc(1 << 20);
+    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+    int too_big = buf && n == (1 << 20) - 1 && fgetc(f) != EOF;
+    fclose(f);
+    if (!buf)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+    json_object *o = NULL;
+    if (!too_big) {
+        json_tokener *tok = json_tokener_new();
+        o = tok ? json_tokener_parse_ex(tok, buf, (int)n) : NULL;
+        if (tok && json_tokener_get_error(tok) != json_tokener_success) {
+            json_object_put(o);
+            o = NULL;
+        }
+        json_tokener_free(tok);
+    }
+    free(buf);
+    if (!o || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is not a JSON object (or over 1 MiB)",
+                                  path);
+    }
+    *out = o;
+    return LATTICE_OK;
+}
+
+/* The config: a given config.json, or the file's own metadata. */
+static lattice_status read_config(const st_file *sf, const char *path, const char *config_path,
+                                  json_object **out, char *err)
+{
+    if (config_path)
+        return parse_json_file(config_path, out, err);
+    const char *s = lattice__st_meta(sf, "lattice.config");
+    if (!s)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "%s has no lattice.config metadata: give a config.json", path);
+    json_object *o = json_tokener_parse(s);
+    if (!o || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: lattice.config is not a JSON object",
+                                  path);
+    }
+    *out = o;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_create_from_file(const char *path, const char *config_path,
+                                              lattice_backend *backend, int max_batch, int max_seq,
+                                              lattice_model **out, char *errmsg)
+{
+    char local[LATTICE_ERRMSG_MAX];
+    char *err = errmsg ? errmsg : local;
+    err[0] = 0;
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!path || !backend)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "path and backend are needed");
+    st_file sf;
+    lattice_status st = lattice__st_open(&sf, path, err);
+    if (st != LATTICE_OK)
+        return st;
+    json_object *cfg = NULL;
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    lattice_norm_placement pl;
+    lattice_norm_kind kind;
+    float eps, scale;
+    lattice_norm *norm = NULL;
+    lattice_model *m = NULL;
+    st = read_config(&sf, path, config_path, &cfg, err);
+    if (st == LATTICE_OK)
+        st = parse_config(cfg, config_path != NULL, &p, &pl, &kind, &eps, &scale, err);
+    if (st == LATTICE_OK) {
+        p.max_batch = max_batch;
+        p.max_seq = max_seq;
+        st = lattice_model_params_check(&p, err);
+    }
+    if (st == LATTICE_OK && (st = lattice_norm_create(pl, kind, eps, &norm)) != LATTICE_OK)
+        lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad norm settings");
+    if (st == LATTICE_OK && scale != 1.0f && (st = lattice_norm_set_residual_scale(norm, scale)))
+        lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
+    if (st == LATTICE_OK)
+        st = lattice_model_create(&p, norm, backend, &m);
+    if (st == LATTICE_OK && (st = load_open(m, &sf)) != LATTICE_OK)
+        snprintf(err, LATTICE_ERRMSG_MAX, "%s", m->err);
+    lattice__st_close(&sf);
+    json_object_put(cfg);
+    lattice_norm_destroy(norm);
+    if (st != LATTICE_OK) {
+        lattice_model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return LATTICE_OK;
+}

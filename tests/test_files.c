@@ -1,0 +1,395 @@
+/* safetensors: round trips under every placement, F16/BF16 loading, Qwen3
+ * configs, a corpus of broken files, and atomic writes under a kill. */
+#include "testutil.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static lattice_backend *be;
+
+static void setup(void) { be = tu_backend("ref", 1); }
+static void teardown(void) { lattice_backend_destroy(be); }
+
+static lattice_model *small_model(lattice_norm_placement pl, lattice_norm_kind kind, int tied,
+                                  uint64_t seed)
+{
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 13;
+    p.d_model = 8;
+    p.n_layers = 3;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 4;
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 6;
+    p.tie_embeddings = tied;
+    p.seed = seed;
+    p.init_std = 0.2f;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(pl, kind, 1e-5f, &n), LATTICE_OK);
+    if (pl == LATTICE_NORM_POST)
+        lattice_norm_set_residual_scale(n, 1.25f);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
+    lattice_norm_destroy(n);
+    return m;
+}
+
+static const int32_t toks[12] = {1, 5, 2, 12, 0, 7, 3, 3, 9, 11, 4, 6};
+
+static void expect_same_logits(lattice_model *a, lattice_model *b)
+{
+    ck_assert_int_eq(lattice_model_forward(a, toks, 2, 6), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(b, toks, 2, 6), LATTICE_OK);
+    ck_assert_int_eq(memcmp(lattice_model_logits(a), lattice_model_logits(b), sizeof(float) * 12 * 13),
+                     0);
+}
+
+static char *temp_path(const char *suffix)
+{
+    static char buf[4][96];
+    static int k;
+    char *p = buf[k++ % 4];
+    snprintf(p, 96, "/tmp/lattice-files-%d-%d%s", (int)getpid(), k, suffix);
+    return p;
+}
+
+START_TEST(test_round_trip)
+{
+    /* _i: placement x kind, then tied */
+    lattice_norm_placement pl = (lattice_norm_placement)(_i % 3);
+    lattice_norm_kind kind = (lattice_norm_kind)((_i / 3) % 2);
+    lattice_model *a = small_model(pl, kind, _i >= 6, 1), *c = small_model(pl, kind, _i >= 6, 2);
+    char *path = temp_path(".safetensors");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    lattice_model *b;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK, "%s", err);
+    ck_assert_int_eq(lattice_model_placement(b), pl);
+    ck_assert_int_eq(lattice_model_active_layers(b), 2);
+    expect_same_logits(a, b);
+    ck_assert_int_eq(lattice_model_load(c, path), LATTICE_OK);
+    expect_same_logits(a, c);
+    /* a file of another placement does not fit */
+    lattice_model *other = small_model((lattice_norm_placement)((_i + 1) % 3), kind, _i >= 6, 1);
+    ck_assert_int_eq(lattice_model_load(other, path), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(other), "-norm model"));
+    unlink(path);
+    lattice_model_destroy(a);
+    lattice_model_destroy(b);
+    lattice_model_destroy(c);
+    lattice_model_destroy(other);
+}
+END_TEST
+
+/* ---- hand-made files -------------------------------------------------------------- */
+
+typedef struct blob {
+    unsigned char *data;
+    size_t len, cap;
+} blob;
+
+static void put(blob *b, const void *p, size_t n)
+{
+    if (b->len + n > b->cap) {
+        b->cap = (b->len + n) * 2;
+        b->data = realloc(b->data, b->cap);
+    }
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+}
+
+/* A file with the given header text and data bytes. */
+static char *write_file(const char *header, uint64_t header_len, const void *data, size_t n)
+{
+    blob b = {0};
+    unsigned char len[8];
+    for (int i = 0; i < 8; i++)
+        len[i] = (unsigned char)(header_len >> (8 * i));
+    put(&b, len, 8);
+    put(&b, header, strlen(header));
+    if (data && n)
+        put(&b, data, n);
+    char *path = temp_path(".bad");
+    FILE *f = fopen(path, "wb");
+    fwrite(b.data, 1, b.len, f);
+    fclose(f);
+    free(b.data);
+    return path;
+}
+
+static uint16_t to_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return (uint16_t)(u >> 16);
+}
+
+static uint16_t to_f16(float x) /* normal range, round toward zero: enough for a test */
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    uint32_t sign = (u >> 16) & 0x8000, exp = (u >> 23) & 0xff, man = u & 0x7fffff;
+    if (exp == 0 || x == 0.0f)
+        return (uint16_t)sign;
+    int e = (int)exp - 127 + 15;
+    if (e <= 0)
+        return (uint16_t)sign;
+    return (uint16_t)(sign | (uint32_t)e << 10 | man >> 13);
+}
+
+/* Rewrite a model as a file of 16-bit floats (F16 or BF16). */
+static char *write_half_model(lattice_model *m, int bf16)
+{
+    char header[16384];
+    size_t hl = 0;
+    blob data = {0};
+    hl += (size_t)snprintf(header + hl, sizeof header - hl, "{");
+    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, i, &ti);
+        long n = (long)(ti.shape[0] * ti.shape[1]);
+        size_t begin = data.len;
+        for (long j = 0; j < n; j++) {
+            uint16_t h = bf16 ? to_bf16(ti.data[j]) : to_f16(ti.data[j]);
+            unsigned char le[2] = {(unsigned char)h, (unsigned char)(h >> 8)};
+            put(&data, le, 2);
+        }
+        if (ti.ndim == 2)
+            hl += (size_t)snprintf(header + hl, sizeof header - hl,
+                                   "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld,%lld],\"data_offsets\":[%zu,%zu]}",
+                                   i ? "," : "", ti.name, bf16 ? "BF16" : "F16",
+                                   (long long)ti.shape[0], (long long)ti.shape[1], begin, data.len);
+        else
+            hl += (size_t)snprintf(header + hl, sizeof header - hl,
+                                   "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%lld],\"data_offsets\":[%zu,%zu]}",
+                                   i ? "," : "", ti.name, bf16 ? "BF16" : "F16",
+                                   (long long)ti.shape[0], begin, data.len);
+    }
+    hl += (size_t)snprintf(header + hl, sizeof header - hl, "}");
+    char *path = write_file(header, hl, data.data, data.len);
+    free(data.data);
+    return path;
+}
+
+START_TEST(test_half_precision)
+{
+    lattice_model *a = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 3);
+    lattice_model *b = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 4);
+    char *path = write_half_model(a, _i);
+    ck_assert_msg(lattice_model_load(b, path) == LATTICE_OK, "%s", lattice_model_errmsg(b));
+    const float tol = _i ? 1.0f / 128 : 1.0f / 1024; /* bf16 keeps 8 bits, f16 11 */
+    for (int i = 0; i < lattice_model_n_tensors(a); i++) {
+        lattice_tensor_info x, y;
+        lattice_model_tensor(a, i, &x);
+        lattice_model_tensor(b, i, &y);
+        for (long j = 0; j < x.shape[0] * x.shape[1]; j++)
+            ck_assert_msg(fabsf(x.data[j] - y.data[j]) <= tol * fabsf(x.data[j]) + 1e-7f,
+                          "%s[%ld]: %g vs %g", x.name, j, x.data[j], y.data[j]);
+    }
+    unlink(path);
+    lattice_model_destroy(a);
+    lattice_model_destroy(b);
+}
+END_TEST
+
+START_TEST(test_qwen3_config)
+{
+    /* A Qwen3-architecture file with its config.json loads as a model. */
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 13;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 6; /* Qwen3's head_dim is independent of hidden_size */
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 6;
+    p.rope_theta = 1e6f;
+    p.tie_embeddings = _i;
+    p.seed = 9;
+    lattice_norm *n;
+    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_model *a;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
+    lattice_norm_destroy(n);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "{\"architectures\": [\"Qwen3ForCausalLM\"], \"hidden_size\": 8, "
+               "\"intermediate_size\": 12, \"num_hidden_layers\": 2, \"num_attention_heads\": 2, "
+               "\"num_key_value_heads\": 1, \"head_dim\": 6, \"vocab_size\": 13, "
+               "\"rope_theta\": 1000000, \"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": %s}",
+            _i ? "true" : "false");
+    fclose(f);
+    lattice_model *b;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err) == LATTICE_OK, "%s", err);
+    expect_same_logits(a, b);
+    lattice_model_destroy(b);
+    /* a config that disagrees with the tensors */
+    f = fopen(cfg, "w");
+    fprintf(f, "{\"hidden_size\": 8, \"intermediate_size\": 16, \"num_hidden_layers\": 2, "
+               "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 6, "
+               "\"vocab_size\": 13, \"tie_word_embeddings\": %s}",
+            _i ? "true" : "false");
+    fclose(f);
+    ck_assert_int_eq(lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(b);
+    ck_assert_ptr_nonnull(strstr(err, "shape"));
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
+/* ---- broken files -------------------------------------------------------------------- */
+
+static void expect_refused(const char *path, const char *why)
+{
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1), *b;
+    lattice_status st = lattice_model_load(m, path);
+    ck_assert_msg(st == LATTICE_ERR_FORMAT || st == LATTICE_ERR_IO, "%s: status %d", why, st);
+    ck_assert_msg(lattice_model_errmsg(m)[0] != 0, "%s: no message", why);
+    char err[LATTICE_ERRMSG_SIZE];
+    st = lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err);
+    ck_assert_msg(st == LATTICE_ERR_FORMAT || st == LATTICE_ERR_IO, "%s: create gave %d", why, st);
+    ck_assert_ptr_null(b);
+    lattice_model_destroy(m);
+}
+
+#define ONE_TENSOR(dtype, shape, offs) \
+    "{\"model.embed_tokens.weight\":{\"dtype\":\"" dtype "\",\"shape\":" shape ",\"data_offsets\":" offs "}}"
+
+START_TEST(test_broken_corpus)
+{
+    static unsigned char zeros[4096];
+    struct {
+        const char *header;
+        int64_t len_delta; /* added to the true header length */
+        size_t data;
+        const char *why;
+    } cases[] = {
+        {"", -1, 0, "empty header"},
+        {"{}", 1000, 0, "header length past the end"},
+        {"{}", -((int64_t)1 << 40), 0, "absurd header length"},
+        {"{\"a\": ", 0, 0, "truncated JSON"},
+        {"[1, 2, 3]", 0, 0, "JSON that is not an object"},
+        {"{\"a\": 1} junk", 0, 0, "trailing bytes after the JSON"},
+        {ONE_TENSOR("Q8", "[13,8]", "[0,416]"), 0, 416, "unknown dtype"},
+        {ONE_TENSOR("F32", "[-13,8]", "[0,416]"), 0, 416, "negative shape"},
+        {ONE_TENSOR("F32", "[4294967296,4294967296,4294967296]", "[0,416]"), 0, 416,
+         "shape whose size overflows"},
+        {ONE_TENSOR("F32", "[13,8]", "[0,416]"), 0, 100, "data past the end (truncated file)"},
+        {ONE_TENSOR("F32", "[13,8]", "[0,400]"), 0, 416, "offsets that disagree with the shape"},
+        {ONE_TENSOR("F32", "[13,8]", "[416,0]"), 0, 416, "end before begin"},
+        {ONE_TENSOR("F32", "13", "[0,416]"), 0, 416, "shape not an array"},
+        {ONE_TENSOR("F32", "[13,8]", "[0]"), 0, 416, "one offset"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+         "\"y\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[8,24]}}",
+         0, 24, "overlapping tensors"},
+        {"{\"__metadata__\":{\"a\":1}}", 0, 0, "metadata that is not a string"},
+        {"{\"__metadata__\":[]}", 0, 0, "metadata that is not an object"},
+        {"{\"x\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]}}", 0, 16,
+         "a valid file without the model's tensors"},
+        {"{\"x\":5}", 0, 0, "an entry that is not an object"},
+        {"{\"model.embed_tokens.weight\":{\"dtype\":\"I32\",\"shape\":[13,8],\"data_offsets\":[0,416]}}",
+         0, 416, "integer data where floats belong"},
+        {"{\"model.embed_tokens.weight\":{\"dtype\":\"F32\",\"shape\":[8,13],\"data_offsets\":[0,416]}}",
+         0, 416, "transposed shape"},
+        {"{\"__metadata__\":{\"lattice.config\":\"{\\\"d_model\\\": \\\"eight\\\"}\"}}", 0, 0,
+         "a config of the wrong types"},
+        {"{\"__metadata__\":{\"lattice.config\":\"not json\"}}", 0, 0, "a config that is not JSON"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t hl = (uint64_t)((int64_t)strlen(cases[i].header) + cases[i].len_delta);
+        char *path = write_file(cases[i].header, hl, zeros, cases[i].data);
+        expect_refused(path, cases[i].why);
+        unlink(path);
+    }
+    /* files cut at every length of a valid one */
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    char *good = temp_path(".safetensors");
+    ck_assert_int_eq(lattice_model_save(m, good), LATTICE_OK);
+    FILE *f = fopen(good, "rb");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *all = malloc((size_t)size);
+    ck_assert_int_eq(fread(all, 1, (size_t)size, f), (size_t)size);
+    fclose(f);
+    char *cut = temp_path(".cut");
+    for (long len = 0; len < size; len += len < 64 ? 1 : 97) {
+        f = fopen(cut, "wb");
+        fwrite(all, 1, (size_t)len, f);
+        fclose(f);
+        expect_refused(cut, "a truncated file");
+    }
+    ck_assert_int_eq(lattice_model_load(m, "/nonexistent/model.safetensors"), LATTICE_ERR_IO);
+    ck_assert_int_eq(lattice_model_load(m, "/tmp"), LATTICE_ERR_IO);
+    unlink(cut);
+    unlink(good);
+    free(all);
+    lattice_model_destroy(m);
+}
+END_TEST
+
+/* ---- atomic writes --------------------------------------------------------------------- */
+
+START_TEST(test_atomic_write_survives_kill)
+{
+    char dir[] = "/tmp/lattice-atomic-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    lattice_model *m = small_model(LATTICE_NORM_POST, LATTICE_NORM_RMS, 0, 5);
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    for (int round = 0; round < 5; round++) {
+        pid_t pid = fork();
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) { /* a writer that saves forever until killed */
+            for (;;)
+                lattice_model_save(m, path);
+        }
+        usleep(2000 + 3000 * round);
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        lattice_model *b;
+        char err[LATTICE_ERRMSG_SIZE];
+        ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK,
+                      "round %d: %s", round, err);
+        expect_same_logits(m, b);
+        lattice_model_destroy(b);
+    }
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    lattice_model_destroy(m);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("files");
+    TCase *tc = tcase_create("safetensors");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, test_round_trip, 0, 7);
+    tcase_add_loop_test(tc, test_half_precision, 0, 2);
+    tcase_add_loop_test(tc, test_qwen3_config, 0, 2);
+    tcase_add_test(tc, test_broken_corpus);
+    tcase_add_test(tc, test_atomic_write_survives_kill);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
