@@ -16,5 +16,6 @@
 #include <lattice/schedule.h>
 #include <lattice/teacher.h>
 #include <lattice/trainer.h>
+#include <lattice/diag.h>
 
 #endif

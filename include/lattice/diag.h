@@ -1,0 +1,154 @@
+/**
+ * @file diag.h
+ * @brief The paper's diagnostics: boundary scale, block removal, loss response at appends.
+ */
+#ifndef LATTICE_DIAG_H
+#define LATTICE_DIAG_H
+
+#include <lattice/common.h>
+#include <lattice/model.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * @defgroup diag Diagnostics
+ *
+ * - Boundary scale: the per-token RMS of the residual stream,
+ *   sqrt(mean_j h[t, j]^2), at every layer boundary (see
+ *   ::lattice_model_hidden), summarised over tokens by mean, standard
+ *   deviation, Pearson kurtosis (E[(x - mean)^4] / var^2; 3 for a normal
+ *   distribution) and maximum, per token class. The default classes are
+ *   0 = regular tokens and 1 = document-boundary tokens, the latter being
+ *   position 0 of each row (one document per row, as the paper's batches);
+ *   callers can pass their own classes.
+ * - Block removal: on a fixed batch, the change of cross-entropy when a range
+ *   of layers is skipped (dCE = CE without it - CE with it), and the mean over
+ *   counted tokens of the angular distance arccos(cos(h_in, h_out)) / pi
+ *   between the range's input and output streams in the full model.
+ * - Loss response at an append (::lattice_diag_loss_response), from a
+ *   training-loss series.
+ * @{
+ */
+
+/** Summary of per-token RMS values over a set of tokens. @since 0.1 */
+typedef struct lattice_rms_stats {
+    int64_t count;   /**< Tokens summarised. */
+    double mean;     /**< Mean RMS. */
+    double std;      /**< Standard deviation (population). */
+    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). */
+    double max;      /**< Largest RMS. */
+} lattice_rms_stats;
+
+/** What removing a block does. @since 0.1 */
+typedef struct lattice_removal {
+    double ce_full;    /**< Cross-entropy of the full model. */
+    double ce_removed; /**< Cross-entropy with the block skipped. */
+    double dce;        /**< ce_removed - ce_full. */
+    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. */
+} lattice_removal;
+
+/** The loss response to an append. @since 0.1 */
+typedef struct lattice_response {
+    double baseline;       /**< Mean loss over the window steps before the append. */
+    double jump;           /**< Loss at the first step after the append minus the baseline. */
+    double area;           /**< Sum over the horizon of max(0, loss - baseline). */
+    int64_t recovery;      /**< Steps until the trailing mean over window steps is back at or
+                                below the baseline; -1 if it never is within the series. */
+} lattice_response;
+
+/** An opaque diagnostics context (scratch sized for one model). @since 0.1 */
+typedef struct lattice_diag lattice_diag;
+
+/**
+ * @brief Create diagnostics for a model.
+ * @param model The model; borrowed.
+ * @param[out] out The new context, or NULL on failure.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out);
+
+/**
+ * @brief Destroy a context. NULL is ignored.
+ * @param diag The context.
+ * @since 0.1
+ */
+LATTICE_API void lattice_diag_destroy(lattice_diag *diag);
+
+/**
+ * @brief The message of the last failed call ("" if none).
+ * @param diag The context; NULL gives a static message.
+ * @return A string valid until the next call on the context.
+ * @since 0.1
+ */
+LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
+
+/**
+ * @brief Per-token RMS statistics at every boundary of a forward over a batch.
+ *
+ * Runs a forward pass over the active layers. out[b * (n_classes + 1) + c]
+ * holds boundary b's statistics for class c, and c = n_classes those of all
+ * counted tokens, for b = 0 .. active layers.
+ * @param diag The context.
+ * @param tokens [batch, seq] ids.
+ * @param mask [batch, seq] flags of the tokens to count; NULL counts all.
+ * @param batch Rows.
+ * @param seq Positions.
+ * @param classes [batch, seq] class of each token, each < n_classes; NULL
+ *        for the default (1 at position 0 of each row, else 0; n_classes must be 2).
+ * @param n_classes Number of classes (>= 1).
+ * @param[out] out (active layers + 1) * (n_classes + 1) entries.
+ * @param out_len Entries available in out.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
+                                                       const uint8_t *mask, int batch, int seq,
+                                                       const uint8_t *classes, int n_classes,
+                                                       lattice_rms_stats *out, int out_len);
+
+/**
+ * @brief Skip layers [first, first + count) on a fixed batch and measure dCE and the angle.
+ *
+ * Leaves the model without a skip.
+ * @param diag The context.
+ * @param tokens [batch, seq] ids.
+ * @param targets [batch, seq] next tokens.
+ * @param mask [batch, seq] flags; NULL counts all.
+ * @param batch Rows.
+ * @param seq Positions.
+ * @param first First layer of the block.
+ * @param count Layers in the block (first + count <= active layers).
+ * @param[out] out The result.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
+                                                      const int32_t *targets, const uint8_t *mask,
+                                                      int batch, int seq, int first, int count,
+                                                      lattice_removal *out);
+
+/**
+ * @brief The loss response to an append, from a series of training losses.
+ * @param losses Loss of each step (index = step).
+ * @param n Steps in the series.
+ * @param append_step Index of the first step after the append (window <= append_step < n).
+ * @param window Steps of the baseline and of the trailing mean (>= 1).
+ * @param horizon Steps after the append summed into the area (clipped to the series).
+ * @param[out] out The response.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
+                                                      int64_t append_step, int64_t window,
+                                                      int64_t horizon, lattice_response *out);
+
+/** @} */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

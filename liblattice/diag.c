@@ -1,0 +1,229 @@
+#include "model_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct lattice_diag {
+    lattice_model *model;
+    double *rms;     /* per-token RMS of one boundary */
+    uint8_t *cls;    /* per-token class */
+    float *h_in;     /* a boundary kept across a second forward */
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+#define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
+
+lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
+{
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!model)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_diag *d = calloc(1, sizeof(*d));
+    if (!d)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    size_t n = (size_t)model->p.max_batch * model->p.max_seq;
+    d->model = model;
+    d->rms = malloc(sizeof(double) * n);
+    d->cls = malloc(n);
+    d->h_in = malloc(sizeof(float) * n * (size_t)model->p.d_model);
+    if (!d->rms || !d->cls || !d->h_in) {
+        lattice_diag_destroy(d);
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    }
+    *out = d;
+    return LATTICE_OK;
+}
+
+void lattice_diag_destroy(lattice_diag *d)
+{
+    if (!d)
+        return;
+    free(d->rms);
+    free(d->cls);
+    free(d->h_in);
+    free(d);
+}
+
+const char *lattice_diag_errmsg(const lattice_diag *d)
+{
+    return d ? d->err : "no diagnostics context (NULL handle)";
+}
+
+static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int batch, int seq)
+{
+    if (!tokens)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "tokens is NULL");
+    if (batch < 1 || seq < 1 || batch > d->model->p.max_batch || seq > d->model->p.max_seq)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "batch %d x %d beyond the model's %d x %d",
+                    batch, seq, d->model->p.max_batch, d->model->p.max_seq);
+    return LATTICE_OK;
+}
+
+static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, long n, int want,
+                      lattice_rms_stats *s)
+{
+    /* want < 0: every counted token */
+    double sum = 0.0, mx = 0.0;
+    int64_t c = 0;
+    for (long i = 0; i < n; i++)
+        if ((!mask || mask[i]) && (want < 0 || cls[i] == want)) {
+            sum += x[i];
+            mx = x[i] > mx ? x[i] : mx;
+            c++;
+        }
+    memset(s, 0, sizeof(*s));
+    s->count = c;
+    if (!c)
+        return;
+    double mean = sum / (double)c, m2 = 0.0, m4 = 0.0;
+    for (long i = 0; i < n; i++)
+        if ((!mask || mask[i]) && (want < 0 || cls[i] == want)) {
+            double dv = x[i] - mean;
+            m2 += dv * dv;
+            m4 += dv * dv * dv * dv;
+        }
+    m2 /= (double)c;
+    m4 /= (double)c;
+    s->mean = mean;
+    s->std = sqrt(m2);
+    s->kurtosis = c > 1 && m2 > 0.0 ? m4 / (m2 * m2) : 0.0;
+    s->max = mx;
+}
+
+lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *tokens,
+                                           const uint8_t *mask, int batch, int seq,
+                                           const uint8_t *classes, int n_classes,
+                                           lattice_rms_stats *out, int out_len)
+{
+    if (!d)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_status st = check_batch(d, tokens, batch, seq);
+    if (st != LATTICE_OK)
+        return st;
+    lattice_model *m = d->model;
+    const int k = m->n_active, D = m->p.d_model;
+    const long n = (long)batch * seq;
+    if (n_classes < 1 || n_classes > 255 || (!classes && n_classes != 2))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "n_classes %d: 1..255, and 2 for the default classes", n_classes);
+    if (!out || out_len < (k + 1) * (n_classes + 1))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %d entries",
+                    (k + 1) * (n_classes + 1));
+    for (long i = 0; i < n; i++) {
+        d->cls[i] = classes ? classes[i] : (uint8_t)(i % seq == 0);
+        if (d->cls[i] >= n_classes)
+            return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "class %d at %ld not below %d", d->cls[i],
+                        i, n_classes);
+    }
+    if ((st = lattice_model_forward(m, tokens, batch, seq)) != LATTICE_OK)
+        return FAIL(d, st, "forward: %s", lattice_model_errmsg(m));
+    for (int b = 0; b <= k; b++) {
+        const float *h;
+        lattice_model_hidden(m, b, &h);
+        for (long i = 0; i < n; i++) {
+            double ss = 0.0;
+            for (int j = 0; j < D; j++)
+                ss += (double)h[i * D + j] * h[i * D + j];
+            d->rms[i] = sqrt(ss / D);
+        }
+        for (int c = 0; c <= n_classes; c++)
+            summarise(d->rms, d->cls, mask, n, c == n_classes ? -1 : c,
+                      &out[b * (n_classes + 1) + c]);
+    }
+    return LATTICE_OK;
+}
+
+static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_t *targets,
+                            const uint8_t *mask, int batch, int seq, double *ce)
+{
+    float loss;
+    lattice_status st = lattice_model_forward(d->model, tokens, batch, seq);
+    if (st == LATTICE_OK)
+        st = lattice_model_cross_entropy(d->model, targets, mask, &loss, NULL);
+    if (st != LATTICE_OK)
+        return FAIL(d, st, "%s", lattice_model_errmsg(d->model));
+    *ce = loss;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens,
+                                          const int32_t *targets, const uint8_t *mask, int batch,
+                                          int seq, int first, int count, lattice_removal *out)
+{
+    if (!d)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_status st = check_batch(d, tokens, batch, seq);
+    if (st != LATTICE_OK)
+        return st;
+    lattice_model *m = d->model;
+    if (!targets || !out || first < 0 || count < 1 || first + count > m->n_active)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "block [%d, %d) must lie within the %d active layers", first, first + count,
+                    m->n_active);
+    const int D = m->p.d_model;
+    const long n = (long)batch * seq;
+    lattice_model_set_skip(m, 0, 0);
+    if ((st = ce_of(d, tokens, targets, mask, batch, seq, &out->ce_full)) != LATTICE_OK)
+        return st;
+    const float *hi, *ho;
+    lattice_model_hidden(m, first, &hi);
+    lattice_model_hidden(m, first + count, &ho);
+    double angle = 0.0;
+    int64_t c = 0;
+    for (long i = 0; i < n; i++) {
+        if (mask && !mask[i])
+            continue;
+        double dot = 0.0, na = 0.0, nb = 0.0;
+        for (int j = 0; j < D; j++) {
+            dot += (double)hi[i * D + j] * ho[i * D + j];
+            na += (double)hi[i * D + j] * hi[i * D + j];
+            nb += (double)ho[i * D + j] * ho[i * D + j];
+        }
+        double cs = na > 0.0 && nb > 0.0 ? dot / sqrt(na * nb) : 1.0;
+        cs = cs > 1.0 ? 1.0 : cs < -1.0 ? -1.0 : cs;
+        angle += acos(cs) / M_PI;
+        c++;
+    }
+    out->angle = c ? angle / (double)c : 0.0;
+    lattice_model_set_skip(m, first, count);
+    st = ce_of(d, tokens, targets, mask, batch, seq, &out->ce_removed);
+    lattice_model_set_skip(m, 0, 0);
+    if (st != LATTICE_OK)
+        return st;
+    out->dce = out->ce_removed - out->ce_full;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
+                                          int64_t window, int64_t horizon, lattice_response *out)
+{
+    if (!losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    double base = 0.0;
+    for (int64_t i = append_step - window; i < append_step; i++)
+        base += losses[i];
+    base /= (double)window;
+    out->baseline = base;
+    out->jump = losses[append_step] - base;
+    double area = 0.0;
+    for (int64_t i = append_step; i < n && i < append_step + horizon; i++)
+        area += losses[i] > base ? losses[i] - base : 0.0;
+    out->area = area;
+    /* trailing mean over the last `window` steps, starting once a full window
+     * lies after the append */
+    out->recovery = -1;
+    double run = 0.0;
+    for (int64_t i = append_step; i < n; i++) {
+        run += losses[i];
+        if (i - append_step >= window)
+            run -= losses[i - window];
+        if (i - append_step + 1 >= window && run / (double)window <= base) {
+            out->recovery = i + 1 - append_step;
+            break;
+        }
+    }
+    return LATTICE_OK;
+}

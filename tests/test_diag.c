@@ -1,0 +1,198 @@
+/* Diagnostics on constructed cases with known answers. */
+#include "testutil.h"
+
+typedef struct setup {
+    lattice_backend *be;
+    lattice_model *m;
+    lattice_diag *d;
+} setup_t;
+
+static setup_t open_setup(lattice_norm_placement pl, uint64_t seed)
+{
+    setup_t s;
+    s.be = tu_backend("ref", 1);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 9;
+    p.d_model = 8;
+    p.n_layers = 3;
+    p.n_active_layers = 3;
+    p.n_heads = 2;
+    p.n_kv_heads = 2;
+    p.head_dim = 4;
+    p.d_ff = 16;
+    p.max_batch = 2;
+    p.max_seq = 5;
+    p.seed = seed;
+    p.init_std = 0.3f;
+    lattice_norm *n;
+    lattice_norm_create(pl, LATTICE_NORM_RMS, 1e-6f, &n);
+    ck_assert_int_eq(lattice_model_create(&p, n, s.be, &s.m), LATTICE_OK);
+    lattice_norm_destroy(n);
+    ck_assert_int_eq(lattice_diag_create(s.m, &s.d), LATTICE_OK);
+    return s;
+}
+
+static void close_setup(setup_t *s)
+{
+    lattice_diag_destroy(s->d);
+    lattice_model_destroy(s->m);
+    lattice_backend_destroy(s->be);
+}
+
+static const int32_t tok[10] = {0, 3, 4, 1, 2, 0, 8, 7, 5, 6};
+static const int32_t tgt[10] = {3, 4, 1, 2, 7, 8, 7, 5, 6, 1};
+
+START_TEST(test_identity_block_is_invisible)
+{
+    setup_t s = open_setup(LATTICE_NORM_PRE, 1);
+    ck_assert_int_eq(lattice_model_zero_layer_outputs(s.m, 1), LATTICE_OK);
+    lattice_removal r;
+    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r), LATTICE_OK);
+    ck_assert_double_eq(r.dce, 0.0);
+    ck_assert_double_eq_tol(r.angle, 0.0, 1e-6);
+    /* a real block moves the stream and the loss */
+    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 1, &r), LATTICE_OK);
+    ck_assert_double_gt(r.angle, 1e-3);
+    ck_assert_double_ne(r.dce, 0.0);
+    ck_assert_double_eq_tol(r.ce_removed - r.ce_full, r.dce, 1e-12);
+    /* and the skip is cleared afterwards */
+    const float *h1, *h2;
+    ck_assert_int_eq(lattice_model_forward(s.m, tok, 2, 5), LATTICE_OK);
+    lattice_model_hidden(s.m, 2, &h1);
+    lattice_model_hidden(s.m, 3, &h2);
+    ck_assert_int_ne(memcmp(h1, h2, sizeof(float) * 10 * 8), 0);
+    close_setup(&s);
+}
+END_TEST
+
+START_TEST(test_scaled_stream_scales_rms)
+{
+    /* Pre-norm with identity layers: every boundary is the embedding. Scale
+     * the embedding by c and every RMS statistic scales by c, kurtosis not. */
+    setup_t a = open_setup(LATTICE_NORM_PRE, 2), b = open_setup(LATTICE_NORM_PRE, 2);
+    const float c = 3.5f;
+    lattice_tensor_info e;
+    lattice_model_find_tensor(b.m, "model.embed_tokens.weight", &e);
+    for (long j = 0; j < e.shape[0] * e.shape[1]; j++)
+        e.data[j] *= c;
+    for (int l = 0; l < 3; l++) {
+        lattice_model_zero_layer_outputs(a.m, l);
+        lattice_model_zero_layer_outputs(b.m, l);
+    }
+    lattice_rms_stats sa[4 * 3], sb[4 * 3];
+    ck_assert_int_eq(lattice_diag_boundary_scale(a.d, tok, NULL, 2, 5, NULL, 2, sa, 12), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_boundary_scale(b.d, tok, NULL, 2, 5, NULL, 2, sb, 12), LATTICE_OK);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_int_eq(sa[i].count, sb[i].count);
+        ck_assert_double_eq_tol(sb[i].mean, c * sa[i].mean, 1e-5 * sb[i].mean);
+        ck_assert_double_eq_tol(sb[i].std, c * sa[i].std, 1e-5 * sb[i].mean);
+        ck_assert_double_eq_tol(sb[i].max, c * sa[i].max, 1e-5 * sb[i].max);
+        if (sa[i].count > 1)
+            ck_assert_double_eq_tol(sb[i].kurtosis, sa[i].kurtosis, 1e-3);
+    }
+    /* default classes: position 0 of each row is class 1 */
+    ck_assert_int_eq(sa[1].count, 2);
+    ck_assert_int_eq(sa[0].count, 8);
+    ck_assert_int_eq(sa[2].count, 10);
+    close_setup(&a);
+    close_setup(&b);
+}
+END_TEST
+
+START_TEST(test_known_rms)
+{
+    /* Token 0's embedding has RMS 5, every other token's RMS 1: boundary 0
+     * (the embedding under pre-norm) shows exactly that per class. */
+    setup_t s = open_setup(LATTICE_NORM_PRE, 3);
+    lattice_tensor_info e;
+    lattice_model_find_tensor(s.m, "model.embed_tokens.weight", &e);
+    for (int v = 0; v < 9; v++)
+        for (int j = 0; j < 8; j++)
+            e.data[v * 8 + j] = v == 0 ? (j % 2 ? 5.0f : -5.0f) : 1.0f;
+    uint8_t mask[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
+    lattice_rms_stats st[4 * 3];
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, mask, 2, 5, NULL, 2, st, 12), LATTICE_OK);
+    ck_assert_double_eq_tol(st[1].mean, 5.0, 1e-6); /* boundary tokens: both are token 0 */
+    ck_assert_double_eq_tol(st[1].std, 0.0, 1e-6);
+    ck_assert_double_eq_tol(st[0].mean, 1.0, 1e-6);
+    ck_assert_int_eq(st[0].count, 7); /* the masked token is not counted */
+    ck_assert_double_eq_tol(st[2].mean, (2 * 5.0 + 7 * 1.0) / 9, 1e-6);
+    ck_assert_double_eq_tol(st[2].max, 5.0, 1e-6);
+    /* two values a, b with weights 2/9, 7/9: kurtosis = (p^3 + q^3) / (p q) */
+    double p = 2.0 / 9, q = 7.0 / 9;
+    ck_assert_double_eq_tol(st[2].kurtosis, (p * p * p + q * q * q) / (p * q), 1e-6);
+    /* custom classes */
+    uint8_t cls[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
+    lattice_rms_stats c3[4 * 4];
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, cls, 3, c3, 16), LATTICE_OK);
+    ck_assert_int_eq(c3[0].count + c3[1].count + c3[2].count, c3[3].count);
+    close_setup(&s);
+}
+END_TEST
+
+START_TEST(test_loss_response)
+{
+    /* flat at 2.0, then at the append a jump to 2.5 decaying linearly to 2.0 over 50 steps */
+    double loss[300];
+    for (int i = 0; i < 300; i++)
+        loss[i] = i < 100 ? 2.0 : i < 150 ? 2.5 - 0.01 * (i - 100) : 2.0;
+    lattice_response r;
+    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    ck_assert_double_eq_tol(r.baseline, 2.0, 1e-12);
+    ck_assert_double_eq_tol(r.jump, 0.5, 1e-12);
+    ck_assert_double_eq_tol(r.area, 0.01 * (50 * 51) / 2, 1e-9); /* 0.5 + 0.49 + ... + 0.01 */
+    /* the trailing 20-step mean first reaches 2.0 with the window of steps
+     * 150..169, all past the decay: 70 steps after the append at 100 */
+    ck_assert_int_eq(r.recovery, 70);
+    /* never recovers */
+    for (int i = 100; i < 300; i++)
+        loss[i] = 3.0;
+    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    ck_assert_int_eq(r.recovery, -1);
+    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 10, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 300, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_loss_response(NULL, 300, 100, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_bad_input)
+{
+    setup_t s = open_setup(LATTICE_NORM_POST, 4);
+    lattice_rms_stats st[16];
+    lattice_removal r;
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 3, st, 16),
+                     LATTICE_ERR_INVALID_ARGUMENT); /* default classes are two */
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 5),
+                     LATTICE_ERR_INVALID_ARGUMENT); /* out too small */
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 3, 5, NULL, 2, st, 16),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 2, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, NULL, NULL, 2, 5, 0, 1, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_block_removal(NULL, tok, tgt, NULL, 2, 5, 0, 1, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_str_ne(lattice_diag_errmsg(s.d), "");
+    lattice_diag *d;
+    ck_assert_int_eq(lattice_diag_create(NULL, &d), LATTICE_ERR_INVALID_ARGUMENT);
+    close_setup(&s);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("diag");
+    TCase *tc = tcase_create("diag");
+    tcase_add_test(tc, test_identity_block_is_invisible);
+    tcase_add_test(tc, test_scaled_stream_scales_rms);
+    tcase_add_test(tc, test_known_rms);
+    tcase_add_test(tc, test_loss_response);
+    tcase_add_test(tc, test_bad_input);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
