@@ -1,6 +1,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,6 +63,10 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
         BAD("val_fraction must lie in [0, 1)");
     if (p->pad_id < 0 || p->pad_id >= p->vocab_size)
         BAD("pad_id %d outside the vocabulary", p->pad_id);
+    if (p->val_path && p->val_fraction > 0.0f)
+        BAD("give either a validation file or a val_fraction, not both");
+    if (p->split_long && p->boundary_id < 0)
+        BAD("split_long needs a boundary id to open each piece");
     return LATTICE_OK;
 #undef BAD
 }
@@ -118,30 +123,99 @@ static lattice_status read_file(const char *path, unsigned char **buf, int64_t *
     return st;
 }
 
-/* Split ids into documents (a boundary id starts one), apply the split, and
- * allocate the batch buffers. Takes ownership of ids. */
-static lattice_status finish_create(lattice_data *d, int32_t *ids, int64_t n, char *err)
+/* Offsets of the documents of ids (a boundary id starts one) into a new
+ * array of n_docs + 1 entries. */
+static int64_t *document_starts(const int32_t *ids, int64_t n, int32_t boundary, int64_t *n_docs)
 {
-    d->ids = ids;
-    d->n_ids = n;
-    int64_t n_docs = 0;
-    for (int64_t i = 0; i < n; i++)
-        n_docs += i == 0 || ids[i] == d->p.boundary_id;
-    d->doc_start = malloc(sizeof(int64_t) * (size_t)(n_docs + 1));
-    if (!d->doc_start)
-        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %lld documents",
-                                  (long long)n_docs);
     int64_t k = 0;
     for (int64_t i = 0; i < n; i++)
-        if (i == 0 || ids[i] == d->p.boundary_id)
-            d->doc_start[k++] = i;
-    d->doc_start[k] = n;
+        k += i == 0 || ids[i] == boundary;
+    int64_t *starts = malloc(sizeof(int64_t) * (size_t)(k + 1));
+    if (!starts)
+        return NULL;
+    k = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || ids[i] == boundary)
+            starts[k++] = i;
+    starts[k] = n;
+    *n_docs = k;
+    return starts;
+}
+
+/* Cut long documents into pieces of at most seq_len + 1 tokens; every piece
+ * after a document's first opens with a boundary token. *train_docs (the
+ * leading documents that are training ones) becomes a count of pieces. */
+static lattice_status split_long_documents(lattice_data *d, int32_t **ids, int64_t *n,
+                                           int64_t *train_docs, char *err)
+{
+    int64_t n_docs, piece = (int64_t)d->p.seq_len + 1, extra = 0;
+    int64_t *st = document_starts(*ids, *n, d->p.boundary_id, &n_docs);
+    if (!st)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+    for (int64_t i = 0; i < n_docs; i++) {
+        int64_t len = st[i + 1] - st[i];
+        if (len > piece) /* pieces after the first carry seq_len tokens of text */
+            extra += (len - piece + d->p.seq_len - 1) / d->p.seq_len;
+    }
+    int32_t *out = malloc(sizeof(int32_t) * (size_t)(*n + extra));
+    if (!out) {
+        free(st);
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+    }
+    int64_t w = 0, train_pieces = 0;
+    for (int64_t i = 0; i < n_docs; i++) {
+        const int32_t *doc = *ids + st[i];
+        int64_t len = st[i + 1] - st[i], pieces = 1;
+        int64_t first = len < piece ? len : piece;
+        memcpy(out + w, doc, sizeof(int32_t) * (size_t)first);
+        w += first;
+        for (int64_t at = first; at < len; at += d->p.seq_len, pieces++) {
+            int64_t m = len - at < d->p.seq_len ? len - at : d->p.seq_len;
+            out[w++] = d->p.boundary_id;
+            memcpy(out + w, doc + at, sizeof(int32_t) * (size_t)m);
+            w += m;
+        }
+        if (i < *train_docs)
+            train_pieces += pieces;
+    }
+    free(st);
+    free(*ids);
+    *ids = out;
+    *n = w;
+    *train_docs = train_pieces;
+    return LATTICE_OK;
+}
+
+/* Split ids into documents, apply the split (train_docs leading training
+ * documents, or -1 for val_fraction), and allocate the batch buffers. Takes
+ * ownership of ids. */
+static lattice_status finish_create(lattice_data *d, int32_t *ids, int64_t n, int64_t train_docs,
+                                    char *err)
+{
+    if (d->p.split_long) {
+        /* with a val_fraction, the fraction applies to the pieces */
+        int64_t keep = train_docs < 0 ? INT64_MAX : train_docs;
+        lattice_status s = split_long_documents(d, &ids, &n, &keep, err);
+        if (s != LATTICE_OK) {
+            free(ids);
+            return s;
+        }
+        if (train_docs >= 0)
+            train_docs = keep;
+    }
+    d->ids = ids;
+    d->n_ids = n;
+    int64_t n_docs;
+    d->doc_start = document_starts(ids, n, d->p.boundary_id, &n_docs);
+    if (!d->doc_start)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the documents");
     d->n_docs = n_docs;
     for (int64_t i = 0; i < n_docs; i++)
         if (d->doc_start[i + 1] - d->doc_start[i] > INT32_MAX)
             return lattice__set_error(err, LATTICE_ERR_FORMAT,
                                       "document %lld is longer than 2^31 - 1 tokens", (long long)i);
-    int64_t n_val = (int64_t)ceil((double)d->p.val_fraction * (double)n_docs);
+    int64_t n_val = train_docs >= 0 ? n_docs - train_docs
+                                    : (int64_t)ceil((double)d->p.val_fraction * (double)n_docs);
     d->n_train = n_docs - n_val;
     if (d->n_train < 1)
         return lattice__set_error(err, LATTICE_ERR_FORMAT,
@@ -181,7 +255,46 @@ static lattice_status conclude(lattice_data *d, lattice_status st, lattice_data 
         return st;
     }
     d->p.separator = NULL;
+    d->p.val_path = NULL;
     *out = d;
+    return LATTICE_OK;
+}
+
+/* Append a text file's documents as byte tokens, each opened by the boundary
+ * id; *docs counts them. */
+static lattice_status append_text(lattice_data *d, const char *path, int32_t **ids, int64_t *n,
+                                  int64_t *docs, char *err)
+{
+    unsigned char *buf = NULL;
+    int64_t len = 0;
+    lattice_status st = read_file(path, &buf, &len, err);
+    if (st != LATTICE_OK)
+        return st;
+    /* Worst case every byte is its own document: len bytes + len boundaries. */
+    int32_t *grown = realloc(*ids, sizeof(int32_t) * (size_t)(*n + 2 * len + 1));
+    if (!grown) {
+        free(buf);
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+    }
+    *ids = grown;
+    const char *sep = d->p.separator ? d->p.separator : "\f";
+    const size_t sl = strlen(sep);
+    int64_t doc_bytes = 0, before = *docs;
+    for (int64_t i = 0; i < len;) {
+        if ((size_t)(len - i) >= sl && memcmp(buf + i, sep, sl) == 0) {
+            doc_bytes = 0; /* the next byte opens a new document */
+            i += (int64_t)sl;
+            continue;
+        }
+        if (doc_bytes++ == 0) {
+            grown[(*n)++] = d->p.boundary_id;
+            ++*docs;
+        }
+        grown[(*n)++] = buf[i++];
+    }
+    free(buf);
+    if (*docs == before)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s holds only separators", path);
     return LATTICE_OK;
 }
 
@@ -192,40 +305,19 @@ lattice_status lattice_data_create_text(const char *path, const lattice_data_par
     lattice_status st = create_common(params, 1, out, errmsg, &d);
     if (st == LATTICE_OK && !path)
         st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
-    unsigned char *buf = NULL;
-    int64_t len = 0;
+    int32_t *ids = NULL;
+    int64_t n = 0, docs = 0, train_docs = -1;
     if (st == LATTICE_OK)
-        st = read_file(path, &buf, &len, errmsg);
-    if (st != LATTICE_OK)
-        return conclude(d, st, out);
-    const char *sep = d->p.separator ? d->p.separator : "\f";
-    const size_t sl = strlen(sep);
-    /* Worst case every byte is its own document: len bytes + len boundaries. */
-    int32_t *ids = malloc(sizeof(int32_t) * (size_t)(2 * len + 1));
-    int64_t n = 0;
-    if (!ids) {
-        free(buf);
-        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory"), out);
+        st = append_text(d, path, &ids, &n, &docs, errmsg);
+    if (st == LATTICE_OK && params->val_path && params->size > offsetof(lattice_data_params, val_path)) {
+        train_docs = docs;
+        st = append_text(d, params->val_path, &ids, &n, &docs, errmsg);
     }
-    int64_t doc_bytes = 0;
-    for (int64_t i = 0; i < len;) {
-        if ((size_t)(len - i) >= sl && memcmp(buf + i, sep, sl) == 0) {
-            doc_bytes = 0; /* the next byte opens a new document */
-            i += (int64_t)sl;
-            continue;
-        }
-        if (doc_bytes++ == 0)
-            ids[n++] = d->p.boundary_id;
-        ids[n++] = buf[i++];
-    }
-    free(buf);
-    if (n == 0) {
+    if (st != LATTICE_OK) {
         free(ids);
-        return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
-                                              "%s holds only separators", path),
-                        out);
+        return conclude(d, st, out);
     }
-    return conclude(d, finish_create(d, ids, n, errmsg), out);
+    return conclude(d, finish_create(d, ids, n, train_docs, errmsg), out);
 }
 
 static lattice_status from_ids(lattice_data *d, int32_t *ids, int64_t n, char *errmsg)
@@ -238,7 +330,7 @@ static lattice_status from_ids(lattice_data *d, int32_t *ids, int64_t n, char *e
                                       "token id %lld at index %lld outside the vocabulary 0..%d",
                                       (long long)bad, (long long)i, d->p.vocab_size - 1);
         }
-    return finish_create(d, ids, n, errmsg);
+    return finish_create(d, ids, n, -1, errmsg);
 }
 
 lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,

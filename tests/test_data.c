@@ -6,13 +6,15 @@
 
 static char *write_temp(const void *bytes, size_t n)
 {
-    static char path[64];
-    snprintf(path, sizeof path, "/tmp/lattice-data-XXXXXX");
-    int fd = mkstemp(path);
+    static char path[4][64];
+    static int k;
+    char *p = path[k++ % 4];
+    snprintf(p, 64, "/tmp/lattice-data-XXXXXX");
+    int fd = mkstemp(p);
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, bytes, n), (ssize_t)n);
     close(fd);
-    return path;
+    return p;
 }
 
 static lattice_data *text_data(const char *text, int batch, int seq, float val, int pack)
@@ -184,6 +186,43 @@ START_TEST(test_token_files)
 }
 END_TEST
 
+START_TEST(test_val_file_and_split_long)
+{
+    char *tr = strdup(write_temp("abcdefgh\fxy", 11)), *va = strdup(write_temp("pqrs", 4));
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    p.batch_size = 4;
+    p.seq_len = 3;
+    p.val_path = va;
+    p.split_long = 1;
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_text(tr, &p, &d, err) == LATTICE_OK, "%s", err);
+    /* "abcdefgh" (9 tokens with its boundary) -> [B a b c] [B d e f] [B g h]; "xy" stays */
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 4);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 2); /* [B p q r] [B s] */
+    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 9 + 2 + 3);
+    lattice_batch b;
+    ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
+    int seen_g = 0;
+    for (int r = 0; r < 4; r++) {
+        ck_assert_int_eq(b.tokens[r * b.seq], 256); /* every row opens with the boundary */
+        seen_g |= b.targets[r * b.seq] == 'g';
+    }
+    ck_assert(seen_g);
+    ck_assert_int_eq(lattice_data_val_batch(d, 0, &b), LATTICE_OK);
+    ck_assert_int_eq(b.targets[0], 'p');
+    ck_assert_int_eq(b.targets[b.seq], 's');
+    lattice_data_destroy(d);
+    p.val_fraction = 0.5f; /* a file and a fraction together */
+    ck_assert_int_eq(lattice_data_create_text(tr, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    unlink(tr);
+    unlink(va);
+    free(tr);
+    free(va);
+}
+END_TEST
+
 START_TEST(test_bad_params)
 {
     lattice_data_params p;
@@ -218,6 +257,7 @@ int main(void)
     tcase_add_test(tc, test_order_wraps_and_resumes);
     tcase_add_test(tc, test_packing);
     tcase_add_test(tc, test_token_files);
+    tcase_add_test(tc, test_val_file_and_split_long);
     tcase_add_test(tc, test_bad_params);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

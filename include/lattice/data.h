@@ -53,6 +53,11 @@ typedef struct lattice_data_params {
     float val_fraction;     /**< Share of documents held out for validation, in [0, 1). */
     uint64_t seed;          /**< Seed of the training order. */
     int pad_id;             /**< Id written into padding (masked out; 0). */
+    const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
+                                 val_fraction must then be 0). Borrowed during create. */
+    int split_long;         /**< Non-zero: cut documents longer than seq_len + 1 tokens into
+                                 pieces of seq_len + 1, each after the first opening with the
+                                 boundary token, so that no text is lost to truncation. */
 } lattice_data_params;
 
 /** Which split. Append-only. @since 0.1 */

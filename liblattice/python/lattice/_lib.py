@@ -1,0 +1,262 @@
+"""Loading liblattice, and the one table of its prototypes.
+
+The library is looked for in this order:
+
+1. the path in the ``LATTICE_LIBRARY`` environment variable (and nowhere else
+   when it is set);
+2. ``liblattice.so.<major>`` (``liblattice.<major>.dylib``, ``lattice-<major>.dll``)
+   in this package's directory, next to it, or one directory further up;
+3. the SONAME alone, through the system's loader path.
+
+``ctypes.util.find_library`` is not used: it is soft-deprecated, and it may
+pick a library of another major version.
+"""
+
+import ctypes
+import os
+import sys
+from ctypes import (POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t,
+                    c_uint, c_uint64, c_void_p)
+
+from . import _types as T
+from ._errors import LatticeError, Status
+
+# The ABI this package was written for: lattice_version_number() // 10000.
+MAJOR = 0
+
+STATUS = c_int  # lattice_status, converted by the callers (they add the handle's message)
+
+
+def _library_names(major):
+    if sys.platform == "darwin":
+        return [f"liblattice.{major}.dylib"]
+    if os.name == "nt":
+        return [f"lattice-{major}.dll", f"liblattice-{major}.dll"]
+    return [f"liblattice.so.{major}"]
+
+
+def _load():
+    path = os.environ.get("LATTICE_LIBRARY")
+    if path:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            raise ImportError(f"LATTICE_LIBRARY={path!r} cannot be loaded: {e}") from e
+    names = _library_names(MAJOR)
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    parent = os.path.dirname(package_dir)
+    tried = []
+    for directory in (package_dir, parent, os.path.dirname(parent)):
+        for name in names:
+            candidate = os.path.join(directory, name)
+            if os.path.exists(candidate):
+                try:
+                    return ctypes.CDLL(candidate)
+                except OSError as e:
+                    tried.append(f"{candidate}: {e}")
+    for name in names:
+        try:
+            return ctypes.CDLL(name)
+        except OSError as e:
+            tried.append(f"{name}: {e}")
+    raise ImportError("liblattice not found; set LATTICE_LIBRARY to its path. Tried:\n  " +
+                      "\n  ".join(tried))
+
+
+# name: (restype, argtypes). Every lattice_* function of the public headers,
+# in header order; tests/python checks this table against the headers.
+PROTOTYPES = {
+    # common.h
+    "lattice_status_string": (c_char_p, [c_int]),
+    "lattice_version_number": (c_uint, []),
+    "lattice_version_string": (c_char_p, []),
+    # backend.h
+    "lattice_backend_ops_init": (None, [POINTER(T.BackendOps)]),
+    "lattice_backend_create": (STATUS, [c_char_p, POINTER(T.backend_p)]),
+    "lattice_backend_create_custom": (STATUS, [c_char_p, POINTER(T.BackendOps),
+                                               POINTER(T.backend_p)]),
+    "lattice_backend_destroy": (None, [T.backend_p]),
+    "lattice_backend_name": (c_char_p, [T.backend_p]),
+    "lattice_backend_set_threads": (STATUS, [T.backend_p, c_int]),
+    "lattice_backend_threads": (c_int, [T.backend_p]),
+    "lattice_backend_sgemm": (STATUS, [T.backend_p, c_int, c_int, c_int, c_int, c_int, c_float,
+                                       T.float_p, c_int, T.float_p, c_int, c_float, T.float_p,
+                                       c_int]),
+    "lattice_backend_has_blis": (c_int, []),
+    # norm.h
+    "lattice_norm_create": (STATUS, [c_int, c_int, c_float, POINTER(T.norm_p)]),
+    "lattice_norm_destroy": (None, [T.norm_p]),
+    "lattice_norm_set_residual_scale": (STATUS, [T.norm_p, c_float]),
+    "lattice_norm_get_placement": (c_int, [T.norm_p]),
+    "lattice_norm_get_kind": (c_int, [T.norm_p]),
+    "lattice_norm_get_eps": (c_float, [T.norm_p]),
+    "lattice_norm_get_residual_scale": (c_float, [T.norm_p]),
+    "lattice_norm_placement_name": (c_char_p, [c_int]),
+    "lattice_norm_placement_from_name": (STATUS, [c_char_p, POINTER(c_int)]),
+    # model.h
+    "lattice_model_params_init": (None, [POINTER(T.ModelParams)]),
+    "lattice_model_params_check": (STATUS, [POINTER(T.ModelParams), c_char_p]),
+    "lattice_model_create": (STATUS, [POINTER(T.ModelParams), T.norm_p, T.backend_p,
+                                      POINTER(T.model_p)]),
+    "lattice_model_destroy": (None, [T.model_p]),
+    "lattice_model_errmsg": (c_char_p, [T.model_p]),
+    "lattice_model_get_params": (STATUS, [T.model_p, POINTER(T.ModelParams)]),
+    "lattice_model_placement": (c_int, [T.model_p]),
+    "lattice_model_set_active_layers": (STATUS, [T.model_p, c_int]),
+    "lattice_model_active_layers": (c_int, [T.model_p]),
+    "lattice_model_init_layer": (STATUS, [T.model_p, c_int, c_uint64]),
+    "lattice_model_copy_layer": (STATUS, [T.model_p, c_int, c_int]),
+    "lattice_model_zero_layer_outputs": (STATUS, [T.model_p, c_int]),
+    "lattice_model_set_trainable": (STATUS, [T.model_p, c_int, c_int, c_int]),
+    "lattice_model_get_trainable": (STATUS, [T.model_p, c_int, c_int, POINTER(c_int)]),
+    "lattice_model_set_skip": (STATUS, [T.model_p, c_int, c_int]),
+    "lattice_model_forward": (STATUS, [T.model_p, T.int32_p, c_int, c_int]),
+    "lattice_model_logits": (c_void_p, [T.model_p]),
+    "lattice_model_dlogits": (c_void_p, [T.model_p]),
+    "lattice_model_cross_entropy": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_float),
+                                             POINTER(c_int64)]),
+    "lattice_model_backward": (STATUS, [T.model_p]),
+    "lattice_model_hidden": (STATUS, [T.model_p, c_int, POINTER(c_void_p)]),
+    "lattice_model_n_tensors": (c_int, [T.model_p]),
+    "lattice_model_tensor": (STATUS, [T.model_p, c_int, POINTER(T.TensorInfo)]),
+    "lattice_model_find_tensor": (STATUS, [T.model_p, c_char_p, POINTER(T.TensorInfo)]),
+    "lattice_model_n_params": (c_int64, [T.model_p]),
+    "lattice_model_flops": (c_double, [T.model_p, c_int, c_int, c_int]),
+    "lattice_model_arena_bytes": (c_size_t, [T.model_p]),
+    # optim.h
+    "lattice_optim_params_init": (None, [POINTER(T.OptimParams)]),
+    "lattice_optim_create": (STATUS, [T.model_p, POINTER(T.OptimParams), POINTER(T.optim_p)]),
+    "lattice_optim_destroy": (None, [T.optim_p]),
+    "lattice_optim_errmsg": (c_char_p, [T.optim_p]),
+    "lattice_optim_set_params": (STATUS, [T.optim_p, POINTER(T.OptimParams)]),
+    "lattice_optim_get_params": (STATUS, [T.optim_p, POINTER(T.OptimParams)]),
+    "lattice_optim_step": (STATUS, [T.optim_p, POINTER(c_float)]),
+    "lattice_optim_reset": (STATUS, [T.optim_p]),
+    "lattice_optim_lr": (c_float, [T.optim_p]),
+    "lattice_optim_steps": (c_int64, [T.optim_p]),
+    # distill.h
+    "lattice_distill_params_init": (None, [POINTER(T.DistillParams)]),
+    "lattice_distill_create": (STATUS, [POINTER(T.DistillParams), POINTER(T.distill_p)]),
+    "lattice_distill_destroy": (None, [T.distill_p]),
+    "lattice_distill_errmsg": (c_char_p, [T.distill_p]),
+    "lattice_distill_get_params": (STATUS, [T.distill_p, POINTER(T.DistillParams)]),
+    "lattice_distill_dense": (STATUS, [T.distill_p, T.float_p, T.float_p, T.int32_p, T.uint8_p,
+                                       c_int64, c_int, T.float_p,
+                                       POINTER(T.DistillResultStruct)]),
+    "lattice_distill_topk": (STATUS, [T.distill_p, T.float_p, T.int32_p, T.float_p, c_int,
+                                      T.int32_p, T.uint8_p, c_int64, c_int, T.float_p,
+                                      POINTER(T.DistillResultStruct)]),
+    # data.h
+    "lattice_data_params_init": (None, [POINTER(T.DataParams)]),
+    "lattice_data_create_text": (STATUS, [c_char_p, POINTER(T.DataParams), POINTER(T.data_p),
+                                          c_char_p]),
+    "lattice_data_create_tokens": (STATUS, [c_char_p, c_int, POINTER(T.DataParams),
+                                            POINTER(T.data_p), c_char_p]),
+    "lattice_data_create_memory": (STATUS, [T.int32_p, c_int64, POINTER(T.DataParams),
+                                            POINTER(T.data_p), c_char_p]),
+    "lattice_data_destroy": (None, [T.data_p]),
+    "lattice_data_errmsg": (c_char_p, [T.data_p]),
+    "lattice_data_get_params": (STATUS, [T.data_p, POINTER(T.DataParams)]),
+    "lattice_data_n_documents": (c_int64, [T.data_p, c_int]),
+    "lattice_data_n_tokens": (c_int64, [T.data_p, c_int]),
+    "lattice_data_next": (STATUS, [T.data_p, POINTER(T.BatchStruct)]),
+    "lattice_data_n_val_batches": (c_int64, [T.data_p]),
+    "lattice_data_val_batch": (STATUS, [T.data_p, c_int64, POINTER(T.BatchStruct)]),
+    "lattice_data_get_position": (STATUS, [T.data_p, POINTER(T.PositionStruct)]),
+    "lattice_data_set_position": (STATUS, [T.data_p, POINTER(T.PositionStruct)]),
+    # schedule.h
+    "lattice_phase_init": (None, [POINTER(T.Phase)]),
+    "lattice_schedule_create": (STATUS, [POINTER(T.schedule_p)]),
+    "lattice_schedule_create_preset": (STATUS, [c_int, c_int, c_int, c_int64, c_int,
+                                                POINTER(T.schedule_p)]),
+    "lattice_schedule_destroy": (None, [T.schedule_p]),
+    "lattice_schedule_errmsg": (c_char_p, [T.schedule_p]),
+    "lattice_schedule_add_phase": (STATUS, [T.schedule_p, POINTER(T.Phase)]),
+    "lattice_schedule_n_phases": (c_int, [T.schedule_p]),
+    "lattice_schedule_phase": (STATUS, [T.schedule_p, c_int, POINTER(T.Phase)]),
+    "lattice_schedule_max_layers": (c_int, [T.schedule_p]),
+    "lattice_schedule_total_steps": (c_int64, [T.schedule_p]),
+    "lattice_schedule_position": (STATUS, [T.schedule_p, POINTER(c_int), POINTER(c_int64)]),
+    "lattice_schedule_finished": (c_int, [T.schedule_p]),
+    "lattice_schedule_record": (STATUS, [T.schedule_p, c_int64, c_int64, c_double,
+                                         POINTER(c_int)]),
+    "lattice_schedule_counters": (STATUS, [T.schedule_p, POINTER(T.CountersStruct)]),
+    "lattice_schedule_set_position": (STATUS, [T.schedule_p, c_int, c_int64,
+                                               POINTER(T.CountersStruct)]),
+    # teacher.h
+    "lattice_teacher_create_model": (STATUS, [T.model_p, POINTER(T.teacher_p)]),
+    "lattice_teacher_create_callback": (STATUS, [T.TeacherFn, c_void_p, c_int, c_int, c_int,
+                                                 POINTER(T.teacher_p)]),
+    "lattice_teacher_destroy": (None, [T.teacher_p]),
+    "lattice_teacher_errmsg": (c_char_p, [T.teacher_p]),
+    "lattice_teacher_vocab_size": (c_int, [T.teacher_p]),
+    "lattice_teacher_logits": (STATUS, [T.teacher_p, T.int32_p, c_int, c_int,
+                                        POINTER(c_void_p)]),
+    "lattice_teacher_flops": (c_double, [T.teacher_p, c_int, c_int]),
+    "lattice_teacher_init_student": (STATUS, [T.teacher_p, T.model_p]),
+    # trainer.h
+    "lattice_trainer_params_init": (None, [POINTER(T.TrainerParams)]),
+    "lattice_trainer_create": (STATUS, [T.model_p, T.teacher_p, T.distill_p, T.data_p,
+                                        T.optim_p, T.schedule_p, POINTER(T.TrainerParams),
+                                        POINTER(T.trainer_p)]),
+    "lattice_trainer_destroy": (None, [T.trainer_p]),
+    "lattice_trainer_errmsg": (c_char_p, [T.trainer_p]),
+    "lattice_trainer_step": (STATUS, [T.trainer_p, POINTER(T.MetricsStruct)]),
+    "lattice_trainer_run": (STATUS, [T.trainer_p]),
+    "lattice_trainer_evaluate": (STATUS, [T.trainer_p, POINTER(c_double)]),
+    # Headers added later (checkpoint, diagnostics, ...): add their functions
+    # here, their structs to _types.py, and a module mirroring the header.
+}
+
+
+class _Missing:
+    """Stands in for a function this build of the library lacks (an older minor version)."""
+
+    def __init__(self, name):
+        self.__name__ = name
+
+    def __call__(self, *args):
+        raise LatticeError(Status.UNSUPPORTED,
+                           f"unsupported: {self.__name__} is not in this liblattice "
+                           f"({version_string})")
+
+
+class _Library:
+    """The loaded library with every prototype of PROTOTYPES applied."""
+
+    def __init__(self, cdll):
+        self._cdll = cdll
+        self.missing = []
+        for name, (restype, argtypes) in PROTOTYPES.items():
+            try:
+                fn = getattr(cdll, name)
+            except AttributeError:
+                self.missing.append(name)
+                setattr(self, name, _Missing(name))
+                continue
+            fn.restype = restype
+            fn.argtypes = argtypes
+            setattr(self, name, fn)
+
+
+lib = _Library(_load())
+
+version_number = lib.lattice_version_number()
+version_string = lib.lattice_version_string().decode()
+if version_number // 10000 != MAJOR:
+    raise ImportError(f"liblattice {version_string} has major version {version_number // 10000}; "
+                      f"this package needs major version {MAJOR}")
+
+
+ERRMSG_SIZE = 256  # LATTICE_ERRMSG_SIZE
+
+
+def status_string(status):
+    """lattice_status_string: the library's short text for a status."""
+    return lib.lattice_status_string(int(status)).decode()
+
+
+def errmsg_buffer():
+    """A buffer for the errmsg argument of create functions (LATTICE_ERRMSG_SIZE bytes)."""
+    return ctypes.create_string_buffer(ERRMSG_SIZE)
+

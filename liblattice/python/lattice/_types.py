@@ -1,0 +1,356 @@
+"""ctypes mirrors of the public C types: enums, structs, callbacks, opaque handles.
+
+Every struct here has the C struct's fields in the C order and types; the
+``size`` field that params structs start with is filled by the library's
+``_init`` function (see :meth:`Params.defaults`).
+"""
+
+import ctypes
+import enum
+from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_int64,
+                    c_size_t, c_uint, c_uint64, c_void_p)
+
+__all__ = [
+    "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
+    "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
+    "TrainerParams", "BackendOps",
+]
+
+
+# ---- enums (append-only in C) -------------------------------------------------------
+
+class NormPlacement(enum.IntEnum):
+    PRE = 0
+    POST = 1
+    PERI = 2
+
+
+class NormKind(enum.IntEnum):
+    RMS = 0
+    LAYER = 1
+
+
+class Group(enum.IntEnum):
+    EMBEDDING = 0
+    LAYER = 1
+    BOUNDARY_NORM = 2
+    HEAD = 3
+
+
+class KLDirection(enum.IntEnum):
+    FORWARD = 0
+    REVERSE = 1
+
+
+class Split(enum.IntEnum):
+    TRAIN = 0
+    VAL = 1
+
+
+class BlockInit(enum.IntEnum):
+    RANDOM = 0
+    IDENTITY = 1
+    COPY = 2
+
+
+class Preset(enum.IntEnum):
+    JOINT = 0
+    GROW = 1
+    FREEZE = 2
+    SINGLE_BLOCK = 3
+    JOINT_MATCHED_ACTIVE = 4
+    JOINT_MATCHED_TOTAL = 5
+
+
+def to_enum(enum_type, value):
+    """An enum member from a member, an int, or a case-insensitive name ("pre", "grow")."""
+    if isinstance(value, enum_type):
+        return value
+    if isinstance(value, str):
+        try:
+            return enum_type[value.strip().upper().replace("-", "_")]
+        except KeyError:
+            names = ", ".join(m.name.lower() for m in enum_type)
+            raise ValueError(f"unknown {enum_type.__name__} {value!r}; one of: {names}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_type(value)
+        except ValueError:
+            raise ValueError(f"{value} is not a {enum_type.__name__}") from None
+    raise TypeError(f"expected a {enum_type.__name__}, a name or an int, got {type(value).__name__}")
+
+
+# ---- opaque handles -----------------------------------------------------------------
+
+def _opaque(name):
+    return POINTER(type(name, (ctypes.Structure,), {}))
+
+
+backend_p = _opaque("lattice_backend")
+norm_p = _opaque("lattice_norm")
+model_p = _opaque("lattice_model")
+optim_p = _opaque("lattice_optim")
+distill_p = _opaque("lattice_distill")
+data_p = _opaque("lattice_data")
+schedule_p = _opaque("lattice_schedule")
+teacher_p = _opaque("lattice_teacher")
+trainer_p = _opaque("lattice_trainer")
+
+float_p = POINTER(c_float)
+int32_p = POINTER(ctypes.c_int32)
+uint8_p = POINTER(ctypes.c_uint8)
+
+
+# ---- structs ------------------------------------------------------------------------
+
+class Struct(ctypes.Structure):
+    """A C struct with a readable repr and a dict view."""
+
+    _enums = {}
+
+    def to_dict(self):
+        out = {}
+        for name, *_ in self._fields_:
+            value = getattr(self, name)
+            if isinstance(value, Struct):
+                value = value.to_dict()
+            elif name in self._enums:
+                value = to_enum(self._enums[name], value)
+            out[name] = value
+        return out
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
+        return f"{type(self).__name__}({fields})"
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.to_dict() == other.to_dict()
+
+    __hash__ = None
+
+
+class Params(Struct):
+    """A settings struct that starts with ``size`` and has a C ``_init`` function."""
+
+    _init = None  # name of the C function that fills the defaults
+
+    @classmethod
+    def defaults(cls):
+        from ._lib import lib
+        params = cls()
+        getattr(lib, cls._init)(ctypes.byref(params))
+        return params
+
+    @classmethod
+    def make(cls, base=None, **fields):
+        """The defaults (or a copy of base) with fields overridden by keyword."""
+        if base is None:
+            params = cls.defaults()
+        elif isinstance(base, cls):
+            params = cls.from_buffer_copy(base)
+        else:
+            raise TypeError(f"params must be a {cls.__name__}, got {type(base).__name__}")
+        params.update(**fields)
+        return params
+
+    def update(self, **fields):
+        names = {name for name, *_ in self._fields_} - {"size"}
+        for key, value in fields.items():
+            if key not in names:
+                known = ", ".join(sorted(names))
+                raise TypeError(f"{type(self).__name__} has no field {key!r} (fields: {known})")
+            if key in self._enums:
+                value = to_enum(self._enums[key], value)
+            elif isinstance(value, str) and key == "separator":
+                value = value.encode()
+            setattr(self, key, value)
+        return self
+
+
+class ModelParams(Params):
+    _init = "lattice_model_params_init"
+    _fields_ = [
+        ("size", c_size_t),
+        ("vocab_size", c_int),
+        ("d_model", c_int),
+        ("n_layers", c_int),
+        ("n_active_layers", c_int),
+        ("n_heads", c_int),
+        ("n_kv_heads", c_int),
+        ("head_dim", c_int),
+        ("d_ff", c_int),
+        ("rope_theta", c_float),
+        ("qk_norm", c_int),
+        ("tie_embeddings", c_int),
+        ("max_batch", c_int),
+        ("max_seq", c_int),
+        ("seed", c_uint64),
+        ("init_std", c_float),
+    ]
+
+
+class TensorInfo(Struct):
+    _enums = {"group": Group}
+    _fields_ = [
+        ("name", c_char_p),
+        ("ndim", c_int),
+        ("shape", c_int64 * 2),
+        ("data", float_p),
+        ("grad", float_p),
+        ("group", c_int),
+        ("layer", c_int),
+    ]
+
+
+class OptimParams(Params):
+    _init = "lattice_optim_params_init"
+    _fields_ = [
+        ("size", c_size_t),
+        ("lr", c_float),
+        ("min_lr", c_float),
+        ("warmup_steps", c_int),
+        ("total_steps", c_int),
+        ("beta1", c_float),
+        ("beta2", c_float),
+        ("eps", c_float),
+        ("weight_decay", c_float),
+        ("clip_norm", c_float),
+    ]
+
+
+class DistillParams(Params):
+    _init = "lattice_distill_params_init"
+    _enums = {"direction": KLDirection}
+    _fields_ = [
+        ("size", c_size_t),
+        ("alpha", c_float),
+        ("gamma", c_float),
+        ("tau", c_float),
+        ("direction", c_int),
+        ("n_threads", c_int),
+    ]
+
+
+class DistillResultStruct(Struct):
+    _fields_ = [
+        ("loss", c_double),
+        ("kl", c_double),
+        ("ce", c_double),
+        ("n_counted", c_int64),
+    ]
+
+
+class DataParams(Params):
+    _init = "lattice_data_params_init"
+    _fields_ = [
+        ("size", c_size_t),
+        ("vocab_size", c_int),
+        ("boundary_id", c_int),
+        ("separator", c_char_p),
+        ("batch_size", c_int),
+        ("seq_len", c_int),
+        ("pack", c_int),
+        ("trim", c_int),
+        ("val_fraction", c_float),
+        ("seed", c_uint64),
+        ("pad_id", c_int),
+    ]
+
+
+class BatchStruct(Struct):
+    _fields_ = [
+        ("tokens", int32_p),
+        ("targets", int32_p),
+        ("mask", uint8_p),
+        ("batch", c_int),
+        ("seq", c_int),
+        ("n_tokens", c_int64),
+    ]
+
+
+class PositionStruct(Struct):
+    _fields_ = [("epoch", c_int64), ("index", c_int64)]
+
+
+class Phase(Params):
+    _init = "lattice_phase_init"
+    _enums = {"block_init": BlockInit}
+    _fields_ = [
+        ("size", c_size_t),
+        ("steps", c_int64),
+        ("tokens", c_int64),
+        ("active_layers", c_int),
+        ("train_from", c_int),
+        ("reset_optimizer", c_int),
+        ("block_init", c_int),
+    ]
+
+
+class CountersStruct(Struct):
+    _fields_ = [
+        ("steps", c_int64),
+        ("tokens", c_int64),
+        ("nonpad_tokens", c_int64),
+        ("active_layer_tokens", c_int64),
+        ("flops", c_double),
+    ]
+
+
+class MetricsStruct(Struct):
+    _fields_ = [
+        ("size", c_size_t),
+        ("step", c_int64),
+        ("phase", c_int),
+        ("active_layers", c_int),
+        ("loss", c_double),
+        ("kl", c_double),
+        ("ce", c_double),
+        ("val_ce", c_double),
+        ("lr", c_double),
+        ("grad_norm", c_double),
+        ("phase_end", c_int),
+        ("counters", CountersStruct),
+        ("seconds", c_double),
+    ]
+
+
+# ---- callbacks ----------------------------------------------------------------------
+# Pointer arguments of callbacks are c_void_p (the same ABI as float *): the
+# trampolines want addresses, and c_void_p hands them over as plain ints.
+
+MetricsFn = CFUNCTYPE(c_int, c_void_p, POINTER(MetricsStruct))
+
+TeacherFn = CFUNCTYPE(c_int, c_void_p, c_void_p, c_int, c_int, c_int, c_void_p)
+
+SgemmFn = CFUNCTYPE(c_int, c_void_p, c_int, c_int, c_int, c_int, c_int, c_float,
+                    c_void_p, c_int, c_void_p, c_int, c_float, c_void_p, c_int)
+SgemmBatchedFn = CFUNCTYPE(c_int, c_void_p, c_int, c_int, c_int, c_int, c_int, c_float,
+                           c_void_p, c_int, c_void_p, c_int, c_float, c_void_p, c_int, c_int)
+SetThreadsFn = CFUNCTYPE(None, c_void_p, c_int)
+DestroyFn = CFUNCTYPE(None, c_void_p)
+
+
+class TrainerParams(Params):
+    _init = "lattice_trainer_params_init"
+    _fields_ = [
+        ("size", c_size_t),
+        ("eval_every", c_int64),
+        ("eval_batches", c_int64),
+        ("seed", c_uint64),
+        ("on_step", MetricsFn),
+        ("on_eval", MetricsFn),
+        ("user", c_void_p),
+    ]
+
+
+class BackendOps(Params):
+    _init = "lattice_backend_ops_init"
+    _fields_ = [
+        ("size", c_size_t),
+        ("version", c_uint),
+        ("user", c_void_p),
+        ("sgemm", SgemmFn),
+        ("sgemm_batched", SgemmBatchedFn),
+        ("set_threads", SetThreadsFn),
+        ("destroy", DestroyFn),
+    ]
