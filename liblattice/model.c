@@ -345,6 +345,49 @@ lattice_status lattice_model_params_check(const lattice_model_params *params, ch
     return adopt_params(&p, params, errmsg);
 }
 
+lattice_status lattice_model_estimate(const lattice_model_params *params, const lattice_norm *norm,
+                                      int64_t *n_params, size_t *arena_bytes)
+{
+    if (!params || !norm || params->size == 0)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_model m;
+    memset(&m, 0, sizeof(m));
+    lattice_status st = adopt_params(&m.p, params, NULL);
+    if (st != LATTICE_OK)
+        return st;
+    m.norm = *norm;
+    const int L = m.p.n_layers;
+    m.layers = calloc((size_t)L, sizeof(layer_params));
+    m.acts = calloc((size_t)L, sizeof(layer_acts));
+    m.hs = calloc((size_t)L + 1, sizeof(float *));
+    if (!m.layers || !m.acts || !m.hs) {
+        st = LATTICE_ERR_OUT_OF_MEMORY;
+    } else {
+        /* Measuring passes: nothing is allocated or registered. */
+        size_t pbytes = layout_params(&m, NULL);
+        size_t abytes = (layout_acts(&m, NULL) + 63) / 64 * 64;
+        if (n_params) {
+            /* parameters: the arena minus alignment padding is an upper bound;
+             * count exactly from the shape instead */
+            const lattice_model_params *p = &m.p;
+            int64_t per_norm = m.norm.kind == LATTICE_NORM_LAYER ? 2 * p->d_model : p->d_model;
+            int64_t slots = m.norm.placement == LATTICE_NORM_PERI ? 4 : 2;
+            int64_t layer = (int64_t)(p->n_heads + 2 * p->n_kv_heads) * p->head_dim * p->d_model +
+                            (int64_t)p->d_model * p->n_heads * p->head_dim +
+                            3 * (int64_t)p->d_ff * p->d_model + slots * per_norm +
+                            (p->qk_norm ? 2 * p->head_dim : 0);
+            *n_params = (int64_t)p->vocab_size * p->d_model * (p->tie_embeddings ? 1 : 2) +
+                        per_norm + layer * L;
+        }
+        if (arena_bytes)
+            *arena_bytes = 2 * ((pbytes + 63) / 64 * 64) + abytes;
+    }
+    free(m.layers);
+    free(m.acts);
+    free(m.hs);
+    return st;
+}
+
 lattice_status lattice_model_create(const lattice_model_params *params, const lattice_norm *norm,
                                     lattice_backend *backend, lattice_model **out)
 {

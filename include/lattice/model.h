@@ -100,6 +100,19 @@ LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params
                                                       char *errmsg);
 
 /**
+ * @brief What a model of this shape would hold, without creating it.
+ * @param params The shape.
+ * @param norm The placement.
+ * @param[out] n_params Parameters over the whole capacity; may be NULL.
+ * @param[out] arena_bytes Bytes of its arenas (as ::lattice_model_arena_bytes); may be NULL.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_model_estimate(const lattice_model_params *params,
+                                                  const lattice_norm *norm, int64_t *n_params,
+                                                  size_t *arena_bytes);
+
+/**
  * @brief Create a model with freshly initialised weights.
  *
  * Linear and embedding weights are drawn from N(0, init_std^2) with the

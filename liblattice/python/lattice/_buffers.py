@@ -17,6 +17,7 @@ _KINDS = {
     ctypes.c_int32: ("int32", frozenset("il"), 4, "i"),
     ctypes.c_float: ("float32", frozenset("f"), 4, "f"),
     ctypes.c_uint8: ("uint8", frozenset("Bb?c"), 1, "B"),
+    ctypes.c_double: ("float64", frozenset("d"), 8, "d"),
 }
 
 _NATIVE_PREFIXES = "@=" + ("<" if sys.byteorder == "little" else ">!")
@@ -55,8 +56,7 @@ def count_of(mv):
 
 def as_input(obj, ctype, name, count=None, at_least=False):
     """A ctypes array over obj's memory (a copy when obj is read-only) for a const pointer."""
-    mv = obj if isinstance(obj, memoryview) and obj.format == _KINDS[ctype][3] else None
-    mv = mv if mv is not None and mv.c_contiguous else memview(obj, ctype, name)
+    mv = memview(obj, ctype, name)
     n = count_of(mv)
     if count is not None and (n < count if at_least else n != count):
         kind = _KINDS[ctype][0]
@@ -110,7 +110,15 @@ def release(*views):
 
 
 def batch_seq(tokens, batch, seq, name="tokens"):
-    """(ctypes int32 array, batch, seq) from a [batch, seq] buffer or a flat one with sizes."""
+    """(ctypes int32 array, batch, seq) from a [batch, seq] buffer, a list of rows, or a
+    flat buffer with sizes."""
+    if isinstance(tokens, (list, tuple)) and tokens and isinstance(tokens[0], (list, tuple)):
+        rows = {len(row) for row in tokens}
+        if len(rows) != 1:
+            raise ValueError(f"{name}: rows of different lengths")
+        if batch is None and seq is None:
+            batch, seq = len(tokens), rows.pop()
+        tokens = [t for row in tokens for t in row]
     mv = memview(tokens, ctypes.c_int32, name)
     n = count_of(mv)
     if batch is None and seq is None:

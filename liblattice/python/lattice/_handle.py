@@ -96,15 +96,19 @@ class Handle:
         """Call fn(handle, *args); raise LatticeError with the handle's message on failure."""
         ptr = self._ptr
         # The message buffer keeps the last failure's text, and not every
-        # failing path rewrites it: only a message that changed during this
-        # call is known to be about it.
+        # failing path rewrites it: a message that changed during this call is
+        # about it; an unchanged one may be (the same failure again) or may be
+        # left from an earlier call, and is given as such.
         before = self._message(ptr) if self._errmsg else ""
         status = fn(ptr, *args)
-        detail = ""
-        if status != 0 and self._errmsg:
-            after = self._message(ptr)
-            detail = after if after != before else ""
-        raise_for(status, status_string(status) if status else "", detail)
+        if status == 0:
+            raise_for(status, "")
+            return
+        text = status_string(status)
+        after = self._message(ptr) if self._errmsg else ""
+        if after and after == before:
+            text, after = f"{text} (last message: {after})", ""
+        raise_for(status, text, after)
 
 
 def check(status, detail=""):
@@ -119,4 +123,5 @@ def require(obj, cls, name, optional=False):
     if not isinstance(obj, cls):
         raise TypeError(f"{name} must be a lattice.{cls.__name__}, got {type(obj).__name__}")
     obj._resource  # raises ClosedError for a closed handle
+    return obj
     return obj

@@ -96,6 +96,8 @@ PROTOTYPES = {
     # model.h
     "lattice_model_params_init": (None, [POINTER(T.ModelParams)]),
     "lattice_model_params_check": (STATUS, [POINTER(T.ModelParams), c_char_p]),
+    "lattice_model_estimate": (STATUS, [POINTER(T.ModelParams), T.norm_p, POINTER(c_int64),
+                                        POINTER(c_size_t)]),
     "lattice_model_create": (STATUS, [POINTER(T.ModelParams), T.norm_p, T.backend_p,
                                       POINTER(T.model_p)]),
     "lattice_model_destroy": (None, [T.model_p]),
@@ -123,6 +125,10 @@ PROTOTYPES = {
     "lattice_model_n_params": (c_int64, [T.model_p]),
     "lattice_model_flops": (c_double, [T.model_p, c_int, c_int, c_int]),
     "lattice_model_arena_bytes": (c_size_t, [T.model_p]),
+    "lattice_model_save": (STATUS, [T.model_p, c_char_p]),
+    "lattice_model_load": (STATUS, [T.model_p, c_char_p]),
+    "lattice_model_create_from_file": (STATUS, [c_char_p, c_char_p, T.backend_p, c_int, c_int,
+                                                POINTER(T.model_p), c_char_p]),
     # optim.h
     "lattice_optim_params_init": (None, [POINTER(T.OptimParams)]),
     "lattice_optim_create": (STATUS, [T.model_p, POINTER(T.OptimParams), POINTER(T.optim_p)]),
@@ -204,8 +210,18 @@ PROTOTYPES = {
     "lattice_trainer_step": (STATUS, [T.trainer_p, POINTER(T.MetricsStruct)]),
     "lattice_trainer_run": (STATUS, [T.trainer_p]),
     "lattice_trainer_evaluate": (STATUS, [T.trainer_p, POINTER(c_double)]),
-    # Headers added later (checkpoint, diagnostics, ...): add their functions
-    # here, their structs to _types.py, and a module mirroring the header.
+    # diag.h
+    "lattice_diag_create": (STATUS, [T.model_p, POINTER(T.diag_p)]),
+    "lattice_diag_destroy": (None, [T.diag_p]),
+    "lattice_diag_errmsg": (c_char_p, [T.diag_p]),
+    "lattice_diag_boundary_scale": (STATUS, [T.diag_p, T.int32_p, T.uint8_p, c_int, c_int,
+                                             T.uint8_p, c_int, POINTER(T.RmsStatsStruct), c_int]),
+    "lattice_diag_block_removal": (STATUS, [T.diag_p, T.int32_p, T.int32_p, T.uint8_p, c_int,
+                                            c_int, c_int, c_int, POINTER(T.RemovalStruct)]),
+    "lattice_diag_loss_response": (STATUS, [POINTER(c_double), c_int64, c_int64, c_int64,
+                                            c_int64, POINTER(T.ResponseStruct)]),
+    # A header added later: its functions go here, its structs into
+    # _types.py, and its classes into a module named after it.
 }
 
 

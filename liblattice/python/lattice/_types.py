@@ -7,6 +7,7 @@ Every struct here has the C struct's fields in the C order and types; the
 
 import ctypes
 import enum
+import os
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_int64,
                     c_size_t, c_uint, c_uint64, c_void_p)
 
@@ -77,7 +78,8 @@ def to_enum(enum_type, value):
             return enum_type(value)
         except ValueError:
             raise ValueError(f"{value} is not a {enum_type.__name__}") from None
-    raise TypeError(f"expected a {enum_type.__name__}, a name or an int, got {type(value).__name__}")
+    raise TypeError(f"expected a {enum_type.__name__}, a name or an int, "
+                    f"got {type(value).__name__}")
 
 
 # ---- opaque handles -----------------------------------------------------------------
@@ -95,6 +97,7 @@ data_p = _opaque("lattice_data")
 schedule_p = _opaque("lattice_schedule")
 teacher_p = _opaque("lattice_teacher")
 trainer_p = _opaque("lattice_trainer")
+diag_p = _opaque("lattice_diag")
 
 float_p = POINTER(c_float)
 int32_p = POINTER(ctypes.c_int32)
@@ -161,8 +164,8 @@ class Params(Struct):
                 raise TypeError(f"{type(self).__name__} has no field {key!r} (fields: {known})")
             if key in self._enums:
                 value = to_enum(self._enums[key], value)
-            elif isinstance(value, str) and key == "separator":
-                value = value.encode()
+            elif dict(self._fields_)[key] is c_char_p and value is not None:
+                value = os.fsencode(value)  # paths and separators; the struct keeps the bytes
             setattr(self, key, value)
         return self
 
@@ -254,6 +257,8 @@ class DataParams(Params):
         ("val_fraction", c_float),
         ("seed", c_uint64),
         ("pad_id", c_int),
+        ("val_path", c_char_p),
+        ("split_long", c_int),
     ]
 
 
@@ -311,6 +316,34 @@ class MetricsStruct(Struct):
         ("phase_end", c_int),
         ("counters", CountersStruct),
         ("seconds", c_double),
+    ]
+
+
+class RmsStatsStruct(Struct):
+    _fields_ = [
+        ("count", c_int64),
+        ("mean", c_double),
+        ("std", c_double),
+        ("kurtosis", c_double),
+        ("max", c_double),
+    ]
+
+
+class RemovalStruct(Struct):
+    _fields_ = [
+        ("ce_full", c_double),
+        ("ce_removed", c_double),
+        ("dce", c_double),
+        ("angle", c_double),
+    ]
+
+
+class ResponseStruct(Struct):
+    _fields_ = [
+        ("baseline", c_double),
+        ("jump", c_double),
+        ("area", c_double),
+        ("recovery", c_int64),
     ]
 
 

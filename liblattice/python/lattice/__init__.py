@@ -1,0 +1,45 @@
+"""lattice: Python bindings of liblattice through ctypes.
+
+Every object of the C API is a class here (Backend, Norm, Model, Optim,
+Distill, Data, Schedule, Teacher, Trainer, Diag) with close() and ``with``
+support; every failing status raises :class:`LatticeError` with its
+:class:`Status` in ``code``. Arrays go in and out through the buffer protocol,
+so NumPy works but is never needed.
+
+The library is found through ``LATTICE_LIBRARY``, then next to this package,
+then by its SONAME (see ``lattice._lib``).
+
+Adding a C header: its prototypes go into ``_lib.PROTOTYPES`` (the test suite
+checks that table against the headers), its structs and enums into
+``_types.py``, and a module named after the header holds its classes;
+export them below.
+"""
+
+from ._errors import ClosedError, LatticeError, Status
+from ._lib import ERRMSG_SIZE, status_string, version_number, version_string
+from ._types import (BackendOps, BlockInit, DataParams, DistillParams, Group, KLDirection,
+                     ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
+                     TrainerParams)
+from .backend import Backend, has_blis
+from .data import Batch, Data, Position
+from .diag import Diag, Removal, Response, RmsStats
+from .distill import Distill, DistillResult
+from .model import Model, Tensor
+from .norm import Norm
+from .optim import Optim
+from .schedule import Counters, Schedule
+from .teacher import Teacher
+from .trainer import Metrics, Trainer
+
+__version__ = version_string
+
+__all__ = [
+    "LatticeError", "ClosedError", "Status", "status_string", "version_number",
+    "version_string", "ERRMSG_SIZE",
+    "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
+    "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
+    "BackendOps",
+    "Backend", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
+    "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
+    "Diag", "RmsStats", "Removal", "Response",
+]

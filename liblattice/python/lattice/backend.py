@@ -1,0 +1,122 @@
+"""Backends (backend.h): "ref", "blis", or GEMMs supplied from Python."""
+
+from ctypes import byref, c_float
+
+from . import _buffers as B
+from ._errors import store_pending
+from ._handle import Handle, check
+from ._lib import lib
+from ._types import BackendOps, SetThreadsFn, SgemmFn, backend_p
+
+__all__ = ["Backend", "has_blis"]
+
+
+def has_blis():
+    """Whether this build of the library has the BLIS backend."""
+    return bool(lib.lattice_backend_has_blis())
+
+
+def _extent(rows, cols, ld):
+    """Elements a row-major rows x cols matrix with leading dimension ld spans."""
+    return 0 if rows == 0 or cols == 0 else (rows - 1) * ld + cols
+
+
+def _gemm_extents(trans_a, trans_b, m, n, k, lda, ldb, ldc):
+    a = _extent(k, m, lda) if trans_a else _extent(m, k, lda)
+    b = _extent(n, k, ldb) if trans_b else _extent(k, n, ldb)
+    return a, b, _extent(m, n, ldc)
+
+
+class Backend(Handle):
+    """A compute backend; models borrow it (the model keeps it alive).
+
+    ``Backend("ref")``, ``Backend("blis")``, ``Backend()`` for the build's
+    default; ``threads`` sets the thread count of GEMMs and kernels.
+    """
+
+    _destroy = "lattice_backend_destroy"
+
+    def __init__(self, name="default", threads=None):
+        out = backend_p()
+        check(lib.lattice_backend_create(name.encode(), byref(out)), f"backend {name!r}")
+        self._adopt(out)
+        if threads is not None:
+            self.threads = threads
+
+    @classmethod
+    def custom(cls, name, sgemm, set_threads=None):
+        """A backend whose GEMMs run in Python.
+
+        ``sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)``
+        gets a and b as read-only flat float32 memoryviews and c as a writable
+        one (valid only during the call), and computes
+        C = alpha * op(A) * op(B) + beta * C in row-major order. An exception
+        it raises fails the library call with BACKEND and is chained to the
+        LatticeError. ``set_threads(n)`` is told the thread count.
+        """
+        if not callable(sgemm) or (set_threads is not None and not callable(set_threads)):
+            raise TypeError("sgemm and set_threads must be callable")
+
+        def sgemm_cb(user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+            va = vb = vc = None
+            try:
+                na, nb, nc = _gemm_extents(ta, tb, m, n, k, lda, ldb, ldc)
+                va = B.view(a, (na,), c_float, readonly=True) if na else memoryview(b"").cast("f")
+                vb = B.view(b, (nb,), c_float, readonly=True) if nb else memoryview(b"").cast("f")
+                vc = B.view(c, (nc,), c_float)
+                sgemm(ta, tb, m, n, k, alpha, va, lda, vb, ldb, beta, vc, ldc)
+                return 0
+            except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
+                store_pending(e)
+                return 1
+            finally:
+                B.release(va, vb, vc)
+
+        def threads_cb(user, n):
+            try:
+                set_threads(n)
+            except BaseException as e:  # noqa: B902
+                store_pending(e)
+
+        ops = BackendOps.defaults()
+        keep = [SgemmFn(sgemm_cb)]
+        ops.sgemm = keep[0]
+        if set_threads is not None:
+            keep.append(SetThreadsFn(threads_cb))
+            ops.set_threads = keep[1]
+        self = cls.__new__(cls)
+        out = backend_p()
+        check(lib.lattice_backend_create_custom(name.encode(), byref(ops), byref(out)))
+        self._adopt(out, keep=keep)
+        return self
+
+    @property
+    def name(self):
+        return lib.lattice_backend_name(self._ptr).decode()
+
+    @property
+    def threads(self):
+        return lib.lattice_backend_threads(self._ptr)
+
+    @threads.setter
+    def threads(self, n_threads):
+        self._call(lib.lattice_backend_set_threads, int(n_threads))
+
+    def sgemm(self, a, b, c, m, n, k, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0,
+              lda=None, ldb=None, ldc=None):
+        """C = alpha * op(A) @ op(B) + beta * C through this backend, row-major, in place on c.
+
+        a, b, c are float32 buffers; op(X) transposes X when trans_x is true.
+        The leading dimensions default to the stored matrices' widths.
+        """
+        trans_a, trans_b = int(bool(trans_a)), int(bool(trans_b))
+        lda = (m if trans_a else k) if lda is None else lda
+        ldb = (k if trans_b else n) if ldb is None else ldb
+        ldc = n if ldc is None else ldc
+        lda, ldb, ldc = max(lda, 1), max(ldb, 1), max(ldc, 1)
+        na, nb, nc = _gemm_extents(trans_a, trans_b, m, n, k, lda, ldb, ldc)
+        pa = B.as_input(a, c_float, "a", na, at_least=True)
+        pb = B.as_input(b, c_float, "b", nb, at_least=True)
+        pc = B.as_output(c, c_float, "c", nc, at_least=True)
+        self._call(lib.lattice_backend_sgemm, trans_a, trans_b, m, n, k, alpha, pa, lda, pb, ldb,
+                   beta, pc, ldc)

@@ -1,0 +1,121 @@
+"""Token sources, documents, the train/validation split and batching (data.h)."""
+
+import os
+from ctypes import byref, c_int32, c_uint8
+from dataclasses import dataclass
+
+from . import _buffers as B
+from ._handle import Handle, check
+from ._lib import errmsg_buffer, lib
+from ._types import BatchStruct, DataParams, PositionStruct, Split, data_p, to_enum
+
+__all__ = ["Data", "Batch", "Position"]
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where the training iterator stands: completed passes, next document within the pass."""
+
+    epoch: int
+    index: int
+
+
+class Batch:
+    """One batch: int32 tokens and targets and a uint8 mask, read-only views [batch, seq].
+
+    The views show the data object's buffers: valid until its next batch call.
+    """
+
+    __slots__ = ("tokens", "targets", "mask", "batch", "seq", "n_tokens")
+
+    def __init__(self, b, keep):
+        shape = (b.batch, b.seq)
+        self.batch, self.seq, self.n_tokens = b.batch, b.seq, b.n_tokens
+        self.tokens = B.view(b.tokens, shape, c_int32, keep, readonly=True)
+        self.targets = B.view(b.targets, shape, c_int32, keep, readonly=True)
+        self.mask = B.view(b.mask, shape, c_uint8, keep, readonly=True)
+
+    def __repr__(self):
+        return f"Batch({self.batch} x {self.seq}, n_tokens={self.n_tokens})"
+
+
+class Data(Handle):
+    """A corpus as documents of token ids. Create with from_text, from_tokens or from_memory;
+    keyword arguments are DataParams fields over the byte-level text defaults."""
+
+    _destroy = "lattice_data_destroy"
+    _errmsg = "lattice_data_errmsg"
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create Data with Data.from_text, Data.from_tokens or Data.from_memory")
+
+    @classmethod
+    def _create(cls, fn, args, params, fields):
+        p = DataParams.make(params, **fields)
+        out, err = data_p(), errmsg_buffer()
+        check(fn(*args, byref(p), byref(out), err), err.value.decode(errors="replace"))
+        self = cls.__new__(cls)
+        self._adopt(out)
+        return self
+
+    @classmethod
+    def from_text(cls, path, params=None, **fields):
+        """Byte-level text: every byte a token, documents split at the separator ("\\f")."""
+        return cls._create(lib.lattice_data_create_text, (os.fsencode(path),), params, fields)
+
+    @classmethod
+    def from_tokens(cls, path, bytes_per_id, params=None, **fields):
+        """A file of little-endian uint16 (bytes_per_id 2) or uint32 (4) token ids."""
+        return cls._create(lib.lattice_data_create_tokens, (os.fsencode(path), bytes_per_id),
+                           params, fields)
+
+    @classmethod
+    def from_memory(cls, ids, params=None, **fields):
+        """Token ids from an int32 buffer (copied)."""
+        arr = B.as_input(ids, c_int32, "ids")
+        return cls._create(lib.lattice_data_create_memory, (arr, len(arr)), params, fields)
+
+    @property
+    def params(self):
+        """The DataParams in use (separator is None: the library does not keep it)."""
+        out = DataParams()
+        self._call(lib.lattice_data_get_params, byref(out))
+        return out
+
+    def n_documents(self, split=Split.TRAIN):
+        return lib.lattice_data_n_documents(self._ptr, to_enum(Split, split))
+
+    def n_tokens(self, split=Split.TRAIN):
+        return lib.lattice_data_n_tokens(self._ptr, to_enum(Split, split))
+
+    def next(self):
+        """The next training batch."""
+        b = BatchStruct()
+        self._call(lib.lattice_data_next, byref(b))
+        return Batch(b, self._res)
+
+    @property
+    def n_val_batches(self):
+        return lib.lattice_data_n_val_batches(self._ptr)
+
+    def val_batch(self, index):
+        """Batch index of the fixed validation set."""
+        b = BatchStruct()
+        self._call(lib.lattice_data_val_batch, index, byref(b))
+        return Batch(b, self._res)
+
+    def val_batches(self):
+        """Each validation batch in turn (each valid until the next is made)."""
+        for i in range(self.n_val_batches):
+            yield self.val_batch(i)
+
+    @property
+    def position(self):
+        out = PositionStruct()
+        self._call(lib.lattice_data_get_position, byref(out))
+        return Position(out.epoch, out.index)
+
+    @position.setter
+    def position(self, pos):
+        epoch, index = (pos.epoch, pos.index) if isinstance(pos, Position) else pos
+        self._call(lib.lattice_data_set_position, byref(PositionStruct(epoch, index)))

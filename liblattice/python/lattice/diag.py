@@ -1,0 +1,100 @@
+"""The paper's diagnostics (diag.h): boundary scale, block removal, loss response."""
+
+from ctypes import byref, c_double, c_int32, c_uint8
+from dataclasses import dataclass
+
+from . import _buffers as B
+from ._handle import Handle, check, require
+from ._lib import lib
+from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, diag_p
+from .model import Model
+
+__all__ = ["Diag", "RmsStats", "Removal", "Response"]
+
+
+@dataclass(frozen=True)
+class RmsStats:
+    """Per-token RMS of the residual stream summarised over a set of tokens."""
+
+    count: int
+    mean: float
+    std: float
+    kurtosis: float
+    max: float
+
+
+@dataclass(frozen=True)
+class Removal:
+    """What skipping a block does: cross-entropies, their difference, the stream's angle."""
+
+    ce_full: float
+    ce_removed: float
+    dce: float
+    angle: float
+
+
+@dataclass(frozen=True)
+class Response:
+    """The loss response to an append; recovery is -1 when the loss never came back."""
+
+    baseline: float
+    jump: float
+    area: float
+    recovery: int
+
+
+class Diag(Handle):
+    """Diagnostics of one model (borrowed and kept alive); their forwards overwrite its
+    activations, as a forward of the model would."""
+
+    _destroy = "lattice_diag_destroy"
+    _errmsg = "lattice_diag_errmsg"
+
+    def __init__(self, model):
+        require(model, Model, "model")
+        out = diag_p()
+        check(lib.lattice_diag_create(model._ptr, byref(out)))
+        self._adopt(out, borrows=(model,))
+        self.model = model
+
+    def boundary_scale(self, tokens, mask=None, batch=None, seq=None, *, classes=None,
+                       n_classes=2):
+        """RMS statistics at every boundary of a forward over tokens.
+
+        Returns ``stats[boundary][c]`` for boundary 0 .. active layers, where c
+        is a token class (default: 1 at position 0 of each row, else 0) and
+        the last entry (c = n_classes) covers every counted token.
+        """
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        c = B.optional_input(classes, c_uint8, "classes", batch * seq)
+        boundaries = self.model.active_layers + 1
+        per = n_classes + 1
+        out = (RmsStatsStruct * (boundaries * per))()
+        self.model._shape = None
+        self._call(lib.lattice_diag_boundary_scale, arr, m, batch, seq, c, n_classes, out,
+                   len(out))
+        self.model._shape = (batch, seq)
+        stats = [RmsStats(s.count, s.mean, s.std, s.kurtosis, s.max) for s in out]
+        return [stats[b * per:(b + 1) * per] for b in range(boundaries)]
+
+    def block_removal(self, tokens, targets, first, count, mask=None, batch=None, seq=None):
+        """dCE and angle of skipping layers [first, first + count) on a fixed batch."""
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        t = B.as_input(targets, c_int32, "targets", batch * seq)
+        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        out = RemovalStruct()
+        self.model._shape = None
+        self._call(lib.lattice_diag_block_removal, arr, t, m, batch, seq, first, count, byref(out))
+        return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
+
+    @staticmethod
+    def loss_response(losses, append_step, window, horizon):
+        """The response to an append from a series of losses (float64 buffer or sequence)."""
+        arr = B.as_input(losses, c_double, "losses")
+        out = ResponseStruct()
+        check(lib.lattice_diag_loss_response(arr, len(arr), append_step, window, horizon,
+                                             byref(out)),
+              f"append_step {append_step}, window {window}, horizon {horizon} "
+              f"over {len(arr)} losses")
+        return Response(out.baseline, out.jump, out.area, out.recovery)

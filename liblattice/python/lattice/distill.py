@@ -1,0 +1,85 @@
+"""Distillation losses (distill.h)."""
+
+from ctypes import byref, c_float, c_int32, c_uint8
+from dataclasses import dataclass
+
+from . import _buffers as B
+from ._handle import Handle, check
+from ._lib import lib
+from ._types import DistillParams, DistillResultStruct, distill_p
+
+__all__ = ["Distill", "DistillResult"]
+
+
+@dataclass(frozen=True)
+class DistillResult:
+    """The loss of one batch and its parts, means over the counted positions."""
+
+    loss: float
+    kl: float
+    ce: float
+    n_counted: int
+
+
+def _positions(student, vocab):
+    """(float32 view, n, vocab) of student logits [n, vocab] (or [batch, seq, vocab])."""
+    mv = B.memview(student, c_float, "student")
+    total = B.count_of(mv)
+    if vocab is None:
+        if mv.ndim < 2:
+            raise ValueError("student: give vocab, or a buffer shaped [..., vocab]")
+        vocab = mv.shape[-1]
+    if vocab < 1 or total % vocab:
+        raise ValueError(f"student: {total} values are not rows of vocab {vocab}")
+    return mv, total // vocab, vocab
+
+
+class Distill(Handle):
+    """L = alpha * tau^2 * KL + gamma * CE; keyword arguments are DistillParams fields."""
+
+    _destroy = "lattice_distill_destroy"
+    _errmsg = "lattice_distill_errmsg"
+
+    def __init__(self, params=None, **fields):
+        p = DistillParams.make(params, **fields)
+        out = distill_p()
+        check(lib.lattice_distill_create(byref(p), byref(out)))
+        self._adopt(out)
+
+    @property
+    def params(self):
+        out = DistillParams()
+        self._call(lib.lattice_distill_get_params, byref(out))
+        return out
+
+    def dense(self, student, teacher, targets=None, mask=None, *, vocab=None, dlogits=None):
+        """The loss against dense teacher logits.
+
+        student and teacher are float32 [n, vocab] (any shape ending in vocab,
+        or flat with vocab given); targets int32 [n] (None only when gamma is
+        0); mask uint8 [n]; dlogits, when given, a writable float32 [n, vocab]
+        buffer that receives the gradient (a model's :meth:`Model.dlogits`).
+        """
+        mv, n, vocab = _positions(student, vocab)
+        s = B.as_input(mv, c_float, "student", n * vocab)
+        t = B.as_input(teacher, c_float, "teacher", n * vocab)
+        return self._run(lib.lattice_distill_dense, (s, t), targets, mask, n, vocab, dlogits)
+
+    def topk(self, student, index, value, targets=None, mask=None, *, k=None, vocab=None,
+             dlogits=None):
+        """The loss against a teacher's top-k: int32 index and float32 value, [n, k] each."""
+        mv, n, vocab = _positions(student, vocab)
+        s = B.as_input(mv, c_float, "student", n * vocab)
+        if k is None:
+            k = B.count_of(B.memview(index, c_int32, "index")) // n
+        i = B.as_input(index, c_int32, "index", n * k)
+        v = B.as_input(value, c_float, "value", n * k)
+        return self._run(lib.lattice_distill_topk, (s, i, v, k), targets, mask, n, vocab, dlogits)
+
+    def _run(self, fn, head, targets, mask, n, vocab, dlogits):
+        t = B.optional_input(targets, c_int32, "targets", n)
+        m = B.optional_input(mask, c_uint8, "mask", n)
+        d = None if dlogits is None else B.as_output(dlogits, c_float, "dlogits", n * vocab)
+        result = DistillResultStruct()
+        self._call(fn, *head, t, m, n, vocab, d, byref(result))
+        return DistillResult(result.loss, result.kl, result.ce, result.n_counted)

@@ -1,0 +1,297 @@
+"""Models (model.h): a Qwen3-style decoder with a growable active depth."""
+
+import os
+from ctypes import byref, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+
+from . import _buffers as B
+from ._errors import LatticeError, Status
+from ._handle import Handle, check, require
+from ._lib import errmsg_buffer, lib
+from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum
+from .backend import Backend
+from .norm import as_norm
+
+__all__ = ["Model", "Tensor"]
+
+
+class Tensor:
+    """One parameter tensor: name, shape, group, and its data and gradient as float32 views.
+
+    ``data`` and ``grad`` are writable memoryviews of shape ``shape`` over the
+    model's memory; they keep the model's C object alive.
+    """
+
+    __slots__ = ("name", "ndim", "shape", "group", "layer", "data", "grad")
+
+    def __init__(self, info, keep):
+        self.name = info.name.decode()
+        self.ndim = info.ndim
+        rows, cols = info.shape[0], info.shape[1]
+        self.shape = (rows, cols) if info.ndim == 2 else (rows,)
+        self.group = to_enum(Group, info.group)
+        self.layer = info.layer
+        self.data = B.view(info.data, self.shape, c_float, keep)
+        self.grad = B.view(info.grad, self.shape, c_float, keep)
+
+    def __repr__(self):
+        return (f"Tensor({self.name!r}, shape={self.shape}, group={self.group.name}, "
+                f"layer={self.layer})")
+
+
+def _as_backend(backend):
+    if backend is None or isinstance(backend, str):
+        return Backend(backend or "default")
+    return require(backend, Backend, "backend")
+
+
+def _check_shape(status, params):
+    """Raise for a failed model creation with lattice_model_params_check's reason."""
+    if status:
+        reason = errmsg_buffer()
+        lib.lattice_model_params_check(byref(params), reason)
+        check(status, reason.value.decode(errors="replace"))
+
+
+class Model(Handle):
+    """A model. Keyword arguments are :class:`ModelParams` fields over the C defaults::
+
+        Model(vocab_size=64, d_model=32, n_layers=2, n_active_layers=2, n_heads=2,
+              n_kv_heads=1, head_dim=16, d_ff=64, max_batch=4, max_seq=16,
+              norm="post", backend=Backend("ref"))
+
+    ``norm`` is a :class:`Norm` or a placement name (default pre-norm RMSNorm,
+    eps 1e-6); ``backend`` a :class:`Backend` or a name (default "default").
+    The model borrows the backend and keeps it alive.
+
+    Arrays returned by :meth:`logits`, :meth:`dlogits` and :meth:`hidden` show
+    the model's buffers: their contents are valid until the next forward.
+    """
+
+    _destroy = "lattice_model_destroy"
+    _errmsg = "lattice_model_errmsg"
+
+    def __init__(self, params=None, *, norm=None, backend=None, **fields):
+        p = ModelParams.make(params, **fields)
+        backend = _as_backend(backend)
+        norm, own_norm = as_norm(norm)
+        try:
+            out = model_p()
+            status = lib.lattice_model_create(byref(p), norm._ptr, backend._ptr, byref(out))
+        finally:
+            if own_norm:
+                norm.close()
+        _check_shape(status, p)
+        self._finish(out, backend)
+
+    def _finish(self, out, backend):
+        self._adopt(out, borrows=(backend,))
+        self.backend = backend
+        self._fixed = self.params  # everything but n_active_layers is fixed at creation
+        self._shape = None         # (batch, seq) of the last forward, when known
+
+    @classmethod
+    def from_file(cls, path, config=None, *, backend=None, max_batch=None, max_seq=None):
+        """A model with the shape and weights of a safetensors file.
+
+        The shape comes from a Hugging Face Qwen3 config.json when config is
+        given, else from the file's own metadata (files written by save()).
+        max_batch and max_seq default to ModelParams' defaults.
+        """
+        backend = _as_backend(backend)
+        defaults = ModelParams.defaults()
+        max_batch = defaults.max_batch if max_batch is None else max_batch
+        max_seq = defaults.max_seq if max_seq is None else max_seq
+        out, err = model_p(), errmsg_buffer()
+        check(lib.lattice_model_create_from_file(os.fsencode(path),
+                                                 None if config is None else os.fsencode(config),
+                                                 backend._ptr, max_batch, max_seq, byref(out), err),
+              err.value.decode(errors="replace"))
+        self = cls.__new__(cls)
+        self._finish(out, backend)
+        return self
+
+    def save(self, path):
+        """Write the parameters (whole capacity) as safetensors, atomically."""
+        self._call(lib.lattice_model_save, os.fsencode(path))
+
+    def load(self, path):
+        """Read every parameter from a safetensors file of the same shapes."""
+        self._call(lib.lattice_model_load, os.fsencode(path))
+
+    # ---- shape and settings ---------------------------------------------------------
+
+    @staticmethod
+    def check_params(params=None, **fields):
+        """Raise LatticeError with the reason if the shape cannot make a model."""
+        p = ModelParams.make(params, **fields)
+        _check_shape(lib.lattice_model_params_check(byref(p), None), p)
+
+    @staticmethod
+    def estimate(params=None, *, norm=None, **fields):
+        """(n_params, arena_bytes) a model of this shape would have, without creating it."""
+        p = ModelParams.make(params, **fields)
+        norm, own_norm = as_norm(norm)
+        n_params, arena_bytes = c_int64(), c_size_t()
+        try:
+            status = lib.lattice_model_estimate(byref(p), norm._ptr, byref(n_params),
+                                                byref(arena_bytes))
+        finally:
+            if own_norm:
+                norm.close()
+        _check_shape(status, p)
+        return n_params.value, arena_bytes.value
+
+    @property
+    def params(self):
+        """The ModelParams the model was created with (n_active_layers: the current count)."""
+        out = ModelParams()
+        self._call(lib.lattice_model_get_params, byref(out))
+        return out
+
+    @property
+    def vocab_size(self):
+        return self._fixed.vocab_size
+
+    @property
+    def d_model(self):
+        return self._fixed.d_model
+
+    @property
+    def n_layers(self):
+        return self._fixed.n_layers
+
+    @property
+    def placement(self):
+        return NormPlacement(lib.lattice_model_placement(self._ptr))
+
+    @property
+    def active_layers(self):
+        return lib.lattice_model_active_layers(self._ptr)
+
+    @active_layers.setter
+    def active_layers(self, n_active):
+        self.set_active_layers(n_active)
+
+    def set_active_layers(self, n_active):
+        self._shape = None  # the stored activations no longer match
+        self._call(lib.lattice_model_set_active_layers, int(n_active))
+
+    def init_layer(self, layer, seed):
+        self._call(lib.lattice_model_init_layer, layer, seed)
+
+    def copy_layer(self, dst, src):
+        self._call(lib.lattice_model_copy_layer, dst, src)
+
+    def zero_layer_outputs(self, layer):
+        self._call(lib.lattice_model_zero_layer_outputs, layer)
+
+    def set_trainable(self, group, trainable=True, layer=-1):
+        self._call(lib.lattice_model_set_trainable, to_enum(Group, group), layer,
+                   int(bool(trainable)))
+
+    def is_trainable(self, group, layer=-1):
+        out = c_int()
+        self._call(lib.lattice_model_get_trainable, to_enum(Group, group), layer, byref(out))
+        return bool(out.value)
+
+    def set_skip(self, first, count):
+        """Skip layers [first, first + count) in later passes; count 0 clears the skip."""
+        self._call(lib.lattice_model_set_skip, first, count)
+
+    # ---- a step ---------------------------------------------------------------------
+
+    def forward(self, tokens, batch=None, seq=None):
+        """Forward over the active layers; tokens is int32 [batch, seq] (or flat with sizes)."""
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        self._shape = None
+        self._call(lib.lattice_model_forward, arr, batch, seq)
+        self._shape = (batch, seq)
+
+    def _batch_seq(self, batch, seq, what):
+        if batch is not None and seq is not None:
+            if self._shape is not None and self._shape != (batch, seq):
+                raise ValueError(f"{what}: the last forward was {self._shape[0]} x "
+                                 f"{self._shape[1]}, not {batch} x {seq}")
+            if not (1 <= batch <= self._fixed.max_batch and 1 <= seq <= self._fixed.max_seq):
+                raise ValueError(f"{what}: {batch} x {seq} beyond the model's "
+                                 f"{self._fixed.max_batch} x {self._fixed.max_seq}")
+            return batch, seq
+        if self._shape is None:
+            raise LatticeError(Status.STATE,
+                               f"invalid state: {what}: the last forward ran inside a trainer or "
+                               "teacher (or none ran); pass batch and seq")
+        return self._shape
+
+    def _need_forward(self, address, what):
+        if not address:
+            raise LatticeError(Status.STATE, f"invalid state: {what} needs a forward pass first")
+
+    def logits(self, batch=None, seq=None):
+        """Read-only float32 view [batch, seq, vocab] of the last forward's logits."""
+        address = lib.lattice_model_logits(self._ptr)
+        self._need_forward(address, "logits")
+        batch, seq = self._batch_seq(batch, seq, "logits")
+        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res, readonly=True)
+
+    def dlogits(self, batch=None, seq=None):
+        """Writable float32 view [batch, seq, vocab] of the loss gradient backward reads."""
+        address = lib.lattice_model_dlogits(self._ptr)
+        self._need_forward(address, "dlogits")
+        batch, seq = self._batch_seq(batch, seq, "dlogits")
+        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res)
+
+    def cross_entropy(self, targets, mask=None):
+        """Mean cross-entropy against int32 targets (uint8 mask, or None for all).
+
+        Writes the gradient to dlogits. Returns (loss, n_counted).
+        """
+        batch, seq = self._batch_seq(None, None, "cross_entropy")
+        t = B.as_input(targets, c_int32, "targets", batch * seq)
+        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        loss, counted = c_float(), c_int64()
+        self._call(lib.lattice_model_cross_entropy, t, m, byref(loss), byref(counted))
+        return loss.value, counted.value
+
+    def backward(self):
+        self._call(lib.lattice_model_backward)
+
+    def hidden(self, boundary, batch=None, seq=None):
+        """Read-only float32 view [batch, seq, d_model] of the residual stream at a boundary.
+
+        Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
+        """
+        out = c_void_p()
+        self._call(lib.lattice_model_hidden, boundary, byref(out))
+        batch, seq = self._batch_seq(batch, seq, "hidden")
+        return B.view(out.value, (batch, seq, self.d_model), c_float, self._res, readonly=True)
+
+    # ---- parameters -----------------------------------------------------------------
+
+    @property
+    def n_tensors(self):
+        return lib.lattice_model_n_tensors(self._ptr)
+
+    def tensor(self, key):
+        """A Tensor by index or by name ("model.layers.0.self_attn.q_proj.weight")."""
+        info = TensorInfo()
+        if isinstance(key, str):
+            self._call(lib.lattice_model_find_tensor, key.encode(), byref(info))
+        elif isinstance(key, int):
+            self._call(lib.lattice_model_tensor, key, byref(info))
+        else:
+            raise TypeError(f"tensor key must be an index or a name, got {type(key).__name__}")
+        return Tensor(info, self._res)
+
+    def tensors(self):
+        return [self.tensor(i) for i in range(self.n_tensors)]
+
+    @property
+    def n_params(self):
+        return lib.lattice_model_n_params(self._ptr)
+
+    def flops(self, batch, seq, with_backward=False):
+        return lib.lattice_model_flops(self._ptr, batch, seq, int(bool(with_backward)))
+
+    @property
+    def arena_bytes(self):
+        return lib.lattice_model_arena_bytes(self._ptr)

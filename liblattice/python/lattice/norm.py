@@ -1,0 +1,76 @@
+"""Normalization placement (norm.h)."""
+
+from ctypes import byref, c_int
+
+from ._handle import Handle, check
+from ._lib import lib
+from ._types import NormKind, NormPlacement, norm_p, to_enum
+
+__all__ = ["Norm"]
+
+
+class Norm(Handle):
+    """Where the norms sit (pre, post, peri) and which norm (RMSNorm, LayerNorm).
+
+    Models copy what they need, so a Norm may be closed once its models exist.
+    ``residual_scale`` is post-norm's a in Norm(a * h + F(h)) (DeepNorm-style).
+    """
+
+    _destroy = "lattice_norm_destroy"
+
+    def __init__(self, placement=NormPlacement.PRE, kind=NormKind.RMS, eps=1e-6,
+                 residual_scale=None):
+        placement = to_enum(NormPlacement, placement)
+        kind = to_enum(NormKind, kind)
+        out = norm_p()
+        check(lib.lattice_norm_create(placement, kind, eps, byref(out)),
+              f"norm {placement.name.lower()}/{kind.name.lower()} eps {eps}")
+        self._adopt(out)
+        if residual_scale is not None:
+            self.residual_scale = residual_scale
+
+    @property
+    def placement(self):
+        return NormPlacement(lib.lattice_norm_get_placement(self._ptr))
+
+    @property
+    def kind(self):
+        return NormKind(lib.lattice_norm_get_kind(self._ptr))
+
+    @property
+    def eps(self):
+        return lib.lattice_norm_get_eps(self._ptr)
+
+    @property
+    def residual_scale(self):
+        return lib.lattice_norm_get_residual_scale(self._ptr)
+
+    @residual_scale.setter
+    def residual_scale(self, scale):
+        check(lib.lattice_norm_set_residual_scale(self._ptr, scale),
+              f"residual scale {scale} (post-norm only; positive and finite)")
+
+    @staticmethod
+    def placement_name(placement):
+        """The library's short name of a placement ("pre", "post", "peri")."""
+        return lib.lattice_norm_placement_name(int(placement)).decode()
+
+    @staticmethod
+    def placement_from_name(name):
+        """Parse "pre", "post" or "peri" with the library's parser."""
+        out = c_int()
+        check(lib.lattice_norm_placement_from_name(name.encode(), byref(out)),
+              f"placement {name!r}")
+        return NormPlacement(out.value)
+
+
+def as_norm(norm):
+    """A Norm from a Norm, a placement (name or member), or None (pre-norm RMSNorm)."""
+    if isinstance(norm, Norm):
+        norm._resource
+        return norm, False
+    if norm is None:
+        return Norm(), True
+    if isinstance(norm, (str, int)):
+        return Norm(norm), True
+    raise TypeError(f"norm must be a lattice.Norm or a placement, got {type(norm).__name__}")

@@ -1,0 +1,61 @@
+"""AdamW with warmup, cosine decay and clipping (optim.h)."""
+
+from ctypes import byref, c_float
+
+from ._handle import Handle, check, require
+from ._lib import lib
+from ._types import OptimParams, optim_p
+from .model import Model
+
+__all__ = ["Optim"]
+
+
+class Optim(Handle):
+    """AdamW over a model's trainable groups; keyword arguments are OptimParams fields.
+
+    The optimizer borrows the model and keeps it alive.
+    """
+
+    _destroy = "lattice_optim_destroy"
+    _errmsg = "lattice_optim_errmsg"
+
+    def __init__(self, model, params=None, **fields):
+        require(model, Model, "model")
+        p = OptimParams.make(params, **fields)
+        out = optim_p()
+        check(lib.lattice_optim_create(model._ptr, byref(p), byref(out)))
+        self._adopt(out, borrows=(model,))
+        self.model = model
+
+    @property
+    def params(self):
+        out = OptimParams()
+        self._call(lib.lattice_optim_get_params, byref(out))
+        return out
+
+    def set_params(self, params=None, **fields):
+        """Replace the settings: params (default: the current ones) with fields overridden.
+
+        The moments and the schedule position are kept.
+        """
+        p = OptimParams.make(self.params if params is None else params, **fields)
+        self._call(lib.lattice_optim_set_params, byref(p))
+
+    def step(self):
+        """One AdamW update from the last backward; returns the gradient norm before clipping."""
+        norm = c_float()
+        self._call(lib.lattice_optim_step, byref(norm))
+        return norm.value
+
+    def reset(self):
+        """Zero the moments and restart the learning-rate schedule."""
+        self._call(lib.lattice_optim_reset)
+
+    @property
+    def lr(self):
+        """The learning rate the next step will use."""
+        return lib.lattice_optim_lr(self._ptr)
+
+    @property
+    def steps(self):
+        return lib.lattice_optim_steps(self._ptr)

@@ -1,0 +1,118 @@
+"""Depth schedules: phases with a growing (or fixed) active depth (schedule.h)."""
+
+from ctypes import byref, c_int, c_int64
+from dataclasses import astuple, dataclass
+
+from ._handle import Handle, check
+from ._lib import lib
+from ._types import BlockInit, CountersStruct, Phase, Preset, schedule_p, to_enum
+
+__all__ = ["Schedule", "Counters"]
+
+
+@dataclass(frozen=True)
+class Counters:
+    """Counters of a run."""
+
+    steps: int = 0
+    tokens: int = 0
+    nonpad_tokens: int = 0
+    active_layer_tokens: int = 0
+    flops: float = 0.0
+
+    @classmethod
+    def _from(cls, c):
+        return cls(c.steps, c.tokens, c.nonpad_tokens, c.active_layer_tokens, c.flops)
+
+
+class Schedule(Handle):
+    """A list of phases and the run's position in them.
+
+    ``Schedule()`` is empty (or takes phases: Phase structs or dicts of Phase
+    fields); ``Schedule.preset("grow", n_blocks, block_size, steps_per_phase)``
+    builds an arm of the paper.
+    """
+
+    _destroy = "lattice_schedule_destroy"
+    _errmsg = "lattice_schedule_errmsg"
+
+    def __init__(self, phases=()):
+        out = schedule_p()
+        check(lib.lattice_schedule_create(byref(out)))
+        self._adopt(out)
+        for phase in phases:
+            if isinstance(phase, dict):
+                self.add_phase(**phase)
+            else:
+                self.add_phase(phase)
+
+    @classmethod
+    def preset(cls, preset, n_blocks=3, block_size=3, steps_per_phase=50000,
+               block_init=BlockInit.RANDOM):
+        out = schedule_p()
+        check(lib.lattice_schedule_create_preset(to_enum(Preset, preset), n_blocks, block_size,
+                                                 steps_per_phase, to_enum(BlockInit, block_init),
+                                                 byref(out)),
+              f"preset {preset!r} with {n_blocks} x {block_size} layers, "
+              f"{steps_per_phase} steps per phase")
+        self = cls.__new__(cls)
+        self._adopt(out)
+        return self
+
+    def add_phase(self, phase=None, **fields):
+        """Append a phase: a Phase, and/or Phase fields over lattice_phase_init's defaults."""
+        p = Phase.make(phase, **fields)
+        self._call(lib.lattice_schedule_add_phase, byref(p))
+
+    def __len__(self):
+        return lib.lattice_schedule_n_phases(self._ptr)
+
+    @property
+    def n_phases(self):
+        return len(self)
+
+    def phase(self, index):
+        out = Phase()
+        self._call(lib.lattice_schedule_phase, index, byref(out))
+        return out
+
+    @property
+    def phases(self):
+        return [self.phase(i) for i in range(len(self))]
+
+    @property
+    def max_layers(self):
+        return lib.lattice_schedule_max_layers(self._ptr)
+
+    @property
+    def total_steps(self):
+        """Total steps when every phase has a step budget, else -1."""
+        return lib.lattice_schedule_total_steps(self._ptr)
+
+    @property
+    def position(self):
+        """(phase, step within it); phase is n_phases once finished."""
+        phase, step = c_int(), c_int64()
+        self._call(lib.lattice_schedule_position, byref(phase), byref(step))
+        return phase.value, step.value
+
+    @property
+    def finished(self):
+        return bool(lib.lattice_schedule_finished(self._ptr))
+
+    def record(self, tokens, nonpad_tokens, flops=0.0):
+        """Record one step; returns True when it ended its phase."""
+        ended = c_int()
+        self._call(lib.lattice_schedule_record, tokens, nonpad_tokens, flops, byref(ended))
+        return bool(ended.value)
+
+    @property
+    def counters(self):
+        out = CountersStruct()
+        self._call(lib.lattice_schedule_counters, byref(out))
+        return Counters._from(out)
+
+    def set_position(self, phase, step_in_phase=0, counters=None):
+        """Restore a position and counters (None zeroes them)."""
+        c = None if counters is None else byref(CountersStruct(*astuple(counters)))
+        self._call(lib.lattice_schedule_set_position, phase, step_in_phase, c)

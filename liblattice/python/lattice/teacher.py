@@ -1,0 +1,105 @@
+"""Teachers: a lattice model, or a Python callable that fills logits (teacher.h)."""
+
+from ctypes import byref, c_float, c_int32, c_void_p
+
+from . import _buffers as B
+from ._errors import store_pending
+from ._handle import Handle, check, require
+from ._lib import lib
+from ._types import TeacherFn, teacher_p
+from .model import Model
+
+__all__ = ["Teacher"]
+
+
+def _trampoline(fn):
+    """A C teacher callback around fn; what fn raises is kept for the caller."""
+
+    def callback(user, tokens, batch, seq, vocab, logits):
+        tv = lv = None
+        try:
+            n = batch * seq
+            tv = B.view(tokens, (n,), c_int32, readonly=True)
+            lv = B.view(logits, (n * vocab,), c_float)
+            fn(tv, batch, seq, vocab, lv)
+            return 0
+        except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
+            store_pending(e)
+            return 1
+        finally:
+            B.release(tv, lv)
+
+    return TeacherFn(callback)
+
+
+class Teacher(Handle):
+    """Where the distillation targets come from. Create with from_model or from_callback."""
+
+    _destroy = "lattice_teacher_destroy"
+    _errmsg = "lattice_teacher_errmsg"
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create a Teacher with Teacher.from_model or Teacher.from_callback")
+
+    @classmethod
+    def from_model(cls, model):
+        """A teacher running all active layers of model (borrowed and kept alive)."""
+        require(model, Model, "model")
+        out = teacher_p()
+        check(lib.lattice_teacher_create_model(model._ptr, byref(out)))
+        self = cls.__new__(cls)
+        self._adopt(out, borrows=(model,))
+        self.model = model
+        return self
+
+    @classmethod
+    def from_callback(cls, fn, vocab_size, max_batch, max_seq):
+        """A teacher that calls ``fn(tokens, batch, seq, vocab, logits)``.
+
+        tokens is a read-only int32 memoryview [batch * seq]; fn fills logits, a
+        writable float32 memoryview [batch * seq * vocab] (row-major [batch, seq,
+        vocab]). Both are valid only during the call. An exception fn raises
+        fails the library call with BACKEND; the LatticeError raised from it has
+        the exception as its __cause__.
+        """
+        if not callable(fn):
+            raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+        callback = _trampoline(fn)
+        out = teacher_p()
+        check(lib.lattice_teacher_create_callback(callback, None, vocab_size, max_batch, max_seq,
+                                                  byref(out)),
+              f"vocab {vocab_size}, batch {max_batch} x {max_seq}")
+        self = cls.__new__(cls)
+        self._adopt(out, keep=(callback,))
+        self.model = None
+        self.fn = fn
+        return self
+
+    @property
+    def vocab_size(self):
+        return lib.lattice_teacher_vocab_size(self._ptr)
+
+    def logits(self, tokens, batch=None, seq=None):
+        """Read-only float32 view [batch, seq, vocab] of the teacher's logits for tokens.
+
+        Valid until the next call on the teacher (for a model teacher, the next
+        forward of its model).
+        """
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        out = c_void_p()
+        if self.model is not None:
+            self.model._shape = None
+        self._call(lib.lattice_teacher_logits, arr, batch, seq, byref(out))
+        if self.model is not None:
+            self.model._shape = (batch, seq)
+        # The teacher's resource holds its model's: the view keeps both alive.
+        return B.view(out.value, (batch, seq, self.vocab_size), c_float, self._res, readonly=True)
+
+    def flops(self, batch, seq):
+        """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""
+        return lib.lattice_teacher_flops(self._ptr, batch, seq)
+
+    def init_student(self, student):
+        """Copy embedding (frozen), LM head and final norm from a model teacher into student."""
+        require(student, Model, "student")
+        self._call(lib.lattice_teacher_init_student, student._ptr)

@@ -1,0 +1,124 @@
+"""The trainer: model, teacher, loss, data, optimizer and schedule bound together (trainer.h)."""
+
+from ctypes import byref, c_double
+from dataclasses import dataclass
+
+from ._errors import store_pending
+from ._handle import Handle, check, require
+from ._lib import lib
+from ._types import MetricsFn, MetricsStruct, TrainerParams, trainer_p
+from .data import Data
+from .distill import Distill
+from .model import Model
+from .optim import Optim
+from .schedule import Counters, Schedule
+from .teacher import Teacher
+
+__all__ = ["Trainer", "Metrics"]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What one step gave (lattice_metrics). val_ce is NaN when not measured at this step."""
+
+    step: int
+    phase: int
+    active_layers: int
+    loss: float
+    kl: float
+    ce: float
+    val_ce: float
+    lr: float
+    grad_norm: float
+    phase_end: bool
+    counters: Counters
+    seconds: float
+
+    @classmethod
+    def _from(cls, m):
+        return cls(m.step, m.phase, m.active_layers, m.loss, m.kl, m.ce, m.val_ce, m.lr,
+                   m.grad_norm, bool(m.phase_end), Counters._from(m.counters), m.seconds)
+
+
+def _trampoline(fn):
+    """A C metrics callback around fn: a true result stops the run; so does an exception,
+    which the trainer method that was running re-raises once the C call returns."""
+
+    def callback(user, metrics):
+        try:
+            return 1 if fn(Metrics._from(metrics.contents)) else 0
+        except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
+            store_pending(e)
+            return 1
+
+    return MetricsFn(callback)
+
+
+class Trainer(Handle):
+    """Binds a run's objects; it borrows each and keeps it alive.
+
+    Without a teacher the student trains on cross-entropy alone; with one it
+    is distilled through ``distill`` (default: the paper's settings).
+    ``on_step(metrics)`` runs after every step and ``on_eval(metrics)`` after
+    each step that measured validation; either stops :meth:`run` by returning
+    a true value or by raising (the exception is re-raised by the call).
+    Callbacks (these and a callback teacher's) run inside the step: they must
+    not call into the objects the trainer is driving.
+    """
+
+    _destroy = "lattice_trainer_destroy"
+    _errmsg = "lattice_trainer_errmsg"
+
+    def __init__(self, model, data, optim, schedule, *, teacher=None, distill=None,
+                 eval_every=0, eval_batches=0, seed=0, on_step=None, on_eval=None):
+        require(model, Model, "model")
+        require(data, Data, "data")
+        require(optim, Optim, "optim")
+        require(schedule, Schedule, "schedule")
+        require(teacher, Teacher, "teacher", optional=True)
+        require(distill, Distill, "distill", optional=True)
+        if teacher is not None and distill is None:
+            distill = Distill()
+        p = TrainerParams.make(eval_every=eval_every, eval_batches=eval_batches, seed=seed)
+        keep = []
+        for name, fn in (("on_step", on_step), ("on_eval", on_eval)):
+            if fn is not None:
+                if not callable(fn):
+                    raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
+                keep.append(_trampoline(fn))
+                setattr(p, name, keep[-1])
+        if teacher is None:
+            distill = None  # the library ignores the loss without a teacher
+        out = trainer_p()
+        check(lib.lattice_trainer_create(model._ptr, None if teacher is None else teacher._ptr,
+                                         None if distill is None else distill._ptr, data._ptr,
+                                         optim._ptr, schedule._ptr, byref(p), byref(out)),
+              "the objects do not fit together (vocabularies, batch shapes, schedule depth)")
+        self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule), keep=keep)
+        self.model, self.teacher, self.distill = model, teacher, distill
+        self.data, self.optim, self.schedule = data, optim, schedule
+
+    def _forwards_ran(self):
+        # Forwards inside the library leave the models' shapes unknown to Python.
+        self.model._shape = None
+        if self.teacher is not None and self.teacher.model is not None:
+            self.teacher.model._shape = None
+
+    def step(self):
+        """One training step; returns its Metrics."""
+        m = MetricsStruct()
+        self._forwards_ran()
+        self._call(lib.lattice_trainer_step, byref(m))
+        return Metrics._from(m)
+
+    def run(self):
+        """Steps until the schedule finishes or a callback stops the run."""
+        self._forwards_ran()
+        self._call(lib.lattice_trainer_run)
+
+    def evaluate(self):
+        """Validation cross-entropy of the student as it is now."""
+        out = c_double()
+        self._forwards_ran()
+        self._call(lib.lattice_trainer_evaluate, byref(out))
+        return out.value

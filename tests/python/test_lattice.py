@@ -1,0 +1,960 @@
+"""Tests of the lattice Python package (ctypes bindings of liblattice).
+
+Run by `meson test` with LATTICE_LIBRARY set to the built library and
+PYTHONPATH to liblattice/python; LATTICE_INCLUDE_DIR names the public headers
+for the coverage test.
+"""
+
+import array
+import ctypes
+import gc
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import lattice
+from lattice import LatticeError, Status
+from lattice import _lib
+
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+VOCAB = 32
+SEQ = 12
+
+
+def tiny_model(**overrides):
+    fields = dict(vocab_size=VOCAB, d_model=16, n_layers=2, n_active_layers=2, n_heads=2,
+                  n_kv_heads=1, head_dim=8, d_ff=32, max_batch=4, max_seq=16, seed=7)
+    fields.update(overrides)
+    backend = fields.pop("backend", "ref")
+    return lattice.Model(backend=backend, **fields)
+
+
+def counting_corpus(n_docs=40, length=SEQ):
+    """Documents that start with boundary 0 and then count up: easy to learn."""
+    ids = array.array("i")
+    for d in range(n_docs):
+        ids.append(0)
+        ids.extend((d + i) % (VOCAB - 1) + 1 for i in range(length))
+    return ids
+
+
+def tiny_data(**overrides):
+    fields = dict(vocab_size=VOCAB, boundary_id=0, batch_size=4, seq_len=SEQ,
+                  val_fraction=0.2, seed=3)
+    fields.update(overrides)
+    return lattice.Data.from_memory(counting_corpus(), **fields)
+
+
+def next_token_teacher(tokens, batch, seq, vocab, logits):
+    """A callback teacher that is confident the count goes on."""
+    for i, t in enumerate(tokens):
+        row = i * vocab
+        for v in range(vocab):
+            logits[row + v] = 0.0
+        logits[row + t % (vocab - 1) + 1] = 4.0
+
+
+class Core(unittest.TestCase):
+    def test_version(self):
+        self.assertEqual(lattice.__version__, lattice.version_string)
+        self.assertRegex(lattice.__version__, r"^\d+\.\d+\.\d+$")
+        self.assertEqual(lattice.version_number // 10000, _lib.MAJOR)
+
+    def test_status_values_are_pinned(self):
+        expected = dict(OK=0, INVALID_ARGUMENT=1, INVALID_CONFIG=2, OUT_OF_MEMORY=3,
+                        UNSUPPORTED=4, NOT_FOUND=5, BACKEND=6, NON_FINITE=7, IO=8, FORMAT=9,
+                        STATE=10)
+        self.assertEqual({s.name: s.value for s in Status}, expected)
+        self.assertEqual(lattice.status_string(Status.NOT_FOUND), "not found")
+        self.assertEqual(lattice.status_string(99), "unknown status")
+
+    def test_error_carries_code(self):
+        err = LatticeError(Status.IO, "i/o error: x")
+        self.assertEqual(err.code, Status.IO)
+        self.assertEqual(str(err), "i/o error: x")
+        self.assertEqual(LatticeError(42).code, 42)
+
+    def test_structs_match_the_library(self):
+        # Each _init function writes sizeof(the C struct) into size.
+        for cls in (lattice.ModelParams, lattice.OptimParams, lattice.DistillParams,
+                    lattice.DataParams, lattice.Phase, lattice.TrainerParams,
+                    lattice.BackendOps):
+            with self.subTest(cls=cls.__name__):
+                self.assertEqual(cls.defaults().size, ctypes.sizeof(cls))
+
+    def test_params_keywords(self):
+        p = lattice.ModelParams.make(vocab_size=99)
+        self.assertEqual(p.vocab_size, 99)
+        self.assertEqual(p.d_model, lattice.ModelParams.defaults().d_model)
+        with self.assertRaisesRegex(TypeError, "no field 'vocab'"):
+            lattice.ModelParams.make(vocab=3)
+        self.assertEqual(lattice.DistillParams.make(direction="reverse").direction,
+                         lattice.KLDirection.REVERSE)
+        with self.assertRaises(ValueError):
+            lattice.Phase.make(block_init="sideways")
+
+    def test_loader(self):
+        env = dict(os.environ, LATTICE_LIBRARY="/nonexistent/liblattice.so.0")
+        r = subprocess.run([sys.executable, "-c", "import lattice"], env=env,
+                           capture_output=True, text=True)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("ImportError", r.stderr)
+        self.assertIn("LATTICE_LIBRARY", r.stderr)
+        # Without LATTICE_LIBRARY: found by SONAME through the loader path.
+        lib_path = os.environ.get("LATTICE_LIBRARY")
+        if lib_path:
+            env = dict(os.environ)
+            del env["LATTICE_LIBRARY"]
+            env["LD_LIBRARY_PATH"] = os.path.dirname(os.path.abspath(lib_path))
+            r = subprocess.run([sys.executable, "-c", "import lattice; print(lattice.__version__)"],
+                               env=env, capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), lattice.__version__)
+
+
+class Coverage(unittest.TestCase):
+    """The prototype table against the public headers: every function, every parameter."""
+
+    def header_functions(self):
+        include = os.environ.get("LATTICE_INCLUDE_DIR")
+        if not include:
+            self.skipTest("LATTICE_INCLUDE_DIR not set")
+        found = {}
+        for name in sorted(os.listdir(include)):
+            if not name.endswith(".h"):
+                continue
+            with open(os.path.join(include, name)) as f:
+                text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
+            for m in re.finditer(r"LATTICE_API\b[^;{]*?\b(lattice_\w+)\s*\(([^;]*?)\)\s*;", text,
+                                 flags=re.S):
+                params = m.group(2).strip()
+                depth, count = 0, 0 if params in ("", "void") else 1
+                for ch in params:
+                    depth += ch == "("
+                    depth -= ch == ")"
+                    count += ch == "," and depth == 0
+                found[m.group(1)] = (count, name)
+        self.assertTrue(found, "no LATTICE_API functions found in " + include)
+        return found
+
+    def test_every_function_has_a_prototype(self):
+        found = self.header_functions()
+        missing = sorted(f"{fn} ({hdr})" for fn, (_, hdr) in found.items()
+                         if fn not in _lib.PROTOTYPES)
+        self.assertEqual(missing, [], "functions of the headers not wrapped in "
+                         "liblattice/python/lattice/_lib.py PROTOTYPES")
+        stale = sorted(set(_lib.PROTOTYPES) - set(found))
+        self.assertEqual(stale, [], "prototypes of functions no header declares")
+
+    def test_argument_counts(self):
+        for fn, (count, hdr) in self.header_functions().items():
+            if fn in _lib.PROTOTYPES:
+                with self.subTest(fn=fn):
+                    self.assertEqual(len(_lib.PROTOTYPES[fn][1]), count, hdr)
+
+    def test_library_has_every_prototype(self):
+        self.assertEqual(_lib.lib.missing, [])
+
+
+class BackendTest(unittest.TestCase):
+    def test_builtin(self):
+        with lattice.Backend("ref", threads=2) as be:
+            self.assertEqual(be.name, "ref")
+            self.assertEqual(be.threads, 2)
+            with self.assertRaises(LatticeError) as cm:
+                be.threads = 0
+            self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn(lattice.has_blis(), (True, False))
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+        if not lattice.has_blis():
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Backend("blis")
+            self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+
+    def test_sgemm(self):
+        a = array.array("f", [1, 2, 3, 4, 5, 6])        # 2 x 3
+        b = array.array("f", [1, 0, 0, 1, 1, 1])        # 3 x 2
+        c = array.array("f", [0] * 4)
+        with lattice.Backend("ref") as be:
+            be.sgemm(a, b, c, 2, 2, 3)
+            self.assertEqual(list(c), [4, 5, 10, 11])
+            be.sgemm(a, a, c, 2, 2, 3, trans_b=True, alpha=0.5, beta=1.0)   # + A A^T / 2
+            self.assertEqual(list(c), [4 + 7, 5 + 16, 10 + 16, 11 + 38.5])
+            with self.assertRaises(ValueError):
+                be.sgemm(a, b, array.array("f", [0] * 3), 2, 2, 3)
+            with self.assertRaises(TypeError):
+                be.sgemm(a, b, bytes(16), 2, 2, 3)                        # wrong type, read-only
+
+    def test_custom_backend_matches_ref(self):
+        ref = lattice.Backend("ref")
+        calls = []
+
+        def sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+            calls.append((m, n, k))
+            ref.sgemm(a, b, c, m, n, k, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta,
+                      lda=lda, ldb=ldb, ldc=ldc)
+
+        threads = []
+        custom = lattice.Backend.custom("python", sgemm, set_threads=threads.append)
+        self.assertEqual(custom.name, "python")
+        custom.threads = 3
+        self.assertEqual(threads, [3])
+        tokens = array.array("i", range(8))
+        m_ref, m_custom = tiny_model(backend=ref), tiny_model(backend=custom)
+        m_ref.forward(tokens, 1, 8)
+        m_custom.forward(tokens, 1, 8)
+        self.assertTrue(calls)
+        for x, y in zip(m_ref.logits().tolist()[0], m_custom.logits().tolist()[0]):
+            for u, v in zip(x, y):
+                self.assertAlmostEqual(u, v, places=5)
+
+    def test_custom_backend_exception(self):
+        def sgemm(*args):
+            raise ZeroDivisionError("no GEMM today")
+
+        model = tiny_model(backend=lattice.Backend.custom("broken", sgemm))
+        with self.assertRaises(LatticeError) as cm:
+            model.forward(array.array("i", range(8)), 1, 8)
+        self.assertEqual(cm.exception.code, Status.BACKEND)
+        self.assertIsInstance(cm.exception.__cause__, ZeroDivisionError)
+
+
+class NormTest(unittest.TestCase):
+    def test_norm(self):
+        with lattice.Norm("post", "layer", 1e-5) as n:
+            self.assertEqual(n.placement, lattice.NormPlacement.POST)
+            self.assertEqual(n.kind, lattice.NormKind.LAYER)
+            self.assertAlmostEqual(n.eps, 1e-5)
+            self.assertEqual(n.residual_scale, 1.0)
+            n.residual_scale = 2.0
+            self.assertEqual(n.residual_scale, 2.0)
+        with lattice.Norm() as n, self.assertRaises(LatticeError) as cm:
+            n.residual_scale = 2.0          # pre-norm has no residual scale
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(LatticeError):
+            lattice.Norm("pre", "rms", -1.0)
+        self.assertEqual(lattice.Norm.placement_name(lattice.NormPlacement.PERI), "peri")
+        self.assertEqual(lattice.Norm.placement_from_name("post"), lattice.NormPlacement.POST)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Norm.placement_from_name("sideways")
+        self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+
+
+class ModelTest(unittest.TestCase):
+    def test_bad_config(self):
+        with self.assertRaises(LatticeError) as cm:
+            tiny_model(n_heads=3, n_kv_heads=2)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertIn("n_kv_heads", str(cm.exception))
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Model.check_params(n_active_layers=0)
+        self.assertIn(cm.exception.code, (Status.INVALID_CONFIG, Status.INVALID_ARGUMENT))
+        lattice.Model.check_params()   # the defaults are a valid shape
+
+    def test_forward_and_views(self):
+        model = tiny_model(norm="peri")
+        self.assertEqual(model.placement, lattice.NormPlacement.PERI)
+        self.assertEqual(model.params.vocab_size, VOCAB)
+        self.assertGreater(model.n_params, 0)
+        self.assertGreater(model.arena_bytes, 0)
+        self.assertGreater(model.flops(2, 8, with_backward=True), model.flops(2, 8))
+        with self.assertRaises(LatticeError) as cm:
+            model.logits()
+        self.assertEqual(cm.exception.code, Status.STATE)
+        model.forward([[1, 2, 3, 4], [5, 6, 7, 8]])        # a list of rows
+        logits = model.logits()
+        self.assertEqual(logits.shape, (2, 4, VOCAB))
+        self.assertEqual(logits.format, "f")
+        self.assertTrue(logits.readonly)
+        self.assertTrue(all(math.isfinite(x) for x in logits.cast("B").cast("f")))
+        loss, counted = model.cross_entropy(array.array("i", [2, 3, 4, 5, 6, 7, 8, 9]),
+                                            mask=bytes([1, 1, 1, 0, 1, 1, 1, 0]))
+        self.assertEqual(counted, 6)
+        self.assertAlmostEqual(loss, math.log(VOCAB), delta=0.5)
+        d = model.dlogits()
+        self.assertFalse(d.readonly)
+        self.assertEqual(d.shape, (2, 4, VOCAB))
+        self.assertEqual(d[0, 3, 0], 0.0)                 # masked position: no gradient
+        model.backward()
+
+    def test_list_tokens_and_2d_buffers(self):
+        model = tiny_model()
+        model.forward([1, 2, 3, 4, 5, 6], batch=2)
+        self.assertEqual(model.logits().shape, (2, 3, VOCAB))
+        model.forward(array.array("i", range(6)), seq=6)
+        self.assertEqual(model.logits().shape, (1, 6, VOCAB))
+
+    def test_bad_input(self):
+        model = tiny_model()
+        with self.assertRaises(LatticeError) as cm:
+            model.forward(array.array("i", [1, 2, VOCAB + 5, 3]), 1, 4)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn("vocabulary", str(cm.exception))
+        with self.assertRaises(LatticeError) as cm:
+            model.forward(array.array("i", range(17)), 1, 17)        # beyond max_seq
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(TypeError):
+            model.forward(array.array("d", range(4)), 1, 4)           # float64, not int32
+        with self.assertRaises(TypeError):
+            model.forward(array.array("q", range(4)), 1, 4)           # int64
+        with self.assertRaises(TypeError):
+            model.forward("abcd", 1, 4)
+        with self.assertRaises(ValueError):
+            model.forward(array.array("i", range(5)), 1, 4)           # wrong length
+        with self.assertRaises(ValueError):
+            model.forward(memoryview(array.array("i", range(8)))[::2], 1, 4)   # strided
+        with self.assertRaises(ValueError):
+            model.forward(array.array("i", range(4)))                 # flat without sizes
+        model.forward(array.array("i", range(4)), 1, 4)
+        with self.assertRaises(ValueError):
+            model.cross_entropy(array.array("i", range(3)))
+        with self.assertRaises(LatticeError) as cm:
+            model.cross_entropy(array.array("i", [0, 1, 2, 99]))
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(LatticeError):
+            model.set_active_layers(3)
+        with self.assertRaises(LatticeError) as cm:
+            model.tensor("no.such.tensor")
+        self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+        with self.assertRaises(LatticeError):
+            model.tensor(10_000)
+
+    def test_hidden_states(self):
+        model = tiny_model(n_layers=3, n_active_layers=2)
+        tokens = array.array("i", range(1, 9))
+        model.forward(tokens, 2, 4)
+        hs = [model.hidden(i) for i in range(3)]
+        for h in hs:
+            self.assertEqual(h.shape, (2, 4, 16))
+            self.assertTrue(h.readonly)
+        self.assertNotEqual(hs[0].tolist(), hs[2].tolist())
+        with self.assertRaises(LatticeError) as cm:
+            model.hidden(3)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        # Pre-norm with zeroed output projections: the layer is the identity.
+        model.zero_layer_outputs(0)
+        model.forward(tokens, 2, 4)
+        self.assertEqual(model.hidden(0).tolist(), model.hidden(1).tolist())
+        model.active_layers = 3
+        with self.assertRaises(LatticeError) as cm:
+            model.hidden(0)                 # no forward since the depth changed
+        self.assertEqual(cm.exception.code, Status.STATE)
+        model.forward(tokens, 2, 4)
+        self.assertEqual(model.hidden(3).shape, (2, 4, 16))
+        model.set_skip(1, 1)
+        model.forward(tokens, 2, 4)
+        self.assertEqual(model.hidden(1).tolist(), model.hidden(2).tolist())
+        model.set_skip(0, 0)
+
+    def test_tensors(self):
+        model = tiny_model()
+        tensors = model.tensors()
+        self.assertEqual(len(tensors), model.n_tensors)
+        self.assertEqual(sum(math.prod(t.shape) for t in tensors), model.n_params)
+        names = [t.name for t in tensors]
+        self.assertIn("lm_head.weight", names)
+        self.assertIn("model.layers.1.self_attn.q_proj.weight", names)
+        q = model.tensor("model.layers.1.self_attn.q_proj.weight")
+        self.assertEqual((q.group, q.layer, q.ndim), (lattice.Group.LAYER, 1, 2))
+        self.assertEqual(q.shape, (2 * 8, 16))
+        self.assertEqual(q.data.shape, q.shape)
+        head = model.tensor("lm_head.weight")
+        self.assertEqual(head.group, lattice.Group.HEAD)
+        # Writing through the view changes the model: a zero head gives zero logits.
+        flat = head.data.cast("B").cast("f")
+        for i in range(len(flat)):
+            flat[i] = 0.0
+        model.forward(array.array("i", range(4)), 1, 4)
+        self.assertTrue(all(x == 0.0 for x in model.logits().cast("B").cast("f")))
+        # Gradients appear after backward.
+        model.cross_entropy(array.array("i", range(1, 5)))
+        model.backward()
+        self.assertTrue(any(x != 0.0 for x in head.grad.cast("B").cast("f")))
+
+    def test_layers_and_trainable(self):
+        model = tiny_model()
+        a = model.tensor("model.layers.0.mlp.down_proj.weight")
+        b = model.tensor("model.layers.1.mlp.down_proj.weight")
+        self.assertNotEqual(a.data.tolist(), b.data.tolist())
+        model.copy_layer(1, 0)
+        self.assertEqual(a.data.tolist(), b.data.tolist())
+        model.init_layer(1, seed=123)
+        self.assertNotEqual(a.data.tolist(), b.data.tolist())
+        self.assertTrue(model.is_trainable("layer", layer=1))
+        model.set_trainable(lattice.Group.LAYER, False, layer=1)
+        self.assertFalse(model.is_trainable(lattice.Group.LAYER, layer=1))
+        model.set_trainable("embedding", False)
+        self.assertFalse(model.is_trainable("embedding"))
+        with self.assertRaises(LatticeError):
+            model.set_trainable("layer", True, layer=9)
+
+    def test_training_lowers_the_loss(self):
+        model = tiny_model()
+        optim = lattice.Optim(model, lr=1e-2, min_lr=1e-3, warmup_steps=0, total_steps=40)
+        self.assertAlmostEqual(optim.params.lr, 1e-2)
+        tokens = array.array("i", [(i % 16) + 1 for i in range(4 * 12)])
+        targets = array.array("i", [(i % 16) % 31 + 2 for i in range(4 * 12)])
+        losses = []
+        for _ in range(30):
+            model.forward(tokens, 4, 12)
+            loss, _ = model.cross_entropy(targets)
+            model.backward()
+            norm = optim.step()
+            self.assertTrue(math.isfinite(norm))
+            losses.append(loss)
+        self.assertEqual(optim.steps, 30)
+        self.assertLess(losses[-1], 0.5 * losses[0])
+        optim.set_params(clip_norm=0.0)
+        self.assertEqual(optim.params.clip_norm, 0.0)
+        self.assertAlmostEqual(optim.params.lr, 1e-2)
+        optim.reset()
+        self.assertEqual(optim.steps, 0)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Optim(model, lr=-1.0)
+        self.assertIn(cm.exception.code, (Status.INVALID_CONFIG, Status.INVALID_ARGUMENT))
+
+    @unittest.skipIf(numpy is None, "NumPy is not installed")
+    def test_numpy(self):
+        model = tiny_model()
+        tokens = numpy.arange(8, dtype=numpy.int32).reshape(2, 4)
+        model.forward(tokens)
+        logits = numpy.asarray(model.logits())
+        self.assertEqual(logits.shape, (2, 4, VOCAB))
+        self.assertEqual(logits.dtype, numpy.float32)
+        with self.assertRaises(TypeError):
+            model.forward(tokens.astype(numpy.int64))
+        with self.assertRaises(ValueError):
+            model.forward(numpy.asfortranarray(numpy.arange(8, dtype=numpy.int32).reshape(2, 4)))
+
+
+class SafetensorsTest(unittest.TestCase):
+    def test_save_load_and_reopen(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "model.safetensors")
+            a = tiny_model(seed=1, norm="post")
+            a.save(path)
+            b = tiny_model(seed=2, norm="post")
+            name = "model.layers.0.self_attn.q_proj.weight"
+            self.assertNotEqual(a.tensor(name).data.tolist(), b.tensor(name).data.tolist())
+            b.load(path)
+            self.assertEqual(a.tensor(name).data.tolist(), b.tensor(name).data.tolist())
+            c = lattice.Model.from_file(path, backend="ref", max_batch=2, max_seq=8)
+            self.assertEqual(c.placement, lattice.NormPlacement.POST)
+            self.assertEqual((c.params.max_batch, c.params.max_seq), (2, 8))
+            self.assertEqual(c.n_params, a.n_params)
+            tokens = array.array("i", range(8))
+            a.forward(tokens, 1, 8)
+            c.forward(tokens, 1, 8)
+            self.assertEqual(a.logits().tolist(), c.logits().tolist())
+            # Errors: a missing file, a malformed one, a shape that does not fit.
+            with self.assertRaises(LatticeError) as cm:
+                b.load(os.path.join(tmp, "missing.safetensors"))
+            self.assertEqual(cm.exception.code, Status.IO)
+            junk = os.path.join(tmp, "junk.safetensors")
+            with open(junk, "wb") as f:
+                f.write(b"\xff" * 64)
+            with self.assertRaises(LatticeError) as cm:
+                b.load(junk)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Model.from_file(junk, backend="ref")
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            self.assertIn("junk.safetensors", str(cm.exception))
+            with self.assertRaises(LatticeError) as cm:
+                tiny_model(d_model=32).load(path)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            with self.assertRaises(LatticeError) as cm:
+                a.save(os.path.join(tmp, "no", "such", "dir", "m.safetensors"))
+            self.assertEqual(cm.exception.code, Status.IO)
+
+    def test_estimate(self):
+        model = tiny_model(norm="peri")
+        n_params, arena = lattice.Model.estimate(model.params, norm="peri")
+        self.assertEqual(n_params, model.n_params)
+        self.assertEqual(arena, model.arena_bytes)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Model.estimate(n_heads=3, n_kv_heads=2)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertIn("n_kv_heads", str(cm.exception))
+
+
+class DiagTest(unittest.TestCase):
+    def test_boundary_scale(self):
+        model = tiny_model(n_layers=3, n_active_layers=2)
+        diag = lattice.Diag(model)
+        stats = diag.boundary_scale(array.array("i", range(1, 13)), batch=3, seq=4)
+        self.assertEqual(len(stats), 3)                       # boundaries 0..2
+        for boundary in stats:
+            regular, first, every = boundary
+            self.assertEqual((regular.count, first.count, every.count), (9, 3, 12))
+            self.assertGreater(every.mean, 0.0)
+            self.assertGreaterEqual(every.max, every.mean)
+        self.assertEqual(model.hidden(2).shape, (3, 4, 16))   # the forward is the model's
+        mine = diag.boundary_scale([[1, 2, 3, 4]], classes=bytes([0, 0, 0, 0]), n_classes=1)
+        self.assertEqual(mine[0][0].count, 4)
+        with self.assertRaises(LatticeError) as cm:
+            diag.boundary_scale([[1, 2, 3, 4]], classes=bytes([0, 0, 5, 0]), n_classes=1)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn("class", str(cm.exception))
+
+    def test_block_removal(self):
+        model = tiny_model()
+        model.zero_layer_outputs(1)                           # layer 1 is the identity
+        diag = lattice.Diag(model)
+        tokens = array.array("i", range(1, 9))
+        targets = array.array("i", range(2, 10))
+        r = diag.block_removal(tokens, targets, first=1, count=1, batch=2, seq=4)
+        self.assertAlmostEqual(r.dce, 0.0, places=5)
+        self.assertAlmostEqual(r.angle, 0.0, places=3)
+        r = diag.block_removal(tokens, targets, 0, 1, batch=2, seq=4)
+        self.assertNotAlmostEqual(r.dce, 0.0, places=5)
+        self.assertAlmostEqual(r.dce, r.ce_removed - r.ce_full)
+        with self.assertRaises(LatticeError) as cm:
+            diag.block_removal(tokens, targets, 1, 5, batch=2, seq=4)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        model.close()
+        diag.block_removal(tokens, targets, 1, 1, batch=2, seq=4)   # the diag keeps the model
+
+    def test_loss_response(self):
+        r = lattice.Diag.loss_response([1, 1, 1, 1, 3, 2, 1, 1], append_step=4, window=2,
+                                       horizon=4)
+        self.assertEqual(r, lattice.Response(baseline=1.0, jump=2.0, area=3.0, recovery=4))
+        r = lattice.Diag.loss_response(array.array("d", [1, 1, 5, 5]), 2, 2, 2)
+        self.assertEqual(r.recovery, -1)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Diag.loss_response([1.0, 2.0], 5, 1, 1)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(TypeError):
+            lattice.Diag.loss_response(array.array("f", [1, 2, 3]), 1, 1, 1)
+
+
+class LifetimeTest(unittest.TestCase):
+    def test_closed_handles_raise(self):
+        model = tiny_model()
+        model.close()
+        model.close()                       # twice is harmless
+        self.assertTrue(model.closed)
+        with self.assertRaises(lattice.ClosedError) as cm:
+            model.forward(array.array("i", range(4)), 1, 4)
+        self.assertIsInstance(cm.exception, LatticeError)
+        self.assertIsInstance(cm.exception, ValueError)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(lattice.ClosedError):
+            model.active_layers
+        with self.assertRaises(lattice.ClosedError):
+            lattice.Optim(model)
+        with self.assertRaises(lattice.ClosedError):
+            lattice.Teacher.from_model(model)
+        be = lattice.Backend("ref")
+        be.close()
+        with self.assertRaises(lattice.ClosedError):
+            tiny_model(backend=be)
+        with self.assertRaises(TypeError):
+            lattice.Optim("not a model")
+        self.assertIn("closed", repr(model))
+
+    def test_borrowed_objects_stay_alive(self):
+        def build():
+            backend = lattice.Backend("ref")
+            model = tiny_model(backend=backend)
+            optim = lattice.Optim(model)
+            backend.close()                 # the model still holds it
+            return optim
+
+        optim = build()
+        gc.collect()
+        model = optim.model
+        model.forward(array.array("i", range(4)), 1, 4)
+        model.cross_entropy(array.array("i", range(1, 5)))
+        model.backward()
+        optim.step()
+        model.close()                       # the optimizer still holds it
+        optim.step()
+
+    def test_views_keep_the_model(self):
+        model = tiny_model()
+        model.forward(array.array("i", range(4)), 1, 4)
+        logits = model.logits()
+        expected = logits.tolist()
+        weight = model.tensor("lm_head.weight").data
+        model.close()
+        del model
+        gc.collect()
+        self.assertEqual(logits.tolist(), expected)
+        self.assertEqual(len(weight.tolist()), VOCAB)
+
+    def test_cycles_through_callbacks(self):
+        # A callback that refers to the trainer makes a cycle the collector must
+        # break; every finaliser order has to be safe.
+        for _ in range(3):
+            holder = {}
+
+            def on_step(metrics, holder=holder):
+                holder["trainer"].model
+
+            model = tiny_model()
+            trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+                                      lattice.Schedule.preset("joint", 1, 2, 1),
+                                      teacher=lattice.Teacher.from_callback(
+                                          lambda *a: next_token_teacher(*a), VOCAB, 4, 16),
+                                      on_step=on_step)
+            holder["trainer"] = trainer
+            trainer.run()
+            del trainer, model, holder, on_step
+            gc.collect()
+
+
+class DistillTest(unittest.TestCase):
+    def logits(self, n, seed):
+        return array.array("f", [math.sin(seed * 7.1 + i * 0.37) * 3 for i in range(n * VOCAB)])
+
+    def test_dense(self):
+        with lattice.Distill() as loss:
+            self.assertAlmostEqual(loss.params.alpha, 0.7)
+            self.assertAlmostEqual(loss.params.gamma, 0.3)
+            s = self.logits(6, 1)
+            targets = array.array("i", [1, 2, 3, 4, 5, 6])
+            same = loss.dense(s, s, targets, vocab=VOCAB)
+            self.assertAlmostEqual(same.kl, 0.0, places=5)
+            self.assertEqual(same.n_counted, 6)
+            t = self.logits(6, 2)
+            grad = array.array("f", [0.0] * (6 * VOCAB))
+            r = loss.dense(memoryview(s).cast("B").cast("f", (6, VOCAB)), t, targets,
+                           mask=bytearray([1, 1, 1, 1, 0, 0]), dlogits=grad)
+            self.assertGreater(r.kl, 0.0)
+            self.assertEqual(r.n_counted, 4)
+            self.assertAlmostEqual(r.loss, 0.7 * r.kl + 0.3 * r.ce, places=5)
+            self.assertTrue(any(g != 0.0 for g in grad))
+            with self.assertRaises(LatticeError) as cm:
+                loss.dense(s, t, array.array("i", [1, 2, 3, 4, 5, VOCAB]), vocab=VOCAB)
+            self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+            with self.assertRaises(ValueError):
+                loss.dense(s, t, targets)               # flat logits without vocab
+            with self.assertRaises(TypeError):
+                loss.dense(s, t, targets, vocab=VOCAB, dlogits=bytes(6 * VOCAB * 4))
+
+    def test_topk_with_k_vocab_is_dense(self):
+        loss = lattice.Distill(alpha=1.0, gamma=0.0)
+        s, t = self.logits(3, 3), self.logits(3, 4)
+        index = array.array("i", list(range(VOCAB)) * 3)
+        dense = loss.dense(s, t, vocab=VOCAB)
+        topk = loss.topk(s, index, t, vocab=VOCAB, k=VOCAB)
+        self.assertAlmostEqual(dense.loss, topk.loss, places=4)
+        reverse = lattice.Distill(direction=lattice.KLDirection.REVERSE, gamma=0.0)
+        with self.assertRaises(LatticeError) as cm:
+            reverse.topk(s, index, t, vocab=VOCAB, k=VOCAB)
+        self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Distill(tau=0.0)
+        self.assertIn(cm.exception.code, (Status.INVALID_CONFIG, Status.INVALID_ARGUMENT))
+
+
+class DataTest(unittest.TestCase):
+    def test_memory(self):
+        data = tiny_data()
+        self.assertEqual(data.n_documents() + data.n_documents("val"), 40)
+        self.assertEqual(data.n_tokens(lattice.Split.TRAIN) + data.n_tokens(lattice.Split.VAL),
+                         40 * (SEQ + 1))
+        self.assertEqual(data.params.batch_size, 4)
+        self.assertIsNone(data.params.separator)
+        batch = data.next()
+        self.assertEqual(batch.tokens.shape, (batch.batch, batch.seq))
+        self.assertEqual(batch.batch, 4)
+        self.assertLessEqual(batch.seq, SEQ)
+        self.assertEqual(batch.n_tokens, sum(batch.mask.cast("B")))
+        row = batch.tokens.tolist()[0]
+        self.assertEqual(row[0], 0)                             # documents start at the boundary
+        self.assertEqual(batch.targets.tolist()[0][:-1], row[1:])
+        self.assertGreater(data.n_val_batches, 0)
+        self.assertEqual(len(list(data.val_batches())), data.n_val_batches)
+        self.assertEqual(data.position, lattice.Position(0, 4))   # four documents taken
+        data.position = (0, 0)
+        self.assertEqual(data.next().tokens.tolist()[0], row)   # the same order again
+        with self.assertRaises(LatticeError):
+            data.val_batch(data.n_val_batches)
+        with self.assertRaises(LatticeError):
+            data.position = lattice.Position(0, 10_000)
+
+    def test_files(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            text = os.path.join(tmp, "corpus.txt")
+            with open(text, "w") as f:
+                f.write("one document\fanother one\fa third\fand a fourth")
+            data = lattice.Data.from_text(text, batch_size=2, seq_len=8, val_fraction=0.25)
+            self.assertEqual(data.n_documents(), 3)
+            self.assertEqual(data.n_documents("val"), 1)
+            val = os.path.join(tmp, "val.txt")
+            with open(val, "w") as f:
+                f.write("held out\fand this")
+            data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=8)
+            self.assertEqual((data.n_documents(), data.n_documents("val")), (4, 2))
+            data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=4,
+                                          split_long=True)
+            self.assertGreater(data.n_documents(), 4)           # long documents were cut
+            self.assertGreater(data.n_documents("val"), 2)
+            tokens = os.path.join(tmp, "ids.u16")
+            with open(tokens, "wb") as f:
+                f.write(array.array("H", [0, 5, 6, 7, 0, 8, 9, 0, 3, 4]).tobytes())
+            data = lattice.Data.from_tokens(tokens, 2, vocab_size=10, boundary_id=0,
+                                            batch_size=2, seq_len=4)
+            self.assertEqual(data.n_documents(), 3)
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Data.from_text(os.path.join(tmp, "missing.txt"))
+            self.assertEqual(cm.exception.code, Status.IO)
+            self.assertIn("missing.txt", str(cm.exception))
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Data.from_tokens(tokens, 2, vocab_size=5, boundary_id=0)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Data.from_memory(array.array("i", [0, 1, 2]), batch_size=0)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        with self.assertRaises(TypeError):
+            lattice.Data()
+
+
+class ScheduleTest(unittest.TestCase):
+    def test_presets(self):
+        grow = lattice.Schedule.preset("grow", n_blocks=3, block_size=3, steps_per_phase=10)
+        self.assertEqual([p.active_layers for p in grow.phases], [3, 6, 9])
+        freeze = lattice.Schedule.preset(lattice.Preset.FREEZE, 3, 3, 10)
+        self.assertEqual([p.train_from for p in freeze.phases], [0, 3, 6])
+        self.assertEqual(len(grow), 3)
+        self.assertEqual(grow.max_layers, 9)
+        self.assertEqual(grow.total_steps, 30)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Schedule.preset("grow", 0, 3, 10)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+
+    def test_record_and_position(self):
+        s = lattice.Schedule([dict(steps=2, active_layers=1), lattice.Phase.make(steps=1)])
+        self.assertEqual(s.position, (0, 0))
+        self.assertFalse(s.record(10, 8, 1.0))
+        self.assertTrue(s.record(10, 8, 1.0))
+        self.assertEqual(s.position, (1, 0))
+        self.assertTrue(s.record(10, 6))
+        self.assertTrue(s.finished)
+        self.assertEqual(s.counters, lattice.Counters(3, 30, 22, 22, 2.0))
+        with self.assertRaises(LatticeError) as cm:
+            s.record(1, 1)
+        self.assertEqual(cm.exception.code, Status.STATE)
+        s.set_position(1, 0, lattice.Counters(steps=2))
+        self.assertEqual(s.position, (1, 0))
+        self.assertEqual(s.counters.steps, 2)
+        s.set_position(0)
+        self.assertEqual(s.counters, lattice.Counters())
+        with self.assertRaises(LatticeError) as cm:
+            s.add_phase(steps=5, active_layers=2, train_from=2)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertTrue(str(cm.exception).startswith("invalid configuration"))
+
+
+class TeacherTest(unittest.TestCase):
+    def test_callback_teacher(self):
+        seen = []
+
+        def fn(tokens, batch, seq, vocab, logits):
+            seen.append((list(tokens), batch, seq, vocab, len(logits), logits.readonly,
+                         tokens.readonly))
+            next_token_teacher(tokens, batch, seq, vocab, logits)
+
+        teacher = lattice.Teacher.from_callback(fn, VOCAB, 2, 8)
+        self.assertEqual(teacher.vocab_size, VOCAB)
+        self.assertEqual(teacher.flops(2, 8), 0.0)
+        out = teacher.logits(array.array("i", [3, 4, 5, 6]), 2, 2)
+        self.assertEqual(seen, [([3, 4, 5, 6], 2, 2, VOCAB, 4 * VOCAB, False, True)])
+        self.assertEqual(out.shape, (2, 2, VOCAB))
+        self.assertEqual(out[0, 0, 4], 4.0)
+        with self.assertRaises(LatticeError) as cm:
+            teacher.logits(array.array("i", range(9)), 1, 9)       # beyond max_seq
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(TypeError):
+            lattice.Teacher.from_callback(42, VOCAB, 2, 8)
+
+    def test_callback_views_do_not_outlive_the_call(self):
+        kept = []
+
+        def fn(tokens, batch, seq, vocab, logits):
+            next_token_teacher(tokens, batch, seq, vocab, logits)
+            kept.append(logits)
+
+        teacher = lattice.Teacher.from_callback(fn, VOCAB, 1, 4)
+        teacher.logits(array.array("i", range(4)), 1, 4)
+        with self.assertRaises(ValueError):
+            kept[0][0]                                              # released
+
+    def test_callback_exception(self):
+        def fn(*args):
+            raise KeyError("teacher is out")
+
+        teacher = lattice.Teacher.from_callback(fn, VOCAB, 2, 8)
+        with self.assertRaises(LatticeError) as cm:
+            teacher.logits(array.array("i", range(4)), 1, 4)
+        self.assertEqual(cm.exception.code, Status.BACKEND)
+        self.assertIsInstance(cm.exception.__cause__, KeyError)
+        self.assertIn("callback", str(cm.exception))
+        # The next call is clean again.
+        ok = lattice.Teacher.from_callback(next_token_teacher, VOCAB, 2, 8)
+        ok.logits(array.array("i", range(4)), 1, 4)
+
+    def test_non_finite_logits(self):
+        def fn(tokens, batch, seq, vocab, logits):
+            logits[0] = float("nan")
+
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Teacher.from_callback(fn, VOCAB, 1, 4).logits(array.array("i", [1]), 1, 1)
+        self.assertEqual(cm.exception.code, Status.NON_FINITE)
+
+    def test_model_teacher(self):
+        big = tiny_model(seed=1)
+        student = tiny_model(seed=2, n_layers=1, n_active_layers=1)
+        teacher = lattice.Teacher.from_model(big)
+        self.assertGreater(teacher.flops(1, 4), 0.0)
+        out = teacher.logits(array.array("i", range(4)), 1, 4)
+        big.forward(array.array("i", range(4)), 1, 4)
+        self.assertEqual(out.tolist(), big.logits().tolist())
+        teacher.init_student(student)
+        self.assertEqual(student.tensor("lm_head.weight").data.tolist(),
+                         big.tensor("lm_head.weight").data.tolist())
+        self.assertFalse(student.is_trainable("embedding"))
+        callback = lattice.Teacher.from_callback(next_token_teacher, VOCAB, 1, 4)
+        with self.assertRaises(LatticeError) as cm:
+            callback.init_student(student)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+
+
+class TrainerTest(unittest.TestCase):
+    def test_cross_entropy_training(self):
+        model = tiny_model()
+        data = tiny_data()
+        optim = lattice.Optim(model, lr=1e-2, min_lr=1e-3, warmup_steps=0)
+        schedule = lattice.Schedule.preset("joint", n_blocks=1, block_size=2, steps_per_phase=25)
+        trainer = lattice.Trainer(model, data, optim, schedule, eval_every=5)
+        first = trainer.step()
+        self.assertEqual(first.step, 1)
+        self.assertEqual(first.kl, 0.0)
+        self.assertTrue(math.isnan(first.val_ce))
+        metrics = [trainer.step() for _ in range(24)]
+        self.assertTrue(schedule.finished)
+        self.assertLess(metrics[-1].loss, 0.6 * first.loss)
+        self.assertTrue(math.isfinite(metrics[3].val_ce))          # step 5
+        self.assertTrue(metrics[-1].phase_end)
+        val = trainer.evaluate()
+        self.assertAlmostEqual(val, metrics[-1].val_ce, places=4)
+        self.assertEqual(metrics[-1].counters.steps, 25)
+        with self.assertRaises(LatticeError) as cm:
+            trainer.step()
+        self.assertEqual(cm.exception.code, Status.STATE)
+        self.assertIn("finished", str(cm.exception))
+        # The C struct's size as the library sees it.
+        m = lattice._types.MetricsStruct()
+        schedule.set_position(0)
+        _lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m))
+        self.assertEqual(m.size, ctypes.sizeof(m))
+
+    def test_distill_with_a_python_teacher(self):
+        calls = []
+
+        def teacher_fn(tokens, batch, seq, vocab, logits):
+            calls.append(batch * seq)
+            next_token_teacher(tokens, batch, seq, vocab, logits)
+
+        model = tiny_model()
+        teacher = lattice.Teacher.from_callback(teacher_fn, VOCAB, 4, 16)
+        steps = []
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, lr=1e-2, warmup_steps=0),
+                                  lattice.Schedule.preset("joint", 1, 2, 20), teacher=teacher,
+                                  distill=lattice.Distill(alpha=1.0, gamma=0.0),
+                                  on_step=steps.append)
+        trainer.run()
+        self.assertEqual(len(steps), 20)
+        self.assertEqual(len(calls), 20)
+        self.assertGreater(steps[0].kl, 0.0)
+        self.assertLess(steps[-1].kl, 0.6 * steps[0].kl)
+        self.assertIsInstance(steps[-1], lattice.Metrics)
+        self.assertIsInstance(steps[-1].counters, lattice.Counters)
+        # After the run the student predicts what the teacher does.
+        model.forward(array.array("i", [5, 6, 7, 8]), 1, 4)
+        row = model.logits().tolist()[0][3]
+        self.assertEqual(row.index(max(row)), 9)
+
+    def test_grow_depth(self):
+        model = tiny_model(n_layers=3, n_active_layers=1)
+        schedule = lattice.Schedule.preset(lattice.Preset.GROW, n_blocks=3, block_size=1,
+                                           steps_per_phase=2, block_init="identity")
+        seen = []
+        evals = []
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                                  on_step=lambda m: seen.append((m.phase, m.active_layers)),
+                                  on_eval=evals.append)
+        trainer.run()
+        self.assertEqual(seen, [(0, 1), (0, 1), (1, 2), (1, 2), (2, 3), (2, 3)])
+        self.assertEqual(model.active_layers, 3)
+        self.assertEqual(len(evals), 3)                    # every phase end
+        self.assertTrue(all(m.phase_end for m in evals))
+        self.assertEqual(schedule.counters.steps, 6)
+
+    def test_callback_stops_the_run(self):
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, 10)
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                                  on_step=lambda m: m.step >= 3)
+        trainer.run()
+        self.assertEqual(schedule.counters.steps, 3)
+
+    def test_callback_exception_surfaces(self):
+        def on_step(metrics):
+            if metrics.step == 2:
+                raise RuntimeError("stop here")
+
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, 10)
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                                  on_step=on_step)
+        with self.assertRaisesRegex(RuntimeError, "stop here"):
+            trainer.run()
+        self.assertEqual(schedule.counters.steps, 2)
+        trainer.step()                                     # the trainer is still usable
+        self.assertEqual(schedule.counters.steps, 3)
+
+    def test_teacher_exception_through_the_trainer(self):
+        def teacher_fn(*args):
+            raise ValueError("teacher crashed")
+
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, 10)
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                                  teacher=lattice.Teacher.from_callback(teacher_fn, VOCAB, 4, 16))
+        with self.assertRaises(LatticeError) as cm:
+            trainer.run()
+        self.assertEqual(cm.exception.code, Status.BACKEND)
+        self.assertIsInstance(cm.exception.__cause__, ValueError)
+        self.assertIn("teacher", str(cm.exception))
+        self.assertEqual(schedule.counters.steps, 0)
+
+    def test_bad_binding(self):
+        model = tiny_model(vocab_size=16)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+                            lattice.Schedule.preset("joint", 1, 2, 10))
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        model = tiny_model()
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+                            lattice.Schedule.preset("joint", 1, 5, 10))   # deeper than the model
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        with self.assertRaises(TypeError):
+            lattice.Trainer(model, tiny_data(), model, lattice.Schedule())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
