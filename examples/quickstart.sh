@@ -1,6 +1,8 @@
 #!/bin/sh
-# The README's first command: install the Debian packages, build, and run the
-# main job. Extra arguments go to the training example (e.g. --steps 1000).
+# The README's first command: install the Debian packages, build, prepare the
+# corpus (Jane Austen's novels from Debian's r-cran-janeaustenr), and run the
+# main job: the reproduction of the study on its quick preset.
+# Arguments go to the reproduction, e.g. --preset examples/reproduce/presets/small.json
 set -eu
 cd "$(dirname "$0")/.."
 sh .ci/deps
@@ -8,6 +10,8 @@ if [ ! -f build/build.ninja ]; then
     meson setup build
 fi
 ninja -C build
-# Until the reproduction of the study lands, the main job is the byte-level
-# training example, on a text every Debian system has.
-exec ./build/examples/train_text /usr/share/common-licenses/GPL-3 "$@"
+python3 examples/data/prepare_austen.py
+if [ "$#" -eq 0 ]; then
+    set -- --preset examples/reproduce/presets/quick.json
+fi
+exec ./build/examples/reproduce "$@"
