@@ -1,18 +1,10 @@
-#include "model_impl.h"
+#include "study_impl.h"
 #include "backend_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct lattice_optim {
-    lattice_model *model;
-    lattice_optim_params p;
-    float *m1, *m2;    /* moments, laid out like the model's parameter arena */
-    int64_t *t_tensor; /* updates each tensor has had since the last reset */
-    int64_t step;      /* schedule position */
-    char err[LATTICE_ERRMSG_MAX];
-};
 
 void lattice_optim_params_init(lattice_optim_params *p)
 {

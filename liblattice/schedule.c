@@ -1,17 +1,8 @@
-#include "internal.h"
+#include "study_impl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-struct lattice_schedule {
-    lattice_phase *phases;
-    int n_phases, cap;
-    int phase;                /* current phase (n_phases once finished) */
-    int64_t step_in_phase;
-    int64_t nonpad_in_phase;
-    lattice_counters counters;
-    char err[LATTICE_ERRMSG_MAX];
-};
 
 #define FAIL(s, st, ...) lattice__set_error((s)->err, (st), __VA_ARGS__)
 

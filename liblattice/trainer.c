@@ -1,23 +1,10 @@
-#include "internal.h"
+#include "study_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-struct lattice_trainer {
-    lattice_model *model;
-    lattice_teacher *teacher;
-    lattice_distill *distill;
-    lattice_data *data;
-    lattice_optim *optim;
-    lattice_schedule *schedule;
-    lattice_trainer_params p;
-    lattice_optim_params base_optim; /* as given: each phase restart derives from it */
-    int applied_phase;               /* phase whose start actions have run (-1: none) */
-    int stop;
-    char err[LATTICE_ERRMSG_MAX];
-};
 
 #define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
 

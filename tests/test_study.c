@@ -2,6 +2,8 @@
  * student initialisation, and the trainer running every kind of phase. */
 #include "testutil.h"
 
+#include <unistd.h>
+
 /* ---- schedules ------------------------------------------------------------------ */
 
 static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
@@ -459,6 +461,73 @@ START_TEST(test_trainer_cross_entropy_only_and_bad_binding)
 }
 END_TEST
 
+/* ---- checkpoints ------------------------------------------------------------ */
+
+enum { CK_STEPS = 12 };
+
+/* Losses of steps from..CK_STEPS-1 of a grow run; when stop_at > 0 the run is
+ * checkpointed after stop_at steps, torn down, rebuilt and resumed. */
+static void grow_losses(int stop_at, double *loss, const char *path, int corrupt_first)
+{
+    world w;
+    log_t l;
+    lattice_metrics m;
+    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+    ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
+    bind(&w, &l, 5);
+    int step = 0;
+    if (stop_at > 0) {
+        for (; step < stop_at; step++)
+            ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK);
+        ck_assert_msg(lattice_trainer_save_checkpoint(w.trainer, path) == LATTICE_OK, "%s",
+                      lattice_trainer_errmsg(w.trainer));
+        close_world(&w);
+        open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+        ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
+        bind(&w, &l, 5);
+        if (corrupt_first) {
+            /* a damaged copy is refused and changes nothing */
+            char bad[256];
+            snprintf(bad, sizeof bad, "%s.cut", path);
+            FILE *in = fopen(path, "rb"), *out = fopen(bad, "wb");
+            char buf[4096];
+            size_t n = fread(buf, 1, sizeof buf, in);
+            fwrite(buf, 1, n, out);
+            fclose(in);
+            fclose(out);
+            lattice_status st = lattice_trainer_load_checkpoint(w.trainer, bad);
+            ck_assert(st == LATTICE_ERR_FORMAT || st == LATTICE_ERR_IO);
+            remove(bad);
+        }
+        ck_assert_msg(lattice_trainer_load_checkpoint(w.trainer, path) == LATTICE_OK, "%s",
+                      lattice_trainer_errmsg(w.trainer));
+    }
+    for (; step < CK_STEPS; step++) {
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK);
+        loss[step] = m.loss;
+    }
+    lattice_counters c;
+    lattice_schedule_counters(w.schedule, &c);
+    ck_assert_int_eq(c.steps, CK_STEPS);
+    close_world(&w);
+}
+
+START_TEST(test_resume_is_bit_exact)
+{
+    /* _i: stop inside phase 0, exactly at the phase boundary, inside phase 1 */
+    const int stops[] = {4, 6, 8};
+    double ref[CK_STEPS], got[CK_STEPS];
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/lattice-ckpt-%d.safetensors", (int)getpid());
+    grow_losses(0, ref, NULL, 0);
+    grow_losses(stops[_i], got, path, _i == 1);
+    for (int k = stops[_i]; k < CK_STEPS; k++)
+        ck_assert_msg(memcmp(&ref[k], &got[k], sizeof(double)) == 0,
+                      "step %d: %.17g uninterrupted, %.17g resumed", k + 1, ref[k], got[k]);
+    remove(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("study");
@@ -478,6 +547,10 @@ int main(void)
     tcase_add_test(tr, test_trainer_non_finite_leaves_model);
     tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);
     suite_add_tcase(s, tr);
+    TCase *ck = tcase_create("checkpoint");
+    tcase_set_timeout(ck, 300);
+    tcase_add_loop_test(ck, test_resume_is_bit_exact, 0, 3);
+    suite_add_tcase(s, ck);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);
     int failed = srunner_ntests_failed(sr);

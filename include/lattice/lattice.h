@@ -17,5 +17,6 @@
 #include <lattice/teacher.h>
 #include <lattice/trainer.h>
 #include <lattice/diag.h>
+#include <lattice/checkpoint.h>
 
 #endif

@@ -903,6 +903,27 @@ class TrainerTest(unittest.TestCase):
         self.assertTrue(all(m.phase_end for m in evals))
         self.assertEqual(schedule.counters.steps, 6)
 
+    def test_checkpoint_resume(self):
+        def make():
+            model = tiny_model(n_layers=2, n_active_layers=1)
+            schedule = lattice.Schedule.preset("grow", n_blocks=2, block_size=1, steps_per_phase=3)
+            return lattice.Trainer(model, tiny_data(), lattice.Optim(model, lr=1e-2), schedule)
+
+        t = make()
+        reference = [t.step().loss for _ in range(6)]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "run.safetensors")
+            t = make()
+            for _ in range(2):
+                t.step()
+            t.save_checkpoint(path)
+            resumed = make()
+            resumed.load_checkpoint(path)
+            self.assertEqual([resumed.step().loss for _ in range(4)], reference[2:])
+            with self.assertRaises(LatticeError) as cm:
+                resumed.load_checkpoint(os.path.join(d, "missing.safetensors"))
+            self.assertEqual(cm.exception.code, Status.IO)
+
     def test_callback_stops_the_run(self):
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)

@@ -210,6 +210,9 @@ PROTOTYPES = {
     "lattice_trainer_step": (STATUS, [T.trainer_p, POINTER(T.MetricsStruct)]),
     "lattice_trainer_run": (STATUS, [T.trainer_p]),
     "lattice_trainer_evaluate": (STATUS, [T.trainer_p, POINTER(c_double)]),
+    # checkpoint.h
+    "lattice_trainer_save_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
+    "lattice_trainer_load_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
     # diag.h
     "lattice_diag_create": (STATUS, [T.model_p, POINTER(T.diag_p)]),
     "lattice_diag_destroy": (None, [T.diag_p]),

@@ -1,0 +1,284 @@
+/* Whole-run checkpoints: model, optimizer, schedule, data position. */
+#include "safetensors.h"
+#include "study_impl.h"
+
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
+
+static json_object *i64(int64_t v) { return json_object_new_int64(v); }
+static json_object *dbl(double v) { return json_object_new_double(v); }
+
+static char *state_json(const lattice_trainer *t)
+{
+    const lattice_model *m = t->model;
+    const lattice_optim *o = t->optim;
+    const lattice_schedule *s = t->schedule;
+    lattice_data_position pos;
+    lattice_data_get_position(t->data, &pos);
+    json_object *j = json_object_new_object(), *op = json_object_new_object(),
+                *sc = json_object_new_object(), *md = json_object_new_object(),
+                *layers = json_object_new_array();
+    json_object_object_add(op, "step", i64(o->step));
+    json_object_object_add(op, "lr", dbl(o->p.lr));
+    json_object_object_add(op, "min_lr", dbl(o->p.min_lr));
+    json_object_object_add(op, "warmup_steps", i64(o->p.warmup_steps));
+    json_object_object_add(op, "total_steps", i64(o->p.total_steps));
+    json_object_object_add(op, "beta1", dbl(o->p.beta1));
+    json_object_object_add(op, "beta2", dbl(o->p.beta2));
+    json_object_object_add(op, "eps", dbl(o->p.eps));
+    json_object_object_add(op, "weight_decay", dbl(o->p.weight_decay));
+    json_object_object_add(op, "clip_norm", dbl(o->p.clip_norm));
+    json_object_object_add(sc, "n_phases", i64(s->n_phases));
+    json_object_object_add(sc, "phase", i64(s->phase));
+    json_object_object_add(sc, "step_in_phase", i64(s->step_in_phase));
+    json_object_object_add(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
+    json_object_object_add(sc, "steps", i64(s->counters.steps));
+    json_object_object_add(sc, "tokens", i64(s->counters.tokens));
+    json_object_object_add(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
+    json_object_object_add(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
+    json_object_object_add(sc, "flops", dbl(s->counters.flops));
+    json_object_object_add(md, "n_active", i64(m->n_active));
+    json_object_object_add(md, "trainable_embedding", i64(m->trainable_embedding));
+    json_object_object_add(md, "trainable_boundary", i64(m->trainable_boundary));
+    json_object_object_add(md, "trainable_head", i64(m->trainable_head));
+    for (int i = 0; i < m->p.n_layers; i++)
+        json_object_array_add(layers, i64(m->trainable_layer[i]));
+    json_object_object_add(md, "trainable_layers", layers);
+    json_object_object_add(j, "optim", op);
+    json_object_object_add(j, "schedule", sc);
+    json_object_object_add(j, "model", md);
+    json_object_object_add(j, "data_epoch", i64(pos.epoch));
+    json_object_object_add(j, "data_index", i64(pos.index));
+    json_object_object_add(j, "applied_phase", i64(t->applied_phase));
+    char *out = strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+    json_object_put(j);
+    return out;
+}
+
+lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!path)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    const lattice_model *m = t->model;
+    const int nt = m->n_tensors;
+    st_entry *e = calloc((size_t)(3 * nt + 1), sizeof(*e));
+    char *names = malloc((size_t)2 * nt * 112);
+    char *state = state_json(t);
+    if (!e || !names || !state) {
+        free(e);
+        free(names);
+        free(state);
+        return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the checkpoint");
+    }
+    for (int i = 0; i < nt; i++) {
+        const tensor_entry *te = &m->tensors[i];
+        const size_t off = (size_t)(te->data - m->params);
+        for (int k = 0; k < 3; k++) {
+            st_entry *x = &e[k * nt + i];
+            x->dtype = ST_F32;
+            x->ndim = te->ndim;
+            x->shape[0] = te->rows;
+            x->shape[1] = te->cols;
+            if (k == 0) {
+                x->name = te->name;
+                x->data = te->data;
+            } else {
+                char *nm = names + ((size_t)(k - 1) * nt + i) * 112;
+                snprintf(nm, 112, "optim.m%d.%s", k, te->name);
+                x->name = nm;
+                x->data = (k == 1 ? t->optim->m1 : t->optim->m2) + off;
+            }
+        }
+    }
+    e[3 * nt] = (st_entry){"optim.steps", ST_I64, 1, {nt}, t->optim->t_tensor};
+    const char *meta[] = {"format", "pt", "lattice.version", LATTICE_VERSION_STRING,
+                          "lattice.checkpoint", state, NULL};
+    lattice_status st = lattice__st_write(path, e, 3 * nt + 1, meta, t->err);
+    free(e);
+    free(names);
+    free(state);
+    return st;
+}
+
+static int get64(json_object *o, const char *key, int64_t *v)
+{
+    json_object *x;
+    if (!o || !json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_int))
+        return 0;
+    *v = json_object_get_int64(x);
+    return 1;
+}
+
+static int getd(json_object *o, const char *key, double *v)
+{
+    json_object *x;
+    if (!o || !json_object_object_get_ex(o, key, &x) ||
+        !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
+        return 0;
+    *v = json_object_get_double(x);
+    return 1;
+}
+
+/* Everything the checkpoint restores, parsed and checked before any change. */
+typedef struct restored {
+    lattice_optim_params op;
+    int64_t optim_step;
+    int64_t phase, step_in_phase, nonpad_in_phase;
+    lattice_counters counters;
+    lattice_data_position pos;
+    int64_t applied_phase, n_active, tr_emb, tr_bnd, tr_head;
+    int64_t *tr_layers;
+} restored;
+
+static lattice_status parse_state(lattice_trainer *t, const char *js, restored *r)
+{
+    json_object *j = js ? json_tokener_parse(js) : NULL, *op, *sc, *md, *layers;
+    int64_t n_phases = -1, ws = 0, ts = 0;
+    double d[8];
+    int ok = j && json_object_is_type(j, json_type_object) &&
+             json_object_object_get_ex(j, "optim", &op) &&
+             json_object_object_get_ex(j, "schedule", &sc) &&
+             json_object_object_get_ex(j, "model", &md) && get64(op, "step", &r->optim_step) &&
+             getd(op, "lr", &d[0]) && getd(op, "min_lr", &d[1]) && get64(op, "warmup_steps", &ws) &&
+             get64(op, "total_steps", &ts) && getd(op, "beta1", &d[2]) &&
+             getd(op, "beta2", &d[3]) && getd(op, "eps", &d[4]) &&
+             getd(op, "weight_decay", &d[5]) && getd(op, "clip_norm", &d[6]) &&
+             get64(sc, "n_phases", &n_phases) && get64(sc, "phase", &r->phase) &&
+             get64(sc, "step_in_phase", &r->step_in_phase) &&
+             get64(sc, "nonpad_in_phase", &r->nonpad_in_phase) &&
+             get64(sc, "steps", &r->counters.steps) && get64(sc, "tokens", &r->counters.tokens) &&
+             get64(sc, "nonpad_tokens", &r->counters.nonpad_tokens) &&
+             get64(sc, "active_layer_tokens", &r->counters.active_layer_tokens) &&
+             getd(sc, "flops", &r->counters.flops) && get64(md, "n_active", &r->n_active) &&
+             get64(md, "trainable_embedding", &r->tr_emb) &&
+             get64(md, "trainable_boundary", &r->tr_bnd) &&
+             get64(md, "trainable_head", &r->tr_head) &&
+             json_object_object_get_ex(md, "trainable_layers", &layers) &&
+             json_object_is_type(layers, json_type_array) &&
+             get64(j, "data_epoch", &r->pos.epoch) && get64(j, "data_index", &r->pos.index) &&
+             get64(j, "applied_phase", &r->applied_phase);
+    const lattice_model *m = t->model;
+    if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
+               n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
+               r->applied_phase < -1 || r->applied_phase >= n_phases || r->n_active < 1 ||
+               r->n_active > m->p.n_layers || ws < 0 || ts < 1 || ws > INT32_MAX || ts > INT32_MAX))
+        ok = 0;
+    if (ok) {
+        r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
+        for (int i = 0; r->tr_layers && i < m->p.n_layers; i++) {
+            json_object *x = json_object_array_get_idx(layers, i);
+            ok &= json_object_is_type(x, json_type_int);
+            r->tr_layers[i] = json_object_get_int64(x);
+        }
+        ok &= r->tr_layers != NULL;
+        lattice_optim_params_init(&r->op);
+        r->op.lr = (float)d[0];
+        r->op.min_lr = (float)d[1];
+        r->op.warmup_steps = (int)ws;
+        r->op.total_steps = (int)ts;
+        r->op.beta1 = (float)d[2];
+        r->op.beta2 = (float)d[3];
+        r->op.eps = (float)d[4];
+        r->op.weight_decay = (float)d[5];
+        r->op.clip_norm = (float)d[6];
+    }
+    json_object_put(j);
+    if (!ok)
+        return FAIL(t, LATTICE_ERR_FORMAT,
+                    "the checkpoint's state is missing, malformed, or from another schedule or model");
+    return LATTICE_OK;
+}
+
+lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *path)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!path)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    lattice_model *m = t->model;
+    lattice_optim *o = t->optim;
+    st_file sf;
+    lattice_status st = lattice__st_open(&sf, path, t->err);
+    if (st != LATTICE_OK)
+        return st;
+    restored r;
+    memset(&r, 0, sizeof(r));
+    st = parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), &r);
+    /* Read into scratch first: a bad file must leave the run untouched. */
+    const int nt = m->n_tensors;
+    float *params = NULL, *m1 = NULL, *m2 = NULL;
+    int64_t *steps = NULL;
+    if (st == LATTICE_OK) {
+        params = malloc(sizeof(float) * m->n_params);
+        m1 = malloc(sizeof(float) * m->n_params);
+        m2 = malloc(sizeof(float) * m->n_params);
+        steps = malloc(sizeof(int64_t) * (size_t)nt);
+        if (!params || !m1 || !m2 || !steps)
+            st = FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to restore the checkpoint");
+    }
+    for (int i = 0; st == LATTICE_OK && i < nt; i++) {
+        const tensor_entry *te = &m->tensors[i];
+        const size_t off = (size_t)(te->data - m->params);
+        const int64_t count = te->rows * te->cols;
+        for (int k = 0; st == LATTICE_OK && k < 3; k++) {
+            char name[128];
+            if (k == 0)
+                snprintf(name, sizeof name, "%s", te->name);
+            else
+                snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
+            const st_tensor *ft = lattice__st_find(&sf, name);
+            if (!ft)
+                st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
+            else
+                st = lattice__st_read_f32(&sf, ft, (k == 0 ? params : k == 1 ? m1 : m2) + off, count,
+                                          t->err);
+        }
+    }
+    if (st == LATTICE_OK) {
+        const st_tensor *ft = lattice__st_find(&sf, "optim.steps");
+        st = ft ? lattice__st_read_raw(&sf, ft, ST_I64, steps, nt, t->err)
+                : FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
+    }
+    if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK)
+        st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data position does not fit this data");
+    if (st == LATTICE_OK) {
+        /* commit: nothing below can fail */
+        for (int i = 0; i < nt; i++) {
+            const tensor_entry *te = &m->tensors[i];
+            const size_t off = (size_t)(te->data - m->params);
+            const size_t bytes = sizeof(float) * (size_t)(te->rows * te->cols);
+            memcpy(te->data, params + off, bytes);
+            memcpy(o->m1 + off, m1 + off, bytes);
+            memcpy(o->m2 + off, m2 + off, bytes);
+        }
+        memcpy(o->t_tensor, steps, sizeof(int64_t) * (size_t)nt);
+        o->p = r.op;
+        o->step = r.optim_step;
+        lattice_schedule *s = t->schedule;
+        s->phase = (int)r.phase;
+        s->step_in_phase = r.step_in_phase;
+        s->nonpad_in_phase = r.nonpad_in_phase;
+        s->counters = r.counters;
+        m->n_active = (int)r.n_active;
+        m->trainable_embedding = r.tr_emb != 0;
+        m->trainable_boundary = r.tr_bnd != 0;
+        m->trainable_head = r.tr_head != 0;
+        for (int i = 0; i < m->p.n_layers; i++)
+            m->trainable_layer[i] = r.tr_layers[i] != 0;
+        m->batch = m->seq = 0;
+        t->applied_phase = (int)r.applied_phase;
+    }
+    free(params);
+    free(m1);
+    free(m2);
+    free(steps);
+    free(r.tr_layers);
+    lattice__st_close(&sf);
+    return st;
+}

@@ -1,0 +1,41 @@
+/* Private bodies of the optimizer, schedule and trainer, shared with the
+ * checkpoint code that saves and restores their state. */
+#ifndef LATTICE_STUDY_IMPL_H
+#define LATTICE_STUDY_IMPL_H
+
+#include "model_impl.h"
+
+struct lattice_optim {
+    lattice_model *model;
+    lattice_optim_params p;
+    float *m1, *m2;    /* moments, laid out like the model's parameter arena */
+    int64_t *t_tensor; /* updates each tensor has had since the last reset */
+    int64_t step;      /* schedule position */
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+struct lattice_schedule {
+    lattice_phase *phases;
+    int n_phases, cap;
+    int phase;                /* current phase (n_phases once finished) */
+    int64_t step_in_phase;
+    int64_t nonpad_in_phase;
+    lattice_counters counters;
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+struct lattice_trainer {
+    lattice_model *model;
+    lattice_teacher *teacher;
+    lattice_distill *distill;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer_params p;
+    lattice_optim_params base_optim; /* as given: each phase restart derives from it */
+    int applied_phase;               /* phase whose start actions have run (-1: none) */
+    int stop;
+    char err[LATTICE_ERRMSG_MAX];
+};
+
+#endif
