@@ -1,6 +1,7 @@
 #include "safetensors.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
@@ -361,13 +362,21 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
     size_t jl = strlen(js), padded = (jl + 7) / 8 * 8;
 
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 16);
+    char *tmp = malloc(plen + 32);
     if (!tmp) {
         json_object_put(root);
         return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
     }
-    snprintf(tmp, plen + 16, "%s.tmp.XXXXXX", path);
-    int fd = mkstemp(tmp);
+    /* open(O_EXCL) rather than mkstemp: the file gets the caller's umask, not 0600 */
+    static unsigned counter;
+    int fd = -1;
+    for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
+        snprintf(tmp, plen + 32, "%s.tmp.%d.%u", path, (int)getpid(),
+                 __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST)
+            break;
+    }
     lattice_status st = LATTICE_OK;
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {

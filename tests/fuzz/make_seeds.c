@@ -1,0 +1,62 @@
+/* Writes the seed corpora of the fuzz targets (run by hand; the seeds are committed). */
+#include "fuzz_common.h"
+
+#include <string.h>
+#include <sys/stat.h>
+
+int main(int argc, char **argv)
+{
+    const char *dir = argc > 1 ? argv[1] : "corpus";
+    char path[512];
+    lattice_backend *be;
+    lattice_model *m = fuzz_model(&be);
+    snprintf(path, sizeof path, "%s/safetensors", dir);
+    mkdir(dir, 0755);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/safetensors/tiny.safetensors", dir);
+    if (lattice_model_save(m, path) != LATTICE_OK)
+        return 1;
+    snprintf(path, sizeof path, "%s/data", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/data/text", dir);
+    FILE *f = fopen(path, "wb");
+    fputs("\x02" "Chapter 1\nIt was a truth.\fChapter 2\nAnother.", f);
+    fclose(f);
+    snprintf(path, sizeof path, "%s/data/uint16", dir);
+    f = fopen(path, "wb");
+    const unsigned char u16[] = {0, 43, 1, 5, 0, 6, 0, 43, 1, 7, 0};
+    fwrite(u16, 1, sizeof u16, f);
+    fclose(f);
+    /* a checkpoint of a small run */
+    static const int32_t ids[] = {12, 1, 2, 3, 12, 4, 5, 6, 7, 12, 8, 9};
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 13;
+    dp.boundary_id = 12;
+    dp.batch_size = 2;
+    dp.seq_len = 6;
+    lattice_data *d;
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    lattice_optim *o;
+    lattice_schedule *s;
+    lattice_trainer *t;
+    if (lattice_data_create_memory(ids, 12, &dp, &d, NULL) != LATTICE_OK ||
+        lattice_optim_create(m, &op, &o) != LATTICE_OK ||
+        lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3, 0, &s) != LATTICE_OK ||
+        lattice_trainer_create(m, NULL, NULL, d, o, s, NULL, &t) != LATTICE_OK ||
+        lattice_trainer_step(t, NULL) != LATTICE_OK)
+        return 1;
+    snprintf(path, sizeof path, "%s/checkpoint", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/checkpoint/step1.safetensors", dir);
+    if (lattice_trainer_save_checkpoint(t, path) != LATTICE_OK)
+        return 1;
+    lattice_trainer_destroy(t);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(m);
+    lattice_backend_destroy(be);
+    return 0;
+}
