@@ -279,23 +279,24 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-lattice_status lattice__st_read_f32(const st_file *sf, const st_tensor *t, float *dst, int64_t count,
-                                    char *err)
+lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t, int64_t first,
+                                          float *dst, int64_t count, char *err)
 {
-    if (lattice__st_numel(t) != count)
-        return BAD("tensor '%s' holds %lld values, expected %lld", t->name,
-                   (long long)lattice__st_numel(t), (long long)count);
+    if (first < 0 || count < 0 || first + count > lattice__st_numel(t))
+        return BAD("tensor '%s': values [%lld, %lld) out of its %lld", t->name, (long long)first,
+                   (long long)(first + count), (long long)lattice__st_numel(t));
+    const int w = dtype_bytes(t->dtype);
+    const uint64_t base = t->begin + (uint64_t)first * (uint64_t)w;
     if (t->dtype == ST_F32)
-        return read_at(sf, t->begin, dst, (size_t)count * 4, err);
+        return read_at(sf, base, dst, (size_t)count * 4, err);
     if (t->dtype != ST_F16 && t->dtype != ST_BF16 && t->dtype != ST_F64)
         return BAD("tensor '%s' is %s, not a float type", t->name, dtype_name(t->dtype));
     /* Convert in chunks through a small buffer. */
     unsigned char buf[1 << 16];
-    const int w = dtype_bytes(t->dtype);
     const int64_t per = (int64_t)sizeof buf / w;
     for (int64_t i = 0; i < count; i += per) {
         int64_t m = count - i < per ? count - i : per;
-        lattice_status st = read_at(sf, t->begin + (uint64_t)(i * w), buf, (size_t)(m * w), err);
+        lattice_status st = read_at(sf, base + (uint64_t)(i * w), buf, (size_t)(m * w), err);
         if (st != LATTICE_OK)
             return st;
         for (int64_t j = 0; j < m; j++) {
@@ -316,6 +317,15 @@ lattice_status lattice__st_read_f32(const st_file *sf, const st_tensor *t, float
         }
     }
     return LATTICE_OK;
+}
+
+lattice_status lattice__st_read_f32(const st_file *sf, const st_tensor *t, float *dst, int64_t count,
+                                    char *err)
+{
+    if (lattice__st_numel(t) != count)
+        return BAD("tensor '%s' holds %lld values, expected %lld", t->name,
+                   (long long)lattice__st_numel(t), (long long)count);
+    return lattice__st_read_f32_range(sf, t, 0, dst, count, err);
 }
 
 lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dtype dtype, void *dst,

@@ -36,6 +36,9 @@ int64_t lattice__st_numel(const st_tensor *t);
 /* Read a float tensor (F32, F16, BF16, F64) converted to float32; count must match. */
 lattice_status lattice__st_read_f32(const st_file *sf, const st_tensor *t, float *dst, int64_t count,
                                     char *err);
+/* Read count values starting at element first of a float tensor, as float32. */
+lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t, int64_t first,
+                                          float *dst, int64_t count, char *err);
 /* Read the raw bytes of a tensor of the given dtype; count must match. */
 lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dtype dtype,
                                     void *dst, int64_t count, char *err);

@@ -1,4 +1,5 @@
 #include "model_impl.h"
+#include "safetensors.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -9,7 +10,13 @@ struct lattice_teacher {
     lattice_teacher_fn fn;
     void *user;
     int vocab, max_batch, max_seq;
-    float *buf; /* callback teachers' logits */
+    float *buf; /* callback and dense-file teachers' logits */
+    /* a file teacher: stored batches [n, max_batch, max_seq] */
+    st_file sf;
+    int is_file, k;
+    int64_t n_stored, cursor;
+    int32_t *stored_tokens, *ibuf;
+    const st_tensor *t_logits, *t_index, *t_value;
     char err[LATTICE_ERRMSG_MAX];
 };
 
@@ -63,8 +70,188 @@ void lattice_teacher_destroy(lattice_teacher *t)
 {
     if (!t)
         return;
+    if (t->is_file)
+        lattice__st_close(&t->sf);
     free(t->buf);
+    free(t->stored_tokens);
+    free(t->ibuf);
     free(t);
+}
+
+/* Check a file tensor's dims against [n, batch, seq, last]. */
+static int dims_are(const st_tensor *x, int ndim, const int64_t *want)
+{
+    if (!x || x->ndim != ndim)
+        return 0;
+    for (int i = 0; i < ndim; i++)
+        if (x->shape[i] != want[i])
+            return 0;
+    return 1;
+}
+
+lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **out, char *errmsg)
+{
+    char local[LATTICE_ERRMSG_MAX];
+    char *err = errmsg ? errmsg : local;
+    err[0] = 0;
+    if (!out)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *out = NULL;
+    if (!path)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    lattice_teacher *t = calloc(1, sizeof(*t));
+    if (!t)
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    lattice_status st = lattice__st_open(&t->sf, path, err);
+    if (st != LATTICE_OK) {
+        free(t);
+        return st;
+    }
+    t->is_file = 1;
+    const st_tensor *tok = lattice__st_find(&t->sf, "tokens");
+#define BADF(...) do { st = lattice__set_error(err, LATTICE_ERR_FORMAT, __VA_ARGS__); goto fail; } while (0)
+    if (!tok || tok->dtype != ST_I32 || tok->ndim != 3 || tok->shape[0] < 1 || tok->shape[1] < 1 ||
+        tok->shape[2] < 1 || tok->shape[1] > (1 << 20) || tok->shape[2] > (1 << 24))
+        BADF("%s: needs an I32 tensor 'tokens' [n, batch, seq]", path);
+    t->n_stored = tok->shape[0];
+    t->max_batch = (int)tok->shape[1];
+    t->max_seq = (int)tok->shape[2];
+    t->t_logits = lattice__st_find(&t->sf, "logits");
+    t->t_index = lattice__st_find(&t->sf, "topk_index");
+    t->t_value = lattice__st_find(&t->sf, "topk_value");
+    if (t->t_logits) {
+        if (t->t_logits->ndim != 4 || t->t_logits->shape[3] < 1 || t->t_logits->shape[3] > (1 << 24))
+            BADF("%s: 'logits' must be [n, batch, seq, vocab]", path);
+        t->vocab = (int)t->t_logits->shape[3];
+        int64_t want[4] = {t->n_stored, t->max_batch, t->max_seq, t->vocab};
+        if (!dims_are(t->t_logits, 4, want))
+            BADF("%s: 'logits' and 'tokens' disagree on [n, batch, seq]", path);
+    } else {
+        const char *vs = lattice__st_meta(&t->sf, "vocab_size");
+        char *end = NULL;
+        long v = vs ? strtol(vs, &end, 10) : 0;
+        if (!t->t_index || !t->t_value || !vs || *end || v < 1 || v > (1 << 24))
+            BADF("%s: needs 'logits', or 'topk_index' and 'topk_value' with a vocab_size in the metadata",
+                 path);
+        t->vocab = (int)v;
+        if (t->t_index->ndim != 4 || t->t_index->dtype != ST_I32 || t->t_index->shape[3] < 1 ||
+            t->t_index->shape[3] > t->vocab)
+            BADF("%s: 'topk_index' must be I32 [n, batch, seq, k] with k <= vocab_size", path);
+        t->k = (int)t->t_index->shape[3];
+        int64_t want[4] = {t->n_stored, t->max_batch, t->max_seq, t->k};
+        if (!dims_are(t->t_index, 4, want) || !dims_are(t->t_value, 4, want))
+            BADF("%s: 'topk_index', 'topk_value' and 'tokens' disagree on their shapes", path);
+    }
+    const int64_t cells = (int64_t)t->max_batch * t->max_seq;
+    const int64_t per = t->k ? t->k : t->vocab;
+    t->stored_tokens = malloc(sizeof(int32_t) * (size_t)(t->n_stored * cells));
+    t->buf = malloc(sizeof(float) * (size_t)(cells * per));
+    t->ibuf = t->k ? malloc(sizeof(int32_t) * (size_t)(cells * t->k)) : NULL;
+    if (!t->stored_tokens || !t->buf || (t->k && !t->ibuf)) {
+        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+        goto fail;
+    }
+    if ((st = lattice__st_read_raw(&t->sf, tok, ST_I32, t->stored_tokens, t->n_stored * cells, err)) !=
+        LATTICE_OK)
+        goto fail;
+#undef BADF
+    *out = t;
+    return LATTICE_OK;
+fail:
+    lattice_teacher_destroy(t);
+    return st;
+}
+
+int lattice_teacher_topk_k(const lattice_teacher *t) { return t ? t->k : 0; }
+
+/* The stored batch whose first seq positions of its first batch rows match. */
+static int64_t find_stored(lattice_teacher *t, const int32_t *tokens, int batch, int seq)
+{
+    const int64_t cells = (int64_t)t->max_batch * t->max_seq;
+    for (int64_t probe = 0; probe < t->n_stored; probe++) {
+        int64_t b = (t->cursor + probe) % t->n_stored;
+        const int32_t *st = t->stored_tokens + b * cells;
+        int same = 1;
+        for (int r = 0; r < batch && same; r++)
+            same = memcmp(st + (int64_t)r * t->max_seq, tokens + (int64_t)r * seq,
+                          sizeof(int32_t) * (size_t)seq) == 0;
+        if (same) {
+            t->cursor = (b + 1) % t->n_stored;
+            return b;
+        }
+    }
+    return -1;
+}
+
+/* Rows [0, batch) and positions [0, seq) of stored batch b's tensor x (last dim w) into dst. */
+static lattice_status read_rows(lattice_teacher *t, const st_tensor *x, int64_t b, int batch,
+                                int seq, int64_t w, void *dst, int is_index)
+{
+    for (int r = 0; r < batch; r++) {
+        int64_t first = ((b * t->max_batch + r) * t->max_seq) * w;
+        int64_t count = (int64_t)seq * w;
+        lattice_status st;
+        if (is_index) {
+            /* integer rows: a view onto this row's span of the tensor */
+            st_tensor view = *x;
+            view.begin = x->begin + (uint64_t)first * 4;
+            view.end = view.begin + (uint64_t)count * 4;
+            view.ndim = 1;
+            view.shape[0] = count;
+            st = lattice__st_read_raw(&t->sf, &view, ST_I32, (int32_t *)dst + (int64_t)r * count,
+                                      count, t->err);
+        } else {
+            st = lattice__st_read_f32_range(&t->sf, x, first, (float *)dst + (int64_t)r * count,
+                                            count, t->err);
+        }
+        if (st != LATTICE_OK)
+            return st;
+    }
+    return LATTICE_OK;
+}
+
+static lattice_status check_request(lattice_teacher *t, const int32_t *tokens, int batch, int seq)
+{
+    if (!tokens)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "tokens must not be NULL");
+    if (batch < 1 || seq < 1 || batch > t->max_batch || seq > t->max_seq)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "batch %d x %d beyond the teacher's %d x %d",
+                    batch, seq, t->max_batch, t->max_seq);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_teacher_topk(lattice_teacher *t, const int32_t *tokens, int batch, int seq,
+                                    const int32_t **index, const float **value)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!index || !value)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "index and value must not be NULL");
+    *index = NULL;
+    *value = NULL;
+    if (!t->k)
+        return FAIL(t, LATTICE_ERR_UNSUPPORTED, "a dense teacher: use lattice_teacher_logits");
+    lattice_status st = check_request(t, tokens, batch, seq);
+    if (st != LATTICE_OK)
+        return st;
+    int64_t b = find_stored(t, tokens, batch, seq);
+    if (b < 0)
+        return FAIL(t, LATTICE_ERR_NOT_FOUND, "no stored batch matches these tokens");
+    if ((st = read_rows(t, t->t_index, b, batch, seq, t->k, t->ibuf, 1)) != LATTICE_OK ||
+        (st = read_rows(t, t->t_value, b, batch, seq, t->k, t->buf, 0)) != LATTICE_OK)
+        return st;
+    const int64_t n = (int64_t)batch * seq * t->k;
+    for (int64_t i = 0; i < n; i++) {
+        if (t->ibuf[i] < 0 || t->ibuf[i] >= t->vocab)
+            return FAIL(t, LATTICE_ERR_FORMAT, "stored top-k index %d outside the vocabulary",
+                        (int)t->ibuf[i]);
+        if (!isfinite(t->buf[i]))
+            return FAIL(t, LATTICE_ERR_NON_FINITE, "stored top-k value %lld is not finite",
+                        (long long)i);
+    }
+    *index = t->ibuf;
+    *value = t->buf;
+    return LATTICE_OK;
 }
 
 const char *lattice_teacher_errmsg(const lattice_teacher *t)
@@ -86,7 +273,17 @@ lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens,
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "batch %d x %d beyond the teacher's %d x %d",
                     batch, seq, t->max_batch, t->max_seq);
     const float *z;
-    if (t->model) {
+    if (t->is_file) {
+        if (t->k)
+            return FAIL(t, LATTICE_ERR_UNSUPPORTED, "a top-k teacher: use lattice_teacher_topk");
+        int64_t b = find_stored(t, tokens, batch, seq);
+        if (b < 0)
+            return FAIL(t, LATTICE_ERR_NOT_FOUND, "no stored batch matches these tokens");
+        lattice_status st = read_rows(t, t->t_logits, b, batch, seq, t->vocab, t->buf, 0);
+        if (st != LATTICE_OK)
+            return st;
+        z = t->buf;
+    } else if (t->model) {
         lattice_status st = lattice_model_forward(t->model, tokens, batch, seq);
         if (st != LATTICE_OK)
             return FAIL(t, st, "teacher model: %s", lattice_model_errmsg(t->model));
@@ -138,4 +335,80 @@ lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s
         copy_floats(s->bnorm.b, m->bnorm.b, d);
     s->trainable_embedding = 0;
     return LATTICE_OK;
+}
+
+/* The k largest of z[0..v) into idx/val, largest first. */
+static void top_k(const float *z, int v, int k, int32_t *idx, float *val)
+{
+    int n = 0;
+    for (int j = 0; j < v; j++) {
+        if (n == k && z[j] <= val[k - 1])
+            continue;
+        int at = n < k ? n++ : k - 1;
+        while (at > 0 && val[at - 1] < z[j]) {
+            val[at] = val[at - 1];
+            idx[at] = idx[at - 1];
+            at--;
+        }
+        val[at] = z[j];
+        idx[at] = j;
+    }
+}
+
+lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, int64_t n_batches,
+                                      int k, const char *path)
+{
+    if (!t)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!data || !path || n_batches < 1 || k < 0 || k > t->vocab)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "need data, a path, n_batches >= 1 and 0 <= k <= vocab (%d)", t->vocab);
+    if (t->k)
+        return FAIL(t, LATTICE_ERR_UNSUPPORTED, "a top-k teacher cannot record dense logits");
+    lattice_data_params dp;
+    lattice_data_get_params(data, &dp);
+    const int B = dp.batch_size, T = dp.seq_len, V = t->vocab, w = k ? k : V;
+    if (dp.vocab_size > V)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "the data's vocabulary exceeds the teacher's");
+    const double cells = (double)n_batches * B * T;
+    if (cells * (w + 2.0) * 4.0 > (double)(SIZE_MAX / 2))
+        return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "the recording would not fit in memory");
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)cells);
+    float *val = calloc((size_t)(cells * w), sizeof(float));
+    int32_t *idx = k ? calloc((size_t)(cells * k), sizeof(int32_t)) : NULL;
+    lattice_status st = LATTICE_OK;
+    if (!tok || !val || (k && !idx))
+        st = FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the recording");
+    for (size_t i = 0; st == LATTICE_OK && i < (size_t)cells; i++)
+        tok[i] = dp.pad_id;
+    for (int64_t i = 0; st == LATTICE_OK && i < n_batches; i++) {
+        lattice_batch b;
+        const float *z;
+        if ((st = lattice_data_next(data, &b)) != LATTICE_OK)
+            break;
+        if ((st = lattice_teacher_logits(t, b.tokens, b.batch, b.seq, &z)) != LATTICE_OK)
+            break;
+        for (int r = 0; r < b.batch; r++)
+            for (int j = 0; j < b.seq; j++) {
+                const int64_t cell = (i * B + r) * T + j, src = (int64_t)r * b.seq + j;
+                tok[cell] = b.tokens[src];
+                if (k)
+                    top_k(z + src * V, V, k, idx + cell * k, val + cell * k);
+                else
+                    memcpy(val + cell * V, z + src * V, sizeof(float) * (size_t)V);
+            }
+    }
+    if (st == LATTICE_OK) {
+        char vs[32];
+        snprintf(vs, sizeof vs, "%d", V);
+        const char *meta[] = {"format", "pt", "vocab_size", vs, NULL};
+        st_entry e[3] = {{"tokens", ST_I32, 3, {n_batches, B, T}, tok},
+                         {k ? "topk_value" : "logits", ST_F32, 4, {n_batches, B, T, w}, val},
+                         {"topk_index", ST_I32, 4, {n_batches, B, T, k}, idx}};
+        st = lattice__st_write(path, e, k ? 3 : 2, meta, t->err);
+    }
+    free(tok);
+    free(val);
+    free(idx);
+    return st;
 }

@@ -146,10 +146,16 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     lattice_batch b;
     if ((st = lattice_data_next(t->data, &b)) != LATTICE_OK)
         return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
-    const float *zt = NULL;
-    if (t->teacher && (st = lattice_teacher_logits(t->teacher, b.tokens, b.batch, b.seq, &zt)) !=
-                          LATTICE_OK)
-        return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+    /* the teacher runs once per batch: dense logits, or a top-k file's entries */
+    const float *zt = NULL, *tv = NULL;
+    const int32_t *ti = NULL;
+    const int k = lattice_teacher_topk_k(t->teacher);
+    if (t->teacher) {
+        st = k ? lattice_teacher_topk(t->teacher, b.tokens, b.batch, b.seq, &ti, &tv)
+               : lattice_teacher_logits(t->teacher, b.tokens, b.batch, b.seq, &zt);
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+    }
     if ((st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq)) != LATTICE_OK)
         return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));
     lattice_metrics m;
@@ -162,9 +168,12 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     const int vocab = lattice_teacher_vocab_size(t->teacher);
     if (t->teacher) {
         lattice_distill_result r;
-        st = lattice_distill_dense(t->distill, lattice_model_logits(t->model), zt, b.targets,
-                                   b.mask, (int64_t)b.batch * b.seq, vocab,
-                                   lattice_model_dlogits(t->model), &r);
+        const int64_t n = (int64_t)b.batch * b.seq;
+        st = k ? lattice_distill_topk(t->distill, lattice_model_logits(t->model), ti, tv, k,
+                                      b.targets, b.mask, n, vocab, lattice_model_dlogits(t->model),
+                                      &r)
+               : lattice_distill_dense(t->distill, lattice_model_logits(t->model), zt, b.targets,
+                                       b.mask, n, vocab, lattice_model_dlogits(t->model), &r);
         m.loss = r.loss;
         m.kl = r.kl;
         m.ce = r.ce;

@@ -342,6 +342,98 @@ static void bind(world *w, log_t *l, int64_t eval_every)
                      LATTICE_OK);
 }
 
+START_TEST(test_file_teacher)
+{
+    world w;
+    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_JOINT, NULL);
+    char dense[64], sparse[64], full[64];
+    snprintf(dense, sizeof dense, "/tmp/lattice-logits-%d-d.safetensors", (int)getpid());
+    snprintf(sparse, sizeof sparse, "/tmp/lattice-logits-%d-s.safetensors", (int)getpid());
+    snprintf(full, sizeof full, "/tmp/lattice-logits-%d-f.safetensors", (int)getpid());
+    const lattice_data_position start = {0, 0};
+    ck_assert_int_eq(lattice_teacher_record(w.teacher, w.data, 3, 0, dense), LATTICE_OK);
+    lattice_data_set_position(w.data, &start);
+    ck_assert_int_eq(lattice_teacher_record(w.teacher, w.data, 3, 5, sparse), LATTICE_OK);
+    lattice_data_set_position(w.data, &start);
+    ck_assert_int_eq(lattice_teacher_record(w.teacher, w.data, 6, VOCAB, full), LATTICE_OK);
+    lattice_data_set_position(w.data, &start);
+    lattice_teacher *fd, *fs, *ff;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_teacher_create_file(dense, &fd, err) == LATTICE_OK, "%s", err);
+    ck_assert_msg(lattice_teacher_create_file(sparse, &fs, err) == LATTICE_OK, "%s", err);
+    ck_assert_msg(lattice_teacher_create_file(full, &ff, err) == LATTICE_OK, "%s", err);
+    ck_assert_int_eq(lattice_teacher_topk_k(fd), 0);
+    ck_assert_int_eq(lattice_teacher_topk_k(fs), 5);
+    ck_assert_int_eq(lattice_teacher_vocab_size(fs), VOCAB);
+    /* the stored logits are the model teacher's, batch by batch, even out of order */
+    lattice_batch b[3];
+    int32_t toks[3][4 * 48];
+    int seqs[3];
+    for (int i = 0; i < 3; i++) {
+        lattice_data_next(w.data, &b[i]);
+        memcpy(toks[i], b[i].tokens, sizeof(int32_t) * b[i].batch * b[i].seq);
+        seqs[i] = b[i].seq;
+    }
+    for (int i = 2; i >= 0; i--) {
+        const float *zm, *zf;
+        const int32_t *ix;
+        const float *vx;
+        ck_assert_int_eq(lattice_teacher_logits(fd, toks[i], 4, seqs[i], &zf), LATTICE_OK);
+        ck_assert_int_eq(lattice_teacher_logits(w.teacher, toks[i], 4, seqs[i], &zm), LATTICE_OK);
+        ck_assert_int_eq(memcmp(zf, zm, sizeof(float) * 4 * seqs[i] * VOCAB), 0);
+        ck_assert_int_eq(lattice_teacher_topk(fs, toks[i], 4, seqs[i], &ix, &vx), LATTICE_OK);
+        for (int c = 0; c < 4 * seqs[i]; c++) {
+            const float *row = zm + (long)c * VOCAB;
+            for (int e = 0; e < 5; e++) {
+                ck_assert_float_eq(vx[c * 5 + e], row[ix[c * 5 + e]]);
+                int above = 0; /* the e-th largest has exactly e values above it */
+                for (int v = 0; v < VOCAB; v++)
+                    above += row[v] > vx[c * 5 + e];
+                ck_assert_int_le(above, e);
+            }
+        }
+    }
+    const float *z;
+    int32_t other[4 * 48];
+    for (int i = 0; i < 4 * 48; i++)
+        other[i] = 7;
+    ck_assert_int_eq(lattice_teacher_logits(fd, other, 4, 5, &z), LATTICE_ERR_NOT_FOUND);
+    ck_assert_int_eq(lattice_teacher_logits(fs, toks[0], 4, seqs[0], &z), LATTICE_ERR_UNSUPPORTED);
+    /* training on a top-k file with k = vocab is training on the dense teacher */
+    double dense_loss[3], topk_loss[3];
+    for (int pass = 0; pass < 2; pass++) {
+        world v;
+        open_world(&v, LATTICE_NORM_POST, LATTICE_PRESET_JOINT, pass ? ff : NULL);
+        log_t l;
+        bind(&v, &l, 0);
+        for (int i = 0; i < 3; i++) {
+            lattice_metrics m;
+            ck_assert_msg(lattice_trainer_step(v.trainer, &m) == LATTICE_OK, "%s",
+                          lattice_trainer_errmsg(v.trainer));
+            (pass ? topk_loss : dense_loss)[i] = m.loss;
+        }
+        if (pass)
+            v.teacher = NULL; /* ff is destroyed below */
+        close_world(&v);
+    }
+    for (int i = 0; i < 3; i++)
+        ck_assert_double_eq_tol(dense_loss[i], topk_loss[i], 1e-5);
+    lattice_teacher_destroy(fd);
+    lattice_teacher_destroy(fs);
+    lattice_teacher_destroy(ff);
+    /* files that are not logits files */
+    ck_assert_int_eq(lattice_model_save(w.student, dense), LATTICE_OK);
+    ck_assert_int_eq(lattice_teacher_create_file(dense, &fd, err), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(fd);
+    ck_assert_ptr_nonnull(strstr(err, "tokens"));
+    ck_assert_int_eq(lattice_teacher_create_file("/nonexistent", &fd, err), LATTICE_ERR_IO);
+    remove(dense);
+    remove(sparse);
+    remove(full);
+    close_world(&w);
+}
+END_TEST
+
 START_TEST(test_trainer_grow)
 {
     /* _i: pre, post */
@@ -539,6 +631,7 @@ int main(void)
     TCase *tt = tcase_create("teacher");
     tcase_add_test(tt, test_init_student);
     tcase_add_test(tt, test_callback_teacher);
+    tcase_add_test(tt, test_file_teacher);
     suite_add_tcase(s, tt);
     TCase *tr = tcase_create("trainer");
     tcase_set_timeout(tr, 300);

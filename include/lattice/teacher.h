@@ -6,6 +6,7 @@
 #define LATTICE_TEACHER_H
 
 #include <lattice/common.h>
+#include <lattice/data.h>
 #include <lattice/model.h>
 
 #ifdef __cplusplus
@@ -121,6 +122,72 @@ LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int bat
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_init_student(lattice_teacher *teacher, lattice_model *student);
+
+/**
+ * @brief A teacher that reads precomputed logits from a safetensors file
+ *        (for teachers run elsewhere once; the layout is in doc/FILES.md).
+ *
+ * The file holds "tokens" (I32 [n, batch, seq]) and either dense "logits"
+ * (F32, F16 or BF16 [n, batch, seq, vocab]) or sparse "topk_index" (I32) and
+ * "topk_value" (F32, F16 or BF16), both [n, batch, seq, k], with the
+ * vocabulary size in the metadata key "vocab_size". A request is answered by
+ * the stored batch whose tokens match (rows and positions of the request;
+ * causal logits do not depend on later positions), searched from the one
+ * after the last match. The file is treated as hostile.
+ * @param path The file.
+ * @param[out] out The new teacher, or NULL on failure.
+ * @param[out] errmsg Receives the reason on failure when non-NULL (::LATTICE_ERRMSG_SIZE bytes).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
+ *         ::LATTICE_ERR_FORMAT or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **out,
+                                                       char *errmsg);
+
+/**
+ * @brief Whether the teacher gives top-k logits only (a top-k file); such a
+ *        teacher answers ::lattice_teacher_topk, not ::lattice_teacher_logits.
+ * @param teacher The teacher; NULL gives 0.
+ * @return k, or 0 for a dense teacher.
+ * @since 0.1
+ */
+LATTICE_API int lattice_teacher_topk_k(const lattice_teacher *teacher);
+
+/**
+ * @brief Top-k logits for a batch, from a top-k file teacher.
+ * @param teacher The teacher.
+ * @param tokens [batch, seq] ids.
+ * @param batch Rows.
+ * @param seq Positions.
+ * @param[out] index [batch, seq, k] token ids, valid until the next call on the teacher.
+ * @param[out] value [batch, seq, k] logits, valid until the next call on the teacher.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_UNSUPPORTED
+ *         (a dense teacher), ::LATTICE_ERR_NOT_FOUND (no stored batch matches),
+ *         ::LATTICE_ERR_IO or ::LATTICE_ERR_NON_FINITE.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const int32_t *tokens,
+                                                int batch, int seq, const int32_t **index,
+                                                const float **value);
+
+/**
+ * @brief Record a teacher's logits for the next n training batches of a data
+ *        object into a file that ::lattice_teacher_create_file reads.
+ *
+ * Advances the data iterator by n batches (restore it with
+ * ::lattice_data_set_position to replay the same batches). With k > 0 only
+ * each position's k largest logits are kept.
+ * @param teacher A dense teacher.
+ * @param data The data.
+ * @param n_batches Batches to record (>= 1).
+ * @param k 0 for dense logits, else 1 .. vocab.
+ * @param path Destination (written atomically).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
+ *         ::LATTICE_ERR_OUT_OF_MEMORY or the teacher's status.
+ * @since 0.1
+ */
+LATTICE_API lattice_status lattice_teacher_record(lattice_teacher *teacher, lattice_data *data,
+                                                  int64_t n_batches, int k, const char *path);
 
 /** @} */
 

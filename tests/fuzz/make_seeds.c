@@ -47,6 +47,23 @@ int main(int argc, char **argv)
         lattice_trainer_create(m, NULL, NULL, d, o, s, NULL, &t) != LATTICE_OK ||
         lattice_trainer_step(t, NULL) != LATTICE_OK)
         return 1;
+    /* recorded teacher logits, dense and top-k */
+    lattice_teacher *teacher;
+    lattice_data_position start;
+    if (lattice_teacher_create_model(m, &teacher) != LATTICE_OK)
+        return 1;
+    lattice_data_get_position(d, &start);
+    snprintf(path, sizeof path, "%s/teacher", dir);
+    mkdir(path, 0755);
+    snprintf(path, sizeof path, "%s/teacher/dense.safetensors", dir);
+    if (lattice_teacher_record(teacher, d, 2, 0, path) != LATTICE_OK)
+        return 1;
+    lattice_data_set_position(d, &start);
+    snprintf(path, sizeof path, "%s/teacher/top3.safetensors", dir);
+    if (lattice_teacher_record(teacher, d, 2, 3, path) != LATTICE_OK)
+        return 1;
+    lattice_data_set_position(d, &start);
+    lattice_teacher_destroy(teacher);
     snprintf(path, sizeof path, "%s/checkpoint", dir);
     mkdir(path, 0755);
     snprintf(path, sizeof path, "%s/checkpoint/step1.safetensors", dir);

@@ -924,6 +924,27 @@ class TrainerTest(unittest.TestCase):
                 resumed.load_checkpoint(os.path.join(d, "missing.safetensors"))
             self.assertEqual(cm.exception.code, Status.IO)
 
+    def test_file_teacher(self):
+        model = tiny_model()
+        teacher = lattice.Teacher.from_model(model)
+        data = tiny_data()
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "logits.safetensors")
+            start = data.position
+            teacher.record(data, 2, path, k=3)
+            data.position = start
+            f = lattice.Teacher.from_file(path)
+            self.assertEqual(f.topk_k, 3)
+            batch = data.next()
+            index, value = f.topk(batch.tokens, batch.batch, batch.seq)
+            full = teacher.logits(batch.tokens, batch.batch, batch.seq).tolist()
+            row = full[0][0]
+            self.assertEqual(index.tolist()[0][0][0], row.index(max(row)))
+            self.assertAlmostEqual(value.tolist()[0][0][0], max(row), places=5)
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Teacher.from_file(os.path.join(d, "none"))
+            self.assertEqual(cm.exception.code, Status.IO)
+
     def test_callback_stops_the_run(self):
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)

@@ -200,6 +200,11 @@ PROTOTYPES = {
                                         POINTER(c_void_p)]),
     "lattice_teacher_flops": (c_double, [T.teacher_p, c_int, c_int]),
     "lattice_teacher_init_student": (STATUS, [T.teacher_p, T.model_p]),
+    "lattice_teacher_create_file": (STATUS, [c_char_p, POINTER(T.teacher_p), c_char_p]),
+    "lattice_teacher_topk_k": (c_int, [T.teacher_p]),
+    "lattice_teacher_topk": (STATUS, [T.teacher_p, T.int32_p, c_int, c_int, POINTER(c_void_p),
+                                      POINTER(c_void_p)]),
+    "lattice_teacher_record": (STATUS, [T.teacher_p, T.data_p, c_int64, c_int, c_char_p]),
     # trainer.h
     "lattice_trainer_params_init": (None, [POINTER(T.TrainerParams)]),
     "lattice_trainer_create": (STATUS, [T.model_p, T.teacher_p, T.distill_p, T.data_p,

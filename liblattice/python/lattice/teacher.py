@@ -1,11 +1,12 @@
 """Teachers: a lattice model, or a Python callable that fills logits (teacher.h)."""
 
+import os
 from ctypes import byref, c_float, c_int32, c_void_p
 
 from . import _buffers as B
 from ._errors import store_pending
 from ._handle import Handle, check, require
-from ._lib import lib
+from ._lib import errmsg_buffer, lib
 from ._types import TeacherFn, teacher_p
 from .model import Model
 
@@ -51,6 +52,35 @@ class Teacher(Handle):
         self._adopt(out, borrows=(model,))
         self.model = model
         return self
+
+    @classmethod
+    def from_file(cls, path):
+        """A teacher reading precomputed logits (dense or top-k) from a safetensors file."""
+        out, err = teacher_p(), errmsg_buffer()
+        check(lib.lattice_teacher_create_file(os.fsencode(path), byref(out), err),
+              err.value.decode(errors="replace"))
+        self = cls.__new__(cls)
+        self._adopt(out)
+        self.model = None
+        return self
+
+    @property
+    def topk_k(self):
+        """k of a top-k file teacher, 0 for dense teachers."""
+        return lib.lattice_teacher_topk_k(self._ptr)
+
+    def topk(self, tokens, batch=None, seq=None):
+        """(index, value) views [batch, seq, k] from a top-k file teacher."""
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        idx, val = c_void_p(), c_void_p()
+        self._call(lib.lattice_teacher_topk, arr, batch, seq, byref(idx), byref(val))
+        k = self.topk_k
+        return (B.view(idx.value, (batch, seq, k), c_int32, self._res, readonly=True),
+                B.view(val.value, (batch, seq, k), c_float, self._res, readonly=True))
+
+    def record(self, data, n_batches, path, k=0):
+        """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
+        self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path))
 
     @classmethod
     def from_callback(cls, fn, vocab_size, max_batch, max_seq):
