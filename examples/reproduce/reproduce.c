@@ -830,10 +830,10 @@ static int fits_here(const preset *p)
     double step = 3 * (per_layer * p->blocks * p->block_size + 2 * N * D * 257);
     double need = (double)bytes + 8.0 * (double)params + (double)tbytes;
     double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    fprintf(stderr, PROG ": student %.3fB parameters, teacher %.3fB; memory %.1f GiB (student "
+    fprintf(stderr, PROG ": student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student "
                     "arenas + AdamW moments + teacher); one student step %.3g FLOP; grow arm %.3g "
                     "FLOP; this machine has %.1f GiB\n",
-            params / 1e9, tparams / 1e9, need / (1 << 30), step,
+            params / 1e6, tparams / 1e6, need / (1 << 30), step,
             step * p->steps_per_phase * (1 + 2 + 3) / 3.0, have / (1 << 30));
     return need < 0.8 * have;
 }
