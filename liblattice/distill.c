@@ -153,6 +153,84 @@ static lattice_status finish(lattice_distill *d, int64_t n, int64_t count,
     return LATTICE_OK;
 }
 
+/* One loss call: the KL term of a row comes from a dense or a top-k teacher;
+ * the rest (masking, the CE term, per-row sums) is shared. */
+typedef struct kl_job {
+    const float *student, *teacher;      /* teacher: dense [n, vocab] or top-k values [n, k] */
+    const int32_t *index;                /* top-k ids [n, k], NULL for dense */
+    int vocab, k, reverse;
+    double s, wkd;                       /* 1 / tau; alpha * tau / count */
+} kl_job;
+
+/* KL of row i, and its gradient (weighted by wkd) written to dz when non-NULL. */
+static double kl_row(const kl_job *j, int64_t i, float *dz)
+{
+    const int V = j->vocab;
+    const double s = j->s;
+    const float *z = j->student + i * V;
+    const double lq = lse_scaled(z, V, s);
+    double kl = 0.0;
+    if (j->index) {
+        const float *v = j->teacher + i * j->k;
+        const int32_t *idx = j->index + i * j->k;
+        const double lp = lse_scaled(v, j->k, s);
+        for (int e = 0; e < j->k; e++) {
+            double logp = v[e] * s - lp, logq = z[idx[e]] * s - lq;
+            kl += exp(logp) * (logp - logq);
+        }
+        if (dz) {
+            for (int c = 0; c < V; c++)
+                dz[c] = (float)(j->wkd * exp(z[c] * s - lq));
+            for (int e = 0; e < j->k; e++)
+                dz[idx[e]] -= (float)(j->wkd * exp(v[e] * s - lp));
+        }
+        return kl;
+    }
+    const float *t = j->teacher + i * V;
+    const double lp = lse_scaled(t, V, s);
+    for (int c = 0; c < V; c++) {
+        double logq = z[c] * s - lq, logp = t[c] * s - lp;
+        kl += j->reverse ? exp(logq) * (logq - logp) : exp(logp) * (logp - logq);
+    }
+    if (dz)
+        for (int c = 0; c < V; c++) {
+            double logq = z[c] * s - lq, logp = t[c] * s - lp, q = exp(logq);
+            double g = j->reverse ? q * ((logq - logp) - kl) : q - exp(logp);
+            dz[c] = (float)(j->wkd * g);
+        }
+    return kl;
+}
+
+static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *targets,
+                               const uint8_t *mask, int64_t n, float *dlogits, int64_t count,
+                               lattice_distill_result *result)
+{
+    const double inv = count ? 1.0 / (double)count : 0.0;
+    const double wce = d->p.gamma * inv;
+    j->s = 1.0 / d->p.tau;
+    j->wkd = d->p.alpha * d->p.tau * inv; /* alpha tau^2 * (1/tau) / count */
+    lattice_status st = rows_for(d, n);
+    if (st != LATTICE_OK)
+        return st;
+    double *rows = d->rows;
+    const int V = j->vocab, nt = d->p.n_threads;
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t i = 0; i < n; i++) {
+        float *dz = dlogits ? dlogits + i * V : NULL;
+        rows[2 * i] = rows[2 * i + 1] = 0.0;
+        if (mask && !mask[i]) {
+            if (dz)
+                memset(dz, 0, sizeof(float) * V);
+            continue;
+        }
+        rows[2 * i] = kl_row(j, i, dz);
+        if (targets)
+            rows[2 * i + 1] = ce_row(j->student + i * V, V, targets[i], wce, dz);
+    }
+    return finish(d, n, count, result);
+}
+
 lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
                                      const float *teacher, const int32_t *targets,
                                      const uint8_t *mask, int64_t n, int vocab, float *dlogits,
@@ -166,42 +244,8 @@ lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
     lattice_status st = check_common(d, student, targets, mask, n, vocab, result, &count);
     if (st != LATTICE_OK)
         return st;
-    const double tau = d->p.tau, s = 1.0 / tau;
-    const double inv = count ? 1.0 / (double)count : 0.0;
-    const double wkd = d->p.alpha * tau * inv; /* alpha tau^2 * (1/tau) / count */
-    const double wce = d->p.gamma * inv;
-    const int reverse = d->p.direction == LATTICE_KL_REVERSE;
-    if ((st = rows_for(d, n)) != LATTICE_OK)
-        return st;
-    double *rows = d->rows;
-    const int nt = d->p.n_threads;
-    (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t i = 0; i < n; i++) {
-        const float *z = student + i * vocab, *t = teacher + i * vocab;
-        float *dz = dlogits ? dlogits + i * vocab : NULL;
-        if (dz)
-            memset(dz, 0, sizeof(float) * vocab);
-        rows[2 * i] = rows[2 * i + 1] = 0.0;
-        if (mask && !mask[i])
-            continue;
-        const double lq = lse_scaled(z, vocab, s), lp = lse_scaled(t, vocab, s);
-        double kl = 0.0;
-        for (int j = 0; j < vocab; j++) {
-            double logq = z[j] * s - lq, logp = t[j] * s - lp;
-            kl += reverse ? exp(logq) * (logq - logp) : exp(logp) * (logp - logq);
-        }
-        if (dz)
-            for (int j = 0; j < vocab; j++) {
-                double logq = z[j] * s - lq, logp = t[j] * s - lp, q = exp(logq);
-                double g = reverse ? q * ((logq - logp) - kl) : q - exp(logp);
-                dz[j] = (float)(wkd * g);
-            }
-        rows[2 * i] = kl;
-        if (targets)
-            rows[2 * i + 1] = ce_row(z, vocab, targets[i], wce, dz);
-    }
-    return finish(d, n, count, result);
+    kl_job j = {student, teacher, NULL, vocab, 0, d->p.direction == LATTICE_KL_REVERSE, 0, 0};
+    return run_loss(d, &j, targets, mask, n, dlogits, count, result);
 }
 
 lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
@@ -239,39 +283,6 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
             d->stamp[idx[e]] = mark;
         }
     }
-    const double tau = d->p.tau, s = 1.0 / tau;
-    const double inv = count ? 1.0 / (double)count : 0.0;
-    const double wkd = d->p.alpha * tau * inv, wce = d->p.gamma * inv;
-    if ((st = rows_for(d, n)) != LATTICE_OK)
-        return st;
-    double *rows = d->rows;
-    const int nt = d->p.n_threads;
-    (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t i = 0; i < n; i++) {
-        const float *z = student + i * vocab, *v = teacher_value + i * k;
-        const int32_t *idx = teacher_index + i * k;
-        float *dz = dlogits ? dlogits + i * vocab : NULL;
-        if (dz)
-            memset(dz, 0, sizeof(float) * vocab);
-        rows[2 * i] = rows[2 * i + 1] = 0.0;
-        if (mask && !mask[i])
-            continue;
-        const double lq = lse_scaled(z, vocab, s), lp = lse_scaled(v, k, s);
-        double kl = 0.0;
-        for (int e = 0; e < k; e++) {
-            double logp = v[e] * s - lp, logq = z[idx[e]] * s - lq;
-            kl += exp(logp) * (logp - logq);
-        }
-        if (dz) {
-            for (int j = 0; j < vocab; j++)
-                dz[j] = (float)(wkd * exp(z[j] * s - lq));
-            for (int e = 0; e < k; e++)
-                dz[idx[e]] -= (float)(wkd * exp(v[e] * s - lp));
-        }
-        rows[2 * i] = kl;
-        if (targets)
-            rows[2 * i + 1] = ce_row(z, vocab, targets[i], wce, dz);
-    }
-    return finish(d, n, count, result);
+    kl_job j = {student, teacher_value, teacher_index, vocab, k, 0, 0, 0};
+    return run_loss(d, &j, targets, mask, n, dlogits, count, result);
 }

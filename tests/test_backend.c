@@ -257,9 +257,5 @@ static Suite *backend_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(backend_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(backend_suite());
 }

@@ -487,9 +487,5 @@ static Suite *ops_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(ops_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(ops_suite());
 }

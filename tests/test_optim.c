@@ -201,9 +201,5 @@ static Suite *optim_suite(void)
 
 int main(void)
 {
-    SRunner *sr = srunner_create(optim_suite());
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(optim_suite());
 }

@@ -644,9 +644,5 @@ int main(void)
     tcase_set_timeout(ck, 300);
     tcase_add_loop_test(ck, test_resume_is_bit_exact, 0, 3);
     suite_add_tcase(s, ck);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_ENV);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }

@@ -85,4 +85,14 @@ static inline void tu_fd_check(double (*f)(void *), void *ctx, const tu_fd_input
     }
 }
 
+/* Run a suite the Check way (CK_ENV: CK_FORK, CK_RUN_CASE...) and give main's status. */
+static inline int tu_run(Suite *suite)
+{
+    SRunner *sr = srunner_create(suite);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 #endif

@@ -54,4 +54,27 @@ static inline lattice_model *fuzz_model(lattice_backend **be)
     return m;
 }
 
+/* A two-phase grow run over a few documents in memory, for checkpoint inputs. */
+static inline lattice_trainer *fuzz_trainer(lattice_model *m, lattice_data **data)
+{
+    static const int32_t ids[] = {12, 1, 2, 3, 12, 4, 5, 6, 7, 12, 8, 9};
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 13;
+    dp.boundary_id = 12;
+    dp.batch_size = 2;
+    dp.seq_len = 6;
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    lattice_optim *o;
+    lattice_schedule *s;
+    lattice_trainer *t;
+    if (lattice_data_create_memory(ids, 12, &dp, data, NULL) != LATTICE_OK ||
+        lattice_optim_create(m, &op, &o) != LATTICE_OK ||
+        lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3, 0, &s) != LATTICE_OK ||
+        lattice_trainer_create(m, NULL, NULL, *data, o, s, NULL, &t) != LATTICE_OK)
+        abort();
+    return t; /* the optimizer and schedule live as long as the process */
+}
+
 #endif
