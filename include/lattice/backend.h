@@ -40,13 +40,14 @@ typedef struct lattice_backend lattice_backend;
  * @since 0.1
  */
 typedef struct lattice_backend_ops {
-    size_t size;      /**< sizeof(lattice_backend_ops) as the caller compiled it. */
-    unsigned version; /**< ::LATTICE_BACKEND_OPS_VERSION as the caller compiled it. */
-    void *user;       /**< Passed back as the first argument of every slot. */
+    size_t size;      /**< sizeof(lattice_backend_ops) as the caller compiled it. @since 0.1 */
+    unsigned version; /**< ::LATTICE_BACKEND_OPS_VERSION as the caller compiled it. @since 0.1 */
+    void *user;       /**< Passed back as the first argument of every slot. @since 0.1 */
     /**
      * C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X or its
      * transpose when trans_x is non-zero. A is m x k after op, B is k x n after op.
      * When beta is 0, C's prior contents (even NaN) must be ignored.
+     * @since 0.1
      */
     int (*sgemm)(void *user, int trans_a, int trans_b, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb,
@@ -54,14 +55,15 @@ typedef struct lattice_backend_ops {
     /**
      * The same GEMM over count independent problems given by pointer arrays.
      * NULL: the library loops over sgemm.
+     * @since 0.1
      */
     int (*sgemm_batched)(void *user, int trans_a, int trans_b, int m, int n, int k,
                          float alpha, const float *const *a, int lda,
                          const float *const *b, int ldb, float beta,
                          float *const *c, int ldc, int count);
-    /** Called with the thread count set on the backend. May be NULL. */
+    /** Called with the thread count set on the backend. May be NULL. @since 0.1 */
     void (*set_threads)(void *user, int n_threads);
-    /** Called once when the backend is destroyed. May be NULL. */
+    /** Called once when the backend is destroyed. May be NULL. @since 0.1 */
     void (*destroy)(void *user);
 } lattice_backend_ops;
 

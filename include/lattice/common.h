@@ -9,6 +9,14 @@
 #include <stdint.h>
 #include <lattice/version.h>
 
+/**
+ * @def LATTICE_API
+ * @ingroup core
+ * @brief Marks the functions the library exports: default visibility with GCC
+ *        and Clang (the library hides everything else), dllexport/dllimport on
+ *        Windows, where LATTICE_STATIC selects the static library.
+ * @since 0.1
+ */
 #if defined(_WIN32) && !defined(LATTICE_STATIC)
 #  ifdef LATTICE_BUILDING
 #    define LATTICE_API __declspec(dllexport)
@@ -29,9 +37,21 @@ extern "C" {
  * @defgroup core Core: status codes and versions
  *
  * Every function returns a ::lattice_status or a value that cannot fail.
- * Thread safety: calls on different handles may run concurrently; calls on
- * one handle (and on handles that borrow it, such as a model and its backend)
- * must be serialised by the caller.
+ *
+ * Thread safety: the library has no global state that needs a lock. Calls on
+ * different handles may run concurrently on different threads, as long as the
+ * handles share nothing they borrow: a model borrows its backend; an
+ * optimizer, a model teacher and a diagnostics context borrow their model; a
+ * trainer borrows everything it binds. So two threads that each train a model
+ * each need their own backend, and everything above it. Calls on one handle,
+ * or on handles that borrow the same one, must be serialised by the caller.
+ * Functions that take no handle (::lattice_status_string, the version
+ * queries, the `_init` functions of params structs, ::lattice_norm_placement_name,
+ * ::lattice_diag_loss_response, ::lattice_backend_has_blis) may be called from
+ * any thread at any time. Callbacks (a callback teacher, the trainer's
+ * ::lattice_metrics_fn, a custom backend's slots) run on the thread that made
+ * the call, one at a time for a given handle; the library's own parallelism
+ * (OpenMP, BLIS) stays inside each call.
  * @{
  */
 
@@ -40,17 +60,17 @@ extern "C" {
 
 /** Result of a call. Values are pinned and never change meaning. @since 0.1 */
 typedef enum lattice_status {
-    LATTICE_OK = 0,                  /**< Success. */
-    LATTICE_ERR_INVALID_ARGUMENT = 1,/**< A NULL handle or pointer, or an argument out of range. */
-    LATTICE_ERR_INVALID_CONFIG = 2,  /**< A configuration that cannot describe a valid object. */
-    LATTICE_ERR_OUT_OF_MEMORY = 3,   /**< An allocation failed. */
-    LATTICE_ERR_UNSUPPORTED = 4,     /**< The backend or build lacks the requested feature. */
-    LATTICE_ERR_NOT_FOUND = 5,       /**< A named backend or item does not exist. */
-    LATTICE_ERR_BACKEND = 6,         /**< A backend operation reported failure. */
-    LATTICE_ERR_NON_FINITE = 7,      /**< A loss or gradient was NaN or infinite. */
-    LATTICE_ERR_IO = 8,              /**< A file could not be read or written. */
-    LATTICE_ERR_FORMAT = 9,          /**< A file's contents are malformed. */
-    LATTICE_ERR_STATE = 10           /**< The call is not valid in the object's current state. */
+    LATTICE_OK = 0,                  /**< Success. @since 0.1 */
+    LATTICE_ERR_INVALID_ARGUMENT = 1,/**< A NULL handle or pointer, or an argument out of range. @since 0.1 */
+    LATTICE_ERR_INVALID_CONFIG = 2,  /**< A configuration that cannot describe a valid object. @since 0.1 */
+    LATTICE_ERR_OUT_OF_MEMORY = 3,   /**< An allocation failed. @since 0.1 */
+    LATTICE_ERR_UNSUPPORTED = 4,     /**< The backend or build lacks the requested feature. @since 0.1 */
+    LATTICE_ERR_NOT_FOUND = 5,       /**< A named backend or item does not exist. @since 0.1 */
+    LATTICE_ERR_BACKEND = 6,         /**< A backend operation reported failure. @since 0.1 */
+    LATTICE_ERR_NON_FINITE = 7,      /**< A loss or gradient was NaN or infinite. @since 0.1 */
+    LATTICE_ERR_IO = 8,              /**< A file could not be read or written. @since 0.1 */
+    LATTICE_ERR_FORMAT = 9,          /**< A file's contents are malformed. @since 0.1 */
+    LATTICE_ERR_STATE = 10           /**< The call is not valid in the object's current state. @since 0.1 */
 } lattice_status;
 
 /**

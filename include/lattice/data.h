@@ -42,28 +42,28 @@ extern "C" {
 
 /** Settings of a data object. Fill with ::lattice_data_params_init. @since 0.1 */
 typedef struct lattice_data_params {
-    size_t size;            /**< sizeof(lattice_data_params), set by the init function. */
-    int vocab_size;         /**< Ids must be below this (text: 257). */
-    int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files. */
-    const char *separator;  /**< Text only: the document separator ("\f"); borrowed during create. */
-    int batch_size;         /**< Rows per batch (8). */
-    int seq_len;            /**< Predicted positions per row at most (256). */
-    int pack;               /**< Non-zero: pack training documents into full rows. */
-    int trim;               /**< Non-zero (default): a batch is as long as its longest row. */
-    float val_fraction;     /**< Share of documents held out for validation, in [0, 1). */
-    uint64_t seed;          /**< Seed of the training order. */
-    int pad_id;             /**< Id written into padding (masked out; 0). */
+    size_t size;            /**< sizeof(lattice_data_params), set by the init function. @since 0.1 */
+    int vocab_size;         /**< Ids must be below this (text: 257). @since 0.1 */
+    int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files. @since 0.1 */
+    const char *separator;  /**< Text only: the document separator ("\f"); borrowed during create. @since 0.1 */
+    int batch_size;         /**< Rows per batch (8). @since 0.1 */
+    int seq_len;            /**< Predicted positions per row at most (256). @since 0.1 */
+    int pack;               /**< Non-zero: pack training documents into full rows. @since 0.1 */
+    int trim;               /**< Non-zero (default): a batch is as long as its longest row. @since 0.1 */
+    float val_fraction;     /**< Share of documents held out for validation, in [0, 1). @since 0.1 */
+    uint64_t seed;          /**< Seed of the training order. @since 0.1 */
+    int pad_id;             /**< Id written into padding (masked out; 0). @since 0.1 */
     const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
-                                 val_fraction must then be 0). Borrowed during create. */
+                                 val_fraction must then be 0). Borrowed during create. @since 0.1 */
     int split_long;         /**< Non-zero: cut documents longer than seq_len + 1 tokens into
                                  pieces of seq_len + 1, each after the first opening with the
-                                 boundary token, so that no text is lost to truncation. */
+                                 boundary token, so that no text is lost to truncation. @since 0.1 */
 } lattice_data_params;
 
 /** Which split. Append-only. @since 0.1 */
 typedef enum lattice_split {
-    LATTICE_SPLIT_TRAIN = 0, /**< Training documents. */
-    LATTICE_SPLIT_VAL = 1    /**< Validation documents. */
+    LATTICE_SPLIT_TRAIN = 0, /**< Training documents. @since 0.1 */
+    LATTICE_SPLIT_VAL = 1    /**< Validation documents. @since 0.1 */
 } lattice_split;
 
 /**
@@ -71,18 +71,18 @@ typedef enum lattice_split {
  * @since 0.1
  */
 typedef struct lattice_batch {
-    const int32_t *tokens;  /**< [batch, seq] inputs. */
-    const int32_t *targets; /**< [batch, seq] next tokens. */
-    const uint8_t *mask;    /**< [batch, seq] 1 where the target is real. */
-    int batch;              /**< Rows. */
-    int seq;                /**< Positions per row. */
-    int64_t n_tokens;       /**< Counted (non-padding) positions. */
+    const int32_t *tokens;  /**< [batch, seq] inputs. @since 0.1 */
+    const int32_t *targets; /**< [batch, seq] next tokens. @since 0.1 */
+    const uint8_t *mask;    /**< [batch, seq] 1 where the target is real. @since 0.1 */
+    int batch;              /**< Rows. @since 0.1 */
+    int seq;                /**< Positions per row. @since 0.1 */
+    int64_t n_tokens;       /**< Counted (non-padding) positions. @since 0.1 */
 } lattice_batch;
 
 /** Where the training iterator stands (for checkpoints). @since 0.1 */
 typedef struct lattice_data_position {
-    int64_t epoch;  /**< Completed passes over the training documents. */
-    int64_t index;  /**< Next document (or packed row) within the pass. */
+    int64_t epoch;  /**< Completed passes over the training documents. @since 0.1 */
+    int64_t index;  /**< Next document (or packed row) within the pass. @since 0.1 */
 } lattice_data_position;
 
 /** An opaque data object. @since 0.1 */

@@ -34,28 +34,28 @@ extern "C" {
 
 /** Summary of per-token RMS values over a set of tokens. @since 0.1 */
 typedef struct lattice_rms_stats {
-    int64_t count;   /**< Tokens summarised. */
-    double mean;     /**< Mean RMS. */
-    double std;      /**< Standard deviation (population). */
-    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). */
-    double max;      /**< Largest RMS. */
+    int64_t count;   /**< Tokens summarised. @since 0.1 */
+    double mean;     /**< Mean RMS. @since 0.1 */
+    double std;      /**< Standard deviation (population). @since 0.1 */
+    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). @since 0.1 */
+    double max;      /**< Largest RMS. @since 0.1 */
 } lattice_rms_stats;
 
 /** What removing a block does. @since 0.1 */
 typedef struct lattice_removal {
-    double ce_full;    /**< Cross-entropy of the full model. */
-    double ce_removed; /**< Cross-entropy with the block skipped. */
-    double dce;        /**< ce_removed - ce_full. */
-    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. */
+    double ce_full;    /**< Cross-entropy of the full model. @since 0.1 */
+    double ce_removed; /**< Cross-entropy with the block skipped. @since 0.1 */
+    double dce;        /**< ce_removed - ce_full. @since 0.1 */
+    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. @since 0.1 */
 } lattice_removal;
 
 /** The loss response to an append. @since 0.1 */
 typedef struct lattice_response {
-    double baseline;       /**< Mean loss over the window steps before the append. */
-    double jump;           /**< Loss at the first step after the append minus the baseline. */
-    double area;           /**< Sum over the horizon of max(0, loss - baseline). */
+    double baseline;       /**< Mean loss over the window steps before the append. @since 0.1 */
+    double jump;           /**< Loss at the first step after the append minus the baseline. @since 0.1 */
+    double area;           /**< Sum over the horizon of max(0, loss - baseline). @since 0.1 */
     int64_t recovery;      /**< Steps until the trailing mean over window steps is back at or
-                                below the baseline; -1 if it never is within the series. */
+                                below the baseline; -1 if it never is within the series. @since 0.1 */
 } lattice_response;
 
 /** An opaque diagnostics context (scratch sized for one model). @since 0.1 */

@@ -33,26 +33,26 @@ extern "C" {
 
 /** Direction of the KL term. Append-only. @since 0.1 */
 typedef enum lattice_kl_direction {
-    LATTICE_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. */
-    LATTICE_KL_REVERSE = 1  /**< KL(student || teacher). */
+    LATTICE_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. @since 0.1 */
+    LATTICE_KL_REVERSE = 1  /**< KL(student || teacher). @since 0.1 */
 } lattice_kl_direction;
 
 /** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
 typedef struct lattice_distill_params {
-    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function. */
-    float alpha;                    /**< Weight of the KL term (0.7). */
-    float gamma;                    /**< Weight of the cross-entropy term (0.3). */
-    float tau;                      /**< Temperature (1). */
-    lattice_kl_direction direction; /**< Forward (default) or reverse KL. */
-    int n_threads;                  /**< Threads over positions (1). */
+    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function. @since 0.1 */
+    float alpha;                    /**< Weight of the KL term (0.7). @since 0.1 */
+    float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
+    float tau;                      /**< Temperature (1). @since 0.1 */
+    lattice_kl_direction direction; /**< Forward (default) or reverse KL. @since 0.1 */
+    int n_threads;                  /**< Threads over positions (1). @since 0.1 */
 } lattice_distill_params;
 
 /** The loss of one batch and its parts, each a mean over counted positions. @since 0.1 */
 typedef struct lattice_distill_result {
-    double loss;       /**< alpha * tau^2 * kl + gamma * ce. */
-    double kl;         /**< The KL term before weighting. */
-    double ce;         /**< Cross-entropy against the labels (0 when gamma is 0 and no labels are given). */
-    int64_t n_counted; /**< Positions with mask non-zero. */
+    double loss;       /**< alpha * tau^2 * kl + gamma * ce. @since 0.1 */
+    double kl;         /**< The KL term before weighting. @since 0.1 */
+    double ce;         /**< Cross-entropy against the labels (0 when gamma is 0 and no labels are given). @since 0.1 */
+    int64_t n_counted; /**< Positions with mask non-zero. @since 0.1 */
 } lattice_distill_result;
 
 /** An opaque distillation loss. @since 0.1 */

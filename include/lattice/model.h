@@ -39,30 +39,30 @@ typedef struct lattice_model lattice_model;
  * @since 0.1
  */
 typedef struct lattice_model_params {
-    size_t size;          /**< sizeof(lattice_model_params), set by the init function. */
-    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. */
-    int d_model;          /**< Width of the residual stream. */
-    int n_layers;         /**< Capacity: layers allocated. */
-    int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. */
-    int n_heads;          /**< Query heads. */
-    int n_kv_heads;       /**< Key/value heads; must divide n_heads. */
-    int head_dim;         /**< Per-head width, independent of d_model; must be even (RoPE). */
-    int d_ff;             /**< SwiGLU hidden width. */
-    float rope_theta;     /**< RoPE base (Qwen3: 1e6). */
-    int qk_norm;          /**< Non-zero: per-head RMSNorm on queries and keys (Qwen3). */
-    int tie_embeddings;   /**< Non-zero: the LM head reuses the embedding matrix. */
-    int max_batch;        /**< Largest batch a forward may take (sizes the arenas). */
-    int max_seq;          /**< Longest sequence a forward may take. */
-    uint64_t seed;        /**< Seed of the initial weights. */
-    float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). */
+    size_t size;          /**< sizeof(lattice_model_params), set by the init function. @since 0.1 */
+    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. @since 0.1 */
+    int d_model;          /**< Width of the residual stream. @since 0.1 */
+    int n_layers;         /**< Capacity: layers allocated. @since 0.1 */
+    int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. @since 0.1 */
+    int n_heads;          /**< Query heads. @since 0.1 */
+    int n_kv_heads;       /**< Key/value heads; must divide n_heads. @since 0.1 */
+    int head_dim;         /**< Per-head width, independent of d_model; must be even (RoPE). @since 0.1 */
+    int d_ff;             /**< SwiGLU hidden width. @since 0.1 */
+    float rope_theta;     /**< RoPE base (Qwen3: 1e6). @since 0.1 */
+    int qk_norm;          /**< Non-zero: per-head RMSNorm on queries and keys (Qwen3). @since 0.1 */
+    int tie_embeddings;   /**< Non-zero: the LM head reuses the embedding matrix. @since 0.1 */
+    int max_batch;        /**< Largest batch a forward may take (sizes the arenas). @since 0.1 */
+    int max_seq;          /**< Longest sequence a forward may take. @since 0.1 */
+    uint64_t seed;        /**< Seed of the initial weights. @since 0.1 */
+    float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). @since 0.1 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. @since 0.1 */
 typedef enum lattice_group {
-    LATTICE_GROUP_EMBEDDING = 0,     /**< The token embedding. */
-    LATTICE_GROUP_LAYER = 1,         /**< One layer (select it by index). */
-    LATTICE_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). */
-    LATTICE_GROUP_HEAD = 3           /**< The LM head (empty when tied to the embedding). */
+    LATTICE_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
+    LATTICE_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
+    LATTICE_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). @since 0.1 */
+    LATTICE_GROUP_HEAD = 3           /**< The LM head (empty when tied to the embedding). @since 0.1 */
 } lattice_group;
 
 /**
@@ -70,13 +70,13 @@ typedef enum lattice_group {
  * @since 0.1
  */
 typedef struct lattice_tensor_info {
-    const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". */
-    int ndim;            /**< 1 or 2. */
-    int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). */
-    float *data;         /**< The values, row-major; writable. */
-    float *grad;         /**< The gradient written by the last backward (valid for trainable groups). */
-    lattice_group group; /**< The group it belongs to. */
-    int layer;           /**< Layer index for ::LATTICE_GROUP_LAYER, else -1. */
+    const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". @since 0.1 */
+    int ndim;            /**< 1 or 2. @since 0.1 */
+    int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). @since 0.1 */
+    float *data;         /**< The values, row-major; writable. @since 0.1 */
+    float *grad;         /**< The gradient written by the last backward (valid for trainable groups). @since 0.1 */
+    lattice_group group; /**< The group it belongs to. @since 0.1 */
+    int layer;           /**< Layer index for ::LATTICE_GROUP_LAYER, else -1. @since 0.1 */
 } lattice_tensor_info;
 
 /**

@@ -28,15 +28,15 @@ extern "C" {
 
 /** Where the norms sit. Append-only. @since 0.1 */
 typedef enum lattice_norm_placement {
-    LATTICE_NORM_PRE = 0,  /**< Norm before each sublayer, final norm before the head. */
-    LATTICE_NORM_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. */
-    LATTICE_NORM_PERI = 2  /**< Norm before and after each sublayer, final norm. */
+    LATTICE_NORM_PRE = 0,  /**< Norm before each sublayer, final norm before the head. @since 0.1 */
+    LATTICE_NORM_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. @since 0.1 */
+    LATTICE_NORM_PERI = 2  /**< Norm before and after each sublayer, final norm. @since 0.1 */
 } lattice_norm_placement;
 
 /** Which normalization. Append-only. @since 0.1 */
 typedef enum lattice_norm_kind {
-    LATTICE_NORM_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. */
-    LATTICE_NORM_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. */
+    LATTICE_NORM_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. @since 0.1 */
+    LATTICE_NORM_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. @since 0.1 */
 } lattice_norm_kind;
 
 /** An opaque normalization placement. @since 0.1 */

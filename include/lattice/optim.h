@@ -28,16 +28,16 @@ typedef struct lattice_optim lattice_optim;
 
 /** AdamW settings. Fill with ::lattice_optim_params_init. @since 0.1 */
 typedef struct lattice_optim_params {
-    size_t size;        /**< sizeof(lattice_optim_params), set by the init function. */
-    float lr;           /**< Peak learning rate. */
-    float min_lr;       /**< Floor of the cosine decay. */
-    int warmup_steps;   /**< Linear warmup length (0: none). */
-    int total_steps;    /**< Length of warmup plus decay. */
-    float beta1;        /**< First-moment decay. */
-    float beta2;        /**< Second-moment decay. */
-    float eps;          /**< Denominator epsilon. */
-    float weight_decay; /**< Decoupled weight decay. */
-    float clip_norm;    /**< Global gradient-norm limit (0: no clipping). */
+    size_t size;        /**< sizeof(lattice_optim_params), set by the init function. @since 0.1 */
+    float lr;           /**< Peak learning rate. @since 0.1 */
+    float min_lr;       /**< Floor of the cosine decay. @since 0.1 */
+    int warmup_steps;   /**< Linear warmup length (0: none). @since 0.1 */
+    int total_steps;    /**< Length of warmup plus decay. @since 0.1 */
+    float beta1;        /**< First-moment decay. @since 0.1 */
+    float beta2;        /**< Second-moment decay. @since 0.1 */
+    float eps;          /**< Denominator epsilon. @since 0.1 */
+    float weight_decay; /**< Decoupled weight decay. @since 0.1 */
+    float clip_norm;    /**< Global gradient-norm limit (0: no clipping). @since 0.1 */
 } lattice_optim_params;
 
 /**

@@ -40,39 +40,39 @@ extern "C" {
 
 /** How layers switched on at a phase start are initialised. Append-only. @since 0.1 */
 typedef enum lattice_block_init {
-    LATTICE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). */
-    LATTICE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). */
-    LATTICE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). */
+    LATTICE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). @since 0.1 */
+    LATTICE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). @since 0.1 */
+    LATTICE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). @since 0.1 */
 } lattice_block_init;
 
 /** One phase. Fill with ::lattice_phase_init. @since 0.1 */
 typedef struct lattice_phase {
-    size_t size;                   /**< sizeof(lattice_phase), set by the init function. */
-    int64_t steps;                 /**< Step budget; 0 to use the token budget. */
-    int64_t tokens;                /**< Non-padding token budget, used when steps is 0. */
-    int active_layers;             /**< Layers active during the phase. */
-    int train_from;                /**< First layer that trains; layers below are frozen (0: all). */
-    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. */
-    lattice_block_init block_init; /**< Initialisation of layers switched on at the phase start. */
+    size_t size;                   /**< sizeof(lattice_phase), set by the init function. @since 0.1 */
+    int64_t steps;                 /**< Step budget; 0 to use the token budget. @since 0.1 */
+    int64_t tokens;                /**< Non-padding token budget, used when steps is 0. @since 0.1 */
+    int active_layers;             /**< Layers active during the phase. @since 0.1 */
+    int train_from;                /**< First layer that trains; layers below are frozen (0: all). @since 0.1 */
+    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. @since 0.1 */
+    lattice_block_init block_init; /**< Initialisation of layers switched on at the phase start. @since 0.1 */
 } lattice_phase;
 
 /** Presets: every arm of the paper. Append-only. @since 0.1 */
 typedef enum lattice_schedule_preset {
-    LATTICE_PRESET_JOINT = 0,                /**< All layers, one phase. */
-    LATTICE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. */
-    LATTICE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. */
-    LATTICE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. */
-    LATTICE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. */
-    LATTICE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. */
+    LATTICE_PRESET_JOINT = 0,                /**< All layers, one phase. @since 0.1 */
+    LATTICE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. @since 0.1 */
+    LATTICE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. @since 0.1 */
+    LATTICE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. @since 0.1 */
+    LATTICE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. @since 0.1 */
+    LATTICE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. @since 0.1 */
 } lattice_schedule_preset;
 
 /** Counters of a run. @since 0.1 */
 typedef struct lattice_counters {
-    int64_t steps;               /**< Steps taken. */
-    int64_t tokens;              /**< Positions processed, padding included. */
-    int64_t nonpad_tokens;       /**< Non-padding positions. */
-    int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. */
-    double flops;                /**< FLOPs reported by the trainer (student forward and backward). */
+    int64_t steps;               /**< Steps taken. @since 0.1 */
+    int64_t tokens;              /**< Positions processed, padding included. @since 0.1 */
+    int64_t nonpad_tokens;       /**< Non-padding positions. @since 0.1 */
+    int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. @since 0.1 */
+    double flops;                /**< FLOPs reported by the trainer (student forward and backward). @since 0.1 */
 } lattice_counters;
 
 /** An opaque schedule. @since 0.1 */

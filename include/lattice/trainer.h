@@ -44,19 +44,19 @@ extern "C" {
 
 /** What one step (and, when measured, validation) gave. @since 0.1 */
 typedef struct lattice_metrics {
-    size_t size;                 /**< sizeof(lattice_metrics). */
-    int64_t step;                /**< Steps taken, this one included. */
-    int phase;                   /**< Phase of this step. */
-    int active_layers;           /**< Active depth of this step. */
-    double loss;                 /**< Training loss of the step. */
-    double kl;                   /**< Its KL part (0 without a teacher). */
-    double ce;                   /**< Its cross-entropy part. */
-    double val_ce;               /**< Validation cross-entropy, NaN when not measured at this step. */
-    double lr;                   /**< Learning rate used. */
-    double grad_norm;            /**< Gradient norm before clipping. */
-    int phase_end;               /**< Non-zero when this step ended its phase. */
-    lattice_counters counters;   /**< Counters after the step. */
-    double seconds;              /**< Wall time of the step (teacher included). */
+    size_t size;                 /**< sizeof(lattice_metrics). @since 0.1 */
+    int64_t step;                /**< Steps taken, this one included. @since 0.1 */
+    int phase;                   /**< Phase of this step. @since 0.1 */
+    int active_layers;           /**< Active depth of this step. @since 0.1 */
+    double loss;                 /**< Training loss of the step. @since 0.1 */
+    double kl;                   /**< Its KL part (0 without a teacher). @since 0.1 */
+    double ce;                   /**< Its cross-entropy part. @since 0.1 */
+    double val_ce;               /**< Validation cross-entropy, NaN when not measured at this step. @since 0.1 */
+    double lr;                   /**< Learning rate used. @since 0.1 */
+    double grad_norm;            /**< Gradient norm before clipping. @since 0.1 */
+    int phase_end;               /**< Non-zero when this step ended its phase. @since 0.1 */
+    lattice_counters counters;   /**< Counters after the step. @since 0.1 */
+    double seconds;              /**< Wall time of the step (teacher included). @since 0.1 */
 } lattice_metrics;
 
 /** Called after every step. Return non-zero to stop the run. @since 0.1 */
@@ -64,13 +64,13 @@ typedef int (*lattice_metrics_fn)(void *user, const lattice_metrics *metrics);
 
 /** Trainer settings. Fill with ::lattice_trainer_params_init. @since 0.1 */
 typedef struct lattice_trainer_params {
-    size_t size;               /**< sizeof(lattice_trainer_params). */
-    int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). */
-    int64_t eval_batches;      /**< Validation batches to use (0: all of them). */
-    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. */
-    lattice_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. */
-    lattice_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. */
-    void *user;                /**< Passed to the callbacks. */
+    size_t size;               /**< sizeof(lattice_trainer_params). @since 0.1 */
+    int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). @since 0.1 */
+    int64_t eval_batches;      /**< Validation batches to use (0: all of them). @since 0.1 */
+    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. @since 0.1 */
+    lattice_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
+    lattice_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
+    void *user;                /**< Passed to the callbacks. @since 0.1 */
 } lattice_trainer_params;
 
 /** An opaque trainer. @since 0.1 */

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""liblattice as its users meet it.
+
+usage: run_consumers.py BUILD_DIR SOURCE_DIR
+
+In a temporary directory:
+1. configures a throwaway build of SOURCE_DIR with --prefix inside it (with
+   BUILD_DIR's blis and openmp choices) and installs it with `meson install`;
+2. builds the C consumer, the C++ consumer and the README's "Use from C"
+   program against that prefix with nothing but
+   `pkg-config --cflags --libs lattice` (PKG_CONFIG_PATH pointing at the
+   installed lattice.pc), runs them with LD_LIBRARY_PATH, and links the C
+   consumer statically with `pkg-config --static --libs lattice` and runs it
+   without;
+3. builds tests/consumer/subproject_user with the source tree as its
+   subprojects/lattice and runs it.
+Every program must print a training loss that falls.
+
+A throwaway build, rather than installing BUILD_DIR itself, keeps the test
+away from the build that `meson test` is running from (no recursive ninja),
+and from that build's own flags (a sanitizer build installs a library that
+plain programs cannot link).
+
+The compilers come from CC and CXX, meson and ninja from MESON and NINJA
+(tests/consumer/meson.build passes its own); the C++ part is skipped when CXX
+is unset. LATTICE_CONSUMER_JOBS sets the ninja job count (2);
+LATTICE_CONSUMER_KEEP=1 keeps the temporary directory.
+"""
+import json
+import math
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JOBS = os.environ.get("LATTICE_CONSUMER_JOBS", "2")
+MESON = shlex.split(os.environ.get("MESON", "meson"))
+NINJA = shlex.split(os.environ.get("NINJA", "ninja"))
+T0 = time.monotonic()
+
+
+class Failure(Exception):
+    pass
+
+
+def log(msg):
+    print("[%5.1fs] %s" % (time.monotonic() - T0, msg), flush=True)
+
+
+def run(cmd, cwd=None, env=None, shell=False):
+    """Run a command; its output is returned, or shown in full when it fails."""
+    shown = cmd if isinstance(cmd, str) else " ".join(shlex.quote(c) for c in cmd)
+    log("$ " + shown)
+    p = subprocess.run(cmd, cwd=cwd, env=env, shell=shell, stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, text=True)
+    if p.returncode != 0:
+        sys.stdout.write(p.stdout)
+        raise Failure("exit status %d: %s" % (p.returncode, shown))
+    return p.stdout
+
+
+def check_losses(name, output):
+    """The program trained: it printed at least two finite losses, the last below the first."""
+    losses = [float(x) for x in re.findall(r"\bloss\s+(\S+)", output)]
+    if len(losses) < 2 or not all(math.isfinite(x) for x in losses):
+        raise Failure("%s: expected finite losses in its output:\n%s" % (name, output))
+    if not losses[-1] < losses[0]:
+        raise Failure("%s: the loss did not fall (%g -> %g)" % (name, losses[0], losses[-1]))
+    log("%s: loss %.4f -> %.4f" % (name, losses[0], losses[-1]))
+
+
+def needed(path):
+    """The DT_NEEDED entries of an ELF file (None when readelf is missing)."""
+    if not shutil.which("readelf"):
+        return None
+    out = subprocess.run(["readelf", "-d", path], stdout=subprocess.PIPE, text=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def build_options(build_dir):
+    """BUILD_DIR's blis and openmp choices, so the installed copy is built alike."""
+    out = subprocess.run(MESON + ["introspect", "--buildoptions", build_dir],
+                         stdout=subprocess.PIPE, text=True)
+    if out.returncode != 0:
+        return []
+    opts = {o["name"]: o["value"] for o in json.loads(out.stdout)}
+    return ["-D%s=%s" % (k, opts[k]) for k in ("blis", "openmp") if k in opts]
+
+
+def install(source_dir, build_dir, tmp):
+    prefix = os.path.join(tmp, "prefix")
+    build = os.path.join(tmp, "build-install")
+    run(MESON + ["setup", build, source_dir, "--prefix=" + prefix, "-Dtests=disabled",
+         "-Dexamples=false", "-Ddocs=disabled"] + build_options(build_dir))
+    run(NINJA + ["-C", build, "-j", JOBS])
+    run(MESON + ["install", "-C", build, "--no-rebuild", "--quiet"])
+    # libdir is lib, lib64 or lib/<triplet> depending on the platform: find the .pc file.
+    for root, _dirs, files in os.walk(prefix):
+        if "lattice.pc" in files and os.path.basename(root) == "pkgconfig":
+            return prefix, root
+    raise Failure("meson install wrote no lattice.pc under " + prefix)
+
+
+def readme_snippets(source_dir):
+    """The C program and the build command of README.md's "Use from C" section."""
+    with open(os.path.join(source_dir, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    section = re.search(r"^## Use from C\s*$(.*?)(?=^## |\Z)", text, re.M | re.S)
+    if not section:
+        raise Failure('README.md has no "## Use from C" section')
+    blocks = re.findall(r"^```(\w*)\s*\n(.*?)^```\s*$", section.group(1), re.M | re.S)
+    program = [body for lang, body in blocks if lang == "c"]
+    command = [body for lang, body in blocks if lang in ("sh", "shell", "console", "bash")]
+    if not program or not command:
+        raise Failure('README.md "Use from C" needs a ```c program and a ```sh build command')
+    return program[0], command[0]
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    build_dir, source_dir = (os.path.abspath(a) for a in sys.argv[1:])
+    cc = shlex.split(os.environ.get("CC", "cc"))
+    cxx = shlex.split(os.environ.get("CXX", ""))
+    tmp = tempfile.mkdtemp(prefix="lattice-consumer-")
+    try:
+        prefix, pc_dir = install(source_dir, build_dir, tmp)
+        env = dict(os.environ)
+        env["PKG_CONFIG_PATH"] = os.pathsep.join(
+            p for p in (pc_dir, os.environ.get("PKG_CONFIG_PATH")) if p)
+        pkg = lambda *args: shlex.split(run(["pkg-config"] + list(args) + ["lattice"], env=env))
+        libdir = run(["pkg-config", "--variable=libdir", "lattice"], env=env).strip()
+        if not os.path.realpath(libdir).startswith(os.path.realpath(prefix)):
+            raise Failure("pkg-config found a lattice.pc outside the prefix: libdir " + libdir)
+        flags = pkg("--cflags", "--libs")
+        shared_env = dict(env)
+        shared_env["LD_LIBRARY_PATH"] = os.pathsep.join(
+            p for p in (libdir, os.environ.get("LD_LIBRARY_PATH")) if p)
+        c_source = os.path.join(HERE, "subproject_user", "consumer.c")
+
+        # C, shared.
+        exe = os.path.join(tmp, "consumer_c")
+        run(cc + [c_source, "-o", exe] + flags, env=env)
+        deps = needed(exe)
+        if deps is not None and not any(d.startswith("liblattice.so") for d in deps):
+            raise Failure("consumer_c does not link liblattice.so: " + " ".join(deps))
+        check_losses("C (shared)", run([exe], env=shared_env))
+
+        # C++, shared.
+        if cxx:
+            exe = os.path.join(tmp, "consumer_cpp")
+            run(cxx + [os.path.join(HERE, "consumer.cpp"), "-o", exe] + flags, env=env)
+            check_losses("C++ (shared)", run([exe], env=shared_env))
+        else:
+            log("C++: skipped (no C++ compiler)")
+
+        # C, static: liblattice.a with the dependencies pkg-config --static lists
+        # (the system libraries stay shared; liblattice.so sits beside the .a,
+        # so -Bstatic picks the archive).
+        static_libs = []
+        for arg in pkg("--static", "--libs"):
+            static_libs += ["-Wl,-Bstatic", arg, "-Wl,-Bdynamic"] if arg == "-llattice" else [arg]
+        exe = os.path.join(tmp, "consumer_static")
+        run(cc + [c_source, "-o", exe] + pkg("--cflags") + static_libs, env=env)
+        deps = needed(exe)
+        if deps is not None and any(d.startswith("liblattice") for d in deps):
+            raise Failure("consumer_static still needs " + " ".join(deps))
+        check_losses("C (static)", run([exe], env=env))
+
+        # README.md's program, built with README.md's command (cc is the configured compiler).
+        program, command = readme_snippets(source_dir)
+        readme_dir = os.path.join(tmp, "readme")
+        os.mkdir(readme_dir)
+        with open(os.path.join(readme_dir, "prog.c"), "w", encoding="utf-8") as f:
+            f.write(program)
+        readme_env = dict(env)
+        readme_env["LATTICE_CC"] = " ".join(shlex.quote(c) for c in cc)
+        run('cc() { eval "command $LATTICE_CC" \'"$@"\'; }\nset -e\n' + command, cwd=readme_dir,
+            env=readme_env, shell=True)
+        check_losses("README.md", run([os.path.join(readme_dir, "prog")], env=shared_env))
+
+        # A meson project with liblattice as a subproject.
+        user = os.path.join(tmp, "subproject_user")
+        shutil.copytree(os.path.join(HERE, "subproject_user"), user)
+        os.mkdir(os.path.join(user, "subprojects"))
+        os.symlink(source_dir, os.path.join(user, "subprojects", "lattice"))
+        user_build = os.path.join(tmp, "build-subproject")
+        run(MESON + ["setup", user_build, user, "--force-fallback-for=lattice"] +
+            ["-Dlattice:" + o[2:] for o in build_options(build_dir)])
+        run(NINJA + ["-C", user_build, "-j", JOBS])
+        check_losses("meson subproject", run([os.path.join(user_build, "consumer")]))
+    except Failure as e:
+        print("FAIL: %s" % e)
+        return 1
+    finally:
+        if os.environ.get("LATTICE_CONSUMER_KEEP") == "1":
+            log("kept " + tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    log("all consumers built and ran")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
