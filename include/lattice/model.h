@@ -62,7 +62,7 @@ typedef enum lattice_group {
     LATTICE_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
     LATTICE_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
     LATTICE_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). @since 0.1 */
-    LATTICE_GROUP_HEAD = 3           /**< The LM head (empty when tied to the embedding). @since 0.1 */
+    LATTICE_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. @since 0.1 */
 } lattice_group;
 
 /**
