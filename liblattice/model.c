@@ -629,7 +629,42 @@ static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *
                           np->b, m->norm.eps, n, m->p.d_model, NT);
 }
 
-/* r = a * x + y, written where the caller wants the sublayer's output stream. */
+/* A sublayer's input: Norm_in(x) under pre and peri, x itself under post. */
+static const float *sublayer_input(lattice_model *m, float *buf, norm_stats *st, const float *x,
+                                   const norm_params *np, long n)
+{
+    if (m->norm.placement == LATTICE_NORM_POST)
+        return x;
+    norm_fwd(m, buf, st, x, np, n);
+    return buf;
+}
+
+/* Join a sublayer's output projection y = in W^T (W is [D, k]) to its input
+ * stream x, as the placement says: pre out = x + y; peri out = x + Norm(y),
+ * keeping y; post out = Norm(a x + y), keeping the sum r. */
+static lattice_status sublayer_output(lattice_model *m, float *out, const float *x, const float *in,
+                                      const float *w, int k, float *y, float *r, norm_stats *st,
+                                      const norm_params *np, long n)
+{
+    const int D = m->p.d_model;
+    const lattice_norm_placement pl = m->norm.placement;
+    if (pl == LATTICE_NORM_PERI) {
+        TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, y, D));
+        norm_fwd(m, out, st, y, np, n);
+        lattice__axpby(out, 1.0f, x, n * D, NT);
+        return LATTICE_OK;
+    }
+    float *sum = pl == LATTICE_NORM_POST ? r : out;
+    memcpy(sum, x, sizeof(float) * n * D);
+    if (m->norm.residual_scale != 1.0f)
+        lattice__scale(sum, m->norm.residual_scale, n * D, NT);
+    TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 1.0f, sum, D));
+    if (pl == LATTICE_NORM_POST)
+        norm_fwd(m, out, st, r, np, n);
+    return LATTICE_OK;
+}
+
+/* One layer: attention from hs[i] to mid, then the MLP from mid to hs[i + 1]. */
 static lattice_status layer_forward(lattice_model *m, int i)
 {
     const lattice_model_params *p = &m->p;
@@ -638,17 +673,9 @@ static lattice_status layer_forward(lattice_model *m, int i)
     const long N = (long)m->batch * m->seq;
     const int D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim, F = p->d_ff;
     const int W = (H + 2 * KV) * hd;
-    const lattice_norm_placement pl = m->norm.placement;
-    const float alpha = m->norm.residual_scale;
     const float *x = m->hs[i];
-    float *out = m->hs[i + 1];
 
-    /* attention sublayer: x -> mid */
-    const float *a = x;
-    if (pl != LATTICE_NORM_POST) {
-        norm_fwd(m, A->a1, &A->st[SLOT_IN1], x, &L->norm[SLOT_IN1], N);
-        a = A->a1;
-    }
+    const float *a = sublayer_input(m, A->a1, &A->st[SLOT_IN1], x, &L->norm[SLOT_IN1], N);
     TRY(lattice__gemm(m->be, 0, 1, (int)N, W, D, 1.0f, a, D, L->wqkv, D, 0.0f, A->raw, W));
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
     lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw, L->qn, L->kn, m->rope,
@@ -656,44 +683,14 @@ static lattice_status layer_forward(lattice_model *m, int i)
     lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd};
     lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c};
     TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
-    if (pl == LATTICE_NORM_PERI) {
-        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, H * hd, 1.0f, A->att, H * hd, L->wo, H * hd,
-                          0.0f, A->y1, D));
-        norm_fwd(m, A->mid, &A->st[SLOT_OUT1], A->y1, &L->norm[SLOT_OUT1], N);
-        lattice__axpby(A->mid, 1.0f, x, N * D, NT);
-    } else {
-        float *r = pl == LATTICE_NORM_POST ? A->r1 : A->mid;
-        memcpy(r, x, sizeof(float) * N * D);
-        if (alpha != 1.0f)
-            lattice__scale(r, alpha, N * D, NT);
-        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, H * hd, 1.0f, A->att, H * hd, L->wo, H * hd,
-                          1.0f, r, D));
-        if (pl == LATTICE_NORM_POST)
-            norm_fwd(m, A->mid, &A->st[SLOT_OUT1], A->r1, &L->norm[SLOT_OUT1], N);
-    }
+    TRY(sublayer_output(m, A->mid, x, A->att, L->wo, H * hd, A->y1, A->r1, &A->st[SLOT_OUT1],
+                        &L->norm[SLOT_OUT1], N));
 
-    /* MLP sublayer: mid -> out */
-    const float *a2 = A->mid;
-    if (pl != LATTICE_NORM_POST) {
-        norm_fwd(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
-        a2 = A->a2;
-    }
+    const float *a2 = sublayer_input(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
     TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu, D, 0.0f, A->gu, 2 * F));
     lattice__swiglu_forward(A->s, A->gu, N, F, NT);
-    if (pl == LATTICE_NORM_PERI) {
-        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, F, 1.0f, A->s, F, L->wd, F, 0.0f, A->y2, D));
-        norm_fwd(m, out, &A->st[SLOT_OUT2], A->y2, &L->norm[SLOT_OUT2], N);
-        lattice__axpby(out, 1.0f, A->mid, N * D, NT);
-    } else {
-        float *r = pl == LATTICE_NORM_POST ? A->r2 : out;
-        memcpy(r, A->mid, sizeof(float) * N * D);
-        if (alpha != 1.0f)
-            lattice__scale(r, alpha, N * D, NT);
-        TRY(lattice__gemm(m->be, 0, 1, (int)N, D, F, 1.0f, A->s, F, L->wd, F, 1.0f, r, D));
-        if (pl == LATTICE_NORM_POST)
-            norm_fwd(m, out, &A->st[SLOT_OUT2], A->r2, &L->norm[SLOT_OUT2], N);
-    }
-    return LATTICE_OK;
+    return sublayer_output(m, m->hs[i + 1], A->mid, A->s, L->wd, F, A->y2, A->r2,
+                           &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N);
 }
 
 /* The stream the LM head reads: the final norm's output, or the last boundary. */
@@ -789,6 +786,39 @@ static void norm_bwd(lattice_model *m, float *din, int accumulate, const norm_pa
                            np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT);
 }
 
+/* Backward through sublayer_output up to its projection: *g holds the
+ * gradient of the sublayer's output stream. Post-norm swaps in the gradient of
+ * the residual sum; returns the gradient of the projection's output y. */
+static const float *sublayer_output_grad(lattice_model *m, float **g, float **spare, const float *y,
+                                         const float *r, const norm_stats *st,
+                                         const norm_params *np, int tr, long n)
+{
+    if (m->norm.placement == LATTICE_NORM_POST) {
+        norm_bwd(m, *spare, 0, np, tr, *g, r, st, n);
+        float *tmp = *g;
+        *g = *spare;
+        *spare = tmp;
+    }
+    if (m->norm.placement != LATTICE_NORM_PERI)
+        return *g;
+    norm_bwd(m, m->d_tmp, 0, np, tr, *g, y, st, n);
+    return m->d_tmp;
+}
+
+/* The residual's share and the input path's share (d_in, the gradient of the
+ * sublayer's input after Norm_in) joined into *g, the gradient of x. */
+static void sublayer_input_grad(lattice_model *m, float *g, const float *x, const norm_stats *st,
+                                const norm_params *np, int tr, long n)
+{
+    const long cells = n * m->p.d_model;
+    if (m->norm.residual_scale != 1.0f)
+        lattice__scale(g, m->norm.residual_scale, cells, NT);
+    if (m->norm.placement == LATTICE_NORM_POST)
+        lattice__axpby(g, 1.0f, m->d_in, cells, NT);
+    else
+        norm_bwd(m, g, 1, np, tr, m->d_in, x, st, n);
+}
+
 /* Backward of one layer. *g holds the gradient of the layer's output stream
  * and is replaced by the gradient of its input (when need_input); the two
  * stream buffers may be swapped. */
@@ -802,20 +832,11 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
     const int D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim, F = p->d_ff;
     const int W = (H + 2 * KV) * hd, Hd = H * hd;
     const lattice_norm_placement pl = m->norm.placement;
-    const float alpha = m->norm.residual_scale;
     const int tr = m->trainable_layer[i];
-    float *tmp;
 
     /* ---- MLP sublayer: gradient of out -> gradient of mid ---- */
-    if (pl == LATTICE_NORM_POST) {
-        norm_bwd(m, *spare, 0, &L->norm[SLOT_OUT2], tr, *g, A->r2, &A->st[SLOT_OUT2], N);
-        tmp = *g, *g = *spare, *spare = tmp;
-    }
-    const float *dy = *g;
-    if (pl == LATTICE_NORM_PERI) {
-        norm_bwd(m, m->d_tmp, 0, &L->norm[SLOT_OUT2], tr, *g, A->y2, &A->st[SLOT_OUT2], N);
-        dy = m->d_tmp;
-    }
+    const float *dy = sublayer_output_grad(m, g, spare, A->y2, A->r2, &A->st[SLOT_OUT2],
+                                           &L->norm[SLOT_OUT2], tr, N);
     if (tr)
         TRY(lattice__gemm(m->be, 1, 0, D, F, (int)N, 1.0f, dy, D, A->s, F, 1.0f,
                           lattice__grad_of(m, L->wd), F));
@@ -827,23 +848,11 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
                           lattice__grad_of(m, L->wgu), D));
     TRY(lattice__gemm(m->be, 0, 0, (int)N, D, 2 * F, 1.0f, m->d_gu, 2 * F, L->wgu, D, 0.0f,
                       m->d_in, D));
-    if (alpha != 1.0f)
-        lattice__scale(*g, alpha, N * D, NT);
-    if (pl == LATTICE_NORM_POST)
-        lattice__axpby(*g, 1.0f, m->d_in, N * D, NT);
-    else
-        norm_bwd(m, *g, 1, &L->norm[SLOT_IN2], tr, m->d_in, A->mid, &A->st[SLOT_IN2], N);
+    sublayer_input_grad(m, *g, A->mid, &A->st[SLOT_IN2], &L->norm[SLOT_IN2], tr, N);
 
     /* ---- attention sublayer: gradient of mid -> gradient of x ---- */
-    if (pl == LATTICE_NORM_POST) {
-        norm_bwd(m, *spare, 0, &L->norm[SLOT_OUT1], tr, *g, A->r1, &A->st[SLOT_OUT1], N);
-        tmp = *g, *g = *spare, *spare = tmp;
-    }
-    dy = *g;
-    if (pl == LATTICE_NORM_PERI) {
-        norm_bwd(m, m->d_tmp, 0, &L->norm[SLOT_OUT1], tr, *g, A->y1, &A->st[SLOT_OUT1], N);
-        dy = m->d_tmp;
-    }
+    dy = sublayer_output_grad(m, g, spare, A->y1, A->r1, &A->st[SLOT_OUT1], &L->norm[SLOT_OUT1],
+                              tr, N);
     if (tr)
         TRY(lattice__gemm(m->be, 1, 0, D, Hd, (int)N, 1.0f, dy, D, A->att, Hd, 1.0f,
                           lattice__grad_of(m, L->wo), Hd));
@@ -864,12 +873,7 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
     if (!need_input && (pl == LATTICE_NORM_POST || !tr))
         return LATTICE_OK;
     TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W, L->wqkv, D, 0.0f, m->d_in, D));
-    if (alpha != 1.0f)
-        lattice__scale(*g, alpha, N * D, NT);
-    if (pl == LATTICE_NORM_POST)
-        lattice__axpby(*g, 1.0f, m->d_in, N * D, NT);
-    else
-        norm_bwd(m, *g, 1, &L->norm[SLOT_IN1], tr, m->d_in, m->hs[i], &A->st[SLOT_IN1], N);
+    sublayer_input_grad(m, *g, m->hs[i], &A->st[SLOT_IN1], &L->norm[SLOT_IN1], tr, N);
     return LATTICE_OK;
 }
 
