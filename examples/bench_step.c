@@ -25,27 +25,14 @@
 #include <time.h>
 
 #define PROG "bench_step"
+
+#include "example_util.h"
 #define WARMUP_STEPS 2
 #define TOKEN_SEED 20240611ULL
 
 /* The benchmark student. */
 enum { N_LAYERS = 9, D_MODEL = 256, N_HEADS = 4, N_KV_HEADS = 4, HEAD_DIM = 64, D_FF = 768,
        VOCAB = 256, BATCH = 16, SEQ = 256 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng_next(uint64_t *state) /* splitmix64 */
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
 
 static double peak_rss_mib(void)
 {
@@ -78,10 +65,10 @@ static lattice_status gemm(replay *r, int cat, int ta, int tb, int m, int n, int
 {
     if (!(r->cats & cat))
         return LATTICE_OK;
-    double t0 = now_s();
+    double t0 = ex_now();
     lattice_status st =
         lattice_backend_sgemm(r->be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    r->secs[cat] += now_s() - t0;
+    r->secs[cat] += ex_now() - t0;
     r->flops[cat] += 2.0 * m * n * k;
     return st;
 }
@@ -187,7 +174,7 @@ static float *random_buffer(size_t n, uint64_t *rng)
     float *buf = malloc(n * sizeof(float));
     if (buf) /* small values keep the accumulating gradient GEMMs finite */
         for (size_t i = 0; i < n; i++)
-            buf[i] = (float)((double)(rng_next(rng) >> 11) * 0x1.0p-53 - 0.5) * 0.02f;
+            buf[i] = (float)((double)(ex_rng_next(rng) >> 11) * 0x1.0p-53 - 0.5) * 0.02f;
     return buf;
 }
 
@@ -255,19 +242,6 @@ static void usage(FILE *f)
             WARMUP_STEPS);
 }
 
-static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, PROG ": --%s: '%s' is not an integer in %ld..%ld\n", name, s, lo, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 static int fail(const char *what, lattice_status st, const char *detail)
 {
     fprintf(stderr, PROG ": %s: %s%s%s\n", what, lattice_status_string(st),
@@ -300,11 +274,11 @@ int main(int argc, char **argv)
             break;
         case 'b': backend_name = optarg; break;
         case 't':
-            if (parse_int("threads", optarg, 1, 4096, &threads))
+            if (ex_parse_int("threads", optarg, 1, 4096, &threads))
                 return 2;
             break;
         case 's':
-            if (parse_int("steps", optarg, 1, 1000000, &steps))
+            if (ex_parse_int("steps", optarg, 1, 1000000, &steps))
                 return 2;
             break;
         case 'h': usage(stdout); return 0;
@@ -373,9 +347,9 @@ int main(int argc, char **argv)
     }
     uint64_t rng = TOKEN_SEED;
     for (int b = 0; b < BATCH; b++) { /* random sequences of SEQ + 1, shifted by one */
-        int32_t prev = (int32_t)(rng_next(&rng) % VOCAB);
+        int32_t prev = (int32_t)(ex_rng_next(&rng) % VOCAB);
         for (int t = 0; t < SEQ; t++) {
-            int32_t next = (int32_t)(rng_next(&rng) % VOCAB);
+            int32_t next = (int32_t)(ex_rng_next(&rng) % VOCAB);
             tokens[(size_t)b * SEQ + t] = prev;
             targets[(size_t)b * SEQ + t] = next;
             prev = next;
@@ -395,24 +369,24 @@ int main(int argc, char **argv)
     for (int i = 0; i < WARMUP_STEPS + steps; i++) {
         float loss = NAN;
         const char *what = NULL;
-        double t0 = now_s();
+        double t0 = ex_now();
         if ((st = lattice_model_forward(model, tokens, BATCH, SEQ)) != LATTICE_OK)
             what = "forward";
         else if ((st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
             what = "cross-entropy";
-        double t1 = now_s();
+        double t1 = ex_now();
         if (!what && (st = lattice_model_backward(model)) != LATTICE_OK)
             what = "backward";
         if (what) {
             rc = fail(what, st, lattice_model_errmsg(model));
             goto out;
         }
-        double t2 = now_s();
+        double t2 = ex_now();
         if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
             rc = fail("optimizer step", st, lattice_optim_errmsg(optim));
             goto out;
         }
-        double t3 = now_s();
+        double t3 = ex_now();
         if (i == 0)
             loss_first = loss;
         loss_last = loss;

@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 #define PROG "train_text"
+
+#include "example_util.h"
 #define VOCAB 256
 /* Validation windows, spread evenly over the held-out bytes: enough to cover a
  * small file's held-out part, few enough that evaluation stays cheap. */
@@ -75,19 +77,6 @@ static void usage(FILE *f)
             "  --eval-every N    validation every N steps, 0 only at the end (steps / 5)\n"
             "  -q, --quiet       print only the final line (and errors)\n"
             "  -h, --help        this help\n");
-}
-
-static int parse_int(const char *name, const char *s, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, PROG ": --%s: '%s' is not an integer in %ld..%ld\n", name, s, lo, hi);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
 }
 
 static int parse_u64(const char *name, const char *s, uint64_t *out)
@@ -149,17 +138,17 @@ static int parse_options(int argc, char **argv, options *o)
     int rc = 0, c;
     while (rc == 0 && (c = getopt_long(argc, argv, "qh", longopts, NULL)) != -1) {
         switch (c) {
-        case OPT_STEPS: rc = parse_int("steps", optarg, 1, INT_MAX, &o->steps); break;
-        case OPT_BATCH: rc = parse_int("batch", optarg, 1, big, &o->batch); break;
-        case OPT_SEQ: rc = parse_int("seq", optarg, 1, big, &o->seq); break;
-        case OPT_LAYERS: rc = parse_int("layers", optarg, 1, 4096, &o->layers); break;
-        case OPT_D_MODEL: rc = parse_int("d-model", optarg, 1, big, &o->d_model); break;
-        case OPT_HEADS: rc = parse_int("heads", optarg, 1, 4096, &o->heads); break;
-        case OPT_KV_HEADS: rc = parse_int("kv-heads", optarg, 1, 4096, &o->kv_heads); break;
-        case OPT_HEAD_DIM: rc = parse_int("head-dim", optarg, 2, 65536, &o->head_dim); break;
-        case OPT_D_FF: rc = parse_int("d-ff", optarg, 1, big, &o->d_ff); break;
+        case OPT_STEPS: rc = ex_parse_int("steps", optarg, 1, INT_MAX, &o->steps); break;
+        case OPT_BATCH: rc = ex_parse_int("batch", optarg, 1, big, &o->batch); break;
+        case OPT_SEQ: rc = ex_parse_int("seq", optarg, 1, big, &o->seq); break;
+        case OPT_LAYERS: rc = ex_parse_int("layers", optarg, 1, 4096, &o->layers); break;
+        case OPT_D_MODEL: rc = ex_parse_int("d-model", optarg, 1, big, &o->d_model); break;
+        case OPT_HEADS: rc = ex_parse_int("heads", optarg, 1, 4096, &o->heads); break;
+        case OPT_KV_HEADS: rc = ex_parse_int("kv-heads", optarg, 1, 4096, &o->kv_heads); break;
+        case OPT_HEAD_DIM: rc = ex_parse_int("head-dim", optarg, 2, 65536, &o->head_dim); break;
+        case OPT_D_FF: rc = ex_parse_int("d-ff", optarg, 1, big, &o->d_ff); break;
         case OPT_LR: rc = parse_float("lr", optarg, 0.0f, 10.0f, &o->lr); break;
-        case OPT_WARMUP: rc = parse_int("warmup", optarg, 0, INT_MAX, &o->warmup); break;
+        case OPT_WARMUP: rc = ex_parse_int("warmup", optarg, 0, INT_MAX, &o->warmup); break;
         case OPT_PLACEMENT:
             if (lattice_norm_placement_from_name(optarg, &o->placement) != LATTICE_OK) {
                 fprintf(stderr, PROG ": --placement: '%s' is not pre, post or peri\n", optarg);
@@ -167,9 +156,9 @@ static int parse_options(int argc, char **argv, options *o)
             }
             break;
         case OPT_BACKEND: o->backend = optarg; break;
-        case OPT_THREADS: rc = parse_int("threads", optarg, 1, 4096, &o->threads); break;
+        case OPT_THREADS: rc = ex_parse_int("threads", optarg, 1, 4096, &o->threads); break;
         case OPT_SEED: rc = parse_u64("seed", optarg, &o->seed); break;
-        case OPT_EVAL_EVERY: rc = parse_int("eval-every", optarg, 0, INT_MAX, &o->eval_every); break;
+        case OPT_EVAL_EVERY: rc = ex_parse_int("eval-every", optarg, 0, INT_MAX, &o->eval_every); break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); return 1;
         default: rc = -1; break; /* getopt_long has printed why */
@@ -240,18 +229,10 @@ static unsigned char *read_file(const char *path, size_t *len)
 }
 
 /* splitmix64: the batches' own generator, so that they depend on --seed only. */
-static uint64_t rng_next(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
 /* A uniform index in [0, n). */
 static size_t rng_below(uint64_t *state, size_t n)
 {
-    return (size_t)((double)(rng_next(state) >> 11) * 0x1.0p-53 * (double)n);
+    return (size_t)((double)(ex_rng_next(state) >> 11) * 0x1.0p-53 * (double)n);
 }
 
 /* Inputs and targets of the windows data[start[b] .. start[b] + T]. */
@@ -266,22 +247,6 @@ static void fill_windows(int32_t *tokens, int32_t *targets, const unsigned char 
 }
 
 /* ---- output ------------------------------------------------------------- */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void format_duration(char *buf, size_t size, double s)
-{
-    long t = s > 0 && s < 1e9 ? (long)(s + 0.5) : 0;
-    if (t >= 3600)
-        snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-    else
-        snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
-}
 
 typedef struct progress {
     int tty;   /* stderr is a terminal: one line rewritten in place */
@@ -306,9 +271,9 @@ static void progress_update(progress *pr, int step, int steps, float loss, doubl
     if (pr->quiet)
         return;
     char eta[32];
-    format_duration(eta, sizeof eta, eta_s);
+    ex_format_duration(eta, sizeof eta, eta_s);
     if (pr->tty) {
-        double t = now_s();
+        double t = ex_now();
         if (step != steps && t - pr->last_draw < 0.1)
             return;
         pr->last_draw = t;
@@ -512,7 +477,7 @@ int main(int argc, char **argv)
     double train_s = 0.0, val_loss = NAN;
     const char *what = NULL;
     for (int step = 1; step <= o.steps; step++) {
-        double t0 = now_s();
+        double t0 = ex_now();
         for (int b = 0; b < o.batch; b++)
             starts[b] = rng_below(&rng, n_train - (size_t)T);
         fill_windows(tokens, targets, data, starts, o.batch, T);
@@ -535,7 +500,7 @@ int main(int argc, char **argv)
             rc = fail(&pr, buf, st, lattice_optim_errmsg(optim));
             goto out;
         }
-        train_s += now_s() - t0;
+        train_s += ex_now() - t0;
         recent[(step - 1) % LOSS_WINDOW] = loss;
 
         double tok_per_s = (double)step * o.batch * T / train_s;

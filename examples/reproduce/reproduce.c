@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #define PROG "reproduce"
+
+#include "../example_util.h"
 #define MAX_SEEDS 16
 #define MAX_POINTS 4096
 
@@ -222,25 +224,6 @@ typedef struct progress {
     int64_t last_print;
 } progress;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void fmt_time(char *buf, size_t n, double s)
-{
-    if (s < 0 || !isfinite(s))
-        snprintf(buf, n, "?");
-    else if (s < 90)
-        snprintf(buf, n, "%.0fs", s);
-    else if (s < 5400)
-        snprintf(buf, n, "%.0fm%02.0fs", floor(s / 60), fmod(s, 60));
-    else
-        snprintf(buf, n, "%.0fh%02.0fm", floor(s / 3600), fmod(s / 60, 60));
-}
-
 static int on_step(void *user, const lattice_metrics *m)
 {
     progress *pr = user;
@@ -250,11 +233,11 @@ static int on_step(void *user, const lattice_metrics *m)
     if (m->phase_end && r->n_appends < 8 && m->step < pr->run_steps)
         r->append_steps[r->n_appends++] = m->step; /* index of the next phase's first step */
     pr->nonpad_tokens += (double)m->counters.nonpad_tokens;
-    double el = now() - pr->start;
+    double el = ex_now() - pr->start;
     int64_t done = pr->steps_done_before + m->step;
     double eta = el / (double)done * (double)(pr->steps_total_all - done);
     char e[32];
-    fmt_time(e, sizeof e, eta);
+    ex_format_duration(e, sizeof e, eta);
     if (pr->tty) {
         fprintf(stderr, "\r\033[K[%d/%d] %-17s seed %d  phase %d/%d  step %lld/%lld  loss %.4f  "
                         "%.0f tok/s  ETA %s",
@@ -386,7 +369,7 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
           "schedule", NULL);
     run_result *r = calloc(1, sizeof(*r));
     r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
-    progress pr = {"teacher", 0, 0, 0, 1, isatty(2), 0, p->t_steps, p->t_steps, now(), 0, r, 0};
+    progress pr = {"teacher", 0, 0, 0, 1, isatty(2), 0, p->t_steps, p->t_steps, ex_now(), 0, r, 0};
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_batches = p->eval_batches;
@@ -400,7 +383,7 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
         fputc('\n', stderr);
     check(st, "teacher training", lattice_trainer_errmsg(tr));
     fprintf(stderr, PROG ": teacher: %d layers, %d steps, val CE %.4f (%.0fs)\n", p->t_layers,
-            p->t_steps, r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, now() - pr.start);
+            p->t_steps, r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, ex_now() - pr.start);
     check(lattice_model_save(t, path), "saving the teacher", lattice_model_errmsg(t));
     FILE *f = fopen(meta, "w");
     if (!f || fputs(want_s, f) < 0 || fclose(f) != 0)
@@ -454,10 +437,10 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     tp.user = pr;
     lattice_trainer *tr;
     check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), "trainer", NULL);
-    double t0 = now();
+    double t0 = ex_now();
     lattice_status st = lattice_trainer_run(tr);
     check(st, "training", lattice_trainer_errmsg(tr));
-    r->seconds = now() - t0;
+    r->seconds = ex_now() - t0;
     lattice_counters c;
     lattice_schedule_counters(s, &c);
     r->tokens_per_s = (double)c.tokens / r->seconds;
@@ -864,8 +847,14 @@ int main(int argc, char **argv)
         case 'p': preset_path = optarg; break;
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
-        case 't': threads = atoi(optarg); break;
-        case 's': seeds = atoi(optarg); break;
+        case 't':
+            if (ex_parse_int("threads", optarg, 1, 256, &threads))
+                return 2;
+            break;
+        case 's':
+            if (ex_parse_int("seeds", optarg, 1, MAX_SEEDS, &seeds))
+                return 2;
+            break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -897,9 +886,9 @@ int main(int argc, char **argv)
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
     check(lattice_backend_set_threads(be, p.threads), "backend", NULL);
-    double t0 = now();
+    double t0 = ex_now();
     lattice_model *teacher = get_teacher(&p, be, dir, retrain);
-    double teacher_s = now() - t0;
+    double teacher_s = ex_now() - t0;
 
     study s = {&p, {{0}}};
     int n_runs = p.n_arms * p.seeds, run = 0;
@@ -914,7 +903,7 @@ int main(int argc, char **argv)
     }
     progress pr = {0};
     pr.tty = isatty(2);
-    pr.start = now();
+    pr.start = ex_now();
     pr.steps_total_all = all_steps;
     /* seeds outermost: an interrupted run still has complete pairs */
     for (int i = 0; i < p.seeds; i++)
@@ -933,7 +922,7 @@ int main(int argc, char **argv)
         }
     if (pr.tty)
         fputs("\r\033[K", stderr);
-    double wall = now() - t0;
+    double wall = ex_now() - t0;
 
     char path[1200];
     snprintf(path, sizeof path, "%s/report.md", dir);
