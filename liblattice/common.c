@@ -47,6 +47,7 @@ void *lattice__arena_bytes(lattice_arena *arena, size_t bytes)
 
 float *lattice__arena_floats(lattice_arena *arena, size_t count)
 {
+    arena->floats += count;
     return lattice__arena_bytes(arena, count * sizeof(float));
 }
 

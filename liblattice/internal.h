@@ -18,7 +18,8 @@ lattice_status lattice__set_error(char *buf, lattice_status status, const char *
  * once with base == NULL to measure, once for real. */
 typedef struct lattice_arena {
     char *base;
-    size_t used;
+    size_t used;   /* bytes, alignment padding included */
+    size_t floats; /* floats handed out, padding excluded */
 } lattice_arena;
 
 float *lattice__arena_floats(lattice_arena *arena, size_t count);

@@ -125,10 +125,10 @@ static void add_tensor(lattice_model *m, const char *name, float *data, int64_t 
 
 /* Carve the parameter arena (base NULL: measure). Tensors are registered only
  * when base is set. */
-static size_t layout_params(lattice_model *m, char *base)
+static size_t layout_params(lattice_model *m, char *base, size_t *n_floats)
 {
     const lattice_model_params *p = &m->p;
-    lattice_arena ar = {base, 0};
+    lattice_arena ar = {base, 0, 0};
     const int D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads, F = p->d_ff;
     const int V = p->vocab_size;
     const int layer_norm = m->norm.kind == LATTICE_NORM_LAYER;
@@ -214,6 +214,8 @@ static size_t layout_params(lattice_model *m, char *base)
     }
 #undef T1
 #undef T2
+    if (n_floats)
+        *n_floats = ar.floats; /* every float is a parameter */
     return ar.used;
 }
 
@@ -222,7 +224,7 @@ static size_t layout_params(lattice_model *m, char *base)
 static size_t layout_acts(lattice_model *m, char *base)
 {
     const lattice_model_params *p = &m->p;
-    lattice_arena ar = {base, 0};
+    lattice_arena ar = {base, 0, 0};
     const size_t N = (size_t)p->max_batch * p->max_seq;
     const size_t D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads;
     const size_t F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
@@ -364,21 +366,11 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
         st = LATTICE_ERR_OUT_OF_MEMORY;
     } else {
         /* Measuring passes: nothing is allocated or registered. */
-        size_t pbytes = layout_params(&m, NULL);
+        size_t floats;
+        size_t pbytes = layout_params(&m, NULL, &floats);
         size_t abytes = (layout_acts(&m, NULL) + 63) / 64 * 64;
-        if (n_params) {
-            /* parameters: the arena minus alignment padding is an upper bound;
-             * count exactly from the shape instead */
-            const lattice_model_params *p = &m.p;
-            int64_t per_norm = m.norm.kind == LATTICE_NORM_LAYER ? 2 * p->d_model : p->d_model;
-            int64_t slots = m.norm.placement == LATTICE_NORM_PERI ? 4 : 2;
-            int64_t layer = (int64_t)(p->n_heads + 2 * p->n_kv_heads) * p->head_dim * p->d_model +
-                            (int64_t)p->d_model * p->n_heads * p->head_dim +
-                            3 * (int64_t)p->d_ff * p->d_model + slots * per_norm +
-                            (p->qk_norm ? 2 * p->head_dim : 0);
-            *n_params = (int64_t)p->vocab_size * p->d_model * (p->tie_embeddings ? 1 : 2) +
-                        per_norm + layer * L;
-        }
+        if (n_params)
+            *n_params = (int64_t)floats;
         if (arena_bytes)
             *arena_bytes = 2 * ((pbytes + 63) / 64 * 64) + abytes;
     }
@@ -419,7 +411,7 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     for (int i = 0; i < L; i++)
         m->trainable_layer[i] = 1;
 
-    size_t pbytes = layout_params(m, NULL);
+    size_t pbytes = layout_params(m, NULL, NULL);
     m->params = aligned_alloc(64, (pbytes + 63) / 64 * 64);
     m->grads = aligned_alloc(64, (pbytes + 63) / 64 * 64);
     if (!m->params || !m->grads)
@@ -427,7 +419,7 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     memset(m->params, 0, pbytes);
     memset(m->grads, 0, pbytes);
     m->n_params = pbytes / sizeof(float);
-    layout_params(m, (char *)m->params);
+    layout_params(m, (char *)m->params, NULL);
 
     m->acts_bytes = (layout_acts(m, NULL) + 63) / 64 * 64;
     m->acts_base = aligned_alloc(64, m->acts_bytes);
@@ -1031,5 +1023,6 @@ size_t lattice_model_arena_bytes(const lattice_model *m)
 {
     if (!m)
         return 0;
-    return 2 * m->n_params * sizeof(float) + m->acts_bytes;
+    /* as allocated: each parameter-sized arena rounded up to 64 bytes */
+    return 2 * ((m->n_params * sizeof(float) + 63) / 64 * 64) + m->acts_bytes;
 }

@@ -374,6 +374,20 @@ START_TEST(test_model_param_count_matches_across_placements)
      * q 8*8, k 4*8, v 4*8, o 8*8, q/k norm 4+4, gate/up 2*12*8, down 8*12, two norms 2*8 */
     int64_t per_layer = 64 + 32 + 32 + 64 + 8 + 192 + 96 + 16;
     ck_assert_int_eq(lattice_model_n_params(a.m), 88 + 88 + 8 + 2 * per_layer);
+    /* the estimate without a model agrees with the model, for every placement and kind */
+    for (int pl = 0; pl < 3; pl++)
+        for (int kind = 0; kind < 2; kind++)
+            for (int tied = 0; tied < 2; tied++) {
+                p.tie_embeddings = tied;
+                tiny c = tiny_open("ref", (lattice_norm_placement)pl, (lattice_norm_kind)kind,
+                                   1.0f, &p);
+                int64_t n = -1;
+                size_t bytes = 0;
+                ck_assert_int_eq(lattice_model_estimate(&p, c.norm, &n, &bytes), LATTICE_OK);
+                ck_assert_int_eq(n, lattice_model_n_params(c.m));
+                ck_assert_uint_eq(bytes, lattice_model_arena_bytes(c.m));
+                tiny_close(&c);
+            }
     tiny_close(&a);
     tiny_close(&b);
 }
