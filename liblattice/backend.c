@@ -44,6 +44,47 @@ static lattice_backend *backend_alloc(const char *name)
     return be;
 }
 
+/* What "default" runs, decided from the CPU's features and BLIS's kernel
+ * choice, never by timing: the same machine always gets the same backend. */
+static const char *choose_default(char *reason, size_t size)
+{
+    const char *env = getenv("LATTICE_BACKEND");
+    if (env && *env && strcmp(env, "default") != 0) {
+        snprintf(reason, size, "LATTICE_BACKEND=%s", env);
+        return env;
+    }
+    lattice__kernel_report blis;
+    lattice__blis_fit fit = lattice__blis_describe(&blis);
+    if (fit == LATTICE__BLIS_ABSENT) {
+        if (lattice__openblas_load()) {
+            snprintf(reason, size, "built without BLIS");
+            return "openblas";
+        }
+        snprintf(reason, size, "built without BLIS, and %s", lattice__openblas_why_not());
+        return "ref";
+    }
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    const char *mismatch = NULL;
+    if (fit == LATTICE__BLIS_GENERIC && cpu.avx2_fma)
+        mismatch = "its generic reference kernels on a CPU with AVX2";
+    else if (fit == LATTICE__BLIS_AVX2_INTEL && cpu.avx512)
+        mismatch = "AVX2-class kernels on a CPU with AVX-512";
+    if (!mismatch) {
+        snprintf(reason, size, "%s runs '%s' kernels, which match the CPU", blis.library,
+                 blis.kernels);
+        return "blis";
+    }
+    if (lattice__openblas_load()) {
+        snprintf(reason, size, "%s would run '%s', %s: OpenBLAS instead", blis.library,
+                 blis.kernels, mismatch);
+        return "openblas";
+    }
+    snprintf(reason, size, "%s runs '%s', %s, but OpenBLAS is not available (%s): BLIS anyway",
+             blis.library, blis.kernels, mismatch, lattice__openblas_why_not());
+    return "blis";
+}
+
 lattice_status lattice_backend_create(const char *name, lattice_backend **out)
 {
     if (!out)
@@ -51,20 +92,35 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
     *out = NULL;
     if (!name)
         return LATTICE_ERR_INVALID_ARGUMENT;
+    char reason[LATTICE_BACKEND_INFO_REASONLEN] = "";
     if (strcmp(name, "default") == 0)
-        name = lattice__blis_available() ? "blis" : "ref";
-    int blis = strcmp(name, "blis") == 0;
-    if (!blis && strcmp(name, "ref") != 0)
+        name = choose_default(reason, sizeof reason);
+    int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
+    if (!blis && !openblas && strcmp(name, "ref") != 0)
         return LATTICE_ERR_NOT_FOUND;
-    if (blis && !lattice__blis_available())
+    if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()))
         return LATTICE_ERR_UNSUPPORTED;
     lattice_backend *be = backend_alloc(name);
     if (!be)
         return LATTICE_ERR_OUT_OF_MEMORY;
     be->ops.user = be;
     be->ops.sgemm = lattice__ref_sgemm;
-    if (blis)
+    snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
+    snprintf(be->report.kernels, sizeof(be->report.kernels), "reference");
+    if (blis) {
         lattice__blis_fill_ops(&be->ops, be);
+        lattice__blis_describe(&be->report);
+    } else if (openblas) {
+        lattice__openblas_fill(&be->ops, be); /* its reason: how the core was chosen */
+    }
+    if (*reason) {
+        /* the choice first, then how the chosen library set itself up; cut to fit */
+        char both[2 * LATTICE_BACKEND_INFO_REASONLEN + 2];
+        snprintf(both, sizeof both, "%s%s%s", reason, *be->report.reason ? "; " : "",
+                 be->report.reason);
+        snprintf(be->report.reason, sizeof(be->report.reason), "%.*s",
+                 (int)sizeof(be->report.reason) - 1, both);
+    }
     *out = be;
     return LATTICE_OK;
 }
@@ -85,10 +141,14 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
     memcpy(&be->user_ops, ops, ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
     be->ops = be->user_ops;
     be->ops.size = sizeof(be->ops);
+    snprintf(be->report.kernels, sizeof(be->report.kernels), "custom");
+    snprintf(be->report.library, sizeof(be->report.library), "user-supplied");
     if (!be->ops.sgemm) {
         /* Reference fallback: its user pointer must be the backend itself. */
         be->ops.sgemm = lattice__ref_sgemm;
         be->ops.user = be;
+        snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
+        snprintf(be->report.kernels, sizeof(be->report.kernels), "reference");
     }
     *out = be;
     return LATTICE_OK;
@@ -115,6 +175,25 @@ lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threa
     backend->n_threads = n_threads;
     if (backend->user_ops.set_threads)
         backend->user_ops.set_threads(backend->user_ops.user, n_threads);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_backend_get_info(const lattice_backend *backend,
+                                        lattice_backend_info *info)
+{
+    /* The smallest struct worth filling: size and name. */
+    const size_t min_size = offsetof(lattice_backend_info, name) + sizeof(info->name);
+    if (!backend || !info || info->size < min_size)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_backend_info full;
+    memset(&full, 0, sizeof full);
+    snprintf(full.name, sizeof full.name, "%s", backend->name);
+    memcpy(full.library, backend->report.library, sizeof full.library);
+    memcpy(full.kernels, backend->report.kernels, sizeof full.kernels);
+    full.optimised = backend->report.optimised;
+    memcpy(full.reason, backend->report.reason, sizeof full.reason);
+    full.size = info->size < sizeof full ? info->size : sizeof full;
+    memcpy(info, &full, full.size);
     return LATTICE_OK;
 }
 

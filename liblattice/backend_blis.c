@@ -2,6 +2,8 @@
  * a per-call thread count (no global BLIS state is touched). */
 #include "backend_impl.h"
 
+#include <stdio.h>
+
 #ifdef LATTICE_HAVE_BLIS
 #include <blis.h>
 
@@ -49,6 +51,21 @@ static int blis_sgemm_batched(void *user, int ta, int tb, int m, int n, int k, f
 
 int lattice__blis_available(void) { return 1; }
 
+/* BLIS picks its configuration from the CPU model at first use; asking for
+ * the id triggers that choice (once per process) and reads it back. */
+lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report)
+{
+    arch_t id = bli_arch_query_id();
+    snprintf(report->library, sizeof(report->library), "BLIS %s", bli_info_get_version_str());
+    snprintf(report->kernels, sizeof(report->kernels), "%s", bli_arch_string(id));
+    report->optimised = id != BLIS_ARCH_GENERIC;
+    if (id == BLIS_ARCH_GENERIC)
+        return LATTICE__BLIS_GENERIC;
+    if (id == BLIS_ARCH_HASWELL || id == BLIS_ARCH_SANDYBRIDGE)
+        return LATTICE__BLIS_AVX2_INTEL;
+    return LATTICE__BLIS_OTHER;
+}
+
 void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be)
 {
     ops->user = be;
@@ -59,6 +76,12 @@ void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be)
 #else
 
 int lattice__blis_available(void) { return 0; }
+
+lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report)
+{
+    (void)report;
+    return LATTICE__BLIS_ABSENT;
+}
 
 void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be)
 {

@@ -4,11 +4,20 @@
 
 #include "internal.h"
 
+/* What a backend reports through lattice_backend_get_info (name and size aside). */
+typedef struct lattice__kernel_report {
+    char library[LATTICE_BACKEND_INFO_STRLEN];
+    char kernels[LATTICE_BACKEND_INFO_STRLEN];
+    int optimised;
+    char reason[LATTICE_BACKEND_INFO_REASONLEN];
+} lattice__kernel_report;
+
 struct lattice_backend {
     char name[64];
     int n_threads;
     lattice_backend_ops ops; /* resolved: every slot non-NULL */
     lattice_backend_ops user_ops; /* as given (custom backends only) */
+    lattice__kernel_report report;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */
@@ -27,5 +36,39 @@ int lattice__ref_sgemm(void *user, int ta, int tb, int m, int n, int k, float al
                        float *c, int ldc);
 int lattice__blis_available(void);
 void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be);
+
+/* How BLIS's run-time kernel selection relates to the CPU. */
+typedef enum lattice__blis_fit {
+    LATTICE__BLIS_ABSENT,    /* not built with BLIS */
+    LATTICE__BLIS_GENERIC,   /* the portable reference kernels */
+    LATTICE__BLIS_AVX2_INTEL,/* an Intel configuration without AVX-512 (haswell, sandybridge) */
+    LATTICE__BLIS_OTHER      /* anything else: skx, knl, the zen family, ... */
+} lattice__blis_fit;
+
+/* BLIS's version and chosen configuration into report (reason untouched). */
+lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report);
+
+/* CPU features that decide kernels; all 0 off x86-64. */
+typedef struct lattice__cpu {
+    int avx2_fma;   /* AVX2 and FMA3, usable by the OS */
+    int avx512;     /* AVX-512 F, BW, VL and DQ (the Skylake-X set), usable */
+    int avx512_bf16;
+    int amx;        /* AMX tiles, enabled by the OS */
+} lattice__cpu;
+
+void lattice__cpu_detect(lattice__cpu *cpu);
+
+/* The OpenBLAS core type the features call for, or NULL to leave it to OpenBLAS. */
+const char *lattice__openblas_core_for(const lattice__cpu *cpu);
+
+/* Whether an OpenBLAS core name is vectorised for AVX2 or better. */
+int lattice__openblas_core_optimised(const char *core);
+
+/* Load OpenBLAS once per process (thread-safe); 1 when its GEMM can be used. */
+int lattice__openblas_load(void);
+/* Fill the ops and the report of an OpenBLAS backend; call after a successful load. */
+void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be);
+/* Why the load failed (or how the core was chosen), for the reason of "default". */
+const char *lattice__openblas_why_not(void);
 
 #endif

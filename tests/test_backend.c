@@ -1,7 +1,11 @@
-/* Backends: selection by name, user-supplied ops (a counting wrapper carries a
- * whole training step), failure reporting, and BLIS against the reference on
- * a whole step; versions and status strings. */
+/* Backends: selection by name and by "default", user-supplied ops (a counting
+ * wrapper carries a whole training step), failure reporting, what each backend
+ * reports about its kernels, BLIS and OpenBLAS against the reference per GEMM
+ * and on a whole step; versions and status strings. */
 #include "testutil.h"
+
+#include "backend_impl.h"
+#include <strings.h>
 
 typedef struct counter {
     lattice_backend *inner;
@@ -170,8 +174,8 @@ START_TEST(test_backend_names)
     ck_assert_int_eq(lattice_backend_create("nope", &be), LATTICE_ERR_NOT_FOUND);
     ck_assert_ptr_null(be);
     ck_assert_int_eq(lattice_backend_create(NULL, &be), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
-    ck_assert_str_eq(lattice_backend_name(be), lattice_backend_has_blis() ? "blis" : "ref");
+    ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
+    ck_assert_str_eq(lattice_backend_name(be), "ref");
     ck_assert_int_eq(lattice_backend_threads(be), 1);
     ck_assert_int_eq(lattice_backend_set_threads(be, 0), LATTICE_ERR_INVALID_ARGUMENT);
     lattice_backend_destroy(be);
@@ -179,14 +183,153 @@ START_TEST(test_backend_names)
     ck_assert_int_eq(lattice_backend_create("blis", &be),
                      lattice_backend_has_blis() ? LATTICE_OK : LATTICE_ERR_UNSUPPORTED);
     lattice_backend_destroy(be);
+    lattice_status st = lattice_backend_create("openblas", &be);
+    ck_assert(st == LATTICE_OK || st == LATTICE_ERR_UNSUPPORTED);
+    ck_assert_int_eq(st == LATTICE_OK, lattice__openblas_load());
+    lattice_backend_destroy(be);
 }
 END_TEST
 
-/* A whole step (forward, backward, update) on BLIS matches the reference. */
-START_TEST(test_blis_step_matches_ref)
+static void get_info(lattice_backend *be, lattice_backend_info *info)
 {
-    lattice_backend *ref = tu_backend("ref", 1), *blis = tu_backend("blis", 2);
-    run a = run_open(ref, _i), b = run_open(blis, _i);
+    memset(info, 0, sizeof(*info));
+    info->size = sizeof(*info);
+    ck_assert_int_eq(lattice_backend_get_info(be, info), LATTICE_OK);
+    ck_assert_uint_eq(info->size, sizeof(*info));
+}
+
+/* The rule "default" follows, restated from the CPU's features and BLIS's choice. */
+static const char *expected_default(void)
+{
+    lattice__kernel_report blis;
+    lattice__blis_fit fit = lattice__blis_describe(&blis);
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    int openblas = lattice__openblas_load();
+    if (fit == LATTICE__BLIS_ABSENT)
+        return openblas ? "openblas" : "ref";
+    int below_cpu = (fit == LATTICE__BLIS_GENERIC && cpu.avx2_fma) ||
+                    (fit == LATTICE__BLIS_AVX2_INTEL && cpu.avx512);
+    return below_cpu && openblas ? "openblas" : "blis";
+}
+
+START_TEST(test_default_choice)
+{
+    const char *saved = getenv("LATTICE_BACKEND");
+    char keep[64] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    unsetenv("LATTICE_BACKEND");
+    lattice_backend *be;
+    lattice_backend_info info;
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
+    get_info(be, &info);
+    ck_assert_str_eq(info.name, expected_default());
+    ck_assert_msg(strlen(info.reason) > 0, "default gives no reason");
+    lattice_backend_destroy(be);
+    /* the same answer every time: decided by features, not by timing */
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
+    ck_assert_str_eq(lattice_backend_name(be), expected_default());
+    lattice_backend_destroy(be);
+    /* LATTICE_BACKEND overrides it, and says so */
+    setenv("LATTICE_BACKEND", "ref", 1);
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
+    get_info(be, &info);
+    ck_assert_str_eq(info.name, "ref");
+    ck_assert_str_eq(info.reason, "LATTICE_BACKEND=ref");
+    lattice_backend_destroy(be);
+    setenv("LATTICE_BACKEND", "no-such", 1);
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_NOT_FOUND);
+    setenv("LATTICE_BACKEND", "default", 1); /* not a loop: the rule applies */
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
+    ck_assert_str_eq(lattice_backend_name(be), expected_default());
+    lattice_backend_destroy(be);
+    if (saved)
+        setenv("LATTICE_BACKEND", keep, 1);
+    else
+        unsetenv("LATTICE_BACKEND");
+}
+END_TEST
+
+START_TEST(test_info_of_each_backend)
+{
+    const char *names[] = {"ref", "blis", "openblas"};
+    for (int i = 0; i < 3; i++) {
+        lattice_backend *be;
+        if (lattice_backend_create(names[i], &be) != LATTICE_OK)
+            continue; /* not in this build, or not loadable: test_backend_names covers that */
+        lattice_backend_info info;
+        get_info(be, &info);
+        ck_assert_str_eq(info.name, names[i]);
+        ck_assert_msg(*info.library && *info.kernels, "%s: library '%s' kernels '%s'", names[i],
+                      info.library, info.kernels);
+        if (i == 0) {
+            ck_assert_str_eq(info.kernels, "reference");
+            ck_assert_int_eq(info.optimised, 0);
+        } else if (i == 1) {
+            ck_assert_msg(strncmp(info.library, "BLIS ", 5) == 0, "%s", info.library);
+            ck_assert_int_eq(info.optimised, strcmp(info.kernels, "generic") != 0);
+        } else {
+            ck_assert_msg(strncmp(info.library, "OpenBLAS ", 9) == 0, "%s", info.library);
+            ck_assert_int_eq(info.optimised, lattice__openblas_core_optimised(info.kernels));
+            ck_assert_msg(*info.reason, "openblas says nothing about its core");
+        }
+        lattice_backend_destroy(be);
+    }
+    /* a custom backend without an sgemm slot runs the reference, and says so */
+    lattice_backend_ops ops;
+    lattice_backend_ops_init(&ops);
+    lattice_backend *be;
+    ck_assert_int_eq(lattice_backend_create_custom("mine", &ops, &be), LATTICE_OK);
+    lattice_backend_info info;
+    get_info(be, &info);
+    ck_assert_str_eq(info.name, "mine");
+    ck_assert_str_eq(info.kernels, "reference");
+    ck_assert_int_eq(info.optimised, 0);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_info_bad_input_and_older_structs)
+{
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_backend_info info;
+    info.size = sizeof info;
+    ck_assert_int_eq(lattice_backend_get_info(NULL, &info), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_backend_get_info(be, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    info.size = sizeof(size_t); /* no room for the name */
+    ck_assert_int_eq(lattice_backend_get_info(be, &info), LATTICE_ERR_INVALID_ARGUMENT);
+    info.size = 0;
+    ck_assert_int_eq(lattice_backend_get_info(be, &info), LATTICE_ERR_INVALID_ARGUMENT);
+    /* a caller compiled when the struct ended after library: nothing beyond is written */
+    memset(&info, 0x5a, sizeof info);
+    info.size = offsetof(lattice_backend_info, kernels);
+    ck_assert_int_eq(lattice_backend_get_info(be, &info), LATTICE_OK);
+    ck_assert_uint_eq(info.size, offsetof(lattice_backend_info, kernels));
+    ck_assert_str_eq(info.name, "ref");
+    ck_assert_str_eq(info.library, "liblattice reference");
+    for (size_t j = 0; j < sizeof info.kernels; j++)
+        ck_assert_int_eq((unsigned char)info.kernels[j], 0x5a);
+    ck_assert_int_eq((unsigned char)info.reason[0], 0x5a);
+    /* a caller with a larger (newer) struct gets ours, and size says how much */
+    struct {
+        lattice_backend_info info;
+        char later[32];
+    } big;
+    memset(&big, 0x5a, sizeof big);
+    big.info.size = sizeof big;
+    ck_assert_int_eq(lattice_backend_get_info(be, &big.info), LATTICE_OK);
+    ck_assert_uint_eq(big.info.size, sizeof(lattice_backend_info));
+    ck_assert_int_eq((unsigned char)big.later[0], 0x5a);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+/* A whole step (forward, backward, update) on an optimised backend matches the reference. */
+static void step_matches_ref(const char *name, int layer_norm)
+{
+    lattice_backend *ref = tu_backend("ref", 1), *fast = tu_backend(name, 2);
+    run a = run_open(ref, layer_norm), b = run_open(fast, layer_norm);
     for (int s = 0; s < 3; s++) {
         float la = run_step(&a), lb = run_step(&b);
         ck_assert_float_eq_tol(la, lb, 1e-4f);
@@ -201,15 +344,164 @@ START_TEST(test_blis_step_matches_ref)
         lattice_model_tensor(b.m, t, &y);
         for (long j = 0; j < x.shape[0] * x.shape[1]; j++) {
             ck_assert_msg(fabsf(x.grad[j] - y.grad[j]) <= 1e-4f + 1e-3f * fabsf(x.grad[j]),
-                          "%s grad[%ld]: %g vs %g", x.name, j, x.grad[j], y.grad[j]);
-            ck_assert_msg(fabsf(x.data[j] - y.data[j]) <= 1e-4f, "%s[%ld]: %g vs %g", x.name, j,
-                          x.data[j], y.data[j]);
+                          "%s %s grad[%ld]: %g vs %g", name, x.name, j, x.grad[j], y.grad[j]);
+            ck_assert_msg(fabsf(x.data[j] - y.data[j]) <= 1e-4f, "%s %s[%ld]: %g vs %g", name,
+                          x.name, j, x.data[j], y.data[j]);
         }
     }
     run_close(&a);
     run_close(&b);
     lattice_backend_destroy(ref);
-    lattice_backend_destroy(blis);
+    lattice_backend_destroy(fast);
+}
+
+START_TEST(test_blis_step_matches_ref)
+{
+    step_matches_ref("blis", _i);
+}
+END_TEST
+
+START_TEST(test_openblas_step_matches_ref)
+{
+    step_matches_ref("openblas", _i);
+}
+END_TEST
+
+/* ---- OpenBLAS against the reference, per GEMM ------------------------------------ */
+
+/* Odd sizes, leading dimensions wider than the matrices, every transposition;
+ * beta 0 over NaN (which must be ignored) or a non-trivial beta over data;
+ * then a size big enough for OpenBLAS to split across both threads. */
+START_TEST(test_openblas_sgemm_vs_ref)
+{
+    const int ta = _i & 1, tb = (_i >> 1) & 1, with_beta = (_i >> 2) & 1;
+    enum { M = 37, Nn = 29, K = 23, LD = 41 };
+    tu_rng rng = {181 + _i};
+    static float a[LD * LD], b[LD * LD], c0[M * LD], c1[M * LD];
+    tu_fill(a, LD * LD, 1.0, &rng);
+    tu_fill(b, LD * LD, 1.0, &rng);
+    tu_fill(c0, M * LD, 1.0, &rng);
+    if (!with_beta)
+        for (int i = 0; i < M * LD; i++)
+            c0[i] = NAN;
+    memcpy(c1, c0, sizeof c0);
+    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend("openblas", 2);
+    float beta = with_beta ? -0.75f : 0.0f;
+    ck_assert_int_eq(lattice_backend_sgemm(ref, ta, tb, M, Nn, K, 0.5f, a, LD, b, LD, beta, c0, LD),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_sgemm(ob, ta, tb, M, Nn, K, 0.5f, a, LD, b, LD, beta, c1, LD),
+                     LATTICE_OK);
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < Nn; j++)
+            ck_assert_float_eq_tol(c0[i * LD + j], c1[i * LD + j], 2e-5f);
+        for (int j = Nn; j < LD; j++) /* beyond n: untouched */
+            ck_assert(memcmp(&c0[i * LD + j], &c1[i * LD + j], sizeof(float)) == 0);
+    }
+    enum { BM = 301, BN = 203, BK = 157 };
+    float *x = malloc(sizeof(float) * BM * BK), *y = malloc(sizeof(float) * BK * BN);
+    float *z0 = malloc(sizeof(float) * BM * BN), *z1 = malloc(sizeof(float) * BM * BN);
+    ck_assert(x && y && z0 && z1);
+    tu_fill(x, BM * BK, 1.0, &rng);
+    tu_fill(y, BK * BN, 1.0, &rng);
+    tu_fill(z0, BM * BN, 1.0, &rng);
+    memcpy(z1, z0, sizeof(float) * BM * BN);
+    ck_assert_int_eq(lattice_backend_sgemm(ref, ta, tb, BM, BN, BK, 1.0f, x, ta ? BM : BK, y,
+                                           tb ? BK : BN, beta, z0, BN),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_sgemm(ob, ta, tb, BM, BN, BK, 1.0f, x, ta ? BM : BK, y,
+                                           tb ? BK : BN, beta, z1, BN),
+                     LATTICE_OK);
+    for (int i = 0; i < BM * BN; i++)
+        ck_assert_float_eq_tol(z0[i], z1[i], 1e-4f);
+    free(x);
+    free(y);
+    free(z0);
+    free(z1);
+    lattice_backend_destroy(ref);
+    lattice_backend_destroy(ob);
+}
+END_TEST
+
+/* The batched slot (attention heads, one problem per thread) against the
+ * reference's loop, heads strided inside shared buffers as attention has them:
+ * head h's matrices start at column h * HS of T-row buffers. */
+START_TEST(test_openblas_batched_vs_ref)
+{
+    const int ta = _i & 1, tb = (_i >> 1) & 1;
+    enum { H = 5, T = 13, D = 7, HS = 13, LD = H * HS };
+    tu_rng rng = {313 + _i};
+    static float a[T * LD], b[T * LD], c0[H * T * T], c1[H * T * T];
+    tu_fill(a, T * LD, 1.0, &rng);
+    tu_fill(b, T * LD, 1.0, &rng);
+    tu_fill(c0, H * T * T, 1.0, &rng);
+    memcpy(c1, c0, sizeof c0);
+    const float *pa[H], *pb[H];
+    float *p0[H], *p1[H];
+    for (int h = 0; h < H; h++) {
+        pa[h] = a + h * HS;
+        pb[h] = b + h * HS;
+        p0[h] = c0 + h * T * T;
+        p1[h] = c1 + h * T * T;
+    }
+    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend("openblas", 2);
+    /* C is T x T; op(A) T x D and op(B) D x T, read as D columns of T-row buffers
+     * (untransposed) or as D rows of them (transposed) */
+    ck_assert_int_eq(lattice__gemm_batched(ref, ta, tb, T, T, D, 0.25f, pa, LD, pb, LD, 0.5f, p0,
+                                           T, H),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice__gemm_batched(ob, ta, tb, T, T, D, 0.25f, pa, LD, pb, LD, 0.5f, p1,
+                                           T, H),
+                     LATTICE_OK);
+    for (int i = 0; i < H * T * T; i++)
+        ck_assert_float_eq_tol(c0[i], c1[i], 2e-5f);
+    lattice_backend_destroy(ref);
+    lattice_backend_destroy(ob);
+}
+END_TEST
+
+/* On this host the core OpenBLAS runs is the one the CPU's features call for,
+ * unless the user forced one or OpenBLAS was in the process before us. */
+START_TEST(test_openblas_core_from_features)
+{
+    lattice_backend *ob = tu_backend("openblas", 1);
+    lattice_backend_info info;
+    get_info(ob, &info);
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    const char *want = lattice__openblas_core_for(&cpu);
+    const char *user = getenv("OPENBLAS_CORETYPE");
+    if (user && *user)
+        ck_assert_msg(strstr(info.reason, "set by the user") != NULL, "%s", info.reason);
+    else if (strncmp(info.reason, "OpenBLAS was already loaded", 27) == 0)
+        ck_assert_msg(!want || strcasecmp(info.kernels, want) == 0 ||
+                          strstr(info.reason, want) != NULL,
+                      "a different core must be named: %s", info.reason);
+    else if (want) {
+        ck_assert_msg(strcasecmp(info.kernels, want) == 0, "wanted %s, OpenBLAS runs %s (%s)",
+                      want, info.kernels, info.reason);
+        ck_assert_int_eq(info.optimised, 1);
+    }
+    lattice_backend_destroy(ob);
+}
+END_TEST
+
+START_TEST(test_cpu_to_core)
+{
+    lattice__cpu cpu = {0};
+    ck_assert_ptr_null(lattice__openblas_core_for(&cpu));
+    cpu.avx2_fma = 1;
+    ck_assert_str_eq(lattice__openblas_core_for(&cpu), "Haswell");
+    cpu.avx512 = 1;
+    ck_assert_str_eq(lattice__openblas_core_for(&cpu), "SkylakeX");
+    cpu.avx512_bf16 = 1;
+    ck_assert_str_eq(lattice__openblas_core_for(&cpu), "Cooperlake");
+    cpu.amx = 1;
+    ck_assert_str_eq(lattice__openblas_core_for(&cpu), "SapphireRapids");
+    ck_assert_int_eq(lattice__openblas_core_optimised("Prescott"), 0);
+    ck_assert_int_eq(lattice__openblas_core_optimised("Unknown"), 0);
+    ck_assert_int_eq(lattice__openblas_core_optimised(NULL), 0);
+    ck_assert_int_eq(lattice__openblas_core_optimised("SkylakeX"), 1);
+    ck_assert_int_eq(lattice__openblas_core_optimised("haswell"), 1);
 }
 END_TEST
 
@@ -246,11 +538,28 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, test_backend_names);
     tcase_add_test(tc, test_version_and_status);
     suite_add_tcase(s, tc);
+    TCase *ti = tcase_create("info");
+    tcase_add_test(ti, test_default_choice);
+    tcase_add_test(ti, test_info_of_each_backend);
+    tcase_add_test(ti, test_info_bad_input_and_older_structs);
+    tcase_add_test(ti, test_cpu_to_core);
+    suite_add_tcase(s, ti);
     if (lattice_backend_has_blis()) {
         TCase *tb = tcase_create("blis");
         tcase_set_timeout(tb, 120);
         tcase_add_loop_test(tb, test_blis_step_matches_ref, 0, 2);
         suite_add_tcase(s, tb);
+    }
+    if (lattice__openblas_load()) {
+        TCase *to = tcase_create("openblas");
+        tcase_set_timeout(to, 120);
+        tcase_add_test(to, test_openblas_core_from_features);
+        tcase_add_loop_test(to, test_openblas_sgemm_vs_ref, 0, 8);
+        tcase_add_loop_test(to, test_openblas_batched_vs_ref, 0, 4);
+        tcase_add_loop_test(to, test_openblas_step_matches_ref, 0, 2);
+        suite_add_tcase(s, to);
+    } else {
+        fprintf(stderr, "openblas tests skipped: %s\n", lattice__openblas_why_not());
     }
     return s;
 }

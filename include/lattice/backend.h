@@ -1,6 +1,6 @@
 /**
  * @file backend.h
- * @brief Compute backends: the reference C backend, BLIS, and user-supplied ones.
+ * @brief Compute backends: the reference C backend, BLIS, OpenBLAS and user-supplied ones.
  */
 #ifndef LATTICE_BACKEND_H
 #define LATTICE_BACKEND_H
@@ -15,10 +15,41 @@ extern "C" {
  * @defgroup backend Backends
  *
  * A backend carries out the library's GEMMs (and owns the thread count used by
- * every kernel of the models that borrow it). Two are built in: "ref", portable
- * C and the correctness oracle, and "blis", every GEMM through bli_sgemm. A
+ * every kernel of the models that borrow it). Three are built in: "ref",
+ * portable C and the correctness oracle; "blis", every GEMM through
+ * bli_sgemm; and "openblas", every GEMM through OpenBLAS's cblas_sgemm. A
  * caller can provide its own through ::lattice_backend_ops; slots it leaves
  * NULL fall back to the reference implementation.
+ *
+ * Which kernels run is never left to chance: ::lattice_backend_info tells the
+ * library, the kernel configuration and whether it is optimised for this CPU.
+ *
+ * **"default"** picks, deterministically from the CPU's features and the
+ * kernels BLIS selects (never by timing):
+ * - the environment variable `LATTICE_BACKEND`, when set (and not "default"),
+ *   names the backend outright;
+ * - otherwise BLIS, when its kernels match the CPU (e.g. zen3 on AMD, skx on
+ *   AVX-512 Intel);
+ * - OpenBLAS instead when BLIS would run its `generic` reference kernels on
+ *   a CPU with AVX2, or an AVX2-only Intel configuration (haswell,
+ *   sandybridge) on a CPU with AVX-512, and OpenBLAS can be loaded; if it
+ *   cannot, BLIS, and the reason says so;
+ * - OpenBLAS in a build without BLIS, else "ref".
+ *
+ * **OpenBLAS** is not linked: the library loads it once per process when an
+ * "openblas" backend is first created (the OpenMP build preferred), so that
+ * it cannot clash with the BLAS symbols BLIS exports. Before loading it, and
+ * only if the user has not set `OPENBLAS_CORETYPE`, the library sets that
+ * variable for the duration of the load to the core the CPU's features call
+ * for (SapphireRapids with AMX, Cooperlake with AVX-512 BF16, SkylakeX with
+ * AVX-512, Haswell with AVX2 and FMA), because OpenBLAS's own detection falls
+ * back to slow generic cores on CPU models it does not know. If OpenBLAS was
+ * already loaded by someone else (NumPy, say), its core cannot change; the
+ * info reason says so. The OpenBLAS thread count is process-wide, so the
+ * backend sets it before each call; OpenBLAS's OpenMP build takes it from
+ * the calling thread's OpenMP setting, which the backend restores afterwards.
+ * Two "openblas" backends with different thread counts should not run
+ * GEMMs concurrently.
  *
  * All matrices are row-major: element (i, j) of a matrix with leading
  * dimension ld lives at [i * ld + j].
@@ -76,10 +107,12 @@ LATTICE_API void lattice_backend_ops_init(lattice_backend_ops *ops);
 
 /**
  * @brief Create a built-in backend by name.
- * @param name "ref", "blis", or "default" (BLIS when built with it, else "ref").
+ * @param name "ref", "blis", "openblas" (@since 0.2), or "default" (see
+ *        @ref backend for how it chooses, and `LATTICE_BACKEND`).
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name,
- *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS.
+ *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS, or
+ *         "openblas" in a build without it or when OpenBLAS cannot be loaded.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_backend **out);
@@ -163,6 +196,39 @@ LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int t
  * @since 0.1
  */
 LATTICE_API int lattice_backend_has_blis(void);
+
+/** Size of the string fields of ::lattice_backend_info. @since 0.2 */
+#define LATTICE_BACKEND_INFO_STRLEN 64
+/** Size of ::lattice_backend_info::reason. @since 0.2 */
+#define LATTICE_BACKEND_INFO_REASONLEN 320
+
+/**
+ * @brief Which kernels a backend runs, filled by ::lattice_backend_info.
+ *
+ * Set size to sizeof(lattice_backend_info) before the call; the library
+ * fills as much of the struct as both sides know and sets size to that.
+ * Fields are only ever appended.
+ * @since 0.2
+ */
+typedef struct lattice_backend_info {
+    size_t size; /**< Set by the caller to sizeof(lattice_backend_info); on return, the bytes filled. @since 0.2 */
+    char name[LATTICE_BACKEND_INFO_STRLEN]; /**< The backend's name ("ref", "blis", "openblas", or the custom label). @since 0.2 */
+    char library[LATTICE_BACKEND_INFO_STRLEN]; /**< What runs the GEMMs: "BLIS 0.9.0", "OpenBLAS 0.3.21", "liblattice reference", "user-supplied". @since 0.2 */
+    char kernels[LATTICE_BACKEND_INFO_STRLEN]; /**< The kernel configuration: BLIS's ("haswell", "zen3", "generic"), OpenBLAS's core ("SkylakeX", "Cooperlake", "Prescott"), "reference" or "custom". @since 0.2 */
+    int optimised; /**< Non-zero for kernels written for a CPU family (BLIS's haswell, zen3, skx...; OpenBLAS's Haswell, Zen, SkylakeX, Cooperlake, SapphireRapids); 0 for generic, reference, Prescott-class or custom kernels. @since 0.2 */
+    char reason[LATTICE_BACKEND_INFO_REASONLEN]; /**< One line: why "default" chose this backend and, for OpenBLAS, how its core was chosen; may be empty. @since 0.2 */
+} lattice_backend_info;
+
+/**
+ * @brief Which library and kernels run a backend's GEMMs.
+ * @param backend The backend.
+ * @param[in,out] info size set by the caller (at least up to and including name).
+ * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when backend or info
+ *         is NULL or info->size is too small to hold size and name.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_backend_get_info(const lattice_backend *backend,
+                                                    lattice_backend_info *info);
 
 /** @} */
 

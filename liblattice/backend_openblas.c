@@ -1,0 +1,236 @@
+/* The OpenBLAS backend: every GEMM through cblas_sgemm of an OpenBLAS loaded
+ * at run time. It is not linked because BLIS's library exports the same
+ * BLAS/CBLAS symbols; RTLD_LOCAL keeps the two apart, and dlsym on the handle
+ * finds OpenBLAS's own. The core type is set from the CPU's features before
+ * the load: OpenBLAS 0.3.21 takes CPU models it does not know (Emerald
+ * Rapids, Zen 5) for Prescott and runs SSE3 kernels at a fifth of the speed. */
+#include "backend_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#ifdef LATTICE_HAVE_OPENBLAS
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* The CBLAS enum values, fixed by the CBLAS standard. */
+enum { CBLAS_ROW_MAJOR = 101, CBLAS_NO_TRANS = 111, CBLAS_TRANS = 112 };
+
+typedef void (*cblas_sgemm_fn)(int order, int trans_a, int trans_b, int m, int n, int k,
+                               float alpha, const float *a, int lda, const float *b, int ldb,
+                               float beta, float *c, int ldc);
+typedef void (*set_threads_fn)(int n_threads);
+typedef char *(*string_fn)(void);
+
+static struct {
+    int ok;
+    cblas_sgemm_fn sgemm;
+    set_threads_fn set_threads;
+    lattice__kernel_report report; /* the same for every OpenBLAS backend: one library per process */
+} openblas;
+
+static pthread_once_t openblas_once = PTHREAD_ONCE_INIT;
+
+static void features_text(const lattice__cpu *cpu, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s", cpu->amx           ? "AVX-512 with AMX"
+                              : cpu->avx512_bf16 ? "AVX-512 with BF16"
+                              : cpu->avx512      ? "AVX-512"
+                              : cpu->avx2_fma    ? "AVX2 and FMA"
+                                                 : "no AVX2");
+}
+
+/* "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY ..." -> "OpenBLAS 0.3.21". */
+static void library_text(const char *config, char *buf, size_t size)
+{
+    const char *end = config;
+    for (int words = 0; *end && words < 2; words++) {
+        while (*end == ' ')
+            end++;
+        while (*end && *end != ' ')
+            end++;
+    }
+    snprintf(buf, size, "%.*s", (int)(end - config), config);
+}
+
+static void *open_library(const char *user_core, const char *want, int *was_loaded,
+                          char *err, size_t err_size)
+{
+    /* The OpenMP build first: it shares the library's OpenMP runtime and its
+     * thread count follows the caller's, where the pthread build spins its own pool. */
+    static const char *const candidates[] = {
+#ifdef LATTICE_OPENBLAS_PATH
+        LATTICE_OPENBLAS_PATH,
+#endif
+        "libopenblas.so.0",
+    };
+    const size_t n = sizeof candidates / sizeof candidates[0];
+    for (size_t i = 0; i < n; i++) {
+        void *h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (h) {
+            *was_loaded = 1;
+            return h;
+        }
+    }
+    /* OpenBLAS reads OPENBLAS_CORETYPE once, in its constructor. setenv is
+     * not thread-safe against a concurrent getenv: documented in backend.h. */
+    int set = !user_core && want;
+    if (set)
+        setenv("OPENBLAS_CORETYPE", want, 1);
+    void *h = NULL;
+    for (size_t i = 0; i < n && !h; i++) {
+        h = dlopen(candidates[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            snprintf(err, err_size, "%s", e ? e : candidates[i]);
+        }
+    }
+    if (set)
+        unsetenv("OPENBLAS_CORETYPE");
+    return h;
+}
+
+static void load(void)
+{
+    lattice__kernel_report *r = &openblas.report;
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    const char *want = lattice__openblas_core_for(&cpu);
+    const char *user_core = getenv("OPENBLAS_CORETYPE");
+    if (user_core && !*user_core)
+        user_core = NULL;
+    char err[LATTICE_BACKEND_INFO_REASONLEN] = "";
+    int was_loaded = 0;
+    void *h = open_library(user_core, want, &was_loaded, err, sizeof err);
+    if (!h) {
+        snprintf(r->reason, sizeof(r->reason), "OpenBLAS cannot be loaded: %s", err);
+        return;
+    }
+    openblas.sgemm = (cblas_sgemm_fn)dlsym(h, "cblas_sgemm");
+    openblas.set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
+    string_fn corename = (string_fn)dlsym(h, "openblas_get_corename");
+    string_fn config = (string_fn)dlsym(h, "openblas_get_config");
+    if (!openblas.sgemm || !openblas.set_threads || !corename || !config) {
+        snprintf(r->reason, sizeof(r->reason),
+                 "the loaded libopenblas lacks cblas_sgemm or the openblas_* queries");
+        return; /* the handle stays open: dlclose of a BLAS with live threads is not safe */
+    }
+    const char *core = corename();
+    library_text(config(), r->library, sizeof(r->library));
+    snprintf(r->kernels, sizeof(r->kernels), "%s", core ? core : "unknown");
+    r->optimised = lattice__openblas_core_optimised(core);
+    char feats[32];
+    features_text(&cpu, feats, sizeof feats);
+    int matches = want && core && strcasecmp(core, want) == 0;
+    if (was_loaded)
+        snprintf(r->reason, sizeof(r->reason),
+                 "OpenBLAS was already loaded in this process and runs core %s%s%s%s", r->kernels,
+                 want && !matches ? "; the CPU's features call for " : "",
+                 want && !matches ? want : "",
+                 want && !matches ? ", which needs OPENBLAS_CORETYPE set before it loads" : "");
+    else if (user_core)
+        snprintf(r->reason, sizeof(r->reason), "OPENBLAS_CORETYPE=%s set by the user: core %s",
+                 user_core, r->kernels);
+    else if (!want)
+        snprintf(r->reason, sizeof(r->reason), "CPU has %s: core %s chosen by OpenBLAS", feats,
+                 r->kernels);
+    else if (matches)
+        snprintf(r->reason, sizeof(r->reason), "core %s chosen from the CPU's features (%s)",
+                 r->kernels, feats);
+    else
+        snprintf(r->reason, sizeof(r->reason),
+                 "core %s asked for from the CPU's features (%s), but OpenBLAS runs %s", want,
+                 feats, r->kernels);
+    openblas.ok = 1;
+}
+
+int lattice__openblas_load(void)
+{
+    pthread_once(&openblas_once, load);
+    return openblas.ok;
+}
+
+/* OpenBLAS's thread count is process-wide; its OpenMP build takes it from the
+ * calling thread's OpenMP setting, so set it per call and give the caller's back. */
+static int threads_begin(int n_threads)
+{
+    int saved = 0;
+#ifdef _OPENMP
+    saved = omp_get_max_threads();
+#endif
+    openblas.set_threads(n_threads);
+    return saved;
+}
+
+static void threads_end(int saved)
+{
+#ifdef _OPENMP
+    omp_set_num_threads(saved);
+#else
+    (void)saved;
+#endif
+}
+
+static int openblas_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                          int ldc)
+{
+    lattice_backend *be = user;
+    int saved = threads_begin(be->n_threads);
+    openblas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+                   tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    threads_end(saved);
+    return 0;
+}
+
+/* As the BLIS backend: small problems (attention heads) one per thread. Each
+ * call runs single-threaded: OpenBLAS's OpenMP build does so inside a parallel
+ * region anyway, and the thread count of 1 keeps a pthread build from nesting. */
+static int openblas_sgemm_batched(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                                  const float *const *a, int lda, const float *const *b, int ldb,
+                                  float beta, float *const *c, int ldc, int count)
+{
+    lattice_backend *be = user;
+    int nt = be->n_threads < count ? be->n_threads : count;
+    (void)nt;
+    int saved = threads_begin(1);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int i = 0; i < count; i++)
+        openblas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
+                       tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a[i], lda, b[i], ldb,
+                       beta, c[i], ldc);
+    threads_end(saved);
+    return 0;
+}
+
+void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
+{
+    ops->user = be;
+    ops->sgemm = openblas_sgemm;
+    ops->sgemm_batched = openblas_sgemm_batched;
+    be->report = openblas.report;
+}
+
+const char *lattice__openblas_why_not(void)
+{
+    return openblas.report.reason;
+}
+
+#else
+
+int lattice__openblas_load(void) { return 0; }
+
+void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
+{
+    (void)ops;
+    (void)be;
+}
+
+const char *lattice__openblas_why_not(void) { return "built without the OpenBLAS backend"; }
+
+#endif
