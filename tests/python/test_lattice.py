@@ -181,6 +181,50 @@ class BackendTest(unittest.TestCase):
                 lattice.Backend("blis")
             self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
 
+    def test_kernels(self):
+        names = ["ref", "blis", "openblas"]
+        for name in names:
+            try:
+                be = lattice.Backend(name)
+            except LatticeError as e:
+                self.assertEqual(e.code, Status.UNSUPPORTED)  # not built, or not loadable
+                continue
+            with self.subTest(name=name), be:
+                k = be.kernels
+                self.assertEqual(k.name, name)
+                self.assertTrue(k.library and k.kernels)
+                if name == "ref":
+                    self.assertEqual((k.kernels, k.optimised), ("reference", False))
+                elif name == "blis":
+                    self.assertTrue(k.library.startswith("BLIS "))
+                    self.assertEqual(k.optimised, k.kernels != "generic")
+                else:
+                    self.assertTrue(k.library.startswith("OpenBLAS "))
+                    self.assertEqual(k.optimised, k.kernels.lower() not in ("prescott", "unknown"))
+        old = os.environ.get("LATTICE_BACKEND")
+        try:
+            os.environ["LATTICE_BACKEND"] = "ref"
+            with lattice.Backend() as be:
+                self.assertEqual(be.kernels.name, "ref")
+                self.assertEqual(be.kernels.reason, "LATTICE_BACKEND=ref")
+        finally:
+            if old is None:
+                del os.environ["LATTICE_BACKEND"]
+            else:
+                os.environ["LATTICE_BACKEND"] = old
+        with lattice.Backend() as be:
+            self.assertIn(be.kernels.name, names)
+            self.assertTrue(be.kernels.reason)
+        # the struct as Python lays it out is the struct the library fills
+        info = lattice.BackendInfo()
+        info.size = ctypes.sizeof(info)
+        with lattice.Backend("ref") as be:
+            self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)), 0)
+            self.assertEqual(info.size, ctypes.sizeof(info))
+            info.size = 4
+            self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)),
+                             Status.INVALID_ARGUMENT)
+
     def test_sgemm(self):
         a = array.array("f", [1, 2, 3, 4, 5, 6])        # 2 x 3
         b = array.array("f", [1, 0, 0, 1, 1, 1])        # 3 x 2

@@ -17,10 +17,11 @@ export them below.
 
 from ._errors import ClosedError, LatticeError, Status
 from ._lib import ERRMSG_SIZE, status_string, version_number, version_string
-from ._types import (BackendOps, BlockInit, DataParams, DistillParams, Group, KLDirection,
+from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillParams, Group,
+                     KLDirection,
                      ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
                      TrainerParams)
-from .backend import Backend, has_blis
+from .backend import Backend, Kernels, has_blis
 from .data import Batch, Data, Position
 from .diag import Diag, Removal, Response, RmsStats
 from .distill import Distill, DistillResult
@@ -38,8 +39,8 @@ __all__ = [
     "version_string", "ERRMSG_SIZE",
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
     "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
-    "BackendOps",
-    "Backend", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
+    "BackendOps", "BackendInfo",
+    "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
     "Diag", "RmsStats", "Removal", "Response",
 ]

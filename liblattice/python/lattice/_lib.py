@@ -83,6 +83,7 @@ PROTOTYPES = {
                                        T.float_p, c_int, T.float_p, c_int, c_float, T.float_p,
                                        c_int]),
     "lattice_backend_has_blis": (c_int, []),
+    "lattice_backend_get_info": (STATUS, [T.backend_p, POINTER(T.BackendInfo)]),
     # norm.h
     "lattice_norm_create": (STATUS, [c_int, c_int, c_float, POINTER(T.norm_p)]),
     "lattice_norm_destroy": (None, [T.norm_p]),

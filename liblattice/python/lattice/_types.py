@@ -14,7 +14,7 @@ from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_in
 __all__ = [
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
     "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
-    "TrainerParams", "BackendOps",
+    "TrainerParams", "BackendOps", "BackendInfo",
 ]
 
 
@@ -386,4 +386,21 @@ class BackendOps(Params):
         ("sgemm_batched", SgemmBatchedFn),
         ("set_threads", SetThreadsFn),
         ("destroy", DestroyFn),
+    ]
+
+
+INFO_STRLEN = 64      # LATTICE_BACKEND_INFO_STRLEN
+INFO_REASONLEN = 320  # LATTICE_BACKEND_INFO_REASONLEN
+
+
+class BackendInfo(Struct):
+    """lattice_backend_info (@since 0.2): set size to its sizeof before the call."""
+
+    _fields_ = [
+        ("size", c_size_t),
+        ("name", ctypes.c_char * INFO_STRLEN),
+        ("library", ctypes.c_char * INFO_STRLEN),
+        ("kernels", ctypes.c_char * INFO_STRLEN),
+        ("optimised", c_int),
+        ("reason", ctypes.c_char * INFO_REASONLEN),
     ]

@@ -1,14 +1,33 @@
-"""Backends (backend.h): "ref", "blis", or GEMMs supplied from Python."""
+"""Backends (backend.h): "ref", "blis", "openblas", or GEMMs supplied from Python."""
 
+import ctypes
 from ctypes import byref, c_float
+from dataclasses import dataclass
 
 from . import _buffers as B
 from ._errors import store_pending
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import BackendOps, SetThreadsFn, SgemmFn, backend_p
+from ._types import BackendInfo, BackendOps, SetThreadsFn, SgemmFn, backend_p
 
-__all__ = ["Backend", "has_blis"]
+__all__ = ["Backend", "Kernels", "has_blis"]
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """Which kernels run a backend's GEMMs (lattice_backend_get_info).
+
+    ``library`` is e.g. "BLIS 0.9.0" or "OpenBLAS 0.3.21", ``kernels`` its
+    configuration ("haswell", "zen3", "SkylakeX", "Cooperlake", "reference"),
+    ``optimised`` False for generic, reference or Prescott-class kernels, and
+    ``reason`` why "default" chose it and how OpenBLAS's core was picked.
+    """
+
+    name: str
+    library: str
+    kernels: str
+    optimised: bool
+    reason: str
 
 
 def has_blis():
@@ -93,6 +112,16 @@ class Backend(Handle):
     @property
     def name(self):
         return lib.lattice_backend_name(self._ptr).decode()
+
+    @property
+    def kernels(self):
+        """A :class:`Kernels`: the library and kernel configuration this backend runs."""
+        info = BackendInfo()
+        info.size = ctypes.sizeof(BackendInfo)
+        self._call(lib.lattice_backend_get_info, byref(info))
+        text = lambda raw: raw.decode(errors="replace")  # noqa: E731
+        return Kernels(text(info.name), text(info.library), text(info.kernels),
+                       bool(info.optimised), text(info.reason))
 
     @property
     def threads(self):
