@@ -41,10 +41,11 @@ void lattice__cpu_detect(lattice__cpu *cpu) { memset(cpu, 0, sizeof(*cpu)); }
 #endif
 
 /* SGEMM runs the same AVX-512 kernels on SkylakeX, Cooperlake and
- * SapphireRapids cores; the newer names are asked for where the CPU has their
- * features so that OpenBLAS's BF16/AMX routines come along. Cooperlake rather
- * than SapphireRapids for BF16 without AMX: OpenBLAS before 0.3.22 does not
- * know SapphireRapids, and on this family of CPUs the two measure the same. */
+ * SapphireRapids cores (on this Emerald Rapids host SkylakeX and Cooperlake
+ * measure the same within noise, 117-148 GFLOP/s on one thread); the newer
+ * names are asked for where the CPU has their features so that OpenBLAS's
+ * BF16/AMX routines come along. Cooperlake, not SapphireRapids, for BF16
+ * without AMX: OpenBLAS 0.3.21 does not know SapphireRapids. */
 const char *lattice__openblas_core_for(const lattice__cpu *cpu)
 {
     if (cpu->amx)
