@@ -54,6 +54,10 @@ static char *state_json(const lattice_trainer *t)
     json_object_object_add(j, "data_epoch", i64(pos.epoch));
     json_object_object_add(j, "data_index", i64(pos.index));
     json_object_object_add(j, "applied_phase", i64(t->applied_phase));
+    if (t->have_origin) { /* since 0.2: where rewinding phases send the data back to */
+        json_object_object_add(j, "data_origin_epoch", i64(t->data_origin.epoch));
+        json_object_object_add(j, "data_origin_index", i64(t->data_origin.index));
+    }
     char *out = strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
     json_object_put(j);
     return out;
@@ -132,6 +136,8 @@ typedef struct restored {
     int64_t phase, step_in_phase, nonpad_in_phase;
     lattice_counters counters;
     lattice_data_position pos;
+    int have_origin;
+    lattice_data_position origin;
     int64_t applied_phase, n_active, tr_emb, tr_bnd, tr_head;
     int64_t *tr_layers;
 } restored;
@@ -163,6 +169,21 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
              json_object_is_type(layers, json_type_array) &&
              get64(j, "data_epoch", &r->pos.epoch) && get64(j, "data_index", &r->pos.index) &&
              get64(j, "applied_phase", &r->applied_phase);
+    if (ok) {
+        /* A 0.1 checkpoint has no origin: its runs all began at the data's start. */
+        int64_t oe, oi;
+        const int has_e = get64(j, "data_origin_epoch", &oe);
+        const int has_i = get64(j, "data_origin_index", &oi);
+        if (has_e != has_i) {
+            ok = 0;
+        } else if (has_e) {
+            r->have_origin = 1;
+            r->origin = (lattice_data_position){oe, oi};
+        } else if (r->applied_phase >= 0) {
+            r->have_origin = 1;
+            r->origin = (lattice_data_position){0, 0};
+        }
+    }
     const lattice_model *m = t->model;
     if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
                n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
@@ -245,8 +266,17 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
         st = ft ? lattice__st_read_raw(&sf, ft, ST_I64, steps, nt, t->err)
                 : FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
     }
-    if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK)
+    lattice_data_position was;
+    lattice_data_get_position(t->data, &was);
+    /* set_position is the only check of a position there is; trying the origin
+     * first leaves the iterator where it was if either does not fit */
+    if (st == LATTICE_OK && r.have_origin &&
+        lattice_data_set_position(t->data, &r.origin) != LATTICE_OK)
+        st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data origin does not fit this data");
+    if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK) {
+        lattice_data_set_position(t->data, &was);
         st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data position does not fit this data");
+    }
     if (st == LATTICE_OK) {
         /* commit: nothing below can fail */
         for (int i = 0; i < nt; i++) {
@@ -273,6 +303,8 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
             m->trainable_layer[i] = r.tr_layers[i] != 0;
         m->batch = m->seq = 0;
         t->applied_phase = (int)r.applied_phase;
+        t->have_origin = r.have_origin;
+        t->data_origin = r.origin;
     }
     free(params);
     free(m1);

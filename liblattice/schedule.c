@@ -1,7 +1,11 @@
 #include "study_impl.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A phase as a caller built against 0.1 knows it: everything before rewind_data. */
+#define PHASE_SIZE_0_1 offsetof(lattice_phase, rewind_data)
 
 
 #define FAIL(s, st, ...) lattice__set_error((s)->err, (st), __VA_ARGS__)
@@ -16,6 +20,8 @@ void lattice_phase_init(lattice_phase *p)
     p->active_layers = 1;
     p->reset_optimizer = 1;
     p->block_init = LATTICE_BLOCK_INIT_RANDOM;
+    p->rewind_data = 0;
+    p->train_boundary = 1;
 }
 
 lattice_status lattice_schedule_create(lattice_schedule **out)
@@ -49,6 +55,8 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_pha
     lattice_phase_init(&p);
     memcpy(&p, phase, phase->size < sizeof(p) ? phase->size : sizeof(p));
     p.size = sizeof(p);
+    p.rewind_data = p.rewind_data != 0;
+    p.train_boundary = p.train_boundary != 0;
     if (p.steps < 0 || p.tokens < 0 || (p.steps == 0 && p.tokens == 0))
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "a phase needs a positive step or token budget");
     if (p.active_layers < 1 || p.train_from < 0 || p.train_from >= p.active_layers)
@@ -72,13 +80,14 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_pha
 }
 
 static lattice_status add(lattice_schedule *s, int64_t steps, int active, int train_from,
-                          lattice_block_init init)
+                          int train_boundary, lattice_block_init init)
 {
     lattice_phase p;
     lattice_phase_init(&p);
     p.steps = steps;
     p.active_layers = active;
     p.train_from = train_from;
+    p.train_boundary = train_boundary;
     p.reset_optimizer = 1;
     p.block_init = init;
     return lattice_schedule_add_phase(s, &p);
@@ -102,28 +111,32 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
     const int full = n_blocks * block_size;
     switch (preset) {
     case LATTICE_PRESET_JOINT:
-        st = add(s, steps_per_phase, full, 0, block_init);
+        st = add(s, steps_per_phase, full, 0, 1, block_init);
         break;
     case LATTICE_PRESET_GROW:
-    case LATTICE_PRESET_FREEZE:
         for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
-            st = add(s, steps_per_phase, (b + 1) * block_size,
-                     preset == LATTICE_PRESET_FREEZE ? b * block_size : 0, block_init);
+            st = add(s, steps_per_phase, (b + 1) * block_size, 0, 1, block_init);
+        break;
+    case LATTICE_PRESET_FREEZE:
+        /* the paper's freeze arm: after phase 0 only the newest block moves, so
+         * its input (earlier blocks and the boundary norm) and the head are fixed */
+        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
+            st = add(s, steps_per_phase, (b + 1) * block_size, b * block_size, b == 0, block_init);
         break;
     case LATTICE_PRESET_SINGLE_BLOCK:
-        st = add(s, steps_per_phase, block_size, 0, block_init);
+        st = add(s, steps_per_phase, block_size, 0, 1, block_init);
         break;
     case LATTICE_PRESET_JOINT_MATCHED_ACTIVE: {
         /* grow spends steps * block_size * (1 + 2 + ... + n) active-layer steps */
         int64_t total = steps_per_phase * (n_blocks + 1) / 2;
         for (int64_t done = 0; done < total && st == LATTICE_OK; done += steps_per_phase)
             st = add(s, total - done < steps_per_phase ? total - done : steps_per_phase, full, 0,
-                     block_init);
+                     1, block_init);
         break;
     }
     case LATTICE_PRESET_JOINT_MATCHED_TOTAL:
         for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
-            st = add(s, steps_per_phase, full, 0, block_init);
+            st = add(s, steps_per_phase, full, 0, 1, block_init);
         break;
     default:
         st = LATTICE_ERR_INVALID_ARGUMENT;
@@ -142,7 +155,20 @@ lattice_status lattice_schedule_phase(const lattice_schedule *s, int index, latt
 {
     if (!s || !phase || index < 0 || index >= s->n_phases)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    *phase = s->phases[index];
+    /* An output struct's size is only trusted when it is exactly this version's:
+     * a 0.1 caller may leave it unset, and anything else could overrun its struct. */
+    const size_t n = phase->size == sizeof(lattice_phase) ? sizeof(lattice_phase) : PHASE_SIZE_0_1;
+    memcpy(phase, &s->phases[index], n);
+    phase->size = n;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
+{
+    if (!s)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    for (int i = 1; i < s->n_phases; i++)
+        s->phases[i].rewind_data = on != 0;
     return LATTICE_OK;
 }
 

@@ -34,6 +34,9 @@ struct lattice_trainer {
     lattice_trainer_params p;
     lattice_optim_params base_optim; /* as given: each phase restart derives from it */
     int applied_phase;               /* phase whose start actions have run (-1: none) */
+    int have_origin;                 /* data_origin is set: the run has begun */
+    lattice_data_position data_origin; /* where the data stood when the run began: the
+                                          shard's start, for phases that rewind to it */
     int stop;
     char err[LATTICE_ERRMSG_MAX];
 };

@@ -64,11 +64,44 @@ const char *lattice_trainer_errmsg(const lattice_trainer *t)
     return t ? t->err : "no trainer (NULL handle)";
 }
 
-/* The phase start: depth, frozen prefix, new layers, optimizer restart. */
+/* The head and boundary norm of the freeze arm: frozen while a phase says so,
+ * trainable again once a later phase trains them. A tied head is the embedding,
+ * which stays as the caller set it. */
+static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph)
+{
+    int was_frozen = 0;
+    if (t->applied_phase >= 0) {
+        lattice_phase prev;
+        lattice_phase_init(&prev);
+        lattice_schedule_phase(t->schedule, t->applied_phase, &prev);
+        was_frozen = !prev.train_boundary;
+    }
+    if (ph->train_boundary && !was_frozen)
+        return LATTICE_OK; /* leave the caller's flags alone */
+    lattice_model_params mp;
+    lattice_model_get_params(t->model, &mp);
+    lattice_status st =
+        lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, ph->train_boundary);
+    if (st == LATTICE_OK && !mp.tie_embeddings)
+        st = lattice_model_set_trainable(t->model, LATTICE_GROUP_HEAD, -1, ph->train_boundary);
+    return st;
+}
+
+/* The phase start: depth, frozen prefix and boundary, new layers, data rewind,
+ * optimizer restart. */
 static lattice_status apply_phase(lattice_trainer *t, int index)
 {
     lattice_phase ph;
+    lattice_phase_init(&ph);
     lattice_schedule_phase(t->schedule, index, &ph);
+    int current;
+    int64_t step_in_phase = 0;
+    lattice_schedule_position(t->schedule, &current, &step_in_phase);
+    if (!t->have_origin) {
+        /* the run begins here (a resumed run brings its origin from the checkpoint) */
+        lattice_data_get_position(t->data, &t->data_origin);
+        t->have_origin = 1;
+    }
     const int prev = t->applied_phase < 0 ? ph.active_layers : lattice_model_active_layers(t->model);
     lattice_status st = lattice_model_set_active_layers(t->model, ph.active_layers);
     const int added = ph.active_layers - prev;
@@ -80,8 +113,14 @@ static lattice_status apply_phase(lattice_trainer *t, int index)
     }
     for (int i = 0; i < ph.active_layers && st == LATTICE_OK; i++)
         st = lattice_model_set_trainable(t->model, LATTICE_GROUP_LAYER, i, i >= ph.train_from);
+    if (st == LATTICE_OK)
+        st = apply_boundary(t, &ph);
     if (st != LATTICE_OK)
         return FAIL(t, st, "phase %d: %s", index, lattice_model_errmsg(t->model));
+    /* only at the phase's true start: a run bound mid-phase reads on */
+    if (ph.rewind_data && step_in_phase == 0 &&
+        (st = lattice_data_set_position(t->data, &t->data_origin)) != LATTICE_OK)
+        return FAIL(t, st, "phase %d: rewinding the data: %s", index, lattice_data_errmsg(t->data));
     if (ph.reset_optimizer) {
         lattice_optim_params op = t->base_optim;
         if (ph.steps > 0)

@@ -2,12 +2,13 @@
  * student initialisation, and the trainer running every kind of phase. */
 #include "testutil.h"
 
+#include <stddef.h>
 #include <unistd.h>
 
 /* ---- schedules ------------------------------------------------------------------ */
 
 static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
-                          const int *train_from, const int64_t *steps)
+                          const int *train_from, const int64_t *steps, const int *train_boundary)
 {
     lattice_schedule *s;
     ck_assert_int_eq(lattice_schedule_create_preset(preset, 3, 3, 100, LATTICE_BLOCK_INIT_RANDOM, &s),
@@ -15,11 +16,22 @@ static void expect_phases(lattice_schedule_preset preset, int n, const int *acti
     ck_assert_int_eq(lattice_schedule_n_phases(s), n);
     for (int i = 0; i < n; i++) {
         lattice_phase ph;
+        lattice_phase_init(&ph);
         ck_assert_int_eq(lattice_schedule_phase(s, i, &ph), LATTICE_OK);
+        ck_assert_int_eq(ph.size, sizeof(lattice_phase));
         ck_assert_int_eq(ph.active_layers, active[i]);
         ck_assert_int_eq(ph.train_from, train_from[i]);
         ck_assert_int_eq(ph.steps, steps[i]);
         ck_assert_int_eq(ph.reset_optimizer, 1);
+        ck_assert_int_eq(ph.train_boundary, train_boundary[i]);
+        ck_assert_int_eq(ph.rewind_data, 0); /* no preset replays data unless asked */
+    }
+    ck_assert_int_eq(lattice_schedule_set_rewind_data(s, 1), LATTICE_OK);
+    for (int i = 0; i < n; i++) {
+        lattice_phase ph;
+        lattice_phase_init(&ph);
+        lattice_schedule_phase(s, i, &ph);
+        ck_assert_int_eq(ph.rewind_data, i > 0); /* the first phase has nothing to rewind to */
     }
     lattice_schedule_destroy(s);
 }
@@ -27,13 +39,72 @@ static void expect_phases(lattice_schedule_preset preset, int n, const int *acti
 START_TEST(test_presets)
 {
     const int64_t s1[] = {100}, s2[] = {100, 100}, s3[] = {100, 100, 100};
-    const int zero[] = {0, 0, 0}, nine[] = {9, 9, 9};
-    expect_phases(LATTICE_PRESET_JOINT, 1, nine, zero, s1);
-    expect_phases(LATTICE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3);
-    expect_phases(LATTICE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3);
-    expect_phases(LATTICE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1);
-    expect_phases(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2);
-    expect_phases(LATTICE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3);
+    const int zero[] = {0, 0, 0}, nine[] = {9, 9, 9}, ones[] = {1, 1, 1};
+    expect_phases(LATTICE_PRESET_JOINT, 1, nine, zero, s1, ones);
+    expect_phases(LATTICE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3, ones);
+    /* freeze: after phase 0 the head and boundary norm are fixed with the earlier blocks */
+    expect_phases(LATTICE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3,
+                  (const int[]){1, 0, 0});
+    expect_phases(LATTICE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1, ones);
+    expect_phases(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2, ones);
+    expect_phases(LATTICE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3, ones);
+    ck_assert_int_eq(lattice_schedule_set_rewind_data(NULL, 1), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* The phase struct grew in 0.2; a caller built against 0.1 passes the shorter one. */
+enum { PHASE_SIZE_0_1 = offsetof(lattice_phase, rewind_data) };
+
+START_TEST(test_phase_of_an_older_caller)
+{
+    lattice_phase def;
+    lattice_phase_init(&def);
+    ck_assert_int_eq(def.size, sizeof(lattice_phase));
+    ck_assert_int_eq(def.rewind_data, 0);
+    ck_assert_int_eq(def.train_boundary, 1);
+    /* add: the bytes past a 0.1 struct are not the caller's and must not be read */
+    lattice_phase old = def;
+    old.size = PHASE_SIZE_0_1;
+    old.steps = 7;
+    old.active_layers = 2;
+    old.rewind_data = 1;    /* stands for whatever lies past the caller's struct */
+    old.train_boundary = 0;
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
+    lattice_phase got;
+    lattice_phase_init(&got);
+    ck_assert_int_eq(lattice_schedule_phase(s, 1, &got), LATTICE_OK);
+    ck_assert_int_eq(got.steps, 7);
+    ck_assert_int_eq(got.active_layers, 2);
+    ck_assert_int_eq(got.rewind_data, 0);    /* 0.1 behaviour: the data reads on */
+    ck_assert_int_eq(got.train_boundary, 1); /* and the boundary trains */
+    /* a 0.2 caller's fields are taken */
+    lattice_phase now = def;
+    now.rewind_data = 5; /* any non-zero */
+    now.train_boundary = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &now), LATTICE_OK);
+    lattice_schedule_phase(s, 2, &got);
+    ck_assert_int_eq(got.rewind_data, 1);
+    ck_assert_int_eq(got.train_boundary, 0);
+    /* get: an output whose size is not this version's gets only the 0.1 fields */
+    const size_t sizes[] = {0, PHASE_SIZE_0_1, 12345};
+    for (int k = 0; k < 3; k++) {
+        struct {
+            lattice_phase phase;
+            unsigned char beyond[16];
+        } out;
+        memset(&out, 0xA5, sizeof out);
+        out.phase.size = sizes[k];
+        ck_assert_int_eq(lattice_schedule_phase(s, 2, &out.phase), LATTICE_OK);
+        ck_assert_int_eq(out.phase.size, PHASE_SIZE_0_1);
+        ck_assert_int_eq(out.phase.steps, 1000);
+        const unsigned char *bytes = (const unsigned char *)&out;
+        for (size_t b = PHASE_SIZE_0_1; b < sizeof out; b++)
+            ck_assert_int_eq(bytes[b], 0xA5);
+    }
+    lattice_schedule_destroy(s);
 }
 END_TEST
 
@@ -476,25 +547,204 @@ END_TEST
 
 START_TEST(test_trainer_freeze)
 {
+    /* _i: freeze pre, freeze post, grow pre, grow post. The paper's freeze arm
+     * trains the newest block alone: its input (earlier blocks, the boundary
+     * norm, which for post-norm is the entry norm below them) and the head stay
+     * fixed. Grow trains them all. */
+    const int post = _i & 1, freeze = _i < 2;
     world w;
-    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_FREEZE, NULL);
+    open_world(&w, post ? LATTICE_NORM_POST : LATTICE_NORM_PRE,
+               freeze ? LATTICE_PRESET_FREEZE : LATTICE_PRESET_GROW, NULL);
     ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
     log_t l;
     bind(&w, &l, 0);
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 6; i++) /* phase 0: block 0 (layers 0-1) */
         ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    const char *boundary = post ? "model.entry_norm.weight" : "model.norm.weight";
     long n;
-    float *l0 = copy_tensor(w.student, "model.layers.0.self_attn.q_proj.weight", &n);
-    float *l2 = copy_tensor(w.student, "model.layers.2.self_attn.q_proj.weight", &n);
-    float *emb = copy_tensor(w.student, "model.embed_tokens.weight", &n);
+    float *bnd = copy_tensor(w.student, boundary, &n);
+    const int nt = lattice_model_n_tensors(w.student);
+    float **before = calloc((size_t)nt, sizeof(*before));
+    for (int i = 0; i < nt; i++) {
+        lattice_tensor_info ti;
+        ck_assert_int_eq(lattice_model_tensor(w.student, i, &ti), LATTICE_OK);
+        before[i] = copy_tensor(w.student, ti.name, &n);
+    }
+    lattice_metrics m;
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK); /* phase 1's first step */
+    ck_assert_int_eq(m.phase, 1);
+    ck_assert_msg(same_tensor(w.student, boundary, bnd) == freeze, "%s %s", boundary,
+                  freeze ? "moved under freeze" : "did not train under grow");
+    int earlier_moved = 0, newest_moved[4] = {0};
+    for (int i = 0; i < nt; i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(w.student, i, &ti);
+        const int same = same_tensor(w.student, ti.name, before[i]);
+        switch (ti.group) {
+        case LATTICE_GROUP_EMBEDDING: /* frozen by init_student, as the paper */
+            ck_assert_msg(same, "%s moved", ti.name);
+            break;
+        case LATTICE_GROUP_HEAD:
+        case LATTICE_GROUP_BOUNDARY_NORM:
+            ck_assert_msg(same == freeze, "%s: same %d under %s", ti.name, same,
+                          freeze ? "freeze" : "grow");
+            break;
+        case LATTICE_GROUP_LAYER:
+            if (ti.layer < 2 && freeze)
+                ck_assert_msg(same, "%s of an earlier block moved under freeze", ti.name);
+            if (ti.layer < 2)
+                earlier_moved |= !same;
+            else
+                newest_moved[ti.layer] |= !same;
+            break;
+        }
+        free(before[i]);
+    }
+    free(before);
+    free(bnd);
+    ck_assert_int_eq(earlier_moved, !freeze);
+    ck_assert(newest_moved[2] && newest_moved[3]);
+    int tr;
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &tr);
+    ck_assert_int_eq(tr, !freeze);
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_BOUNDARY_NORM, -1, &tr);
+    ck_assert_int_eq(tr, !freeze);
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_EMBEDDING, -1, &tr);
+    ck_assert_int_eq(tr, 0); /* as the caller (init_student) left it */
     ck_assert_int_eq(lattice_trainer_run(w.trainer), LATTICE_OK);
-    ck_assert(same_tensor(w.student, "model.layers.0.self_attn.q_proj.weight", l0)); /* frozen */
-    ck_assert(!same_tensor(w.student, "model.layers.2.self_attn.q_proj.weight", l2));
-    ck_assert(same_tensor(w.student, "model.embed_tokens.weight", emb)); /* paper: frozen */
     ck_assert_int_eq(l.evals, 2); /* at each phase end */
-    free(l0);
-    free(l2);
-    free(emb);
+    close_world(&w);
+}
+END_TEST
+
+static void expect_boundary_trains(lattice_model *m, int expect)
+{
+    int head, bnd;
+    lattice_model_get_trainable(m, LATTICE_GROUP_HEAD, -1, &head);
+    lattice_model_get_trainable(m, LATTICE_GROUP_BOUNDARY_NORM, -1, &bnd);
+    ck_assert_int_eq(head, expect);
+    ck_assert_int_eq(bnd, expect);
+}
+
+/* train_boundary 0 freezes for its phase only; a phase that trains the boundary
+ * again makes it trainable, and the trainer otherwise leaves the caller's flags. */
+START_TEST(test_trainer_boundary_flags)
+{
+    world w;
+    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, NULL);
+    lattice_schedule_destroy(w.schedule);
+    ck_assert_int_eq(lattice_schedule_create(&w.schedule), LATTICE_OK);
+    const int active[] = {2, 4, 4, 4}, from[] = {0, 2, 0, 0}, trains[] = {1, 0, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        lattice_phase ph;
+        lattice_phase_init(&ph);
+        ph.steps = 1;
+        ph.active_layers = active[i];
+        ph.train_from = from[i];
+        ph.train_boundary = trains[i];
+        ck_assert_int_eq(lattice_schedule_add_phase(w.schedule, &ph), LATTICE_OK);
+    }
+    log_t l;
+    bind(&w, &l, 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    expect_boundary_trains(w.student, 1);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    expect_boundary_trains(w.student, 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    expect_boundary_trains(w.student, 1); /* restored */
+    /* the caller freezes the head between phases that both train the boundary:
+     * the trainer has nothing to restore and leaves it */
+    lattice_model_set_trainable(w.student, LATTICE_GROUP_HEAD, -1, 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    int head;
+    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &head);
+    ck_assert_int_eq(head, 0);
+    close_world(&w);
+}
+END_TEST
+
+/* A callback teacher that keeps the batches it was shown: the trainer's data, step by step. */
+typedef struct tape {
+    cb_state cb;
+    int calls;
+    int seq[16];
+    int32_t tokens[16][4 * 48];
+} tape;
+
+static int taping_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab, float *z)
+{
+    tape *t = user;
+    if (t->calls < 16) {
+        t->seq[t->calls] = batch * seq;
+        memcpy(t->tokens[t->calls], tokens, sizeof(int32_t) * (size_t)(batch * seq));
+    }
+    t->calls++;
+    return cb_teacher(&t->cb, tokens, batch, seq, vocab, z);
+}
+
+static int same_batch(const tape *t, int a, int b)
+{
+    return t->seq[a] == t->seq[b] &&
+           memcmp(t->tokens[a], t->tokens[b], sizeof(int32_t) * (size_t)t->seq[a]) == 0;
+}
+
+static int position_after(lattice_data_position a, lattice_data_position b)
+{
+    return a.epoch > b.epoch || (a.epoch == b.epoch && a.index > b.index);
+}
+
+START_TEST(test_trainer_rewind_data)
+{
+    /* _i: grow as the preset comes (reads on); with rewind on (replays phase 0's
+     * batches); phases of a 0.1 caller whose bytes past its struct say "rewind"
+     * (read on, as 0.1 did) */
+    static tape tp; /* 12 KiB: off the stack */
+    memset(&tp, 0, sizeof tp);
+    lattice_teacher *cb;
+    ck_assert_int_eq(lattice_teacher_create_callback(taping_teacher, &tp, VOCAB, 4, 48, &cb),
+                     LATTICE_OK);
+    world w;
+    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, cb);
+    if (_i == 1)
+        ck_assert_int_eq(lattice_schedule_set_rewind_data(w.schedule, 1), LATTICE_OK);
+    if (_i == 2) {
+        lattice_schedule_destroy(w.schedule);
+        ck_assert_int_eq(lattice_schedule_create(&w.schedule), LATTICE_OK);
+        for (int b = 0; b < 2; b++) {
+            lattice_phase ph;
+            lattice_phase_init(&ph);
+            ph.size = PHASE_SIZE_0_1;
+            ph.steps = 6;
+            ph.active_layers = 2 * (b + 1);
+            ph.rewind_data = 1;
+            ph.train_boundary = 0;
+            ck_assert_int_eq(lattice_schedule_add_phase(w.schedule, &ph), LATTICE_OK);
+        }
+    }
+    log_t l;
+    bind(&w, &l, 0);
+    lattice_data_position pos[12];
+    for (int i = 0; i < 12; i++) {
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+        lattice_data_get_position(w.data, &pos[i]);
+    }
+    ck_assert_int_eq(tp.calls, 12);
+    if (_i == 1) {
+        for (int k = 0; k < 6; k++) {
+            ck_assert_msg(same_batch(&tp, k + 6, k), "phase 1's batch %d is not phase 0's", k);
+            ck_assert_int_eq(pos[k + 6].epoch, pos[k].epoch);
+            ck_assert_int_eq(pos[k + 6].index, pos[k].index);
+        }
+    } else {
+        ck_assert(!same_batch(&tp, 6, 0)); /* new text */
+        for (int k = 1; k < 12; k++)
+            ck_assert(position_after(pos[k], pos[k - 1]));
+        int boundary;
+        lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &boundary);
+        ck_assert_int_eq(boundary, 1); /* a 0.1 phase trains the head */
+    }
+    /* the batches within phase 0 were distinct, so equality above means replay */
+    ck_assert(!same_batch(&tp, 1, 0));
     close_world(&w);
 }
 END_TEST
@@ -559,12 +809,18 @@ enum { CK_STEPS = 12 };
 
 /* Losses of steps from..CK_STEPS-1 of a grow run; when stop_at > 0 the run is
  * checkpointed after stop_at steps, torn down, rebuilt and resumed. */
-static void grow_losses(int stop_at, double *loss, const char *path, int corrupt_first)
+static void grow_losses(int stop_at, double *loss, const char *path, int corrupt_first, int rewind)
 {
     world w;
     log_t l;
     lattice_metrics m;
+    /* a rewinding run starts inside the corpus, so its shard's start is not the
+     * data's: a resumed trainer can only know it from the checkpoint */
+    const lattice_data_position shard = {1, 2};
     open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+    lattice_schedule_set_rewind_data(w.schedule, rewind);
+    if (rewind)
+        ck_assert_int_eq(lattice_data_set_position(w.data, &shard), LATTICE_OK);
     ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
     bind(&w, &l, 5);
     int step = 0;
@@ -575,6 +831,7 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
                       lattice_trainer_errmsg(w.trainer));
         close_world(&w);
         open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+        lattice_schedule_set_rewind_data(w.schedule, rewind);
         ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
         bind(&w, &l, 5);
         if (corrupt_first) {
@@ -606,14 +863,16 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
 
 START_TEST(test_resume_is_bit_exact)
 {
-    /* _i: stop inside phase 0, exactly at the phase boundary, inside phase 1 */
-    const int stops[] = {4, 6, 8};
+    /* _i % 3: stop inside phase 0, exactly at the phase boundary, inside phase 1;
+     * _i / 3: the data reads on, or phase 1 rewinds to the run's start (at the
+     * boundary the resumed trainer must know that start from the checkpoint) */
+    const int stops[] = {4, 6, 8}, stop = stops[_i % 3], rewind = _i / 3;
     double ref[CK_STEPS], got[CK_STEPS];
     char path[64];
     snprintf(path, sizeof path, "/tmp/lattice-ckpt-%d.safetensors", (int)getpid());
-    grow_losses(0, ref, NULL, 0);
-    grow_losses(stops[_i], got, path, _i == 1);
-    for (int k = stops[_i]; k < CK_STEPS; k++)
+    grow_losses(0, ref, NULL, 0, rewind);
+    grow_losses(stop, got, path, _i == 1, rewind);
+    for (int k = stop; k < CK_STEPS; k++)
         ck_assert_msg(memcmp(&ref[k], &got[k], sizeof(double)) == 0,
                       "step %d: %.17g uninterrupted, %.17g resumed", k + 1, ref[k], got[k]);
     remove(path);
@@ -627,6 +886,7 @@ int main(void)
     tcase_add_test(sc, test_presets);
     tcase_add_test(sc, test_counters_and_matching);
     tcase_add_test(sc, test_token_budget_and_bad_phases);
+    tcase_add_test(sc, test_phase_of_an_older_caller);
     suite_add_tcase(s, sc);
     TCase *tt = tcase_create("teacher");
     tcase_add_test(tt, test_init_student);
@@ -636,13 +896,15 @@ int main(void)
     TCase *tr = tcase_create("trainer");
     tcase_set_timeout(tr, 300);
     tcase_add_loop_test(tr, test_trainer_grow, 0, 2);
-    tcase_add_test(tr, test_trainer_freeze);
+    tcase_add_loop_test(tr, test_trainer_freeze, 0, 4);
+    tcase_add_test(tr, test_trainer_boundary_flags);
+    tcase_add_loop_test(tr, test_trainer_rewind_data, 0, 3);
     tcase_add_test(tr, test_trainer_non_finite_leaves_model);
     tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);
     suite_add_tcase(s, tr);
     TCase *ck = tcase_create("checkpoint");
     tcase_set_timeout(ck, 300);
-    tcase_add_loop_test(ck, test_resume_is_bit_exact, 0, 3);
+    tcase_add_loop_test(ck, test_resume_is_bit_exact, 0, 6);
     suite_add_tcase(s, ck);
     return tu_run(s);
 }

@@ -18,7 +18,10 @@ extern "C" {
  * non-padding tokens), the number of active layers, the first layer that
  * trains (layers below it are frozen: the freeze control), whether the
  * optimizer state is reset and the learning-rate schedule restarts with warmup
- * at the phase start, and how layers switched on at its start are initialised.
+ * at the phase start, how layers switched on at its start are initialised,
+ * whether the data iterator goes back to where the run began (so that every
+ * phase reads the same shard), and whether the LM head and the boundary norm
+ * train.
  *
  * The schedule also keeps the run's position (phase, step within it) and its
  * counters; a trainer drives it with ::lattice_schedule_record.
@@ -26,8 +29,19 @@ extern "C" {
  * Presets cover every arm of the paper, with n_blocks blocks of block_size
  * layers and steps_per_phase steps per phase (paper: 3 x 3 layers, 50000):
  * - ::LATTICE_PRESET_JOINT: one phase, all layers.
- * - ::LATTICE_PRESET_GROW: phase i has (i + 1) blocks active, all trained.
- * - ::LATTICE_PRESET_FREEZE: as grow, but only the newest block trains.
+ * - ::LATTICE_PRESET_GROW: phase i has (i + 1) blocks active, all trained,
+ *   with the LM head and the boundary norm.
+ * - ::LATTICE_PRESET_FREEZE: as grow, but after the first phase only the
+ *   newest block trains, as the paper's freeze control: phase 0 trains block 0,
+ *   the LM head and the boundary norm; each later phase i trains block i alone
+ *   (train_from = i * block_size, train_boundary = 0), so every earlier block,
+ *   the LM head and the boundary norm stay fixed and the new block's input does
+ *   not move (for post-norm the boundary norm is the entry norm, below every
+ *   block). The embedding is left as the caller set it (the paper freezes it).
+ *
+ * No preset rewinds the data (rewind_data = 0: the iterator reads on into new
+ * text at each phase); the paper's grow arm replays one shard per phase, which
+ * ::lattice_schedule_set_rewind_data turns on for any preset.
  * - ::LATTICE_PRESET_SINGLE_BLOCK: phase 0 of grow alone.
  * - ::LATTICE_PRESET_JOINT_MATCHED_ACTIVE: all layers, as many steps as give
  *   grow's active-layer tokens (steps_per_phase * (n_blocks + 1) / 2, in
@@ -45,7 +59,16 @@ typedef enum lattice_block_init {
     LATTICE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). @since 0.1 */
 } lattice_block_init;
 
-/** One phase. Fill with ::lattice_phase_init. @since 0.1 */
+/**
+ * @brief One phase. Fill with ::lattice_phase_init.
+ *
+ * The struct grows at its end; size says which version the caller was built
+ * against. A phase whose size ends before a field (a caller built against an
+ * older header) gets that field's default: size = offsetof(lattice_phase,
+ * rewind_data) is a 0.1 phase, which continues the data and trains the
+ * boundary.
+ * @since 0.1
+ */
 typedef struct lattice_phase {
     size_t size;                   /**< sizeof(lattice_phase), set by the init function. @since 0.1 */
     int64_t steps;                 /**< Step budget; 0 to use the token budget. @since 0.1 */
@@ -54,6 +77,13 @@ typedef struct lattice_phase {
     int train_from;                /**< First layer that trains; layers below are frozen (0: all). @since 0.1 */
     int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. @since 0.1 */
     lattice_block_init block_init; /**< Initialisation of layers switched on at the phase start. @since 0.1 */
+    int rewind_data;               /**< Non-zero: at the phase start the trainer puts the data iterator
+                                        back where it stood when the run began (the shard's beginning:
+                                        the same batches in the same order as the first phase); 0
+                                        (default): the iterator continues. @since 0.2 */
+    int train_boundary;            /**< Non-zero (default): the LM head and the boundary norm train
+                                        during the phase; 0 freezes both (a head tied to the embedding
+                                        is left as the caller set the embedding). @since 0.2 */
 } lattice_phase;
 
 /** Presets: every arm of the paper. Append-only. @since 0.1 */
@@ -79,7 +109,8 @@ typedef struct lattice_counters {
 typedef struct lattice_schedule lattice_schedule;
 
 /**
- * @brief Fill a phase with defaults: 1000 steps, 1 active layer, all train, reset on.
+ * @brief Fill a phase with defaults: 1000 steps, 1 active layer, all train (head and
+ *        boundary norm too), reset on, data continues.
  * @param[out] phase The struct; NULL is ignored.
  * @since 0.1
  */
@@ -146,12 +177,28 @@ LATTICE_API int lattice_schedule_n_phases(const lattice_schedule *schedule);
  * @brief One phase.
  * @param schedule The schedule.
  * @param index 0 .. n_phases - 1.
- * @param[out] phase The phase.
+ * @param[in,out] phase The phase. Set phase->size first (::lattice_phase_init
+ *        does) to receive the fields added after 0.1; with any other size only
+ *        the 0.1 fields are written, so a caller built against 0.1 keeps
+ *        working. On return size is the number of bytes written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_phase(const lattice_schedule *schedule, int index,
                                                   lattice_phase *phase);
+
+/**
+ * @brief Replay the shard: set rewind_data on every phase after the first.
+ *
+ * With it on, each phase starts from the data position the run began at, so
+ * every phase trains on the same batches in the same order (the paper's grow
+ * arm sees the joint arm's tokens once per phase); off, the iterator reads on.
+ * @param schedule The schedule.
+ * @param on Non-zero to rewind, 0 to continue (the default).
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_schedule_set_rewind_data(lattice_schedule *schedule, int on);
 
 /**
  * @brief The largest active depth over the phases.

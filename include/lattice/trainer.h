@@ -25,9 +25,14 @@ extern "C" {
  * cross-entropy without a teacher) and its gradient; backward; the optimizer
  * update; then the schedule records the step. At the start of each phase the
  * trainer sets the active depth, freezes the layers below the phase's
- * train_from (and unfreezes the others), initialises newly active layers as
- * the phase says, and, when the phase asks, resets the optimizer and restarts
- * its learning-rate schedule with the phase's step count as its length.
+ * train_from (and unfreezes the others), freezes the LM head and the boundary
+ * norm when the phase's train_boundary is 0 (and makes them trainable again at
+ * the start of a later phase that trains them; otherwise their flags stay as
+ * the caller set them), initialises newly active layers as the phase says,
+ * puts the data iterator back where it stood at the run's first step when the
+ * phase's rewind_data is set, and, when the phase asks, resets the optimizer
+ * and restarts its learning-rate schedule with the phase's step count as its
+ * length. The position rewound to is part of a checkpoint.
  *
  * Validation cross-entropy (mean over all counted positions of the data's
  * fixed validation set) is measured every eval_every steps and at the end of

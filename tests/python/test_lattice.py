@@ -779,6 +779,41 @@ class ScheduleTest(unittest.TestCase):
             lattice.Schedule.preset("grow", 0, 3, 10)
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
 
+    def test_phase_fields_of_0_2(self):
+        grow = lattice.Schedule.preset("grow", 3, 3, 10)
+        self.assertEqual([p.rewind_data for p in grow.phases], [0, 0, 0])   # reads on
+        self.assertEqual([p.train_boundary for p in grow.phases], [1, 1, 1])
+        grow.set_rewind_data(True)
+        self.assertEqual([p.rewind_data for p in grow.phases], [0, 1, 1])
+        grow.set_rewind_data(False)
+        self.assertEqual([p.rewind_data for p in grow.phases], [0, 0, 0])
+        replay = lattice.Schedule.preset("grow", 3, 3, 10, rewind_data=True)
+        self.assertEqual([p.rewind_data for p in replay.phases], [0, 1, 1])
+        freeze = lattice.Schedule.preset("freeze", 3, 3, 10)
+        self.assertEqual([p.train_boundary for p in freeze.phases], [1, 0, 0])
+        s = lattice.Schedule([dict(steps=2, rewind_data=1, train_boundary=0)])
+        self.assertEqual((s.phase(0).rewind_data, s.phase(0).train_boundary), (1, 0))
+        self.assertEqual(lattice.Phase.defaults().train_boundary, 1)
+
+    def test_rewind_replays_the_first_phase(self):
+        def batches(rewind):
+            model = tiny_model(n_layers=2, n_active_layers=1)
+            data = tiny_data()
+            schedule = lattice.Schedule.preset("grow", n_blocks=2, block_size=1,
+                                               steps_per_phase=3, rewind_data=rewind)
+            trainer = lattice.Trainer(model, data, lattice.Optim(model), schedule)
+            seen = []
+            for _ in range(6):
+                trainer.step()
+                seen.append(data.position)
+            return seen
+
+        on, off = batches(True), batches(False)
+        self.assertEqual(on[3:], on[:3])          # phase 1 reads phase 0's batches again
+        self.assertEqual(off[:3], on[:3])
+        self.assertNotEqual(off[3:], off[:3])     # the default reads on
+        self.assertGreater(off[5].index, off[2].index)
+
     def test_record_and_position(self):
         s = lattice.Schedule([dict(steps=2, active_layers=1), lattice.Phase.make(steps=1)])
         self.assertEqual(s.position, (0, 0))

@@ -181,6 +181,7 @@ PROTOTYPES = {
     "lattice_schedule_add_phase": (STATUS, [T.schedule_p, POINTER(T.Phase)]),
     "lattice_schedule_n_phases": (c_int, [T.schedule_p]),
     "lattice_schedule_phase": (STATUS, [T.schedule_p, c_int, POINTER(T.Phase)]),
+    "lattice_schedule_set_rewind_data": (STATUS, [T.schedule_p, c_int]),
     "lattice_schedule_max_layers": (c_int, [T.schedule_p]),
     "lattice_schedule_total_steps": (c_int64, [T.schedule_p]),
     "lattice_schedule_position": (STATUS, [T.schedule_p, POINTER(c_int), POINTER(c_int64)]),

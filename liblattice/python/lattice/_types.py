@@ -288,6 +288,8 @@ class Phase(Params):
         ("train_from", c_int),
         ("reset_optimizer", c_int),
         ("block_init", c_int),
+        ("rewind_data", c_int),      # since 0.2
+        ("train_boundary", c_int),   # since 0.2
     ]
 
 

@@ -48,7 +48,8 @@ class Schedule(Handle):
 
     @classmethod
     def preset(cls, preset, n_blocks=3, block_size=3, steps_per_phase=50000,
-               block_init=BlockInit.RANDOM):
+               block_init=BlockInit.RANDOM, rewind_data=False):
+        """An arm of the paper; rewind_data=True replays the first phase's data in every phase."""
         out = schedule_p()
         check(lib.lattice_schedule_create_preset(to_enum(Preset, preset), n_blocks, block_size,
                                                  steps_per_phase, to_enum(BlockInit, block_init),
@@ -57,6 +58,8 @@ class Schedule(Handle):
               f"{steps_per_phase} steps per phase")
         self = cls.__new__(cls)
         self._adopt(out)
+        if rewind_data:
+            self.set_rewind_data(True)
         return self
 
     def add_phase(self, phase=None, **fields):
@@ -72,13 +75,17 @@ class Schedule(Handle):
         return len(self)
 
     def phase(self, index):
-        out = Phase()
+        out = Phase.defaults()  # its size asks for every field this package knows
         self._call(lib.lattice_schedule_phase, index, byref(out))
         return out
 
     @property
     def phases(self):
         return [self.phase(i) for i in range(len(self))]
+
+    def set_rewind_data(self, on=True):
+        """Replay the shard: every phase after the first starts the data where the run began."""
+        self._call(lib.lattice_schedule_set_rewind_data, 1 if on else 0)
 
     @property
     def max_layers(self):
