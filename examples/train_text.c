@@ -71,7 +71,7 @@ static void usage(FILE *f)
             "  --lr X            peak learning rate (1e-3; cosine decay to X / 10)\n"
             "  --warmup N        linear warmup steps (30)\n"
             "  --placement P     norm placement: pre, post or peri (pre)\n"
-            "  --backend NAME    ref, blis or default (default)\n"
+            "  --backend NAME    ref, blis, openblas or default (default)\n"
             "  --threads N       threads (2)\n"
             "  --seed S          seed of the weights and of the batches (1)\n"
             "  --eval-every N    validation every N steps, 0 only at the end (steps / 5)\n"
@@ -387,12 +387,21 @@ int main(int argc, char **argv)
     if (st != LATTICE_OK) {
         fprintf(stderr, PROG ": backend '%s': %s%s\n", o.backend, lattice_status_string(st),
                 st == LATTICE_ERR_UNSUPPORTED ? " (this build has no BLIS)" :
-                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis or default)" : "");
+                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis, openblas or default)" : "");
         goto out;
     }
     if ((st = lattice_backend_set_threads(backend, o.threads)) != LATTICE_OK) {
         rc = fail(&pr, "set threads", st, NULL);
         goto out;
+    }
+    {
+        /* say which GEMM kernels run: reference-speed kernels must never go unnoticed */
+        lattice_backend_info bi;
+        bi.size = sizeof bi;
+        if (lattice_backend_get_info(backend, &bi) == LATTICE_OK)
+            fprintf(stderr, PROG ": backend %s: %s, %s kernels%s, %d threads%s%s\n", bi.name,
+                    bi.library, bi.kernels, bi.optimised ? "" : " (NOT optimised for this CPU)",
+                    o.threads, bi.reason[0] ? "; " : "", bi.reason);
     }
     if ((st = lattice_norm_create(o.placement, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK) {
         rc = fail(&pr, "norm", st, NULL);

@@ -31,51 +31,70 @@
 
 /* ---- the preset -------------------------------------------------------------- */
 
+#define MAX_ARMS 24
+#define MAX_PHASES 16
+
+/* An arm: a placement, a schedule (a preset or explicit phases), how appended
+ * blocks start, what the freeze arm freezes, how the data iterator behaves at
+ * phase starts, and the init gain. */
+typedef struct arm {
+    char name[48];
+    lattice_norm_placement placement;
+    double residual_scale;        /* post-norm's a (DeepNorm-style); 1 for plain */
+    int schedule;                 /* a lattice_schedule_preset, or -1 for explicit phases */
+    lattice_phase phases[MAX_PHASES];
+    int n_phases;                 /* explicit phases */
+    lattice_block_init block_init;
+    int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
+    int replay;                   /* 1: every phase restarts at the shard's beginning */
+    double init_gain;             /* <= 0: the preset's student gain */
+} arm;
+
 typedef struct preset {
     char name[64], train[1024], val[1024];
     int seq_len, batch, split_long;
     int t_layers, t_steps, t_warmup;
-    double t_lr;
+    double t_lr, t_init_std;
     int d_model, heads, kv_heads, head_dim, d_ff, blocks, block_size, qk_norm;
-    double rope_theta;
+    double rope_theta, init_gain, init_std;
     int steps_per_phase, warmup, eval_every, eval_batches, final_eval_batches;
     double lr, min_lr, clip, alpha, gamma, tau;
     int seeds, threads;
-    char arms[16][32];
+    arm arms[MAX_ARMS];
     int n_arms;
     json_object *json; /* the whole preset, recorded with the results */
 } preset;
 
-/* An arm: a placement and a schedule preset. */
-typedef struct arm_kind {
+/* The paper's arms by name. Grow, freeze and single-block replay one shard
+ * per phase (the paper's rule); the budget controls read on into fresh data
+ * (the paper: "fresh data"). */
+static const struct {
     const char *name;
     lattice_norm_placement placement;
     lattice_schedule_preset schedule;
-} arm_kind;
-
-static const arm_kind arm_kinds[] = {
-    {"pre-joint", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT},
-    {"post-joint", LATTICE_NORM_POST, LATTICE_PRESET_JOINT},
-    {"pre-grow", LATTICE_NORM_PRE, LATTICE_PRESET_GROW},
-    {"post-grow", LATTICE_NORM_POST, LATTICE_PRESET_GROW},
-    {"pre-single", LATTICE_NORM_PRE, LATTICE_PRESET_SINGLE_BLOCK},
-    {"post-single", LATTICE_NORM_POST, LATTICE_PRESET_SINGLE_BLOCK},
-    {"pre-freeze", LATTICE_NORM_PRE, LATTICE_PRESET_FREEZE},
-    {"post-freeze", LATTICE_NORM_POST, LATTICE_PRESET_FREEZE},
-    {"pre-joint-active", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_ACTIVE},
-    {"post-joint-active", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_ACTIVE},
-    {"pre-joint-total", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_TOTAL},
-    {"post-joint-total", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_TOTAL},
+    int replay;
+} named_arms[] = {
+    {"pre-joint", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, 1},
+    {"post-joint", LATTICE_NORM_POST, LATTICE_PRESET_JOINT, 1},
+    {"peri-joint", LATTICE_NORM_PERI, LATTICE_PRESET_JOINT, 1},
+    {"pre-grow", LATTICE_NORM_PRE, LATTICE_PRESET_GROW, 1},
+    {"post-grow", LATTICE_NORM_POST, LATTICE_PRESET_GROW, 1},
+    {"peri-grow", LATTICE_NORM_PERI, LATTICE_PRESET_GROW, 1},
+    {"pre-single", LATTICE_NORM_PRE, LATTICE_PRESET_SINGLE_BLOCK, 1},
+    {"post-single", LATTICE_NORM_POST, LATTICE_PRESET_SINGLE_BLOCK, 1},
+    {"pre-freeze", LATTICE_NORM_PRE, LATTICE_PRESET_FREEZE, 1},
+    {"post-freeze", LATTICE_NORM_POST, LATTICE_PRESET_FREEZE, 1},
+    {"pre-joint-active", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 0},
+    {"post-joint-active", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 0},
+    {"pre-joint-total", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_TOTAL, 0},
+    {"post-joint-total", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_TOTAL, 0},
 };
-#define N_KINDS ((int)(sizeof arm_kinds / sizeof arm_kinds[0]))
+#define N_NAMED ((int)(sizeof named_arms / sizeof named_arms[0]))
 
-static const arm_kind *find_kind(const char *name)
-{
-    for (int i = 0; i < N_KINDS; i++)
-        if (strcmp(arm_kinds[i].name, name) == 0)
-            return &arm_kinds[i];
-    return NULL;
-}
+static const char *const schedule_names[] = {"joint", "grow", "freeze", "single", "joint-active",
+                                             "joint-total"};
+static const char *const placement_names[] = {"pre", "post", "peri"};
+static const char *const block_init_names[] = {"random", "identity", "copy"};
 
 static void die(const char *fmt, ...)
 {
@@ -86,6 +105,58 @@ static void die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(1);
+}
+
+/* The paper's default gain: std 0.02 at width 4096 (0.02 * sqrt(4096)). */
+#define PAPER_GAIN 1.28
+/* The paper's LR per unit of init std: 1e-4 at std 0.02. */
+#define PAPER_LR_PER_STD (1e-4 / 0.02)
+
+/* Every key a preset may hold, by path; anything else is an error. "*" marks
+ * the elements of a list. */
+static const char *const known_keys[] = {
+    "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms",
+    "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
+    "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
+    "teacher.init_std",
+    "student.d_model", "student.n_heads", "student.n_kv_heads", "student.head_dim", "student.d_ff",
+    "student.blocks", "student.block_size", "student.qk_norm", "student.rope_theta",
+    "student.init_gain", "student.init_std",
+    "train.steps_per_phase", "train.lr", "train.lr_per_std", "train.min_lr", "train.warmup",
+    "train.clip", "train.alpha", "train.gamma", "train.tau", "train.eval_every",
+    "train.eval_batches", "train.final_eval_batches",
+    "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
+    "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
+    "arms.*.phases.*.steps", "arms.*.phases.*.tokens", "arms.*.phases.*.active_layers",
+    "arms.*.phases.*.train_from", "arms.*.phases.*.reset_optimizer", "arms.*.phases.*.block_init",
+    "arms.*.phases.*.rewind_data", "arms.*.phases.*.train_boundary",
+};
+
+static void check_keys(json_object *o, const char *path, const char *pattern)
+{
+    if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            char p2[256], pat2[256];
+            snprintf(p2, sizeof p2, "%s[%zu]", path, i);
+            snprintf(pat2, sizeof pat2, "%s.*", pattern);
+            check_keys(json_object_array_get_idx(o, i), p2, pat2);
+        }
+        return;
+    }
+    if (!json_object_is_type(o, json_type_object))
+        return;
+    json_object_object_foreach(o, key, val)
+    {
+        char pat[256], full[256];
+        snprintf(pat, sizeof pat, "%s%s%s", pattern, pattern[0] ? "." : "", key);
+        snprintf(full, sizeof full, "%s%s%s", path, path[0] ? "." : "", key);
+        int ok = 0;
+        for (size_t k = 0; k < sizeof known_keys / sizeof known_keys[0] && !ok; k++)
+            ok = strcmp(known_keys[k], pat) == 0;
+        if (!ok)
+            die("preset: unknown key '%s' (a typo? see examples/reproduce/presets/README.md)", full);
+        check_keys(val, full, pat);
+    }
 }
 
 static json_object *member(json_object *o, const char *path)
@@ -136,23 +207,129 @@ static void get_s(json_object *o, const char *path, char *dst, size_t n, const c
     snprintf(dst, n, "%s", v ? json_object_get_string(v) : fallback);
 }
 
+/* A string member that must be one of names[]; returns its index, or fallback when absent. */
+static int get_enum(json_object *o, const char *key, const char *where, const char *const *names,
+                    int n, int fallback)
+{
+    char s[64];
+    if (!member(o, key))
+        return fallback;
+    get_s(o, key, s, sizeof s, "");
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    char known[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", names[i]);
+    die("preset: %s.%s = '%s' is not one of: %s", where, key, s, known);
+    return -1;
+}
+
+/* A path in a preset is relative to the preset's own folder. */
+static void resolve_path(char *dst, size_t n, const char *preset_path, const char *rel)
+{
+    if (rel[0] == '/') {
+        snprintf(dst, n, "%s", rel);
+        return;
+    }
+    const char *slash = strrchr(preset_path, '/');
+    int dirlen = slash ? (int)(slash - preset_path) : 1;
+    snprintf(dst, n, "%.*s/%s", dirlen, slash ? preset_path : ".", rel);
+}
+
+static void parse_arm(preset *p, json_object *v, int index)
+{
+    arm *a = &p->arms[p->n_arms];
+    memset(a, 0, sizeof(*a));
+    a->residual_scale = 1.0;
+    a->train_boundary = -1;
+    a->block_init = LATTICE_BLOCK_INIT_RANDOM;
+    char where[64];
+    snprintf(where, sizeof where, "arms[%d]", index);
+    const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    json_object *spec = json_object_is_type(v, json_type_object) ? v : NULL;
+    if (!name && !spec)
+        die("preset: %s must be an arm's name or an object", where);
+    if (spec) {
+        get_s(spec, "name", a->name, sizeof a->name, "");
+        if (!a->name[0])
+            die("preset: %s needs a name", where);
+    } else {
+        snprintf(a->name, sizeof a->name, "%s", name);
+    }
+    int named = -1;
+    for (int i = 0; i < N_NAMED && named < 0; i++)
+        if (strcmp(named_arms[i].name, a->name) == 0)
+            named = i;
+    if (!spec && named < 0)
+        die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, joint-active, "
+            "joint-total, peri-joint, peri-grow; or give an object with placement and schedule)",
+            a->name);
+    a->placement = named >= 0 ? named_arms[named].placement : LATTICE_NORM_PRE;
+    a->schedule = named >= 0 ? (int)named_arms[named].schedule : -1;
+    a->replay = named >= 0 ? named_arms[named].replay : 1;
+    for (int i = 0; i < p->n_arms; i++)
+        if (strcmp(p->arms[i].name, a->name) == 0)
+            die("preset: arm '%s' is listed twice", a->name);
+    if (spec) {
+        a->placement = (lattice_norm_placement)get_enum(spec, "placement", where, placement_names, 3,
+                                                        named >= 0 ? (int)a->placement : -1);
+        if ((int)a->placement < 0)
+            die("preset: %s needs a placement (pre, post or peri)", where);
+        a->residual_scale = get_d(spec, "residual_scale", 1.0);
+        if (a->residual_scale <= 0)
+            die("preset: %s.residual_scale must be > 0", where);
+        a->schedule = get_enum(spec, "schedule", where, schedule_names, 6, a->schedule);
+        a->block_init = (lattice_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
+        a->train_boundary = member(spec, "train_boundary") ? get_i(spec, "train_boundary", 1, 0, 1) : -1;
+        static const char *const data_modes[] = {"continue", "replay"};
+        a->replay = get_enum(spec, "data", where, data_modes, 2, a->replay);
+        a->init_gain = get_d(spec, "init_gain", 0);
+        json_object *ph = member(spec, "phases");
+        if (ph) {
+            if (!json_object_is_type(ph, json_type_array) || json_object_array_length(ph) == 0 ||
+                json_object_array_length(ph) > MAX_PHASES)
+                die("preset: %s.phases must be a list of 1..%d phases", where, MAX_PHASES);
+            a->schedule = -1;
+            const int L = p->blocks * p->block_size;
+            for (size_t k = 0; k < json_object_array_length(ph); k++) {
+                json_object *e = json_object_array_get_idx(ph, k);
+                lattice_phase *f = &a->phases[a->n_phases++];
+                lattice_phase_init(f);
+                f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : p->steps_per_phase, 0, 1 << 30);
+                f->tokens = member(e, "tokens") ? (int64_t)get_d(e, "tokens", 0) : 0;
+                f->active_layers = get_i(e, "active_layers", L, 1, L);
+                f->train_from = get_i(e, "train_from", 0, 0, L - 1);
+                f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
+                f->block_init = (lattice_block_init)get_enum(e, "block_init", where, block_init_names,
+                                                             3, (int)a->block_init);
+                f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
+                f->train_boundary = get_i(e, "train_boundary", 1, 0, 1);
+            }
+        } else if (a->schedule < 0) {
+            die("preset: %s needs a schedule (%s, ...) or phases", where, schedule_names[0]);
+        }
+    }
+    p->n_arms++;
+}
+
 static void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
     json_object *o = json_object_from_file(path);
     if (!o || !json_object_is_type(o, json_type_object))
         die("cannot read the preset %s (missing, or not a JSON object)", path);
+    check_keys(o, "", "");
     p->json = o;
+    char rel[1024];
     get_s(o, "name", p->name, sizeof p->name, "custom");
-    get_s(o, "data.train", p->train, sizeof p->train, "examples/data/austen/train.txt");
-    get_s(o, "data.val", p->val, sizeof p->val, "examples/data/austen/val.txt");
+    get_s(o, "data.train", rel, sizeof rel, "../../data/austen/train.txt");
+    resolve_path(p->train, sizeof p->train, path, rel);
+    get_s(o, "data.val", rel, sizeof rel, "../../data/austen/val.txt");
+    resolve_path(p->val, sizeof p->val, path, rel);
     p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);
     p->batch = get_i(o, "data.batch_size", 16, 1, 4096);
     p->split_long = get_i(o, "data.split_long", 1, 0, 1);
-    p->t_layers = get_i(o, "teacher.layers", 12, 1, 1024);
-    p->t_steps = get_i(o, "teacher.steps", 1000, 1, 1 << 30);
-    p->t_lr = get_d(o, "teacher.lr", 1e-3);
-    p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
     p->d_model = get_i(o, "student.d_model", 128, 1, 1 << 16);
     p->heads = get_i(o, "student.n_heads", 4, 1, 1024);
     p->kv_heads = get_i(o, "student.n_kv_heads", p->heads, 1, 1024);
@@ -162,9 +339,27 @@ static void load_preset(preset *p, const char *path)
     p->block_size = get_i(o, "student.block_size", 3, 1, 64);
     p->qk_norm = get_i(o, "student.qk_norm", 1, 0, 1);
     p->rope_theta = get_d(o, "student.rope_theta", 10000.0);
+    /* Init: a gain (std = gain / sqrt(d_model)), the paper's by default, or a
+     * std given outright. */
+    p->init_gain = get_d(o, "student.init_gain", PAPER_GAIN);
+    p->init_std = member(o, "student.init_std") ? get_d(o, "student.init_std", 0.02)
+                                                : p->init_gain / sqrt((double)p->d_model);
+    if (member(o, "student.init_std"))
+        p->init_gain = p->init_std * sqrt((double)p->d_model);
+    double t_gain = get_d(o, "teacher.init_gain", PAPER_GAIN);
+    p->t_init_std = member(o, "teacher.init_std") ? get_d(o, "teacher.init_std", 0.02)
+                                                  : t_gain / sqrt((double)p->d_model);
+    if (!(p->init_std > 0) || !(p->t_init_std > 0))
+        die("preset: the init std (or gain) must be > 0");
+    p->t_layers = get_i(o, "teacher.layers", 12, 1, 1024);
+    p->t_steps = get_i(o, "teacher.steps", 1000, 1, 1 << 30);
+    /* LR in the paper's proportion to the init std unless given */
+    double lr_per_std = get_d(o, "train.lr_per_std", PAPER_LR_PER_STD);
+    p->t_lr = get_d(o, "teacher.lr", lr_per_std * p->t_init_std);
+    p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
     p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
-    p->lr = get_d(o, "train.lr", 1e-3);
-    p->min_lr = get_d(o, "train.min_lr", 1e-5);
+    p->lr = get_d(o, "train.lr", lr_per_std * p->init_std);
+    p->min_lr = get_d(o, "train.min_lr", p->lr / 100);
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
     p->clip = get_d(o, "train.clip", 0.5);
     p->alpha = get_d(o, "train.alpha", 0.7);
@@ -177,17 +372,49 @@ static void load_preset(preset *p, const char *path)
     p->threads = get_i(o, "threads", 2, 1, 256);
     json_object *arms = member(o, "arms");
     if (arms && !json_object_is_type(arms, json_type_array))
-        die("preset: arms must be a list of names");
+        die("preset: arms must be a list");
     int n = arms ? (int)json_object_array_length(arms) : 0;
-    for (int i = 0; i < n && p->n_arms < 16; i++) {
-        const char *a = json_object_get_string(json_object_array_get_idx(arms, i));
-        if (!a || !find_kind(a))
-            die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, "
-                "joint-active, joint-total)", a ? a : "?");
-        snprintf(p->arms[p->n_arms++], sizeof p->arms[0], "%s", a);
-    }
+    if (n > MAX_ARMS)
+        die("preset: at most %d arms", MAX_ARMS);
+    for (int i = 0; i < n; i++)
+        parse_arm(p, json_object_array_get_idx(arms, i), i);
     if (!p->n_arms)
         die("preset: no arms to run");
+}
+
+/* The schedule of an arm: the preset's phases (or the explicit ones), with
+ * the arm's block init, data rule and boundary freeze applied. */
+static lattice_schedule *arm_schedule(const preset *p, const arm *a)
+{
+    lattice_phase ph[MAX_PHASES];
+    int n = a->n_phases;
+    if (a->schedule >= 0) {
+        lattice_schedule *s;
+        if (lattice_schedule_create_preset((lattice_schedule_preset)a->schedule, p->blocks,
+                                           p->block_size, p->steps_per_phase, a->block_init,
+                                           &s) != LATTICE_OK)
+            die("arm %s: the schedule preset does not fit the student", a->name);
+        n = lattice_schedule_n_phases(s);
+        if (n > MAX_PHASES)
+            die("arm %s: too many phases", a->name);
+        for (int i = 0; i < n; i++) {
+            lattice_phase_init(&ph[i]);
+            lattice_schedule_phase(s, i, &ph[i]);
+            ph[i].rewind_data = i > 0 && a->replay;
+            if (i > 0 && a->train_boundary >= 0)
+                ph[i].train_boundary = a->train_boundary;
+        }
+        lattice_schedule_destroy(s);
+    } else {
+        memcpy(ph, a->phases, sizeof(ph[0]) * (size_t)n);
+    }
+    lattice_schedule *s;
+    if (lattice_schedule_create(&s) != LATTICE_OK)
+        die("out of memory");
+    for (int i = 0; i < n; i++)
+        if (lattice_schedule_add_phase(s, &ph[i]) != LATTICE_OK)
+            die("arm %s: phase %d: %s", a->name, i, lattice_schedule_errmsg(s));
+    return s;
 }
 
 /* ---- results ------------------------------------------------------------------ */
@@ -196,6 +423,9 @@ typedef struct point {
     int64_t step, active_layer_tokens;
     int phase, active;
     double val_ce;
+    /* the residual stream after the last active layer, on the fixed batch:
+     * RMS std and kurtosis over all tokens, mean RMS of boundary and regular tokens */
+    double rms_std, rms_kurt, rms_boundary, rms_regular;
 } point;
 
 typedef struct run_result {
@@ -204,8 +434,9 @@ typedef struct run_result {
     int n_pts;
     double *losses; /* per step */
     int64_t n_steps, append_steps[8];
-    int n_appends;
+    int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
     lattice_response resp[8];
+    double area2[8], area10[8]; /* excess loss per step over 2% and 10% of a phase */
     lattice_removal removal[8];
     int n_blocks_measured;
     lattice_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
@@ -222,7 +453,25 @@ typedef struct progress {
     double start, nonpad_tokens;
     run_result *res;
     int64_t last_print;
+    /* boundary statistics at every evaluation */
+    lattice_diag *diag;
+    lattice_model *model;
+    const int32_t *diag_tokens;
+    const uint8_t *diag_mask;
+    int diag_batch, diag_seq;
 } progress;
+
+/* Per-token RMS statistics after every active layer on the fixed batch:
+ * out[(boundary * 3) + class], classes regular, document boundary, all. */
+static lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
+                                     const uint8_t *mask, int batch, int seq,
+                                     lattice_rms_stats *out, int out_len)
+{
+    const int active = lattice_model_active_layers(m);
+    if ((active + 1) * 3 > out_len)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    return lattice_diag_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, out, (active + 1) * 3);
+}
 
 static int on_step(void *user, const lattice_metrics *m)
 {
@@ -254,9 +503,20 @@ static int on_eval(void *user, const lattice_metrics *m)
 {
     progress *pr = user;
     run_result *r = pr->res;
-    if (r->n_pts < MAX_POINTS)
-        r->pts[r->n_pts++] = (point){m->step, m->counters.active_layer_tokens, m->phase,
-                                     m->active_layers, m->val_ce};
+    if (r->n_pts >= MAX_POINTS)
+        return 0;
+    point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
+                NAN, NAN, NAN, NAN};
+    lattice_rms_stats st[(256 + 1) * 3];
+    if (pr->diag && boundary_stats(pr->diag, pr->model, pr->diag_tokens, pr->diag_mask,
+                                   pr->diag_batch, pr->diag_seq, st, 257 * 3) == LATTICE_OK) {
+        const lattice_rms_stats *top = &st[m->active_layers * 3];
+        pt.rms_std = top[2].std;
+        pt.rms_kurt = top[2].kurtosis;
+        pt.rms_boundary = top[1].mean;
+        pt.rms_regular = top[0].mean;
+    }
+    r->pts[r->n_pts++] = pt;
     return 0;
 }
 
@@ -287,7 +547,7 @@ static lattice_data *open_data(const preset *p, uint64_t seed)
     return d;
 }
 
-static lattice_model_params model_shape(const preset *p, int layers, uint64_t seed)
+static lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed)
 {
     lattice_model_params mp;
     lattice_model_params_init(&mp);
@@ -304,15 +564,18 @@ static lattice_model_params model_shape(const preset *p, int layers, uint64_t se
     mp.max_batch = p->batch;
     mp.max_seq = p->seq_len;
     mp.seed = seed;
+    mp.init_std = (float)init_std;
     return mp;
 }
 
 static lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
-                                int layers, uint64_t seed)
+                                double residual_scale, int layers, double init_std, uint64_t seed)
 {
     lattice_norm *norm;
     check(lattice_norm_create(pl, LATTICE_NORM_RMS, 1e-6f, &norm), "norm", NULL);
-    lattice_model_params mp = model_shape(p, layers, seed);
+    if (residual_scale != 1.0)
+        check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
+    lattice_model_params mp = model_shape(p, layers, init_std, seed);
     char err[LATTICE_ERRMSG_SIZE];
     check(lattice_model_params_check(&mp, err), "model", err);
     lattice_model *m;
@@ -346,6 +609,9 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
     json_object_object_add(want, "teacher", json_object_get(member(p->json, "teacher")));
     json_object_object_add(want, "student", json_object_get(member(p->json, "student")));
     json_object_object_add(want, "data", json_object_get(member(p->json, "data")));
+    /* the derived settings too: a default may change between versions */
+    json_object_object_add(want, "init_std", json_object_new_double(p->t_init_std));
+    json_object_object_add(want, "lr", json_object_new_double(p->t_lr));
     const char *want_s = json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN);
     json_object *have = retrain ? NULL : json_object_from_file(meta);
     int same = have && strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN), want_s) == 0;
@@ -360,7 +626,7 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
         }
         fprintf(stderr, PROG ": teacher: cached file unusable (%s); training again\n", err);
     }
-    t = new_model(p, be, LATTICE_NORM_PRE, p->t_layers, 1000);
+    t = new_model(p, be, LATTICE_NORM_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
     lattice_data *d = open_data(p, 1000);
     lattice_optim *o = new_optim(t, p->t_lr, p->t_lr / 10, p->t_warmup, p->t_steps, 1.0);
     lattice_schedule *s;
@@ -369,7 +635,14 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
           "schedule", NULL);
     run_result *r = calloc(1, sizeof(*r));
     r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
-    progress pr = {"teacher", 0, 0, 0, 1, isatty(2), 0, p->t_steps, p->t_steps, ex_now(), 0, r, 0};
+    progress pr = {0};
+    pr.arm = "teacher";
+    pr.n_runs = 0;
+    pr.n_phases = 1;
+    pr.tty = isatty(2);
+    pr.steps_total_all = pr.run_steps = p->t_steps;
+    pr.start = ex_now();
+    pr.res = r;
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_batches = p->eval_batches;
@@ -398,18 +671,73 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
     return t;
 }
 
+/* ---- the teacher's go/no-go ------------------------------------------------------- */
+
+/* The paper's mechanism rests on pre-norm residual streams growing massive
+ * activations on document-boundary tokens. Measure them in the teacher. */
+typedef struct gonogo {
+    int n;                      /* boundaries measured (layers + 1) */
+    double ratio[257], kurt[257], boundary[257], regular[257];
+    double max_ratio;
+} gonogo;
+
+static void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
+{
+    memset(g, 0, sizeof(*g));
+    lattice_data *d = open_data(p, 1000);
+    lattice_batch b;
+    check(lattice_data_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    lattice_diag *dg;
+    check(lattice_diag_create(teacher, &dg), "diagnostics", NULL);
+    lattice_rms_stats st[257 * 3];
+    check(boundary_stats(dg, teacher, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
+          "teacher boundary scale", lattice_diag_errmsg(dg));
+    g->n = lattice_model_active_layers(teacher) + 1;
+    for (int k = 0; k < g->n; k++) {
+        g->boundary[k] = st[k * 3 + 1].mean;
+        g->regular[k] = st[k * 3].mean;
+        g->kurt[k] = st[k * 3 + 2].kurtosis;
+        g->ratio[k] = g->regular[k] > 0 ? g->boundary[k] / g->regular[k] : NAN;
+        if (k > 0 && g->ratio[k] > g->max_ratio)
+            g->max_ratio = g->ratio[k];
+    }
+    fprintf(stderr, PROG ": teacher go/no-go: boundary-token / regular RMS by layer:");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.2f", g->ratio[k]);
+    fprintf(stderr, "\n" PROG ": teacher kurtosis of per-token RMS by layer:");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.1f", g->kurt[k]);
+    fprintf(stderr, "\n" PROG ": teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm "
+                    "streams reach 37x)\n",
+            g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
+                              : "NO-GO, no massive boundary activations",
+            g->max_ratio);
+    lattice_diag_destroy(dg);
+    lattice_data_destroy(d);
+}
+
 /* ---- one student run ------------------------------------------------------------ */
 
+static int64_t response_window(const preset *p)
+{
+    const int64_t w = (p->steps_per_phase * 4 + 500) / 1000;
+    return w > 3 ? w : 3;
+}
+
+static double arm_std(const preset *p, const arm *a)
+{
+    return a->init_gain > 0 ? a->init_gain / sqrt((double)p->d_model) : p->init_std;
+}
+
 static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
-                    const arm_kind *kind, int seed, progress *pr, run_result *r)
+                    const arm *kind, int seed, progress *pr, run_result *r)
 {
     const int L = p->blocks * p->block_size;
-    lattice_schedule *s;
-    check(lattice_schedule_create_preset(kind->schedule, p->blocks, p->block_size,
-                                         p->steps_per_phase, LATTICE_BLOCK_INIT_RANDOM, &s),
-          "schedule", NULL);
+    lattice_schedule *s = arm_schedule(p, kind);
     /* Paired seeds: pre and post of one seed share initial weights and data order. */
-    lattice_model *m = new_model(p, be, kind->placement, L, 100 + (uint64_t)seed);
+    const double std = arm_std(p, kind);
+    lattice_model *m = new_model(p, be, kind->placement, kind->residual_scale, L, std,
+                                 100 + (uint64_t)seed);
     lattice_teacher *t;
     check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
@@ -422,12 +750,37 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_distill *loss;
     check(lattice_distill_create(&dp, &loss), "loss", NULL);
     lattice_data *d = open_data(p, 200 + (uint64_t)seed);
-    lattice_optim *o = new_optim(m, p->lr, p->min_lr, p->warmup, p->steps_per_phase, p->clip);
+    /* LR in proportion to this arm's init std when the arm sets its own gain */
+    const double lr_scale = std / p->init_std;
+    lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
+                                 p->steps_per_phase, p->clip);
     int64_t total = lattice_schedule_total_steps(s);
+    if (total <= 0)
+        die("arm %s: every phase needs a step budget in the reproduction", kind->name);
     r->losses = calloc((size_t)total + 1, sizeof(double));
     pr->res = r;
     pr->run_steps = total;
     pr->n_phases = lattice_schedule_n_phases(s);
+    /* diagnostics on a fixed batch: the first validation batch */
+    lattice_diag *dg;
+    check(lattice_diag_create(m, &dg), "diagnostics", NULL);
+    lattice_batch b;
+    check(lattice_data_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    /* the batch's buffers may be reused by the data object: keep a copy */
+    int32_t *fixed_tokens = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    int32_t *fixed_targets = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    uint8_t *fixed_mask = malloc((size_t)b.batch * (size_t)b.seq);
+    if (!fixed_tokens || !fixed_targets || !fixed_mask)
+        die("out of memory");
+    memcpy(fixed_tokens, b.tokens, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    memcpy(fixed_targets, b.targets, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    memcpy(fixed_mask, b.mask, (size_t)b.batch * (size_t)b.seq);
+    pr->diag = dg;
+    pr->model = m;
+    pr->diag_tokens = fixed_tokens;
+    pr->diag_mask = fixed_mask;
+    pr->diag_batch = b.batch;
+    pr->diag_seq = b.seq;
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_every = p->eval_every;
@@ -441,6 +794,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_status st = lattice_trainer_run(tr);
     check(st, "training", lattice_trainer_errmsg(tr));
     r->seconds = ex_now() - t0;
+    pr->diag = NULL;
     lattice_counters c;
     lattice_schedule_counters(s, &c);
     r->tokens_per_s = (double)c.tokens / r->seconds;
@@ -448,37 +802,55 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
      * held-out set unless the preset caps it */
     lattice_trainer_params full = tp;
     full.eval_batches = p->final_eval_batches;
+    full.on_eval = NULL;
     lattice_trainer_destroy(tr);
     check(lattice_trainer_create(m, t, loss, d, o, s, &full, &tr), "trainer", NULL);
     check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
 
-    /* diagnostics on a fixed batch: the first validation batch */
-    lattice_diag *dg;
-    check(lattice_diag_create(m, &dg), "diagnostics", NULL);
-    lattice_batch b;
-    check(lattice_data_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     const int active = lattice_model_active_layers(m);
-    lattice_rms_stats stats[(64 * 3 + 1) * 3];
-    check(lattice_diag_boundary_scale(dg, b.tokens, b.mask, b.batch, b.seq, NULL, 2, stats,
-                                      (active + 1) * 3),
+    lattice_rms_stats stats[257 * 3];
+    check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats, 257 * 3),
           "boundary scale", lattice_diag_errmsg(dg));
     r->n_boundaries = 0;
     for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < 8; blk++, r->n_boundaries++)
         memcpy(r->rms[r->n_boundaries], &stats[blk * p->block_size * 3], sizeof r->rms[0]);
     r->n_blocks_measured = 0;
     for (int blk = 0; (blk + 1) * p->block_size <= active && blk < 8; blk++, r->n_blocks_measured++)
-        check(lattice_diag_block_removal(dg, b.tokens, b.targets, b.mask, b.batch, b.seq,
+        check(lattice_diag_block_removal(dg, fixed_tokens, fixed_targets, fixed_mask, b.batch, b.seq,
                                          blk * p->block_size, p->block_size, &r->removal[blk]),
               "block removal", lattice_diag_errmsg(dg));
-    /* windows scale with the run: 1/20 of a phase, at least 3 steps */
-    int64_t window = p->steps_per_phase / 20 > 3 ? p->steps_per_phase / 20 : 3;
+    /* The paper smooths over 200 of 50k steps (0.4% of a phase): the same
+     * share here, at least 3 steps; areas per step over 2% and 10% of a phase. */
+    const int64_t window = response_window(p);
     for (int a = 0; a < r->n_appends; a++) {
+        /* the a-th phase change: from phase a to a + 1 */
+        lattice_phase ph0, ph1;
+        lattice_phase_init(&ph0);
+        lattice_phase_init(&ph1);
+        lattice_schedule_phase(s, a, &ph0);
+        lattice_schedule_phase(s, a + 1, &ph1);
+        r->is_append[a] = ph1.active_layers > ph0.active_layers;
         lattice_response *rs = &r->resp[a];
+        lattice_response r2, r10;
+        const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;
+        const int64_t h10 = p->steps_per_phase / 10 > 1 ? p->steps_per_phase / 10 : 1;
         if (lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window,
-                                       p->steps_per_phase, rs) != LATTICE_OK)
+                                       p->steps_per_phase, rs) != LATTICE_OK ||
+            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h2,
+                                       &r2) != LATTICE_OK ||
+            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h10,
+                                       &r10) != LATTICE_OK) {
             memset(rs, 0, sizeof(*rs));
+            r->area2[a] = r->area10[a] = NAN;
+            continue;
+        }
+        r->area2[a] = r2.area / (double)h2;
+        r->area10[a] = r10.area / (double)h10;
     }
     lattice_diag_destroy(dg);
+    free(fixed_tokens);
+    free(fixed_targets);
+    free(fixed_mask);
     lattice_trainer_destroy(tr);
     lattice_optim_destroy(o);
     lattice_data_destroy(d);
@@ -521,13 +893,15 @@ static summary summarise(const double *x, int n)
 
 typedef struct study {
     const preset *p;
-    run_result *res[16][MAX_SEEDS]; /* [arm][seed] */
+    run_result *res[MAX_ARMS][MAX_SEEDS]; /* [arm][seed] */
+    gonogo teacher;
+    int seeds_done; /* complete seeds (every arm ran) */
 } study;
 
 static int arm_index(const study *s, const char *name)
 {
     for (int a = 0; a < s->p->n_arms; a++)
-        if (strcmp(s->p->arms[a], name) == 0)
+        if (strcmp(s->p->arms[a].name, name) == 0)
             return a;
     return -1;
 }
@@ -540,6 +914,17 @@ static int finals(const study *s, const char *name, double *x)
         return 0;
     for (int i = 0; i < s->p->seeds; i++)
         x[i] = s->res[a][i]->final_val;
+    return s->p->seeds;
+}
+
+/* Paired differences of two arms' finals (b - a); the count, 0 if either is missing. */
+static int paired(const study *s, const char *arm_a, const char *arm_b, double *d)
+{
+    double x[MAX_SEEDS], y[MAX_SEEDS];
+    if (!finals(s, arm_a, x) || !finals(s, arm_b, y))
+        return 0;
+    for (int i = 0; i < s->p->seeds; i++)
+        d[i] = y[i] - x[i];
     return s->p->seeds;
 }
 
@@ -567,29 +952,260 @@ static void fmt_num(char *buf, size_t n, double v, const char *f)
         snprintf(buf, n, f, v);
 }
 
+/* ---- verdicts ---------------------------------------------------------------------- */
+
+/* Differences of validation CE smaller than this (nats/byte) count as parity. */
+#define PARITY_TOL 0.01
+
+enum { V_NA, V_YES, V_NO, V_UNSURE };
+static const char *verdict_name(int v, int n)
+{
+    static char buf[64];
+    const char *w = v == V_YES ? "reproduced" : v == V_NO ? "not reproduced" : v == V_UNSURE ? "inconclusive" : "not run";
+    snprintf(buf, sizeof buf, "%s%s", w, v != V_NA && n == 1 ? " (1 seed)" : "");
+    return buf;
+}
+
+/* A difference expected to have sign `sign` (-1 or +1): with seeds, the 95%
+ * interval decides; with one seed, the parity tolerance does. */
+static int directional(const summary *sm, int sign)
+{
+    if (sm->n == 0)
+        return V_NA;
+    if (sm->n >= 2) {
+        double lo = sm->mean - sm->half, hi = sm->mean + sm->half;
+        if ((sign < 0 && hi < 0) || (sign > 0 && lo > 0))
+            return V_YES;
+        if ((sign < 0 && lo > 0) || (sign > 0 && hi < 0))
+            return V_NO;
+        return V_UNSURE;
+    }
+    if (sm->mean * sign > PARITY_TOL)
+        return V_YES;
+    if (sm->mean * sign < -PARITY_TOL)
+        return V_NO;
+    return V_UNSURE;
+}
+
+/* Parity: |difference| within the tolerance. */
+static int parity(const summary *sm)
+{
+    if (sm->n == 0)
+        return V_NA;
+    double half = sm->n >= 2 ? sm->half : 0;
+    if (fabs(sm->mean) + half <= PARITY_TOL || (sm->n == 1 && fabs(sm->mean) <= PARITY_TOL))
+        return V_YES;
+    if (fabs(sm->mean) - half > PARITY_TOL * (sm->n == 1 ? 3 : 1))
+        return V_NO;
+    return V_UNSURE;
+}
+
+static void fmt_summary(char *buf, size_t n, const summary *sm)
+{
+    if (sm->n == 0)
+        snprintf(buf, n, "n/a");
+    else if (sm->n == 1 || isnan(sm->half))
+        snprintf(buf, n, "%+.4f", sm->mean);
+    else
+        snprintf(buf, n, "%+.4f ± %.4f", sm->mean, sm->half);
+}
+
+/* Mean over seeds of the first phase change that appends layers, for one arm. */
+static double mean_jump(const study *s, const char *name, int *found)
+{
+    int a = arm_index(s, name);
+    *found = 0;
+    if (a < 0)
+        return NAN;
+    double j = 0;
+    for (int i = 0; i < s->p->seeds; i++) {
+        const run_result *r = s->res[a][i];
+        int k = 0;
+        while (k < r->n_appends && !r->is_append[k])
+            k++;
+        if (k == r->n_appends)
+            return NAN;
+        j += r->resp[k].jump / s->p->seeds;
+    }
+    *found = 1;
+    return j;
+}
+
+/* Mean over seeds of the last trajectory point's boundary/regular RMS ratio,
+ * and of the RMS std at the first and last points. */
+static int trajectory_ends(const study *s, const char *name, double *ratio, double *std0, double *std1)
+{
+    int a = arm_index(s, name);
+    if (a < 0)
+        return 0;
+    *ratio = *std0 = *std1 = 0;
+    for (int i = 0; i < s->p->seeds; i++) {
+        const run_result *r = s->res[a][i];
+        if (r->n_pts == 0)
+            return 0;
+        const point *first = &r->pts[0], *last = &r->pts[r->n_pts - 1];
+        *ratio += last->rms_boundary / last->rms_regular / s->p->seeds;
+        *std0 += first->rms_std / s->p->seeds;
+        *std1 += last->rms_std / s->p->seeds;
+    }
+    return 1;
+}
+
+static void verdicts(FILE *f, const study *s)
+{
+    const preset *p = s->p;
+    const int n = p->seeds;
+    double d[MAX_SEEDS], e[MAX_SEEDS];
+    char ours[160], b1[64];
+    fprintf(f, "## Verdict: what reproduced\n\n"
+               "One row per finding of the paper. Differences are paired by seed (post minus pre, "
+               "nats/byte)%s%d seed%s. Rules: a "
+               "direction counts as reproduced when the interval excludes 0 on the paper's side "
+               "(one seed: when it exceeds %.2f), parity when |difference| is within %.2f; the "
+               "mechanism rows use the seed means with the thresholds named in the row.\n\n"
+               "| finding | paper | ours | verdict |\n|---|---|---|---|\n",
+            n == 1 ? "; with one seed there is no interval, so every verdict is marked (1 seed): "
+                     : "; ± is the half-width of the 95% t interval over ",
+            n, n == 1 ? "" : "s", PARITY_TOL, PARITY_TOL);
+    int k;
+    summary sj = {0}, sg = {0};
+    /* 1 joint parity */
+    if ((k = paired(s, "pre-joint", "post-joint", d)))
+        sj = summarise(d, k);
+    fmt_summary(ours, sizeof ours, &sj);
+    fprintf(f, "| joint: post ≈ pre | +0.0004 | %s | %s |\n", ours, verdict_name(parity(&sj), n));
+    /* 2 post-grow < pre-grow */
+    if ((k = paired(s, "pre-grow", "post-grow", e)))
+        sg = summarise(e, k);
+    fmt_summary(ours, sizeof ours, &sg);
+    fprintf(f, "| grow: post < pre | -0.0328 | %s | %s |\n", ours,
+            verdict_name(directional(&sg, -1), n));
+    /* 3 interaction */
+    summary si = {0};
+    if (sj.n && sg.n) {
+        double x[MAX_SEEDS];
+        for (int i = 0; i < n; i++)
+            x[i] = e[i] - d[i];
+        si = summarise(x, n);
+    }
+    fmt_summary(ours, sizeof ours, &si);
+    fprintf(f, "| interaction I < 0 | -0.0332 | %s | %s |\n", ours,
+            verdict_name(directional(&si, -1), n));
+    /* 4 single-block parity */
+    summary ss = {0};
+    if ((k = paired(s, "pre-single", "post-single", d)))
+        ss = summarise(d, k);
+    fmt_summary(ours, sizeof ours, &ss);
+    fprintf(f, "| single block: post ≈ pre | +0.0044 | %s | %s |\n", ours, verdict_name(parity(&ss), n));
+    /* 5 freeze ordering */
+    summary sf = {0};
+    if ((k = paired(s, "pre-freeze", "post-freeze", d)))
+        sf = summarise(d, k);
+    fmt_summary(ours, sizeof ours, &sf);
+    fprintf(f, "| freeze: post < pre | -0.0332 | %s | %s |\n", ours,
+            verdict_name(directional(&sf, -1), n));
+    /* 6 budget controls: post-joint matched on active-layer or total tokens stays worse than post-grow */
+    summary sa = {0}, st = {0};
+    if ((k = paired(s, "post-grow", "post-joint-active", d)))
+        sa = summarise(d, k);
+    if ((k = paired(s, "post-grow", "post-joint-total", d)))
+        st = summarise(d, k);
+    int va = directional(&sa, +1), vt = directional(&st, +1);
+    int vb = (va == V_NA || vt == V_NA) ? V_NA : (va == V_NO || vt == V_NO) ? V_NO
+                                                 : (va == V_YES && vt == V_YES) ? V_YES : V_UNSURE;
+    char oa[64], ot[64];
+    fmt_summary(oa, sizeof oa, &sa);
+    fmt_summary(ot, sizeof ot, &st);
+    fprintf(f, "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
+               "+0.0188 / +0.0098 | %s / %s | %s |\n", oa, ot, verdict_name(vb, n));
+    /* 7 loss jump */
+    int f1, f2;
+    double jpre = mean_jump(s, "pre-grow", &f1), jpost = mean_jump(s, "post-grow", &f2);
+    int vj = !(f1 && f2) ? V_NA : (jpost > 0 && jpost > 3 * fmax(jpre, 0.005)) ? V_YES
+                                  : jpost <= jpre ? V_NO : V_UNSURE;
+    snprintf(ours, sizeof ours, f1 && f2 ? "pre %+.3f, post %+.3f" : "n/a", jpre, jpost);
+    fprintf(f, "| loss jump at the first append: post >> pre (rule: post > 3 x pre) | pre 0.023, post 0.25-0.28 | %s | %s |\n",
+            ours, verdict_name(vj, n));
+    /* 8 block removal */
+    int ag = arm_index(s, "pre-grow"), bg = arm_index(s, "post-grow");
+    int vr = V_NA;
+    if (ag >= 0 && bg >= 0) {
+        const int nb = s->res[ag][0]->n_blocks_measured;
+        double last_d = 0, last_a = 0, min_post = INFINITY, min_post_a = INFINITY;
+        for (int i = 0; i < n; i++) {
+            last_d += s->res[ag][i]->removal[nb - 1].dce / n;
+            last_a += s->res[ag][i]->removal[nb - 1].angle / n;
+        }
+        for (int b = 0; b < s->res[bg][0]->n_blocks_measured; b++) {
+            double md = 0, ma = 0;
+            for (int i = 0; i < n; i++) {
+                md += s->res[bg][i]->removal[b].dce / n;
+                ma += s->res[bg][i]->removal[b].angle / n;
+            }
+            min_post = fmin(min_post, md);
+            min_post_a = fmin(min_post_a, ma);
+        }
+        vr = (last_d < 0.25 * min_post && min_post_a > last_a) ? V_YES
+             : last_d >= min_post ? V_NO : V_UNSURE;
+        snprintf(ours, sizeof ours, "pre-grow last block dCE %.3f, angle %.3f; post-grow every block dCE >= %.3f, angle >= %.3f",
+                 last_d, last_a, min_post, min_post_a);
+    } else {
+        snprintf(ours, sizeof ours, "n/a");
+    }
+    fprintf(f, "| block removal: pre-grow's last block a near no-op, every post-grow block effective (rule: pre's dCE < 1/4 of post's smallest) | pre last dCE 0.02, angle 0.031; post dCE >= 2.38, angle > 0.34 | %s | %s |\n",
+            ours, verdict_name(vr, n));
+    /* 9 boundary-token growth in pre-norm */
+    double rpre, s0pre, s1pre, rpost, s0post, s1post;
+    int vg = V_NA;
+    const char *apre = arm_index(s, "pre-grow") >= 0 ? "pre-grow" : "pre-joint";
+    const char *apost = arm_index(s, "post-grow") >= 0 ? "post-grow" : "post-joint";
+    if (trajectory_ends(s, apre, &rpre, &s0pre, &s1pre) && trajectory_ends(s, apost, &rpost, &s0post, &s1post)) {
+        vg = (rpre >= 3 && rpre >= 2 * rpost && s1pre > s0pre) ? V_YES : rpre < 1.5 ? V_NO : V_UNSURE;
+        snprintf(ours, sizeof ours, "%s: boundary/regular RMS %.2fx, RMS std %.3f -> %.3f; %s: %.2fx, std %.3f -> %.3f",
+                 apre, rpre, s0pre, s1pre, apost, rpost, s0post, s1post);
+    } else {
+        snprintf(ours, sizeof ours, "n/a");
+    }
+    fprintf(f, "| boundary tokens grow massive under pre-norm, not post (rule: pre ratio >= 3, >= 2x post's, std growing) | pre 37x, std 5.81 -> 19.98; post < 2.5, std 0.07-0.19 | %s | %s |\n",
+            ours, verdict_name(vg, n));
+    fmt_num(b1, sizeof b1, s->teacher.max_ratio, "%.2f");
+    fprintf(f, "\nTeacher go/no-go: the largest boundary-token / regular RMS ratio over the teacher's "
+               "layers is %s: %s.\n\n",
+            b1, s->teacher.max_ratio >= 3 ? "GO (massive boundary activations present)"
+                                          : "NO-GO (the teacher shows no massive boundary activations; "
+                                            "the paper's mechanism has nothing to act on)");
+}
+
 static void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
     double x[MAX_SEEDS], y[MAX_SEEDS], d[MAX_SEEDS];
     char b1[64], b2[64];
     fprintf(f, "# Reproduction: preset `%s`\n\n", p->name);
-    fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d; "
-               "%d steps per phase, batch %d x %d bytes; %d paired seeds. Validation CE in nats per "
-               "byte at the scheduled end, over %s.\n\n",
+    fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d, "
+               "init std %.4g (gain %.3g / sqrt(d_model)), peak LR %.3g; %d steps per phase, batch "
+               "%d x %d bytes; %d paired seed%s. Teacher: %d layers, init std %.4g, %d steps. "
+               "Validation CE in nats per byte at the scheduled end, over %s.\n\n",
             p->blocks * p->block_size, p->blocks, p->block_size, p->d_model, p->heads, p->kv_heads,
-            p->head_dim, p->d_ff, p->steps_per_phase, p->batch, p->seq_len, p->seeds,
+            p->head_dim, p->d_ff, p->init_std, p->init_gain, p->lr, p->steps_per_phase, p->batch,
+            p->seq_len, p->seeds, p->seeds == 1 ? "" : "s", p->t_layers, p->t_init_std, p->t_steps,
             p->final_eval_batches ? "the first batches of the held-out set (final_eval_batches)"
                                   : "the whole held-out set (Persuasion)");
-    fprintf(f, "## Every arm\n\n| arm | val CE (mean ± sd) | seeds | tokens/s | paper (nats/token, Qwen3 tokens) |\n|---|---|---|---|---|\n");
+    verdicts(f, s);
+    fprintf(f, "## Teacher go/no-go\n\nPer-token RMS of the teacher's residual stream after each layer on the first validation batch; boundary tokens = position 0 of each row (the document-boundary token).\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) |\n|---|---|---|---|---|\n");
+    for (int k = 1; k < s->teacher.n; k++)
+        fprintf(f, "| %d | %.3f | %.3f | %.2f | %.1f |\n", k, s->teacher.boundary[k],
+                s->teacher.regular[k], s->teacher.ratio[k], s->teacher.kurt[k]);
+    fprintf(f, "\n## Every arm\n\n| arm | val CE (mean ± sd) | seeds | tokens/s | paper (nats/token, Qwen3 tokens) |\n|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
-        finals(s, p->arms[a], x);
+        finals(s, p->arms[a].name, x);
         summary sm = summarise(x, p->seeds);
         double tps = 0;
         for (int i = 0; i < p->seeds; i++)
             tps += s->res[a][i]->tokens_per_s / p->seeds;
-        fmt_num(b1, sizeof b1, paper_value(p->arms[a]), "%.4f");
-        fprintf(f, "| %s | %.4f ± %.4f | %d | %.0f | %s |\n", p->arms[a], sm.mean, sm.sd, p->seeds,
-                tps, b1);
+        fmt_num(b1, sizeof b1, paper_value(p->arms[a].name), "%.4f");
+        fprintf(f, "| %s | %.4f ± %.4f | %d | %.0f | %s |\n", p->arms[a].name, sm.mean,
+                isnan(sm.sd) ? 0.0 : sm.sd, p->seeds, tps, b1);
     }
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
     fprintf(f, "\n## Table 1 analogue\n\n| regime | pre | post | post - pre (95%% CI) | paper post - pre |\n|---|---|---|---|---|\n");
@@ -606,9 +1222,8 @@ static void report(FILE *f, const study *s)
         summary sx = summarise(x, p->seeds), sy = summarise(y, p->seeds),
                 sd = summarise(delta[r], p->seeds);
         fmt_num(b1, sizeof b1, sd.half, "%.4f");
-        fprintf(f, "| %s | %.4f ± %.4f | %.4f ± %.4f | %+.4f ± %s | %+.4f |\n", regimes[r][0],
-                sx.mean, sx.sd, sy.mean, sy.sd, sd.mean, b1,
-                paper_value(regimes[r][2]) - paper_value(regimes[r][1]));
+        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f |\n", regimes[r][0], sx.mean, sy.mean,
+                sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]));
     }
     if (have[0] && have[1]) {
         for (int i = 0; i < p->seeds; i++)
@@ -617,40 +1232,51 @@ static void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, si.mean - si.half, "%+.4f");
         fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
         fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
-                   "[%s, %s] over %d seeds (t interval of the per-seed interactions); paper: -0.0332.\n",
-                si.mean, b1, b2, p->seeds);
+                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: -0.0332.\n",
+                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s");
     }
     /* controls */
     fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
-    const char *controls[] = {"pre-single", "post-single", "pre-freeze", "post-freeze",
-                              "post-joint-active", "post-joint-total", "pre-joint-active",
-                              "pre-joint-total"};
-    for (size_t c = 0; c < sizeof controls / sizeof controls[0]; c++) {
-        if (!finals(s, controls[c], x))
+    for (int a = 0; a < p->n_arms; a++) {
+        const char *nm = p->arms[a].name;
+        if (strstr(nm, "-joint") && !strstr(nm, "joint-"))
+            continue; /* the main arms are above */
+        if (strstr(nm, "-grow") && !strchr(strstr(nm, "-grow") + 5, '-') && strncmp(nm, "peri", 4) != 0)
             continue;
+        finals(s, nm, x);
         summary sm = summarise(x, p->seeds);
-        fmt_num(b1, sizeof b1, paper_value(controls[c]), "%.4f");
-        fprintf(f, "| %s | %.4f ± %.4f | %s |\n", controls[c], sm.mean, sm.sd, b1);
+        fmt_num(b1, sizeof b1, paper_value(nm), "%.4f");
+        fprintf(f, "| %s | %.4f ± %.4f | %s |\n", nm, sm.mean, isnan(sm.sd) ? 0.0 : sm.sd, b1);
     }
-    /* loss response at appends */
-    fprintf(f, "\n## Loss response at each append (mean over seeds)\n\nWindows scale with the run: the baseline and the trailing mean span max(3, steps_per_phase / 20) = %d steps; the area sums the excess over the next %d steps (one phase). Paper: jump pre ~0.023, post ~0.25-0.28; recovery pre ~100 steps, post ~20k (of 50k-step phases).\n\n| arm | append | jump | area | recovery (steps) |\n|---|---|---|---|---|\n",
-            p->steps_per_phase / 20 > 3 ? p->steps_per_phase / 20 : 3, p->steps_per_phase);
+    /* loss response at phase changes */
+    fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
+               "The paper smooths over 200 of 50k steps (0.4%% of a phase): here the baseline (mean "
+               "training loss before the change) and the trailing mean span %lld steps. Jump: loss of "
+               "the first step after the change minus the baseline. Area: excess over the baseline "
+               "per step over the first 2%% and 10%% of a phase. Recovery: steps until the trailing "
+               "mean is back at the baseline. An *append* adds layers; a *restart* (the budget "
+               "controls) only restarts the LR. Paper: jump pre ~0.023, post ~0.25-0.28; recovery pre "
+               "~100 steps, post ~20k (of 50k-step phases).\n\n"
+               "| arm | change | kind | jump | area/step 2%% | area/step 10%% | recovery (steps) |\n|---|---|---|---|---|---|---|\n",
+            (long long)response_window(p));
     for (int a = 0; a < p->n_arms; a++) {
         run_result *r0 = s->res[a][0];
         for (int k = 0; k < r0->n_appends; k++) {
-            double j = 0, ar = 0, rec = 0;
+            double j = 0, a2 = 0, a10 = 0, rec = 0;
             int never = 0;
             for (int i = 0; i < p->seeds; i++) {
                 j += s->res[a][i]->resp[k].jump / p->seeds;
-                ar += s->res[a][i]->resp[k].area / p->seeds;
+                a2 += s->res[a][i]->area2[k] / p->seeds;
+                a10 += s->res[a][i]->area10[k] / p->seeds;
                 never |= s->res[a][i]->resp[k].recovery < 0;
                 rec += (double)s->res[a][i]->resp[k].recovery / p->seeds;
             }
             if (never)
-                snprintf(b1, sizeof b1, "not within the phase (some seeds)");
+                snprintf(b1, sizeof b1, "not within the phase%s", p->seeds > 1 ? " (some seeds)" : "");
             else
                 snprintf(b1, sizeof b1, "%.0f", rec);
-            fprintf(f, "| %s | %d | %+.4f | %.3f | %s |\n", p->arms[a], k + 1, j, ar, b1);
+            fprintf(f, "| %s | %d | %s | %+.4f | %.4f | %.4f | %s |\n", p->arms[a].name, k + 1,
+                    r0->is_append[k] ? "append" : "restart", j, a2, a10, b1);
         }
     }
     /* block removal */
@@ -662,19 +1288,46 @@ static void report(FILE *f, const study *s)
                 y[i] = s->res[a][i]->removal[k].angle;
             }
             summary sd = summarise(x, p->seeds), sa = summarise(y, p->seeds);
-            fprintf(f, "| %s | %d | %.4f ± %.4f | %.4f ± %.4f |\n", p->arms[a], k + 1, sd.mean,
-                    sd.sd, sa.mean, sa.sd);
+            fprintf(f, "| %s | %d | %.4f ± %.4f | %.4f ± %.4f |\n", p->arms[a].name, k + 1, sd.mean,
+                    isnan(sd.sd) ? 0.0 : sd.sd, sa.mean, isnan(sa.sd) ? 0.0 : sa.sd);
         }
     }
-    /* boundary scale */
-    fprintf(f, "\n## Boundary scale at block boundaries (first validation batch, seed 1)\n\nPer-token RMS of the residual stream after each block. Boundary tokens = position 0 of each row (each row opens with the document-boundary token). Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | after block | RMS std (all) | kurtosis (all) | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|\n");
+    /* boundary scale trajectory */
+    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints). Boundary tokens = position 0 of each row. Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | step | active layers | RMS std | kurtosis | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        const run_result *r0 = s->res[a][0];
+        const char *nm = p->arms[a].name;
+        if (!strstr(nm, "-grow") && !(strstr(nm, "-joint") && !strstr(nm, "joint-")))
+            continue;
+        for (int k = 0; k < r0->n_pts; k++) {
+            double v[4] = {0, 0, 0, 0};
+            for (int i = 0; i < p->seeds; i++) {
+                const point *pt = &s->res[a][i]->pts[k < s->res[a][i]->n_pts ? k : s->res[a][i]->n_pts - 1];
+                v[0] += pt->rms_std / p->seeds;
+                v[1] += pt->rms_kurt / p->seeds;
+                v[2] += pt->rms_boundary / p->seeds;
+                v[3] += pt->rms_regular / p->seeds;
+            }
+            fprintf(f, "| %s | %lld | %d | %.3f | %.1f | %.3f | %.3f | %.2f |\n", nm,
+                    (long long)r0->pts[k].step, r0->pts[k].active, v[0], v[1], v[2], v[3],
+                    v[3] > 0 ? v[2] / v[3] : NAN);
+        }
+    }
+    /* boundary scale at the end, by block boundary */
+    fprintf(f, "\n## Boundary scale at block boundaries at the end (first validation batch, mean over seeds)\n\n| arm | after block | RMS std (all) | kurtosis (all) | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         run_result *r0 = s->res[a][0];
         for (int k = 0; k < r0->n_boundaries; k++) {
-            const lattice_rms_stats *st = r0->rms[k];
-            fprintf(f, "| %s | %d | %.3f | %.1f | %.3f | %.3f | %.1f |\n", p->arms[a], k + 1,
-                    st[2].std, st[2].kurtosis, st[1].mean, st[0].mean,
-                    st[0].mean > 0 ? st[1].mean / st[0].mean : NAN);
+            double v[4] = {0, 0, 0, 0};
+            for (int i = 0; i < p->seeds; i++) {
+                const lattice_rms_stats *st = s->res[a][i]->rms[k];
+                v[0] += st[2].std / p->seeds;
+                v[1] += st[2].kurtosis / p->seeds;
+                v[2] += st[1].mean / p->seeds;
+                v[3] += st[0].mean / p->seeds;
+            }
+            fprintf(f, "| %s | %d | %.3f | %.1f | %.3f | %.3f | %.1f |\n", p->arms[a].name, k + 1,
+                    v[0], v[1], v[2], v[3], v[3] > 0 ? v[2] / v[3] : NAN);
         }
     }
 }
@@ -684,17 +1337,39 @@ static void write_csv(const char *path, const study *s)
     FILE *f = fopen(path, "w");
     if (!f)
         die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,val_ce\n");
+    fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,val_ce,rms_std,rms_kurtosis,"
+               "rms_boundary,rms_regular\n");
     for (int a = 0; a < s->p->n_arms; a++)
         for (int i = 0; i < s->p->seeds; i++) {
             const run_result *r = s->res[a][i];
             for (int k = 0; k < r->n_pts; k++)
-                fprintf(f, "%s,%d,%lld,%d,%d,%lld,%.6f\n", s->p->arms[a], i + 1,
-                        (long long)r->pts[k].step, r->pts[k].phase, r->pts[k].active,
-                        (long long)r->pts[k].active_layer_tokens, r->pts[k].val_ce);
+                fprintf(f, "%s,%d,%lld,%d,%d,%lld,%.6f,%.6g,%.6g,%.6g,%.6g\n", s->p->arms[a].name,
+                        i + 1, (long long)r->pts[k].step, r->pts[k].phase, r->pts[k].active,
+                        (long long)r->pts[k].active_layer_tokens, r->pts[k].val_ce,
+                        r->pts[k].rms_std, r->pts[k].rms_kurt, r->pts[k].rms_boundary,
+                        r->pts[k].rms_regular);
         }
     fclose(f);
 }
+
+/* Per-step training losses of every run. */
+static void write_losses(const char *path, const study *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "arm,seed,step,loss\n");
+    for (int a = 0; a < s->p->n_arms; a++)
+        for (int i = 0; i < s->p->seeds; i++) {
+            const run_result *r = s->res[a][i];
+            for (int64_t k = 0; k < r->n_steps; k++)
+                fprintf(f, "%s,%d,%lld,%.6f\n", s->p->arms[a].name, i + 1, (long long)k + 1,
+                        r->losses[k]);
+        }
+    fclose(f);
+}
+
+static json_object *jd(double v) { return isfinite(v) ? json_object_new_double(v) : NULL; }
 
 static void write_json(const char *path, const study *s, double wall)
 {
@@ -702,45 +1377,68 @@ static void write_json(const char *path, const study *s, double wall)
     json_object_object_add(o, "preset", json_object_get(s->p->json));
     json_object_object_add(o, "lattice_version", json_object_new_string(lattice_version_string()));
     json_object_object_add(o, "wall_seconds", json_object_new_double(wall));
+    json_object *tg = json_object_new_array();
+    for (int k = 1; k < s->teacher.n; k++) {
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "boundary_rms", jd(s->teacher.boundary[k]));
+        json_object_object_add(e, "regular_rms", jd(s->teacher.regular[k]));
+        json_object_object_add(e, "kurtosis", jd(s->teacher.kurt[k]));
+        json_object_array_add(tg, e);
+    }
+    json_object_object_add(o, "teacher_boundary_scale", tg);
     json_object *arms = json_object_new_object();
     for (int a = 0; a < s->p->n_arms; a++) {
         json_object *seeds = json_object_new_array();
         for (int i = 0; i < s->p->seeds; i++) {
             const run_result *r = s->res[a][i];
             json_object *ro = json_object_new_object();
-            json_object_object_add(ro, "val_ce", json_object_new_double(r->final_val));
+            json_object_object_add(ro, "val_ce", jd(r->final_val));
             json_object_object_add(ro, "seconds", json_object_new_double(r->seconds));
             json_object_object_add(ro, "tokens_per_s", json_object_new_double(r->tokens_per_s));
             json_object *rm = json_object_new_array(), *rs = json_object_new_array(),
-                        *bs = json_object_new_array();
+                        *bs = json_object_new_array(), *tj = json_object_new_array();
             for (int k = 0; k < r->n_blocks_measured; k++) {
                 json_object *e = json_object_new_object();
-                json_object_object_add(e, "dce", json_object_new_double(r->removal[k].dce));
-                json_object_object_add(e, "angle", json_object_new_double(r->removal[k].angle));
+                json_object_object_add(e, "dce", jd(r->removal[k].dce));
+                json_object_object_add(e, "angle", jd(r->removal[k].angle));
                 json_object_array_add(rm, e);
             }
             for (int k = 0; k < r->n_appends; k++) {
                 json_object *e = json_object_new_object();
                 json_object_object_add(e, "step", json_object_new_int64(r->append_steps[k]));
-                json_object_object_add(e, "jump", json_object_new_double(r->resp[k].jump));
-                json_object_object_add(e, "area", json_object_new_double(r->resp[k].area));
+                json_object_object_add(e, "kind", json_object_new_string(r->is_append[k] ? "append" : "restart"));
+                json_object_object_add(e, "jump", jd(r->resp[k].jump));
+                json_object_object_add(e, "area_per_step_2pct", jd(r->area2[k]));
+                json_object_object_add(e, "area_per_step_10pct", jd(r->area10[k]));
                 json_object_object_add(e, "recovery", json_object_new_int64(r->resp[k].recovery));
                 json_object_array_add(rs, e);
             }
             for (int k = 0; k < r->n_boundaries; k++) {
                 json_object *e = json_object_new_object();
-                json_object_object_add(e, "std_all", json_object_new_double(r->rms[k][2].std));
-                json_object_object_add(e, "kurtosis_all", json_object_new_double(r->rms[k][2].kurtosis));
-                json_object_object_add(e, "mean_boundary", json_object_new_double(r->rms[k][1].mean));
-                json_object_object_add(e, "mean_regular", json_object_new_double(r->rms[k][0].mean));
+                json_object_object_add(e, "std_all", jd(r->rms[k][2].std));
+                json_object_object_add(e, "kurtosis_all", jd(r->rms[k][2].kurtosis));
+                json_object_object_add(e, "mean_boundary", jd(r->rms[k][1].mean));
+                json_object_object_add(e, "mean_regular", jd(r->rms[k][0].mean));
                 json_object_array_add(bs, e);
+            }
+            for (int k = 0; k < r->n_pts; k++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "step", json_object_new_int64(r->pts[k].step));
+                json_object_object_add(e, "active_layers", json_object_new_int(r->pts[k].active));
+                json_object_object_add(e, "val_ce", jd(r->pts[k].val_ce));
+                json_object_object_add(e, "rms_std", jd(r->pts[k].rms_std));
+                json_object_object_add(e, "rms_kurtosis", jd(r->pts[k].rms_kurt));
+                json_object_object_add(e, "rms_boundary", jd(r->pts[k].rms_boundary));
+                json_object_object_add(e, "rms_regular", jd(r->pts[k].rms_regular));
+                json_object_array_add(tj, e);
             }
             json_object_object_add(ro, "block_removal", rm);
             json_object_object_add(ro, "loss_response", rs);
             json_object_object_add(ro, "boundary_scale", bs);
+            json_object_object_add(ro, "trajectory", tj);
             json_object_array_add(seeds, ro);
         }
-        json_object_object_add(arms, s->p->arms[a], seeds);
+        json_object_object_add(arms, s->p->arms[a].name, seeds);
     }
     json_object_object_add(o, "arms", arms);
     if (json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY) != 0)
@@ -748,7 +1446,36 @@ static void write_json(const char *path, const study *s, double wall)
     json_object_put(o);
 }
 
-/* Curves through gnuplot when it is installed (PNG and SVG). */
+/* Mean over seeds with a min..max band, per arm and evaluation, for the plots. */
+static void write_bands(const char *path, const study *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "arm_index,step,active_layer_tokens,mean,min,max\n");
+    for (int a = 0; a < s->p->n_arms; a++) {
+        const run_result *r0 = s->res[a][0];
+        for (int k = 0; k < r0->n_pts; k++) {
+            double m = 0, lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < s->p->seeds; i++) {
+                const run_result *r = s->res[a][i];
+                double v = r->pts[k < r->n_pts ? k : r->n_pts - 1].val_ce;
+                m += v / s->p->seeds;
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+            fprintf(f, "%d,%lld,%lld,%.6f,%.6f,%.6f\n", a, (long long)r0->pts[k].step,
+                    (long long)r0->pts[k].active_layer_tokens, m, lo, hi);
+        }
+        fprintf(f, "\n\n"); /* one gnuplot data block per arm */
+    }
+    fclose(f);
+}
+
+/* Curves through gnuplot when it is installed (PNG and SVG): the mean over
+ * seeds with a min-max band; colours by placement (pre blue, post red, peri
+ * green), line styles by schedule, so arms that coincide in a phase (the first
+ * phases of grow and freeze) stay distinguishable. */
 static void plot(const char *dir, const study *s)
 {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
@@ -760,24 +1487,37 @@ static void plot(const char *dir, const study *s)
     FILE *f = fopen(gp, "w");
     if (!f)
         return;
+    static const char *const shades[3][4] = {{"#1f4e9c", "#4a86e8", "#7fb2ff", "#0b2a5b"},
+                                             {"#b3261e", "#e06666", "#f4a09a", "#6d1410"},
+                                             {"#2e7d32", "#66bb6a", "#a5d6a7", "#1b4d1e"}};
     fprintf(f, "set datafile separator ','\nset key outside right\nset grid\nset ylabel 'validation CE (nats/byte)'\n");
     for (int fmt = 0; fmt < 2; fmt++) {
         for (int x = 0; x < 2; x++) {
-            fprintf(f, "set terminal %s size 1100,600\nset output '%s/curves_%s.%s'\n",
+            fprintf(f, "set terminal %s size 1200,650\nset output '%s/curves_%s.%s'\n",
                     fmt ? "svg" : "pngcairo", dir, x ? "active_layer_tokens" : "steps",
                     fmt ? "svg" : "png");
-            fprintf(f, "set xlabel '%s'\n", x ? "active-layer tokens" : "steps");
-            /* growth points: phase boundaries of the grow schedule */
+            fprintf(f, "set xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
+                    x ? "active-layer tokens" : "steps", s->p->seeds, s->p->seeds == 1 ? "" : "s");
             fprintf(f, "unset arrow\n");
             if (!x)
                 for (int k = 1; k < s->p->blocks; k++)
                     fprintf(f, "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc 'gray'\n",
                             k * s->p->steps_per_phase, k * s->p->steps_per_phase);
             fprintf(f, "plot ");
-            for (int a = 0; a < s->p->n_arms; a++)
-                fprintf(f, "%s'%s/curves.csv' using ($2==1 && strcol(1) eq '%s' ? $%d : 1/0):7 "
-                           "with linespoints title '%s (seed 1)'",
-                        a ? ", " : "", dir, s->p->arms[a], x ? 6 : 3, s->p->arms[a]);
+            int used[3] = {0, 0, 0};
+            for (int a = 0; a < s->p->n_arms; a++) {
+                const arm *am = &s->p->arms[a];
+                const char *c = shades[am->placement][used[am->placement]++ % 4];
+                int dt = am->schedule < 0 ? 5 : am->schedule + 1;
+                if (s->p->seeds > 1)
+                    fprintf(f, "'%s/bands.csv' index %d using %d:5:6 with filledcurves lc rgb '%s' "
+                               "fs transparent solid 0.15 notitle, ",
+                            dir, a, x ? 3 : 2, c);
+                fprintf(f, "'%s/bands.csv' index %d using %d:4 with linespoints lw 2 dt %d pt %d "
+                           "ps 0.6 lc rgb '%s' title '%s'%s",
+                        dir, a, x ? 3 : 2, dt, a % 12 + 1, c, am->name,
+                        a + 1 < s->p->n_arms ? ", " : "");
+            }
             fprintf(f, "\n");
         }
     }
@@ -788,16 +1528,32 @@ static void plot(const char *dir, const study *s)
         fprintf(stderr, PROG ": gnuplot failed; curves are in curves.csv\n");
 }
 
-/* ---- the paper preset's size check ---------------------------------------------------- */
+/* ---- size and time before running ---------------------------------------------------- */
+
+/* Active-layer steps of an arm, in units of full-depth steps. */
+static double arm_cost(const preset *p, const arm *a)
+{
+    lattice_schedule *s = arm_schedule(p, a);
+    double c = 0;
+    const int L = p->blocks * p->block_size;
+    for (int i = 0; i < lattice_schedule_n_phases(s); i++) {
+        lattice_phase ph;
+        lattice_phase_init(&ph);
+        lattice_schedule_phase(s, i, &ph);
+        c += (double)ph.steps * ph.active_layers / L;
+    }
+    lattice_schedule_destroy(s);
+    return c;
+}
 
 static int fits_here(const preset *p)
 {
-    lattice_model_params mp = model_shape(p, p->blocks * p->block_size, 1);
+    lattice_model_params mp = model_shape(p, p->blocks * p->block_size, p->init_std, 1);
     lattice_norm *n;
     lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &n);
     int64_t params = 0;
     size_t bytes = 0;
-    lattice_model_params tmp = model_shape(p, p->t_layers, 1);
+    lattice_model_params tmp = model_shape(p, p->t_layers, p->t_init_std, 1);
     int64_t tparams = 0;
     size_t tbytes = 0;
     lattice_status st = lattice_model_estimate(&mp, n, &params, &bytes);
@@ -813,31 +1569,130 @@ static int fits_here(const preset *p)
     double step = 3 * (per_layer * p->blocks * p->block_size + 2 * N * D * 257);
     double need = (double)bytes + 8.0 * (double)params + (double)tbytes;
     double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int grow = -1;
+    for (int a = 0; a < p->n_arms && grow < 0; a++)
+        if (p->arms[a].schedule == LATTICE_PRESET_GROW)
+            grow = a;
     fprintf(stderr, PROG ": student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student "
-                    "arenas + AdamW moments + teacher); one student step %.3g FLOP; grow arm %.3g "
-                    "FLOP; this machine has %.1f GiB\n",
+                    "arenas + AdamW moments + teacher); one student step %.3g FLOP; %s %.3g FLOP; "
+                    "this machine has %.1f GiB\n",
             params / 1e6, tparams / 1e6, need / (1 << 30), step,
-            step * p->steps_per_phase * (1 + 2 + 3) / 3.0, have / (1 << 30));
+            grow >= 0 ? "the grow arm" : "the first arm",
+            step * arm_cost(p, &p->arms[grow >= 0 ? grow : 0]), have / (1 << 30));
     return need < 0.8 * have;
+}
+
+/* Time a few full-depth student steps (with the teacher's forward) on the
+ * real data and extrapolate the whole study. */
+static double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached)
+{
+    const int L = p->blocks * p->block_size;
+    lattice_model *stu = new_model(p, be, LATTICE_NORM_PRE, 1.0, L, p->init_std, 1);
+    lattice_data *d = open_data(p, 1);
+    lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip);
+    lattice_schedule *s;
+    check(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = 1;
+    lattice_trainer *tr;
+    check(lattice_trainer_create(stu, NULL, NULL, d, o, s, &tp, &tr), "trainer", NULL);
+    check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
+    double t0 = ex_now();
+    for (int i = 0; i < 3; i++)
+        check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
+    double step = (ex_now() - t0) / 3;
+    lattice_trainer_destroy(tr);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(stu);
+    /* a distilled step adds the teacher's forward: a third of a step per layer */
+    const double with_teacher = step * (1.0 + p->t_layers / (3.0 * L));
+    double total = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
+    for (int a = 0; a < p->n_arms; a++)
+        total += with_teacher * arm_cost(p, &p->arms[a]) * p->seeds;
+    /* evaluation: a forward (a third of a step) per validation batch */
+    lattice_data *dv = open_data(p, 1);
+    double n_val = (double)lattice_data_n_val_batches(dv);
+    lattice_data_destroy(dv);
+    double evals_per_run = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
+        int64_t steps = lattice_schedule_total_steps(sa);
+        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_n_phases(sa);
+        evals_per_run += ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
+                         (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
+        lattice_schedule_destroy(sa);
+    }
+    total += evals_per_run * p->seeds * step / 3;
+    char e[32];
+    ex_format_duration(e, sizeof e, total);
+    fprintf(stderr, PROG ": estimated wall time %s (a full-depth step takes %.0f ms here%s)\n", e,
+            step * 1e3, teacher_cached ? "; the teacher is cached" : "");
+    return total;
+}
+
+/* The preset as understood: data, init, and every arm's phases. */
+static void print_preset(const preset *p)
+{
+    printf("preset %s\ntrain %s\nval %s\n", p->name, p->train, p->val);
+    printf("student init_std %.6g (gain %.4g), lr %.6g, min_lr %.6g; teacher %d layers, init_std "
+           "%.6g, lr %.6g\n",
+           p->init_std, p->init_gain, p->lr, p->min_lr, p->t_layers, p->t_init_std, p->t_lr);
+    for (int a = 0; a < p->n_arms; a++) {
+        const arm *am = &p->arms[a];
+        lattice_schedule *s = arm_schedule(p, am);
+        printf("arm %s: %s-norm", am->name, placement_names[am->placement]);
+        if (am->residual_scale != 1.0)
+            printf(" (residual scale %g)", am->residual_scale);
+        printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
+        for (int i = 0; i < lattice_schedule_n_phases(s); i++) {
+            lattice_phase ph;
+            lattice_phase_init(&ph);
+            lattice_schedule_phase(s, i, &ph);
+            printf("  phase %d: %lld steps, %d active, train_from %d, reset %d, block_init %s, "
+                   "rewind_data %d, train_boundary %d\n",
+                   i, (long long)ph.steps, ph.active_layers, ph.train_from, ph.reset_optimizer,
+                   block_init_names[ph.block_init], ph.rewind_data, ph.train_boundary);
+        }
+        lattice_schedule_destroy(s);
+    }
 }
 
 /* ---- main --------------------------------------------------------------------------------- */
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: " PROG " --preset FILE [--out DIR] [--retrain-teacher] [--threads N] [--seeds N]\n"
-               "Reproduce the joint-vs-curriculum study of arXiv 2608.13156 with a preset\n"
-               "(examples/reproduce/presets/{quick,small,paper}.json). Results go to DIR\n"
-               "(default results/<preset name>): report.md, results.json, curves.csv, plots.\n");
+    fprintf(f,
+            "usage: " PROG " --preset FILE [options]\n"
+            "Reproduce the joint-vs-curriculum study of arXiv 2608.13156 with a preset\n"
+            "(examples/reproduce/presets/*.json; see presets/README.md for every key).\n\n"
+            "  --preset FILE       the study: data, teacher, student, training, arms (required)\n"
+            "  --out DIR           where results go (default results/<preset name>): report.md,\n"
+            "                      results.json, curves.csv, losses.csv, bands.csv, plots\n"
+            "  --retrain-teacher   train the teacher again even when DIR holds one trained\n"
+            "                      with the same teacher, student and data settings\n"
+            "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
+            "                      figures, and stop\n"
+            "  --estimate          print the estimated wall time and stop\n"
+            "  --check             validate the preset, print its arms and schedules, and stop\n"
+            "                      (reads no data)\n"
+            "  --threads N         threads (default: the preset's, else 2)\n"
+            "  --seeds N           paired seeds (default: the preset's, else 3)\n"
+            "  -h, --help          this help\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *preset_path = NULL, *out = NULL;
-    int retrain = 0, threads = 0, seeds = 0;
+    int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
+                                         {"teacher-only", no_argument, 0, 'T'},
+                                         {"estimate", no_argument, 0, 'E'},
+                                         {"check", no_argument, 0, 'C'},
                                          {"threads", required_argument, 0, 't'},
                                          {"seeds", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
@@ -847,6 +1702,9 @@ int main(int argc, char **argv)
         case 'p': preset_path = optarg; break;
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
+        case 'T': teacher_only = 1; break;
+        case 'E': estimate_only = 1; break;
+        case 'C': check_only = 1; break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 256, &threads))
                 return 2;
@@ -869,6 +1727,11 @@ int main(int argc, char **argv)
         p.threads = threads;
     if (seeds > 0)
         p.seeds = seeds > MAX_SEEDS ? MAX_SEEDS : seeds;
+    if (check_only) {
+        print_preset(&p);
+        json_object_put(p.json);
+        return 0;
+    }
     if (!fits_here(&p)) {
         fprintf(stderr, PROG ": preset '%s' does not fit on this machine; nothing was run\n", p.name);
         json_object_put(p.json);
@@ -886,18 +1749,39 @@ int main(int argc, char **argv)
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
     check(lattice_backend_set_threads(be, p.threads), "backend", NULL);
+    lattice_backend_info bi;
+    bi.size = sizeof bi;
+    check(lattice_backend_get_info(be, &bi), "backend info", NULL);
+    char kernels[512];
+    snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
+             bi.optimised ? "" : " (NOT optimised for this CPU)");
+    fprintf(stderr, PROG ": lattice %s, backend %s (%s), %d threads%s%s\n", lattice_version_string(),
+            lattice_backend_name(be), kernels, p.threads, bi.reason[0] ? "; " : "", bi.reason);
+    char tpath[1200];
+    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
+    if (!teacher_only)
+        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0);
+    if (estimate_only) {
+        lattice_backend_destroy(be);
+        json_object_put(p.json);
+        return 0;
+    }
     double t0 = ex_now();
     lattice_model *teacher = get_teacher(&p, be, dir, retrain);
     double teacher_s = ex_now() - t0;
 
-    study s = {&p, {{0}}};
+    study s = {&p, {{0}}, {0}, 0};
+    teacher_gonogo(&p, teacher, &s.teacher);
+    if (teacher_only) {
+        lattice_model_destroy(teacher);
+        lattice_backend_destroy(be);
+        json_object_put(p.json);
+        return 0;
+    }
     int n_runs = p.n_arms * p.seeds, run = 0;
     int64_t all_steps = 0;
     for (int a = 0; a < p.n_arms; a++) {
-        lattice_schedule *sc;
-        check(lattice_schedule_create_preset(find_kind(p.arms[a])->schedule, p.blocks,
-                                             p.block_size, p.steps_per_phase, 0, &sc),
-              "schedule", NULL);
+        lattice_schedule *sc = arm_schedule(&p, &p.arms[a]);
         all_steps += lattice_schedule_total_steps(sc) * p.seeds;
         lattice_schedule_destroy(sc);
     }
@@ -909,15 +1793,17 @@ int main(int argc, char **argv)
     for (int i = 0; i < p.seeds; i++)
         for (int a = 0; a < p.n_arms; a++) {
             s.res[a][i] = calloc(1, sizeof(run_result));
-            pr.arm = p.arms[a];
+            if (!s.res[a][i])
+                die("out of memory");
+            pr.arm = p.arms[a].name;
             pr.seed = i + 1;
             pr.run_index = ++run;
             pr.n_runs = n_runs;
-            run_arm(&p, be, teacher, find_kind(p.arms[a]), i + 1, &pr, s.res[a][i]);
+            run_arm(&p, be, teacher, &p.arms[a], i + 1, &pr, s.res[a][i]);
             pr.steps_done_before += s.res[a][i]->n_steps;
             if (!pr.tty)
                 fprintf(stderr, "[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n", run,
-                        n_runs, p.arms[a], i + 1, s.res[a][i]->final_val, s.res[a][i]->seconds,
+                        n_runs, p.arms[a].name, i + 1, s.res[a][i]->final_val, s.res[a][i]->seconds,
                         s.res[a][i]->tokens_per_s);
         }
     if (pr.tty)
@@ -930,13 +1816,17 @@ int main(int argc, char **argv)
     if (!f)
         die("cannot write %s", path);
     report(f, &s);
-    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s with %d threads.\n",
-            wall, teacher_s, lattice_version_string(), lattice_backend_name(be), p.threads);
+    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads.\n",
+            wall, teacher_s, lattice_version_string(), lattice_backend_name(be), kernels, p.threads);
     fclose(f);
     report(stdout, &s);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
     snprintf(path, sizeof path, "%s/curves.csv", dir);
     write_csv(path, &s);
+    snprintf(path, sizeof path, "%s/losses.csv", dir);
+    write_losses(path, &s);
+    snprintf(path, sizeof path, "%s/bands.csv", dir);
+    write_bands(path, &s);
     snprintf(path, sizeof path, "%s/results.json", dir);
     write_json(path, &s, wall);
     plot(dir, &s);
