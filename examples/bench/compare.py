@@ -48,7 +48,8 @@ def parse_args(argv):
     bench_shape.add_shape_arguments(parser)
     parser.add_argument("--torch-env", action="append", default=[], metavar="KEY=VAL",
                         help="environment for the torch side only (repeatable), "
-                             "e.g. OPENBLAS_CORETYPE=SkylakeX")
+                             "e.g. OPENBLAS_CORETYPE=SkylakeX; by default OPENBLAS_CORETYPE "
+                             "is set to the best core for this CPU (as liblattice chooses it)")
     parser.add_argument("--python", default=sys.executable, metavar="PATH",
                         help="interpreter for the torch side (default %(default)s)")
     args = parser.parse_args(argv)
@@ -110,8 +111,19 @@ def blas_fallback_warning(comments):
             return ("# WARNING: the torch side's OpenBLAS runs its %s kernels on a CPU with "
                     "AVX2%s: it did not recognise the CPU. Its GEMMs are slower than they "
                     "could be; for a fair figure also run with --torch-env "
-                    "OPENBLAS_CORETYPE=SkylakeX (or Cooperlake, Haswell)."
+                    "OPENBLAS_CORETYPE=SkylakeX (or Cooperlake, Haswell); by default this script sets it."
                     % (found.group(1), "/AVX-512" if "avx512f" in cpu_flags() else ""))
+    return None
+
+
+def best_openblas_core():
+    """The OpenBLAS core this CPU's features support, chosen as liblattice's
+    OpenBLAS backend chooses it, so the torch side runs kernels as good as ours."""
+    flags = cpu_flags()
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        return "Cooperlake" if "avx512_bf16" in flags or "amx_tile" in flags else "SkylakeX"
+    if {"avx2", "fma"} <= flags:
+        return "Haswell"
     return None
 
 
@@ -233,6 +245,13 @@ def main(argv):
 
     common = dict(os.environ, OMP_WAIT_POLICY="PASSIVE", OMP_NUM_THREADS=str(args.threads))
     lattice_env = dict(common)
+    # Fair by default: unless told otherwise, the torch side's OpenBLAS runs the
+    # best kernels for this CPU (Debian's 0.3.21 falls back to SSE3 kernels on
+    # CPUs newer than itself).
+    if "OPENBLAS_CORETYPE" not in args.torch_env_pairs and "OPENBLAS_CORETYPE" not in os.environ:
+        core = best_openblas_core()
+        if core:
+            args.torch_env_pairs["OPENBLAS_CORETYPE"] = core
     torch_env = dict(common, **args.torch_env_pairs)
     check_torch(args.python, torch_env)
 
