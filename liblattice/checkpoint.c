@@ -12,6 +12,7 @@
 static json_object *i64(int64_t v) { return json_object_new_int64(v); }
 static json_object *dbl(double v) { return json_object_new_double(v); }
 
+/* The run's state as a JSON string (caller frees); NULL when memory runs out. */
 static char *state_json(const lattice_trainer *t)
 {
     const lattice_model *m = t->model;
@@ -22,43 +23,46 @@ static char *state_json(const lattice_trainer *t)
     json_object *j = json_object_new_object(), *op = json_object_new_object(),
                 *sc = json_object_new_object(), *md = json_object_new_object(),
                 *layers = json_object_new_array();
-    json_object_object_add(op, "step", i64(o->step));
-    json_object_object_add(op, "lr", dbl(o->p.lr));
-    json_object_object_add(op, "min_lr", dbl(o->p.min_lr));
-    json_object_object_add(op, "warmup_steps", i64(o->p.warmup_steps));
-    json_object_object_add(op, "total_steps", i64(o->p.total_steps));
-    json_object_object_add(op, "beta1", dbl(o->p.beta1));
-    json_object_object_add(op, "beta2", dbl(o->p.beta2));
-    json_object_object_add(op, "eps", dbl(o->p.eps));
-    json_object_object_add(op, "weight_decay", dbl(o->p.weight_decay));
-    json_object_object_add(op, "clip_norm", dbl(o->p.clip_norm));
-    json_object_object_add(sc, "n_phases", i64(s->n_phases));
-    json_object_object_add(sc, "phase", i64(s->phase));
-    json_object_object_add(sc, "step_in_phase", i64(s->step_in_phase));
-    json_object_object_add(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
-    json_object_object_add(sc, "steps", i64(s->counters.steps));
-    json_object_object_add(sc, "tokens", i64(s->counters.tokens));
-    json_object_object_add(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
-    json_object_object_add(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
-    json_object_object_add(sc, "flops", dbl(s->counters.flops));
-    json_object_object_add(md, "n_active", i64(m->n_active));
-    json_object_object_add(md, "trainable_embedding", i64(m->trainable_embedding));
-    json_object_object_add(md, "trainable_boundary", i64(m->trainable_boundary));
-    json_object_object_add(md, "trainable_head", i64(m->trainable_head));
-    for (int i = 0; i < m->p.n_layers; i++)
-        json_object_array_add(layers, i64(m->trainable_layer[i]));
-    json_object_object_add(md, "trainable_layers", layers);
-    json_object_object_add(j, "optim", op);
-    json_object_object_add(j, "schedule", sc);
-    json_object_object_add(j, "model", md);
-    json_object_object_add(j, "data_epoch", i64(pos.epoch));
-    json_object_object_add(j, "data_index", i64(pos.index));
-    json_object_object_add(j, "applied_phase", i64(t->applied_phase));
+    /* the containers join j first, so that one put of j frees whatever was built */
+    int ok = lattice__json_add(md, "trainable_layers", layers);
+    ok = lattice__json_add(j, "optim", op) && ok;
+    ok = lattice__json_add(j, "schedule", sc) && ok;
+    ok = lattice__json_add(j, "model", md) && ok;
+#define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
+    ADD(op, "step", i64(o->step));
+    ADD(op, "lr", dbl(o->p.lr));
+    ADD(op, "min_lr", dbl(o->p.min_lr));
+    ADD(op, "warmup_steps", i64(o->p.warmup_steps));
+    ADD(op, "total_steps", i64(o->p.total_steps));
+    ADD(op, "beta1", dbl(o->p.beta1));
+    ADD(op, "beta2", dbl(o->p.beta2));
+    ADD(op, "eps", dbl(o->p.eps));
+    ADD(op, "weight_decay", dbl(o->p.weight_decay));
+    ADD(op, "clip_norm", dbl(o->p.clip_norm));
+    ADD(sc, "n_phases", i64(s->n_phases));
+    ADD(sc, "phase", i64(s->phase));
+    ADD(sc, "step_in_phase", i64(s->step_in_phase));
+    ADD(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
+    ADD(sc, "steps", i64(s->counters.steps));
+    ADD(sc, "tokens", i64(s->counters.tokens));
+    ADD(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
+    ADD(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
+    ADD(sc, "flops", dbl(s->counters.flops));
+    ADD(md, "n_active", i64(m->n_active));
+    ADD(md, "trainable_embedding", i64(m->trainable_embedding));
+    ADD(md, "trainable_boundary", i64(m->trainable_boundary));
+    ADD(md, "trainable_head", i64(m->trainable_head));
+    for (int i = 0; ok && i < m->p.n_layers; i++)
+        ok = lattice__json_push(layers, i64(m->trainable_layer[i]));
+    ADD(j, "data_epoch", i64(pos.epoch));
+    ADD(j, "data_index", i64(pos.index));
+    ADD(j, "applied_phase", i64(t->applied_phase));
     if (t->have_origin) { /* since 0.2: where rewinding phases send the data back to */
-        json_object_object_add(j, "data_origin_epoch", i64(t->data_origin.epoch));
-        json_object_object_add(j, "data_origin_index", i64(t->data_origin.index));
+        ADD(j, "data_origin_epoch", i64(t->data_origin.epoch));
+        ADD(j, "data_origin_index", i64(t->data_origin.index));
     }
-    char *out = strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+#undef ADD
+    char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
     return out;
 }

@@ -102,7 +102,8 @@ static lattice_status read_file(const char *path, unsigned char **buf, int64_t *
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                  "cannot open %s: %s", path, strerror(errno));
     lattice_status st = LATTICE_OK;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -244,7 +245,7 @@ static lattice_status create_common(const lattice_data_params *params, int text,
     *out = NULL;
     *d = calloc(1, sizeof(**d));
     if (!*d)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the data");
     return copy_params(&(*d)->p, params, text, errmsg);
 }
 
