@@ -3,6 +3,7 @@
 #include "study_impl.h"
 
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -189,6 +190,27 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         }
     }
     const lattice_model *m = t->model;
+    const lattice_schedule *s = t->schedule;
+    /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
+    const int64_t big = (int64_t)1 << 50;
+    const lattice_counters *c = &r->counters;
+    if (ok && (r->optim_step < 0 || r->optim_step > big || r->step_in_phase < 0 ||
+               r->step_in_phase > big || r->nonpad_in_phase < 0 || r->nonpad_in_phase > big ||
+               c->steps < 0 || c->steps > big || c->tokens < 0 || c->tokens > big ||
+               c->nonpad_tokens < 0 || c->nonpad_tokens > c->tokens ||
+               c->active_layer_tokens < 0 || c->active_layer_tokens > big ||
+               !(c->flops >= 0.0) || !isfinite(c->flops) || r->pos.epoch > big ||
+               (r->have_origin && r->origin.epoch > big)))
+        ok = 0;
+    /* the position inside a phase must be one the schedule can reach */
+    if (ok && r->phase >= 0 && r->phase <= n_phases && n_phases == s->n_phases) {
+        if (r->phase == s->n_phases)
+            ok = r->step_in_phase == 0 && r->nonpad_in_phase == 0;
+        else if (s->phases[r->phase].steps)
+            ok = r->step_in_phase < s->phases[r->phase].steps;
+        else
+            ok = r->nonpad_in_phase < s->phases[r->phase].tokens;
+    }
     if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
                n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
                r->applied_phase < -1 || r->applied_phase >= n_phases || r->n_active < 1 ||
@@ -216,7 +238,15 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
     json_object_put(j);
     if (!ok)
         return FAIL(t, LATTICE_ERR_FORMAT,
-                    "the checkpoint's state is missing, malformed, or from another schedule or model");
+                    "the checkpoint's state is missing, malformed, out of range, or from another "
+                    "schedule or model");
+    /* the optimizer settings pass the setter's own checks: set them, then put back */
+    const lattice_optim_params was = t->optim->p;
+    lattice_status st = lattice_optim_set_params(t->optim, &r->op);
+    t->optim->p = was;
+    if (st != LATTICE_OK)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s",
+                    lattice_optim_errmsg(t->optim));
     return LATTICE_OK;
 }
 
@@ -258,17 +288,50 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
             else
                 snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
             const st_tensor *ft = lattice__st_find(&sf, name);
-            if (!ft)
+            float *dst = (k == 0 ? params : k == 1 ? m1 : m2) + off;
+            if (!ft) {
                 st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
-            else
-                st = lattice__st_read_f32(&sf, ft, (k == 0 ? params : k == 1 ? m1 : m2) + off, count,
-                                          t->err);
+                break;
+            }
+            if (ft->ndim != te->ndim || ft->shape[0] != te->rows ||
+                (te->ndim == 2 && ft->shape[1] != te->cols)) {
+                st = FAIL(t, LATTICE_ERR_FORMAT, "'%s' has another shape in the checkpoint", name);
+                break;
+            }
+            if ((st = lattice__st_read_f32(&sf, ft, dst, count, t->err)) != LATTICE_OK)
+                break;
+            /* the setters' rule: weights and moments finite, second moments >= 0 */
+            for (int64_t j = 0; j < count; j++)
+                if (!isfinite(dst[j]) || (k == 2 && dst[j] < 0.0f)) {
+                    st = FAIL(t, LATTICE_ERR_FORMAT, "'%s'[%lld] = %g is out of range", name,
+                              (long long)j, (double)dst[j]);
+                    break;
+                }
         }
+    }
+    /* Adam's first moment is an average of the gradients whose squares the second
+     * averages: one far beyond the other's root came from no run, and its update
+     * m1 / (sqrt(m2) + eps) would overflow the weights */
+    for (int i = 0; st == LATTICE_OK && i < nt; i++) {
+        const tensor_entry *te = &m->tensors[i];
+        const size_t off = (size_t)(te->data - m->params), n = (size_t)(te->rows * te->cols);
+        for (size_t j = off; st == LATTICE_OK && j < off + n; j++)
+            if (fabsf(m1[j]) > 1e6f * (sqrtf(m2[j]) + r.op.eps))
+                st = FAIL(t, LATTICE_ERR_FORMAT,
+                          "'%s': optimizer moments (%g, %g) no gradient history can produce",
+                          te->name, (double)m1[j], (double)m2[j]);
     }
     if (st == LATTICE_OK) {
         const st_tensor *ft = lattice__st_find(&sf, "optim.steps");
         st = ft ? lattice__st_read_raw(&sf, ft, ST_I64, steps, nt, t->err)
                 : FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
+        if (st == LATTICE_OK && ft->ndim != 1)
+            st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps' must be one-dimensional");
+        /* a tensor is updated at most once per optimizer step */
+        for (int i = 0; st == LATTICE_OK && i < nt; i++)
+            if (steps[i] < 0 || steps[i] > r.optim_step)
+                st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps'[%d] = %lld outside 0..%lld", i,
+                          (long long)steps[i], (long long)r.optim_step);
     }
     lattice_data_position was;
     lattice_data_get_position(t->data, &was);

@@ -592,7 +592,9 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
 {
     if (!d || !pos)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (pos->epoch < 0 || pos->index < 0 || pos->index > pass_length(d))
+    /* epochs are counted up from here: keep far from overflow */
+    if (pos->epoch < 0 || pos->epoch > ((int64_t)1 << 50) || pos->index < 0 ||
+        pos->index > pass_length(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "position (%lld, %lld) outside a pass of %lld",
                     (long long)pos->epoch, (long long)pos->index, (long long)pass_length(d));
     d->epoch = pos->epoch;
