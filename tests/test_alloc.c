@@ -422,12 +422,17 @@ int main(void)
 {
     resolve();
     Suite *s = suite_create("alloc");
-    TCase *tc = tcase_create("failing allocations");
+    TCase *tc = tcase_create("saves");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_model_save);
     tcase_add_test(tc, test_checkpoint_save);
     tcase_add_loop_test(tc, test_teacher_record, 0, 2);
-    tcase_add_test(tc, test_loads);
     suite_add_tcase(s, tc);
+    /* a case of its own: json-c's parser leaks what it had built when an
+     * allocation fails, which the sanitizer run suppresses for this case only */
+    TCase *tl = tcase_create("loads");
+    tcase_add_checked_fixture(tl, setup, teardown);
+    tcase_add_test(tl, test_loads);
+    suite_add_tcase(s, tl);
     return tu_run(s);
 }
