@@ -310,9 +310,10 @@ lattice_status lattice_data_create_text(const char *path, const lattice_data_par
     int64_t n = 0, docs = 0, train_docs = -1;
     if (st == LATTICE_OK)
         st = append_text(d, path, &ids, &n, &docs, errmsg);
-    if (st == LATTICE_OK && params->val_path && params->size > offsetof(lattice_data_params, val_path)) {
+    /* d->p, not params: copy_params read only the fields the caller's size covers */
+    if (st == LATTICE_OK && d->p.val_path) {
         train_docs = docs;
-        st = append_text(d, params->val_path, &ids, &n, &docs, errmsg);
+        st = append_text(d, d->p.val_path, &ids, &n, &docs, errmsg);
     }
     if (st != LATTICE_OK) {
         free(ids);
@@ -366,7 +367,15 @@ lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,
         uint32_t v = bytes_per_id == 2 ? (uint32_t)(b[0] | b[1] << 8)
                                        : (uint32_t)b[0] | (uint32_t)b[1] << 8 |
                                              (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-        ids[i] = v > INT32_MAX ? -1 : (int32_t)v;
+        if (v >= (uint32_t)d->p.vocab_size) { /* before it can become a negative int32 */
+            free(buf);
+            free(ids);
+            return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
+                                                  "%s: token id %lu at index %lld outside the "
+                                                  "vocabulary 0..%d", path, (unsigned long)v,
+                                                  (long long)i, d->p.vocab_size - 1), out);
+        }
+        ids[i] = (int32_t)v;
     }
     free(buf);
     return conclude(d, from_ids(d, ids, n, errmsg), out);
