@@ -3,6 +3,7 @@
 #include "study_impl.h"
 
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 static json_object *i64(int64_t v) { return json_object_new_int64(v); }
 static json_object *dbl(double v) { return json_object_new_double(v); }
 
+/* The run's state as a JSON string (caller frees); NULL when memory runs out. */
 static char *state_json(const lattice_trainer *t)
 {
     const lattice_model *m = t->model;
@@ -22,43 +24,46 @@ static char *state_json(const lattice_trainer *t)
     json_object *j = json_object_new_object(), *op = json_object_new_object(),
                 *sc = json_object_new_object(), *md = json_object_new_object(),
                 *layers = json_object_new_array();
-    json_object_object_add(op, "step", i64(o->step));
-    json_object_object_add(op, "lr", dbl(o->p.lr));
-    json_object_object_add(op, "min_lr", dbl(o->p.min_lr));
-    json_object_object_add(op, "warmup_steps", i64(o->p.warmup_steps));
-    json_object_object_add(op, "total_steps", i64(o->p.total_steps));
-    json_object_object_add(op, "beta1", dbl(o->p.beta1));
-    json_object_object_add(op, "beta2", dbl(o->p.beta2));
-    json_object_object_add(op, "eps", dbl(o->p.eps));
-    json_object_object_add(op, "weight_decay", dbl(o->p.weight_decay));
-    json_object_object_add(op, "clip_norm", dbl(o->p.clip_norm));
-    json_object_object_add(sc, "n_phases", i64(s->n_phases));
-    json_object_object_add(sc, "phase", i64(s->phase));
-    json_object_object_add(sc, "step_in_phase", i64(s->step_in_phase));
-    json_object_object_add(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
-    json_object_object_add(sc, "steps", i64(s->counters.steps));
-    json_object_object_add(sc, "tokens", i64(s->counters.tokens));
-    json_object_object_add(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
-    json_object_object_add(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
-    json_object_object_add(sc, "flops", dbl(s->counters.flops));
-    json_object_object_add(md, "n_active", i64(m->n_active));
-    json_object_object_add(md, "trainable_embedding", i64(m->trainable_embedding));
-    json_object_object_add(md, "trainable_boundary", i64(m->trainable_boundary));
-    json_object_object_add(md, "trainable_head", i64(m->trainable_head));
-    for (int i = 0; i < m->p.n_layers; i++)
-        json_object_array_add(layers, i64(m->trainable_layer[i]));
-    json_object_object_add(md, "trainable_layers", layers);
-    json_object_object_add(j, "optim", op);
-    json_object_object_add(j, "schedule", sc);
-    json_object_object_add(j, "model", md);
-    json_object_object_add(j, "data_epoch", i64(pos.epoch));
-    json_object_object_add(j, "data_index", i64(pos.index));
-    json_object_object_add(j, "applied_phase", i64(t->applied_phase));
+    /* the containers join j first, so that one put of j frees whatever was built */
+    int ok = lattice__json_add(md, "trainable_layers", layers);
+    ok = lattice__json_add(j, "optim", op) && ok;
+    ok = lattice__json_add(j, "schedule", sc) && ok;
+    ok = lattice__json_add(j, "model", md) && ok;
+#define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
+    ADD(op, "step", i64(o->step));
+    ADD(op, "lr", dbl(o->p.lr));
+    ADD(op, "min_lr", dbl(o->p.min_lr));
+    ADD(op, "warmup_steps", i64(o->p.warmup_steps));
+    ADD(op, "total_steps", i64(o->p.total_steps));
+    ADD(op, "beta1", dbl(o->p.beta1));
+    ADD(op, "beta2", dbl(o->p.beta2));
+    ADD(op, "eps", dbl(o->p.eps));
+    ADD(op, "weight_decay", dbl(o->p.weight_decay));
+    ADD(op, "clip_norm", dbl(o->p.clip_norm));
+    ADD(sc, "n_phases", i64(s->n_phases));
+    ADD(sc, "phase", i64(s->phase));
+    ADD(sc, "step_in_phase", i64(s->step_in_phase));
+    ADD(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
+    ADD(sc, "steps", i64(s->counters.steps));
+    ADD(sc, "tokens", i64(s->counters.tokens));
+    ADD(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
+    ADD(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
+    ADD(sc, "flops", dbl(s->counters.flops));
+    ADD(md, "n_active", i64(m->n_active));
+    ADD(md, "trainable_embedding", i64(m->trainable_embedding));
+    ADD(md, "trainable_boundary", i64(m->trainable_boundary));
+    ADD(md, "trainable_head", i64(m->trainable_head));
+    for (int i = 0; ok && i < m->p.n_layers; i++)
+        ok = lattice__json_push(layers, i64(m->trainable_layer[i]));
+    ADD(j, "data_epoch", i64(pos.epoch));
+    ADD(j, "data_index", i64(pos.index));
+    ADD(j, "applied_phase", i64(t->applied_phase));
     if (t->have_origin) { /* since 0.2: where rewinding phases send the data back to */
-        json_object_object_add(j, "data_origin_epoch", i64(t->data_origin.epoch));
-        json_object_object_add(j, "data_origin_index", i64(t->data_origin.index));
+        ADD(j, "data_origin_epoch", i64(t->data_origin.epoch));
+        ADD(j, "data_origin_index", i64(t->data_origin.index));
     }
-    char *out = strdup(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+#undef ADD
+    char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
     return out;
 }
@@ -185,6 +190,27 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         }
     }
     const lattice_model *m = t->model;
+    const lattice_schedule *s = t->schedule;
+    /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
+    const int64_t big = (int64_t)1 << 50;
+    const lattice_counters *c = &r->counters;
+    if (ok && (r->optim_step < 0 || r->optim_step > big || r->step_in_phase < 0 ||
+               r->step_in_phase > big || r->nonpad_in_phase < 0 || r->nonpad_in_phase > big ||
+               c->steps < 0 || c->steps > big || c->tokens < 0 || c->tokens > big ||
+               c->nonpad_tokens < 0 || c->nonpad_tokens > c->tokens ||
+               c->active_layer_tokens < 0 || c->active_layer_tokens > big ||
+               !(c->flops >= 0.0) || !isfinite(c->flops) || r->pos.epoch > big ||
+               (r->have_origin && r->origin.epoch > big)))
+        ok = 0;
+    /* the position inside a phase must be one the schedule can reach */
+    if (ok && r->phase >= 0 && r->phase <= n_phases && n_phases == s->n_phases) {
+        if (r->phase == s->n_phases)
+            ok = r->step_in_phase == 0 && r->nonpad_in_phase == 0;
+        else if (s->phases[r->phase].steps)
+            ok = r->step_in_phase < s->phases[r->phase].steps;
+        else
+            ok = r->nonpad_in_phase < s->phases[r->phase].tokens;
+    }
     if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
                n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
                r->applied_phase < -1 || r->applied_phase >= n_phases || r->n_active < 1 ||
@@ -212,7 +238,15 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
     json_object_put(j);
     if (!ok)
         return FAIL(t, LATTICE_ERR_FORMAT,
-                    "the checkpoint's state is missing, malformed, or from another schedule or model");
+                    "the checkpoint's state is missing, malformed, out of range, or from another "
+                    "schedule or model");
+    /* the optimizer settings pass the setter's own checks: set them, then put back */
+    const lattice_optim_params was = t->optim->p;
+    lattice_status st = lattice_optim_set_params(t->optim, &r->op);
+    t->optim->p = was;
+    if (st != LATTICE_OK)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s",
+                    lattice_optim_errmsg(t->optim));
     return LATTICE_OK;
 }
 
@@ -254,17 +288,50 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
             else
                 snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
             const st_tensor *ft = lattice__st_find(&sf, name);
-            if (!ft)
+            float *dst = (k == 0 ? params : k == 1 ? m1 : m2) + off;
+            if (!ft) {
                 st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
-            else
-                st = lattice__st_read_f32(&sf, ft, (k == 0 ? params : k == 1 ? m1 : m2) + off, count,
-                                          t->err);
+                break;
+            }
+            if (ft->ndim != te->ndim || ft->shape[0] != te->rows ||
+                (te->ndim == 2 && ft->shape[1] != te->cols)) {
+                st = FAIL(t, LATTICE_ERR_FORMAT, "'%s' has another shape in the checkpoint", name);
+                break;
+            }
+            if ((st = lattice__st_read_f32(&sf, ft, dst, count, t->err)) != LATTICE_OK)
+                break;
+            /* the setters' rule: weights and moments finite, second moments >= 0 */
+            for (int64_t j = 0; j < count; j++)
+                if (!isfinite(dst[j]) || (k == 2 && dst[j] < 0.0f)) {
+                    st = FAIL(t, LATTICE_ERR_FORMAT, "'%s'[%lld] = %g is out of range", name,
+                              (long long)j, (double)dst[j]);
+                    break;
+                }
         }
+    }
+    /* Adam's first moment is an average of the gradients whose squares the second
+     * averages: one far beyond the other's root came from no run, and its update
+     * m1 / (sqrt(m2) + eps) would overflow the weights */
+    for (int i = 0; st == LATTICE_OK && i < nt; i++) {
+        const tensor_entry *te = &m->tensors[i];
+        const size_t off = (size_t)(te->data - m->params), n = (size_t)(te->rows * te->cols);
+        for (size_t j = off; st == LATTICE_OK && j < off + n; j++)
+            if (fabsf(m1[j]) > 1e6f * (sqrtf(m2[j]) + r.op.eps))
+                st = FAIL(t, LATTICE_ERR_FORMAT,
+                          "'%s': optimizer moments (%g, %g) no gradient history can produce",
+                          te->name, (double)m1[j], (double)m2[j]);
     }
     if (st == LATTICE_OK) {
         const st_tensor *ft = lattice__st_find(&sf, "optim.steps");
         st = ft ? lattice__st_read_raw(&sf, ft, ST_I64, steps, nt, t->err)
                 : FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
+        if (st == LATTICE_OK && ft->ndim != 1)
+            st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps' must be one-dimensional");
+        /* a tensor is updated at most once per optimizer step */
+        for (int i = 0; st == LATTICE_OK && i < nt; i++)
+            if (steps[i] < 0 || steps[i] > r.optim_step)
+                st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps'[%d] = %lld outside 0..%lld", i,
+                          (long long)steps[i], (long long)r.optim_step);
     }
     lattice_data_position was;
     lattice_data_get_position(t->data, &was);

@@ -102,7 +102,8 @@ static lattice_status read_file(const char *path, unsigned char **buf, int64_t *
 {
     FILE *f = fopen(path, "rb");
     if (!f)
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                  "cannot open %s: %s", path, strerror(errno));
     lattice_status st = LATTICE_OK;
     long size = -1;
     if (fseek(f, 0, SEEK_END) == 0)
@@ -244,7 +245,7 @@ static lattice_status create_common(const lattice_data_params *params, int text,
     *out = NULL;
     *d = calloc(1, sizeof(**d));
     if (!*d)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the data");
     return copy_params(&(*d)->p, params, text, errmsg);
 }
 
@@ -309,9 +310,10 @@ lattice_status lattice_data_create_text(const char *path, const lattice_data_par
     int64_t n = 0, docs = 0, train_docs = -1;
     if (st == LATTICE_OK)
         st = append_text(d, path, &ids, &n, &docs, errmsg);
-    if (st == LATTICE_OK && params->val_path && params->size > offsetof(lattice_data_params, val_path)) {
+    /* d->p, not params: copy_params read only the fields the caller's size covers */
+    if (st == LATTICE_OK && d->p.val_path) {
         train_docs = docs;
-        st = append_text(d, params->val_path, &ids, &n, &docs, errmsg);
+        st = append_text(d, d->p.val_path, &ids, &n, &docs, errmsg);
     }
     if (st != LATTICE_OK) {
         free(ids);
@@ -365,7 +367,15 @@ lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,
         uint32_t v = bytes_per_id == 2 ? (uint32_t)(b[0] | b[1] << 8)
                                        : (uint32_t)b[0] | (uint32_t)b[1] << 8 |
                                              (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-        ids[i] = v > INT32_MAX ? -1 : (int32_t)v;
+        if (v >= (uint32_t)d->p.vocab_size) { /* before it can become a negative int32 */
+            free(buf);
+            free(ids);
+            return conclude(d, lattice__set_error(errmsg, LATTICE_ERR_FORMAT,
+                                                  "%s: token id %lu at index %lld outside the "
+                                                  "vocabulary 0..%d", path, (unsigned long)v,
+                                                  (long long)i, d->p.vocab_size - 1), out);
+        }
+        ids[i] = (int32_t)v;
     }
     free(buf);
     return conclude(d, from_ids(d, ids, n, errmsg), out);
@@ -591,7 +601,9 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
 {
     if (!d || !pos)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (pos->epoch < 0 || pos->index < 0 || pos->index > pass_length(d))
+    /* epochs are counted up from here: keep far from overflow */
+    if (pos->epoch < 0 || pos->epoch > ((int64_t)1 << 50) || pos->index < 0 ||
+        pos->index > pass_length(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "position (%lld, %lld) outside a pass of %lld",
                     (long long)pos->epoch, (long long)pos->index, (long long)pass_length(d));
     d->epoch = pos->epoch;

@@ -109,7 +109,7 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
     if (n_classes < 1 || n_classes > 255 || (!classes && n_classes != 2))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "n_classes %d: 1..255, and 2 for the default classes", n_classes);
-    if (!out || out_len < (k + 1) * (n_classes + 1))
+    if (!out || out_len < 1 || (int64_t)out_len < (int64_t)(k + 1) * (n_classes + 1))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %d entries",
                     (k + 1) * (n_classes + 1));
     for (long i = 0; i < n; i++) {
@@ -121,8 +121,9 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
     if ((st = lattice_model_forward(m, tokens, batch, seq)) != LATTICE_OK)
         return FAIL(d, st, "forward: %s", lattice_model_errmsg(m));
     for (int b = 0; b <= k; b++) {
-        const float *h;
-        lattice_model_hidden(m, b, &h);
+        const float *h = NULL;
+        if ((st = lattice_model_hidden(m, b, &h)) != LATTICE_OK)
+            return FAIL(d, st, "boundary %d: %s", b, lattice_model_errmsg(m));
         for (long i = 0; i < n; i++) {
             double ss = 0.0;
             for (int j = 0; j < D; j++)
@@ -159,18 +160,21 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
     if (st != LATTICE_OK)
         return st;
     lattice_model *m = d->model;
-    if (!targets || !out || first < 0 || count < 1 || first + count > m->n_active)
+    /* compared without adding: first + count can overflow */
+    if (!targets || !out || first < 0 || count < 1 || first > m->n_active ||
+        count > m->n_active - first)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "block [%d, %d) must lie within the %d active layers", first, first + count,
-                    m->n_active);
+                    "block of %d layers from %d must lie within the %d active layers", count,
+                    first, m->n_active);
     const int D = m->p.d_model;
     const long n = (long)batch * seq;
     lattice_model_set_skip(m, 0, 0);
     if ((st = ce_of(d, tokens, targets, mask, batch, seq, &out->ce_full)) != LATTICE_OK)
         return st;
-    const float *hi, *ho;
-    lattice_model_hidden(m, first, &hi);
-    lattice_model_hidden(m, first + count, &ho);
+    const float *hi = NULL, *ho = NULL;
+    if ((st = lattice_model_hidden(m, first, &hi)) != LATTICE_OK ||
+        (st = lattice_model_hidden(m, first + count, &ho)) != LATTICE_OK)
+        return FAIL(d, st, "boundary states: %s", lattice_model_errmsg(m));
     double angle = 0.0;
     int64_t c = 0;
     for (long i = 0; i < n; i++) {
@@ -209,7 +213,8 @@ lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64
     out->baseline = base;
     out->jump = losses[append_step] - base;
     double area = 0.0;
-    for (int64_t i = append_step; i < n && i < append_step + horizon; i++)
+    /* i - append_step < horizon: append_step + horizon can overflow */
+    for (int64_t i = append_step; i < n && i - append_step < horizon; i++)
         area += losses[i] > base ? losses[i] - base : 0.0;
     out->area = area;
     /* trailing mean over the last `window` steps, starting once a full window

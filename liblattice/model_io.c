@@ -9,12 +9,13 @@
 
 #define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
 
-/* The shape and placement as a JSON string (caller frees). */
+/* The shape and placement as a JSON string (caller frees); NULL when memory runs out. */
 static char *config_json(const lattice_model *m)
 {
     json_object *o = json_object_new_object();
     const lattice_model_params *p = &m->p;
-#define I(k, v) json_object_object_add(o, k, json_object_new_int64(v))
+    int ok = o != NULL;
+#define I(k, v) ok = ok && lattice__json_add(o, k, json_object_new_int64(v))
     I("vocab_size", p->vocab_size);
     I("d_model", p->d_model);
     I("n_layers", p->n_layers);
@@ -26,14 +27,16 @@ static char *config_json(const lattice_model *m)
     I("qk_norm", p->qk_norm);
     I("tie_embeddings", p->tie_embeddings);
 #undef I
-    json_object_object_add(o, "rope_theta", json_object_new_double(p->rope_theta));
-    json_object_object_add(o, "placement",
-                           json_object_new_string(lattice_norm_placement_name(m->norm.placement)));
-    json_object_object_add(o, "norm", json_object_new_string(m->norm.kind == LATTICE_NORM_LAYER
-                                                                 ? "layer" : "rms"));
-    json_object_object_add(o, "eps", json_object_new_double(m->norm.eps));
-    json_object_object_add(o, "residual_scale", json_object_new_double(m->norm.residual_scale));
-    char *s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+#define D(k, v) ok = ok && lattice__json_add(o, k, json_object_new_double(v))
+#define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
+    D("rope_theta", p->rope_theta);
+    S("placement", lattice_norm_placement_name(m->norm.placement));
+    S("norm", m->norm.kind == LATTICE_NORM_LAYER ? "layer" : "rms");
+    D("eps", m->norm.eps);
+    D("residual_scale", m->norm.residual_scale);
+#undef D
+#undef S
+    char *s = ok ? lattice__json_dump(o) : NULL;
     json_object_put(o);
     return s;
 }
@@ -50,7 +53,7 @@ lattice_status lattice_model_save(const lattice_model *cm, const char *path)
     if (!e || !cfg) {
         free(e);
         free(cfg);
-        return FAIL(m, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+        return FAIL(m, LATTICE_ERR_OUT_OF_MEMORY, "no memory to save the model");
     }
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
@@ -231,7 +234,8 @@ static lattice_status parse_json_file(const char *path, json_object **out, char 
             json_object_put(o);
             o = NULL;
         }
-        json_tokener_free(tok);
+        if (tok) /* json-c 0.16's json_tokener_free does not accept NULL */
+            json_tokener_free(tok);
     }
     free(buf);
     if (!o || !json_object_is_type(o, json_type_object)) {
@@ -295,12 +299,16 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
         p.max_seq = max_seq;
         st = lattice_model_params_check(&p, err);
     }
+    /* settings the file holds are the file's fault (FORMAT); memory is not */
     if (st == LATTICE_OK && (st = lattice_norm_create(pl, kind, eps, &norm)) != LATTICE_OK)
-        lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad norm settings");
+        st = st == LATTICE_ERR_OUT_OF_MEMORY
+                 ? lattice__set_error(err, st, "no memory for the norm")
+                 : lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad norm settings (eps %g)",
+                                      (double)eps);
     if (st == LATTICE_OK && scale != 1.0f && (st = lattice_norm_set_residual_scale(norm, scale)))
-        lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
-    if (st == LATTICE_OK)
-        st = lattice_model_create(&p, norm, backend, &m);
+        st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
+    if (st == LATTICE_OK && (st = lattice_model_create(&p, norm, backend, &m)) != LATTICE_OK)
+        lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
     if (st == LATTICE_OK && (st = load_open(m, &sf)) != LATTICE_OK)
         snprintf(err, LATTICE_ERRMSG_MAX, "%s", m->err);
     lattice__st_close(&sf);

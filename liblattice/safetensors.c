@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,7 +113,8 @@ lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
     memset(sf, 0, sizeof(*sf));
     sf->f = fopen(path, "rb");
     if (!sf->f)
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                  "cannot open %s: %s", path, strerror(errno));
     struct stat stt;
     if (fstat(fileno(sf->f), &stt) != 0 || !S_ISREG(stt.st_mode)) {
         lattice__st_close(sf);
@@ -339,43 +341,195 @@ lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dt
     return read_at(sf, t->begin, dst, (size_t)count * (size_t)dtype_bytes(dtype), err);
 }
 
-lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
-                                 const char *const *meta, char *err)
+int lattice__json_add(json_object *obj, const char *key, json_object *val)
+{
+    if (!obj || !val ||
+        json_object_object_add_ex(obj, key, val, JSON_C_OBJECT_ADD_CONSTANT_KEY) != 0) {
+        json_object_put(val);
+        return 0;
+    }
+    return 1;
+}
+
+int lattice__json_push(json_object *arr, json_object *val)
+{
+    if (!arr || !val || json_object_array_add(arr, val) != 0) {
+        json_object_put(val);
+        return 0;
+    }
+    return 1;
+}
+
+/* JSON text into a growing buffer that remembers a failed allocation. */
+typedef struct jbuf {
+    char *s;
+    size_t len, cap;
+    int failed;
+} jbuf;
+
+static void jb_put(jbuf *b, const char *p, size_t n)
+{
+    if (b->failed)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *g = realloc(b->s, cap);
+        if (!g) {
+            b->failed = 1;
+            return;
+        }
+        b->s = g;
+        b->cap = cap;
+    }
+    memcpy(b->s + b->len, p, n);
+    b->len += n;
+    b->s[b->len] = 0;
+}
+
+static void jb_str(jbuf *b, const char *p, size_t n)
+{
+    jb_put(b, "\"", 1);
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char c = (unsigned char)p[i];
+        char esc[8];
+        if (c == '"' || c == '\\') {
+            esc[0] = '\\';
+            esc[1] = (char)c;
+            jb_put(b, esc, 2);
+        } else if (c < 0x20) {
+            snprintf(esc, sizeof esc, "\\u%04x", c);
+            jb_put(b, esc, 6);
+        } else {
+            jb_put(b, (const char *)&p[i], 1);
+        }
+    }
+    jb_put(b, "\"", 1);
+}
+
+static void jb_value(jbuf *b, json_object *o)
+{
+    char num[40];
+    switch (json_object_get_type(o)) {
+    case json_type_object: {
+        int first = 1;
+        jb_put(b, "{", 1);
+        json_object_object_foreach(o, k, v)
+        {
+            if (!first)
+                jb_put(b, ",", 1);
+            first = 0;
+            jb_str(b, k, strlen(k));
+            jb_put(b, ":", 1);
+            jb_value(b, v);
+        }
+        jb_put(b, "}", 1);
+        break;
+    }
+    case json_type_array:
+        jb_put(b, "[", 1);
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            if (i)
+                jb_put(b, ",", 1);
+            jb_value(b, json_object_array_get_idx(o, i));
+        }
+        jb_put(b, "]", 1);
+        break;
+    case json_type_int:
+        jb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)json_object_get_int64(o)));
+        break;
+    case json_type_double: {
+        const double x = json_object_get_double(o);
+        int n = isnan(x) ? snprintf(num, sizeof num, "NaN")
+                : isinf(x) ? snprintf(num, sizeof num, x > 0 ? "Infinity" : "-Infinity")
+                           : snprintf(num, sizeof num, "%.17g", x);
+        if (isfinite(x) && !strpbrk(num, ".e")) /* stays a double when read back */
+            n += snprintf(num + n, sizeof num - (size_t)n, ".0");
+        jb_put(b, num, (size_t)n);
+        break;
+    }
+    case json_type_string:
+        jb_str(b, json_object_get_string(o), (size_t)json_object_get_string_len(o));
+        break;
+    case json_type_boolean:
+        jb_put(b, json_object_get_boolean(o) ? "true" : "false", json_object_get_boolean(o) ? 4 : 5);
+        break;
+    default:
+        jb_put(b, "null", 4);
+    }
+}
+
+/* Not json-c's serializer: it drops an append whose allocation fails and carries
+ * on (json_object_object_to_json_string ignores printbuf_strappend's result), so
+ * its text can be silently truncated, and parsing it back to check is no way
+ * out, as json-c 0.16's parser crashes when an allocation of a key fails. */
+char *lattice__json_dump(json_object *o)
+{
+    jbuf b = {NULL, 0, 0, 0};
+    if (!o)
+        return NULL;
+    jb_value(&b, o);
+    if (b.failed) {
+        free(b.s);
+        return NULL;
+    }
+    return b.s;
+}
+
+/* The safetensors header of entries e as a new string; NULL when memory runs out. */
+static char *header_json(const st_entry *e, int n, const char *const *meta)
 {
     json_object *root = json_object_new_object();
-    if (!root)
-        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
-    if (meta && meta[0]) {
+    int ok = root != NULL;
+    if (ok && meta && meta[0]) {
         json_object *m = json_object_new_object();
-        for (int i = 0; meta[i] && meta[i + 1]; i += 2)
-            json_object_object_add(m, meta[i], json_object_new_string(meta[i + 1]));
-        json_object_object_add(root, "__metadata__", m);
+        for (int i = 0; m && meta[i] && meta[i + 1]; i += 2)
+            if (!lattice__json_add(m, meta[i], json_object_new_string(meta[i + 1]))) {
+                json_object_put(m);
+                m = NULL;
+            }
+        ok = lattice__json_add(root, "__metadata__", m);
     }
     uint64_t off = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; ok && i < n; i++) {
         json_object *t = json_object_new_object(), *shape = json_object_new_array(),
                     *offs = json_object_new_array();
         uint64_t bytes = (uint64_t)dtype_bytes(e[i].dtype);
-        for (int d = 0; d < e[i].ndim; d++) {
-            json_object_array_add(shape, json_object_new_int64(e[i].shape[d]));
+        ok = shape && offs;
+        for (int d = 0; ok && d < e[i].ndim; d++) {
+            ok = lattice__json_push(shape, json_object_new_int64(e[i].shape[d]));
             bytes *= (uint64_t)e[i].shape[d];
         }
-        json_object_array_add(offs, json_object_new_int64((int64_t)off));
-        json_object_array_add(offs, json_object_new_int64((int64_t)(off + bytes)));
-        json_object_object_add(t, "dtype", json_object_new_string(dtype_name(e[i].dtype)));
-        json_object_object_add(t, "shape", shape);
-        json_object_object_add(t, "data_offsets", offs);
-        json_object_object_add(root, e[i].name, t);
+        ok = ok && lattice__json_push(offs, json_object_new_int64((int64_t)off)) &&
+             lattice__json_push(offs, json_object_new_int64((int64_t)(off + bytes)));
+        /* each add releases what it was given, even after an earlier failure */
+        ok = lattice__json_add(t, "dtype", json_object_new_string(dtype_name(e[i].dtype))) && ok;
+        ok = lattice__json_add(t, "shape", shape) && ok;
+        ok = lattice__json_add(t, "data_offsets", offs) && ok;
+        ok = lattice__json_add(root, e[i].name, ok ? t : (json_object_put(t), NULL)) && ok;
         off += bytes;
     }
-    const char *js = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
+    char *js = ok ? lattice__json_dump(root) : NULL;
+    json_object_put(root);
+    return js;
+}
+
+#define NOMEM(what) lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", what)
+
+lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
+                                 const char *const *meta, char *err)
+{
+    char *js = header_json(e, n, meta);
+    if (!js)
+        return NOMEM("the safetensors header");
     size_t jl = strlen(js), padded = (jl + 7) / 8 * 8;
 
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
     if (!tmp) {
-        json_object_put(root);
-        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
+        free(js);
+        return NOMEM("the temporary file's name");
     }
     /* open(O_EXCL) rather than mkstemp: the file gets the caller's umask, not 0600 */
     static unsigned counter;
@@ -390,9 +544,13 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
     lattice_status st = LATTICE_OK;
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        st = lattice__set_error(err, LATTICE_ERR_IO, "cannot create %s: %s", tmp, strerror(errno));
-        if (fd >= 0)
+        const int why = errno;
+        st = lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                "cannot create %s: %s", tmp, strerror(why));
+        if (fd >= 0) {
             close(fd);
+            unlink(tmp);
+        }
         goto out;
     }
     unsigned char lenbuf[8];
@@ -410,11 +568,13 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
     if (!ok || rename(tmp, path) != 0) {
-        st = lattice__set_error(err, LATTICE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        const int why = errno;
+        st = lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                "cannot write %s: %s", path, strerror(why));
         unlink(tmp);
     }
 out:
     free(tmp);
-    json_object_put(root);
+    free(js);
     return st;
 }

@@ -6,6 +6,7 @@
 
 #include "internal.h"
 
+#include <json-c/json.h>
 #include <stdio.h>
 
 typedef enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_I32, ST_I64, ST_U8, ST_F64 } st_dtype;
@@ -57,5 +58,16 @@ typedef struct st_entry {
  * rename). meta: key, value, key, value, ..., NULL. */
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err);
+
+/* json-c's constructors and adds return NULL or -1 when memory runs out; these
+ * check them. add and push take ownership of val (NULL allowed: a constructor
+ * that failed) and release it when they fail; key must outlive obj. Both
+ * return 1 on success, 0 on failure. */
+int lattice__json_add(json_object *obj, const char *key, json_object *val);
+int lattice__json_push(json_object *arr, json_object *val);
+/* o's compact JSON text in a new string (the caller frees), or NULL when memory
+ * runs out. json-c's serializer ignores some failed appends, so the text is
+ * parsed back and compared: a truncated text is never returned. */
+char *lattice__json_dump(json_object *o);
 
 #endif

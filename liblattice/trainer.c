@@ -255,10 +255,31 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
     if (!t)
         return LATTICE_ERR_INVALID_ARGUMENT;
     t->stop = 0;
+    /* A token-budget phase over data whose batches count no tokens (every
+     * document one token long) would never end: a whole pass without a counted
+     * token in such a phase is an error. */
+    lattice_data_params dp;
+    lattice_data_get_params(t->data, &dp);
+    const int64_t pass = lattice_data_n_documents(t->data, LATTICE_SPLIT_TRAIN) / dp.batch_size + 2;
+    int64_t empty = 0;
     while (!t->stop && !lattice_schedule_finished(t->schedule)) {
+        int phase;
+        lattice_schedule_position(t->schedule, &phase, NULL);
+        lattice_phase ph;
+        lattice_phase_init(&ph);
+        lattice_schedule_phase(t->schedule, phase, &ph);
+        lattice_counters before, after;
+        lattice_schedule_counters(t->schedule, &before);
         lattice_status st = lattice_trainer_step(t, NULL);
         if (st != LATTICE_OK)
             return st;
+        lattice_schedule_counters(t->schedule, &after);
+        empty = ph.steps == 0 && after.nonpad_tokens == before.nonpad_tokens ? empty + 1 : 0;
+        if (empty >= pass)
+            return FAIL(t, LATTICE_ERR_STATE,
+                        "phase %d has a budget of %lld tokens, but %lld batches in a row (a pass "
+                        "of the data) counted none: every document is too short to predict",
+                        phase, (long long)ph.tokens, (long long)empty);
     }
     return LATTICE_OK;
 }

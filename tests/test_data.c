@@ -2,6 +2,7 @@
  * unpacked and packed batches, order, wrapping, positions and bad files. */
 #include "testutil.h"
 
+#include <stddef.h>
 #include <unistd.h>
 
 static char *write_temp(const void *bytes, size_t n)
@@ -248,6 +249,103 @@ START_TEST(test_bad_params)
 }
 END_TEST
 
+/* A caller built against an older, shorter struct: the library may read only
+ * what size covers. Each struct is malloc'd at exactly that size, so the
+ * sanitizer build catches a read past it. */
+START_TEST(test_short_params_structs)
+{
+    char path[] = "/tmp/lattice-short-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, "one\ftwo\fthree", 13), 13);
+    close(fd);
+    const size_t short_size = offsetof(lattice_data_params, val_path);
+    lattice_data_params full;
+    lattice_data_params_init(&full);
+    full.batch_size = 2;
+    full.seq_len = 4;
+    lattice_data_params *p = malloc(short_size);
+    memcpy(p, &full, short_size);
+    memcpy(p, &short_size, sizeof(size_t)); /* size leads every params struct */
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_text(path, p, &d, err) == LATTICE_OK, "%s", err);
+    lattice_data_destroy(d);
+    const int32_t ids[6] = {256, 1, 2, 256, 3, 4};
+    ck_assert_int_eq(lattice_data_create_memory(ids, 6, p, &d, err), LATTICE_OK);
+    lattice_data_destroy(d);
+    ck_assert_int_eq(lattice_data_create_tokens(path, 1, p, &d, err), LATTICE_ERR_INVALID_ARGUMENT);
+    free(p);
+    lattice_optim_params *op = malloc(offsetof(lattice_optim_params, clip_norm));
+    lattice_optim_params ofull;
+    lattice_optim_params_init(&ofull);
+    memcpy(op, &ofull, offsetof(lattice_optim_params, clip_norm));
+    const size_t osize = offsetof(lattice_optim_params, clip_norm);
+    memcpy(op, &osize, sizeof(size_t));
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    mp.vocab_size = 257;
+    mp.d_model = 8;
+    mp.n_layers = 1;
+    mp.n_active_layers = 1;
+    mp.n_heads = 2;
+    mp.n_kv_heads = 1;
+    mp.head_dim = 4;
+    mp.d_ff = 8;
+    mp.max_batch = 2;
+    mp.max_seq = 4;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(m, op, &o), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_set_params(o, op), LATTICE_OK);
+    free(op);
+    lattice_trainer_params *tp = malloc(sizeof(size_t));
+    const size_t tsize = sizeof(size_t);
+    memcpy(tp, &tsize, sizeof(size_t));
+    lattice_schedule *sc;
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 1, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
+    ck_assert_int_eq(lattice_data_create_memory(ids, 6, &full, &d, err), LATTICE_OK);
+    lattice_trainer *t;
+    ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, tp, &t), LATTICE_OK);
+    free(tp);
+    lattice_trainer_destroy(t);
+    lattice_schedule_destroy(sc);
+    lattice_data_destroy(d);
+    lattice_optim_destroy(o);
+    lattice_model_destroy(m);
+    lattice_norm_destroy(n);
+    lattice_backend_destroy(be);
+    remove(path);
+}
+END_TEST
+
+/* 0xFFFFFFFF in a uint32 token file is that id, not -1. */
+START_TEST(test_huge_token_id)
+{
+    char path[] = "/tmp/lattice-huge-XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    const unsigned char b[8] = {1, 0, 0, 0, 0xff, 0xff, 0xff, 0xff};
+    ck_assert_int_eq(write(fd, b, 8), 8);
+    close(fd);
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    p.vocab_size = 10;
+    p.boundary_id = -1;
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_FORMAT);
+    ck_assert_msg(strstr(err, "4294967295") != NULL, "%s", err);
+    ck_assert_ptr_null(d);
+    remove(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("data");
@@ -259,6 +357,8 @@ int main(void)
     tcase_add_test(tc, test_token_files);
     tcase_add_test(tc, test_val_file_and_split_long);
     tcase_add_test(tc, test_bad_params);
+    tcase_add_test(tc, test_short_params_structs);
+    tcase_add_test(tc, test_huge_token_id);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

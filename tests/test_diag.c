@@ -1,6 +1,8 @@
 /* Diagnostics on constructed cases with known answers. */
 #include "testutil.h"
 
+#include <limits.h>
+
 typedef struct setup {
     lattice_backend *be;
     lattice_model *m;
@@ -180,6 +182,56 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Hostile integers for every public diag function: a status, never a crash, and
+ * OK only for ranges that are truly inside. */
+START_TEST(test_hostile_ranges)
+{
+    setup_t s = open_setup(LATTICE_NORM_PRE, 5);
+    const int v[] = {INT_MIN, INT_MIN + 1, -2, -1, 0, 1, 2, 3, 4, INT_MAX - 1, INT_MAX};
+    const int nv = (int)(sizeof v / sizeof v[0]);
+    const int k = lattice_model_active_layers(s.m);
+    for (int a = 0; a < nv; a++)
+        for (int b = 0; b < nv; b++) {
+            lattice_removal r;
+            memset(&r, 0, sizeof r);
+            const int64_t first = v[a], count = v[b];
+            const int inside = first >= 0 && count >= 1 && first + count <= k;
+            lattice_status st = lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, v[a], v[b], &r);
+            ck_assert_msg(st == (inside ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT),
+                          "block_removal(%d, %d): %s", v[a], v[b], lattice_status_string(st));
+            if (inside)
+                ck_assert(isfinite(r.ce_full) && isfinite(r.ce_removed) && r.angle >= 0.0 &&
+                          r.angle <= 1.0);
+            /* batch and seq hostile too */
+            st = lattice_diag_block_removal(s.d, tok, tgt, NULL, v[a], v[b], 0, 1, &r);
+            ck_assert_int_eq(st, v[a] >= 1 && v[a] <= 2 && v[b] >= 1 && v[b] <= 5
+                                     ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT);
+            lattice_rms_stats out[64];
+            st = lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, v[a], out,
+                                             v[b] > 64 ? 64 : v[b]);
+            ck_assert_int_eq(st, v[a] == 2 && v[b] >= (k + 1) * 3 ? LATTICE_OK
+                                                                 : LATTICE_ERR_INVALID_ARGUMENT);
+        }
+    /* loss response: append step, window and horizon at the int64 edges */
+    const double losses[8] = {3, 3, 3, 5, 4, 3, 2, 2};
+    const int64_t w[] = {INT64_MIN, -1, 0, 1, 2, 3, 7, 8, INT64_MAX - 1, INT64_MAX};
+    const int nw = (int)(sizeof w / sizeof w[0]);
+    for (int a = 0; a < nw; a++)
+        for (int b = 0; b < nw; b++)
+            for (int c = 0; c < nw; c++) {
+                lattice_response r;
+                lattice_status st = lattice_diag_loss_response(losses, 8, w[a], w[b], w[c], &r);
+                const int ok = w[b] >= 1 && w[c] >= 0 && w[a] >= w[b] && w[a] < 8;
+                ck_assert_msg(st == (ok ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT),
+                              "loss_response(%lld, %lld, %lld)", (long long)w[a], (long long)w[b],
+                              (long long)w[c]);
+                if (ok)
+                    ck_assert(isfinite(r.area) && r.area >= 0.0);
+            }
+    close_setup(&s);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("diag");
@@ -189,6 +241,7 @@ int main(void)
     tcase_add_test(tc, test_known_rms);
     tcase_add_test(tc, test_loss_response);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_hostile_ranges);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -300,6 +300,63 @@ static int same_tensor(lattice_model *m, const char *name, const float *ref)
 
 /* ---- teachers ------------------------------------------------------------------ */
 
+/* Documents of one token predict nothing: a token budget over them never fills. */
+START_TEST(test_token_budget_without_tokens)
+{
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 5;
+    p.d_model = 8;
+    p.n_layers = 1;
+    p.n_active_layers = 1;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 4;
+    p.d_ff = 8;
+    p.max_batch = 2;
+    p.max_seq = 4;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
+    const int32_t ids[6] = {4, 4, 4, 4, 4, 4}; /* six documents of only their boundary */
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 5;
+    dp.boundary_id = 4;
+    dp.batch_size = 2;
+    dp.seq_len = 4;
+    lattice_data *d;
+    ck_assert_int_eq(lattice_data_create_memory(ids, 6, &dp, &d, NULL), LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
+    lattice_phase ph;
+    lattice_phase_init(&ph);
+    ph.steps = 0;
+    ph.tokens = 10;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
+    lattice_trainer *t;
+    ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, s, NULL, &t), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_run(t), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "counted none"));
+    lattice_counters c;
+    lattice_schedule_counters(s, &c);
+    ck_assert_int_le(c.steps, 6); /* about one pass, not forever */
+    lattice_trainer_destroy(t);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(m);
+    lattice_norm_destroy(n);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
 START_TEST(test_init_student)
 {
     world w;
@@ -887,6 +944,7 @@ int main(void)
     tcase_add_test(sc, test_counters_and_matching);
     tcase_add_test(sc, test_token_budget_and_bad_phases);
     tcase_add_test(sc, test_phase_of_an_older_caller);
+    tcase_add_test(sc, test_token_budget_without_tokens);
     suite_add_tcase(s, sc);
     TCase *tt = tcase_create("teacher");
     tcase_add_test(tt, test_init_student);

@@ -1,0 +1,438 @@
+/* Allocation failure: every allocation inside a save, a recording or a load is
+ * made to fail in turn. The call must return a status (never abort or crash),
+ * and a failed save must leave the previous file byte-identical.
+ *
+ * malloc, calloc, realloc and strdup are defined here, so that they interpose
+ * for the whole process: the static library, json-c and libc's own callers
+ * (fopen, fdopen) all come through them. They forward to the next definition
+ * (libc's, or the sanitizer's) and fail only the N-th allocation made by the
+ * armed thread, so OpenMP workers and Check itself are never touched. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <unistd.h>
+
+static void *(*next_malloc)(size_t);
+static void *(*next_calloc)(size_t, size_t);
+static void *(*next_realloc)(void *, size_t);
+
+static __thread int armed;
+static long fail_at; /* 0: count only */
+static long seen;
+static int injected;
+
+/* dlsym may allocate while the pointers are being looked up: serve it from here. */
+static _Alignas(16) char boot[4096];
+static size_t boot_used;
+static int resolving;
+
+static void *boot_alloc(size_t n)
+{
+    n = (n + 15) / 16 * 16;
+    if (boot_used + n > sizeof boot)
+        return NULL;
+    void *p = boot + boot_used;
+    boot_used += n;
+    return p;
+}
+
+static void resolve(void)
+{
+    if (next_malloc || resolving)
+        return;
+    resolving = 1;
+    next_calloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "calloc");
+    next_realloc = (void *(*)(void *, size_t))dlsym(RTLD_NEXT, "realloc");
+    next_malloc = (void *(*)(size_t))dlsym(RTLD_NEXT, "malloc");
+    resolving = 0;
+}
+
+static int fail_now(void)
+{
+    if (!armed)
+        return 0;
+    if (++seen != fail_at)
+        return 0;
+    injected = 1;
+    errno = ENOMEM;
+    return 1;
+}
+
+void *malloc(size_t n)
+{
+    resolve();
+    if (!next_malloc)
+        return boot_alloc(n);
+    return fail_now() ? NULL : next_malloc(n);
+}
+
+void *calloc(size_t n, size_t size)
+{
+    resolve();
+    if (!next_calloc)
+        return boot_alloc(n * size); /* boot is zero and never reused */
+    return fail_now() ? NULL : next_calloc(n, size);
+}
+
+void *realloc(void *p, size_t n)
+{
+    resolve();
+    return fail_now() ? NULL : next_realloc(p, n);
+}
+
+/* json-c 0.16's parser does not check its strdup of an object key (it goes on
+ * to hash the NULL): that one path cannot be made safe outside json-c, so its
+ * copies are left alone. Everything else json-c and the library allocate fails. */
+static int from_json_c(const void *caller)
+{
+    Dl_info info;
+    return dladdr(caller, &info) && info.dli_fname && strstr(info.dli_fname, "libjson-c");
+}
+
+char *strdup(const char *s)
+{
+    const size_t n = strlen(s) + 1;
+    if (armed && from_json_c(__builtin_return_address(0))) {
+        char *p = next_malloc(n);
+        if (p)
+            memcpy(p, s, n);
+        return p;
+    }
+    char *p = malloc(n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+static void arm(long n)
+{
+    fail_at = n;
+    seen = 0;
+    injected = 0;
+    armed = 1;
+}
+
+static void disarm(void) { armed = 0; }
+
+/* ---- fixtures ---- */
+
+static char dir[64];
+static lattice_backend *be;
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/lattice-alloc-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    be = tu_backend("ref", 1);
+}
+
+static void teardown(void)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    char p[512];
+    while (d && (e = readdir(d)))
+        if (e->d_name[0] != '.') {
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+    lattice_backend_destroy(be);
+}
+
+static int files_in_dir(void)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static unsigned char *slurp(const char *path, long *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    *len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)*len + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_int_eq(fread(b, 1, (size_t)*len, f), (size_t)*len);
+    fclose(f);
+    return b;
+}
+
+static lattice_model *small_model(uint64_t seed)
+{
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 11;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 4;
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 5;
+    p.seed = seed;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
+    lattice_norm_destroy(n);
+    return m;
+}
+
+static const int32_t ids[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4};
+
+static lattice_data *small_data(void)
+{
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 11;
+    dp.boundary_id = 10;
+    dp.batch_size = 2;
+    dp.seq_len = 5;
+    lattice_data *d;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_memory(ids, sizeof ids / sizeof ids[0], &dp, &d, err) ==
+                      LATTICE_OK, "%s", err);
+    return d;
+}
+
+/* The sweep: a save that either writes the same bytes again or fails with
+ * OUT_OF_MEMORY and a message, leaving the file and the directory as they were. */
+typedef lattice_status (*save_fn)(void *ctx, const char *path);
+typedef const char *(*msg_fn)(void *ctx);
+
+static void sweep_save(save_fn save, msg_fn msg, void *ctx, const char *what)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, what);
+    ck_assert_msg(save(ctx, path) == LATTICE_OK, "%s: %s", what, msg(ctx));
+    long good_len;
+    unsigned char *good = slurp(path, &good_len);
+    arm(0);
+    lattice_status st = save(ctx, path);
+    disarm();
+    const long total = seen;
+    ck_assert_int_eq(st, LATTICE_OK);
+    ck_assert_int_gt(total, 10);
+    long failures = 0;
+    for (long n = 1; n <= total; n++) {
+        arm(n);
+        st = save(ctx, path);
+        disarm();
+        ck_assert_msg(injected, "%s: allocation %ld of %ld never came", what, n, total);
+        ck_assert_msg(st == LATTICE_OK || st == LATTICE_ERR_OUT_OF_MEMORY,
+                      "%s: failing allocation %ld of %ld gave %s (%s)", what, n, total,
+                      lattice_status_string(st), msg(ctx));
+        if (st != LATTICE_OK) {
+            failures++;
+            ck_assert_msg(msg(ctx)[0] != 0, "%s: no message after allocation %ld", what, n);
+        }
+        long len;
+        unsigned char *now = slurp(path, &len);
+        ck_assert_msg(len == good_len && memcmp(now, good, (size_t)len) == 0,
+                      "%s: failing allocation %ld of %ld (status %s) changed the file", what, n,
+                      total, lattice_status_string(st));
+        free(now);
+        ck_assert_msg(files_in_dir() == 1, "%s: allocation %ld left a temporary file", what, n);
+    }
+    ck_assert_int_gt(failures, 0);
+    free(good);
+    unlink(path);
+}
+
+static lattice_status save_model(void *ctx, const char *path) { return lattice_model_save(ctx, path); }
+static const char *model_msg(void *ctx) { return lattice_model_errmsg(ctx); }
+
+START_TEST(test_model_save)
+{
+    lattice_model *m = small_model(1);
+    sweep_save(save_model, model_msg, m, "model");
+    lattice_model_destroy(m);
+}
+END_TEST
+
+typedef struct run {
+    lattice_model *model;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} run;
+
+static void open_run(run *r)
+{
+    r->model = small_model(2);
+    r->data = small_data();
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.warmup_steps = 1;
+    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
+                                            NULL, &r->trainer),
+                     LATTICE_OK);
+    ck_assert_msg(lattice_trainer_step(r->trainer, NULL) == LATTICE_OK, "%s",
+                  lattice_trainer_errmsg(r->trainer));
+}
+
+static void close_run(run *r)
+{
+    lattice_trainer_destroy(r->trainer);
+    lattice_schedule_destroy(r->schedule);
+    lattice_optim_destroy(r->optim);
+    lattice_data_destroy(r->data);
+    lattice_model_destroy(r->model);
+}
+
+static lattice_status save_ckpt(void *ctx, const char *path)
+{
+    return lattice_trainer_save_checkpoint(((run *)ctx)->trainer, path);
+}
+static const char *ckpt_msg(void *ctx) { return lattice_trainer_errmsg(((run *)ctx)->trainer); }
+
+START_TEST(test_checkpoint_save)
+{
+    run r;
+    open_run(&r);
+    sweep_save(save_ckpt, ckpt_msg, &r, "checkpoint");
+    close_run(&r);
+}
+END_TEST
+
+static int cb_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab, float *z)
+{
+    (void)user;
+    for (int i = 0; i < batch * seq; i++)
+        for (int v = 0; v < vocab; v++)
+            z[(long)i * vocab + v] = v == (tokens[i] + 1) % vocab ? 3.0f : (float)v / vocab;
+    return 0;
+}
+
+typedef struct recording {
+    lattice_teacher *teacher;
+    lattice_data *data;
+    int k;
+} recording;
+
+static lattice_status record(void *ctx, const char *path)
+{
+    recording *r = ctx;
+    /* the same batches every time, so that a successful recording writes the same bytes */
+    const lattice_data_position start = {0, 0};
+    if (lattice_data_set_position(r->data, &start) != LATTICE_OK) /* no ck_assert while armed */
+        return LATTICE_ERR_STATE;
+    return lattice_teacher_record(r->teacher, r->data, 3, r->k, path);
+}
+static const char *record_msg(void *ctx) { return lattice_teacher_errmsg(((recording *)ctx)->teacher); }
+
+START_TEST(test_teacher_record)
+{
+    recording r = {NULL, small_data(), _i ? 3 : 0};
+    ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, NULL, 11, 2, 5, &r.teacher),
+                     LATTICE_OK);
+    sweep_save(record, record_msg, &r, _i ? "topk" : "dense");
+    lattice_teacher_destroy(r.teacher);
+    lattice_data_destroy(r.data);
+}
+END_TEST
+
+/* Loads under failure: a status, never a crash; a failure says why. */
+START_TEST(test_loads)
+{
+    run r;
+    open_run(&r);
+    char mpath[128], cpath[128], tpath[128];
+    snprintf(mpath, sizeof mpath, "%s/m.safetensors", dir);
+    snprintf(cpath, sizeof cpath, "%s/c.safetensors", dir);
+    snprintf(tpath, sizeof tpath, "%s/corpus.txt", dir);
+    ck_assert_int_eq(lattice_model_save(r.model, mpath), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, cpath), LATTICE_OK);
+    FILE *f = fopen(tpath, "w");
+    fputs("one document\fand another\fand a third one", f);
+    fclose(f);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.batch_size = 2;
+    dp.seq_len = 8;
+    dp.val_fraction = 0.3f;
+    for (int what = 0; what < 4; what++) {
+        long total = 0;
+        for (long n = 0; n == 0 || n <= total; n++) {
+            char err[LATTICE_ERRMSG_SIZE] = "";
+            lattice_status st;
+            lattice_model *m = NULL;
+            lattice_data *d = NULL;
+            arm(n);
+            switch (what) {
+            case 0:
+                st = lattice_model_load(r.model, mpath);
+                snprintf(err, sizeof err, "%s", lattice_model_errmsg(r.model));
+                break;
+            case 1:
+                st = lattice_trainer_load_checkpoint(r.trainer, cpath);
+                snprintf(err, sizeof err, "%s", lattice_trainer_errmsg(r.trainer));
+                break;
+            case 2:
+                st = lattice_model_create_from_file(mpath, NULL, be, 2, 5, &m, err);
+                break;
+            default:
+                st = lattice_data_create_text(tpath, &dp, &d, err);
+                break;
+            }
+            disarm();
+            if (n == 0) {
+                total = seen;
+                ck_assert_msg(st == LATTICE_OK, "load %d: %s", what, err);
+            } else {
+                ck_assert_msg(injected, "load %d: allocation %ld of %ld never came", what, n, total);
+                /* json-c's parser reports a failed allocation as a syntax error */
+                ck_assert_msg(st == LATTICE_OK || st == LATTICE_ERR_OUT_OF_MEMORY ||
+                                  st == LATTICE_ERR_FORMAT,
+                              "load %d, allocation %ld: %s", what, n, lattice_status_string(st));
+                ck_assert_msg(st == LATTICE_OK || err[0], "load %d, allocation %ld: no message",
+                              what, n);
+            }
+            ck_assert(st == LATTICE_OK || (!m && !d));
+            lattice_model_destroy(m);
+            lattice_data_destroy(d);
+        }
+        ck_assert_int_gt(total, 3);
+    }
+    close_run(&r);
+}
+END_TEST
+
+int main(void)
+{
+    resolve();
+    Suite *s = suite_create("alloc");
+    TCase *tc = tcase_create("saves");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, test_model_save);
+    tcase_add_test(tc, test_checkpoint_save);
+    tcase_add_loop_test(tc, test_teacher_record, 0, 2);
+    suite_add_tcase(s, tc);
+    /* a case of its own: json-c's parser leaks what it had built when an
+     * allocation fails, which the sanitizer run suppresses for this case only */
+    TCase *tl = tcase_create("loads");
+    tcase_add_checked_fixture(tl, setup, teardown);
+    tcase_add_test(tl, test_loads);
+    suite_add_tcase(s, tl);
+    return tu_run(s);
+}

@@ -1,0 +1,318 @@
+/* Checkpoint fuzz: each numeric field of a valid checkpoint, in its state and
+ * in its tensors, is set to hostile values. A load must refuse it clearly, or
+ * accept it and then train a step to finite weights. */
+#include "testutil.h"
+
+#include <json-c/json.h>
+#include <unistd.h>
+
+typedef struct run {
+    lattice_backend *be;
+    lattice_model *model;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} run;
+
+static const int32_t ids[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4, 10, 2, 2};
+
+static void open_run(run *r)
+{
+    r->be = tu_backend("ref", 1);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 11;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 4;
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 5;
+    p.seed = 3;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(&p, n, r->be, &r->model), LATTICE_OK);
+    lattice_norm_destroy(n);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 11;
+    dp.boundary_id = 10;
+    dp.batch_size = 2;
+    dp.seq_len = 5;
+    ck_assert_int_eq(lattice_data_create_memory(ids, sizeof ids / sizeof ids[0], &dp, &r->data, NULL),
+                     LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.warmup_steps = 1;
+    op.lr = 1e-2f;
+    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
+                                            NULL, &r->trainer),
+                     LATTICE_OK);
+}
+
+static void close_run(run *r)
+{
+    lattice_trainer_destroy(r->trainer);
+    lattice_schedule_destroy(r->schedule);
+    lattice_optim_destroy(r->optim);
+    lattice_data_destroy(r->data);
+    lattice_model_destroy(r->model);
+    lattice_backend_destroy(r->be);
+}
+
+/* A checkpoint in memory: its header as JSON, its data section as bytes. */
+typedef struct ckpt {
+    json_object *header;
+    unsigned char *data;
+    size_t data_len;
+} ckpt;
+
+static void read_ckpt(const char *path, ckpt *c)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)len);
+    ck_assert_int_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--)
+        hl = hl << 8 | b[i];
+    char *h = strndup((char *)b + 8, hl);
+    c->header = json_tokener_parse(h);
+    ck_assert_ptr_nonnull(c->header);
+    free(h);
+    c->data_len = (size_t)len - 8 - hl;
+    c->data = malloc(c->data_len);
+    memcpy(c->data, b + 8 + hl, c->data_len);
+    free(b);
+}
+
+static void write_ckpt(const char *path, const ckpt *c)
+{
+    const char *h = json_object_to_json_string_ext(c->header, JSON_C_TO_STRING_PLAIN);
+    size_t hl = strlen(h), padded = (hl + 7) / 8 * 8;
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 8; i++)
+        fputc((int)((padded >> (8 * i)) & 0xff), f);
+    fwrite(h, 1, hl, f);
+    for (size_t i = hl; i < padded; i++)
+        fputc(' ', f);
+    fwrite(c->data, 1, c->data_len, f);
+    fclose(f);
+}
+
+static void free_ckpt(ckpt *c)
+{
+    json_object_put(c->header);
+    free(c->data);
+}
+
+/* The state JSON inside the metadata, parsed (caller puts). */
+static json_object *state_of(const ckpt *c)
+{
+    json_object *meta, *st;
+    ck_assert(json_object_object_get_ex(c->header, "__metadata__", &meta));
+    ck_assert(json_object_object_get_ex(meta, "lattice.checkpoint", &st));
+    json_object *s = json_tokener_parse(json_object_get_string(st));
+    ck_assert_ptr_nonnull(s);
+    return s;
+}
+
+static void set_state(ckpt *c, json_object *s)
+{
+    json_object *meta;
+    json_object_object_get_ex(c->header, "__metadata__", &meta);
+    json_object_object_add(meta, "lattice.checkpoint",
+                           json_object_new_string(json_object_to_json_string_ext(s, JSON_C_TO_STRING_PLAIN)));
+}
+
+/* Load path into a fresh run: refused with a message, or a step trains to finite weights. */
+static void expect_refused_or_sane(const char *path, const char *what)
+{
+    run r;
+    open_run(&r);
+    lattice_status st = lattice_trainer_load_checkpoint(r.trainer, path);
+    if (st != LATTICE_OK) {
+        ck_assert_msg(st == LATTICE_ERR_FORMAT, "%s: %s", what, lattice_status_string(st));
+        ck_assert_msg(lattice_trainer_errmsg(r.trainer)[0], "%s: refused without a message", what);
+    } else if (!lattice_schedule_finished(r.schedule)) {
+        st = lattice_trainer_step(r.trainer, NULL);
+        ck_assert_msg(st == LATTICE_OK, "%s: accepted, then the step failed: %s", what,
+                      lattice_trainer_errmsg(r.trainer));
+        for (int i = 0; i < lattice_model_n_tensors(r.model); i++) {
+            lattice_tensor_info ti;
+            ck_assert_int_eq(lattice_model_tensor(r.model, i, &ti), LATTICE_OK);
+            for (int64_t j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+                ck_assert_msg(isfinite(ti.data[j]), "%s: accepted, then %s[%lld] = %g", what,
+                              ti.name, (long long)j, (double)ti.data[j]);
+        }
+    }
+    close_run(&r);
+}
+
+static const char *const state_fields[][2] = {
+    {"optim", "step"},           {"optim", "lr"},           {"optim", "min_lr"},
+    {"optim", "warmup_steps"},   {"optim", "total_steps"},  {"optim", "beta1"},
+    {"optim", "beta2"},          {"optim", "eps"},          {"optim", "weight_decay"},
+    {"optim", "clip_norm"},      {"schedule", "n_phases"},  {"schedule", "phase"},
+    {"schedule", "step_in_phase"}, {"schedule", "nonpad_in_phase"}, {"schedule", "steps"},
+    {"schedule", "tokens"},      {"schedule", "nonpad_tokens"}, {"schedule", "active_layer_tokens"},
+    {"schedule", "flops"},       {"model", "n_active"},     {"model", "trainable_embedding"},
+    {NULL, "data_epoch"},        {NULL, "data_index"},      {NULL, "applied_phase"},
+    {NULL, "data_origin_epoch"}, {NULL, "data_origin_index"},
+};
+
+static json_object *hostile(int v)
+{
+    switch (v) {
+    case 0: return json_object_new_double(NAN);
+    case 1: return json_object_new_double(INFINITY);
+    case 2: return json_object_new_double(-INFINITY);
+    case 3: return json_object_new_int64(-1);
+    case 4: return json_object_new_int64(0);
+    case 5: return json_object_new_int64(1);
+    case 6: return json_object_new_int64(2);
+    case 7: return json_object_new_double(1e300);
+    case 8: return json_object_new_int64(INT64_MAX);
+    case 9: return json_object_new_int64(INT64_MIN);
+    default: return json_object_new_int64(INT64_MAX - 1);
+    }
+}
+#define N_HOSTILE 11
+
+static char *saved_checkpoint(char *path, size_t n)
+{
+    run r;
+    open_run(&r);
+    ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    snprintf(path, n, "/tmp/lattice-ckfuzz-%d.safetensors", (int)getpid());
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_OK);
+    close_run(&r);
+    return path;
+}
+
+START_TEST(test_state_fields)
+{
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good);
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    const char *const *f = state_fields[_i];
+    for (int v = 0; v < N_HOSTILE; v++) {
+        ckpt c;
+        read_ckpt(good, &c);
+        json_object *s = state_of(&c), *obj = s;
+        if (f[0])
+            ck_assert(json_object_object_get_ex(s, f[0], &obj));
+        json_object_object_add(obj, f[1], hostile(v));
+        set_state(&c, s);
+        json_object_put(s);
+        write_ckpt(bad, &c);
+        free_ckpt(&c);
+        char what[96];
+        snprintf(what, sizeof what, "%s.%s = hostile #%d", f[0] ? f[0] : "", f[1], v);
+        expect_refused_or_sane(bad, what);
+    }
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
+/* Tensor data: one value of a weight, a moment or a step count made hostile. */
+static void poke(ckpt *c, const char *name, int64_t index, const void *value, size_t width)
+{
+    json_object *t, *offs;
+    ck_assert_msg(json_object_object_get_ex(c->header, name, &t), "%s", name);
+    ck_assert(json_object_object_get_ex(t, "data_offsets", &offs));
+    const size_t at = (size_t)json_object_get_int64(json_object_array_get_idx(offs, 0)) +
+                      (size_t)index * width;
+    ck_assert_uint_le(at + width, c->data_len);
+    memcpy(c->data + at, value, width);
+}
+
+START_TEST(test_tensor_values)
+{
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good);
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    const float fv[] = {NAN, INFINITY, -INFINITY, -1.0f, 1e38f};
+    const int64_t iv[] = {-1, INT64_MAX, INT64_MIN, 1000000};
+    const char *ft[] = {"model.embed_tokens.weight", "optim.m1.model.norm.weight",
+                        "optim.m2.model.layers.0.mlp.down_proj.weight"};
+    for (int k = 0; k < 3; k++)
+        for (size_t v = 0; v < sizeof fv / sizeof fv[0]; v++) {
+            ckpt c;
+            read_ckpt(good, &c);
+            poke(&c, ft[k], 1, &fv[v], 4);
+            write_ckpt(bad, &c);
+            free_ckpt(&c);
+            char what[128];
+            snprintf(what, sizeof what, "%s[1] = %g", ft[k], (double)fv[v]);
+            expect_refused_or_sane(bad, what);
+        }
+    for (size_t v = 0; v < sizeof iv / sizeof iv[0]; v++)
+        for (int i = 0; i < 3; i++) {
+            ckpt c;
+            read_ckpt(good, &c);
+            poke(&c, "optim.steps", i, &iv[v], 8);
+            write_ckpt(bad, &c);
+            free_ckpt(&c);
+            char what[96];
+            snprintf(what, sizeof what, "optim.steps[%d] = %lld", i, (long long)iv[v]);
+            expect_refused_or_sane(bad, what);
+        }
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
+/* A transposed tensor has the right element count and the wrong shape. */
+START_TEST(test_transposed_shape)
+{
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good);
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    ckpt c;
+    read_ckpt(good, &c);
+    json_object *t, *shape;
+    ck_assert(json_object_object_get_ex(c.header, "model.layers.0.mlp.down_proj.weight", &t));
+    ck_assert(json_object_object_get_ex(t, "shape", &shape));
+    int64_t a = json_object_get_int64(json_object_array_get_idx(shape, 0));
+    int64_t b = json_object_get_int64(json_object_array_get_idx(shape, 1));
+    ck_assert_int_ne(a, b);
+    json_object_array_put_idx(shape, 0, json_object_new_int64(b));
+    json_object_array_put_idx(shape, 1, json_object_new_int64(a));
+    write_ckpt(bad, &c);
+    free_ckpt(&c);
+    run r;
+    open_run(&r);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "shape"));
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, good), LATTICE_OK);
+    close_run(&r);
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("checkpoint");
+    TCase *tc = tcase_create("hostile checkpoints");
+    tcase_add_loop_test(tc, test_state_fields, 0, (int)(sizeof state_fields / sizeof state_fields[0]));
+    tcase_add_test(tc, test_tensor_values);
+    tcase_add_test(tc, test_transposed_shape);
+    suite_add_tcase(s, tc);
+    return tu_run(s);
+}
