@@ -217,9 +217,11 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
 static lattice_status parse_json_file(const char *path, json_object **out, char *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s", path);
+    FILE *f;
+    int64_t size;
+    lattice_status st = lattice__open_regular(path, &f, &size, err);
+    if (st != LATTICE_OK)
+        return st;
     char *buf = malloc(1 << 20);
     size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
     int too_big = buf && n == (1 << 20) - 1 && fgetc(f) != EOF;

@@ -111,18 +111,12 @@ static int by_begin(const void *a, const void *b)
 lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
 {
     memset(sf, 0, sizeof(*sf));
-    sf->f = fopen(path, "rb");
-    if (!sf->f)
-        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
-                                  "cannot open %s: %s", path, strerror(errno));
-    struct stat stt;
-    if (fstat(fileno(sf->f), &stt) != 0 || !S_ISREG(stt.st_mode)) {
-        lattice__st_close(sf);
-        return lattice__set_error(err, LATTICE_ERR_IO, "%s is not a regular file", path);
-    }
-    uint64_t size = (uint64_t)stt.st_size;
+    int64_t file_size;
+    lattice_status st = lattice__open_regular(path, &sf->f, &file_size, err);
+    if (st != LATTICE_OK)
+        return st;
+    const uint64_t size = (uint64_t)file_size;
     unsigned char lenbuf[8];
-    lattice_status st = LATTICE_OK;
     char *header = NULL;
     uint64_t hlen = 0;
     if (size < 8 || fread(lenbuf, 1, 8, sf->f) != 8) {

@@ -3,6 +3,7 @@
 #include "testutil.h"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -375,6 +376,129 @@ START_TEST(test_atomic_write_survives_kill)
 }
 END_TEST
 
+
+/* ---- paths that are not regular files ------------------------------------------------ */
+
+/* A trainer over a small model, for checkpoint loads. */
+typedef struct small_run {
+    lattice_model *model;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} small_run;
+
+static const int32_t run_ids[] = {12, 1, 2, 3, 4, 12, 5, 6, 7, 12, 8, 9, 1, 2, 12, 3, 3, 4};
+
+static void open_small_run(small_run *r)
+{
+    r->model = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 7);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 13;
+    dp.boundary_id = 12;
+    dp.batch_size = 2;
+    dp.seq_len = 6;
+    ck_assert_int_eq(lattice_data_create_memory(run_ids, sizeof run_ids / sizeof run_ids[0], &dp,
+                                                &r->data, NULL),
+                     LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
+                                            NULL, &r->trainer),
+                     LATTICE_OK);
+}
+
+static void close_small_run(small_run *r)
+{
+    lattice_trainer_destroy(r->trainer);
+    lattice_schedule_destroy(r->schedule);
+    lattice_optim_destroy(r->optim);
+    lattice_data_destroy(r->data);
+    lattice_model_destroy(r->model);
+}
+
+static void expect_not_regular(lattice_status st, const char *msg, const char *loader,
+                               const char *kind)
+{
+    ck_assert_msg(st == LATTICE_ERR_IO, "%s on a %s: status %d (%s)", loader, kind, st, msg);
+    ck_assert_msg(strstr(msg, "not a regular file") && strstr(msg, kind), "%s on a %s: '%s'",
+                  loader, kind, msg);
+}
+
+START_TEST(test_not_regular_files)
+{
+    /* every loader, given a directory or a FIFO without a writer, says so at
+     * once; a loader that blocked on the FIFO would be killed by the alarm */
+    alarm(60);
+    char dir[] = "/tmp/lattice-special-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[96], sub[96], model_path[96], text_path[96];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(sub, sizeof sub, "%s/dir", dir);
+    snprintf(model_path, sizeof model_path, "%s/model.safetensors", dir);
+    snprintf(text_path, sizeof text_path, "%s/text", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    ck_assert_int_eq(lattice_model_save(m, model_path), LATTICE_OK);
+    FILE *f = fopen(text_path, "w");
+    fputs("one document\fanother one", f);
+    fclose(f);
+    small_run r;
+    open_small_run(&r);
+    const char *paths[2] = {sub, fifo}, *kinds[2] = {"directory", "FIFO"};
+    for (int k = 0; k < 2; k++) {
+        const char *p = paths[k];
+        char err[LATTICE_ERRMSG_SIZE];
+        expect_not_regular(lattice_model_load(m, p), lattice_model_errmsg(m), "model_load", kinds[k]);
+        lattice_model *b = NULL;
+        expect_not_regular(lattice_model_create_from_file(p, NULL, be, 2, 6, &b, err), err,
+                           "create_from_file", kinds[k]);
+        ck_assert_ptr_null(b);
+        expect_not_regular(lattice_model_create_from_file(model_path, p, be, 2, 6, &b, err), err,
+                           "create_from_file's config.json", kinds[k]);
+        ck_assert_ptr_null(b);
+        lattice_data_params dp;
+        lattice_data_params_init(&dp);
+        dp.batch_size = 1;
+        dp.seq_len = 4;
+        lattice_data *d = NULL;
+        expect_not_regular(lattice_data_create_text(p, &dp, &d, err), err, "data_create_text",
+                           kinds[k]);
+        ck_assert_ptr_null(d);
+        dp.val_path = p;
+        expect_not_regular(lattice_data_create_text(text_path, &dp, &d, err), err,
+                           "data_create_text's val_path", kinds[k]);
+        ck_assert_ptr_null(d);
+        dp.val_path = NULL;
+        dp.vocab_size = 13;
+        dp.boundary_id = 12;
+        for (int w = 2; w <= 4; w += 2) {
+            expect_not_regular(lattice_data_create_tokens(p, w, &dp, &d, err), err,
+                               "data_create_tokens", kinds[k]);
+            ck_assert_ptr_null(d);
+        }
+        lattice_teacher *t = NULL;
+        expect_not_regular(lattice_teacher_create_file(p, &t, err), err, "teacher_create_file",
+                           kinds[k]);
+        ck_assert_ptr_null(t);
+        expect_not_regular(lattice_trainer_load_checkpoint(r.trainer, p),
+                           lattice_trainer_errmsg(r.trainer), "trainer_load_checkpoint", kinds[k]);
+    }
+    close_small_run(&r);
+    lattice_model_destroy(m);
+    alarm(0);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("files");
@@ -386,6 +510,7 @@ int main(void)
     tcase_add_loop_test(tc, test_qwen3_config, 0, 2);
     tcase_add_test(tc, test_broken_corpus);
     tcase_add_test(tc, test_atomic_write_survives_kill);
+    tcase_add_test(tc, test_not_regular_files);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
