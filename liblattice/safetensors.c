@@ -36,21 +36,24 @@ static const char *dtype_name(st_dtype d)
 
 #define BAD(...) lattice__set_error(err, LATTICE_ERR_FORMAT, __VA_ARGS__)
 
+/* parse_entry admits only shapes whose product (zero dims left out) fits in
+ * int64, so this cannot overflow for an opened file; -1 if it ever would. */
 int64_t lattice__st_numel(const st_tensor *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++)
-        n *= t->shape[i];
+        if (t->shape[i] < 0 || __builtin_mul_overflow(n, t->shape[i], &n))
+            return -1;
     return n;
 }
 
+/* An integer of JSON that fits in int64 (json-c clamps larger ones to INT64_MAX). */
 static int int_of(json_object *o, int64_t *out)
 {
     if (!o || !json_object_is_type(o, json_type_int))
         return 0;
-    errno = 0;
     *out = json_object_get_int64(o);
-    return errno == 0;
+    return *out != INT64_MAX || json_object_get_uint64(o) == (uint64_t)INT64_MAX;
 }
 
 /* Validate one tensor entry of the header. */
@@ -76,15 +79,23 @@ static lattice_status parse_entry(st_tensor *t, const char *name, json_object *v
     if (!json_object_is_type(shape, json_type_array) || json_object_array_length(shape) > 8)
         return BAD("tensor '%s': shape must be an array of at most 8 sizes", name);
     t->ndim = (int)json_object_array_length(shape);
-    uint64_t bytes = (uint64_t)dtype_bytes(t->dtype);
+    /* The product of the nonzero sizes must fit in int64, in elements and in
+     * bytes, whatever the order: then so does every partial product a reader
+     * forms, even for an empty tensor such as U8 [INT64_MAX, 2, 0]. */
+    int64_t nonzero = 1, bytes_nonzero = dtype_bytes(t->dtype);
+    int empty = 0;
     for (int i = 0; i < t->ndim; i++) {
         int64_t s;
         if (!int_of(json_object_array_get_idx(shape, i), &s) || s < 0)
-            return BAD("tensor '%s': shape entry %d is not a non-negative integer", name, i);
+            return BAD("tensor '%s': shape entry %d is not an integer in 0..2^63-1", name, i);
         t->shape[i] = s;
-        if (__builtin_mul_overflow(bytes, (uint64_t)s, &bytes))
+        if (s == 0)
+            empty = 1;
+        else if (__builtin_mul_overflow(nonzero, s, &nonzero) ||
+                 __builtin_mul_overflow(bytes_nonzero, s, &bytes_nonzero))
             return BAD("tensor '%s': the shape's size overflows", name);
     }
+    const uint64_t bytes = empty ? 0 : (uint64_t)bytes_nonzero;
     int64_t b, e;
     if (!json_object_is_type(offs, json_type_array) || json_object_array_length(offs) != 2 ||
         !int_of(json_object_array_get_idx(offs, 0), &b) ||
@@ -278,7 +289,8 @@ static float half_to_float(uint16_t h)
 lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t, int64_t first,
                                           float *dst, int64_t count, char *err)
 {
-    if (first < 0 || count < 0 || first + count > lattice__st_numel(t))
+    const int64_t numel = lattice__st_numel(t);
+    if (first < 0 || count < 0 || numel < 0 || first > numel || count > numel - first)
         return BAD("tensor '%s': values [%lld, %lld) out of its %lld", t->name, (long long)first,
                    (long long)(first + count), (long long)lattice__st_numel(t));
     const int w = dtype_bytes(t->dtype);

@@ -7,6 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* Under UBSan, undefined behaviour fails the test instead of printing a line. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void) { return "halt_on_error=1:print_stacktrace=1"; }
+
 static lattice_backend *be;
 
 static void setup(void) { be = tu_backend("ref", 1); }
@@ -499,6 +503,76 @@ START_TEST(test_not_regular_files)
 }
 END_TEST
 
+/* ---- hostile shapes ---------------------------------------------------------------- */
+
+START_TEST(test_hostile_shapes)
+{
+    /* shapes whose element or byte count overflows (in any order, also beside
+     * a zero that makes the tensor empty), negative sizes, sizes past int64,
+     * and more than 8 dims, as every tensor a loader reads: refused by the
+     * reader with the reason, before any count is formed (UBSan halts on an
+     * overflow) */
+    static const struct {
+        const char *shape, *offsets, *why;
+    } bad[] = {
+        {"[9223372036854775807,2]", "[0,0]", "overflows"},
+        {"[9223372036854775807,2,0]", "[0,0]", "overflows"},
+        {"[0,9223372036854775807,2]", "[0,0]", "overflows"},
+        {"[4294967296,4294967296,0]", "[0,0]", "overflows"},
+        {"[4611686018427387904,2,0]", "[0,0]", "overflows"}, /* 2^63 elements */
+        {"[-1,0]", "[0,0]", "0..2^63-1"},
+        {"[0,-9223372036854775808]", "[0,0]", "0..2^63-1"},
+        {"[9223372036854775808,0]", "[0,0]", "0..2^63-1"},
+        {"[18446744073709551615,0]", "[0,0]", "0..2^63-1"},
+        {"[1,1,1,1,1,1,1,1,1]", "[0,1]", "at most 8"},
+        {"[0,0,0,0,0,0,0,0,0]", "[0,0]", "at most 8"},
+    };
+    static const char *const names[] = {"model.embed_tokens.weight", "optim.steps", "tokens",
+                                        "logits"};
+    static const char *const dtypes[] = {"U8", "F32", "I64"};
+    static unsigned char zeros[8];
+    small_run r;
+    open_small_run(&r);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+            for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+                char header[512], what[640], err[LATTICE_ERRMSG_SIZE];
+                int hl = snprintf(header, sizeof header,
+                                  "{\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":%s}}",
+                                  names[n], dtypes[d], bad[i].shape, bad[i].offsets);
+                snprintf(what, sizeof what, "%s %s %s", names[n], dtypes[d], bad[i].shape);
+                char *path = write_file(header, (uint64_t)hl, zeros, 1);
+                ck_assert_msg(lattice_model_load(m, path) == LATTICE_ERR_FORMAT, "%s", what);
+                ck_assert_msg(strstr(lattice_model_errmsg(m), bad[i].why), "%s: '%s'", what,
+                              lattice_model_errmsg(m));
+                ck_assert_msg(lattice_trainer_load_checkpoint(r.trainer, path) == LATTICE_ERR_FORMAT,
+                              "%s", what);
+                ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer), bad[i].why), "%s: '%s'",
+                              what, lattice_trainer_errmsg(r.trainer));
+                lattice_teacher *t = NULL;
+                ck_assert_msg(lattice_teacher_create_file(path, &t, err) == LATTICE_ERR_FORMAT, "%s",
+                              what);
+                ck_assert_msg(strstr(err, bad[i].why), "%s: '%s'", what, err);
+                lattice_model *b = NULL;
+                ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) ==
+                                  LATTICE_ERR_FORMAT, "%s", what);
+                ck_assert_msg(strstr(err, bad[i].why), "%s: '%s'", what, err);
+                unlink(path);
+            }
+    /* empty tensors of huge but representable shapes stay readable: a U8
+     * [0, 2^63-1] is a valid empty tensor, refused only as the wrong tensor */
+    const char *empty = "{\"optim.steps\":{\"dtype\":\"U8\",\"shape\":[0,9223372036854775807],"
+                        "\"data_offsets\":[0,0]}}";
+    char *path = write_file(empty, strlen(empty), zeros, 1);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, path), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(strstr(lattice_trainer_errmsg(r.trainer), "overflows"));
+    unlink(path);
+    lattice_model_destroy(m);
+    close_small_run(&r);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("files");
@@ -511,6 +585,7 @@ int main(void)
     tcase_add_test(tc, test_broken_corpus);
     tcase_add_test(tc, test_atomic_write_survives_kill);
     tcase_add_test(tc, test_not_regular_files);
+    tcase_add_test(tc, test_hostile_shapes);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
