@@ -78,10 +78,13 @@ static lattice_status load_open(lattice_model *m, const st_file *sf)
      * post_attention_layernorm sits before the MLP, peri's after attention):
      * a file that says what it is must match. */
     const char *cfg = lattice__st_meta(sf, "lattice.config");
-    json_object *o = cfg ? json_tokener_parse(cfg) : NULL, *v;
+    json_object *o = NULL, *v;
+    lattice_status st =
+        cfg ? lattice__json_parse(cfg, strlen(cfg), 0, "lattice.config", &o, m->err) : LATTICE_OK;
+    if (st != LATTICE_OK)
+        return st;
     const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
                                                                         : NULL;
-    lattice_status st = LATTICE_OK;
     if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
         st = FAIL(m, LATTICE_ERR_FORMAT, "the file holds a %s-norm model, this one is %s-norm", pl,
                   lattice_norm_placement_name(m->norm.placement));
@@ -222,31 +225,22 @@ static lattice_status parse_json_file(const char *path, json_object **out, char 
     lattice_status st = lattice__open_regular(path, &f, &size, err);
     if (st != LATTICE_OK)
         return st;
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    int too_big = buf && n == (1 << 20) - 1 && fgetc(f) != EOF;
-    fclose(f);
-    if (!buf)
-        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
-    json_object *o = NULL;
-    if (!too_big) {
-        json_tokener *tok = json_tokener_new();
-        o = tok ? json_tokener_parse_ex(tok, buf, (int)n) : NULL;
-        if (tok && json_tokener_get_error(tok) != json_tokener_success) {
-            json_object_put(o);
-            o = NULL;
-        }
-        if (tok) /* json-c 0.16's json_tokener_free does not accept NULL */
-            json_tokener_free(tok);
-    }
-    free(buf);
-    if (!o || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is not a JSON object (or over 1 MiB)",
+    if (size > (1 << 20)) {
+        fclose(f);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is over 1 MiB: not a config.json",
                                   path);
     }
-    *out = o;
-    return LATTICE_OK;
+    char *buf = malloc((size_t)size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+    if (n != (size_t)size) /* it changed size while being read */
+        st = lattice__set_error(err, LATTICE_ERR_IO, "short read of %s", path);
+    else
+        st = lattice__json_parse(buf, n, 0, path, out, err);
+    free(buf);
+    return st;
 }
 
 /* The config: a given config.json, or the file's own metadata. */
@@ -259,14 +253,9 @@ static lattice_status read_config(const st_file *sf, const char *path, const cha
     if (!s)
         return lattice__set_error(err, LATTICE_ERR_FORMAT,
                                   "%s has no lattice.config metadata: give a config.json", path);
-    json_object *o = json_tokener_parse(s);
-    if (!o || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: lattice.config is not a JSON object",
-                                  path);
-    }
-    *out = o;
-    return LATTICE_OK;
+    char what[LATTICE_ERRMSG_MAX / 2];
+    snprintf(what, sizeof what, "%s: lattice.config", path);
+    return lattice__json_parse(s, strlen(s), 0, what, out, err);
 }
 
 lattice_status lattice_model_create_from_file(const char *path, const char *config_path,

@@ -152,26 +152,11 @@ lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
     }
     sf->data_start = 8 + hlen;
     sf->data_size = size - sf->data_start;
-    json_tokener *tok = json_tokener_new();
-    if (!tok) {
-        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the JSON parser");
+    char what[LATTICE_ERRMSG_MAX / 2];
+    snprintf(what, sizeof what, "%s: the header", path);
+    json_object *root;
+    if ((st = lattice__json_parse(header, hlen, 1, what, &root, err)) != LATTICE_OK)
         goto out;
-    }
-    json_object *root = json_tokener_parse_ex(tok, header, (int)hlen);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    /* the header may be padded with spaces after the object */
-    int trailing_ok = 1;
-    for (size_t i = used; root && i < hlen; i++)
-        trailing_ok &= header[i] == ' ' || header[i] == '\0' || header[i] == '\n';
-    if (!root || jerr != json_tokener_success || !trailing_ok ||
-        !json_object_is_type(root, json_type_object)) {
-        json_object_put(root);
-        st = BAD("%s: the header is not a JSON object (%s)", path,
-                 jerr != json_tokener_success ? json_tokener_error_desc(jerr) : "trailing bytes");
-        goto out;
-    }
     sf->root = root;
     int n = json_object_object_length(root);
     sf->t = calloc((size_t)(n > 0 ? n : 1), sizeof(st_tensor));
@@ -345,6 +330,297 @@ lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dt
         return BAD("tensor '%s' holds %lld values, expected %lld", t->name,
                    (long long)lattice__st_numel(t), (long long)count);
     return read_at(sf, t->begin, dst, (size_t)count * (size_t)dtype_bytes(dtype), err);
+}
+
+/* ---- strict JSON ------------------------------------------------------------------ */
+
+#define JSON_MAX_DEPTH 32
+#define BARE_WORD "a bare word (JSON has only true, false and null: no NaN, Infinity or others)" /* json-c's default: a deeper text would fail there anyway */
+
+typedef struct jscan {
+    const unsigned char *start, *p, *end;
+    int64_t keys; /* object members seen, for the duplicate check */
+    int depth;
+    const char *why;
+} jscan;
+
+static int js_fail(jscan *s, const char *why)
+{
+    s->why = why;
+    return 0;
+}
+
+static int js_is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static void js_ws(jscan *s)
+{
+    while (s->p < s->end && js_is_ws(*s->p))
+        s->p++;
+}
+
+static int js_digit(const jscan *s) { return s->p < s->end && *s->p >= '0' && *s->p <= '9'; }
+
+static int js_hex4(jscan *s, unsigned *u)
+{
+    *u = 0;
+    if (s->end - s->p < 4)
+        return js_fail(s, "a truncated \\u escape");
+    for (int i = 0; i < 4; i++) {
+        const unsigned char c = *s->p++;
+        const int v = c >= '0' && c <= '9' ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+        if (v < 0)
+            return js_fail(s, "a bad \\u escape");
+        *u = *u << 4 | (unsigned)v;
+    }
+    return 1;
+}
+
+static int js_string(jscan *s)
+{
+    s->p++; /* the opening quote */
+    for (;;) {
+        if (s->p >= s->end)
+            return js_fail(s, "an unterminated string");
+        const unsigned char c = *s->p;
+        if (c == '"') {
+            s->p++;
+            return 1;
+        }
+        if (c < 0x20)
+            return js_fail(s, "a control character (or NUL) in a string");
+        if (c == '\\') {
+            if (s->end - s->p < 2)
+                return js_fail(s, "an unterminated string");
+            const unsigned char e = s->p[1];
+            s->p += 2;
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
+                e == 't')
+                continue;
+            if (e != 'u')
+                return js_fail(s, "a bad escape in a string");
+            unsigned u, lo;
+            if (!js_hex4(s, &u))
+                return 0;
+            if (u == 0)
+                return js_fail(s, "\\u0000 in a string");
+            if (u >= 0xdc00 && u < 0xe000)
+                return js_fail(s, "a lone low surrogate");
+            if (u >= 0xd800 && u < 0xdc00) {
+                if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
+                    return js_fail(s, "a lone high surrogate");
+                s->p += 2;
+                if (!js_hex4(s, &lo))
+                    return 0;
+                if (lo < 0xdc00 || lo >= 0xe000)
+                    return js_fail(s, "a lone high surrogate");
+            }
+            continue;
+        }
+        if (c < 0x80) {
+            s->p++;
+            continue;
+        }
+        /* one UTF-8 sequence: shortest form, no surrogates, at most U+10FFFF */
+        int more;
+        uint32_t cp, min;
+        if (c >= 0xc2 && c <= 0xdf) {
+            more = 1, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            more = 2, cp = c & 0x0f, min = 0x800;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            more = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return js_fail(s, "invalid UTF-8 in a string");
+        }
+        if (s->end - s->p <= more)
+            return js_fail(s, "invalid UTF-8 in a string");
+        for (int i = 1; i <= more; i++) {
+            if ((s->p[i] & 0xc0) != 0x80)
+                return js_fail(s, "invalid UTF-8 in a string");
+            cp = cp << 6 | (s->p[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+            return js_fail(s, "invalid UTF-8 in a string");
+        s->p += more + 1;
+    }
+}
+
+static int js_number(jscan *s)
+{
+    if (*s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0') {
+        s->p++;
+    } else if (js_digit(s)) {
+        while (js_digit(s))
+            s->p++;
+    } else {
+        return js_fail(s, "a malformed number");
+    }
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!js_digit(s))
+            return js_fail(s, "a malformed number");
+        while (js_digit(s))
+            s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!js_digit(s))
+            return js_fail(s, "a malformed number");
+        while (js_digit(s))
+            s->p++;
+    }
+    return 1;
+}
+
+static int js_literal(jscan *s, const char *word)
+{
+    const size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return js_fail(s, BARE_WORD);
+    s->p += n;
+    return 1;
+}
+
+static int js_value(jscan *s)
+{
+    if (s->p >= s->end)
+        return js_fail(s, "a truncated text");
+    const unsigned char c = *s->p;
+    if (c == '{' || c == '[') {
+        const unsigned char close = c == '{' ? '}' : ']';
+        if (++s->depth > JSON_MAX_DEPTH)
+            return js_fail(s, "nesting deeper than 32");
+        s->p++;
+        js_ws(s);
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            s->depth--;
+            return 1;
+        }
+        for (;;) {
+            if (c == '{') {
+                js_ws(s);
+                if (s->p >= s->end)
+                    return js_fail(s, "a truncated text");
+                if (*s->p != '"')
+                    return js_fail(s, *s->p == '/'    ? "a comment"
+                                      : *s->p == '\'' ? "a single-quoted key"
+                                      : *s->p == '}'  ? "a trailing comma"
+                                                      : "an object key that is not a string");
+                if (!js_string(s))
+                    return 0;
+                s->keys++;
+                js_ws(s);
+                if (s->p >= s->end || *s->p != ':')
+                    return js_fail(s, "a key without ':'");
+                s->p++;
+            }
+            js_ws(s);
+            if (!js_value(s))
+                return 0;
+            js_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == close) {
+                s->p++;
+                s->depth--;
+                return 1;
+            }
+            if (s->p < s->end && *s->p == '/')
+                return js_fail(s, "a comment");
+            return js_fail(s, c == '{' ? "a member not followed by ',' or '}'"
+                                       : "an element not followed by ',' or ']'");
+        }
+    }
+    switch (c) {
+    case '"': return js_string(s);
+    case 't': return js_literal(s, "true");
+    case 'f': return js_literal(s, "false");
+    case 'n': return js_literal(s, "null");
+    case '/': return js_fail(s, "a comment");
+    case '\'': return js_fail(s, "a single-quoted string");
+    case ']':
+    case '}': return js_fail(s, "a trailing comma or a stray bracket");
+    default:
+        if (c == '-' || (c >= '0' && c <= '9'))
+            return js_number(s);
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+            return js_fail(s, BARE_WORD);
+        return js_fail(s, "a character that starts no JSON value");
+    }
+}
+
+/* Members of every object under o. */
+static int64_t json_members(json_object *o)
+{
+    int64_t n = 0;
+    if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, k, v)
+        {
+            (void)k;
+            n += 1 + json_members(v);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            n += json_members(json_object_array_get_idx(o, i));
+    }
+    return n;
+}
+
+lattice_status lattice__json_parse(const char *text, size_t len, int header, const char *what,
+                                   json_object **out, char *err)
+{
+    *out = NULL;
+    jscan s = {(const unsigned char *)text, (const unsigned char *)text,
+               (const unsigned char *)text + len, 0, 0, NULL};
+    if (!header)
+        js_ws(&s);
+    const unsigned char *begin = s.p;
+    int ok = 1;
+    if (s.p >= s.end || *s.p != '{')
+        ok = js_fail(&s, "no '{' where the object begins");
+    ok = ok && js_value(&s);
+    const unsigned char *stop = s.p;
+    while (ok && s.p < s.end && (header ? *s.p == ' ' : js_is_ws(*s.p)))
+        s.p++;
+    if (ok && s.p < s.end)
+        ok = js_fail(&s, header ? "bytes other than spaces after the header's object"
+                                : "bytes after the object");
+    if (!ok)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is not strict JSON: %s at byte %zu",
+                                  what, s.why, (size_t)(s.p - s.start));
+    if (stop - begin > INT32_MAX)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is over 2 GiB", what);
+    json_tokener *tok = json_tokener_new();
+    if (!tok)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the JSON parser");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *o = json_tokener_parse_ex(tok, (const char *)begin, (int)(stop - begin));
+    const enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        /* the text passed the check above: json-c failed for want of memory, or
+         * disagrees with RFC 8259 somewhere */
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: json-c cannot parse it (%s)", what,
+                                  json_tokener_error_desc(jerr));
+    }
+    if (json_members(o) != s.keys) {
+        json_object_put(o);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "%s names a key twice in one object", what);
+    }
+    *out = o;
+    return LATTICE_OK;
 }
 
 int lattice__json_add(json_object *obj, const char *key, json_object *val)

@@ -573,6 +573,127 @@ START_TEST(test_hostile_shapes)
 }
 END_TEST
 
+/* ---- strict JSON ------------------------------------------------------------------- */
+
+#define EMB "\"model.embed_tokens.weight\""
+#define EMB_ENTRY "{\"dtype\":\"F32\",\"shape\":[13,8],\"data_offsets\":[0,416]}"
+
+START_TEST(test_strict_headers)
+{
+    /* headers other safetensors readers would read differently from json-c (a
+     * key cut at \u0000, a key named twice) or not at all: every loader refuses
+     * them, naming the reason */
+    static const struct {
+        const char *header, *why;
+    } bad[] = {
+        {"{" EMB ":" EMB_ENTRY ",\"model.embed_tokens.weight\\u0000x\":" EMB_ENTRY "}", "\\u0000"},
+        {"{\"model.embed_tokens.weight\\u0000\":" EMB_ENTRY "}", "\\u0000"},
+        {"{" EMB ":" EMB_ENTRY "," EMB ":" EMB_ENTRY "}", "twice"},
+        {"{\"model.embed_tokens.\\u0077eight\":" EMB_ENTRY "," EMB ":" EMB_ENTRY "}", "twice"},
+        {"{\"__metadata__\":{\"format\":\"pt\",\"format\":\"np\"}}", "twice"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[13,8],\"data_offsets\":[0,416]}}",
+         "twice"},
+        {"{/* comment */" EMB ":" EMB_ENTRY "}", "comment"},
+        {"{" EMB ":" EMB_ENTRY "// comment\n}", "comment"},
+        {"{'model.embed_tokens.weight':" EMB_ENTRY "}", "single-quoted"},
+        {"{" EMB ":{\"dtype\":'F32',\"shape\":[13,8],\"data_offsets\":[0,416]}}", "single-quoted"},
+        {"{" EMB ":" EMB_ENTRY ",}", "trailing comma"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[13,8,],\"data_offsets\":[0,416]}}", "trailing comma"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[13,NaN],\"data_offsets\":[0,416]}}", "NaN"},
+        {"{\"__metadata__\":{\"a\":\"b\"},\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],"
+         "\"flag\":TRUE}}",
+         "bare word"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[013,8],\"data_offsets\":[0,416]}}", "byte"},
+        {"{\"model.embed_tokens.weight\xff\":" EMB_ENTRY "}", "UTF-8"},
+        {"{\"model.embed_tokens.weight\xc0\xae\":" EMB_ENTRY "}", "UTF-8"},
+        {"{\"model.embed_tokens.weight\\ud800\":" EMB_ENTRY "}", "surrogate"},
+        {"{\"model.embed_tokens.weight\\udc00\":" EMB_ENTRY "}", "surrogate"},
+        {"{\"model.embed\x01tokens.weight\":" EMB_ENTRY "}", "control character"},
+        {" {" EMB ":" EMB_ENTRY "}", "no '{'"},
+        {"{" EMB ":" EMB_ENTRY "}\n", "other than spaces"},
+        {"{" EMB ":" EMB_ENTRY "}  \t", "other than spaces"},
+        {"{" EMB ":" EMB_ENTRY "}{}", "other than spaces"},
+        /* the JSON inside the metadata is held to the same rules */
+        {"{\"__metadata__\":{\"lattice.config\":\"{\\\"placement\\\":\\\"pre\\\",\\\"placement\\\":"
+         "\\\"post\\\"}\",\"lattice.checkpoint\":\"{\\\"optim\\\":{},\\\"optim\\\":{}}\"}}",
+         "twice"},
+        {"{\"__metadata__\":{\"lattice.config\":\"{/**/}\",\"lattice.checkpoint\":\"{/**/}\"}}",
+         "comment"},
+    };
+    static float zeros[104];
+    small_run r;
+    open_small_run(&r);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *path = write_file(bad[i].header, strlen(bad[i].header), zeros, sizeof zeros);
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_status st = lattice_model_load(m, path);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_model_errmsg(m), bad[i].why),
+                      "case %zu, load: %d '%s'", i, st, lattice_model_errmsg(m));
+        lattice_model *b = NULL;
+        st = lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why),
+                      "case %zu, create_from_file: %d '%s'", i, st, err);
+        st = lattice_trainer_load_checkpoint(r.trainer, path);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_trainer_errmsg(r.trainer), bad[i].why),
+                      "case %zu, load_checkpoint: %d '%s'", i, st, lattice_trainer_errmsg(r.trainer));
+        /* the teacher reads no lattice.* metadata */
+        if (!strstr(bad[i].header, "lattice.config")) {
+            lattice_teacher *t = NULL;
+            st = lattice_teacher_create_file(path, &t, err);
+            ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why),
+                          "case %zu, teacher: %d '%s'", i, st, err);
+        }
+        unlink(path);
+    }
+    /* spaces after the object are the format's padding */
+    const char *padded = "{" EMB ":" EMB_ENTRY "}       ";
+    char *path = write_file(padded, strlen(padded), zeros, sizeof zeros);
+    ck_assert_msg(lattice_model_load(m, path) == LATTICE_ERR_FORMAT &&
+                      strstr(lattice_model_errmsg(m), "missing"),
+                  "%s", lattice_model_errmsg(m));
+    unlink(path);
+    lattice_model_destroy(m);
+    close_small_run(&r);
+}
+END_TEST
+
+START_TEST(test_strict_config_json)
+{
+    /* config.json files are held to the same rules as the headers */
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"{\"hidden_size\": 8, \"hidden_size\": 16}", "twice"},
+        {"{\"hidden_size\\u0000\": 8}", "\\u0000"},
+        {"{\"hidden_size\": 8, // a comment\n}", "comment"},
+        {"{'hidden_size': 8}", "single-quoted"},
+        {"{\"hidden_size\": 8,}", "trailing comma"},
+        {"{\"rope_theta\": Infinity}", "Infinity"},
+        {"{\"hidden_size\": 8} trailing", "after the object"},
+        {"{\"hidden_size\": 8}\n\x00", "after the object"},
+    };
+    lattice_model *a = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(cfg, "wb");
+        const size_t n = strlen(bad[i].text) + (bad[i].text[strlen(bad[i].text) - 1] == '\n');
+        fwrite(bad[i].text, 1, n, f); /* the last case ends in a NUL byte */
+        fclose(f);
+        lattice_model *b = NULL;
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_status st = lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why), "case %zu: %d '%s'", i,
+                      st, err);
+        ck_assert_ptr_null(b);
+    }
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("files");
@@ -586,6 +707,8 @@ int main(void)
     tcase_add_test(tc, test_atomic_write_survives_kill);
     tcase_add_test(tc, test_not_regular_files);
     tcase_add_test(tc, test_hostile_shapes);
+    tcase_add_test(tc, test_strict_headers);
+    tcase_add_test(tc, test_strict_config_json);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
