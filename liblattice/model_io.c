@@ -164,6 +164,101 @@ static const char *get_str(json_object *o, const char *key)
                ? json_object_get_string(v) : NULL;
 }
 
+/* Settings of a Qwen3 config.json this library does not implement are refused
+ * (LATTICE_ERR_UNSUPPORTED, naming the key) rather than ignored: the weights
+ * would load and compute something else. Both layouts of the RoPE base are
+ * read: "rope_theta" and (transformers >= 4.5x) "rope_parameters":
+ * {"rope_theta": ..., "rope_type": "default"}. */
+static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char *err)
+{
+#define NOPE(...) return lattice__set_error(err, LATTICE_ERR_UNSUPPORTED, "config: " __VA_ARGS__)
+#define BADTYPE(key) \
+    return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s has the wrong type", key)
+    json_object *v;
+    const char *s;
+    if (json_object_object_get_ex(o, "model_type", &v)) {
+        if (!(s = get_str(o, "model_type")))
+            BADTYPE("model_type");
+        if (strcmp(s, "qwen3") != 0)
+            NOPE("model_type \"%s\" is not implemented (only \"qwen3\")", s);
+    }
+    if (json_object_object_get_ex(o, "attention_bias", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            BADTYPE("attention_bias");
+        if (json_object_get_boolean(v))
+            NOPE("attention_bias true is not implemented (no q/k/v/o biases)");
+    }
+    if (json_object_object_get_ex(o, "use_sliding_window", &v) &&
+        !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            BADTYPE("use_sliding_window");
+        if (json_object_get_boolean(v))
+            NOPE("use_sliding_window true is not implemented (full causal attention only)");
+    }
+    if (json_object_object_get_ex(o, "layer_types", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_array))
+            BADTYPE("layer_types");
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            json_object *x = json_object_array_get_idx(v, i);
+            if (!json_object_is_type(x, json_type_string))
+                BADTYPE("layer_types");
+            if (strcmp(json_object_get_string(x), "full_attention") != 0)
+                NOPE("layer_types[%zu] \"%s\" is not implemented (only \"full_attention\")", i,
+                     json_object_get_string(x));
+        }
+    }
+    if (json_object_object_get_ex(o, "hidden_act", &v)) {
+        if (!(s = get_str(o, "hidden_act")))
+            BADTYPE("hidden_act");
+        if (strcmp(s, "silu") != 0)
+            NOPE("hidden_act \"%s\" is not implemented (only \"silu\")", s);
+    }
+    if (json_object_object_get_ex(o, "rope_scaling", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_object))
+            BADTYPE("rope_scaling");
+        const char *type = get_str(v, "rope_type") ? get_str(v, "rope_type") : get_str(v, "type");
+        NOPE("rope_scaling (\"%s\") is not implemented", type ? type : "?");
+    }
+    float theta = *rope_theta;
+    int have_theta = json_object_object_get_ex(o, "rope_theta", &v);
+    if (have_theta && !get_num(o, "rope_theta", &theta))
+        BADTYPE("rope_theta");
+    if (json_object_object_get_ex(o, "rope_parameters", &v) && !json_object_is_type(v, json_type_null)) {
+        json_object *x;
+        float inner = 0.0f, partial = 1.0f;
+        if (!json_object_is_type(v, json_type_object))
+            BADTYPE("rope_parameters");
+        const char *type = get_str(v, "rope_type");
+        if (!type)
+            NOPE("rope_parameters without a rope_type string (per-layer-type RoPE?) is not "
+                 "implemented");
+        if (strcmp(type, "default") != 0)
+            NOPE("rope_parameters.rope_type \"%s\" is not implemented (only \"default\")", type);
+        if (!json_object_object_get_ex(v, "rope_theta", &x) || !get_num(v, "rope_theta", &inner))
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "config: rope_parameters needs a number rope_theta");
+        if (!get_num(v, "partial_rotary_factor", &partial))
+            BADTYPE("rope_parameters.partial_rotary_factor");
+        if (partial != 1.0f)
+            NOPE("rope_parameters.partial_rotary_factor %g is not implemented (only 1)",
+                 (double)partial);
+        if (have_theta && inner != theta)
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "config: rope_theta %g and rope_parameters.rope_theta %g "
+                                      "disagree", (double)theta, (double)inner);
+        theta = inner;
+    }
+    float partial = 1.0f;
+    if (!get_num(o, "partial_rotary_factor", &partial))
+        BADTYPE("partial_rotary_factor");
+    if (partial != 1.0f)
+        NOPE("partial_rotary_factor %g is not implemented (only 1)", (double)partial);
+    *rope_theta = theta;
+    return LATTICE_OK;
+#undef NOPE
+#undef BADTYPE
+}
+
 /* Fill params and placement from a Qwen3 config.json or our own metadata. */
 static lattice_status parse_config(json_object *o, int qwen, lattice_model_params *p,
                                    lattice_norm_placement *pl, lattice_norm_kind *kind, float *eps,
@@ -189,8 +284,11 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
         if (!get_int(o, "num_key_value_heads", &p->n_kv_heads, 0) ||
             !get_int(o, "head_dim", &p->head_dim, 0) ||
             !get_int(o, "tie_word_embeddings", &p->tie_embeddings, 0) ||
-            !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "rms_norm_eps", eps))
+            !get_num(o, "rms_norm_eps", eps))
             BADCFG("a field has the wrong type");
+        lattice_status st = qwen3_unsupported(o, &p->rope_theta, err);
+        if (st != LATTICE_OK)
+            return st;
         if (p->head_dim == 0 && p->n_heads > 0)
             p->head_dim = p->d_model / p->n_heads;
         p->n_active_layers = p->n_layers;

@@ -694,6 +694,111 @@ START_TEST(test_strict_config_json)
 }
 END_TEST
 
+/* ---- Qwen3 settings this library does not implement ------------------------------------ */
+
+START_TEST(test_qwen3_unsupported)
+{
+    static const struct {
+        const char *extra;  /* more members of the config */
+        lattice_status st;  /* expected */
+        const char *why;    /* in the message; for LATTICE_OK: 1 if the logits match a's */
+    } cases[] = {
+        {"\"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"attention_bias\": false, \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"attention_bias\": true, \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "attention_bias"},
+        {"\"attention_bias\": \"no\", \"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "attention_bias"},
+        {"\"rope_scaling\": null, \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}, \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "rope_scaling (\"yarn\")"},
+        {"\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}", LATTICE_ERR_UNSUPPORTED,
+         "rope_scaling (\"linear\")"},
+        {"\"use_sliding_window\": false, \"sliding_window\": 4096, \"rope_theta\": 1000000",
+         LATTICE_OK, "same"},
+        {"\"use_sliding_window\": true, \"sliding_window\": 4096, \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "use_sliding_window"},
+        {"\"layer_types\": [\"full_attention\", \"sliding_attention\"], \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "layer_types[1]"},
+        {"\"layer_types\": [\"full_attention\", \"full_attention\"], \"rope_theta\": 1000000",
+         LATTICE_OK, "same"},
+        {"\"hidden_act\": \"silu\", \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"hidden_act\": \"gelu\", \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+        {"\"hidden_act\": 1, \"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "hidden_act"},
+        {"\"model_type\": \"qwen3\", \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"model_type\": \"qwen2\", \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "model_type \"qwen2\""},
+        {"\"partial_rotary_factor\": 0.5, \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED,
+         "partial_rotary_factor"},
+        /* the newer layout of the RoPE base, alone, beside an equal rope_theta, or not */
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"}", LATTICE_OK, "same"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}, "
+         "\"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}", LATTICE_OK,
+         "different"},
+        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}, "
+         "\"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "disagree"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", \"factor\": 4.0}",
+         LATTICE_ERR_UNSUPPORTED, "rope_type \"yarn\""},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000}", LATTICE_ERR_UNSUPPORTED, "rope_type"},
+        {"\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1000000, \"rope_type\": "
+         "\"default\"}}",
+         LATTICE_ERR_UNSUPPORTED, "rope_type"},
+        {"\"rope_parameters\": {\"rope_type\": \"default\"}", LATTICE_ERR_FORMAT, "rope_theta"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\", "
+         "\"partial_rotary_factor\": 0.25}",
+         LATTICE_ERR_UNSUPPORTED, "partial_rotary_factor"},
+    };
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 13;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 6;
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 6;
+    p.rope_theta = 1e6f;
+    p.seed = 9;
+    lattice_norm *n;
+    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_model *a;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
+    lattice_norm_destroy(n);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(a, toks, 2, 6), LATTICE_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(cfg, "w");
+        fprintf(f, "{\"hidden_size\": 8, \"intermediate_size\": 12, \"num_hidden_layers\": 2, "
+                   "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 6, "
+                   "\"vocab_size\": 13, \"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": false, "
+                   "%s}",
+                cases[i].extra);
+        fclose(f);
+        lattice_model *b = NULL;
+        char err[LATTICE_ERRMSG_SIZE] = "";
+        lattice_status st = lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err);
+        ck_assert_msg(st == cases[i].st, "%s: status %d, not %d (%s)", cases[i].extra, st,
+                      cases[i].st, err);
+        if (st != LATTICE_OK) {
+            ck_assert_ptr_null(b);
+            ck_assert_msg(strstr(err, cases[i].why), "%s: '%s'", cases[i].extra, err);
+            continue;
+        }
+        ck_assert_int_eq(lattice_model_forward(b, toks, 2, 6), LATTICE_OK);
+        const int same = memcmp(lattice_model_logits(a), lattice_model_logits(b),
+                                sizeof(float) * 12 * 13) == 0;
+        ck_assert_msg(same == (strcmp(cases[i].why, "same") == 0), "%s: logits %s", cases[i].extra,
+                      same ? "the same" : "differ");
+        lattice_model_destroy(b);
+    }
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("files");
@@ -709,6 +814,7 @@ int main(void)
     tcase_add_test(tc, test_hostile_shapes);
     tcase_add_test(tc, test_strict_headers);
     tcase_add_test(tc, test_strict_config_json);
+    tcase_add_test(tc, test_qwen3_unsupported);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
