@@ -2,7 +2,10 @@
  * configs, a corpus of broken files, and atomic writes under a kill. */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -348,6 +351,18 @@ END_TEST
 
 /* ---- atomic writes --------------------------------------------------------------------- */
 
+/* Entries of a directory, . and .. left out. */
+static int entries_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
 START_TEST(test_atomic_write_survives_kill)
 {
     char dir[] = "/tmp/lattice-atomic-XXXXXX";
@@ -373,6 +388,9 @@ START_TEST(test_atomic_write_survives_kill)
         expect_same_logits(m, b);
         lattice_model_destroy(b);
     }
+    /* the killed writers' temporary files go with the next save */
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    ck_assert_int_eq(entries_in(dir), 1);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
@@ -799,6 +817,196 @@ START_TEST(test_qwen3_unsupported)
 }
 END_TEST
 
+/* ---- what a save leaves: temporary files, links, modes --------------------------------- */
+
+static int exists(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("partial", f);
+    fclose(f);
+}
+
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+START_TEST(test_stale_temps_removed)
+{
+    char dir[] = "/tmp/lattice-stale-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128], name[128], locked[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 2);
+    const pid_t dead = dead_pid(), dead2 = dead_pid();
+    /* left by killed writers: removed */
+    const char *stale[] = {"model.safetensors.tmp.%d.0", "model.safetensors.tmp.%d.4294967295"};
+    /* a live writer's, one another machine or pid namespace is writing (its pid
+     * means nothing here, its lock does), and names that are not ours: kept */
+    const char *kept[] = {"model.safetensors.tmp.%d", "model.safetensors.tmp.%d.x",
+                          "model.safetensors.tmp.%d.1.2", "other.safetensors.tmp.%d.0",
+                          "model.safetensorstmp.%d.0", "model.safetensors.tmp.-%d.0"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, stale[i], (int)dead);
+        touch(dir, name);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(name, sizeof name, kept[i], (int)dead);
+        touch(dir, name);
+    }
+    snprintf(name, sizeof name, "model.safetensors.tmp.%d.3", (int)getpid());
+    touch(dir, name);
+    snprintf(locked, sizeof locked, "model.safetensors.tmp.%d.9", (int)dead2);
+    touch(dir, locked);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t holder = fork();
+    ck_assert_int_ge(holder, 0);
+    if (holder == 0) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, locked);
+        int fd = open(p, O_RDONLY);
+        if (fd < 0 || flock(fd, LOCK_EX) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, stale[i], (int)dead);
+        ck_assert_msg(!exists(dir, name), "%s was left", name);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(name, sizeof name, kept[i], (int)dead);
+        ck_assert_msg(exists(dir, name), "%s was removed", name);
+    }
+    snprintf(name, sizeof name, "model.safetensors.tmp.%d.3", (int)getpid());
+    ck_assert_msg(exists(dir, name), "a live process's %s was removed", name);
+    ck_assert_msg(exists(dir, locked), "a locked %s was removed", locked);
+    /* its lock gone, the next save takes it */
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    ck_assert_msg(!exists(dir, locked), "%s was left after its lock went", locked);
+    lattice_model_destroy(m);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Every writer: a model, a checkpoint, recorded teacher logits. */
+static lattice_status save_with(int writer, small_run *r, const char *path)
+{
+    if (writer == 0)
+        return lattice_model_save(r->model, path);
+    if (writer == 1)
+        return lattice_trainer_save_checkpoint(r->trainer, path);
+    lattice_teacher *t;
+    ck_assert_int_eq(lattice_teacher_create_model(r->model, &t), LATTICE_OK);
+    lattice_data_position pos;
+    lattice_data_get_position(r->data, &pos);
+    lattice_status st = lattice_teacher_record(t, r->data, 1, 0, path);
+    lattice_data_set_position(r->data, &pos);
+    lattice_teacher_destroy(t);
+    return st;
+}
+
+static mode_t mode_of(const char *p)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(p, &st), 0);
+    return st.st_mode & 07777;
+}
+
+START_TEST(test_save_through_links_keeps_mode)
+{
+    /* _i: the writer. A save through a symbolic link (relative, chained)
+     * replaces the file at the end of the chain and leaves the links; the file
+     * keeps its permission bits; a dangling link's target is created */
+    const mode_t was = umask(022);
+    char top[] = "/tmp/lattice-links-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    char a[128], b[128], real[160], link1[160], link2[160], dangling[160], fresh[160], loop[160];
+    snprintf(a, sizeof a, "%s/a", top);
+    snprintf(b, sizeof b, "%s/b", top);
+    ck_assert_int_eq(mkdir(a, 0755), 0);
+    ck_assert_int_eq(mkdir(b, 0755), 0);
+    snprintf(real, sizeof real, "%s/real.safetensors", a);
+    snprintf(link1, sizeof link1, "%s/link1", b);
+    snprintf(link2, sizeof link2, "%s/link2", b);
+    snprintf(dangling, sizeof dangling, "%s/dangling", b);
+    snprintf(fresh, sizeof fresh, "%s/fresh.safetensors", b);
+    snprintf(loop, sizeof loop, "%s/loop", b);
+    small_run r;
+    open_small_run(&r);
+    /* a new file: 0666 less the umask */
+    ck_assert_int_eq(save_with(_i, &r, real), LATTICE_OK);
+    ck_assert_int_eq(mode_of(real), 0644);
+    static const mode_t modes[] = {0600, 0664, 0640, 0604};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(chmod(real, modes[k]), 0);
+        ck_assert_int_eq(save_with(_i, &r, real), LATTICE_OK);
+        ck_assert_msg(mode_of(real) == modes[k], "mode %o became %o", modes[k], mode_of(real));
+    }
+    ck_assert_int_eq(symlink("../a/real.safetensors", link1), 0);
+    ck_assert_int_eq(symlink("link1", link2), 0);
+    ck_assert_int_eq(chmod(real, 0600), 0);
+    ck_assert_int_eq(save_with(_i, &r, link2), LATTICE_OK);
+    struct stat st;
+    ck_assert_int_eq(lstat(link1, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(lstat(link2, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(mode_of(real), 0600);
+    ck_assert_int_eq(entries_in(a), 1);
+    ck_assert_int_eq(entries_in(b), 2);
+    /* what went through the links is what a direct save writes */
+    char direct[160];
+    snprintf(direct, sizeof direct, "%s/direct.safetensors", top);
+    ck_assert_int_eq(save_with(_i, &r, direct), LATTICE_OK);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", direct, real);
+    ck_assert_msg(system(cmd) == 0, "the file saved through the links differs");
+    ck_assert_int_eq(symlink("fresh.safetensors", dangling), 0);
+    ck_assert_int_eq(save_with(_i, &r, dangling), LATTICE_OK);
+    ck_assert_int_eq(lstat(dangling, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(lstat(fresh, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    /* a loop of links is an error, not a hang */
+    ck_assert_int_eq(symlink("loop", loop), 0);
+    lattice_status s = save_with(_i, &r, loop);
+    ck_assert_int_eq(s, LATTICE_ERR_IO);
+    close_small_run(&r);
+    umask(was);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("files");
@@ -815,6 +1023,8 @@ int main(void)
     tcase_add_test(tc, test_strict_headers);
     tcase_add_test(tc, test_strict_config_json);
     tcase_add_test(tc, test_qwen3_unsupported);
+    tcase_add_test(tc, test_stale_temps_removed);
+    tcase_add_loop_test(tc, test_save_through_links_keeps_mode, 0, 3);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -396,7 +396,12 @@ LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model);
  * Tensor names are listed in doc/MODEL.md; the shape and placement go into
  * the header's __metadata__ as "lattice.config" (JSON), so the file reopens
  * with ::lattice_model_create_from_file. The write is atomic: a temporary
- * file in the same directory, fsync, then rename.
+ * file in the same directory, fsync, then rename. Saving over a symbolic link
+ * replaces the file the link (or chain of links) points to and keeps the
+ * link; a file replaced keeps its permission bits. Temporary files that a
+ * killed save left behind ("<path>.tmp.<pid>.<n>", their process gone) are
+ * removed by the next save to the same path. Checkpoints and recorded teacher
+ * logits are written the same way.
  * @param model The model.
  * @param path Destination.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_IO.
