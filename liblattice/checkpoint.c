@@ -149,7 +149,12 @@ typedef struct restored {
 
 static lattice_status parse_state(lattice_trainer *t, const char *js, restored *r)
 {
-    json_object *j = js ? json_tokener_parse(js) : NULL, *op, *sc, *md, *layers;
+    json_object *j = NULL, *op, *sc, *md, *layers;
+    if (!js)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint has no lattice.checkpoint state");
+    lattice_status pst = lattice__json_parse(js, strlen(js), 0, "the checkpoint's state", &j, t->err);
+    if (pst != LATTICE_OK)
+        return pst;
     int64_t n_phases = -1, ws = 0, ts = 0;
     double d[8];
     int ok = j && json_object_is_type(j, json_type_object) &&

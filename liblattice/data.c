@@ -100,27 +100,26 @@ void lattice_data_destroy(lattice_data *d)
 /* Read a whole file; *len gets its size. */
 static lattice_status read_file(const char *path, unsigned char **buf, int64_t *len, char *err)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
-                                  "cannot open %s: %s", path, strerror(errno));
-    lattice_status st = LATTICE_OK;
-    long size = -1;
-    if (fseek(f, 0, SEEK_END) == 0)
-        size = ftell(f);
-    if (size < 0 || fseek(f, 0, SEEK_SET) != 0) {
-        st = lattice__set_error(err, LATTICE_ERR_IO, "cannot size %s", path);
-    } else if (size == 0) {
+    FILE *f;
+    int64_t size;
+    *buf = NULL;
+    *len = 0;
+    lattice_status st = lattice__open_regular(path, &f, &size, err);
+    if (st != LATTICE_OK)
+        return st;
+    if (size == 0) {
         st = lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is empty", path);
-    } else if (!(*buf = malloc((size_t)size))) {
-        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+    } else if ((uint64_t)size > SIZE_MAX / 8 || !(*buf = malloc((size_t)size))) {
+        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s (%lld bytes)",
+                                path, (long long)size);
     } else if (fread(*buf, 1, (size_t)size, f) != (size_t)size) {
         free(*buf);
         *buf = NULL;
         st = lattice__set_error(err, LATTICE_ERR_IO, "short read of %s", path);
     }
     fclose(f);
-    *len = size;
+    if (st == LATTICE_OK)
+        *len = size;
     return st;
 }
 

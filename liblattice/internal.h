@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define LATTICE_ERRMSG_MAX LATTICE_ERRMSG_SIZE
 
@@ -13,6 +14,13 @@
  * callers can write `return set_error(buf, st, "...")`. */
 lattice_status lattice__set_error(char *buf, lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* Open path for reading, as every loader does: a regular file only. A
+ * directory, FIFO, socket or device is refused with a message saying so, and
+ * never blocks (a FIFO without a writer would hang fopen forever). *f is the
+ * open stream, *size the file's size in bytes. Returns LATTICE_ERR_IO (or
+ * LATTICE_ERR_OUT_OF_MEMORY) with the reason in err. */
+lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err);
 
 /* An arena is one allocation carved into aligned pieces. Carving runs twice:
  * once with base == NULL to measure, once for real. */

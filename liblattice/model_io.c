@@ -78,10 +78,13 @@ static lattice_status load_open(lattice_model *m, const st_file *sf)
      * post_attention_layernorm sits before the MLP, peri's after attention):
      * a file that says what it is must match. */
     const char *cfg = lattice__st_meta(sf, "lattice.config");
-    json_object *o = cfg ? json_tokener_parse(cfg) : NULL, *v;
+    json_object *o = NULL, *v;
+    lattice_status st =
+        cfg ? lattice__json_parse(cfg, strlen(cfg), 0, "lattice.config", &o, m->err) : LATTICE_OK;
+    if (st != LATTICE_OK)
+        return st;
     const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
                                                                         : NULL;
-    lattice_status st = LATTICE_OK;
     if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
         st = FAIL(m, LATTICE_ERR_FORMAT, "the file holds a %s-norm model, this one is %s-norm", pl,
                   lattice_norm_placement_name(m->norm.placement));
@@ -161,6 +164,101 @@ static const char *get_str(json_object *o, const char *key)
                ? json_object_get_string(v) : NULL;
 }
 
+/* Settings of a Qwen3 config.json this library does not implement are refused
+ * (LATTICE_ERR_UNSUPPORTED, naming the key) rather than ignored: the weights
+ * would load and compute something else. Both layouts of the RoPE base are
+ * read: "rope_theta" and (transformers >= 4.5x) "rope_parameters":
+ * {"rope_theta": ..., "rope_type": "default"}. */
+static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char *err)
+{
+#define NOPE(...) return lattice__set_error(err, LATTICE_ERR_UNSUPPORTED, "config: " __VA_ARGS__)
+#define BADTYPE(key) \
+    return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s has the wrong type", key)
+    json_object *v;
+    const char *s;
+    if (json_object_object_get_ex(o, "model_type", &v)) {
+        if (!(s = get_str(o, "model_type")))
+            BADTYPE("model_type");
+        if (strcmp(s, "qwen3") != 0)
+            NOPE("model_type \"%s\" is not implemented (only \"qwen3\")", s);
+    }
+    if (json_object_object_get_ex(o, "attention_bias", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            BADTYPE("attention_bias");
+        if (json_object_get_boolean(v))
+            NOPE("attention_bias true is not implemented (no q/k/v/o biases)");
+    }
+    if (json_object_object_get_ex(o, "use_sliding_window", &v) &&
+        !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_boolean))
+            BADTYPE("use_sliding_window");
+        if (json_object_get_boolean(v))
+            NOPE("use_sliding_window true is not implemented (full causal attention only)");
+    }
+    if (json_object_object_get_ex(o, "layer_types", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_array))
+            BADTYPE("layer_types");
+        for (size_t i = 0; i < json_object_array_length(v); i++) {
+            json_object *x = json_object_array_get_idx(v, i);
+            if (!json_object_is_type(x, json_type_string))
+                BADTYPE("layer_types");
+            if (strcmp(json_object_get_string(x), "full_attention") != 0)
+                NOPE("layer_types[%zu] \"%s\" is not implemented (only \"full_attention\")", i,
+                     json_object_get_string(x));
+        }
+    }
+    if (json_object_object_get_ex(o, "hidden_act", &v)) {
+        if (!(s = get_str(o, "hidden_act")))
+            BADTYPE("hidden_act");
+        if (strcmp(s, "silu") != 0)
+            NOPE("hidden_act \"%s\" is not implemented (only \"silu\")", s);
+    }
+    if (json_object_object_get_ex(o, "rope_scaling", &v) && !json_object_is_type(v, json_type_null)) {
+        if (!json_object_is_type(v, json_type_object))
+            BADTYPE("rope_scaling");
+        const char *type = get_str(v, "rope_type") ? get_str(v, "rope_type") : get_str(v, "type");
+        NOPE("rope_scaling (\"%s\") is not implemented", type ? type : "?");
+    }
+    float theta = *rope_theta;
+    int have_theta = json_object_object_get_ex(o, "rope_theta", &v);
+    if (have_theta && !get_num(o, "rope_theta", &theta))
+        BADTYPE("rope_theta");
+    if (json_object_object_get_ex(o, "rope_parameters", &v) && !json_object_is_type(v, json_type_null)) {
+        json_object *x;
+        float inner = 0.0f, partial = 1.0f;
+        if (!json_object_is_type(v, json_type_object))
+            BADTYPE("rope_parameters");
+        const char *type = get_str(v, "rope_type");
+        if (!type)
+            NOPE("rope_parameters without a rope_type string (per-layer-type RoPE?) is not "
+                 "implemented");
+        if (strcmp(type, "default") != 0)
+            NOPE("rope_parameters.rope_type \"%s\" is not implemented (only \"default\")", type);
+        if (!json_object_object_get_ex(v, "rope_theta", &x) || !get_num(v, "rope_theta", &inner))
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "config: rope_parameters needs a number rope_theta");
+        if (!get_num(v, "partial_rotary_factor", &partial))
+            BADTYPE("rope_parameters.partial_rotary_factor");
+        if (partial != 1.0f)
+            NOPE("rope_parameters.partial_rotary_factor %g is not implemented (only 1)",
+                 (double)partial);
+        if (have_theta && inner != theta)
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "config: rope_theta %g and rope_parameters.rope_theta %g "
+                                      "disagree", (double)theta, (double)inner);
+        theta = inner;
+    }
+    float partial = 1.0f;
+    if (!get_num(o, "partial_rotary_factor", &partial))
+        BADTYPE("partial_rotary_factor");
+    if (partial != 1.0f)
+        NOPE("partial_rotary_factor %g is not implemented (only 1)", (double)partial);
+    *rope_theta = theta;
+    return LATTICE_OK;
+#undef NOPE
+#undef BADTYPE
+}
+
 /* Fill params and placement from a Qwen3 config.json or our own metadata. */
 static lattice_status parse_config(json_object *o, int qwen, lattice_model_params *p,
                                    lattice_norm_placement *pl, lattice_norm_kind *kind, float *eps,
@@ -186,8 +284,11 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
         if (!get_int(o, "num_key_value_heads", &p->n_kv_heads, 0) ||
             !get_int(o, "head_dim", &p->head_dim, 0) ||
             !get_int(o, "tie_word_embeddings", &p->tie_embeddings, 0) ||
-            !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "rms_norm_eps", eps))
+            !get_num(o, "rms_norm_eps", eps))
             BADCFG("a field has the wrong type");
+        lattice_status st = qwen3_unsupported(o, &p->rope_theta, err);
+        if (st != LATTICE_OK)
+            return st;
         if (p->head_dim == 0 && p->n_heads > 0)
             p->head_dim = p->d_model / p->n_heads;
         p->n_active_layers = p->n_layers;
@@ -217,34 +318,27 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
 static lattice_status parse_json_file(const char *path, json_object **out, char *err)
 {
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot open %s", path);
-    char *buf = malloc(1 << 20);
-    size_t n = buf ? fread(buf, 1, (1 << 20) - 1, f) : 0;
-    int too_big = buf && n == (1 << 20) - 1 && fgetc(f) != EOF;
-    fclose(f);
-    if (!buf)
-        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory");
-    json_object *o = NULL;
-    if (!too_big) {
-        json_tokener *tok = json_tokener_new();
-        o = tok ? json_tokener_parse_ex(tok, buf, (int)n) : NULL;
-        if (tok && json_tokener_get_error(tok) != json_tokener_success) {
-            json_object_put(o);
-            o = NULL;
-        }
-        if (tok) /* json-c 0.16's json_tokener_free does not accept NULL */
-            json_tokener_free(tok);
-    }
-    free(buf);
-    if (!o || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is not a JSON object (or over 1 MiB)",
+    FILE *f;
+    int64_t size;
+    lattice_status st = lattice__open_regular(path, &f, &size, err);
+    if (st != LATTICE_OK)
+        return st;
+    if (size > (1 << 20)) {
+        fclose(f);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is over 1 MiB: not a config.json",
                                   path);
     }
-    *out = o;
-    return LATTICE_OK;
+    char *buf = malloc((size_t)size + 1);
+    size_t n = buf ? fread(buf, 1, (size_t)size + 1, f) : 0;
+    fclose(f);
+    if (!buf)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
+    if (n != (size_t)size) /* it changed size while being read */
+        st = lattice__set_error(err, LATTICE_ERR_IO, "short read of %s", path);
+    else
+        st = lattice__json_parse(buf, n, 0, path, out, err);
+    free(buf);
+    return st;
 }
 
 /* The config: a given config.json, or the file's own metadata. */
@@ -257,14 +351,9 @@ static lattice_status read_config(const st_file *sf, const char *path, const cha
     if (!s)
         return lattice__set_error(err, LATTICE_ERR_FORMAT,
                                   "%s has no lattice.config metadata: give a config.json", path);
-    json_object *o = json_tokener_parse(s);
-    if (!o || !json_object_is_type(o, json_type_object)) {
-        json_object_put(o);
-        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: lattice.config is not a JSON object",
-                                  path);
-    }
-    *out = o;
-    return LATTICE_OK;
+    char what[LATTICE_ERRMSG_MAX / 2];
+    snprintf(what, sizeof what, "%s: lattice.config", path);
+    return lattice__json_parse(s, strlen(s), 0, what, out, err);
 }
 
 lattice_status lattice_model_create_from_file(const char *path, const char *config_path,

@@ -1,11 +1,15 @@
 #include "safetensors.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,21 +40,24 @@ static const char *dtype_name(st_dtype d)
 
 #define BAD(...) lattice__set_error(err, LATTICE_ERR_FORMAT, __VA_ARGS__)
 
+/* parse_entry admits only shapes whose product (zero dims left out) fits in
+ * int64, so this cannot overflow for an opened file; -1 if it ever would. */
 int64_t lattice__st_numel(const st_tensor *t)
 {
     int64_t n = 1;
     for (int i = 0; i < t->ndim; i++)
-        n *= t->shape[i];
+        if (t->shape[i] < 0 || __builtin_mul_overflow(n, t->shape[i], &n))
+            return -1;
     return n;
 }
 
+/* An integer of JSON that fits in int64 (json-c clamps larger ones to INT64_MAX). */
 static int int_of(json_object *o, int64_t *out)
 {
     if (!o || !json_object_is_type(o, json_type_int))
         return 0;
-    errno = 0;
     *out = json_object_get_int64(o);
-    return errno == 0;
+    return *out != INT64_MAX || json_object_get_uint64(o) == (uint64_t)INT64_MAX;
 }
 
 /* Validate one tensor entry of the header. */
@@ -76,15 +83,23 @@ static lattice_status parse_entry(st_tensor *t, const char *name, json_object *v
     if (!json_object_is_type(shape, json_type_array) || json_object_array_length(shape) > 8)
         return BAD("tensor '%s': shape must be an array of at most 8 sizes", name);
     t->ndim = (int)json_object_array_length(shape);
-    uint64_t bytes = (uint64_t)dtype_bytes(t->dtype);
+    /* The product of the nonzero sizes must fit in int64, in elements and in
+     * bytes, whatever the order: then so does every partial product a reader
+     * forms, even for an empty tensor such as U8 [INT64_MAX, 2, 0]. */
+    int64_t nonzero = 1, bytes_nonzero = dtype_bytes(t->dtype);
+    int empty = 0;
     for (int i = 0; i < t->ndim; i++) {
         int64_t s;
         if (!int_of(json_object_array_get_idx(shape, i), &s) || s < 0)
-            return BAD("tensor '%s': shape entry %d is not a non-negative integer", name, i);
+            return BAD("tensor '%s': shape entry %d is not an integer in 0..2^63-1", name, i);
         t->shape[i] = s;
-        if (__builtin_mul_overflow(bytes, (uint64_t)s, &bytes))
+        if (s == 0)
+            empty = 1;
+        else if (__builtin_mul_overflow(nonzero, s, &nonzero) ||
+                 __builtin_mul_overflow(bytes_nonzero, s, &bytes_nonzero))
             return BAD("tensor '%s': the shape's size overflows", name);
     }
+    const uint64_t bytes = empty ? 0 : (uint64_t)bytes_nonzero;
     int64_t b, e;
     if (!json_object_is_type(offs, json_type_array) || json_object_array_length(offs) != 2 ||
         !int_of(json_object_array_get_idx(offs, 0), &b) ||
@@ -111,18 +126,12 @@ static int by_begin(const void *a, const void *b)
 lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
 {
     memset(sf, 0, sizeof(*sf));
-    sf->f = fopen(path, "rb");
-    if (!sf->f)
-        return lattice__set_error(err, errno == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
-                                  "cannot open %s: %s", path, strerror(errno));
-    struct stat stt;
-    if (fstat(fileno(sf->f), &stt) != 0 || !S_ISREG(stt.st_mode)) {
-        lattice__st_close(sf);
-        return lattice__set_error(err, LATTICE_ERR_IO, "%s is not a regular file", path);
-    }
-    uint64_t size = (uint64_t)stt.st_size;
+    int64_t file_size;
+    lattice_status st = lattice__open_regular(path, &sf->f, &file_size, err);
+    if (st != LATTICE_OK)
+        return st;
+    const uint64_t size = (uint64_t)file_size;
     unsigned char lenbuf[8];
-    lattice_status st = LATTICE_OK;
     char *header = NULL;
     uint64_t hlen = 0;
     if (size < 8 || fread(lenbuf, 1, 8, sf->f) != 8) {
@@ -147,26 +156,11 @@ lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
     }
     sf->data_start = 8 + hlen;
     sf->data_size = size - sf->data_start;
-    json_tokener *tok = json_tokener_new();
-    if (!tok) {
-        st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the JSON parser");
+    char what[LATTICE_ERRMSG_MAX / 2];
+    snprintf(what, sizeof what, "%s: the header", path);
+    json_object *root;
+    if ((st = lattice__json_parse(header, hlen, 1, what, &root, err)) != LATTICE_OK)
         goto out;
-    }
-    json_object *root = json_tokener_parse_ex(tok, header, (int)hlen);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    /* the header may be padded with spaces after the object */
-    int trailing_ok = 1;
-    for (size_t i = used; root && i < hlen; i++)
-        trailing_ok &= header[i] == ' ' || header[i] == '\0' || header[i] == '\n';
-    if (!root || jerr != json_tokener_success || !trailing_ok ||
-        !json_object_is_type(root, json_type_object)) {
-        json_object_put(root);
-        st = BAD("%s: the header is not a JSON object (%s)", path,
-                 jerr != json_tokener_success ? json_tokener_error_desc(jerr) : "trailing bytes");
-        goto out;
-    }
     sf->root = root;
     int n = json_object_object_length(root);
     sf->t = calloc((size_t)(n > 0 ? n : 1), sizeof(st_tensor));
@@ -284,7 +278,8 @@ static float half_to_float(uint16_t h)
 lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t, int64_t first,
                                           float *dst, int64_t count, char *err)
 {
-    if (first < 0 || count < 0 || first + count > lattice__st_numel(t))
+    const int64_t numel = lattice__st_numel(t);
+    if (first < 0 || count < 0 || numel < 0 || first > numel || count > numel - first)
         return BAD("tensor '%s': values [%lld, %lld) out of its %lld", t->name, (long long)first,
                    (long long)(first + count), (long long)lattice__st_numel(t));
     const int w = dtype_bytes(t->dtype);
@@ -339,6 +334,297 @@ lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dt
         return BAD("tensor '%s' holds %lld values, expected %lld", t->name,
                    (long long)lattice__st_numel(t), (long long)count);
     return read_at(sf, t->begin, dst, (size_t)count * (size_t)dtype_bytes(dtype), err);
+}
+
+/* ---- strict JSON ------------------------------------------------------------------ */
+
+#define JSON_MAX_DEPTH 32
+#define BARE_WORD "a bare word (JSON has only true, false and null: no NaN, Infinity or others)" /* json-c's default: a deeper text would fail there anyway */
+
+typedef struct jscan {
+    const unsigned char *start, *p, *end;
+    int64_t keys; /* object members seen, for the duplicate check */
+    int depth;
+    const char *why;
+} jscan;
+
+static int js_fail(jscan *s, const char *why)
+{
+    s->why = why;
+    return 0;
+}
+
+static int js_is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+static void js_ws(jscan *s)
+{
+    while (s->p < s->end && js_is_ws(*s->p))
+        s->p++;
+}
+
+static int js_digit(const jscan *s) { return s->p < s->end && *s->p >= '0' && *s->p <= '9'; }
+
+static int js_hex4(jscan *s, unsigned *u)
+{
+    *u = 0;
+    if (s->end - s->p < 4)
+        return js_fail(s, "a truncated \\u escape");
+    for (int i = 0; i < 4; i++) {
+        const unsigned char c = *s->p++;
+        const int v = c >= '0' && c <= '9' ? c - '0'
+                      : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                      : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                             : -1;
+        if (v < 0)
+            return js_fail(s, "a bad \\u escape");
+        *u = *u << 4 | (unsigned)v;
+    }
+    return 1;
+}
+
+static int js_string(jscan *s)
+{
+    s->p++; /* the opening quote */
+    for (;;) {
+        if (s->p >= s->end)
+            return js_fail(s, "an unterminated string");
+        const unsigned char c = *s->p;
+        if (c == '"') {
+            s->p++;
+            return 1;
+        }
+        if (c < 0x20)
+            return js_fail(s, "a control character (or NUL) in a string");
+        if (c == '\\') {
+            if (s->end - s->p < 2)
+                return js_fail(s, "an unterminated string");
+            const unsigned char e = s->p[1];
+            s->p += 2;
+            if (e == '"' || e == '\\' || e == '/' || e == 'b' || e == 'f' || e == 'n' || e == 'r' ||
+                e == 't')
+                continue;
+            if (e != 'u')
+                return js_fail(s, "a bad escape in a string");
+            unsigned u, lo;
+            if (!js_hex4(s, &u))
+                return 0;
+            if (u == 0)
+                return js_fail(s, "\\u0000 in a string");
+            if (u >= 0xdc00 && u < 0xe000)
+                return js_fail(s, "a lone low surrogate");
+            if (u >= 0xd800 && u < 0xdc00) {
+                if (s->end - s->p < 2 || s->p[0] != '\\' || s->p[1] != 'u')
+                    return js_fail(s, "a lone high surrogate");
+                s->p += 2;
+                if (!js_hex4(s, &lo))
+                    return 0;
+                if (lo < 0xdc00 || lo >= 0xe000)
+                    return js_fail(s, "a lone high surrogate");
+            }
+            continue;
+        }
+        if (c < 0x80) {
+            s->p++;
+            continue;
+        }
+        /* one UTF-8 sequence: shortest form, no surrogates, at most U+10FFFF */
+        int more;
+        uint32_t cp, min;
+        if (c >= 0xc2 && c <= 0xdf) {
+            more = 1, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            more = 2, cp = c & 0x0f, min = 0x800;
+        } else if (c >= 0xf0 && c <= 0xf4) {
+            more = 3, cp = c & 0x07, min = 0x10000;
+        } else {
+            return js_fail(s, "invalid UTF-8 in a string");
+        }
+        if (s->end - s->p <= more)
+            return js_fail(s, "invalid UTF-8 in a string");
+        for (int i = 1; i <= more; i++) {
+            if ((s->p[i] & 0xc0) != 0x80)
+                return js_fail(s, "invalid UTF-8 in a string");
+            cp = cp << 6 | (s->p[i] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp < 0xe000))
+            return js_fail(s, "invalid UTF-8 in a string");
+        s->p += more + 1;
+    }
+}
+
+static int js_number(jscan *s)
+{
+    if (*s->p == '-')
+        s->p++;
+    if (s->p < s->end && *s->p == '0') {
+        s->p++;
+    } else if (js_digit(s)) {
+        while (js_digit(s))
+            s->p++;
+    } else {
+        return js_fail(s, "a malformed number");
+    }
+    if (s->p < s->end && *s->p == '.') {
+        s->p++;
+        if (!js_digit(s))
+            return js_fail(s, "a malformed number");
+        while (js_digit(s))
+            s->p++;
+    }
+    if (s->p < s->end && (*s->p == 'e' || *s->p == 'E')) {
+        s->p++;
+        if (s->p < s->end && (*s->p == '+' || *s->p == '-'))
+            s->p++;
+        if (!js_digit(s))
+            return js_fail(s, "a malformed number");
+        while (js_digit(s))
+            s->p++;
+    }
+    return 1;
+}
+
+static int js_literal(jscan *s, const char *word)
+{
+    const size_t n = strlen(word);
+    if ((size_t)(s->end - s->p) < n || memcmp(s->p, word, n) != 0)
+        return js_fail(s, BARE_WORD);
+    s->p += n;
+    return 1;
+}
+
+static int js_value(jscan *s)
+{
+    if (s->p >= s->end)
+        return js_fail(s, "a truncated text");
+    const unsigned char c = *s->p;
+    if (c == '{' || c == '[') {
+        const unsigned char close = c == '{' ? '}' : ']';
+        if (++s->depth > JSON_MAX_DEPTH)
+            return js_fail(s, "nesting deeper than 32");
+        s->p++;
+        js_ws(s);
+        if (s->p < s->end && *s->p == close) {
+            s->p++;
+            s->depth--;
+            return 1;
+        }
+        for (;;) {
+            if (c == '{') {
+                js_ws(s);
+                if (s->p >= s->end)
+                    return js_fail(s, "a truncated text");
+                if (*s->p != '"')
+                    return js_fail(s, *s->p == '/'    ? "a comment"
+                                      : *s->p == '\'' ? "a single-quoted key"
+                                      : *s->p == '}'  ? "a trailing comma"
+                                                      : "an object key that is not a string");
+                if (!js_string(s))
+                    return 0;
+                s->keys++;
+                js_ws(s);
+                if (s->p >= s->end || *s->p != ':')
+                    return js_fail(s, "a key without ':'");
+                s->p++;
+            }
+            js_ws(s);
+            if (!js_value(s))
+                return 0;
+            js_ws(s);
+            if (s->p < s->end && *s->p == ',') {
+                s->p++;
+                continue;
+            }
+            if (s->p < s->end && *s->p == close) {
+                s->p++;
+                s->depth--;
+                return 1;
+            }
+            if (s->p < s->end && *s->p == '/')
+                return js_fail(s, "a comment");
+            return js_fail(s, c == '{' ? "a member not followed by ',' or '}'"
+                                       : "an element not followed by ',' or ']'");
+        }
+    }
+    switch (c) {
+    case '"': return js_string(s);
+    case 't': return js_literal(s, "true");
+    case 'f': return js_literal(s, "false");
+    case 'n': return js_literal(s, "null");
+    case '/': return js_fail(s, "a comment");
+    case '\'': return js_fail(s, "a single-quoted string");
+    case ']':
+    case '}': return js_fail(s, "a trailing comma or a stray bracket");
+    default:
+        if (c == '-' || (c >= '0' && c <= '9'))
+            return js_number(s);
+        if ((c | 0x20) >= 'a' && (c | 0x20) <= 'z')
+            return js_fail(s, BARE_WORD);
+        return js_fail(s, "a character that starts no JSON value");
+    }
+}
+
+/* Members of every object under o. */
+static int64_t json_members(json_object *o)
+{
+    int64_t n = 0;
+    if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, k, v)
+        {
+            (void)k;
+            n += 1 + json_members(v);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++)
+            n += json_members(json_object_array_get_idx(o, i));
+    }
+    return n;
+}
+
+lattice_status lattice__json_parse(const char *text, size_t len, int header, const char *what,
+                                   json_object **out, char *err)
+{
+    *out = NULL;
+    jscan s = {(const unsigned char *)text, (const unsigned char *)text,
+               (const unsigned char *)text + len, 0, 0, NULL};
+    if (!header)
+        js_ws(&s);
+    const unsigned char *begin = s.p;
+    int ok = 1;
+    if (s.p >= s.end || *s.p != '{')
+        ok = js_fail(&s, "no '{' where the object begins");
+    ok = ok && js_value(&s);
+    const unsigned char *stop = s.p;
+    while (ok && s.p < s.end && (header ? *s.p == ' ' : js_is_ws(*s.p)))
+        s.p++;
+    if (ok && s.p < s.end)
+        ok = js_fail(&s, header ? "bytes other than spaces after the header's object"
+                                : "bytes after the object");
+    if (!ok)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is not strict JSON: %s at byte %zu",
+                                  what, s.why, (size_t)(s.p - s.start));
+    if (stop - begin > INT32_MAX)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is over 2 GiB", what);
+    json_tokener *tok = json_tokener_new();
+    if (!tok)
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the JSON parser");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *o = json_tokener_parse_ex(tok, (const char *)begin, (int)(stop - begin));
+    const enum json_tokener_error jerr = json_tokener_get_error(tok);
+    json_tokener_free(tok);
+    if (!o || jerr != json_tokener_success || !json_object_is_type(o, json_type_object)) {
+        json_object_put(o);
+        /* the text passed the check above: json-c failed for want of memory, or
+         * disagrees with RFC 8259 somewhere */
+        return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: json-c cannot parse it (%s)", what,
+                                  json_tokener_error_desc(jerr));
+    }
+    if (json_members(o) != s.keys) {
+        json_object_put(o);
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "%s names a key twice in one object", what);
+    }
+    *out = o;
+    return LATTICE_OK;
 }
 
 int lattice__json_add(json_object *obj, const char *key, json_object *val)
@@ -517,6 +803,86 @@ static char *header_json(const st_entry *e, int n, const char *const *meta)
 
 #define NOMEM(what) lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", what)
 
+/* The file a save to path replaces: path itself, or where its chain of
+ * symbolic links ends, so that saving through a link replaces the link's
+ * target and leaves the link (a dangling link's target is created). NULL with
+ * errno set on failure. */
+static char *save_target(const char *path)
+{
+    char *cur = strdup(path);
+    for (int hop = 0; cur; hop++) {
+        struct stat st;
+        if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+            return cur; /* a file, a new name, or an error that open will report */
+        char link[PATH_MAX];
+        const ssize_t n = hop < 40 ? readlink(cur, link, sizeof link) : -1;
+        const int why = hop >= 40 ? ELOOP : n < 0 ? errno : ENAMETOOLONG;
+        if (n < 0 || n == (ssize_t)sizeof link) {
+            free(cur);
+            errno = why;
+            return NULL;
+        }
+        /* a relative target is relative to the link's directory */
+        const char *slash = link[0] == '/' ? NULL : strrchr(cur, '/');
+        const size_t dl = slash ? (size_t)(slash - cur) + 1 : 0;
+        char *next = malloc(dl + (size_t)n + 1);
+        if (next) {
+            memcpy(next, cur, dl);
+            memcpy(next + dl, link, (size_t)n);
+            next[dl + (size_t)n] = 0;
+        }
+        free(cur);
+        cur = next;
+    }
+    errno = ENOMEM;
+    return NULL;
+}
+
+/* digits then stop: the end of the digits, or NULL if there are none or they
+ * are not followed by stop */
+static const char *digits_then(const char *s, char stop)
+{
+    const char *p = s;
+    while (*p >= '0' && *p <= '9')
+        p++;
+    return p > s && p - s < 12 && *p == stop ? p : NULL;
+}
+
+/* Remove what killed saves to target left behind: files named
+ * "<target>.tmp.<pid>.<n>" (the names lattice__st_write gives) whose process
+ * is gone and on which no lock is held (a writer holds one on its temporary
+ * file from creation to rename; the pid check covers the moment between the
+ * two). Best effort: what cannot be checked is left alone. */
+static void remove_stale_temps(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+    const char *base = slash ? slash + 1 : target;
+    const size_t bl = strlen(base);
+    DIR *d = dir ? opendir(dir) : NULL;
+    free(dir);
+    if (!d)
+        return;
+    const struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        const char *nm = e->d_name, *pid_end, *n_end;
+        if (strncmp(nm, base, bl) != 0 || strncmp(nm + bl, ".tmp.", 5) != 0 ||
+            !(pid_end = digits_then(nm + bl + 5, '.')) || !(n_end = digits_then(pid_end + 1, 0)))
+            continue;
+        const long pid = strtol(nm + bl + 5, NULL, 10);
+        if (pid <= 0 || pid > INT_MAX || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue; /* alive, or not ours to tell (EPERM: alive) */
+        const int fd = openat(dirfd(d), nm, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct stat st;
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB) == 0)
+            unlinkat(dirfd(d), nm, 0);
+        close(fd);
+    }
+    closedir(d);
+}
+
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err)
 {
@@ -525,23 +891,49 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
         return NOMEM("the safetensors header");
     size_t jl = strlen(js), padded = (jl + 7) / 8 * 8;
 
-    size_t plen = strlen(path);
+    char *target = save_target(path);
+    if (!target) {
+        const int why = errno;
+        free(js);
+        return lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
+                                  "cannot resolve %s: %s", path, strerror(why));
+    }
+    size_t plen = strlen(target);
     char *tmp = malloc(plen + 32);
     if (!tmp) {
+        free(target);
         free(js);
         return NOMEM("the temporary file's name");
     }
+    remove_stale_temps(target);
+    /* the new file keeps the old one's permission bits (never wider: the
+     * umask only takes bits away until fchmod puts them back); a new name
+     * gets 0666 less the umask, as with fopen */
+    struct stat old;
+    const int keep_mode = stat(target, &old) == 0 && S_ISREG(old.st_mode);
+    const mode_t mode = keep_mode ? (old.st_mode & 0777) : 0666;
     /* open(O_EXCL) rather than mkstemp: the file gets the caller's umask, not 0600 */
     static unsigned counter;
     int fd = -1;
     for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-        snprintf(tmp, plen + 32, "%s.tmp.%d.%u", path, (int)getpid(),
+        snprintf(tmp, plen + 32, "%s.tmp.%d.%u", target, (int)getpid(),
                  __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED));
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
         if (fd < 0 && errno != EEXIST)
             break;
     }
     lattice_status st = LATTICE_OK;
+    /* the lock tells remove_stale_temps that this file is being written; where
+     * locks are not supported, the pid in the name still does */
+    if (fd >= 0)
+        (void)flock(fd, LOCK_EX | LOCK_NB);
+    if (fd >= 0 && keep_mode && fchmod(fd, mode) != 0) {
+        const int why = errno;
+        close(fd);
+        unlink(tmp);
+        fd = -1;
+        errno = why;
+    }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
         const int why = errno;
@@ -567,7 +959,7 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
     }
     ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
     ok = fclose(f) == 0 && ok;
-    if (!ok || rename(tmp, path) != 0) {
+    if (!ok || rename(tmp, target) != 0) {
         const int why = errno;
         st = lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
                                 "cannot write %s: %s", path, strerror(why));
@@ -575,6 +967,7 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
     }
 out:
     free(tmp);
+    free(target);
     free(js);
     return st;
 }

@@ -59,6 +59,18 @@ typedef struct st_entry {
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err);
 
+/* Parse text[0, len) as a JSON object, strictly: RFC 8259 grammar only (no
+ * comments, single quotes, trailing commas, NaN or Infinity), strings of valid
+ * UTF-8 without NUL (json-c would cut a key at "\u0000", where other readers
+ * see the whole name) and no key twice in one object (json-c keeps the last,
+ * other readers the first or neither). Around the object: JSON whitespace, or
+ * for a safetensors header (header != 0) nothing before it and spaces after,
+ * as the format allows. what names the text in the message, e.g. "x.json".
+ * Returns LATTICE_ERR_FORMAT with the reason and its byte offset in err, or
+ * LATTICE_ERR_OUT_OF_MEMORY. */
+lattice_status lattice__json_parse(const char *text, size_t len, int header, const char *what,
+                                   json_object **out, char *err);
+
 /* json-c's constructors and adds return NULL or -1 when memory runs out; these
  * check them. add and push take ownership of val (NULL allowed: a constructor
  * that failed) and release it when they fail; key must outlive obj. Both

@@ -2,9 +2,17 @@
  * configs, a corpus of broken files, and atomic writes under a kill. */
 #include "testutil.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+/* Under UBSan, undefined behaviour fails the test instead of printing a line. */
+const char *__ubsan_default_options(void);
+const char *__ubsan_default_options(void) { return "halt_on_error=1:print_stacktrace=1"; }
 
 static lattice_backend *be;
 
@@ -343,6 +351,18 @@ END_TEST
 
 /* ---- atomic writes --------------------------------------------------------------------- */
 
+/* Entries of a directory, . and .. left out. */
+static int entries_in(const char *dir)
+{
+    DIR *d = opendir(dir);
+    ck_assert_ptr_nonnull(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+    closedir(d);
+    return n;
+}
+
 START_TEST(test_atomic_write_survives_kill)
 {
     char dir[] = "/tmp/lattice-atomic-XXXXXX";
@@ -368,10 +388,622 @@ START_TEST(test_atomic_write_survives_kill)
         expect_same_logits(m, b);
         lattice_model_destroy(b);
     }
+    /* the killed writers' temporary files go with the next save */
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    ck_assert_int_eq(entries_in(dir), 1);
     char cmd[160];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
     lattice_model_destroy(m);
+}
+END_TEST
+
+
+/* ---- paths that are not regular files ------------------------------------------------ */
+
+/* A trainer over a small model, for checkpoint loads. */
+typedef struct small_run {
+    lattice_model *model;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} small_run;
+
+static const int32_t run_ids[] = {12, 1, 2, 3, 4, 12, 5, 6, 7, 12, 8, 9, 1, 2, 12, 3, 3, 4};
+
+static void open_small_run(small_run *r)
+{
+    r->model = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 7);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 13;
+    dp.boundary_id = 12;
+    dp.batch_size = 2;
+    dp.seq_len = 6;
+    ck_assert_int_eq(lattice_data_create_memory(run_ids, sizeof run_ids / sizeof run_ids[0], &dp,
+                                                &r->data, NULL),
+                     LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
+                                            NULL, &r->trainer),
+                     LATTICE_OK);
+}
+
+static void close_small_run(small_run *r)
+{
+    lattice_trainer_destroy(r->trainer);
+    lattice_schedule_destroy(r->schedule);
+    lattice_optim_destroy(r->optim);
+    lattice_data_destroy(r->data);
+    lattice_model_destroy(r->model);
+}
+
+static void expect_not_regular(lattice_status st, const char *msg, const char *loader,
+                               const char *kind)
+{
+    ck_assert_msg(st == LATTICE_ERR_IO, "%s on a %s: status %d (%s)", loader, kind, st, msg);
+    ck_assert_msg(strstr(msg, "not a regular file") && strstr(msg, kind), "%s on a %s: '%s'",
+                  loader, kind, msg);
+}
+
+START_TEST(test_not_regular_files)
+{
+    /* every loader, given a directory or a FIFO without a writer, says so at
+     * once; a loader that blocked on the FIFO would be killed by the alarm */
+    alarm(60);
+    char dir[] = "/tmp/lattice-special-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char fifo[96], sub[96], model_path[96], text_path[96];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(sub, sizeof sub, "%s/dir", dir);
+    snprintf(model_path, sizeof model_path, "%s/model.safetensors", dir);
+    snprintf(text_path, sizeof text_path, "%s/text", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    ck_assert_int_eq(lattice_model_save(m, model_path), LATTICE_OK);
+    FILE *f = fopen(text_path, "w");
+    fputs("one document\fanother one", f);
+    fclose(f);
+    small_run r;
+    open_small_run(&r);
+    const char *paths[2] = {sub, fifo}, *kinds[2] = {"directory", "FIFO"};
+    for (int k = 0; k < 2; k++) {
+        const char *p = paths[k];
+        char err[LATTICE_ERRMSG_SIZE];
+        expect_not_regular(lattice_model_load(m, p), lattice_model_errmsg(m), "model_load", kinds[k]);
+        lattice_model *b = NULL;
+        expect_not_regular(lattice_model_create_from_file(p, NULL, be, 2, 6, &b, err), err,
+                           "create_from_file", kinds[k]);
+        ck_assert_ptr_null(b);
+        expect_not_regular(lattice_model_create_from_file(model_path, p, be, 2, 6, &b, err), err,
+                           "create_from_file's config.json", kinds[k]);
+        ck_assert_ptr_null(b);
+        lattice_data_params dp;
+        lattice_data_params_init(&dp);
+        dp.batch_size = 1;
+        dp.seq_len = 4;
+        lattice_data *d = NULL;
+        expect_not_regular(lattice_data_create_text(p, &dp, &d, err), err, "data_create_text",
+                           kinds[k]);
+        ck_assert_ptr_null(d);
+        dp.val_path = p;
+        expect_not_regular(lattice_data_create_text(text_path, &dp, &d, err), err,
+                           "data_create_text's val_path", kinds[k]);
+        ck_assert_ptr_null(d);
+        dp.val_path = NULL;
+        dp.vocab_size = 13;
+        dp.boundary_id = 12;
+        for (int w = 2; w <= 4; w += 2) {
+            expect_not_regular(lattice_data_create_tokens(p, w, &dp, &d, err), err,
+                               "data_create_tokens", kinds[k]);
+            ck_assert_ptr_null(d);
+        }
+        lattice_teacher *t = NULL;
+        expect_not_regular(lattice_teacher_create_file(p, &t, err), err, "teacher_create_file",
+                           kinds[k]);
+        ck_assert_ptr_null(t);
+        expect_not_regular(lattice_trainer_load_checkpoint(r.trainer, p),
+                           lattice_trainer_errmsg(r.trainer), "trainer_load_checkpoint", kinds[k]);
+    }
+    close_small_run(&r);
+    lattice_model_destroy(m);
+    alarm(0);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* ---- hostile shapes ---------------------------------------------------------------- */
+
+START_TEST(test_hostile_shapes)
+{
+    /* shapes whose element or byte count overflows (in any order, also beside
+     * a zero that makes the tensor empty), negative sizes, sizes past int64,
+     * and more than 8 dims, as every tensor a loader reads: refused by the
+     * reader with the reason, before any count is formed (UBSan halts on an
+     * overflow) */
+    static const struct {
+        const char *shape, *offsets, *why;
+    } bad[] = {
+        {"[9223372036854775807,2]", "[0,0]", "overflows"},
+        {"[9223372036854775807,2,0]", "[0,0]", "overflows"},
+        {"[0,9223372036854775807,2]", "[0,0]", "overflows"},
+        {"[4294967296,4294967296,0]", "[0,0]", "overflows"},
+        {"[4611686018427387904,2,0]", "[0,0]", "overflows"}, /* 2^63 elements */
+        {"[-1,0]", "[0,0]", "0..2^63-1"},
+        {"[0,-9223372036854775808]", "[0,0]", "0..2^63-1"},
+        {"[9223372036854775808,0]", "[0,0]", "0..2^63-1"},
+        {"[18446744073709551615,0]", "[0,0]", "0..2^63-1"},
+        {"[1,1,1,1,1,1,1,1,1]", "[0,1]", "at most 8"},
+        {"[0,0,0,0,0,0,0,0,0]", "[0,0]", "at most 8"},
+    };
+    static const char *const names[] = {"model.embed_tokens.weight", "optim.steps", "tokens",
+                                        "logits"};
+    static const char *const dtypes[] = {"U8", "F32", "I64"};
+    static unsigned char zeros[8];
+    small_run r;
+    open_small_run(&r);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
+            for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
+                char header[512], what[640], err[LATTICE_ERRMSG_SIZE];
+                int hl = snprintf(header, sizeof header,
+                                  "{\"%s\":{\"dtype\":\"%s\",\"shape\":%s,\"data_offsets\":%s}}",
+                                  names[n], dtypes[d], bad[i].shape, bad[i].offsets);
+                snprintf(what, sizeof what, "%s %s %s", names[n], dtypes[d], bad[i].shape);
+                char *path = write_file(header, (uint64_t)hl, zeros, 1);
+                ck_assert_msg(lattice_model_load(m, path) == LATTICE_ERR_FORMAT, "%s", what);
+                ck_assert_msg(strstr(lattice_model_errmsg(m), bad[i].why), "%s: '%s'", what,
+                              lattice_model_errmsg(m));
+                ck_assert_msg(lattice_trainer_load_checkpoint(r.trainer, path) == LATTICE_ERR_FORMAT,
+                              "%s", what);
+                ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer), bad[i].why), "%s: '%s'",
+                              what, lattice_trainer_errmsg(r.trainer));
+                lattice_teacher *t = NULL;
+                ck_assert_msg(lattice_teacher_create_file(path, &t, err) == LATTICE_ERR_FORMAT, "%s",
+                              what);
+                ck_assert_msg(strstr(err, bad[i].why), "%s: '%s'", what, err);
+                lattice_model *b = NULL;
+                ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) ==
+                                  LATTICE_ERR_FORMAT, "%s", what);
+                ck_assert_msg(strstr(err, bad[i].why), "%s: '%s'", what, err);
+                unlink(path);
+            }
+    /* empty tensors of huge but representable shapes stay readable: a U8
+     * [0, 2^63-1] is a valid empty tensor, refused only as the wrong tensor */
+    const char *empty = "{\"optim.steps\":{\"dtype\":\"U8\",\"shape\":[0,9223372036854775807],"
+                        "\"data_offsets\":[0,0]}}";
+    char *path = write_file(empty, strlen(empty), zeros, 1);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, path), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(strstr(lattice_trainer_errmsg(r.trainer), "overflows"));
+    unlink(path);
+    lattice_model_destroy(m);
+    close_small_run(&r);
+}
+END_TEST
+
+/* ---- strict JSON ------------------------------------------------------------------- */
+
+#define EMB "\"model.embed_tokens.weight\""
+#define EMB_ENTRY "{\"dtype\":\"F32\",\"shape\":[13,8],\"data_offsets\":[0,416]}"
+
+START_TEST(test_strict_headers)
+{
+    /* headers other safetensors readers would read differently from json-c (a
+     * key cut at \u0000, a key named twice) or not at all: every loader refuses
+     * them, naming the reason */
+    static const struct {
+        const char *header, *why;
+    } bad[] = {
+        {"{" EMB ":" EMB_ENTRY ",\"model.embed_tokens.weight\\u0000x\":" EMB_ENTRY "}", "\\u0000"},
+        {"{\"model.embed_tokens.weight\\u0000\":" EMB_ENTRY "}", "\\u0000"},
+        {"{" EMB ":" EMB_ENTRY "," EMB ":" EMB_ENTRY "}", "twice"},
+        {"{\"model.embed_tokens.\\u0077eight\":" EMB_ENTRY "," EMB ":" EMB_ENTRY "}", "twice"},
+        {"{\"__metadata__\":{\"format\":\"pt\",\"format\":\"np\"}}", "twice"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[13,8],\"data_offsets\":[0,416]}}",
+         "twice"},
+        {"{/* comment */" EMB ":" EMB_ENTRY "}", "comment"},
+        {"{" EMB ":" EMB_ENTRY "// comment\n}", "comment"},
+        {"{'model.embed_tokens.weight':" EMB_ENTRY "}", "single-quoted"},
+        {"{" EMB ":{\"dtype\":'F32',\"shape\":[13,8],\"data_offsets\":[0,416]}}", "single-quoted"},
+        {"{" EMB ":" EMB_ENTRY ",}", "trailing comma"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[13,8,],\"data_offsets\":[0,416]}}", "trailing comma"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[13,NaN],\"data_offsets\":[0,416]}}", "NaN"},
+        {"{\"__metadata__\":{\"a\":\"b\"},\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],"
+         "\"flag\":TRUE}}",
+         "bare word"},
+        {"{" EMB ":{\"dtype\":\"F32\",\"shape\":[013,8],\"data_offsets\":[0,416]}}", "byte"},
+        {"{\"model.embed_tokens.weight\xff\":" EMB_ENTRY "}", "UTF-8"},
+        {"{\"model.embed_tokens.weight\xc0\xae\":" EMB_ENTRY "}", "UTF-8"},
+        {"{\"model.embed_tokens.weight\\ud800\":" EMB_ENTRY "}", "surrogate"},
+        {"{\"model.embed_tokens.weight\\udc00\":" EMB_ENTRY "}", "surrogate"},
+        {"{\"model.embed\x01tokens.weight\":" EMB_ENTRY "}", "control character"},
+        {" {" EMB ":" EMB_ENTRY "}", "no '{'"},
+        {"{" EMB ":" EMB_ENTRY "}\n", "other than spaces"},
+        {"{" EMB ":" EMB_ENTRY "}  \t", "other than spaces"},
+        {"{" EMB ":" EMB_ENTRY "}{}", "other than spaces"},
+        /* the JSON inside the metadata is held to the same rules */
+        {"{\"__metadata__\":{\"lattice.config\":\"{\\\"placement\\\":\\\"pre\\\",\\\"placement\\\":"
+         "\\\"post\\\"}\",\"lattice.checkpoint\":\"{\\\"optim\\\":{},\\\"optim\\\":{}}\"}}",
+         "twice"},
+        {"{\"__metadata__\":{\"lattice.config\":\"{/**/}\",\"lattice.checkpoint\":\"{/**/}\"}}",
+         "comment"},
+    };
+    static float zeros[104];
+    small_run r;
+    open_small_run(&r);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *path = write_file(bad[i].header, strlen(bad[i].header), zeros, sizeof zeros);
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_status st = lattice_model_load(m, path);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_model_errmsg(m), bad[i].why),
+                      "case %zu, load: %d '%s'", i, st, lattice_model_errmsg(m));
+        lattice_model *b = NULL;
+        st = lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why),
+                      "case %zu, create_from_file: %d '%s'", i, st, err);
+        st = lattice_trainer_load_checkpoint(r.trainer, path);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_trainer_errmsg(r.trainer), bad[i].why),
+                      "case %zu, load_checkpoint: %d '%s'", i, st, lattice_trainer_errmsg(r.trainer));
+        /* the teacher reads no lattice.* metadata */
+        if (!strstr(bad[i].header, "lattice.config")) {
+            lattice_teacher *t = NULL;
+            st = lattice_teacher_create_file(path, &t, err);
+            ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why),
+                          "case %zu, teacher: %d '%s'", i, st, err);
+        }
+        unlink(path);
+    }
+    /* spaces after the object are the format's padding */
+    const char *padded = "{" EMB ":" EMB_ENTRY "}       ";
+    char *path = write_file(padded, strlen(padded), zeros, sizeof zeros);
+    ck_assert_msg(lattice_model_load(m, path) == LATTICE_ERR_FORMAT &&
+                      strstr(lattice_model_errmsg(m), "missing"),
+                  "%s", lattice_model_errmsg(m));
+    unlink(path);
+    lattice_model_destroy(m);
+    close_small_run(&r);
+}
+END_TEST
+
+START_TEST(test_strict_config_json)
+{
+    /* config.json files are held to the same rules as the headers */
+    static const struct {
+        const char *text, *why;
+    } bad[] = {
+        {"{\"hidden_size\": 8, \"hidden_size\": 16}", "twice"},
+        {"{\"hidden_size\\u0000\": 8}", "\\u0000"},
+        {"{\"hidden_size\": 8, // a comment\n}", "comment"},
+        {"{'hidden_size': 8}", "single-quoted"},
+        {"{\"hidden_size\": 8,}", "trailing comma"},
+        {"{\"rope_theta\": Infinity}", "Infinity"},
+        {"{\"hidden_size\": 8} trailing", "after the object"},
+        {"{\"hidden_size\": 8}\n\x00", "after the object"},
+    };
+    lattice_model *a = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        FILE *f = fopen(cfg, "wb");
+        const size_t n = strlen(bad[i].text) + (bad[i].text[strlen(bad[i].text) - 1] == '\n');
+        fwrite(bad[i].text, 1, n, f); /* the last case ends in a NUL byte */
+        fclose(f);
+        lattice_model *b = NULL;
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_status st = lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why), "case %zu: %d '%s'", i,
+                      st, err);
+        ck_assert_ptr_null(b);
+    }
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
+/* ---- Qwen3 settings this library does not implement ------------------------------------ */
+
+START_TEST(test_qwen3_unsupported)
+{
+    static const struct {
+        const char *extra;  /* more members of the config */
+        lattice_status st;  /* expected */
+        const char *why;    /* in the message; for LATTICE_OK: 1 if the logits match a's */
+    } cases[] = {
+        {"\"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"attention_bias\": false, \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"attention_bias\": true, \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "attention_bias"},
+        {"\"attention_bias\": \"no\", \"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "attention_bias"},
+        {"\"rope_scaling\": null, \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"rope_scaling\": {\"rope_type\": \"yarn\", \"factor\": 4.0}, \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "rope_scaling (\"yarn\")"},
+        {"\"rope_scaling\": {\"type\": \"linear\", \"factor\": 2.0}", LATTICE_ERR_UNSUPPORTED,
+         "rope_scaling (\"linear\")"},
+        {"\"use_sliding_window\": false, \"sliding_window\": 4096, \"rope_theta\": 1000000",
+         LATTICE_OK, "same"},
+        {"\"use_sliding_window\": true, \"sliding_window\": 4096, \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "use_sliding_window"},
+        {"\"layer_types\": [\"full_attention\", \"sliding_attention\"], \"rope_theta\": 1000000",
+         LATTICE_ERR_UNSUPPORTED, "layer_types[1]"},
+        {"\"layer_types\": [\"full_attention\", \"full_attention\"], \"rope_theta\": 1000000",
+         LATTICE_OK, "same"},
+        {"\"hidden_act\": \"silu\", \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"hidden_act\": \"gelu\", \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "hidden_act \"gelu\""},
+        {"\"hidden_act\": 1, \"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "hidden_act"},
+        {"\"model_type\": \"qwen3\", \"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"model_type\": \"qwen2\", \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED, "model_type \"qwen2\""},
+        {"\"partial_rotary_factor\": 0.5, \"rope_theta\": 1000000", LATTICE_ERR_UNSUPPORTED,
+         "partial_rotary_factor"},
+        /* the newer layout of the RoPE base, alone, beside an equal rope_theta, or not */
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"}", LATTICE_OK, "same"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}, "
+         "\"rope_theta\": 1000000", LATTICE_OK, "same"},
+        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}", LATTICE_OK,
+         "different"},
+        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}, "
+         "\"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "disagree"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", \"factor\": 4.0}",
+         LATTICE_ERR_UNSUPPORTED, "rope_type \"yarn\""},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000}", LATTICE_ERR_UNSUPPORTED, "rope_type"},
+        {"\"rope_parameters\": {\"full_attention\": {\"rope_theta\": 1000000, \"rope_type\": "
+         "\"default\"}}",
+         LATTICE_ERR_UNSUPPORTED, "rope_type"},
+        {"\"rope_parameters\": {\"rope_type\": \"default\"}", LATTICE_ERR_FORMAT, "rope_theta"},
+        {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\", "
+         "\"partial_rotary_factor\": 0.25}",
+         LATTICE_ERR_UNSUPPORTED, "partial_rotary_factor"},
+    };
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 13;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 6;
+    p.d_ff = 12;
+    p.max_batch = 2;
+    p.max_seq = 6;
+    p.rope_theta = 1e6f;
+    p.seed = 9;
+    lattice_norm *n;
+    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_model *a;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
+    lattice_norm_destroy(n);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(a, toks, 2, 6), LATTICE_OK);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(cfg, "w");
+        fprintf(f, "{\"hidden_size\": 8, \"intermediate_size\": 12, \"num_hidden_layers\": 2, "
+                   "\"num_attention_heads\": 2, \"num_key_value_heads\": 1, \"head_dim\": 6, "
+                   "\"vocab_size\": 13, \"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": false, "
+                   "%s}",
+                cases[i].extra);
+        fclose(f);
+        lattice_model *b = NULL;
+        char err[LATTICE_ERRMSG_SIZE] = "";
+        lattice_status st = lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err);
+        ck_assert_msg(st == cases[i].st, "%s: status %d, not %d (%s)", cases[i].extra, st,
+                      cases[i].st, err);
+        if (st != LATTICE_OK) {
+            ck_assert_ptr_null(b);
+            ck_assert_msg(strstr(err, cases[i].why), "%s: '%s'", cases[i].extra, err);
+            continue;
+        }
+        ck_assert_int_eq(lattice_model_forward(b, toks, 2, 6), LATTICE_OK);
+        const int same = memcmp(lattice_model_logits(a), lattice_model_logits(b),
+                                sizeof(float) * 12 * 13) == 0;
+        ck_assert_msg(same == (strcmp(cases[i].why, "same") == 0), "%s: logits %s", cases[i].extra,
+                      same ? "the same" : "differ");
+        lattice_model_destroy(b);
+    }
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
+/* ---- what a save leaves: temporary files, links, modes --------------------------------- */
+
+static int exists(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    struct stat st;
+    return lstat(p, &st) == 0;
+}
+
+static void touch(const char *dir, const char *name)
+{
+    char p[256];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    FILE *f = fopen(p, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("partial", f);
+    fclose(f);
+}
+
+static pid_t dead_pid(void)
+{
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0)
+        _exit(0);
+    waitpid(pid, NULL, 0);
+    return pid;
+}
+
+START_TEST(test_stale_temps_removed)
+{
+    char dir[] = "/tmp/lattice-stale-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[128], name[128], locked[128];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 2);
+    const pid_t dead = dead_pid(), dead2 = dead_pid();
+    /* left by killed writers: removed */
+    const char *stale[] = {"model.safetensors.tmp.%d.0", "model.safetensors.tmp.%d.4294967295"};
+    /* a live writer's, one another machine or pid namespace is writing (its pid
+     * means nothing here, its lock does), and names that are not ours: kept */
+    const char *kept[] = {"model.safetensors.tmp.%d", "model.safetensors.tmp.%d.x",
+                          "model.safetensors.tmp.%d.1.2", "other.safetensors.tmp.%d.0",
+                          "model.safetensorstmp.%d.0", "model.safetensors.tmp.-%d.0"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, stale[i], (int)dead);
+        touch(dir, name);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(name, sizeof name, kept[i], (int)dead);
+        touch(dir, name);
+    }
+    snprintf(name, sizeof name, "model.safetensors.tmp.%d.3", (int)getpid());
+    touch(dir, name);
+    snprintf(locked, sizeof locked, "model.safetensors.tmp.%d.9", (int)dead2);
+    touch(dir, locked);
+    int ready[2];
+    ck_assert_int_eq(pipe(ready), 0);
+    pid_t holder = fork();
+    ck_assert_int_ge(holder, 0);
+    if (holder == 0) {
+        char p[256];
+        snprintf(p, sizeof p, "%s/%s", dir, locked);
+        int fd = open(p, O_RDONLY);
+        if (fd < 0 || flock(fd, LOCK_EX) != 0)
+            _exit(1);
+        if (write(ready[1], "x", 1) != 1)
+            _exit(1);
+        pause();
+        _exit(0);
+    }
+    char c;
+    ck_assert_int_eq(read(ready[0], &c, 1), 1);
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    kill(holder, SIGKILL);
+    waitpid(holder, NULL, 0);
+    close(ready[0]);
+    close(ready[1]);
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(name, sizeof name, stale[i], (int)dead);
+        ck_assert_msg(!exists(dir, name), "%s was left", name);
+    }
+    for (size_t i = 0; i < sizeof kept / sizeof kept[0]; i++) {
+        snprintf(name, sizeof name, kept[i], (int)dead);
+        ck_assert_msg(exists(dir, name), "%s was removed", name);
+    }
+    snprintf(name, sizeof name, "model.safetensors.tmp.%d.3", (int)getpid());
+    ck_assert_msg(exists(dir, name), "a live process's %s was removed", name);
+    ck_assert_msg(exists(dir, locked), "a locked %s was removed", locked);
+    /* its lock gone, the next save takes it */
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    ck_assert_msg(!exists(dir, locked), "%s was left after its lock went", locked);
+    lattice_model_destroy(m);
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* Every writer: a model, a checkpoint, recorded teacher logits. */
+static lattice_status save_with(int writer, small_run *r, const char *path)
+{
+    if (writer == 0)
+        return lattice_model_save(r->model, path);
+    if (writer == 1)
+        return lattice_trainer_save_checkpoint(r->trainer, path);
+    lattice_teacher *t;
+    ck_assert_int_eq(lattice_teacher_create_model(r->model, &t), LATTICE_OK);
+    lattice_data_position pos;
+    lattice_data_get_position(r->data, &pos);
+    lattice_status st = lattice_teacher_record(t, r->data, 1, 0, path);
+    lattice_data_set_position(r->data, &pos);
+    lattice_teacher_destroy(t);
+    return st;
+}
+
+static mode_t mode_of(const char *p)
+{
+    struct stat st;
+    ck_assert_int_eq(stat(p, &st), 0);
+    return st.st_mode & 07777;
+}
+
+START_TEST(test_save_through_links_keeps_mode)
+{
+    /* _i: the writer. A save through a symbolic link (relative, chained)
+     * replaces the file at the end of the chain and leaves the links; the file
+     * keeps its permission bits; a dangling link's target is created */
+    const mode_t was = umask(022);
+    char top[] = "/tmp/lattice-links-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(top));
+    char a[128], b[128], real[160], link1[160], link2[160], dangling[160], fresh[160], loop[160];
+    snprintf(a, sizeof a, "%s/a", top);
+    snprintf(b, sizeof b, "%s/b", top);
+    ck_assert_int_eq(mkdir(a, 0755), 0);
+    ck_assert_int_eq(mkdir(b, 0755), 0);
+    snprintf(real, sizeof real, "%s/real.safetensors", a);
+    snprintf(link1, sizeof link1, "%s/link1", b);
+    snprintf(link2, sizeof link2, "%s/link2", b);
+    snprintf(dangling, sizeof dangling, "%s/dangling", b);
+    snprintf(fresh, sizeof fresh, "%s/fresh.safetensors", b);
+    snprintf(loop, sizeof loop, "%s/loop", b);
+    small_run r;
+    open_small_run(&r);
+    /* a new file: 0666 less the umask */
+    ck_assert_int_eq(save_with(_i, &r, real), LATTICE_OK);
+    ck_assert_int_eq(mode_of(real), 0644);
+    static const mode_t modes[] = {0600, 0664, 0640, 0604};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(chmod(real, modes[k]), 0);
+        ck_assert_int_eq(save_with(_i, &r, real), LATTICE_OK);
+        ck_assert_msg(mode_of(real) == modes[k], "mode %o became %o", modes[k], mode_of(real));
+    }
+    ck_assert_int_eq(symlink("../a/real.safetensors", link1), 0);
+    ck_assert_int_eq(symlink("link1", link2), 0);
+    ck_assert_int_eq(chmod(real, 0600), 0);
+    ck_assert_int_eq(save_with(_i, &r, link2), LATTICE_OK);
+    struct stat st;
+    ck_assert_int_eq(lstat(link1, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(lstat(link2, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(mode_of(real), 0600);
+    ck_assert_int_eq(entries_in(a), 1);
+    ck_assert_int_eq(entries_in(b), 2);
+    /* what went through the links is what a direct save writes */
+    char direct[160];
+    snprintf(direct, sizeof direct, "%s/direct.safetensors", top);
+    ck_assert_int_eq(save_with(_i, &r, direct), LATTICE_OK);
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "cmp -s %s %s", direct, real);
+    ck_assert_msg(system(cmd) == 0, "the file saved through the links differs");
+    ck_assert_int_eq(symlink("fresh.safetensors", dangling), 0);
+    ck_assert_int_eq(save_with(_i, &r, dangling), LATTICE_OK);
+    ck_assert_int_eq(lstat(dangling, &st), 0);
+    ck_assert(S_ISLNK(st.st_mode));
+    ck_assert_int_eq(lstat(fresh, &st), 0);
+    ck_assert(S_ISREG(st.st_mode));
+    /* a loop of links is an error, not a hang */
+    ck_assert_int_eq(symlink("loop", loop), 0);
+    lattice_status s = save_with(_i, &r, loop);
+    ck_assert_int_eq(s, LATTICE_ERR_IO);
+    close_small_run(&r);
+    umask(was);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", top);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -386,6 +1018,13 @@ int main(void)
     tcase_add_loop_test(tc, test_qwen3_config, 0, 2);
     tcase_add_test(tc, test_broken_corpus);
     tcase_add_test(tc, test_atomic_write_survives_kill);
+    tcase_add_test(tc, test_not_regular_files);
+    tcase_add_test(tc, test_hostile_shapes);
+    tcase_add_test(tc, test_strict_headers);
+    tcase_add_test(tc, test_strict_config_json);
+    tcase_add_test(tc, test_qwen3_unsupported);
+    tcase_add_test(tc, test_stale_temps_removed);
+    tcase_add_loop_test(tc, test_save_through_links_keeps_mode, 0, 3);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

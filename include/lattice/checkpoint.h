@@ -27,7 +27,9 @@ extern "C" {
  * A run stopped at any step and resumed from its checkpoint, with objects
  * created as for the original run, gives bit-identical losses to one that
  * never stopped. Writes are atomic: a temporary file in the same directory,
- * fsync, rename; a crash mid-write leaves the previous checkpoint intact.
+ * fsync, rename; a crash mid-write leaves the previous checkpoint intact, and
+ * the next save removes the crashed one's temporary file. A save through a
+ * symbolic link replaces the link's target and keeps its permission bits.
  * @{
  */
 

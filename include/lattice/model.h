@@ -396,7 +396,12 @@ LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model);
  * Tensor names are listed in doc/MODEL.md; the shape and placement go into
  * the header's __metadata__ as "lattice.config" (JSON), so the file reopens
  * with ::lattice_model_create_from_file. The write is atomic: a temporary
- * file in the same directory, fsync, then rename.
+ * file in the same directory, fsync, then rename. Saving over a symbolic link
+ * replaces the file the link (or chain of links) points to and keeps the
+ * link; a file replaced keeps its permission bits. Temporary files that a
+ * killed save left behind ("<path>.tmp.<pid>.<n>", their process gone) are
+ * removed by the next save to the same path. Checkpoints and recorded teacher
+ * logits are written the same way.
  * @param model The model.
  * @param path Destination.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_IO.
@@ -429,7 +434,14 @@ LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *
  * num_attention_heads, num_key_value_heads, head_dim, vocab_size, rope_theta,
  * rms_norm_eps, tie_word_embeddings; pre-norm RMSNorm with q/k norm), so real
  * Qwen3 weights load as a teacher; otherwise from the file's own
- * "lattice.config" metadata (files written by ::lattice_model_save).
+ * "lattice.config" metadata (files written by ::lattice_model_save). The RoPE
+ * base is read from "rope_theta" or from "rope_parameters" ({"rope_theta": ...,
+ * "rope_type": "default"}); both present must agree. Settings that are not
+ * implemented are refused with ::LATTICE_ERR_UNSUPPORTED and the key named in
+ * the message: a model_type other than "qwen3", attention_bias true,
+ * rope_scaling other than null, a rope_type other than "default",
+ * use_sliding_window true, layer_types other than "full_attention",
+ * hidden_act other than "silu", partial_rotary_factor other than 1.
  * @param path The safetensors file.
  * @param config_path A config.json, or NULL.
  * @param backend The backend; borrowed.
@@ -437,7 +449,8 @@ LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *
  * @param max_seq Longest sequence.
  * @param[out] out The new model, or NULL on failure.
  * @param[out] errmsg Receives the reason on failure when non-NULL (::LATTICE_ERRMSG_SIZE bytes).
- * @return As ::lattice_model_create and ::lattice_model_load.
+ * @return As ::lattice_model_create and ::lattice_model_load;
+ *         ::LATTICE_ERR_UNSUPPORTED for a config.json setting not implemented.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_create_from_file(const char *path, const char *config_path,
