@@ -4,6 +4,13 @@
 
 #include <math.h>
 
+#define PROF(op, stmt)                                                                             \
+    do {                                                                                           \
+        double t0_ = lattice__prof_begin(ptr->prof);                                               \
+        stmt;                                                                                      \
+        lattice__prof_end(ptr->prof, (op), t0_);                                                   \
+    } while (0)
+
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
         lattice_status st_ = (expr);                                                               \
@@ -68,13 +75,14 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
     const float scale = 1.0f / sqrtf((float)hd);
     /* S = scale Q K^T, then the causal softmax in place gives P. */
     fill_all(d, ptr, q, off_q, k, off_kv, p, off_p);
-    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, scale, ptr->a, hd, ptr->b, hd, 0.0f, ptr->c, T,
-                              nb));
-    lattice__causal_softmax(p, nb, T, be->n_threads);
+    PROF(LATTICE_OP_ATTN_SCORE, TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, scale, ptr->a, hd,
+                                                          ptr->b, hd, 0.0f, ptr->c, T, nb)));
+    PROF(LATTICE_OP_SOFTMAX, lattice__causal_softmax(p, nb, T, be->n_threads));
     /* O = P V, written straight into the heads-side-by-side layout. */
     fill_all(d, ptr, p, off_p, v, off_kv, att, off_att);
-    return lattice__gemm_batched(be, 0, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, hd, 0.0f, ptr->c,
-                                 ldo, nb);
+    PROF(LATTICE_OP_ATTN_VALUE, TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, 1.0f, ptr->a, T,
+                                                          ptr->b, hd, 0.0f, ptr->c, ldo, nb)));
+    return LATTICE_OK;
 }
 
 lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,
@@ -88,26 +96,30 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
     const int nb = d->batch * d->n_heads, nkv = d->batch * d->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)hd);
     /* dP = dO V^T */
-    fill_all(d, ptr, datt, off_att, v, off_kv, dp, off_p);
-    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, 1.0f, ptr->a, ldo, ptr->b, hd, 0.0f, ptr->c, T,
-                              nb));
-    /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
-    for (int g = 0; g < G; g++) {
-        fill_group(d, ptr, g, p, off_p, datt, off_att, dv);
-        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, ldo,
-                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-    }
+    PROF(LATTICE_OP_ATTN_VALUE, {
+        fill_all(d, ptr, datt, off_att, v, off_kv, dp, off_p);
+        TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, 1.0f, ptr->a, ldo, ptr->b, hd, 0.0f, ptr->c,
+                                  T, nb));
+        /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
+        for (int g = 0; g < G; g++) {
+            fill_group(d, ptr, g, p, off_p, datt, off_att, dv);
+            TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, ldo,
+                                      g ? 1.0f : 0.0f, ptr->c, hd, nkv));
+        }
+    });
     /* dS = P * (dP - rowsum(dP * P)), in place. */
-    lattice__softmax_backward(dp, p, nb, T, be->n_threads);
-    /* dQ = scale dS K */
-    fill_all(d, ptr, dp, off_p, k, off_kv, dq, off_q);
-    TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd, 0.0f, ptr->c, hd,
-                              nb));
-    /* dK = scale sum over the group of dS^T Q */
-    for (int g = 0; g < G; g++) {
-        fill_group(d, ptr, g, dp, off_p, q, off_q, dk);
-        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd,
-                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-    }
+    PROF(LATTICE_OP_SOFTMAX, lattice__softmax_backward(dp, p, nb, T, be->n_threads));
+    PROF(LATTICE_OP_ATTN_SCORE, {
+        /* dQ = scale dS K */
+        fill_all(d, ptr, dp, off_p, k, off_kv, dq, off_q);
+        TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd, 0.0f, ptr->c,
+                                  hd, nb));
+        /* dK = scale sum over the group of dS^T Q */
+        for (int g = 0; g < G; g++) {
+            fill_group(d, ptr, g, dp, off_p, q, off_q, dk);
+            TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd,
+                                      g ? 1.0f : 0.0f, ptr->c, hd, nkv));
+        }
+    });
     return LATTICE_OK;
 }

@@ -4,6 +4,7 @@
 #define LATTICE_ATTENTION_H
 
 #include "backend_impl.h"
+#include "profile.h"
 
 typedef struct lattice_attn_dims {
     int batch, seq, n_heads, n_kv_heads, head_dim;
@@ -13,6 +14,7 @@ typedef struct lattice_attn_dims {
 typedef struct lattice_attn_ptrs {
     const float **a, **b;
     float **c;
+    lattice_prof *prof; /* may be NULL */
 } lattice_attn_ptrs;
 
 /* q[B,H,T,hd], k, v[B,KV,T,hd] -> p[B,H,T,T] (softmax probabilities, kept for

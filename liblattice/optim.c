@@ -141,11 +141,21 @@ lattice_status lattice_optim_reset(lattice_optim *o)
     return LATTICE_OK;
 }
 
+static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm);
+
 lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 {
     if (!o)
         return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_model *m = o->model;
+    double t0 = lattice__prof_begin(&m->prof);
+    lattice_status st = optim_update(o, m, grad_norm);
+    lattice__prof_end(&m->prof, LATTICE_OP_OPTIM, t0);
+    return st;
+}
+
+static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm)
+{
     const int nt = m->be->n_threads;
     (void)nt;
     /* The global norm in double, tensor by tensor in a fixed order. */

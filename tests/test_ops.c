@@ -223,7 +223,7 @@ static void attn_compute(attn_run *a, const char *backend)
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
     lattice_attn_dims d = {AB, AT, AH, AKV, AHD};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
