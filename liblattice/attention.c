@@ -40,29 +40,42 @@ static size_t off_att(const lattice_attn_dims *d, int b, int h)
     return (size_t)b * d->seq * d->n_heads * d->head_dim + (size_t)h * d->head_dim;
 }
 
+/* Query rows per block. Each block's GEMMs cover only the keys up to its last
+ * row, so the work above the diagonal shrinks to the diagonal blocks. */
+#define QBLOCK 32
+
+static int q_block(const lattice_attn_dims *d)
+{
+    return d->q_block > 0 ? d->q_block : QBLOCK;
+}
+
+/* Fill the pointer arrays for one batched GEMM over every (batch, query head);
+ * da, db, dc are added to every operand's offset (the block's first row). */
 static void fill_all(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, const float *a,
-                     offset_fn oa, const float *b, offset_fn ob, float *c, offset_fn oc)
+                     offset_fn oa, size_t da, const float *b, offset_fn ob, size_t db, float *c,
+                     offset_fn oc, size_t dc)
 {
     for (int bi = 0; bi < d->batch; bi++)
         for (int h = 0; h < d->n_heads; h++) {
             int i = bi * d->n_heads + h;
-            ptr->a[i] = a + oa(d, bi, h);
-            ptr->b[i] = b + ob(d, bi, h);
-            ptr->c[i] = c + oc(d, bi, h);
+            ptr->a[i] = a + oa(d, bi, h) + da;
+            ptr->b[i] = b + ob(d, bi, h) + db;
+            ptr->c[i] = c + oc(d, bi, h) + dc;
         }
 }
 
 /* The same over one query head of each group, so that the problems write
  * distinct kv-head outputs (c indexed by the kv head). */
 static void fill_group(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, int g,
-                       const float *a, offset_fn oa, const float *b, offset_fn ob, float *c)
+                       const float *a, offset_fn oa, size_t da, const float *b, offset_fn ob,
+                       size_t db, float *c)
 {
     int G = d->n_heads / d->n_kv_heads;
     for (int bi = 0; bi < d->batch; bi++)
         for (int kh = 0; kh < d->n_kv_heads; kh++) {
             int i = bi * d->n_kv_heads + kh, h = kh * G + g;
-            ptr->a[i] = a + oa(d, bi, h);
-            ptr->b[i] = b + ob(d, bi, h);
+            ptr->a[i] = a + oa(d, bi, h) + da;
+            ptr->b[i] = b + ob(d, bi, h) + db;
             ptr->c[i] = c + off_kv(d, bi, h);
         }
 }
@@ -73,15 +86,24 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
 {
     const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd, nb = d->batch * d->n_heads;
     const float scale = 1.0f / sqrtf((float)hd);
-    /* S = scale Q K^T, then the causal softmax in place gives P. */
-    fill_all(d, ptr, q, off_q, k, off_kv, p, off_p);
-    PROF(LATTICE_OP_ATTN_SCORE, TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, scale, ptr->a, hd,
-                                                          ptr->b, hd, 0.0f, ptr->c, T, nb)));
-    PROF(LATTICE_OP_SOFTMAX, lattice__causal_softmax(p, nb, T, be->n_threads));
-    /* O = P V, written straight into the heads-side-by-side layout. */
-    fill_all(d, ptr, p, off_p, v, off_kv, att, off_att);
-    PROF(LATTICE_OP_ATTN_VALUE, TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, 1.0f, ptr->a, T,
-                                                          ptr->b, hd, 0.0f, ptr->c, ldo, nb)));
+    const int QB = q_block(d);
+    for (int r0 = 0; r0 < T; r0 += QB) {
+        const int rows = T - r0 < QB ? T - r0 : QB, kend = r0 + rows;
+        /* S = scale Q K^T over keys 0..kend, then the causal softmax in place gives P. */
+        PROF(LATTICE_OP_ATTN_SCORE, {
+            fill_all(d, ptr, q, off_q, (size_t)r0 * hd, k, off_kv, 0, p, off_p, (size_t)r0 * T);
+            TRY(lattice__gemm_batched(be, 0, 1, rows, kend, hd, scale, ptr->a, hd, ptr->b, hd,
+                                      0.0f, ptr->c, T, nb));
+        });
+        PROF(LATTICE_OP_SOFTMAX, lattice__causal_softmax(p, nb, T, r0, rows, be->n_threads));
+        /* O = P V, written straight into the heads-side-by-side layout. */
+        PROF(LATTICE_OP_ATTN_VALUE, {
+            fill_all(d, ptr, p, off_p, (size_t)r0 * T, v, off_kv, 0, att, off_att,
+                     (size_t)r0 * ldo);
+            TRY(lattice__gemm_batched(be, 0, 0, rows, hd, kend, 1.0f, ptr->a, T, ptr->b, hd, 0.0f,
+                                      ptr->c, ldo, nb));
+        });
+    }
     return LATTICE_OK;
 }
 
@@ -95,31 +117,40 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
     const int G = d->n_heads / d->n_kv_heads;
     const int nb = d->batch * d->n_heads, nkv = d->batch * d->n_kv_heads;
     const float scale = 1.0f / sqrtf((float)hd);
-    /* dP = dO V^T */
-    PROF(LATTICE_OP_ATTN_VALUE, {
-        fill_all(d, ptr, datt, off_att, v, off_kv, dp, off_p);
-        TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, 1.0f, ptr->a, ldo, ptr->b, hd, 0.0f, ptr->c,
-                                  T, nb));
-        /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
-        for (int g = 0; g < G; g++) {
-            fill_group(d, ptr, g, p, off_p, datt, off_att, dv);
-            TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, ldo,
-                                      g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-        }
-    });
-    /* dS = P * (dP - rowsum(dP * P)), in place. */
-    PROF(LATTICE_OP_SOFTMAX, lattice__softmax_backward(dp, p, nb, T, be->n_threads));
-    PROF(LATTICE_OP_ATTN_SCORE, {
-        /* dQ = scale dS K */
-        fill_all(d, ptr, dp, off_p, k, off_kv, dq, off_q);
-        TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd, 0.0f, ptr->c,
-                                  hd, nb));
-        /* dK = scale sum over the group of dS^T Q */
-        for (int g = 0; g < G; g++) {
-            fill_group(d, ptr, g, dp, off_p, q, off_q, dk);
-            TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd,
-                                      g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-        }
-    });
+    /* Blocks from the last: it covers every key, so it writes dK and dV whole
+     * (beta 0) and the earlier blocks add to their prefixes. */
+    const int QB = q_block(d);
+    for (int r0 = (T - 1) / QB * QB; r0 >= 0; r0 -= QB) {
+        const int rows = T - r0 < QB ? T - r0 : QB, kend = r0 + rows;
+        const int last = kend == T;
+        PROF(LATTICE_OP_ATTN_VALUE, {
+            /* dP = dO V^T */
+            fill_all(d, ptr, datt, off_att, (size_t)r0 * ldo, v, off_kv, 0, dp, off_p,
+                     (size_t)r0 * T);
+            TRY(lattice__gemm_batched(be, 0, 1, rows, kend, hd, 1.0f, ptr->a, ldo, ptr->b, hd,
+                                      0.0f, ptr->c, T, nb));
+            /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
+            for (int g = 0; g < G; g++) {
+                fill_group(d, ptr, g, p, off_p, (size_t)r0 * T, datt, off_att, (size_t)r0 * ldo,
+                           dv);
+                TRY(lattice__gemm_batched(be, 1, 0, kend, hd, rows, 1.0f, ptr->a, T, ptr->b, ldo,
+                                          last && g == 0 ? 0.0f : 1.0f, ptr->c, hd, nkv));
+            }
+        });
+        /* dS = P * (dP - rowsum(dP * P)), in place. */
+        PROF(LATTICE_OP_SOFTMAX, lattice__softmax_backward(dp, p, nb, T, r0, rows, be->n_threads));
+        PROF(LATTICE_OP_ATTN_SCORE, {
+            /* dQ = scale dS K */
+            fill_all(d, ptr, dp, off_p, (size_t)r0 * T, k, off_kv, 0, dq, off_q, (size_t)r0 * hd);
+            TRY(lattice__gemm_batched(be, 0, 0, rows, hd, kend, scale, ptr->a, T, ptr->b, hd, 0.0f,
+                                      ptr->c, hd, nb));
+            /* dK = scale sum over the group of dS^T Q */
+            for (int g = 0; g < G; g++) {
+                fill_group(d, ptr, g, dp, off_p, (size_t)r0 * T, q, off_q, (size_t)r0 * hd, dk);
+                TRY(lattice__gemm_batched(be, 1, 0, kend, hd, rows, scale, ptr->a, T, ptr->b, hd,
+                                          last && g == 0 ? 0.0f : 1.0f, ptr->c, hd, nkv));
+            }
+        });
+    }
     return LATTICE_OK;
 }

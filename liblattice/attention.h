@@ -8,6 +8,7 @@
 
 typedef struct lattice_attn_dims {
     int batch, seq, n_heads, n_kv_heads, head_dim;
+    int q_block; /* query rows per block (0: the default); seq or more: one block */
 } lattice_attn_dims;
 
 /* Pointer scratch for batched GEMMs: batch * n_heads entries each. */
@@ -18,7 +19,9 @@ typedef struct lattice_attn_ptrs {
 } lattice_attn_ptrs;
 
 /* q[B,H,T,hd], k, v[B,KV,T,hd] -> p[B,H,T,T] (softmax probabilities, kept for
- * backward) and att[B*T, H*hd] (heads side by side). */
+ * backward; only the causal part and the diagonal blocks are written, entries
+ * above the diagonal that are written are 0) and att[B*T, H*hd] (heads side by
+ * side). */
 lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
                                           const float *q, const float *k, const float *v,
                                           const lattice_attn_dims *d, const lattice_attn_ptrs *ptr);

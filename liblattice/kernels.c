@@ -1,3 +1,9 @@
+/* No FP-exception semantics are needed here; without this GCC may not
+ * if-convert the float selects (clamps, max) in the loops and so does not
+ * vectorise them. Results are unchanged: it only permits reordering around
+ * traps. */
+#pragma GCC optimize("no-trapping-math")
+
 #include "kernels.h"
 
 #include <math.h>
@@ -7,6 +13,67 @@
 #endif
 
 #define CHUNK LATTICE_REDUCE_CHUNK
+/* Below about this many inner iterations a kernel runs on the calling thread:
+ * waking a team costs more than the loop (measured with bench_step). */
+#define SERIAL_WORK 32768L
+
+/* Reductions along a row in LANES interleaved partial results, combined in a
+ * fixed order: they vectorise, and the result depends only on the data. */
+#define LANES 8
+
+static inline float row_max(const float *x, int n)
+{
+    float acc[LANES];
+    for (int l = 0; l < LANES; l++)
+        acc[l] = x[0];
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+    for (; j < n; j++)
+        acc[0] = x[j] > acc[0] ? x[j] : acc[0];
+    float m = acc[0];
+    for (int l = 1; l < LANES; l++)
+        m = acc[l] > m ? acc[l] : m;
+    return m;
+}
+
+static inline float row_sum(const float *x, int n)
+{
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[j + l];
+    for (; j < n; j++)
+        acc[0] += x[j];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+static inline float row_dot(const float *x, const float *y, int n)
+{
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[j + l] * y[j + l];
+    for (; j < n; j++)
+        acc[0] += x[j] * y[j];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* y[j] = exp(x[j] - shift) */
+static inline void row_exp(float *y, const float *x, float shift, int n)
+{
+    for (int j = 0; j < n; j++)
+        y[j] = lattice__expf(x[j] - shift);
+}
 
 long lattice__reduce_scratch(long n_rows, long cols)
 {
@@ -260,50 +327,51 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
         reduce_chunks(dkw, scratch + hd, n_chunks, 2 * hd, hd, nt);
 }
 
-void lattice__causal_softmax(float *p, long n_mats, int t, int nt)
+void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int nt)
 {
-    long rows = n_mats * t;
+    const long n = n_mats * rows;
+    const int kend = r0 + rows;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long r = 0; r < rows; r++) {
-        int i = (int)(r % t);
-        float *row = p + r * t;
-        float mx = row[0];
-        for (int j = 1; j <= i; j++)
-            mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.0f;
-        for (int j = 0; j <= i; j++) {
-            row[j] = expf(row[j] - mx);
-            sum += row[j];
-        }
-        float inv = 1.0f / sum;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * kend > SERIAL_WORK)
+    for (long r = 0; r < n; r++) {
+        const int i = r0 + (int)(r % rows);
+        float *row = p + ((r / rows) * t + i) * t;
+        row_exp(row, row, row_max(row, i + 1), i + 1);
+        const float inv = 1.0f / row_sum(row, i + 1);
         for (int j = 0; j <= i; j++)
             row[j] *= inv;
-        for (int j = i + 1; j < t; j++)
+        for (int j = i + 1; j < kend; j++)
             row[j] = 0.0f;
     }
 }
 
-void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int nt)
+void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int r0, int rows,
+                               int nt)
 {
-    long rows = n_mats * t;
+    const long n = n_mats * rows;
+    const int kend = r0 + rows;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long r = 0; r < rows; r++) {
-        int i = (int)(r % t);
-        float *g = dp + r * t;
-        const float *pr = p + r * t;
-        float dot = 0.0f;
-        for (int j = 0; j <= i; j++)
-            dot += g[j] * pr[j];
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * kend > SERIAL_WORK)
+    for (long r = 0; r < n; r++) {
+        const int i = r0 + (int)(r % rows);
+        const long off = ((r / rows) * t + i) * t;
+        float *g = dp + off;
+        const float *pr = p + off;
+        const float dot = row_dot(g, pr, i + 1);
         for (int j = 0; j <= i; j++)
             g[j] = pr[j] * (g[j] - dot);
-        for (int j = i + 1; j < t; j++)
+        for (int j = i + 1; j < kend; j++)
             g[j] = 0.0f;
     }
 }
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+/* 1 / (1 + exp(-x)), through exp(-|x|) so that the exp argument is <= 0. */
+static inline float sigmoidf(float x)
+{
+    const float e = lattice__expf(-fabsf(x));
+    const float s = 1.0f / (1.0f + e);
+    return x >= 0.0f ? s : e * s;
+}
 
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
 {
@@ -346,23 +414,28 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
     for (long i = 0; i < n; i++) {
         const float *z = logits + i * v;
         int on = !mask || mask[i];
-        float mx = z[0];
-        for (int j = 1; j < v; j++)
-            mx = z[j] > mx ? z[j] : mx;
-        double sum = 0.0;
-        for (int j = 0; j < v; j++)
-            sum += exp((double)(z[j] - mx));
-        double lse = mx + log(sum);
+        const float mx = row_max(z, v);
+        /* exp(z - max) once, kept in dlogits (or the caller's row scratch) for the gradient */
+        float *e = dlogits ? dlogits + i * v : NULL;
+        float sum = 0.0f;
+        if (e) {
+            row_exp(e, z, mx, v);
+            sum = row_sum(e, v);
+        } else {
+            for (int j = 0; j < v; j++)
+                sum += lattice__expf(z[j] - mx);
+        }
+        double lse = mx + log((double)sum);
         rowloss[i] = on ? lse - z[targets[i]] : 0.0;
-        if (dlogits) {
-            float *dz = dlogits + i * v;
+        if (e) {
             if (!on) {
-                memset(dz, 0, sizeof(float) * v);
+                memset(e, 0, sizeof(float) * v);
                 continue;
             }
+            const float f = inv / sum;
             for (int j = 0; j < v; j++)
-                dz[j] = (float)exp((double)z[j] - lse) * inv;
-            dz[targets[i]] -= inv;
+                e[j] *= f;
+            e[targets[i]] -= inv;
         }
     }
     double total = 0.0;

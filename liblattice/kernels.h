@@ -52,11 +52,44 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
 /* rope[T, hd/2, 2] = (cos, sin) of t * theta^(-2i/hd). */
 void lattice__rope_table(float *rope, int seq, int head_dim, float theta);
 
-/* In place over rows of p[R, T, T] (R = batch * heads): causal softmax; entries
- * above the diagonal become 0. */
-void lattice__causal_softmax(float *p, long n_mats, int t, int nt);
-/* In place: dp <- p * (dp - rowsum(dp * p)), the softmax backward. */
-void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int nt);
+/* In place over rows r0 .. r0 + rows - 1 of each p[R, T, T] (R = batch *
+ * heads): causal softmax of entries 0..i of row i; entries i+1 .. r0+rows-1
+ * become 0 and the rest of the row is not touched. */
+void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int nt);
+/* The softmax backward over the same rows and entries, in place:
+ * dp <- p * (dp - rowsum(dp * p)). */
+void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int r0, int rows,
+                               int nt);
+
+/* exp(x) within about 2 ulp for x <= 88 (callers pass x <= 0: softmax
+ * arguments x - max, sigmoid of -|x|); exactly 0 below -87, where the result
+ * would be subnormal; NaN stays NaN. Inline and free of float selects so that
+ * loops over it vectorise and never touch subnormals (which cost a microcode
+ * assist per operation; a clamp of x made GCC evaluate the clamped branch on
+ * every lane and hit them). */
+static inline float lattice__expf(float x)
+{
+    union { float f; uint32_t i; } t, s, y;
+    /* x = n ln2 + r, |r| <= ln2 / 2; the shifter rounds x log2(e) to n. */
+    const float shifter = 12582912.0f; /* 1.5 * 2^23 */
+    t.f = x * 1.44269504088896341f + shifter;
+    const float n = t.f - shifter;
+    float r = x - n * 0.693145751953125f;       /* ln2 high part: n * it is exact */
+    r = r - n * 1.428606765330187045e-06f;      /* ln2 low part */
+    /* exp(r): Taylor to r^7 (truncation < 1e-8 relative on |r| <= 0.347) */
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    s.i = (t.i - 0x4B400000u + 127u) << 23; /* 2^n for n in -126..127 */
+    y.f = p * s.f;
+    y.i &= -(uint32_t)!(x < -87.0f);
+    return y.f;
+}
 
 /* s[N,F] = silu(gu[:, :F]) * gu[:, F:] */
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt);

@@ -218,13 +218,17 @@ typedef struct attn_run {
     float dq[AB * AH * AT * AHD], dk[AB * AKV * AT * AHD], dv[AB * AKV * AT * AHD];
 } attn_run;
 
+/* Query blocks of 2 rows, so that the blocked path (keys cut at each block's
+ * last row) is what the finite differences check. */
+enum { AQB = 2 };
+
 static void attn_compute(attn_run *a, const char *backend)
 {
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
     lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
-    lattice_attn_dims d = {AB, AT, AH, AKV, AHD};
+    lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
@@ -258,10 +262,11 @@ START_TEST(test_attention_grad)
     for (int j = 0; j < NO; j++)
         fwd += (double)a.att[j] * a.r[j];
     ck_assert_double_eq_tol(fwd, attn_loss(&c), 1e-4);
-    /* causality: probabilities above the diagonal are exactly 0 */
+    /* causality: the probabilities written above the diagonal (those of the
+     * diagonal blocks, read by the blocks' GEMMs) are exactly 0 */
     for (int m = 0; m < AB * AH; m++)
         for (int i = 0; i < AT; i++)
-            for (int j = i + 1; j < AT; j++)
+            for (int j = i + 1; j < (i / AQB + 1) * AQB && j < AT; j++)
                 ck_assert_float_eq(a.p[(m * AT + i) * AT + j], 0.0f);
     tu_fd_input in[] = {{"q", q, a.dq, NQ}, {"k", k, a.dk, NK}, {"v", v, a.dv, NK}};
     tu_fd_check(attn_loss, &c, in, 3, 1e-5, 1e-4);
@@ -284,6 +289,83 @@ START_TEST(test_attention_blis_vs_ref)
         ck_assert_float_eq_tol(x.dk[j], y.dk[j], tol);
         ck_assert_float_eq_tol(x.dv[j], y.dv[j], tol);
     }
+}
+END_TEST
+
+/* Blocked attention (query rows in blocks, keys cut at each block's end) must
+ * give what one block over all rows gives, for every block size. */
+enum { QB_B = 2, QB_T = 37, QB_H = 4, QB_KV = 2, QB_HD = 8 };
+enum { QB_NQ = QB_B * QB_H * QB_T * QB_HD, QB_NK = QB_B * QB_KV * QB_T * QB_HD };
+
+typedef struct qb_run {
+    float q[QB_NQ], k[QB_NK], v[QB_NK], r[QB_NQ], att[QB_NQ], dq[QB_NQ], dk[QB_NK], dv[QB_NK];
+    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T];
+} qb_run;
+
+static void qb_compute(qb_run *a, lattice_backend *be, int q_block)
+{
+    const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
+    float *pc[QB_B * QB_H];
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block};
+    /* stale values in the scratch must not matter */
+    for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
+        a->p[j] = a->dp[j] = NAN;
+    ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
+                                                 a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+}
+
+static void qb_assert_close(const float *x, const float *y, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        ck_assert_float_eq_tol(x[j], y[j], 1e-5f * (1.0f + fabsf(y[j])));
+}
+
+START_TEST(test_attention_blocked_vs_whole)
+{
+    static qb_run whole, blocked;
+    tu_rng rng = {77};
+    tu_fill(whole.q, QB_NQ, 1.5, &rng);
+    tu_fill(whole.k, QB_NK, 1.5, &rng);
+    tu_fill(whole.v, QB_NK, 1.0, &rng);
+    tu_fill(whole.r, QB_NQ, 1.0, &rng);
+    lattice_backend *be = tu_backend(tu_backend_name(_i), 2);
+    qb_compute(&whole, be, QB_T);
+    const int blocks[] = {1, 5, 8, 32, 36};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        memcpy(blocked.q, whole.q, sizeof whole.q);
+        memcpy(blocked.k, whole.k, sizeof whole.k);
+        memcpy(blocked.v, whole.v, sizeof whole.v);
+        memcpy(blocked.r, whole.r, sizeof whole.r);
+        qb_compute(&blocked, be, blocks[b]);
+        qb_assert_close(blocked.att, whole.att, QB_NQ);
+        qb_assert_close(blocked.dq, whole.dq, QB_NQ);
+        qb_assert_close(blocked.dk, whole.dk, QB_NK);
+        qb_assert_close(blocked.dv, whole.dv, QB_NK);
+    }
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+/* The vectorisable exp the softmaxes, the loss and SwiGLU use: within 2 ulp of
+ * exp over its domain, 0 below -87, NaN through. */
+START_TEST(test_expf)
+{
+    double worst = 0.0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.00731f) {
+        double e = exp((double)x);
+        double rel = fabs((double)lattice__expf(x) - e) / e;
+        worst = rel > worst ? rel : worst;
+    }
+    ck_assert_double_lt(worst, 2.0 * 0x1.0p-23);
+    ck_assert_float_eq(lattice__expf(0.0f), 1.0f);
+    ck_assert_float_eq(lattice__expf(-87.5f), 0.0f);
+    ck_assert_float_eq(lattice__expf(-1e30f), 0.0f);
+    ck_assert_float_eq(lattice__expf(-INFINITY), 0.0f);
+    ck_assert(isnan(lattice__expf(NAN)));
 }
 END_TEST
 
@@ -471,6 +553,8 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_norm_grad, 0, 2);
     tcase_add_loop_test(tc, test_qkv_rope_grad, 0, 2);
     tcase_add_loop_test(tc, test_attention_grad, 0, tu_n_backends());
+    tcase_add_loop_test(tc, test_attention_blocked_vs_whole, 0, tu_n_backends());
+    tcase_add_test(tc, test_expf);
     tcase_add_test(tc, test_swiglu_grad);
     tcase_add_test(tc, test_embedding_grad);
     tcase_add_loop_test(tc, test_head_cross_entropy_grad, 0, tu_n_backends());
