@@ -25,28 +25,32 @@ typedef enum lattice_op {
 } lattice_op;
 
 typedef struct lattice_prof {
-    int on;
+    int on; /* 0 off, LATTICE_PROF_WALL or LATTICE_PROF_CPU */
     double secs[LATTICE_OP_COUNT];
     long calls[LATTICE_OP_COUNT];
 } lattice_prof;
 
-static inline double lattice__prof_now(void)
+/* Wall-clock time, or the process's CPU time (all threads summed: on a
+ * shared, busy machine it measures one-thread runs without the waits). */
+enum { LATTICE_PROF_WALL = 1, LATTICE_PROF_CPU = 2 };
+
+static inline double lattice__prof_clock(int kind)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(kind == LATTICE_PROF_CPU ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* t0 = lattice__prof_begin(p); ...; lattice__prof_end(p, op, t0); p may be NULL. */
 static inline double lattice__prof_begin(const lattice_prof *p)
 {
-    return p && p->on ? lattice__prof_now() : 0.0;
+    return p && p->on ? lattice__prof_clock(p->on) : 0.0;
 }
 
 static inline void lattice__prof_end(lattice_prof *p, lattice_op op, double t0)
 {
     if (p && p->on) {
-        p->secs[op] += lattice__prof_now() - t0;
+        p->secs[op] += lattice__prof_clock(p->on) - t0;
         p->calls[op]++;
     }
 }
@@ -55,7 +59,8 @@ static inline void lattice__prof_end(lattice_prof *p, lattice_op op, double t0)
 const char *lattice__op_name(lattice_op op);
 
 struct lattice_model;
-/* Switch a model's profiling on or off; either way the counters restart at 0. */
+/* Switch a model's profiling on (LATTICE_PROF_WALL or _CPU) or off (0); either
+ * way the counters restart at 0. */
 void lattice__model_profile(struct lattice_model *m, int on);
 /* The model's counters (seconds and calls per op since the last switch). */
 const lattice_prof *lattice__model_profile_get(const struct lattice_model *m);
