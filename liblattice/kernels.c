@@ -14,16 +14,7 @@
 
 #define CHUNK LATTICE_REDUCE_CHUNK
 
-/* The row kernels are built twice on x86-64 with GCC: for AVX2/FMA
- * (x86-64-v3) and for the baseline, chosen once at load time (ifunc). Their
- * loops are short vectorised passes, about twice as fast at 8 lanes with FMA.
- * Results differ from the baseline build only by float rounding (FMA), and
- * a given machine always runs the same one. */
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define VEC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define VEC_CLONES
-#endif
+#define VEC_CLONES LATTICE_VEC_CLONES
 /* Below about this many inner iterations a kernel runs on the calling thread:
  * waking a team costs more than the loop (measured with bench_step). */
 #define SERIAL_WORK 32768L
@@ -367,6 +358,26 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
 }
 
 VEC_CLONES
+void lattice__softmax_row(float *row, int n, int zero_to)
+{
+    row_exp(row, row, row_max(row, n), n);
+    const float inv = 1.0f / row_sum(row, n);
+    for (int j = 0; j < n; j++)
+        row[j] *= inv;
+    for (int j = n; j < zero_to; j++)
+        row[j] = 0.0f;
+}
+
+VEC_CLONES
+void lattice__softmax_backward_row(float *g, const float *p, int n, int zero_to)
+{
+    const float dot = row_dot(g, p, n);
+    for (int j = 0; j < n; j++)
+        g[j] = p[j] * (g[j] - dot);
+    for (int j = n; j < zero_to; j++)
+        g[j] = 0.0f;
+}
+
 void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int nt)
 {
     const long n = n_mats * rows;
@@ -375,17 +386,10 @@ void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int
 #pragma omp parallel for schedule(static) num_threads(nt) if (n * kend > SERIAL_WORK)
     for (long r = 0; r < n; r++) {
         const int i = r0 + (int)(r % rows);
-        float *row = p + ((r / rows) * t + i) * t;
-        row_exp(row, row, row_max(row, i + 1), i + 1);
-        const float inv = 1.0f / row_sum(row, i + 1);
-        for (int j = 0; j <= i; j++)
-            row[j] *= inv;
-        for (int j = i + 1; j < kend; j++)
-            row[j] = 0.0f;
+        lattice__softmax_row(p + ((r / rows) * t + i) * t, i + 1, kend);
     }
 }
 
-VEC_CLONES
 void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int r0, int rows,
                                int nt)
 {
@@ -396,17 +400,10 @@ void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, in
     for (long r = 0; r < n; r++) {
         const int i = r0 + (int)(r % rows);
         const long off = ((r / rows) * t + i) * t;
-        float *g = dp + off;
-        const float *pr = p + off;
-        const float dot = row_dot(g, pr, i + 1);
-        for (int j = 0; j <= i; j++)
-            g[j] = pr[j] * (g[j] - dot);
-        for (int j = i + 1; j < kend; j++)
-            g[j] = 0.0f;
+        lattice__softmax_backward_row(dp + off, p + off, i + 1, kend);
     }
 }
 
-/* 1 / (1 + exp(-x)), through exp(-|x|) so that the exp argument is <= 0. */
 static inline float sigmoidf(float x)
 {
     const float e = lattice__expf(-fabsf(x));
