@@ -410,8 +410,7 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
 {
     if (!use_fused(be, d))
         return gemm_forward(be, att, p, q, k, v, d, ptr);
-    /* one pass does scores, softmax and values: timed as scores */
-    PROF(LATTICE_OP_ATTN_SCORE, fused_forward(be, att, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, d));
     return LATTICE_OK;
 }
 
@@ -423,6 +422,6 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
 {
     if (!use_fused(be, d))
         return gemm_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d, ptr);
-    PROF(LATTICE_OP_ATTN_SCORE, fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED, fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d));
     return LATTICE_OK;
 }

@@ -15,9 +15,11 @@
 #define CHUNK LATTICE_REDUCE_CHUNK
 
 #define VEC_CLONES LATTICE_VEC_CLONES
-/* Below about this many inner iterations a kernel runs on the calling thread:
- * waking a team costs more than the loop (measured with bench_step). */
-#define SERIAL_WORK 32768L
+/* Below this many inner iterations a kernel runs on the calling thread: waking
+ * a team (asleep under OMP_WAIT_POLICY=PASSIVE) costs more than it saves. At
+ * the study's shape (2048 x 64 rows) two threads made the norms and RoPE
+ * slower than one (bench_step op_norm_ms / op_rope_ms). */
+#define SERIAL_WORK (1L << 19)
 
 /* Reductions along a row in LANES interleaved partial results, combined in a
  * fixed order: they vectorise, and the result depends only on the data. */
@@ -103,7 +105,7 @@ static void reduce_chunks(float *acc, const float *partial, long n_chunks, int s
                           int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if ((long)cols * n_chunks > SERIAL_WORK)
     for (int j = 0; j < cols; j++) {
         float s = 0.0f;
         for (long ch = 0; ch < n_chunks; ch++)
@@ -116,7 +118,7 @@ void lattice__embedding_forward(float *out, const int32_t *tokens, const float *
                                 int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         memcpy(out + i * c, wte + (long)tokens[i] * c, sizeof(float) * c);
 }
@@ -126,7 +128,7 @@ void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *
 {
     /* Threads own column slices, so the accumulation order is the row order. */
     (void)nt;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (n * c > SERIAL_WORK)
     {
         int t = 0, T = 1;
 #ifdef _OPENMP
@@ -148,7 +150,7 @@ void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, cons
                            const float *w, const float *b, float eps, long n, int c, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *x = in + i * c;
         float *y = out + i * c;
@@ -177,7 +179,7 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
     long n_chunks = (n + CHUNK - 1) / CHUNK;
     int want_params = dw || db;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long ch = 0; ch < n_chunks; ch++) {
         float *pw = scratch + ch * 2 * c, *pb = pw + c;
         if (want_params)
@@ -298,7 +300,7 @@ void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rs
     const long ld = (long)(H + 2 * KV) * hd;
     const long n = (long)B * T;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * ld > SERIAL_WORK)
     for (long row = 0; row < n; row++) {
         long b = row / T, t = row % T;
         const float *x = raw + row * ld;
@@ -327,7 +329,7 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
     const long n_chunks = (n + CHUNK - 1) / CHUNK;
     int want = d->qk_norm && (dqw || dkw);
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * ld > SERIAL_WORK)
     for (long ch = 0; ch < n_chunks; ch++) {
         float *pq = scratch + ch * 2 * hd, *pk = pq + hd;
         if (want)
@@ -415,7 +417,7 @@ VEC_CLONES
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f;
         float *o = s + i * f;
@@ -428,7 +430,7 @@ VEC_CLONES
 void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f, *d = ds + i * f;
         float *dg = dgu + i * 2 * f, *du = dg + f;
@@ -451,7 +453,7 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
         cnt += !mask || mask[i];
     float inv = cnt ? 1.0f / (float)cnt : 0.0f;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * v > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *z = logits + i * v;
         int on = !mask || mask[i];
@@ -490,7 +492,7 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
 void lattice__axpby(float *y, float a, const float *x, long n, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         y[i] = a * y[i] + x[i];
 }
@@ -498,7 +500,7 @@ void lattice__axpby(float *y, float a, const float *x, long n, int nt)
 void lattice__scale(float *y, float a, long n, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         y[i] *= a;
 }

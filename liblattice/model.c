@@ -623,7 +623,7 @@ static int skipped(const lattice_model *m, int layer)
 
 static const char *const op_names[LATTICE_OP_COUNT] = {
     "embed", "gemm_qkv", "gemm_o", "gemm_mlp", "gemm_head", "attn_score", "attn_value",
-    "softmax", "norm", "rope", "elementwise", "loss", "optim",
+    "softmax", "attn_fused", "norm", "rope", "elementwise", "loss", "optim",
 };
 
 const char *lattice__op_name(lattice_op op)

@@ -16,6 +16,7 @@ typedef enum lattice_op {
     LATTICE_OP_ATTN_SCORE,  /* Q K^T and its gradients (dQ, dK) */
     LATTICE_OP_ATTN_VALUE,  /* P V and its gradients (dP, dV) */
     LATTICE_OP_SOFTMAX,     /* causal softmax and its backward */
+    LATTICE_OP_ATTN_FUSED,  /* the fused attention core: scores, softmax, values, and back */
     LATTICE_OP_NORM,        /* RMS/LayerNorm forward and backward */
     LATTICE_OP_ROPE,        /* q/k norm, RoPE and the head-major relayout */
     LATTICE_OP_ELEMWISE,    /* SwiGLU, residual joins, scaling */
