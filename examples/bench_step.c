@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROG "bench_step"
 
@@ -237,6 +238,22 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 
 /* ---- main --------------------------------------------------------------- */
 
+/* libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its
+ * idle threads spin: on a shared or oversubscribed machine (two 2-thread runs
+ * on 2 cores) they burn the cores the other runs need, and a step can be 5x
+ * slower. So when the user has set neither OMP_WAIT_POLICY nor
+ * GOMP_SPINCOUNT, run again with OMP_WAIT_POLICY=PASSIVE; if that exec
+ * fails, go on as we are. */
+static void prefer_passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");
+}
+
 static double step_clock(int cpu)
 {
     return cpu ? lattice__prof_clock(LATTICE_PROF_CPU) : ex_now();
@@ -273,6 +290,9 @@ static void usage(FILE *f)
             "                    for a core; with more threads it sums them)\n"
             "  -h, --help        this help\n"
             "\n"
+            "OpenMP: unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, the program runs itself\n"
+            "again with OMP_WAIT_POLICY=PASSIVE (idle threads sleep instead of spinning).\n"
+            "\n"
             "Output: one 'key value' line per figure (e.g. 'tokens_per_s 15000', 'step_ms 136.5',\n"
             "'op_gemm_mlp_ms 30.1', 'op_gemm_mlp_share 0.221', 'backend blis'); lines starting\n"
             "with '#' are comments for people. Per-op times are means per timed step.\n",
@@ -291,6 +311,7 @@ enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_
 
 int main(int argc, char **argv)
 {
+    prefer_passive_openmp(argv);
     lattice_norm_placement placement = LATTICE_NORM_PRE;
     const char *backend_name = "blis";
     int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0;
@@ -463,6 +484,7 @@ int main(int argc, char **argv)
     printf("# %d warmup steps, %d timed steps\n", WARMUP_STEPS, steps);
     printf("backend %s\n", lattice_backend_name(backend));
     printf("threads %d\n", threads);
+    printf("omp_wait_policy %s\n", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
     fflush(stdout);
 
     double t_fwd = 0, t_bwd = 0, t_opt = 0, loss_first = NAN, loss_last = NAN;
