@@ -164,9 +164,15 @@ VINLINE void causal_dots(float *out, const float *a, int lda, const float *b, in
             v8f acc[FR];
             ACC8_OUT(acc);
             for (int r = 0; r < FR && i0 + r < T; r++) {
-                float row[FK];
-                st8(row, acc[r] * bc8(alpha));
-                memcpy(out + (size_t)(i0 + r) * T + j0, row, sizeof(float) * kc);
+                float *o = out + (size_t)(i0 + r) * T + j0;
+                if (kc == FK) {
+                    st8(o, acc[r] * alpha);
+                } else { /* the row's last, partial chunk */
+                    float row[FK];
+                    st8(row, acc[r] * alpha);
+                    for (int c = 0; c < kc; c++)
+                        o[c] = row[c];
+                }
             }
         }
     }

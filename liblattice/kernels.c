@@ -234,8 +234,8 @@ void lattice__rope_table(float *rope, int seq, int head_dim, float theta)
         for (int i = 0; i < half; i++) {
             double freq = pow((double)theta, -2.0 * i / head_dim);
             double ang = t * freq;
-            rope[((long)t * half + i) * 2] = (float)cos(ang);
-            rope[((long)t * half + i) * 2 + 1] = (float)sin(ang);
+            rope[(long)t * head_dim + i] = (float)cos(ang);
+            rope[(long)t * head_dim + half + i] = (float)sin(ang);
         }
     }
 }
@@ -251,7 +251,7 @@ static inline void head_forward(float *out, float *rstd, const float *x, const f
         for (int i = 0; i < half; i++) {
             float a = x[i] * r * w[i];
             float b = x[i + half] * r * w[i + half];
-            float c = cs[2 * i], s = cs[2 * i + 1];
+            float c = cs[i], s = cs[half + i];
             out[i] = a * c - b * s;
             out[i + half] = b * c + a * s;
         }
@@ -259,7 +259,7 @@ static inline void head_forward(float *out, float *rstd, const float *x, const f
     }
     for (int i = 0; i < half; i++) {
         float a = x[i], b = x[i + half];
-        float c = cs[2 * i], s = cs[2 * i + 1];
+        float c = cs[i], s = cs[half + i];
         out[i] = a * c - b * s;
         out[i + half] = b * c + a * s;
     }
@@ -273,7 +273,7 @@ static inline void head_backward(float *dx, float *pw, const float *dout, const 
     /* Inverse rotation gives the gradient of the normalised vector y. */
     float dot = 0.0f;
     for (int i = 0; i < half; i++) {
-        float c = cs[2 * i], s = cs[2 * i + 1];
+        float c = cs[i], s = cs[half + i];
         float dya = dout[i] * c + dout[i + half] * s;
         float dyb = -dout[i] * s + dout[i + half] * c;
         dx[i] = dya;
@@ -304,7 +304,7 @@ void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rs
     for (long row = 0; row < n; row++) {
         long b = row / T, t = row % T;
         const float *x = raw + row * ld;
-        const float *cs = rope + t * hd; /* hd/2 pairs of (cos, sin) */
+        const float *cs = rope + t * hd; /* hd/2 cosines, then hd/2 sines */
         for (int h = 0; h < H; h++)
             head_forward(q + ((b * H + h) * T + t) * hd, rstd_q + row * H + h, x + (long)h * hd,
                          qw, cs, hd, d->qk_norm, d->eps);

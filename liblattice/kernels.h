@@ -44,7 +44,8 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
 /* Queries/keys/values from the fused projection raw[N, (H + 2 Hkv) * hd]:
  * optional per-head RMSNorm (weights qw[hd], kw[hd]), RoPE at position t, and
  * the head-major layouts q[B,H,T,hd], k[B,Hkv,T,hd], v[B,Hkv,T,hd].
- * rope[T, hd/2, 2] holds (cos, sin). rstd_q[N*H], rstd_k[N*Hkv] used when qk_norm. */
+ * rope[T, 2, hd/2] holds the cosines then the sines of each position (so
+ * that the rotation loops read both contiguously). rstd_q[N*H], rstd_k[N*Hkv] used when qk_norm. */
 typedef struct lattice_qkv_dims {
     int batch, seq, n_heads, n_kv_heads, head_dim, qk_norm;
     float eps;
@@ -60,7 +61,7 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
                            const float *rstd_q, const float *rstd_k, const float *rope,
                            const lattice_qkv_dims *d, float *scratch, int nt);
 
-/* rope[T, hd/2, 2] = (cos, sin) of t * theta^(-2i/hd). */
+/* rope[T, 2, hd/2]: cos, then sin, of t * theta^(-2i/hd). */
 void lattice__rope_table(float *rope, int seq, int head_dim, float theta);
 
 /* In place over rows r0 .. r0 + rows - 1 of each p[R, T, T] (R = batch *
