@@ -1,7 +1,3 @@
-/* sqrtf without errno handling (so that the update loop vectorises), and
- * if-conversion of float selects. */
-#pragma GCC optimize("no-math-errno", "no-trapping-math")
-
 #include "study_impl.h"
 #include "backend_impl.h"
 
