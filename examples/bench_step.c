@@ -1,13 +1,16 @@
 /*
  * bench_step: time one full training step (forward, cross-entropy, backward,
- * AdamW) of the benchmark student (9 layers, d_model 256, 4 heads of 64,
- * SwiGLU d_ff 768, vocab 256, batch 16 x 256, qk-norm), then time the same
- * step's GEMMs alone through lattice_backend_sgemm, to see how close the step
- * comes to the backend's GEMM throughput on its own shapes.
+ * AdamW) of a student of any shape (default: the benchmark student, 9 layers,
+ * d_model 256, 4 heads of 64, SwiGLU d_ff 768, vocab 256, batch 16 x 256,
+ * qk-norm; --preset study: the study's student), break the step down by op
+ * category, then time the same step's GEMMs alone through
+ * lattice_backend_sgemm, to see how close the step comes to the backend's GEMM
+ * throughput on its own shapes.
  *
- * Results are "key value" lines (step_ms, tokens_per_s, step_gflops,
+ * Results are "key value" lines (step_ms, tokens_per_s, op_<name>_ms, step_gflops,
  * sgemm_gflops, ratio, arena_mib, peak_rss_mib, ...); lines starting with '#'
- * are for people.
+ * are for people. The per-op figures come from the library's private
+ * profiling counters, which is why this program links the static library.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -23,16 +26,23 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define PROG "bench_step"
 
 #include "example_util.h"
+#include "model_impl.h" /* private: lattice__model_profile */
 #define WARMUP_STEPS 2
 #define TOKEN_SEED 20240611ULL
 
-/* The benchmark student. */
-enum { N_LAYERS = 9, D_MODEL = 256, N_HEADS = 4, N_KV_HEADS = 4, HEAD_DIM = 64, D_FF = 768,
-       VOCAB = 256, BATCH = 16, SEQ = 256 };
+/* A student's shape and the batch it trains on. */
+typedef struct shape {
+    int layers, d_model, heads, kv_heads, head_dim, d_ff, vocab, batch, seq, qk_norm;
+} shape;
+
+/* The benchmark student, and the study's student (doc/REPRODUCTION.md). */
+static const shape PRESET_D256 = {9, 256, 4, 4, 64, 768, 256, 16, 256, 1};
+static const shape PRESET_STUDY = {9, 64, 4, 2, 16, 192, 257, 16, 128, 1};
 
 static double peak_rss_mib(void)
 {
@@ -228,17 +238,64 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 
 /* ---- main --------------------------------------------------------------- */
 
+/* libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its
+ * idle threads spin: on a shared or oversubscribed machine (two 2-thread runs
+ * on 2 cores) they burn the cores the other runs need, and a step can be 5x
+ * slower. So when the user has set neither OMP_WAIT_POLICY nor
+ * GOMP_SPINCOUNT, run again with OMP_WAIT_POLICY=PASSIVE; if that exec
+ * fails, go on as we are. */
+static void prefer_passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");
+}
+
+static double step_clock(int cpu)
+{
+    return cpu ? lattice__prof_clock(LATTICE_PROF_CPU) : ex_now();
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [options]\n"
-            "Time a training step of the benchmark student and the backend's sgemm on its GEMMs.\n"
+            "Time a training step (forward, cross-entropy, backward, AdamW) of a student, the\n"
+            "share of each op category in it, and the backend's sgemm on the step's GEMMs.\n"
             "\n"
-            "  --placement P   pre, post or peri (pre)\n"
-            "  --backend NAME  ref, blis or default (blis)\n"
-            "  --threads N     threads (2)\n"
-            "  --steps N       timed steps, after %d warmup steps (10)\n"
-            "  -h, --help      this help\n",
+            "  --preset NAME     d256 (the benchmark student, the default) or study (9 layers,\n"
+            "                    d_model 64, 4 heads (2 kv) of 16, d_ff 192, vocab 257, 16 x 128);\n"
+            "                    the shape options below override the preset, in any order\n"
+            "  --layers N        layers (9)\n"
+            "  --d-model N       model width (256)\n"
+            "  --heads N         query heads (4)\n"
+            "  --kv-heads N      key/value heads (4)\n"
+            "  --head-dim N      head width (64)\n"
+            "  --d-ff N          SwiGLU hidden width (768)\n"
+            "  --vocab N         vocabulary (256)\n"
+            "  --batch N         sequences per step (16)\n"
+            "  --seq N           tokens per sequence (256)\n"
+            "  --qk-norm 0|1     RMSNorm on queries and keys (1)\n"
+            "  --placement P     pre, post or peri (pre)\n"
+            "  --backend NAME    ref, blis or default (blis)\n"
+            "  --threads N       threads (2)\n"
+            "  --steps N         timed steps, after %d warmup steps (10)\n"
+            "  --no-sgemm        skip the sgemm replay (faster; no sgemm_* or ratio lines)\n"
+            "  --no-profile      time the steps without the per-op counters\n"
+            "  --cpu-clock       time steps and ops in process CPU time instead of wall time\n"
+            "                    (with --threads 1 on a busy machine: leaves out the waits\n"
+            "                    for a core; with more threads it sums them)\n"
+            "  -h, --help        this help\n"
+            "\n"
+            "OpenMP: unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is set, the program runs itself\n"
+            "again with OMP_WAIT_POLICY=PASSIVE (idle threads sleep instead of spinning).\n"
+            "\n"
+            "Output: one 'key value' line per figure (e.g. 'tokens_per_s 15000', 'step_ms 136.5',\n"
+            "'op_gemm_mlp_ms 30.1', 'op_gemm_mlp_share 0.221', 'backend blis'); lines starting\n"
+            "with '#' are comments for people. Per-op times are means per timed step.\n",
             WARMUP_STEPS);
 }
 
@@ -249,22 +306,44 @@ static int fail(const char *what, lattice_status st, const char *detail)
     return 1;
 }
 
+enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_DFF, OPT_VOCAB,
+       OPT_BATCH, OPT_SEQ, OPT_QKNORM, OPT_NO_SGEMM, OPT_NO_PROFILE, OPT_CPU_CLOCK };
+
 int main(int argc, char **argv)
 {
+    prefer_passive_openmp(argv);
     lattice_norm_placement placement = LATTICE_NORM_PRE;
     const char *backend_name = "blis";
-    int threads = 2, steps = 10;
+    int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0;
+    shape sh = PRESET_D256;
+    /* Shape options given explicitly, applied over whichever preset comes. */
+    int given[OPT_QKNORM - OPT_LAYERS + 1], *field[OPT_QKNORM - OPT_LAYERS + 1];
+    memset(given, -1, sizeof given);
 
     static const struct option longopts[] = {
         {"placement", required_argument, NULL, 'p'},
         {"backend", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
         {"steps", required_argument, NULL, 's'},
+        {"preset", required_argument, NULL, OPT_PRESET},
+        {"layers", required_argument, NULL, OPT_LAYERS},
+        {"d-model", required_argument, NULL, OPT_DMODEL},
+        {"heads", required_argument, NULL, OPT_HEADS},
+        {"kv-heads", required_argument, NULL, OPT_KV},
+        {"head-dim", required_argument, NULL, OPT_HD},
+        {"d-ff", required_argument, NULL, OPT_DFF},
+        {"vocab", required_argument, NULL, OPT_VOCAB},
+        {"batch", required_argument, NULL, OPT_BATCH},
+        {"seq", required_argument, NULL, OPT_SEQ},
+        {"qk-norm", required_argument, NULL, OPT_QKNORM},
+        {"no-sgemm", no_argument, NULL, OPT_NO_SGEMM},
+        {"no-profile", no_argument, NULL, OPT_NO_PROFILE},
+        {"cpu-clock", no_argument, NULL, OPT_CPU_CLOCK},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+    int c, idx;
+    while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
         switch (c) {
         case 'p':
             if (lattice_norm_placement_from_name(optarg, &placement) != LATTICE_OK) {
@@ -281,6 +360,27 @@ int main(int argc, char **argv)
             if (ex_parse_int("steps", optarg, 1, 1000000, &steps))
                 return 2;
             break;
+        case OPT_PRESET:
+            if (strcmp(optarg, "study") == 0)
+                sh = PRESET_STUDY;
+            else if (strcmp(optarg, "d256") == 0)
+                sh = PRESET_D256;
+            else {
+                fprintf(stderr, PROG ": --preset: '%s' is not study or d256\n", optarg);
+                return 2;
+            }
+            break;
+        case OPT_LAYERS: case OPT_DMODEL: case OPT_HEADS: case OPT_KV: case OPT_HD: case OPT_DFF:
+        case OPT_VOCAB: case OPT_BATCH: case OPT_SEQ: case OPT_QKNORM: {
+            long hi = c == OPT_QKNORM ? 1 : 1L << 20;
+            if (ex_parse_int(longopts[idx].name, optarg, c == OPT_QKNORM ? 0 : 1, hi,
+                             &given[c - OPT_LAYERS]))
+                return 2;
+            break;
+        }
+        case OPT_NO_SGEMM: do_sgemm = 0; break;
+        case OPT_NO_PROFILE: do_profile = 0; break;
+        case OPT_CPU_CLOCK: cpu_clock = 1; break;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
         }
@@ -289,6 +389,20 @@ int main(int argc, char **argv)
         fprintf(stderr, PROG ": unexpected argument '%s'\n", argv[optind]);
         return 2;
     }
+    field[OPT_LAYERS - OPT_LAYERS] = &sh.layers;
+    field[OPT_DMODEL - OPT_LAYERS] = &sh.d_model;
+    field[OPT_HEADS - OPT_LAYERS] = &sh.heads;
+    field[OPT_KV - OPT_LAYERS] = &sh.kv_heads;
+    field[OPT_HD - OPT_LAYERS] = &sh.head_dim;
+    field[OPT_DFF - OPT_LAYERS] = &sh.d_ff;
+    field[OPT_VOCAB - OPT_LAYERS] = &sh.vocab;
+    field[OPT_BATCH - OPT_LAYERS] = &sh.batch;
+    field[OPT_SEQ - OPT_LAYERS] = &sh.seq;
+    field[OPT_QKNORM - OPT_LAYERS] = &sh.qk_norm;
+    for (size_t i = 0; i < sizeof given / sizeof given[0]; i++)
+        if (given[i] >= 0)
+            *field[i] = given[i];
+    const int BATCH = sh.batch, SEQ = sh.seq, VOCAB = sh.vocab;
 
     int rc = 1;
     lattice_backend *backend = NULL;
@@ -317,16 +431,21 @@ int main(int argc, char **argv)
     lattice_model_params mp;
     lattice_model_params_init(&mp);
     mp.vocab_size = VOCAB;
-    mp.d_model = D_MODEL;
-    mp.n_layers = mp.n_active_layers = N_LAYERS;
-    mp.n_heads = N_HEADS;
-    mp.n_kv_heads = N_KV_HEADS;
-    mp.head_dim = HEAD_DIM;
-    mp.d_ff = D_FF;
-    mp.qk_norm = 1;
+    mp.d_model = sh.d_model;
+    mp.n_layers = mp.n_active_layers = sh.layers;
+    mp.n_heads = sh.heads;
+    mp.n_kv_heads = sh.kv_heads;
+    mp.head_dim = sh.head_dim;
+    mp.d_ff = sh.d_ff;
+    mp.qk_norm = sh.qk_norm;
     mp.max_batch = BATCH;
     mp.max_seq = SEQ;
     mp.seed = 1;
+    char err[LATTICE_ERRMSG_SIZE];
+    if ((st = lattice_model_params_check(&mp, err)) != LATTICE_OK) {
+        rc = fail("model shape", st, err);
+        goto out;
+    }
     if ((st = lattice_model_create(&mp, norm, backend, &model)) != LATTICE_OK) {
         rc = fail("model", st, NULL);
         goto out;
@@ -359,34 +478,40 @@ int main(int argc, char **argv)
     printf("# lattice %s, backend %s, %d threads, %s-norm\n", lattice_version_string(),
            lattice_backend_name(backend), threads, lattice_norm_placement_name(placement));
     printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d, "
-           "%.2fM parameters; batch %d x %d tokens\n",
-           N_LAYERS, D_MODEL, N_HEADS, N_KV_HEADS, HEAD_DIM, D_FF, VOCAB,
-           (double)lattice_model_n_params(model) / 1e6, BATCH, SEQ);
+           "qk-norm %s, %.2fM parameters; batch %d x %d tokens\n",
+           sh.layers, sh.d_model, sh.heads, sh.kv_heads, sh.head_dim, sh.d_ff, VOCAB,
+           sh.qk_norm ? "on" : "off", (double)lattice_model_n_params(model) / 1e6, BATCH, SEQ);
     printf("# %d warmup steps, %d timed steps\n", WARMUP_STEPS, steps);
+    printf("backend %s\n", lattice_backend_name(backend));
+    printf("threads %d\n", threads);
+    printf("omp_wait_policy %s\n", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
     fflush(stdout);
 
     double t_fwd = 0, t_bwd = 0, t_opt = 0, loss_first = NAN, loss_last = NAN;
     for (int i = 0; i < WARMUP_STEPS + steps; i++) {
         float loss = NAN;
         const char *what = NULL;
-        double t0 = ex_now();
+        if (i == WARMUP_STEPS)
+            lattice__model_profile(model, do_profile ? (cpu_clock ? LATTICE_PROF_CPU
+                                                                  : LATTICE_PROF_WALL) : 0);
+        double t0 = step_clock(cpu_clock);
         if ((st = lattice_model_forward(model, tokens, BATCH, SEQ)) != LATTICE_OK)
             what = "forward";
         else if ((st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
             what = "cross-entropy";
-        double t1 = ex_now();
+        double t1 = step_clock(cpu_clock);
         if (!what && (st = lattice_model_backward(model)) != LATTICE_OK)
             what = "backward";
         if (what) {
             rc = fail(what, st, lattice_model_errmsg(model));
             goto out;
         }
-        double t2 = ex_now();
+        double t2 = step_clock(cpu_clock);
         if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
             rc = fail("optimizer step", st, lattice_optim_errmsg(optim));
             goto out;
         }
-        double t3 = ex_now();
+        double t3 = step_clock(cpu_clock);
         if (i == 0)
             loss_first = loss;
         loss_last = loss;
@@ -411,12 +536,30 @@ int main(int argc, char **argv)
     printf("tokens_per_s %.0f\n", (double)n_tok / step_s);
     printf("step_gflop %.2f\n", step_flops / 1e9);
     printf("step_gflops %.1f\n", step_gflops);
+    if (do_profile) {
+        const lattice_prof *prof = lattice__model_profile_get(model);
+        double sum = 0.0;
+        for (int op = 0; op < LATTICE_OP_COUNT; op++)
+            sum += prof->secs[op];
+        for (int op = 0; op < LATTICE_OP_COUNT; op++) {
+            const char *name = lattice__op_name((lattice_op)op);
+            printf("op_%s_ms %.2f\n", name, 1e3 * prof->secs[op] / steps);
+            printf("op_%s_share %.3f\n", name, prof->secs[op] / (step_s * steps));
+        }
+        /* what no category covers: the calls' own checks, copies, dispatch */
+        printf("op_other_ms %.2f\n", 1e3 * (step_s * steps - sum) / steps);
+        lattice__model_profile(model, 0);
+    }
     fflush(stdout);
+    if (!do_sgemm) {
+        rc = 0;
+        goto out;
+    }
 
     /* The same GEMMs alone, on the same backend and threads. */
     r.be = backend;
-    r.B = BATCH, r.T = SEQ, r.D = D_MODEL, r.H = N_HEADS, r.KV = N_KV_HEADS, r.hd = HEAD_DIM;
-    r.F = D_FF, r.V = VOCAB, r.L = N_LAYERS;
+    r.B = BATCH, r.T = SEQ, r.D = sh.d_model, r.H = sh.heads, r.KV = sh.kv_heads;
+    r.hd = sh.head_dim, r.F = sh.d_ff, r.V = VOCAB, r.L = sh.layers;
     r.beta_res = placement != LATTICE_NORM_PERI;
     if (replay_alloc(&r)) {
         fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");

@@ -1,8 +1,23 @@
+/* float selects in the loops must if-convert (see kernels.c) */
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+/* v8f travels only between always_inline helpers: no call, so no ABI, is
+ * crossed (a real call between the AVX clone and a baseline helper would
+ * disagree on how a v8f is passed; -O0 builds make such calls) */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 #include "attention.h"
 
 #include "kernels.h"
 
 #include <math.h>
+#include <string.h>
+
+#define PROF(op, stmt)                                                                             \
+    do {                                                                                           \
+        double t0_ = lattice__prof_begin(ptr->prof);                                               \
+        stmt;                                                                                      \
+        lattice__prof_end(ptr->prof, (op), t0_);                                                   \
+    } while (0)
 
 #define TRY(expr)                                                                                  \
     do {                                                                                           \
@@ -33,48 +48,376 @@ static size_t off_att(const lattice_attn_dims *d, int b, int h)
     return (size_t)b * d->seq * d->n_heads * d->head_dim + (size_t)h * d->head_dim;
 }
 
+/* Query rows per block. Each block's GEMMs cover only the keys up to its last
+ * row, so the work above the diagonal shrinks to the diagonal blocks. */
+#define QBLOCK 32
+
+static int q_block(const lattice_attn_dims *d)
+{
+    return d->q_block > 0 ? d->q_block : QBLOCK;
+}
+
+/* Fill the pointer arrays for one batched GEMM over every (batch, query head);
+ * da, db, dc are added to every operand's offset (the block's first row). */
 static void fill_all(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, const float *a,
-                     offset_fn oa, const float *b, offset_fn ob, float *c, offset_fn oc)
+                     offset_fn oa, size_t da, const float *b, offset_fn ob, size_t db, float *c,
+                     offset_fn oc, size_t dc)
 {
     for (int bi = 0; bi < d->batch; bi++)
         for (int h = 0; h < d->n_heads; h++) {
             int i = bi * d->n_heads + h;
-            ptr->a[i] = a + oa(d, bi, h);
-            ptr->b[i] = b + ob(d, bi, h);
-            ptr->c[i] = c + oc(d, bi, h);
+            ptr->a[i] = a + oa(d, bi, h) + da;
+            ptr->b[i] = b + ob(d, bi, h) + db;
+            ptr->c[i] = c + oc(d, bi, h) + dc;
         }
 }
 
 /* The same over one query head of each group, so that the problems write
  * distinct kv-head outputs (c indexed by the kv head). */
 static void fill_group(const lattice_attn_dims *d, const lattice_attn_ptrs *ptr, int g,
-                       const float *a, offset_fn oa, const float *b, offset_fn ob, float *c)
+                       const float *a, offset_fn oa, size_t da, const float *b, offset_fn ob,
+                       size_t db, float *c)
 {
     int G = d->n_heads / d->n_kv_heads;
     for (int bi = 0; bi < d->batch; bi++)
         for (int kh = 0; kh < d->n_kv_heads; kh++) {
             int i = bi * d->n_kv_heads + kh, h = kh * G + g;
-            ptr->a[i] = a + oa(d, bi, h);
-            ptr->b[i] = b + ob(d, bi, h);
+            ptr->a[i] = a + oa(d, bi, h) + da;
+            ptr->b[i] = b + ob(d, bi, h) + db;
             ptr->c[i] = c + off_kv(d, bi, h);
         }
+}
+
+/* ---- fused path ----------------------------------------------------------
+ * Per head, over the causal part only: row blocks of FR rows and key chunks of
+ * FK keys, both aligned to multiples of 8 from row 0, so that a row block's
+ * keys end where its last chunk ends. Probabilities (and dS) are kept [T, T]
+ * per head like the GEMM path's, with 0 above the diagonal up to the end of
+ * each row's chunk; what lies beyond is never read. */
+
+typedef float v8f __attribute__((vector_size(32)));
+#define FR 8 /* rows per block: 8 independent FMA chains */
+#define FK 8 /* keys per chunk: one v8f */
+
+#define VINLINE __attribute__((always_inline)) static inline
+
+VINLINE v8f ld8(const float *x)
+{
+    v8f v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+VINLINE void st8(float *x, v8f v) { memcpy(x, &v, sizeof v); }
+
+/* (scalar op vector broadcasts with one instruction; a {x, x, ...} literal
+ * was built lane by lane) */
+VINLINE v8f bc8(float x) { return (v8f){0} + x; }
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+/* Eight accumulators as named locals (an array of them ended up on the stack). */
+#define ACC8_DECL v8f c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0}, c6 = {0}, c7 = {0}
+#define ACC8_FMA(x0, x1, x2, x3, x4, x5, x6, x7, y)                                               \
+    do {                                                                                           \
+        c0 += (y) * (x0);                                                                       \
+        c1 += (y) * (x1);                                                                       \
+        c2 += (y) * (x2);                                                                       \
+        c3 += (y) * (x3);                                                                       \
+        c4 += (y) * (x4);                                                                       \
+        c5 += (y) * (x5);                                                                       \
+        c6 += (y) * (x6);                                                                       \
+        c7 += (y) * (x7);                                                                       \
+    } while (0)
+#define ACC8_OUT(arr)                                                                              \
+    do {                                                                                           \
+        (arr)[0] = c0, (arr)[1] = c1, (arr)[2] = c2, (arr)[3] = c3;                                \
+        (arr)[4] = c4, (arr)[5] = c5, (arr)[6] = c6, (arr)[7] = c7;                                \
+    } while (0)
+
+/* out[i, j] = alpha a_i . b_j for every row i and every key j of the chunks
+ * up to row i's own (j < (i / FK + 1) FK, and < T). a rows: stride lda;
+ * b rows: stride hd; out rows: stride T. bt: hd v8f of scratch. */
+VINLINE void causal_dots(float *out, const float *a, int lda, const float *b, int T, int hd,
+                         float alpha, v8f *bt)
+{
+    for (int j0 = 0; j0 < T; j0 += FK) {
+        const int kc = imin(FK, T - j0);
+        for (int e = 0; e < hd; e++) { /* the chunk's keys, transposed */
+            float col[FK] = {0};
+            for (int c = 0; c < kc; c++)
+                col[c] = b[(size_t)(j0 + c) * hd + e];
+            bt[e] = ld8(col);
+        }
+        for (int i0 = j0; i0 < T; i0 += FR) {
+            const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
+            const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
+            const float *a2 = a + (size_t)imin(i0 + 2, T - 1) * lda;
+            const float *a3 = a + (size_t)imin(i0 + 3, T - 1) * lda;
+            const float *a4 = a + (size_t)imin(i0 + 4, T - 1) * lda;
+            const float *a5 = a + (size_t)imin(i0 + 5, T - 1) * lda;
+            const float *a6 = a + (size_t)imin(i0 + 6, T - 1) * lda;
+            const float *a7 = a + (size_t)imin(i0 + 7, T - 1) * lda;
+            ACC8_DECL;
+            for (int e = 0; e < hd; e++)
+                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e], bt[e]);
+            v8f acc[FR];
+            ACC8_OUT(acc);
+            for (int r = 0; r < FR && i0 + r < T; r++) {
+                float *o = out + (size_t)(i0 + r) * T + j0;
+                if (kc == FK) {
+                    st8(o, acc[r] * alpha);
+                } else { /* the row's last, partial chunk */
+                    float row[FK];
+                    st8(row, acc[r] * alpha);
+                    for (int c = 0; c < kc; c++)
+                        o[c] = row[c];
+                }
+            }
+        }
+    }
+}
+
+/* out_i = alpha sum over j <= i of w[i, j] m_j, for every row i (w as above:
+ * 0 past the diagonal within the row's chunk). m rows: stride hd; out rows:
+ * stride ldo. */
+VINLINE void causal_mix(float *out, int ldo, const float *w, const float *m, int T, int hd,
+                        float alpha)
+{
+    for (int i0 = 0; i0 < T; i0 += FR) {
+        const int jend = imin(i0 + FR, T);
+        const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;
+        const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;
+        const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;
+        const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;
+        const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;
+        const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;
+        const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;
+        const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;
+        for (int e0 = 0; e0 < hd; e0 += 8) {
+            ACC8_DECL;
+            for (int j = 0; j < jend; j++) {
+                const v8f mv = ld8(m + (size_t)j * hd + e0);
+                ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);
+            }
+            v8f acc[FR];
+            ACC8_OUT(acc);
+            for (int r = 0; r < FR && i0 + r < T; r++)
+                st8(out + (size_t)(i0 + r) * ldo + e0, acc[r] * bc8(alpha));
+        }
+    }
+}
+
+/* out_j (=, or += when accumulate) alpha sum over i >= j of w[i, j] m_i, for
+ * every key j. m rows: stride ldm; out rows: stride hd. */
+VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, int T, int hd,
+                          float alpha, int accumulate)
+{
+    for (int j0 = 0; j0 < T; j0 += FK) {
+        const int kc = imin(FK, T - j0);
+        for (int e0 = 0; e0 < hd; e0 += 8) {
+            ACC8_DECL;
+            if (kc == FK) {
+                for (int i = j0; i < T; i++) {
+                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
+                    const float *wi = w + (size_t)i * T + j0;
+                    ACC8_FMA(wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], mv);
+                }
+            } else { /* the last, partial chunk: keys past T count as 0 */
+                for (int i = j0; i < T; i++) {
+                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
+                    const float *wi = w + (size_t)i * T + j0;
+                    float wv[FK] = {0};
+                    for (int c = 0; c < kc; c++)
+                        wv[c] = wi[c];
+                    ACC8_FMA(wv[0], wv[1], wv[2], wv[3], wv[4], wv[5], wv[6], wv[7], mv);
+                }
+            }
+            v8f acc[FK];
+            ACC8_OUT(acc);
+            for (int c = 0; c < kc; c++) {
+                float *o = out + (size_t)(j0 + c) * hd + e0;
+                v8f r = acc[c] * bc8(alpha);
+                if (accumulate)
+                    r += ld8(o);
+                st8(o, r);
+            }
+        }
+    }
+}
+
+/* Entries a row's chunk holds past the diagonal end at this column. */
+static inline int chunk_end(int i, int T) { return imin((i / FK + 1) * FK, T); }
+
+LATTICE_VEC_CLONES
+static void fused_forward_head(float *att, int ldo, float *p, const float *q, const float *k,
+                               const float *v, int T, int hd, float scale)
+{
+    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
+    causal_dots(p, q, hd, k, T, hd, scale, bt);
+    for (int i = 0; i < T; i++)
+        lattice__softmax_row(p + (size_t)i * T, i + 1, chunk_end(i, T));
+    causal_mix(att, ldo, p, v, T, hd, 1.0f);
+}
+
+/* One kv head and its group of G query heads (dK, dV sum over the group). */
+LATTICE_VEC_CLONES
+static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, const float *datt,
+                                 int ldo, const float *p, const float *q, const float *k,
+                                 const float *v, int G, int T, int hd, float scale)
+{
+    const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
+    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
+    for (int g = 0; g < G; g++) {
+        float *dpg = dp + g * TT;
+        const float *pg = p + g * TT, *dog = datt + (size_t)g * hd;
+        causal_dots(dpg, dog, ldo, v, T, hd, 1.0f, bt); /* dP = dO V^T */
+        for (int i = 0; i < T; i++)                 /* dS, in place */
+            lattice__softmax_backward_row(dpg + (size_t)i * T, pg + (size_t)i * T, i + 1,
+                                          chunk_end(i, T));
+        causal_mix(dq + g * Thd, hd, dpg, k, T, hd, scale);          /* dQ = scale dS K */
+        causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0);           /* dV += P^T dO */
+        causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0); /* dK += scale dS^T Q */
+    }
+}
+
+int lattice__attention_fused_ok(const lattice_attn_dims *d)
+{
+    return d->head_dim % 8 == 0 && d->head_dim <= LATTICE_ATTN_FUSED_MAX_HD;
+}
+
+/* Largest head_dim for which AUTO picks the fused path on a built-in backend. */
+#define FUSED_AUTO_MAX_HD 64
+
+static int use_fused(const lattice_backend *be, const lattice_attn_dims *d)
+{
+    if (d->path == LATTICE_ATTN_FUSED)
+        return 1;
+    if (d->path == LATTICE_ATTN_GEMM || !lattice__attention_fused_ok(d))
+        return 0;
+    /* a custom backend gets its GEMMs (it may run them elsewhere) */
+    return be->user_ops.size == 0 && d->head_dim <= FUSED_AUTO_MAX_HD;
+}
+
+static void fused_forward(lattice_backend *be, float *att, float *p, const float *q,
+                          const float *k, const float *v, const lattice_attn_dims *d)
+{
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, G = H / d->n_kv_heads;
+    const int ldo = H * hd, nb = d->batch * H, nt = be->n_threads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nb > 1)
+    for (int bh = 0; bh < nb; bh++) {
+        const int b = bh / H, h = bh % H;
+        const size_t kv = ((size_t)b * d->n_kv_heads + h / G) * T * hd;
+        fused_forward_head(att + (size_t)b * T * ldo + (size_t)h * hd, ldo,
+                           p + (size_t)bh * T * T, q + (size_t)bh * T * hd, k + kv, v + kv, T, hd,
+                           scale);
+    }
+}
+
+static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv, float *dp,
+                           const float *datt, const float *p, const float *q, const float *k,
+                           const float *v, const lattice_attn_dims *d)
+{
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
+    const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
+    for (int bk = 0; bk < nkv; bk++) {
+        const int b = bk / KV, kh = bk % KV, h0 = kh * G;
+        const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
+        fused_backward_group(dq + bh0 * T * hd, dk + kv, dv + kv, dp + bh0 * T * T,
+                             datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo,
+                             p + bh0 * T * T, q + bh0 * T * hd, k + kv, v + kv, G, T, hd, scale);
+    }
+}
+
+/* ---- GEMM path ---------------------------------------------------------- */
+
+static lattice_status gemm_forward(lattice_backend *be, float *att, float *p, const float *q,
+                                   const float *k, const float *v, const lattice_attn_dims *d,
+                                   const lattice_attn_ptrs *ptr)
+{
+    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd, nb = d->batch * d->n_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    const int QB = q_block(d);
+    for (int r0 = 0; r0 < T; r0 += QB) {
+        const int rows = T - r0 < QB ? T - r0 : QB, kend = r0 + rows;
+        /* S = scale Q K^T over keys 0..kend, then the causal softmax in place gives P. */
+        PROF(LATTICE_OP_ATTN_SCORE, {
+            fill_all(d, ptr, q, off_q, (size_t)r0 * hd, k, off_kv, 0, p, off_p, (size_t)r0 * T);
+            TRY(lattice__gemm_batched(be, 0, 1, rows, kend, hd, scale, ptr->a, hd, ptr->b, hd,
+                                      0.0f, ptr->c, T, nb));
+        });
+        PROF(LATTICE_OP_SOFTMAX, lattice__causal_softmax(p, nb, T, r0, rows, be->n_threads));
+        /* O = P V, written straight into the heads-side-by-side layout. */
+        PROF(LATTICE_OP_ATTN_VALUE, {
+            fill_all(d, ptr, p, off_p, (size_t)r0 * T, v, off_kv, 0, att, off_att,
+                     (size_t)r0 * ldo);
+            TRY(lattice__gemm_batched(be, 0, 0, rows, hd, kend, 1.0f, ptr->a, T, ptr->b, hd, 0.0f,
+                                      ptr->c, ldo, nb));
+        });
+    }
+    return LATTICE_OK;
+}
+
+static lattice_status gemm_backward(lattice_backend *be, float *dq, float *dk, float *dv,
+                                    float *dp, const float *datt, const float *p, const float *q,
+                                    const float *k, const float *v, const lattice_attn_dims *d,
+                                    const lattice_attn_ptrs *ptr)
+{
+    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd;
+    const int G = d->n_heads / d->n_kv_heads;
+    const int nb = d->batch * d->n_heads, nkv = d->batch * d->n_kv_heads;
+    const float scale = 1.0f / sqrtf((float)hd);
+    /* Blocks from the last: it covers every key, so it writes dK and dV whole
+     * (beta 0) and the earlier blocks add to their prefixes. */
+    const int QB = q_block(d);
+    for (int r0 = (T - 1) / QB * QB; r0 >= 0; r0 -= QB) {
+        const int rows = T - r0 < QB ? T - r0 : QB, kend = r0 + rows;
+        const int last = kend == T;
+        PROF(LATTICE_OP_ATTN_VALUE, {
+            /* dP = dO V^T */
+            fill_all(d, ptr, datt, off_att, (size_t)r0 * ldo, v, off_kv, 0, dp, off_p,
+                     (size_t)r0 * T);
+            TRY(lattice__gemm_batched(be, 0, 1, rows, kend, hd, 1.0f, ptr->a, ldo, ptr->b, hd,
+                                      0.0f, ptr->c, T, nb));
+            /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
+            for (int g = 0; g < G; g++) {
+                fill_group(d, ptr, g, p, off_p, (size_t)r0 * T, datt, off_att, (size_t)r0 * ldo,
+                           dv);
+                TRY(lattice__gemm_batched(be, 1, 0, kend, hd, rows, 1.0f, ptr->a, T, ptr->b, ldo,
+                                          last && g == 0 ? 0.0f : 1.0f, ptr->c, hd, nkv));
+            }
+        });
+        /* dS = P * (dP - rowsum(dP * P)), in place. */
+        PROF(LATTICE_OP_SOFTMAX, lattice__softmax_backward(dp, p, nb, T, r0, rows, be->n_threads));
+        PROF(LATTICE_OP_ATTN_SCORE, {
+            /* dQ = scale dS K */
+            fill_all(d, ptr, dp, off_p, (size_t)r0 * T, k, off_kv, 0, dq, off_q, (size_t)r0 * hd);
+            TRY(lattice__gemm_batched(be, 0, 0, rows, hd, kend, scale, ptr->a, T, ptr->b, hd, 0.0f,
+                                      ptr->c, hd, nb));
+            /* dK = scale sum over the group of dS^T Q */
+            for (int g = 0; g < G; g++) {
+                fill_group(d, ptr, g, dp, off_p, (size_t)r0 * T, q, off_q, (size_t)r0 * hd, dk);
+                TRY(lattice__gemm_batched(be, 1, 0, kend, hd, rows, scale, ptr->a, T, ptr->b, hd,
+                                          last && g == 0 ? 0.0f : 1.0f, ptr->c, hd, nkv));
+            }
+        });
+    }
+    return LATTICE_OK;
 }
 
 lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
                                           const float *q, const float *k, const float *v,
                                           const lattice_attn_dims *d, const lattice_attn_ptrs *ptr)
 {
-    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd, nb = d->batch * d->n_heads;
-    const float scale = 1.0f / sqrtf((float)hd);
-    /* S = scale Q K^T, then the causal softmax in place gives P. */
-    fill_all(d, ptr, q, off_q, k, off_kv, p, off_p);
-    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, scale, ptr->a, hd, ptr->b, hd, 0.0f, ptr->c, T,
-                              nb));
-    lattice__causal_softmax(p, nb, T, be->n_threads);
-    /* O = P V, written straight into the heads-side-by-side layout. */
-    fill_all(d, ptr, p, off_p, v, off_kv, att, off_att);
-    return lattice__gemm_batched(be, 0, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, hd, 0.0f, ptr->c,
-                                 ldo, nb);
+    if (!use_fused(be, d))
+        return gemm_forward(be, att, p, q, k, v, d, ptr);
+    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, d));
+    return LATTICE_OK;
 }
 
 lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,
@@ -83,31 +426,8 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
                                            const lattice_attn_dims *d,
                                            const lattice_attn_ptrs *ptr)
 {
-    const int T = d->seq, hd = d->head_dim, ldo = d->n_heads * hd;
-    const int G = d->n_heads / d->n_kv_heads;
-    const int nb = d->batch * d->n_heads, nkv = d->batch * d->n_kv_heads;
-    const float scale = 1.0f / sqrtf((float)hd);
-    /* dP = dO V^T */
-    fill_all(d, ptr, datt, off_att, v, off_kv, dp, off_p);
-    TRY(lattice__gemm_batched(be, 0, 1, T, T, hd, 1.0f, ptr->a, ldo, ptr->b, hd, 0.0f, ptr->c, T,
-                              nb));
-    /* dV = sum over a group's query heads of P^T dO, one head per group at a time. */
-    for (int g = 0; g < G; g++) {
-        fill_group(d, ptr, g, p, off_p, datt, off_att, dv);
-        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, 1.0f, ptr->a, T, ptr->b, ldo,
-                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-    }
-    /* dS = P * (dP - rowsum(dP * P)), in place. */
-    lattice__softmax_backward(dp, p, nb, T, be->n_threads);
-    /* dQ = scale dS K */
-    fill_all(d, ptr, dp, off_p, k, off_kv, dq, off_q);
-    TRY(lattice__gemm_batched(be, 0, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd, 0.0f, ptr->c, hd,
-                              nb));
-    /* dK = scale sum over the group of dS^T Q */
-    for (int g = 0; g < G; g++) {
-        fill_group(d, ptr, g, dp, off_p, q, off_q, dk);
-        TRY(lattice__gemm_batched(be, 1, 0, T, hd, T, scale, ptr->a, T, ptr->b, hd,
-                                  g ? 1.0f : 0.0f, ptr->c, hd, nkv));
-    }
+    if (!use_fused(be, d))
+        return gemm_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d, ptr);
+    PROF(LATTICE_OP_ATTN_FUSED, fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d));
     return LATTICE_OK;
 }

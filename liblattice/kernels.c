@@ -1,3 +1,9 @@
+/* No FP-exception semantics are needed here; without this GCC may not
+ * if-convert the float selects (clamps, max) in the loops and so does not
+ * vectorise them. Results are unchanged: it only permits reordering around
+ * traps. */
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "kernels.h"
 
 #include <math.h>
@@ -7,6 +13,87 @@
 #endif
 
 #define CHUNK LATTICE_REDUCE_CHUNK
+
+#define VEC_CLONES LATTICE_VEC_CLONES
+/* Below this many inner iterations a kernel runs on the calling thread: waking
+ * a team (asleep under OMP_WAIT_POLICY=PASSIVE) costs more than it saves. At
+ * the study's shape (2048 x 64 rows) two threads made the norms and RoPE
+ * slower than one (bench_step op_norm_ms / op_rope_ms). */
+#define SERIAL_WORK (1L << 19)
+
+/* Reductions along a row in LANES interleaved partial results, combined in a
+ * fixed order: they vectorise, and the result depends only on the data. */
+#define LANES 8
+
+static inline float row_max(const float *x, int n)
+{
+    float acc[LANES];
+    for (int l = 0; l < LANES; l++)
+        acc[l] = x[0];
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] = x[j + l] > acc[l] ? x[j + l] : acc[l];
+    for (; j < n; j++)
+        acc[0] = x[j] > acc[0] ? x[j] : acc[0];
+    float m = acc[0];
+    for (int l = 1; l < LANES; l++)
+        m = acc[l] > m ? acc[l] : m;
+    return m;
+}
+
+static inline float row_sum(const float *x, int n)
+{
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[j + l];
+    for (; j < n; j++)
+        acc[0] += x[j];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* sum of (x[j] - mu)^2 */
+static inline float row_sq_dev(const float *x, float mu, int n)
+{
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += (x[j + l] - mu) * (x[j + l] - mu);
+    for (; j < n; j++)
+        acc[0] += (x[j] - mu) * (x[j] - mu);
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+static inline float row_dot(const float *x, const float *y, int n)
+{
+    float acc[LANES] = {0};
+    int j = 0;
+    for (; j + LANES <= n; j += LANES)
+        for (int l = 0; l < LANES; l++)
+            acc[l] += x[j + l] * y[j + l];
+    for (; j < n; j++)
+        acc[0] += x[j] * y[j];
+    float s = 0.0f;
+    for (int l = 0; l < LANES; l++)
+        s += acc[l];
+    return s;
+}
+
+/* y[j] = exp(x[j] - shift) */
+static inline void row_exp(float *y, const float *x, float shift, int n)
+{
+    for (int j = 0; j < n; j++)
+        y[j] = lattice__expf(x[j] - shift);
+}
 
 long lattice__reduce_scratch(long n_rows, long cols)
 {
@@ -18,7 +105,7 @@ static void reduce_chunks(float *acc, const float *partial, long n_chunks, int s
                           int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if ((long)cols * n_chunks > SERIAL_WORK)
     for (int j = 0; j < cols; j++) {
         float s = 0.0f;
         for (long ch = 0; ch < n_chunks; ch++)
@@ -31,7 +118,7 @@ void lattice__embedding_forward(float *out, const int32_t *tokens, const float *
                                 int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         memcpy(out + i * c, wte + (long)tokens[i] * c, sizeof(float) * c);
 }
@@ -41,7 +128,7 @@ void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *
 {
     /* Threads own column slices, so the accumulation order is the row order. */
     (void)nt;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (n * c > SERIAL_WORK)
     {
         int t = 0, T = 1;
 #ifdef _OPENMP
@@ -58,26 +145,21 @@ void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *
     }
 }
 
+VEC_CLONES
 void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, const float *in,
                            const float *w, const float *b, float eps, long n, int c, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *x = in + i * c;
         float *y = out + i * c;
         float mu = 0.0f;
         if (layer) {
-            for (int j = 0; j < c; j++)
-                mu += x[j];
-            mu /= c;
+            mu = row_sum(x, c) / c;
             mean[i] = mu;
         }
-        float ss = 0.0f;
-        for (int j = 0; j < c; j++) {
-            float d = x[j] - mu;
-            ss += d * d;
-        }
+        const float ss = layer ? row_sq_dev(x, mu, c) : row_dot(x, x, c);
         float r = 1.0f / sqrtf(ss / c + eps);
         rstd[i] = r;
         if (layer)
@@ -89,6 +171,7 @@ void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, cons
     }
 }
 
+VEC_CLONES
 void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, float *db,
                             const float *dout, const float *in, const float *w, const float *mean,
                             const float *rstd, long n, int c, float *scratch, int nt)
@@ -96,7 +179,7 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
     long n_chunks = (n + CHUNK - 1) / CHUNK;
     int want_params = dw || db;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long ch = 0; ch < n_chunks; ch++) {
         float *pw = scratch + ch * 2 * c, *pb = pw + c;
         if (want_params)
@@ -106,17 +189,30 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
             const float *x = in + i * c, *dy = dout + i * c;
             float *dx = din + i * c;
             float mu = layer ? mean[i] : 0.0f, r = rstd[i];
-            float sum_g = 0.0f, sum_gx = 0.0f; /* sums of dxhat and dxhat * xhat */
-            for (int j = 0; j < c; j++) {
-                float xh = (x[j] - mu) * r;
-                float g = dy[j] * w[j];
-                sum_g += g;
-                sum_gx += g * xh;
-                if (want_params) {
-                    pw[j] += dy[j] * xh;
-                    pb[j] += dy[j];
+            /* sums of dxhat = dy w and of dxhat * xhat, in lanes */
+            float acc_g[LANES] = {0}, acc_gx[LANES] = {0};
+            int j = 0;
+            for (; j + LANES <= c; j += LANES)
+                for (int l = 0; l < LANES; l++) {
+                    float g = dy[j + l] * w[j + l];
+                    acc_g[l] += g;
+                    acc_gx[l] += g * ((x[j + l] - mu) * r);
                 }
+            for (; j < c; j++) {
+                float g = dy[j] * w[j];
+                acc_g[0] += g;
+                acc_gx[0] += g * ((x[j] - mu) * r);
             }
+            float sum_g = 0.0f, sum_gx = 0.0f;
+            for (int l = 0; l < LANES; l++) {
+                sum_g += acc_g[l];
+                sum_gx += acc_gx[l];
+            }
+            if (want_params)
+                for (int jj = 0; jj < c; jj++) {
+                    pw[jj] += dy[jj] * ((x[jj] - mu) * r);
+                    pb[jj] += dy[jj];
+                }
             float mg = layer ? sum_g / c : 0.0f, mgx = sum_gx / c;
             for (int j = 0; j < c; j++) {
                 float xh = (x[j] - mu) * r;
@@ -138,43 +234,46 @@ void lattice__rope_table(float *rope, int seq, int head_dim, float theta)
         for (int i = 0; i < half; i++) {
             double freq = pow((double)theta, -2.0 * i / head_dim);
             double ang = t * freq;
-            rope[((long)t * half + i) * 2] = (float)cos(ang);
-            rope[((long)t * half + i) * 2 + 1] = (float)sin(ang);
+            rope[(long)t * head_dim + i] = (float)cos(ang);
+            rope[(long)t * head_dim + half + i] = (float)sin(ang);
         }
     }
 }
 
 /* One head vector: optional RMSNorm with weight w, then rotation at rope row cs. */
-static void head_forward(float *out, float *rstd, const float *x, const float *w, const float *cs,
+static inline void head_forward(float *out, float *rstd, const float *x, const float *w, const float *cs,
                          int hd, int norm, float eps)
 {
     int half = hd / 2;
-    float r = 1.0f;
     if (norm) {
-        float ss = 0.0f;
-        for (int j = 0; j < hd; j++)
-            ss += x[j] * x[j];
-        r = 1.0f / sqrtf(ss / hd + eps);
+        const float r = 1.0f / sqrtf(row_dot(x, x, hd) / hd + eps);
         *rstd = r;
+        for (int i = 0; i < half; i++) {
+            float a = x[i] * r * w[i];
+            float b = x[i + half] * r * w[i + half];
+            float c = cs[i], s = cs[half + i];
+            out[i] = a * c - b * s;
+            out[i + half] = b * c + a * s;
+        }
+        return;
     }
     for (int i = 0; i < half; i++) {
-        float a = x[i] * r * (norm ? w[i] : 1.0f);
-        float b = x[i + half] * r * (norm ? w[i + half] : 1.0f);
-        float c = cs[2 * i], s = cs[2 * i + 1];
+        float a = x[i], b = x[i + half];
+        float c = cs[i], s = cs[half + i];
         out[i] = a * c - b * s;
         out[i + half] = b * c + a * s;
     }
 }
 
 /* Backward of head_forward: dx (=) from dout; pw[hd] += dL/dw. */
-static void head_backward(float *dx, float *pw, const float *dout, const float *x, const float *w,
+static inline void head_backward(float *dx, float *pw, const float *dout, const float *x, const float *w,
                           float rstd, const float *cs, int hd, int norm)
 {
     int half = hd / 2;
     /* Inverse rotation gives the gradient of the normalised vector y. */
     float dot = 0.0f;
     for (int i = 0; i < half; i++) {
-        float c = cs[2 * i], s = cs[2 * i + 1];
+        float c = cs[i], s = cs[half + i];
         float dya = dout[i] * c + dout[i + half] * s;
         float dyb = -dout[i] * s + dout[i + half] * c;
         dx[i] = dya;
@@ -182,18 +281,17 @@ static void head_backward(float *dx, float *pw, const float *dout, const float *
     }
     if (!norm)
         return;
-    for (int j = 0; j < hd; j++) {
-        float xh = x[j] * rstd;
-        if (pw)
-            pw[j] += dx[j] * xh;
+    if (pw)
+        for (int j = 0; j < hd; j++)
+            pw[j] += dx[j] * (x[j] * rstd);
+    for (int j = 0; j < hd; j++)
         dx[j] *= w[j]; /* now d xhat */
-        dot += dx[j] * xh;
-    }
-    dot /= hd;
+    dot = row_dot(dx, x, hd) * rstd / hd;
     for (int j = 0; j < hd; j++)
         dx[j] = rstd * (dx[j] - x[j] * rstd * dot);
 }
 
+VEC_CLONES
 void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rstd_k,
                           const float *raw, const float *qw, const float *kw, const float *rope,
                           const lattice_qkv_dims *d, int nt)
@@ -202,11 +300,11 @@ void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rs
     const long ld = (long)(H + 2 * KV) * hd;
     const long n = (long)B * T;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * ld > SERIAL_WORK)
     for (long row = 0; row < n; row++) {
         long b = row / T, t = row % T;
         const float *x = raw + row * ld;
-        const float *cs = rope + t * hd; /* hd/2 pairs of (cos, sin) */
+        const float *cs = rope + t * hd; /* hd/2 cosines, then hd/2 sines */
         for (int h = 0; h < H; h++)
             head_forward(q + ((b * H + h) * T + t) * hd, rstd_q + row * H + h, x + (long)h * hd,
                          qw, cs, hd, d->qk_norm, d->eps);
@@ -219,6 +317,7 @@ void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rs
     }
 }
 
+VEC_CLONES
 void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq, const float *dk,
                            const float *dv, const float *raw, const float *qw, const float *kw,
                            const float *rstd_q, const float *rstd_k, const float *rope,
@@ -230,7 +329,7 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
     const long n_chunks = (n + CHUNK - 1) / CHUNK;
     int want = d->qk_norm && (dqw || dkw);
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * ld > SERIAL_WORK)
     for (long ch = 0; ch < n_chunks; ch++) {
         float *pq = scratch + ch * 2 * hd, *pk = pq + hd;
         if (want)
@@ -260,55 +359,65 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
         reduce_chunks(dkw, scratch + hd, n_chunks, 2 * hd, hd, nt);
 }
 
-void lattice__causal_softmax(float *p, long n_mats, int t, int nt)
+VEC_CLONES
+void lattice__softmax_row(float *row, int n, int zero_to)
 {
-    long rows = n_mats * t;
+    row_exp(row, row, row_max(row, n), n);
+    const float inv = 1.0f / row_sum(row, n);
+    for (int j = 0; j < n; j++)
+        row[j] *= inv;
+    for (int j = n; j < zero_to; j++)
+        row[j] = 0.0f;
+}
+
+VEC_CLONES
+void lattice__softmax_backward_row(float *g, const float *p, int n, int zero_to)
+{
+    const float dot = row_dot(g, p, n);
+    for (int j = 0; j < n; j++)
+        g[j] = p[j] * (g[j] - dot);
+    for (int j = n; j < zero_to; j++)
+        g[j] = 0.0f;
+}
+
+void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int nt)
+{
+    const long n = n_mats * rows;
+    const int kend = r0 + rows;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long r = 0; r < rows; r++) {
-        int i = (int)(r % t);
-        float *row = p + r * t;
-        float mx = row[0];
-        for (int j = 1; j <= i; j++)
-            mx = row[j] > mx ? row[j] : mx;
-        float sum = 0.0f;
-        for (int j = 0; j <= i; j++) {
-            row[j] = expf(row[j] - mx);
-            sum += row[j];
-        }
-        float inv = 1.0f / sum;
-        for (int j = 0; j <= i; j++)
-            row[j] *= inv;
-        for (int j = i + 1; j < t; j++)
-            row[j] = 0.0f;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * kend > SERIAL_WORK)
+    for (long r = 0; r < n; r++) {
+        const int i = r0 + (int)(r % rows);
+        lattice__softmax_row(p + ((r / rows) * t + i) * t, i + 1, kend);
     }
 }
 
-void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int nt)
+void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int r0, int rows,
+                               int nt)
 {
-    long rows = n_mats * t;
+    const long n = n_mats * rows;
+    const int kend = r0 + rows;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (long r = 0; r < rows; r++) {
-        int i = (int)(r % t);
-        float *g = dp + r * t;
-        const float *pr = p + r * t;
-        float dot = 0.0f;
-        for (int j = 0; j <= i; j++)
-            dot += g[j] * pr[j];
-        for (int j = 0; j <= i; j++)
-            g[j] = pr[j] * (g[j] - dot);
-        for (int j = i + 1; j < t; j++)
-            g[j] = 0.0f;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * kend > SERIAL_WORK)
+    for (long r = 0; r < n; r++) {
+        const int i = r0 + (int)(r % rows);
+        const long off = ((r / rows) * t + i) * t;
+        lattice__softmax_backward_row(dp + off, p + off, i + 1, kend);
     }
 }
 
-static inline float sigmoidf(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline float sigmoidf(float x)
+{
+    const float e = lattice__expf(-fabsf(x));
+    const float s = 1.0f / (1.0f + e);
+    return x >= 0.0f ? s : e * s;
+}
 
+VEC_CLONES
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f;
         float *o = s + i * f;
@@ -317,10 +426,11 @@ void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
     }
 }
 
+VEC_CLONES
 void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f, *d = ds + i * f;
         float *dg = dgu + i * 2 * f, *du = dg + f;
@@ -333,6 +443,7 @@ void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long
     }
 }
 
+VEC_CLONES
 double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t *targets,
                               const uint8_t *mask, long n, int v, double *rowloss,
                               int64_t *count, int nt)
@@ -342,27 +453,32 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
         cnt += !mask || mask[i];
     float inv = cnt ? 1.0f / (float)cnt : 0.0f;
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * v > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *z = logits + i * v;
         int on = !mask || mask[i];
-        float mx = z[0];
-        for (int j = 1; j < v; j++)
-            mx = z[j] > mx ? z[j] : mx;
-        double sum = 0.0;
-        for (int j = 0; j < v; j++)
-            sum += exp((double)(z[j] - mx));
-        double lse = mx + log(sum);
+        const float mx = row_max(z, v);
+        /* exp(z - max) once, kept in dlogits (or the caller's row scratch) for the gradient */
+        float *e = dlogits ? dlogits + i * v : NULL;
+        float sum = 0.0f;
+        if (e) {
+            row_exp(e, z, mx, v);
+            sum = row_sum(e, v);
+        } else {
+            for (int j = 0; j < v; j++)
+                sum += lattice__expf(z[j] - mx);
+        }
+        double lse = mx + log((double)sum);
         rowloss[i] = on ? lse - z[targets[i]] : 0.0;
-        if (dlogits) {
-            float *dz = dlogits + i * v;
+        if (e) {
             if (!on) {
-                memset(dz, 0, sizeof(float) * v);
+                memset(e, 0, sizeof(float) * v);
                 continue;
             }
+            const float f = inv / sum;
             for (int j = 0; j < v; j++)
-                dz[j] = (float)exp((double)z[j] - lse) * inv;
-            dz[targets[i]] -= inv;
+                e[j] *= f;
+            e[targets[i]] -= inv;
         }
     }
     double total = 0.0;
@@ -376,7 +492,7 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
 void lattice__axpby(float *y, float a, const float *x, long n, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         y[i] = a * y[i] + x[i];
 }
@@ -384,7 +500,7 @@ void lattice__axpby(float *y, float a, const float *x, long n, int nt)
 void lattice__scale(float *y, float a, long n, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > SERIAL_WORK)
     for (long i = 0; i < n; i++)
         y[i] *= a;
 }

@@ -7,6 +7,17 @@
 
 #include <stdint.h>
 
+/* Hot row kernels are built twice on x86-64 with GCC: for AVX2/FMA
+ * (x86-64-v3) and for the baseline, chosen once at load time (ifunc). Their
+ * loops are short vectorised passes, about twice as fast at 8 lanes with FMA.
+ * Results differ from the baseline build only by float rounding (FMA), and a
+ * given machine always runs the same one. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define LATTICE_VEC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define LATTICE_VEC_CLONES
+#endif
+
 /* Rows per chunk of a deterministic column reduction. */
 #define LATTICE_REDUCE_CHUNK 32
 
@@ -33,7 +44,8 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
 /* Queries/keys/values from the fused projection raw[N, (H + 2 Hkv) * hd]:
  * optional per-head RMSNorm (weights qw[hd], kw[hd]), RoPE at position t, and
  * the head-major layouts q[B,H,T,hd], k[B,Hkv,T,hd], v[B,Hkv,T,hd].
- * rope[T, hd/2, 2] holds (cos, sin). rstd_q[N*H], rstd_k[N*Hkv] used when qk_norm. */
+ * rope[T, 2, hd/2] holds the cosines then the sines of each position (so
+ * that the rotation loops read both contiguously). rstd_q[N*H], rstd_k[N*Hkv] used when qk_norm. */
 typedef struct lattice_qkv_dims {
     int batch, seq, n_heads, n_kv_heads, head_dim, qk_norm;
     float eps;
@@ -49,14 +61,52 @@ void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq,
                            const float *rstd_q, const float *rstd_k, const float *rope,
                            const lattice_qkv_dims *d, float *scratch, int nt);
 
-/* rope[T, hd/2, 2] = (cos, sin) of t * theta^(-2i/hd). */
+/* rope[T, 2, hd/2]: cos, then sin, of t * theta^(-2i/hd). */
 void lattice__rope_table(float *rope, int seq, int head_dim, float theta);
 
-/* In place over rows of p[R, T, T] (R = batch * heads): causal softmax; entries
- * above the diagonal become 0. */
-void lattice__causal_softmax(float *p, long n_mats, int t, int nt);
-/* In place: dp <- p * (dp - rowsum(dp * p)), the softmax backward. */
-void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int nt);
+/* In place over rows r0 .. r0 + rows - 1 of each p[R, T, T] (R = batch *
+ * heads): causal softmax of entries 0..i of row i; entries i+1 .. r0+rows-1
+ * become 0 and the rest of the row is not touched. */
+void lattice__causal_softmax(float *p, long n_mats, int t, int r0, int rows, int nt);
+/* The softmax backward over the same rows and entries, in place:
+ * dp <- p * (dp - rowsum(dp * p)). */
+void lattice__softmax_backward(float *dp, const float *p, long n_mats, int t, int r0, int rows,
+                               int nt);
+
+/* One row of those: softmax of row[0..n) in place, row[n..zero_to) = 0. */
+void lattice__softmax_row(float *row, int n, int zero_to);
+/* g[0..n) <- p * (g - dot(g, p)) over the first n entries, g[n..zero_to) = 0. */
+void lattice__softmax_backward_row(float *g, const float *p, int n, int zero_to);
+
+/* exp(x) within about 2 ulp for x <= 88 (callers pass x <= 0: softmax
+ * arguments x - max, sigmoid of -|x|); exactly 0 below -87, where the result
+ * would be subnormal; NaN stays NaN. Inline and free of float selects so that
+ * loops over it vectorise and never touch subnormals (which cost a microcode
+ * assist per operation; a clamp of x made GCC evaluate the clamped branch on
+ * every lane and hit them). */
+static inline float lattice__expf(float x)
+{
+    union { float f; uint32_t i; } t, s, y;
+    /* x = n ln2 + r, |r| <= ln2 / 2; the shifter rounds x log2(e) to n. */
+    const float shifter = 12582912.0f; /* 1.5 * 2^23 */
+    t.f = x * 1.44269504088896341f + shifter;
+    const float n = t.f - shifter;
+    float r = x - n * 0.693145751953125f;       /* ln2 high part: n * it is exact */
+    r = r - n * 1.428606765330187045e-06f;      /* ln2 low part */
+    /* exp(r): Taylor to r^7 (truncation < 1e-8 relative on |r| <= 0.347) */
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    s.i = (t.i - 0x4B400000u + 127u) << 23; /* 2^n for n in -126..127 */
+    y.f = p * s.f;
+    y.i &= -(uint32_t)!(x < -87.0f);
+    return y.f;
+}
 
 /* s[N,F] = silu(gu[:, :F]) * gu[:, F:] */
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt);

@@ -613,12 +613,38 @@ static int skipped(const lattice_model *m, int layer)
 /* ---- forward ------------------------------------------------------------- */
 
 #define NT (m->be->n_threads)
+/* Time stmt under op when the model's profiling is on. */
+#define PROF(op, stmt)                                                                             \
+    do {                                                                                           \
+        double t0_ = lattice__prof_begin(&m->prof);                                                \
+        stmt;                                                                                      \
+        lattice__prof_end(&m->prof, (op), t0_);                                                    \
+    } while (0)
+
+static const char *const op_names[LATTICE_OP_COUNT] = {
+    "embed", "gemm_qkv", "gemm_o", "gemm_mlp", "gemm_head", "attn_score", "attn_value",
+    "softmax", "attn_fused", "norm", "rope", "elementwise", "loss", "optim",
+};
+
+const char *lattice__op_name(lattice_op op)
+{
+    return (unsigned)op < LATTICE_OP_COUNT ? op_names[op] : "?";
+}
+
+void lattice__model_profile(lattice_model *m, int on)
+{
+    memset(&m->prof, 0, sizeof(m->prof));
+    m->prof.on = on;
+}
+
+const lattice_prof *lattice__model_profile_get(const lattice_model *m) { return &m->prof; }
 
 static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *in,
                      const norm_params *np, long n)
 {
-    lattice__norm_forward(m->norm.kind == LATTICE_NORM_LAYER, out, st->mean, st->rstd, in, np->w,
-                          np->b, m->norm.eps, n, m->p.d_model, NT);
+    PROF(LATTICE_OP_NORM,
+         lattice__norm_forward(m->norm.kind == LATTICE_NORM_LAYER, out, st->mean, st->rstd, in,
+                               np->w, np->b, m->norm.eps, n, m->p.d_model, NT));
 }
 
 /* A sublayer's input: Norm_in(x) under pre and peri, x itself under post. */
@@ -636,21 +662,23 @@ static const float *sublayer_input(lattice_model *m, float *buf, norm_stats *st,
  * keeping y; post out = Norm(a x + y), keeping the sum r. */
 static lattice_status sublayer_output(lattice_model *m, float *out, const float *x, const float *in,
                                       const float *w, int k, float *y, float *r, norm_stats *st,
-                                      const norm_params *np, long n)
+                                      const norm_params *np, long n, lattice_op gemm_op)
 {
     const int D = m->p.d_model;
     const lattice_norm_placement pl = m->norm.placement;
     if (pl == LATTICE_NORM_PERI) {
-        TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, y, D));
+        PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, y, D)));
         norm_fwd(m, out, st, y, np, n);
-        lattice__axpby(out, 1.0f, x, n * D, NT);
+        PROF(LATTICE_OP_ELEMWISE, lattice__axpby(out, 1.0f, x, n * D, NT));
         return LATTICE_OK;
     }
     float *sum = pl == LATTICE_NORM_POST ? r : out;
-    memcpy(sum, x, sizeof(float) * n * D);
-    if (m->norm.residual_scale != 1.0f)
-        lattice__scale(sum, m->norm.residual_scale, n * D, NT);
-    TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 1.0f, sum, D));
+    PROF(LATTICE_OP_ELEMWISE, {
+        memcpy(sum, x, sizeof(float) * n * D);
+        if (m->norm.residual_scale != 1.0f)
+            lattice__scale(sum, m->norm.residual_scale, n * D, NT);
+    });
+    PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 1.0f, sum, D)));
     if (pl == LATTICE_NORM_POST)
         norm_fwd(m, out, st, r, np, n);
     return LATTICE_OK;
@@ -668,21 +696,23 @@ static lattice_status layer_forward(lattice_model *m, int i)
     const float *x = m->hs[i];
 
     const float *a = sublayer_input(m, A->a1, &A->st[SLOT_IN1], x, &L->norm[SLOT_IN1], N);
-    TRY(lattice__gemm(m->be, 0, 1, (int)N, W, D, 1.0f, a, D, L->wqkv, D, 0.0f, A->raw, W));
+    PROF(LATTICE_OP_GEMM_QKV,
+         TRY(lattice__gemm(m->be, 0, 1, (int)N, W, D, 1.0f, a, D, L->wqkv, D, 0.0f, A->raw, W)));
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
-    lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw, L->qn, L->kn, m->rope,
-                         &qd, NT);
-    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd};
-    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c};
+    PROF(LATTICE_OP_ROPE, lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw,
+                                               L->qn, L->kn, m->rope, &qd, NT));
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
     TRY(sublayer_output(m, A->mid, x, A->att, L->wo, H * hd, A->y1, A->r1, &A->st[SLOT_OUT1],
-                        &L->norm[SLOT_OUT1], N));
+                        &L->norm[SLOT_OUT1], N, LATTICE_OP_GEMM_O));
 
     const float *a2 = sublayer_input(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
-    TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu, D, 0.0f, A->gu, 2 * F));
-    lattice__swiglu_forward(A->s, A->gu, N, F, NT);
+    PROF(LATTICE_OP_GEMM_MLP, TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu,
+                                                D, 0.0f, A->gu, 2 * F)));
+    PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_forward(A->s, A->gu, N, F, NT));
     return sublayer_output(m, m->hs[i + 1], A->mid, A->s, L->wd, F, A->y2, A->r2,
-                           &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N);
+                           &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N, LATTICE_OP_GEMM_MLP);
 }
 
 /* The stream the LM head reads: the final norm's output, or the last boundary. */
@@ -713,7 +743,7 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
     m->seq = 0;
     const int D = m->p.d_model;
     memcpy(m->tokens, tokens, sizeof(int32_t) * N);
-    lattice__embedding_forward(m->emb, m->tokens, m->wte, N, D, NT);
+    PROF(LATTICE_OP_EMBED, lattice__embedding_forward(m->emb, m->tokens, m->wte, N, D, NT));
     m->batch = batch;
     m->seq = seq;
     if (m->norm.placement == LATTICE_NORM_POST)
@@ -721,15 +751,16 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
     lattice_status st = LATTICE_OK;
     for (int i = 0; i < m->n_active && st == LATTICE_OK; i++) {
         if (skipped(m, i))
-            memcpy(m->hs[i + 1], m->hs[i], sizeof(float) * N * D);
+            PROF(LATTICE_OP_ELEMWISE, memcpy(m->hs[i + 1], m->hs[i], sizeof(float) * N * D));
         else
             st = layer_forward(m, i);
     }
     if (st == LATTICE_OK && m->norm.placement != LATTICE_NORM_POST)
         norm_fwd(m, m->final_out, &m->bst, m->hs[m->n_active], &m->bnorm, N);
     if (st == LATTICE_OK)
-        st = lattice__gemm(m->be, 0, 1, (int)N, m->p.vocab_size, D, 1.0f, head_input(m), D,
-                           m->whead, D, 0.0f, m->logits, m->p.vocab_size);
+        PROF(LATTICE_OP_GEMM_HEAD,
+             st = lattice__gemm(m->be, 0, 1, (int)N, m->p.vocab_size, D, 1.0f, head_input(m), D,
+                                m->whead, D, 0.0f, m->logits, m->p.vocab_size));
     if (st != LATTICE_OK) {
         m->batch = m->seq = 0;
         return FAIL(m, st, "the backend failed during forward");
@@ -758,8 +789,9 @@ lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targ
         if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
             return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
                         "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
-    double l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N, m->p.vocab_size,
-                                      m->rowloss, n_counted, NT);
+    double l;
+    PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N,
+                                                     m->p.vocab_size, m->rowloss, n_counted, NT));
     *loss = (float)l;
     if (!isfinite(l))
         return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");
@@ -774,8 +806,9 @@ static void norm_bwd(lattice_model *m, float *din, int accumulate, const norm_pa
 {
     float *dw = trainable ? lattice__grad_of(m, np->w) : NULL;
     float *db = trainable && np->b ? lattice__grad_of(m, np->b) : NULL;
-    lattice__norm_backward(m->norm.kind == LATTICE_NORM_LAYER, din, accumulate, dw, db, dout, in,
-                           np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT);
+    PROF(LATTICE_OP_NORM,
+         lattice__norm_backward(m->norm.kind == LATTICE_NORM_LAYER, din, accumulate, dw, db, dout,
+                                in, np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT));
 }
 
 /* Backward through sublayer_output up to its projection: *g holds the
@@ -804,9 +837,9 @@ static void sublayer_input_grad(lattice_model *m, float *g, const float *x, cons
 {
     const long cells = n * m->p.d_model;
     if (m->norm.residual_scale != 1.0f)
-        lattice__scale(g, m->norm.residual_scale, cells, NT);
+        PROF(LATTICE_OP_ELEMWISE, lattice__scale(g, m->norm.residual_scale, cells, NT));
     if (m->norm.placement == LATTICE_NORM_POST)
-        lattice__axpby(g, 1.0f, m->d_in, cells, NT);
+        PROF(LATTICE_OP_ELEMWISE, lattice__axpby(g, 1.0f, m->d_in, cells, NT));
     else
         norm_bwd(m, g, 1, np, tr, m->d_in, x, st, n);
 }
@@ -829,42 +862,51 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
     /* ---- MLP sublayer: gradient of out -> gradient of mid ---- */
     const float *dy = sublayer_output_grad(m, g, spare, A->y2, A->r2, &A->st[SLOT_OUT2],
                                            &L->norm[SLOT_OUT2], tr, N);
-    if (tr)
-        TRY(lattice__gemm(m->be, 1, 0, D, F, (int)N, 1.0f, dy, D, A->s, F, 1.0f,
-                          lattice__grad_of(m, L->wd), F));
-    TRY(lattice__gemm(m->be, 0, 0, (int)N, F, D, 1.0f, dy, D, L->wd, F, 0.0f, m->d_s, F));
-    lattice__swiglu_backward(m->d_gu, m->d_s, A->gu, N, F, NT);
+    PROF(LATTICE_OP_GEMM_MLP, {
+        if (tr)
+            TRY(lattice__gemm(m->be, 1, 0, D, F, (int)N, 1.0f, dy, D, A->s, F, 1.0f,
+                              lattice__grad_of(m, L->wd), F));
+        TRY(lattice__gemm(m->be, 0, 0, (int)N, F, D, 1.0f, dy, D, L->wd, F, 0.0f, m->d_s, F));
+    });
+    PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_backward(m->d_gu, m->d_s, A->gu, N, F, NT));
     const float *a2 = pl == LATTICE_NORM_POST ? A->mid : A->a2;
-    if (tr)
-        TRY(lattice__gemm(m->be, 1, 0, 2 * F, D, (int)N, 1.0f, m->d_gu, 2 * F, a2, D, 1.0f,
-                          lattice__grad_of(m, L->wgu), D));
-    TRY(lattice__gemm(m->be, 0, 0, (int)N, D, 2 * F, 1.0f, m->d_gu, 2 * F, L->wgu, D, 0.0f,
-                      m->d_in, D));
+    PROF(LATTICE_OP_GEMM_MLP, {
+        if (tr)
+            TRY(lattice__gemm(m->be, 1, 0, 2 * F, D, (int)N, 1.0f, m->d_gu, 2 * F, a2, D, 1.0f,
+                              lattice__grad_of(m, L->wgu), D));
+        TRY(lattice__gemm(m->be, 0, 0, (int)N, D, 2 * F, 1.0f, m->d_gu, 2 * F, L->wgu, D, 0.0f,
+                          m->d_in, D));
+    });
     sublayer_input_grad(m, *g, A->mid, &A->st[SLOT_IN2], &L->norm[SLOT_IN2], tr, N);
 
     /* ---- attention sublayer: gradient of mid -> gradient of x ---- */
     dy = sublayer_output_grad(m, g, spare, A->y1, A->r1, &A->st[SLOT_OUT1], &L->norm[SLOT_OUT1],
                               tr, N);
-    if (tr)
-        TRY(lattice__gemm(m->be, 1, 0, D, Hd, (int)N, 1.0f, dy, D, A->att, Hd, 1.0f,
-                          lattice__grad_of(m, L->wo), Hd));
-    TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
-    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd};
-    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c};
+    PROF(LATTICE_OP_GEMM_O, {
+        if (tr)
+            TRY(lattice__gemm(m->be, 1, 0, D, Hd, (int)N, 1.0f, dy, D, A->att, Hd, 1.0f,
+                              lattice__grad_of(m, L->wo), Hd));
+        TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
+    });
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_backward(m->be, m->dq, m->dk, m->dv, m->dp, m->d_att, A->p, A->q,
                                     A->k, A->v, &ad, &ptrs));
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
-    lattice__qkv_backward(m->d_raw, tr && L->qn ? lattice__grad_of(m, L->qn) : NULL,
-                          tr && L->kn ? lattice__grad_of(m, L->kn) : NULL, m->dq, m->dk, m->dv,
-                          A->raw, L->qn, L->kn, A->rstd_q, A->rstd_k, m->rope, &qd, m->red, NT);
+    PROF(LATTICE_OP_ROPE,
+         lattice__qkv_backward(m->d_raw, tr && L->qn ? lattice__grad_of(m, L->qn) : NULL,
+                               tr && L->kn ? lattice__grad_of(m, L->kn) : NULL, m->dq, m->dk,
+                               m->dv, A->raw, L->qn, L->kn, A->rstd_q, A->rstd_k, m->rope, &qd,
+                               m->red, NT));
     const float *a1 = pl == LATTICE_NORM_POST ? m->hs[i] : A->a1;
     if (tr)
-        TRY(lattice__gemm(m->be, 1, 0, W, D, (int)N, 1.0f, m->d_raw, W, a1, D, 1.0f,
-                          lattice__grad_of(m, L->wqkv), D));
+        PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 1, 0, W, D, (int)N, 1.0f, m->d_raw, W,
+                                                    a1, D, 1.0f, lattice__grad_of(m, L->wqkv), D)));
     /* Under pre and peri the input norm's weight gradient needs d_in even here. */
     if (!need_input && (pl == LATTICE_NORM_POST || !tr))
         return LATTICE_OK;
-    TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W, L->wqkv, D, 0.0f, m->d_in, D));
+    PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W,
+                                                L->wqkv, D, 0.0f, m->d_in, D)));
     sublayer_input_grad(m, *g, m->hs[i], &A->st[SLOT_IN1], &L->norm[SLOT_IN1], tr, N);
     return LATTICE_OK;
 }
@@ -887,7 +929,7 @@ lattice_status lattice_model_backward(lattice_model *m)
     const long N = (long)m->batch * m->seq;
     const int D = m->p.d_model, V = m->p.vocab_size, k = m->n_active;
     const lattice_norm_placement pl = m->norm.placement;
-    zero_trainable_grads(m);
+    PROF(LATTICE_OP_ELEMWISE, zero_trainable_grads(m));
 
     /* How far down the gradient must travel: to the embedding when it (or the
      * entry norm) trains, else to the lowest trainable active layer. */
@@ -903,14 +945,16 @@ lattice_status lattice_model_backward(lattice_model *m)
     lattice_status st = LATTICE_OK;
     const float *hin = head_input(m);
     if (head_trains(m))
-        st = lattice__gemm(m->be, 1, 0, V, D, (int)N, 1.0f, m->dlogits, V, hin, D, 1.0f,
-                           lattice__grad_of(m, m->whead), D);
+        PROF(LATTICE_OP_GEMM_HEAD,
+             st = lattice__gemm(m->be, 1, 0, V, D, (int)N, 1.0f, m->dlogits, V, hin, D, 1.0f,
+                                lattice__grad_of(m, m->whead), D));
     int need_stream = stop < k || need_emb || (pl != LATTICE_NORM_POST && m->trainable_boundary);
     if (st != LATTICE_OK || !need_stream)
         goto done;
     float *g = m->d_a, *spare = m->d_b;
-    st = lattice__gemm(m->be, 0, 0, (int)N, D, V, 1.0f, m->dlogits, V, m->whead, D, 0.0f,
-                       pl == LATTICE_NORM_POST ? g : spare, D);
+    PROF(LATTICE_OP_GEMM_HEAD,
+         st = lattice__gemm(m->be, 0, 0, (int)N, D, V, 1.0f, m->dlogits, V, m->whead, D, 0.0f,
+                            pl == LATTICE_NORM_POST ? g : spare, D));
     if (st != LATTICE_OK)
         goto done;
     if (pl != LATTICE_NORM_POST)
@@ -928,7 +972,8 @@ lattice_status lattice_model_backward(lattice_model *m)
         demb = spare;
     }
     if (m->trainable_embedding)
-        lattice__embedding_backward(lattice__grad_of(m, m->wte), demb, m->tokens, N, D, NT);
+        PROF(LATTICE_OP_EMBED,
+             lattice__embedding_backward(lattice__grad_of(m, m->wte), demb, m->tokens, N, D, NT));
 done:
     if (st != LATTICE_OK)
         return FAIL(m, st, "the backend failed during backward");

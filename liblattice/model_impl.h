@@ -4,6 +4,7 @@
 
 #include "internal.h"
 #include "norm_impl.h"
+#include "profile.h"
 
 /* Norm slots of a layer: which exist depends on the placement.
  * pre: IN1, IN2. post: OUT1, OUT2 (on the residual sums). peri: all four. */
@@ -84,6 +85,8 @@ struct lattice_model {
     double *rowloss;
     const float **ptr_a, **ptr_b;
     float **ptr_c;
+
+    lattice_prof prof; /* per-op timing, off unless lattice__model_profile turns it on */
 };
 
 /* Gradient of a parameter pointer (same offset in the gradient arena). */

@@ -5,6 +5,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Tensors smaller than this update on the calling thread: at the study's
+ * shape most tensors are 64 x 64, and waking a team per tensor cost more
+ * than the update (bench_step op_optim_ms, 2 threads). */
+#define OPTIM_SERIAL (1L << 18)
+
 
 void lattice_optim_params_init(lattice_optim_params *p)
 {
@@ -141,11 +146,21 @@ lattice_status lattice_optim_reset(lattice_optim *o)
     return LATTICE_OK;
 }
 
+static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm);
+
 lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 {
     if (!o)
         return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_model *m = o->model;
+    double t0 = lattice__prof_begin(&m->prof);
+    lattice_status st = optim_update(o, m, grad_norm);
+    lattice__prof_end(&m->prof, LATTICE_OP_OPTIM, t0);
+    return st;
+}
+
+static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm)
+{
     const int nt = m->be->n_threads;
     (void)nt;
     /* The global norm in double, tensor by tensor in a fixed order. */
@@ -157,7 +172,7 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
         const float *g = lattice__grad_of(m, t->data);
         long n = (long)(t->rows * t->cols);
         double part = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : part) num_threads(nt)
+#pragma omp parallel for schedule(static) reduction(+ : part) num_threads(nt) if (n > OPTIM_SERIAL)
         for (long j = 0; j < n; j++)
             part += (double)g[j] * g[j];
         ss += part;
@@ -179,17 +194,18 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
         int64_t step = ++o->t_tensor[i];
         const float c1 = (float)(1.0 - pow(b1, (double)step));
         const float c2 = (float)(1.0 - pow(b2, (double)step));
+        const float inv_c1 = 1.0f / c1, inv_c2 = 1.0f / c2;
         const float wd = t->ndim == 2 ? o->p.weight_decay : 0.0f;
         float *w = t->data;
         const float *g = lattice__grad_of(m, w);
         float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
         long n = (long)(t->rows * t->cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > OPTIM_SERIAL)
         for (long j = 0; j < n; j++) {
             float gj = g[j] * clip;
             m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
             m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
-            float mh = m1[j] / c1, vh = m2[j] / c2;
+            float mh = m1[j] * inv_c1, vh = m2[j] * inv_c2;
             w[j] -= lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
         }
     }

@@ -159,6 +159,20 @@ START_TEST(test_model_grad_placements)
 }
 END_TEST
 
+/* head_dim 8 takes the fused attention path on the built-in backends (4 is
+ * too narrow for it): the whole model's gradients through it, pre and post. */
+START_TEST(test_model_grad_fused_attention)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    p.head_dim = 8;
+    tiny t = tiny_open(tu_backend_name(_i / 2), _i % 2 ? LATTICE_NORM_POST : LATTICE_NORM_PRE,
+                       LATTICE_NORM_RMS, 1.0f, &p);
+    check_model_grads(t.m);
+    tiny_close(&t);
+}
+END_TEST
+
 START_TEST(test_model_grad_frozen_and_skip)
 {
     /* Frozen embedding and first layer (the paper's student freezes the
@@ -523,6 +537,7 @@ static Suite *model_suite(void)
     tcase_set_timeout(g, 300);
     tcase_add_loop_test(g, test_model_grad_placements, 0, 9);
     tcase_add_loop_test(g, test_model_grad_frozen_and_skip, 0, 2);
+    tcase_add_loop_test(g, test_model_grad_fused_attention, 0, 2 * tu_n_backends());
     tcase_add_test(g, test_model_skip_and_hidden);
     suite_add_tcase(s, g);
     TCase *l = tcase_create("learning");

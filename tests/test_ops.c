@@ -218,13 +218,17 @@ typedef struct attn_run {
     float dq[AB * AH * AT * AHD], dk[AB * AKV * AT * AHD], dv[AB * AKV * AT * AHD];
 } attn_run;
 
+/* Query blocks of 2 rows, so that the blocked path (keys cut at each block's
+ * last row) is what the finite differences check. */
+enum { AQB = 2 };
+
 static void attn_compute(attn_run *a, const char *backend)
 {
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc};
-    lattice_attn_dims d = {AB, AT, AH, AKV, AHD};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
@@ -258,10 +262,11 @@ START_TEST(test_attention_grad)
     for (int j = 0; j < NO; j++)
         fwd += (double)a.att[j] * a.r[j];
     ck_assert_double_eq_tol(fwd, attn_loss(&c), 1e-4);
-    /* causality: probabilities above the diagonal are exactly 0 */
+    /* causality: the probabilities written above the diagonal (those of the
+     * diagonal blocks, read by the blocks' GEMMs) are exactly 0 */
     for (int m = 0; m < AB * AH; m++)
         for (int i = 0; i < AT; i++)
-            for (int j = i + 1; j < AT; j++)
+            for (int j = i + 1; j < (i / AQB + 1) * AQB && j < AT; j++)
                 ck_assert_float_eq(a.p[(m * AT + i) * AT + j], 0.0f);
     tu_fd_input in[] = {{"q", q, a.dq, NQ}, {"k", k, a.dk, NK}, {"v", v, a.dv, NK}};
     tu_fd_check(attn_loss, &c, in, 3, 1e-5, 1e-4);
@@ -284,6 +289,178 @@ START_TEST(test_attention_blis_vs_ref)
         ck_assert_float_eq_tol(x.dk[j], y.dk[j], tol);
         ck_assert_float_eq_tol(x.dv[j], y.dv[j], tol);
     }
+}
+END_TEST
+
+/* Blocked attention (query rows in blocks, keys cut at each block's end) must
+ * give what one block over all rows gives, for every block size. */
+enum { QB_B = 2, QB_T = 37, QB_H = 4, QB_KV = 2, QB_HD = 8 };
+enum { QB_NQ = QB_B * QB_H * QB_T * QB_HD, QB_NK = QB_B * QB_KV * QB_T * QB_HD };
+
+typedef struct qb_run {
+    float q[QB_NQ], k[QB_NK], v[QB_NK], r[QB_NQ], att[QB_NQ], dq[QB_NQ], dk[QB_NK], dv[QB_NK];
+    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T];
+} qb_run;
+
+static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
+{
+    const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
+    float *pc[QB_B * QB_H];
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path};
+    /* stale values in the scratch must not matter */
+    for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
+        a->p[j] = a->dp[j] = NAN;
+    ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
+                                                 a->k, a->v, &d, &ptrs),
+                     LATTICE_OK);
+}
+
+static void qb_assert_close(const float *x, const float *y, size_t n)
+{
+    for (size_t j = 0; j < n; j++)
+        ck_assert_float_eq_tol(x[j], y[j], 1e-5f * (1.0f + fabsf(y[j])));
+}
+
+START_TEST(test_attention_blocked_vs_whole)
+{
+    static qb_run whole, blocked;
+    tu_rng rng = {77};
+    tu_fill(whole.q, QB_NQ, 1.5, &rng);
+    tu_fill(whole.k, QB_NK, 1.5, &rng);
+    tu_fill(whole.v, QB_NK, 1.0, &rng);
+    tu_fill(whole.r, QB_NQ, 1.0, &rng);
+    lattice_backend *be = tu_backend(tu_backend_name(_i), 2);
+    qb_compute(&whole, be, QB_T, LATTICE_ATTN_GEMM);
+    const int blocks[] = {1, 5, 8, 32, 36};
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        memcpy(blocked.q, whole.q, sizeof whole.q);
+        memcpy(blocked.k, whole.k, sizeof whole.k);
+        memcpy(blocked.v, whole.v, sizeof whole.v);
+        memcpy(blocked.r, whole.r, sizeof whole.r);
+        qb_compute(&blocked, be, blocks[b], LATTICE_ATTN_GEMM);
+        qb_assert_close(blocked.att, whole.att, QB_NQ);
+        qb_assert_close(blocked.dq, whole.dq, QB_NQ);
+        qb_assert_close(blocked.dk, whole.dk, QB_NK);
+        qb_assert_close(blocked.dv, whole.dv, QB_NK);
+    }
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+/* The vectorisable exp the softmaxes, the loss and SwiGLU use: within 2 ulp of
+ * exp over its domain, 0 below -87, NaN through. */
+START_TEST(test_expf)
+{
+    double worst = 0.0;
+    for (float x = -87.0f; x <= 88.0f; x += 0.00731f) {
+        double e = exp((double)x);
+        double rel = fabs((double)lattice__expf(x) - e) / e;
+        worst = rel > worst ? rel : worst;
+    }
+    ck_assert_double_lt(worst, 2.0 * 0x1.0p-23);
+    ck_assert_float_eq(lattice__expf(0.0f), 1.0f);
+    ck_assert_float_eq(lattice__expf(-87.5f), 0.0f);
+    ck_assert_float_eq(lattice__expf(-1e30f), 0.0f);
+    ck_assert_float_eq(lattice__expf(-INFINITY), 0.0f);
+    ck_assert(isnan(lattice__expf(NAN)));
+}
+END_TEST
+
+/* The fused attention (one vectorised pass per head over the causal part)
+ * against the GEMM path, at a length that is not a multiple of its 8-row
+ * blocks and with two query heads per kv head. */
+START_TEST(test_attention_fused_vs_gemm)
+{
+    static qb_run ref, fused;
+    tu_rng rng = {91};
+    tu_fill(ref.q, QB_NQ, 1.5, &rng);
+    tu_fill(ref.k, QB_NK, 1.5, &rng);
+    tu_fill(ref.v, QB_NK, 1.0, &rng);
+    tu_fill(ref.r, QB_NQ, 1.0, &rng);
+    memcpy(&fused, &ref, sizeof ref);
+    lattice_backend *be = tu_backend(tu_backend_name(_i), 2);
+    qb_compute(&ref, be, QB_T, LATTICE_ATTN_GEMM);
+    qb_compute(&fused, be, 0, LATTICE_ATTN_FUSED);
+    qb_assert_close(fused.att, ref.att, QB_NQ);
+    qb_assert_close(fused.dq, ref.dq, QB_NQ);
+    qb_assert_close(fused.dk, ref.dk, QB_NK);
+    qb_assert_close(fused.dv, ref.dv, QB_NK);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+/* Finite differences through the fused path (head_dim 8, 11 positions: one
+ * full 8-row block and a partial one). */
+enum { FB = 1, FT = 11, FH = 2, FKV = 1, FHD = 8 };
+enum { F_NQ = FB * FH * FT * FHD, F_NK = FB * FKV * FT * FHD };
+
+typedef struct fused_ctx {
+    double *q, *k, *v, *r;
+} fused_ctx;
+
+static double fused_loss(void *ctx)
+{
+    fused_ctx *c = ctx;
+    const int G = FH / FKV;
+    double loss = 0.0;
+    for (int b = 0; b < FB; b++)
+        for (int h = 0; h < FH; h++)
+            for (int i = 0; i < FT; i++) {
+                const double *qi = c->q + ((b * FH + h) * FT + i) * FHD;
+                const size_t kv = (size_t)(b * FKV + h / G) * FT * FHD;
+                double s[FT], mx = -1e300, sum = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    s[j] = 0.0;
+                    for (int e = 0; e < FHD; e++)
+                        s[j] += qi[e] * c->k[kv + j * FHD + e];
+                    s[j] /= sqrt((double)FHD);
+                    mx = s[j] > mx ? s[j] : mx;
+                }
+                for (int j = 0; j <= i; j++)
+                    sum += exp(s[j] - mx);
+                for (int e = 0; e < FHD; e++) {
+                    double o = 0.0;
+                    for (int j = 0; j <= i; j++)
+                        o += exp(s[j] - mx) / sum * c->v[kv + j * FHD + e];
+                    loss += o * c->r[(b * FT + i) * FH * FHD + h * FHD + e];
+                }
+            }
+    return loss;
+}
+
+START_TEST(test_attention_fused_grad)
+{
+    static float q[F_NQ], k[F_NK], v[F_NK], r[F_NQ], att[F_NQ], dq[F_NQ], dk[F_NK], dv[F_NK];
+    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT];
+    tu_rng rng = {57};
+    tu_fill(q, F_NQ, 1.5, &rng);
+    tu_fill(k, F_NK, 1.5, &rng);
+    tu_fill(v, F_NK, 1.0, &rng);
+    tu_fill(r, F_NQ, 1.0, &rng);
+    lattice_backend *be = tu_backend("ref", 2);
+    const float *pa[FB * FH], *pb[FB * FH];
+    float *pc[FB * FH];
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_dims d = {FB, FT, FH, FKV, FHD, 0, LATTICE_ATTN_FUSED};
+    ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
+                     LATTICE_OK);
+    lattice_backend_destroy(be);
+    static double qd[F_NQ], kd[F_NK], vd[F_NK], rd[F_NQ];
+    tu_to_double(qd, q, F_NQ);
+    tu_to_double(kd, k, F_NK);
+    tu_to_double(vd, v, F_NK);
+    tu_to_double(rd, r, F_NQ);
+    fused_ctx c = {qd, kd, vd, rd};
+    double fwd = 0.0;
+    for (int j = 0; j < F_NQ; j++)
+        fwd += (double)att[j] * r[j];
+    ck_assert_double_eq_tol(fwd, fused_loss(&c), 1e-4);
+    tu_fd_input in[] = {{"q", qd, dq, F_NQ}, {"k", kd, dk, F_NK}, {"v", vd, dv, F_NK}};
+    tu_fd_check(fused_loss, &c, in, 3, 1e-5, 1e-4);
 }
 END_TEST
 
@@ -471,6 +648,10 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_norm_grad, 0, 2);
     tcase_add_loop_test(tc, test_qkv_rope_grad, 0, 2);
     tcase_add_loop_test(tc, test_attention_grad, 0, tu_n_backends());
+    tcase_add_loop_test(tc, test_attention_blocked_vs_whole, 0, tu_n_backends());
+    tcase_add_loop_test(tc, test_attention_fused_vs_gemm, 0, tu_n_backends());
+    tcase_add_test(tc, test_attention_fused_grad);
+    tcase_add_test(tc, test_expf);
     tcase_add_test(tc, test_swiglu_grad);
     tcase_add_test(tc, test_embedding_grad);
     tcase_add_loop_test(tc, test_head_cross_entropy_grad, 0, tu_n_backends());
