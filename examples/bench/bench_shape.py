@@ -88,22 +88,28 @@ def shape_argv(shape, only=None):
 def model_line(shape, n_params):
     """bench_step's "# model:" header line for this shape."""
     return ("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d, "
-            "%.2fM parameters; batch %d x %d tokens"
+            "qk-norm %s, %.2fM parameters; batch %d x %d tokens"
             % (shape["layers"], shape["d_model"], shape["heads"], shape["kv_heads"],
-               shape["head_dim"], shape["d_ff"], shape["vocab"], n_params / 1e6,
+               shape["head_dim"], shape["d_ff"], shape["vocab"],
+               "on" if shape["qk_norm"] else "off", n_params / 1e6,
                shape["batch"], shape["seq"]))
 
 
 _MODEL_RE = re.compile(
     r"#\s*model:\s*(?P<layers>\d+) layers, d_model (?P<d_model>\d+), (?P<heads>\d+) heads "
     r"\((?P<kv_heads>\d+) kv\) of (?P<head_dim>\d+), d_ff (?P<d_ff>\d+), vocab (?P<vocab>\d+), "
+    r"(?:qk-norm (?P<qk_norm>on|off), )?"
     r"(?P<mparams>[0-9.]+)M parameters; batch (?P<batch>\d+) x (?P<seq>\d+)")
 
 
 def parse_model_line(line):
-    """(shape without qk_norm, parameters in millions as printed) or None."""
+    """(shape, parameters in millions as printed) or None; qk_norm is in the
+    shape when the line states it."""
     found = _MODEL_RE.search(line)
     if not found:
         return None
-    shape = {k: int(v) for k, v in found.groupdict().items() if k != "mparams"}
+    shape = {k: int(v) for k, v in found.groupdict().items()
+             if k not in ("mparams", "qk_norm") and v is not None}
+    if found.group("qk_norm"):
+        shape["qk_norm"] = 1 if found.group("qk_norm") == "on" else 0
     return shape, float(found.group("mparams"))

@@ -35,7 +35,9 @@ def parse_args(argv):
                     "(A B A B ...) and compare their tokens/s.")
     parser.add_argument("--lattice", default=DEFAULT_LATTICE, metavar="PATH",
                         help="bench_step binary (default %(default)s, from the repository root)")
-    parser.add_argument("--backend", default="blis",
+    parser.add_argument("--loss", choices=("distill", "ce"), default="distill",
+                        help="the step's loss on both sides (default %(default)s)")
+    parser.add_argument("--backend", default="default",
                         help="bench_step's backend (default %(default)s)")
     parser.add_argument("--threads", type=int, default=2, metavar="N",
                         help="threads for both sides (default %(default)s)")
@@ -257,9 +259,11 @@ def main(argv):
 
     shape_argv, left_out = lattice_shape_argv(shape, lattice_options(lattice))
     lattice_argv = [lattice, "--backend", args.backend, "--threads", str(args.threads),
-                    "--steps", str(args.steps), "--placement", args.placement] + shape_argv
+                    "--steps", str(args.steps), "--placement", args.placement,
+                    "--loss", args.loss, "--no-sgemm"] + shape_argv
     torch_argv = [args.python, TORCH_STEP, "--threads", str(args.threads),
-                  "--steps", str(args.steps), "--placement", args.placement] + \
+                  "--steps", str(args.steps), "--placement", args.placement,
+                  "--loss", args.loss] + \
         bench_shape.shape_argv(shape)
 
     print("# compare: liblattice bench_step vs PyTorch peer, interleaved, %d rounds" % args.rounds)

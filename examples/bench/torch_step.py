@@ -18,8 +18,10 @@ matched, and where it comes from in liblattice:
              post: Norm(h + F(h)), entry norm on the embedding, no final norm;
              peri: h + Norm(F(Norm(h))), final norm (model.c sublayer_output)
   head       untied lm_head, as bench_step (lattice_model_params_init default)
-  loss       plain mean cross-entropy (bench_step calls
-             lattice_model_cross_entropy; it does not run the distillation loss)
+  loss       --loss distill (default): 0.7 * KL(teacher || student) + 0.3 * CE at
+             tau 1, full vocabulary, against fixed teacher logits of spread ~2
+             (bench_step's lattice_distill_dense with the study's defaults);
+             --loss ce: plain mean cross-entropy (lattice_model_cross_entropy)
   optimizer  AdamW betas (0.9, 0.95), eps 1e-8, weight decay 0 on matrices
              only, clipping to global norm 0.5, learning rate of the lattice
              warmup + cosine schedule (lattice_optim_params_init); nothing frozen
@@ -105,6 +107,9 @@ def parse_args(argv):
     parser.add_argument("--steps", type=int, default=10, metavar="N",
                         help="timed steps, after %d warmup steps (default %%(default)s)"
                         % WARMUP_STEPS)
+    parser.add_argument("--loss", choices=("distill", "ce"), default="distill",
+                        help="distill: 0.7 KL + 0.3 CE against fixed teacher logits, as the "
+                             "study trains (default); ce: cross-entropy only")
     args = parser.parse_args(argv)
     if not 1 <= args.threads <= 4096:
         parser.error("--threads must be in 1..4096")
@@ -300,14 +305,20 @@ def main(argv):
     token_rows, target_rows = bench_batch(shape["batch"], shape["seq"], shape["vocab"])
     tokens = torch.tensor(token_rows, dtype=torch.long)
     targets = torch.tensor(target_rows, dtype=torch.long).view(-1)
+    n_pos = shape["batch"] * shape["seq"]
+    # fixed teacher logits, about N(0, 2^2) like bench_step's; their log-softmax once
+    teacher_logp = torch.log_softmax(2.0 * torch.randn(n_pos, shape["vocab"]), dim=-1)
     params = list(model.parameters())
 
     torch.matmul(torch.ones(64, 64), torch.ones(64, 64))  # load the BLAS before asking about it
     print("# torch %s, %d threads, %s" % (torch.__version__, torch.get_num_threads(),
                                           blas_info(torch)))
     print(bench_shape.model_line(shape, n_params))
-    print("# %s-norm, qk-norm %d, untied head, cross-entropy loss, AdamW (0.9, 0.95) "
-          "clip %.1f, every group trainable" % (args.placement, shape["qk_norm"], CLIP_NORM))
+    print("# %s-norm, qk-norm %d, untied head, %s loss, AdamW (0.9, 0.95) "
+          "clip %.1f, every group trainable"
+          % (args.placement, shape["qk_norm"],
+             "distillation (0.7 KL + 0.3 CE, fixed teacher logits)" if args.loss == "distill"
+             else "cross-entropy", CLIP_NORM))
     print("# %d warmup steps, %d timed steps" % (WARMUP_STEPS, args.steps))
     sys.stdout.flush()
 
@@ -316,7 +327,14 @@ def main(argv):
     for step in range(WARMUP_STEPS + args.steps):
         t0 = time.perf_counter()
         logits = model(tokens)
-        loss = torch.nn.functional.cross_entropy(logits.view(-1, shape["vocab"]), targets)
+        flat = logits.view(-1, shape["vocab"])
+        if args.loss == "distill":
+            logq = torch.log_softmax(flat, dim=-1)
+            kl = torch.nn.functional.kl_div(logq, teacher_logp, log_target=True,
+                                            reduction="sum") / n_pos
+            loss = 0.7 * kl + 0.3 * torch.nn.functional.nll_loss(logq, targets)
+        else:
+            loss = torch.nn.functional.cross_entropy(flat, targets)
         t1 = time.perf_counter()
         optim.zero_grad(set_to_none=True)
         loss.backward()
