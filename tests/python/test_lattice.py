@@ -319,17 +319,25 @@ class ModelTest(unittest.TestCase):
         logits = model.logits()
         self.assertEqual(logits.shape, (2, 4, VOCAB))
         self.assertEqual(logits.format, "f")
-        self.assertTrue(logits.readonly)
+        self.assertFalse(logits.readonly)                   # a copy, the caller's own
+        view = model.logits_view()
+        self.assertTrue(view.readonly)
+        self.assertEqual(view.tolist(), logits.tolist())
         self.assertTrue(all(math.isfinite(x) for x in logits.cast("B").cast("f")))
         loss, counted = model.cross_entropy(array.array("i", [2, 3, 4, 5, 6, 7, 8, 9]),
                                             mask=bytes([1, 1, 1, 0, 1, 1, 1, 0]))
         self.assertEqual(counted, 6)
         self.assertAlmostEqual(loss, math.log(VOCAB), delta=0.5)
-        d = model.dlogits()
+        d = model.dlogits_view()
         self.assertFalse(d.readonly)
         self.assertEqual(d.shape, (2, 4, VOCAB))
         self.assertEqual(d[0, 3, 0], 0.0)                 # masked position: no gradient
+        self.assertEqual(model.dlogits().tolist(), d.tolist())
         model.backward()
+        # A copy keeps its values through the next forward; a view shows the new ones.
+        model.forward([[9, 9, 9, 9], [1, 1, 1, 1]])
+        self.assertNotEqual(model.logits().tolist(), logits.tolist())
+        self.assertEqual(view.tolist(), model.logits().tolist())
 
     def test_list_tokens_and_2d_buffers(self):
         model = tiny_model()
@@ -349,8 +357,14 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         with self.assertRaises(TypeError):
             model.forward(array.array("d", range(4)), 1, 4)           # float64, not int32
-        with self.assertRaises(TypeError):
-            model.forward(array.array("q", range(4)), 1, 4)           # int64
+        model.forward(array.array("q", range(4)), 1, 4)               # int64: converted
+        model.forward(array.array("B", range(4)), 1, 4)               # uint8: converted
+        with self.assertRaisesRegex(ValueError, r"tokens: value 2147483648 is outside int32"):
+            model.forward(array.array("q", [1, 2, 2**31, 3]), 1, 4)
+        with self.assertRaisesRegex(ValueError, r"targets: value -2147483649 is outside int32"):
+            model.cross_entropy(array.array("q", [1, 2, -2**31 - 1, 3]))
+        with self.assertRaisesRegex(ValueError, r"tokens: value 4294967296 is outside int32"):
+            model.forward([1, 2, 2**32, 3], 1, 4)
         with self.assertRaises(TypeError):
             model.forward("abcd", 1, 4)
         with self.assertRaises(ValueError):
@@ -378,9 +392,11 @@ class ModelTest(unittest.TestCase):
         tokens = array.array("i", range(1, 9))
         model.forward(tokens, 2, 4)
         hs = [model.hidden(i) for i in range(3)]
-        for h in hs:
+        for i, h in enumerate(hs):
             self.assertEqual(h.shape, (2, 4, 16))
-            self.assertTrue(h.readonly)
+            self.assertFalse(h.readonly)
+            self.assertTrue(model.hidden_view(i).readonly)
+            self.assertEqual(model.hidden_view(i).tolist(), h.tolist())
         self.assertNotEqual(hs[0].tolist(), hs[2].tolist())
         with self.assertRaises(LatticeError) as cm:
             model.hidden(3)
@@ -475,8 +491,20 @@ class ModelTest(unittest.TestCase):
         logits = numpy.asarray(model.logits())
         self.assertEqual(logits.shape, (2, 4, VOCAB))
         self.assertEqual(logits.dtype, numpy.float32)
+        before = logits.copy()
+        model.forward(tokens.astype(numpy.int64))           # NumPy's default integer type
+        numpy.testing.assert_array_equal(numpy.asarray(model.logits()), before)
+        model.forward(numpy.arange(8).reshape(2, 4) + 1)    # logits is a copy: unchanged
+        numpy.testing.assert_array_equal(logits, before)
+        self.assertFalse(numpy.array_equal(numpy.asarray(model.logits_view()), before))
+        with self.assertRaisesRegex(ValueError, r"value 3000000000 is outside int32"):
+            model.forward(numpy.array([[1, 3_000_000_000]]))
         with self.assertRaises(TypeError):
-            model.forward(tokens.astype(numpy.int64))
+            model.forward(numpy.ones((2, 4)))               # float64 ids: refused
+        ids = numpy.arange(200, dtype=numpy.int64) % VOCAB
+        data = lattice.Data.from_memory(ids, vocab_size=VOCAB, boundary_id=0, batch_size=1,
+                                        seq_len=8, val_fraction=0.0)
+        self.assertEqual(data.n_tokens(), 200)
         with self.assertRaises(ValueError):
             model.forward(numpy.asfortranarray(numpy.arange(8, dtype=numpy.int32).reshape(2, 4)))
 
@@ -628,7 +656,7 @@ class LifetimeTest(unittest.TestCase):
     def test_views_keep_the_model(self):
         model = tiny_model()
         model.forward(array.array("i", range(4)), 1, 4)
-        logits = model.logits()
+        logits = model.logits_view()
         expected = logits.tolist()
         weight = model.tensor("lm_head.weight").data
         model.close()
@@ -713,6 +741,8 @@ class DataTest(unittest.TestCase):
         self.assertIsNone(data.params.separator)
         batch = data.next()
         self.assertEqual(batch.tokens.shape, (batch.batch, batch.seq))
+        self.assertFalse(batch.tokens.readonly)                 # copies
+        self.assertTrue(data.val_batch_view(0).tokens.readonly)  # views
         self.assertEqual(batch.batch, 4)
         self.assertLessEqual(batch.seq, SEQ)
         self.assertEqual(batch.n_tokens, sum(batch.mask.cast("B")))
@@ -853,6 +883,13 @@ class TeacherTest(unittest.TestCase):
         self.assertEqual(seen, [([3, 4, 5, 6], 2, 2, VOCAB, 4 * VOCAB, False, True)])
         self.assertEqual(out.shape, (2, 2, VOCAB))
         self.assertEqual(out[0, 0, 4], 4.0)
+        view = teacher.logits_view(array.array("i", [3, 4, 5, 6]), 2, 2)
+        self.assertTrue(view.readonly)
+        teacher.logits(array.array("i", [7, 8, 9, 10]), 2, 2)
+        self.assertEqual(out[0, 0, 4], 4.0)          # the copy keeps the first call's values
+        self.assertEqual(view[0, 0, 4], 0.0)         # the view shows the second call's
+        self.assertEqual(view[0, 0, 8], 4.0)
+        seen.clear()
         with self.assertRaises(LatticeError) as cm:
             teacher.logits(array.array("i", range(9)), 1, 9)       # beyond max_seq
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)

@@ -71,7 +71,7 @@ class Distill(Handle):
         mv, n, vocab = _positions(student, vocab)
         s = B.as_input(mv, c_float, "student", n * vocab)
         if k is None:
-            k = B.count_of(B.memview(index, c_int32, "index")) // n
+            k = B.count_of(B.memview(index, c_int32, "index", convert=True)) // n
         i = B.as_input(index, c_int32, "index", n * k)
         v = B.as_input(value, c_float, "value", n * k)
         return self._run(lib.lattice_distill_topk, (s, i, v, k), targets, mask, n, vocab, dlogits)

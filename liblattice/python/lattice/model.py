@@ -2,6 +2,7 @@
 
 import os
 from ctypes import byref, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from typing import Optional
 
 from . import _buffers as B
 from ._errors import LatticeError, Status
@@ -63,8 +64,9 @@ class Model(Handle):
     eps 1e-6); ``backend`` a :class:`Backend` or a name (default "default").
     The model borrows the backend and keeps it alive.
 
-    Arrays returned by :meth:`logits`, :meth:`dlogits` and :meth:`hidden` show
-    the model's buffers: their contents are valid until the next forward.
+    :meth:`logits`, :meth:`dlogits` and :meth:`hidden` return copies; their
+    ``*_view()`` twins return zero-copy views of the model's buffers, valid
+    only until the next forward overwrites them.
     """
 
     _destroy = "lattice_model_destroy"
@@ -226,19 +228,39 @@ class Model(Handle):
         if not address:
             raise LatticeError(Status.STATE, f"invalid state: {what} needs a forward pass first")
 
-    def logits(self, batch=None, seq=None):
-        """Read-only float32 view [batch, seq, vocab] of the last forward's logits."""
-        address = lib.lattice_model_logits(self._ptr)
-        self._need_forward(address, "logits")
-        batch, seq = self._batch_seq(batch, seq, "logits")
-        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res, readonly=True)
+    def _logits_address(self, fn, what, batch, seq):
+        address = fn(self._ptr)
+        self._need_forward(address, what)
+        batch, seq = self._batch_seq(batch, seq, what)
+        return address, (batch, seq, self.vocab_size)
 
-    def dlogits(self, batch=None, seq=None):
-        """Writable float32 view [batch, seq, vocab] of the loss gradient backward reads."""
-        address = lib.lattice_model_dlogits(self._ptr)
-        self._need_forward(address, "dlogits")
-        batch, seq = self._batch_seq(batch, seq, "dlogits")
-        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res)
+    def logits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """A copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
+        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        return B.copy(address, shape, c_float)
+
+    def logits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """Zero-copy read-only float32 view [batch, seq, vocab] of the model's logits buffer.
+
+        The next forward (the model's, a trainer's, a teacher's or a diagnostic's)
+        overwrites what it shows; use :meth:`logits` for values to keep.
+        """
+        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        return B.view(address, shape, c_float, self._res, readonly=True)
+
+    def dlogits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """A copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab]."""
+        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        return B.copy(address, shape, c_float)
+
+    def dlogits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """Writable float32 view [batch, seq, vocab] of the gradient buffer backward reads.
+
+        Write a loss gradient here (``Distill.dense(..., dlogits=model.dlogits_view())``)
+        before :meth:`backward`. Valid until the next forward.
+        """
+        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        return B.view(address, shape, c_float, self._res)
 
     def cross_entropy(self, targets, mask=None):
         """Mean cross-entropy against int32 targets (uint8 mask, or None for all).
@@ -255,15 +277,25 @@ class Model(Handle):
     def backward(self):
         self._call(lib.lattice_model_backward)
 
-    def hidden(self, boundary, batch=None, seq=None):
-        """Read-only float32 view [batch, seq, d_model] of the residual stream at a boundary.
-
-        Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
-        """
+    def _hidden_address(self, boundary, batch, seq):
         out = c_void_p()
         self._call(lib.lattice_model_hidden, boundary, byref(out))
         batch, seq = self._batch_seq(batch, seq, "hidden")
-        return B.view(out.value, (batch, seq, self.d_model), c_float, self._res, readonly=True)
+        return out.value, (batch, seq, self.d_model)
+
+    def hidden(self, boundary: int, batch: Optional[int] = None,
+               seq: Optional[int] = None) -> memoryview:
+        """A copy of the residual stream at a boundary: float32 [batch, seq, d_model].
+
+        Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
+        """
+        return B.copy(*self._hidden_address(boundary, batch, seq), c_float)
+
+    def hidden_view(self, boundary: int, batch: Optional[int] = None,
+                    seq: Optional[int] = None) -> memoryview:
+        """Zero-copy read-only view of :meth:`hidden`'s buffer, valid until the next forward."""
+        address, shape = self._hidden_address(boundary, batch, seq)
+        return B.view(address, shape, c_float, self._res, readonly=True)
 
     # ---- parameters -----------------------------------------------------------------
 
