@@ -8,6 +8,7 @@ for the coverage test.
 import array
 import ctypes
 import gc
+import json
 import math
 import os
 import re
@@ -558,6 +559,68 @@ class SafetensorsTest(unittest.TestCase):
             lattice.Model.estimate(n_heads=3, n_kv_heads=2)
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
         self.assertIn("n_kv_heads", str(cm.exception))
+
+
+class PretrainedTest(unittest.TestCase):
+    def check_round_trip(self, model, expect_type):
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        expected = model.logits().tolist()
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(os.path.join(tmp, "out"))
+            self.assertEqual(sorted(os.listdir(os.path.join(tmp, "out"))),
+                             ["config.json", "model.safetensors"])
+            with open(os.path.join(tmp, "out", "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual(config["model_type"], expect_type)
+            self.assertEqual(config["hidden_size"], model.d_model)
+            self.assertEqual(config["lattice"]["placement"], model.placement.name.lower())
+            again = lattice.Model.from_pretrained(os.path.join(tmp, "out"), backend="ref",
+                                                  max_batch=2, max_seq=4)
+            self.assertEqual(again.placement, model.placement)
+            self.assertEqual(again.active_layers, model.active_layers)
+            again.forward(tokens, 2, 4)
+            self.assertEqual(again.logits().tolist(), expected)
+            # The single-file form still reads the same weights.
+            single = lattice.Model.from_file(os.path.join(tmp, "out", "model.safetensors"),
+                                             backend="ref", max_batch=2, max_seq=4)
+            single.forward(tokens, 2, 4)
+            self.assertEqual(single.logits().tolist(), expected)
+            return config, tmp, expected, tokens
+
+    def test_qwen3_round_trip_and_config(self):
+        model = tiny_model(qk_norm=1)
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        expected = model.logits().tolist()
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            with open(os.path.join(tmp, "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual(config["architectures"], ["Qwen3ForCausalLM"])
+            self.assertEqual(config["rms_norm_eps"], 1e-6)
+            # Read as a Hugging Face checkpoint: config.json alone gives the shape.
+            del config["lattice"]
+            with open(os.path.join(tmp, "config.json"), "w") as f:
+                json.dump(config, f)
+            hf = lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            hf.forward(tokens, 2, 4)
+            for a, b in zip(hf.logits().cast("B").cast("f"), model.logits().cast("B").cast("f")):
+                self.assertAlmostEqual(a, b, places=5)
+        self.check_round_trip(tiny_model(qk_norm=1), "qwen3")
+
+    def test_post_norm_round_trip(self):
+        model = tiny_model(norm=lattice.Norm("post", residual_scale=1.5), n_layers=3,
+                           n_active_layers=2)
+        config, *_ = self.check_round_trip(model, "lattice")
+        self.assertNotIn("architectures", config)
+        self.assertEqual(config["lattice"]["residual_scale"], 1.5)
+
+    def test_missing_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Model.from_pretrained(tmp)
+            self.assertEqual(cm.exception.code, Status.NOT_FOUND)
 
 
 class DiagTest(unittest.TestCase):
