@@ -623,6 +623,93 @@ class PretrainedTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, Status.NOT_FOUND)
 
 
+class DiscoverabilityTest(unittest.TestCase):
+    def test_signatures_list_the_fields(self):
+        import inspect
+        import pydoc
+        sig = inspect.signature(lattice.Optim)
+        self.assertEqual(sig.parameters["lr"].default, lattice.OptimParams.defaults().lr)
+        self.assertIs(sig.parameters["lr"].annotation, float)
+        self.assertIs(sig.parameters["lr"].kind, inspect.Parameter.KEYWORD_ONLY)
+        self.assertIn("lr: float = 0.0001", pydoc.render_doc(lattice.Optim))
+        self.assertIs(inspect.signature(lattice.Distill).parameters["direction"].annotation,
+                      lattice.KLDirection)
+        for fn, field in ((lattice.Model, "d_model"), (lattice.Data.from_text, "seq_len"),
+                          (lattice.Schedule.add_phase, "active_layers"),
+                          (lattice.Model.estimate, "n_layers")):
+            self.assertIn(field, inspect.signature(fn).parameters, fn)
+        with self.assertRaisesRegex(TypeError, "no field 'learning_rate'"):
+            lattice.Optim(tiny_model(), learning_rate=1e-3)
+
+    def test_enums_print_their_names(self):
+        self.assertEqual(str(lattice.NormPlacement.POST), "POST")
+        self.assertEqual(f"{lattice.Group.LAYER}", "LAYER")
+        self.assertEqual(lattice.Split.VAL, 1)
+        self.assertIn("direction=<KLDirection.FORWARD: 0>", repr(lattice.DistillParams.defaults()))
+
+    def test_floats_read_as_set(self):
+        optim = lattice.Optim(tiny_model(), lr=1e-4, weight_decay=0.1, total_steps=10)
+        self.assertEqual(optim.params.lr, 1e-4)             # not 9.999999747378752e-05
+        self.assertEqual(optim.params.weight_decay, 0.1)
+        self.assertIn("lr=0.0001,", repr(optim.params))
+        self.assertEqual(lattice.Norm(eps=1e-5).eps, 1e-5)
+        self.assertEqual(lattice.OptimParams.make(lr=3e-3).lr, 3e-3)
+        self.assertEqual(lattice.OptimParams.make(lr=1.0000001).lr, 1.0000001)  # float32 kept
+
+    def run_progress(self, **kwargs):
+        import io
+        out = io.StringIO()
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, 6)
+        with lattice.progress(schedule, file=out, **kwargs) as bar:
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                            on_step=bar).run()
+        self.assertEqual(schedule.counters.steps, 6)
+        return out.getvalue()
+
+    def test_progress_lines_without_tqdm(self):
+        text = self.run_progress(use_tqdm=False, every=2)
+        self.assertEqual(len(text.splitlines()), 3)
+        self.assertRegex(text, r"train: step 6/6 loss \d+\.\d{4}( val_ce \d+\.\d{4})? layers 2\n$")
+
+    def test_progress_drives_tqdm(self):
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            self.skipTest("tqdm is not installed (apt-get install python3-tqdm)")
+        text = self.run_progress()
+        self.assertIn("6/6", text)
+        self.assertIn("loss=", text)
+
+    def test_api_page_is_up_to_date(self):
+        import make_doc   # liblattice/python/make_doc.py, on PYTHONPATH with the package
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc",
+                            "python.md")
+        with open(path, encoding="utf-8") as f:
+            committed = f.read()
+        made_with = re.search(r"pydoc, Python (\d+\.\d+)", committed).group(1)
+        if made_with != "%d.%d" % sys.version_info[:2]:
+            self.skipTest(f"doc/python.md was made with Python {made_with} (pydoc's layout "
+                          "differs between versions)")
+        self.assertEqual(make_doc.page(), committed,
+                         "doc/python.md is stale: run liblattice/python/make_doc.py doc/python.md")
+
+    def test_readme_python_example_runs(self):
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "README.md")
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        section = text[text.index("## Use from Python"):]
+        blocks = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+        self.assertTrue(blocks, "no ```python block in README.md's Python section")
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"loss after 30 steps: \d+\.\d{3}")
+
+
 class DiagTest(unittest.TestCase):
     def test_boundary_scale(self):
         model = tiny_model(n_layers=3, n_active_layers=2)

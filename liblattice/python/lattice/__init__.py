@@ -32,6 +32,7 @@ from .distill import Distill, DistillResult
 from .model import Model, Tensor
 from .norm import Norm
 from .optim import Optim
+from .progress import Progress, progress
 from .schedule import Counters, Schedule
 from .teacher import Teacher
 from .trainer import Metrics, Trainer
@@ -46,5 +47,5 @@ __all__ = [
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
-    "Diag", "RmsStats", "Removal", "Response",
+    "Diag", "RmsStats", "Removal", "Response", "Progress", "progress",
 ]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from . import _buffers as B
 from ._handle import Handle, check
 from ._lib import errmsg_buffer, lib
-from ._types import BatchStruct, DataParams, PositionStruct, Split, data_p, to_enum
+from ._types import BatchStruct, DataParams, PositionStruct, Split, data_p, to_enum, with_fields
 
 __all__ = ["Data", "Batch", "Position"]
 
@@ -66,17 +66,20 @@ class Data(Handle):
         return self
 
     @classmethod
+    @with_fields(DataParams)
     def from_text(cls, path, params=None, **fields):
         """Byte-level text: every byte a token, documents split at the separator ("\\f")."""
         return cls._create(lib.lattice_data_create_text, (os.fsencode(path),), params, fields)
 
     @classmethod
+    @with_fields(DataParams)
     def from_tokens(cls, path, bytes_per_id, params=None, **fields):
         """A file of little-endian uint16 (bytes_per_id 2) or uint32 (4) token ids."""
         return cls._create(lib.lattice_data_create_tokens, (os.fsencode(path), bytes_per_id),
                            params, fields)
 
     @classmethod
+    @with_fields(DataParams)
     def from_memory(cls, ids, params=None, **fields):
         """Token ids from an int32 buffer (copied)."""
         arr = B.as_input(ids, c_int32, "ids")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from . import _buffers as B
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import DistillParams, DistillResultStruct, distill_p
+from ._types import DistillParams, DistillResultStruct, distill_p, with_fields
 
 __all__ = ["Distill", "DistillResult"]
 
@@ -40,6 +40,7 @@ class Distill(Handle):
     _destroy = "lattice_distill_destroy"
     _errmsg = "lattice_distill_errmsg"
 
+    @with_fields(DistillParams)
     def __init__(self, params=None, **fields):
         p = DistillParams.make(params, **fields)
         out = distill_p()

@@ -9,7 +9,7 @@ from . import _buffers as B
 from ._errors import LatticeError, Status
 from ._handle import Handle, check, require
 from ._lib import errmsg_buffer, lib, version_string
-from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum
+from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum, with_fields
 from .backend import Backend
 from .norm import as_norm
 
@@ -84,6 +84,7 @@ class Model(Handle):
     _destroy = "lattice_model_destroy"
     _errmsg = "lattice_model_errmsg"
 
+    @with_fields(ModelParams)
     def __init__(self, params=None, *, norm=None, backend=None, **fields):
         p = ModelParams.make(params, **fields)
         backend = _as_backend(backend)
@@ -215,12 +216,14 @@ class Model(Handle):
     # ---- shape and settings ---------------------------------------------------------
 
     @staticmethod
+    @with_fields(ModelParams)
     def check_params(params=None, **fields):
         """Raise LatticeError with the reason if the shape cannot make a model."""
         p = ModelParams.make(params, **fields)
         _check_shape(lib.lattice_model_params_check(byref(p), None), p)
 
     @staticmethod
+    @with_fields(ModelParams)
     def estimate(params=None, *, norm=None, **fields):
         """(n_params, arena_bytes) a model of this shape would have, without creating it."""
         p = ModelParams.make(params, **fields)
