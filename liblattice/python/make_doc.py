@@ -4,7 +4,7 @@
         /usr/bin/python3 liblattice/python/make_doc.py doc/python.md
 
 tests/python checks that the committed page is what this script writes now
-(with the Python minor version the page names: pydoc's layout varies by version).
+(with the Python version the page names: pydoc's layout varies even between micro versions).
 """
 
 import inspect
@@ -72,7 +72,7 @@ def render(obj):
 
 
 def page():
-    version = "%d.%d" % sys.version_info[:2]
+    version = "%d.%d.%d" % sys.version_info[:3]
     parts = [HEADER.format(version=version)]
     parts.append("## Module lattice\n\n```text\n" + inspect.cleandoc(lattice.__doc__) + "\n```\n")
     for name in lattice.__all__:

@@ -687,10 +687,10 @@ class DiscoverabilityTest(unittest.TestCase):
                             "python.md")
         with open(path, encoding="utf-8") as f:
             committed = f.read()
-        made_with = re.search(r"pydoc, Python (\d+\.\d+)", committed).group(1)
-        if made_with != "%d.%d" % sys.version_info[:2]:
+        made_with = re.search(r"pydoc, Python (\d+\.\d+\.\d+)", committed).group(1)
+        if made_with != "%d.%d.%d" % sys.version_info[:3]:
             self.skipTest(f"doc/python.md was made with Python {made_with} (pydoc's layout "
-                          "differs between versions)")
+                          "differs even between micro versions)")
         self.assertEqual(make_doc.page(), committed,
                          "doc/python.md is stale: run liblattice/python/make_doc.py doc/python.md")
 
