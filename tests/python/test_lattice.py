@@ -8,6 +8,7 @@ for the coverage test.
 import array
 import ctypes
 import gc
+import json
 import math
 import os
 import re
@@ -319,17 +320,25 @@ class ModelTest(unittest.TestCase):
         logits = model.logits()
         self.assertEqual(logits.shape, (2, 4, VOCAB))
         self.assertEqual(logits.format, "f")
-        self.assertTrue(logits.readonly)
+        self.assertFalse(logits.readonly)                   # a copy, the caller's own
+        view = model.logits_view()
+        self.assertTrue(view.readonly)
+        self.assertEqual(view.tolist(), logits.tolist())
         self.assertTrue(all(math.isfinite(x) for x in logits.cast("B").cast("f")))
         loss, counted = model.cross_entropy(array.array("i", [2, 3, 4, 5, 6, 7, 8, 9]),
                                             mask=bytes([1, 1, 1, 0, 1, 1, 1, 0]))
         self.assertEqual(counted, 6)
         self.assertAlmostEqual(loss, math.log(VOCAB), delta=0.5)
-        d = model.dlogits()
+        d = model.dlogits_view()
         self.assertFalse(d.readonly)
         self.assertEqual(d.shape, (2, 4, VOCAB))
         self.assertEqual(d[0, 3, 0], 0.0)                 # masked position: no gradient
+        self.assertEqual(model.dlogits().tolist(), d.tolist())
         model.backward()
+        # A copy keeps its values through the next forward; a view shows the new ones.
+        model.forward([[9, 9, 9, 9], [1, 1, 1, 1]])
+        self.assertNotEqual(model.logits().tolist(), logits.tolist())
+        self.assertEqual(view.tolist(), model.logits().tolist())
 
     def test_list_tokens_and_2d_buffers(self):
         model = tiny_model()
@@ -349,8 +358,14 @@ class ModelTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         with self.assertRaises(TypeError):
             model.forward(array.array("d", range(4)), 1, 4)           # float64, not int32
-        with self.assertRaises(TypeError):
-            model.forward(array.array("q", range(4)), 1, 4)           # int64
+        model.forward(array.array("q", range(4)), 1, 4)               # int64: converted
+        model.forward(array.array("B", range(4)), 1, 4)               # uint8: converted
+        with self.assertRaisesRegex(ValueError, r"tokens: value 2147483648 is outside int32"):
+            model.forward(array.array("q", [1, 2, 2**31, 3]), 1, 4)
+        with self.assertRaisesRegex(ValueError, r"targets: value -2147483649 is outside int32"):
+            model.cross_entropy(array.array("q", [1, 2, -2**31 - 1, 3]))
+        with self.assertRaisesRegex(ValueError, r"tokens: value 4294967296 is outside int32"):
+            model.forward([1, 2, 2**32, 3], 1, 4)
         with self.assertRaises(TypeError):
             model.forward("abcd", 1, 4)
         with self.assertRaises(ValueError):
@@ -378,9 +393,11 @@ class ModelTest(unittest.TestCase):
         tokens = array.array("i", range(1, 9))
         model.forward(tokens, 2, 4)
         hs = [model.hidden(i) for i in range(3)]
-        for h in hs:
+        for i, h in enumerate(hs):
             self.assertEqual(h.shape, (2, 4, 16))
-            self.assertTrue(h.readonly)
+            self.assertFalse(h.readonly)
+            self.assertTrue(model.hidden_view(i).readonly)
+            self.assertEqual(model.hidden_view(i).tolist(), h.tolist())
         self.assertNotEqual(hs[0].tolist(), hs[2].tolist())
         with self.assertRaises(LatticeError) as cm:
             model.hidden(3)
@@ -475,8 +492,20 @@ class ModelTest(unittest.TestCase):
         logits = numpy.asarray(model.logits())
         self.assertEqual(logits.shape, (2, 4, VOCAB))
         self.assertEqual(logits.dtype, numpy.float32)
+        before = logits.copy()
+        model.forward(tokens.astype(numpy.int64))           # NumPy's default integer type
+        numpy.testing.assert_array_equal(numpy.asarray(model.logits()), before)
+        model.forward(numpy.arange(8).reshape(2, 4) + 1)    # logits is a copy: unchanged
+        numpy.testing.assert_array_equal(logits, before)
+        self.assertFalse(numpy.array_equal(numpy.asarray(model.logits_view()), before))
+        with self.assertRaisesRegex(ValueError, r"value 3000000000 is outside int32"):
+            model.forward(numpy.array([[1, 3_000_000_000]]))
         with self.assertRaises(TypeError):
-            model.forward(tokens.astype(numpy.int64))
+            model.forward(numpy.ones((2, 4)))               # float64 ids: refused
+        ids = numpy.arange(200, dtype=numpy.int64) % VOCAB
+        data = lattice.Data.from_memory(ids, vocab_size=VOCAB, boundary_id=0, batch_size=1,
+                                        seq_len=8, val_fraction=0.0)
+        self.assertEqual(data.n_tokens(), 200)
         with self.assertRaises(ValueError):
             model.forward(numpy.asfortranarray(numpy.arange(8, dtype=numpy.int32).reshape(2, 4)))
 
@@ -530,6 +559,155 @@ class SafetensorsTest(unittest.TestCase):
             lattice.Model.estimate(n_heads=3, n_kv_heads=2)
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
         self.assertIn("n_kv_heads", str(cm.exception))
+
+
+class PretrainedTest(unittest.TestCase):
+    def check_round_trip(self, model, expect_type):
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        expected = model.logits().tolist()
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(os.path.join(tmp, "out"))
+            self.assertEqual(sorted(os.listdir(os.path.join(tmp, "out"))),
+                             ["config.json", "model.safetensors"])
+            with open(os.path.join(tmp, "out", "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual(config["model_type"], expect_type)
+            self.assertEqual(config["hidden_size"], model.d_model)
+            self.assertEqual(config["lattice"]["placement"], model.placement.name.lower())
+            again = lattice.Model.from_pretrained(os.path.join(tmp, "out"), backend="ref",
+                                                  max_batch=2, max_seq=4)
+            self.assertEqual(again.placement, model.placement)
+            self.assertEqual(again.active_layers, model.active_layers)
+            again.forward(tokens, 2, 4)
+            self.assertEqual(again.logits().tolist(), expected)
+            # The single-file form still reads the same weights.
+            single = lattice.Model.from_file(os.path.join(tmp, "out", "model.safetensors"),
+                                             backend="ref", max_batch=2, max_seq=4)
+            single.forward(tokens, 2, 4)
+            self.assertEqual(single.logits().tolist(), expected)
+            return config, tmp, expected, tokens
+
+    def test_qwen3_round_trip_and_config(self):
+        model = tiny_model(qk_norm=1)
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        expected = model.logits().tolist()
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            with open(os.path.join(tmp, "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual(config["architectures"], ["Qwen3ForCausalLM"])
+            self.assertEqual(config["rms_norm_eps"], 1e-6)
+            # Read as a Hugging Face checkpoint: config.json alone gives the shape.
+            del config["lattice"]
+            with open(os.path.join(tmp, "config.json"), "w") as f:
+                json.dump(config, f)
+            hf = lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            hf.forward(tokens, 2, 4)
+            for a, b in zip(hf.logits().cast("B").cast("f"), model.logits().cast("B").cast("f")):
+                self.assertAlmostEqual(a, b, places=5)
+        self.check_round_trip(tiny_model(qk_norm=1), "qwen3")
+
+    def test_post_norm_round_trip(self):
+        model = tiny_model(norm=lattice.Norm("post", residual_scale=1.5), n_layers=3,
+                           n_active_layers=2)
+        config, *_ = self.check_round_trip(model, "lattice")
+        self.assertNotIn("architectures", config)
+        self.assertEqual(config["lattice"]["residual_scale"], 1.5)
+
+    def test_missing_weights(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Model.from_pretrained(tmp)
+            self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+
+
+class DiscoverabilityTest(unittest.TestCase):
+    def test_signatures_list_the_fields(self):
+        import inspect
+        import pydoc
+        sig = inspect.signature(lattice.Optim)
+        self.assertEqual(sig.parameters["lr"].default, lattice.OptimParams.defaults().lr)
+        self.assertIs(sig.parameters["lr"].annotation, float)
+        self.assertIs(sig.parameters["lr"].kind, inspect.Parameter.KEYWORD_ONLY)
+        self.assertIn("lr: float = 0.0001", pydoc.render_doc(lattice.Optim))
+        self.assertIs(inspect.signature(lattice.Distill).parameters["direction"].annotation,
+                      lattice.KLDirection)
+        for fn, field in ((lattice.Model, "d_model"), (lattice.Data.from_text, "seq_len"),
+                          (lattice.Schedule.add_phase, "active_layers"),
+                          (lattice.Model.estimate, "n_layers")):
+            self.assertIn(field, inspect.signature(fn).parameters, fn)
+        with self.assertRaisesRegex(TypeError, "no field 'learning_rate'"):
+            lattice.Optim(tiny_model(), learning_rate=1e-3)
+
+    def test_enums_print_their_names(self):
+        self.assertEqual(str(lattice.NormPlacement.POST), "POST")
+        self.assertEqual(f"{lattice.Group.LAYER}", "LAYER")
+        self.assertEqual(lattice.Split.VAL, 1)
+        self.assertIn("direction=<KLDirection.FORWARD: 0>", repr(lattice.DistillParams.defaults()))
+
+    def test_floats_read_as_set(self):
+        optim = lattice.Optim(tiny_model(), lr=1e-4, weight_decay=0.1, total_steps=10)
+        self.assertEqual(optim.params.lr, 1e-4)             # not 9.999999747378752e-05
+        self.assertEqual(optim.params.weight_decay, 0.1)
+        self.assertIn("lr=0.0001,", repr(optim.params))
+        self.assertEqual(lattice.Norm(eps=1e-5).eps, 1e-5)
+        self.assertEqual(lattice.OptimParams.make(lr=3e-3).lr, 3e-3)
+        self.assertEqual(lattice.OptimParams.make(lr=1.0000001).lr, 1.0000001)  # float32 kept
+
+    def run_progress(self, **kwargs):
+        import io
+        out = io.StringIO()
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, 6)
+        with lattice.progress(schedule, file=out, **kwargs) as bar:
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+                            on_step=bar).run()
+        self.assertEqual(schedule.counters.steps, 6)
+        return out.getvalue()
+
+    def test_progress_lines_without_tqdm(self):
+        text = self.run_progress(use_tqdm=False, every=2)
+        self.assertEqual(len(text.splitlines()), 3)
+        self.assertRegex(text, r"train: step 6/6 loss \d+\.\d{4}( val_ce \d+\.\d{4})? layers 2\n$")
+
+    def test_progress_drives_tqdm(self):
+        try:
+            import tqdm  # noqa: F401
+        except ImportError:
+            self.skipTest("tqdm is not installed (apt-get install python3-tqdm)")
+        text = self.run_progress()
+        self.assertIn("6/6", text)
+        self.assertIn("loss=", text)
+
+    def test_api_page_is_up_to_date(self):
+        import make_doc   # liblattice/python/make_doc.py, on PYTHONPATH with the package
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc",
+                            "python.md")
+        with open(path, encoding="utf-8") as f:
+            committed = f.read()
+        made_with = re.search(r"pydoc, Python (\d+\.\d+\.\d+)", committed).group(1)
+        if made_with != "%d.%d.%d" % sys.version_info[:3]:
+            self.skipTest(f"doc/python.md was made with Python {made_with} (pydoc's layout "
+                          "differs even between micro versions)")
+        self.assertEqual(make_doc.page(), committed,
+                         "doc/python.md is stale: run liblattice/python/make_doc.py doc/python.md")
+
+    def test_readme_python_example_runs(self):
+        readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                              "README.md")
+        with open(readme, encoding="utf-8") as f:
+            text = f.read()
+        section = text[text.index("## Use from Python"):]
+        blocks = re.findall(r"^```python\n(.*?)^```", section, re.M | re.S)
+        self.assertTrue(blocks, "no ```python block in README.md's Python section")
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([sys.executable, "-c", blocks[0]], cwd=tmp,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"loss after 30 steps: \d+\.\d{3}")
 
 
 class DiagTest(unittest.TestCase):
@@ -628,7 +806,7 @@ class LifetimeTest(unittest.TestCase):
     def test_views_keep_the_model(self):
         model = tiny_model()
         model.forward(array.array("i", range(4)), 1, 4)
-        logits = model.logits()
+        logits = model.logits_view()
         expected = logits.tolist()
         weight = model.tensor("lm_head.weight").data
         model.close()
@@ -713,6 +891,8 @@ class DataTest(unittest.TestCase):
         self.assertIsNone(data.params.separator)
         batch = data.next()
         self.assertEqual(batch.tokens.shape, (batch.batch, batch.seq))
+        self.assertFalse(batch.tokens.readonly)                 # copies
+        self.assertTrue(data.val_batch_view(0).tokens.readonly)  # views
         self.assertEqual(batch.batch, 4)
         self.assertLessEqual(batch.seq, SEQ)
         self.assertEqual(batch.n_tokens, sum(batch.mask.cast("B")))
@@ -853,6 +1033,13 @@ class TeacherTest(unittest.TestCase):
         self.assertEqual(seen, [([3, 4, 5, 6], 2, 2, VOCAB, 4 * VOCAB, False, True)])
         self.assertEqual(out.shape, (2, 2, VOCAB))
         self.assertEqual(out[0, 0, 4], 4.0)
+        view = teacher.logits_view(array.array("i", [3, 4, 5, 6]), 2, 2)
+        self.assertTrue(view.readonly)
+        teacher.logits(array.array("i", [7, 8, 9, 10]), 2, 2)
+        self.assertEqual(out[0, 0, 4], 4.0)          # the copy keeps the first call's values
+        self.assertEqual(view[0, 0, 4], 0.0)         # the view shows the second call's
+        self.assertEqual(view[0, 0, 8], 4.0)
+        seen.clear()
         with self.assertRaises(LatticeError) as cm:
             teacher.logits(array.array("i", range(9)), 1, 9)       # beyond max_seq
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)

@@ -7,7 +7,11 @@ support; every failing status raises :class:`LatticeError` with its
 so NumPy works but is never needed.
 
 The library is found through ``LATTICE_LIBRARY``, then next to this package,
-then by its SONAME (see ``lattice._lib``).
+then in the prefix ``meson install`` put it in, then by its SONAME (see
+``lattice._lib``; ``lattice.library_path`` names the file loaded).
+
+Outputs (logits, hidden states, batches) are copies; the ``*_view()``
+methods return zero-copy views valid until the next forward.
 
 Adding a C header: its prototypes go into ``_lib.PROTOTYPES`` (the test suite
 checks that table against the headers), its structs and enums into
@@ -16,7 +20,7 @@ export them below.
 """
 
 from ._errors import ClosedError, LatticeError, Status
-from ._lib import ERRMSG_SIZE, status_string, version_number, version_string
+from ._lib import ERRMSG_SIZE, library_path, status_string, version_number, version_string
 from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillParams, Group,
                      KLDirection,
                      ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
@@ -28,6 +32,7 @@ from .distill import Distill, DistillResult
 from .model import Model, Tensor
 from .norm import Norm
 from .optim import Optim
+from .progress import Progress, progress
 from .schedule import Counters, Schedule
 from .teacher import Teacher
 from .trainer import Metrics, Trainer
@@ -36,11 +41,11 @@ __version__ = version_string
 
 __all__ = [
     "LatticeError", "ClosedError", "Status", "status_string", "version_number",
-    "version_string", "ERRMSG_SIZE",
+    "version_string", "ERRMSG_SIZE", "library_path",
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
     "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
-    "Diag", "RmsStats", "Removal", "Response",
+    "Diag", "RmsStats", "Removal", "Response", "Progress", "progress",
 ]

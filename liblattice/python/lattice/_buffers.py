@@ -2,9 +2,14 @@
 
 In: any C-contiguous buffer whose items are of the C type (array.array('i'),
 'f' or 'B', bytes and bytearray for uint8, NumPy arrays, memoryviews), or a
-flat list or tuple of numbers, which is converted. Out: memoryviews over the
-library's memory; they keep the C object alive but not its contents: what an
-array shows is valid until the next call that rewrites it.
+flat list or tuple of numbers, which is converted. Token ids, targets and
+indices (int32 in C) may be of any integer type, NumPy's default int64
+included: they are converted once, and a value outside int32 is a ValueError.
+
+Out: copies by default (:func:`copy`), memoryviews the caller owns. The
+``*_view()`` methods return memoryviews over the library's memory instead
+(:func:`view`): no copy, and they keep the C object alive, but not its
+contents: what they show is valid only until the next call that rewrites it.
 """
 
 import array
@@ -21,6 +26,8 @@ _KINDS = {
 }
 
 _NATIVE_PREFIXES = "@=" + ("<" if sys.byteorder == "little" else ">!")
+_INTEGER_FORMATS = frozenset("bBhHiIlLqQnN")
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1
 
 
 def _format(fmt):
@@ -29,20 +36,56 @@ def _format(fmt):
     return fmt
 
 
-def memview(obj, ctype, name):
-    """A memoryview of obj after checking its item type and layout."""
+def _int32_from(mv, obj, name):
+    """An int32 memoryview of mv's shape holding mv's integers, range-checked."""
+    if mv.nbytes == 0:
+        return memoryview(array.array("i")).cast("B").cast("i", mv.shape)
+    if hasattr(obj, "astype") and hasattr(obj, "min"):   # NumPy: convert in C
+        lo, hi = int(obj.min()), int(obj.max())
+        if lo < INT32_MIN or hi > INT32_MAX:
+            bad = lo if lo < INT32_MIN else hi
+            raise ValueError(f"{name}: value {bad} is outside int32 "
+                             f"[{INT32_MIN}, {INT32_MAX}]")
+        return memoryview(obj.astype("int32", order="C"))
+    flat = mv.cast("B").cast(_format(mv.format))
+    try:
+        out = array.array("i", flat)
+    except OverflowError:
+        bad = next(v for v in flat if not INT32_MIN <= v <= INT32_MAX)
+        raise ValueError(f"{name}: value {bad} is outside int32 "
+                         f"[{INT32_MIN}, {INT32_MAX}]") from None
+    return memoryview(out).cast("B").cast("i", mv.shape)
+
+
+def memview(obj, ctype, name, convert=False):
+    """A memoryview of obj after checking its item type and layout.
+
+    With convert, an int32 input of another integer type is converted (a copy).
+    """
     kind, formats, itemsize, code = _KINDS[ctype]
     if isinstance(obj, (list, tuple, range)):
         try:
             obj = array.array(code, obj)
-        except (TypeError, OverflowError) as e:
+        except OverflowError as e:
+            if ctype is ctypes.c_int32:
+                bad = next(v for v in obj if not INT32_MIN <= v <= INT32_MAX)
+                raise ValueError(f"{name}: value {bad} is outside int32 "
+                                 f"[{INT32_MIN}, {INT32_MAX}]") from None
+            raise TypeError(f"{name}: cannot convert the sequence to {kind}: {e}") from None
+        except TypeError as e:
             raise TypeError(f"{name}: cannot convert the sequence to {kind}: {e}") from None
     try:
         mv = memoryview(obj)
     except TypeError:
         raise TypeError(f"{name}: expected a buffer of {kind} (e.g. array.array({code!r}), "
                         f"a NumPy {kind} array), got {type(obj).__name__}") from None
-    if _format(mv.format) not in formats or mv.itemsize != itemsize:
+    fmt = _format(mv.format)
+    if convert and ctype is ctypes.c_int32 and fmt in _INTEGER_FORMATS and (
+            fmt not in formats or mv.itemsize != itemsize):
+        if not mv.c_contiguous:
+            raise ValueError(f"{name}: the buffer must be C-contiguous")
+        return _int32_from(mv, obj, name)
+    if fmt not in formats or mv.itemsize != itemsize:
         raise TypeError(f"{name}: expected {kind} items, got format {mv.format!r} "
                         f"of {mv.itemsize} bytes")
     if not mv.c_contiguous:
@@ -55,8 +98,9 @@ def count_of(mv):
 
 
 def as_input(obj, ctype, name, count=None, at_least=False):
-    """A ctypes array over obj's memory (a copy when obj is read-only) for a const pointer."""
-    mv = memview(obj, ctype, name)
+    """A ctypes array over obj's memory (a copy when obj is read-only or of another integer
+    type) for a const pointer."""
+    mv = memview(obj, ctype, name, convert=True)
     n = count_of(mv)
     if count is not None and (n < count if at_least else n != count):
         kind = _KINDS[ctype][0]
@@ -95,6 +139,22 @@ def view(address, shape, ctype, keep=None, readonly=False):
     return mv.toreadonly() if readonly else mv
 
 
+def copy(address, shape, ctype):
+    """A writable memoryview of shape holding a copy of the C memory at address."""
+    if not address:
+        return None
+    if isinstance(address, ctypes._Pointer):
+        address = ctypes.cast(address, ctypes.c_void_p).value
+        if not address:
+            return None
+    shape = tuple(int(s) for s in shape)
+    nbytes = prod(shape) * ctypes.sizeof(ctype)
+    buf = bytearray(nbytes)
+    if nbytes:
+        ctypes.memmove((ctypes.c_char * nbytes).from_buffer(buf), address, nbytes)
+    return memoryview(buf).cast(_KINDS[ctype][3], shape)
+
+
 def release(*views):
     """Release views handed to a callback, so that none outlives the memory it shows.
 
@@ -119,7 +179,7 @@ def batch_seq(tokens, batch, seq, name="tokens"):
         if batch is None and seq is None:
             batch, seq = len(tokens), rows.pop()
         tokens = [t for row in tokens for t in row]
-    mv = memview(tokens, ctypes.c_int32, name)
+    mv = memview(tokens, ctypes.c_int32, name, convert=True)
     n = count_of(mv)
     if batch is None and seq is None:
         if mv.ndim != 2:

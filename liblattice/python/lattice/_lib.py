@@ -6,8 +6,12 @@ The library is looked for in this order:
    when it is set);
 2. ``liblattice.so.<major>`` (``liblattice.<major>.dylib``, ``lattice-<major>.dll``)
    in this package's directory, next to it, or one directory further up;
-3. the SONAME alone, through the system's loader path.
+3. the library directory of the prefix ``meson install`` put it in, recorded
+   in the generated ``_config.py``: first relative to this package (a staged
+   ``DESTDIR`` install, a prefix moved as a whole), then as an absolute path;
+4. the SONAME alone, through the system's loader path.
 
+``library_path`` says which file was loaded (the SONAME itself for step 4).
 ``ctypes.util.find_library`` is not used: it is soft-deprecated, and it may
 pick a library of another major version.
 """
@@ -35,28 +39,46 @@ def _library_names(major):
     return [f"liblattice.so.{major}"]
 
 
+def _installed_dirs(package_dir):
+    """The library directories recorded by meson at install time (none from a source tree)."""
+    try:
+        from . import _config
+    except ImportError:
+        return []
+    dirs = []
+    if getattr(_config, "LIBDIR_FROM_PACKAGE", None):
+        dirs.append(os.path.normpath(os.path.join(package_dir, _config.LIBDIR_FROM_PACKAGE)))
+    if getattr(_config, "LIBDIR", None):
+        dirs.append(_config.LIBDIR)
+    return dirs
+
+
 def _load():
+    """(CDLL, path) of the library, looked for in the order of the module's docstring."""
     path = os.environ.get("LATTICE_LIBRARY")
     if path:
         try:
-            return ctypes.CDLL(path)
+            return ctypes.CDLL(path), path
         except OSError as e:
             raise ImportError(f"LATTICE_LIBRARY={path!r} cannot be loaded: {e}") from e
     names = _library_names(MAJOR)
     package_dir = os.path.dirname(os.path.abspath(__file__))
     parent = os.path.dirname(package_dir)
     tried = []
-    for directory in (package_dir, parent, os.path.dirname(parent)):
+    directories = [package_dir, parent, os.path.dirname(parent)] + _installed_dirs(package_dir)
+    for directory in directories:
         for name in names:
             candidate = os.path.join(directory, name)
             if os.path.exists(candidate):
                 try:
-                    return ctypes.CDLL(candidate)
+                    return ctypes.CDLL(candidate), candidate
                 except OSError as e:
                     tried.append(f"{candidate}: {e}")
+            else:
+                tried.append(f"{candidate}: no such file")
     for name in names:
         try:
-            return ctypes.CDLL(name)
+            return ctypes.CDLL(name), name
         except OSError as e:
             tried.append(f"{name}: {e}")
     raise ImportError("liblattice not found; set LATTICE_LIBRARY to its path. Tried:\n  " +
@@ -265,7 +287,8 @@ class _Library:
             setattr(self, name, fn)
 
 
-lib = _Library(_load())
+_cdll, library_path = _load()
+lib = _Library(_cdll)
 
 version_number = lib.lattice_version_number()
 version_string = lib.lattice_version_string().decode()

@@ -7,6 +7,7 @@ Every struct here has the C struct's fields in the C order and types; the
 
 import ctypes
 import enum
+import inspect
 import os
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_int64,
                     c_size_t, c_uint, c_uint64, c_void_p)
@@ -20,41 +21,55 @@ __all__ = [
 
 # ---- enums (append-only in C) -------------------------------------------------------
 
-class NormPlacement(enum.IntEnum):
+class Enum(enum.IntEnum):
+    """An IntEnum that prints its name: ``str(NormPlacement.POST) == "POST"``.
+
+    (Python 3.11's IntEnum prints the number.) Members still compare equal to
+    the C values and convert with int().
+    """
+
+    def __str__(self):
+        return self.name
+
+    def __format__(self, spec):
+        return format(self.name, spec)
+
+
+class NormPlacement(Enum):
     PRE = 0
     POST = 1
     PERI = 2
 
 
-class NormKind(enum.IntEnum):
+class NormKind(Enum):
     RMS = 0
     LAYER = 1
 
 
-class Group(enum.IntEnum):
+class Group(Enum):
     EMBEDDING = 0
     LAYER = 1
     BOUNDARY_NORM = 2
     HEAD = 3
 
 
-class KLDirection(enum.IntEnum):
+class KLDirection(Enum):
     FORWARD = 0
     REVERSE = 1
 
 
-class Split(enum.IntEnum):
+class Split(Enum):
     TRAIN = 0
     VAL = 1
 
 
-class BlockInit(enum.IntEnum):
+class BlockInit(Enum):
     RANDOM = 0
     IDENTITY = 1
     COPY = 2
 
 
-class Preset(enum.IntEnum):
+class Preset(Enum):
     JOINT = 0
     GROW = 1
     FREEZE = 2
@@ -106,10 +121,31 @@ uint8_p = POINTER(ctypes.c_uint8)
 
 # ---- structs ------------------------------------------------------------------------
 
+def f32(value):
+    """A float32 as the shortest decimal that reads back as it (1e-4, not 9.9999997e-05)."""
+    return float(f"{value:.9g}") if value != value else float(
+        next(f"{value:.{digits}g}" for digits in range(6, 10)
+             if ctypes.c_float(float(f"{value:.{digits}g}")).value == value))
+
+
 class Struct(ctypes.Structure):
-    """A C struct with a readable repr and a dict view."""
+    """A C struct with a readable repr and a dict view; float32 fields read as they were set."""
 
     _enums = {}
+
+    def __getattribute__(self, name):
+        value = super().__getattribute__(name)
+        if type(value) is float and name in type(self)._float32_fields():
+            return f32(value)
+        return value
+
+    @classmethod
+    def _float32_fields(cls):
+        fields = cls.__dict__.get("_f32_names")
+        if fields is None:
+            fields = frozenset(n for n, t, *_ in getattr(cls, "_fields_", ()) if t is c_float)
+            cls._f32_names = fields
+        return fields
 
     def to_dict(self):
         out = {}
@@ -156,6 +192,31 @@ class Params(Struct):
         params.update(**fields)
         return params
 
+    @classmethod
+    def keyword_parameters(cls):
+        """inspect.Parameters for the settable fields: keyword-only, C defaults, types."""
+        defaults = cls.defaults()
+        out = []
+        for name, ctype, *_ in cls._fields_:
+            if name == "size" or not _is_plain(ctype):
+                continue
+            if name in cls._enums:
+                annotation = cls._enums[name]
+            elif ctype in (c_float, c_double):
+                annotation = float
+            elif ctype is c_char_p:
+                annotation = "Optional[str]"
+            else:
+                annotation = int
+            default = getattr(defaults, name)
+            if name in cls._enums:
+                default = to_enum(cls._enums[name], default)
+            elif isinstance(default, bytes):
+                default = os.fsdecode(default)
+            out.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default,
+                                         annotation=annotation))
+        return out
+
     def update(self, **fields):
         names = {name for name, *_ in self._fields_} - {"size"}
         for key, value in fields.items():
@@ -168,6 +229,29 @@ class Params(Struct):
                 value = os.fsencode(value)  # paths and separators; the struct keeps the bytes
             setattr(self, key, value)
         return self
+
+
+def _is_plain(ctype):
+    return ctype in (c_int, c_uint, c_int64, c_uint64, c_size_t, c_float, c_double, c_char_p)
+
+
+def with_fields(params_cls):
+    """Give a function taking ``**fields`` of params_cls a signature that lists them.
+
+    help(), inspect.signature() and IDEs then show every field with its C
+    default and type (``lr: float = 0.001``) instead of ``**fields``.
+    """
+
+    def decorate(fn):
+        sig = inspect.signature(fn)
+        params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
+        taken = {p.name for p in params}
+        extra = [p for p in params_cls.keyword_parameters() if p.name not in taken]
+        at = next((i for i, p in enumerate(params) if p.kind is p.KEYWORD_ONLY), len(params))
+        fn.__signature__ = sig.replace(parameters=params[:at] + extra + params[at:])
+        return fn
+
+    return decorate
 
 
 class ModelParams(Params):

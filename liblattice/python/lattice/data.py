@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from . import _buffers as B
 from ._handle import Handle, check
 from ._lib import errmsg_buffer, lib
-from ._types import BatchStruct, DataParams, PositionStruct, Split, data_p, to_enum
+from ._types import BatchStruct, DataParams, PositionStruct, Split, data_p, to_enum, with_fields
 
 __all__ = ["Data", "Batch", "Position"]
 
@@ -21,19 +21,26 @@ class Position:
 
 
 class Batch:
-    """One batch: int32 tokens and targets and a uint8 mask, read-only views [batch, seq].
+    """One batch: int32 tokens and targets and a uint8 mask, [batch, seq] each.
 
-    The views show the data object's buffers: valid until its next batch call.
+    Copies from :meth:`Data.next` and :meth:`Data.val_batch`; from their
+    ``*_view()`` twins, read-only views of the data object's buffers, valid
+    until its next batch call.
     """
 
     __slots__ = ("tokens", "targets", "mask", "batch", "seq", "n_tokens")
 
-    def __init__(self, b, keep):
+    def __init__(self, b, keep, view=False):
         shape = (b.batch, b.seq)
         self.batch, self.seq, self.n_tokens = b.batch, b.seq, b.n_tokens
-        self.tokens = B.view(b.tokens, shape, c_int32, keep, readonly=True)
-        self.targets = B.view(b.targets, shape, c_int32, keep, readonly=True)
-        self.mask = B.view(b.mask, shape, c_uint8, keep, readonly=True)
+        if view:
+            self.tokens = B.view(b.tokens, shape, c_int32, keep, readonly=True)
+            self.targets = B.view(b.targets, shape, c_int32, keep, readonly=True)
+            self.mask = B.view(b.mask, shape, c_uint8, keep, readonly=True)
+        else:
+            self.tokens = B.copy(b.tokens, shape, c_int32)
+            self.targets = B.copy(b.targets, shape, c_int32)
+            self.mask = B.copy(b.mask, shape, c_uint8)
 
     def __repr__(self):
         return f"Batch({self.batch} x {self.seq}, n_tokens={self.n_tokens})"
@@ -59,17 +66,20 @@ class Data(Handle):
         return self
 
     @classmethod
+    @with_fields(DataParams)
     def from_text(cls, path, params=None, **fields):
         """Byte-level text: every byte a token, documents split at the separator ("\\f")."""
         return cls._create(lib.lattice_data_create_text, (os.fsencode(path),), params, fields)
 
     @classmethod
+    @with_fields(DataParams)
     def from_tokens(cls, path, bytes_per_id, params=None, **fields):
         """A file of little-endian uint16 (bytes_per_id 2) or uint32 (4) token ids."""
         return cls._create(lib.lattice_data_create_tokens, (os.fsencode(path), bytes_per_id),
                            params, fields)
 
     @classmethod
+    @with_fields(DataParams)
     def from_memory(cls, ids, params=None, **fields):
         """Token ids from an int32 buffer (copied)."""
         arr = B.as_input(ids, c_int32, "ids")
@@ -88,24 +98,36 @@ class Data(Handle):
     def n_tokens(self, split=Split.TRAIN):
         return lib.lattice_data_n_tokens(self._ptr, to_enum(Split, split))
 
-    def next(self):
-        """The next training batch."""
+    def next(self) -> Batch:
+        """The next training batch (copies)."""
         b = BatchStruct()
         self._call(lib.lattice_data_next, byref(b))
         return Batch(b, self._res)
+
+    def next_view(self) -> Batch:
+        """The next training batch as views of the library's buffers (no copy)."""
+        b = BatchStruct()
+        self._call(lib.lattice_data_next, byref(b))
+        return Batch(b, self._res, view=True)
 
     @property
     def n_val_batches(self):
         return lib.lattice_data_n_val_batches(self._ptr)
 
-    def val_batch(self, index):
-        """Batch index of the fixed validation set."""
+    def val_batch(self, index: int) -> Batch:
+        """Batch index of the fixed validation set (copies)."""
         b = BatchStruct()
         self._call(lib.lattice_data_val_batch, index, byref(b))
         return Batch(b, self._res)
 
+    def val_batch_view(self, index: int) -> Batch:
+        """Batch index of the validation set as views (valid until the next batch call)."""
+        b = BatchStruct()
+        self._call(lib.lattice_data_val_batch, index, byref(b))
+        return Batch(b, self._res, view=True)
+
     def val_batches(self):
-        """Each validation batch in turn (each valid until the next is made)."""
+        """Each validation batch in turn (copies)."""
         for i in range(self.n_val_batches):
             yield self.val_batch(i)
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from . import _buffers as B
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import DistillParams, DistillResultStruct, distill_p
+from ._types import DistillParams, DistillResultStruct, distill_p, with_fields
 
 __all__ = ["Distill", "DistillResult"]
 
@@ -40,6 +40,7 @@ class Distill(Handle):
     _destroy = "lattice_distill_destroy"
     _errmsg = "lattice_distill_errmsg"
 
+    @with_fields(DistillParams)
     def __init__(self, params=None, **fields):
         p = DistillParams.make(params, **fields)
         out = distill_p()
@@ -71,7 +72,7 @@ class Distill(Handle):
         mv, n, vocab = _positions(student, vocab)
         s = B.as_input(mv, c_float, "student", n * vocab)
         if k is None:
-            k = B.count_of(B.memview(index, c_int32, "index")) // n
+            k = B.count_of(B.memview(index, c_int32, "index", convert=True)) // n
         i = B.as_input(index, c_int32, "index", n * k)
         v = B.as_input(value, c_float, "value", n * k)
         return self._run(lib.lattice_distill_topk, (s, i, v, k), targets, mask, n, vocab, dlogits)

@@ -1,17 +1,22 @@
 """Models (model.h): a Qwen3-style decoder with a growable active depth."""
 
+import json
 import os
 from ctypes import byref, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from typing import Optional
 
 from . import _buffers as B
 from ._errors import LatticeError, Status
 from ._handle import Handle, check, require
-from ._lib import errmsg_buffer, lib
-from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum
+from ._lib import errmsg_buffer, lib, version_string
+from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum, with_fields
 from .backend import Backend
 from .norm import as_norm
 
 __all__ = ["Model", "Tensor"]
+
+WEIGHTS_NAME = "model.safetensors"
+CONFIG_NAME = "config.json"
 
 
 class Tensor:
@@ -36,6 +41,14 @@ class Tensor:
     def __repr__(self):
         return (f"Tensor({self.name!r}, shape={self.shape}, group={self.group.name}, "
                 f"layer={self.layer})")
+
+
+def _lattice_metadata(path):
+    """The "lattice.config" settings lattice_model_save wrote into a safetensors header."""
+    with open(path, "rb") as f:
+        size = int.from_bytes(f.read(8), "little")
+        header = json.loads(f.read(size))
+    return json.loads(header["__metadata__"]["lattice.config"])
 
 
 def _as_backend(backend):
@@ -63,13 +76,15 @@ class Model(Handle):
     eps 1e-6); ``backend`` a :class:`Backend` or a name (default "default").
     The model borrows the backend and keeps it alive.
 
-    Arrays returned by :meth:`logits`, :meth:`dlogits` and :meth:`hidden` show
-    the model's buffers: their contents are valid until the next forward.
+    :meth:`logits`, :meth:`dlogits` and :meth:`hidden` return copies; their
+    ``*_view()`` twins return zero-copy views of the model's buffers, valid
+    only until the next forward overwrites them.
     """
 
     _destroy = "lattice_model_destroy"
     _errmsg = "lattice_model_errmsg"
 
+    @with_fields(ModelParams)
     def __init__(self, params=None, *, norm=None, backend=None, **fields):
         p = ModelParams.make(params, **fields)
         backend = _as_backend(backend)
@@ -118,15 +133,97 @@ class Model(Handle):
         """Read every parameter from a safetensors file of the same shapes."""
         self._call(lib.lattice_model_load, os.fsencode(path))
 
+    def save_pretrained(self, directory) -> None:
+        """Write ``config.json`` and ``model.safetensors`` into directory, as Hugging Face does.
+
+        ``model.safetensors`` is :meth:`save`'s file (Qwen3 tensor names, the
+        exact shape and norm placement in its metadata). ``config.json`` is a
+        Qwen3 config (``model_type`` "qwen3") when the model is one (pre-norm
+        RMSNorm with q/k norm, every layer active, no residual scale), else
+        ``model_type`` "lattice"; its "lattice" entry holds the full settings.
+        Reopen with :meth:`from_pretrained`.
+        """
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        weights = os.path.join(directory, WEIGHTS_NAME)
+        self.save(weights)
+        config = self._hf_config(_lattice_metadata(weights))
+        tmp = os.path.join(directory, f".{CONFIG_NAME}.tmp.{os.getpid()}")
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(config, f, indent=2)
+            f.write("\n")
+        os.replace(tmp, os.path.join(directory, CONFIG_NAME))
+
+    def _hf_config(self, meta):
+        p = self.params
+        norm = {"placement": meta["placement"], "norm": meta["norm"],
+                "eps": float(f"{meta['eps']:.7g}"),
+                "residual_scale": float(f"{meta['residual_scale']:.7g}")}
+        qwen3 = (norm["placement"] == "pre" and norm["norm"] == "rms" and p.qk_norm
+                 and p.n_active_layers == p.n_layers and norm["residual_scale"] == 1.0)
+        config = {}
+        if qwen3:
+            config["architectures"] = ["Qwen3ForCausalLM"]
+        config.update({
+            "model_type": "qwen3" if qwen3 else "lattice",
+            "vocab_size": p.vocab_size,
+            "hidden_size": p.d_model,
+            "intermediate_size": p.d_ff,
+            "num_hidden_layers": p.n_layers,
+            "num_attention_heads": p.n_heads,
+            "num_key_value_heads": p.n_kv_heads,
+            "head_dim": p.head_dim,
+            "hidden_act": "silu",
+            "max_position_embeddings": p.max_seq,
+            "rms_norm_eps": float(f"{norm['eps']:.7g}"),
+            "rope_theta": float(f"{p.rope_theta:.7g}"),
+            "tie_word_embeddings": bool(p.tie_embeddings),
+            "attention_bias": False,
+            "torch_dtype": "float32",
+            "lattice": dict(norm, qk_norm=p.qk_norm, n_active_layers=p.n_active_layers,
+                            version=version_string),
+        })
+        return config
+
+    @classmethod
+    def from_pretrained(cls, directory, *, backend=None, max_batch: Optional[int] = None,
+                        max_seq: Optional[int] = None) -> "Model":
+        """A model from a directory with ``config.json`` and ``model.safetensors``.
+
+        A directory written by :meth:`save_pretrained` reopens exactly (the
+        settings in the weights file's metadata); a Hugging Face Qwen3
+        checkpoint (a single ``model.safetensors``) loads through its
+        config.json. max_batch and max_seq default to ModelParams' defaults.
+        """
+        directory = os.fspath(directory)
+        weights = os.path.join(directory, WEIGHTS_NAME)
+        config_path = os.path.join(directory, CONFIG_NAME)
+        if not os.path.isfile(weights):
+            sharded = os.path.isfile(os.path.join(directory, WEIGHTS_NAME + ".index.json"))
+            raise LatticeError(Status.NOT_FOUND, f"not found: {weights}" + (
+                " (sharded checkpoints are not supported)" if sharded else ""))
+        config = None
+        if os.path.isfile(config_path):
+            with open(config_path, encoding="utf-8") as f:
+                try:
+                    ours = "lattice" in json.load(f)
+                except ValueError as e:
+                    raise LatticeError(Status.FORMAT, f"bad format: {config_path}: {e}") from None
+            config = None if ours else config_path
+        return cls.from_file(weights, config, backend=backend, max_batch=max_batch,
+                             max_seq=max_seq)
+
     # ---- shape and settings ---------------------------------------------------------
 
     @staticmethod
+    @with_fields(ModelParams)
     def check_params(params=None, **fields):
         """Raise LatticeError with the reason if the shape cannot make a model."""
         p = ModelParams.make(params, **fields)
         _check_shape(lib.lattice_model_params_check(byref(p), None), p)
 
     @staticmethod
+    @with_fields(ModelParams)
     def estimate(params=None, *, norm=None, **fields):
         """(n_params, arena_bytes) a model of this shape would have, without creating it."""
         p = ModelParams.make(params, **fields)
@@ -226,19 +323,39 @@ class Model(Handle):
         if not address:
             raise LatticeError(Status.STATE, f"invalid state: {what} needs a forward pass first")
 
-    def logits(self, batch=None, seq=None):
-        """Read-only float32 view [batch, seq, vocab] of the last forward's logits."""
-        address = lib.lattice_model_logits(self._ptr)
-        self._need_forward(address, "logits")
-        batch, seq = self._batch_seq(batch, seq, "logits")
-        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res, readonly=True)
+    def _logits_address(self, fn, what, batch, seq):
+        address = fn(self._ptr)
+        self._need_forward(address, what)
+        batch, seq = self._batch_seq(batch, seq, what)
+        return address, (batch, seq, self.vocab_size)
 
-    def dlogits(self, batch=None, seq=None):
-        """Writable float32 view [batch, seq, vocab] of the loss gradient backward reads."""
-        address = lib.lattice_model_dlogits(self._ptr)
-        self._need_forward(address, "dlogits")
-        batch, seq = self._batch_seq(batch, seq, "dlogits")
-        return B.view(address, (batch, seq, self.vocab_size), c_float, self._res)
+    def logits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """A copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
+        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        return B.copy(address, shape, c_float)
+
+    def logits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """Zero-copy read-only float32 view [batch, seq, vocab] of the model's logits buffer.
+
+        The next forward (the model's, a trainer's, a teacher's or a diagnostic's)
+        overwrites what it shows; use :meth:`logits` for values to keep.
+        """
+        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        return B.view(address, shape, c_float, self._res, readonly=True)
+
+    def dlogits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """A copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab]."""
+        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        return B.copy(address, shape, c_float)
+
+    def dlogits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
+        """Writable float32 view [batch, seq, vocab] of the gradient buffer backward reads.
+
+        Write a loss gradient here (``Distill.dense(..., dlogits=model.dlogits_view())``)
+        before :meth:`backward`. Valid until the next forward.
+        """
+        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        return B.view(address, shape, c_float, self._res)
 
     def cross_entropy(self, targets, mask=None):
         """Mean cross-entropy against int32 targets (uint8 mask, or None for all).
@@ -255,15 +372,25 @@ class Model(Handle):
     def backward(self):
         self._call(lib.lattice_model_backward)
 
-    def hidden(self, boundary, batch=None, seq=None):
-        """Read-only float32 view [batch, seq, d_model] of the residual stream at a boundary.
-
-        Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
-        """
+    def _hidden_address(self, boundary, batch, seq):
         out = c_void_p()
         self._call(lib.lattice_model_hidden, boundary, byref(out))
         batch, seq = self._batch_seq(batch, seq, "hidden")
-        return B.view(out.value, (batch, seq, self.d_model), c_float, self._res, readonly=True)
+        return out.value, (batch, seq, self.d_model)
+
+    def hidden(self, boundary: int, batch: Optional[int] = None,
+               seq: Optional[int] = None) -> memoryview:
+        """A copy of the residual stream at a boundary: float32 [batch, seq, d_model].
+
+        Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
+        """
+        return B.copy(*self._hidden_address(boundary, batch, seq), c_float)
+
+    def hidden_view(self, boundary: int, batch: Optional[int] = None,
+                    seq: Optional[int] = None) -> memoryview:
+        """Zero-copy read-only view of :meth:`hidden`'s buffer, valid until the next forward."""
+        address, shape = self._hidden_address(boundary, batch, seq)
+        return B.view(address, shape, c_float, self._res, readonly=True)
 
     # ---- parameters -----------------------------------------------------------------
 

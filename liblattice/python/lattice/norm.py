@@ -4,7 +4,7 @@ from ctypes import byref, c_int
 
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import NormKind, NormPlacement, norm_p, to_enum
+from ._types import NormKind, NormPlacement, f32, norm_p, to_enum
 
 __all__ = ["Norm"]
 
@@ -39,11 +39,11 @@ class Norm(Handle):
 
     @property
     def eps(self):
-        return lib.lattice_norm_get_eps(self._ptr)
+        return f32(lib.lattice_norm_get_eps(self._ptr))
 
     @property
     def residual_scale(self):
-        return lib.lattice_norm_get_residual_scale(self._ptr)
+        return f32(lib.lattice_norm_get_residual_scale(self._ptr))
 
     @residual_scale.setter
     def residual_scale(self, scale):

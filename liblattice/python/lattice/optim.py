@@ -4,7 +4,7 @@ from ctypes import byref, c_float
 
 from ._handle import Handle, check, require
 from ._lib import lib
-from ._types import OptimParams, optim_p
+from ._types import OptimParams, f32, optim_p, with_fields
 from .model import Model
 
 __all__ = ["Optim"]
@@ -19,6 +19,7 @@ class Optim(Handle):
     _destroy = "lattice_optim_destroy"
     _errmsg = "lattice_optim_errmsg"
 
+    @with_fields(OptimParams)
     def __init__(self, model, params=None, **fields):
         require(model, Model, "model")
         p = OptimParams.make(params, **fields)
@@ -33,6 +34,7 @@ class Optim(Handle):
         self._call(lib.lattice_optim_get_params, byref(out))
         return out
 
+    @with_fields(OptimParams)
     def set_params(self, params=None, **fields):
         """Replace the settings: params (default: the current ones) with fields overridden.
 
@@ -54,7 +56,7 @@ class Optim(Handle):
     @property
     def lr(self):
         """The learning rate the next step will use."""
-        return lib.lattice_optim_lr(self._ptr)
+        return f32(lib.lattice_optim_lr(self._ptr))
 
     @property
     def steps(self):

@@ -5,7 +5,7 @@ from dataclasses import astuple, dataclass
 
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import BlockInit, CountersStruct, Phase, Preset, schedule_p, to_enum
+from ._types import BlockInit, CountersStruct, Phase, Preset, schedule_p, to_enum, with_fields
 
 __all__ = ["Schedule", "Counters"]
 
@@ -62,6 +62,7 @@ class Schedule(Handle):
             self.set_rewind_data(True)
         return self
 
+    @with_fields(Phase)
     def add_phase(self, phase=None, **fields):
         """Append a phase: a Phase, and/or Phase fields over lattice_phase_init's defaults."""
         p = Phase.make(phase, **fields)

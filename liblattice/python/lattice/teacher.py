@@ -2,6 +2,7 @@
 
 import os
 from ctypes import byref, c_float, c_int32, c_void_p
+from typing import Optional
 
 from . import _buffers as B
 from ._errors import store_pending
@@ -69,14 +70,22 @@ class Teacher(Handle):
         """k of a top-k file teacher, 0 for dense teachers."""
         return lib.lattice_teacher_topk_k(self._ptr)
 
-    def topk(self, tokens, batch=None, seq=None):
-        """(index, value) views [batch, seq, k] from a top-k file teacher."""
+    def _topk(self, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         idx, val = c_void_p(), c_void_p()
         self._call(lib.lattice_teacher_topk, arr, batch, seq, byref(idx), byref(val))
-        k = self.topk_k
-        return (B.view(idx.value, (batch, seq, k), c_int32, self._res, readonly=True),
-                B.view(val.value, (batch, seq, k), c_float, self._res, readonly=True))
+        return idx.value, val.value, (batch, seq, self.topk_k)
+
+    def topk(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+        """(index, value): copies, int32 and float32 [batch, seq, k], from a top-k file teacher."""
+        idx, val, shape = self._topk(tokens, batch, seq)
+        return B.copy(idx, shape, c_int32), B.copy(val, shape, c_float)
+
+    def topk_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+        """(index, value) as zero-copy read-only views, valid until the next call."""
+        idx, val, shape = self._topk(tokens, batch, seq)
+        return (B.view(idx, shape, c_int32, self._res, readonly=True),
+                B.view(val, shape, c_float, self._res, readonly=True))
 
     def record(self, data, n_batches, path, k=0):
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
@@ -109,12 +118,7 @@ class Teacher(Handle):
     def vocab_size(self):
         return lib.lattice_teacher_vocab_size(self._ptr)
 
-    def logits(self, tokens, batch=None, seq=None):
-        """Read-only float32 view [batch, seq, vocab] of the teacher's logits for tokens.
-
-        Valid until the next call on the teacher (for a model teacher, the next
-        forward of its model).
-        """
+    def _logits(self, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         out = c_void_p()
         if self.model is not None:
@@ -122,8 +126,20 @@ class Teacher(Handle):
         self._call(lib.lattice_teacher_logits, arr, batch, seq, byref(out))
         if self.model is not None:
             self.model._shape = (batch, seq)
+        return out.value, (batch, seq, self.vocab_size)
+
+    def logits(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+        """A copy of the teacher's logits for tokens: float32 [batch, seq, vocab]."""
+        return B.copy(*self._logits(tokens, batch, seq), c_float)
+
+    def logits_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+        """Zero-copy read-only view of the teacher's logits for tokens.
+
+        Valid until the next call on the teacher (for a model teacher, the next
+        forward of its model).
+        """
         # The teacher's resource holds its model's: the view keeps both alive.
-        return B.view(out.value, (batch, seq, self.vocab_size), c_float, self._res, readonly=True)
+        return B.view(*self._logits(tokens, batch, seq), c_float, self._res, readonly=True)
 
     def flops(self, batch, seq):
         """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""

@@ -1,0 +1,70 @@
+"""A progress bar for training runs: tqdm when it is installed, plain lines otherwise."""
+
+import sys
+from typing import Optional, TextIO, Union
+
+__all__ = ["Progress", "progress"]
+
+try:
+    import tqdm as _tqdm
+except ImportError:  # optional: python3-tqdm
+    _tqdm = None
+
+
+class Progress:
+    """An ``on_step`` callback for :class:`lattice.Trainer` that shows how a run goes.
+
+    With tqdm installed it drives a ``tqdm`` bar (loss, validation CE and
+    active depth as its postfix); without it, it writes one line to ``file``
+    every ``every`` steps (default: about 20 lines per run). It never stops the
+    run. ``total`` is a step count or a :class:`lattice.Schedule` (its
+    ``total_steps``, when every phase has a step budget).
+    """
+
+    def __init__(self, total: Union[int, "object", None] = None, *, desc: str = "train",
+                 every: Optional[int] = None, file: Optional[TextIO] = None,
+                 use_tqdm: Optional[bool] = None):
+        if total is not None and not isinstance(total, int):
+            total = total.total_steps
+        self.total = total if total is not None and total >= 0 else None
+        self.desc = desc
+        self.file = file
+        self.every = every if every else max(1, (self.total or 20) // 20)
+        self.val_ce = None
+        if use_tqdm is None:
+            use_tqdm = _tqdm is not None
+        if use_tqdm and _tqdm is None:
+            raise ImportError("use_tqdm=True needs tqdm (apt-get install python3-tqdm)")
+        self.bar = _tqdm.tqdm(total=self.total, desc=desc, file=file) if use_tqdm else None
+
+    def __call__(self, metrics) -> bool:
+        if metrics.val_ce == metrics.val_ce:  # not NaN: measured at this step
+            self.val_ce = metrics.val_ce
+        if self.bar is not None:
+            post = {"loss": f"{metrics.loss:.4f}", "layers": metrics.active_layers}
+            if self.val_ce is not None:
+                post["val_ce"] = f"{self.val_ce:.4f}"
+            self.bar.set_postfix(post, refresh=False)
+            self.bar.update(1)
+        elif metrics.step % self.every == 0 or metrics.step == self.total:
+            of = f"/{self.total}" if self.total else ""
+            val = f" val_ce {self.val_ce:.4f}" if self.val_ce is not None else ""
+            print(f"{self.desc}: step {metrics.step}{of} loss {metrics.loss:.4f}{val} "
+                  f"layers {metrics.active_layers}", file=self.file or sys.stderr, flush=True)
+        return False
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def progress(total=None, **kwargs) -> Progress:
+    """``Progress(total, **kwargs)``: ``Trainer(..., on_step=lattice.progress(schedule))``."""
+    return Progress(total, **kwargs)

@@ -1,0 +1,133 @@
+"""`meson install` and `pip install` give a package that imports and finds its library.
+
+Run by meson as: test_install.py MESON BUILD_DIR SOURCE_DIR PREFIX. The build
+is installed with --no-rebuild into a temporary DESTDIR (seconds), and each
+import runs in a clean environment: no LATTICE_LIBRARY, PYTHONPATH only the
+installed site directory, a working directory outside the source tree.
+"""
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+MESON, BUILD, SOURCE, PREFIX = sys.argv[1:5]
+del sys.argv[1:5]
+PACKAGE_SRC = os.path.join(SOURCE, "liblattice", "python")
+PROBE = "import lattice; print(lattice.library_path); print(lattice.version_string)"
+
+
+def clean_env(pythonpath, **extra):
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": pythonpath,
+           "PYTHONDONTWRITEBYTECODE": "1", "PYTHONNOUSERSITE": "1"}
+    for key in ("LD_PRELOAD", "ASAN_OPTIONS"):   # a sanitized build's runtimes
+        if key in os.environ:
+            env[key] = os.environ[key]
+    env.update(extra)
+    return env
+
+
+def probe(pythonpath, cwd, **extra):
+    r = subprocess.run([sys.executable, "-c", PROBE], env=clean_env(pythonpath, **extra),
+                       cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True)
+    return r
+
+
+class MesonInstall(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="lattice-install.")
+        cls.destdir = os.path.join(cls.tmp, "dest")
+        r = subprocess.run([MESON, "install", "-C", BUILD, "--no-rebuild", "--quiet",
+                            "--destdir", cls.destdir], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, universal_newlines=True)
+        if r.returncode != 0:
+            raise AssertionError("meson install failed:\n" + r.stdout)
+        found = [root for root, dirs, files in os.walk(cls.destdir)
+                 if os.path.basename(root) == "lattice" and "_config.py" in files]
+        if len(found) != 1:
+            raise AssertionError(f"expected one installed package, found {found}")
+        cls.package = found[0]
+        cls.site = os.path.dirname(cls.package)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_every_module_is_installed(self):
+        source = {f for f in os.listdir(os.path.join(PACKAGE_SRC, "lattice"))
+                  if f.endswith(".py")}
+        installed = {f for f in os.listdir(self.package) if f.endswith(".py")}
+        self.assertEqual(installed, source | {"_config.py"})
+
+    def test_site_dir_is_on_the_interpreters_path(self):
+        installed = self.site[len(self.destdir):]
+        under_prefix = [p for p in sys.path if p.startswith(PREFIX.rstrip("/") + "/")
+                        and os.path.basename(p) in ("site-packages", "dist-packages")]
+        if not under_prefix:
+            self.skipTest(f"{sys.executable} has no site directory under {PREFIX}")
+        self.assertIn(installed, sys.path)
+
+    def test_import_finds_the_installed_library(self):
+        r = probe(self.site, self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path, version = r.stdout.split()
+        self.assertTrue(path.startswith(self.destdir + os.sep), path)
+        self.assertRegex(os.path.basename(path), r"^liblattice\.so\.0$")
+        self.assertRegex(version, r"^\d+\.\d+\.\d+$")
+
+    def test_recorded_absolute_libdir(self):
+        # The package moved away from its prefix: only _config.LIBDIR leads to the library.
+        with open(os.path.join(self.package, "_config.py")) as f:
+            config = f.read()
+        libdir = re.search(r"^LIBDIR = (.*)$", config, re.M).group(1)
+        self.assertTrue(eval(libdir).startswith(PREFIX))      # noqa: S307 - our own literal
+        staged = self.destdir + eval(libdir)                   # noqa: S307
+        moved = os.path.join(self.tmp, "moved")
+        shutil.copytree(self.package, os.path.join(moved, "lattice"))
+        with open(os.path.join(moved, "lattice", "_config.py"), "w") as f:
+            f.write(f"LIBDIR = {staged!r}\nLIBDIR_FROM_PACKAGE = None\n")
+        r = probe(moved, self.tmp)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.path.dirname(r.stdout.split()[0]), staged)
+
+    def test_library_variable_comes_first(self):
+        r = probe(self.site, self.tmp, LATTICE_LIBRARY=os.path.join(self.tmp, "nothing.so"))
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("LATTICE_LIBRARY=", r.stderr)
+
+
+class PipInstall(unittest.TestCase):
+    def test_pip_install_offline(self):
+        for module in ("pip", "setuptools"):
+            if importlib.util.find_spec(module) is None:
+                self.skipTest(f"{sys.executable} lacks {module} (apt-get install python3-pip "
+                              "python3-setuptools)")
+        with tempfile.TemporaryDirectory(prefix="lattice-pip.") as tmp:
+            src = os.path.join(tmp, "src")   # a copy: the build leaves files in the tree
+            shutil.copytree(PACKAGE_SRC, src, ignore=shutil.ignore_patterns(
+                "__pycache__", "*.in", "meson.build"))
+            target = os.path.join(tmp, "site")
+            r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                                "--no-index", "--no-deps", "--quiet", "--target", target, src],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
+            self.assertEqual(r.returncode, 0, r.stdout)
+            library = os.environ["LATTICE_LIBRARY"]
+            r = probe(target, tmp, LATTICE_LIBRARY=library)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            path, version = r.stdout.split()
+            self.assertEqual(path, library)
+            with open(os.path.join(PACKAGE_SRC, "pyproject.toml")) as f:
+                declared = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+            self.assertEqual(declared, version)   # pyproject.toml follows meson's version
+            self.assertTrue(os.path.isfile(os.path.join(target, "lattice", "model.py")))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
