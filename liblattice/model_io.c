@@ -356,6 +356,82 @@ static lattice_status read_config(const st_file *sf, const char *path, const cha
     return lattice__json_parse(s, strlen(s), 0, what, out, err);
 }
 
+/* Before the arenas of a model are allocated, the file must hold every tensor
+ * load_open will ask for, with its exact shape, so that a small file whose
+ * config asks for a huge model fails at once instead of after gigabytes of
+ * allocation and initialisation. The names come from a skeleton: a model of the
+ * same structure (layers, placement, norm kind, qk-norm, tying) with tiny
+ * sizes, so the list is the one model.c's own layout makes rather than a copy
+ * that could drift. The skeleton's sizes are pairwise distinct, so each extent
+ * it gives maps back to exactly one of the real ones. */
+static lattice_status check_file_tensors(const st_file *sf, const char *path,
+                                         const lattice_model_params *p, const lattice_norm *norm,
+                                         lattice_backend *backend, char *err)
+{
+    lattice_model_params s = *p;
+    s.vocab_size = 7;
+    s.d_model = 3;
+    s.n_heads = 4;
+    s.n_kv_heads = 2;
+    s.head_dim = 2;
+    s.d_ff = 5;
+    s.max_batch = s.max_seq = 1;
+    const int64_t small[] = {7, 3, 4 * 2, 2 * 2, 2, 5};
+    const int64_t real[] = {p->vocab_size, p->d_model, (int64_t)p->n_heads * p->head_dim,
+                            (int64_t)p->n_kv_heads * p->head_dim, p->head_dim, p->d_ff};
+    int64_t n_params = 0, matched = 0;
+    lattice_model *sk = NULL;
+    lattice_status st = lattice_model_estimate(p, norm, &n_params, NULL);
+    if (st == LATTICE_OK)
+        st = lattice_model_create(&s, norm, backend, &sk);
+    if (st != LATTICE_OK)
+        return lattice__set_error(err, st, "cannot lay out the model: %s",
+                                  lattice_status_string(st));
+    for (int i = 0; i < lattice_model_n_tensors(sk) && st == LATTICE_OK; i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(sk, i, &ti);
+        int64_t want[2] = {0, ti.ndim == 2 ? 0 : 1};
+        for (int d = 0; d < ti.ndim; d++)
+            for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)
+                if (ti.shape[d] == small[k])
+                    want[d] = real[k];
+        if (want[0] == 0 || want[1] == 0) { /* a layout this mapping does not know */
+            st = lattice__set_error(err, LATTICE_ERR_UNSUPPORTED,
+                                    "tensor '%s': cannot derive its shape from the config",
+                                    ti.name);
+            break;
+        }
+        const st_tensor *f = lattice__st_find(sf, ti.name);
+        if (!f) {
+            st = lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                    "%s: tensor '%s' is missing from the file", path, ti.name);
+            break;
+        }
+        int ok = f->ndim == ti.ndim;
+        for (int d = 0; ok && d < ti.ndim; d++)
+            ok = f->shape[d] == want[d];
+        if (!ok) {
+            char got[96] = "";
+            for (int d = 0, n = 0; d < f->ndim && n < (int)sizeof got; d++)
+                n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? ", " : "",
+                              (long long)f->shape[d]);
+            st = lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                    "%s: tensor '%s' has shape [%s] in the file, the config needs "
+                                    "[%lld%s%lld]", path, ti.name, got, (long long)want[0],
+                                    ti.ndim == 2 ? ", " : "", ti.ndim == 2 ? (long long)want[1] : 0LL);
+            break;
+        }
+        matched += want[0] * want[1];
+    }
+    lattice_model_destroy(sk);
+    /* every parameter the config asks for is one the file holds */
+    if (st == LATTICE_OK && matched != n_params)
+        st = lattice__set_error(err, LATTICE_ERR_UNSUPPORTED,
+                                "the config's %lld parameters are not the %lld its tensors hold",
+                                (long long)n_params, (long long)matched);
+    return st;
+}
+
 lattice_status lattice_model_create_from_file(const char *path, const char *config_path,
                                               lattice_backend *backend, int max_batch, int max_seq,
                                               lattice_model **out, char *errmsg)
@@ -396,6 +472,8 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
                                       (double)eps);
     if (st == LATTICE_OK && scale != 1.0f && (st = lattice_norm_set_residual_scale(norm, scale)))
         st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
+    if (st == LATTICE_OK)
+        st = check_file_tensors(&sf, path, &p, norm, backend, err);
     if (st == LATTICE_OK && (st = lattice_model_create(&p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
     if (st == LATTICE_OK && (st = load_open(m, &sf)) != LATTICE_OK)
