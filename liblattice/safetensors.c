@@ -13,7 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define MAX_HEADER (256u << 20)
+/* Every file this library reads (models, checkpoints, teacher logits) has a
+ * header well under this: a model of 10,000 tensors needs about 1 MiB. */
+#define MAX_HEADER (16u << 20)
 
 static const struct {
     const char *name;
@@ -117,6 +119,11 @@ static lattice_status parse_entry(st_tensor *t, const char *name, json_object *v
     return LATTICE_OK;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const st_tensor *)a)->name, ((const st_tensor *)b)->name);
+}
+
 static int by_begin(const void *a, const void *b)
 {
     const st_tensor *x = a, *y = b;
@@ -210,6 +217,8 @@ lattice_status lattice__st_open(st_file *sf, const char *path, char *err)
         claimant = sorted[i].name;
     }
     free(sorted);
+    /* by name, for lattice__st_find: a loader looks up every tensor it needs */
+    qsort(sf->t, (size_t)sf->n, sizeof(st_tensor), by_name);
 out:
     free(header);
     if (st != LATTICE_OK)
@@ -229,10 +238,8 @@ void lattice__st_close(st_file *sf)
 
 const st_tensor *lattice__st_find(const st_file *sf, const char *name)
 {
-    for (int i = 0; i < sf->n; i++)
-        if (strcmp(sf->t[i].name, name) == 0)
-            return &sf->t[i];
-    return NULL;
+    const st_tensor key = {.name = name};
+    return sf->n ? bsearch(&key, sf->t, (size_t)sf->n, sizeof(st_tensor), by_name) : NULL;
 }
 
 const char *lattice__st_meta(const st_file *sf, const char *key)
@@ -344,6 +351,8 @@ lattice_status lattice__st_read_raw(const st_file *sf, const st_tensor *t, st_dt
 typedef struct jscan {
     const unsigned char *start, *p, *end;
     int64_t keys; /* object members seen, for the duplicate check */
+    int64_t top_keys; /* members of the outermost object */
+    int64_t values;   /* JSON values of every kind, containers included */
     int depth;
     const char *why;
 } jscan;
@@ -494,6 +503,7 @@ static int js_literal(jscan *s, const char *word)
 
 static int js_value(jscan *s)
 {
+    s->values++;
     if (s->p >= s->end)
         return js_fail(s, "a truncated text");
     const unsigned char c = *s->p;
@@ -521,6 +531,7 @@ static int js_value(jscan *s)
                 if (!js_string(s))
                     return 0;
                 s->keys++;
+                s->top_keys += s->depth == 1;
                 js_ws(s);
                 if (s->p >= s->end || *s->p != ':')
                     return js_fail(s, "a key without ':'");
@@ -585,7 +596,7 @@ lattice_status lattice__json_parse(const char *text, size_t len, int header, con
 {
     *out = NULL;
     jscan s = {(const unsigned char *)text, (const unsigned char *)text,
-               (const unsigned char *)text + len, 0, 0, NULL};
+               (const unsigned char *)text + len, 0, 0, 0, 0, NULL};
     if (!header)
         js_ws(&s);
     const unsigned char *begin = s.p;
@@ -604,6 +615,16 @@ lattice_status lattice__json_parse(const char *text, size_t len, int header, con
                                   what, s.why, (size_t)(s.p - s.start));
     if (stop - begin > INT32_MAX)
         return lattice__set_error(err, LATTICE_ERR_FORMAT, "%s is over 2 GiB", what);
+    /* json-c spends a kilobyte or more on an object of a few dozen bytes of
+     * text: the counts, not the length, bound what the tree will take */
+    if (header && s.top_keys > ST_MAX_TENSORS + 1)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "%s names %lld tensors, more than the %d a file may hold", what,
+                                  (long long)s.top_keys, ST_MAX_TENSORS);
+    if (header && s.values > ST_MAX_VALUES)
+        return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                  "%s holds %lld JSON values, more than the %d its tensors may "
+                                  "need", what, (long long)s.values, ST_MAX_VALUES);
     json_tokener *tok = json_tokener_new();
     if (!tok)
         return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the JSON parser");
@@ -886,10 +907,19 @@ static void remove_stale_temps(const char *target)
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err)
 {
+    if (n > ST_MAX_TENSORS)
+        return lattice__set_error(err, LATTICE_ERR_UNSUPPORTED,
+                                  "%d tensors: a file may hold at most %d", n, ST_MAX_TENSORS);
     char *js = header_json(e, n, meta);
     if (!js)
         return NOMEM("the safetensors header");
     size_t jl = strlen(js), padded = (jl + 7) / 8 * 8;
+    if (padded > MAX_HEADER) {
+        free(js);
+        return lattice__set_error(err, LATTICE_ERR_UNSUPPORTED,
+                                  "a header of %zu bytes: readers take at most %u", padded,
+                                  MAX_HEADER);
+    }
 
     char *target = save_target(path);
     if (!target) {

@@ -28,8 +28,17 @@ typedef struct st_file {
     void *meta; /* json_object, may be NULL */
 } st_file;
 
+/* What a header may hold, counted on its text before json-c builds a tree
+ * (json-c takes about 1.7 KiB per tensor entry): at most ST_MAX_TENSORS
+ * tensors (a model has 11 to 17 per layer, a checkpoint three times the
+ * model's), and 16 JSON values per tensor (an entry has at most 14). With the
+ * header's 16 MiB cap this bounds an open at about 150 MiB however the header
+ * is made. lattice__st_write refuses what a reader would. */
+#define ST_MAX_TENSORS (1 << 16)
+#define ST_MAX_VALUES (16 * ST_MAX_TENSORS)
+
 /* Open and validate the whole header: dtypes, shapes, offsets (in bounds,
- * sizes that match the shape, no overlap). */
+ * sizes that match the shape, no overlap), at most ST_MAX_TENSORS tensors. */
 lattice_status lattice__st_open(st_file *sf, const char *path, char *err);
 void lattice__st_close(st_file *sf);
 const st_tensor *lattice__st_find(const st_file *sf, const char *name);

@@ -203,6 +203,70 @@ START_TEST(test_huge_qwen3_config)
 }
 END_TEST
 
+static lattice_status teacher_from(const char *path, const char *config, char *err)
+{
+    (void)config;
+    lattice_teacher *t = NULL;
+    lattice_status st = lattice_teacher_create_file(path, &t, err);
+    lattice_teacher_destroy(t);
+    return st;
+}
+
+/* A header of n empty U8 tensors, padded with spaces to at least pad bytes. */
+static void write_empty_tensors(const char *path, long n, size_t pad)
+{
+    const size_t cap = (size_t)n * 64 + pad + 16;
+    char *h = malloc(cap);
+    ck_assert_ptr_nonnull(h);
+    size_t len = 0;
+    h[len++] = '{';
+    for (long i = 0; i < n; i++)
+        len += (size_t)snprintf(h + len, cap - len,
+                                "%s\"t%07ld\":{\"dtype\":\"U8\",\"shape\":[0],\"data_offsets\":[0,0]}",
+                                i ? "," : "", i);
+    h[len++] = '}';
+    while (len < pad)
+        h[len++] = ' ';
+    h[len] = 0;
+    write_st(path, h, 0);
+    free(h);
+}
+
+START_TEST(test_many_tensors)
+{
+    /* 8 MiB of empty tensors (147,000 of them) took 262 MB and seconds: more
+     * tensors than a file may name are refused before any is built */
+    char *path = temp_path(".safetensors");
+    write_empty_tensors(path, (8L << 20) / 57, 0);
+    const load_fn loads[] = {create_from, teacher_from};
+    for (int k = 0; k < 2; k++) {
+        outcome o = in_child(loads[k], path, NULL);
+        ck_assert_msg(o.st == LATTICE_ERR_FORMAT && strstr(o.err, "tensors"), "loader %d: %s (%s)",
+                      k, lattice_status_string(o.st), o.err);
+        ck_assert_msg(o.seconds < (UNDER_ASAN ? 5.0 : 1.0), "loader %d: took %.2f s", k, o.seconds);
+        if (!UNDER_ASAN)
+            ck_assert_msg(o.rss_growth_kb < 48 * 1024, "loader %d: resident memory grew by %ld KiB",
+                          k, o.rss_growth_kb);
+    }
+    /* as many as a file may name parse (the file then lacks what the loader
+     * wants), in bounded memory and time */
+    write_empty_tensors(path, 1L << 16, 0);
+    outcome o = in_child(create_from, path, NULL);
+    ck_assert_msg(o.st == LATTICE_ERR_FORMAT && strstr(o.err, "lattice.config"), "%s (%s)",
+                  lattice_status_string(o.st), o.err);
+    ck_assert_msg(o.seconds < (UNDER_ASAN ? 10.0 : 2.0), "65536 tensors took %.2f s", o.seconds);
+    if (!UNDER_ASAN)
+        ck_assert_msg(o.rss_growth_kb < 160 * 1024, "65536 tensors: resident memory grew by %ld KiB",
+                      o.rss_growth_kb);
+    /* a header over 16 MiB is refused by its length alone */
+    write_empty_tensors(path, 1, (16u << 20) + 1);
+    o = in_child(create_from, path, NULL);
+    ck_assert_msg(o.st == LATTICE_ERR_FORMAT && strstr(o.err, "header length"), "%s (%s)",
+                  lattice_status_string(o.st), o.err);
+    unlink(path);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("limits");
@@ -210,6 +274,7 @@ int main(void)
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, test_huge_config_small_file);
     tcase_add_loop_test(tc, test_huge_qwen3_config, 0, 2);
+    tcase_add_test(tc, test_many_tensors);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
