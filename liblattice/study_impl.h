@@ -38,6 +38,10 @@ struct lattice_trainer {
     lattice_data_position data_origin; /* where the data stood when the run began: the
                                           shard's start, for phases that rewind to it */
     int stop;
+    /* what a phase start changes, kept until its first step succeeds */
+    int *undo_trainable;  /* [n_layers] */
+    float *undo_weights;  /* the layers the start re-initialised */
+    size_t undo_cap;      /* floats in undo_weights */
     char err[LATTICE_ERRMSG_MAX];
 };
 

@@ -53,11 +53,23 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->p.size = sizeof(t->p);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
+    t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
+    if (!t->undo_trainable) {
+        free(t);
+        return LATTICE_ERR_OUT_OF_MEMORY;
+    }
     *out = t;
     return LATTICE_OK;
 }
 
-void lattice_trainer_destroy(lattice_trainer *t) { free(t); }
+void lattice_trainer_destroy(lattice_trainer *t)
+{
+    if (!t)
+        return;
+    free(t->undo_trainable);
+    free(t->undo_weights);
+    free(t);
+}
 
 const char *lattice_trainer_errmsg(const lattice_trainer *t)
 {
@@ -121,16 +133,140 @@ static lattice_status apply_phase(lattice_trainer *t, int index)
     if (ph.rewind_data && step_in_phase == 0 &&
         (st = lattice_data_set_position(t->data, &t->data_origin)) != LATTICE_OK)
         return FAIL(t, st, "phase %d: rewinding the data: %s", index, lattice_data_errmsg(t->data));
-    if (ph.reset_optimizer) {
-        lattice_optim_params op = t->base_optim;
-        if (ph.steps > 0)
-            op.total_steps = (int)(ph.steps < INT32_MAX ? ph.steps : INT32_MAX);
-        if ((st = lattice_optim_set_params(t->optim, &op)) != LATTICE_OK ||
-            (st = lattice_optim_reset(t->optim)) != LATTICE_OK)
-            return FAIL(t, st, "phase %d: %s", index, lattice_optim_errmsg(t->optim));
-    }
     t->applied_phase = index;
     return LATTICE_OK;
+}
+
+/* The phase start's optimizer restart: it cannot be undone without a copy of
+ * the moments, so it runs only once the step's gradients are known finite. */
+static lattice_status restart_optimizer(lattice_trainer *t, int index)
+{
+    lattice_phase ph;
+    lattice_phase_init(&ph);
+    lattice_schedule_phase(t->schedule, index, &ph);
+    if (!ph.reset_optimizer)
+        return LATTICE_OK;
+    lattice_optim_params op = t->base_optim;
+    if (ph.steps > 0)
+        op.total_steps = (int)(ph.steps < INT32_MAX ? ph.steps : INT32_MAX);
+    lattice_status st;
+    if ((st = lattice_optim_set_params(t->optim, &op)) != LATTICE_OK ||
+        (st = lattice_optim_reset(t->optim)) != LATTICE_OK)
+        return FAIL(t, st, "phase %d: %s", index, lattice_optim_errmsg(t->optim));
+    return LATTICE_OK;
+}
+
+/* What a step may change before it knows its loss and gradients are finite:
+ * the data position, and on a phase's first step what apply_phase does. */
+typedef struct step_undo {
+    lattice_data_position pos;
+    int phase_start;
+    int applied_phase, have_origin, active, boundary, head;
+    lattice_data_position origin;
+    int first, last; /* layers whose weights are in undo_weights */
+} step_undo;
+
+/* Visit the tensors of layers [first, last): copy them to (save) or from the
+ * trainer's undo buffer. */
+static void copy_layers(lattice_trainer *t, int first, int last, int save)
+{
+    size_t off = 0;
+    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(t->model, i, &ti);
+        if (ti.group != LATTICE_GROUP_LAYER || ti.layer < first || ti.layer >= last)
+            continue;
+        const size_t n = (size_t)(ti.shape[0] * ti.shape[1]);
+        if (save)
+            memcpy(t->undo_weights + off, ti.data, n * sizeof(float));
+        else
+            memcpy(ti.data, t->undo_weights + off, n * sizeof(float));
+        off += n;
+    }
+}
+
+static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
+{
+    lattice_model_params mp;
+    lattice_model_get_params(t->model, &mp);
+    u->phase_start = 1;
+    u->applied_phase = t->applied_phase;
+    u->have_origin = t->have_origin;
+    u->origin = t->data_origin;
+    u->active = lattice_model_active_layers(t->model);
+    lattice_model_get_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, &u->boundary);
+    lattice_model_get_trainable(t->model, LATTICE_GROUP_HEAD, -1, &u->head);
+    for (int i = 0; i < mp.n_layers; i++)
+        lattice_model_get_trainable(t->model, LATTICE_GROUP_LAYER, i, &t->undo_trainable[i]);
+    /* the layers the start will initialise (apply_phase: prev .. active) */
+    lattice_phase ph;
+    lattice_phase_init(&ph);
+    lattice_schedule_phase(t->schedule, phase, &ph);
+    u->first = u->last = 0;
+    if (t->applied_phase < 0 || ph.block_init == LATTICE_BLOCK_INIT_RANDOM ||
+        ph.active_layers <= u->active)
+        return LATTICE_OK;
+    u->first = u->active;
+    u->last = ph.active_layers;
+    size_t need = 0;
+    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(t->model, i, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= u->first && ti.layer < u->last)
+            need += (size_t)(ti.shape[0] * ti.shape[1]);
+    }
+    if (need > t->undo_cap) { /* grows only at phase starts, and only once per size */
+        float *w = realloc(t->undo_weights, need * sizeof(float));
+        if (!w)
+            return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY,
+                        "phase %d: no memory to keep layers %d..%d until the step succeeds", phase,
+                        u->first, u->last - 1);
+        t->undo_weights = w;
+        t->undo_cap = need;
+    }
+    copy_layers(t, u->first, u->last, 1);
+    return LATTICE_OK;
+}
+
+/* Put back what the step changed; st, the step's failure, is returned. */
+static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_status st)
+{
+    lattice_data_set_position(t->data, &u->pos);
+    if (!u->phase_start)
+        return st;
+    lattice_model_params mp;
+    lattice_model_get_params(t->model, &mp);
+    copy_layers(t, u->first, u->last, 0);
+    lattice_model_set_active_layers(t->model, u->active);
+    for (int i = 0; i < mp.n_layers; i++)
+        lattice_model_set_trainable(t->model, LATTICE_GROUP_LAYER, i, t->undo_trainable[i]);
+    lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, u->boundary);
+    if (!mp.tie_embeddings)
+        lattice_model_set_trainable(t->model, LATTICE_GROUP_HEAD, -1, u->head);
+    t->applied_phase = u->applied_phase;
+    t->have_origin = u->have_origin;
+    t->data_origin = u->origin;
+    return st;
+}
+
+/* Whether every gradient the optimizer will read is finite: the same set as
+ * its global norm (trainable groups, active layers). */
+static int grads_finite(const lattice_trainer *t)
+{
+    const int active = lattice_model_active_layers(t->model);
+    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
+        lattice_tensor_info ti;
+        int on = 0;
+        lattice_model_tensor(t->model, i, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= active)
+            continue;
+        lattice_model_get_trainable(t->model, ti.group, ti.layer, &on);
+        const int64_t n = ti.shape[0] * ti.shape[1];
+        for (int64_t j = 0; on && j < n; j++)
+            if (!isfinite(ti.grad[j]))
+                return 0;
+    }
+    return 1;
 }
 
 static double now_seconds(void)
@@ -179,12 +315,21 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     if (lattice_schedule_finished(t->schedule))
         return FAIL(t, LATTICE_ERR_STATE, "the schedule has finished");
     lattice_status st;
-    if (t->applied_phase != phase && (st = apply_phase(t, phase)) != LATTICE_OK)
+    /* Until the optimizer step, a failure (a non-finite loss or gradient among
+     * them) puts back the data position and the phase start: the step changed
+     * nothing. */
+    step_undo u;
+    memset(&u, 0, sizeof(u));
+    lattice_data_get_position(t->data, &u.pos);
+    const int start = t->applied_phase != phase;
+    if (start && (st = save_for_undo(t, phase, &u)) != LATTICE_OK)
         return st;
+    if (start && (st = apply_phase(t, phase)) != LATTICE_OK)
+        return undo_step(t, &u, st);
     const double t0 = now_seconds();
     lattice_batch b;
     if ((st = lattice_data_next(t->data, &b)) != LATTICE_OK)
-        return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
+        return undo_step(t, &u, FAIL(t, st, "data: %s", lattice_data_errmsg(t->data)));
     /* the teacher runs once per batch: dense logits, or a top-k file's entries */
     const float *zt = NULL, *tv = NULL;
     const int32_t *ti = NULL;
@@ -193,16 +338,17 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
         st = k ? lattice_teacher_topk(t->teacher, b.tokens, b.batch, b.seq, &ti, &tv)
                : lattice_teacher_logits(t->teacher, b.tokens, b.batch, b.seq, &zt);
         if (st != LATTICE_OK)
-            return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+            return undo_step(t, &u,
+                             FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher)));
     }
     if ((st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq)) != LATTICE_OK)
-        return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));
+        return undo_step(t, &u,
+                         FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model)));
     lattice_metrics m;
     memset(&m, 0, sizeof(m));
     m.size = sizeof(m);
     m.phase = phase;
     m.active_layers = lattice_model_active_layers(t->model);
-    m.lr = lattice_optim_lr(t->optim);
     m.val_ce = NAN;
     const int vocab = lattice_teacher_vocab_size(t->teacher);
     if (t->teacher) {
@@ -217,19 +363,28 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
         m.kl = r.kl;
         m.ce = r.ce;
         if (st != LATTICE_OK)
-            return FAIL(t, st, "loss: %s", lattice_distill_errmsg(t->distill));
+            return undo_step(t, &u, FAIL(t, st, "loss: %s", lattice_distill_errmsg(t->distill)));
     } else {
         float loss;
         st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, NULL);
         m.loss = m.ce = loss;
         if (st != LATTICE_OK)
-            return FAIL(t, st, "loss: %s", lattice_model_errmsg(t->model));
+            return undo_step(t, &u, FAIL(t, st, "loss: %s", lattice_model_errmsg(t->model)));
     }
     if ((st = lattice_model_backward(t->model)) != LATTICE_OK)
-        return FAIL(t, st, "backward: %s", lattice_model_errmsg(t->model));
+        return undo_step(t, &u, FAIL(t, st, "backward: %s", lattice_model_errmsg(t->model)));
+    if (start && !grads_finite(t))
+        return undo_step(t, &u,
+                         FAIL(t, LATTICE_ERR_NON_FINITE,
+                              "phase %d's first step: a gradient is not finite; nothing changed",
+                              phase));
+    if (start && (st = restart_optimizer(t, phase)) != LATTICE_OK)
+        return undo_step(t, &u, st);
+    m.lr = lattice_optim_lr(t->optim);
     float gn;
+    /* a non-finite norm updates nothing (lattice_optim_step) */
     if ((st = lattice_optim_step(t->optim, &gn)) != LATTICE_OK)
-        return FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim));
+        return undo_step(t, &u, FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim)));
     m.grad_norm = gn;
     double flops = lattice_model_flops(t->model, b.batch, b.seq, 1);
     lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);

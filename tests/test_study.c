@@ -833,6 +833,114 @@ START_TEST(test_trainer_non_finite_leaves_model)
 }
 END_TEST
 
+/* The state a NaN on a phase's first step must leave as it was. */
+typedef struct trainer_state {
+    lattice_data_position pos;
+    int phase, active, boundary, head, trainable[4];
+    int64_t step_in_phase, optim_steps;
+    float lr;
+    lattice_counters counters;
+} trainer_state;
+
+static trainer_state state_of(world *w)
+{
+    trainer_state x;
+    memset(&x, 0, sizeof x);
+    lattice_data_get_position(w->data, &x.pos);
+    lattice_schedule_position(w->schedule, &x.phase, &x.step_in_phase);
+    lattice_schedule_counters(w->schedule, &x.counters);
+    x.active = lattice_model_active_layers(w->student);
+    lattice_model_get_trainable(w->student, LATTICE_GROUP_BOUNDARY_NORM, -1, &x.boundary);
+    lattice_model_get_trainable(w->student, LATTICE_GROUP_HEAD, -1, &x.head);
+    for (int i = 0; i < 4; i++)
+        lattice_model_get_trainable(w->student, LATTICE_GROUP_LAYER, i, &x.trainable[i]);
+    x.optim_steps = lattice_optim_steps(w->optim);
+    x.lr = lattice_optim_lr(w->optim);
+    return x;
+}
+
+/* Every parameter of the student, concatenated. */
+static float *all_weights(lattice_model *m, long *n)
+{
+    *n = (long)lattice_model_n_params(m);
+    float *c = malloc(sizeof(float) * (size_t)*n), *p = c;
+    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(m, i, &ti);
+        memcpy(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1]));
+        p += ti.shape[0] * ti.shape[1];
+    }
+    return c;
+}
+
+START_TEST(test_trainer_non_finite_phase_start)
+{
+    /* _i: block init (random, identity, copy) x preset (grow, freeze). A NaN
+     * from the teacher on phase 1's first step (the 7th batch) must undo the
+     * phase start (depth, new layers' weights, trainable flags, data rewind,
+     * optimizer restart) and the batch read, so that the run then goes on
+     * exactly as one that never saw the NaN. */
+    const lattice_block_init init = (lattice_block_init)(_i % 3);
+    const lattice_schedule_preset preset = _i < 3 ? LATTICE_PRESET_GROW : LATTICE_PRESET_FREEZE;
+    double loss[2][9], gnorm[2][9];
+    float *end[2];
+    long n_end = 0;
+    for (int run = 0; run < 2; run++) {
+        cb_state s = {0};
+        s.nan_at = run ? 7 : 0;
+        lattice_teacher *cb;
+        ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb),
+                         LATTICE_OK);
+        world w;
+        open_world(&w, LATTICE_NORM_PRE, preset, cb);
+        lattice_schedule_destroy(w.schedule);
+        ck_assert_int_eq(lattice_schedule_create_preset(preset, 2, 2, 6, init, &w.schedule),
+                         LATTICE_OK);
+        ck_assert_int_eq(lattice_schedule_set_rewind_data(w.schedule, 1), LATTICE_OK);
+        log_t l;
+        bind(&w, &l, 0);
+        for (int i = 0; i < 9; i++) {
+            lattice_metrics m;
+            if (run && i == 6) {
+                const trainer_state before = state_of(&w);
+                long n;
+                float *wb = all_weights(w.student, &n);
+                ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_ERR_NON_FINITE);
+                const trainer_state after = state_of(&w);
+                ck_assert_int_eq(after.active, 2);
+                ck_assert_int_eq(after.pos.epoch, before.pos.epoch);
+                ck_assert_int_eq(after.pos.index, before.pos.index);
+                ck_assert_int_eq(after.optim_steps, 6);
+                ck_assert_msg(memcmp(&before, &after, sizeof before) == 0,
+                              "the failed step changed the trainer's state");
+                float *wa = all_weights(w.student, &n);
+                ck_assert_msg(memcmp(wa, wb, sizeof(float) * (size_t)n) == 0,
+                              "the failed step changed the weights");
+                free(wa);
+                free(wb);
+            }
+            ck_assert_msg(lattice_trainer_step(w.trainer, &m) == LATTICE_OK, "step %d: %s", i,
+                          lattice_trainer_errmsg(w.trainer));
+            loss[run][i] = m.loss;
+            gnorm[run][i] = m.grad_norm;
+        }
+        ck_assert_int_eq(s.calls, run ? 10 : 9);
+        ck_assert_int_eq(lattice_model_active_layers(w.student), 4);
+        end[run] = all_weights(w.student, &n_end);
+        close_world(&w);
+    }
+    for (int i = 0; i < 9; i++) {
+        ck_assert_msg(loss[0][i] == loss[1][i], "step %d: loss %.9g vs %.9g", i, loss[0][i],
+                      loss[1][i]);
+        ck_assert_msg(gnorm[0][i] == gnorm[1][i], "step %d: grad norm %.9g vs %.9g", i,
+                      gnorm[0][i], gnorm[1][i]);
+    }
+    ck_assert(memcmp(end[0], end[1], sizeof(float) * (size_t)n_end) == 0);
+    free(end[0]);
+    free(end[1]);
+}
+END_TEST
+
 START_TEST(test_trainer_cross_entropy_only_and_bad_binding)
 {
     world w;
@@ -958,6 +1066,7 @@ int main(void)
     tcase_add_test(tr, test_trainer_boundary_flags);
     tcase_add_loop_test(tr, test_trainer_rewind_data, 0, 3);
     tcase_add_test(tr, test_trainer_non_finite_leaves_model);
+    tcase_add_loop_test(tr, test_trainer_non_finite_phase_start, 0, 6);
     tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);
     suite_add_tcase(s, tr);
     TCase *ck = tcase_create("checkpoint");
