@@ -163,6 +163,90 @@ START_TEST(test_frozen_inactive_and_nonfinite)
 }
 END_TEST
 
+START_TEST(test_shrink_leaves_stale_gradients_unread)
+{
+    /* After the depth shrinks, a layer beyond it keeps the gradient of the last
+     * backward that ran it. Neither the optimizer nor the next backward reads
+     * it: poisoned with NaN it changes no norm and no weight (weight decay
+     * on), and once the layer is active again backward overwrites it. */
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.warmup_steps = 0;
+    op.lr = 0.1f;
+    op.weight_decay = 0.5f;
+    fixture f = open_fixture(&op);
+    const int32_t tok[2] = {1, 4}, tgt[2] = {4, 2};
+    float loss;
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+        ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    }
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 1), LATTICE_OK);
+    /* layer 1: its weights now, and a NaN in every gradient */
+    long n1 = 0;
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(f.m, t, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1)
+            n1 += (long)(ti.shape[0] * ti.shape[1]);
+    }
+    float *w1 = malloc(sizeof(float) * (size_t)n1), *p = w1;
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(f.m, t, &ti);
+        if (ti.group != LATTICE_GROUP_LAYER || ti.layer != 1)
+            continue;
+        memcpy(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1]));
+        p += ti.shape[0] * ti.shape[1];
+        ti.grad[0] = NAN;
+    }
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    double ss = 0.0; /* the norm over what is active */
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(f.m, t, &ti);
+        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1) {
+            ck_assert(isnan(ti.grad[0])); /* still stale */
+            continue;
+        }
+        for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+            ss += (double)ti.grad[j] * ti.grad[j];
+    }
+    float gn;
+    ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_OK);
+    ck_assert_float_eq_tol(gn, (float)sqrt(ss), 1e-6f * (float)sqrt(ss));
+    p = w1;
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(f.m, t, &ti);
+        if (ti.group != LATTICE_GROUP_LAYER || ti.layer != 1)
+            continue;
+        ck_assert_msg(memcmp(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1])) == 0,
+                      "%s moved while inactive", ti.name);
+        p += ti.shape[0] * ti.shape[1];
+    }
+    /* active again: backward writes the layer's gradients afresh */
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_tensor_info ti;
+        lattice_model_tensor(f.m, t, &ti);
+        for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+            ck_assert_msg(isfinite(ti.grad[j]), "%s[%ld] = %g", ti.name, j, (double)ti.grad[j]);
+    }
+    ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    free(w1);
+    close_fixture(&f);
+}
+END_TEST
+
 START_TEST(test_optim_bad_input)
 {
     lattice_optim_params op;
@@ -194,6 +278,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
+    tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
     suite_add_tcase(s, tc);
     return s;

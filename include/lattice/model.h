@@ -170,6 +170,11 @@ LATTICE_API lattice_norm_placement lattice_model_placement(const lattice_model *
  *
  * Weights of all layers persist whether active or not, so growing keeps the
  * earlier weights and switches on layers that were initialised at creation.
+ * After a shrink, the layers beyond n_active keep the gradients of the last
+ * backward that ran them (::lattice_tensor_info.grad shows them), but nothing
+ * reads them: optimizers measure and update only active trainable layers, and
+ * backward overwrites a layer's gradients before it adds to them once the
+ * layer is active again.
  * @param model The model.
  * @param n_active 1 .. n_layers.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
