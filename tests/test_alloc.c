@@ -49,6 +49,22 @@ static void resolve(void)
     resolving = 0;
 }
 
+/* Counting mode for the step test: every thread's allocations, with their
+ * callers kept for attribution once counting stops (dladdr is not called
+ * inside malloc). */
+static int counting;
+static long n_counted;
+static void *callers[256];
+
+static void count_caller(void *caller)
+{
+    if (!__atomic_load_n(&counting, __ATOMIC_RELAXED))
+        return;
+    const long i = __atomic_fetch_add(&n_counted, 1, __ATOMIC_RELAXED);
+    if (i < (long)(sizeof callers / sizeof callers[0]))
+        callers[i] = caller;
+}
+
 static int fail_now(void)
 {
     if (!armed)
@@ -65,6 +81,7 @@ void *malloc(size_t n)
     resolve();
     if (!next_malloc)
         return boot_alloc(n);
+    count_caller(__builtin_return_address(0));
     return fail_now() ? NULL : next_malloc(n);
 }
 
@@ -73,13 +90,34 @@ void *calloc(size_t n, size_t size)
     resolve();
     if (!next_calloc)
         return boot_alloc(n * size); /* boot is zero and never reused */
+    count_caller(__builtin_return_address(0));
     return fail_now() ? NULL : next_calloc(n, size);
 }
 
 void *realloc(void *p, size_t n)
 {
     resolve();
+    count_caller(__builtin_return_address(0));
     return fail_now() ? NULL : next_realloc(p, n);
+}
+
+/* aligned allocations are counted, never failed */
+void *aligned_alloc(size_t align, size_t n)
+{
+    static void *(*next)(size_t, size_t);
+    if (!next)
+        next = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    count_caller(__builtin_return_address(0));
+    return next(align, n);
+}
+
+int posix_memalign(void **out, size_t align, size_t n)
+{
+    static int (*next)(void **, size_t, size_t);
+    if (!next)
+        next = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
+    count_caller(__builtin_return_address(0));
+    return next(out, align, n);
 }
 
 /* json-c 0.16's parser does not check its strdup of an object key (it goes on
@@ -418,6 +456,113 @@ START_TEST(test_loads)
 }
 END_TEST
 
+/* ---- steps ---- */
+
+/* Allocations during 8 training steps of a model big enough for the OpenMP
+ * regions to run in parallel, by thread count: those made from libgomp, and
+ * all others (the library's own, libc's on its behalf). */
+static void count_step_allocations(const char *backend, int threads, long *gomp, long *other)
+{
+    lattice_backend *b = tu_backend(backend, threads);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 64;
+    p.d_model = 64;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 4;
+    p.n_kv_heads = 2;
+    p.head_dim = 16;
+    p.d_ff = 128;
+    p.max_batch = 4;
+    p.max_seq = 32;
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&p, n, b, &m), LATTICE_OK);
+    lattice_norm_destroy(n);
+    static int32_t text[4096];
+    tu_rng rng = {7};
+    for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
+        text[i] = (int32_t)((tu_uniform(&rng) + 1.0) * 31.5);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 64;
+    dp.boundary_id = 63;
+    dp.batch_size = 4;
+    dp.seq_len = 32;
+    lattice_data *d;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_memory(text, sizeof text / sizeof text[0], &dp, &d, err) ==
+                      LATTICE_OK, "%s", err);
+    lattice_optim *o;
+    lattice_schedule *sc;
+    lattice_trainer *t;
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_SINGLE_BLOCK, 1, 2, 100,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &sc),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t), LATTICE_OK);
+    /* the first steps: the phase start, OpenMP's thread pool and first team,
+     * BLIS's packing buffers; counted for the record only */
+    n_counted = 0;
+    __atomic_store_n(&counting, 1, __ATOMIC_SEQ_CST);
+    lattice_status st = LATTICE_OK;
+    for (int i = 0; i < 3 && st == LATTICE_OK; i++) /* no ck_assert: Check allocates */
+        st = lattice_trainer_step(t, NULL);
+    __atomic_store_n(&counting, 0, __ATOMIC_SEQ_CST);
+    ck_assert_int_eq(st, LATTICE_OK);
+    long first_gomp = 0;
+    for (long i = 0; i < n_counted && i < (long)(sizeof callers / sizeof callers[0]); i++) {
+        Dl_info info;
+        first_gomp += dladdr(callers[i], &info) && info.dli_fname &&
+                      strstr(info.dli_fname, "libgomp");
+    }
+    printf("alloc-steps: %s, %d thread(s), first 3 steps: %ld allocations, %ld from libgomp\n",
+           backend, threads, n_counted, first_gomp);
+    n_counted = 0;
+    __atomic_store_n(&counting, 1, __ATOMIC_SEQ_CST);
+    for (int i = 0; i < 8 && st == LATTICE_OK; i++)
+        st = lattice_trainer_step(t, NULL);
+    __atomic_store_n(&counting, 0, __ATOMIC_SEQ_CST);
+    ck_assert_int_eq(st, LATTICE_OK);
+    *gomp = *other = 0;
+    for (long i = 0; i < n_counted; i++) {
+        Dl_info info;
+        const int known = i < (long)(sizeof callers / sizeof callers[0]);
+        const int from_gomp = known && dladdr(callers[i], &info) && info.dli_fname &&
+                              strstr(info.dli_fname, "libgomp");
+        *(from_gomp ? gomp : other) += 1;
+        if (!from_gomp && known && dladdr(callers[i], &info))
+            printf("alloc-steps: %s, %d threads: allocation from %s (%s)\n", backend, threads,
+                   info.dli_fname ? info.dli_fname : "?", info.dli_sname ? info.dli_sname : "?");
+    }
+    printf("alloc-steps: %s, %d thread(s), 8 steps: %ld allocations from libgomp, %ld others\n",
+           backend, threads, *gomp, *other);
+    lattice_trainer_destroy(t);
+    lattice_schedule_destroy(sc);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(m);
+    lattice_backend_destroy(b);
+}
+
+START_TEST(test_steps_allocate_nothing)
+{
+    /* _i: the reference backend, then BLIS where built */
+    const char *name = tu_backend_name(_i);
+    long gomp, other;
+    count_step_allocations(name, 1, &gomp, &other);
+    ck_assert_msg(gomp + other == 0, "%s, 1 thread: %ld allocations (%ld from libgomp)", name,
+                  gomp + other, gomp);
+    /* more threads: libgomp may allocate (its teams), the library still does not */
+    count_step_allocations(name, 2, &gomp, &other);
+    ck_assert_msg(other == 0, "%s, 2 threads: %ld allocations outside libgomp", name, other);
+}
+END_TEST
+
 int main(void)
 {
     resolve();
@@ -434,5 +579,8 @@ int main(void)
     tcase_add_checked_fixture(tl, setup, teardown);
     tcase_add_test(tl, test_loads);
     suite_add_tcase(s, tl);
+    TCase *ts = tcase_create("steps");
+    tcase_add_loop_test(ts, test_steps_allocate_nothing, 0, tu_n_backends());
+    suite_add_tcase(s, ts);
     return tu_run(s);
 }
