@@ -1056,17 +1056,20 @@ static void verdicts(FILE *f, const study *s)
     const preset *p = s->p;
     const int n = p->seeds;
     double d[MAX_SEEDS], e[MAX_SEEDS];
-    char ours[160], b1[64];
+    char ours[160], b1[64], nseeds[160];
+    if (n == 1)
+        snprintf(nseeds, sizeof nseeds, "; with one seed there is no interval, so each verdict is "
+                                        "marked (1 seed)");
+    else
+        snprintf(nseeds, sizeof nseeds, "; ± is the half-width of the 95%% t interval over %d seeds", n);
     fprintf(f, "## Verdict: what reproduced\n\n"
                "One row per finding of the paper. Differences are paired by seed (post minus pre, "
-               "nats/byte)%s%d seed%s. Rules: a "
+               "nats/byte)%s. Rules: a "
                "direction counts as reproduced when the interval excludes 0 on the paper's side "
                "(one seed: when it exceeds %.2f), parity when |difference| is within %.2f; the "
                "mechanism rows use the seed means with the thresholds named in the row.\n\n"
                "| finding | paper | ours | verdict |\n|---|---|---|---|\n",
-            n == 1 ? "; with one seed there is no interval, so every verdict is marked (1 seed): "
-                     : "; ± is the half-width of the 95% t interval over ",
-            n, n == 1 ? "" : "s", PARITY_TOL, PARITY_TOL);
+            nseeds, PARITY_TOL, PARITY_TOL);
     int k;
     summary sj = {0}, sg = {0};
     /* 1 joint parity */
