@@ -1636,6 +1636,26 @@ static double estimate_wall(const preset *p, lattice_backend *be, int teacher_ca
     return total;
 }
 
+/* Keep only the named arms (a comma-separated list), in the preset's order. */
+static void select_arms(preset *p, const char *list)
+{
+    int keep[MAX_ARMS] = {0}, n = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int found = 0;
+        for (int a = 0; a < p->n_arms; a++)
+            if (strcmp(p->arms[a].name, tok) == 0)
+                keep[a] = found = 1;
+        if (!found)
+            die("--arms: the preset has no arm '%s'", tok);
+    }
+    for (int a = 0; a < p->n_arms; a++)
+        if (keep[a])
+            p->arms[n++] = p->arms[a];
+    p->n_arms = n;
+}
+
 /* The preset as understood: data, init, and every arm's phases. */
 static void print_preset(const preset *p)
 {
@@ -1683,12 +1703,13 @@ static void usage(FILE *f)
             "                      (reads no data)\n"
             "  --threads N         threads (default: the preset's, else 2)\n"
             "  --seeds N           paired seeds (default: the preset's, else 3)\n"
+            "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
             "  -h, --help          this help\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *preset_path = NULL, *out = NULL;
+    const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
@@ -1696,6 +1717,7 @@ int main(int argc, char **argv)
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
                                          {"check", no_argument, 0, 'C'},
+                                         {"arms", required_argument, 0, 'A'},
                                          {"threads", required_argument, 0, 't'},
                                          {"seeds", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
@@ -1708,6 +1730,7 @@ int main(int argc, char **argv)
         case 'T': teacher_only = 1; break;
         case 'E': estimate_only = 1; break;
         case 'C': check_only = 1; break;
+        case 'A': only_arms = optarg; break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 256, &threads))
                 return 2;
@@ -1730,6 +1753,8 @@ int main(int argc, char **argv)
         p.threads = threads;
     if (seeds > 0)
         p.seeds = seeds > MAX_SEEDS ? MAX_SEEDS : seeds;
+    if (only_arms)
+        select_arms(&p, only_arms);
     if (check_only) {
         print_preset(&p);
         json_object_put(p.json);

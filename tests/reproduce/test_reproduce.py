@@ -68,6 +68,16 @@ class Presets(unittest.TestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn("unknown key " + key, r.stderr)
 
+    def test_arms_subset(self):
+        preset = os.path.join(PRESETS, "regime.json")
+        r = run("--preset", preset, "--arms", "post-grow,pre-joint", "--check")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        arms = [line.split(":")[0][4:] for line in r.stdout.splitlines() if line.startswith("arm ")]
+        self.assertEqual(arms, ["pre-joint", "post-grow"])  # the preset's order
+        r = run("--preset", preset, "--arms", "pre-jont", "--check")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("no arm 'pre-jont'", r.stderr)
+
     def test_bad_arms(self):
         cases = [([{"name": "a", "placement": "middle", "schedule": "grow"}], "placement"),
                  ([{"name": "a", "placement": "post"}], "needs a schedule"),
