@@ -1,17 +1,21 @@
 /*
- * train_text: train a byte-level language model (vocab 256) on a text file.
+ * train_text: train a byte-level language model on a text file.
  *
  *   train_text [options] FILE
  *
- * The last 10% of the file's bytes are held out for validation. Each step
- * draws random windows of seq + 1 bytes from the training part (inputs are the
- * first seq bytes, targets the last seq), runs forward, cross-entropy, backward
- * and one AdamW step. The last line on stdout is
+ * The file is read by lattice_data (lattice_data_create_text): bytes are
+ * tokens 0..255, form feeds separate documents, each document opens with the
+ * boundary token 256 (so the vocabulary is 257), and documents longer than
+ * seq + 1 tokens are cut into rows of seq + 1 (split_long), so a file without
+ * form feeds is trained on whole. The last 10% of the rows (--val-fraction),
+ * or a separate file (--val), form the validation split. Each step takes the
+ * data's next batch, runs forward, cross-entropy (padding masked out),
+ * backward and one AdamW step. The last line on stdout is
  *
  *   final train_loss X val_loss Y tokens_per_s Z
  *
  * where X is the mean training loss of the last steps (up to 10) and Y the
- * loss over a fixed set of validation windows.
+ * loss over the whole validation split.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -31,10 +35,6 @@
 #define PROG "train_text"
 
 #include "example_util.h"
-#define VOCAB 256
-/* Validation windows, spread evenly over the held-out bytes: enough to cover a
- * small file's held-out part, few enough that evaluation stays cheap. */
-#define EVAL_WINDOWS 32
 /* Steps averaged into the reported final training loss. */
 #define LOSS_WINDOW 10
 
@@ -47,6 +47,8 @@ typedef struct options {
     int threads;
     uint64_t seed;
     int eval_every; /* -1: steps / 5 */
+    float val_fraction; /* -1: 0.1, or 0 with --val */
+    const char *val_path;
     int quiet;
     const char *path;
 } options;
@@ -57,11 +59,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " [options] FILE\n"
-            "Train a byte-level transformer on FILE (the last 10%% held out for validation).\n"
+            "Train a byte-level transformer on FILE, a regular file of documents separated\n"
+            "by form feeds (or just one), cut into rows of T + 1 tokens.\n"
             "\n"
             "  --steps N         training steps (300)\n"
-            "  --batch B         windows per step (8)\n"
-            "  --seq T           tokens per window (128)\n"
+            "  --batch B         rows per step (8)\n"
+            "  --seq T           predicted tokens per row at most (128)\n"
+            "  --val-fraction X  share of the rows held out for validation (0.1; 0: none)\n"
+            "  --val FILE        validation documents from FILE instead\n"
             "  --layers L        transformer layers (4)\n"
             "  --d-model D       residual width (128)\n"
             "  --heads H         query heads (4)\n"
@@ -111,7 +116,7 @@ static int parse_options(int argc, char **argv, options *o)
     enum {
         OPT_STEPS = 256, OPT_BATCH, OPT_SEQ, OPT_LAYERS, OPT_D_MODEL, OPT_HEADS, OPT_KV_HEADS,
         OPT_HEAD_DIM, OPT_D_FF, OPT_LR, OPT_WARMUP, OPT_PLACEMENT, OPT_BACKEND, OPT_THREADS,
-        OPT_SEED, OPT_EVAL_EVERY
+        OPT_SEED, OPT_EVAL_EVERY, OPT_VAL_FRACTION, OPT_VAL
     };
     static const struct option longopts[] = {
         {"steps", required_argument, NULL, OPT_STEPS},
@@ -130,6 +135,8 @@ static int parse_options(int argc, char **argv, options *o)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"seed", required_argument, NULL, OPT_SEED},
         {"eval-every", required_argument, NULL, OPT_EVAL_EVERY},
+        {"val-fraction", required_argument, NULL, OPT_VAL_FRACTION},
+        {"val", required_argument, NULL, OPT_VAL},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -159,6 +166,10 @@ static int parse_options(int argc, char **argv, options *o)
         case OPT_THREADS: rc = ex_parse_int("threads", optarg, 1, 4096, &o->threads); break;
         case OPT_SEED: rc = parse_u64("seed", optarg, &o->seed); break;
         case OPT_EVAL_EVERY: rc = ex_parse_int("eval-every", optarg, 0, INT_MAX, &o->eval_every); break;
+        case OPT_VAL_FRACTION:
+            rc = parse_float("val-fraction", optarg, 0.0f, 0.99f, &o->val_fraction);
+            break;
+        case OPT_VAL: o->val_path = optarg; break;
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout); return 1;
         default: rc = -1; break; /* getopt_long has printed why */
@@ -188,62 +199,13 @@ static int parse_options(int argc, char **argv, options *o)
         o->d_ff = 3 * o->d_model;
     if (o->eval_every < 0)
         o->eval_every = o->steps / 5;
+    if (o->val_path && o->val_fraction > 0.0f) {
+        fprintf(stderr, PROG ": give either --val or --val-fraction, not both\n");
+        return -1;
+    }
+    if (o->val_fraction < 0.0f)
+        o->val_fraction = o->val_path ? 0.0f : 0.1f;
     return 0;
-}
-
-/* ---- data --------------------------------------------------------------- */
-
-/* Read a whole file (also a pipe) into a malloc'd buffer. */
-static unsigned char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, PROG ": cannot open '%s': %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap)
-            break;
-        unsigned char *grown = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-        if (!grown) {
-            free(buf);
-            buf = NULL;
-            break;
-        }
-        buf = grown;
-        cap *= 2;
-    }
-    if (!buf) {
-        fprintf(stderr, PROG ": '%s': out of memory reading the file\n", path);
-    } else if (ferror(f)) {
-        fprintf(stderr, PROG ": cannot read '%s': %s\n", path, strerror(errno));
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
-/* splitmix64: the batches' own generator, so that they depend on --seed only. */
-/* A uniform index in [0, n). */
-static size_t rng_below(uint64_t *state, size_t n)
-{
-    return (size_t)((double)(ex_rng_next(state) >> 11) * 0x1.0p-53 * (double)n);
-}
-
-/* Inputs and targets of the windows data[start[b] .. start[b] + T]. */
-static void fill_windows(int32_t *tokens, int32_t *targets, const unsigned char *data,
-                         const size_t *start, int n_windows, int T)
-{
-    for (int b = 0; b < n_windows; b++)
-        for (int t = 0; t < T; t++) {
-            tokens[(size_t)b * T + t] = data[start[b] + t];
-            targets[(size_t)b * T + t] = data[start[b] + t + 1];
-        }
 }
 
 /* ---- output ------------------------------------------------------------- */
@@ -304,27 +266,29 @@ static int fail(progress *pr, const char *what, lattice_status st, const char *d
 
 /* ---- evaluation --------------------------------------------------------- */
 
-/* Mean cross-entropy over the windows data[start[i] .. start[i] + T], in
- * batches of at most max_batch. */
-static lattice_status evaluate(lattice_model *model, const unsigned char *data, const size_t *start,
-                               int n_windows, int T, int max_batch, int32_t *tokens,
-                               int32_t *targets, double *mean_loss, const char **what)
+/* Mean cross-entropy over the whole validation split, weighted by counted tokens. */
+static lattice_status evaluate(lattice_model *model, lattice_data *data, double *mean_loss,
+                               const char **what, const char **detail)
 {
     double sum = 0.0;
     int64_t count = 0;
-    for (int first = 0; first < n_windows; first += max_batch) {
-        int nb = n_windows - first < max_batch ? n_windows - first : max_batch;
-        fill_windows(tokens, targets, data, start + first, nb, T);
-        lattice_status st = lattice_model_forward(model, tokens, nb, T);
+    const int64_t n_batches = lattice_data_n_val_batches(data);
+    for (int64_t i = 0; i < n_batches; i++) {
+        lattice_batch b;
+        lattice_status st = lattice_data_val_batch(data, i, &b);
         if (st != LATTICE_OK) {
-            *what = "validation forward";
+            *what = "validation batch";
+            *detail = lattice_data_errmsg(data);
             return st;
         }
         float loss = NAN;
         int64_t n;
-        st = lattice_model_cross_entropy(model, targets, NULL, &loss, &n);
-        if (st != LATTICE_OK) {
+        if ((st = lattice_model_forward(model, b.tokens, b.batch, b.seq)) != LATTICE_OK)
+            *what = "validation forward";
+        else if ((st = lattice_model_cross_entropy(model, b.targets, b.mask, &loss, &n)) != LATTICE_OK)
             *what = "validation cross-entropy";
+        if (st != LATTICE_OK) {
+            *detail = lattice_model_errmsg(model);
             return st;
         }
         sum += (double)loss * (double)n;
@@ -341,7 +305,7 @@ int main(int argc, char **argv)
     options o = {
         .steps = 300, .batch = 8, .seq = 128, .layers = 4, .d_model = 128, .heads = 4,
         .lr = 1e-3f, .warmup = 30, .placement = LATTICE_NORM_PRE, .backend = "default",
-        .threads = 2, .seed = 1, .eval_every = -1,
+        .threads = 2, .seed = 1, .eval_every = -1, .val_fraction = -1.0f,
     };
     int prc = parse_options(argc, argv, &o);
     if (prc)
@@ -349,39 +313,33 @@ int main(int argc, char **argv)
 
     progress pr = {.tty = isatty(STDERR_FILENO), .quiet = o.quiet};
     int rc = 1;
-    unsigned char *data = NULL;
-    int32_t *tokens = NULL, *targets = NULL;
-    size_t *starts = NULL, *val_starts = NULL;
     float *recent = NULL;
+    lattice_data *data = NULL;
     lattice_backend *backend = NULL;
     lattice_norm *norm = NULL;
     lattice_model *model = NULL;
     lattice_optim *optim = NULL;
     lattice_status st;
+    char why[LATTICE_ERRMSG_SIZE];
 
-    size_t n_bytes;
-    data = read_file(o.path, &n_bytes);
-    if (!data)
-        goto out;
-    if (n_bytes == 0) {
-        fprintf(stderr, PROG ": '%s' is empty\n", o.path);
+    /* The defaults are byte-level text: vocabulary 257 (256 bytes and the
+     * boundary token), "\f" between documents, long documents split. */
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.batch_size = o.batch;
+    dp.seq_len = o.seq;
+    dp.split_long = 1;
+    dp.val_fraction = o.val_fraction;
+    dp.val_path = o.val_path;
+    dp.seed = o.seed;
+    if ((st = lattice_data_create_text(o.path, &dp, &data, why)) != LATTICE_OK) {
+        fprintf(stderr, PROG ": %s: %s: %s%s\n", o.path, lattice_status_string(st), why,
+                strstr(why, "no training document") ? " (try --val-fraction 0 or --val FILE)" : "");
         goto out;
     }
-    if (n_bytes < (size_t)o.seq + 1) {
-        fprintf(stderr, PROG ": '%s' has %zu bytes; --seq %d needs at least %d\n", o.path, n_bytes,
-                o.seq, o.seq + 1);
-        goto out;
-    }
-    /* A file only just long enough gets shorter windows rather than a refusal:
-     * training windows never reach into the held-out part. */
-    const size_t n_val = n_bytes / 10, n_train = n_bytes - n_val;
-    const int T = n_train - 1 < (size_t)o.seq ? (int)(n_train - 1) : o.seq;
-    const int T_val = n_val < 2 ? 0 : n_val - 1 < (size_t)o.seq ? (int)(n_val - 1) : o.seq;
-    if (T < o.seq && !o.quiet)
-        fprintf(stderr, PROG ": note: the training part has %zu bytes: windows of %d tokens\n",
-                n_train, T);
-    if (T_val == 0)
-        fprintf(stderr, PROG ": note: too few bytes held out (%zu) for a validation loss\n", n_val);
+    const int64_t n_val_batches = lattice_data_n_val_batches(data);
+    if (n_val_batches == 0)
+        fprintf(stderr, PROG ": note: no validation split (--val-fraction 0): val_loss is nan\n");
 
     st = lattice_backend_create(o.backend, &backend);
     if (st != LATTICE_OK) {
@@ -410,7 +368,7 @@ int main(int argc, char **argv)
 
     lattice_model_params mp;
     lattice_model_params_init(&mp);
-    mp.vocab_size = VOCAB;
+    mp.vocab_size = dp.vocab_size;
     mp.d_model = o.d_model;
     mp.n_layers = o.layers;
     mp.n_active_layers = o.layers;
@@ -421,7 +379,6 @@ int main(int argc, char **argv)
     mp.max_batch = o.batch;
     mp.max_seq = o.seq;
     mp.seed = o.seed;
-    char why[LATTICE_ERRMSG_SIZE];
     st = lattice_model_params_check(&mp, why);
     if (st == LATTICE_OK)
         st = lattice_model_create(&mp, norm, backend, &model);
@@ -446,30 +403,21 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    const size_t n_tok = (size_t)o.batch * o.seq;
-    tokens = malloc(n_tok * sizeof(*tokens));
-    targets = malloc(n_tok * sizeof(*targets));
-    starts = malloc((size_t)o.batch * sizeof(*starts));
     recent = calloc(LOSS_WINDOW, sizeof(*recent));
-    /* Fixed validation windows, evenly spaced so that they cover the held-out part. */
-    int n_val_windows = 0;
-    if (T_val > 0) {
-        size_t span = n_val - (size_t)T_val; /* distinct start positions */
-        n_val_windows = span < EVAL_WINDOWS ? (int)span : EVAL_WINDOWS;
-        val_starts = malloc((size_t)n_val_windows * sizeof(*val_starts));
-        if (val_starts)
-            for (int i = 0; i < n_val_windows; i++)
-                val_starts[i] = n_train + (n_val_windows > 1
-                                               ? (span - 1) * (size_t)i / (size_t)(n_val_windows - 1)
-                                               : 0);
-    }
-    if (!tokens || !targets || !starts || !recent || (n_val_windows && !val_starts)) {
+    if (!recent) {
         fprintf(stderr, PROG ": out of memory\n");
         goto out;
     }
 
     if (!o.quiet) {
-        printf("# %s: %zu bytes (%zu train, %zu validation)\n", o.path, n_bytes, n_train, n_val);
+        printf("# %s: %lld rows of at most %d tokens (%lld train, %lld validation), "
+               "%lld tokens\n", o.path,
+               (long long)(lattice_data_n_documents(data, LATTICE_SPLIT_TRAIN) +
+                           lattice_data_n_documents(data, LATTICE_SPLIT_VAL)),
+               o.seq + 1, (long long)lattice_data_n_documents(data, LATTICE_SPLIT_TRAIN),
+               (long long)lattice_data_n_documents(data, LATTICE_SPLIT_VAL),
+               (long long)(lattice_data_n_tokens(data, LATTICE_SPLIT_TRAIN) +
+                           lattice_data_n_tokens(data, LATTICE_SPLIT_VAL)));
         printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, %s-norm, "
                "%.2fM parameters\n",
                o.layers, o.d_model, o.heads, o.kv_heads, o.head_dim, o.d_ff,
@@ -477,49 +425,50 @@ int main(int argc, char **argv)
                (double)lattice_model_n_params(model) / 1e6);
         printf("# training: %d steps of %d x %d tokens, lr %g (warmup %d), backend %s, "
                "%d threads, seed %llu\n",
-               o.steps, o.batch, T, (double)o.lr, o.warmup, lattice_backend_name(backend),
+               o.steps, o.batch, o.seq, (double)o.lr, o.warmup, lattice_backend_name(backend),
                o.threads, (unsigned long long)o.seed);
         fflush(stdout);
     }
 
-    uint64_t rng = o.seed ^ 0x5851f42d4c957f2dULL;
     double train_s = 0.0, val_loss = NAN;
-    const char *what = NULL;
+    int64_t trained_tokens = 0;
+    const char *what = NULL, *detail = NULL;
     for (int step = 1; step <= o.steps; step++) {
         double t0 = ex_now();
-        for (int b = 0; b < o.batch; b++)
-            starts[b] = rng_below(&rng, n_train - (size_t)T);
-        fill_windows(tokens, targets, data, starts, o.batch, T);
+        lattice_batch b;
         float loss = NAN;
-        if ((st = lattice_model_forward(model, tokens, o.batch, T)) != LATTICE_OK)
+        int64_t counted = 0;
+        if ((st = lattice_data_next(data, &b)) != LATTICE_OK) {
+            what = "next batch";
+        } else if ((st = lattice_model_forward(model, b.tokens, b.batch, b.seq)) != LATTICE_OK) {
             what = "forward";
-        else if ((st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
+        } else if ((st = lattice_model_cross_entropy(model, b.targets, b.mask, &loss, &counted)) !=
+                   LATTICE_OK) {
             what = "cross-entropy";
-        else if ((st = lattice_model_backward(model)) != LATTICE_OK)
+        } else if ((st = lattice_model_backward(model)) != LATTICE_OK) {
             what = "backward";
+        } else if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
+            what = "optimizer";
+        }
         if (st != LATTICE_OK) {
+            detail = what[0] == 'n' ? lattice_data_errmsg(data)
+                     : what[0] == 'o' ? lattice_optim_errmsg(optim)
+                                      : lattice_model_errmsg(model);
             char buf[64];
             snprintf(buf, sizeof buf, "step %d: %s", step, what);
-            rc = fail(&pr, buf, st, lattice_model_errmsg(model));
-            goto out;
-        }
-        if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
-            char buf[64];
-            snprintf(buf, sizeof buf, "step %d: optimizer", step);
-            rc = fail(&pr, buf, st, lattice_optim_errmsg(optim));
+            rc = fail(&pr, buf, st, detail);
             goto out;
         }
         train_s += ex_now() - t0;
+        trained_tokens += counted;
         recent[(step - 1) % LOSS_WINDOW] = loss;
 
-        double tok_per_s = (double)step * o.batch * T / train_s;
+        double tok_per_s = (double)trained_tokens / train_s;
         progress_update(&pr, step, o.steps, loss, tok_per_s, train_s / step * (o.steps - step));
 
-        if (n_val_windows && ((o.eval_every && step % o.eval_every == 0) || step == o.steps)) {
-            st = evaluate(model, data, val_starts, n_val_windows, T_val, o.batch, tokens, targets,
-                          &val_loss, &what);
-            if (st != LATTICE_OK) {
-                rc = fail(&pr, what, st, lattice_model_errmsg(model));
+        if (n_val_batches && ((o.eval_every && step % o.eval_every == 0) || step == o.steps)) {
+            if ((st = evaluate(model, data, &val_loss, &what, &detail)) != LATTICE_OK) {
+                rc = fail(&pr, what, st, detail);
                 goto out;
             }
             if (!o.quiet) {
@@ -537,7 +486,7 @@ int main(int argc, char **argv)
     train_loss /= n_recent;
     progress_clear(&pr);
     printf("final train_loss %.4f val_loss %.4f tokens_per_s %.0f\n", train_loss, val_loss,
-           (double)o.steps * o.batch * T / train_s);
+           (double)trained_tokens / train_s);
     rc = 0;
 
 out:
@@ -545,11 +494,7 @@ out:
     lattice_model_destroy(model);
     lattice_norm_destroy(norm);
     lattice_backend_destroy(backend);
+    lattice_data_destroy(data);
     free(recent);
-    free(val_starts);
-    free(starts);
-    free(targets);
-    free(tokens);
-    free(data);
     return rc;
 }

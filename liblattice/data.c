@@ -43,6 +43,9 @@ void lattice_data_params_init(lattice_data_params *p)
     p->val_fraction = 0.0f;
     p->seed = 0;
     p->pad_id = 0;
+    /* Without it a plain text file (one document) trains on its first
+     * seq_len + 1 bytes and nothing else. */
+    p->split_long = 1;
 }
 
 static lattice_status check_params(const lattice_data_params *p, int text, char *err)

@@ -24,7 +24,7 @@ void lattice_model_params_init(lattice_model_params *p)
         return;
     memset(p, 0, sizeof(*p));
     p->size = sizeof(*p);
-    p->vocab_size = 256;
+    p->vocab_size = 257;
     p->d_model = 256;
     p->n_layers = 9;
     p->n_active_layers = 9;

@@ -18,11 +18,14 @@ static char *write_temp(const void *bytes, size_t n)
     return p;
 }
 
-static lattice_data *text_data(const char *text, int batch, int seq, float val, int pack)
+/* split_long keeps its default (on); truncating tests pass split_long 0. */
+static lattice_data *text_data_split(const char *text, int batch, int seq, float val, int pack,
+                                     int split_long)
 {
     char *path = write_temp(text, strlen(text));
     lattice_data_params p;
     lattice_data_params_init(&p);
+    p.split_long = split_long;
     p.batch_size = batch;
     p.seq_len = seq;
     p.val_fraction = val;
@@ -35,10 +38,18 @@ static lattice_data *text_data(const char *text, int batch, int seq, float val, 
     return d;
 }
 
+static lattice_data *text_data(const char *text, int batch, int seq, float val, int pack)
+{
+    lattice_data_params p;
+    lattice_data_params_init(&p);
+    return text_data_split(text, batch, seq, val, pack, p.split_long);
+}
+
 START_TEST(test_text_documents_and_batches)
 {
-    /* three documents (the empty one between two separators is dropped) */
-    lattice_data *d = text_data("abc\fdefg\f\fhi", 2, 3, 0.3f, 0);
+    /* three documents (the empty one between two separators is dropped), the
+     * long one truncated rather than split */
+    lattice_data *d = text_data_split("abc\fdefg\f\fhi", 2, 3, 0.3f, 0, 0);
     ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
     ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 1);
     ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 4 + 5);
@@ -339,10 +350,79 @@ START_TEST(test_huge_token_id)
     p.boundary_id = -1;
     lattice_data *d = NULL;
     char err[LATTICE_ERRMSG_SIZE];
+    /* no boundary id, nothing to open the pieces of a long document with */
+    ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "split_long"));
+    p.split_long = 0;
     ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_FORMAT);
     ck_assert_msg(strstr(err, "4294967295") != NULL, "%s", err);
     ck_assert_ptr_null(d);
     remove(path);
+}
+END_TEST
+
+/* The defaults fit together: a plain text file (no separators) is cut into
+ * rows rather than truncated to its first seq_len + 1 bytes, and the default
+ * data feeds a model of the default vocabulary and batch shape. */
+START_TEST(test_defaults_fit_together)
+{
+    char text[2000];
+    for (size_t i = 0; i < sizeof text; i++)
+        text[i] = (char)('a' + i % 26);
+    char *path = write_temp(text, sizeof text);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    ck_assert_int_ne(dp.split_long, 0);
+    ck_assert(dp.val_fraction == 0.0f); /* documented: no validation split by default */
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_text(path, &dp, &d, err) == LATTICE_OK, "%s", err);
+    /* 2000 bytes in pieces of 257 tokens, each opened by a boundary: 8 pieces */
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 8);
+    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 2000 + 8);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 0);
+    lattice_data_destroy(d);
+    /* and a validation share of the pieces when asked for one */
+    dp.val_fraction = 0.05f;
+    ck_assert_msg(lattice_data_create_text(path, &dp, &d, err) == LATTICE_OK, "%s", err);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 1);
+    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 7);
+    unlink(path);
+
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    ck_assert_int_eq(mp.vocab_size, dp.vocab_size);
+    ck_assert_int_lt(dp.boundary_id, mp.vocab_size);
+    /* a narrow model, default vocabulary and batch shape */
+    mp.d_model = 8;
+    mp.n_layers = mp.n_active_layers = 1;
+    mp.n_heads = 2;
+    mp.n_kv_heads = 1;
+    mp.head_dim = 4;
+    mp.d_ff = 8;
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
+    lattice_schedule *sc;
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 1, 1, 1,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
+    lattice_trainer *t = NULL;
+    lattice_status st = lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t);
+    ck_assert_msg(st == LATTICE_OK, "%s", t ? "" : lattice_status_string(st));
+    ck_assert_int_eq(lattice_trainer_step(t, NULL), LATTICE_OK);
+    lattice_trainer_destroy(t);
+    lattice_schedule_destroy(sc);
+    lattice_optim_destroy(o);
+    lattice_model_destroy(m);
+    lattice_norm_destroy(n);
+    lattice_backend_destroy(be);
+    lattice_data_destroy(d);
 }
 END_TEST
 
@@ -359,6 +439,7 @@ int main(void)
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_short_params_structs);
     tcase_add_test(tc, test_huge_token_id);
+    tcase_add_test(tc, test_defaults_fit_together);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -27,7 +27,22 @@ extern "C" {
  * The last val_fraction of the documents (at least one when the fraction is
  * positive) form the fixed validation split; the rest are training documents.
  *
- * Batching as the paper: one document per row, truncated at seq_len + 1
+ * @warning The default val_fraction is 0: **no validation split** unless you
+ * set val_fraction or val_path. (A positive default would turn every
+ * one-document corpus and every val_path caller into an error.) Set
+ * val_fraction (e.g. 0.05) for a held-out split of a single file; with
+ * split_long on, the fraction counts pieces, so a single long text file gets
+ * one too.
+ *
+ * Long documents are cut into rows by default (split_long, since 0.2): a
+ * plain text file without separators is one document, and without splitting
+ * only its first seq_len + 1 bytes would ever be trained on. Token sources
+ * with boundary_id -1 have no token to open the pieces with: set split_long
+ * to 0 there (otherwise create fails with ::LATTICE_ERR_INVALID_CONFIG).
+ * With split_long 0, each document is one row truncated at seq_len + 1 tokens,
+ * as in the paper.
+ *
+ * Batching: one document (or piece, see above) per row, at most seq_len + 1
  * tokens, right-padded; targets are the next tokens; the mask marks real
  * targets, so padding counts neither in the loss nor in token counts. With
  * trim on (default) a batch is only as long as its longest row. With pack on,
@@ -44,20 +59,24 @@ extern "C" {
 typedef struct lattice_data_params {
     size_t size;            /**< sizeof(lattice_data_params), set by the init function. @since 0.1 */
     int vocab_size;         /**< Ids must be below this (text: 257). @since 0.1 */
-    int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files. @since 0.1 */
+    int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files
+                                 (then set split_long to 0). @since 0.1 */
     const char *separator;  /**< Text only: the document separator ("\f"); borrowed during create. @since 0.1 */
     int batch_size;         /**< Rows per batch (8). @since 0.1 */
     int seq_len;            /**< Predicted positions per row at most (256). @since 0.1 */
     int pack;               /**< Non-zero: pack training documents into full rows. @since 0.1 */
     int trim;               /**< Non-zero (default): a batch is as long as its longest row. @since 0.1 */
-    float val_fraction;     /**< Share of documents held out for validation, in [0, 1). @since 0.1 */
+    float val_fraction;     /**< Share of documents (pieces, with split_long) held out for
+                                 validation, in [0, 1). Default 0: no validation split.
+                                 @since 0.1 */
     uint64_t seed;          /**< Seed of the training order. @since 0.1 */
     int pad_id;             /**< Id written into padding (masked out; 0). @since 0.1 */
     const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
                                  val_fraction must then be 0). Borrowed during create. @since 0.1 */
-    int split_long;         /**< Non-zero: cut documents longer than seq_len + 1 tokens into
-                                 pieces of seq_len + 1, each after the first opening with the
-                                 boundary token, so that no text is lost to truncation. @since 0.1 */
+    int split_long;         /**< Non-zero (default since 0.2; 0 before): cut documents longer
+                                 than seq_len + 1 tokens into pieces of seq_len + 1, each after
+                                 the first opening with the boundary token, so that no text is
+                                 lost to truncation. Needs boundary_id >= 0. @since 0.1 */
 } lattice_data_params;
 
 /** Which split. Append-only. @since 0.1 */
@@ -90,6 +109,10 @@ typedef struct lattice_data lattice_data;
 
 /**
  * @brief Fill params with defaults for byte-level text.
+ *
+ * vocab_size 257 and boundary_id 256 (the vocabulary of
+ * ::lattice_model_params_init's default model), batch 8 x seq_len 256,
+ * split_long on, val_fraction 0: **no validation split** until you ask for one.
  * @param[out] params The struct; NULL is ignored.
  * @since 0.1
  */

@@ -40,7 +40,10 @@ typedef struct lattice_model lattice_model;
  */
 typedef struct lattice_model_params {
     size_t size;          /**< sizeof(lattice_model_params), set by the init function. @since 0.1 */
-    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. @since 0.1 */
+    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. Default 257 (since 0.2; 256
+                               before): the 256 bytes plus the boundary token of
+                               ::lattice_data_create_text, so default model and data agree.
+                               @since 0.1 */
     int d_model;          /**< Width of the residual stream. @since 0.1 */
     int n_layers;         /**< Capacity: layers allocated. @since 0.1 */
     int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. @since 0.1 */
@@ -81,7 +84,9 @@ typedef struct lattice_tensor_info {
 
 /**
  * @brief Fill params with a small default shape (the benchmark student:
- *        9 layers, d_model 256, 4 heads of 64, d_ff 768, vocab 256, batch 16 x 256).
+ *        9 layers, d_model 256, 4 heads of 64, d_ff 768, batch 16 x 256) over the
+ *        byte vocabulary of text data: vocab 257, the 256 bytes and the boundary token
+ *        (::lattice_data_params_init's defaults fit this model as they are).
  * @param[out] params The struct; NULL is ignored.
  * @since 0.1
  */

@@ -1,35 +1,40 @@
-// liblattice from C++: the C API behind RAII handles, built by
-// run_consumers.py against an installed copy with nothing but
-// `pkg-config --cflags --libs lattice`. Trains a tiny model; prints the loss.
-#include <lattice/lattice.h>
+// liblattice from C++ through <lattice/lattice.hpp>: handles that free
+// themselves, exceptions for failures, spans for buffers. run_consumers.py
+// builds it against an installed copy with `pkg-config --cflags --libs
+// lattice` (as C++11 and as C++20, where lattice::span is std::span) and with
+// CMake's lattice::lattice; tests/consumer/meson.build builds it in the tree.
+// Trains a tiny model and prints the loss, checks the views, trains on with
+// a data object and a trainer, then provokes errors (trainer, model, data
+// create, check()) and checks their statuses and messages.
+#include <lattice/lattice.hpp>
 
+#include <cmath>
 #include <cstdio>
-#include <memory>
-#include <stdexcept>
+#include <cstring>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
+
+#ifdef LATTICE_HPP_STD_SPAN
+static_assert(std::is_same<lattice::span<const float>, std::span<const float> >::value,
+              "C++20: lattice::span is std::span");
+#endif
+static_assert(!std::is_copy_constructible<lattice::model>::value, "handles are not copyable");
+static_assert(std::is_nothrow_move_constructible<lattice::model>::value &&
+                  std::is_nothrow_move_assignable<lattice::trainer>::value,
+              "handles move");
 
 namespace {
 
-void check(lattice_status st, const std::string &what)
-{
-    if (st != LATTICE_OK)
-        throw std::runtime_error(what + ": " + lattice_status_string(st));
-}
+int failures = 0;
 
-struct Deleter {
-    void operator()(lattice_backend *p) const { lattice_backend_destroy(p); }
-    void operator()(lattice_norm *p) const { lattice_norm_destroy(p); }
-    void operator()(lattice_model *p) const { lattice_model_destroy(p); }
-    void operator()(lattice_optim *p) const { lattice_optim_destroy(p); }
-};
-template <class T> using Handle = std::unique_ptr<T, Deleter>;
-
-template <class T, class Create> Handle<T> make(Create create, const std::string &what)
+void expect(bool ok, const char *what)
 {
-    T *raw = nullptr;
-    check(create(&raw), what);
-    return Handle<T>(raw);
+    if (!ok) {
+        std::fprintf(stderr, "FAIL: %s\n", what);
+        failures++;
+    }
 }
 
 } // namespace
@@ -38,17 +43,11 @@ int main()
 {
     try {
         const std::string text = "lattices in C++, handles that free themselves";
-        std::vector<int32_t> ids(text.begin(), text.end());
+        const std::vector<int32_t> ids(text.begin(), text.end());
         const int seq = static_cast<int>(ids.size()) - 1;
+        const lattice::span<const int32_t> all(ids);
 
-        auto backend = make<lattice_backend>(
-            [](lattice_backend **out) { return lattice_backend_create("default", out); }, "backend");
-        auto norm = make<lattice_norm>(
-            [](lattice_norm **out) {
-                return lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, out);
-            },
-            "norm");
-
+        lattice::backend backend = lattice::backend::create();
         lattice_model_params mp;
         lattice_model_params_init(&mp);
         mp.d_model = 64;
@@ -58,32 +57,109 @@ int main()
         mp.d_ff = 128;
         mp.max_batch = 1;
         mp.max_seq = seq;
-        auto model = make<lattice_model>(
-            [&](lattice_model **out) { return lattice_model_create(&mp, norm.get(), backend.get(), out); },
-            "model");
+        // the norm is copied into the model: a temporary is fine
+        lattice::model model =
+            lattice::model::create(mp, lattice::norm::create(LATTICE_NORM_PRE), backend);
 
         lattice_optim_params op;
         lattice_optim_params_init(&op);
         op.lr = 3e-3f;
         op.warmup_steps = 0;
         op.total_steps = 20;
-        auto optim = make<lattice_optim>(
-            [&](lattice_optim **out) { return lattice_optim_create(model.get(), &op, out); }, "optim");
+        lattice::optim optim = lattice::optim::create(model, op);
 
         for (int step = 0; step < 20; step++) {
-            float loss = 0.0f;
-            check(lattice_model_forward(model.get(), ids.data(), 1, seq), "forward");
-            check(lattice_model_cross_entropy(model.get(), ids.data() + 1, nullptr, &loss, nullptr),
-                  "cross-entropy");
-            check(lattice_model_backward(model.get()), "backward");
-            check(lattice_optim_step(optim.get(), nullptr), "optimizer step");
+            model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+            float loss = model.cross_entropy(all.subspan(1, static_cast<std::size_t>(seq)));
+            model.backward();
+            optim.step();
             if (step % 5 == 0 || step == 19)
                 std::printf("step %2d loss %.4f\n", step, loss);
         }
-        std::printf("liblattice %s from C++\n", lattice_version_string());
+
+        // Views: as long as the last forward's batch * seq * vocab (or d_model).
+        lattice::span<const float> logits = model.logits();
+        expect(logits.size() == static_cast<std::size_t>(seq) * 257, "logits() covers [1, seq, vocab]");
+        bool finite = true;
+        for (float x : logits)
+            finite = finite && std::isfinite(x);
+        expect(finite, "logits are finite");
+        expect(model.hidden(0).size() == static_cast<std::size_t>(seq) * 64,
+               "hidden(0) covers [1, seq, d_model]");
+        lattice::tensor emb = model.tensor_at(0);
+        expect(emb.data().size() == emb.size() && emb.size() > 0, "tensor data view");
+
+        // Handles move; the moved-from one is empty.
+        lattice::optim moved = std::move(optim);
+        expect(static_cast<bool>(moved) && !optim, "a moved handle owns, its source is empty");
+
+        // The same model through a data object, a schedule and a trainer.
+        lattice_data_params dp;
+        lattice_data_params_init(&dp); // byte text: vocab 257, as the model's default
+        dp.batch_size = 1;
+        dp.seq_len = seq;
+        lattice::data corpus = lattice::data::from_memory(all, dp);
+        lattice::batch first = corpus.next();
+        expect(first.rows == 1 && first.tokens.size() == static_cast<std::size_t>(first.seq) &&
+                   first.mask.size() == first.tokens.size() && first.n_tokens == seq,
+               "a batch's views cover [rows, seq]");
+        lattice::schedule sched = lattice::schedule::preset(LATTICE_PRESET_JOINT, 1, 2, 3);
+        lattice::trainer trainer =
+            lattice::trainer::create(model, nullptr, nullptr, corpus, moved, sched);
+        for (int step = 0; step < 3; step++) {
+            lattice_metrics m = trainer.step();
+            expect(m.step == step + 1 && std::isfinite(m.loss), "trainer steps");
+        }
+        expect(sched.finished(), "the schedule ran out");
+        try {
+            trainer.step();
+            expect(false, "a step after the schedule throws");
+        } catch (const lattice::error &e) {
+            std::printf("caught: %s\n", e.what());
+            expect(e.status() == LATTICE_ERR_STATE && e.errmsg().find("finished") != std::string::npos,
+                   "the trainer's errmsg travels");
+        }
+
+        // A deliberate error on an object: a sequence beyond the model's max_seq.
+        std::vector<int32_t> longer(static_cast<std::size_t>(seq) + 8, 1);
+        try {
+            model.forward(longer, 1, seq + 8);
+            expect(false, "forward beyond max_seq throws");
+        } catch (const lattice::error &e) {
+            std::printf("caught: %s\n", e.what());
+            expect(e.status() == LATTICE_ERR_INVALID_ARGUMENT, "the status travels");
+            expect(!e.errmsg().empty(), "the model's errmsg travels");
+            expect(std::strstr(e.what(), e.errmsg().c_str()) != nullptr, "what() holds errmsg");
+        }
+        // A failed create: the message comes from the create call.
+        try {
+            lattice_data_params dp;
+            lattice_data_params_init(&dp);
+            lattice::data::from_text("/nonexistent/lattice-corpus.txt", dp);
+            expect(false, "a missing corpus throws");
+        } catch (const lattice::error &e) {
+            std::printf("caught: %s\n", e.what());
+            expect(e.status() == LATTICE_ERR_IO, "missing file: LATTICE_ERR_IO");
+            expect(e.errmsg().find("lattice-corpus.txt") != std::string::npos,
+                   "the message names the file");
+        }
+        // And check() for any C call the wrapper does not cover.
+        try {
+            lattice::check(lattice_model_set_active_layers(model.get(), 99), model);
+            expect(false, "check() throws");
+        } catch (const lattice::error &e) {
+            expect(e.status() != LATTICE_OK && !e.errmsg().empty(), "check() carries errmsg");
+        }
+        std::printf("liblattice %s from C++ (%s)\n", lattice_version_string(),
+#ifdef LATTICE_HPP_STD_SPAN
+                    "std::span"
+#else
+                    "lattice::span"
+#endif
+        );
     } catch (const std::exception &e) {
-        std::fprintf(stderr, "%s\n", e.what());
+        std::fprintf(stderr, "unexpected: %s\n", e.what());
         return 1;
     }
-    return 0;
+    return failures ? 1 : 0;
 }

@@ -6,13 +6,19 @@ usage: run_consumers.py BUILD_DIR SOURCE_DIR
 In a temporary directory:
 1. configures a throwaway build of SOURCE_DIR with --prefix inside it (with
    BUILD_DIR's blis and openmp choices) and installs it with `meson install`;
-2. builds the C consumer, the C++ consumer and the README's "Use from C"
-   program against that prefix with nothing but
-   `pkg-config --cflags --libs lattice` (PKG_CONFIG_PATH pointing at the
-   installed lattice.pc), runs them with LD_LIBRARY_PATH, and links the C
-   consumer statically with `pkg-config --static --libs lattice` and runs it
+2. checks what it installed: lattice.hpp, the CMake package, the examples'
+   sources under share/doc/lattice/examples, and a lattice.pc whose --cflags
+   and (shared) --libs name no private dependency (json-c, BLIS, OpenMP);
+3. builds the C consumer, the C++ consumer (lattice.hpp, as C++11 and as
+   C++20) and the README's "Use from C" program against that prefix with
+   nothing but `pkg-config --cflags --libs lattice` (PKG_CONFIG_PATH pointing
+   at the installed lattice.pc), runs them with LD_LIBRARY_PATH, and links the
+   C consumer statically with `pkg-config --static --libs lattice` and runs it
    without;
-3. builds tests/consumer/subproject_user with the source tree as its
+4. builds tests/consumer/cmake_user with cmake (find_package(lattice 0.2),
+   lattice::lattice) against the prefix, runs its programs, and checks which
+   versions find_package accepts;
+5. builds tests/consumer/subproject_user with the source tree as its
    subprojects/lattice and runs it.
 Every program must print a training loss that falls.
 
@@ -21,9 +27,9 @@ away from the build that `meson test` is running from (no recursive ninja),
 and from that build's own flags (a sanitizer build installs a library that
 plain programs cannot link).
 
-The compilers come from CC and CXX, meson and ninja from MESON and NINJA
-(tests/consumer/meson.build passes its own); the C++ part is skipped when CXX
-is unset. LATTICE_CONSUMER_JOBS sets the ninja job count (2);
+The compilers come from CC and CXX, meson, ninja and cmake from MESON, NINJA
+and CMAKE (tests/consumer/meson.build passes its own); the C++ part is
+skipped when CXX is unset, the CMake part when CMAKE is unset. LATTICE_CONSUMER_JOBS sets the ninja job count (2);
 LATTICE_CONSUMER_KEEP=1 keeps the temporary directory.
 """
 import json
@@ -41,6 +47,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 JOBS = os.environ.get("LATTICE_CONSUMER_JOBS", "2")
 MESON = shlex.split(os.environ.get("MESON", "meson"))
 NINJA = shlex.split(os.environ.get("NINJA", "ninja"))
+CMAKE = shlex.split(os.environ.get("CMAKE", ""))
+# What lattice.pc must keep out of a consumer's flags: the library's private
+# dependencies (its headers include none of them).
+PRIVATE_FLAGS = re.compile(r"json-c|blis|openmp|-fopenmp|-lgomp|-ldl|pthread", re.I)
 T0 = time.monotonic()
 
 
@@ -121,6 +131,68 @@ def readme_snippets(source_dir):
     return program[0], command[0]
 
 
+def check_installed(prefix, pc_dir):
+    """The headers, the CMake package and the examples' sources are installed."""
+    libdir = os.path.dirname(pc_dir)
+    expected = [os.path.join(prefix, "include", "lattice", "lattice.hpp"),
+                os.path.join(libdir, "cmake", "lattice", "latticeConfig.cmake"),
+                os.path.join(libdir, "cmake", "lattice", "latticeConfigVersion.cmake")]
+    examples = os.path.join(prefix, "share", "doc", "lattice", "examples")
+    expected += [os.path.join(examples, f) for f in
+                 ("train_text.c", "example_util.h", "reproduce/reproduce.c",
+                  "reproduce/presets/quick.json", "bench/compare.py")]
+    missing = [f for f in expected if not os.path.isfile(f)]
+    if missing:
+        raise Failure("meson install did not write " + " ".join(missing))
+    log("installed: lattice.hpp, the CMake package, the examples' sources")
+
+
+def check_public_flags(pkg):
+    """Consumers see -I and -L -llattice, nothing of the private dependencies."""
+    for args in (["--cflags"], ["--libs"]):
+        flags = " ".join(pkg(*args))
+        if PRIVATE_FLAGS.search(flags):
+            raise Failure("pkg-config %s lattice leaks a private dependency: %s"
+                          % (args[0], flags))
+        log("pkg-config %s lattice: %s" % (args[0], flags))
+    static = " ".join(pkg("--static", "--libs"))
+    if "-ljson-c" not in static:
+        raise Failure("pkg-config --static --libs lattice lacks -ljson-c: " + static)
+
+
+def cmake_consumer(tmp, prefix, env):
+    """The CMake project, then find_package's verdict on several requested versions."""
+    build = os.path.join(tmp, "build-cmake")
+    run(CMAKE + ["-S", os.path.join(HERE, "cmake_user"), "-B", build,
+                 "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"], env=env)
+    run(CMAKE + ["--build", build, "-j", JOBS], env=env)
+    # no LD_LIBRARY_PATH: the imported target's location gives the run path
+    check_losses("CMake C", run([os.path.join(build, "consumer")], env=env))
+    if os.path.exists(os.path.join(build, "consumer_cpp")):
+        check_losses("CMake C++", run([os.path.join(build, "consumer_cpp")], env=env))
+    config_dir = None
+    for root, _dirs, files in os.walk(prefix):
+        if "latticeConfig.cmake" in files:
+            config_dir = root
+    # SameMinorVersion before 1.0; a range must stay inside 0.2.x
+    for request, found in (("", True), ("0.2", True), ("0.2.0 EXACT", True), ("0.1", False),
+                           ("0.3", False), ("1.0", False), ("0.2...<0.3", True),
+                           ("0.1...0.3", False), ("0.2.1", False)):
+        probe = os.path.join(tmp, "cmake-probe")
+        shutil.rmtree(probe, ignore_errors=True)
+        os.mkdir(probe)
+        with open(os.path.join(probe, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+            f.write("cmake_minimum_required(VERSION 3.19)\nproject(probe NONE)\n"
+                    "find_package(lattice %s QUIET)\n"
+                    "message(STATUS \"lattice_FOUND=${lattice_FOUND}\")\n" % request)
+        out = run(CMAKE + ["-S", probe, "-B", os.path.join(probe, "build"),
+                           "-Dlattice_DIR=" + config_dir], env=env)
+        if ("lattice_FOUND=1" in out) != found:
+            raise Failure("find_package(lattice %s) %s 0.2.0:\n%s"
+                          % (request, "did not find" if found else "found", out))
+    log("CMake: lattice::lattice builds and runs; find_package's version rule holds")
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -137,6 +209,8 @@ def main():
         libdir = run(["pkg-config", "--variable=libdir", "lattice"], env=env).strip()
         if not os.path.realpath(libdir).startswith(os.path.realpath(prefix)):
             raise Failure("pkg-config found a lattice.pc outside the prefix: libdir " + libdir)
+        check_installed(prefix, pc_dir)
+        check_public_flags(pkg)
         flags = pkg("--cflags", "--libs")
         shared_env = dict(env)
         shared_env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -151,11 +225,16 @@ def main():
             raise Failure("consumer_c does not link liblattice.so: " + " ".join(deps))
         check_losses("C (shared)", run([exe], env=shared_env))
 
-        # C++, shared.
+        # C++ through lattice.hpp, shared: C++11 (lattice's own span) and C++20 (std::span).
         if cxx:
-            exe = os.path.join(tmp, "consumer_cpp")
-            run(cxx + [os.path.join(HERE, "consumer.cpp"), "-o", exe] + flags, env=env)
-            check_losses("C++ (shared)", run([exe], env=shared_env))
+            for std in ("c++11", "c++20"):
+                exe = os.path.join(tmp, "consumer_" + std.replace("+", "p"))
+                run(cxx + ["-std=" + std, "-pedantic", "-Wall", "-Wextra", "-Werror",
+                           os.path.join(HERE, "consumer.cpp"), "-o", exe] + flags, env=env)
+                out = run([exe], env=shared_env)
+                if out.count("caught: lattice: ") != 3:
+                    raise Failure("C++ (%s): the provoked errors were not caught:\n%s" % (std, out))
+                check_losses("C++ (%s, shared)" % std, out)
         else:
             log("C++: skipped (no C++ compiler)")
 
@@ -183,6 +262,11 @@ def main():
         run('cc() { eval "command $LATTICE_CC" \'"$@"\'; }\nset -e\n' + command, cwd=readme_dir,
             env=readme_env, shell=True)
         check_losses("README.md", run([os.path.join(readme_dir, "prog")], env=shared_env))
+
+        if CMAKE:
+            cmake_consumer(tmp, prefix, env)
+        else:
+            log("CMake: skipped (no cmake)")
 
         # A meson project with liblattice as a subproject.
         user = os.path.join(tmp, "subproject_user")

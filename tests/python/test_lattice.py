@@ -504,7 +504,7 @@ class ModelTest(unittest.TestCase):
             model.forward(numpy.ones((2, 4)))               # float64 ids: refused
         ids = numpy.arange(200, dtype=numpy.int64) % VOCAB
         data = lattice.Data.from_memory(ids, vocab_size=VOCAB, boundary_id=0, batch_size=1,
-                                        seq_len=8, val_fraction=0.0)
+                                        seq_len=8, val_fraction=0.0, split_long=False)
         self.assertEqual(data.n_tokens(), 200)
         with self.assertRaises(ValueError):
             model.forward(numpy.asfortranarray(numpy.arange(8, dtype=numpy.int32).reshape(2, 4)))
@@ -914,14 +914,18 @@ class DataTest(unittest.TestCase):
             text = os.path.join(tmp, "corpus.txt")
             with open(text, "w") as f:
                 f.write("one document\fanother one\fa third\fand a fourth")
-            data = lattice.Data.from_text(text, batch_size=2, seq_len=8, val_fraction=0.25)
+            data = lattice.Data.from_text(text, batch_size=2, seq_len=8, val_fraction=0.25,
+                                          split_long=False)
             self.assertEqual(data.n_documents(), 3)
             self.assertEqual(data.n_documents("val"), 1)
             val = os.path.join(tmp, "val.txt")
             with open(val, "w") as f:
                 f.write("held out\fand this")
-            data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=8)
+            data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=8,
+                                          split_long=False)
             self.assertEqual((data.n_documents(), data.n_documents("val")), (4, 2))
+            data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=8)
+            self.assertGreater(data.n_documents(), 4)           # split_long is the default
             data = lattice.Data.from_text(text, val_path=val, batch_size=2, seq_len=4,
                                           split_long=True)
             self.assertGreater(data.n_documents(), 4)           # long documents were cut
