@@ -135,76 +135,86 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
         (arr)[4] = c4, (arr)[5] = c5, (arr)[6] = c6, (arr)[7] = c7;                                \
     } while (0)
 
-/* out[i, j] = alpha a_i . b_j for every row i and every key j of the chunks
- * up to row i's own (j < (i / FK + 1) FK, and < T). a rows: stride lda;
- * b rows: stride hd; out rows: stride T. bt: hd v8f of scratch. */
-VINLINE void causal_dots(float *out, const float *a, int lda, const float *b, int T, int hd,
-                         float alpha, v8f *bt)
+/* out[i, j] = alpha a_i . b_j for the rows i of the block i0 .. i0 + FR - 1
+ * (< T) and every key j of the chunks up to theirs (j < min(i0 + FK, T)).
+ * a rows: stride lda; bT: the keys transposed, [hd, T]; out rows: stride T.
+ * Row-block by row-block, so that the caller can take the block's softmax
+ * and its mix while its rows are in L1. */
+VINLINE void dots_block(float *out, const float *a, int lda, const float *bT, int i0, int T,
+                        int hd, float alpha)
 {
-    for (int j0 = 0; j0 < T; j0 += FK) {
+    const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
+    const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
+    const float *a2 = a + (size_t)imin(i0 + 2, T - 1) * lda;
+    const float *a3 = a + (size_t)imin(i0 + 3, T - 1) * lda;
+    const float *a4 = a + (size_t)imin(i0 + 4, T - 1) * lda;
+    const float *a5 = a + (size_t)imin(i0 + 5, T - 1) * lda;
+    const float *a6 = a + (size_t)imin(i0 + 6, T - 1) * lda;
+    const float *a7 = a + (size_t)imin(i0 + 7, T - 1) * lda;
+    for (int j0 = 0; j0 <= i0; j0 += FK) {
         const int kc = imin(FK, T - j0);
-        for (int e = 0; e < hd; e++) { /* the chunk's keys, transposed */
-            float col[FK] = {0};
-            for (int c = 0; c < kc; c++)
-                col[c] = b[(size_t)(j0 + c) * hd + e];
-            bt[e] = ld8(col);
-        }
-        for (int i0 = j0; i0 < T; i0 += FR) {
-            const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
-            const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
-            const float *a2 = a + (size_t)imin(i0 + 2, T - 1) * lda;
-            const float *a3 = a + (size_t)imin(i0 + 3, T - 1) * lda;
-            const float *a4 = a + (size_t)imin(i0 + 4, T - 1) * lda;
-            const float *a5 = a + (size_t)imin(i0 + 5, T - 1) * lda;
-            const float *a6 = a + (size_t)imin(i0 + 6, T - 1) * lda;
-            const float *a7 = a + (size_t)imin(i0 + 7, T - 1) * lda;
-            ACC8_DECL;
+        ACC8_DECL;
+        if (kc == FK) {
             for (int e = 0; e < hd; e++)
-                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e], bt[e]);
-            v8f acc[FR];
-            ACC8_OUT(acc);
-            for (int r = 0; r < FR && i0 + r < T; r++) {
-                float *o = out + (size_t)(i0 + r) * T + j0;
-                if (kc == FK) {
-                    st8(o, acc[r] * alpha);
-                } else { /* the row's last, partial chunk */
-                    float row[FK];
-                    st8(row, acc[r] * alpha);
-                    for (int c = 0; c < kc; c++)
-                        o[c] = row[c];
-                }
+                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e],
+                         ld8(bT + (size_t)e * T + j0));
+        } else { /* the last, partial chunk: keys past T count as 0 */
+            for (int e = 0; e < hd; e++) {
+                float col[FK] = {0};
+                for (int c = 0; c < kc; c++)
+                    col[c] = bT[(size_t)e * T + j0 + c];
+                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e], ld8(col));
+            }
+        }
+        v8f acc[FR];
+        ACC8_OUT(acc);
+        for (int r = 0; r < FR && i0 + r < T; r++) {
+            float *o = out + (size_t)(i0 + r) * T + j0;
+            if (kc == FK) {
+                st8(o, acc[r] * alpha);
+            } else {
+                float row[FK];
+                st8(row, acc[r] * alpha);
+                for (int c = 0; c < kc; c++)
+                    o[c] = row[c];
             }
         }
     }
 }
 
-/* out_i = alpha sum over j <= i of w[i, j] m_j, for every row i (w as above:
- * 0 past the diagonal within the row's chunk). m rows: stride hd; out rows:
- * stride ldo. */
-VINLINE void causal_mix(float *out, int ldo, const float *w, const float *m, int T, int hd,
-                        float alpha)
+/* bT[e, j] = b[j, e]: b [T, hd] -> bT [hd, T] */
+VINLINE void transpose_rows(float *bT, const float *b, int T, int hd)
 {
-    for (int i0 = 0; i0 < T; i0 += FR) {
-        const int jend = imin(i0 + FR, T);
-        const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;
-        const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;
-        const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;
-        const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;
-        const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;
-        const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;
-        const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;
-        const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;
-        for (int e0 = 0; e0 < hd; e0 += 8) {
-            ACC8_DECL;
-            for (int j = 0; j < jend; j++) {
-                const v8f mv = ld8(m + (size_t)j * hd + e0);
-                ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);
-            }
-            v8f acc[FR];
-            ACC8_OUT(acc);
-            for (int r = 0; r < FR && i0 + r < T; r++)
-                st8(out + (size_t)(i0 + r) * ldo + e0, acc[r] * bc8(alpha));
+    for (int e = 0; e < hd; e++)
+        for (int j = 0; j < T; j++)
+            bT[(size_t)e * T + j] = b[(size_t)j * hd + e];
+}
+
+/* out_i = alpha sum over j <= i of w[i, j] m_j, for the rows i of the block
+ * i0 .. i0 + FR - 1 (w as above: 0 past the diagonal within the row's chunk).
+ * m rows: stride hd; out rows: stride ldo. */
+VINLINE void mix_block(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,
+                       float alpha)
+{
+    const int jend = imin(i0 + FR, T);
+    const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;
+    const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;
+    const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;
+    const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;
+    const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;
+    const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;
+    const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;
+    const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;
+    for (int e0 = 0; e0 < hd; e0 += 8) {
+        ACC8_DECL;
+        for (int j = 0; j < jend; j++) {
+            const v8f mv = ld8(m + (size_t)j * hd + e0);
+            ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);
         }
+        v8f acc[FR];
+        ACC8_OUT(acc);
+        for (int r = 0; r < FR && i0 + r < T; r++)
+            st8(out + (size_t)(i0 + r) * ldo + e0, acc[r] * bc8(alpha));
     }
 }
 
@@ -249,33 +259,46 @@ VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, i
 /* Entries a row's chunk holds past the diagonal end at this column. */
 static inline int chunk_end(int i, int T) { return imin((i / FK + 1) * FK, T); }
 
+/* One kv head and its group of G query heads: the keys are transposed once
+ * (into kt, [hd, T]) for all G; then per row block the scores, their softmax
+ * and the block's output rows. */
 LATTICE_VEC_CLONES
-static void fused_forward_head(float *att, int ldo, float *p, const float *q, const float *k,
-                               const float *v, int T, int hd, float scale)
+static void fused_forward_group(float *att, int ldo, float *p, const float *q, const float *k,
+                                const float *v, float *kt, int G, int T, int hd, float scale)
 {
-    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
-    causal_dots(p, q, hd, k, T, hd, scale, bt);
-    for (int i = 0; i < T; i++)
-        lattice__softmax_row(p + (size_t)i * T, i + 1, chunk_end(i, T));
-    causal_mix(att, ldo, p, v, T, hd, 1.0f);
+    const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
+    transpose_rows(kt, k, T, hd);
+    for (int g = 0; g < G; g++) {
+        float *pg = p + g * TT, *og = att + (size_t)g * hd;
+        const float *qg = q + g * Thd;
+        for (int i0 = 0; i0 < T; i0 += FR) {
+            dots_block(pg, qg, hd, kt, i0, T, hd, scale);
+            for (int i = i0; i < imin(i0 + FR, T); i++)
+                lattice__softmax_row(pg + (size_t)i * T, i + 1, chunk_end(i, T));
+            mix_block(og, ldo, pg, v, i0, T, hd, 1.0f);
+        }
+    }
 }
 
-/* One kv head and its group of G query heads (dK, dV sum over the group). */
+/* One kv head and its group of G query heads (dK, dV sum over the group); vt:
+ * [hd, T] scratch for the values transposed. */
 LATTICE_VEC_CLONES
 static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, const float *datt,
                                  int ldo, const float *p, const float *q, const float *k,
-                                 const float *v, int G, int T, int hd, float scale)
+                                 const float *v, float *vt, int G, int T, int hd, float scale)
 {
     const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
-    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
+    transpose_rows(vt, v, T, hd);
     for (int g = 0; g < G; g++) {
         float *dpg = dp + g * TT;
         const float *pg = p + g * TT, *dog = datt + (size_t)g * hd;
-        causal_dots(dpg, dog, ldo, v, T, hd, 1.0f, bt); /* dP = dO V^T */
-        for (int i = 0; i < T; i++)                 /* dS, in place */
-            lattice__softmax_backward_row(dpg + (size_t)i * T, pg + (size_t)i * T, i + 1,
-                                          chunk_end(i, T));
-        causal_mix(dq + g * Thd, hd, dpg, k, T, hd, scale);          /* dQ = scale dS K */
+        for (int i0 = 0; i0 < T; i0 += FR) {
+            dots_block(dpg, dog, ldo, vt, i0, T, hd, 1.0f); /* dP = dO V^T */
+            for (int i = i0; i < imin(i0 + FR, T); i++)    /* dS, in place */
+                lattice__softmax_backward_row(dpg + (size_t)i * T, pg + (size_t)i * T, i + 1,
+                                              chunk_end(i, T));
+            mix_block(dq + g * Thd, hd, dpg, k, i0, T, hd, scale); /* dQ = scale dS K */
+        }
         causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0);           /* dV += P^T dO */
         causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0); /* dK += scale dS^T Q */
     }
@@ -300,25 +323,24 @@ static int use_fused(const lattice_backend *be, const lattice_attn_dims *d)
 }
 
 static void fused_forward(lattice_backend *be, float *att, float *p, const float *q,
-                          const float *k, const float *v, const lattice_attn_dims *d)
+                          const float *k, const float *v, float *kv_t, const lattice_attn_dims *d)
 {
-    const int T = d->seq, hd = d->head_dim, H = d->n_heads, G = H / d->n_kv_heads;
-    const int ldo = H * hd, nb = d->batch * H, nt = be->n_threads;
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
+    const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
     const float scale = 1.0f / sqrtf((float)hd);
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nb > 1)
-    for (int bh = 0; bh < nb; bh++) {
-        const int b = bh / H, h = bh % H;
-        const size_t kv = ((size_t)b * d->n_kv_heads + h / G) * T * hd;
-        fused_forward_head(att + (size_t)b * T * ldo + (size_t)h * hd, ldo,
-                           p + (size_t)bh * T * T, q + (size_t)bh * T * hd, k + kv, v + kv, T, hd,
-                           scale);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
+    for (int bk = 0; bk < nkv; bk++) {
+        const int b = bk / KV, kh = bk % KV, h0 = kh * G;
+        const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
+        fused_forward_group(att + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
+                            q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale);
     }
 }
 
 static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv, float *dp,
                            const float *datt, const float *p, const float *q, const float *k,
-                           const float *v, const lattice_attn_dims *d)
+                           const float *v, float *kv_t, const lattice_attn_dims *d)
 {
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
     const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
@@ -329,8 +351,8 @@ static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv,
         const int b = bk / KV, kh = bk % KV, h0 = kh * G;
         const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
         fused_backward_group(dq + bh0 * T * hd, dk + kv, dv + kv, dp + bh0 * T * T,
-                             datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo,
-                             p + bh0 * T * T, q + bh0 * T * hd, k + kv, v + kv, G, T, hd, scale);
+                             datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
+                             q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale);
     }
 }
 
@@ -416,7 +438,7 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
 {
     if (!use_fused(be, d))
         return gemm_forward(be, att, p, q, k, v, d, ptr);
-    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, ptr->kv_t, d));
     return LATTICE_OK;
 }
 
@@ -428,6 +450,7 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
 {
     if (!use_fused(be, d))
         return gemm_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d, ptr);
-    PROF(LATTICE_OP_ATTN_FUSED, fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED,
+         fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, ptr->kv_t, d));
     return LATTICE_OK;
 }

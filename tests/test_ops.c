@@ -227,7 +227,7 @@ static void attn_compute(attn_run *a, const char *backend)
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, NULL}; /* the GEMM path needs no kv_t */
     lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
@@ -299,18 +299,20 @@ enum { QB_NQ = QB_B * QB_H * QB_T * QB_HD, QB_NK = QB_B * QB_KV * QB_T * QB_HD }
 
 typedef struct qb_run {
     float q[QB_NQ], k[QB_NK], v[QB_NK], r[QB_NQ], att[QB_NQ], dq[QB_NQ], dk[QB_NK], dv[QB_NK];
-    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T];
+    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T], kv_t[QB_NK];
 } qb_run;
 
 static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
 {
     const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
     float *pc[QB_B * QB_H];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, a->kv_t};
     lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path};
     /* stale values in the scratch must not matter */
     for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
         a->p[j] = a->dp[j] = NAN;
+    for (size_t j = 0; j < sizeof a->kv_t / sizeof(float); j++)
+        a->kv_t[j] = NAN;
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
@@ -434,7 +436,7 @@ static double fused_loss(void *ctx)
 START_TEST(test_attention_fused_grad)
 {
     static float q[F_NQ], k[F_NK], v[F_NK], r[F_NQ], att[F_NQ], dq[F_NQ], dk[F_NK], dv[F_NK];
-    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT];
+    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT], kv_t[F_NK];
     tu_rng rng = {57};
     tu_fill(q, F_NQ, 1.5, &rng);
     tu_fill(k, F_NK, 1.5, &rng);
@@ -443,7 +445,7 @@ START_TEST(test_attention_fused_grad)
     lattice_backend *be = tu_backend("ref", 2);
     const float *pa[FB * FH], *pb[FB * FH];
     float *pc[FB * FH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, kv_t};
     lattice_attn_dims d = {FB, FT, FH, FKV, FHD, 0, LATTICE_ATTN_FUSED};
     ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
