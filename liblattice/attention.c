@@ -116,6 +116,85 @@ VINLINE v8f bc8(float x) { return (v8f){0} + x; }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
+typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned v8u __attribute__((vector_size(32)));
+
+VINLINE v8f max8(v8f a, v8f b)
+{
+    const v8i m = a > b;
+    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
+}
+
+/* lattice__expf on 8 lanes, the same operations in the same order */
+VINLINE v8f exp8(v8f x)
+{
+    const v8f shifter = bc8(12582912.0f); /* 1.5 * 2^23 */
+    const v8f t = x * 1.44269504088896341f + shifter;
+    const v8f n = t - shifter;
+    v8f r = x - n * 0.693145751953125f;
+    r = r - n * 1.428606765330187045e-06f;
+    v8f p = bc8(1.0f / 5040.0f);
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const v8u sc = ((v8u)t - 0x4B400000u + 127u) << 23;
+    const v8f y = p * (v8f)sc;
+    return (v8f)((v8i)y & ~(x < -87.0f));
+}
+
+/* horizontal max and sum, in a fixed order */
+VINLINE float hmax8(v8f v)
+{
+    float t[8];
+    st8(t, v);
+    float m = t[0];
+    for (int l = 1; l < 8; l++)
+        m = t[l] > m ? t[l] : m;
+    return m;
+}
+
+VINLINE float hsum8(v8f v)
+{
+    float t[8];
+    st8(t, v);
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* Softmax of row[0..n) in place, n a multiple of 8; the entries past the
+ * diagonal hold -inf and become 0. */
+VINLINE void softmax_chunks(float *row, int n)
+{
+    v8f mv = ld8(row);
+    for (int j = 8; j < n; j += 8)
+        mv = max8(mv, ld8(row + j));
+    const float mx = hmax8(mv);
+    v8f sv = {0};
+    for (int j = 0; j < n; j += 8) {
+        const v8f e = exp8(ld8(row + j) - mx);
+        st8(row + j, e);
+        sv += e;
+    }
+    const float inv = 1.0f / hsum8(sv);
+    for (int j = 0; j < n; j += 8)
+        st8(row + j, ld8(row + j) * inv);
+}
+
+/* g <- p * (g - dot(g, p)) over g[0..n), n a multiple of 8; p is 0 past the
+ * diagonal, so g is 0 there. */
+VINLINE void softmax_backward_chunks(float *g, const float *p, int n)
+{
+    v8f dv = {0};
+    for (int j = 0; j < n; j += 8)
+        dv += ld8(g + j) * ld8(p + j);
+    const float dot = hsum8(dv);
+    for (int j = 0; j < n; j += 8)
+        st8(g + j, ld8(p + j) * (ld8(g + j) - dot));
+}
+
 /* Eight accumulators as named locals (an array of them ended up on the stack). */
 #define ACC8_DECL v8f c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0}, c6 = {0}, c7 = {0}
 #define ACC8_FMA(x0, x1, x2, x3, x4, x5, x6, x7, y)                                               \
@@ -136,12 +215,13 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
     } while (0)
 
 /* out[i, j] = alpha a_i . b_j for the rows i of the block i0 .. i0 + FR - 1
- * (< T) and every key j of the chunks up to theirs (j < min(i0 + FK, T)).
+ * (< T) and every key j of the chunks up to theirs (j < min(i0 + FK, T));
+ * mask_diag: -inf for the keys past each row's own (j > i).
  * a rows: stride lda; bT: the keys transposed, [hd, T]; out rows: stride T.
  * Row-block by row-block, so that the caller can take the block's softmax
  * and its mix while its rows are in L1. */
 VINLINE void dots_block(float *out, const float *a, int lda, const float *bT, int i0, int T,
-                        int hd, float alpha)
+                        int hd, float alpha, int mask_diag)
 {
     const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
     const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
@@ -168,6 +248,15 @@ VINLINE void dots_block(float *out, const float *a, int lda, const float *bT, in
         }
         v8f acc[FR];
         ACC8_OUT(acc);
+        if (mask_diag && j0 == i0) { /* keys past row i0 + r's own: -inf */
+            const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+            const v8f ninf = bc8(-__builtin_inff());
+            for (int r = 0; r < FR; r++) {
+                const v8i past = lane > r;
+                acc[r] = (v8f)(((v8i)(acc[r] * alpha) & ~past) | ((v8i)ninf & past));
+            }
+            alpha = 1.0f;
+        }
         for (int r = 0; r < FR && i0 + r < T; r++) {
             float *o = out + (size_t)(i0 + r) * T + j0;
             if (kc == FK) {
@@ -272,9 +361,13 @@ static void fused_forward_group(float *att, int ldo, float *p, const float *q, c
         float *pg = p + g * TT, *og = att + (size_t)g * hd;
         const float *qg = q + g * Thd;
         for (int i0 = 0; i0 < T; i0 += FR) {
-            dots_block(pg, qg, hd, kt, i0, T, hd, scale);
-            for (int i = i0; i < imin(i0 + FR, T); i++)
-                lattice__softmax_row(pg + (size_t)i * T, i + 1, chunk_end(i, T));
+            dots_block(pg, qg, hd, kt, i0, T, hd, scale, 1);
+            for (int i = i0; i < imin(i0 + FR, T); i++) {
+                if (chunk_end(i, T) % FK == 0)
+                    softmax_chunks(pg + (size_t)i * T, chunk_end(i, T));
+                else /* the last, partial chunk */
+                    lattice__softmax_row(pg + (size_t)i * T, i + 1, T);
+            }
             mix_block(og, ldo, pg, v, i0, T, hd, 1.0f);
         }
     }
@@ -293,10 +386,14 @@ static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, con
         float *dpg = dp + g * TT;
         const float *pg = p + g * TT, *dog = datt + (size_t)g * hd;
         for (int i0 = 0; i0 < T; i0 += FR) {
-            dots_block(dpg, dog, ldo, vt, i0, T, hd, 1.0f); /* dP = dO V^T */
-            for (int i = i0; i < imin(i0 + FR, T); i++)    /* dS, in place */
-                lattice__softmax_backward_row(dpg + (size_t)i * T, pg + (size_t)i * T, i + 1,
-                                              chunk_end(i, T));
+            dots_block(dpg, dog, ldo, vt, i0, T, hd, 1.0f, 0); /* dP = dO V^T */
+            for (int i = i0; i < imin(i0 + FR, T); i++) {      /* dS, in place */
+                float *gi = dpg + (size_t)i * T;
+                if (chunk_end(i, T) % FK == 0)
+                    softmax_backward_chunks(gi, pg + (size_t)i * T, chunk_end(i, T));
+                else
+                    lattice__softmax_backward_row(gi, pg + (size_t)i * T, i + 1, T);
+            }
             mix_block(dq + g * Thd, hd, dpg, k, i0, T, hd, scale); /* dQ = scale dS K */
         }
         causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0);           /* dV += P^T dO */
