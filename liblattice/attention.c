@@ -279,71 +279,127 @@ VINLINE void transpose_rows(float *bT, const float *b, int T, int hd)
             bT[(size_t)e * T + j] = b[(size_t)j * hd + e];
 }
 
+/* The mixes below vectorise over head_dim, so each output element is the same
+ * chain of FMAs at any vector width: v8f (AVX2) or, where head_dim is a
+ * multiple of 16 and the CPU has AVX-512, v16f (one zmm per row at the study's
+ * head_dim 16: half the instructions and broadcasts). Both widths give
+ * bit-identical results. */
+typedef float v16f __attribute__((vector_size(64)));
+
+VINLINE v16f ld16(const float *x)
+{
+    v16f v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+VINLINE void st16(float *x, v16f v) { memcpy(x, &v, sizeof v); }
+
+#define ACC_DECL(VT) VT c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0}, c6 = {0}, c7 = {0}
+
 /* out_i = alpha sum over j <= i of w[i, j] m_j, for the rows i of the block
  * i0 .. i0 + FR - 1 (w as above: 0 past the diagonal within the row's chunk).
  * m rows: stride hd; out rows: stride ldo. */
-VINLINE void mix_block(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,
-                       float alpha)
-{
-    const int jend = imin(i0 + FR, T);
-    const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;
-    const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;
-    const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;
-    const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;
-    const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;
-    const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;
-    const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;
-    const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;
-    for (int e0 = 0; e0 < hd; e0 += 8) {
-        ACC8_DECL;
-        for (int j = 0; j < jend; j++) {
-            const v8f mv = ld8(m + (size_t)j * hd + e0);
-            ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);
-        }
-        v8f acc[FR];
-        ACC8_OUT(acc);
-        for (int r = 0; r < FR && i0 + r < T; r++)
-            st8(out + (size_t)(i0 + r) * ldo + e0, acc[r] * bc8(alpha));
+#define DEFINE_MIX_BLOCK(NAME, VT, W, LD, ST)                                                      \
+    VINLINE void NAME(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,  \
+                      float alpha)                                                                 \
+    {                                                                                              \
+        const int jend = imin(i0 + FR, T);                                                         \
+        const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;                                     \
+        const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;                                     \
+        const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;                                     \
+        const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;                                     \
+        const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;                                     \
+        const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;                                     \
+        const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;                                     \
+        const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;                                     \
+        for (int e0 = 0; e0 < hd; e0 += W) {                                                       \
+            ACC_DECL(VT);                                                                          \
+            for (int j = 0; j < jend; j++) {                                                       \
+                const VT mv = LD(m + (size_t)j * hd + e0);                                         \
+                ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);             \
+            }                                                                                      \
+            VT acc[FR];                                                                            \
+            ACC8_OUT(acc);                                                                         \
+            for (int r = 0; r < FR && i0 + r < T; r++)                                             \
+                ST(out + (size_t)(i0 + r) * ldo + e0, acc[r] * alpha);                             \
+        }                                                                                          \
     }
-}
+DEFINE_MIX_BLOCK(mix_block8, v8f, 8, ld8, st8)
+DEFINE_MIX_BLOCK(mix_block16, v16f, 16, ld16, st16)
 
 /* out_j (=, or += when accumulate) alpha sum over i >= j of w[i, j] m_i, for
  * every key j. m rows: stride ldm; out rows: stride hd. */
-VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, int T, int hd,
-                          float alpha, int accumulate)
-{
-    for (int j0 = 0; j0 < T; j0 += FK) {
-        const int kc = imin(FK, T - j0);
-        for (int e0 = 0; e0 < hd; e0 += 8) {
-            ACC8_DECL;
-            if (kc == FK) {
-                for (int i = j0; i < T; i++) {
-                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
-                    const float *wi = w + (size_t)i * T + j0;
-                    ACC8_FMA(wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], mv);
-                }
-            } else { /* the last, partial chunk: keys past T count as 0 */
-                for (int i = j0; i < T; i++) {
-                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
-                    const float *wi = w + (size_t)i * T + j0;
-                    float wv[FK] = {0};
-                    for (int c = 0; c < kc; c++)
-                        wv[c] = wi[c];
-                    ACC8_FMA(wv[0], wv[1], wv[2], wv[3], wv[4], wv[5], wv[6], wv[7], mv);
-                }
-            }
-            v8f acc[FK];
-            ACC8_OUT(acc);
-            for (int c = 0; c < kc; c++) {
-                float *o = out + (size_t)(j0 + c) * hd + e0;
-                v8f r = acc[c] * bc8(alpha);
-                if (accumulate)
-                    r += ld8(o);
-                st8(o, r);
-            }
-        }
+#define DEFINE_MIX_T(NAME, VT, W, LD, ST)                                                          \
+    VINLINE void NAME(float *out, const float *w, const float *m, int ldm, int T, int hd,          \
+                      float alpha, int accumulate)                                                 \
+    {                                                                                              \
+        for (int j0 = 0; j0 < T; j0 += FK) {                                                       \
+            const int kc = imin(FK, T - j0);                                                       \
+            for (int e0 = 0; e0 < hd; e0 += W) {                                                   \
+                ACC_DECL(VT);                                                                      \
+                if (kc == FK) {                                                                    \
+                    for (int i = j0; i < T; i++) {                                                 \
+                        const VT mv = LD(m + (size_t)i * ldm + e0);                                \
+                        const float *wi = w + (size_t)i * T + j0;                                  \
+                        ACC8_FMA(wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], mv);     \
+                    }                                                                              \
+                } else { /* the last, partial chunk: keys past T count as 0 */                     \
+                    for (int i = j0; i < T; i++) {                                                 \
+                        const VT mv = LD(m + (size_t)i * ldm + e0);                                \
+                        const float *wi = w + (size_t)i * T + j0;                                  \
+                        float wv[FK] = {0};                                                        \
+                        for (int c = 0; c < kc; c++)                                               \
+                            wv[c] = wi[c];                                                         \
+                        ACC8_FMA(wv[0], wv[1], wv[2], wv[3], wv[4], wv[5], wv[6], wv[7], mv);     \
+                    }                                                                              \
+                }                                                                                  \
+                VT acc[FK];                                                                        \
+                ACC8_OUT(acc);                                                                     \
+                for (int c = 0; c < kc; c++) {                                                     \
+                    float *o = out + (size_t)(j0 + c) * hd + e0;                                   \
+                    VT r = acc[c] * alpha;                                                         \
+                    if (accumulate)                                                                \
+                        r += LD(o);                                                                \
+                    ST(o, r);                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
+DEFINE_MIX_T(mix_t8, v8f, 8, ld8, st8)
+DEFINE_MIX_T(mix_t16, v16f, 16, ld16, st16)
+
+VINLINE void mix_block(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,
+                       float alpha, int wide)
+{
+    if (wide)
+        mix_block16(out, ldo, w, m, i0, T, hd, alpha);
+    else
+        mix_block8(out, ldo, w, m, i0, T, hd, alpha);
 }
+
+VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, int T, int hd,
+                          float alpha, int accumulate, int wide)
+{
+    if (wide)
+        mix_t16(out, w, m, ldm, T, hd, alpha, accumulate);
+    else
+        mix_t8(out, w, m, ldm, T, hd, alpha, accumulate);
+}
+
+/* The fused groups get an AVX-512 clone as well, for the v16f mixes (a v16f
+ * in the AVX2 clone would take two ymm registers and spill). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static int have_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+#else
+#define ATTN_CLONES
+static int have_avx512(void) { return 0; }
+#endif
 
 /* Entries a row's chunk holds past the diagonal end at this column. */
 static inline int chunk_end(int i, int T) { return imin((i / FK + 1) * FK, T); }
@@ -351,9 +407,10 @@ static inline int chunk_end(int i, int T) { return imin((i / FK + 1) * FK, T); }
 /* One kv head and its group of G query heads: the keys are transposed once
  * (into kt, [hd, T]) for all G; then per row block the scores, their softmax
  * and the block's output rows. */
-LATTICE_VEC_CLONES
+ATTN_CLONES
 static void fused_forward_group(float *att, int ldo, float *p, const float *q, const float *k,
-                                const float *v, float *kt, int G, int T, int hd, float scale)
+                                const float *v, float *kt, int G, int T, int hd, float scale,
+                                int wide)
 {
     const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
     transpose_rows(kt, k, T, hd);
@@ -368,17 +425,18 @@ static void fused_forward_group(float *att, int ldo, float *p, const float *q, c
                 else /* the last, partial chunk */
                     lattice__softmax_row(pg + (size_t)i * T, i + 1, T);
             }
-            mix_block(og, ldo, pg, v, i0, T, hd, 1.0f);
+            mix_block(og, ldo, pg, v, i0, T, hd, 1.0f, wide);
         }
     }
 }
 
 /* One kv head and its group of G query heads (dK, dV sum over the group); vt:
  * [hd, T] scratch for the values transposed. */
-LATTICE_VEC_CLONES
+ATTN_CLONES
 static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, const float *datt,
                                  int ldo, const float *p, const float *q, const float *k,
-                                 const float *v, float *vt, int G, int T, int hd, float scale)
+                                 const float *v, float *vt, int G, int T, int hd, float scale,
+                                 int wide)
 {
     const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
     transpose_rows(vt, v, T, hd);
@@ -394,10 +452,10 @@ static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, con
                 else
                     lattice__softmax_backward_row(gi, pg + (size_t)i * T, i + 1, T);
             }
-            mix_block(dq + g * Thd, hd, dpg, k, i0, T, hd, scale); /* dQ = scale dS K */
+            mix_block(dq + g * Thd, hd, dpg, k, i0, T, hd, scale, wide); /* dQ = scale dS K */
         }
-        causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0);           /* dV += P^T dO */
-        causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0); /* dK += scale dS^T Q */
+        causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0, wide);           /* dV += P^T dO */
+        causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0, wide); /* dK += scale dS^T Q */
     }
 }
 
@@ -425,13 +483,14 @@ static void fused_forward(lattice_backend *be, float *att, float *p, const float
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
     const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
     const float scale = 1.0f / sqrtf((float)hd);
+    const int wide = hd % 16 == 0 && have_avx512();
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
     for (int bk = 0; bk < nkv; bk++) {
         const int b = bk / KV, kh = bk % KV, h0 = kh * G;
         const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
         fused_forward_group(att + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
-                            q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale);
+                            q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale, wide);
     }
 }
 
@@ -442,6 +501,7 @@ static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv,
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
     const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
     const float scale = 1.0f / sqrtf((float)hd);
+    const int wide = hd % 16 == 0 && have_avx512();
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
     for (int bk = 0; bk < nkv; bk++) {
@@ -449,7 +509,7 @@ static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv,
         const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
         fused_backward_group(dq + bh0 * T * hd, dk + kv, dv + kv, dp + bh0 * T * T,
                              datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
-                             q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale);
+                             q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale, wide);
     }
 }
 
