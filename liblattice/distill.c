@@ -223,6 +223,22 @@ typedef struct kl_job {
     double s, wkd;                       /* 1 / tau; alpha * tau / count */
 } kl_job;
 
+/* out = the sum over c in 0..n of term (an expression in c), in 4 fixed
+ * lanes: it vectorises, and the result depends only on the data */
+#define LANE_SUM(out, n, term)                                                                     \
+    do {                                                                                           \
+        double ls_[4] = {0};                                                                       \
+        int c0_ = 0;                                                                               \
+        for (; c0_ + 4 <= (n); c0_ += 4)                                                           \
+            for (int l_ = 0; l_ < 4; l_++) {                                                       \
+                const int c = c0_ + l_;                                                            \
+                ls_[l_] += (term);                                                                 \
+            }                                                                                      \
+        for (int c = c0_; c < (n); c++)                                                            \
+            ls_[0] += (term);                                                                      \
+        (out) = (ls_[0] + ls_[1]) + (ls_[2] + ls_[3]);                                             \
+    } while (0)
+
 /* Row i: out[0] its KL, out[1] its cross-entropy at temperature 1 (0 without
  * targets); when dz is non-NULL the row's gradient, wkd d(KL) + wce d(CE), is
  * written to it. Every exponential is taken once: e holds 3 rows of scratch
@@ -248,11 +264,10 @@ static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double 
         e1 = eq;
     }
     const double w1 = targets ? wce * i1 : 0.0;
-    double kl = 0.0;
+    double kl;
     if (j->index) {
         const int32_t *idx = j->index + i * K;
-        for (int c = 0; c < K; c++)
-            kl += ep[c] * ip * ((t[c] * s - lp) - (z[idx[c]] * s - lq));
+        LANE_SUM(kl, K, ep[c] * ip * ((t[c] * s - lp) - (z[idx[c]] * s - lq)));
         if (dz) {
             for (int c = 0; c < V; c++)
                 dz[c] = (float)(wkd * iq * eq[c] + w1 * e1[c]);
@@ -260,14 +275,12 @@ static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double 
                 dz[idx[c]] -= (float)(wkd * ip * ep[c]);
         }
     } else if (!j->reverse) {
-        for (int c = 0; c < V; c++)
-            kl += ep[c] * ip * ((t[c] * s - lp) - (z[c] * s - lq));
+        LANE_SUM(kl, V, ep[c] * ip * ((t[c] * s - lp) - (z[c] * s - lq)));
         if (dz)
             for (int c = 0; c < V; c++)
                 dz[c] = (float)(wkd * (eq[c] * iq - ep[c] * ip) + w1 * e1[c]);
     } else {
-        for (int c = 0; c < V; c++)
-            kl += eq[c] * iq * ((z[c] * s - lq) - (t[c] * s - lp));
+        LANE_SUM(kl, V, eq[c] * iq * ((z[c] * s - lq) - (t[c] * s - lp)));
         if (dz)
             for (int c = 0; c < V; c++) {
                 const double q = eq[c] * iq, g = q * (((z[c] * s - lq) - (t[c] * s - lp)) - kl);
