@@ -20,6 +20,10 @@
  * the study's shape (2048 x 64 rows) two threads made the norms and RoPE
  * slower than one (bench_step op_norm_ms / op_rope_ms). */
 #define SERIAL_WORK (1L << 19)
+/* SwiGLU's element (an exp and a division) costs about as much as 4 of the
+ * norms' or RoPE's inner iterations: at the study's shape (2048 x 192) two
+ * threads halve it. */
+#define SWIGLU_COST 4
 
 /* Reductions along a row in LANES interleaved partial results, combined in a
  * fixed order: they vectorise, and the result depends only on the data. */
@@ -457,7 +461,7 @@ VEC_CLONES
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f * SWIGLU_COST > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f;
         float *o = s + i * f;
@@ -470,7 +474,7 @@ VEC_CLONES
 void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt)
 {
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (n * f > SERIAL_WORK)
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * f * SWIGLU_COST > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
         const float *g = gu + i * 2 * f, *u = g + f, *d = ds + i * f;
         float *dg = dgu + i * 2 * f, *du = dg + f;
