@@ -116,6 +116,85 @@ VINLINE v8f bc8(float x) { return (v8f){0} + x; }
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
 
+typedef int v8i __attribute__((vector_size(32)));
+typedef unsigned v8u __attribute__((vector_size(32)));
+
+VINLINE v8f max8(v8f a, v8f b)
+{
+    const v8i m = a > b;
+    return (v8f)(((v8i)a & m) | ((v8i)b & ~m));
+}
+
+/* lattice__expf on 8 lanes, the same operations in the same order */
+VINLINE v8f exp8(v8f x)
+{
+    const v8f shifter = bc8(12582912.0f); /* 1.5 * 2^23 */
+    const v8f t = x * 1.44269504088896341f + shifter;
+    const v8f n = t - shifter;
+    v8f r = x - n * 0.693145751953125f;
+    r = r - n * 1.428606765330187045e-06f;
+    v8f p = bc8(1.0f / 5040.0f);
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const v8u sc = ((v8u)t - 0x4B400000u + 127u) << 23;
+    const v8f y = p * (v8f)sc;
+    return (v8f)((v8i)y & ~(x < -87.0f));
+}
+
+/* horizontal max and sum, in a fixed order */
+VINLINE float hmax8(v8f v)
+{
+    float t[8];
+    st8(t, v);
+    float m = t[0];
+    for (int l = 1; l < 8; l++)
+        m = t[l] > m ? t[l] : m;
+    return m;
+}
+
+VINLINE float hsum8(v8f v)
+{
+    float t[8];
+    st8(t, v);
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+
+/* Softmax of row[0..n) in place, n a multiple of 8; the entries past the
+ * diagonal hold -inf and become 0. */
+VINLINE void softmax_chunks(float *row, int n)
+{
+    v8f mv = ld8(row);
+    for (int j = 8; j < n; j += 8)
+        mv = max8(mv, ld8(row + j));
+    const float mx = hmax8(mv);
+    v8f sv = {0};
+    for (int j = 0; j < n; j += 8) {
+        const v8f e = exp8(ld8(row + j) - mx);
+        st8(row + j, e);
+        sv += e;
+    }
+    const float inv = 1.0f / hsum8(sv);
+    for (int j = 0; j < n; j += 8)
+        st8(row + j, ld8(row + j) * inv);
+}
+
+/* g <- p * (g - dot(g, p)) over g[0..n), n a multiple of 8; p is 0 past the
+ * diagonal, so g is 0 there. */
+VINLINE void softmax_backward_chunks(float *g, const float *p, int n)
+{
+    v8f dv = {0};
+    for (int j = 0; j < n; j += 8)
+        dv += ld8(g + j) * ld8(p + j);
+    const float dot = hsum8(dv);
+    for (int j = 0; j < n; j += 8)
+        st8(g + j, ld8(p + j) * (ld8(g + j) - dot));
+}
+
 /* Eight accumulators as named locals (an array of them ended up on the stack). */
 #define ACC8_DECL v8f c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0}, c6 = {0}, c7 = {0}
 #define ACC8_FMA(x0, x1, x2, x3, x4, x5, x6, x7, y)                                               \
@@ -135,149 +214,248 @@ static inline int imin(int a, int b) { return a < b ? a : b; }
         (arr)[4] = c4, (arr)[5] = c5, (arr)[6] = c6, (arr)[7] = c7;                                \
     } while (0)
 
-/* out[i, j] = alpha a_i . b_j for every row i and every key j of the chunks
- * up to row i's own (j < (i / FK + 1) FK, and < T). a rows: stride lda;
- * b rows: stride hd; out rows: stride T. bt: hd v8f of scratch. */
-VINLINE void causal_dots(float *out, const float *a, int lda, const float *b, int T, int hd,
-                         float alpha, v8f *bt)
+/* out[i, j] = alpha a_i . b_j for the rows i of the block i0 .. i0 + FR - 1
+ * (< T) and every key j of the chunks up to theirs (j < min(i0 + FK, T));
+ * mask_diag: -inf for the keys past each row's own (j > i).
+ * a rows: stride lda; bT: the keys transposed, [hd, T]; out rows: stride T.
+ * Row-block by row-block, so that the caller can take the block's softmax
+ * and its mix while its rows are in L1. */
+VINLINE void dots_block(float *out, const float *a, int lda, const float *bT, int i0, int T,
+                        int hd, float alpha, int mask_diag)
 {
-    for (int j0 = 0; j0 < T; j0 += FK) {
+    const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
+    const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
+    const float *a2 = a + (size_t)imin(i0 + 2, T - 1) * lda;
+    const float *a3 = a + (size_t)imin(i0 + 3, T - 1) * lda;
+    const float *a4 = a + (size_t)imin(i0 + 4, T - 1) * lda;
+    const float *a5 = a + (size_t)imin(i0 + 5, T - 1) * lda;
+    const float *a6 = a + (size_t)imin(i0 + 6, T - 1) * lda;
+    const float *a7 = a + (size_t)imin(i0 + 7, T - 1) * lda;
+    for (int j0 = 0; j0 <= i0; j0 += FK) {
         const int kc = imin(FK, T - j0);
-        for (int e = 0; e < hd; e++) { /* the chunk's keys, transposed */
-            float col[FK] = {0};
-            for (int c = 0; c < kc; c++)
-                col[c] = b[(size_t)(j0 + c) * hd + e];
-            bt[e] = ld8(col);
-        }
-        for (int i0 = j0; i0 < T; i0 += FR) {
-            const float *a0 = a + (size_t)imin(i0 + 0, T - 1) * lda;
-            const float *a1 = a + (size_t)imin(i0 + 1, T - 1) * lda;
-            const float *a2 = a + (size_t)imin(i0 + 2, T - 1) * lda;
-            const float *a3 = a + (size_t)imin(i0 + 3, T - 1) * lda;
-            const float *a4 = a + (size_t)imin(i0 + 4, T - 1) * lda;
-            const float *a5 = a + (size_t)imin(i0 + 5, T - 1) * lda;
-            const float *a6 = a + (size_t)imin(i0 + 6, T - 1) * lda;
-            const float *a7 = a + (size_t)imin(i0 + 7, T - 1) * lda;
-            ACC8_DECL;
+        ACC8_DECL;
+        if (kc == FK) {
             for (int e = 0; e < hd; e++)
-                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e], bt[e]);
-            v8f acc[FR];
-            ACC8_OUT(acc);
-            for (int r = 0; r < FR && i0 + r < T; r++) {
-                float *o = out + (size_t)(i0 + r) * T + j0;
-                if (kc == FK) {
-                    st8(o, acc[r] * alpha);
-                } else { /* the row's last, partial chunk */
-                    float row[FK];
-                    st8(row, acc[r] * alpha);
-                    for (int c = 0; c < kc; c++)
-                        o[c] = row[c];
-                }
+                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e],
+                         ld8(bT + (size_t)e * T + j0));
+        } else { /* the last, partial chunk: keys past T count as 0 */
+            for (int e = 0; e < hd; e++) {
+                float col[FK] = {0};
+                for (int c = 0; c < kc; c++)
+                    col[c] = bT[(size_t)e * T + j0 + c];
+                ACC8_FMA(a0[e], a1[e], a2[e], a3[e], a4[e], a5[e], a6[e], a7[e], ld8(col));
+            }
+        }
+        v8f acc[FR];
+        ACC8_OUT(acc);
+        if (mask_diag && j0 == i0) { /* keys past row i0 + r's own: -inf */
+            const v8i lane = {0, 1, 2, 3, 4, 5, 6, 7};
+            const v8f ninf = bc8(-__builtin_inff());
+            for (int r = 0; r < FR; r++) {
+                const v8i past = lane > r;
+                acc[r] = (v8f)(((v8i)(acc[r] * alpha) & ~past) | ((v8i)ninf & past));
+            }
+            alpha = 1.0f;
+        }
+        for (int r = 0; r < FR && i0 + r < T; r++) {
+            float *o = out + (size_t)(i0 + r) * T + j0;
+            if (kc == FK) {
+                st8(o, acc[r] * alpha);
+            } else {
+                float row[FK];
+                st8(row, acc[r] * alpha);
+                for (int c = 0; c < kc; c++)
+                    o[c] = row[c];
             }
         }
     }
 }
 
-/* out_i = alpha sum over j <= i of w[i, j] m_j, for every row i (w as above:
- * 0 past the diagonal within the row's chunk). m rows: stride hd; out rows:
- * stride ldo. */
-VINLINE void causal_mix(float *out, int ldo, const float *w, const float *m, int T, int hd,
-                        float alpha)
+/* bT[e, j] = b[j, e]: b [T, hd] -> bT [hd, T] */
+VINLINE void transpose_rows(float *bT, const float *b, int T, int hd)
 {
-    for (int i0 = 0; i0 < T; i0 += FR) {
-        const int jend = imin(i0 + FR, T);
-        const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;
-        const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;
-        const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;
-        const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;
-        const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;
-        const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;
-        const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;
-        const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;
-        for (int e0 = 0; e0 < hd; e0 += 8) {
-            ACC8_DECL;
-            for (int j = 0; j < jend; j++) {
-                const v8f mv = ld8(m + (size_t)j * hd + e0);
-                ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);
-            }
-            v8f acc[FR];
-            ACC8_OUT(acc);
-            for (int r = 0; r < FR && i0 + r < T; r++)
-                st8(out + (size_t)(i0 + r) * ldo + e0, acc[r] * bc8(alpha));
-        }
-    }
+    for (int e = 0; e < hd; e++)
+        for (int j = 0; j < T; j++)
+            bT[(size_t)e * T + j] = b[(size_t)j * hd + e];
 }
+
+/* The mixes below vectorise over head_dim, so each output element is the same
+ * chain of FMAs at any vector width: v8f (AVX2) or, where head_dim is a
+ * multiple of 16 and the CPU has AVX-512, v16f (one zmm per row at the study's
+ * head_dim 16: half the instructions and broadcasts). Both widths give
+ * bit-identical results. */
+typedef float v16f __attribute__((vector_size(64)));
+
+VINLINE v16f ld16(const float *x)
+{
+    v16f v;
+    memcpy(&v, x, sizeof v);
+    return v;
+}
+
+VINLINE void st16(float *x, v16f v) { memcpy(x, &v, sizeof v); }
+
+#define ACC_DECL(VT) VT c0 = {0}, c1 = {0}, c2 = {0}, c3 = {0}, c4 = {0}, c5 = {0}, c6 = {0}, c7 = {0}
+
+/* out_i = alpha sum over j <= i of w[i, j] m_j, for the rows i of the block
+ * i0 .. i0 + FR - 1 (w as above: 0 past the diagonal within the row's chunk).
+ * m rows: stride hd; out rows: stride ldo. */
+#define DEFINE_MIX_BLOCK(NAME, VT, W, LD, ST)                                                      \
+    VINLINE void NAME(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,  \
+                      float alpha)                                                                 \
+    {                                                                                              \
+        const int jend = imin(i0 + FR, T);                                                         \
+        const float *w0 = w + (size_t)imin(i0 + 0, T - 1) * T;                                     \
+        const float *w1 = w + (size_t)imin(i0 + 1, T - 1) * T;                                     \
+        const float *w2 = w + (size_t)imin(i0 + 2, T - 1) * T;                                     \
+        const float *w3 = w + (size_t)imin(i0 + 3, T - 1) * T;                                     \
+        const float *w4 = w + (size_t)imin(i0 + 4, T - 1) * T;                                     \
+        const float *w5 = w + (size_t)imin(i0 + 5, T - 1) * T;                                     \
+        const float *w6 = w + (size_t)imin(i0 + 6, T - 1) * T;                                     \
+        const float *w7 = w + (size_t)imin(i0 + 7, T - 1) * T;                                     \
+        for (int e0 = 0; e0 < hd; e0 += W) {                                                       \
+            ACC_DECL(VT);                                                                          \
+            for (int j = 0; j < jend; j++) {                                                       \
+                const VT mv = LD(m + (size_t)j * hd + e0);                                         \
+                ACC8_FMA(w0[j], w1[j], w2[j], w3[j], w4[j], w5[j], w6[j], w7[j], mv);             \
+            }                                                                                      \
+            VT acc[FR];                                                                            \
+            ACC8_OUT(acc);                                                                         \
+            for (int r = 0; r < FR && i0 + r < T; r++)                                             \
+                ST(out + (size_t)(i0 + r) * ldo + e0, acc[r] * alpha);                             \
+        }                                                                                          \
+    }
+DEFINE_MIX_BLOCK(mix_block8, v8f, 8, ld8, st8)
+DEFINE_MIX_BLOCK(mix_block16, v16f, 16, ld16, st16)
 
 /* out_j (=, or += when accumulate) alpha sum over i >= j of w[i, j] m_i, for
  * every key j. m rows: stride ldm; out rows: stride hd. */
-VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, int T, int hd,
-                          float alpha, int accumulate)
-{
-    for (int j0 = 0; j0 < T; j0 += FK) {
-        const int kc = imin(FK, T - j0);
-        for (int e0 = 0; e0 < hd; e0 += 8) {
-            ACC8_DECL;
-            if (kc == FK) {
-                for (int i = j0; i < T; i++) {
-                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
-                    const float *wi = w + (size_t)i * T + j0;
-                    ACC8_FMA(wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], mv);
-                }
-            } else { /* the last, partial chunk: keys past T count as 0 */
-                for (int i = j0; i < T; i++) {
-                    const v8f mv = ld8(m + (size_t)i * ldm + e0);
-                    const float *wi = w + (size_t)i * T + j0;
-                    float wv[FK] = {0};
-                    for (int c = 0; c < kc; c++)
-                        wv[c] = wi[c];
-                    ACC8_FMA(wv[0], wv[1], wv[2], wv[3], wv[4], wv[5], wv[6], wv[7], mv);
-                }
-            }
-            v8f acc[FK];
-            ACC8_OUT(acc);
-            for (int c = 0; c < kc; c++) {
-                float *o = out + (size_t)(j0 + c) * hd + e0;
-                v8f r = acc[c] * bc8(alpha);
-                if (accumulate)
-                    r += ld8(o);
-                st8(o, r);
-            }
-        }
+#define DEFINE_MIX_T(NAME, VT, W, LD, ST)                                                          \
+    VINLINE void NAME(float *out, const float *w, const float *m, int ldm, int T, int hd,          \
+                      float alpha, int accumulate)                                                 \
+    {                                                                                              \
+        for (int j0 = 0; j0 < T; j0 += FK) {                                                       \
+            const int kc = imin(FK, T - j0);                                                       \
+            for (int e0 = 0; e0 < hd; e0 += W) {                                                   \
+                ACC_DECL(VT);                                                                      \
+                if (kc == FK) {                                                                    \
+                    for (int i = j0; i < T; i++) {                                                 \
+                        const VT mv = LD(m + (size_t)i * ldm + e0);                                \
+                        const float *wi = w + (size_t)i * T + j0;                                  \
+                        ACC8_FMA(wi[0], wi[1], wi[2], wi[3], wi[4], wi[5], wi[6], wi[7], mv);     \
+                    }                                                                              \
+                } else { /* the last, partial chunk: keys past T count as 0 */                     \
+                    for (int i = j0; i < T; i++) {                                                 \
+                        const VT mv = LD(m + (size_t)i * ldm + e0);                                \
+                        const float *wi = w + (size_t)i * T + j0;                                  \
+                        float wv[FK] = {0};                                                        \
+                        for (int c = 0; c < kc; c++)                                               \
+                            wv[c] = wi[c];                                                         \
+                        ACC8_FMA(wv[0], wv[1], wv[2], wv[3], wv[4], wv[5], wv[6], wv[7], mv);     \
+                    }                                                                              \
+                }                                                                                  \
+                VT acc[FK];                                                                        \
+                ACC8_OUT(acc);                                                                     \
+                for (int c = 0; c < kc; c++) {                                                     \
+                    float *o = out + (size_t)(j0 + c) * hd + e0;                                   \
+                    VT r = acc[c] * alpha;                                                         \
+                    if (accumulate)                                                                \
+                        r += LD(o);                                                                \
+                    ST(o, r);                                                                      \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
     }
+DEFINE_MIX_T(mix_t8, v8f, 8, ld8, st8)
+DEFINE_MIX_T(mix_t16, v16f, 16, ld16, st16)
+
+VINLINE void mix_block(float *out, int ldo, const float *w, const float *m, int i0, int T, int hd,
+                       float alpha, int wide)
+{
+    if (wide)
+        mix_block16(out, ldo, w, m, i0, T, hd, alpha);
+    else
+        mix_block8(out, ldo, w, m, i0, T, hd, alpha);
 }
+
+VINLINE void causal_mix_t(float *out, const float *w, const float *m, int ldm, int T, int hd,
+                          float alpha, int accumulate, int wide)
+{
+    if (wide)
+        mix_t16(out, w, m, ldm, T, hd, alpha, accumulate);
+    else
+        mix_t8(out, w, m, ldm, T, hd, alpha, accumulate);
+}
+
+/* The fused groups get an AVX-512 clone as well, for the v16f mixes (a v16f
+ * in the AVX2 clone would take two ymm registers and spill). */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define ATTN_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+static int have_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+}
+#else
+#define ATTN_CLONES
+static int have_avx512(void) { return 0; }
+#endif
 
 /* Entries a row's chunk holds past the diagonal end at this column. */
 static inline int chunk_end(int i, int T) { return imin((i / FK + 1) * FK, T); }
 
-LATTICE_VEC_CLONES
-static void fused_forward_head(float *att, int ldo, float *p, const float *q, const float *k,
-                               const float *v, int T, int hd, float scale)
-{
-    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
-    causal_dots(p, q, hd, k, T, hd, scale, bt);
-    for (int i = 0; i < T; i++)
-        lattice__softmax_row(p + (size_t)i * T, i + 1, chunk_end(i, T));
-    causal_mix(att, ldo, p, v, T, hd, 1.0f);
-}
-
-/* One kv head and its group of G query heads (dK, dV sum over the group). */
-LATTICE_VEC_CLONES
-static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, const float *datt,
-                                 int ldo, const float *p, const float *q, const float *k,
-                                 const float *v, int G, int T, int hd, float scale)
+/* One kv head and its group of G query heads: the keys are transposed once
+ * (into kt, [hd, T]) for all G; then per row block the scores, their softmax
+ * and the block's output rows. */
+ATTN_CLONES
+static void fused_forward_group(float *att, int ldo, float *p, const float *q, const float *k,
+                                const float *v, float *kt, int G, int T, int hd, float scale,
+                                int wide)
 {
     const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
-    v8f bt[LATTICE_ATTN_FUSED_MAX_HD];
+    transpose_rows(kt, k, T, hd);
+    for (int g = 0; g < G; g++) {
+        float *pg = p + g * TT, *og = att + (size_t)g * hd;
+        const float *qg = q + g * Thd;
+        for (int i0 = 0; i0 < T; i0 += FR) {
+            dots_block(pg, qg, hd, kt, i0, T, hd, scale, 1);
+            for (int i = i0; i < imin(i0 + FR, T); i++) {
+                if (chunk_end(i, T) % FK == 0)
+                    softmax_chunks(pg + (size_t)i * T, chunk_end(i, T));
+                else /* the last, partial chunk */
+                    lattice__softmax_row(pg + (size_t)i * T, i + 1, T);
+            }
+            mix_block(og, ldo, pg, v, i0, T, hd, 1.0f, wide);
+        }
+    }
+}
+
+/* One kv head and its group of G query heads (dK, dV sum over the group); vt:
+ * [hd, T] scratch for the values transposed. */
+ATTN_CLONES
+static void fused_backward_group(float *dq, float *dk, float *dv, float *dp, const float *datt,
+                                 int ldo, const float *p, const float *q, const float *k,
+                                 const float *v, float *vt, int G, int T, int hd, float scale,
+                                 int wide)
+{
+    const size_t TT = (size_t)T * T, Thd = (size_t)T * hd;
+    transpose_rows(vt, v, T, hd);
     for (int g = 0; g < G; g++) {
         float *dpg = dp + g * TT;
         const float *pg = p + g * TT, *dog = datt + (size_t)g * hd;
-        causal_dots(dpg, dog, ldo, v, T, hd, 1.0f, bt); /* dP = dO V^T */
-        for (int i = 0; i < T; i++)                 /* dS, in place */
-            lattice__softmax_backward_row(dpg + (size_t)i * T, pg + (size_t)i * T, i + 1,
-                                          chunk_end(i, T));
-        causal_mix(dq + g * Thd, hd, dpg, k, T, hd, scale);          /* dQ = scale dS K */
-        causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0);           /* dV += P^T dO */
-        causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0); /* dK += scale dS^T Q */
+        for (int i0 = 0; i0 < T; i0 += FR) {
+            dots_block(dpg, dog, ldo, vt, i0, T, hd, 1.0f, 0); /* dP = dO V^T */
+            for (int i = i0; i < imin(i0 + FR, T); i++) {      /* dS, in place */
+                float *gi = dpg + (size_t)i * T;
+                if (chunk_end(i, T) % FK == 0)
+                    softmax_backward_chunks(gi, pg + (size_t)i * T, chunk_end(i, T));
+                else
+                    lattice__softmax_backward_row(gi, pg + (size_t)i * T, i + 1, T);
+            }
+            mix_block(dq + g * Thd, hd, dpg, k, i0, T, hd, scale, wide); /* dQ = scale dS K */
+        }
+        causal_mix_t(dv, pg, dog, ldo, T, hd, 1.0f, g > 0, wide);           /* dV += P^T dO */
+        causal_mix_t(dk, dpg, q + g * Thd, hd, T, hd, scale, g > 0, wide); /* dK += scale dS^T Q */
     }
 }
 
@@ -300,37 +478,38 @@ static int use_fused(const lattice_backend *be, const lattice_attn_dims *d)
 }
 
 static void fused_forward(lattice_backend *be, float *att, float *p, const float *q,
-                          const float *k, const float *v, const lattice_attn_dims *d)
+                          const float *k, const float *v, float *kv_t, const lattice_attn_dims *d)
 {
-    const int T = d->seq, hd = d->head_dim, H = d->n_heads, G = H / d->n_kv_heads;
-    const int ldo = H * hd, nb = d->batch * H, nt = be->n_threads;
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
+    const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
     const float scale = 1.0f / sqrtf((float)hd);
+    const int wide = hd % 16 == 0 && have_avx512();
     (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (nb > 1)
-    for (int bh = 0; bh < nb; bh++) {
-        const int b = bh / H, h = bh % H;
-        const size_t kv = ((size_t)b * d->n_kv_heads + h / G) * T * hd;
-        fused_forward_head(att + (size_t)b * T * ldo + (size_t)h * hd, ldo,
-                           p + (size_t)bh * T * T, q + (size_t)bh * T * hd, k + kv, v + kv, T, hd,
-                           scale);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
+    for (int bk = 0; bk < nkv; bk++) {
+        const int b = bk / KV, kh = bk % KV, h0 = kh * G;
+        const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
+        fused_forward_group(att + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
+                            q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale, wide);
     }
 }
 
 static void fused_backward(lattice_backend *be, float *dq, float *dk, float *dv, float *dp,
                            const float *datt, const float *p, const float *q, const float *k,
-                           const float *v, const lattice_attn_dims *d)
+                           const float *v, float *kv_t, const lattice_attn_dims *d)
 {
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
     const int ldo = H * hd, nkv = d->batch * KV, nt = be->n_threads;
     const float scale = 1.0f / sqrtf((float)hd);
+    const int wide = hd % 16 == 0 && have_avx512();
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
     for (int bk = 0; bk < nkv; bk++) {
         const int b = bk / KV, kh = bk % KV, h0 = kh * G;
         const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
         fused_backward_group(dq + bh0 * T * hd, dk + kv, dv + kv, dp + bh0 * T * T,
-                             datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo,
-                             p + bh0 * T * T, q + bh0 * T * hd, k + kv, v + kv, G, T, hd, scale);
+                             datt + (size_t)b * T * ldo + (size_t)h0 * hd, ldo, p + bh0 * T * T,
+                             q + bh0 * T * hd, k + kv, v + kv, kv_t + kv, G, T, hd, scale, wide);
     }
 }
 
@@ -416,7 +595,7 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
 {
     if (!use_fused(be, d))
         return gemm_forward(be, att, p, q, k, v, d, ptr);
-    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED, fused_forward(be, att, p, q, k, v, ptr->kv_t, d));
     return LATTICE_OK;
 }
 
@@ -428,6 +607,7 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
 {
     if (!use_fused(be, d))
         return gemm_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d, ptr);
-    PROF(LATTICE_OP_ATTN_FUSED, fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, d));
+    PROF(LATTICE_OP_ATTN_FUSED,
+         fused_backward(be, dq, dk, dv, dp, datt, p, q, k, v, ptr->kv_t, d));
     return LATTICE_OK;
 }

@@ -28,6 +28,7 @@ typedef struct lattice_attn_ptrs {
     const float **a, **b;
     float **c;
     lattice_prof *prof; /* may be NULL */
+    float *kv_t;        /* fused path: batch * n_kv_heads * head_dim * seq floats of scratch */
 } lattice_attn_ptrs;
 
 /* q[B,H,T,hd], k, v[B,KV,T,hd] -> p[B,H,T,T] (softmax probabilities, kept for

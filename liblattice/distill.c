@@ -1,8 +1,16 @@
+/* float selects in the row maxima must if-convert to vectorise (see kernels.c) */
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+
 #include "internal.h"
+#include "kernels.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 struct lattice_distill {
     lattice_distill_params p;
@@ -10,6 +18,8 @@ struct lattice_distill {
     int stamp_len;
     double *rows; /* per-position kl then ce, summed in order for determinism */
     int64_t rows_len;
+    double *exps; /* per thread: 3 rows of exponentials (student, teacher, student at tau 1) */
+    size_t exps_len;
     char err[LATTICE_ERRMSG_MAX];
 };
 
@@ -57,6 +67,7 @@ void lattice_distill_destroy(lattice_distill *d)
         return;
     free(d->stamp);
     free(d->rows);
+    free(d->exps);
     free(d);
 }
 
@@ -73,16 +84,71 @@ lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_dist
     return LATTICE_OK;
 }
 
-/* max and log-sum-exp of x[0..n) * s */
-static double lse_scaled(const float *x, int n, double s)
+#define VINLINE __attribute__((always_inline)) static inline
+
+/* exp(x) in double within about 1 ulp for x <= 709 (callers pass x <= 0),
+ * exactly 0 below -708 (where it would be subnormal); NaN stays NaN. Like
+ * lattice__expf, branch-free so that loops over it vectorise: libm's exp does
+ * not, and a distillation step calls it for every logit of student and
+ * teacher. */
+VINLINE double exp_d(double x)
 {
-    double mx = x[0] * s;
-    for (int j = 1; j < n; j++)
-        mx = x[j] * s > mx ? x[j] * s : mx;
-    double sum = 0.0;
-    for (int j = 0; j < n; j++)
-        sum += exp(x[j] * s - mx);
-    return mx + log(sum);
+    union { double f; uint64_t i; } t, sc, y;
+    /* x = n ln2 + r, |r| <= ln2 / 2; the shifter rounds x log2(e) to n */
+    const double shifter = 6755399441055744.0; /* 1.5 * 2^52 */
+    t.f = x * 1.4426950408889634074 + shifter;
+    const double n = t.f - shifter;
+    double r = x - n * 6.93147180369123816490e-01; /* ln2 high part: n * it is exact */
+    r = r - n * 1.90821492927058770002e-10;        /* ln2 low part */
+    /* exp(r): Taylor to r^13 (truncation < 5e-18 relative on |r| <= 0.347) */
+    double p = 1.0 / 6227020800.0;
+    p = p * r + 1.0 / 479001600.0;
+    p = p * r + 1.0 / 39916800.0;
+    p = p * r + 1.0 / 3628800.0;
+    p = p * r + 1.0 / 362880.0;
+    p = p * r + 1.0 / 40320.0;
+    p = p * r + 1.0 / 5040.0;
+    p = p * r + 1.0 / 720.0;
+    p = p * r + 1.0 / 120.0;
+    p = p * r + 1.0 / 24.0;
+    p = p * r + 1.0 / 6.0;
+    p = p * r + 0.5;
+    p = p * r + 1.0;
+    p = p * r + 1.0;
+    sc.i = (t.i - 0x4338000000000000ull + 1023u) << 52; /* 2^n for n in -1022..1023 */
+    y.f = p * sc.f;
+    y.i &= -(uint64_t)!(x < -708.0);
+    return y.f;
+}
+
+/* e[j] = exp(x[j] s - m) with m = max_j x[j] s (s > 0); *sum gets the sum of
+ * e, and the return is the log-sum-exp of x s. Max and sum run in fixed
+ * lanes: they vectorise and depend only on the data. */
+VINLINE double exps_row(double *e, const float *x, int n, double s, double *sum)
+{
+    float lm[8];
+    for (int l = 0; l < 8; l++)
+        lm[l] = x[0];
+    int j = 0;
+    for (; j + 8 <= n; j += 8)
+        for (int l = 0; l < 8; l++)
+            lm[l] = x[j + l] > lm[l] ? x[j + l] : lm[l];
+    for (; j < n; j++)
+        lm[0] = x[j] > lm[0] ? x[j] : lm[0];
+    float xm = lm[0]; /* NaN in lane 0 (x[0] is NaN) stays: the sum turns NaN either way */
+    for (int l = 1; l < 8; l++)
+        xm = lm[l] > xm ? lm[l] : xm;
+    const double m = (double)xm * s; /* = max of x s: rounding is monotonic */
+    for (j = 0; j < n; j++)
+        e[j] = exp_d((double)x[j] * s - m);
+    double ls[4] = {0};
+    for (j = 0; j + 4 <= n; j += 4)
+        for (int l = 0; l < 4; l++)
+            ls[l] += e[j + l];
+    for (; j < n; j++)
+        ls[0] += e[j];
+    *sum = (ls[0] + ls[1]) + (ls[2] + ls[3]);
+    return m + log(*sum);
 }
 
 static lattice_status check_common(lattice_distill *d, const float *student,
@@ -107,22 +173,17 @@ static lattice_status check_common(lattice_distill *d, const float *student,
     return LATTICE_OK;
 }
 
-/* Cross-entropy of one row at temperature 1 and its gradient added to dz with
- * weight w (dz may be NULL). */
-static double ce_row(const float *z, int vocab, int32_t target, double w, float *dz)
-{
-    double lse = lse_scaled(z, vocab, 1.0);
-    if (dz) {
-        for (int j = 0; j < vocab; j++)
-            dz[j] += (float)(w * exp(z[j] - lse));
-        dz[target] -= (float)w;
-    }
-    return lse - z[target];
-}
-
 /* Per-position scratch, grown on demand (a batch shape change, not every call). */
-static lattice_status rows_for(lattice_distill *d, int64_t n)
+static lattice_status rows_for(lattice_distill *d, int64_t n, int vocab, int k)
 {
+    const size_t exps = (size_t)d->p.n_threads * 3 * (size_t)(vocab > k ? vocab : k);
+    if (d->exps_len < exps) {
+        double *e = realloc(d->exps, sizeof(double) * exps);
+        if (!e)
+            return FAIL(d, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %zu exponentials", exps);
+        d->exps = e;
+        d->exps_len = exps;
+    }
     if (d->rows_len >= n)
         return LATTICE_OK;
     double *r = realloc(d->rows, sizeof(double) * 2 * (size_t)(n > 0 ? n : 1));
@@ -162,43 +223,77 @@ typedef struct kl_job {
     double s, wkd;                       /* 1 / tau; alpha * tau / count */
 } kl_job;
 
-/* KL of row i, and its gradient (weighted by wkd) written to dz when non-NULL. */
-static double kl_row(const kl_job *j, int64_t i, float *dz)
+/* out = the sum over c in 0..n of term (an expression in c), in 4 fixed
+ * lanes: it vectorises, and the result depends only on the data */
+#define LANE_SUM(out, n, term)                                                                     \
+    do {                                                                                           \
+        double ls_[4] = {0};                                                                       \
+        int c0_ = 0;                                                                               \
+        for (; c0_ + 4 <= (n); c0_ += 4)                                                           \
+            for (int l_ = 0; l_ < 4; l_++) {                                                       \
+                const int c = c0_ + l_;                                                            \
+                ls_[l_] += (term);                                                                 \
+            }                                                                                      \
+        for (int c = c0_; c < (n); c++)                                                            \
+            ls_[0] += (term);                                                                      \
+        (out) = (ls_[0] + ls_[1]) + (ls_[2] + ls_[3]);                                             \
+    } while (0)
+
+/* Row i: out[0] its KL, out[1] its cross-entropy at temperature 1 (0 without
+ * targets); when dz is non-NULL the row's gradient, wkd d(KL) + wce d(CE), is
+ * written to it. Every exponential is taken once: e holds 3 rows of scratch
+ * (student at 1/tau, teacher, student at temperature 1 when tau is not 1). */
+LATTICE_VEC_CLONES
+static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double wce, float *dz,
+                     double *e, double out[2])
 {
-    const int V = j->vocab;
-    const double s = j->s;
+    const int V = j->vocab, K = j->index ? j->k : V;
+    const double s = j->s, wkd = j->wkd;
     const float *z = j->student + i * V;
-    const double lq = lse_scaled(z, V, s);
-    double kl = 0.0;
+    double *eq = e, *ep = e + (V > K ? V : K), *e1 = ep + (V > K ? V : K);
+    double sq, sp, s1;
+    const double lq = exps_row(eq, z, V, s, &sq), iq = 1.0 / sq;
+    const float *t = j->teacher + i * K;
+    const double lp = exps_row(ep, t, K, s, &sp), ip = 1.0 / sp;
+    /* the cross-entropy's softmax: the student's own when tau is 1 */
+    double l1 = lq, i1 = iq;
+    if (targets && s != 1.0) {
+        l1 = exps_row(e1, z, V, 1.0, &s1);
+        i1 = 1.0 / s1;
+    } else {
+        e1 = eq;
+    }
+    const double w1 = targets ? wce * i1 : 0.0;
+    double kl;
     if (j->index) {
-        const float *v = j->teacher + i * j->k;
-        const int32_t *idx = j->index + i * j->k;
-        const double lp = lse_scaled(v, j->k, s);
-        for (int e = 0; e < j->k; e++) {
-            double logp = v[e] * s - lp, logq = z[idx[e]] * s - lq;
-            kl += exp(logp) * (logp - logq);
-        }
+        const int32_t *idx = j->index + i * K;
+        LANE_SUM(kl, K, ep[c] * ip * ((t[c] * s - lp) - (z[idx[c]] * s - lq)));
         if (dz) {
             for (int c = 0; c < V; c++)
-                dz[c] = (float)(j->wkd * exp(z[c] * s - lq));
-            for (int e = 0; e < j->k; e++)
-                dz[idx[e]] -= (float)(j->wkd * exp(v[e] * s - lp));
+                dz[c] = (float)(wkd * iq * eq[c] + w1 * e1[c]);
+            for (int c = 0; c < K; c++)
+                dz[idx[c]] -= (float)(wkd * ip * ep[c]);
         }
-        return kl;
+    } else if (!j->reverse) {
+        LANE_SUM(kl, V, ep[c] * ip * ((t[c] * s - lp) - (z[c] * s - lq)));
+        if (dz)
+            for (int c = 0; c < V; c++)
+                dz[c] = (float)(wkd * (eq[c] * iq - ep[c] * ip) + w1 * e1[c]);
+    } else {
+        LANE_SUM(kl, V, eq[c] * iq * ((z[c] * s - lq) - (t[c] * s - lp)));
+        if (dz)
+            for (int c = 0; c < V; c++) {
+                const double q = eq[c] * iq, g = q * (((z[c] * s - lq) - (t[c] * s - lp)) - kl);
+                dz[c] = (float)(wkd * g + w1 * e1[c]);
+            }
     }
-    const float *t = j->teacher + i * V;
-    const double lp = lse_scaled(t, V, s);
-    for (int c = 0; c < V; c++) {
-        double logq = z[c] * s - lq, logp = t[c] * s - lp;
-        kl += j->reverse ? exp(logq) * (logq - logp) : exp(logp) * (logp - logq);
+    out[0] = kl;
+    out[1] = 0.0;
+    if (targets) {
+        out[1] = l1 - z[targets[i]];
+        if (dz)
+            dz[targets[i]] -= (float)wce;
     }
-    if (dz)
-        for (int c = 0; c < V; c++) {
-            double logq = z[c] * s - lq, logp = t[c] * s - lp, q = exp(logq);
-            double g = j->reverse ? q * ((logq - logp) - kl) : q - exp(logp);
-            dz[c] = (float)(j->wkd * g);
-        }
-    return kl;
 }
 
 static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *targets,
@@ -209,14 +304,19 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
     const double wce = d->p.gamma * inv;
     j->s = 1.0 / d->p.tau;
     j->wkd = d->p.alpha * d->p.tau * inv; /* alpha tau^2 * (1/tau) / count */
-    lattice_status st = rows_for(d, n);
+    lattice_status st = rows_for(d, n, j->vocab, j->index ? j->k : j->vocab);
     if (st != LATTICE_OK)
         return st;
     double *rows = d->rows;
     const int V = j->vocab, nt = d->p.n_threads;
+    const size_t per_thread = 3 * (size_t)(V > j->k ? V : j->k);
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t i = 0; i < n; i++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
         float *dz = dlogits ? dlogits + i * V : NULL;
         rows[2 * i] = rows[2 * i + 1] = 0.0;
         if (mask && !mask[i]) {
@@ -224,9 +324,7 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
                 memset(dz, 0, sizeof(float) * V);
             continue;
         }
-        rows[2 * i] = kl_row(j, i, dz);
-        if (targets)
-            rows[2 * i + 1] = ce_row(j->student + i * V, V, targets[i], wce, dz);
+        loss_row(j, i, targets, wce, dz, d->exps + (size_t)tid * per_thread, rows + 2 * i);
     }
     return finish(d, n, count, result);
 }

@@ -239,12 +239,66 @@ START_TEST(test_bad_input)
 }
 END_TEST
 
+/* Rows as wide as a real vocabulary (full 8-lane chunks and a tail), with
+ * logits far apart (exponentials down to the cut-off to 0), against libm in
+ * double: the loss to 1e-12, the gradient to float rounding. */
+START_TEST(test_wide_rows_against_libm)
+{
+    enum { WN = 3, WV = 301 };
+    const int reverse = _i & 1;
+    const double tau = _i & 2 ? 0.5 : 1.0;
+    tu_rng rng = {41 + _i};
+    static float z[WN * WV], t[WN * WV], dz[WN * WV];
+    const int32_t lab[WN] = {0, 150, 300};
+    tu_fill(z, WN * WV, 8.0, &rng);
+    tu_fill(t, WN * WV, 8.0, &rng);
+    z[5] = -900.0f; /* exp underflows for this one at any tau */
+    t[WV + 7] = 400.0f;
+    lattice_distill *d = make(0.7f, 0.3f, (float)tau, reverse ? LATTICE_KL_REVERSE : LATTICE_KL_FORWARD);
+    lattice_distill_result r;
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, lab, NULL, WN, WV, dz, &r), LATTICE_OK);
+    double kl = 0.0, ce = 0.0;
+    const double wkd = 0.7f * tau / WN, wce = 0.3f / WN;
+    for (int i = 0; i < WN; i++) {
+        const float *zi = z + i * WV, *ti = t + i * WV;
+        double mq = -1e300, mp = -1e300, m1 = -1e300, sq = 0, sp = 0, s1 = 0, kli = 0;
+        for (int j = 0; j < WV; j++) {
+            mq = fmax(mq, zi[j] / tau);
+            mp = fmax(mp, ti[j] / tau);
+            m1 = fmax(m1, zi[j]);
+        }
+        for (int j = 0; j < WV; j++) {
+            sq += exp(zi[j] / tau - mq);
+            sp += exp(ti[j] / tau - mp);
+            s1 += exp(zi[j] - m1);
+        }
+        const double lq = mq + log(sq), lp = mp + log(sp), l1 = m1 + log(s1);
+        for (int j = 0; j < WV; j++) {
+            const double a = zi[j] / tau - lq, b = ti[j] / tau - lp;
+            kli += reverse ? exp(a) * (a - b) : exp(b) * (b - a);
+        }
+        for (int j = 0; j < WV; j++) {
+            const double a = zi[j] / tau - lq, b = ti[j] / tau - lp;
+            const double g = reverse ? exp(a) * ((a - b) - kli) : exp(a) - exp(b);
+            const double want = wkd * g + wce * (exp(zi[j] - l1) - (j == lab[i]));
+            ck_assert_float_eq_tol(dz[i * WV + j], want, 2e-8 + 1e-6 * fabs(want));
+        }
+        kl += kli;
+        ce += l1 - zi[lab[i]];
+    }
+    ck_assert_double_eq_tol(r.kl, kl / WN, 1e-12 * (1.0 + kl / WN));
+    ck_assert_double_eq_tol(r.ce, ce / WN, 1e-12 * (1.0 + ce / WN));
+    lattice_distill_destroy(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("distill");
     TCase *tc = tcase_create("loss");
     tcase_add_loop_test(tc, test_dense_grad, 0, 4);
     tcase_add_test(tc, test_topk_grad_and_dense_equivalence);
+    tcase_add_loop_test(tc, test_wide_rows_against_libm, 0, 4);
     tcase_add_test(tc, test_identities);
     tcase_add_test(tc, test_bad_input);
     suite_add_tcase(s, tc);

@@ -227,7 +227,7 @@ static void attn_compute(attn_run *a, const char *backend)
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, NULL}; /* the GEMM path needs no kv_t */
     lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
@@ -299,18 +299,20 @@ enum { QB_NQ = QB_B * QB_H * QB_T * QB_HD, QB_NK = QB_B * QB_KV * QB_T * QB_HD }
 
 typedef struct qb_run {
     float q[QB_NQ], k[QB_NK], v[QB_NK], r[QB_NQ], att[QB_NQ], dq[QB_NQ], dk[QB_NK], dv[QB_NK];
-    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T];
+    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T], kv_t[QB_NK];
 } qb_run;
 
 static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
 {
     const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
     float *pc[QB_B * QB_H];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, a->kv_t};
     lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path};
     /* stale values in the scratch must not matter */
     for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
         a->p[j] = a->dp[j] = NAN;
+    for (size_t j = 0; j < sizeof a->kv_t / sizeof(float); j++)
+        a->kv_t[j] = NAN;
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
@@ -392,6 +394,52 @@ START_TEST(test_attention_fused_vs_gemm)
 }
 END_TEST
 
+/* The fused path against the GEMM path at wider heads: 16 and 32 (the mixes
+ * run 16 lanes wide where the CPU has AVX-512), 24 (8 lanes), over 37 and 40
+ * positions (with and without a partial last chunk), three query heads per kv
+ * head. */
+static void fused_width_run(lattice_backend *be, int hd, int T, int path, float *out)
+{
+    enum { B = 2, H = 6, KV = 2 };
+    const size_t nq = (size_t)B * H * T * hd, nk = (size_t)B * KV * T * hd, pt = (size_t)B * H * T * T;
+    float *q = out, *k = q + nq, *v = k + nk, *r = v + nk, *att = r + nq, *dq = att + nq;
+    float *dk = dq + nq, *dv = dk + nk;
+    float *p = malloc(sizeof(float) * (2 * pt + nk)), *dp = p + pt, *kv_t = dp + pt;
+    ck_assert_ptr_nonnull(p);
+    for (size_t j = 0; j < 2 * pt + nk; j++)
+        p[j] = NAN;
+    tu_rng rng = {hd * 100 + T};
+    tu_fill(q, (long)nq, 1.5, &rng);
+    tu_fill(k, (long)nk, 1.5, &rng);
+    tu_fill(v, (long)nk, 1.0, &rng);
+    tu_fill(r, (long)nq, 1.0, &rng);
+    const float *pa[B * H], *pb[B * H];
+    float *pc[B * H];
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, kv_t};
+    lattice_attn_dims d = {B, T, H, KV, hd, T, path};
+    ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
+                     LATTICE_OK);
+    free(p);
+}
+
+START_TEST(test_attention_fused_widths)
+{
+    static const int hds[] = {16, 24, 32};
+    const int hd = hds[_i % 3], T = _i < 3 ? 37 : 40;
+    const size_t n = (size_t)2 * 6 * T * hd * 5 + (size_t)2 * 2 * T * hd * 4;
+    float *ref = malloc(sizeof(float) * n), *fused = malloc(sizeof(float) * n);
+    ck_assert(ref && fused);
+    lattice_backend *be = tu_backend("ref", 2);
+    fused_width_run(be, hd, T, LATTICE_ATTN_GEMM, ref);
+    fused_width_run(be, hd, T, LATTICE_ATTN_FUSED, fused);
+    qb_assert_close(fused, ref, n);
+    lattice_backend_destroy(be);
+    free(ref);
+    free(fused);
+}
+END_TEST
+
 /* Finite differences through the fused path (head_dim 8, 11 positions: one
  * full 8-row block and a partial one). */
 enum { FB = 1, FT = 11, FH = 2, FKV = 1, FHD = 8 };
@@ -434,7 +482,7 @@ static double fused_loss(void *ctx)
 START_TEST(test_attention_fused_grad)
 {
     static float q[F_NQ], k[F_NK], v[F_NK], r[F_NQ], att[F_NQ], dq[F_NQ], dk[F_NK], dv[F_NK];
-    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT];
+    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT], kv_t[F_NK];
     tu_rng rng = {57};
     tu_fill(q, F_NQ, 1.5, &rng);
     tu_fill(k, F_NK, 1.5, &rng);
@@ -443,7 +491,7 @@ START_TEST(test_attention_fused_grad)
     lattice_backend *be = tu_backend("ref", 2);
     const float *pa[FB * FH], *pb[FB * FH];
     float *pc[FB * FH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, kv_t};
     lattice_attn_dims d = {FB, FT, FH, FKV, FHD, 0, LATTICE_ATTN_FUSED};
     ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
@@ -650,6 +698,7 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_attention_grad, 0, tu_n_backends());
     tcase_add_loop_test(tc, test_attention_blocked_vs_whole, 0, tu_n_backends());
     tcase_add_loop_test(tc, test_attention_fused_vs_gemm, 0, tu_n_backends());
+    tcase_add_loop_test(tc, test_attention_fused_widths, 0, 6);
     tcase_add_test(tc, test_attention_fused_grad);
     tcase_add_test(tc, test_expf);
     tcase_add_test(tc, test_swiglu_grad);
