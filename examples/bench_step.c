@@ -238,22 +238,6 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 
 /* ---- main --------------------------------------------------------------- */
 
-/* libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its
- * idle threads spin: on a shared or oversubscribed machine (two 2-thread runs
- * on 2 cores) they burn the cores the other runs need, and a step can be 5x
- * slower. So when the user has set neither OMP_WAIT_POLICY nor
- * GOMP_SPINCOUNT, run again with OMP_WAIT_POLICY=PASSIVE; if that exec
- * fails, go on as we are. */
-static void prefer_passive_openmp(char **argv)
-{
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
-        return;
-    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
-        return;
-    execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY");
-}
-
 static double step_clock(int cpu)
 {
     return cpu ? lattice__prof_clock(LATTICE_PROF_CPU) : ex_now();
@@ -313,7 +297,7 @@ enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_
 
 int main(int argc, char **argv)
 {
-    prefer_passive_openmp(argv);
+    ex_prefer_passive_openmp(argv);
     lattice_norm_placement placement = LATTICE_NORM_PRE;
     const char *backend_name = "default";
     int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 /* Monotonic wall-clock seconds. */
 static inline double ex_now(void)
@@ -54,6 +55,22 @@ static inline void ex_format_duration(char *buf, size_t size, double s)
         snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
     else
         snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its
+ * idle threads spin: on a shared or oversubscribed machine (two 2-thread runs
+ * on 2 cores) they burn the cores the other runs need, and a step can be 5x
+ * slower. So when the user has set neither OMP_WAIT_POLICY nor
+ * GOMP_SPINCOUNT, run again with OMP_WAIT_POLICY=PASSIVE; if that exec
+ * fails, go on as we are. Call first thing in main. */
+static inline void ex_prefer_passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "PASSIVE", 1) != 0)
+        return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY");
 }
 
 #endif

@@ -302,6 +302,7 @@ static lattice_status evaluate(lattice_model *model, lattice_data *data, double 
 
 int main(int argc, char **argv)
 {
+    ex_prefer_passive_openmp(argv);
     options o = {
         .steps = 300, .batch = 8, .seq = 128, .layers = 4, .d_model = 128, .heads = 4,
         .lr = 1e-3f, .warmup = 30, .placement = LATTICE_NORM_PRE, .backend = "default",

@@ -1709,6 +1709,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    ex_prefer_passive_openmp(argv);
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
