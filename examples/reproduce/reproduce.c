@@ -433,6 +433,8 @@ typedef struct run_result {
     point pts[MAX_POINTS];
     int n_pts;
     double *losses; /* per step */
+    int *step_phase, *step_active; /* per step */
+    int64_t *step_alt;             /* per step: active-layer tokens so far */
     int64_t n_steps, append_steps[8];
     int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
     lattice_response resp[8];
@@ -477,8 +479,14 @@ static int on_step(void *user, const lattice_metrics *m)
 {
     progress *pr = user;
     run_result *r = pr->res;
-    if (r->n_steps < pr->run_steps)
+    if (r->n_steps < pr->run_steps) {
+        if (r->step_phase) {
+            r->step_phase[r->n_steps] = m->phase;
+            r->step_active[r->n_steps] = m->active_layers;
+            r->step_alt[r->n_steps] = m->counters.active_layer_tokens;
+        }
         r->losses[r->n_steps++] = m->loss;
+    }
     if (m->phase_end && r->n_appends < 8 && m->step < pr->run_steps)
         r->append_steps[r->n_appends++] = m->step; /* index of the next phase's first step */
     pr->nonpad_tokens += (double)m->counters.nonpad_tokens;
@@ -758,6 +766,11 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);
     r->losses = calloc((size_t)total + 1, sizeof(double));
+    r->step_phase = calloc((size_t)total + 1, sizeof(int));
+    r->step_active = calloc((size_t)total + 1, sizeof(int));
+    r->step_alt = calloc((size_t)total + 1, sizeof(int64_t));
+    if (!r->losses || !r->step_phase || !r->step_active || !r->step_alt)
+        die("out of memory");
     pr->res = r;
     pr->run_steps = total;
     pr->n_phases = lattice_schedule_n_phases(s);
@@ -1335,39 +1348,31 @@ static void report(FILE *f, const study *s)
     }
 }
 
+/* One row per training step of every run: its training loss, and at the
+ * steps that were evaluated, the validation CE and the boundary statistics
+ * (empty elsewhere). */
 static void write_csv(const char *path, const study *s)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,val_ce,rms_std,rms_kurtosis,"
-               "rms_boundary,rms_regular\n");
+    fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,train_loss,val_ce,rms_std,"
+               "rms_kurtosis,rms_boundary,rms_regular\n");
     for (int a = 0; a < s->p->n_arms; a++)
         for (int i = 0; i < s->p->seeds; i++) {
             const run_result *r = s->res[a][i];
-            for (int k = 0; k < r->n_pts; k++)
-                fprintf(f, "%s,%d,%lld,%d,%d,%lld,%.6f,%.6g,%.6g,%.6g,%.6g\n", s->p->arms[a].name,
-                        i + 1, (long long)r->pts[k].step, r->pts[k].phase, r->pts[k].active,
-                        (long long)r->pts[k].active_layer_tokens, r->pts[k].val_ce,
-                        r->pts[k].rms_std, r->pts[k].rms_kurt, r->pts[k].rms_boundary,
-                        r->pts[k].rms_regular);
-        }
-    fclose(f);
-}
-
-/* Per-step training losses of every run. */
-static void write_losses(const char *path, const study *s)
-{
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "arm,seed,step,loss\n");
-    for (int a = 0; a < s->p->n_arms; a++)
-        for (int i = 0; i < s->p->seeds; i++) {
-            const run_result *r = s->res[a][i];
-            for (int64_t k = 0; k < r->n_steps; k++)
-                fprintf(f, "%s,%d,%lld,%.6f\n", s->p->arms[a].name, i + 1, (long long)k + 1,
-                        r->losses[k]);
+            int k = 0;
+            for (int64_t t = 0; t < r->n_steps; t++) {
+                fprintf(f, "%s,%d,%lld,%d,%d,%lld,%.6f", s->p->arms[a].name, i + 1, (long long)t + 1,
+                        r->step_phase[t], r->step_active[t], (long long)r->step_alt[t], r->losses[t]);
+                while (k < r->n_pts && r->pts[k].step < t + 1)
+                    k++;
+                if (k < r->n_pts && r->pts[k].step == t + 1)
+                    fprintf(f, ",%.6f,%.6g,%.6g,%.6g,%.6g\n", r->pts[k].val_ce, r->pts[k].rms_std,
+                            r->pts[k].rms_kurt, r->pts[k].rms_boundary, r->pts[k].rms_regular);
+                else
+                    fprintf(f, ",,,,,\n");
+            }
         }
     fclose(f);
 }
@@ -1693,7 +1698,9 @@ static void usage(FILE *f)
             "(examples/reproduce/presets/*.json; see presets/README.md for every key).\n\n"
             "  --preset FILE       the study: data, teacher, student, training, arms (required)\n"
             "  --out DIR           where results go (default results/<preset name>): report.md,\n"
-            "                      results.json, curves.csv, losses.csv, bands.csv, plots\n"
+            "                      results.json, curves.csv (every step's training loss, and\n"
+            "                      validation CE and boundary statistics at evaluations),\n"
+            "                      bands.csv, plots\n"
             "  --retrain-teacher   train the teacher again even when DIR holds one trained\n"
             "                      with the same teacher, student and data settings\n"
             "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
@@ -1852,8 +1859,6 @@ int main(int argc, char **argv)
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
     snprintf(path, sizeof path, "%s/curves.csv", dir);
     write_csv(path, &s);
-    snprintf(path, sizeof path, "%s/losses.csv", dir);
-    write_losses(path, &s);
     snprintf(path, sizeof path, "%s/bands.csv", dir);
     write_bands(path, &s);
     snprintf(path, sizeof path, "%s/results.json", dir);
@@ -1863,6 +1868,9 @@ int main(int argc, char **argv)
     for (int a = 0; a < p.n_arms; a++)
         for (int i = 0; i < p.seeds; i++) {
             free(s.res[a][i]->losses);
+            free(s.res[a][i]->step_phase);
+            free(s.res[a][i]->step_active);
+            free(s.res[a][i]->step_alt);
             free(s.res[a][i]);
         }
     lattice_model_destroy(teacher);

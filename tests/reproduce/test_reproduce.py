@@ -162,11 +162,15 @@ class TinyStudy(unittest.TestCase):
             # the explicit arm is the grow preset written out: the same numbers
             self.assertEqual(res["arms"]["post-grow-explicit"][0]["val_ce"],
                              res["arms"]["post-grow"][0]["val_ce"])
-            with open(os.path.join(out, "losses.csv")) as f:
-                rows = list(csv.DictReader(f))
-            self.assertEqual(sum(1 for x in rows if x["arm"] == "pre-grow" and x["seed"] == "1"), 12)
             with open(os.path.join(out, "curves.csv")) as f:
-                self.assertIn("rms_boundary", f.readline())
+                rows = list(csv.DictReader(f))
+            grow1 = [x for x in rows if x["arm"] == "pre-grow" and x["seed"] == "1"]
+            self.assertEqual([int(x["step"]) for x in grow1], list(range(1, 13)))
+            self.assertTrue(all(float(x["train_loss"]) > 0 for x in grow1))
+            evaluated = [int(x["step"]) for x in grow1 if x["val_ce"]]
+            self.assertEqual(evaluated, [3, 6, 9, 12])
+            self.assertEqual([x["active_layers"] for x in grow1[5:7]], ["1", "2"])
+            self.assertTrue(all(x["rms_boundary"] for x in grow1 if x["val_ce"]))
             # the cached teacher is reused on a second run
             r2 = run("--preset", os.path.join(d, "tiny.json"), "--out", out, "--seeds", "1")
             self.assertEqual(r2.returncode, 0, r2.stderr)
