@@ -742,6 +742,7 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
                         i, m->p.vocab_size - 1);
     m->batch = 0; /* invalid until this pass completes */
     m->seq = 0;
+    m->inference = 0;
     const int D = m->p.d_model;
     memcpy(m->tokens, tokens, sizeof(int32_t) * N);
     PROF(LATTICE_OP_EMBED, lattice__embedding_forward(m->emb, m->tokens, m->wte, N, D, NT));
@@ -927,6 +928,9 @@ lattice_status lattice_model_backward(lattice_model *m)
         return LATTICE_ERR_INVALID_ARGUMENT;
     if (!m->batch)
         return FAIL(m, LATTICE_ERR_STATE, "backward needs a forward pass first");
+    if (m->inference)
+        return FAIL(m, LATTICE_ERR_STATE, "the last forward was an inference forward: backward "
+                                          "needs lattice_model_forward");
     const long N = (long)m->batch * m->seq;
     const int D = m->p.d_model, V = m->p.vocab_size, k = m->n_active;
     const lattice_norm_placement pl = m->norm.placement;
@@ -1071,4 +1075,95 @@ size_t lattice_model_arena_bytes(const lattice_model *m)
         return 0;
     /* as allocated: each parameter-sized arena rounded up to 64 bytes */
     return 2 * ((m->n_params * sizeof(float) + 63) / 64 * 64) + m->acts_bytes;
+}
+
+/* ---- inference and evaluation -------------------------------------------- */
+
+/* Nothing of the forward can be skipped for inference without changing its
+ * numbers or its kernels: the attention probabilities are also the GEMM
+ * path's score buffer, the norm kernels write their statistics as they go,
+ * and every other activation feeds a later op. So the pass is the training
+ * one, and the mark is what it adds: an evaluation run between a training
+ * forward and its backward overwrites the activations, and backward must then
+ * refuse rather than compute gradients of the evaluation batch. */
+lattice_status lattice_model_forward_inference(lattice_model *m, const int32_t *tokens, int batch,
+                                               int seq)
+{
+    lattice_status st = lattice_model_forward(m, tokens, batch, seq);
+    if (st == LATTICE_OK)
+        m->inference = 1;
+    return st;
+}
+
+lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, const uint8_t *mask,
+                                  double *ce, int64_t *n_counted)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!targets || !ce)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "targets and ce must not be NULL");
+    if (!m->batch)
+        return FAIL(m, LATTICE_ERR_STATE, "the loss needs a forward pass first");
+    const long N = (long)m->batch * m->seq;
+    for (long i = 0; i < N; i++)
+        if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
+            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                        "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
+    double l;
+    PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(NULL, m->logits, targets, mask, N,
+                                                     m->p.vocab_size, m->rowloss, n_counted, NT));
+    *ce = l;
+    if (!isfinite(l))
+        return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int64_t max_batches,
+                                      double *val_ce)
+{
+    if (!m)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!data || !val_ce)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "data and val_ce must not be NULL");
+    if (max_batches < 0)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "max_batches %lld is negative (0: all)",
+                    (long long)max_batches);
+    lattice_data_params dp;
+    lattice_data_get_params(data, &dp);
+    if (dp.vocab_size > m->p.vocab_size || dp.batch_size > m->p.max_batch ||
+        dp.seq_len > m->p.max_seq)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                    "the data (vocab %d, batch %d x %d) does not fit the model (vocab %d, "
+                    "max_batch %d x max_seq %d)",
+                    dp.vocab_size, dp.batch_size, dp.seq_len, m->p.vocab_size, m->p.max_batch,
+                    m->p.max_seq);
+    int64_t nb = lattice_data_n_val_batches(data);
+    if (nb == 0)
+        return FAIL(m, LATTICE_ERR_STATE, "the data has no validation documents");
+    if (max_batches > 0 && max_batches < nb)
+        nb = max_batches;
+    /* Weighted by counted positions, as lattice_trainer_evaluate does, so the
+     * two agree on the same batches. */
+    double total = 0.0;
+    int64_t count = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        lattice_batch b;
+        double ce;
+        int64_t n = 0;
+        lattice_status st = lattice_data_val_batch(data, i, &b);
+        if (st != LATTICE_OK)
+            return FAIL(m, st, "validation batch %lld: %s", (long long)i,
+                        lattice_data_errmsg(data));
+        if ((st = lattice_model_forward_inference(m, b.tokens, b.batch, b.seq)) == LATTICE_OK)
+            st = lattice_model_loss(m, b.targets, b.mask, &ce, &n);
+        if (st != LATTICE_OK) {
+            char why[LATTICE_ERRMSG_MAX];
+            snprintf(why, sizeof why, "%s", m->err);
+            return FAIL(m, st, "validation batch %lld: %s", (long long)i, why);
+        }
+        total += ce * (double)n;
+        count += n;
+    }
+    *val_ce = count ? total / (double)count : 0.0;
+    return LATTICE_OK;
 }

@@ -72,6 +72,7 @@ struct lattice_model {
 
     /* activations of the last forward */
     int batch, seq; /* 0 before the first forward */
+    int inference;  /* the last forward kept nothing for backward: backward refuses */
     int32_t *tokens;
     float *emb;    /* embedding output (post: before the entry norm) */
     norm_stats bst;

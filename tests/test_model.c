@@ -530,6 +530,267 @@ START_TEST(test_model_bad_calls)
 }
 END_TEST
 
+/* ---- inference and evaluation without a trainer ---- */
+
+/* The inference forward gives the training forward's logits and hidden states,
+ * bit for bit, under every placement and backend. */
+START_TEST(test_model_inference_logits)
+{
+    static const lattice_norm_placement pls[3] = {LATTICE_NORM_PRE, LATTICE_NORM_POST,
+                                                  LATTICE_NORM_PERI};
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open(tu_backend_name(_i / 3), pls[_i % 3], LATTICE_NORM_RMS, 1.0f, &p);
+    const size_t nz = 10 * 11, nh = 10 * 8;
+    float *z = malloc(sizeof(float) * nz), *h = malloc(sizeof(float) * nh);
+    const float *hs;
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    memcpy(z, lattice_model_logits(t.m), sizeof(float) * nz);
+    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &hs), LATTICE_OK);
+    memcpy(h, hs, sizeof(float) * nh);
+    /* another batch in between, so equal buffers are not left-overs */
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_targets, 2, 5), LATTICE_OK);
+    ck_assert_int_ne(memcmp(z, lattice_model_logits(t.m), sizeof(float) * nz), 0);
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(memcmp(z, lattice_model_logits(t.m), sizeof(float) * nz), 0);
+    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &hs), LATTICE_OK);
+    ck_assert_int_eq(memcmp(h, hs, sizeof(float) * nh), 0);
+    free(z);
+    free(h);
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_model_inference_refuses_backward)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    float loss;
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "the last forward was an inference forward"));
+    /* a training forward lifts it */
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_OK);
+    /* an inference forward between a training forward and its backward is caught */
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_targets, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
+    /* a training forward that fails its checks leaves the mark */
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 3, 5), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
+    /* and an inference forward that fails its checks changes nothing */
+    ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 6),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_OK);
+    tiny_close(&t);
+}
+END_TEST
+
+/* The loss without a gradient: cross_entropy's loss and a double reference,
+ * dlogits untouched. */
+START_TEST(test_model_loss_no_gradient)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PERI, LATTICE_NORM_LAYER, 1.0f, &p);
+    const double ref = model_loss(t.m); /* runs a forward */
+    for (int masked = 0; masked < 2; masked++) {
+        const uint8_t *mask = masked ? grad_mask : NULL;
+        float loss;
+        int64_t n_ce = -1, n = -1;
+        ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, mask, &loss, &n_ce),
+                         LATTICE_OK);
+        float *dz = lattice_model_dlogits(t.m);
+        for (int i = 0; i < 110; i++)
+            dz[i] = 7.0f;
+        double ce = -1.0;
+        ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, mask, &ce, &n), LATTICE_OK);
+        for (int i = 0; i < 110; i++)
+            ck_assert_msg(dz[i] == 7.0f, "dlogits[%d] written by the loss", i);
+        ck_assert_int_eq(n, n_ce);
+        ck_assert_int_eq(n, masked ? 9 : 10);
+        ck_assert_double_eq_tol(ce, loss, 1e-6 * fabs(ce) + 1e-7);
+        if (masked)
+            ck_assert_double_eq_tol(ce, ref, 1e-5);
+    }
+    /* a masked position's target is not checked; a counted one is */
+    int32_t bad[10];
+    memcpy(bad, grad_targets, sizeof bad);
+    bad[4] = 99;
+    double ce;
+    ck_assert_int_eq(lattice_model_loss(t.m, bad, grad_mask, &ce, NULL), LATTICE_OK);
+    ck_assert_double_eq_tol(ce, ref, 1e-5);
+    ck_assert_int_eq(lattice_model_loss(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "vocabulary"));
+    bad[4] = -1;
+    ck_assert_int_eq(lattice_model_loss(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_loss(t.m, NULL, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, NULL, NULL),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_loss(NULL, grad_targets, NULL, &ce, NULL),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    /* a NaN weight: a clear status */
+    lattice_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
+    ti.data[0] = NAN;
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, &ce, NULL),
+                     LATTICE_ERR_NON_FINITE);
+    tiny_close(&t);
+    /* before any forward */
+    t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, &ce, NULL), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_model_forward_inference(NULL, grad_tokens, 2, 5),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, NULL, 2, 5), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 3, 5),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "max_batch"));
+    ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 0),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(lattice_model_logits(t.m));
+    tiny_close(&t);
+}
+END_TEST
+
+/* Documents of 2 .. 8 ids (0 .. 9) after boundary 10, drawn from a fixed seed. */
+static int32_t *eval_ids(int64_t *n)
+{
+    int32_t *ids = malloc(sizeof(int32_t) * 60 * 9);
+    tu_rng r = {5};
+    int64_t k = 0;
+    for (int d = 0; d < 60; d++) {
+        ids[k++] = 10;
+        int len = 2 + (int)((tu_uniform(&r) + 1.0) * 3.5);
+        for (int j = 0; j < len; j++)
+            ids[k++] = (int32_t)((tu_uniform(&r) + 1.0) * 5.0) % 10;
+    }
+    *n = k;
+    return ids;
+}
+
+static lattice_data *eval_data(int batch_size, float val_fraction)
+{
+    int64_t n;
+    int32_t *ids = eval_ids(&n);
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 11;
+    dp.boundary_id = 10;
+    dp.batch_size = batch_size;
+    dp.seq_len = 5;
+    dp.val_fraction = val_fraction;
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_data_create_memory(ids, n, &dp, &d, err) == LATTICE_OK, "%s", err);
+    free(ids);
+    return d;
+}
+
+/* The model's evaluation equals the trainer's on the same batches, all of
+ * them or the first few. */
+START_TEST(test_model_evaluate_matches_trainer)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    lattice_data *d = eval_data(2, 0.4f);
+    const int64_t nb = lattice_data_n_val_batches(d);
+    ck_assert_int_ge(nb, 3);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(t.m, &op, &o), LATTICE_OK);
+    lattice_schedule *sc;
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &sc),
+                     LATTICE_OK);
+    for (int limit = 0; limit < 3; limit++) {
+        const int64_t max_batches = limit == 0 ? 0 : limit == 1 ? 2 : nb + 5;
+        lattice_trainer_params tp;
+        lattice_trainer_params_init(&tp);
+        tp.eval_batches = max_batches;
+        lattice_trainer *tr;
+        ck_assert_int_eq(lattice_trainer_create(t.m, NULL, NULL, d, o, sc, &tp, &tr), LATTICE_OK);
+        double want = -1.0, got = -2.0;
+        ck_assert_int_eq(lattice_trainer_evaluate(tr, &want), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_evaluate(t.m, d, max_batches, &got), LATTICE_OK);
+        ck_assert_double_eq_tol(got, want, 1e-6 * want);
+        ck_assert_double_gt(got, 1.0); /* ~ log 11 for a fresh model */
+        lattice_trainer_destroy(tr);
+    }
+    /* the first two batches by hand: forward, loss, weighted by counted tokens */
+    double total = 0.0, got;
+    int64_t count = 0;
+    for (int64_t i = 0; i < 2; i++) {
+        lattice_batch b;
+        double ce;
+        int64_t n;
+        ck_assert_int_eq(lattice_data_val_batch(d, i, &b), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_forward(t.m, b.tokens, b.batch, b.seq), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_loss(t.m, b.targets, b.mask, &ce, &n), LATTICE_OK);
+        ck_assert_int_eq(n, b.n_tokens);
+        total += ce * (double)n;
+        count += n;
+    }
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 2, &got), LATTICE_OK);
+    ck_assert_double_eq(got, total / (double)count);
+    double one;
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 1, &one), LATTICE_OK);
+    ck_assert_double_ne(one, got);
+    /* evaluation leaves an inference forward behind */
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
+    lattice_schedule_destroy(sc);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_model_evaluate_bad_input)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    tiny t = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
+    lattice_data *d = eval_data(2, 0.4f);
+    double ce = 42.0;
+    ck_assert_int_eq(lattice_model_evaluate(NULL, d, 0, &ce), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_evaluate(t.m, NULL, 0, &ce), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 0, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, -1, &ce), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "max_batches"));
+    lattice_data_destroy(d);
+    /* batches wider than the model's max_batch */
+    d = eval_data(3, 0.4f);
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 0, &ce), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "max_batch 2"));
+    lattice_data_destroy(d);
+    /* no validation split */
+    d = eval_data(2, 0.0f);
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 0, &ce), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "validation"));
+    ck_assert_double_eq(ce, 42.0);
+    lattice_data_destroy(d);
+    /* a failing batch is named */
+    d = eval_data(2, 0.4f);
+    lattice_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
+    ti.data[3] = INFINITY;
+    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 0, &ce), LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "validation batch 0: "));
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "not finite"));
+    lattice_data_destroy(d);
+    tiny_close(&t);
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -552,6 +813,14 @@ static Suite *model_suite(void)
     tcase_add_test(b, test_model_null_handles);
     tcase_add_test(b, test_model_bad_calls);
     suite_add_tcase(s, b);
+    TCase *inf = tcase_create("inference");
+    tcase_set_timeout(inf, 60);
+    tcase_add_loop_test(inf, test_model_inference_logits, 0, 3 * tu_n_backends());
+    tcase_add_test(inf, test_model_inference_refuses_backward);
+    tcase_add_test(inf, test_model_loss_no_gradient);
+    tcase_add_test(inf, test_model_evaluate_matches_trainer);
+    tcase_add_test(inf, test_model_evaluate_bad_input);
+    suite_add_tcase(s, inf);
     return s;
 }
 

@@ -7,6 +7,7 @@
 
 #include <lattice/common.h>
 #include <lattice/backend.h>
+#include <lattice/data.h>
 #include <lattice/norm.h>
 
 #ifdef __cplusplus
@@ -318,7 +319,8 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
  * @brief Backward pass from ::lattice_model_dlogits; overwrites the gradients of
  *        the trainable groups (frozen ones are not touched).
  * @param model The model.
- * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet) or ::LATTICE_ERR_BACKEND.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, or the last one was
+ *         ::lattice_model_forward_inference) or ::LATTICE_ERR_BACKEND.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
@@ -467,6 +469,72 @@ LATTICE_API lattice_status lattice_model_create_from_file(const char *path, cons
                                                           lattice_backend *backend, int max_batch,
                                                           int max_seq, lattice_model **out,
                                                           char *errmsg);
+
+/**
+ * @brief Forward pass for inference: the logits of ::lattice_model_forward, bit for bit,
+ *        with the model marked so that ::lattice_model_backward refuses.
+ *
+ * For evaluation and generation without an optimizer or a trainer. The
+ * activations of the last forward are overwritten as by any forward; after
+ * this call ::lattice_model_backward fails with ::LATTICE_ERR_STATE until a
+ * ::lattice_model_forward succeeds, so an evaluation run between a training
+ * forward and its backward is caught instead of giving the gradients of the
+ * wrong batch. Losses (::lattice_model_loss, ::lattice_model_cross_entropy)
+ * and ::lattice_model_hidden read its results as after a training forward.
+ * A call that fails its argument checks changes nothing.
+ * @param model The model.
+ * @param tokens batch * seq token ids, row-major.
+ * @param batch 1 .. max_batch.
+ * @param seq 1 .. max_seq.
+ * @return As ::lattice_model_forward.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_model_forward_inference(lattice_model *model,
+                                                           const int32_t *tokens, int batch,
+                                                           int seq);
+
+/**
+ * @brief Mean cross-entropy of the last forward's logits against targets, without
+ *        a gradient: ::lattice_model_dlogits is not written.
+ *
+ * The same loss as ::lattice_model_cross_entropy (up to float rounding in the
+ * sums), in double.
+ * @param model The model.
+ * @param targets batch * seq target ids (only counted positions are checked).
+ * @param mask batch * seq flags, non-zero where the position counts; NULL counts all.
+ * @param[out] ce Mean over counted positions (0 when none count).
+ * @param[out] n_counted Number of counted positions; may be NULL.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL targets or ce, a
+ *         target out of range), ::LATTICE_ERR_STATE (no forward yet) or
+ *         ::LATTICE_ERR_NON_FINITE.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_model_loss(lattice_model *model, const int32_t *targets,
+                                              const uint8_t *mask, double *ce,
+                                              int64_t *n_counted);
+
+/**
+ * @brief Validation cross-entropy of the model over a data object's validation split.
+ *
+ * Runs ::lattice_model_forward_inference and ::lattice_model_loss over
+ * validation batches 0 .. max_batches - 1 (::lattice_data_val_batch) and
+ * averages the loss over every counted (unmasked) position, so a batch
+ * weighs by its counted tokens: the number ::lattice_trainer_evaluate reports
+ * for the same batches. Needs no optimizer, schedule or trainer. The
+ * model's activations are those of the last batch afterwards, and backward
+ * refuses until the next ::lattice_model_forward.
+ * @param model The model.
+ * @param data The data; its vocabulary and batch shape must fit the model.
+ * @param max_batches Batches to use; 0 for all of them.
+ * @param[out] val_ce The mean cross-entropy (0 when no position counts).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL, a negative
+ *         max_batches, data whose vocabulary or batch shape does not fit the
+ *         model), ::LATTICE_ERR_STATE (no validation documents), or a status of
+ *         a batch's forward or loss (the message names the batch).
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_model_evaluate(lattice_model *model, lattice_data *data,
+                                                  int64_t max_batches, double *val_ce);
 
 /** @} */
 

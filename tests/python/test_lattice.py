@@ -1268,5 +1268,89 @@ class TrainerTest(unittest.TestCase):
             lattice.Trainer(model, tiny_data(), model, lattice.Schedule())
 
 
+class InferenceTest(unittest.TestCase):
+    """Evaluation without a trainer: forward_inference, loss and evaluate (since 0.2)."""
+
+    TOKENS = [[1, 2, 3, 4], [5, 6, 7, 8]]
+    TARGETS = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
+    MASK = bytes([1, 1, 1, 0, 1, 1, 1, 0])
+
+    def test_forward_inference(self):
+        model = tiny_model(norm="post")
+        model.forward(self.TOKENS)
+        want = model.logits().tolist()
+        model.forward([[9, 9, 9, 9], [1, 1, 1, 1]])
+        model.forward_inference(self.TOKENS)
+        self.assertEqual(model.logits().tolist(), want)     # bit for bit
+        model.cross_entropy(self.TARGETS)
+        with self.assertRaises(LatticeError) as cm:
+            model.backward()
+        self.assertEqual(cm.exception.code, Status.STATE)
+        self.assertIn("inference forward", str(cm.exception))
+        model.forward(self.TOKENS)
+        model.cross_entropy(self.TARGETS)
+        model.backward()
+        with self.assertRaises(LatticeError) as cm:
+            model.forward_inference([[1] * 17])              # beyond max_seq
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+
+    def test_loss(self):
+        model = tiny_model()
+        with self.assertRaises(LatticeError) as cm:
+            model.loss(self.TARGETS)
+        self.assertEqual(cm.exception.code, Status.STATE)
+        model.forward_inference(self.TOKENS)
+        loss, counted = model.cross_entropy(self.TARGETS, mask=self.MASK)
+        d = model.dlogits_view()
+        before = model.dlogits().tolist()
+        ce, n = model.loss(self.TARGETS, mask=self.MASK)
+        self.assertEqual(n, counted)
+        self.assertEqual(n, 6)
+        self.assertAlmostEqual(ce, loss, delta=1e-6 * abs(ce))
+        self.assertEqual(d.tolist(), before)                 # no gradient written
+        ce_all, n_all = model.loss(self.TARGETS)
+        self.assertEqual(n_all, 8)
+        self.assertNotEqual(ce_all, ce)
+        with self.assertRaises(LatticeError) as cm:
+            model.loss(array.array("i", [VOCAB] * 8))
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises((ValueError, TypeError)):
+            model.loss(array.array("i", [1, 2, 3]))          # wrong size
+
+    def test_evaluate(self):
+        model = tiny_model()
+        data = tiny_data()
+        nb = data.n_val_batches
+        self.assertGreaterEqual(nb, 2)
+        for max_batches in (0, 1, nb + 3):
+            trainer = lattice.Trainer(model, data, lattice.Optim(model),
+                                      lattice.Schedule.preset("joint", 1, 2, 6),
+                                      eval_batches=max_batches)
+            want = trainer.evaluate()
+            got = model.evaluate(data, max_batches=max_batches)
+            self.assertAlmostEqual(got, want, delta=1e-6 * want)
+            trainer.close()
+        # by hand: the first batch alone
+        b = data.val_batch(0)
+        model.forward_inference(b.tokens, b.batch, b.seq)
+        ce, n = model.loss(b.targets, b.mask)
+        self.assertAlmostEqual(model.evaluate(data, 1), ce, delta=1e-12 * ce)
+        with self.assertRaises(LatticeError) as cm:
+            model.backward()                                   # evaluate ran inference forwards
+        self.assertEqual(cm.exception.code, Status.STATE)
+        with self.assertRaises(LatticeError) as cm:
+            model.evaluate(data, max_batches=-1)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(LatticeError) as cm:
+            model.evaluate(tiny_data(val_fraction=0.0))
+        self.assertEqual(cm.exception.code, Status.STATE)
+        with self.assertRaises(LatticeError) as cm:
+            model.evaluate(tiny_data(batch_size=5))            # wider than max_batch 4
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn("max_batch", str(cm.exception))
+        with self.assertRaises(TypeError):
+            model.evaluate(model)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

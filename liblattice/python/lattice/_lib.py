@@ -252,6 +252,11 @@ PROTOTYPES = {
                                             c_int, c_int, c_int, POINTER(T.RemovalStruct)]),
     "lattice_diag_loss_response": (STATUS, [POINTER(c_double), c_int64, c_int64, c_int64,
                                             c_int64, POINTER(T.ResponseStruct)]),
+    # model.h, since 0.2
+    "lattice_model_forward_inference": (STATUS, [T.model_p, T.int32_p, c_int, c_int]),
+    "lattice_model_loss": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_double),
+                                    POINTER(c_int64)]),
+    "lattice_model_evaluate": (STATUS, [T.model_p, T.data_p, c_int64, POINTER(c_double)]),
     # A header added later: its functions go here, its structs into
     # _types.py, and its classes into a module named after it.
 }

@@ -2,7 +2,7 @@
 
 import json
 import os
-from ctypes import byref, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
 from typing import Optional
 
 from . import _buffers as B
@@ -11,6 +11,7 @@ from ._handle import Handle, check, require
 from ._lib import errmsg_buffer, lib, version_string
 from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum, with_fields
 from .backend import Backend
+from .data import Data
 from .norm import as_norm
 
 __all__ = ["Model", "Tensor"]
@@ -422,3 +423,32 @@ class Model(Handle):
     @property
     def arena_bytes(self):
         return lib.lattice_model_arena_bytes(self._ptr)
+
+    # ---- inference and evaluation (since 0.2) ---------------------------------------
+
+    def forward_inference(self, tokens, batch=None, seq=None):
+        """:meth:`forward` for inference: the same logits, and :meth:`backward` refuses
+        (``Status.STATE``) until the next :meth:`forward`."""
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        self._shape = None
+        self._call(lib.lattice_model_forward_inference, arr, batch, seq)
+        self._shape = (batch, seq)
+
+    def loss(self, targets, mask=None):
+        """Mean cross-entropy of the last forward against int32 targets (uint8 mask, or
+        None for all), without writing dlogits. Returns (ce, n_counted)."""
+        batch, seq = self._batch_seq(None, None, "loss")
+        t = B.as_input(targets, c_int32, "targets", batch * seq)
+        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        ce, counted = c_double(), c_int64()
+        self._call(lib.lattice_model_loss, t, m, byref(ce), byref(counted))
+        return ce.value, counted.value
+
+    def evaluate(self, data, max_batches=0):
+        """Validation cross-entropy over data's first max_batches validation batches
+        (0: all), weighted by counted tokens: what ``Trainer.evaluate`` reports."""
+        require(data, Data, "data")
+        out = c_double()
+        self._shape = None  # the batches' forwards leave their shapes unknown here
+        self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out))
+        return out.value
