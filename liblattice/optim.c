@@ -66,13 +66,16 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
                                     lattice_optim **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_create: invalid argument: out is NULL");
     *out = NULL;
     if (!model || !params)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_create: invalid argument (failed check: !model || !params)");
     lattice_optim *o = calloc(1, sizeof(*o));
     if (!o)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_optim_create: out of memory");
     lattice_status st = copy_params(&o->p, params, NULL);
     if (st != LATTICE_OK) {
         free(o);
@@ -84,7 +87,8 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
     o->t_tensor = calloc((size_t)model->n_tensors, sizeof(int64_t));
     if (!o->m1 || !o->m2 || !o->t_tensor) {
         lattice_optim_destroy(o);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_optim_create: out of memory");
     }
     *out = o;
     return LATTICE_OK;
@@ -108,14 +112,16 @@ const char *lattice_optim_errmsg(const lattice_optim *o)
 lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_params *params)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_set_params: invalid argument: optim is NULL");
     return copy_params(&o->p, params, o->err);
 }
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
 {
     if (!o || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_get_params: invalid argument (failed check: !o || !out)");
     *out = o->p;
     return LATTICE_OK;
 }
@@ -138,7 +144,8 @@ int64_t lattice_optim_steps(const lattice_optim *o) { return o ? o->step : 0; }
 lattice_status lattice_optim_reset(lattice_optim *o)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_reset: invalid argument: optim is NULL");
     memset(o->m1, 0, o->model->n_params * sizeof(float));
     memset(o->m2, 0, o->model->n_params * sizeof(float));
     memset(o->t_tensor, 0, (size_t)o->model->n_tensors * sizeof(int64_t));
@@ -151,7 +158,8 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
 lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_step: invalid argument: optim is NULL");
     lattice_model *m = o->model;
     double t0 = lattice__prof_begin(&m->prof);
     lattice_status st = optim_update(o, m, grad_norm);

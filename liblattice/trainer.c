@@ -22,25 +22,44 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
                                       const lattice_trainer_params *params, lattice_trainer **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument: out is NULL");
     *out = NULL;
     if (!model || !data || !optim || !schedule || (teacher && !distill) ||
         (params && params->size == 0))
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument (failed check: !model || !data || !optim || !schedule || (teacher && !distill) || (params && params->size == 0))");
     lattice_model_params mp;
     lattice_data_params dp;
     lattice_model_get_params(model, &mp);
     lattice_data_get_params(data, &dp);
-    if (dp.vocab_size > mp.vocab_size || dp.batch_size > mp.max_batch || dp.seq_len > mp.max_seq)
-        return LATTICE_ERR_INVALID_CONFIG;
+    if (dp.vocab_size > mp.vocab_size)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
+                             dp.vocab_size, mp.vocab_size);
+    if (dp.batch_size > mp.max_batch)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
+                             dp.batch_size, mp.max_batch);
+    if (dp.seq_len > mp.max_seq)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's seq_len %d exceeds the model's max_seq %d",
+                             dp.seq_len, mp.max_seq);
     if (teacher && lattice_teacher_vocab_size(teacher) != mp.vocab_size)
-        return LATTICE_ERR_INVALID_CONFIG;
-    if (lattice_schedule_n_phases(schedule) < 1 ||
-        lattice_schedule_max_layers(schedule) > mp.n_layers)
-        return LATTICE_ERR_INVALID_CONFIG;
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
+                             lattice_teacher_vocab_size(teacher), mp.vocab_size);
+    if (lattice_schedule_n_phases(schedule) < 1)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule has no phases");
+    if (lattice_schedule_max_layers(schedule) > mp.n_layers)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
+                             lattice_schedule_max_layers(schedule), mp.n_layers);
     lattice_trainer *t = calloc(1, sizeof(*t));
     if (!t)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_trainer_create: out of memory");
     t->model = model;
     t->teacher = teacher;
     t->distill = distill;
@@ -56,7 +75,8 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
     if (!t->undo_trainable) {
         free(t);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_trainer_create: out of memory");
     }
     *out = t;
     return LATTICE_OK;
@@ -279,7 +299,8 @@ static double now_seconds(void)
 lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
     if (!t || !val_ce)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_evaluate: invalid argument (failed check: !t || !val_ce)");
     int64_t nb = lattice_data_n_val_batches(t->data);
     if (nb == 0)
         return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
@@ -309,7 +330,8 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_step: invalid argument: trainer is NULL");
     int phase;
     lattice_schedule_position(t->schedule, &phase, NULL);
     if (lattice_schedule_finished(t->schedule))
@@ -408,7 +430,8 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
 lattice_status lattice_trainer_run(lattice_trainer *t)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_run: invalid argument: trainer is NULL");
     t->stop = 0;
     /* A token-budget phase over data whose batches count no tokens (every
      * document one token long) would never end: a whole pass without a counted

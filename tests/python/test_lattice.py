@@ -182,6 +182,20 @@ class BackendTest(unittest.TestCase):
                 lattice.Backend("blis")
             self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
 
+    def test_errors_say_why(self):
+        # a failure without a handle: the library's reason, not only the status
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertIn("no backend named 'no-such-backend'", str(cm.exception))
+        self.assertIn("no-such-backend", _lib.last_error())
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Schedule.preset("grow", n_blocks=0)
+        self.assertIn("n_blocks 0", str(cm.exception))
+        # a failure on a handle whose message the call did not set before 0.2
+        with lattice.Backend("ref") as be, self.assertRaises(LatticeError) as cm:
+            be.threads = 0
+        self.assertIn("lattice_backend_set_threads", str(cm.exception))
+
     def test_kernels(self):
         names = ["ref", "blis", "openblas"]
         for name in names:

@@ -92,6 +92,7 @@ PROTOTYPES = {
     "lattice_status_string": (c_char_p, [c_int]),
     "lattice_version_number": (c_uint, []),
     "lattice_version_string": (c_char_p, []),
+    "lattice_last_error": (c_char_p, []),
     # backend.h
     "lattice_backend_ops_init": (None, [POINTER(T.BackendOps)]),
     "lattice_backend_create": (STATUS, [c_char_p, POINTER(T.backend_p)]),
@@ -303,6 +304,16 @@ ERRMSG_SIZE = 256  # LATTICE_ERRMSG_SIZE
 def status_string(status):
     """lattice_status_string: the library's short text for a status."""
     return lib.lattice_status_string(int(status)).decode()
+
+
+def last_error():
+    """lattice_last_error: why this thread's latest failing call failed.
+
+    "" from a library older than 0.2, which does not record it.
+    """
+    if isinstance(lib.lattice_last_error, _Missing):
+        return ""
+    return (lib.lattice_last_error() or b"").decode(errors="replace")
 
 
 def errmsg_buffer():
