@@ -66,6 +66,22 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     return status;
 }
 
+lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
+                                 size_t ours, size_t min_size)
+{
+    size_t theirs;
+    memcpy(&theirs, dst, sizeof(theirs));
+    if (theirs < min_size)
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: out->size %zu is below %zu, the struct's 0.1 size "
+                                  "(set it to sizeof the struct)",
+                                  fn, theirs, min_size);
+    const size_t n = theirs < ours ? theirs : ours;
+    memcpy(dst, src, n);
+    memcpy(dst, &n, sizeof(n));
+    return LATTICE_OK;
+}
+
 lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err)
 {
     *f = NULL;

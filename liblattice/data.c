@@ -412,8 +412,9 @@ lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_param
     if (!d || !out)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_data_get_params: invalid argument (failed check: !d || !out)");
-    *out = d->p;
-    return LATTICE_OK;
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_data_get_params", out, &d->p, sizeof(d->p),
+                             sizeof(lattice_data_params));
 }
 
 int64_t lattice_data_n_documents(const lattice_data *d, lattice_split split)

@@ -89,8 +89,9 @@ lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_dist
     if (!d || !out)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_get_params: invalid argument (failed check: !d || !out)");
-    *out = d->p;
-    return LATTICE_OK;
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_distill_get_params", out, &d->p, sizeof(d->p),
+                             sizeof(lattice_distill_params));
 }
 
 #define VINLINE __attribute__((always_inline)) static inline

@@ -21,6 +21,14 @@ lattice_status lattice__set_error(char *buf, lattice_status status, const char *
 lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* Copy the library's versioned struct src (ours bytes, starting with its
+ * size_t size) into the caller's dst, whose size field says how many bytes
+ * the caller has: min(that, ours) are written and dst->size becomes the bytes
+ * written. A size below min_size (the struct's 0.1 layout) is refused with
+ * LATTICE_ERR_INVALID_ARGUMENT and nothing is written. */
+lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
+                                 size_t ours, size_t min_size);
+
 /* A handle's message buffer, or NULL for a NULL handle (const handles too:
  * their message is not part of their logical state). */
 #define LATTICE__ERRBUF(h) ((h) ? (char *)(h)->err : NULL)

@@ -468,9 +468,11 @@ lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_pa
     if (!m || !out)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_model_get_params: invalid argument (failed check: !m || !out)");
-    *out = m->p;
-    out->n_active_layers = m->n_active;
-    return LATTICE_OK;
+    lattice_model_params p = m->p;
+    p.n_active_layers = m->n_active;
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(m), "lattice_model_get_params", out, &p, sizeof(p),
+                             sizeof(p));
 }
 
 lattice_norm_placement lattice_model_placement(const lattice_model *m)

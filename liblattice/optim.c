@@ -122,8 +122,9 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
     if (!o || !out)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_get_params: invalid argument (failed check: !o || !out)");
-    *out = o->p;
-    return LATTICE_OK;
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
+                             sizeof(lattice_optim_params));
 }
 
 static double lr_at(const lattice_optim_params *p, int64_t s)

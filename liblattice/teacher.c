@@ -378,7 +378,7 @@ lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, in
                     "need data, a path, n_batches >= 1 and 0 <= k <= vocab (%d)", t->vocab);
     if (t->k)
         return FAIL(t, LATTICE_ERR_UNSUPPORTED, "a top-k teacher cannot record dense logits");
-    lattice_data_params dp;
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_data_get_params(data, &dp);
     const int B = dp.batch_size, T = dp.seq_len, V = t->vocab, w = k ? k : V;
     if (dp.vocab_size > V)

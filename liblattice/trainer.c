@@ -29,8 +29,8 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         (params && params->size == 0))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_create: invalid argument (failed check: !model || !data || !optim || !schedule || (teacher && !distill) || (params && params->size == 0))");
-    lattice_model_params mp;
-    lattice_data_params dp;
+    lattice_model_params mp = {.size = sizeof(mp)};
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
     lattice_data_get_params(data, &dp);
     if (dp.vocab_size > mp.vocab_size)
@@ -70,6 +70,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     if (params)
         memcpy(&t->p, params, params->size < sizeof(t->p) ? params->size : sizeof(t->p));
     t->p.size = sizeof(t->p);
+    t->base_optim.size = sizeof(t->base_optim);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
@@ -110,7 +111,7 @@ static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph
     }
     if (ph->train_boundary && !was_frozen)
         return LATTICE_OK; /* leave the caller's flags alone */
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     lattice_status st =
         lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, ph->train_boundary);
@@ -207,7 +208,7 @@ static void copy_layers(lattice_trainer *t, int first, int last, int save)
 
 static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
 {
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     u->phase_start = 1;
     u->applied_phase = t->applied_phase;
@@ -254,7 +255,7 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
     lattice_data_set_position(t->data, &u->pos);
     if (!u->phase_start)
         return st;
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     copy_layers(t, u->first, u->last, 0);
     lattice_model_set_active_layers(t->model, u->active);
@@ -332,6 +333,11 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_step: invalid argument: trainer is NULL");
+    /* checked before the step, which cannot be taken back once it has run */
+    if (out && out->size < sizeof(lattice_metrics))
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "metrics->size %zu is below %zu, the struct's 0.1 size (set it to "
+                    "sizeof(lattice_metrics))", out->size, sizeof(lattice_metrics));
     int phase;
     lattice_schedule_position(t->schedule, &phase, NULL);
     if (lattice_schedule_finished(t->schedule))
@@ -423,7 +429,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     if (!isnan(m.val_ce) && t->p.on_eval && t->p.on_eval(t->p.user, &m))
         t->stop = 1;
     if (out)
-        *out = m;
+        lattice__copy_out(NULL, "lattice_trainer_step", out, &m, sizeof(m), sizeof(m));
     return LATTICE_OK;
 }
 
@@ -436,7 +442,7 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
     /* A token-budget phase over data whose batches count no tokens (every
      * document one token long) would never end: a whole pass without a counted
      * token in such a phase is an error. */
-    lattice_data_params dp;
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_data_get_params(t->data, &dp);
     const int64_t pass = lattice_data_n_documents(t->data, LATTICE_SPLIT_TRAIN) / dp.batch_size + 2;
     int64_t empty = 0;

@@ -350,6 +350,91 @@ START_TEST(test_trainer_config_reasons)
 }
 END_TEST
 
+/* ---- versioned out-structs: the library writes no more than the caller's size ---- */
+
+typedef lattice_status (*getter_fn)(const void *handle, void *out);
+
+/* A getter given a struct of exactly `size` bytes (heap, so that ASan sees
+ * any write past it), a struct too small by one byte, size 0, and a struct
+ * from a newer caller (larger): the first and the last succeed and say what
+ * they wrote, the others are refused with nothing written. */
+static void expect_honours_size(const char *what, getter_fn get, const void *handle, size_t size)
+{
+    unsigned char *exact = malloc(size);
+    memset(exact, 0xA5, size);
+    memcpy(exact, &size, sizeof(size));
+    ck_assert_msg(get(handle, exact) == LATTICE_OK, "%s: %s", what, lattice_last_error());
+    size_t written;
+    memcpy(&written, exact, sizeof(written));
+    ck_assert_uint_eq(written, size);
+    free(exact);
+
+    const size_t refused[] = {0, size - 1, sizeof(size_t)};
+    for (int i = 0; i < 3; i++) {
+        unsigned char *small = malloc(size);
+        memset(small, 0xA5, size);
+        memcpy(small, &refused[i], sizeof(size_t));
+        prime();
+        ck_assert_int_eq(get(handle, small), LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(lattice_last_error(), "size"), "%s: '%s'", what, lattice_last_error());
+        size_t kept;
+        memcpy(&kept, small, sizeof(kept));
+        ck_assert_uint_eq(kept, refused[i]);
+        for (size_t b = sizeof(size_t); b < size; b++)
+            ck_assert_int_eq(small[b], 0xA5);
+        free(small);
+    }
+
+    const size_t newer = size + 32;
+    unsigned char *big = malloc(newer);
+    memset(big, 0xA5, newer);
+    memcpy(big, &newer, sizeof(newer));
+    ck_assert_int_eq(get(handle, big), LATTICE_OK);
+    memcpy(&written, big, sizeof(written));
+    ck_assert_uint_eq(written, size);
+    for (size_t b = size; b < newer; b++)
+        ck_assert_int_eq(big[b], 0xA5);
+    free(big);
+}
+
+static lattice_status get_model(const void *h, void *out) { return lattice_model_get_params(h, out); }
+static lattice_status get_data(const void *h, void *out) { return lattice_data_get_params(h, out); }
+static lattice_status get_optim(const void *h, void *out) { return lattice_optim_get_params(h, out); }
+static lattice_status get_distill(const void *h, void *out)
+{
+    return lattice_distill_get_params(h, out);
+}
+static lattice_status step(const void *h, void *out)
+{
+    return lattice_trainer_step((lattice_trainer *)h, out);
+}
+
+START_TEST(test_getters_honour_size)
+{
+    world w;
+    open_world(&w);
+    /* none of these structs has grown since 0.1: its 0.1 size is its sizeof */
+    expect_honours_size("model params", get_model, w.m, sizeof(lattice_model_params));
+    expect_honours_size("data params", get_data, w.d, sizeof(lattice_data_params));
+    expect_honours_size("optim params", get_optim, w.o, sizeof(lattice_optim_params));
+    expect_honours_size("distill params", get_distill, w.ds, sizeof(lattice_distill_params));
+    /* the values arrive too */
+    lattice_model_params *p = malloc(sizeof(*p));
+    p->size = sizeof(*p);
+    ck_assert_int_eq(lattice_model_get_params(w.m, p), LATTICE_OK);
+    ck_assert_int_eq(p->vocab_size, 5);
+    ck_assert_int_eq(p->n_layers, 2);
+    free(p);
+    /* a refused metrics struct refuses the step: the schedule does not move */
+    lattice_counters before, after;
+    lattice_schedule_counters(w.s, &before);
+    expect_honours_size("metrics", step, w.t, sizeof(lattice_metrics));
+    lattice_schedule_counters(w.s, &after);
+    ck_assert_int_eq(after.steps, before.steps + 2); /* the exact and the newer struct */
+    close_world(&w);
+}
+END_TEST
+
 /* Two threads failing at once each read their own reason. */
 static void *fail_repeatedly(void *arg)
 {
@@ -388,6 +473,7 @@ int main(void)
     tcase_add_test(tc, test_every_failure_says_why);
     tcase_add_test(tc, test_trainer_config_reasons);
     tcase_add_test(tc, test_threads_do_not_mix);
+    tcase_add_test(tc, test_getters_honour_size);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

@@ -39,7 +39,7 @@ typedef enum lattice_kl_direction {
 
 /** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
 typedef struct lattice_distill_params {
-    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function. @since 0.1 */
+    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function (or the caller); ::lattice_distill_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     float alpha;                    /**< Weight of the KL term (0.7). @since 0.1 */
     float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
     float tau;                      /**< Temperature (1). @since 0.1 */
@@ -93,7 +93,13 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
 /**
  * @brief The settings.
  * @param distill The loss.
- * @param[out] out The settings.
+ * @param[in,out] out The settings.
+ *        The caller sets out->size to the bytes it has (sizeof the struct it
+ *        was compiled with, or ::lattice_distill_params_init); the library writes
+ *        no more than that and sets out->size to the bytes it wrote. A size
+ *        below the struct's 0.1 size (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
+ *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */

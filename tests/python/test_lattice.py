@@ -1139,10 +1139,15 @@ class TrainerTest(unittest.TestCase):
             trainer.step()
         self.assertEqual(cm.exception.code, Status.STATE)
         self.assertIn("finished", str(cm.exception))
-        # The C struct's size as the library sees it.
+        # The C struct's size as the library sees it; a size that says nothing
+        # is refused before the step runs.
         m = lattice._types.MetricsStruct()
         schedule.set_position(0)
-        _lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m))
+        self.assertEqual(_lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m)),
+                         Status.INVALID_ARGUMENT)
+        self.assertIn("metrics->size 0", _lib.last_error())
+        m.size = ctypes.sizeof(m)
+        self.assertEqual(_lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m)), 0)
         self.assertEqual(m.size, ctypes.sizeof(m))
 
     def test_distill_with_a_python_teacher(self):
