@@ -3,6 +3,7 @@
 
 #include "internal.h"
 #include "kernels.h"
+#include "model_impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -395,4 +396,26 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
     }
     kl_job j = {student, teacher_value, teacher_index, vocab, k, 0, 0, 0};
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
+}
+
+lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
+                                     const float *teacher, int teacher_vocab,
+                                     const int32_t *targets, const uint8_t *mask,
+                                     lattice_distill_result *result)
+{
+    if (!d)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_distill_model: invalid argument: distill is NULL");
+    if (!student || !teacher)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_distill_model: %s is NULL",
+                    student ? "teacher" : "student");
+    if (!student->batch)
+        return FAIL(d, LATTICE_ERR_STATE, "the student has run no forward pass");
+    if (teacher_vocab != student->p.vocab_size)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "the teacher's logits are %d wide but the student's vocab_size is %d",
+                    teacher_vocab, student->p.vocab_size);
+    return lattice_distill_dense(d, student->logits, teacher, targets, mask,
+                                 (int64_t)student->batch * student->seq, student->p.vocab_size,
+                                 student->dlogits, result);
 }

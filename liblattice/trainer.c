@@ -385,8 +385,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
         st = k ? lattice_distill_topk(t->distill, lattice_model_logits(t->model), ti, tv, k,
                                       b.targets, b.mask, n, vocab, lattice_model_dlogits(t->model),
                                       &r)
-               : lattice_distill_dense(t->distill, lattice_model_logits(t->model), zt, b.targets,
-                                       b.mask, n, vocab, lattice_model_dlogits(t->model), &r);
+               : lattice_distill_model(t->distill, t->model, zt, vocab, b.targets, b.mask, &r);
         m.loss = r.loss;
         m.kl = r.kl;
         m.ce = r.ce;

@@ -280,6 +280,9 @@ START_TEST(test_every_failure_says_why)
            lattice_distill_topk(w.ds, logits, tokens, logits, 0, tokens, mask, 8, 5, dlogits,
                                 &dr));
 
+    EXPECT(lattice_distill_model, LATTICE_ERR_STATE, "no forward pass", lattice_distill_errmsg(w.ds),
+           lattice_distill_model(w.ds, m, logits, 5, tokens, mask, &dr));
+
     /* teachers */
     EXPECT(lattice_teacher_create_model, INV, "lattice_teacher_create_model", NULL,
            lattice_teacher_create_model(NULL, &t2));
@@ -435,6 +438,43 @@ START_TEST(test_getters_honour_size)
 }
 END_TEST
 
+/* ---- raw pointers checked against the model ---- */
+
+START_TEST(test_distill_model_checks_widths)
+{
+    world w;
+    open_world(&w);
+    const int32_t tokens[8] = {0, 1, 2, 3, 1, 2, 3, 0};
+    ck_assert_int_eq(lattice_model_forward(w.m, tokens, 2, 4), LATTICE_OK);
+    enum { N = 8, V = 5 };
+    float teacher[N * (V + 1)];
+    tu_rng r = {3};
+    tu_fill(teacher, N * (V + 1), 2.0, &r);
+    lattice_distill_result res;
+    /* a teacher one wider than the student: dense would read it out of step */
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V + 1, tokens, NULL, &res),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "6 wide"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "vocab_size is 5"));
+    ck_assert_str_eq(lattice_distill_errmsg(w.ds), lattice_last_error());
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V - 1, tokens, NULL, &res),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    /* the right width: the same loss and gradient as dense over the model's buffers */
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V, tokens, NULL, &res), LATTICE_OK);
+    float grad[N * V], want_grad[N * V];
+    memcpy(grad, lattice_model_dlogits(w.m), sizeof(grad));
+    lattice_distill_result want;
+    ck_assert_int_eq(lattice_distill_dense(w.ds, lattice_model_logits(w.m), teacher, tokens, NULL,
+                                           N, V, want_grad, &want),
+                     LATTICE_OK);
+    ck_assert_double_eq_tol(res.loss, want.loss, 1e-12);
+    ck_assert_double_eq_tol(res.kl, want.kl, 1e-12);
+    for (int i = 0; i < N * V; i++)
+        ck_assert_float_eq_tol(grad[i], want_grad[i], 1e-7f);
+    close_world(&w);
+}
+END_TEST
+
 /* Two threads failing at once each read their own reason. */
 static void *fail_repeatedly(void *arg)
 {
@@ -474,6 +514,7 @@ int main(void)
     tcase_add_test(tc, test_trainer_config_reasons);
     tcase_add_test(tc, test_threads_do_not_mix);
     tcase_add_test(tc, test_getters_honour_size);
+    tcase_add_test(tc, test_distill_model_checks_widths);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_ENV);

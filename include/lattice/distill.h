@@ -6,6 +6,7 @@
 #define LATTICE_DISTILL_H
 
 #include <lattice/common.h>
+#include <lattice/model.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -151,6 +152,32 @@ LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const 
                                                 const int32_t *targets, const uint8_t *mask,
                                                 int64_t n, int vocab, float *dlogits,
                                                 lattice_distill_result *result);
+
+/**
+ * @brief The loss of a model's latest forward pass against dense teacher logits.
+ *
+ * ::lattice_distill_dense with the shapes taken from the student: its logits,
+ * batch * seq positions and vocabulary, and its dlogits as the gradient (ready
+ * for ::lattice_model_backward). The teacher's width is the caller's to state,
+ * so that a teacher of another vocabulary is refused instead of read out of
+ * step.
+ * @param distill The loss.
+ * @param student The model whose forward pass ran last.
+ * @param teacher Teacher logits [batch * seq, teacher_vocab].
+ * @param teacher_vocab The width of each teacher row.
+ * @param targets Labels [batch * seq]; may be NULL only when gamma is 0.
+ * @param mask [batch * seq] flags, non-zero where a position counts; NULL counts all.
+ * @param[out] result The loss and its parts.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a
+ *         teacher_vocab other than the student's vocab_size, a label out of
+ *         range), ::LATTICE_ERR_STATE (no forward pass yet) or
+ *         ::LATTICE_ERR_NON_FINITE.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_distill_model(lattice_distill *distill, lattice_model *student,
+                                                 const float *teacher, int teacher_vocab,
+                                                 const int32_t *targets, const uint8_t *mask,
+                                                 lattice_distill_result *result);
 
 /** @} */
 

@@ -176,6 +176,8 @@ PROTOTYPES = {
     "lattice_distill_topk": (STATUS, [T.distill_p, T.float_p, T.int32_p, T.float_p, c_int,
                                       T.int32_p, T.uint8_p, c_int64, c_int, T.float_p,
                                       POINTER(T.DistillResultStruct)]),
+    "lattice_distill_model": (STATUS, [T.distill_p, T.model_p, T.float_p, c_int, T.int32_p,
+                                       T.uint8_p, POINTER(T.DistillResultStruct)]),
     # data.h
     "lattice_data_params_init": (None, [POINTER(T.DataParams)]),
     "lattice_data_create_text": (STATUS, [c_char_p, POINTER(T.DataParams), POINTER(T.data_p),
