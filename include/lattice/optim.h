@@ -104,7 +104,10 @@ LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, 
  *        from the gradients of the last backward.
  *
  * The global gradient norm over the trainable active groups is measured, then
- * gradients are clipped to clip_norm. A non-finite norm updates nothing.
+ * gradients are clipped to clip_norm. A non-finite norm updates nothing. A
+ * weight whose update would not be finite (since 0.2) keeps its value, the
+ * rest are updated, and the call returns ::LATTICE_ERR_NON_FINITE: no weight
+ * is ever left Inf or NaN.
  * @param optim The optimizer.
  * @param[out] grad_norm The norm before clipping; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.
