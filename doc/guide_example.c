@@ -13,7 +13,8 @@
     do {                                                                           \
         lattice_status st_ = (call);                                               \
         if (st_ != LATTICE_OK) {                                                   \
-            fprintf(stderr, "%s: %s\n", #call, lattice_status_string(st_));        \
+            fprintf(stderr, "%s: %s: %s\n", #call, lattice_status_string(st_),    \
+                    lattice_last_error());                                         \
             return 1;                                                              \
         }                                                                          \
     } while (0)

@@ -88,21 +88,26 @@ static const char *choose_default(char *reason, size_t size)
 lattice_status lattice_backend_create(const char *name, lattice_backend **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create: invalid argument: out is NULL");
     *out = NULL;
     if (!name)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create: invalid argument: name is NULL");
     char reason[LATTICE_BACKEND_INFO_REASONLEN] = "";
     if (strcmp(name, "default") == 0)
         name = choose_default(reason, sizeof reason);
     int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
     if (!blis && !openblas && strcmp(name, "ref") != 0)
-        return LATTICE_ERR_NOT_FOUND;
+        return lattice__fail(LATTICE_ERR_NOT_FOUND,
+            "lattice_backend_create: no backend named '%s'", name);
     if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()))
-        return LATTICE_ERR_UNSUPPORTED;
+        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
+            "lattice_backend_create: backend '%s' is not available in this build or system", name);
     lattice_backend *be = backend_alloc(name);
     if (!be)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_backend_create: out of memory");
     be->ops.user = be;
     be->ops.sgemm = lattice__ref_sgemm;
     snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
@@ -129,14 +134,17 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
                                              lattice_backend **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create_custom: invalid argument: out is NULL");
     *out = NULL;
     if (!ops || ops->size < OPS_V1_SIZE || ops->version < 1 ||
         ops->version > LATTICE_BACKEND_OPS_VERSION)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create_custom: invalid argument (failed check: !ops || ops->size < OPS_V1_SIZE || ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)");
     lattice_backend *be = backend_alloc(name ? name : "custom");
     if (!be)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_backend_create_custom: out of memory");
     /* Copy only what the caller's struct holds; later slots stay NULL. */
     memcpy(&be->user_ops, ops, ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
     be->ops = be->user_ops;
@@ -171,7 +179,8 @@ const char *lattice_backend_name(const lattice_backend *backend)
 lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads)
 {
     if (!backend || n_threads < 1 || n_threads > 4096)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_threads: invalid argument (failed check: !backend || n_threads < 1 || n_threads > 4096)");
     backend->n_threads = n_threads;
     if (backend->user_ops.set_threads)
         backend->user_ops.set_threads(backend->user_ops.user, n_threads);
@@ -184,7 +193,8 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
     /* The smallest struct worth filling: size and name. */
     const size_t min_size = offsetof(lattice_backend_info, name) + sizeof(info->name);
     if (!backend || !info || info->size < min_size)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_get_info: invalid argument (failed check: !backend || !info || info->size < min_size)");
     lattice_backend_info full;
     memset(&full, 0, sizeof full);
     snprintf(full.name, sizeof full.name, "%s", backend->name);
@@ -218,7 +228,10 @@ lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, 
     if (m == 0 || n == 0)
         return LATTICE_OK;
     int rc = be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    return rc ? LATTICE_ERR_BACKEND : LATTICE_OK;
+    if (rc)
+        return lattice__fail(LATTICE_ERR_BACKEND, "backend '%s': sgemm %dx%dx%d returned %d",
+                             be->name, m, n, k, rc);
+    return LATTICE_OK;
 }
 
 lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
@@ -233,7 +246,11 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
                                          beta, c, ldc, count)
                  : loop_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
                                       count);
-    return rc ? LATTICE_ERR_BACKEND : LATTICE_OK;
+    if (rc)
+        return lattice__fail(LATTICE_ERR_BACKEND,
+                             "backend '%s': batched sgemm %dx%dx%d (x%d) returned %d", be->name,
+                             m, n, k, count, rc);
+    return LATTICE_OK;
 }
 
 lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b, int m,
@@ -242,6 +259,7 @@ lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int 
 {
     if (!backend || !c || (k > 0 && (!a || !b)) ||
         !gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_sgemm: invalid argument (failed check: !backend || !c || (k > 0 && (!a || !b)) || !gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))");
     return lattice__gemm(backend, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

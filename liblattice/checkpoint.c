@@ -71,7 +71,8 @@ static char *state_json(const lattice_trainer *t)
 lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_save_checkpoint: invalid argument: trainer is NULL");
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     const lattice_model *m = t->model;
@@ -258,7 +259,8 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
 lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *path)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_load_checkpoint: invalid argument: trainer is NULL");
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     lattice_model *m = t->model;

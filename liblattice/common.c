@@ -30,15 +30,56 @@ const char *lattice_status_string(lattice_status status)
 unsigned lattice_version_number(void) { return LATTICE_VERSION_NUMBER; }
 const char *lattice_version_string(void) { return LATTICE_VERSION_STRING; }
 
+/* The reason for the calling thread's latest failure. */
+static _Thread_local char last_error[LATTICE_ERRMSG_MAX];
+
+const char *lattice_last_error(void) { return last_error; }
+
+/* Formatted once into a local buffer: an argument may be last_error itself or
+ * the handle's own message, and vsnprintf must not read what it writes. */
+static lattice_status record(char *buf, lattice_status status, const char *fmt, va_list ap)
+{
+    char msg[LATTICE_ERRMSG_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    const size_t len = strlen(msg) + 1;
+    memcpy(last_error, msg, len);
+    if (buf)
+        memcpy(buf, msg, len);
+    return status;
+}
+
 lattice_status lattice__set_error(char *buf, lattice_status status, const char *fmt, ...)
 {
-    if (buf) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(buf, LATTICE_ERRMSG_MAX, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    record(buf, status, fmt, ap);
+    va_end(ap);
     return status;
+}
+
+lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    record(NULL, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
+                                 size_t ours, size_t min_size)
+{
+    size_t theirs;
+    memcpy(&theirs, dst, sizeof(theirs));
+    if (theirs < min_size)
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: out->size %zu is below %zu, the struct's 0.1 size "
+                                  "(set it to sizeof the struct)",
+                                  fn, theirs, min_size);
+    const size_t n = theirs < ours ? theirs : ours;
+    memcpy(dst, src, n);
+    memcpy(dst, &n, sizeof(n));
+    return LATTICE_OK;
 }
 
 lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err)

@@ -243,7 +243,8 @@ static lattice_status create_common(const lattice_data_params *params, int text,
     if (errmsg)
         errmsg[0] = 0;
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "create_common: invalid argument: out is NULL");
     *out = NULL;
     *d = calloc(1, sizeof(**d));
     if (!*d)
@@ -409,9 +410,11 @@ const char *lattice_data_errmsg(const lattice_data *d)
 lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_params *out)
 {
     if (!d || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    *out = d->p;
-    return LATTICE_OK;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_data_get_params: invalid argument (failed check: !d || !out)");
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_data_get_params", out, &d->p, sizeof(d->p),
+                             sizeof(lattice_data_params));
 }
 
 int64_t lattice_data_n_documents(const lattice_data *d, lattice_split split)
@@ -520,7 +523,8 @@ static void emit(lattice_data *d, lattice_batch *b, int rows, int seq)
 lattice_status lattice_data_next(lattice_data *d, lattice_batch *b)
 {
     if (!d || !b)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_data_next: invalid argument (failed check: !d || !b)");
     const int B = d->p.batch_size, T = d->p.seq_len;
     if (d->p.pack) {
         for (int r = 0; r < B; r++) {
@@ -570,7 +574,8 @@ int64_t lattice_data_n_val_batches(const lattice_data *d)
 lattice_status lattice_data_val_batch(lattice_data *d, int64_t index, lattice_batch *b)
 {
     if (!d || !b)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_data_val_batch: invalid argument (failed check: !d || !b)");
     if (index < 0 || index >= lattice_data_n_val_batches(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "validation batch %lld not in 0..%lld",
                     (long long)index, (long long)lattice_data_n_val_batches(d) - 1);
@@ -593,7 +598,8 @@ lattice_status lattice_data_val_batch(lattice_data *d, int64_t index, lattice_ba
 lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_position *pos)
 {
     if (!d || !pos)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_data_get_position: invalid argument (failed check: !d || !pos)");
     pos->epoch = d->epoch;
     pos->index = d->index;
     return LATTICE_OK;
@@ -602,7 +608,8 @@ lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_pos
 lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_position *pos)
 {
     if (!d || !pos)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_data_set_position: invalid argument (failed check: !d || !pos)");
     /* epochs are counted up from here: keep far from overflow */
     if (pos->epoch < 0 || pos->epoch > ((int64_t)1 << 50) || pos->index < 0 ||
         pos->index > pass_length(d))

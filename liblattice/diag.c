@@ -17,13 +17,16 @@ struct lattice_diag {
 lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_create: invalid argument: out is NULL");
     *out = NULL;
     if (!model)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_create: invalid argument: model is NULL");
     lattice_diag *d = calloc(1, sizeof(*d));
     if (!d)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_diag_create: out of memory");
     size_t n = (size_t)model->p.max_batch * model->p.max_seq;
     d->model = model;
     d->rms = malloc(sizeof(double) * n);
@@ -31,7 +34,8 @@ lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
     d->h_in = malloc(sizeof(float) * n * (size_t)model->p.d_model);
     if (!d->rms || !d->cls || !d->h_in) {
         lattice_diag_destroy(d);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_diag_create: out of memory");
     }
     *out = d;
     return LATTICE_OK;
@@ -99,7 +103,8 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
                                            lattice_rms_stats *out, int out_len)
 {
     if (!d)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_boundary_scale: invalid argument: diag is NULL");
     lattice_status st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
         return st;
@@ -155,7 +160,8 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
                                           int seq, int first, int count, lattice_removal *out)
 {
     if (!d)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_block_removal: invalid argument: diag is NULL");
     lattice_status st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
         return st;
@@ -205,7 +211,8 @@ lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64
                                           int64_t window, int64_t horizon, lattice_response *out)
 {
     if (!losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_loss_response: invalid argument (failed check: !losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)");
     double base = 0.0;
     for (int64_t i = append_step - window; i < append_step; i++)
         base += losses[i];

@@ -3,6 +3,7 @@
 
 #include "internal.h"
 #include "kernels.h"
+#include "model_impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -41,10 +42,12 @@ void lattice_distill_params_init(lattice_distill_params *p)
 lattice_status lattice_distill_create(const lattice_distill_params *params, lattice_distill **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_create: invalid argument: out is NULL");
     *out = NULL;
     if (!params || params->size == 0)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_create: invalid argument (failed check: !params || params->size == 0)");
     lattice_distill_params p;
     lattice_distill_params_init(&p);
     memcpy(&p, params, params->size < sizeof(p) ? params->size : sizeof(p));
@@ -52,10 +55,16 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
         !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 1 ||
         (p.direction != LATTICE_KL_FORWARD && p.direction != LATTICE_KL_REVERSE))
-        return LATTICE_ERR_INVALID_CONFIG;
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_distill_create: alpha %g, gamma %g, tau %g, n_threads %d, "
+                             "direction %d: needs finite alpha >= 0, gamma >= 0, tau > 0, "
+                             "n_threads >= 1 and a known direction",
+                             (double)p.alpha, (double)p.gamma, (double)p.tau, p.n_threads,
+                             (int)p.direction);
     lattice_distill *d = calloc(1, sizeof(*d));
     if (!d)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_distill_create: out of memory");
     d->p = p;
     *out = d;
     return LATTICE_OK;
@@ -79,9 +88,11 @@ const char *lattice_distill_errmsg(const lattice_distill *d)
 lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_distill_params *out)
 {
     if (!d || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    *out = d->p;
-    return LATTICE_OK;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_get_params: invalid argument (failed check: !d || !out)");
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_distill_get_params", out, &d->p, sizeof(d->p),
+                             sizeof(lattice_distill_params));
 }
 
 #define VINLINE __attribute__((always_inline)) static inline
@@ -335,7 +346,8 @@ lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
                                      lattice_distill_result *result)
 {
     if (!d)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_dense: invalid argument: distill is NULL");
     if (!teacher)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "teacher logits are NULL");
     int64_t count;
@@ -352,7 +364,8 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
                                     int vocab, float *dlogits, lattice_distill_result *result)
 {
     if (!d)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_topk: invalid argument: distill is NULL");
     if (d->p.direction == LATTICE_KL_REVERSE)
         return FAIL(d, LATTICE_ERR_UNSUPPORTED,
                     "reverse KL needs the teacher's whole distribution (dense logits)");
@@ -383,4 +396,26 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
     }
     kl_job j = {student, teacher_value, teacher_index, vocab, k, 0, 0, 0};
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
+}
+
+lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
+                                     const float *teacher, int teacher_vocab,
+                                     const int32_t *targets, const uint8_t *mask,
+                                     lattice_distill_result *result)
+{
+    if (!d)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_distill_model: invalid argument: distill is NULL");
+    if (!student || !teacher)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_distill_model: %s is NULL",
+                    student ? "teacher" : "student");
+    if (!student->batch)
+        return FAIL(d, LATTICE_ERR_STATE, "the student has run no forward pass");
+    if (teacher_vocab != student->p.vocab_size)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "the teacher's logits are %d wide but the student's vocab_size is %d",
+                    teacher_vocab, student->p.vocab_size);
+    return lattice_distill_dense(d, student->logits, teacher, targets, mask,
+                                 (int64_t)student->batch * student->seq, student->p.vocab_size,
+                                 student->dlogits, result);
 }

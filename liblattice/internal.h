@@ -10,10 +10,28 @@
 
 #define LATTICE_ERRMSG_MAX LATTICE_ERRMSG_SIZE
 
-/* printf-style message into a handle's error buffer; returns status so that
+/* printf-style message into a handle's error buffer (when buf is non-NULL)
+ * and into the calling thread's lattice_last_error(); returns status so that
  * callers can write `return set_error(buf, st, "...")`. */
 lattice_status lattice__set_error(char *buf, lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* The same for a failure with no handle to hold the message: only
+ * lattice_last_error() receives it. */
+lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Copy the library's versioned struct src (ours bytes, starting with its
+ * size_t size) into the caller's dst, whose size field says how many bytes
+ * the caller has: min(that, ours) are written and dst->size becomes the bytes
+ * written. A size below min_size (the struct's 0.1 layout) is refused with
+ * LATTICE_ERR_INVALID_ARGUMENT and nothing is written. */
+lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
+                                 size_t ours, size_t min_size);
+
+/* A handle's message buffer, or NULL for a NULL handle (const handles too:
+ * their message is not part of their logical state). */
+#define LATTICE__ERRBUF(h) ((h) ? (char *)(h)->err : NULL)
 
 /* Open path for reading, as every loader does: a regular file only. A
  * directory, FIFO, socket or device is refused with a message saying so, and

@@ -352,7 +352,8 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
                                       int64_t *n_params, size_t *arena_bytes)
 {
     if (!params || !norm || params->size == 0)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_estimate: invalid argument (failed check: !params || !norm || params->size == 0)");
     lattice_model m;
     memset(&m, 0, sizeof(m));
     lattice_status st = adopt_params(&m.p, params, NULL);
@@ -364,7 +365,7 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
     m.acts = calloc((size_t)L, sizeof(layer_acts));
     m.hs = calloc((size_t)L + 1, sizeof(float *));
     if (!m.layers || !m.acts || !m.hs) {
-        st = LATTICE_ERR_OUT_OF_MEMORY;
+        st = lattice__fail(LATTICE_ERR_OUT_OF_MEMORY, "lattice_model_estimate: out of memory");
     } else {
         /* Measuring passes: nothing is allocated or registered. */
         size_t floats;
@@ -385,13 +386,16 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
                                     lattice_backend *backend, lattice_model **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create: invalid argument: out is NULL");
     *out = NULL;
     if (!params || !norm || !backend || params->size == 0)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create: invalid argument (failed check: !params || !norm || !backend || params->size == 0)");
     lattice_model *m = calloc(1, sizeof(*m));
     if (!m)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_model_create: out of memory");
     m->norm = *norm;
     m->be = backend;
     lattice_status st = adopt_params(&m->p, params, NULL);
@@ -435,7 +439,8 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     return LATTICE_OK;
 oom:
     lattice_model_destroy(m);
-    return LATTICE_ERR_OUT_OF_MEMORY;
+    return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+        "lattice_model_create: out of memory");
 }
 
 void lattice_model_destroy(lattice_model *m)
@@ -461,10 +466,13 @@ const char *lattice_model_errmsg(const lattice_model *m)
 lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_params *out)
 {
     if (!m || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    *out = m->p;
-    out->n_active_layers = m->n_active;
-    return LATTICE_OK;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_get_params: invalid argument (failed check: !m || !out)");
+    lattice_model_params p = m->p;
+    p.n_active_layers = m->n_active;
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(m), "lattice_model_get_params", out, &p, sizeof(p),
+                             sizeof(p));
 }
 
 lattice_norm_placement lattice_model_placement(const lattice_model *m)
@@ -475,7 +483,8 @@ lattice_norm_placement lattice_model_placement(const lattice_model *m)
 lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_set_active_layers: invalid argument: model is NULL");
     if (n_active < 1 || n_active > m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "active layers %d not in 1..%d", n_active,
                     m->p.n_layers);
@@ -489,7 +498,8 @@ int lattice_model_active_layers(const lattice_model *m) { return m ? m->n_active
 lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_init_layer: invalid argument: model is NULL");
     if (layer < 0 || layer >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
                     m->p.n_layers - 1);
@@ -502,7 +512,8 @@ lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t se
 lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_copy_layer: invalid argument: model is NULL");
     if (dst < 0 || src < 0 || dst >= m->p.n_layers || src >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layers %d <- %d not in 0..%d", dst, src,
                     m->p.n_layers - 1);
@@ -530,7 +541,8 @@ lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
 lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_zero_layer_outputs: invalid argument: model is NULL");
     if (layer < 0 || layer >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
                     m->p.n_layers - 1);
@@ -556,7 +568,8 @@ lattice_status lattice_model_set_trainable(lattice_model *m, lattice_group group
                                            int trainable)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_set_trainable: invalid argument: model is NULL");
     int *f = trainable_flag(m, group, layer);
     if (!f)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "no parameter group %d (layer %d)", (int)group,
@@ -569,10 +582,12 @@ lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_group
                                            int *trainable)
 {
     if (!m || !trainable)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_get_trainable: invalid argument (failed check: !m || !trainable)");
     int *f = trainable_flag((lattice_model *)m, group, layer);
     if (!f)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_get_trainable: no group %d, layer %d", (int)group, layer);
     *trainable = *f;
     return LATTICE_OK;
 }
@@ -596,7 +611,8 @@ int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
 lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_set_skip: invalid argument: model is NULL");
     if (count < 0 || first < 0 || (count > 0 && first + (long)count > m->p.n_layers))
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "skip range [%d, %d) outside 0..%d", first,
                     first + count, m->p.n_layers);
@@ -725,7 +741,8 @@ static const float *head_input(const lattice_model *m)
 lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_forward: invalid argument: model is NULL");
     if (!tokens)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "tokens is NULL");
     if (batch < 1 || batch > m->p.max_batch)
@@ -781,7 +798,8 @@ lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targ
                                            const uint8_t *mask, float *loss, int64_t *n_counted)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_cross_entropy: invalid argument: model is NULL");
     if (!targets || !loss)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "targets and loss must not be NULL");
     if (!m->batch)
@@ -925,7 +943,8 @@ static void zero_trainable_grads(lattice_model *m)
 lattice_status lattice_model_backward(lattice_model *m)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_backward: invalid argument: model is NULL");
     if (!m->batch)
         return FAIL(m, LATTICE_ERR_STATE, "backward needs a forward pass first");
     if (m->inference)
@@ -990,11 +1009,14 @@ done:
 lattice_status lattice_model_hidden(const lattice_model *m, int boundary, const float **out)
 {
     if (!m || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_hidden: invalid argument (failed check: !m || !out)");
     if (!m->batch)
-        return LATTICE_ERR_STATE;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_STATE,
+            "lattice_model_hidden: no forward pass has run yet");
     if (boundary < 0 || boundary > m->n_active)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_hidden: boundary %d not in 0..%d", boundary, m->n_active);
     *out = m->hs[boundary];
     return LATTICE_OK;
 }
@@ -1016,7 +1038,9 @@ static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_ten
 lattice_status lattice_model_tensor(const lattice_model *m, int index, lattice_tensor_info *out)
 {
     if (!m || !out || index < 0 || index >= m->n_tensors)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_tensor: %s", !m ? "model is NULL" : !out ? "out is NULL"
+                                                            : "index out of range");
     fill_info(m, &m->tensors[index], out);
     return LATTICE_OK;
 }
@@ -1025,13 +1049,15 @@ lattice_status lattice_model_find_tensor(const lattice_model *m, const char *nam
                                          lattice_tensor_info *out)
 {
     if (!m || !name || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_find_tensor: invalid argument (failed check: !m || !name || !out)");
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) {
             fill_info(m, &m->tensors[i], out);
             return LATTICE_OK;
         }
-    return LATTICE_ERR_NOT_FOUND;
+    return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_NOT_FOUND,
+        "lattice_model_find_tensor: no tensor named '%s'", name);
 }
 
 int64_t lattice_model_n_params(const lattice_model *m)

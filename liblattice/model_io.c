@@ -45,7 +45,8 @@ lattice_status lattice_model_save(const lattice_model *cm, const char *path)
 {
     lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(cm), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_save: invalid argument: model is NULL");
     if (!path)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     st_entry *e = calloc((size_t)m->n_tensors, sizeof(*e));
@@ -115,7 +116,8 @@ static lattice_status load_open(lattice_model *m, const st_file *sf)
 lattice_status lattice_model_load(lattice_model *m, const char *path)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_load: invalid argument: model is NULL");
     if (!path)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     st_file sf;
@@ -236,7 +238,7 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
             NOPE("rope_parameters.rope_type \"%s\" is not implemented (only \"default\")", type);
         if (!json_object_object_get_ex(v, "rope_theta", &x) || !get_num(v, "rope_theta", &inner))
             return lattice__set_error(err, LATTICE_ERR_FORMAT,
-                                      "config: rope_parameters needs a number rope_theta");
+                "config: rope_parameters needs a number rope_theta");
         if (!get_num(v, "partial_rotary_factor", &partial))
             BADTYPE("rope_parameters.partial_rotary_factor");
         if (partial != 1.0f)
@@ -244,7 +246,7 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
                  (double)partial);
         if (have_theta && inner != theta)
             return lattice__set_error(err, LATTICE_ERR_FORMAT,
-                                      "config: rope_theta %g and rope_parameters.rope_theta %g "
+                "config: rope_theta %g and rope_parameters.rope_theta %g "
                                       "disagree", (double)theta, (double)inner);
         theta = inner;
     }
@@ -440,7 +442,8 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     char *err = errmsg ? errmsg : local;
     err[0] = 0;
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create_from_file: invalid argument: out is NULL");
     *out = NULL;
     if (!path || !backend)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "path and backend are needed");

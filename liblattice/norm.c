@@ -8,18 +8,23 @@ lattice_status lattice_norm_create(lattice_norm_placement placement, lattice_nor
                                    float eps, lattice_norm **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_create: invalid argument: out is NULL");
     *out = NULL;
     if (placement != LATTICE_NORM_PRE && placement != LATTICE_NORM_POST &&
         placement != LATTICE_NORM_PERI)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_create: invalid argument (failed check: placement != LATTICE_NORM_PRE && placement != LATTICE_NORM_POST && placement != LATTICE_NORM_PERI)");
     if (kind != LATTICE_NORM_RMS && kind != LATTICE_NORM_LAYER)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_create: invalid argument (failed check: kind != LATTICE_NORM_RMS && kind != LATTICE_NORM_LAYER)");
     if (!(eps > 0.0f) || !isfinite(eps))
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_create: invalid argument (failed check: !(eps > 0.0f) || !isfinite(eps))");
     lattice_norm *n = calloc(1, sizeof(*n));
     if (!n)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_norm_create: out of memory");
     n->placement = placement;
     n->kind = kind;
     n->eps = eps;
@@ -33,9 +38,11 @@ void lattice_norm_destroy(lattice_norm *norm) { free(norm); }
 lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, float scale)
 {
     if (!norm || !(scale > 0.0f) || !isfinite(scale))
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_set_residual_scale: invalid argument (failed check: !norm || !(scale > 0.0f) || !isfinite(scale))");
     if (norm->placement != LATTICE_NORM_POST && scale != 1.0f)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_set_residual_scale: invalid argument (failed check: norm->placement != LATTICE_NORM_POST && scale != 1.0f)");
     norm->residual_scale = scale;
     return LATTICE_OK;
 }
@@ -69,12 +76,14 @@ const char *lattice_norm_placement_name(lattice_norm_placement placement)
 lattice_status lattice_norm_placement_from_name(const char *name, lattice_norm_placement *out)
 {
     if (!name || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_placement_from_name: invalid argument (failed check: !name || !out)");
     for (unsigned i = 0; i < sizeof(placement_names) / sizeof(placement_names[0]); i++) {
         if (strcmp(name, placement_names[i]) == 0) {
             *out = (lattice_norm_placement)i;
             return LATTICE_OK;
         }
     }
-    return LATTICE_ERR_NOT_FOUND;
+    return lattice__fail(LATTICE_ERR_NOT_FOUND,
+        "lattice_norm_placement_from_name: unknown placement '%s'", name);
 }

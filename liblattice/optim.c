@@ -41,6 +41,13 @@ static lattice_status check(const lattice_optim_params *p, char *err)
         BAD("eps must be positive");
     if (!(p->weight_decay >= 0.0f) || !isfinite(p->weight_decay))
         BAD("weight_decay must be finite and >= 0");
+    /* decoupled decay scales each weight by 1 - lr * weight_decay: outside
+     * [0, 1] it flips the weight's sign or grows it without bound */
+    const double peak_lr = p->lr > p->min_lr ? p->lr : p->min_lr;
+    if (peak_lr * p->weight_decay > 1.0)
+        BAD("weight_decay %g with learning rates up to %g: the decay factor "
+            "1 - lr * weight_decay (%g) must lie in [0, 1]",
+            (double)p->weight_decay, peak_lr, 1.0 - peak_lr * p->weight_decay);
     if (!(p->clip_norm >= 0.0f) || !isfinite(p->clip_norm))
         BAD("clip_norm must be finite and >= 0");
     return LATTICE_OK;
@@ -66,13 +73,16 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
                                     lattice_optim **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_create: invalid argument: out is NULL");
     *out = NULL;
     if (!model || !params)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_create: invalid argument (failed check: !model || !params)");
     lattice_optim *o = calloc(1, sizeof(*o));
     if (!o)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_optim_create: out of memory");
     lattice_status st = copy_params(&o->p, params, NULL);
     if (st != LATTICE_OK) {
         free(o);
@@ -84,7 +94,8 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
     o->t_tensor = calloc((size_t)model->n_tensors, sizeof(int64_t));
     if (!o->m1 || !o->m2 || !o->t_tensor) {
         lattice_optim_destroy(o);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_optim_create: out of memory");
     }
     *out = o;
     return LATTICE_OK;
@@ -108,16 +119,19 @@ const char *lattice_optim_errmsg(const lattice_optim *o)
 lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_params *params)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_set_params: invalid argument: optim is NULL");
     return copy_params(&o->p, params, o->err);
 }
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
 {
     if (!o || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    *out = o->p;
-    return LATTICE_OK;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_get_params: invalid argument (failed check: !o || !out)");
+    /* no field was added since 0.1: its size is today's */
+    return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
+                             sizeof(lattice_optim_params));
 }
 
 static double lr_at(const lattice_optim_params *p, int64_t s)
@@ -138,7 +152,8 @@ int64_t lattice_optim_steps(const lattice_optim *o) { return o ? o->step : 0; }
 lattice_status lattice_optim_reset(lattice_optim *o)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_reset: invalid argument: optim is NULL");
     memset(o->m1, 0, o->model->n_params * sizeof(float));
     memset(o->m2, 0, o->model->n_params * sizeof(float));
     memset(o->t_tensor, 0, (size_t)o->model->n_tensors * sizeof(int64_t));
@@ -151,7 +166,8 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
 lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 {
     if (!o)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_step: invalid argument: optim is NULL");
     lattice_model *m = o->model;
     double t0 = lattice__prof_begin(&m->prof);
     lattice_status st = optim_update(o, m, grad_norm);
@@ -187,6 +203,8 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
                            ? (float)(o->p.clip_norm / norm) : 1.0f;
     const float lr = (float)lr_at(&o->p, o->step);
     const float b1 = o->p.beta1, b2 = o->p.beta2, eps = o->p.eps;
+    long kept = 0;       /* weights whose update was not finite */
+    int first_bad = -1;  /* the tensor of the first of them */
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
         if (!lattice__tensor_updatable(m, t))
@@ -200,15 +218,30 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
         const float *g = lattice__grad_of(m, w);
         float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
         long n = (long)(t->rows * t->cols);
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > OPTIM_SERIAL)
+        long bad = 0;
+#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(nt) if (n > OPTIM_SERIAL)
         for (long j = 0; j < n; j++) {
             float gj = g[j] * clip;
             m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
             m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
             float mh = m1[j] * inv_c1, vh = m2[j] * inv_c2;
-            w[j] -= lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
+            const float next = w[j] - lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
+            /* a weight that would overflow keeps its value: the caller hears
+             * of it below rather than training on through Inf and NaN */
+            if (isfinite(next))
+                w[j] = next;
+            else
+                bad++;
         }
+        if (bad && first_bad < 0)
+            first_bad = i;
+        kept += bad;
     }
     o->step++;
+    if (kept)
+        return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,
+                                  "the update of %ld weights (the first in '%s') was not finite; "
+                                  "they kept their values",
+                                  kept, m->tensors[first_bad].name);
     return LATTICE_OK;
 }

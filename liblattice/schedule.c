@@ -27,9 +27,12 @@ void lattice_phase_init(lattice_phase *p)
 lattice_status lattice_schedule_create(lattice_schedule **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_create: invalid argument: out is NULL");
     *out = calloc(1, sizeof(**out));
-    return *out ? LATTICE_OK : LATTICE_ERR_OUT_OF_MEMORY;
+    if (!*out)
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY, "lattice_schedule_create: out of memory");
+    return LATTICE_OK;
 }
 
 void lattice_schedule_destroy(lattice_schedule *s)
@@ -48,7 +51,8 @@ const char *lattice_schedule_errmsg(const lattice_schedule *s)
 lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_phase *phase)
 {
     if (!s)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_add_phase: invalid argument: schedule is NULL");
     if (!phase || phase->size == 0)
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "phase missing or not initialised");
     lattice_phase p;
@@ -99,11 +103,16 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
                                               lattice_schedule **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_create_preset: invalid argument: out is NULL");
     *out = NULL;
     if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
         block_size > 4096)
-        return LATTICE_ERR_INVALID_CONFIG;
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_schedule_create_preset: n_blocks %d, block_size %d, "
+                             "steps_per_phase %lld: needs n_blocks and block_size in 1..4096 "
+                             "and steps_per_phase >= 1",
+                             n_blocks, block_size, (long long)steps_per_phase);
     lattice_schedule *s;
     lattice_status st = lattice_schedule_create(&s);
     if (st != LATTICE_OK)
@@ -139,7 +148,8 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
             st = add(s, steps_per_phase, full, 0, 1, block_init);
         break;
     default:
-        st = LATTICE_ERR_INVALID_ARGUMENT;
+        st = lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                           "lattice_schedule_create_preset: unknown preset %d", (int)preset);
     }
     if (st != LATTICE_OK) {
         lattice_schedule_destroy(s);
@@ -154,7 +164,8 @@ int lattice_schedule_n_phases(const lattice_schedule *s) { return s ? s->n_phase
 lattice_status lattice_schedule_phase(const lattice_schedule *s, int index, lattice_phase *phase)
 {
     if (!s || !phase || index < 0 || index >= s->n_phases)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_phase: invalid argument (failed check: !s || !phase || index < 0 || index >= s->n_phases)");
     /* An output struct's size is only trusted when it is exactly this version's:
      * a 0.1 caller may leave it unset, and anything else could overrun its struct. */
     const size_t n = phase->size == sizeof(lattice_phase) ? sizeof(lattice_phase) : PHASE_SIZE_0_1;
@@ -166,7 +177,8 @@ lattice_status lattice_schedule_phase(const lattice_schedule *s, int index, latt
 lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
 {
     if (!s)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_set_rewind_data: invalid argument: schedule is NULL");
     for (int i = 1; i < s->n_phases; i++)
         s->phases[i].rewind_data = on != 0;
     return LATTICE_OK;
@@ -195,7 +207,8 @@ lattice_status lattice_schedule_position(const lattice_schedule *s, int *phase,
                                          int64_t *step_in_phase)
 {
     if (!s || !phase)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_position: invalid argument (failed check: !s || !phase)");
     *phase = s->phase;
     if (step_in_phase)
         *step_in_phase = s->step_in_phase;
@@ -210,7 +223,8 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
     if (phase_ended)
         *phase_ended = 0;
     if (!s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_record: invalid argument (failed check: !s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)");
     if (s->phase >= s->n_phases)
         return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
     const lattice_phase *p = &s->phases[s->phase];
@@ -235,7 +249,8 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
 lattice_status lattice_schedule_counters(const lattice_schedule *s, lattice_counters *out)
 {
     if (!s || !out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_counters: invalid argument (failed check: !s || !out)");
     *out = s->counters;
     return LATTICE_OK;
 }
@@ -244,7 +259,8 @@ lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int
                                              const lattice_counters *counters)
 {
     if (!s)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_schedule_set_position: invalid argument: schedule is NULL");
     if (phase < 0 || phase > s->n_phases || step_in_phase < 0 ||
         (phase == s->n_phases && step_in_phase != 0) ||
         (phase < s->n_phases && s->phases[phase].steps && step_in_phase >= s->phases[phase].steps))

@@ -25,13 +25,16 @@ struct lattice_teacher {
 lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teacher **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_model: invalid argument: out is NULL");
     *out = NULL;
     if (!model)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_model: invalid argument: model is NULL");
     lattice_teacher *t = calloc(1, sizeof(*t));
     if (!t)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_teacher_create_model: out of memory");
     t->model = model;
     t->vocab = model->p.vocab_size;
     t->max_batch = model->p.max_batch;
@@ -44,14 +47,17 @@ lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user
                                                int max_batch, int max_seq, lattice_teacher **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_callback: invalid argument: out is NULL");
     *out = NULL;
     if (!fn || vocab_size < 1 || max_batch < 1 || max_seq < 1 ||
         (double)vocab_size * max_batch * max_seq > (double)(SIZE_MAX / 8))
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_callback: invalid argument (failed check: !fn || vocab_size < 1 || max_batch < 1 || max_seq < 1 || (double)vocab_size * max_batch * max_seq > (double)(SIZE_MAX / 8))");
     lattice_teacher *t = calloc(1, sizeof(*t));
     if (!t)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_teacher_create_callback: out of memory");
     t->fn = fn;
     t->user = user;
     t->vocab = vocab_size;
@@ -60,7 +66,8 @@ lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user
     t->buf = malloc(sizeof(float) * (size_t)vocab_size * max_batch * max_seq);
     if (!t->buf) {
         free(t);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_teacher_create_callback: out of memory");
     }
     *out = t;
     return LATTICE_OK;
@@ -95,13 +102,15 @@ lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **o
     char *err = errmsg ? errmsg : local;
     err[0] = 0;
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_file: invalid argument: out is NULL");
     *out = NULL;
     if (!path)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     lattice_teacher *t = calloc(1, sizeof(*t));
     if (!t)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_teacher_create_file: out of memory");
     lattice_status st = lattice__st_open(&t->sf, path, err);
     if (st != LATTICE_OK) {
         free(t);
@@ -224,7 +233,8 @@ lattice_status lattice_teacher_topk(lattice_teacher *t, const int32_t *tokens, i
                                     const int32_t **index, const float **value)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_topk: invalid argument: teacher is NULL");
     if (!index || !value)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "index and value must not be NULL");
     *index = NULL;
@@ -265,7 +275,8 @@ lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens,
                                       int seq, const float **logits)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_logits: invalid argument: teacher is NULL");
     if (!tokens || !logits)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "tokens and logits must not be NULL");
     *logits = NULL;
@@ -314,7 +325,8 @@ static void copy_floats(float *dst, const float *src, size_t n)
 lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s)
 {
     if (!t || !s)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_init_student: invalid argument (failed check: !t || !s)");
     lattice_model *m = t->model;
     if (!m)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "only a model teacher can initialise a student");
@@ -359,13 +371,14 @@ lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, in
                                       int k, const char *path)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_record: invalid argument: teacher is NULL");
     if (!data || !path || n_batches < 1 || k < 0 || k > t->vocab)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
                     "need data, a path, n_batches >= 1 and 0 <= k <= vocab (%d)", t->vocab);
     if (t->k)
         return FAIL(t, LATTICE_ERR_UNSUPPORTED, "a top-k teacher cannot record dense logits");
-    lattice_data_params dp;
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_data_get_params(data, &dp);
     const int B = dp.batch_size, T = dp.seq_len, V = t->vocab, w = k ? k : V;
     if (dp.vocab_size > V)

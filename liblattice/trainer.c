@@ -22,25 +22,44 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
                                       const lattice_trainer_params *params, lattice_trainer **out)
 {
     if (!out)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument: out is NULL");
     *out = NULL;
     if (!model || !data || !optim || !schedule || (teacher && !distill) ||
         (params && params->size == 0))
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    lattice_model_params mp;
-    lattice_data_params dp;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument (failed check: !model || !data || !optim || !schedule || (teacher && !distill) || (params && params->size == 0))");
+    lattice_model_params mp = {.size = sizeof(mp)};
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
     lattice_data_get_params(data, &dp);
-    if (dp.vocab_size > mp.vocab_size || dp.batch_size > mp.max_batch || dp.seq_len > mp.max_seq)
-        return LATTICE_ERR_INVALID_CONFIG;
+    if (dp.vocab_size > mp.vocab_size)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
+                             dp.vocab_size, mp.vocab_size);
+    if (dp.batch_size > mp.max_batch)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
+                             dp.batch_size, mp.max_batch);
+    if (dp.seq_len > mp.max_seq)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's seq_len %d exceeds the model's max_seq %d",
+                             dp.seq_len, mp.max_seq);
     if (teacher && lattice_teacher_vocab_size(teacher) != mp.vocab_size)
-        return LATTICE_ERR_INVALID_CONFIG;
-    if (lattice_schedule_n_phases(schedule) < 1 ||
-        lattice_schedule_max_layers(schedule) > mp.n_layers)
-        return LATTICE_ERR_INVALID_CONFIG;
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
+                             lattice_teacher_vocab_size(teacher), mp.vocab_size);
+    if (lattice_schedule_n_phases(schedule) < 1)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule has no phases");
+    if (lattice_schedule_max_layers(schedule) > mp.n_layers)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
+                             lattice_schedule_max_layers(schedule), mp.n_layers);
     lattice_trainer *t = calloc(1, sizeof(*t));
     if (!t)
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_trainer_create: out of memory");
     t->model = model;
     t->teacher = teacher;
     t->distill = distill;
@@ -51,12 +70,14 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     if (params)
         memcpy(&t->p, params, params->size < sizeof(t->p) ? params->size : sizeof(t->p));
     t->p.size = sizeof(t->p);
+    t->base_optim.size = sizeof(t->base_optim);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
     if (!t->undo_trainable) {
         free(t);
-        return LATTICE_ERR_OUT_OF_MEMORY;
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_trainer_create: out of memory");
     }
     *out = t;
     return LATTICE_OK;
@@ -90,7 +111,7 @@ static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph
     }
     if (ph->train_boundary && !was_frozen)
         return LATTICE_OK; /* leave the caller's flags alone */
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     lattice_status st =
         lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, ph->train_boundary);
@@ -187,7 +208,7 @@ static void copy_layers(lattice_trainer *t, int first, int last, int save)
 
 static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
 {
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     u->phase_start = 1;
     u->applied_phase = t->applied_phase;
@@ -234,7 +255,7 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
     lattice_data_set_position(t->data, &u->pos);
     if (!u->phase_start)
         return st;
-    lattice_model_params mp;
+    lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     copy_layers(t, u->first, u->last, 0);
     lattice_model_set_active_layers(t->model, u->active);
@@ -279,7 +300,8 @@ static double now_seconds(void)
 lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
     if (!t || !val_ce)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_evaluate: invalid argument (failed check: !t || !val_ce)");
     int64_t nb = lattice_data_n_val_batches(t->data);
     if (nb == 0)
         return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
@@ -309,7 +331,13 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_step: invalid argument: trainer is NULL");
+    /* checked before the step, which cannot be taken back once it has run */
+    if (out && out->size < sizeof(lattice_metrics))
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "metrics->size %zu is below %zu, the struct's 0.1 size (set it to "
+                    "sizeof(lattice_metrics))", out->size, sizeof(lattice_metrics));
     int phase;
     lattice_schedule_position(t->schedule, &phase, NULL);
     if (lattice_schedule_finished(t->schedule))
@@ -357,8 +385,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
         st = k ? lattice_distill_topk(t->distill, lattice_model_logits(t->model), ti, tv, k,
                                       b.targets, b.mask, n, vocab, lattice_model_dlogits(t->model),
                                       &r)
-               : lattice_distill_dense(t->distill, lattice_model_logits(t->model), zt, b.targets,
-                                       b.mask, n, vocab, lattice_model_dlogits(t->model), &r);
+               : lattice_distill_model(t->distill, t->model, zt, vocab, b.targets, b.mask, &r);
         m.loss = r.loss;
         m.kl = r.kl;
         m.ce = r.ce;
@@ -401,19 +428,20 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     if (!isnan(m.val_ce) && t->p.on_eval && t->p.on_eval(t->p.user, &m))
         t->stop = 1;
     if (out)
-        *out = m;
+        lattice__copy_out(NULL, "lattice_trainer_step", out, &m, sizeof(m), sizeof(m));
     return LATTICE_OK;
 }
 
 lattice_status lattice_trainer_run(lattice_trainer *t)
 {
     if (!t)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_run: invalid argument: trainer is NULL");
     t->stop = 0;
     /* A token-budget phase over data whose batches count no tokens (every
      * document one token long) would never end: a whole pass without a counted
      * token in such a phase is an error. */
-    lattice_data_params dp;
+    lattice_data_params dp = {.size = sizeof(dp)};
     lattice_data_get_params(t->data, &dp);
     const int64_t pass = lattice_data_n_documents(t->data, LATTICE_SPLIT_TRAIN) / dp.batch_size + 2;
     int64_t empty = 0;

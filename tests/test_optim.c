@@ -271,6 +271,51 @@ START_TEST(test_optim_bad_input)
 }
 END_TEST
 
+/* Decay factors outside [0, 1] are refused; a step whose update overflows
+ * says so and leaves the weight finite. */
+START_TEST(test_decay_and_overflow)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    fixture f = open_fixture(&op);
+    const float decays[] = {1e30f, 2e4f}; /* lr 1e-4: factors far below and just below 0 */
+    for (int i = 0; i < 2; i++) {
+        op.weight_decay = decays[i];
+        ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "decay factor"));
+    }
+    op.weight_decay = 1e4f; /* factor 0 at the peak: allowed */
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
+    op.weight_decay = 0.1f;
+    op.lr = 1e-3f;
+    op.min_lr = 20.0f; /* the floor counts too when above the peak */
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+
+    /* an enormous (finite) learning rate pushes one weight past FLT_MAX */
+    lattice_optim_params_init(&op);
+    op.lr = op.min_lr = 3e38f;
+    op.warmup_steps = 0;
+    op.clip_norm = 0.0f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
+    set_grads(f.m, 0, 1.0f);
+    lattice_tensor_info ti;
+    ck_assert_int_eq(lattice_model_tensor(f.m, 0, &ti), LATTICE_OK);
+    const float doomed = ti.grad[0] > 0 ? -3e38f : 3e38f;
+    ti.data[0] = doomed;
+    float gn;
+    ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "not finite"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), ti.name));
+    ck_assert_float_eq(ti.data[0], doomed);
+    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
+        lattice_model_tensor(f.m, t, &ti);
+        for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
+            ck_assert_msg(isfinite(ti.data[j]), "%s[%ld] = %g", ti.name, j, ti.data[j]);
+    }
+    close_fixture(&f);
+}
+END_TEST
+
 static Suite *optim_suite(void)
 {
     Suite *s = suite_create("optim");
@@ -280,6 +325,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
+    tcase_add_test(tc, test_decay_and_overflow);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -535,7 +535,7 @@ START_TEST(test_file_teacher)
         log_t l;
         bind(&v, &l, 0);
         for (int i = 0; i < 3; i++) {
-            lattice_metrics m;
+            lattice_metrics m = {.size = sizeof(m)};
             ck_assert_msg(lattice_trainer_step(v.trainer, &m) == LATTICE_OK, "%s",
                           lattice_trainer_errmsg(v.trainer));
             (pass ? topk_loss : dense_loss)[i] = m.loss;
@@ -627,7 +627,7 @@ START_TEST(test_trainer_freeze)
         ck_assert_int_eq(lattice_model_tensor(w.student, i, &ti), LATTICE_OK);
         before[i] = copy_tensor(w.student, ti.name, &n);
     }
-    lattice_metrics m;
+    lattice_metrics m = {.size = sizeof(m)};
     ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK); /* phase 1's first step */
     ck_assert_int_eq(m.phase, 1);
     ck_assert_msg(same_tensor(w.student, boundary, bnd) == freeze, "%s %s", boundary,
@@ -900,7 +900,7 @@ START_TEST(test_trainer_non_finite_phase_start)
         log_t l;
         bind(&w, &l, 0);
         for (int i = 0; i < 9; i++) {
-            lattice_metrics m;
+            lattice_metrics m = {.size = sizeof(m)};
             if (run && i == 6) {
                 const trainer_state before = state_of(&w);
                 long n;
@@ -957,7 +957,7 @@ START_TEST(test_trainer_cross_entropy_only_and_bad_binding)
     ck_assert_int_eq(lattice_trainer_create(w.student, NULL, NULL, w.data, w.optim, w.schedule,
                                             NULL, &w.trainer),
                      LATTICE_OK);
-    lattice_metrics m;
+    lattice_metrics m = {.size = sizeof(m)};
     double before;
     ck_assert_int_eq(lattice_trainer_evaluate(w.trainer, &before), LATTICE_OK);
     while (!lattice_schedule_finished(w.schedule))
@@ -978,7 +978,7 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
 {
     world w;
     log_t l;
-    lattice_metrics m;
+    lattice_metrics m = {.size = sizeof(m)};
     /* a rewinding run starts inside the corpus, so its shard's start is not the
      * data's: a resumed trainer can only know it from the checkpoint */
     const lattice_data_position shard = {1, 2};

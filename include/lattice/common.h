@@ -98,6 +98,22 @@ LATTICE_API unsigned lattice_version_number(void);
  */
 LATTICE_API const char *lattice_version_string(void);
 
+/**
+ * @brief Why the calling thread's latest failing call failed.
+ *
+ * Every call that returns a status other than ::LATTICE_OK records a
+ * message here, with or without a handle; where the call has a handle with a message of its own
+ * (::lattice_model_errmsg and the like) both hold the same text. The message
+ * is per thread, so concurrent failures on different threads do not mix.
+ *
+ * Successful calls do not clear it: it is meaningful only right after a call
+ * that failed, and after a success it may still describe an earlier failure.
+ * @return A string owned by the library, valid on this thread until its next
+ *         failing call; empty if no call on this thread has failed.
+ * @since 0.2
+ */
+LATTICE_API const char *lattice_last_error(void);
+
 /** @} */
 
 #ifdef __cplusplus

@@ -57,7 +57,7 @@ extern "C" {
 
 /** Settings of a data object. Fill with ::lattice_data_params_init. @since 0.1 */
 typedef struct lattice_data_params {
-    size_t size;            /**< sizeof(lattice_data_params), set by the init function. @since 0.1 */
+    size_t size;            /**< sizeof(lattice_data_params), set by the init function (or the caller); ::lattice_data_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     int vocab_size;         /**< Ids must be below this (text: 257). @since 0.1 */
     int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files
                                  (then set split_long to 0). @since 0.1 */
@@ -179,7 +179,13 @@ LATTICE_API const char *lattice_data_errmsg(const lattice_data *data);
 /**
  * @brief The settings in use.
  * @param data The data object.
- * @param[out] out The settings (separator is NULL: it is not kept).
+ * @param[in,out] out The settings (separator is NULL: it is not kept).
+ *        The caller sets out->size to the bytes it has (sizeof the struct it
+ *        was compiled with, or ::lattice_data_params_init); the library writes
+ *        no more than that and sets out->size to the bytes it wrote. A size
+ *        below the struct's 0.1 size (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
+ *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */

@@ -6,6 +6,7 @@
 #define LATTICE_DISTILL_H
 
 #include <lattice/common.h>
+#include <lattice/model.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,7 +40,7 @@ typedef enum lattice_kl_direction {
 
 /** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
 typedef struct lattice_distill_params {
-    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function. @since 0.1 */
+    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function (or the caller); ::lattice_distill_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     float alpha;                    /**< Weight of the KL term (0.7). @since 0.1 */
     float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
     float tau;                      /**< Temperature (1). @since 0.1 */
@@ -93,7 +94,13 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
 /**
  * @brief The settings.
  * @param distill The loss.
- * @param[out] out The settings.
+ * @param[in,out] out The settings.
+ *        The caller sets out->size to the bytes it has (sizeof the struct it
+ *        was compiled with, or ::lattice_distill_params_init); the library writes
+ *        no more than that and sets out->size to the bytes it wrote. A size
+ *        below the struct's 0.1 size (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
+ *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
@@ -145,6 +152,32 @@ LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const 
                                                 const int32_t *targets, const uint8_t *mask,
                                                 int64_t n, int vocab, float *dlogits,
                                                 lattice_distill_result *result);
+
+/**
+ * @brief The loss of a model's latest forward pass against dense teacher logits.
+ *
+ * ::lattice_distill_dense with the shapes taken from the student: its logits,
+ * batch * seq positions and vocabulary, and its dlogits as the gradient (ready
+ * for ::lattice_model_backward). The teacher's width is the caller's to state,
+ * so that a teacher of another vocabulary is refused instead of read out of
+ * step.
+ * @param distill The loss.
+ * @param student The model whose forward pass ran last.
+ * @param teacher Teacher logits [batch * seq, teacher_vocab].
+ * @param teacher_vocab The width of each teacher row.
+ * @param targets Labels [batch * seq]; may be NULL only when gamma is 0.
+ * @param mask [batch * seq] flags, non-zero where a position counts; NULL counts all.
+ * @param[out] result The loss and its parts.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a
+ *         teacher_vocab other than the student's vocab_size, a label out of
+ *         range), ::LATTICE_ERR_STATE (no forward pass yet) or
+ *         ::LATTICE_ERR_NON_FINITE.
+ * @since 0.2
+ */
+LATTICE_API lattice_status lattice_distill_model(lattice_distill *distill, lattice_model *student,
+                                                 const float *teacher, int teacher_vocab,
+                                                 const int32_t *targets, const uint8_t *mask,
+                                                 lattice_distill_result *result);
 
 /** @} */
 

@@ -521,6 +521,7 @@ public:
     lattice_metrics step()
     {
         lattice_metrics m = lattice_metrics();
+        m.size = sizeof(m); // the library writes no more than the caller says it has
         check(lattice_trainer_step(get(), &m));
         return m;
     }

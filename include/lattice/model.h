@@ -40,7 +40,7 @@ typedef struct lattice_model lattice_model;
  * @since 0.1
  */
 typedef struct lattice_model_params {
-    size_t size;          /**< sizeof(lattice_model_params), set by the init function. @since 0.1 */
+    size_t size;          /**< sizeof(lattice_model_params), set by the init function (or the caller); ::lattice_model_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. Default 257 (since 0.2; 256
                                before): the 256 bytes plus the boundary token of
                                ::lattice_data_create_text, so default model and data agree.
@@ -156,7 +156,13 @@ LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
 /**
  * @brief The params the model was created with (n_active_layers is the current count).
  * @param model The model.
- * @param[out] out The params.
+ * @param[in,out] out The params.
+ *        The caller sets out->size to the bytes it has (sizeof the struct it
+ *        was compiled with, or ::lattice_model_params_init); the library writes
+ *        no more than that and sets out->size to the bytes it wrote. A size
+ *        below the struct's 0.1 size (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
+ *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */

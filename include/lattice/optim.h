@@ -28,7 +28,7 @@ typedef struct lattice_optim lattice_optim;
 
 /** AdamW settings. Fill with ::lattice_optim_params_init. @since 0.1 */
 typedef struct lattice_optim_params {
-    size_t size;        /**< sizeof(lattice_optim_params), set by the init function. @since 0.1 */
+    size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     float lr;           /**< Peak learning rate. @since 0.1 */
     float min_lr;       /**< Floor of the cosine decay. @since 0.1 */
     int warmup_steps;   /**< Linear warmup length (0: none). @since 0.1 */
@@ -87,7 +87,13 @@ LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const 
 /**
  * @brief The settings in use.
  * @param optim The optimizer.
- * @param[out] out The settings.
+ * @param[in,out] out The settings.
+ *        The caller sets out->size to the bytes it has (sizeof the struct it
+ *        was compiled with, or ::lattice_optim_params_init); the library writes
+ *        no more than that and sets out->size to the bytes it wrote. A size
+ *        below the struct's 0.1 size (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
+ *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
@@ -98,7 +104,10 @@ LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, 
  *        from the gradients of the last backward.
  *
  * The global gradient norm over the trainable active groups is measured, then
- * gradients are clipped to clip_norm. A non-finite norm updates nothing.
+ * gradients are clipped to clip_norm. A non-finite norm updates nothing. A
+ * weight whose update would not be finite (since 0.2) keeps its value, the
+ * rest are updated, and the call returns ::LATTICE_ERR_NON_FINITE: no weight
+ * is ever left Inf or NaN.
  * @param optim The optimizer.
  * @param[out] grad_norm The norm before clipping; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.

@@ -49,7 +49,7 @@ extern "C" {
 
 /** What one step (and, when measured, validation) gave. @since 0.1 */
 typedef struct lattice_metrics {
-    size_t size;                 /**< sizeof(lattice_metrics). @since 0.1 */
+    size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_metrics), then by the library to the bytes written; in a callback, the library's sizeof. @since 0.1 */
     int64_t step;                /**< Steps taken, this one included. @since 0.1 */
     int phase;                   /**< Phase of this step. @since 0.1 */
     int active_layers;           /**< Active depth of this step. @since 0.1 */
@@ -64,7 +64,13 @@ typedef struct lattice_metrics {
     double seconds;              /**< Wall time of the step (teacher included). @since 0.1 */
 } lattice_metrics;
 
-/** Called after every step. Return non-zero to stop the run. @since 0.1 */
+/**
+ * Called after every step. Return non-zero to stop the run. The library owns
+ * the struct it passes: its size says which fields exist (the library's
+ * sizeof(lattice_metrics)); a caller compiled against an older header reads
+ * only the fields it knows, one compiled against a newer header must check
+ * size before reading a field appended later. @since 0.1
+ */
 typedef int (*lattice_metrics_fn)(void *user, const lattice_metrics *metrics);
 
 /** Trainer settings. Fill with ::lattice_trainer_params_init. @since 0.1 */
@@ -126,7 +132,11 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
 /**
  * @brief One training step.
  * @param trainer The trainer.
- * @param[out] metrics What the step gave; may be NULL.
+ * @param[in,out] metrics What the step gave; may be NULL. The caller sets
+ *        metrics->size to sizeof(lattice_metrics) as it was compiled; the
+ *        library writes no more than that and sets size to the bytes it
+ *        wrote. A size below the 0.1 struct's (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT before the step runs (since 0.2).
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished),
  *         ::LATTICE_ERR_NON_FINITE (nothing changed), or the status of the
  *         object that failed.

@@ -182,6 +182,20 @@ class BackendTest(unittest.TestCase):
                 lattice.Backend("blis")
             self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
 
+    def test_errors_say_why(self):
+        # a failure without a handle: the library's reason, not only the status
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertIn("no backend named 'no-such-backend'", str(cm.exception))
+        self.assertIn("no-such-backend", _lib.last_error())
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Schedule.preset("grow", n_blocks=0)
+        self.assertIn("n_blocks 0", str(cm.exception))
+        # a failure on a handle whose message the call did not set before 0.2
+        with lattice.Backend("ref") as be, self.assertRaises(LatticeError) as cm:
+            be.threads = 0
+        self.assertIn("lattice_backend_set_threads", str(cm.exception))
+
     def test_kernels(self):
         names = ["ref", "blis", "openblas"]
         for name in names:
@@ -1125,10 +1139,15 @@ class TrainerTest(unittest.TestCase):
             trainer.step()
         self.assertEqual(cm.exception.code, Status.STATE)
         self.assertIn("finished", str(cm.exception))
-        # The C struct's size as the library sees it.
+        # The C struct's size as the library sees it; a size that says nothing
+        # is refused before the step runs.
         m = lattice._types.MetricsStruct()
         schedule.set_position(0)
-        _lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m))
+        self.assertEqual(_lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m)),
+                         Status.INVALID_ARGUMENT)
+        self.assertIn("metrics->size 0", _lib.last_error())
+        m.size = ctypes.sizeof(m)
+        self.assertEqual(_lib.lib.lattice_trainer_step(trainer._ptr, ctypes.byref(m)), 0)
         self.assertEqual(m.size, ctypes.sizeof(m))
 
     def test_distill_with_a_python_teacher(self):

@@ -3,7 +3,7 @@
 import ctypes
 
 from ._errors import ClosedError, raise_for
-from ._lib import lib, status_string
+from ._lib import last_error, lib, status_string
 
 
 class Resource:
@@ -105,6 +105,11 @@ class Handle:
             raise_for(status, "")
             return
         text = status_string(status)
+        # from 0.2 every failure records its reason for this thread, fresh
+        reason = last_error()
+        if reason:
+            raise_for(status, text, reason)
+            return
         after = self._message(ptr) if self._errmsg else ""
         if after and after == before:
             text, after = f"{text} (last message: {after})", ""
@@ -112,8 +117,16 @@ class Handle:
 
 
 def check(status, detail=""):
-    """Raise for the status of a call without a handle (create functions)."""
-    raise_for(status, status_string(status) if status else "", detail)
+    """Raise for the status of a call without a handle (create functions).
+
+    The library's reason (lattice_last_error) comes first, then detail, the
+    caller's account of what it asked for.
+    """
+    if not status:
+        raise_for(status, "")
+        return
+    reason = last_error()
+    raise_for(status, status_string(status), "; ".join(s for s in (reason, detail) if s))
 
 
 def require(obj, cls, name, optional=False):

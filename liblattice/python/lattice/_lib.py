@@ -92,6 +92,7 @@ PROTOTYPES = {
     "lattice_status_string": (c_char_p, [c_int]),
     "lattice_version_number": (c_uint, []),
     "lattice_version_string": (c_char_p, []),
+    "lattice_last_error": (c_char_p, []),
     # backend.h
     "lattice_backend_ops_init": (None, [POINTER(T.BackendOps)]),
     "lattice_backend_create": (STATUS, [c_char_p, POINTER(T.backend_p)]),
@@ -175,6 +176,8 @@ PROTOTYPES = {
     "lattice_distill_topk": (STATUS, [T.distill_p, T.float_p, T.int32_p, T.float_p, c_int,
                                       T.int32_p, T.uint8_p, c_int64, c_int, T.float_p,
                                       POINTER(T.DistillResultStruct)]),
+    "lattice_distill_model": (STATUS, [T.distill_p, T.model_p, T.float_p, c_int, T.int32_p,
+                                       T.uint8_p, POINTER(T.DistillResultStruct)]),
     # data.h
     "lattice_data_params_init": (None, [POINTER(T.DataParams)]),
     "lattice_data_create_text": (STATUS, [c_char_p, POINTER(T.DataParams), POINTER(T.data_p),
@@ -308,6 +311,16 @@ ERRMSG_SIZE = 256  # LATTICE_ERRMSG_SIZE
 def status_string(status):
     """lattice_status_string: the library's short text for a status."""
     return lib.lattice_status_string(int(status)).decode()
+
+
+def last_error():
+    """lattice_last_error: why this thread's latest failing call failed.
+
+    "" from a library older than 0.2, which does not record it.
+    """
+    if isinstance(lib.lattice_last_error, _Missing):
+        return ""
+    return (lib.lattice_last_error() or b"").decode(errors="replace")
 
 
 def errmsg_buffer():

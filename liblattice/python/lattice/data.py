@@ -1,5 +1,6 @@
 """Token sources, documents, the train/validation split and batching (data.h)."""
 
+import ctypes
 import os
 from ctypes import byref, c_int32, c_uint8
 from dataclasses import dataclass
@@ -89,6 +90,7 @@ class Data(Handle):
     def params(self):
         """The DataParams in use (separator is None: the library does not keep it)."""
         out = DataParams()
+        out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_data_get_params, byref(out))
         return out
 

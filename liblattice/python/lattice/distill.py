@@ -1,5 +1,6 @@
 """Distillation losses (distill.h)."""
 
+import ctypes
 from ctypes import byref, c_float, c_int32, c_uint8
 from dataclasses import dataclass
 
@@ -50,6 +51,7 @@ class Distill(Handle):
     @property
     def params(self):
         out = DistillParams()
+        out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_distill_get_params, byref(out))
         return out
 

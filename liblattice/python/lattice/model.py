@@ -1,5 +1,6 @@
 """Models (model.h): a Qwen3-style decoder with a growable active depth."""
 
+import ctypes
 import json
 import os
 from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
@@ -243,6 +244,7 @@ class Model(Handle):
     def params(self):
         """The ModelParams the model was created with (n_active_layers: the current count)."""
         out = ModelParams()
+        out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_model_get_params, byref(out))
         return out
 

@@ -1,5 +1,6 @@
 """AdamW with warmup, cosine decay and clipping (optim.h)."""
 
+import ctypes
 from ctypes import byref, c_float
 
 from ._handle import Handle, check, require
@@ -31,6 +32,7 @@ class Optim(Handle):
     @property
     def params(self):
         out = OptimParams()
+        out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_optim_get_params, byref(out))
         return out
 

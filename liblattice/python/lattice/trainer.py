@@ -1,5 +1,6 @@
 """The trainer: model, teacher, loss, data, optimizer and schedule bound together (trainer.h)."""
 
+import ctypes
 import os
 from ctypes import byref, c_double
 from dataclasses import dataclass
@@ -108,6 +109,7 @@ class Trainer(Handle):
     def step(self):
         """One training step; returns its Metrics."""
         m = MetricsStruct()
+        m.size = ctypes.sizeof(m)  # the bytes this package can take
         self._forwards_ran()
         self._call(lib.lattice_trainer_step, byref(m))
         return Metrics._from(m)

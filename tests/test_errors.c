@@ -1,0 +1,524 @@
+/* Every failing call says why: one failure of each public function that
+ * returns a status, with the reason it must leave in lattice_last_error() and,
+ * where the call has a handle with a message of its own, in that message too.
+ * check_error_table.py checks that the table names every such function. */
+#include "testutil.h"
+
+#include <pthread.h>
+
+#define SENTINEL "primed-by-the-test"
+
+typedef struct world {
+    lattice_backend *be;
+    lattice_norm *norm;
+    lattice_model *m;
+    lattice_data *d;
+    lattice_optim *o;
+    lattice_schedule *s, *big;
+    lattice_distill *ds;
+    lattice_teacher *tch;
+    lattice_trainer *t;
+    lattice_diag *dg;
+} world;
+
+static void open_world(world *w)
+{
+    w->be = tu_backend("ref", 1);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &w->norm),
+                     LATTICE_OK);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 5;
+    p.d_model = 8;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 2;
+    p.n_kv_heads = 1;
+    p.head_dim = 4;
+    p.d_ff = 8;
+    p.max_batch = 2;
+    p.max_seq = 4;
+    ck_assert_int_eq(lattice_model_create(&p, w->norm, w->be, &w->m), LATTICE_OK);
+    static const int32_t ids[12] = {0, 1, 2, 3, 4, 1, 2, 3, 4, 0, 1, 4};
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 5;
+    dp.boundary_id = 4;
+    dp.batch_size = 2;
+    dp.seq_len = 4;
+    ck_assert_int_eq(lattice_data_create_memory(ids, 12, &dp, &w->d, NULL), LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(lattice_optim_create(w->m, &op, &w->o), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &w->s),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 1, 2,
+                                                    LATTICE_BLOCK_INIT_RANDOM, &w->big),
+                     LATTICE_OK);
+    lattice_distill_params kp;
+    lattice_distill_params_init(&kp);
+    ck_assert_int_eq(lattice_distill_create(&kp, &w->ds), LATTICE_OK);
+    ck_assert_int_eq(lattice_teacher_create_model(w->m, &w->tch), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(w->m, NULL, NULL, w->d, w->o, w->s, NULL, &w->t),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_create(w->m, &w->dg), LATTICE_OK);
+}
+
+static void close_world(world *w)
+{
+    lattice_diag_destroy(w->dg);
+    lattice_trainer_destroy(w->t);
+    lattice_teacher_destroy(w->tch);
+    lattice_distill_destroy(w->ds);
+    lattice_schedule_destroy(w->big);
+    lattice_schedule_destroy(w->s);
+    lattice_optim_destroy(w->o);
+    lattice_data_destroy(w->d);
+    lattice_model_destroy(w->m);
+    lattice_norm_destroy(w->norm);
+    lattice_backend_destroy(w->be);
+}
+
+/* A failure of another call first, so that a call which records nothing
+ * leaves this message behind and fails the check. */
+static void prime(void)
+{
+    lattice_norm_placement pl;
+    ck_assert_int_eq(lattice_norm_placement_from_name(SENTINEL, &pl), LATTICE_ERR_NOT_FOUND);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), SENTINEL));
+}
+
+static void expect_reason(const char *fn, const char *where, const char *msg, const char *reason)
+{
+    ck_assert_msg(msg && msg[0], "%s: empty %s", fn, where);
+    ck_assert_msg(!strstr(msg, SENTINEL), "%s: %s is stale: '%s'", fn, where, msg);
+    ck_assert_msg(strstr(msg, reason), "%s: %s '%s' lacks '%s'", fn, where, msg, reason);
+}
+
+/* EXPECT(function, status, reason, handle message or NULL, call) */
+#define EXPECT(fn, status, reason, handle_msg, call)                                         \
+    do {                                                                                      \
+        prime();                                                                              \
+        const lattice_status got_ = (call);                                                   \
+        ck_assert_msg((int)got_ == (int)(status), #fn ": status %d, expected %d (%s)", (int)got_,       \
+                      (int)(status), lattice_last_error());                                   \
+        expect_reason(#fn, "lattice_last_error()", lattice_last_error(), reason);             \
+        const char *hm_ = (handle_msg);                                                       \
+        if (hm_)                                                                              \
+            expect_reason(#fn, "the handle's message", hm_, reason);                          \
+    } while (0)
+
+enum { INV = LATTICE_ERR_INVALID_ARGUMENT, CFG = LATTICE_ERR_INVALID_CONFIG };
+
+static int failing_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab,
+                           float *z)
+{
+    (void)user, (void)tokens, (void)batch, (void)seq, (void)vocab, (void)z;
+    return 1;
+}
+
+START_TEST(test_every_failure_says_why)
+{
+    world w;
+    open_world(&w);
+    lattice_model *m = w.m;
+    char err[LATTICE_ERRMSG_SIZE];
+    const int32_t tokens[8] = {0, 1, 2, 3, 1, 2, 3, 0};
+    const uint8_t mask[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    float logits[8 * 5] = {0}, dlogits[8 * 5];
+    lattice_distill_result dr;
+    lattice_backend *be2;
+    lattice_data *d2;
+    lattice_model *m2;
+    lattice_teacher *t2;
+    lattice_schedule *s2;
+    lattice_distill *ds2;
+    lattice_trainer *tr2;
+    lattice_diag *dg2;
+    lattice_optim *o2;
+    lattice_norm *n2;
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    const lattice_tensor_info *no_info = NULL;
+    (void)no_info;
+    lattice_tensor_info info;
+    const float *hidden;
+
+    /* backend */
+    EXPECT(lattice_backend_create, LATTICE_ERR_NOT_FOUND, "no backend named 'nope'", NULL,
+           lattice_backend_create("nope", &be2));
+    EXPECT(lattice_backend_create_custom, INV, "lattice_backend_create_custom", NULL,
+           lattice_backend_create_custom("mine", NULL, &be2));
+    EXPECT(lattice_backend_set_threads, INV, "n_threads", NULL,
+           lattice_backend_set_threads(w.be, 0));
+    EXPECT(lattice_backend_sgemm, INV, "lattice_backend_sgemm", NULL,
+           lattice_backend_sgemm(w.be, 0, 0, 2, 2, 2, 1.0f, NULL, 2, NULL, 2, 0.0f, logits, 2));
+    EXPECT(lattice_backend_get_info, INV, "lattice_backend_get_info", NULL,
+           lattice_backend_get_info(w.be, NULL));
+
+    /* norm */
+    EXPECT(lattice_norm_create, INV, "placement", NULL,
+           lattice_norm_create((lattice_norm_placement)99, LATTICE_NORM_RMS, 1e-6f, &n2));
+    EXPECT(lattice_norm_set_residual_scale, INV, "scale", NULL,
+           lattice_norm_set_residual_scale(w.norm, 0.0f));
+    lattice_norm_placement pl;
+    EXPECT(lattice_norm_placement_from_name, LATTICE_ERR_NOT_FOUND, "unknown placement 'sideways'",
+           NULL, lattice_norm_placement_from_name("sideways", &pl));
+
+    /* model: before any forward pass */
+    EXPECT(lattice_model_backward, LATTICE_ERR_STATE, "forward", lattice_model_errmsg(m),
+           lattice_model_backward(m));
+    EXPECT(lattice_model_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
+           lattice_model_hidden(m, 0, &hidden));
+    mp.d_model = 0;
+    EXPECT(lattice_model_params_check, CFG, "d_model", err, lattice_model_params_check(&mp, err));
+    EXPECT(lattice_model_estimate, CFG, "d_model", NULL,
+           lattice_model_estimate(&mp, w.norm, NULL, NULL));
+    EXPECT(lattice_model_create, CFG, "d_model", NULL, lattice_model_create(&mp, w.norm, w.be, &m2));
+    EXPECT(lattice_model_create_from_file, LATTICE_ERR_IO, "/nonexistent/student", err,
+           lattice_model_create_from_file("/nonexistent/student.safetensors", NULL, w.be, 2, 4,
+                                          &m2, err));
+    EXPECT(lattice_model_get_params, INV, "lattice_model_get_params", lattice_model_errmsg(m),
+           lattice_model_get_params(m, NULL));
+    EXPECT(lattice_model_set_active_layers, INV, "active layers 7", lattice_model_errmsg(m),
+           lattice_model_set_active_layers(m, 7));
+    EXPECT(lattice_model_init_layer, INV, "layer 7", lattice_model_errmsg(m),
+           lattice_model_init_layer(m, 7, 1));
+    EXPECT(lattice_model_copy_layer, INV, "7", lattice_model_errmsg(m),
+           lattice_model_copy_layer(m, 7, 0));
+    EXPECT(lattice_model_zero_layer_outputs, INV, "7", lattice_model_errmsg(m),
+           lattice_model_zero_layer_outputs(m, 7));
+    EXPECT(lattice_model_set_trainable, INV, "7", lattice_model_errmsg(m),
+           lattice_model_set_trainable(m, LATTICE_GROUP_LAYER, 7, 1));
+    EXPECT(lattice_model_get_trainable, INV, "!trainable", lattice_model_errmsg(m),
+           lattice_model_get_trainable(m, LATTICE_GROUP_LAYER, 0, NULL));
+    EXPECT(lattice_model_set_skip, INV, "skip", lattice_model_errmsg(m),
+           lattice_model_set_skip(m, 0, 7));
+    EXPECT(lattice_model_forward, INV, "batch", lattice_model_errmsg(m),
+           lattice_model_forward(m, tokens, 7, 4));
+    EXPECT(lattice_model_cross_entropy, INV, "targets and loss", lattice_model_errmsg(m),
+           lattice_model_cross_entropy(m, tokens, mask, NULL, NULL));
+    EXPECT(lattice_model_tensor, INV, "index out of range", lattice_model_errmsg(m),
+           lattice_model_tensor(m, -1, &info));
+    EXPECT(lattice_model_find_tensor, LATTICE_ERR_NOT_FOUND, "no tensor named 'no.such'",
+           lattice_model_errmsg(m), lattice_model_find_tensor(m, "no.such", &info));
+    EXPECT(lattice_model_save, LATTICE_ERR_IO, "/nonexistent/dir", lattice_model_errmsg(m),
+           lattice_model_save(m, "/nonexistent/dir/m.safetensors"));
+    EXPECT(lattice_model_load, LATTICE_ERR_IO, "/nonexistent/m", lattice_model_errmsg(m),
+           lattice_model_load(m, "/nonexistent/m.safetensors"));
+
+    /* data */
+    EXPECT(lattice_data_create_text, LATTICE_ERR_IO, "/nonexistent/corpus.txt", err,
+           lattice_data_create_text("/nonexistent/corpus.txt", &dp, &d2, err));
+    EXPECT(lattice_data_create_tokens, LATTICE_ERR_IO, "/nonexistent/ids.bin", err,
+           lattice_data_create_tokens("/nonexistent/ids.bin", 2, &dp, &d2, err));
+    dp.vocab_size = 3;
+    dp.boundary_id = 2;
+    EXPECT(lattice_data_create_memory, LATTICE_ERR_FORMAT, "3", err,
+           lattice_data_create_memory(tokens, 8, &dp, &d2, err));
+    EXPECT(lattice_data_get_params, INV, "lattice_data_get_params", lattice_data_errmsg(w.d),
+           lattice_data_get_params(w.d, NULL));
+    EXPECT(lattice_data_next, INV, "lattice_data_next", lattice_data_errmsg(w.d),
+           lattice_data_next(w.d, NULL));
+    lattice_batch b;
+    EXPECT(lattice_data_val_batch, INV, "99", lattice_data_errmsg(w.d),
+           lattice_data_val_batch(w.d, 99, &b));
+    EXPECT(lattice_data_get_position, INV, "lattice_data_get_position", lattice_data_errmsg(w.d),
+           lattice_data_get_position(w.d, NULL));
+    EXPECT(lattice_data_set_position, INV, "lattice_data_set_position", lattice_data_errmsg(w.d),
+           lattice_data_set_position(w.d, NULL));
+
+    /* optimizer */
+    EXPECT(lattice_optim_create, INV, "lattice_optim_create", NULL,
+           lattice_optim_create(m, NULL, &o2));
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = -1.0f;
+    EXPECT(lattice_optim_set_params, CFG, "learning rates", lattice_optim_errmsg(w.o),
+           lattice_optim_set_params(w.o, &op));
+    EXPECT(lattice_optim_get_params, INV, "lattice_optim_get_params", lattice_optim_errmsg(w.o),
+           lattice_optim_get_params(w.o, NULL));
+    EXPECT(lattice_optim_step, INV, "optim is NULL", NULL, lattice_optim_step(NULL, NULL));
+    EXPECT(lattice_optim_reset, INV, "optim is NULL", NULL, lattice_optim_reset(NULL));
+
+    /* schedule */
+    EXPECT(lattice_schedule_create, INV, "lattice_schedule_create", NULL,
+           lattice_schedule_create(NULL));
+    EXPECT(lattice_schedule_create_preset, CFG, "n_blocks 0", NULL,
+           lattice_schedule_create_preset(LATTICE_PRESET_GROW, 0, 1, 1, LATTICE_BLOCK_INIT_RANDOM,
+                                          &s2));
+    EXPECT(lattice_schedule_add_phase, INV, "phase missing",
+           lattice_schedule_errmsg(w.s), lattice_schedule_add_phase(w.s, NULL));
+    lattice_phase ph;
+    lattice_phase_init(&ph);
+    EXPECT(lattice_schedule_phase, INV, "lattice_schedule_phase", lattice_schedule_errmsg(w.s),
+           lattice_schedule_phase(w.s, 99, &ph));
+    EXPECT(lattice_schedule_set_rewind_data, INV, "schedule is NULL", NULL,
+           lattice_schedule_set_rewind_data(NULL, 1));
+    EXPECT(lattice_schedule_position, INV, "lattice_schedule_position",
+           lattice_schedule_errmsg(w.s), lattice_schedule_position(w.s, NULL, NULL));
+    EXPECT(lattice_schedule_record, INV, "lattice_schedule_record", lattice_schedule_errmsg(w.s),
+           lattice_schedule_record(w.s, -1, 0, 0.0, NULL));
+    EXPECT(lattice_schedule_counters, INV, "lattice_schedule_counters",
+           lattice_schedule_errmsg(w.s), lattice_schedule_counters(w.s, NULL));
+    EXPECT(lattice_schedule_set_position, INV, "99", lattice_schedule_errmsg(w.s),
+           lattice_schedule_set_position(w.s, 99, 0, NULL));
+
+    /* distillation */
+    lattice_distill_params kp;
+    lattice_distill_params_init(&kp);
+    kp.tau = 0.0f;
+    EXPECT(lattice_distill_create, CFG, "tau 0", NULL, lattice_distill_create(&kp, &ds2));
+    EXPECT(lattice_distill_get_params, INV, "lattice_distill_get_params",
+           lattice_distill_errmsg(w.ds), lattice_distill_get_params(w.ds, NULL));
+    EXPECT(lattice_distill_dense, INV, "bad size", lattice_distill_errmsg(w.ds),
+           lattice_distill_dense(w.ds, logits, logits, tokens, mask, 8, 0, dlogits, &dr));
+    EXPECT(lattice_distill_topk, INV, "k", lattice_distill_errmsg(w.ds),
+           lattice_distill_topk(w.ds, logits, tokens, logits, 0, tokens, mask, 8, 5, dlogits,
+                                &dr));
+
+    EXPECT(lattice_distill_model, LATTICE_ERR_STATE, "no forward pass", lattice_distill_errmsg(w.ds),
+           lattice_distill_model(w.ds, m, logits, 5, tokens, mask, &dr));
+
+    /* teachers */
+    EXPECT(lattice_teacher_create_model, INV, "lattice_teacher_create_model", NULL,
+           lattice_teacher_create_model(NULL, &t2));
+    EXPECT(lattice_teacher_create_callback, INV, "lattice_teacher_create_callback", NULL,
+           lattice_teacher_create_callback(failing_teacher, NULL, 0, 1, 1, &t2));
+    EXPECT(lattice_teacher_create_file, LATTICE_ERR_IO, "/nonexistent/topk", err,
+           lattice_teacher_create_file("/nonexistent/topk.safetensors", &t2, err));
+    const float *z;
+    EXPECT(lattice_teacher_logits, INV, "batch", lattice_teacher_errmsg(w.tch),
+           lattice_teacher_logits(w.tch, tokens, 7, 4, &z));
+    EXPECT(lattice_teacher_init_student, INV, "lattice_teacher_init_student",
+           lattice_teacher_errmsg(w.tch), lattice_teacher_init_student(w.tch, NULL));
+    const int32_t *ti;
+    const float *tv;
+    EXPECT(lattice_teacher_topk, LATTICE_ERR_UNSUPPORTED, "dense teacher", lattice_teacher_errmsg(w.tch),
+           lattice_teacher_topk(w.tch, tokens, 2, 4, &ti, &tv));
+    EXPECT(lattice_teacher_record, INV, "data", lattice_teacher_errmsg(w.tch),
+           lattice_teacher_record(w.tch, NULL, 1, 2, "/nonexistent/rec.safetensors"));
+
+    /* diagnostics */
+    EXPECT(lattice_diag_create, INV, "lattice_diag_create", NULL, lattice_diag_create(NULL, &dg2));
+    lattice_rms_stats rs[4];
+    EXPECT(lattice_diag_boundary_scale, INV, "batch", lattice_diag_errmsg(w.dg),
+           lattice_diag_boundary_scale(w.dg, tokens, mask, 7, 4, NULL, 0, rs, 4));
+    lattice_removal rm;
+    EXPECT(lattice_diag_block_removal, INV, "7", lattice_diag_errmsg(w.dg),
+           lattice_diag_block_removal(w.dg, tokens, tokens, mask, 2, 4, 7, 1, &rm));
+    lattice_response resp;
+    EXPECT(lattice_diag_loss_response, INV, "lattice_diag_loss_response", NULL,
+           lattice_diag_loss_response(NULL, 0, 0, 1, 1, &resp));
+
+    /* trainer */
+    EXPECT(lattice_trainer_create, CFG, "grows to 3 layers but the model has 2", NULL,
+           lattice_trainer_create(m, NULL, NULL, w.d, w.o, w.big, NULL, &tr2));
+    EXPECT(lattice_trainer_step, INV, "trainer is NULL", NULL, lattice_trainer_step(NULL, NULL));
+    EXPECT(lattice_trainer_run, INV, "trainer is NULL", NULL, lattice_trainer_run(NULL));
+    EXPECT(lattice_trainer_evaluate, INV, "lattice_trainer_evaluate", lattice_trainer_errmsg(w.t),
+           lattice_trainer_evaluate(w.t, NULL));
+    EXPECT(lattice_trainer_save_checkpoint, INV, "path is NULL", lattice_trainer_errmsg(w.t),
+           lattice_trainer_save_checkpoint(w.t, NULL));
+    EXPECT(lattice_trainer_load_checkpoint, LATTICE_ERR_IO, "/nonexistent/ck",
+           lattice_trainer_errmsg(w.t), lattice_trainer_load_checkpoint(w.t, "/nonexistent/ck"));
+
+    close_world(&w);
+}
+END_TEST
+
+/* The trainer's configuration errors each name their own reason. */
+START_TEST(test_trainer_config_reasons)
+{
+    world w;
+    open_world(&w);
+    lattice_trainer *t;
+    lattice_teacher *cb;
+    ck_assert_int_eq(lattice_teacher_create_callback(failing_teacher, NULL, 6, 2, 4, &cb),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(w.m, cb, w.ds, w.d, w.o, w.s, NULL, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "teacher's vocab_size 6"));
+    lattice_schedule *empty;
+    ck_assert_int_eq(lattice_schedule_create(&empty), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, empty, NULL, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "no phases"));
+    lattice_schedule_destroy(empty);
+    lattice_teacher_destroy(cb);
+    close_world(&w);
+}
+END_TEST
+
+/* ---- versioned out-structs: the library writes no more than the caller's size ---- */
+
+typedef lattice_status (*getter_fn)(const void *handle, void *out);
+
+/* A getter given a struct of exactly `size` bytes (heap, so that ASan sees
+ * any write past it), a struct too small by one byte, size 0, and a struct
+ * from a newer caller (larger): the first and the last succeed and say what
+ * they wrote, the others are refused with nothing written. */
+static void expect_honours_size(const char *what, getter_fn get, const void *handle, size_t size)
+{
+    unsigned char *exact = malloc(size);
+    memset(exact, 0xA5, size);
+    memcpy(exact, &size, sizeof(size));
+    ck_assert_msg(get(handle, exact) == LATTICE_OK, "%s: %s", what, lattice_last_error());
+    size_t written;
+    memcpy(&written, exact, sizeof(written));
+    ck_assert_uint_eq(written, size);
+    free(exact);
+
+    const size_t refused[] = {0, size - 1, sizeof(size_t)};
+    for (int i = 0; i < 3; i++) {
+        unsigned char *small = malloc(size);
+        memset(small, 0xA5, size);
+        memcpy(small, &refused[i], sizeof(size_t));
+        prime();
+        ck_assert_int_eq(get(handle, small), LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(lattice_last_error(), "size"), "%s: '%s'", what, lattice_last_error());
+        size_t kept;
+        memcpy(&kept, small, sizeof(kept));
+        ck_assert_uint_eq(kept, refused[i]);
+        for (size_t b = sizeof(size_t); b < size; b++)
+            ck_assert_int_eq(small[b], 0xA5);
+        free(small);
+    }
+
+    const size_t newer = size + 32;
+    unsigned char *big = malloc(newer);
+    memset(big, 0xA5, newer);
+    memcpy(big, &newer, sizeof(newer));
+    ck_assert_int_eq(get(handle, big), LATTICE_OK);
+    memcpy(&written, big, sizeof(written));
+    ck_assert_uint_eq(written, size);
+    for (size_t b = size; b < newer; b++)
+        ck_assert_int_eq(big[b], 0xA5);
+    free(big);
+}
+
+static lattice_status get_model(const void *h, void *out) { return lattice_model_get_params(h, out); }
+static lattice_status get_data(const void *h, void *out) { return lattice_data_get_params(h, out); }
+static lattice_status get_optim(const void *h, void *out) { return lattice_optim_get_params(h, out); }
+static lattice_status get_distill(const void *h, void *out)
+{
+    return lattice_distill_get_params(h, out);
+}
+static lattice_status step(const void *h, void *out)
+{
+    return lattice_trainer_step((lattice_trainer *)h, out);
+}
+
+START_TEST(test_getters_honour_size)
+{
+    world w;
+    open_world(&w);
+    /* none of these structs has grown since 0.1: its 0.1 size is its sizeof */
+    expect_honours_size("model params", get_model, w.m, sizeof(lattice_model_params));
+    expect_honours_size("data params", get_data, w.d, sizeof(lattice_data_params));
+    expect_honours_size("optim params", get_optim, w.o, sizeof(lattice_optim_params));
+    expect_honours_size("distill params", get_distill, w.ds, sizeof(lattice_distill_params));
+    /* the values arrive too */
+    lattice_model_params *p = malloc(sizeof(*p));
+    p->size = sizeof(*p);
+    ck_assert_int_eq(lattice_model_get_params(w.m, p), LATTICE_OK);
+    ck_assert_int_eq(p->vocab_size, 5);
+    ck_assert_int_eq(p->n_layers, 2);
+    free(p);
+    /* a refused metrics struct refuses the step: the schedule does not move */
+    lattice_counters before, after;
+    lattice_schedule_counters(w.s, &before);
+    expect_honours_size("metrics", step, w.t, sizeof(lattice_metrics));
+    lattice_schedule_counters(w.s, &after);
+    ck_assert_int_eq(after.steps, before.steps + 2); /* the exact and the newer struct */
+    close_world(&w);
+}
+END_TEST
+
+/* ---- raw pointers checked against the model ---- */
+
+START_TEST(test_distill_model_checks_widths)
+{
+    world w;
+    open_world(&w);
+    const int32_t tokens[8] = {0, 1, 2, 3, 1, 2, 3, 0};
+    ck_assert_int_eq(lattice_model_forward(w.m, tokens, 2, 4), LATTICE_OK);
+    enum { N = 8, V = 5 };
+    float teacher[N * (V + 1)];
+    tu_rng r = {3};
+    tu_fill(teacher, N * (V + 1), 2.0, &r);
+    lattice_distill_result res;
+    /* a teacher one wider than the student: dense would read it out of step */
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V + 1, tokens, NULL, &res),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "6 wide"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "vocab_size is 5"));
+    ck_assert_str_eq(lattice_distill_errmsg(w.ds), lattice_last_error());
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V - 1, tokens, NULL, &res),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    /* the right width: the same loss and gradient as dense over the model's buffers */
+    ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V, tokens, NULL, &res), LATTICE_OK);
+    float grad[N * V], want_grad[N * V];
+    memcpy(grad, lattice_model_dlogits(w.m), sizeof(grad));
+    lattice_distill_result want;
+    ck_assert_int_eq(lattice_distill_dense(w.ds, lattice_model_logits(w.m), teacher, tokens, NULL,
+                                           N, V, want_grad, &want),
+                     LATTICE_OK);
+    ck_assert_double_eq_tol(res.loss, want.loss, 1e-12);
+    ck_assert_double_eq_tol(res.kl, want.kl, 1e-12);
+    for (int i = 0; i < N * V; i++)
+        ck_assert_float_eq_tol(grad[i], want_grad[i], 1e-7f);
+    close_world(&w);
+}
+END_TEST
+
+/* Two threads failing at once each read their own reason. */
+static void *fail_repeatedly(void *arg)
+{
+    const char *name = arg;
+    for (int i = 0; i < 20000; i++) {
+        lattice_norm_placement pl;
+        if (lattice_norm_placement_from_name(name, &pl) != LATTICE_ERR_NOT_FOUND)
+            return "wrong status";
+        if (!strstr(lattice_last_error(), name))
+            return "another thread's message";
+    }
+    return NULL;
+}
+
+START_TEST(test_threads_do_not_mix)
+{
+    lattice_norm_placement pl;
+    lattice_norm_placement_from_name("main-thread", &pl);
+    pthread_t a, b;
+    void *ra, *rb;
+    ck_assert_int_eq(pthread_create(&a, NULL, fail_repeatedly, "thread-one"), 0);
+    ck_assert_int_eq(pthread_create(&b, NULL, fail_repeatedly, "thread-two"), 0);
+    pthread_join(a, &ra);
+    pthread_join(b, &rb);
+    ck_assert_msg(!ra, "thread one: %s", (const char *)ra);
+    ck_assert_msg(!rb, "thread two: %s", (const char *)rb);
+    /* this thread's own message is untouched by theirs */
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "main-thread"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("errors");
+    TCase *tc = tcase_create("errors");
+    tcase_add_test(tc, test_every_failure_says_why);
+    tcase_add_test(tc, test_trainer_config_reasons);
+    tcase_add_test(tc, test_threads_do_not_mix);
+    tcase_add_test(tc, test_getters_honour_size);
+    tcase_add_test(tc, test_distill_model_checks_widths);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_ENV);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
