@@ -1125,7 +1125,7 @@ lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, cons
                                   double *ce, int64_t *n_counted)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_loss: no model (NULL)");
     if (!targets || !ce)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "targets and ce must not be NULL");
     if (!m->batch)
@@ -1148,14 +1148,17 @@ lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int6
                                       double *val_ce)
 {
     if (!m)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_evaluate: no model (NULL)");
     if (!data || !val_ce)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "data and val_ce must not be NULL");
     if (max_batches < 0)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "max_batches %lld is negative (0: all)",
                     (long long)max_batches);
     lattice_data_params dp;
-    lattice_data_get_params(data, &dp);
+    dp.size = sizeof dp;
+    lattice_status gst = lattice_data_get_params(data, &dp);
+    if (gst != LATTICE_OK)
+        return FAIL(m, gst, "the data's settings: %s", lattice_data_errmsg(data));
     if (dp.vocab_size > m->p.vocab_size || dp.batch_size > m->p.max_batch ||
         dp.seq_len > m->p.max_seq)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,

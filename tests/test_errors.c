@@ -173,6 +173,13 @@ START_TEST(test_every_failure_says_why)
            lattice_model_backward(m));
     EXPECT(lattice_model_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
            lattice_model_hidden(m, 0, &hidden));
+    double ce_;
+    EXPECT(lattice_model_loss, LATTICE_ERR_STATE, "forward pass first", lattice_model_errmsg(m),
+           lattice_model_loss(m, tokens, NULL, &ce_, NULL));
+    EXPECT(lattice_model_evaluate, INV, "data and val_ce", lattice_model_errmsg(m),
+           lattice_model_evaluate(m, NULL, 0, &ce_));
+    EXPECT(lattice_model_forward_inference, INV, "batch", lattice_model_errmsg(m),
+           lattice_model_forward_inference(m, tokens, 7, 4));
     mp.d_model = 0;
     EXPECT(lattice_model_params_check, CFG, "d_model", err, lattice_model_params_check(&mp, err));
     EXPECT(lattice_model_estimate, CFG, "d_model", NULL,
