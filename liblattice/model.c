@@ -794,6 +794,17 @@ const float *lattice_model_logits(const lattice_model *m)
 
 float *lattice_model_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
 
+/* Every counted target inside the vocabulary. */
+static lattice_status check_targets(lattice_model *m, const int32_t *targets, const uint8_t *mask,
+                                    long n)
+{
+    for (long i = 0; i < n; i++)
+        if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
+            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                        "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
+    return LATTICE_OK;
+}
+
 lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targets,
                                            const uint8_t *mask, float *loss, int64_t *n_counted)
 {
@@ -805,10 +816,9 @@ lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targ
     if (!m->batch)
         return FAIL(m, LATTICE_ERR_STATE, "cross_entropy needs a forward pass first");
     const long N = (long)m->batch * m->seq;
-    for (long i = 0; i < N; i++)
-        if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
-            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
-                        "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
+    lattice_status tst = check_targets(m, targets, mask, N);
+    if (tst != LATTICE_OK)
+        return tst;
     double l;
     PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N,
                                                      m->p.vocab_size, m->rowloss, n_counted, NT));
@@ -1131,10 +1141,9 @@ lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, cons
     if (!m->batch)
         return FAIL(m, LATTICE_ERR_STATE, "the loss needs a forward pass first");
     const long N = (long)m->batch * m->seq;
-    for (long i = 0; i < N; i++)
-        if ((!mask || mask[i]) && (targets[i] < 0 || targets[i] >= m->p.vocab_size))
-            return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
-                        "target id %d at position %ld outside the vocabulary", (int)targets[i], i);
+    lattice_status tst = check_targets(m, targets, mask, N);
+    if (tst != LATTICE_OK)
+        return tst;
     double l;
     PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(NULL, m->logits, targets, mask, N,
                                                      m->p.vocab_size, m->rowloss, n_counted, NT));

@@ -211,17 +211,7 @@ static unsigned char *slurp(const char *path, long *len)
 static lattice_model *small_model(uint64_t seed)
 {
     lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 11;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
-    p.head_dim = 4;
-    p.d_ff = 12;
-    p.max_batch = 2;
-    p.max_seq = 5;
+    tu_tiny_params(&p);
     p.seed = seed;
     lattice_norm *n;
     ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);

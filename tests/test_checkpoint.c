@@ -21,17 +21,7 @@ static void open_run(run *r)
 {
     r->be = tu_backend("ref", 1);
     lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 11;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
-    p.head_dim = 4;
-    p.d_ff = 12;
-    p.max_batch = 2;
-    p.max_seq = 5;
+    tu_tiny_params(&p);
     p.seed = 3;
     lattice_norm *n;
     ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);

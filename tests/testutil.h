@@ -28,6 +28,23 @@ typedef struct tu_rng {
     uint64_t s;
 } tu_rng;
 
+/* A tiny 2-layer model's shape (vocab 11, d_model 8, 2 heads (1 kv) of 4,
+ * d_ff 12, batch 2 x 5), for tests of files and state rather than numerics. */
+static inline void tu_tiny_params(lattice_model_params *p)
+{
+    lattice_model_params_init(p);
+    p->vocab_size = 11;
+    p->d_model = 8;
+    p->n_layers = 2;
+    p->n_active_layers = 2;
+    p->n_heads = 2;
+    p->n_kv_heads = 1;
+    p->head_dim = 4;
+    p->d_ff = 12;
+    p->max_batch = 2;
+    p->max_seq = 5;
+}
+
 static inline double tu_uniform(tu_rng *r) /* in [-1, 1) */
 {
     r->s = r->s * 6364136223846793005ULL + 1442695040888963407ULL;
