@@ -209,16 +209,9 @@ START_TEST(test_qwen3_config)
 {
     /* A Qwen3-architecture file with its config.json loads as a model. */
     lattice_model_params p;
-    lattice_model_params_init(&p);
+    tu_tiny_params(&p);
     p.vocab_size = 13;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
     p.head_dim = 6; /* Qwen3's head_dim is independent of hidden_size */
-    p.d_ff = 12;
-    p.max_batch = 2;
     p.max_seq = 6;
     p.rope_theta = 1e6f;
     p.tie_embeddings = _i;
@@ -765,16 +758,9 @@ START_TEST(test_qwen3_unsupported)
          LATTICE_ERR_UNSUPPORTED, "partial_rotary_factor"},
     };
     lattice_model_params p;
-    lattice_model_params_init(&p);
+    tu_tiny_params(&p);
     p.vocab_size = 13;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
     p.head_dim = 6;
-    p.d_ff = 12;
-    p.max_batch = 2;
     p.max_seq = 6;
     p.rope_theta = 1e6f;
     p.seed = 9;

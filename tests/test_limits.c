@@ -162,16 +162,8 @@ START_TEST(test_huge_qwen3_config)
 {
     /* a real small Qwen3-shaped file under a config.json that asks for 2^22 x 64 */
     lattice_model_params p;
-    lattice_model_params_init(&p);
+    tu_tiny_params(&p);
     p.vocab_size = 13;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
-    p.head_dim = 4;
-    p.d_ff = 12;
-    p.max_batch = 2;
     p.max_seq = 8;
     lattice_norm *n;
     ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);

@@ -11,17 +11,7 @@ typedef struct tiny {
 
 static void tiny_params(lattice_model_params *p)
 {
-    lattice_model_params_init(p);
-    p->vocab_size = 11;
-    p->d_model = 8;
-    p->n_layers = 2;
-    p->n_active_layers = 2;
-    p->n_heads = 2;
-    p->n_kv_heads = 1;
-    p->head_dim = 4;
-    p->d_ff = 12;
-    p->max_batch = 2;
-    p->max_seq = 5;
+    tu_tiny_params(p);
     p->rope_theta = 100.0f;
     p->init_std = 0.3f;
     p->seed = 7;
