@@ -29,6 +29,18 @@
 #  define LATTICE_API
 #endif
 
+/**
+ * @brief Marks a name kept from an earlier release: using it draws a compiler
+ *        warning that names its replacement (GCC and Clang). Define
+ *        LATTICE_NO_DEPRECATED to hide the old names altogether.
+ * @since 0.3
+ */
+#if defined(__GNUC__)
+#  define LATTICE_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#  define LATTICE_DEPRECATED(msg)
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -49,7 +61,7 @@ extern "C" {
  * queries, the `_init` functions of params structs, ::lattice_norm_placement_name,
  * ::lattice_diag_loss_response, ::lattice_backend_has_blis) may be called from
  * any thread at any time. Callbacks (a callback teacher, the trainer's
- * ::lattice_metrics_fn, a custom backend's slots) run on the thread that made
+ * ::lattice_trainer_metrics_fn, a custom backend's slots) run on the thread that made
  * the call, one at a time for a given handle; the library's own parallelism
  * (OpenMP, BLIS) stays inside each call.
  * @{

@@ -129,7 +129,7 @@ LATTICE_API lattice_status lattice_optim_reset(lattice_optim *optim);
  * @return The rate.
  * @since 0.1
  */
-LATTICE_API float lattice_optim_lr(const lattice_optim *optim);
+LATTICE_API float lattice_optim_get_lr(const lattice_optim *optim);
 
 /**
  * @brief Steps taken since creation or the last reset.
@@ -137,9 +137,19 @@ LATTICE_API float lattice_optim_lr(const lattice_optim *optim);
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_optim_steps(const lattice_optim *optim);
+LATTICE_API int64_t lattice_optim_get_steps(const lattice_optim *optim);
 
 /** @} */
+
+/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
+ * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
+ * hide them. */
+#ifndef LATTICE_NO_DEPRECATED
+LATTICE_API float lattice_optim_lr(const lattice_optim *optim)
+    LATTICE_DEPRECATED("use lattice_optim_get_lr");
+LATTICE_API int64_t lattice_optim_steps(const lattice_optim *optim)
+    LATTICE_DEPRECATED("use lattice_optim_get_steps");
+#endif
 
 #ifdef __cplusplus
 }

@@ -79,7 +79,7 @@ LATTICE_API const char *lattice_teacher_errmsg(const lattice_teacher *teacher);
  * @return The size.
  * @since 0.1
  */
-LATTICE_API int lattice_teacher_vocab_size(const lattice_teacher *teacher);
+LATTICE_API int lattice_teacher_get_vocab_size(const lattice_teacher *teacher);
 
 /**
  * @brief Logits for a batch.
@@ -104,7 +104,7 @@ LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, cons
  * @return The count.
  * @since 0.1
  */
-LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int batch, int seq);
+LATTICE_API double lattice_teacher_get_flops(const lattice_teacher *teacher, int batch, int seq);
 
 /**
  * @brief Initialise a student from a model teacher, as the paper: copy the
@@ -151,7 +151,7 @@ LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice
  * @return k, or 0 for a dense teacher.
  * @since 0.1
  */
-LATTICE_API int lattice_teacher_topk_k(const lattice_teacher *teacher);
+LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
 
 /**
  * @brief Top-k logits for a batch, from a top-k file teacher.
@@ -190,6 +190,18 @@ LATTICE_API lattice_status lattice_teacher_record(lattice_teacher *teacher, latt
                                                   int64_t n_batches, int k, const char *path);
 
 /** @} */
+
+/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
+ * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
+ * hide them. */
+#ifndef LATTICE_NO_DEPRECATED
+LATTICE_API int lattice_teacher_vocab_size(const lattice_teacher *teacher)
+    LATTICE_DEPRECATED("use lattice_teacher_get_vocab_size");
+LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int batch, int seq)
+    LATTICE_DEPRECATED("use lattice_teacher_get_flops");
+LATTICE_API int lattice_teacher_topk_k(const lattice_teacher *teacher)
+    LATTICE_DEPRECATED("use lattice_teacher_get_k");
+#endif
 
 #ifdef __cplusplus
 }

@@ -15,7 +15,7 @@ In a temporary directory:
    at the installed lattice.pc), runs them with LD_LIBRARY_PATH, and links the
    C consumer statically with `pkg-config --static --libs lattice` and runs it
    without;
-4. builds tests/consumer/cmake_user with cmake (find_package(lattice 0.2),
+4. builds tests/consumer/cmake_user with cmake (find_package(lattice 0.3),
    lattice::lattice) against the prefix, runs its programs, and checks which
    versions find_package accepts;
 5. builds tests/consumer/subproject_user with the source tree as its
@@ -174,10 +174,18 @@ def cmake_consumer(tmp, prefix, env):
     for root, _dirs, files in os.walk(prefix):
         if "latticeConfig.cmake" in files:
             config_dir = root
-    # SameMinorVersion before 1.0; a range must stay inside 0.2.x
-    for request, found in (("", True), ("0.2", True), ("0.2.0 EXACT", True), ("0.1", False),
-                           ("0.3", False), ("1.0", False), ("0.2...<0.3", True),
-                           ("0.1...0.3", False), ("0.2.1", False)):
+    # SameMajorVersion (0.x keeps 0.1's ABI), never older than asked; a range
+    # must stay inside the major series
+    with open(os.path.join(config_dir, "latticeConfigVersion.cmake"), encoding="utf-8") as f:
+        version = re.search(r'set\(PACKAGE_VERSION "([0-9.]+)"\)', f.read()).group(1)
+    M, m, p = (int(x) for x in version.split("."))
+    requests = [("", True), ("%d.%d" % (M, m), True), ("%s EXACT" % version, True),
+                ("%d.0" % M, True), ("%d.%d" % (M, m + 1), False), ("%d.0" % (M + 1), False),
+                ("%d.%d.%d" % (M, m, p + 1), False), ("%d.0...<%d.0" % (M, M + 1), True),
+                ("%d.0...%d.2" % (M, M + 1), False)]
+    if m > 0:
+        requests += [("%d.%d" % (M, m - 1), True), ("%d.%d.0 EXACT" % (M, m - 1), False)]
+    for request, found in requests:
         probe = os.path.join(tmp, "cmake-probe")
         shutil.rmtree(probe, ignore_errors=True)
         os.mkdir(probe)
@@ -188,8 +196,8 @@ def cmake_consumer(tmp, prefix, env):
         out = run(CMAKE + ["-S", probe, "-B", os.path.join(probe, "build"),
                            "-Dlattice_DIR=" + config_dir], env=env)
         if ("lattice_FOUND=1" in out) != found:
-            raise Failure("find_package(lattice %s) %s 0.2.0:\n%s"
-                          % (request, "did not find" if found else "found", out))
+            raise Failure("find_package(lattice %s) %s %s:\n%s"
+                          % (request, "did not find" if found else "found", version, out))
     log("CMake: lattice::lattice builds and runs; find_package's version rule holds")
 
 
