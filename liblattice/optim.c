@@ -1,6 +1,7 @@
 #include "study_impl.h"
 #include "backend_impl.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,6 +55,47 @@ static lattice_status check(const lattice_optim_params *p, char *err)
 #undef BAD
 }
 
+/* The struct as 0.1 and 0.2 laid it out, with int step counts. 0.3 widened
+ * them to int64_t, which moved the fields after them; the struct's size tells
+ * the layouts apart (48 and 56 bytes on LP64), and a caller built against the
+ * old headers is read and written in its own layout. */
+typedef struct {
+    size_t size;
+    float lr, min_lr;
+    int warmup_steps, total_steps;
+    float beta1, beta2, eps, weight_decay, clip_norm;
+} optim_params_0_2;
+
+_Static_assert(sizeof(optim_params_0_2) < sizeof(lattice_optim_params),
+               "the 0.2 layout of lattice_optim_params must be the smaller one");
+
+static void from_0_2(lattice_optim_params *p, const optim_params_0_2 *o)
+{
+    p->lr = o->lr;
+    p->min_lr = o->min_lr;
+    p->warmup_steps = o->warmup_steps;
+    p->total_steps = o->total_steps;
+    p->beta1 = o->beta1;
+    p->beta2 = o->beta2;
+    p->eps = o->eps;
+    p->weight_decay = o->weight_decay;
+    p->clip_norm = o->clip_norm;
+}
+
+static void to_0_2(optim_params_0_2 *o, const lattice_optim_params *p)
+{
+    o->size = sizeof(*o);
+    o->lr = p->lr;
+    o->min_lr = p->min_lr;
+    o->warmup_steps = p->warmup_steps > INT_MAX ? INT_MAX : (int)p->warmup_steps;
+    o->total_steps = p->total_steps > INT_MAX ? INT_MAX : (int)p->total_steps;
+    o->beta1 = p->beta1;
+    o->beta2 = p->beta2;
+    o->eps = p->eps;
+    o->weight_decay = p->weight_decay;
+    o->clip_norm = p->clip_norm;
+}
+
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
                                   char *err)
 {
@@ -61,7 +103,20 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
     lattice_optim_params tmp;
     lattice_optim_params_init(&tmp);
-    memcpy(&tmp, src, src->size < sizeof(tmp) ? src->size : sizeof(tmp));
+    if (src->size > sizeof(optim_params_0_2) && src->size < sizeof(tmp))
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes) "
+                                  "nor a 0.3 one (at least %zu): set it to sizeof the struct",
+                                  src->size, sizeof(optim_params_0_2), sizeof(tmp));
+    if (src->size <= sizeof(optim_params_0_2)) {
+        /* a 0.1/0.2 caller: its layout, as much of it as it has */
+        optim_params_0_2 old;
+        to_0_2(&old, &tmp);
+        memcpy(&old, src, src->size < sizeof(old) ? src->size : sizeof(old));
+        from_0_2(&tmp, &old);
+    } else {
+        memcpy(&tmp, src, sizeof(tmp));
+    }
     tmp.size = sizeof(tmp);
     lattice_status st = check(&tmp, err);
     if (st == LATTICE_OK)
@@ -129,7 +184,15 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
     if (!o || !out)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_get_params: invalid argument (failed check: !o || !out)");
-    /* no field was added since 0.1: its size is today's */
+    size_t theirs;
+    memcpy(&theirs, out, sizeof(theirs));
+    if (theirs == sizeof(optim_params_0_2)) {
+        /* a 0.1/0.2 caller: write its layout */
+        optim_params_0_2 old;
+        to_0_2(&old, &o->p);
+        return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &old,
+                                 sizeof(old), sizeof(old));
+    }
     return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
                              sizeof(lattice_optim_params));
 }

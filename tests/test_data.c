@@ -287,12 +287,20 @@ START_TEST(test_short_params_structs)
     lattice_data_destroy(d);
     ck_assert_int_eq(lattice_data_create_tokens(path, 1, p, &d, err), LATTICE_ERR_INVALID_ARGUMENT);
     free(p);
-    lattice_optim_params *op = malloc(offsetof(lattice_optim_params, clip_norm));
-    lattice_optim_params ofull;
-    lattice_optim_params_init(&ofull);
-    memcpy(op, &ofull, offsetof(lattice_optim_params, clip_norm));
-    const size_t osize = offsetof(lattice_optim_params, clip_norm);
-    memcpy(op, &osize, sizeof(size_t));
+    /* lattice_optim_params as 0.1 laid it out (int step counts; 0.3 made
+     * them int64_t), cut before its last field */
+    struct optim_0_1 {
+        size_t size;
+        float lr, min_lr;
+        int warmup_steps, total_steps;
+        float beta1, beta2, eps, weight_decay, clip_norm;
+    };
+    const size_t osize = offsetof(struct optim_0_1, clip_norm);
+    struct optim_0_1 *full01 = calloc(1, sizeof(*full01));
+    *full01 = (struct optim_0_1){osize, 1e-4f, 1e-6f, 750, 50000, 0.9f, 0.95f, 1e-8f, 0.0f, 0.5f};
+    lattice_optim_params *op = malloc(osize);
+    memcpy(op, full01, osize);
+    free(full01);
     lattice_backend *be = tu_backend("ref", 1);
     lattice_model_params mp;
     lattice_model_params_init(&mp);

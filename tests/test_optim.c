@@ -1,5 +1,6 @@
 /* AdamW against a double-precision reference of the update, the warmup +
  * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
+#include <limits.h>
 #include "testutil.h"
 
 typedef struct fixture {
@@ -271,6 +272,63 @@ START_TEST(test_optim_bad_input)
 }
 END_TEST
 
+/* Callers built against 0.1/0.2 pass lattice_optim_params with int step
+ * counts (0.3 widened them to int64_t): told apart by size, read and written
+ * in their own layout; a size that is neither layout is refused. */
+struct optim_0_2 {
+    size_t size;
+    float lr, min_lr;
+    int warmup_steps, total_steps;
+    float beta1, beta2, eps, weight_decay, clip_norm;
+};
+
+START_TEST(test_params_0_2_layout)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    fixture f = open_fixture(&op);
+    struct optim_0_2 *old = malloc(sizeof(*old));
+    *old = (struct optim_0_2){sizeof(*old), 3e-3f, 3e-5f, 7, 99, 0.8f, 0.9f, 1e-7f, 0.01f, 2.0f};
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
+                     LATTICE_OK);
+    lattice_optim_params now = {.size = sizeof(now)};
+    ck_assert_int_eq(lattice_optim_get_params(o, &now), LATTICE_OK);
+    ck_assert_int_eq(now.warmup_steps, 7);
+    ck_assert_int_eq(now.total_steps, 99);
+    ck_assert_float_eq(now.lr, 3e-3f);
+    ck_assert_float_eq(now.clip_norm, 2.0f);
+    ck_assert_float_eq(lattice_optim_get_lr(o), 3e-3f * 1 / 7);
+
+    /* read back in the old layout (heap-exact: ASan sees a write past it) */
+    now.warmup_steps = 5;
+    now.total_steps = (int64_t)INT_MAX + 10; /* does not fit an int: saturates */
+    ck_assert_int_eq(lattice_optim_set_params(o, &now), LATTICE_OK);
+    memset(old, 0, sizeof(*old));
+    old->size = sizeof(*old);
+    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)old), LATTICE_OK);
+    ck_assert_uint_eq(old->size, sizeof(*old));
+    ck_assert_int_eq(old->warmup_steps, 5);
+    ck_assert_int_eq(old->total_steps, INT_MAX);
+    ck_assert_float_eq(old->beta1, 0.8f);
+    ck_assert_float_eq(old->clip_norm, 2.0f);
+    free(old);
+
+    /* between the layouts: neither */
+    unsigned char *mid = calloc(1, sizeof(lattice_optim_params));
+    const size_t mid_size = sizeof(struct optim_0_2) + 4;
+    memcpy(mid, &mid_size, sizeof(mid_size));
+    ck_assert_int_eq(lattice_optim_set_params(o, (const lattice_optim_params *)(void *)mid),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(o), "neither"));
+    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)mid),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    free(mid);
+    lattice_optim_destroy(o);
+    close_fixture(&f);
+}
+END_TEST
+
 /* Decay factors outside [0, 1] are refused; a step whose update overflows
  * says so and leaves the weight finite. */
 START_TEST(test_decay_and_overflow)
@@ -325,6 +383,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
+    tcase_add_test(tc, test_params_0_2_layout);
     tcase_add_test(tc, test_decay_and_overflow);
     suite_add_tcase(s, tc);
     return s;

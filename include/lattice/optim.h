@@ -31,8 +31,11 @@ typedef struct lattice_optim_params {
     size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     float lr;           /**< Peak learning rate. @since 0.1 */
     float min_lr;       /**< Floor of the cosine decay. @since 0.1 */
-    int warmup_steps;   /**< Linear warmup length (0: none). @since 0.1 */
-    int total_steps;    /**< Length of warmup plus decay. @since 0.1 */
+    int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t since 0.3, as every
+                               step count of the library (int in 0.1 and 0.2: a
+                               struct of that layout, told by its size, is still
+                               read and written). @since 0.1 */
+    int64_t total_steps;  /**< Length of warmup plus decay. int64_t since 0.3. @since 0.1 */
     float beta1;        /**< First-moment decay. @since 0.1 */
     float beta2;        /**< Second-moment decay. @since 0.1 */
     float eps;          /**< Denominator epsilon. @since 0.1 */
