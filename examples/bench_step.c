@@ -486,7 +486,6 @@ int main(int argc, char **argv)
         }
         lattice_distill_params dpar;
         lattice_distill_params_init(&dpar);
-        dpar.n_threads = threads;
         if ((st = lattice_distill_create(&dpar, &dloss)) != LATTICE_OK) {
             rc = fail("distillation loss", st, NULL);
             goto out;
@@ -529,9 +528,9 @@ int main(int argc, char **argv)
             what = "cross-entropy";
         else if (distill) {
             lattice_distill_result res;
-            if ((st = lattice_distill_dense(dloss, lattice_model_get_logits(model), teacher_logits,
-                                            targets, NULL, (int64_t)n_tok, VOCAB,
-                                            lattice_model_get_dlogits(model), &res)) != LATTICE_OK) {
+            /* through the model: the loss runs on the backend's threads */
+            if ((st = lattice_distill_model(dloss, model, teacher_logits, VOCAB, targets, NULL,
+                                            &res)) != LATTICE_OK) {
                 rc = fail("distillation loss", st, lattice_distill_errmsg(dloss));
                 goto out;
             }

@@ -4,6 +4,7 @@
 #include "internal.h"
 #include "kernels.h"
 #include "model_impl.h"
+#include "backend_impl.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -21,8 +22,24 @@ struct lattice_distill {
     int64_t rows_len;
     double *exps; /* per thread: 3 rows of exponentials (student, teacher, student at tau 1) */
     size_t exps_len;
+    int run_threads; /* > 0 while a call through a model runs: its backend's count */
     char err[LATTICE_ERRMSG_MAX];
 };
+
+/* Threads are a backend setting: a loss computed for a model (through
+ * lattice_distill_model or the trainer) runs with the model's backend's
+ * count; the raw-pointer calls have no backend, and take n_threads (0: one). */
+static int loss_threads(const lattice_distill *d)
+{
+    if (d->run_threads > 0)
+        return d->run_threads;
+    return d->p.n_threads > 0 ? d->p.n_threads : 1;
+}
+
+void lattice__distill_set_run_threads(lattice_distill *d, int n)
+{
+    d->run_threads = n;
+}
 
 #define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
 
@@ -36,7 +53,7 @@ void lattice_distill_params_init(lattice_distill_params *p)
     p->gamma = 0.3f;
     p->tau = 1.0f;
     p->direction = LATTICE_DISTILL_KL_FORWARD;
-    p->n_threads = 1;
+    p->n_threads = 0;
 }
 
 lattice_status lattice_distill_create(const lattice_distill_params *params, lattice_distill **out)
@@ -53,12 +70,12 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
     memcpy(&p, params, params->size < sizeof(p) ? params->size : sizeof(p));
     p.size = sizeof(p);
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
-        !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 1 ||
+        !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 0 ||
         (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_distill_create: alpha %g, gamma %g, tau %g, n_threads %d, "
                              "direction %d: needs finite alpha >= 0, gamma >= 0, tau > 0, "
-                             "n_threads >= 1 and a known direction",
+                             "n_threads >= 0 and a known direction",
                              (double)p.alpha, (double)p.gamma, (double)p.tau, p.n_threads,
                              (int)p.direction);
     lattice_distill *d = calloc(1, sizeof(*d));
@@ -187,7 +204,7 @@ static lattice_status check_common(lattice_distill *d, const float *student,
 /* Per-position scratch, grown on demand (a batch shape change, not every call). */
 static lattice_status rows_for(lattice_distill *d, int64_t n, int vocab, int k)
 {
-    const size_t exps = (size_t)d->p.n_threads * 3 * (size_t)(vocab > k ? vocab : k);
+    const size_t exps = (size_t)loss_threads(d) * 3 * (size_t)(vocab > k ? vocab : k);
     if (d->exps_len < exps) {
         double *e = realloc(d->exps, sizeof(double) * exps);
         if (!e)
@@ -319,7 +336,7 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
     if (st != LATTICE_OK)
         return st;
     double *rows = d->rows;
-    const int V = j->vocab, nt = d->p.n_threads;
+    const int V = j->vocab, nt = loss_threads(d);
     const size_t per_thread = 3 * (size_t)(V > j->k ? V : j->k);
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -415,7 +432,10 @@ lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "the teacher's logits are %d wide but the student's vocab_size is %d",
                     teacher_vocab, student->p.vocab_size);
-    return lattice_distill_dense(d, student->logits, teacher, targets, mask,
-                                 (int64_t)student->batch * student->seq, student->p.vocab_size,
-                                 student->dlogits, result);
+    d->run_threads = student->be->n_threads;
+    lattice_status st = lattice_distill_dense(d, student->logits, teacher, targets, mask,
+                                              (int64_t)student->batch * student->seq,
+                                              student->p.vocab_size, student->dlogits, result);
+    d->run_threads = 0;
+    return st;
 }

@@ -45,4 +45,8 @@ struct lattice_trainer {
     char err[LATTICE_ERRMSG_MAX];
 };
 
+/* While > 0, the loss runs on n threads (a model's backend's count) instead of
+ * its n_threads (distill.c). */
+void lattice__distill_set_run_threads(lattice_distill *d, int n);
+
 #endif

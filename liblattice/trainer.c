@@ -1,4 +1,5 @@
 #include "study_impl.h"
+#include "backend_impl.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -382,10 +383,16 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics 
     if (t->teacher) {
         lattice_distill_result r;
         const int64_t n = (int64_t)b.batch * b.seq;
-        st = k ? lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
-                                      b.targets, b.mask, n, vocab, lattice_model_get_dlogits(t->model),
-                                      &r)
-               : lattice_distill_model(t->distill, t->model, zt, vocab, b.targets, b.mask, &r);
+        if (k) {
+            /* the model's backend sets the loss's threads, as lattice_distill_model does */
+            lattice__distill_set_run_threads(t->distill, t->model->be->n_threads);
+            st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
+                                      b.targets, b.mask, n, vocab,
+                                      lattice_model_get_dlogits(t->model), &r);
+            lattice__distill_set_run_threads(t->distill, 0);
+        } else {
+            st = lattice_distill_model(t->distill, t->model, zt, vocab, b.targets, b.mask, &r);
+        }
         m.loss = r.loss;
         m.kl = r.kl;
         m.ce = r.ce;

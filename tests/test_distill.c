@@ -242,6 +242,56 @@ END_TEST
 /* Rows as wide as a real vocabulary (full 8-lane chunks and a tail), with
  * logits far apart (exponentials down to the cut-off to 0), against libm in
  * double: the loss to 1e-12, the gradient to float rounding. */
+/* Threads are the backend's: n_threads defaults to 0 (one thread in the raw
+ * calls), negative counts are refused, and a loss computed through the model
+ * (on its 2-thread backend) equals the single-threaded raw call bit for bit. */
+START_TEST(test_threads_follow_backend)
+{
+    lattice_distill_params p;
+    lattice_distill_params_init(&p);
+    ck_assert_int_eq(p.n_threads, 0);
+    lattice_distill *d;
+    p.n_threads = -1;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "n_threads"));
+    p.n_threads = 0;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_OK);
+
+    lattice_model_params mp;
+    tu_tiny_params(&mp);
+    lattice_backend *be = tu_backend("ref", 2);
+    lattice_norm *norm;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f,
+                                         &norm), LATTICE_OK);
+    lattice_model *m;
+    ck_assert_int_eq(lattice_model_create(&mp, norm, be, &m), LATTICE_OK);
+    const int n = mp.max_batch * mp.max_seq, vocab = mp.vocab_size;
+    int32_t tokens[64], targets[64];
+    float teacher[64 * 16], dl_raw[64 * 16];
+    ck_assert_int_le(n, 64);
+    ck_assert_int_le(vocab, 16);
+    tu_rng r = {11};
+    for (int i = 0; i < n; i++) {
+        tokens[i] = (int32_t)(i * 7 % vocab);
+        targets[i] = (int32_t)((i * 5 + 3) % vocab);
+    }
+    tu_fill(teacher, (long)n * vocab, 2.0, &r);
+    ck_assert_int_eq(lattice_model_forward(m, tokens, mp.max_batch, mp.max_seq), LATTICE_OK);
+    lattice_distill_result raw, through;
+    ck_assert_int_eq(lattice_distill_dense(d, lattice_model_get_logits(m), teacher, targets, NULL, n,
+                                           vocab, dl_raw, &raw), LATTICE_OK);
+    ck_assert_int_eq(lattice_distill_model(d, m, teacher, vocab, targets, NULL, &through),
+                     LATTICE_OK);
+    ck_assert(raw.loss == through.loss && raw.kl == through.kl && raw.ce == through.ce);
+    ck_assert_int_eq(memcmp(dl_raw, lattice_model_get_dlogits(m), sizeof(float) * (size_t)n * vocab),
+                     0);
+    lattice_model_destroy(m);
+    lattice_norm_destroy(norm);
+    lattice_backend_destroy(be);
+    lattice_distill_destroy(d);
+}
+END_TEST
+
 START_TEST(test_wide_rows_against_libm)
 {
     enum { WN = 3, WV = 301 };
@@ -301,6 +351,7 @@ int main(void)
     tcase_add_loop_test(tc, test_wide_rows_against_libm, 0, 4);
     tcase_add_test(tc, test_identities);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_threads_follow_backend);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -754,7 +754,6 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     dp.alpha = (float)p->alpha;
     dp.gamma = (float)p->gamma;
     dp.tau = (float)p->tau;
-    dp.n_threads = p->threads;
     lattice_distill *loss;
     check(lattice_distill_create(&dp, &loss), "loss", NULL);
     lattice_data *d = open_data(p, 200 + (uint64_t)seed);

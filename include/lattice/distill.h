@@ -45,7 +45,14 @@ typedef struct lattice_distill_params {
     float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
     float tau;                      /**< Temperature (1). @since 0.1 */
     lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. @since 0.1 */
-    int n_threads;                  /**< Threads over positions (1). @since 0.1 */
+    int n_threads;                  /**< Threads over positions in the raw-pointer calls
+                                         (::lattice_distill_dense, ::lattice_distill_topk
+                                         called directly); 0 (the default since 0.3) is
+                                         one. A loss computed for a model
+                                         (::lattice_distill_model, the trainer) runs with
+                                         the thread count of the model's backend
+                                         (::lattice_backend_set_threads), whatever this
+                                         says: threads are a backend setting. @since 0.1 */
 } lattice_distill_params;
 
 /** The loss of one batch and its parts, each a mean over counted positions. @since 0.1 */
