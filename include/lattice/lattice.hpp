@@ -298,6 +298,31 @@ public:
     }
     void backward() { check(lattice_model_backward(get())); }
 
+    /** A forward for inference: keeps nothing for backward (which then refuses). */
+    void forward_inference(span<const int32_t> tokens, int batch, int seq)
+    {
+        if (batch < 0 || seq < 0 || tokens.size() < static_cast<std::size_t>(batch) * seq)
+            throw error(LATTICE_ERR_INVALID_ARGUMENT,
+                        "forward_inference: fewer tokens than batch * seq");
+        check(lattice_model_forward_inference(get(), tokens.data(), batch, seq));
+        batch_ = batch;
+        seq_ = seq;
+    }
+    /** Mean cross-entropy of the last forward, in double, without a gradient. */
+    double loss(span<const int32_t> targets, span<const uint8_t> mask = span<const uint8_t>(),
+                int64_t *n_counted = nullptr)
+    {
+        const std::size_t n = positions();
+        if (targets.size() < n || (!mask.empty() && mask.size() < n))
+            throw error(LATTICE_ERR_INVALID_ARGUMENT, "loss: fewer targets than positions");
+        double ce = 0.0;
+        check(lattice_model_loss(get(), targets.data(), mask.empty() ? nullptr : mask.data(), &ce,
+                                 n_counted));
+        return ce;
+    }
+    /** Validation cross-entropy over batches 0 .. max_batches - 1 of the data's validation split. */
+    double evaluate(class data &d, int64_t max_batches);
+
     /** [batch, seq, vocab] of the last forward made through this wrapper. */
     span<const float> logits() const
     {
@@ -448,6 +473,14 @@ public:
     }
 };
 
+inline double model::evaluate(class data &d, int64_t max_batches)
+{
+    double ce = 0.0;
+    check(lattice_model_evaluate(get(), d.get(), max_batches, &ce));
+    batch_ = 0; /* its activations are the last batch's, of a shape this wrapper did not see */
+    seq_ = 0;
+    return ce;
+}
 /** Phases of training: depth, frozen layers, lengths. */
 class schedule : public handle<lattice_schedule> {
 public:

@@ -120,6 +120,36 @@ int main()
                    "the trainer's errmsg travels");
         }
 
+        // Inference and evaluation without a trainer.
+        model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+        const float train_ce = model.cross_entropy(all.subspan(1, static_cast<std::size_t>(seq)));
+        model.forward_inference(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+        int64_t counted = 0;
+        const double infer_ce = model.loss(all.subspan(1, static_cast<std::size_t>(seq)),
+                                           lattice::span<const uint8_t>(), &counted);
+        expect(counted == seq && std::fabs(infer_ce - train_ce) < 1e-4 * (1.0 + train_ce),
+               "forward_inference + loss match forward + cross_entropy");
+        try {
+            model.backward();
+            expect(false, "backward after an inference forward throws");
+        } catch (const lattice::error &e) {
+            expect(e.status() == LATTICE_ERR_STATE, "backward after inference: STATE");
+        }
+        {
+            // two documents, the second one validation (boundary id 256)
+            std::vector<int32_t> docs(ids);
+            docs.push_back(256);
+            docs.insert(docs.end(), ids.begin(), ids.end());
+            lattice_data_params vp;
+            lattice_data_params_init(&vp);
+            vp.batch_size = 1;
+            vp.seq_len = seq;
+            vp.val_fraction = 0.5;
+            lattice::data held = lattice::data::from_memory(docs, vp);
+            const double val_ce = model.evaluate(held, 1);
+            expect(std::isfinite(val_ce) && val_ce > 0.0, "evaluate gives a validation loss");
+        }
+
         // A deliberate error on an object: a sequence beyond the model's max_seq.
         std::vector<int32_t> longer(static_cast<std::size_t>(seq) + 8, 1);
         try {
