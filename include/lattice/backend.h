@@ -141,6 +141,8 @@ LATTICE_API void lattice_backend_destroy(lattice_backend *backend);
 
 /**
  * @brief The backend's name ("ref", "blis", or the custom label).
+ *
+ * Named `lattice_backend_name` before 0.3; the old name is deprecated.
  * @param backend The backend; NULL gives "".
  * @return A string valid while the backend lives.
  * @since 0.1
@@ -158,6 +160,8 @@ LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend,
 
 /**
  * @brief The thread count.
+ *
+ * Named `lattice_backend_threads` before 0.3; the old name is deprecated.
  * @param backend The backend; NULL gives 0.
  * @return The number of threads.
  * @since 0.1

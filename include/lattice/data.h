@@ -79,7 +79,7 @@ typedef struct lattice_data_params {
                                  lost to truncation. Needs boundary_id >= 0. @since 0.1 */
 } lattice_data_params;
 
-/** Which split. Append-only. @since 0.1 */
+/** Which split. Append-only. (Named `lattice_split` before 0.3.) @since 0.1 */
 typedef enum lattice_data_split {
     LATTICE_DATA_SPLIT_TRAIN = 0, /**< Training documents. @since 0.1 */
     LATTICE_DATA_SPLIT_VAL = 1    /**< Validation documents. @since 0.1 */
@@ -87,6 +87,8 @@ typedef enum lattice_data_split {
 
 /**
  * @brief One batch, owned by the data object and valid until its next batch call.
+ *
+ * Named `lattice_batch` before 0.3; the old name is deprecated.
  * @since 0.1
  */
 typedef struct lattice_data_batch {
@@ -193,6 +195,8 @@ LATTICE_API lattice_status lattice_data_get_params(const lattice_data *data, lat
 
 /**
  * @brief Number of documents in a split.
+ *
+ * Named `lattice_data_n_documents` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @param split The split.
  * @return The count.
@@ -202,6 +206,8 @@ LATTICE_API int64_t lattice_data_get_n_documents(const lattice_data *data, latti
 
 /**
  * @brief Number of tokens in a split (boundary tokens included).
+ *
+ * Named `lattice_data_n_tokens` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @param split The split.
  * @return The count.
@@ -220,6 +226,8 @@ LATTICE_API lattice_status lattice_data_next(lattice_data *data, lattice_data_ba
 
 /**
  * @brief Number of batches that cover the validation split once.
+ *
+ * Named `lattice_data_n_val_batches` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @return The count (0 without validation documents).
  * @since 0.1
@@ -228,6 +236,8 @@ LATTICE_API int64_t lattice_data_get_n_val_batches(const lattice_data *data);
 
 /**
  * @brief One batch of the fixed validation set (documents in file order).
+ *
+ * Named `lattice_data_val_batch` before 0.3; the old name is deprecated.
  * @param data The data object.
  * @param index 0 .. n_val_batches - 1.
  * @param[out] batch The batch, valid until the next batch call on this object.

@@ -32,7 +32,7 @@ extern "C" {
  * @{
  */
 
-/** Summary of per-token RMS values over a set of tokens. @since 0.1 */
+/** Summary of per-token RMS values over a set of tokens. (Named `lattice_rms_stats` before 0.3.) @since 0.1 */
 typedef struct lattice_diag_rms_stats {
     int64_t count;   /**< Tokens summarised. @since 0.1 */
     double mean;     /**< Mean RMS. @since 0.1 */
@@ -41,7 +41,7 @@ typedef struct lattice_diag_rms_stats {
     double max;      /**< Largest RMS. @since 0.1 */
 } lattice_diag_rms_stats;
 
-/** What removing a block does. @since 0.1 */
+/** What removing a block does. (Named `lattice_removal` before 0.3.) @since 0.1 */
 typedef struct lattice_diag_removal {
     double ce_full;    /**< Cross-entropy of the full model. @since 0.1 */
     double ce_removed; /**< Cross-entropy with the block skipped. @since 0.1 */
@@ -49,7 +49,7 @@ typedef struct lattice_diag_removal {
     double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. @since 0.1 */
 } lattice_diag_removal;
 
-/** The loss response to an append. @since 0.1 */
+/** The loss response to an append. (Named `lattice_response` before 0.3.) @since 0.1 */
 typedef struct lattice_diag_response {
     double baseline;       /**< Mean loss over the window steps before the append. @since 0.1 */
     double jump;           /**< Loss at the first step after the append minus the baseline. @since 0.1 */

@@ -32,7 +32,7 @@ extern "C" {
  * @{
  */
 
-/** Direction of the KL term. Append-only. @since 0.1 */
+/** Direction of the KL term. Append-only. (Named `lattice_kl_direction` before 0.3.) @since 0.1 */
 typedef enum lattice_distill_kl_direction {
     LATTICE_DISTILL_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. @since 0.1 */
     LATTICE_DISTILL_KL_REVERSE = 1  /**< KL(student || teacher). @since 0.1 */

@@ -61,7 +61,7 @@ typedef struct lattice_model_params {
     float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). @since 0.1 */
 } lattice_model_params;
 
-/** Parameter groups, each with its own trainable flag. Append-only. @since 0.1 */
+/** Parameter groups, each with its own trainable flag. Append-only. (Named `lattice_group` before 0.3.) @since 0.1 */
 typedef enum lattice_model_group {
     LATTICE_MODEL_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
     LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
@@ -71,6 +71,8 @@ typedef enum lattice_model_group {
 
 /**
  * @brief One parameter tensor as seen through ::lattice_model_get_tensor.
+ *
+ * Named `lattice_tensor_info` before 0.3; the old name is deprecated.
  * @since 0.1
  */
 typedef struct lattice_model_tensor_info {
@@ -171,6 +173,8 @@ LATTICE_API lattice_status lattice_model_get_params(const lattice_model *model,
 
 /**
  * @brief The model's normalization placement.
+ *
+ * Named `lattice_model_placement` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives ::LATTICE_NORM_PLACEMENT_PRE.
  * @return The placement.
  * @since 0.1
@@ -196,6 +200,8 @@ LATTICE_API lattice_status lattice_model_set_active_layers(lattice_model *model,
 
 /**
  * @brief The number of active layers.
+ *
+ * Named `lattice_model_active_layers` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
  * @since 0.1
@@ -289,6 +295,8 @@ LATTICE_API lattice_status lattice_model_forward(lattice_model *model, const int
 
 /**
  * @brief Logits of the last forward, [batch, seq, vocab_size] row-major.
+ *
+ * Named `lattice_model_logits` before 0.3; the old name is deprecated.
  * @param model The model.
  * @return The logits, or NULL when no forward has run.
  * @since 0.1
@@ -299,6 +307,8 @@ LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
  * @brief The gradient of the loss with respect to the logits, [batch, seq, vocab_size].
  *
  * A loss writes it; ::lattice_model_backward reads it.
+ *
+ * Named `lattice_model_dlogits` before 0.3; the old name is deprecated.
  * @param model The model.
  * @return The buffer, or NULL when no forward has run.
  * @since 0.1
@@ -338,6 +348,8 @@ LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
  * Boundary 0 is the input of layer 0 (after the entry norm under post-norm);
  * boundary i is the output of layer i - 1; boundary n_active is the output of
  * the last active layer (before any final norm).
+ *
+ * Named `lattice_model_hidden` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param boundary 0 .. n_active.
  * @param[out] out The hidden state, valid until the next forward.
@@ -349,6 +361,8 @@ LATTICE_API lattice_status lattice_model_get_hidden(const lattice_model *model, 
 
 /**
  * @brief Number of parameter tensors (over the whole capacity).
+ *
+ * Named `lattice_model_n_tensors` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
  * @since 0.1
@@ -357,6 +371,8 @@ LATTICE_API int lattice_model_get_n_tensors(const lattice_model *model);
 
 /**
  * @brief Describe one parameter tensor.
+ *
+ * Named `lattice_model_tensor` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param index 0 .. n_tensors - 1.
  * @param[out] out The description.
@@ -379,6 +395,8 @@ LATTICE_API lattice_status lattice_model_find_tensor(const lattice_model *model,
 
 /**
  * @brief Number of parameters over the whole capacity (tied weights counted once).
+ *
+ * Named `lattice_model_n_params` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
  * @since 0.1
@@ -391,6 +409,8 @@ LATTICE_API int64_t lattice_model_get_n_params(const lattice_model *model);
  * Counts 2 * m * n * k for every GEMM the model runs (attention scores over
  * the full seq x seq square, as computed); backward includes the weight
  * gradients of trainable groups and the input gradients it propagates.
+ *
+ * Named `lattice_model_flops` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param batch Batch size.
  * @param seq Sequence length.
@@ -402,6 +422,8 @@ LATTICE_API double lattice_model_get_flops(const lattice_model *model, int batch
 
 /**
  * @brief Bytes held by the model's arenas (parameters, gradients, activations, scratch).
+ *
+ * Named `lattice_model_arena_bytes` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The size.
  * @since 0.1

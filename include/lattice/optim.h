@@ -128,6 +128,8 @@ LATTICE_API lattice_status lattice_optim_reset(lattice_optim *optim);
 
 /**
  * @brief The learning rate the next step will use.
+ *
+ * Named `lattice_optim_lr` before 0.3; the old name is deprecated.
  * @param optim The optimizer; NULL gives 0.
  * @return The rate.
  * @since 0.1
@@ -136,6 +138,8 @@ LATTICE_API float lattice_optim_get_lr(const lattice_optim *optim);
 
 /**
  * @brief Steps taken since creation or the last reset.
+ *
+ * Named `lattice_optim_steps` before 0.3; the old name is deprecated.
  * @param optim The optimizer; NULL gives 0.
  * @return The count.
  * @since 0.1

@@ -52,7 +52,7 @@ extern "C" {
  * @{
  */
 
-/** How layers switched on at a phase start are initialised. Append-only. @since 0.1 */
+/** How layers switched on at a phase start are initialised. Append-only. (Named `lattice_block_init` before 0.3.) @since 0.1 */
 typedef enum lattice_schedule_block_init {
     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). @since 0.1 */
     LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). @since 0.1 */
@@ -67,6 +67,8 @@ typedef enum lattice_schedule_block_init {
  * older header) gets that field's default: size = offsetof(lattice_schedule_phase,
  * rewind_data) is a 0.1 phase, which continues the data and trains the
  * boundary.
+ *
+ * Named `lattice_phase` before 0.3; the old name is deprecated.
  * @since 0.1
  */
 typedef struct lattice_schedule_phase {
@@ -96,7 +98,7 @@ typedef enum lattice_schedule_preset {
     LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. @since 0.1 */
 } lattice_schedule_preset;
 
-/** Counters of a run. @since 0.1 */
+/** Counters of a run. (Named `lattice_counters` before 0.3.) @since 0.1 */
 typedef struct lattice_schedule_counters {
     int64_t steps;               /**< Steps taken. @since 0.1 */
     int64_t tokens;              /**< Positions processed, padding included. @since 0.1 */
@@ -111,6 +113,8 @@ typedef struct lattice_schedule lattice_schedule;
 /**
  * @brief Fill a phase with defaults: 1000 steps, 1 active layer, all train (head and
  *        boundary norm too), reset on, data continues.
+ *
+ * Named `lattice_phase_init` before 0.3; the old name is deprecated.
  * @param[out] phase The struct; NULL is ignored.
  * @since 0.1
  */
@@ -167,6 +171,8 @@ LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule
 
 /**
  * @brief Number of phases.
+ *
+ * Named `lattice_schedule_n_phases` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The count.
  * @since 0.1
@@ -175,6 +181,8 @@ LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
 
 /**
  * @brief One phase.
+ *
+ * Named `lattice_schedule_phase` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param index 0 .. n_phases - 1.
  * @param[in,out] phase The phase. Set phase->size first (::lattice_schedule_phase_init
@@ -202,6 +210,8 @@ LATTICE_API lattice_status lattice_schedule_set_rewind_data(lattice_schedule *sc
 
 /**
  * @brief The largest active depth over the phases.
+ *
+ * Named `lattice_schedule_max_layers` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The depth.
  * @since 0.1
@@ -210,6 +220,8 @@ LATTICE_API int lattice_schedule_get_max_layers(const lattice_schedule *schedule
 
 /**
  * @brief Total steps when every phase has a step budget, else -1.
+ *
+ * Named `lattice_schedule_total_steps` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The total.
  * @since 0.1
@@ -218,6 +230,8 @@ LATTICE_API int64_t lattice_schedule_get_total_steps(const lattice_schedule *sch
 
 /**
  * @brief The current phase and the step within it.
+ *
+ * Named `lattice_schedule_position` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param[out] phase Current phase index (n_phases once finished).
  * @param[out] step_in_phase Steps taken in it; may be NULL.
@@ -229,6 +243,8 @@ LATTICE_API lattice_status lattice_schedule_get_position(const lattice_schedule 
 
 /**
  * @brief Whether every phase is complete.
+ *
+ * Named `lattice_schedule_finished` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 1.
  * @return 1 or 0.
  * @since 0.1
@@ -251,6 +267,8 @@ LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, i
 
 /**
  * @brief The counters.
+ *
+ * Named `lattice_schedule_counters` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param[out] out The counters.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.

@@ -75,6 +75,8 @@ LATTICE_API const char *lattice_teacher_errmsg(const lattice_teacher *teacher);
 
 /**
  * @brief The teacher's vocabulary size.
+ *
+ * Named `lattice_teacher_vocab_size` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @return The size.
  * @since 0.1
@@ -98,6 +100,8 @@ LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, cons
 
 /**
  * @brief FLOPs of one teacher forward over a batch (0 for callbacks: unknown).
+ *
+ * Named `lattice_teacher_flops` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @param batch Rows.
  * @param seq Positions.
@@ -147,6 +151,8 @@ LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice
 /**
  * @brief Whether the teacher gives top-k logits only (a top-k file); such a
  *        teacher answers ::lattice_teacher_topk, not ::lattice_teacher_logits.
+ *
+ * Named `lattice_teacher_topk_k` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @return k, or 0 for a dense teacher.
  * @since 0.1

@@ -47,7 +47,7 @@ extern "C" {
  * @{
  */
 
-/** What one step (and, when measured, validation) gave. @since 0.1 */
+/** What one step (and, when measured, validation) gave. (Named `lattice_metrics` before 0.3.) @since 0.1 */
 typedef struct lattice_trainer_metrics {
     size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_trainer_metrics), then by the library to the bytes written; in a callback, the library's sizeof. @since 0.1 */
     int64_t step;                /**< Steps taken, this one included. @since 0.1 */
@@ -69,6 +69,8 @@ typedef struct lattice_trainer_metrics {
  * the struct it passes: its size says which fields exist (the library's
  * sizeof(lattice_trainer_metrics)); a caller compiled against an older header reads
  * only the fields it knows, one compiled against a newer header must check
+ *
+ * Named `lattice_metrics_fn` before 0.3; the old name is deprecated.
  * size before reading a field appended later. @since 0.1
  */
 typedef int (*lattice_trainer_metrics_fn)(void *user, const lattice_trainer_metrics *metrics);
