@@ -1828,22 +1828,24 @@ static void await(MPI_Request *rq)
     }
 }
 
-/* Rank 0 to every other rank: go on (with the teacher's checksum), or end with this status. */
-static void open_gate(int code, uint64_t teacher_sum)
+/* Rank 0 to every other rank: go on, or end with this status. With "go" come
+ * the checksums of rank 0's setup and teacher file, which each rank checks
+ * against its own. */
+static void open_gate(int code, uint64_t setup_sum, uint64_t teacher_sum)
 {
-    int64_t msg[2] = {code, (int64_t)teacher_sum};
+    int64_t msg[3] = {code, (int64_t)setup_sum, (int64_t)teacher_sum};
     for (int r = 1; r < n_ranks; r++)
-        MPI_Send(msg, 2, MPI_INT64_T, r, TAG_GATE, MPI_COMM_WORLD);
+        MPI_Send(msg, 3, MPI_INT64_T, r, TAG_GATE, MPI_COMM_WORLD);
 }
 
-static int await_gate(uint64_t *teacher_sum)
+static int await_gate(uint64_t *setup_sum, uint64_t *teacher_sum)
 {
-    int64_t msg[2];
+    int64_t msg[3];
     MPI_Request rq;
-    MPI_Irecv(msg, 2, MPI_INT64_T, 0, TAG_GATE, MPI_COMM_WORLD, &rq);
+    MPI_Irecv(msg, 3, MPI_INT64_T, 0, TAG_GATE, MPI_COMM_WORLD, &rq);
     await(&rq);
-    if (teacher_sum)
-        *teacher_sum = (uint64_t)msg[1];
+    *setup_sum = (uint64_t)msg[1];
+    *teacher_sum = (uint64_t)msg[2];
     return (int)msg[0];
 }
 
@@ -2010,22 +2012,50 @@ static void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *
 }
 #endif
 
-/* FNV-1a of a file's bytes: the ranks check that they load rank 0's teacher. */
-static int file_checksum(const char *path, uint64_t *sum)
+/* FNV-1a checksums: the ranks check that they run rank 0's study. */
+#define FNV_START 1469598103934665603ULL
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+static int fnv_file(const char *path, uint64_t *h)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         return -1;
-    uint64_t h = 1469598103934665603ULL;
     unsigned char buf[1 << 16];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < n; i++)
-            h = (h ^ buf[i]) * 1099511628211ULL;
-    int bad = ferror(f);
+        *h = fnv(*h, buf, n);
+    const int bad = ferror(f);
     fclose(f);
-    *sum = h;
+    if (bad)
+        errno = EIO;
     return bad ? -1 : 0;
+}
+
+/* What a run's numbers depend on besides its seed: the preset, the options
+ * that change it, and the corpus. Ranks on other machines read their own
+ * copies; a difference would silently change their runs. */
+static uint64_t setup_checksum(const preset *p)
+{
+    const char *js = json_object_to_json_string_ext(p->json, JSON_C_TO_STRING_PLAIN);
+    uint64_t h = fnv(FNV_START, js, strlen(js));
+    const int v[2] = {p->threads, p->seeds};
+    h = fnv(h, v, sizeof v);
+    for (int a = 0; a < p->n_arms; a++)
+        h = fnv(h, p->arms[a].name, strlen(p->arms[a].name) + 1);
+    if (fnv_file(p->train, &h) != 0)
+        die("cannot read the training text %s: %s", p->train, strerror(errno));
+    if (fnv_file(p->val, &h) != 0)
+        die("cannot read the validation text %s: %s", p->val, strerror(errno));
+    return h;
 }
 
 /* The other ranks' teacher: the one rank 0 left in the output folder. */
@@ -2034,8 +2064,8 @@ static lattice_model *load_teacher(const preset *p, lattice_backend *be, const c
 {
     char path[2048], err[LATTICE_ERRMSG_SIZE];
     snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
-    uint64_t sum;
-    if (file_checksum(path, &sum) != 0)
+    uint64_t sum = FNV_START;
+    if (fnv_file(path, &sum) != 0)
         die("cannot read %s, the teacher rank 0 wrote (%s); with ranks on several machines the "
             "output folder must be on a file system they share, at the same path",
             path, strerror(errno));
@@ -2085,7 +2115,7 @@ static int finish(int status)
 #ifdef LATTICE_HAVE_MPI
     if (mpi_on) {
         if (rank == 0)
-            open_gate(status, 0);
+            open_gate(status, 0, 0);
         MPI_Finalize();
     }
 #endif
@@ -2125,10 +2155,10 @@ int main(int argc, char **argv)
     /* The other ranks wait while rank 0 checks the options and the preset and
      * trains the teacher: a flag that stops there (--check, --estimate,
      * --teacher-only, a usage error) stops them too, quietly. */
-    uint64_t teacher_sum = 0;
+    uint64_t setup_sum = 0, teacher_sum = 0;
 #ifdef LATTICE_HAVE_MPI
     if (rank > 0) {
-        const int gate = await_gate(&teacher_sum);
+        const int gate = await_gate(&setup_sum, &teacher_sum);
         if (gate != GATE_GO)
             return finish(gate);
     }
@@ -2234,12 +2264,17 @@ int main(int argc, char **argv)
         }
 #ifdef LATTICE_HAVE_MPI
         if (n_ranks > 1) {
-            if (file_checksum(tpath, &teacher_sum) != 0)
+            teacher_sum = FNV_START;
+            if (fnv_file(tpath, &teacher_sum) != 0)
                 die("cannot read back %s: %s", tpath, strerror(errno));
-            open_gate(GATE_GO, teacher_sum);
+            open_gate(GATE_GO, setup_checksum(&p), teacher_sum);
         }
 #endif
     } else {
+        if (setup_checksum(&p) != setup_sum)
+            die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
+                "rank must run the same study",
+                preset_path, p.train, p.val);
         teacher = load_teacher(&p, be, dir, teacher_sum);
     }
     double teacher_s = ex_now() - t0;
