@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdarg.h>
@@ -22,6 +23,9 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#ifdef LATTICE_HAVE_MPI
+#include <mpi.h>
+#endif
 
 #define PROG "reproduce"
 
@@ -96,14 +100,42 @@ static const char *const schedule_names[] = {"joint", "grow", "freeze", "single"
 static const char *const placement_names[] = {"pre", "post", "peri"};
 static const char *const block_init_names[] = {"random", "identity", "copy"};
 
-static void die(const char *fmt, ...)
+/* This process's place in an MPI job: rank 0 of 1 when started without a
+ * launcher (or built without MPI). */
+static int rank = 0, n_ranks = 1;
+/* The name messages start with: the program's, and its rank when there are several. */
+static char who[48] = PROG;
+#ifdef LATTICE_HAVE_MPI
+static int mpi_on; /* MPI_Init was called */
+#endif
+
+/* A message on stderr, prefixed with who. */
+__attribute__((format(printf, 1, 2))) static void say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, PROG ": ");
+    fprintf(stderr, "%s: ", who);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* The message, then the end of the whole job: with several ranks MPI_Abort,
+ * so that no rank waits for one that has gone. */
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", who);
     vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
     va_end(ap);
+    fflush(stderr);
+#ifdef LATTICE_HAVE_MPI
+    if (mpi_on && n_ranks > 1)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (mpi_on)
+        MPI_Finalize();
+#endif
     exit(1);
 }
 
@@ -461,7 +493,18 @@ typedef struct progress {
     const int32_t *diag_tokens;
     const uint8_t *diag_mask;
     int diag_batch, diag_seq;
+    /* rank 0 of several: hands out runs and takes in results between its own steps */
+    struct dispatch *dispatch;
 } progress;
+
+#ifdef LATTICE_HAVE_MPI
+static void serve_ranks(struct dispatch *d, int until_done);
+#endif
+/* LATTICE_REPRODUCE_FAIL_RANK=R (a test hook, honoured only with several
+ * ranks): rank R fails at the second training step of its first run (or, when
+ * it gets no run at all, when it is told so), so that the tests can watch one
+ * rank's error end the whole job. */
+static int fail_here;
 
 /* Per-token RMS statistics after every active layer on the fixed batch:
  * out[(boundary * 3) + class], classes regular, document boundary, all. */
@@ -487,6 +530,13 @@ static int on_step(void *user, const lattice_trainer_metrics *m)
         }
         r->losses[r->n_steps++] = m->loss;
     }
+    if (fail_here && m->step >= 2)
+        die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_RANK=%d, a "
+            "test hook)", (long long)m->step, pr->arm, pr->seed, rank);
+#ifdef LATTICE_HAVE_MPI
+    if (pr->dispatch)
+        serve_ranks(pr->dispatch, 0);
+#endif
     if (m->phase_end && r->n_appends < 8 && m->step < pr->run_steps)
         r->append_steps[r->n_appends++] = m->step; /* index of the next phase's first step */
     pr->nonpad_tokens += (double)m->counters.nonpad_tokens;
@@ -628,11 +678,11 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
     if (same) {
         char err[LATTICE_ERRMSG_SIZE];
         if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) == LATTICE_OK) {
-            fprintf(stderr, PROG ": teacher: reusing %s\n", path);
+            say("teacher: reusing %s\n", path);
             json_object_put(want);
             return t;
         }
-        fprintf(stderr, PROG ": teacher: cached file unusable (%s); training again\n", err);
+        say("teacher: cached file unusable (%s); training again\n", err);
     }
     t = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
     lattice_data *d = open_data(p, 1000);
@@ -663,8 +713,8 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
     if (pr.tty)
         fputc('\n', stderr);
     check(st, "teacher training", lattice_trainer_errmsg(tr));
-    fprintf(stderr, PROG ": teacher: %d layers, %d steps, val CE %.4f (%.0fs)\n", p->t_layers,
-            p->t_steps, r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, ex_now() - pr.start);
+    say("teacher: %d layers, %d steps, val CE %.4f (%.0fs)\n", p->t_layers, p->t_steps,
+        r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, ex_now() - pr.start);
     check(lattice_model_save(t, path), "saving the teacher", lattice_model_errmsg(t));
     FILE *f = fopen(meta, "w");
     if (!f || fputs(want_s, f) < 0 || fclose(f) != 0)
@@ -709,17 +759,18 @@ static void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
         if (k > 0 && g->ratio[k] > g->max_ratio)
             g->max_ratio = g->ratio[k];
     }
-    fprintf(stderr, PROG ": teacher go/no-go: boundary-token / regular RMS by layer:");
+    say("teacher go/no-go: boundary-token / regular RMS by layer:");
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.2f", g->ratio[k]);
-    fprintf(stderr, "\n" PROG ": teacher kurtosis of per-token RMS by layer:");
+    fputc('\n', stderr);
+    say("teacher kurtosis of per-token RMS by layer:");
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.1f", g->kurt[k]);
-    fprintf(stderr, "\n" PROG ": teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm "
-                    "streams reach 37x)\n",
-            g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
-                              : "NO-GO, no massive boundary activations",
-            g->max_ratio);
+    fputc('\n', stderr);
+    say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach 37x)\n",
+        g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
+                          : "NO-GO, no massive boundary activations",
+        g->max_ratio);
     lattice_diag_destroy(dg);
     lattice_data_destroy(d);
 }
@@ -1486,7 +1537,7 @@ static void write_bands(const char *path, const study *s)
 static void plot(const char *dir, const study *s)
 {
     if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
-        fprintf(stderr, PROG ": gnuplot not found: curves are in curves.csv only\n");
+        say("gnuplot not found: curves are in curves.csv only\n");
         return;
     }
     char gp[2048];
@@ -1532,7 +1583,7 @@ static void plot(const char *dir, const study *s)
     char cmd[4200];
     snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
     if (system(cmd) != 0)
-        fprintf(stderr, PROG ": gnuplot failed; curves are in curves.csv\n");
+        say("gnuplot failed; curves are in curves.csv\n");
 }
 
 /* ---- size and time before running ---------------------------------------------------- */
@@ -1580,12 +1631,11 @@ static int fits_here(const preset *p)
     for (int a = 0; a < p->n_arms && grow < 0; a++)
         if (p->arms[a].schedule == LATTICE_SCHEDULE_PRESET_GROW)
             grow = a;
-    fprintf(stderr, PROG ": student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student "
-                    "arenas + AdamW moments + teacher); one student step %.3g FLOP; %s %.3g FLOP; "
-                    "this machine has %.1f GiB\n",
-            params / 1e6, tparams / 1e6, need / (1 << 30), step,
-            grow >= 0 ? "the grow arm" : "the first arm",
-            step * arm_cost(p, &p->arms[grow >= 0 ? grow : 0]), have / (1 << 30));
+    say("student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student arenas + AdamW "
+        "moments + teacher); one student step %.3g FLOP; %s %.3g FLOP; this machine has %.1f GiB\n",
+        params / 1e6, tparams / 1e6, need / (1 << 30), step,
+        grow >= 0 ? "the grow arm" : "the first arm",
+        step * arm_cost(p, &p->arms[grow >= 0 ? grow : 0]), have / (1 << 30));
     return need < 0.8 * have;
 }
 
@@ -1635,8 +1685,8 @@ static double estimate_wall(const preset *p, lattice_backend *be, int teacher_ca
     total += evals_per_run * p->seeds * step / 3;
     char e[32];
     ex_format_duration(e, sizeof e, total);
-    fprintf(stderr, PROG ": estimated wall time %s (a full-depth step takes %.0f ms here%s)\n", e,
-            step * 1e3, teacher_cached ? "; the teacher is cached" : "");
+    say("estimated wall time %s (a full-depth step takes %.0f ms here%s)\n", e, step * 1e3,
+        teacher_cached ? "; the teacher is cached" : "");
     return total;
 }
 
@@ -1687,6 +1737,390 @@ static void print_preset(const preset *p)
     }
 }
 
+/* ---- runs, and the study over the ranks of an MPI job -------------------------------- */
+
+/* Job j is seed j / n_arms of arm j % n_arms: numbered the way a single
+ * process runs them, seeds outermost. */
+
+/* One arm x seed run, and the line that says it is done. */
+static run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher, int job,
+                           int run_index, progress *pr)
+{
+    const int a = job % p->n_arms, i = job / p->n_arms;
+    run_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        die("out of memory");
+    pr->arm = p->arms[a].name;
+    pr->seed = i + 1;
+    pr->run_index = run_index;
+    run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r);
+    pr->steps_done_before += r->n_steps;
+    if (!pr->tty) {
+        if (n_ranks > 1)
+            fprintf(stderr, "%s: ", who);
+        fprintf(stderr, "[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n", run_index,
+                pr->n_runs, p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
+    }
+    return r;
+}
+
+static void free_run(run_result *r)
+{
+    if (!r)
+        return;
+    free(r->losses);
+    free(r->step_phase);
+    free(r->step_active);
+    free(r->step_alt);
+    free(r);
+}
+
+/* Whether a launcher (mpirun, mpiexec, srun) started this process: only then
+ * is MPI initialised, so that a plain start is exactly a single process, with
+ * no MPI runtime at all. */
+static int launched_by_mpi(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+#ifdef LATTICE_HAVE_MPI
+/* With several ranks, rank 0 does everything a single process does before
+ * the students (the estimate, the teacher and its go/no-go) while the others
+ * wait. It then releases them (a gate message carrying the teacher file's
+ * checksum; they load the teacher from the output folder) and hands out the
+ * arm x seed runs one at a time, longest arm first, to whichever rank asks;
+ * it runs runs of its own in between and answers between its training steps,
+ * so no rank idles while runs remain. Results come back as the bytes of the
+ * run's record: rank 0 then holds bit for bit what a single process would
+ * have computed, and writes the same files. The waits poll with short sleeps:
+ * a blocking MPI wait spins and would take a core from the training. */
+
+enum { TAG_GATE = 1, TAG_READY, TAG_RESULT, TAG_JOB };
+/* The gate's "go on"; any other value is the status to end with. */
+#define GATE_GO (-1)
+
+typedef struct dispatch {
+    study *s;
+    int order[MAX_ARMS * MAX_SEEDS]; /* jobs, longest arm first */
+    int n_jobs, next;
+    int workers_left; /* ranks not yet told that the runs are all handed out */
+} dispatch;
+
+static void nap(void)
+{
+    const struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Wait for a request to complete, without spinning. */
+static void await(MPI_Request *rq)
+{
+    for (int done = 0;;) {
+        MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nap();
+    }
+}
+
+/* Rank 0 to every other rank: go on, or end with this status. With "go" come
+ * the checksums of rank 0's setup and teacher file, which each rank checks
+ * against its own. */
+static void open_gate(int code, uint64_t setup_sum, uint64_t teacher_sum)
+{
+    int64_t msg[3] = {code, (int64_t)setup_sum, (int64_t)teacher_sum};
+    for (int r = 1; r < n_ranks; r++)
+        MPI_Send(msg, 3, MPI_INT64_T, r, TAG_GATE, MPI_COMM_WORLD);
+}
+
+static int await_gate(uint64_t *setup_sum, uint64_t *teacher_sum)
+{
+    int64_t msg[3];
+    MPI_Request rq;
+    MPI_Irecv(msg, 3, MPI_INT64_T, 0, TAG_GATE, MPI_COMM_WORLD, &rq);
+    await(&rq);
+    *setup_sum = (uint64_t)msg[1];
+    *teacher_sum = (uint64_t)msg[2];
+    return (int)msg[0];
+}
+
+static void dispatch_init(dispatch *d, study *s)
+{
+    const preset *p = s->p;
+    d->s = s;
+    d->n_jobs = p->n_arms * p->seeds;
+    d->next = 0;
+    d->workers_left = n_ranks - 1;
+    double cost[MAX_ARMS];
+    for (int a = 0; a < p->n_arms; a++)
+        cost[a] = arm_cost(p, &p->arms[a]);
+    /* longest first (a stable insertion sort: ties keep the single process's order) */
+    for (int j = 0; j < d->n_jobs; j++) {
+        int k = j;
+        while (k > 0 && cost[d->order[k - 1] % p->n_arms] < cost[j % p->n_arms]) {
+            d->order[k] = d->order[k - 1];
+            k--;
+        }
+        d->order[k] = j;
+    }
+}
+
+/* A run's record on the wire: the job, the run_result (its pointers
+ * meaningless there), then its per-step arrays. Every rank runs the same
+ * binary, so the layout is the same on both ends. */
+#define RUN_HEADER (sizeof(int32_t) + sizeof(run_result))
+#define RUN_PER_STEP (sizeof(double) + 2 * sizeof(int) + sizeof(int64_t))
+
+static char *pack_run(int32_t job, const run_result *r, size_t *bytes)
+{
+    const size_t n = (size_t)r->n_steps;
+    *bytes = RUN_HEADER + n * RUN_PER_STEP;
+    if (*bytes > INT_MAX)
+        die("the results of one run are too large to send to rank 0 (%zu bytes)", *bytes);
+    char *buf = malloc(*bytes), *at = buf;
+    if (!buf)
+        die("out of memory");
+    memcpy(at, &job, sizeof job), at += sizeof job;
+    memcpy(at, r, sizeof(*r)), at += sizeof(*r);
+    memcpy(at, r->losses, n * sizeof(double)), at += n * sizeof(double);
+    memcpy(at, r->step_phase, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(at, r->step_active, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(at, r->step_alt, n * sizeof(int64_t));
+    return buf;
+}
+
+static void unpack_run(dispatch *d, const char *buf, size_t bytes, int from)
+{
+    const preset *p = d->s->p;
+    int32_t job;
+    run_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        die("out of memory");
+    if (bytes < RUN_HEADER)
+        die("rank %d sent a truncated result (%zu bytes)", from, bytes);
+    memcpy(&job, buf, sizeof job);
+    memcpy(r, buf + sizeof job, sizeof(*r));
+    const size_t n = (size_t)r->n_steps;
+    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms] ||
+        r->n_steps < 0 || bytes != RUN_HEADER + n * RUN_PER_STEP || r->n_pts < 0 ||
+        r->n_pts > MAX_POINTS || r->n_appends < 0 || r->n_appends > 8)
+        die("rank %d sent a result that does not fit job %d", from, (int)job);
+    const char *at = buf + RUN_HEADER;
+    r->losses = calloc(n + 1, sizeof(double));
+    r->step_phase = calloc(n + 1, sizeof(int));
+    r->step_active = calloc(n + 1, sizeof(int));
+    r->step_alt = calloc(n + 1, sizeof(int64_t));
+    if (!r->losses || !r->step_phase || !r->step_active || !r->step_alt)
+        die("out of memory");
+    memcpy(r->losses, at, n * sizeof(double)), at += n * sizeof(double);
+    memcpy(r->step_phase, at, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(r->step_active, at, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(r->step_alt, at, n * sizeof(int64_t));
+    d->s->res[job % p->n_arms][job / p->n_arms] = r;
+}
+
+/* Rank 0: take in every result that has arrived and give each asking rank
+ * its next run (or tell it that none are left). With until_done, wait until
+ * every other rank has been told. */
+static void serve_ranks(dispatch *d, int until_done)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) {
+            if (!until_done || d->workers_left == 0)
+                return;
+            nap();
+            continue;
+        }
+        int bytes = 0;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        char *buf = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!buf)
+            die("out of memory");
+        MPI_Recv(buf, bytes, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (st.MPI_TAG == TAG_RESULT)
+            unpack_run(d, buf, (size_t)bytes, st.MPI_SOURCE);
+        else if (st.MPI_TAG != TAG_READY)
+            die("rank %d sent an unexpected message (tag %d)", st.MPI_SOURCE, st.MPI_TAG);
+        free(buf);
+        int job[2] = {-1, 0}; /* the job and its place in the hand-out order */
+        if (d->next < d->n_jobs) {
+            job[0] = d->order[d->next++];
+            job[1] = d->next;
+        } else {
+            d->workers_left--;
+        }
+        MPI_Send(job, 2, MPI_INT, st.MPI_SOURCE, TAG_JOB, MPI_COMM_WORLD);
+    }
+}
+
+/* Rank 0: every run, its own and the others', into s->res. */
+static void run_study_ranks(study *s, lattice_backend *be, lattice_model *teacher, progress *pr)
+{
+    const preset *p = s->p;
+    dispatch d;
+    dispatch_init(&d, s);
+    pr->dispatch = &d;
+    for (;;) {
+        serve_ranks(&d, 0);
+        if (d.next == d.n_jobs)
+            break;
+        const int job = d.order[d.next++];
+        s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, d.next, pr);
+    }
+    pr->dispatch = NULL;
+    serve_ranks(&d, 1);
+    for (int j = 0; j < d.n_jobs; j++)
+        if (!s->res[j % p->n_arms][j / p->n_arms])
+            die("no result for %s seed %d", p->arms[j % p->n_arms].name, j / p->n_arms + 1);
+}
+
+/* The other ranks: ask for a run, run it, send its results back, until none are left. */
+static void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *teacher,
+                           progress *pr)
+{
+    const int n_jobs = p->n_arms * p->seeds;
+    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    for (int ran = 0;; ran++) {
+        int job[2];
+        MPI_Request rq;
+        MPI_Irecv(job, 2, MPI_INT, 0, TAG_JOB, MPI_COMM_WORLD, &rq);
+        await(&rq);
+        if (job[0] < 0 && fail_here && !ran)
+            die("failing on purpose: no run for this rank (LATTICE_REPRODUCE_FAIL_RANK=%d, a test "
+                "hook)", rank);
+        if (job[0] < 0)
+            return;
+        if (job[0] >= n_jobs)
+            die("rank 0 handed out run %d of %d: do all ranks run the same preset and options?",
+                job[0], n_jobs);
+        run_result *r = run_job(p, be, teacher, job[0], job[1], pr);
+        size_t bytes;
+        char *buf = pack_run(job[0], r, &bytes);
+        MPI_Isend(buf, (int)bytes, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD, &rq);
+        await(&rq);
+        free(buf);
+        free_run(r);
+    }
+}
+#endif
+
+/* FNV-1a checksums: the ranks check that they run rank 0's study. */
+#define FNV_START 1469598103934665603ULL
+
+static uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+static int fnv_file(const char *path, uint64_t *h)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        *h = fnv(*h, buf, n);
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        errno = EIO;
+    return bad ? -1 : 0;
+}
+
+/* What a run's numbers depend on besides its seed: the preset, the options
+ * that change it, and the corpus. Ranks on other machines read their own
+ * copies; a difference would silently change their runs. */
+static uint64_t setup_checksum(const preset *p)
+{
+    const char *js = json_object_to_json_string_ext(p->json, JSON_C_TO_STRING_PLAIN);
+    uint64_t h = fnv(FNV_START, js, strlen(js));
+    const int v[2] = {p->threads, p->seeds};
+    h = fnv(h, v, sizeof v);
+    for (int a = 0; a < p->n_arms; a++)
+        h = fnv(h, p->arms[a].name, strlen(p->arms[a].name) + 1);
+    if (fnv_file(p->train, &h) != 0)
+        die("cannot read the training text %s: %s", p->train, strerror(errno));
+    if (fnv_file(p->val, &h) != 0)
+        die("cannot read the validation text %s: %s", p->val, strerror(errno));
+    return h;
+}
+
+/* The other ranks' teacher: the one rank 0 left in the output folder. */
+static lattice_model *load_teacher(const preset *p, lattice_backend *be, const char *dir,
+                                   uint64_t want_sum)
+{
+    char path[2048], err[LATTICE_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
+    uint64_t sum = FNV_START;
+    if (fnv_file(path, &sum) != 0)
+        die("cannot read %s, the teacher rank 0 wrote (%s); with ranks on several machines the "
+            "output folder must be on a file system they share, at the same path",
+            path, strerror(errno));
+    if (sum != want_sum)
+        die("%s is not the teacher rank 0 wrote (another file at the same path?); with ranks on "
+            "several machines the output folder must be on a file system they share",
+            path);
+    lattice_model *t;
+    if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) != LATTICE_OK)
+        die("cannot load the teacher %s: %s", path, err);
+    return t;
+}
+
+/* Start MPI when a launcher started this process; the rank goes into every message. */
+static void ranks_init(int *argc, char ***argv)
+{
+    if (!launched_by_mpi())
+        return;
+#ifdef LATTICE_HAVE_MPI
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, PROG ": MPI_Init failed\n");
+        exit(1);
+    }
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+    if (n_ranks > 1) {
+        snprintf(who, sizeof who, PROG "[rank %d]", rank);
+        const char *f = getenv("LATTICE_REPRODUCE_FAIL_RANK");
+        char *end;
+        if (f && f[0] && strtol(f, &end, 10) == rank && !*end)
+            fail_here = 1;
+    }
+#else
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, PROG ": started by an MPI launcher, but built without MPI: each process runs "
+                    "the whole study alone (reconfigure with -Dmpi=enabled)\n");
+#endif
+}
+
+/* The end of main on every rank: rank 0 tells the others the status to end
+ * with (they wait for it), then MPI ends. */
+static int finish(int status)
+{
+#ifdef LATTICE_HAVE_MPI
+    if (mpi_on) {
+        if (rank == 0)
+            open_gate(status, 0, 0);
+        MPI_Finalize();
+    }
+#endif
+    return status;
+}
+
 /* ---- main --------------------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1716,6 +2150,18 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     ex_prefer_passive_openmp(argv);
+    ranks_init(&argc, &argv);
+    /* The other ranks wait while rank 0 checks the options and the preset and
+     * trains the teacher: a flag that stops there (--check, --estimate,
+     * --teacher-only, a usage error) stops them too, quietly. */
+    uint64_t setup_sum = 0, teacher_sum = 0;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        const int gate = await_gate(&setup_sum, &teacher_sum);
+        if (gate != GATE_GO)
+            return finish(gate);
+    }
+#endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
@@ -1740,19 +2186,19 @@ int main(int argc, char **argv)
         case 'A': only_arms = optarg; break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 256, &threads))
-                return 2;
+                return finish(2);
             break;
         case 's':
             if (ex_parse_int("seeds", optarg, 1, MAX_SEEDS, &seeds))
-                return 2;
+                return finish(2);
             break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 'h': usage(stdout); return finish(0);
+        default: usage(stderr); return finish(2);
         }
     }
     if (!preset_path || optind != argc) {
         usage(stderr);
-        return 2;
+        return finish(2);
     }
     preset p;
     load_preset(&p, preset_path);
@@ -1765,12 +2211,12 @@ int main(int argc, char **argv)
     if (check_only) {
         print_preset(&p);
         json_object_put(p.json);
-        return 0;
+        return finish(0);
     }
-    if (!fits_here(&p)) {
-        fprintf(stderr, PROG ": preset '%s' does not fit on this machine; nothing was run\n", p.name);
+    if (rank == 0 && !fits_here(&p)) {
+        say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
         json_object_put(p.json);
-        return 0;
+        return finish(0);
     }
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", out ? out : "");
@@ -1778,7 +2224,7 @@ int main(int argc, char **argv)
         snprintf(dir, sizeof dir, "results/%s", p.name);
     char cmd[1100];
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (system(cmd) != 0)
+    if (rank == 0 && system(cmd) != 0)
         die("cannot create %s", dir);
 
     lattice_backend *be;
@@ -1790,29 +2236,48 @@ int main(int argc, char **argv)
     char kernels[512];
     snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
              bi.optimised ? "" : " (NOT optimised for this CPU)");
-    fprintf(stderr, PROG ": lattice %s, backend %s (%s), %d threads%s%s\n", lattice_version_string(),
-            lattice_backend_get_name(be), kernels, p.threads, bi.reason[0] ? "; " : "", bi.reason);
+    if (rank == 0)
+        say("lattice %s, backend %s (%s), %d threads%s%s%s\n", lattice_version_string(),
+            lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : "",
+            bi.reason[0] ? "; " : "", bi.reason);
     char tpath[1200];
     snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
-    if (!teacher_only)
+    if (rank == 0 && !teacher_only)
         estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0);
     if (estimate_only) {
         lattice_backend_destroy(be);
         json_object_put(p.json);
-        return 0;
+        return finish(0);
     }
     double t0 = ex_now();
-    lattice_model *teacher = get_teacher(&p, be, dir, retrain);
+    study s = {&p, {{0}}, {0}, 0};
+    lattice_model *teacher;
+    if (rank == 0) {
+        teacher = get_teacher(&p, be, dir, retrain);
+        teacher_gonogo(&p, teacher, &s.teacher);
+        if (teacher_only) {
+            lattice_model_destroy(teacher);
+            lattice_backend_destroy(be);
+            json_object_put(p.json);
+            return finish(0);
+        }
+#ifdef LATTICE_HAVE_MPI
+        if (n_ranks > 1) {
+            teacher_sum = FNV_START;
+            if (fnv_file(tpath, &teacher_sum) != 0)
+                die("cannot read back %s: %s", tpath, strerror(errno));
+            open_gate(GATE_GO, setup_checksum(&p), teacher_sum);
+        }
+#endif
+    } else {
+        if (setup_checksum(&p) != setup_sum)
+            die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
+                "rank must run the same study",
+                preset_path, p.train, p.val);
+        teacher = load_teacher(&p, be, dir, teacher_sum);
+    }
     double teacher_s = ex_now() - t0;
 
-    study s = {&p, {{0}}, {0}, 0};
-    teacher_gonogo(&p, teacher, &s.teacher);
-    if (teacher_only) {
-        lattice_model_destroy(teacher);
-        lattice_backend_destroy(be);
-        json_object_put(p.json);
-        return 0;
-    }
     int n_runs = p.n_arms * p.seeds, run = 0;
     int64_t all_steps = 0;
     for (int a = 0; a < p.n_arms; a++) {
@@ -1821,26 +2286,27 @@ int main(int argc, char **argv)
         lattice_schedule_destroy(sc);
     }
     progress pr = {0};
-    pr.tty = isatty(2);
+    pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
     pr.start = ex_now();
     pr.steps_total_all = all_steps;
+    pr.n_runs = n_runs;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        work_for_rank0(&p, be, teacher, &pr);
+        lattice_model_destroy(teacher);
+        lattice_backend_destroy(be);
+        json_object_put(p.json);
+        /* rank 0's word that the files are written: waiting for it here, and
+         * not in MPI_Finalize, costs no CPU while rank 0 finishes its runs */
+        return finish(await_gate(&setup_sum, &teacher_sum));
+    }
+    if (n_ranks > 1)
+        run_study_ranks(&s, be, teacher, &pr);
+#endif
     /* seeds outermost: an interrupted run still has complete pairs */
-    for (int i = 0; i < p.seeds; i++)
-        for (int a = 0; a < p.n_arms; a++) {
-            s.res[a][i] = calloc(1, sizeof(run_result));
-            if (!s.res[a][i])
-                die("out of memory");
-            pr.arm = p.arms[a].name;
-            pr.seed = i + 1;
-            pr.run_index = ++run;
-            pr.n_runs = n_runs;
-            run_arm(&p, be, teacher, &p.arms[a], i + 1, &pr, s.res[a][i]);
-            pr.steps_done_before += s.res[a][i]->n_steps;
-            if (!pr.tty)
-                fprintf(stderr, "[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n", run,
-                        n_runs, p.arms[a].name, i + 1, s.res[a][i]->final_val, s.res[a][i]->seconds,
-                        s.res[a][i]->tokens_per_s);
-        }
+    for (int i = 0; i < p.seeds && n_ranks == 1; i++)
+        for (int a = 0; a < p.n_arms; a++)
+            s.res[a][i] = run_job(&p, be, teacher, i * p.n_arms + a, ++run, &pr);
     if (pr.tty)
         fputs("\r\033[K", stderr);
     double wall = ex_now() - t0;
@@ -1851,8 +2317,11 @@ int main(int argc, char **argv)
     if (!f)
         die("cannot write %s", path);
     report(f, &s);
-    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads.\n",
-            wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads);
+    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
+            wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads,
+            n_ranks > 1 ? " on each rank" : "");
+    if (n_ranks > 1)
+        fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
     fclose(f);
     report(stdout, &s);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
@@ -1865,15 +2334,10 @@ int main(int argc, char **argv)
     plot(dir, &s);
 
     for (int a = 0; a < p.n_arms; a++)
-        for (int i = 0; i < p.seeds; i++) {
-            free(s.res[a][i]->losses);
-            free(s.res[a][i]->step_phase);
-            free(s.res[a][i]->step_active);
-            free(s.res[a][i]->step_alt);
-            free(s.res[a][i]);
-        }
+        for (int i = 0; i < p.seeds; i++)
+            free_run(s.res[a][i]);
     lattice_model_destroy(teacher);
     lattice_backend_destroy(be);
     json_object_put(p.json);
-    return 0;
+    return finish(0);
 }
