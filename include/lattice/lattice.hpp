@@ -278,19 +278,13 @@ public:
     /** tokens holds batch * seq ids. */
     void forward(span<const int32_t> tokens, int batch, int seq)
     {
-        if (batch < 0 || seq < 0 || tokens.size() < static_cast<std::size_t>(batch) * seq)
-            throw error(LATTICE_ERR_INVALID_ARGUMENT, "forward: fewer tokens than batch * seq");
-        check(lattice_model_forward(get(), tokens.data(), batch, seq));
-        batch_ = batch;
-        seq_ = seq;
+        run_forward(lattice_model_forward, "forward", tokens, batch, seq);
     }
     /** Mean cross-entropy of the last forward; fills dlogits(). mask may be empty (all count). */
     float cross_entropy(span<const int32_t> targets, span<const uint8_t> mask = span<const uint8_t>(),
                         int64_t *n_counted = nullptr)
     {
-        const std::size_t n = positions();
-        if (targets.size() < n || (!mask.empty() && mask.size() < n))
-            throw error(LATTICE_ERR_INVALID_ARGUMENT, "cross_entropy: fewer targets than positions");
+        check_targets("cross_entropy", targets, mask);
         float loss = 0.0f;
         check(lattice_model_cross_entropy(get(), targets.data(), mask.empty() ? nullptr : mask.data(),
                                           &loss, n_counted));
@@ -301,20 +295,13 @@ public:
     /** A forward for inference: keeps nothing for backward (which then refuses). */
     void forward_inference(span<const int32_t> tokens, int batch, int seq)
     {
-        if (batch < 0 || seq < 0 || tokens.size() < static_cast<std::size_t>(batch) * seq)
-            throw error(LATTICE_ERR_INVALID_ARGUMENT,
-                        "forward_inference: fewer tokens than batch * seq");
-        check(lattice_model_forward_inference(get(), tokens.data(), batch, seq));
-        batch_ = batch;
-        seq_ = seq;
+        run_forward(lattice_model_forward_inference, "forward_inference", tokens, batch, seq);
     }
     /** Mean cross-entropy of the last forward, in double, without a gradient. */
     double loss(span<const int32_t> targets, span<const uint8_t> mask = span<const uint8_t>(),
                 int64_t *n_counted = nullptr)
     {
-        const std::size_t n = positions();
-        if (targets.size() < n || (!mask.empty() && mask.size() < n))
-            throw error(LATTICE_ERR_INVALID_ARGUMENT, "loss: fewer targets than positions");
+        check_targets("loss", targets, mask);
         double ce = 0.0;
         check(lattice_model_loss(get(), targets.data(), mask.empty() ? nullptr : mask.data(), &ce,
                                  n_counted));
@@ -360,6 +347,23 @@ public:
     void load(const char *path) { check(lattice_model_load(get(), path)); }
 
 private:
+    typedef lattice_status (*forward_fn)(lattice_model *, const int32_t *, int, int);
+    void run_forward(forward_fn fn, const char *what, span<const int32_t> tokens, int batch, int seq)
+    {
+        if (batch < 0 || seq < 0 || tokens.size() < static_cast<std::size_t>(batch) * seq)
+            throw error(LATTICE_ERR_INVALID_ARGUMENT,
+                        std::string(what) + ": fewer tokens than batch * seq");
+        check(fn(get(), tokens.data(), batch, seq));
+        batch_ = batch;
+        seq_ = seq;
+    }
+    void check_targets(const char *what, span<const int32_t> targets, span<const uint8_t> mask) const
+    {
+        const std::size_t n = positions();
+        if (targets.size() < n || (!mask.empty() && mask.size() < n))
+            throw error(LATTICE_ERR_INVALID_ARGUMENT,
+                        std::string(what) + ": fewer targets than positions");
+    }
     std::size_t positions() const
     {
         if (!batch_)
