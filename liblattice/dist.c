@@ -323,6 +323,19 @@ lattice_status lattice_dist_attach(lattice_dist *d, lattice_trainer *t)
     return LATTICE_OK;
 }
 
+lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_params *params)
+{
+    const size_t min_size = offsetof(lattice_trainer_params, collective_user) + sizeof(void *);
+    if (!d || !params || params->size < min_size)
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_trainer_params: invalid argument (failed check: !dist || "
+                    "!params || params->size below the 0.3 struct's: call "
+                    "lattice_trainer_params_init first)");
+    params->collective = &dist_ops;
+    params->collective_user = d;
+    return LATTICE_OK;
+}
+
 lattice_status lattice_dist_detach(lattice_dist *d, lattice_trainer *t)
 {
     if (!d || !t)

@@ -126,6 +126,21 @@ LATTICE_API int lattice_dist_get_size(const lattice_dist *dist);
 LATTICE_API lattice_status lattice_dist_attach(lattice_dist *dist, lattice_trainer *trainer);
 
 /**
+ * @brief Name the handle as the collective of trainer params, for ::lattice_trainer_create.
+ *
+ * The same as attaching after creation, except that the trainer's batch is
+ * then checked against the model per rank: a model needs max_batch rows for
+ * one rank's share only (batch_size / ranks), not for the whole batch.
+ * @param dist The handle (must outlive the trainer).
+ * @param[in,out] params Filled by ::lattice_trainer_params_init (or with a
+ *        size that covers the 0.3 fields); its collective fields are set.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.3
+ */
+LATTICE_API lattice_status lattice_dist_trainer_params(lattice_dist *dist,
+                                                       lattice_trainer_params *params);
+
+/**
  * @brief Let a trainer run alone again (::lattice_trainer_set_collective with NULL).
  * @param dist The handle it was attached to.
  * @param trainer The trainer.
