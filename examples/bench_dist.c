@@ -225,6 +225,7 @@ int main(int argc, char **argv)
         printf("allreduce_share %.3f\n", mean[1] / mean[0]);
         printf("allreduce_ms_max %.2f\n", 1e3 * worst[1] / steps);
         printf("allreduce_mib_per_step %.2f\n", (double)stats.sum_bytes / steps / (1 << 20));
+        printf("allreduce_calls_per_step %.1f\n", (double)stats.sum_calls / steps);
         printf("other_collectives_ms %.2f\n", 1e3 * mean[2] / steps);
     }
     lattice_trainer_destroy(trainer);

@@ -230,6 +230,23 @@ START_TEST(test_table_checked)
 END_TEST
 
 /* One rank through the hook computes exactly what no hook computes. */
+/* What companion libraries (liblattice-mpi) record their failures with. */
+START_TEST(test_set_last_error)
+{
+    lattice_set_last_error("a companion library's reason");
+    ck_assert_str_eq(lattice_last_error(), "a companion library's reason");
+    lattice_set_last_error(lattice_last_error()); /* its own message: kept */
+    ck_assert_str_eq(lattice_last_error(), "a companion library's reason");
+    char longer[2 * LATTICE_ERRMSG_SIZE];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    lattice_set_last_error(longer);
+    ck_assert_uint_eq(strlen(lattice_last_error()), LATTICE_ERRMSG_SIZE - 1);
+    lattice_set_last_error(NULL);
+    ck_assert_str_eq(lattice_last_error(), "");
+}
+END_TEST
+
 START_TEST(test_one_rank_is_bit_identical)
 {
     rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher = 1}, .steps = 10};
@@ -433,6 +450,7 @@ static Suite *collective_suite(void)
     TCase *tc = tcase_create("collective");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_table_checked);
+    tcase_add_test(tc, test_set_last_error);
     tcase_add_test(tc, test_one_rank_is_bit_identical);
     tcase_add_test(tc, test_two_ranks_match_one);
     tcase_add_test(tc, test_failure_on_one_rank_fails_all);
