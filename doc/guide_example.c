@@ -44,7 +44,7 @@ typedef struct progress {
     double first_loss, last_loss;
 } progress;
 
-static int on_step(void *user, const lattice_metrics *m)
+static int on_step(void *user, const lattice_trainer_metrics *m)
 {
     progress *p = user;
     if (m->step == 1)
@@ -100,7 +100,7 @@ int main(void)
     CHECK(lattice_backend_set_threads(backend, 1));
 
     lattice_norm *norm; /* the placement: post-norm with RMSNorm */
-    CHECK(lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &norm));
+    CHECK(lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-6f, &norm));
 
     lattice_model_params mp;
     lattice_model_params_init(&mp);
@@ -148,7 +148,7 @@ int main(void)
     //! [grow]
     /* Two blocks of two layers, 10 steps per phase: 2 layers, then 4. */
     lattice_schedule *schedule;
-    CHECK(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 2, 10, LATTICE_BLOCK_INIT_RANDOM,
+    CHECK(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 2, 10, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM,
                                          &schedule));
     lattice_optim_params op;
     lattice_optim_params_init(&op);
@@ -169,21 +169,21 @@ int main(void)
         fprintf(stderr, "training: %s\n", lattice_trainer_errmsg(trainer));
         return 1;
     }
-    lattice_counters counters;
-    CHECK(lattice_schedule_counters(schedule, &counters));
+    lattice_schedule_counters counters;
+    CHECK(lattice_schedule_get_counters(schedule, &counters));
     printf("%lld steps, %lld tokens, now %d layers\n", (long long)counters.steps,
-           (long long)counters.nonpad_tokens, lattice_model_active_layers(student));
+           (long long)counters.nonpad_tokens, lattice_model_get_active_layers(student));
     //! [grow]
 
     //! [diagnostics]
     lattice_diag *diag;
     CHECK(lattice_diag_create(student, &diag));
-    lattice_batch val;
-    CHECK(lattice_data_val_batch(data, 0, &val));
+    lattice_data_batch val;
+    CHECK(lattice_data_get_val_batch(data, 0, &val));
 
     /* Residual-stream RMS at each layer boundary: class 0 regular tokens,
      * class 1 boundary tokens, entry 2 all of them. */
-    lattice_rms_stats rms[5 * 3];
+    lattice_diag_rms_stats rms[5 * 3];
     CHECK(lattice_diag_boundary_scale(diag, val.tokens, val.mask, val.batch, val.seq, NULL, 2,
                                       rms, 5 * 3));
     for (int b = 0; b <= 4; b++)
@@ -191,7 +191,7 @@ int main(void)
                rms[b * 3 + 0].mean, rms[b * 3 + 1].mean);
 
     /* What the appended block (layers 2 and 3) contributes. */
-    lattice_removal removal;
+    lattice_diag_removal removal;
     CHECK(lattice_diag_block_removal(diag, val.tokens, val.targets, val.mask, val.batch, val.seq,
                                      2, 2, &removal));
     printf("without layers 2-3: cross-entropy %.3f -> %.3f, angle %.3f\n", removal.ce_full,

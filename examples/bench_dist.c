@@ -134,7 +134,7 @@ int main(int argc, char **argv)
     lattice_trainer *trainer;
     TRY("backend", lattice_backend_create(backend_name, &be), lattice_last_error());
     TRY("threads", lattice_backend_set_threads(be, threads), lattice_last_error());
-    TRY("norm", lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &norm),
+    TRY("norm", lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &norm),
         lattice_last_error());
     lattice_model_params mp;
     lattice_model_params_init(&mp);
@@ -175,8 +175,8 @@ int main(int argc, char **argv)
     op.total_steps = total_steps;
     TRY("optimizer", lattice_optim_create(model, &op, &optim), lattice_last_error());
     TRY("schedule", lattice_schedule_create(&sched), lattice_last_error());
-    lattice_phase ph;
-    lattice_phase_init(&ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
     ph.steps = total_steps;
     ph.active_layers = sh.layers;
     TRY("schedule", lattice_schedule_add_phase(sched, &ph), lattice_schedule_errmsg(sched));
@@ -190,7 +190,7 @@ int main(int argc, char **argv)
         TRY("warmup step", lattice_trainer_step(trainer, NULL), lattice_trainer_errmsg(trainer));
     MPI_Barrier(MPI_COMM_WORLD);
     lattice_dist_reset_stats(dist);
-    lattice_metrics m = {.size = sizeof(m)};
+    lattice_trainer_metrics m = {.size = sizeof(m)};
     const double t0 = ex_now();
     for (int i = 0; i < steps; i++)
         TRY("step", lattice_trainer_step(trainer, &m), lattice_trainer_errmsg(trainer));
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
         const double step_s = worst[0] / steps;
         const double tokens = (double)global_rows * sh.seq * steps;
         printf("# lattice %s, %d ranks x %d threads, backend %s\n", lattice_version_string(),
-               ranks, threads, lattice_backend_name(be));
+               ranks, threads, lattice_backend_get_name(be));
         printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d; "
                "%d x %d rows per rank\n", sh.layers, sh.d_model, sh.heads, sh.kv_heads,
                sh.head_dim, sh.d_ff, sh.vocab, sh.batch, sh.seq);

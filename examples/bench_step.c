@@ -298,7 +298,7 @@ enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_
 int main(int argc, char **argv)
 {
     ex_prefer_passive_openmp(argv);
-    lattice_norm_placement placement = LATTICE_NORM_PRE;
+    lattice_norm_placement placement = LATTICE_NORM_PLACEMENT_PRE;
     const char *backend_name = "default";
     int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;
     shape sh = PRESET_D256;
@@ -423,7 +423,7 @@ int main(int argc, char **argv)
         rc = fail("set threads", st, NULL);
         goto out;
     }
-    if ((st = lattice_norm_create(placement, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK) {
+    if ((st = lattice_norm_create(placement, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK) {
         rc = fail("norm", st, NULL);
         goto out;
     }
@@ -499,16 +499,16 @@ int main(int argc, char **argv)
         goto out;
     }
     printf("# lattice %s, backend %s, %d threads, %s-norm, %s loss\n", lattice_version_string(),
-           lattice_backend_name(backend), threads, lattice_norm_placement_name(placement),
+           lattice_backend_get_name(backend), threads, lattice_norm_placement_name(placement),
            distill ? "distillation (0.7 KL + 0.3 CE, fixed teacher logits)" : "cross-entropy");
     printf("# kernels: %s, %s%s%s%s\n", bi.library, bi.kernels,
            bi.optimised ? "" : " (NOT optimised for this CPU)", bi.reason[0] ? "; " : "", bi.reason);
     printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d, "
            "qk-norm %s, %.2fM parameters; batch %d x %d tokens\n",
            sh.layers, sh.d_model, sh.heads, sh.kv_heads, sh.head_dim, sh.d_ff, VOCAB,
-           sh.qk_norm ? "on" : "off", (double)lattice_model_n_params(model) / 1e6, BATCH, SEQ);
+           sh.qk_norm ? "on" : "off", (double)lattice_model_get_n_params(model) / 1e6, BATCH, SEQ);
     printf("# %d warmup steps, %d timed steps\n", WARMUP_STEPS, steps);
-    printf("backend %s\n", lattice_backend_name(backend));
+    printf("backend %s\n", lattice_backend_get_name(backend));
     printf("kernels %s\n", bi.kernels);
     printf("threads %d\n", threads);
     printf("omp_wait_policy %s\n", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
@@ -529,9 +529,9 @@ int main(int argc, char **argv)
             what = "cross-entropy";
         else if (distill) {
             lattice_distill_result res;
-            if ((st = lattice_distill_dense(dloss, lattice_model_logits(model), teacher_logits,
+            if ((st = lattice_distill_dense(dloss, lattice_model_get_logits(model), teacher_logits,
                                             targets, NULL, (int64_t)n_tok, VOCAB,
-                                            lattice_model_dlogits(model), &res)) != LATTICE_OK) {
+                                            lattice_model_get_dlogits(model), &res)) != LATTICE_OK) {
                 rc = fail("distillation loss", st, lattice_distill_errmsg(dloss));
                 goto out;
             }
@@ -560,10 +560,10 @@ int main(int argc, char **argv)
         }
     }
     const double step_s = (t_fwd + t_bwd + t_opt) / steps;
-    const double step_flops = lattice_model_flops(model, BATCH, SEQ, 1);
+    const double step_flops = lattice_model_get_flops(model, BATCH, SEQ, 1);
     const double step_gflops = step_flops / step_s / 1e9;
     const double rss_mib = peak_rss_mib(); /* before the sgemm buffers below */
-    const double arena_mib = (double)lattice_model_arena_bytes(model) / (1024.0 * 1024.0);
+    const double arena_mib = (double)lattice_model_get_arena_bytes(model) / (1024.0 * 1024.0);
 
     printf("loss_first %.4f\n", loss_first);
     printf("loss_last %.4f\n", loss_last);
@@ -598,7 +598,7 @@ int main(int argc, char **argv)
     r.be = backend;
     r.B = BATCH, r.T = SEQ, r.D = sh.d_model, r.H = sh.heads, r.KV = sh.kv_heads;
     r.hd = sh.head_dim, r.F = sh.d_ff, r.V = VOCAB, r.L = sh.layers;
-    r.beta_res = placement != LATTICE_NORM_PERI;
+    r.beta_res = placement != LATTICE_NORM_PLACEMENT_PERI;
     if (replay_alloc(&r)) {
         fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");
         goto out;

@@ -272,10 +272,10 @@ static lattice_status evaluate(lattice_model *model, lattice_data *data, double 
 {
     double sum = 0.0;
     int64_t count = 0;
-    const int64_t n_batches = lattice_data_n_val_batches(data);
+    const int64_t n_batches = lattice_data_get_n_val_batches(data);
     for (int64_t i = 0; i < n_batches; i++) {
-        lattice_batch b;
-        lattice_status st = lattice_data_val_batch(data, i, &b);
+        lattice_data_batch b;
+        lattice_status st = lattice_data_get_val_batch(data, i, &b);
         if (st != LATTICE_OK) {
             *what = "validation batch";
             *detail = lattice_data_errmsg(data);
@@ -305,7 +305,7 @@ int main(int argc, char **argv)
     ex_prefer_passive_openmp(argv);
     options o = {
         .steps = 300, .batch = 8, .seq = 128, .layers = 4, .d_model = 128, .heads = 4,
-        .lr = 1e-3f, .warmup = 30, .placement = LATTICE_NORM_PRE, .backend = "default",
+        .lr = 1e-3f, .warmup = 30, .placement = LATTICE_NORM_PLACEMENT_PRE, .backend = "default",
         .threads = 2, .seed = 1, .eval_every = -1, .val_fraction = -1.0f,
     };
     int prc = parse_options(argc, argv, &o);
@@ -338,7 +338,7 @@ int main(int argc, char **argv)
                 strstr(why, "no training document") ? " (try --val-fraction 0 or --val FILE)" : "");
         goto out;
     }
-    const int64_t n_val_batches = lattice_data_n_val_batches(data);
+    const int64_t n_val_batches = lattice_data_get_n_val_batches(data);
     if (n_val_batches == 0)
         fprintf(stderr, PROG ": note: no validation split (--val-fraction 0): val_loss is nan\n");
 
@@ -362,7 +362,7 @@ int main(int argc, char **argv)
                     bi.library, bi.kernels, bi.optimised ? "" : " (NOT optimised for this CPU)",
                     o.threads, bi.reason[0] ? "; " : "", bi.reason);
     }
-    if ((st = lattice_norm_create(o.placement, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK) {
+    if ((st = lattice_norm_create(o.placement, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK) {
         rc = fail(&pr, "norm", st, NULL);
         goto out;
     }
@@ -413,20 +413,20 @@ int main(int argc, char **argv)
     if (!o.quiet) {
         printf("# %s: %lld rows of at most %d tokens (%lld train, %lld validation), "
                "%lld tokens\n", o.path,
-               (long long)(lattice_data_n_documents(data, LATTICE_SPLIT_TRAIN) +
-                           lattice_data_n_documents(data, LATTICE_SPLIT_VAL)),
-               o.seq + 1, (long long)lattice_data_n_documents(data, LATTICE_SPLIT_TRAIN),
-               (long long)lattice_data_n_documents(data, LATTICE_SPLIT_VAL),
-               (long long)(lattice_data_n_tokens(data, LATTICE_SPLIT_TRAIN) +
-                           lattice_data_n_tokens(data, LATTICE_SPLIT_VAL)));
+               (long long)(lattice_data_get_n_documents(data, LATTICE_DATA_SPLIT_TRAIN) +
+                           lattice_data_get_n_documents(data, LATTICE_DATA_SPLIT_VAL)),
+               o.seq + 1, (long long)lattice_data_get_n_documents(data, LATTICE_DATA_SPLIT_TRAIN),
+               (long long)lattice_data_get_n_documents(data, LATTICE_DATA_SPLIT_VAL),
+               (long long)(lattice_data_get_n_tokens(data, LATTICE_DATA_SPLIT_TRAIN) +
+                           lattice_data_get_n_tokens(data, LATTICE_DATA_SPLIT_VAL)));
         printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, %s-norm, "
                "%.2fM parameters\n",
                o.layers, o.d_model, o.heads, o.kv_heads, o.head_dim, o.d_ff,
                lattice_norm_placement_name(o.placement),
-               (double)lattice_model_n_params(model) / 1e6);
+               (double)lattice_model_get_n_params(model) / 1e6);
         printf("# training: %d steps of %d x %d tokens, lr %g (warmup %d), backend %s, "
                "%d threads, seed %llu\n",
-               o.steps, o.batch, o.seq, (double)o.lr, o.warmup, lattice_backend_name(backend),
+               o.steps, o.batch, o.seq, (double)o.lr, o.warmup, lattice_backend_get_name(backend),
                o.threads, (unsigned long long)o.seed);
         fflush(stdout);
     }
@@ -436,7 +436,7 @@ int main(int argc, char **argv)
     const char *what = NULL, *detail = NULL;
     for (int step = 1; step <= o.steps; step++) {
         double t0 = ex_now();
-        lattice_batch b;
+        lattice_data_batch b;
         float loss = NAN;
         int64_t counted = 0;
         if ((st = lattice_data_next(data, &b)) != LATTICE_OK) {

@@ -171,7 +171,7 @@ void lattice_backend_destroy(lattice_backend *backend)
     free(backend);
 }
 
-const char *lattice_backend_name(const lattice_backend *backend)
+const char *lattice_backend_get_name(const lattice_backend *backend)
 {
     return backend ? backend->name : "";
 }
@@ -207,7 +207,7 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
     return LATTICE_OK;
 }
 
-int lattice_backend_threads(const lattice_backend *backend)
+int lattice_backend_get_threads(const lattice_backend *backend)
 {
     return backend ? backend->n_threads : 0;
 }

@@ -162,7 +162,7 @@ typedef struct restored {
     lattice_optim_params op;
     int64_t optim_step;
     int64_t phase, step_in_phase, nonpad_in_phase;
-    lattice_counters counters;
+    lattice_schedule_counters counters;
     lattice_data_position pos;
     int have_origin;
     lattice_data_position origin;
@@ -225,7 +225,7 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
     const lattice_schedule *s = t->schedule;
     /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
     const int64_t big = (int64_t)1 << 50;
-    const lattice_counters *c = &r->counters;
+    const lattice_schedule_counters *c = &r->counters;
     if (ok && (r->optim_step < 0 || r->optim_step > big || r->step_in_phase < 0 ||
                r->step_in_phase > big || r->nonpad_in_phase < 0 || r->nonpad_in_phase > big ||
                c->steps < 0 || c->steps > big || c->tokens < 0 || c->tokens > big ||

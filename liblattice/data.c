@@ -417,19 +417,19 @@ lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_param
                              sizeof(lattice_data_params));
 }
 
-int64_t lattice_data_n_documents(const lattice_data *d, lattice_split split)
+int64_t lattice_data_get_n_documents(const lattice_data *d, lattice_data_split split)
 {
     if (!d)
         return 0;
-    return split == LATTICE_SPLIT_TRAIN ? d->n_train : d->n_docs - d->n_train;
+    return split == LATTICE_DATA_SPLIT_TRAIN ? d->n_train : d->n_docs - d->n_train;
 }
 
-int64_t lattice_data_n_tokens(const lattice_data *d, lattice_split split)
+int64_t lattice_data_get_n_tokens(const lattice_data *d, lattice_data_split split)
 {
     if (!d)
         return 0;
     int64_t mid = d->doc_start[d->n_train];
-    return split == LATTICE_SPLIT_TRAIN ? mid : d->n_ids - mid;
+    return split == LATTICE_DATA_SPLIT_TRAIN ? mid : d->n_ids - mid;
 }
 
 static int64_t doc_len(const lattice_data *d, int64_t doc)
@@ -508,7 +508,7 @@ static int doc_positions(const lattice_data *d, int64_t doc)
     return len < d->p.seq_len ? (int)len : d->p.seq_len;
 }
 
-static void emit(lattice_data *d, lattice_batch *b, int rows, int seq)
+static void emit(lattice_data *d, lattice_data_batch *b, int rows, int seq)
 {
     b->tokens = d->tok;
     b->targets = d->tgt;
@@ -520,7 +520,7 @@ static void emit(lattice_data *d, lattice_batch *b, int rows, int seq)
         b->n_tokens += d->mask[i];
 }
 
-lattice_status lattice_data_next(lattice_data *d, lattice_batch *b)
+lattice_status lattice_data_next(lattice_data *d, lattice_data_batch *b)
 {
     if (!d || !b)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -563,7 +563,7 @@ lattice_status lattice_data_next(lattice_data *d, lattice_batch *b)
     return LATTICE_OK;
 }
 
-int64_t lattice_data_n_val_batches(const lattice_data *d)
+int64_t lattice_data_get_n_val_batches(const lattice_data *d)
 {
     if (!d)
         return 0;
@@ -571,14 +571,14 @@ int64_t lattice_data_n_val_batches(const lattice_data *d)
     return (n_val + d->p.batch_size - 1) / d->p.batch_size;
 }
 
-lattice_status lattice_data_val_batch(lattice_data *d, int64_t index, lattice_batch *b)
+lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattice_data_batch *b)
 {
     if (!d || !b)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_val_batch: invalid argument (failed check: !d || !b)");
-    if (index < 0 || index >= lattice_data_n_val_batches(d))
+            "lattice_data_get_val_batch: invalid argument (failed check: !d || !b)");
+    if (index < 0 || index >= lattice_data_get_n_val_batches(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "validation batch %lld not in 0..%lld",
-                    (long long)index, (long long)lattice_data_n_val_batches(d) - 1);
+                    (long long)index, (long long)lattice_data_get_n_val_batches(d) - 1);
     const int B = d->p.batch_size;
     int64_t first = d->n_train + index * B;
     int rows = (int)(d->n_docs - first < B ? d->n_docs - first : B);

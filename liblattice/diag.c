@@ -67,7 +67,7 @@ static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int ba
 }
 
 static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, long n, int want,
-                      lattice_rms_stats *s)
+                      lattice_diag_rms_stats *s)
 {
     /* want < 0: every counted token */
     double sum = 0.0, mx = 0.0;
@@ -100,7 +100,7 @@ static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, 
 lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *tokens,
                                            const uint8_t *mask, int batch, int seq,
                                            const uint8_t *classes, int n_classes,
-                                           lattice_rms_stats *out, int out_len)
+                                           lattice_diag_rms_stats *out, int out_len)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -127,7 +127,7 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
         return FAIL(d, st, "forward: %s", lattice_model_errmsg(m));
     for (int b = 0; b <= k; b++) {
         const float *h = NULL;
-        if ((st = lattice_model_hidden(m, b, &h)) != LATTICE_OK)
+        if ((st = lattice_model_get_hidden(m, b, &h)) != LATTICE_OK)
             return FAIL(d, st, "boundary %d: %s", b, lattice_model_errmsg(m));
         for (long i = 0; i < n; i++) {
             double ss = 0.0;
@@ -157,7 +157,7 @@ static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_
 
 lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens,
                                           const int32_t *targets, const uint8_t *mask, int batch,
-                                          int seq, int first, int count, lattice_removal *out)
+                                          int seq, int first, int count, lattice_diag_removal *out)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -178,8 +178,8 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
     if ((st = ce_of(d, tokens, targets, mask, batch, seq, &out->ce_full)) != LATTICE_OK)
         return st;
     const float *hi = NULL, *ho = NULL;
-    if ((st = lattice_model_hidden(m, first, &hi)) != LATTICE_OK ||
-        (st = lattice_model_hidden(m, first + count, &ho)) != LATTICE_OK)
+    if ((st = lattice_model_get_hidden(m, first, &hi)) != LATTICE_OK ||
+        (st = lattice_model_get_hidden(m, first + count, &ho)) != LATTICE_OK)
         return FAIL(d, st, "boundary states: %s", lattice_model_errmsg(m));
     double angle = 0.0;
     int64_t c = 0;
@@ -208,7 +208,7 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
 }
 
 lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
-                                          int64_t window, int64_t horizon, lattice_response *out)
+                                          int64_t window, int64_t horizon, lattice_diag_response *out)
 {
     if (!losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,

@@ -35,7 +35,7 @@ void lattice_distill_params_init(lattice_distill_params *p)
     p->alpha = 0.7f;
     p->gamma = 0.3f;
     p->tau = 1.0f;
-    p->direction = LATTICE_KL_FORWARD;
+    p->direction = LATTICE_DISTILL_KL_FORWARD;
     p->n_threads = 1;
 }
 
@@ -54,7 +54,7 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
     p.size = sizeof(p);
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
         !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 1 ||
-        (p.direction != LATTICE_KL_FORWARD && p.direction != LATTICE_KL_REVERSE))
+        (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_distill_create: alpha %g, gamma %g, tau %g, n_threads %d, "
                              "direction %d: needs finite alpha >= 0, gamma >= 0, tau > 0, "
@@ -354,7 +354,7 @@ lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
     lattice_status st = check_common(d, student, targets, mask, n, vocab, result, &count);
     if (st != LATTICE_OK)
         return st;
-    kl_job j = {student, teacher, NULL, vocab, 0, d->p.direction == LATTICE_KL_REVERSE, 0, 0};
+    kl_job j = {student, teacher, NULL, vocab, 0, d->p.direction == LATTICE_DISTILL_KL_REVERSE, 0, 0};
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
 }
 
@@ -366,7 +366,7 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_topk: invalid argument: distill is NULL");
-    if (d->p.direction == LATTICE_KL_REVERSE)
+    if (d->p.direction == LATTICE_DISTILL_KL_REVERSE)
         return FAIL(d, LATTICE_ERR_UNSUPPORTED,
                     "reverse KL needs the teacher's whole distribution (dense logits)");
     if (!teacher_index || !teacher_value || k < 1 || k > vocab)

@@ -44,9 +44,9 @@ void lattice_model_params_init(lattice_model_params *p)
 static int has_slot(lattice_norm_placement pl, int slot)
 {
     switch (pl) {
-    case LATTICE_NORM_PRE: return slot == SLOT_IN1 || slot == SLOT_IN2;
-    case LATTICE_NORM_POST: return slot == SLOT_OUT1 || slot == SLOT_OUT2;
-    case LATTICE_NORM_PERI: return 1;
+    case LATTICE_NORM_PLACEMENT_PRE: return slot == SLOT_IN1 || slot == SLOT_IN2;
+    case LATTICE_NORM_PLACEMENT_POST: return slot == SLOT_OUT1 || slot == SLOT_OUT2;
+    case LATTICE_NORM_PLACEMENT_PERI: return 1;
     }
     return 0;
 }
@@ -54,7 +54,7 @@ static int has_slot(lattice_norm_placement pl, int slot)
 static const char *slot_name(lattice_norm_placement pl, int slot)
 {
     /* Hugging Face names: Qwen3 for pre-norm, Gemma-2 style for the others. */
-    if (pl == LATTICE_NORM_PRE)
+    if (pl == LATTICE_NORM_PLACEMENT_PRE)
         return slot == SLOT_IN1 ? "input_layernorm" : "post_attention_layernorm";
     switch (slot) {
     case SLOT_IN1: return "input_layernorm";
@@ -109,7 +109,7 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
 /* ---- layout ---------------------------------------------------------------- */
 
 static void add_tensor(lattice_model *m, const char *name, float *data, int64_t rows, int64_t cols,
-                       int ndim, lattice_group group, int layer, init_kind init, uint32_t key)
+                       int ndim, lattice_model_group group, int layer, init_kind init, uint32_t key)
 {
     tensor_entry *t = &m->tensors[m->n_tensors++];
     snprintf(t->name, sizeof(t->name), "%s", name);
@@ -131,7 +131,7 @@ static size_t layout_params(lattice_model *m, char *base, size_t *n_floats)
     lattice_arena ar = {base, 0, 0};
     const int D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads, F = p->d_ff;
     const int V = p->vocab_size;
-    const int layer_norm = m->norm.kind == LATTICE_NORM_LAYER;
+    const int layer_norm = m->norm.kind == LATTICE_NORM_KIND_LAYER;
     char name[96];
     int reg = base != NULL;
 
@@ -148,19 +148,19 @@ static size_t layout_params(lattice_model *m, char *base, size_t *n_floats)
             add_tensor(m, nm, ptr, n, 1, 1, grp, ly, ini, key);                                   \
     } while (0)
 
-    T2(m->wte, "model.embed_tokens.weight", V, D, LATTICE_GROUP_EMBEDDING, -1, 1);
-    const char *bname = m->norm.placement == LATTICE_NORM_POST ? "model.entry_norm" : "model.norm";
+    T2(m->wte, "model.embed_tokens.weight", V, D, LATTICE_MODEL_GROUP_EMBEDDING, -1, 1);
+    const char *bname = m->norm.placement == LATTICE_NORM_PLACEMENT_POST ? "model.entry_norm" : "model.norm";
     snprintf(name, sizeof name, "%s.weight", bname);
-    T1(m->bnorm.w, name, D, LATTICE_GROUP_BOUNDARY_NORM, -1, INIT_ONES, 2);
+    T1(m->bnorm.w, name, D, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, INIT_ONES, 2);
     m->bnorm.b = NULL;
     if (layer_norm) {
         snprintf(name, sizeof name, "%s.bias", bname);
-        T1(m->bnorm.b, name, D, LATTICE_GROUP_BOUNDARY_NORM, -1, INIT_ZEROS, 3);
+        T1(m->bnorm.b, name, D, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, INIT_ZEROS, 3);
     }
     if (p->tie_embeddings)
         m->whead = m->wte;
     else
-        T2(m->whead, "lm_head.weight", V, D, LATTICE_GROUP_HEAD, -1, 4);
+        T2(m->whead, "lm_head.weight", V, D, LATTICE_MODEL_GROUP_HEAD, -1, 4);
 
     for (int i = 0; i < p->n_layers; i++) {
         layer_params *L = &m->layers[i];
@@ -171,44 +171,44 @@ static size_t layout_params(lattice_model *m, char *base, size_t *n_floats)
         L->wqkv = lattice__arena_floats(&ar, (size_t)(H + 2 * KV) * hd * D);
         if (reg) {
             snprintf(name, sizeof name, "%s.%d.self_attn.q_proj.weight", pfx, i);
-            add_tensor(m, name, L->wqkv, (int64_t)H * hd, D, 2, LATTICE_GROUP_LAYER, i,
+            add_tensor(m, name, L->wqkv, (int64_t)H * hd, D, 2, LATTICE_MODEL_GROUP_LAYER, i,
                        INIT_NORMAL, k0 + 1);
             snprintf(name, sizeof name, "%s.%d.self_attn.k_proj.weight", pfx, i);
             add_tensor(m, name, L->wqkv + (size_t)H * hd * D, (int64_t)KV * hd, D, 2,
-                       LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 2);
+                       LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 2);
             snprintf(name, sizeof name, "%s.%d.self_attn.v_proj.weight", pfx, i);
             add_tensor(m, name, L->wqkv + (size_t)(H + KV) * hd * D, (int64_t)KV * hd, D, 2,
-                       LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 3);
+                       LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 3);
         }
         snprintf(name, sizeof name, "%s.%d.self_attn.o_proj.weight", pfx, i);
-        T2(L->wo, name, D, (int64_t)H * hd, LATTICE_GROUP_LAYER, i, k0 + 4);
+        T2(L->wo, name, D, (int64_t)H * hd, LATTICE_MODEL_GROUP_LAYER, i, k0 + 4);
         L->qn = L->kn = NULL;
         if (p->qk_norm) {
             snprintf(name, sizeof name, "%s.%d.self_attn.q_norm.weight", pfx, i);
-            T1(L->qn, name, hd, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 5);
+            T1(L->qn, name, hd, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 5);
             snprintf(name, sizeof name, "%s.%d.self_attn.k_norm.weight", pfx, i);
-            T1(L->kn, name, hd, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 6);
+            T1(L->kn, name, hd, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 6);
         }
         L->wgu = lattice__arena_floats(&ar, (size_t)2 * F * D);
         if (reg) {
             snprintf(name, sizeof name, "%s.%d.mlp.gate_proj.weight", pfx, i);
-            add_tensor(m, name, L->wgu, F, D, 2, LATTICE_GROUP_LAYER, i, INIT_NORMAL, k0 + 7);
+            add_tensor(m, name, L->wgu, F, D, 2, LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 7);
             snprintf(name, sizeof name, "%s.%d.mlp.up_proj.weight", pfx, i);
-            add_tensor(m, name, L->wgu + (size_t)F * D, F, D, 2, LATTICE_GROUP_LAYER, i,
+            add_tensor(m, name, L->wgu + (size_t)F * D, F, D, 2, LATTICE_MODEL_GROUP_LAYER, i,
                        INIT_NORMAL, k0 + 8);
         }
         snprintf(name, sizeof name, "%s.%d.mlp.down_proj.weight", pfx, i);
-        T2(L->wd, name, D, F, LATTICE_GROUP_LAYER, i, k0 + 9);
+        T2(L->wd, name, D, F, LATTICE_MODEL_GROUP_LAYER, i, k0 + 9);
         for (int s = 0; s < N_SLOTS; s++) {
             L->norm[s].w = L->norm[s].b = NULL;
             if (!has_slot(m->norm.placement, s))
                 continue;
             snprintf(name, sizeof name, "%s.%d.%s.weight", pfx, i, slot_name(m->norm.placement, s));
-            T1(L->norm[s].w, name, D, LATTICE_GROUP_LAYER, i, INIT_ONES, k0 + 10 + s);
+            T1(L->norm[s].w, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 10 + s);
             if (layer_norm) {
                 snprintf(name, sizeof name, "%s.%d.%s.bias", pfx, i,
                          slot_name(m->norm.placement, s));
-                T1(L->norm[s].b, name, D, LATTICE_GROUP_LAYER, i, INIT_ZEROS, k0 + 20 + s);
+                T1(L->norm[s].b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 20 + s);
             }
         }
     }
@@ -230,7 +230,7 @@ static size_t layout_acts(lattice_model *m, char *base)
     const size_t F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
     const size_t PT = (size_t)p->max_batch * H * p->max_seq * p->max_seq;
     const lattice_norm_placement pl = m->norm.placement;
-    const int ln = m->norm.kind == LATTICE_NORM_LAYER;
+    const int ln = m->norm.kind == LATTICE_NORM_KIND_LAYER;
 #define F32(n) lattice__arena_floats(&ar, (n))
 #define STATS(st)                                                                                  \
     do {                                                                                           \
@@ -239,11 +239,11 @@ static size_t layout_acts(lattice_model *m, char *base)
     } while (0)
 
     m->tokens = lattice__arena_bytes(&ar, N * sizeof(int32_t));
-    m->emb = pl == LATTICE_NORM_POST ? F32(N * D) : NULL;
+    m->emb = pl == LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
     STATS(m->bst);
     for (int i = 0; i <= p->n_layers; i++)
         m->hs[i] = F32(N * D);
-    if (pl != LATTICE_NORM_POST)
+    if (pl != LATTICE_NORM_PLACEMENT_POST)
         m->emb = m->hs[0];
     for (int i = 0; i < p->n_layers; i++) {
         layer_acts *A = &m->acts[i];
@@ -251,7 +251,7 @@ static size_t layout_acts(lattice_model *m, char *base)
         for (int s = 0; s < N_SLOTS; s++)
             if (has_slot(pl, s))
                 STATS(A->st[s]);
-        if (pl != LATTICE_NORM_POST) {
+        if (pl != LATTICE_NORM_PLACEMENT_POST) {
             A->a1 = F32(N * D);
             A->a2 = F32(N * D);
         }
@@ -265,11 +265,11 @@ static size_t layout_acts(lattice_model *m, char *base)
         }
         A->p = F32(PT);
         A->att = F32(N * H * hd);
-        if (pl == LATTICE_NORM_PERI) {
+        if (pl == LATTICE_NORM_PLACEMENT_PERI) {
             A->y1 = F32(N * D);
             A->y2 = F32(N * D);
         }
-        if (pl == LATTICE_NORM_POST) {
+        if (pl == LATTICE_NORM_PLACEMENT_POST) {
             A->r1 = F32(N * D);
             A->r2 = F32(N * D);
         }
@@ -277,7 +277,7 @@ static size_t layout_acts(lattice_model *m, char *base)
         A->gu = F32(N * 2 * F);
         A->s = F32(N * F);
     }
-    m->final_out = pl != LATTICE_NORM_POST ? F32(N * D) : NULL;
+    m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
     m->logits = F32(N * V);
     m->dlogits = F32(N * V);
     m->rope = F32((size_t)p->max_seq * hd);
@@ -285,7 +285,7 @@ static size_t layout_acts(lattice_model *m, char *base)
     m->d_a = F32(N * D);
     m->d_b = F32(N * D);
     m->d_in = F32(N * D);
-    m->d_tmp = pl == LATTICE_NORM_PERI ? F32(N * D) : NULL;
+    m->d_tmp = pl == LATTICE_NORM_PLACEMENT_PERI ? F32(N * D) : NULL;
     m->d_raw = F32(N * W);
     m->dq = F32(N * H * hd);
     m->dk = F32(N * KV * hd);
@@ -475,9 +475,9 @@ lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_pa
                              sizeof(p));
 }
 
-lattice_norm_placement lattice_model_placement(const lattice_model *m)
+lattice_norm_placement lattice_model_get_placement(const lattice_model *m)
 {
-    return m ? m->norm.placement : LATTICE_NORM_PRE;
+    return m ? m->norm.placement : LATTICE_NORM_PLACEMENT_PRE;
 }
 
 lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
@@ -493,7 +493,7 @@ lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
     return LATTICE_OK;
 }
 
-int lattice_model_active_layers(const lattice_model *m) { return m ? m->n_active : 0; }
+int lattice_model_get_active_layers(const lattice_model *m) { return m ? m->n_active : 0; }
 
 lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
 {
@@ -504,7 +504,7 @@ lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t se
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
                     m->p.n_layers - 1);
     for (int i = 0; i < m->n_tensors; i++)
-        if (m->tensors[i].group == LATTICE_GROUP_LAYER && m->tensors[i].layer == layer)
+        if (m->tensors[i].group == LATTICE_MODEL_GROUP_LAYER && m->tensors[i].layer == layer)
             init_tensor(m, &m->tensors[i], seed);
     return LATTICE_OK;
 }
@@ -523,7 +523,7 @@ lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
     int s0 = -1, d0 = -1, count = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
-        if (t->group != LATTICE_GROUP_LAYER)
+        if (t->group != LATTICE_MODEL_GROUP_LAYER)
             continue;
         if (t->layer == src && s0 < 0)
             s0 = i;
@@ -552,19 +552,19 @@ lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
     return LATTICE_OK;
 }
 
-static int *trainable_flag(lattice_model *m, lattice_group group, int layer)
+static int *trainable_flag(lattice_model *m, lattice_model_group group, int layer)
 {
     switch (group) {
-    case LATTICE_GROUP_EMBEDDING: return &m->trainable_embedding;
-    case LATTICE_GROUP_BOUNDARY_NORM: return &m->trainable_boundary;
-    case LATTICE_GROUP_HEAD: return m->p.tie_embeddings ? &m->trainable_embedding : &m->trainable_head;
-    case LATTICE_GROUP_LAYER:
+    case LATTICE_MODEL_GROUP_EMBEDDING: return &m->trainable_embedding;
+    case LATTICE_MODEL_GROUP_BOUNDARY_NORM: return &m->trainable_boundary;
+    case LATTICE_MODEL_GROUP_HEAD: return m->p.tie_embeddings ? &m->trainable_embedding : &m->trainable_head;
+    case LATTICE_MODEL_GROUP_LAYER:
         return layer >= 0 && layer < m->p.n_layers ? &m->trainable_layer[layer] : NULL;
     }
     return NULL;
 }
 
-lattice_status lattice_model_set_trainable(lattice_model *m, lattice_group group, int layer,
+lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
                                            int trainable)
 {
     if (!m)
@@ -578,7 +578,7 @@ lattice_status lattice_model_set_trainable(lattice_model *m, lattice_group group
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_group group, int layer,
+lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_model_group group, int layer,
                                            int *trainable)
 {
     if (!m || !trainable)
@@ -600,10 +600,10 @@ static int head_trains(const lattice_model *m)
 int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
 {
     switch (t->group) {
-    case LATTICE_GROUP_EMBEDDING: return m->trainable_embedding;
-    case LATTICE_GROUP_BOUNDARY_NORM: return m->trainable_boundary;
-    case LATTICE_GROUP_HEAD: return m->trainable_head;
-    case LATTICE_GROUP_LAYER: return t->layer < m->n_active && m->trainable_layer[t->layer];
+    case LATTICE_MODEL_GROUP_EMBEDDING: return m->trainable_embedding;
+    case LATTICE_MODEL_GROUP_BOUNDARY_NORM: return m->trainable_boundary;
+    case LATTICE_MODEL_GROUP_HEAD: return m->trainable_head;
+    case LATTICE_MODEL_GROUP_LAYER: return t->layer < m->n_active && m->trainable_layer[t->layer];
     }
     return 0;
 }
@@ -660,7 +660,7 @@ static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *
                      const norm_params *np, long n)
 {
     PROF(LATTICE_OP_NORM,
-         lattice__norm_forward(m->norm.kind == LATTICE_NORM_LAYER, out, st->mean, st->rstd, in,
+         lattice__norm_forward(m->norm.kind == LATTICE_NORM_KIND_LAYER, out, st->mean, st->rstd, in,
                                np->w, np->b, m->norm.eps, n, m->p.d_model, NT));
 }
 
@@ -668,7 +668,7 @@ static void norm_fwd(lattice_model *m, float *out, norm_stats *st, const float *
 static const float *sublayer_input(lattice_model *m, float *buf, norm_stats *st, const float *x,
                                    const norm_params *np, long n)
 {
-    if (m->norm.placement == LATTICE_NORM_POST)
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
         return x;
     norm_fwd(m, buf, st, x, np, n);
     return buf;
@@ -683,20 +683,20 @@ static lattice_status sublayer_output(lattice_model *m, float *out, const float 
 {
     const int D = m->p.d_model;
     const lattice_norm_placement pl = m->norm.placement;
-    if (pl == LATTICE_NORM_PERI) {
+    if (pl == LATTICE_NORM_PLACEMENT_PERI) {
         PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, y, D)));
         norm_fwd(m, out, st, y, np, n);
         PROF(LATTICE_OP_ELEMWISE, lattice__axpby(out, 1.0f, x, n * D, NT));
         return LATTICE_OK;
     }
-    float *sum = pl == LATTICE_NORM_POST ? r : out;
+    float *sum = pl == LATTICE_NORM_PLACEMENT_POST ? r : out;
     PROF(LATTICE_OP_ELEMWISE, {
         memcpy(sum, x, sizeof(float) * n * D);
         if (m->norm.residual_scale != 1.0f)
             lattice__scale(sum, m->norm.residual_scale, n * D, NT);
     });
     PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 1.0f, sum, D)));
-    if (pl == LATTICE_NORM_POST)
+    if (pl == LATTICE_NORM_PLACEMENT_POST)
         norm_fwd(m, out, st, r, np, n);
     return LATTICE_OK;
 }
@@ -735,7 +735,7 @@ static lattice_status layer_forward(lattice_model *m, int i)
 /* The stream the LM head reads: the final norm's output, or the last boundary. */
 static const float *head_input(const lattice_model *m)
 {
-    return m->norm.placement == LATTICE_NORM_POST ? m->hs[m->n_active] : m->final_out;
+    return m->norm.placement == LATTICE_NORM_PLACEMENT_POST ? m->hs[m->n_active] : m->final_out;
 }
 
 lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
@@ -765,7 +765,7 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
     PROF(LATTICE_OP_EMBED, lattice__embedding_forward(m->emb, m->tokens, m->wte, N, D, NT));
     m->batch = batch;
     m->seq = seq;
-    if (m->norm.placement == LATTICE_NORM_POST)
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
         norm_fwd(m, m->hs[0], &m->bst, m->emb, &m->bnorm, N);
     lattice_status st = LATTICE_OK;
     for (int i = 0; i < m->n_active && st == LATTICE_OK; i++) {
@@ -774,7 +774,7 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
         else
             st = layer_forward(m, i);
     }
-    if (st == LATTICE_OK && m->norm.placement != LATTICE_NORM_POST)
+    if (st == LATTICE_OK && m->norm.placement != LATTICE_NORM_PLACEMENT_POST)
         norm_fwd(m, m->final_out, &m->bst, m->hs[m->n_active], &m->bnorm, N);
     if (st == LATTICE_OK)
         PROF(LATTICE_OP_GEMM_HEAD,
@@ -787,12 +787,12 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
     return LATTICE_OK;
 }
 
-const float *lattice_model_logits(const lattice_model *m)
+const float *lattice_model_get_logits(const lattice_model *m)
 {
     return m && m->batch ? m->logits : NULL;
 }
 
-float *lattice_model_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
+float *lattice_model_get_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
 
 /* Every counted target inside the vocabulary. */
 static lattice_status check_targets(lattice_model *m, const int32_t *targets, const uint8_t *mask,
@@ -837,7 +837,7 @@ static void norm_bwd(lattice_model *m, float *din, int accumulate, const norm_pa
     float *dw = trainable ? lattice__grad_of(m, np->w) : NULL;
     float *db = trainable && np->b ? lattice__grad_of(m, np->b) : NULL;
     PROF(LATTICE_OP_NORM,
-         lattice__norm_backward(m->norm.kind == LATTICE_NORM_LAYER, din, accumulate, dw, db, dout,
+         lattice__norm_backward(m->norm.kind == LATTICE_NORM_KIND_LAYER, din, accumulate, dw, db, dout,
                                 in, np->w, st->mean, st->rstd, n, m->p.d_model, m->red, NT));
 }
 
@@ -848,13 +848,13 @@ static const float *sublayer_output_grad(lattice_model *m, float **g, float **sp
                                          const float *r, const norm_stats *st,
                                          const norm_params *np, int tr, long n)
 {
-    if (m->norm.placement == LATTICE_NORM_POST) {
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST) {
         norm_bwd(m, *spare, 0, np, tr, *g, r, st, n);
         float *tmp = *g;
         *g = *spare;
         *spare = tmp;
     }
-    if (m->norm.placement != LATTICE_NORM_PERI)
+    if (m->norm.placement != LATTICE_NORM_PLACEMENT_PERI)
         return *g;
     norm_bwd(m, m->d_tmp, 0, np, tr, *g, y, st, n);
     return m->d_tmp;
@@ -868,7 +868,7 @@ static void sublayer_input_grad(lattice_model *m, float *g, const float *x, cons
     const long cells = n * m->p.d_model;
     if (m->norm.residual_scale != 1.0f)
         PROF(LATTICE_OP_ELEMWISE, lattice__scale(g, m->norm.residual_scale, cells, NT));
-    if (m->norm.placement == LATTICE_NORM_POST)
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
         PROF(LATTICE_OP_ELEMWISE, lattice__axpby(g, 1.0f, m->d_in, cells, NT));
     else
         norm_bwd(m, g, 1, np, tr, m->d_in, x, st, n);
@@ -899,7 +899,7 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         TRY(lattice__gemm(m->be, 0, 0, (int)N, F, D, 1.0f, dy, D, L->wd, F, 0.0f, m->d_s, F));
     });
     PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_backward(m->d_gu, m->d_s, A->gu, N, F, NT));
-    const float *a2 = pl == LATTICE_NORM_POST ? A->mid : A->a2;
+    const float *a2 = pl == LATTICE_NORM_PLACEMENT_POST ? A->mid : A->a2;
     PROF(LATTICE_OP_GEMM_MLP, {
         if (tr)
             TRY(lattice__gemm(m->be, 1, 0, 2 * F, D, (int)N, 1.0f, m->d_gu, 2 * F, a2, D, 1.0f,
@@ -928,12 +928,12 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
                                tr && L->kn ? lattice__grad_of(m, L->kn) : NULL, m->dq, m->dk,
                                m->dv, A->raw, L->qn, L->kn, A->rstd_q, A->rstd_k, m->rope, &qd,
                                m->red, NT));
-    const float *a1 = pl == LATTICE_NORM_POST ? m->hs[i] : A->a1;
+    const float *a1 = pl == LATTICE_NORM_PLACEMENT_POST ? m->hs[i] : A->a1;
     if (tr)
         PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 1, 0, W, D, (int)N, 1.0f, m->d_raw, W,
                                                     a1, D, 1.0f, lattice__grad_of(m, L->wqkv), D)));
     /* Under pre and peri the input norm's weight gradient needs d_in even here. */
-    if (!need_input && (pl == LATTICE_NORM_POST || !tr))
+    if (!need_input && (pl == LATTICE_NORM_PLACEMENT_POST || !tr))
         return LATTICE_OK;
     PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W,
                                                 L->wqkv, D, 0.0f, m->d_in, D)));
@@ -967,7 +967,7 @@ lattice_status lattice_model_backward(lattice_model *m)
 
     /* How far down the gradient must travel: to the embedding when it (or the
      * entry norm) trains, else to the lowest trainable active layer. */
-    int need_emb = m->trainable_embedding || (pl == LATTICE_NORM_POST && m->trainable_boundary);
+    int need_emb = m->trainable_embedding || (pl == LATTICE_NORM_PLACEMENT_POST && m->trainable_boundary);
     int lowest = k;
     for (int i = 0; i < k; i++)
         if (m->trainable_layer[i] && !skipped(m, i)) {
@@ -982,16 +982,16 @@ lattice_status lattice_model_backward(lattice_model *m)
         PROF(LATTICE_OP_GEMM_HEAD,
              st = lattice__gemm(m->be, 1, 0, V, D, (int)N, 1.0f, m->dlogits, V, hin, D, 1.0f,
                                 lattice__grad_of(m, m->whead), D));
-    int need_stream = stop < k || need_emb || (pl != LATTICE_NORM_POST && m->trainable_boundary);
+    int need_stream = stop < k || need_emb || (pl != LATTICE_NORM_PLACEMENT_POST && m->trainable_boundary);
     if (st != LATTICE_OK || !need_stream)
         goto done;
     float *g = m->d_a, *spare = m->d_b;
     PROF(LATTICE_OP_GEMM_HEAD,
          st = lattice__gemm(m->be, 0, 0, (int)N, D, V, 1.0f, m->dlogits, V, m->whead, D, 0.0f,
-                            pl == LATTICE_NORM_POST ? g : spare, D));
+                            pl == LATTICE_NORM_PLACEMENT_POST ? g : spare, D));
     if (st != LATTICE_OK)
         goto done;
-    if (pl != LATTICE_NORM_POST)
+    if (pl != LATTICE_NORM_PLACEMENT_POST)
         norm_bwd(m, g, 0, &m->bnorm, m->trainable_boundary, spare, m->hs[k], &m->bst, N);
     for (int i = k - 1; i >= stop && st == LATTICE_OK; i--) {
         if (skipped(m, i))
@@ -1001,7 +1001,7 @@ lattice_status lattice_model_backward(lattice_model *m)
     if (st != LATTICE_OK || !need_emb)
         goto done;
     const float *demb = g;
-    if (pl == LATTICE_NORM_POST) {
+    if (pl == LATTICE_NORM_PLACEMENT_POST) {
         norm_bwd(m, spare, 0, &m->bnorm, m->trainable_boundary, g, m->emb, &m->bst, N);
         demb = spare;
     }
@@ -1016,24 +1016,24 @@ done:
 
 /* ---- inspection ---------------------------------------------------------- */
 
-lattice_status lattice_model_hidden(const lattice_model *m, int boundary, const float **out)
+lattice_status lattice_model_get_hidden(const lattice_model *m, int boundary, const float **out)
 {
     if (!m || !out)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_hidden: invalid argument (failed check: !m || !out)");
+            "lattice_model_get_hidden: invalid argument (failed check: !m || !out)");
     if (!m->batch)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_STATE,
-            "lattice_model_hidden: no forward pass has run yet");
+            "lattice_model_get_hidden: no forward pass has run yet");
     if (boundary < 0 || boundary > m->n_active)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_hidden: boundary %d not in 0..%d", boundary, m->n_active);
+            "lattice_model_get_hidden: boundary %d not in 0..%d", boundary, m->n_active);
     *out = m->hs[boundary];
     return LATTICE_OK;
 }
 
-int lattice_model_n_tensors(const lattice_model *m) { return m ? m->n_tensors : 0; }
+int lattice_model_get_n_tensors(const lattice_model *m) { return m ? m->n_tensors : 0; }
 
-static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_tensor_info *out)
+static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_model_tensor_info *out)
 {
     out->name = t->name;
     out->ndim = t->ndim;
@@ -1045,18 +1045,18 @@ static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_ten
     out->layer = t->layer;
 }
 
-lattice_status lattice_model_tensor(const lattice_model *m, int index, lattice_tensor_info *out)
+lattice_status lattice_model_get_tensor(const lattice_model *m, int index, lattice_model_tensor_info *out)
 {
     if (!m || !out || index < 0 || index >= m->n_tensors)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_tensor: %s", !m ? "model is NULL" : !out ? "out is NULL"
+            "lattice_model_get_tensor: %s", !m ? "model is NULL" : !out ? "out is NULL"
                                                             : "index out of range");
     fill_info(m, &m->tensors[index], out);
     return LATTICE_OK;
 }
 
 lattice_status lattice_model_find_tensor(const lattice_model *m, const char *name,
-                                         lattice_tensor_info *out)
+                                         lattice_model_tensor_info *out)
 {
     if (!m || !name || !out)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -1070,7 +1070,7 @@ lattice_status lattice_model_find_tensor(const lattice_model *m, const char *nam
         "lattice_model_find_tensor: no tensor named '%s'", name);
 }
 
-int64_t lattice_model_n_params(const lattice_model *m)
+int64_t lattice_model_get_n_params(const lattice_model *m)
 {
     int64_t n = 0;
     if (m)
@@ -1079,7 +1079,7 @@ int64_t lattice_model_n_params(const lattice_model *m)
     return n;
 }
 
-double lattice_model_flops(const lattice_model *m, int batch, int seq, int with_backward)
+double lattice_model_get_flops(const lattice_model *m, int batch, int seq, int with_backward)
 {
     if (!m || batch < 1 || seq < 1)
         return 0.0;
@@ -1105,7 +1105,7 @@ double lattice_model_flops(const lattice_model *m, int batch, int seq, int with_
     return total + bwd;
 }
 
-size_t lattice_model_arena_bytes(const lattice_model *m)
+size_t lattice_model_get_arena_bytes(const lattice_model *m)
 {
     if (!m)
         return 0;
@@ -1175,7 +1175,7 @@ lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int6
                     "max_batch %d x max_seq %d)",
                     dp.vocab_size, dp.batch_size, dp.seq_len, m->p.vocab_size, m->p.max_batch,
                     m->p.max_seq);
-    int64_t nb = lattice_data_n_val_batches(data);
+    int64_t nb = lattice_data_get_n_val_batches(data);
     if (nb == 0)
         return FAIL(m, LATTICE_ERR_STATE, "the data has no validation documents");
     if (max_batches > 0 && max_batches < nb)
@@ -1185,10 +1185,10 @@ lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int6
     double total = 0.0;
     int64_t count = 0;
     for (int64_t i = 0; i < nb; i++) {
-        lattice_batch b;
+        lattice_data_batch b;
         double ce;
         int64_t n = 0;
-        lattice_status st = lattice_data_val_batch(data, i, &b);
+        lattice_status st = lattice_data_get_val_batch(data, i, &b);
         if (st != LATTICE_OK)
             return FAIL(m, st, "validation batch %lld: %s", (long long)i,
                         lattice_data_errmsg(data));

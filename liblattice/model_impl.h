@@ -40,7 +40,7 @@ typedef struct tensor_entry {
     float *data;
     int64_t rows, cols;
     int ndim;
-    lattice_group group;
+    lattice_model_group group;
     int layer;
     init_kind init;
     uint32_t key; /* seeds this tensor's draw independently of the others */

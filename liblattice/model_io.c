@@ -31,7 +31,7 @@ static char *config_json(const lattice_model *m)
 #define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
     D("rope_theta", p->rope_theta);
     S("placement", lattice_norm_placement_name(m->norm.placement));
-    S("norm", m->norm.kind == LATTICE_NORM_LAYER ? "layer" : "rms");
+    S("norm", m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms");
     D("eps", m->norm.eps);
     D("residual_scale", m->norm.residual_scale);
 #undef D
@@ -267,8 +267,8 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
                                    float *scale, char *err)
 {
 #define BADCFG(what) return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s", what)
-    *pl = LATTICE_NORM_PRE;
-    *kind = LATTICE_NORM_RMS;
+    *pl = LATTICE_NORM_PLACEMENT_PRE;
+    *kind = LATTICE_NORM_KIND_RMS;
     *eps = 1e-6f;
     *scale = 1.0f;
     if (qwen) {
@@ -311,7 +311,7 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
         BADCFG("unknown placement");
     if (!kn || (strcmp(kn, "rms") && strcmp(kn, "layer")))
         BADCFG("unknown norm kind");
-    *kind = strcmp(kn, "layer") == 0 ? LATTICE_NORM_LAYER : LATTICE_NORM_RMS;
+    *kind = strcmp(kn, "layer") == 0 ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS;
     return LATTICE_OK;
 #undef BADCFG
 }
@@ -389,9 +389,9 @@ static lattice_status check_file_tensors(const st_file *sf, const char *path,
     if (st != LATTICE_OK)
         return lattice__set_error(err, st, "cannot lay out the model: %s",
                                   lattice_status_string(st));
-    for (int i = 0; i < lattice_model_n_tensors(sk) && st == LATTICE_OK; i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(sk, i, &ti);
+    for (int i = 0; i < lattice_model_get_n_tensors(sk) && st == LATTICE_OK; i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(sk, i, &ti);
         int64_t want[2] = {0, ti.ndim == 2 ? 0 : 1};
         for (int d = 0; d < ti.ndim; d++)
             for (size_t k = 0; k < sizeof small / sizeof small[0]; k++)

@@ -11,13 +11,13 @@ lattice_status lattice_norm_create(lattice_norm_placement placement, lattice_nor
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_norm_create: invalid argument: out is NULL");
     *out = NULL;
-    if (placement != LATTICE_NORM_PRE && placement != LATTICE_NORM_POST &&
-        placement != LATTICE_NORM_PERI)
+    if (placement != LATTICE_NORM_PLACEMENT_PRE && placement != LATTICE_NORM_PLACEMENT_POST &&
+        placement != LATTICE_NORM_PLACEMENT_PERI)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_create: invalid argument (failed check: placement != LATTICE_NORM_PRE && placement != LATTICE_NORM_POST && placement != LATTICE_NORM_PERI)");
-    if (kind != LATTICE_NORM_RMS && kind != LATTICE_NORM_LAYER)
+            "lattice_norm_create: invalid argument (failed check: placement != LATTICE_NORM_PLACEMENT_PRE && placement != LATTICE_NORM_PLACEMENT_POST && placement != LATTICE_NORM_PLACEMENT_PERI)");
+    if (kind != LATTICE_NORM_KIND_RMS && kind != LATTICE_NORM_KIND_LAYER)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_create: invalid argument (failed check: kind != LATTICE_NORM_RMS && kind != LATTICE_NORM_LAYER)");
+            "lattice_norm_create: invalid argument (failed check: kind != LATTICE_NORM_KIND_RMS && kind != LATTICE_NORM_KIND_LAYER)");
     if (!(eps > 0.0f) || !isfinite(eps))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_norm_create: invalid argument (failed check: !(eps > 0.0f) || !isfinite(eps))");
@@ -40,21 +40,21 @@ lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, float scale)
     if (!norm || !(scale > 0.0f) || !isfinite(scale))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_norm_set_residual_scale: invalid argument (failed check: !norm || !(scale > 0.0f) || !isfinite(scale))");
-    if (norm->placement != LATTICE_NORM_POST && scale != 1.0f)
+    if (norm->placement != LATTICE_NORM_PLACEMENT_POST && scale != 1.0f)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_set_residual_scale: invalid argument (failed check: norm->placement != LATTICE_NORM_POST && scale != 1.0f)");
+            "lattice_norm_set_residual_scale: invalid argument (failed check: norm->placement != LATTICE_NORM_PLACEMENT_POST && scale != 1.0f)");
     norm->residual_scale = scale;
     return LATTICE_OK;
 }
 
 lattice_norm_placement lattice_norm_get_placement(const lattice_norm *norm)
 {
-    return norm ? norm->placement : LATTICE_NORM_PRE;
+    return norm ? norm->placement : LATTICE_NORM_PLACEMENT_PRE;
 }
 
 lattice_norm_kind lattice_norm_get_kind(const lattice_norm *norm)
 {
-    return norm ? norm->kind : LATTICE_NORM_RMS;
+    return norm ? norm->kind : LATTICE_NORM_KIND_RMS;
 }
 
 float lattice_norm_get_eps(const lattice_norm *norm) { return norm ? norm->eps : 0.0f; }

@@ -145,9 +145,9 @@ static double lr_at(const lattice_optim_params *p, int64_t s)
     return p->min_lr + 0.5 * ((double)p->lr - p->min_lr) * (1.0 + cos(M_PI * prog));
 }
 
-float lattice_optim_lr(const lattice_optim *o) { return o ? (float)lr_at(&o->p, o->step) : 0.0f; }
+float lattice_optim_get_lr(const lattice_optim *o) { return o ? (float)lr_at(&o->p, o->step) : 0.0f; }
 
-int64_t lattice_optim_steps(const lattice_optim *o) { return o ? o->step : 0; }
+int64_t lattice_optim_get_steps(const lattice_optim *o) { return o ? o->step : 0; }
 
 lattice_status lattice_optim_reset(lattice_optim *o)
 {

@@ -5,12 +5,12 @@
 #include <string.h>
 
 /* A phase as a caller built against 0.1 knows it: everything before rewind_data. */
-#define PHASE_SIZE_0_1 offsetof(lattice_phase, rewind_data)
+#define PHASE_SIZE_0_1 offsetof(lattice_schedule_phase, rewind_data)
 
 
 #define FAIL(s, st, ...) lattice__set_error((s)->err, (st), __VA_ARGS__)
 
-void lattice_phase_init(lattice_phase *p)
+void lattice_schedule_phase_init(lattice_schedule_phase *p)
 {
     if (!p)
         return;
@@ -19,7 +19,7 @@ void lattice_phase_init(lattice_phase *p)
     p->steps = 1000;
     p->active_layers = 1;
     p->reset_optimizer = 1;
-    p->block_init = LATTICE_BLOCK_INIT_RANDOM;
+    p->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
     p->rewind_data = 0;
     p->train_boundary = 1;
 }
@@ -48,15 +48,15 @@ const char *lattice_schedule_errmsg(const lattice_schedule *s)
     return s ? s->err : "no schedule (NULL handle)";
 }
 
-lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_phase *phase)
+lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_schedule_phase *phase)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_add_phase: invalid argument: schedule is NULL");
     if (!phase || phase->size == 0)
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "phase missing or not initialised");
-    lattice_phase p;
-    lattice_phase_init(&p);
+    lattice_schedule_phase p;
+    lattice_schedule_phase_init(&p);
     memcpy(&p, phase, phase->size < sizeof(p) ? phase->size : sizeof(p));
     p.size = sizeof(p);
     p.rewind_data = p.rewind_data != 0;
@@ -67,13 +67,13 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_pha
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG,
                     "phase with %d active layers cannot train from layer %d", p.active_layers,
                     p.train_from);
-    if (p.block_init != LATTICE_BLOCK_INIT_RANDOM && p.block_init != LATTICE_BLOCK_INIT_IDENTITY &&
-        p.block_init != LATTICE_BLOCK_INIT_COPY)
+    if (p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_RANDOM && p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY &&
+        p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_COPY)
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "unknown block initialisation %d",
                     (int)p.block_init);
     if (s->n_phases == s->cap) {
         int cap = s->cap ? 2 * s->cap : 4;
-        lattice_phase *np = realloc(s->phases, sizeof(*np) * (size_t)cap);
+        lattice_schedule_phase *np = realloc(s->phases, sizeof(*np) * (size_t)cap);
         if (!np)
             return FAIL(s, LATTICE_ERR_OUT_OF_MEMORY, "no memory for phases");
         s->phases = np;
@@ -84,10 +84,10 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_pha
 }
 
 static lattice_status add(lattice_schedule *s, int64_t steps, int active, int train_from,
-                          int train_boundary, lattice_block_init init)
+                          int train_boundary, lattice_schedule_block_init init)
 {
-    lattice_phase p;
-    lattice_phase_init(&p);
+    lattice_schedule_phase p;
+    lattice_schedule_phase_init(&p);
     p.steps = steps;
     p.active_layers = active;
     p.train_from = train_from;
@@ -99,7 +99,7 @@ static lattice_status add(lattice_schedule *s, int64_t steps, int active, int tr
 
 lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
                                               int block_size, int64_t steps_per_phase,
-                                              lattice_block_init block_init,
+                                              lattice_schedule_block_init block_init,
                                               lattice_schedule **out)
 {
     if (!out)
@@ -119,23 +119,23 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
         return st;
     const int full = n_blocks * block_size;
     switch (preset) {
-    case LATTICE_PRESET_JOINT:
+    case LATTICE_SCHEDULE_PRESET_JOINT:
         st = add(s, steps_per_phase, full, 0, 1, block_init);
         break;
-    case LATTICE_PRESET_GROW:
+    case LATTICE_SCHEDULE_PRESET_GROW:
         for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
             st = add(s, steps_per_phase, (b + 1) * block_size, 0, 1, block_init);
         break;
-    case LATTICE_PRESET_FREEZE:
+    case LATTICE_SCHEDULE_PRESET_FREEZE:
         /* the paper's freeze arm: after phase 0 only the newest block moves, so
          * its input (earlier blocks and the boundary norm) and the head are fixed */
         for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
             st = add(s, steps_per_phase, (b + 1) * block_size, b * block_size, b == 0, block_init);
         break;
-    case LATTICE_PRESET_SINGLE_BLOCK:
+    case LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK:
         st = add(s, steps_per_phase, block_size, 0, 1, block_init);
         break;
-    case LATTICE_PRESET_JOINT_MATCHED_ACTIVE: {
+    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE: {
         /* grow spends steps * block_size * (1 + 2 + ... + n) active-layer steps */
         int64_t total = steps_per_phase * (n_blocks + 1) / 2;
         for (int64_t done = 0; done < total && st == LATTICE_OK; done += steps_per_phase)
@@ -143,7 +143,7 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
                      1, block_init);
         break;
     }
-    case LATTICE_PRESET_JOINT_MATCHED_TOTAL:
+    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL:
         for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
             st = add(s, steps_per_phase, full, 0, 1, block_init);
         break;
@@ -159,16 +159,16 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
     return LATTICE_OK;
 }
 
-int lattice_schedule_n_phases(const lattice_schedule *s) { return s ? s->n_phases : 0; }
+int lattice_schedule_get_n_phases(const lattice_schedule *s) { return s ? s->n_phases : 0; }
 
-lattice_status lattice_schedule_phase(const lattice_schedule *s, int index, lattice_phase *phase)
+lattice_status lattice_schedule_get_phase(const lattice_schedule *s, int index, lattice_schedule_phase *phase)
 {
     if (!s || !phase || index < 0 || index >= s->n_phases)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_phase: invalid argument (failed check: !s || !phase || index < 0 || index >= s->n_phases)");
+            "lattice_schedule_get_phase: invalid argument (failed check: !s || !phase || index < 0 || index >= s->n_phases)");
     /* An output struct's size is only trusted when it is exactly this version's:
      * a 0.1 caller may leave it unset, and anything else could overrun its struct. */
-    const size_t n = phase->size == sizeof(lattice_phase) ? sizeof(lattice_phase) : PHASE_SIZE_0_1;
+    const size_t n = phase->size == sizeof(lattice_schedule_phase) ? sizeof(lattice_schedule_phase) : PHASE_SIZE_0_1;
     memcpy(phase, &s->phases[index], n);
     phase->size = n;
     return LATTICE_OK;
@@ -184,7 +184,7 @@ lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
     return LATTICE_OK;
 }
 
-int lattice_schedule_max_layers(const lattice_schedule *s)
+int lattice_schedule_get_max_layers(const lattice_schedule *s)
 {
     int mx = 0;
     for (int i = 0; s && i < s->n_phases; i++)
@@ -192,7 +192,7 @@ int lattice_schedule_max_layers(const lattice_schedule *s)
     return mx;
 }
 
-int64_t lattice_schedule_total_steps(const lattice_schedule *s)
+int64_t lattice_schedule_get_total_steps(const lattice_schedule *s)
 {
     int64_t total = 0;
     for (int i = 0; s && i < s->n_phases; i++) {
@@ -203,19 +203,19 @@ int64_t lattice_schedule_total_steps(const lattice_schedule *s)
     return total;
 }
 
-lattice_status lattice_schedule_position(const lattice_schedule *s, int *phase,
+lattice_status lattice_schedule_get_position(const lattice_schedule *s, int *phase,
                                          int64_t *step_in_phase)
 {
     if (!s || !phase)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_position: invalid argument (failed check: !s || !phase)");
+            "lattice_schedule_get_position: invalid argument (failed check: !s || !phase)");
     *phase = s->phase;
     if (step_in_phase)
         *step_in_phase = s->step_in_phase;
     return LATTICE_OK;
 }
 
-int lattice_schedule_finished(const lattice_schedule *s) { return !s || s->phase >= s->n_phases; }
+int lattice_schedule_is_finished(const lattice_schedule *s) { return !s || s->phase >= s->n_phases; }
 
 lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
                                        double flops, int *phase_ended)
@@ -227,7 +227,7 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
             "lattice_schedule_record: invalid argument (failed check: !s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)");
     if (s->phase >= s->n_phases)
         return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
-    const lattice_phase *p = &s->phases[s->phase];
+    const lattice_schedule_phase *p = &s->phases[s->phase];
     s->counters.steps++;
     s->counters.tokens += tokens;
     s->counters.nonpad_tokens += nonpad_tokens;
@@ -246,17 +246,17 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
     return LATTICE_OK;
 }
 
-lattice_status lattice_schedule_counters(const lattice_schedule *s, lattice_counters *out)
+lattice_status lattice_schedule_get_counters(const lattice_schedule *s, lattice_schedule_counters *out)
 {
     if (!s || !out)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_counters: invalid argument (failed check: !s || !out)");
+            "lattice_schedule_get_counters: invalid argument (failed check: !s || !out)");
     *out = s->counters;
     return LATTICE_OK;
 }
 
 lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int64_t step_in_phase,
-                                             const lattice_counters *counters)
+                                             const lattice_schedule_counters *counters)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,

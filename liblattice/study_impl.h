@@ -15,12 +15,12 @@ struct lattice_optim {
 };
 
 struct lattice_schedule {
-    lattice_phase *phases;
+    lattice_schedule_phase *phases;
     int n_phases, cap;
     int phase;                /* current phase (n_phases once finished) */
     int64_t step_in_phase;
     int64_t nonpad_in_phase;
-    lattice_counters counters;
+    lattice_schedule_counters counters;
     char err[LATTICE_ERRMSG_MAX];
 };
 

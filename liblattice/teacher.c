@@ -171,7 +171,7 @@ fail:
     return st;
 }
 
-int lattice_teacher_topk_k(const lattice_teacher *t) { return t ? t->k : 0; }
+int lattice_teacher_get_k(const lattice_teacher *t) { return t ? t->k : 0; }
 
 /* The stored batch whose first seq positions of its first batch rows match. */
 static int64_t find_stored(lattice_teacher *t, const int32_t *tokens, int batch, int seq)
@@ -269,7 +269,7 @@ const char *lattice_teacher_errmsg(const lattice_teacher *t)
     return t ? t->err : "no teacher (NULL handle)";
 }
 
-int lattice_teacher_vocab_size(const lattice_teacher *t) { return t ? t->vocab : 0; }
+int lattice_teacher_get_vocab_size(const lattice_teacher *t) { return t ? t->vocab : 0; }
 
 lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens, int batch,
                                       int seq, const float **logits)
@@ -298,7 +298,7 @@ lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens,
         lattice_status st = lattice_model_forward(t->model, tokens, batch, seq);
         if (st != LATTICE_OK)
             return FAIL(t, st, "teacher model: %s", lattice_model_errmsg(t->model));
-        z = lattice_model_logits(t->model);
+        z = lattice_model_get_logits(t->model);
     } else {
         if (t->fn(t->user, tokens, batch, seq, t->vocab, t->buf) != 0)
             return FAIL(t, LATTICE_ERR_BACKEND, "the teacher callback reported failure");
@@ -312,9 +312,9 @@ lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens,
     return LATTICE_OK;
 }
 
-double lattice_teacher_flops(const lattice_teacher *t, int batch, int seq)
+double lattice_teacher_get_flops(const lattice_teacher *t, int batch, int seq)
 {
-    return t && t->model ? lattice_model_flops(t->model, batch, seq, 0) : 0.0;
+    return t && t->model ? lattice_model_get_flops(t->model, batch, seq, 0) : 0.0;
 }
 
 static void copy_floats(float *dst, const float *src, size_t n)
@@ -334,7 +334,7 @@ lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
                     "teacher (vocab %d, d_model %d) and student (vocab %d, d_model %d) differ",
                     m->p.vocab_size, m->p.d_model, s->p.vocab_size, s->p.d_model);
-    if (m->norm.placement == LATTICE_NORM_POST)
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "a post-norm teacher has no final norm to copy");
     if (m->norm.kind != s->norm.kind)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "teacher and student norm kinds differ");
@@ -395,7 +395,7 @@ lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, in
     for (size_t i = 0; st == LATTICE_OK && i < (size_t)cells; i++)
         tok[i] = dp.pad_id;
     for (int64_t i = 0; st == LATTICE_OK && i < n_batches; i++) {
-        lattice_batch b;
+        lattice_data_batch b;
         const float *z;
         if ((st = lattice_data_next(data, &b)) != LATTICE_OK)
             break;

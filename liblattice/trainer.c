@@ -50,17 +50,17 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the data's seq_len %d exceeds the model's max_seq %d",
                              dp.seq_len, mp.max_seq);
-    if (teacher && lattice_teacher_vocab_size(teacher) != mp.vocab_size)
+    if (teacher && lattice_teacher_get_vocab_size(teacher) != mp.vocab_size)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
-                             lattice_teacher_vocab_size(teacher), mp.vocab_size);
-    if (lattice_schedule_n_phases(schedule) < 1)
+                             lattice_teacher_get_vocab_size(teacher), mp.vocab_size);
+    if (lattice_schedule_get_n_phases(schedule) < 1)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule has no phases");
-    if (lattice_schedule_max_layers(schedule) > mp.n_layers)
+    if (lattice_schedule_get_max_layers(schedule) > mp.n_layers)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
-                             lattice_schedule_max_layers(schedule), mp.n_layers);
+                             lattice_schedule_get_max_layers(schedule), mp.n_layers);
     lattice_trainer *t = calloc(1, sizeof(*t));
     if (!t)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -115,13 +115,13 @@ const char *lattice_trainer_errmsg(const lattice_trainer *t)
 /* The head and boundary norm of the freeze arm: frozen while a phase says so,
  * trainable again once a later phase trains them. A tied head is the embedding,
  * which stays as the caller set it. */
-static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph)
+static lattice_status apply_boundary(lattice_trainer *t, const lattice_schedule_phase *ph)
 {
     int was_frozen = 0;
     if (t->applied_phase >= 0) {
-        lattice_phase prev;
-        lattice_phase_init(&prev);
-        lattice_schedule_phase(t->schedule, t->applied_phase, &prev);
+        lattice_schedule_phase prev;
+        lattice_schedule_phase_init(&prev);
+        lattice_schedule_get_phase(t->schedule, t->applied_phase, &prev);
         was_frozen = !prev.train_boundary;
     }
     if (ph->train_boundary && !was_frozen)
@@ -129,9 +129,9 @@ static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
     lattice_status st =
-        lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, ph->train_boundary);
+        lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, ph->train_boundary);
     if (st == LATTICE_OK && !mp.tie_embeddings)
-        st = lattice_model_set_trainable(t->model, LATTICE_GROUP_HEAD, -1, ph->train_boundary);
+        st = lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_HEAD, -1, ph->train_boundary);
     return st;
 }
 
@@ -139,28 +139,28 @@ static lattice_status apply_boundary(lattice_trainer *t, const lattice_phase *ph
  * optimizer restart. */
 static lattice_status apply_phase(lattice_trainer *t, int index)
 {
-    lattice_phase ph;
-    lattice_phase_init(&ph);
-    lattice_schedule_phase(t->schedule, index, &ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice_schedule_get_phase(t->schedule, index, &ph);
     int current;
     int64_t step_in_phase = 0;
-    lattice_schedule_position(t->schedule, &current, &step_in_phase);
+    lattice_schedule_get_position(t->schedule, &current, &step_in_phase);
     if (!t->have_origin) {
         /* the run begins here (a resumed run brings its origin from the checkpoint) */
         lattice_data_get_position(t->data, &t->data_origin);
         t->have_origin = 1;
     }
-    const int prev = t->applied_phase < 0 ? ph.active_layers : lattice_model_active_layers(t->model);
+    const int prev = t->applied_phase < 0 ? ph.active_layers : lattice_model_get_active_layers(t->model);
     lattice_status st = lattice_model_set_active_layers(t->model, ph.active_layers);
     const int added = ph.active_layers - prev;
     for (int i = prev; i < ph.active_layers && st == LATTICE_OK; i++) {
-        if (ph.block_init == LATTICE_BLOCK_INIT_IDENTITY)
+        if (ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY)
             st = lattice_model_zero_layer_outputs(t->model, i);
-        else if (ph.block_init == LATTICE_BLOCK_INIT_COPY)
+        else if (ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_COPY)
             st = lattice_model_copy_layer(t->model, i, i - added >= 0 ? i - added : i % prev);
     }
     for (int i = 0; i < ph.active_layers && st == LATTICE_OK; i++)
-        st = lattice_model_set_trainable(t->model, LATTICE_GROUP_LAYER, i, i >= ph.train_from);
+        st = lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, i >= ph.train_from);
     if (st == LATTICE_OK)
         st = apply_boundary(t, &ph);
     if (st != LATTICE_OK)
@@ -177,9 +177,9 @@ static lattice_status apply_phase(lattice_trainer *t, int index)
  * the moments, so it runs only once the step's gradients are known finite. */
 static lattice_status restart_optimizer(lattice_trainer *t, int index)
 {
-    lattice_phase ph;
-    lattice_phase_init(&ph);
-    lattice_schedule_phase(t->schedule, index, &ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice_schedule_get_phase(t->schedule, index, &ph);
     if (!ph.reset_optimizer)
         return LATTICE_OK;
     lattice_optim_params op = t->base_optim;
@@ -207,10 +207,10 @@ typedef struct step_undo {
 static void copy_layers(lattice_trainer *t, int first, int last, int save)
 {
     size_t off = 0;
-    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(t->model, i, &ti);
-        if (ti.group != LATTICE_GROUP_LAYER || ti.layer < first || ti.layer >= last)
+    for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(t->model, i, &ti);
+        if (ti.group != LATTICE_MODEL_GROUP_LAYER || ti.layer < first || ti.layer >= last)
             continue;
         const size_t n = (size_t)(ti.shape[0] * ti.shape[1]);
         if (save)
@@ -229,26 +229,26 @@ static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
     u->applied_phase = t->applied_phase;
     u->have_origin = t->have_origin;
     u->origin = t->data_origin;
-    u->active = lattice_model_active_layers(t->model);
-    lattice_model_get_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, &u->boundary);
-    lattice_model_get_trainable(t->model, LATTICE_GROUP_HEAD, -1, &u->head);
+    u->active = lattice_model_get_active_layers(t->model);
+    lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, &u->boundary);
+    lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_HEAD, -1, &u->head);
     for (int i = 0; i < mp.n_layers; i++)
-        lattice_model_get_trainable(t->model, LATTICE_GROUP_LAYER, i, &t->undo_trainable[i]);
+        lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, &t->undo_trainable[i]);
     /* the layers the start will initialise (apply_phase: prev .. active) */
-    lattice_phase ph;
-    lattice_phase_init(&ph);
-    lattice_schedule_phase(t->schedule, phase, &ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice_schedule_get_phase(t->schedule, phase, &ph);
     u->first = u->last = 0;
-    if (t->applied_phase < 0 || ph.block_init == LATTICE_BLOCK_INIT_RANDOM ||
+    if (t->applied_phase < 0 || ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_RANDOM ||
         ph.active_layers <= u->active)
         return LATTICE_OK;
     u->first = u->active;
     u->last = ph.active_layers;
     size_t need = 0;
-    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(t->model, i, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= u->first && ti.layer < u->last)
+    for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(t->model, i, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer >= u->first && ti.layer < u->last)
             need += (size_t)(ti.shape[0] * ti.shape[1]);
     }
     if (need > t->undo_cap) { /* grows only at phase starts, and only once per size */
@@ -275,10 +275,10 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
     copy_layers(t, u->first, u->last, 0);
     lattice_model_set_active_layers(t->model, u->active);
     for (int i = 0; i < mp.n_layers; i++)
-        lattice_model_set_trainable(t->model, LATTICE_GROUP_LAYER, i, t->undo_trainable[i]);
-    lattice_model_set_trainable(t->model, LATTICE_GROUP_BOUNDARY_NORM, -1, u->boundary);
+        lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, t->undo_trainable[i]);
+    lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, u->boundary);
     if (!mp.tie_embeddings)
-        lattice_model_set_trainable(t->model, LATTICE_GROUP_HEAD, -1, u->head);
+        lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_HEAD, -1, u->head);
     t->applied_phase = u->applied_phase;
     t->have_origin = u->have_origin;
     t->data_origin = u->origin;
@@ -289,12 +289,12 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
  * its global norm (trainable groups, active layers). */
 static int grads_finite(const lattice_trainer *t)
 {
-    const int active = lattice_model_active_layers(t->model);
-    for (int i = 0; i < lattice_model_n_tensors(t->model); i++) {
-        lattice_tensor_info ti;
+    const int active = lattice_model_get_active_layers(t->model);
+    for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
+        lattice_model_tensor_info ti;
         int on = 0;
-        lattice_model_tensor(t->model, i, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= active)
+        lattice_model_get_tensor(t->model, i, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer >= active)
             continue;
         lattice_model_get_trainable(t->model, ti.group, ti.layer, &on);
         const int64_t n = ti.shape[0] * ti.shape[1];
@@ -425,14 +425,14 @@ static int weighted_sum(const lattice_trainer_collective *ops, void *user, float
 static int reduce_gradients(const lattice_trainer_collective *ops, void *user,
                             lattice_model *model, double weight)
 {
-    const int active = lattice_model_active_layers(model);
+    const int active = lattice_model_get_active_layers(model);
     float *run = NULL;
     size_t run_n = 0;
-    for (int i = 0; i < lattice_model_n_tensors(model); i++) {
-        lattice_tensor_info ti;
+    for (int i = 0; i < lattice_model_get_n_tensors(model); i++) {
+        lattice_model_tensor_info ti;
         int on = 0;
-        lattice_model_tensor(model, i, &ti);
-        if (ti.group != LATTICE_GROUP_LAYER || ti.layer < active)
+        lattice_model_get_tensor(model, i, &ti);
+        if (ti.group != LATTICE_MODEL_GROUP_LAYER || ti.layer < active)
             lattice_model_get_trainable(model, ti.group, ti.layer, &on);
         if (!on)
             continue;
@@ -471,9 +471,9 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
 }
 
 /* Rows [first, first + rows) of a batch as a batch of its own. */
-static lattice_batch rows_of(const lattice_batch *b, int first, int rows)
+static lattice_data_batch rows_of(const lattice_data_batch *b, int first, int rows)
 {
-    lattice_batch s = *b;
+    lattice_data_batch s = *b;
     const size_t off = (size_t)first * (size_t)b->seq;
     s.tokens = b->tokens + off;
     s.targets = b->targets + off;
@@ -487,7 +487,7 @@ static lattice_batch rows_of(const lattice_batch *b, int first, int rows)
 
 /* This rank's rows of a batch: [r B/N, (r+1) B/N), which for training
  * batches (B divides by N) are B/N rows each. */
-static lattice_batch share_of(const lattice_trainer *t, const lattice_batch *b)
+static lattice_data_batch share_of(const lattice_trainer *t, const lattice_data_batch *b)
 {
     if (!lattice__trainer_distributed(t))
         return *b;
@@ -501,7 +501,7 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
     if (!t || !val_ce)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_evaluate: invalid argument (failed check: !t || !val_ce)");
-    int64_t nb = lattice_data_n_val_batches(t->data);
+    int64_t nb = lattice_data_get_n_val_batches(t->data);
     if (nb == 0)
         return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
     if (t->p.eval_batches > 0 && t->p.eval_batches < nb)
@@ -510,10 +510,10 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
     int64_t count = 0;
     lattice_status st = LATTICE_OK;
     for (int64_t i = 0; i < nb && st == LATTICE_OK; i++) {
-        lattice_batch b;
+        lattice_data_batch b;
         float loss;
         int64_t n;
-        st = lattice_data_val_batch(t->data, i, &b);
+        st = lattice_data_get_val_batch(t->data, i, &b);
         if (st != LATTICE_OK) {
             FAIL(t, st, "validation batch %lld: %s", (long long)i, lattice_data_errmsg(t->data));
             break;
@@ -552,7 +552,7 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
  * batch (this rank's share of it), the teacher, forward, loss, backward.
  * b is the global batch, n_local the share's counted tokens. */
 static lattice_status step_local(lattice_trainer *t, int phase, int start, step_undo *u,
-                                 lattice_batch *b, lattice_metrics *m, int64_t *n_local)
+                                 lattice_data_batch *b, lattice_trainer_metrics *m, int64_t *n_local)
 {
     lattice_status st;
     if (start && (st = save_for_undo(t, phase, u)) != LATTICE_OK) {
@@ -563,12 +563,12 @@ static lattice_status step_local(lattice_trainer *t, int phase, int start, step_
         return st;
     if ((st = lattice_data_next(t->data, b)) != LATTICE_OK)
         return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
-    const lattice_batch sb = share_of(t, b);
+    const lattice_data_batch sb = share_of(t, b);
     *n_local = sb.n_tokens;
     /* the teacher runs once per batch (per share): dense logits, or a top-k file's entries */
     const float *zt = NULL, *tv = NULL;
     const int32_t *ti = NULL;
-    const int k = lattice_teacher_topk_k(t->teacher);
+    const int k = lattice_teacher_get_k(t->teacher);
     if (t->teacher) {
         st = k ? lattice_teacher_topk(t->teacher, sb.tokens, sb.batch, sb.seq, &ti, &tv)
                : lattice_teacher_logits(t->teacher, sb.tokens, sb.batch, sb.seq, &zt);
@@ -577,13 +577,13 @@ static lattice_status step_local(lattice_trainer *t, int phase, int start, step_
     }
     if ((st = lattice_model_forward(t->model, sb.tokens, sb.batch, sb.seq)) != LATTICE_OK)
         return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));
-    const int vocab = lattice_teacher_vocab_size(t->teacher);
+    const int vocab = lattice_teacher_get_vocab_size(t->teacher);
     if (t->teacher) {
         lattice_distill_result r;
         const int64_t n = (int64_t)sb.batch * sb.seq;
-        st = k ? lattice_distill_topk(t->distill, lattice_model_logits(t->model), ti, tv, k,
+        st = k ? lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
                                       sb.targets, sb.mask, n, vocab,
-                                      lattice_model_dlogits(t->model), &r)
+                                      lattice_model_get_dlogits(t->model), &r)
                : lattice_distill_model(t->distill, t->model, zt, vocab, sb.targets, sb.mask, &r);
         m->loss = r.loss;
         m->kl = r.kl;
@@ -604,8 +604,8 @@ static lattice_status step_local(lattice_trainer *t, int phase, int start, step_
 
 /* Over ranks: the gradients and losses of the global batch, each rank's
  * weighted by its share of the counted tokens. */
-static lattice_status reduce_step(lattice_trainer *t, const lattice_batch *b, int64_t n_local,
-                                  lattice_metrics *m)
+static lattice_status reduce_step(lattice_trainer *t, const lattice_data_batch *b, int64_t n_local,
+                                  lattice_trainer_metrics *m)
 {
     const double w = b->n_tokens ? (double)n_local / (double)b->n_tokens : 0.0;
     int rc = reduce_gradients(&t->coll, t->coll_user, t->model, w);
@@ -622,19 +622,19 @@ static lattice_status reduce_step(lattice_trainer *t, const lattice_batch *b, in
     return LATTICE_OK;
 }
 
-lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
+lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_step: invalid argument: trainer is NULL");
     /* checked before the step, which cannot be taken back once it has run */
-    if (out && out->size < sizeof(lattice_metrics))
+    if (out && out->size < sizeof(lattice_trainer_metrics))
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
                     "metrics->size %zu is below %zu, the struct's 0.1 size (set it to "
-                    "sizeof(lattice_metrics))", out->size, sizeof(lattice_metrics));
+                    "sizeof(lattice_trainer_metrics))", out->size, sizeof(lattice_trainer_metrics));
     int phase;
-    lattice_schedule_position(t->schedule, &phase, NULL);
-    if (lattice_schedule_finished(t->schedule))
+    lattice_schedule_get_position(t->schedule, &phase, NULL);
+    if (lattice_schedule_is_finished(t->schedule))
         return FAIL(t, LATTICE_ERR_STATE, "the schedule has finished");
     lattice_status st;
     /* Until the optimizer step, a failure (a non-finite loss or gradient among
@@ -644,13 +644,13 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     memset(&u, 0, sizeof(u));
     lattice_data_get_position(t->data, &u.pos);
     const int start = t->applied_phase != phase;
-    lattice_metrics m;
+    lattice_trainer_metrics m;
     memset(&m, 0, sizeof(m));
     m.size = sizeof(m);
     m.phase = phase;
     m.val_ce = NAN;
     const double t0 = now_seconds();
-    lattice_batch b;
+    lattice_data_batch b;
     int64_t n_local = 0;
     st = step_local(t, phase, start, &u, &b, &m, &n_local);
     if (lattice__trainer_distributed(t)) {
@@ -661,7 +661,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
     }
     if (st != LATTICE_OK)
         return undo_step(t, &u, st);
-    m.active_layers = lattice_model_active_layers(t->model);
+    m.active_layers = lattice_model_get_active_layers(t->model);
     if (start && !grads_finite(t))
         return undo_step(t, &u,
                          FAIL(t, LATTICE_ERR_NON_FINITE,
@@ -669,19 +669,19 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_metrics *out)
                               phase));
     if (start && (st = restart_optimizer(t, phase)) != LATTICE_OK)
         return undo_step(t, &u, st);
-    m.lr = lattice_optim_lr(t->optim);
+    m.lr = lattice_optim_get_lr(t->optim);
     float gn;
     /* a non-finite norm updates nothing (lattice_optim_step) */
     if ((st = lattice_optim_step(t->optim, &gn)) != LATTICE_OK)
         return undo_step(t, &u, FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim)));
     m.grad_norm = gn;
-    double flops = lattice_model_flops(t->model, b.batch, b.seq, 1);
+    double flops = lattice_model_get_flops(t->model, b.batch, b.seq, 1);
     lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
-    lattice_schedule_counters(t->schedule, &m.counters);
+    lattice_schedule_get_counters(t->schedule, &m.counters);
     m.step = m.counters.steps;
     m.seconds = now_seconds() - t0;
     int eval = m.phase_end || (t->p.eval_every > 0 && m.step % t->p.eval_every == 0);
-    if (eval && lattice_data_n_val_batches(t->data) > 0) {
+    if (eval && lattice_data_get_n_val_batches(t->data) > 0) {
         if ((st = lattice_trainer_evaluate(t, &m.val_ce)) != LATTICE_OK)
             return st;
     }
@@ -705,16 +705,16 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
      * token in such a phase is an error. */
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_data_get_params(t->data, &dp);
-    const int64_t pass = lattice_data_n_documents(t->data, LATTICE_SPLIT_TRAIN) / dp.batch_size + 2;
+    const int64_t pass = lattice_data_get_n_documents(t->data, LATTICE_DATA_SPLIT_TRAIN) / dp.batch_size + 2;
     int64_t empty = 0;
-    while (!t->stop && !lattice_schedule_finished(t->schedule)) {
+    while (!t->stop && !lattice_schedule_is_finished(t->schedule)) {
         int phase;
-        lattice_schedule_position(t->schedule, &phase, NULL);
-        lattice_phase ph;
-        lattice_phase_init(&ph);
-        lattice_schedule_phase(t->schedule, phase, &ph);
-        lattice_counters before, after;
-        lattice_schedule_counters(t->schedule, &before);
+        lattice_schedule_get_position(t->schedule, &phase, NULL);
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(t->schedule, phase, &ph);
+        lattice_schedule_counters before, after;
+        lattice_schedule_get_counters(t->schedule, &before);
         lattice_status st = lattice_trainer_step(t, NULL);
         if (st != LATTICE_OK)
             return st;
@@ -726,7 +726,7 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
                 return lattice__trainer_coll_fail(t, "sum_int64", rc);
             t->stop = stop != 0;
         }
-        lattice_schedule_counters(t->schedule, &after);
+        lattice_schedule_get_counters(t->schedule, &after);
         empty = ph.steps == 0 && after.nonpad_tokens == before.nonpad_tokens ? empty + 1 : 0;
         if (empty >= pass)
             return FAIL(t, LATTICE_ERR_STATE,

@@ -35,7 +35,7 @@ typedef struct dw_config {
     int batch;
     int max_batch;
     int teacher;
-    lattice_metrics_fn on_step;
+    lattice_trainer_metrics_fn on_step;
     void *user;
     lattice_teacher_fn teacher_fn; /* a callback teacher instead of the model one */
     const lattice_trainer_collective *coll; /* data-parallel from the trainer's creation */
@@ -97,7 +97,7 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
         }
     }
     DW_TRY(lattice_backend_create("ref", &w->be));
-    DW_TRY(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &w->norm));
+    DW_TRY(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->norm));
     lattice_model_params mp;
     dw_model_params(&mp, c->max_batch, 42);
     DW_TRY(lattice_model_create(&mp, w->norm, w->be, &w->m));
@@ -131,8 +131,8 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     op.clip_norm = 1.0f;
     DW_TRY(lattice_optim_create(w->m, &op, &w->o));
     DW_TRY(lattice_schedule_create(&w->s));
-    lattice_phase ph;
-    lattice_phase_init(&ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
     ph.steps = 0;
     ph.tokens = 80; /* a token budget: ends at the same step only with global counters */
     ph.active_layers = 1;
@@ -140,7 +140,7 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     ph.steps = 12;
     ph.active_layers = 2;
     ph.reset_optimizer = 1;
-    ph.block_init = LATTICE_BLOCK_INIT_COPY;
+    ph.block_init = LATTICE_SCHEDULE_BLOCK_INIT_COPY;
     DW_TRY(lattice_schedule_add_phase(w->s, &ph));
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
@@ -158,16 +158,16 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
 static inline float *dw_weights(lattice_model *m, size_t *count)
 {
     size_t n = 0;
-    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
+    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
         n += (size_t)(ti.shape[0] * ti.shape[1]);
     }
     float *w = malloc(n * sizeof(float) + 1);
     size_t off = 0;
-    for (int i = 0; w && i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
+    for (int i = 0; w && i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
         const size_t k = (size_t)(ti.shape[0] * ti.shape[1]);
         memcpy(w + off, ti.data, k * sizeof(float));
         off += k;

@@ -24,7 +24,7 @@ int main()
     p.max_batch = 1;
     p.max_seq = 4;
     if (lattice_backend_create("ref", &be) != LATTICE_OK ||
-        lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &norm) != LATTICE_OK ||
+        lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-6f, &norm) != LATTICE_OK ||
         lattice_model_create(&p, norm, be, &model) != LATTICE_OK)
         return 1;
     const int32_t tokens[4] = {1, 2, 3, 4}, targets[4] = {2, 3, 4, 5};

@@ -214,7 +214,7 @@ static lattice_model *small_model(uint64_t seed)
     tu_tiny_params(&p);
     p.seed = seed;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-5f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
     lattice_norm_destroy(n);
@@ -309,8 +309,8 @@ static void open_run(run *r)
     lattice_optim_params_init(&op);
     op.warmup_steps = 1;
     ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 2,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
                                             NULL, &r->trainer),
@@ -467,7 +467,7 @@ static void count_step_allocations(const char *backend, int threads, long *gomp,
     p.max_batch = 4;
     p.max_seq = 32;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&p, n, b, &m), LATTICE_OK);
     lattice_norm_destroy(n);
@@ -491,8 +491,8 @@ static void count_step_allocations(const char *backend, int threads, long *gomp,
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_SINGLE_BLOCK, 1, 2, 100,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &sc),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1, 2, 100,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t), LATTICE_OK);
     /* the first steps: the phase start, OpenMP's thread pool and first team,

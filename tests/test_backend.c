@@ -54,8 +54,8 @@ static run run_open(lattice_backend *be, int layer_norm)
     p.max_seq = 8;
     p.seed = 5;
     p.init_std = 0.2f;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_POST,
-                                         layer_norm ? LATTICE_NORM_LAYER : LATTICE_NORM_RMS, 1e-6f,
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_POST,
+                                         layer_norm ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS, 1e-6f,
                                          &r.norm),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_model_create(&p, r.norm, be, &r.m), LATTICE_OK);
@@ -97,7 +97,7 @@ START_TEST(test_custom_backend_carries_a_step)
     ops.destroy = count_destroy;
     lattice_backend *be;
     ck_assert_int_eq(lattice_backend_create_custom("counting", &ops, &be), LATTICE_OK);
-    ck_assert_str_eq(lattice_backend_name(be), "counting");
+    ck_assert_str_eq(lattice_backend_get_name(be), "counting");
     ck_assert_int_eq(lattice_backend_set_threads(be, 3), LATTICE_OK);
     ck_assert_int_eq(ct.threads_seen, 3);
     run r = run_open(be, 0);
@@ -133,7 +133,7 @@ START_TEST(test_custom_backend_failure_is_reported)
     ck_assert_int_eq(lattice_backend_create_custom(NULL, &ops, &be), LATTICE_OK);
     run r = run_open(be, 0);
     ck_assert_int_eq(lattice_model_forward(r.m, toks, 2, 8), LATTICE_ERR_BACKEND);
-    ck_assert_ptr_null(lattice_model_logits(r.m));
+    ck_assert_ptr_null(lattice_model_get_logits(r.m));
     ck_assert_int_eq(lattice_model_backward(r.m), LATTICE_ERR_STATE);
     run_close(&r);
     lattice_backend_destroy(be);
@@ -175,8 +175,8 @@ START_TEST(test_backend_names)
     ck_assert_ptr_null(be);
     ck_assert_int_eq(lattice_backend_create(NULL, &be), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
-    ck_assert_str_eq(lattice_backend_name(be), "ref");
-    ck_assert_int_eq(lattice_backend_threads(be), 1);
+    ck_assert_str_eq(lattice_backend_get_name(be), "ref");
+    ck_assert_int_eq(lattice_backend_get_threads(be), 1);
     ck_assert_int_eq(lattice_backend_set_threads(be, 0), LATTICE_ERR_INVALID_ARGUMENT);
     lattice_backend_destroy(be);
     lattice_backend_destroy(NULL);
@@ -229,7 +229,7 @@ START_TEST(test_default_choice)
     lattice_backend_destroy(be);
     /* the same answer every time: decided by features, not by timing */
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
-    ck_assert_str_eq(lattice_backend_name(be), expected_default());
+    ck_assert_str_eq(lattice_backend_get_name(be), expected_default());
     lattice_backend_destroy(be);
     /* LATTICE_BACKEND overrides it, and says so */
     setenv("LATTICE_BACKEND", "ref", 1);
@@ -242,7 +242,7 @@ START_TEST(test_default_choice)
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_NOT_FOUND);
     setenv("LATTICE_BACKEND", "default", 1); /* not a loop: the rule applies */
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
-    ck_assert_str_eq(lattice_backend_name(be), expected_default());
+    ck_assert_str_eq(lattice_backend_get_name(be), expected_default());
     lattice_backend_destroy(be);
     if (saved)
         setenv("LATTICE_BACKEND", keep, 1);
@@ -335,13 +335,13 @@ static void step_matches_ref(const char *name, int layer_norm)
         ck_assert_float_eq_tol(la, lb, 1e-4f);
     }
     /* logits of the forward inside the last step, then weights after it */
-    const float *za = lattice_model_logits(a.m), *zb = lattice_model_logits(b.m);
+    const float *za = lattice_model_get_logits(a.m), *zb = lattice_model_get_logits(b.m);
     for (int i = 0; i < 2 * 8 * 10; i++)
         ck_assert_float_eq_tol(za[i], zb[i], 1e-4f);
-    for (int t = 0; t < lattice_model_n_tensors(a.m); t++) {
-        lattice_tensor_info x, y;
-        lattice_model_tensor(a.m, t, &x);
-        lattice_model_tensor(b.m, t, &y);
+    for (int t = 0; t < lattice_model_get_n_tensors(a.m); t++) {
+        lattice_model_tensor_info x, y;
+        lattice_model_get_tensor(a.m, t, &x);
+        lattice_model_get_tensor(b.m, t, &y);
         for (long j = 0; j < x.shape[0] * x.shape[1]; j++) {
             ck_assert_msg(fabsf(x.grad[j] - y.grad[j]) <= 1e-4f + 1e-3f * fabsf(x.grad[j]),
                           "%s %s grad[%ld]: %g vs %g", name, x.name, j, x.grad[j], y.grad[j]);

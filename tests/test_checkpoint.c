@@ -24,7 +24,7 @@ static void open_run(run *r)
     tu_tiny_params(&p);
     p.seed = 3;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-5f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-5f, &n), LATTICE_OK);
     ck_assert_int_eq(lattice_model_create(&p, n, r->be, &r->model), LATTICE_OK);
     lattice_norm_destroy(n);
     lattice_data_params dp;
@@ -40,8 +40,8 @@ static void open_run(run *r)
     op.warmup_steps = 1;
     op.lr = 1e-2f;
     ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
                                             NULL, &r->trainer),
@@ -137,13 +137,13 @@ static void expect_refused_or_sane(const char *path, const char *what)
     if (st != LATTICE_OK) {
         ck_assert_msg(st == LATTICE_ERR_FORMAT, "%s: %s", what, lattice_status_string(st));
         ck_assert_msg(lattice_trainer_errmsg(r.trainer)[0], "%s: refused without a message", what);
-    } else if (!lattice_schedule_finished(r.schedule)) {
+    } else if (!lattice_schedule_is_finished(r.schedule)) {
         st = lattice_trainer_step(r.trainer, NULL);
         ck_assert_msg(st == LATTICE_OK, "%s: accepted, then the step failed: %s", what,
                       lattice_trainer_errmsg(r.trainer));
-        for (int i = 0; i < lattice_model_n_tensors(r.model); i++) {
-            lattice_tensor_info ti;
-            ck_assert_int_eq(lattice_model_tensor(r.model, i, &ti), LATTICE_OK);
+        for (int i = 0; i < lattice_model_get_n_tensors(r.model); i++) {
+            lattice_model_tensor_info ti;
+            ck_assert_int_eq(lattice_model_get_tensor(r.model, i, &ti), LATTICE_OK);
             for (int64_t j = 0; j < ti.shape[0] * ti.shape[1]; j++)
                 ck_assert_msg(isfinite(ti.data[j]), "%s: accepted, then %s[%lld] = %g", what,
                               ti.name, (long long)j, (double)ti.data[j]);

@@ -96,7 +96,7 @@ typedef struct rank_run {
     dw_config cfg;
     int steps;
     double loss[16], val[16];
-    lattice_counters counters[16];
+    lattice_schedule_counters counters[16];
     float *weights;
     size_t n_weights;
     lattice_status st;
@@ -120,7 +120,7 @@ static void *run_rank(void *arg)
         return NULL;
     }
     for (int i = 0; i < r->steps && r->st == LATTICE_OK; i++) {
-        lattice_metrics m = {.size = sizeof(m)};
+        lattice_trainer_metrics m = {.size = sizeof(m)};
         r->st = lattice_trainer_step(w.t, &m);
         r->loss[i] = m.loss;
         r->val[i] = m.val_ce;
@@ -278,7 +278,7 @@ START_TEST(test_two_ranks_match_one)
     for (int r = 0; r < 2; r++) {
         ck_assert_msg(two[r].st == LATTICE_OK, "rank %d: %s", r, two[r].msg);
         for (int i = 0; i < 10; i++) {
-            const lattice_counters *a = &alone.counters[i], *b = &two[r].counters[i];
+            const lattice_schedule_counters *a = &alone.counters[i], *b = &two[r].counters[i];
             ck_assert_int_eq(a->steps, b->steps);
             ck_assert_int_eq(a->tokens, b->tokens);
             ck_assert_int_eq(a->nonpad_tokens, b->nonpad_tokens);
@@ -335,8 +335,8 @@ static void *run_flaky(void *arg)
         r->st[i] = lattice_trainer_step(w.t, NULL);
         if (r->st[i] != LATTICE_OK && !r->msg[0])
             snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
-        lattice_counters cn;
-        lattice_schedule_counters(w.s, &cn);
+        lattice_schedule_counters cn;
+        lattice_schedule_get_counters(w.s, &cn);
         r->steps_after[i] = cn.steps;
         lattice_data_get_position(w.d, &r->pos[i]);
     }

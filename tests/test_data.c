@@ -50,11 +50,11 @@ START_TEST(test_text_documents_and_batches)
     /* three documents (the empty one between two separators is dropped), the
      * long one truncated rather than split */
     lattice_data *d = text_data_split("abc\fdefg\f\fhi", 2, 3, 0.3f, 0, 0);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 1);
-    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 4 + 5);
-    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_VAL), 3);
-    lattice_batch b;
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 2);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 1);
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN), 4 + 5);
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL), 3);
+    lattice_data_batch b;
     ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
     ck_assert_int_eq(b.batch, 2);
     ck_assert_int_eq(b.seq, 3);
@@ -68,14 +68,14 @@ START_TEST(test_text_documents_and_batches)
         ck_assert_int_eq(y[2], y[0] == 'a' ? 'c' : 'f'); /* "defg" is truncated */
     }
     /* validation: the last document, right-padded to the batch's longest row */
-    ck_assert_int_eq(lattice_data_n_val_batches(d), 1);
-    ck_assert_int_eq(lattice_data_val_batch(d, 0, &b), LATTICE_OK);
+    ck_assert_int_eq(lattice_data_get_n_val_batches(d), 1);
+    ck_assert_int_eq(lattice_data_get_val_batch(d, 0, &b), LATTICE_OK);
     ck_assert_int_eq(b.batch, 1);
     ck_assert_int_eq(b.seq, 2);
     ck_assert_int_eq(b.tokens[0], 256);
     ck_assert_int_eq(b.targets[0], 'h');
     ck_assert_int_eq(b.targets[1], 'i');
-    ck_assert_int_eq(lattice_data_val_batch(d, 1, &b), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_data_get_val_batch(d, 1, &b), LATTICE_ERR_INVALID_ARGUMENT);
     lattice_data_destroy(d);
 }
 END_TEST
@@ -83,7 +83,7 @@ END_TEST
 START_TEST(test_padding_and_mask)
 {
     lattice_data *d = text_data("ab\fwxyz", 2, 8, 0.0f, 0);
-    lattice_batch b;
+    lattice_data_batch b;
     ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
     ck_assert_int_eq(b.seq, 4); /* trimmed to the longest row: 5 tokens -> 4 targets */
     ck_assert_int_eq(b.n_tokens, 2 + 4);
@@ -101,7 +101,7 @@ static const char *twelve = "A\fB\fC\fD\fE\fF\fG\fH\fI\fJ\fK\fL";
 
 static void first_letters(lattice_data *d, int n_batches, char *out)
 {
-    lattice_batch b;
+    lattice_data_batch b;
     for (int i = 0; i < n_batches; i++) {
         ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
         for (int r = 0; r < b.batch; r++)
@@ -150,7 +150,7 @@ END_TEST
 START_TEST(test_packing)
 {
     lattice_data *d = text_data("abcdefgh\fijklmnop\fqrstuvwx", 2, 4, 0.0f, 1);
-    lattice_batch b;
+    lattice_data_batch b;
     ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
     ck_assert_int_eq(b.seq, 4);
     ck_assert_int_eq(b.n_tokens, 8); /* no padding */
@@ -174,7 +174,7 @@ START_TEST(test_token_files)
     const uint16_t ids16[] = {999, 5, 6, 7, 999, 8, 9};
     char *path = write_temp(ids16, sizeof ids16);
     ck_assert_msg(lattice_data_create_tokens(path, 2, &p, &d, err) == LATTICE_OK, "%s", err);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 2);
     lattice_data_destroy(d);
     ck_assert_int_eq(lattice_data_create_tokens(path, 4, &p, &d, err), LATTICE_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(err, "whole number"));
@@ -193,7 +193,7 @@ START_TEST(test_token_files)
     ck_assert_int_eq(lattice_data_create_tokens("/nonexistent/ids", 2, &p, &d, err), LATTICE_ERR_IO);
     const int32_t mem[] = {999, 1, 2, 999, 3};
     ck_assert_int_eq(lattice_data_create_memory(mem, 5, &p, &d, err), LATTICE_OK);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 2);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 2);
     lattice_data_destroy(d);
 }
 END_TEST
@@ -211,10 +211,10 @@ START_TEST(test_val_file_and_split_long)
     char err[LATTICE_ERRMSG_SIZE];
     ck_assert_msg(lattice_data_create_text(tr, &p, &d, err) == LATTICE_OK, "%s", err);
     /* "abcdefgh" (9 tokens with its boundary) -> [B a b c] [B d e f] [B g h]; "xy" stays */
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 4);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 2); /* [B p q r] [B s] */
-    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 9 + 2 + 3);
-    lattice_batch b;
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 4);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 2); /* [B p q r] [B s] */
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN), 9 + 2 + 3);
+    lattice_data_batch b;
     ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
     int seen_g = 0;
     for (int r = 0; r < 4; r++) {
@@ -222,7 +222,7 @@ START_TEST(test_val_file_and_split_long)
         seen_g |= b.targets[r * b.seq] == 'g';
     }
     ck_assert(seen_g);
-    ck_assert_int_eq(lattice_data_val_batch(d, 0, &b), LATTICE_OK);
+    ck_assert_int_eq(lattice_data_get_val_batch(d, 0, &b), LATTICE_OK);
     ck_assert_int_eq(b.targets[0], 'p');
     ck_assert_int_eq(b.targets[b.seq], 's');
     lattice_data_destroy(d);
@@ -307,7 +307,7 @@ START_TEST(test_short_params_structs)
     mp.max_batch = 2;
     mp.max_seq = 4;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
     lattice_optim *o;
@@ -318,8 +318,8 @@ START_TEST(test_short_params_structs)
     const size_t tsize = sizeof(size_t);
     memcpy(tp, &tsize, sizeof(size_t));
     lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 1, 1, 2,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 1, 2,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
     ck_assert_int_eq(lattice_data_create_memory(ids, 6, &full, &d, err), LATTICE_OK);
     lattice_trainer *t;
     ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, tp, &t), LATTICE_OK);
@@ -378,15 +378,15 @@ START_TEST(test_defaults_fit_together)
     char err[LATTICE_ERRMSG_SIZE];
     ck_assert_msg(lattice_data_create_text(path, &dp, &d, err) == LATTICE_OK, "%s", err);
     /* 2000 bytes in pieces of 257 tokens, each opened by a boundary: 8 pieces */
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 8);
-    ck_assert_int_eq(lattice_data_n_tokens(d, LATTICE_SPLIT_TRAIN), 2000 + 8);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 0);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 8);
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN), 2000 + 8);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 0);
     lattice_data_destroy(d);
     /* and a validation share of the pieces when asked for one */
     dp.val_fraction = 0.05f;
     ck_assert_msg(lattice_data_create_text(path, &dp, &d, err) == LATTICE_OK, "%s", err);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_VAL), 1);
-    ck_assert_int_eq(lattice_data_n_documents(d, LATTICE_SPLIT_TRAIN), 7);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 1);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 7);
     unlink(path);
 
     lattice_model_params mp;
@@ -402,7 +402,7 @@ START_TEST(test_defaults_fit_together)
     mp.d_ff = 8;
     lattice_backend *be = tu_backend("ref", 1);
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
     lattice_optim_params op;
@@ -410,8 +410,8 @@ START_TEST(test_defaults_fit_together)
     lattice_optim *o;
     ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
     lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 1, 1, 1,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 1, 1,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
     lattice_trainer *t = NULL;
     lattice_status st = lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t);
     ck_assert_msg(st == LATTICE_OK, "%s", t ? "" : lattice_status_string(st));

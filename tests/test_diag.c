@@ -28,7 +28,7 @@ static setup_t open_setup(lattice_norm_placement pl, uint64_t seed)
     p.seed = seed;
     p.init_std = 0.3f;
     lattice_norm *n;
-    lattice_norm_create(pl, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
     ck_assert_int_eq(lattice_model_create(&p, n, s.be, &s.m), LATTICE_OK);
     lattice_norm_destroy(n);
     ck_assert_int_eq(lattice_diag_create(s.m, &s.d), LATTICE_OK);
@@ -47,9 +47,9 @@ static const int32_t tgt[10] = {3, 4, 1, 2, 7, 8, 7, 5, 6, 1};
 
 START_TEST(test_identity_block_is_invisible)
 {
-    setup_t s = open_setup(LATTICE_NORM_PRE, 1);
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 1);
     ck_assert_int_eq(lattice_model_zero_layer_outputs(s.m, 1), LATTICE_OK);
-    lattice_removal r;
+    lattice_diag_removal r;
     ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r), LATTICE_OK);
     ck_assert_double_eq(r.dce, 0.0);
     ck_assert_double_eq_tol(r.angle, 0.0, 1e-6);
@@ -61,8 +61,8 @@ START_TEST(test_identity_block_is_invisible)
     /* and the skip is cleared afterwards */
     const float *h1, *h2;
     ck_assert_int_eq(lattice_model_forward(s.m, tok, 2, 5), LATTICE_OK);
-    lattice_model_hidden(s.m, 2, &h1);
-    lattice_model_hidden(s.m, 3, &h2);
+    lattice_model_get_hidden(s.m, 2, &h1);
+    lattice_model_get_hidden(s.m, 3, &h2);
     ck_assert_int_ne(memcmp(h1, h2, sizeof(float) * 10 * 8), 0);
     close_setup(&s);
 }
@@ -72,9 +72,9 @@ START_TEST(test_scaled_stream_scales_rms)
 {
     /* Pre-norm with identity layers: every boundary is the embedding. Scale
      * the embedding by c and every RMS statistic scales by c, kurtosis not. */
-    setup_t a = open_setup(LATTICE_NORM_PRE, 2), b = open_setup(LATTICE_NORM_PRE, 2);
+    setup_t a = open_setup(LATTICE_NORM_PLACEMENT_PRE, 2), b = open_setup(LATTICE_NORM_PLACEMENT_PRE, 2);
     const float c = 3.5f;
-    lattice_tensor_info e;
+    lattice_model_tensor_info e;
     lattice_model_find_tensor(b.m, "model.embed_tokens.weight", &e);
     for (long j = 0; j < e.shape[0] * e.shape[1]; j++)
         e.data[j] *= c;
@@ -82,7 +82,7 @@ START_TEST(test_scaled_stream_scales_rms)
         lattice_model_zero_layer_outputs(a.m, l);
         lattice_model_zero_layer_outputs(b.m, l);
     }
-    lattice_rms_stats sa[4 * 3], sb[4 * 3];
+    lattice_diag_rms_stats sa[4 * 3], sb[4 * 3];
     ck_assert_int_eq(lattice_diag_boundary_scale(a.d, tok, NULL, 2, 5, NULL, 2, sa, 12), LATTICE_OK);
     ck_assert_int_eq(lattice_diag_boundary_scale(b.d, tok, NULL, 2, 5, NULL, 2, sb, 12), LATTICE_OK);
     for (int i = 0; i < 12; i++) {
@@ -106,14 +106,14 @@ START_TEST(test_known_rms)
 {
     /* Token 0's embedding has RMS 5, every other token's RMS 1: boundary 0
      * (the embedding under pre-norm) shows exactly that per class. */
-    setup_t s = open_setup(LATTICE_NORM_PRE, 3);
-    lattice_tensor_info e;
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 3);
+    lattice_model_tensor_info e;
     lattice_model_find_tensor(s.m, "model.embed_tokens.weight", &e);
     for (int v = 0; v < 9; v++)
         for (int j = 0; j < 8; j++)
             e.data[v * 8 + j] = v == 0 ? (j % 2 ? 5.0f : -5.0f) : 1.0f;
     uint8_t mask[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
-    lattice_rms_stats st[4 * 3];
+    lattice_diag_rms_stats st[4 * 3];
     ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, mask, 2, 5, NULL, 2, st, 12), LATTICE_OK);
     ck_assert_double_eq_tol(st[1].mean, 5.0, 1e-6); /* boundary tokens: both are token 0 */
     ck_assert_double_eq_tol(st[1].std, 0.0, 1e-6);
@@ -126,7 +126,7 @@ START_TEST(test_known_rms)
     ck_assert_double_eq_tol(st[2].kurtosis, (p * p * p + q * q * q) / (p * q), 1e-6);
     /* custom classes */
     uint8_t cls[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
-    lattice_rms_stats c3[4 * 4];
+    lattice_diag_rms_stats c3[4 * 4];
     ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, cls, 3, c3, 16), LATTICE_OK);
     ck_assert_int_eq(c3[0].count + c3[1].count + c3[2].count, c3[3].count);
     close_setup(&s);
@@ -139,7 +139,7 @@ START_TEST(test_loss_response)
     double loss[300];
     for (int i = 0; i < 300; i++)
         loss[i] = i < 100 ? 2.0 : i < 150 ? 2.5 - 0.01 * (i - 100) : 2.0;
-    lattice_response r;
+    lattice_diag_response r;
     ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
     ck_assert_double_eq_tol(r.baseline, 2.0, 1e-12);
     ck_assert_double_eq_tol(r.jump, 0.5, 1e-12);
@@ -160,9 +160,9 @@ END_TEST
 
 START_TEST(test_bad_input)
 {
-    setup_t s = open_setup(LATTICE_NORM_POST, 4);
-    lattice_rms_stats st[16];
-    lattice_removal r;
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_POST, 4);
+    lattice_diag_rms_stats st[16];
+    lattice_diag_removal r;
     ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 3, st, 16),
                      LATTICE_ERR_INVALID_ARGUMENT); /* default classes are two */
     ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 5),
@@ -186,13 +186,13 @@ END_TEST
  * OK only for ranges that are truly inside. */
 START_TEST(test_hostile_ranges)
 {
-    setup_t s = open_setup(LATTICE_NORM_PRE, 5);
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 5);
     const int v[] = {INT_MIN, INT_MIN + 1, -2, -1, 0, 1, 2, 3, 4, INT_MAX - 1, INT_MAX};
     const int nv = (int)(sizeof v / sizeof v[0]);
-    const int k = lattice_model_active_layers(s.m);
+    const int k = lattice_model_get_active_layers(s.m);
     for (int a = 0; a < nv; a++)
         for (int b = 0; b < nv; b++) {
-            lattice_removal r;
+            lattice_diag_removal r;
             memset(&r, 0, sizeof r);
             const int64_t first = v[a], count = v[b];
             const int inside = first >= 0 && count >= 1 && first + count <= k;
@@ -206,7 +206,7 @@ START_TEST(test_hostile_ranges)
             st = lattice_diag_block_removal(s.d, tok, tgt, NULL, v[a], v[b], 0, 1, &r);
             ck_assert_int_eq(st, v[a] >= 1 && v[a] <= 2 && v[b] >= 1 && v[b] <= 5
                                      ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT);
-            lattice_rms_stats out[64];
+            lattice_diag_rms_stats out[64];
             st = lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, v[a], out,
                                              v[b] > 64 ? 64 : v[b]);
             ck_assert_int_eq(st, v[a] == 2 && v[b] >= (k + 1) * 3 ? LATTICE_OK
@@ -219,7 +219,7 @@ START_TEST(test_hostile_ranges)
     for (int a = 0; a < nw; a++)
         for (int b = 0; b < nw; b++)
             for (int c = 0; c < nw; c++) {
-                lattice_response r;
+                lattice_diag_response r;
                 lattice_status st = lattice_diag_loss_response(losses, 8, w[a], w[b], w[c], &r);
                 const int ok = w[b] >= 1 && w[c] >= 0 && w[a] >= w[b] && w[a] < 8;
                 ck_assert_msg(st == (ok ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT),

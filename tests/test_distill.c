@@ -6,7 +6,7 @@ enum { N = 5, V = 7 };
 static const int32_t labels[N] = {1, 6, 0, 3, 2};
 static const uint8_t mask[N] = {1, 1, 0, 1, 1};
 
-static lattice_distill *make(float alpha, float gamma, float tau, lattice_kl_direction dir)
+static lattice_distill *make(float alpha, float gamma, float tau, lattice_distill_kl_direction dir)
 {
     lattice_distill_params p;
     lattice_distill_params_init(&p);
@@ -94,7 +94,7 @@ START_TEST(test_dense_grad)
     float z[N * V], t[N * V], dz[N * V];
     tu_fill(z, N * V, 3.0, &rng);
     tu_fill(t, N * V, 3.0, &rng);
-    lattice_distill *d = make(0.7f, 0.3f, tau, reverse ? LATTICE_KL_REVERSE : LATTICE_KL_FORWARD);
+    lattice_distill *d = make(0.7f, 0.3f, tau, reverse ? LATTICE_DISTILL_KL_REVERSE : LATTICE_DISTILL_KL_FORWARD);
     lattice_distill_result r;
     ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, mask, N, V, dz, &r), LATTICE_OK);
     ck_assert_int_eq(r.n_counted, 4);
@@ -122,7 +122,7 @@ START_TEST(test_topk_grad_and_dense_equivalence)
     for (int i = 0; i < N; i++)
         for (int e = 0; e < K; e++)
             idx[i * K + e] = (i + 2 * e) % V;
-    lattice_distill *d = make(0.7f, 0.3f, 1.5f, LATTICE_KL_FORWARD);
+    lattice_distill *d = make(0.7f, 0.3f, 1.5f, LATTICE_DISTILL_KL_FORWARD);
     lattice_distill_result r;
     ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, K, labels, mask, N, V, dz, &r), LATTICE_OK);
     double zd[N * V];
@@ -163,7 +163,7 @@ START_TEST(test_identities)
     lattice_distill_result r, r2;
     /* KL of equal distributions is exactly 0, in both directions */
     for (int dir = 0; dir < 2; dir++) {
-        lattice_distill *d = make(1.0f, 0.0f, 1.7f, (lattice_kl_direction)dir);
+        lattice_distill *d = make(1.0f, 0.0f, 1.7f, (lattice_distill_kl_direction)dir);
         ck_assert_int_eq(lattice_distill_dense(d, z, z, NULL, NULL, N, V, dz, &r), LATTICE_OK);
         ck_assert_double_eq(r.kl, 0.0);
         ck_assert_double_eq(r.ce, 0.0);
@@ -172,8 +172,8 @@ START_TEST(test_identities)
         lattice_distill_destroy(d);
     }
     /* tau, alpha and gamma scale as the formula says */
-    lattice_distill *a = make(0.7f, 0.3f, 2.0f, LATTICE_KL_FORWARD);
-    lattice_distill *b = make(1.4f, 0.0f, 2.0f, LATTICE_KL_FORWARD);
+    lattice_distill *a = make(0.7f, 0.3f, 2.0f, LATTICE_DISTILL_KL_FORWARD);
+    lattice_distill *b = make(1.4f, 0.0f, 2.0f, LATTICE_DISTILL_KL_FORWARD);
     ck_assert_int_eq(lattice_distill_dense(a, z, t, labels, mask, N, V, NULL, &r), LATTICE_OK);
     ck_assert_int_eq(lattice_distill_dense(b, z, t, labels, mask, N, V, NULL, &r2), LATTICE_OK);
     ck_assert_double_eq_tol(r.kl, r2.kl, 1e-12);
@@ -199,7 +199,7 @@ START_TEST(test_bad_input)
 {
     float z[N * V] = {0}, t[N * V] = {0};
     lattice_distill_result r;
-    lattice_distill *d = make(0.7f, 0.3f, 1.0f, LATTICE_KL_FORWARD);
+    lattice_distill *d = make(0.7f, 0.3f, 1.0f, LATTICE_DISTILL_KL_FORWARD);
     ck_assert_int_eq(lattice_distill_dense(d, z, t, NULL, NULL, N, V, NULL, &r),
                      LATTICE_ERR_INVALID_ARGUMENT); /* labels needed when gamma > 0 */
     int32_t bad[N] = {1, 2, 7, 0, 0};
@@ -223,7 +223,7 @@ START_TEST(test_bad_input)
     ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r),
                      LATTICE_ERR_INVALID_ARGUMENT);
     lattice_distill_destroy(d);
-    d = make(0.7f, 0.3f, 1.0f, LATTICE_KL_REVERSE);
+    d = make(0.7f, 0.3f, 1.0f, LATTICE_DISTILL_KL_REVERSE);
     ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, 2, labels, NULL, N, V, NULL, &r),
                      LATTICE_ERR_UNSUPPORTED);
     lattice_distill_destroy(d);
@@ -254,7 +254,7 @@ START_TEST(test_wide_rows_against_libm)
     tu_fill(t, WN * WV, 8.0, &rng);
     z[5] = -900.0f; /* exp underflows for this one at any tau */
     t[WV + 7] = 400.0f;
-    lattice_distill *d = make(0.7f, 0.3f, (float)tau, reverse ? LATTICE_KL_REVERSE : LATTICE_KL_FORWARD);
+    lattice_distill *d = make(0.7f, 0.3f, (float)tau, reverse ? LATTICE_DISTILL_KL_REVERSE : LATTICE_DISTILL_KL_FORWARD);
     lattice_distill_result r;
     ck_assert_int_eq(lattice_distill_dense(d, z, t, lab, NULL, WN, WV, dz, &r), LATTICE_OK);
     double kl = 0.0, ce = 0.0;

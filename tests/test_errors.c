@@ -24,7 +24,7 @@ typedef struct world {
 static void open_world(world *w)
 {
     w->be = tu_backend("ref", 1);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &w->norm),
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->norm),
                      LATTICE_OK);
     lattice_model_params p;
     lattice_model_params_init(&p);
@@ -50,11 +50,11 @@ static void open_world(world *w)
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     ck_assert_int_eq(lattice_optim_create(w->m, &op, &w->o), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 2,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &w->s),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &w->s),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 1, 2,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &w->big),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 2,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &w->big),
                      LATTICE_OK);
     lattice_distill_params kp;
     lattice_distill_params_init(&kp);
@@ -142,9 +142,9 @@ START_TEST(test_every_failure_says_why)
     lattice_data_params_init(&dp);
     lattice_model_params mp;
     lattice_model_params_init(&mp);
-    const lattice_tensor_info *no_info = NULL;
+    const lattice_model_tensor_info *no_info = NULL;
     (void)no_info;
-    lattice_tensor_info info;
+    lattice_model_tensor_info info;
     const float *hidden;
 
     /* backend */
@@ -161,7 +161,7 @@ START_TEST(test_every_failure_says_why)
 
     /* norm */
     EXPECT(lattice_norm_create, INV, "placement", NULL,
-           lattice_norm_create((lattice_norm_placement)99, LATTICE_NORM_RMS, 1e-6f, &n2));
+           lattice_norm_create((lattice_norm_placement)99, LATTICE_NORM_KIND_RMS, 1e-6f, &n2));
     EXPECT(lattice_norm_set_residual_scale, INV, "scale", NULL,
            lattice_norm_set_residual_scale(w.norm, 0.0f));
     lattice_norm_placement pl;
@@ -171,8 +171,8 @@ START_TEST(test_every_failure_says_why)
     /* model: before any forward pass */
     EXPECT(lattice_model_backward, LATTICE_ERR_STATE, "forward", lattice_model_errmsg(m),
            lattice_model_backward(m));
-    EXPECT(lattice_model_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
-           lattice_model_hidden(m, 0, &hidden));
+    EXPECT(lattice_model_get_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
+           lattice_model_get_hidden(m, 0, &hidden));
     double ce_;
     EXPECT(lattice_model_loss, LATTICE_ERR_STATE, "forward pass first", lattice_model_errmsg(m),
            lattice_model_loss(m, tokens, NULL, &ce_, NULL));
@@ -199,17 +199,17 @@ START_TEST(test_every_failure_says_why)
     EXPECT(lattice_model_zero_layer_outputs, INV, "7", lattice_model_errmsg(m),
            lattice_model_zero_layer_outputs(m, 7));
     EXPECT(lattice_model_set_trainable, INV, "7", lattice_model_errmsg(m),
-           lattice_model_set_trainable(m, LATTICE_GROUP_LAYER, 7, 1));
+           lattice_model_set_trainable(m, LATTICE_MODEL_GROUP_LAYER, 7, 1));
     EXPECT(lattice_model_get_trainable, INV, "!trainable", lattice_model_errmsg(m),
-           lattice_model_get_trainable(m, LATTICE_GROUP_LAYER, 0, NULL));
+           lattice_model_get_trainable(m, LATTICE_MODEL_GROUP_LAYER, 0, NULL));
     EXPECT(lattice_model_set_skip, INV, "skip", lattice_model_errmsg(m),
            lattice_model_set_skip(m, 0, 7));
     EXPECT(lattice_model_forward, INV, "batch", lattice_model_errmsg(m),
            lattice_model_forward(m, tokens, 7, 4));
     EXPECT(lattice_model_cross_entropy, INV, "targets and loss", lattice_model_errmsg(m),
            lattice_model_cross_entropy(m, tokens, mask, NULL, NULL));
-    EXPECT(lattice_model_tensor, INV, "index out of range", lattice_model_errmsg(m),
-           lattice_model_tensor(m, -1, &info));
+    EXPECT(lattice_model_get_tensor, INV, "index out of range", lattice_model_errmsg(m),
+           lattice_model_get_tensor(m, -1, &info));
     EXPECT(lattice_model_find_tensor, LATTICE_ERR_NOT_FOUND, "no tensor named 'no.such'",
            lattice_model_errmsg(m), lattice_model_find_tensor(m, "no.such", &info));
     EXPECT(lattice_model_save, LATTICE_ERR_IO, "/nonexistent/dir", lattice_model_errmsg(m),
@@ -230,9 +230,9 @@ START_TEST(test_every_failure_says_why)
            lattice_data_get_params(w.d, NULL));
     EXPECT(lattice_data_next, INV, "lattice_data_next", lattice_data_errmsg(w.d),
            lattice_data_next(w.d, NULL));
-    lattice_batch b;
-    EXPECT(lattice_data_val_batch, INV, "99", lattice_data_errmsg(w.d),
-           lattice_data_val_batch(w.d, 99, &b));
+    lattice_data_batch b;
+    EXPECT(lattice_data_get_val_batch, INV, "99", lattice_data_errmsg(w.d),
+           lattice_data_get_val_batch(w.d, 99, &b));
     EXPECT(lattice_data_get_position, INV, "lattice_data_get_position", lattice_data_errmsg(w.d),
            lattice_data_get_position(w.d, NULL));
     EXPECT(lattice_data_set_position, INV, "lattice_data_set_position", lattice_data_errmsg(w.d),
@@ -255,22 +255,22 @@ START_TEST(test_every_failure_says_why)
     EXPECT(lattice_schedule_create, INV, "lattice_schedule_create", NULL,
            lattice_schedule_create(NULL));
     EXPECT(lattice_schedule_create_preset, CFG, "n_blocks 0", NULL,
-           lattice_schedule_create_preset(LATTICE_PRESET_GROW, 0, 1, 1, LATTICE_BLOCK_INIT_RANDOM,
+           lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 1, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM,
                                           &s2));
     EXPECT(lattice_schedule_add_phase, INV, "phase missing",
            lattice_schedule_errmsg(w.s), lattice_schedule_add_phase(w.s, NULL));
-    lattice_phase ph;
-    lattice_phase_init(&ph);
-    EXPECT(lattice_schedule_phase, INV, "lattice_schedule_phase", lattice_schedule_errmsg(w.s),
-           lattice_schedule_phase(w.s, 99, &ph));
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    EXPECT(lattice_schedule_get_phase, INV, "lattice_schedule_get_phase", lattice_schedule_errmsg(w.s),
+           lattice_schedule_get_phase(w.s, 99, &ph));
     EXPECT(lattice_schedule_set_rewind_data, INV, "schedule is NULL", NULL,
            lattice_schedule_set_rewind_data(NULL, 1));
-    EXPECT(lattice_schedule_position, INV, "lattice_schedule_position",
-           lattice_schedule_errmsg(w.s), lattice_schedule_position(w.s, NULL, NULL));
+    EXPECT(lattice_schedule_get_position, INV, "lattice_schedule_get_position",
+           lattice_schedule_errmsg(w.s), lattice_schedule_get_position(w.s, NULL, NULL));
     EXPECT(lattice_schedule_record, INV, "lattice_schedule_record", lattice_schedule_errmsg(w.s),
            lattice_schedule_record(w.s, -1, 0, 0.0, NULL));
-    EXPECT(lattice_schedule_counters, INV, "lattice_schedule_counters",
-           lattice_schedule_errmsg(w.s), lattice_schedule_counters(w.s, NULL));
+    EXPECT(lattice_schedule_get_counters, INV, "lattice_schedule_get_counters",
+           lattice_schedule_errmsg(w.s), lattice_schedule_get_counters(w.s, NULL));
     EXPECT(lattice_schedule_set_position, INV, "99", lattice_schedule_errmsg(w.s),
            lattice_schedule_set_position(w.s, 99, 0, NULL));
 
@@ -311,13 +311,13 @@ START_TEST(test_every_failure_says_why)
 
     /* diagnostics */
     EXPECT(lattice_diag_create, INV, "lattice_diag_create", NULL, lattice_diag_create(NULL, &dg2));
-    lattice_rms_stats rs[4];
+    lattice_diag_rms_stats rs[4];
     EXPECT(lattice_diag_boundary_scale, INV, "batch", lattice_diag_errmsg(w.dg),
            lattice_diag_boundary_scale(w.dg, tokens, mask, 7, 4, NULL, 0, rs, 4));
-    lattice_removal rm;
+    lattice_diag_removal rm;
     EXPECT(lattice_diag_block_removal, INV, "7", lattice_diag_errmsg(w.dg),
            lattice_diag_block_removal(w.dg, tokens, tokens, mask, 2, 4, 7, 1, &rm));
-    lattice_response resp;
+    lattice_diag_response resp;
     EXPECT(lattice_diag_loss_response, INV, "lattice_diag_loss_response", NULL,
            lattice_diag_loss_response(NULL, 0, 0, 1, 1, &resp));
 
@@ -441,10 +441,10 @@ START_TEST(test_getters_honour_size)
     ck_assert_int_eq(p->n_layers, 2);
     free(p);
     /* a refused metrics struct refuses the step: the schedule does not move */
-    lattice_counters before, after;
-    lattice_schedule_counters(w.s, &before);
-    expect_honours_size("metrics", step, w.t, sizeof(lattice_metrics));
-    lattice_schedule_counters(w.s, &after);
+    lattice_schedule_counters before, after;
+    lattice_schedule_get_counters(w.s, &before);
+    expect_honours_size("metrics", step, w.t, sizeof(lattice_trainer_metrics));
+    lattice_schedule_get_counters(w.s, &after);
     ck_assert_int_eq(after.steps, before.steps + 2); /* the exact and the newer struct */
     close_world(&w);
 }
@@ -474,9 +474,9 @@ START_TEST(test_distill_model_checks_widths)
     /* the right width: the same loss and gradient as dense over the model's buffers */
     ck_assert_int_eq(lattice_distill_model(w.ds, w.m, teacher, V, tokens, NULL, &res), LATTICE_OK);
     float grad[N * V], want_grad[N * V];
-    memcpy(grad, lattice_model_dlogits(w.m), sizeof(grad));
+    memcpy(grad, lattice_model_get_dlogits(w.m), sizeof(grad));
     lattice_distill_result want;
-    ck_assert_int_eq(lattice_distill_dense(w.ds, lattice_model_logits(w.m), teacher, tokens, NULL,
+    ck_assert_int_eq(lattice_distill_dense(w.ds, lattice_model_get_logits(w.m), teacher, tokens, NULL,
                                            N, V, want_grad, &want),
                      LATTICE_OK);
     ck_assert_double_eq_tol(res.loss, want.loss, 1e-12);

@@ -39,7 +39,7 @@ static lattice_model *small_model(lattice_norm_placement pl, lattice_norm_kind k
     p.init_std = 0.2f;
     lattice_norm *n;
     ck_assert_int_eq(lattice_norm_create(pl, kind, 1e-5f, &n), LATTICE_OK);
-    if (pl == LATTICE_NORM_POST)
+    if (pl == LATTICE_NORM_PLACEMENT_POST)
         lattice_norm_set_residual_scale(n, 1.25f);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
@@ -53,7 +53,7 @@ static void expect_same_logits(lattice_model *a, lattice_model *b)
 {
     ck_assert_int_eq(lattice_model_forward(a, toks, 2, 6), LATTICE_OK);
     ck_assert_int_eq(lattice_model_forward(b, toks, 2, 6), LATTICE_OK);
-    ck_assert_int_eq(memcmp(lattice_model_logits(a), lattice_model_logits(b), sizeof(float) * 12 * 13),
+    ck_assert_int_eq(memcmp(lattice_model_get_logits(a), lattice_model_get_logits(b), sizeof(float) * 12 * 13),
                      0);
 }
 
@@ -77,8 +77,8 @@ START_TEST(test_round_trip)
     lattice_model *b;
     char err[LATTICE_ERRMSG_SIZE];
     ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK, "%s", err);
-    ck_assert_int_eq(lattice_model_placement(b), pl);
-    ck_assert_int_eq(lattice_model_active_layers(b), 2);
+    ck_assert_int_eq(lattice_model_get_placement(b), pl);
+    ck_assert_int_eq(lattice_model_get_active_layers(b), 2);
     expect_same_logits(a, b);
     ck_assert_int_eq(lattice_model_load(c, path), LATTICE_OK);
     expect_same_logits(a, c);
@@ -157,9 +157,9 @@ static char *write_half_model(lattice_model *m, int bf16)
     size_t hl = 0;
     blob data = {0};
     hl += (size_t)snprintf(header + hl, sizeof header - hl, "{");
-    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
+    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
         long n = (long)(ti.shape[0] * ti.shape[1]);
         size_t begin = data.len;
         for (long j = 0; j < n; j++) {
@@ -186,15 +186,15 @@ static char *write_half_model(lattice_model *m, int bf16)
 
 START_TEST(test_half_precision)
 {
-    lattice_model *a = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 3);
-    lattice_model *b = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 4);
+    lattice_model *a = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 3);
+    lattice_model *b = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 4);
     char *path = write_half_model(a, _i);
     ck_assert_msg(lattice_model_load(b, path) == LATTICE_OK, "%s", lattice_model_errmsg(b));
     const float tol = _i ? 1.0f / 128 : 1.0f / 1024; /* bf16 keeps 8 bits, f16 11 */
-    for (int i = 0; i < lattice_model_n_tensors(a); i++) {
-        lattice_tensor_info x, y;
-        lattice_model_tensor(a, i, &x);
-        lattice_model_tensor(b, i, &y);
+    for (int i = 0; i < lattice_model_get_n_tensors(a); i++) {
+        lattice_model_tensor_info x, y;
+        lattice_model_get_tensor(a, i, &x);
+        lattice_model_get_tensor(b, i, &y);
         for (long j = 0; j < x.shape[0] * x.shape[1]; j++)
             ck_assert_msg(fabsf(x.data[j] - y.data[j]) <= tol * fabsf(x.data[j]) + 1e-7f,
                           "%s[%ld]: %g vs %g", x.name, j, x.data[j], y.data[j]);
@@ -217,7 +217,7 @@ START_TEST(test_qwen3_config)
     p.tie_embeddings = _i;
     p.seed = 9;
     lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
     lattice_model *a;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
     lattice_norm_destroy(n);
@@ -255,7 +255,7 @@ END_TEST
 
 static void expect_refused(const char *path, const char *why)
 {
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1), *b;
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1), *b;
     lattice_status st = lattice_model_load(m, path);
     ck_assert_msg(st == LATTICE_ERR_FORMAT || st == LATTICE_ERR_IO, "%s: status %d", why, st);
     ck_assert_msg(lattice_model_errmsg(m)[0] != 0, "%s: no message", why);
@@ -316,7 +316,7 @@ START_TEST(test_broken_corpus)
         unlink(path);
     }
     /* files cut at every length of a valid one */
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     char *good = temp_path(".safetensors");
     ck_assert_int_eq(lattice_model_save(m, good), LATTICE_OK);
     FILE *f = fopen(good, "rb");
@@ -362,7 +362,7 @@ START_TEST(test_atomic_write_survives_kill)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[128];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    lattice_model *m = small_model(LATTICE_NORM_POST, LATTICE_NORM_RMS, 0, 5);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 0, 5);
     ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
     for (int round = 0; round < 5; round++) {
         pid_t pid = fork();
@@ -407,7 +407,7 @@ static const int32_t run_ids[] = {12, 1, 2, 3, 4, 12, 5, 6, 7, 12, 8, 9, 1, 2, 1
 
 static void open_small_run(small_run *r)
 {
-    r->model = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 7);
+    r->model = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 7);
     lattice_data_params dp;
     lattice_data_params_init(&dp);
     dp.vocab_size = 13;
@@ -420,8 +420,8 @@ static void open_small_run(small_run *r)
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 1, 2,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &r->schedule),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 2,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
                                             NULL, &r->trainer),
@@ -459,7 +459,7 @@ START_TEST(test_not_regular_files)
     snprintf(text_path, sizeof text_path, "%s/text", dir);
     ck_assert_int_eq(mkfifo(fifo, 0600), 0);
     ck_assert_int_eq(mkdir(sub, 0700), 0);
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     ck_assert_int_eq(lattice_model_save(m, model_path), LATTICE_OK);
     FILE *f = fopen(text_path, "w");
     fputs("one document\fanother one", f);
@@ -544,7 +544,7 @@ START_TEST(test_hostile_shapes)
     static unsigned char zeros[8];
     small_run r;
     open_small_run(&r);
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         for (size_t n = 0; n < sizeof names / sizeof names[0]; n++)
             for (size_t d = 0; d < sizeof dtypes / sizeof dtypes[0]; d++) {
@@ -634,7 +634,7 @@ START_TEST(test_strict_headers)
     static float zeros[104];
     small_run r;
     open_small_run(&r);
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *path = write_file(bad[i].header, strlen(bad[i].header), zeros, sizeof zeros);
         char err[LATTICE_ERRMSG_SIZE];
@@ -684,7 +684,7 @@ START_TEST(test_strict_config_json)
         {"{\"hidden_size\": 8} trailing", "after the object"},
         {"{\"hidden_size\": 8}\n\x00", "after the object"},
     };
-    lattice_model *a = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 1);
+    lattice_model *a = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
     ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -765,7 +765,7 @@ START_TEST(test_qwen3_unsupported)
     p.rope_theta = 1e6f;
     p.seed = 9;
     lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
     lattice_model *a;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
     lattice_norm_destroy(n);
@@ -791,7 +791,7 @@ START_TEST(test_qwen3_unsupported)
             continue;
         }
         ck_assert_int_eq(lattice_model_forward(b, toks, 2, 6), LATTICE_OK);
-        const int same = memcmp(lattice_model_logits(a), lattice_model_logits(b),
+        const int same = memcmp(lattice_model_get_logits(a), lattice_model_get_logits(b),
                                 sizeof(float) * 12 * 13) == 0;
         ck_assert_msg(same == (strcmp(cases[i].why, "same") == 0), "%s: logits %s", cases[i].extra,
                       same ? "the same" : "differ");
@@ -839,7 +839,7 @@ START_TEST(test_stale_temps_removed)
     ck_assert_ptr_nonnull(mkdtemp(dir));
     char path[128], name[128], locked[128];
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    lattice_model *m = small_model(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0, 2);
+    lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 2);
     const pid_t dead = dead_pid(), dead2 = dead_pid();
     /* left by killed writers: removed */
     const char *stale[] = {"model.safetensors.tmp.%d.0", "model.safetensors.tmp.%d.4294967295"};

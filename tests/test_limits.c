@@ -166,7 +166,7 @@ START_TEST(test_huge_qwen3_config)
     p.vocab_size = 13;
     p.max_seq = 8;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
     lattice_norm_destroy(n);

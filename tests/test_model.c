@@ -44,7 +44,7 @@ static const uint8_t grad_mask[10] = {1, 1, 1, 1, 0, 1, 1, 1, 1, 1};
 static double model_loss(lattice_model *m)
 {
     ck_assert_int_eq(lattice_model_forward(m, grad_tokens, 2, 5), LATTICE_OK);
-    const float *z = lattice_model_logits(m);
+    const float *z = lattice_model_get_logits(m);
     double total = 0.0;
     int cnt = 0;
     for (int i = 0; i < 10; i++) {
@@ -88,11 +88,11 @@ static double directional_fd(lattice_model *m, float *w, const float *dir, long 
  * tensors must keep the sentinel written into their gradients. */
 static void check_model_grads(lattice_model *m)
 {
-    const int nt = lattice_model_n_tensors(m);
+    const int nt = lattice_model_get_n_tensors(m);
     const float sentinel = 12345.0f;
     for (int i = 0; i < nt; i++) {
-        lattice_tensor_info ti;
-        ck_assert_int_eq(lattice_model_tensor(m, i, &ti), LATTICE_OK);
+        lattice_model_tensor_info ti;
+        ck_assert_int_eq(lattice_model_get_tensor(m, i, &ti), LATTICE_OK);
         for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
             ti.grad[j] = sentinel;
     }
@@ -105,12 +105,12 @@ static void check_model_grads(lattice_model *m)
     ck_assert_int_eq(lattice_model_backward(m), LATTICE_OK);
     tu_rng rng = {99};
     for (int i = 0; i < nt; i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
         long n = (long)(ti.shape[0] * ti.shape[1]);
         int tr = 0;
         lattice_model_get_trainable(m, ti.group, ti.layer, &tr);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer >= lattice_model_active_layers(m))
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer >= lattice_model_get_active_layers(m))
             tr = 0;
         if (!tr) {
             for (long j = 0; j < n; j++)
@@ -141,7 +141,7 @@ START_TEST(test_model_grad_placements)
     if (_i >= 6) {
         p.tie_embeddings = 1;
         p.qk_norm = _i != 6;
-        alpha = pl == LATTICE_NORM_POST ? 1.7f : 1.0f;
+        alpha = pl == LATTICE_NORM_PLACEMENT_POST ? 1.7f : 1.0f;
     }
     tiny t = tiny_open("ref", pl, kind, alpha, &p);
     check_model_grads(t.m);
@@ -156,8 +156,8 @@ START_TEST(test_model_grad_fused_attention)
     lattice_model_params p;
     tiny_params(&p);
     p.head_dim = 8;
-    tiny t = tiny_open(tu_backend_name(_i / 2), _i % 2 ? LATTICE_NORM_POST : LATTICE_NORM_PRE,
-                       LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open(tu_backend_name(_i / 2), _i % 2 ? LATTICE_NORM_PLACEMENT_POST : LATTICE_NORM_PLACEMENT_PRE,
+                       LATTICE_NORM_KIND_RMS, 1.0f, &p);
     check_model_grads(t.m);
     tiny_close(&t);
 }
@@ -172,10 +172,10 @@ START_TEST(test_model_grad_frozen_and_skip)
     tiny_params(&p);
     p.n_layers = 4;
     p.n_active_layers = 3;
-    tiny t = tiny_open("ref", _i == 0 ? LATTICE_NORM_PRE : LATTICE_NORM_POST, LATTICE_NORM_RMS,
+    tiny t = tiny_open("ref", _i == 0 ? LATTICE_NORM_PLACEMENT_PRE : LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS,
                        1.0f, &p);
-    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_LAYER, 0, 0), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
     check_model_grads(t.m);
     ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 1), LATTICE_OK);
     check_model_grads(t.m);
@@ -189,21 +189,21 @@ START_TEST(test_model_skip_and_hidden)
     tiny_params(&p);
     p.n_layers = 3;
     p.n_active_layers = 3;
-    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     const float *h;
-    ck_assert_int_eq(lattice_model_hidden(t.m, 0, &h), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 0, &h), LATTICE_ERR_STATE);
     ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 1), LATTICE_OK);
     ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
     const float *h1, *h2;
-    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &h1), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_hidden(t.m, 2, &h2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 1, &h1), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 2, &h2), LATTICE_OK);
     /* A skipped layer passes its input through exactly. */
     ck_assert_int_eq(memcmp(h1, h2, sizeof(float) * 10 * 8), 0);
-    ck_assert_int_eq(lattice_model_hidden(t.m, 4, &h), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 4, &h), LATTICE_ERR_INVALID_ARGUMENT);
     /* Boundary 0 is the embedding under pre-norm. */
-    lattice_tensor_info emb;
+    lattice_model_tensor_info emb;
     ck_assert_int_eq(lattice_model_find_tensor(t.m, "model.embed_tokens.weight", &emb), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_hidden(t.m, 0, &h), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 0, &h), LATTICE_OK);
     ck_assert_int_eq(memcmp(h + 8, emb.data + grad_tokens[1] * 8, sizeof(float) * 8), 0);
     tiny_close(&t);
 }
@@ -238,7 +238,7 @@ static void trainer_open(trainer *tr, const char *backend, lattice_norm_placemen
     p.max_batch = 4;
     p.max_seq = 32;
     p.seed = seed;
-    tr->t = tiny_open(backend, pl, LATTICE_NORM_RMS, 1.0f, &p);
+    tr->t = tiny_open(backend, pl, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     op.lr = 3e-3f;
@@ -290,7 +290,7 @@ START_TEST(test_model_deterministic)
     float a[6], b[6], c[6];
     trainer tr;
     for (int run = 0; run < 3; run++) {
-        trainer_open(&tr, fast_backend(), LATTICE_NORM_POST, 2, 2, run == 2 ? 2 : 1);
+        trainer_open(&tr, fast_backend(), LATTICE_NORM_PLACEMENT_POST, 2, 2, run == 2 ? 2 : 1);
         float *out = run == 0 ? a : run == 1 ? b : c;
         for (int s = 0; s < 6; s++)
             out[s] = trainer_step(&tr);
@@ -304,17 +304,17 @@ END_TEST
 static float *snapshot_layer(lattice_model *m, int layer, long *n_out)
 {
     long n = 0;
-    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == layer)
+    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer == layer)
             n += (long)(ti.shape[0] * ti.shape[1]);
     }
     float *buf = malloc(sizeof(float) * n), *p = buf;
-    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == layer) {
+    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer == layer) {
             memcpy(p, ti.data, sizeof(float) * ti.shape[0] * ti.shape[1]);
             p += ti.shape[0] * ti.shape[1];
         }
@@ -361,11 +361,11 @@ START_TEST(test_model_param_count_matches_across_placements)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny a = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
-    tiny b = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
-    ck_assert_int_eq(lattice_model_n_params(a.m), lattice_model_n_params(b.m));
+    tiny a = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+    tiny b = tiny_open("ref", LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+    ck_assert_int_eq(lattice_model_get_n_params(a.m), lattice_model_get_n_params(b.m));
     /* Same seed: every weight the two share is identical (paired seeds). */
-    lattice_tensor_info x, y;
+    lattice_model_tensor_info x, y;
     ck_assert_int_eq(lattice_model_find_tensor(a.m, "model.layers.1.mlp.down_proj.weight", &x),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_model_find_tensor(b.m, "model.layers.1.mlp.down_proj.weight", &y),
@@ -377,7 +377,7 @@ START_TEST(test_model_param_count_matches_across_placements)
     /* 11*8 embedding + 11*8 head + 8 boundary + per layer:
      * q 8*8, k 4*8, v 4*8, o 8*8, q/k norm 4+4, gate/up 2*12*8, down 8*12, two norms 2*8 */
     int64_t per_layer = 64 + 32 + 32 + 64 + 8 + 192 + 96 + 16;
-    ck_assert_int_eq(lattice_model_n_params(a.m), 88 + 88 + 8 + 2 * per_layer);
+    ck_assert_int_eq(lattice_model_get_n_params(a.m), 88 + 88 + 8 + 2 * per_layer);
     /* the estimate without a model agrees with the model, for every placement and kind */
     for (int pl = 0; pl < 3; pl++)
         for (int kind = 0; kind < 2; kind++)
@@ -388,8 +388,8 @@ START_TEST(test_model_param_count_matches_across_placements)
                 int64_t n = -1;
                 size_t bytes = 0;
                 ck_assert_int_eq(lattice_model_estimate(&p, c.norm, &n, &bytes), LATTICE_OK);
-                ck_assert_int_eq(n, lattice_model_n_params(c.m));
-                ck_assert_uint_eq(bytes, lattice_model_arena_bytes(c.m));
+                ck_assert_int_eq(n, lattice_model_get_n_params(c.m));
+                ck_assert_uint_eq(bytes, lattice_model_get_arena_bytes(c.m));
                 tiny_close(&c);
             }
     tiny_close(&a);
@@ -406,7 +406,7 @@ static lattice_status try_create(void (*edit)(lattice_model_params *))
     edit(&p);
     lattice_backend *be = tu_backend("ref", 1);
     lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
     lattice_model *m = (lattice_model *)&p; /* must be overwritten with NULL */
     lattice_status st = lattice_model_create(&p, n, be, &m);
     char why[LATTICE_ERRMSG_SIZE];
@@ -452,7 +452,7 @@ START_TEST(test_model_null_handles)
     lattice_backend *be = tu_backend("ref", 1);
     lattice_norm *n;
     lattice_model *m;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     ck_assert_int_eq(lattice_model_create(NULL, n, be, &m), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_create(&p, NULL, be, &m), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_create(&p, n, NULL, &m), LATTICE_ERR_INVALID_ARGUMENT);
@@ -460,18 +460,18 @@ START_TEST(test_model_null_handles)
     ck_assert_int_eq(lattice_model_forward(NULL, grad_tokens, 1, 1), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_backward(NULL), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_set_active_layers(NULL, 1), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_null(lattice_model_logits(NULL));
-    ck_assert_ptr_null(lattice_model_dlogits(NULL));
-    ck_assert_int_eq(lattice_model_n_tensors(NULL), 0);
+    ck_assert_ptr_null(lattice_model_get_logits(NULL));
+    ck_assert_ptr_null(lattice_model_get_dlogits(NULL));
+    ck_assert_int_eq(lattice_model_get_n_tensors(NULL), 0);
     ck_assert_str_ne(lattice_model_errmsg(NULL), "");
     lattice_model_destroy(NULL);
     lattice_norm_destroy(n);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 0.0f, &n),
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0.0f, &n),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_null(n);
-    ck_assert_int_eq(lattice_norm_create((lattice_norm_placement)9, LATTICE_NORM_RMS, 1e-6f, &n),
+    ck_assert_int_eq(lattice_norm_create((lattice_norm_placement)9, LATTICE_NORM_KIND_RMS, 1e-6f, &n),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     ck_assert_int_eq(lattice_norm_set_residual_scale(n, 2.0f), LATTICE_ERR_INVALID_ARGUMENT);
     lattice_norm_destroy(n);
     lattice_backend_destroy(be);
@@ -482,7 +482,7 @@ START_TEST(test_model_bad_calls)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     float loss;
     int32_t bad[10];
     memcpy(bad, grad_tokens, sizeof bad);
@@ -505,12 +505,12 @@ START_TEST(test_model_bad_calls)
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_set_active_layers(t.m, 0), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_set_active_layers(t.m, 3), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_GROUP_LAYER, 2, 0),
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 2, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 2), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_init_layer(t.m, 2, 0), LATTICE_ERR_INVALID_ARGUMENT);
     /* A NaN weight gives a clear status from the loss, not garbage. */
-    lattice_tensor_info ti;
+    lattice_model_tensor_info ti;
     ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
     ti.data[0] = NAN;
     ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
@@ -526,24 +526,24 @@ END_TEST
  * bit for bit, under every placement and backend. */
 START_TEST(test_model_inference_logits)
 {
-    static const lattice_norm_placement pls[3] = {LATTICE_NORM_PRE, LATTICE_NORM_POST,
-                                                  LATTICE_NORM_PERI};
+    static const lattice_norm_placement pls[3] = {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_PLACEMENT_POST,
+                                                  LATTICE_NORM_PLACEMENT_PERI};
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open(tu_backend_name(_i / 3), pls[_i % 3], LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open(tu_backend_name(_i / 3), pls[_i % 3], LATTICE_NORM_KIND_RMS, 1.0f, &p);
     const size_t nz = 10 * 11, nh = 10 * 8;
     float *z = malloc(sizeof(float) * nz), *h = malloc(sizeof(float) * nh);
     const float *hs;
     ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, 5), LATTICE_OK);
-    memcpy(z, lattice_model_logits(t.m), sizeof(float) * nz);
-    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &hs), LATTICE_OK);
+    memcpy(z, lattice_model_get_logits(t.m), sizeof(float) * nz);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 1, &hs), LATTICE_OK);
     memcpy(h, hs, sizeof(float) * nh);
     /* another batch in between, so equal buffers are not left-overs */
     ck_assert_int_eq(lattice_model_forward(t.m, grad_targets, 2, 5), LATTICE_OK);
-    ck_assert_int_ne(memcmp(z, lattice_model_logits(t.m), sizeof(float) * nz), 0);
+    ck_assert_int_ne(memcmp(z, lattice_model_get_logits(t.m), sizeof(float) * nz), 0);
     ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
-    ck_assert_int_eq(memcmp(z, lattice_model_logits(t.m), sizeof(float) * nz), 0);
-    ck_assert_int_eq(lattice_model_hidden(t.m, 1, &hs), LATTICE_OK);
+    ck_assert_int_eq(memcmp(z, lattice_model_get_logits(t.m), sizeof(float) * nz), 0);
+    ck_assert_int_eq(lattice_model_get_hidden(t.m, 1, &hs), LATTICE_OK);
     ck_assert_int_eq(memcmp(h, hs, sizeof(float) * nh), 0);
     free(z);
     free(h);
@@ -555,7 +555,7 @@ START_TEST(test_model_inference_refuses_backward)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     float loss;
     ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
     ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, NULL, &loss, NULL), LATTICE_OK);
@@ -589,7 +589,7 @@ START_TEST(test_model_loss_no_gradient)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_PERI, LATTICE_NORM_LAYER, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PERI, LATTICE_NORM_KIND_LAYER, 1.0f, &p);
     const double ref = model_loss(t.m); /* runs a forward */
     for (int masked = 0; masked < 2; masked++) {
         const uint8_t *mask = masked ? grad_mask : NULL;
@@ -597,7 +597,7 @@ START_TEST(test_model_loss_no_gradient)
         int64_t n_ce = -1, n = -1;
         ck_assert_int_eq(lattice_model_cross_entropy(t.m, grad_targets, mask, &loss, &n_ce),
                          LATTICE_OK);
-        float *dz = lattice_model_dlogits(t.m);
+        float *dz = lattice_model_get_dlogits(t.m);
         for (int i = 0; i < 110; i++)
             dz[i] = 7.0f;
         double ce = -1.0;
@@ -627,7 +627,7 @@ START_TEST(test_model_loss_no_gradient)
     ck_assert_int_eq(lattice_model_loss(NULL, grad_targets, NULL, &ce, NULL),
                      LATTICE_ERR_INVALID_ARGUMENT);
     /* a NaN weight: a clear status */
-    lattice_tensor_info ti;
+    lattice_model_tensor_info ti;
     ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
     ti.data[0] = NAN;
     ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
@@ -635,7 +635,7 @@ START_TEST(test_model_loss_no_gradient)
                      LATTICE_ERR_NON_FINITE);
     tiny_close(&t);
     /* before any forward */
-    t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, &ce, NULL), LATTICE_ERR_STATE);
     ck_assert_int_eq(lattice_model_forward_inference(NULL, grad_tokens, 2, 5),
                      LATTICE_ERR_INVALID_ARGUMENT);
@@ -645,7 +645,7 @@ START_TEST(test_model_loss_no_gradient)
     ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "max_batch"));
     ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_null(lattice_model_logits(t.m));
+    ck_assert_ptr_null(lattice_model_get_logits(t.m));
     tiny_close(&t);
 }
 END_TEST
@@ -690,17 +690,17 @@ START_TEST(test_model_evaluate_matches_trainer)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     lattice_data *d = eval_data(2, 0.4f);
-    const int64_t nb = lattice_data_n_val_batches(d);
+    const int64_t nb = lattice_data_get_n_val_batches(d);
     ck_assert_int_ge(nb, 3);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     lattice_optim *o;
     ck_assert_int_eq(lattice_optim_create(t.m, &op, &o), LATTICE_OK);
     lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3,
-                                                    LATTICE_BLOCK_INIT_RANDOM, &sc),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3,
+                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc),
                      LATTICE_OK);
     for (int limit = 0; limit < 3; limit++) {
         const int64_t max_batches = limit == 0 ? 0 : limit == 1 ? 2 : nb + 5;
@@ -720,10 +720,10 @@ START_TEST(test_model_evaluate_matches_trainer)
     double total = 0.0, got;
     int64_t count = 0;
     for (int64_t i = 0; i < 2; i++) {
-        lattice_batch b;
+        lattice_data_batch b;
         double ce;
         int64_t n;
-        ck_assert_int_eq(lattice_data_val_batch(d, i, &b), LATTICE_OK);
+        ck_assert_int_eq(lattice_data_get_val_batch(d, i, &b), LATTICE_OK);
         ck_assert_int_eq(lattice_model_forward(t.m, b.tokens, b.batch, b.seq), LATTICE_OK);
         ck_assert_int_eq(lattice_model_loss(t.m, b.targets, b.mask, &ce, &n), LATTICE_OK);
         ck_assert_int_eq(n, b.n_tokens);
@@ -748,7 +748,7 @@ START_TEST(test_model_evaluate_bad_input)
 {
     lattice_model_params p;
     tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_POST, LATTICE_NORM_RMS, 1.0f, &p);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     lattice_data *d = eval_data(2, 0.4f);
     double ce = 42.0;
     ck_assert_int_eq(lattice_model_evaluate(NULL, d, 0, &ce), LATTICE_ERR_INVALID_ARGUMENT);
@@ -770,7 +770,7 @@ START_TEST(test_model_evaluate_bad_input)
     lattice_data_destroy(d);
     /* a failing batch is named */
     d = eval_data(2, 0.4f);
-    lattice_tensor_info ti;
+    lattice_model_tensor_info ti;
     ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
     ti.data[3] = INFINITY;
     ck_assert_int_eq(lattice_model_evaluate(t.m, d, 0, &ce), LATTICE_ERR_NON_FINITE);

@@ -25,7 +25,7 @@ static fixture open_fixture(const lattice_optim_params *op)
     p.max_batch = 1;
     p.max_seq = 2;
     f.be = tu_backend("ref", 1);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &f.norm),
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &f.norm),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_model_create(&p, f.norm, f.be, &f.m), LATTICE_OK);
     ck_assert_int_eq(lattice_optim_create(f.m, op, &f.o), LATTICE_OK);
@@ -43,9 +43,9 @@ static void close_fixture(fixture *f)
 /* Write gradient values g(step, tensor, j) into every tensor. */
 static void set_grads(lattice_model *m, int step, float scale)
 {
-    for (int t = 0; t < lattice_model_n_tensors(m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, t, &ti);
+    for (int t = 0; t < lattice_model_get_n_tensors(m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, t, &ti);
         for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
             ti.grad[j] = scale * (float)sin(1.0 + step * 0.7 + t * 1.3 + j * 0.11);
     }
@@ -69,14 +69,14 @@ START_TEST(test_schedule)
             pr = pr > 1 ? 1 : pr;
             want = 1e-5 + 0.5 * (1e-3 - 1e-5) * (1 + cos(M_PI * pr));
         }
-        ck_assert_double_eq_tol(lattice_optim_lr(f.o), want, 1e-9);
+        ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), want, 1e-9);
         set_grads(f.m, s, 0.01f);
         ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
     }
-    ck_assert_int_eq(lattice_optim_steps(f.o), 20);
+    ck_assert_int_eq(lattice_optim_get_steps(f.o), 20);
     ck_assert_int_eq(lattice_optim_reset(f.o), LATTICE_OK);
-    ck_assert_int_eq(lattice_optim_steps(f.o), 0);
-    ck_assert_double_eq_tol(lattice_optim_lr(f.o), 1e-3 / 4, 1e-9); /* warmup restarts */
+    ck_assert_int_eq(lattice_optim_get_steps(f.o), 0);
+    ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), 1e-3 / 4, 1e-9); /* warmup restarts */
     close_fixture(&f);
 }
 END_TEST
@@ -94,7 +94,7 @@ START_TEST(test_adamw_matches_reference)
     op.weight_decay = 0.1f;
     op.clip_norm = 1.5f;
     fixture f = open_fixture(&op);
-    lattice_tensor_info w;
+    lattice_model_tensor_info w;
     ck_assert_int_eq(lattice_model_find_tensor(f.m, "model.layers.0.mlp.down_proj.weight", &w),
                      LATTICE_OK);
     const long n = (long)(w.shape[0] * w.shape[1]);
@@ -104,16 +104,16 @@ START_TEST(test_adamw_matches_reference)
         set_grads(f.m, s, s % 2 ? 0.02f : 1.0f); /* large steps get clipped */
         /* global norm over trainable active tensors (layer 1 is inactive) */
         double ss = 0.0;
-        for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-            lattice_tensor_info ti;
-            lattice_model_tensor(f.m, t, &ti);
-            if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1)
+        for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+            lattice_model_tensor_info ti;
+            lattice_model_get_tensor(f.m, t, &ti);
+            if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer == 1)
                 continue;
             for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
                 ss += (double)ti.grad[j] * ti.grad[j];
         }
         double norm = sqrt(ss), clip = norm > 1.5 ? 1.5 / norm : 1.0;
-        double lr = lattice_optim_lr(f.o);
+        double lr = lattice_optim_get_lr(f.o);
         float gn;
         ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_OK);
         ck_assert_double_eq_tol(gn, norm, 1e-5 * norm);
@@ -138,8 +138,8 @@ START_TEST(test_frozen_inactive_and_nonfinite)
     op.warmup_steps = 0;
     op.lr = 0.1f;
     fixture f = open_fixture(&op);
-    ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
-    lattice_tensor_info emb, l1, head;
+    ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_EMBEDDING, -1, 0), LATTICE_OK);
+    lattice_model_tensor_info emb, l1, head;
     lattice_model_find_tensor(f.m, "model.embed_tokens.weight", &emb);
     lattice_model_find_tensor(f.m, "model.layers.1.self_attn.q_proj.weight", &l1);
     lattice_model_find_tensor(f.m, "lm_head.weight", &head);
@@ -158,7 +158,7 @@ START_TEST(test_frozen_inactive_and_nonfinite)
     ck_assert(isnan(gn));
     ck_assert_float_eq(head.data[2], h1);
     ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "not finite"));
-    ck_assert_int_eq(lattice_optim_steps(f.o), 1);
+    ck_assert_int_eq(lattice_optim_get_steps(f.o), 1);
     close_fixture(&f);
 }
 END_TEST
@@ -187,17 +187,17 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 1), LATTICE_OK);
     /* layer 1: its weights now, and a NaN in every gradient */
     long n1 = 0;
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(f.m, t, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1)
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(f.m, t, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer == 1)
             n1 += (long)(ti.shape[0] * ti.shape[1]);
     }
     float *w1 = malloc(sizeof(float) * (size_t)n1), *p = w1;
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(f.m, t, &ti);
-        if (ti.group != LATTICE_GROUP_LAYER || ti.layer != 1)
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(f.m, t, &ti);
+        if (ti.group != LATTICE_MODEL_GROUP_LAYER || ti.layer != 1)
             continue;
         memcpy(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1]));
         p += ti.shape[0] * ti.shape[1];
@@ -207,10 +207,10 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
     double ss = 0.0; /* the norm over what is active */
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(f.m, t, &ti);
-        if (ti.group == LATTICE_GROUP_LAYER && ti.layer == 1) {
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(f.m, t, &ti);
+        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer == 1) {
             ck_assert(isnan(ti.grad[0])); /* still stale */
             continue;
         }
@@ -221,10 +221,10 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     ck_assert_int_eq(lattice_optim_step(f.o, &gn), LATTICE_OK);
     ck_assert_float_eq_tol(gn, (float)sqrt(ss), 1e-6f * (float)sqrt(ss));
     p = w1;
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(f.m, t, &ti);
-        if (ti.group != LATTICE_GROUP_LAYER || ti.layer != 1)
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(f.m, t, &ti);
+        if (ti.group != LATTICE_MODEL_GROUP_LAYER || ti.layer != 1)
             continue;
         ck_assert_msg(memcmp(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1])) == 0,
                       "%s moved while inactive", ti.name);
@@ -235,9 +235,9 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
     ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(f.m, t, &ti);
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(f.m, t, &ti);
         for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
             ck_assert_msg(isfinite(ti.grad[j]), "%s[%ld] = %g", ti.name, j, (double)ti.grad[j]);
     }
@@ -298,8 +298,8 @@ START_TEST(test_decay_and_overflow)
     op.clip_norm = 0.0f;
     ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
     set_grads(f.m, 0, 1.0f);
-    lattice_tensor_info ti;
-    ck_assert_int_eq(lattice_model_tensor(f.m, 0, &ti), LATTICE_OK);
+    lattice_model_tensor_info ti;
+    ck_assert_int_eq(lattice_model_get_tensor(f.m, 0, &ti), LATTICE_OK);
     const float doomed = ti.grad[0] > 0 ? -3e38f : 3e38f;
     ti.data[0] = doomed;
     float gn;
@@ -307,8 +307,8 @@ START_TEST(test_decay_and_overflow)
     ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "not finite"));
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), ti.name));
     ck_assert_float_eq(ti.data[0], doomed);
-    for (int t = 0; t < lattice_model_n_tensors(f.m); t++) {
-        lattice_model_tensor(f.m, t, &ti);
+    for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
+        lattice_model_get_tensor(f.m, t, &ti);
         for (long j = 0; j < ti.shape[0] * ti.shape[1]; j++)
             ck_assert_msg(isfinite(ti.data[j]), "%s[%ld] = %g", ti.name, j, ti.data[j]);
     }

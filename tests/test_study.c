@@ -11,14 +11,14 @@ static void expect_phases(lattice_schedule_preset preset, int n, const int *acti
                           const int *train_from, const int64_t *steps, const int *train_boundary)
 {
     lattice_schedule *s;
-    ck_assert_int_eq(lattice_schedule_create_preset(preset, 3, 3, 100, LATTICE_BLOCK_INIT_RANDOM, &s),
+    ck_assert_int_eq(lattice_schedule_create_preset(preset, 3, 3, 100, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_n_phases(s), n);
+    ck_assert_int_eq(lattice_schedule_get_n_phases(s), n);
     for (int i = 0; i < n; i++) {
-        lattice_phase ph;
-        lattice_phase_init(&ph);
-        ck_assert_int_eq(lattice_schedule_phase(s, i, &ph), LATTICE_OK);
-        ck_assert_int_eq(ph.size, sizeof(lattice_phase));
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        ck_assert_int_eq(lattice_schedule_get_phase(s, i, &ph), LATTICE_OK);
+        ck_assert_int_eq(ph.size, sizeof(lattice_schedule_phase));
         ck_assert_int_eq(ph.active_layers, active[i]);
         ck_assert_int_eq(ph.train_from, train_from[i]);
         ck_assert_int_eq(ph.steps, steps[i]);
@@ -28,9 +28,9 @@ static void expect_phases(lattice_schedule_preset preset, int n, const int *acti
     }
     ck_assert_int_eq(lattice_schedule_set_rewind_data(s, 1), LATTICE_OK);
     for (int i = 0; i < n; i++) {
-        lattice_phase ph;
-        lattice_phase_init(&ph);
-        lattice_schedule_phase(s, i, &ph);
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(s, i, &ph);
         ck_assert_int_eq(ph.rewind_data, i > 0); /* the first phase has nothing to rewind to */
     }
     lattice_schedule_destroy(s);
@@ -40,30 +40,30 @@ START_TEST(test_presets)
 {
     const int64_t s1[] = {100}, s2[] = {100, 100}, s3[] = {100, 100, 100};
     const int zero[] = {0, 0, 0}, nine[] = {9, 9, 9}, ones[] = {1, 1, 1};
-    expect_phases(LATTICE_PRESET_JOINT, 1, nine, zero, s1, ones);
-    expect_phases(LATTICE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT, 1, nine, zero, s1, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3, ones);
     /* freeze: after phase 0 the head and boundary norm are fixed with the earlier blocks */
-    expect_phases(LATTICE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3,
+    expect_phases(LATTICE_SCHEDULE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3,
                   (const int[]){1, 0, 0});
-    expect_phases(LATTICE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1, ones);
-    expect_phases(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2, ones);
-    expect_phases(LATTICE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3, ones);
     ck_assert_int_eq(lattice_schedule_set_rewind_data(NULL, 1), LATTICE_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
 /* The phase struct grew in 0.2; a caller built against 0.1 passes the shorter one. */
-enum { PHASE_SIZE_0_1 = offsetof(lattice_phase, rewind_data) };
+enum { PHASE_SIZE_0_1 = offsetof(lattice_schedule_phase, rewind_data) };
 
 START_TEST(test_phase_of_an_older_caller)
 {
-    lattice_phase def;
-    lattice_phase_init(&def);
-    ck_assert_int_eq(def.size, sizeof(lattice_phase));
+    lattice_schedule_phase def;
+    lattice_schedule_phase_init(&def);
+    ck_assert_int_eq(def.size, sizeof(lattice_schedule_phase));
     ck_assert_int_eq(def.rewind_data, 0);
     ck_assert_int_eq(def.train_boundary, 1);
     /* add: the bytes past a 0.1 struct are not the caller's and must not be read */
-    lattice_phase old = def;
+    lattice_schedule_phase old = def;
     old.size = PHASE_SIZE_0_1;
     old.steps = 7;
     old.active_layers = 2;
@@ -73,31 +73,31 @@ START_TEST(test_phase_of_an_older_caller)
     ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
-    lattice_phase got;
-    lattice_phase_init(&got);
-    ck_assert_int_eq(lattice_schedule_phase(s, 1, &got), LATTICE_OK);
+    lattice_schedule_phase got;
+    lattice_schedule_phase_init(&got);
+    ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &got), LATTICE_OK);
     ck_assert_int_eq(got.steps, 7);
     ck_assert_int_eq(got.active_layers, 2);
     ck_assert_int_eq(got.rewind_data, 0);    /* 0.1 behaviour: the data reads on */
     ck_assert_int_eq(got.train_boundary, 1); /* and the boundary trains */
     /* a 0.2 caller's fields are taken */
-    lattice_phase now = def;
+    lattice_schedule_phase now = def;
     now.rewind_data = 5; /* any non-zero */
     now.train_boundary = 0;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &now), LATTICE_OK);
-    lattice_schedule_phase(s, 2, &got);
+    lattice_schedule_get_phase(s, 2, &got);
     ck_assert_int_eq(got.rewind_data, 1);
     ck_assert_int_eq(got.train_boundary, 0);
     /* get: an output whose size is not this version's gets only the 0.1 fields */
     const size_t sizes[] = {0, PHASE_SIZE_0_1, 12345};
     for (int k = 0; k < 3; k++) {
         struct {
-            lattice_phase phase;
+            lattice_schedule_phase phase;
             unsigned char beyond[16];
         } out;
         memset(&out, 0xA5, sizeof out);
         out.phase.size = sizes[k];
-        ck_assert_int_eq(lattice_schedule_phase(s, 2, &out.phase), LATTICE_OK);
+        ck_assert_int_eq(lattice_schedule_get_phase(s, 2, &out.phase), LATTICE_OK);
         ck_assert_int_eq(out.phase.size, PHASE_SIZE_0_1);
         ck_assert_int_eq(out.phase.steps, 1000);
         const unsigned char *bytes = (const unsigned char *)&out;
@@ -112,19 +112,19 @@ END_TEST
 START_TEST(test_counters_and_matching)
 {
     lattice_schedule *grow, *active;
-    lattice_schedule_create_preset(LATTICE_PRESET_GROW, 3, 3, 10, 0, &grow);
-    lattice_schedule_create_preset(LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 3, 3, 10, 0, &active);
+    lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 3, 10, 0, &grow);
+    lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 3, 3, 10, 0, &active);
     int ended, ends = 0;
-    while (!lattice_schedule_finished(grow)) {
+    while (!lattice_schedule_is_finished(grow)) {
         ck_assert_int_eq(lattice_schedule_record(grow, 64, 50, 1.0, &ended), LATTICE_OK);
         ends += ended;
     }
     ck_assert_int_eq(ends, 3);
-    while (!lattice_schedule_finished(active))
+    while (!lattice_schedule_is_finished(active))
         lattice_schedule_record(active, 64, 50, 1.0, NULL);
-    lattice_counters a, b;
-    lattice_schedule_counters(grow, &a);
-    lattice_schedule_counters(active, &b);
+    lattice_schedule_counters a, b;
+    lattice_schedule_get_counters(grow, &a);
+    lattice_schedule_get_counters(active, &b);
     ck_assert_int_eq(a.steps, 30);
     ck_assert_int_eq(a.tokens, 30 * 64);
     ck_assert_int_eq(a.nonpad_tokens, 30 * 50);
@@ -135,7 +135,7 @@ START_TEST(test_counters_and_matching)
     ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 3, &a), LATTICE_OK);
     int ph;
     int64_t sp;
-    lattice_schedule_position(grow, &ph, &sp);
+    lattice_schedule_get_position(grow, &ph, &sp);
     ck_assert_int_eq(ph, 1);
     ck_assert_int_eq(sp, 3);
     ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 10, NULL), LATTICE_ERR_INVALID_ARGUMENT);
@@ -148,13 +148,13 @@ START_TEST(test_token_budget_and_bad_phases)
 {
     lattice_schedule *s;
     ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
-    lattice_phase ph;
-    lattice_phase_init(&ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
     ph.steps = 0;
     ph.tokens = 100;
     ph.active_layers = 2;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_total_steps(s), -1);
+    ck_assert_int_eq(lattice_schedule_get_total_steps(s), -1);
     int ended = 0, steps = 0;
     while (!ended) {
         lattice_schedule_record(s, 40, 30, 0, &ended);
@@ -171,7 +171,7 @@ START_TEST(test_token_budget_and_bad_phases)
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_int_eq(lattice_schedule_add_phase(s, NULL), LATTICE_ERR_INVALID_ARGUMENT);
     lattice_schedule_destroy(s);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_PRESET_GROW, 0, 3, 10, 0, &s),
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 0, 3, 10, 0, &s),
                      LATTICE_ERR_INVALID_CONFIG);
     ck_assert_int_eq(lattice_schedule_create_preset((lattice_schedule_preset)42, 3, 3, 10, 0, &s),
                      LATTICE_ERR_INVALID_ARGUMENT);
@@ -229,8 +229,8 @@ static void open_world(world *w, lattice_norm_placement student_pl, lattice_sche
 {
     memset(w, 0, sizeof(*w));
     w->be = tu_backend(lattice_backend_has_blis() ? "blis" : "ref", 2);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &w->pre), LATTICE_OK);
-    ck_assert_int_eq(lattice_norm_create(student_pl, LATTICE_NORM_RMS, 1e-6f, &w->post), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->pre), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(student_pl, LATTICE_NORM_KIND_RMS, 1e-6f, &w->post), LATTICE_OK);
     w->teacher_model = make_model(w, w->pre, 3, 3, 11);
     w->student = make_model(w, w->post, 4, 4, 12);
     if (teacher_override)
@@ -261,7 +261,7 @@ static void open_world(world *w, lattice_norm_placement student_pl, lattice_sche
     op.min_lr = 3e-4f;
     op.warmup_steps = 2;
     ck_assert_int_eq(lattice_optim_create(w->student, &op, &w->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(preset, 2, 2, 6, LATTICE_BLOCK_INIT_RANDOM,
+    ck_assert_int_eq(lattice_schedule_create_preset(preset, 2, 2, 6, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM,
                                                     &w->schedule),
                      LATTICE_OK);
 }
@@ -283,7 +283,7 @@ static void close_world(world *w)
 
 static float *copy_tensor(lattice_model *m, const char *name, long *n)
 {
-    lattice_tensor_info ti;
+    lattice_model_tensor_info ti;
     ck_assert_int_eq(lattice_model_find_tensor(m, name, &ti), LATTICE_OK);
     *n = (long)(ti.shape[0] * ti.shape[1]);
     float *c = malloc(sizeof(float) * *n);
@@ -293,7 +293,7 @@ static float *copy_tensor(lattice_model *m, const char *name, long *n)
 
 static int same_tensor(lattice_model *m, const char *name, const float *ref)
 {
-    lattice_tensor_info ti;
+    lattice_model_tensor_info ti;
     lattice_model_find_tensor(m, name, &ti);
     return memcmp(ti.data, ref, sizeof(float) * ti.shape[0] * ti.shape[1]) == 0;
 }
@@ -317,7 +317,7 @@ START_TEST(test_token_budget_without_tokens)
     p.max_batch = 2;
     p.max_seq = 4;
     lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n), LATTICE_OK);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
     lattice_model *m;
     ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
     const int32_t ids[6] = {4, 4, 4, 4, 4, 4}; /* six documents of only their boundary */
@@ -335,8 +335,8 @@ START_TEST(test_token_budget_without_tokens)
     ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
     lattice_schedule *s;
     ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
-    lattice_phase ph;
-    lattice_phase_init(&ph);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
     ph.steps = 0;
     ph.tokens = 10;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
@@ -344,8 +344,8 @@ START_TEST(test_token_budget_without_tokens)
     ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, s, NULL, &t), LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_run(t), LATTICE_ERR_STATE);
     ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "counted none"));
-    lattice_counters c;
-    lattice_schedule_counters(s, &c);
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(s, &c);
     ck_assert_int_le(c.steps, 6); /* about one pass, not forever */
     lattice_trainer_destroy(t);
     lattice_schedule_destroy(s);
@@ -360,7 +360,7 @@ END_TEST
 START_TEST(test_init_student)
 {
     world w;
-    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+    open_world(&w, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_GROW, NULL);
     ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
     long n;
     float *te = copy_tensor(w.teacher_model, "model.embed_tokens.weight", &n);
@@ -370,9 +370,9 @@ START_TEST(test_init_student)
     ck_assert(same_tensor(w.student, "lm_head.weight", th));
     ck_assert(same_tensor(w.student, "model.entry_norm.weight", tn)); /* post: entry norm */
     int tr;
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_EMBEDDING, -1, &tr);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_EMBEDDING, -1, &tr);
     ck_assert_int_eq(tr, 0);
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &tr);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_HEAD, -1, &tr);
     ck_assert_int_eq(tr, 1);
     /* a post-norm teacher has no final norm; a callback teacher has no weights */
     ck_assert_int_eq(lattice_teacher_init_student(w.teacher, NULL), LATTICE_ERR_INVALID_ARGUMENT);
@@ -437,7 +437,7 @@ typedef struct log {
     double last_val, first_kl, last_kl;
 } log_t;
 
-static int on_step(void *user, const lattice_metrics *m)
+static int on_step(void *user, const lattice_trainer_metrics *m)
 {
     log_t *l = user;
     if (l->steps == 0)
@@ -448,7 +448,7 @@ static int on_step(void *user, const lattice_metrics *m)
     return 0;
 }
 
-static int on_eval(void *user, const lattice_metrics *m)
+static int on_eval(void *user, const lattice_trainer_metrics *m)
 {
     log_t *l = user;
     l->evals++;
@@ -473,7 +473,7 @@ static void bind(world *w, log_t *l, int64_t eval_every)
 START_TEST(test_file_teacher)
 {
     world w;
-    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_JOINT, NULL);
+    open_world(&w, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT, NULL);
     char dense[64], sparse[64], full[64];
     snprintf(dense, sizeof dense, "/tmp/lattice-logits-%d-d.safetensors", (int)getpid());
     snprintf(sparse, sizeof sparse, "/tmp/lattice-logits-%d-s.safetensors", (int)getpid());
@@ -490,11 +490,11 @@ START_TEST(test_file_teacher)
     ck_assert_msg(lattice_teacher_create_file(dense, &fd, err) == LATTICE_OK, "%s", err);
     ck_assert_msg(lattice_teacher_create_file(sparse, &fs, err) == LATTICE_OK, "%s", err);
     ck_assert_msg(lattice_teacher_create_file(full, &ff, err) == LATTICE_OK, "%s", err);
-    ck_assert_int_eq(lattice_teacher_topk_k(fd), 0);
-    ck_assert_int_eq(lattice_teacher_topk_k(fs), 5);
-    ck_assert_int_eq(lattice_teacher_vocab_size(fs), VOCAB);
+    ck_assert_int_eq(lattice_teacher_get_k(fd), 0);
+    ck_assert_int_eq(lattice_teacher_get_k(fs), 5);
+    ck_assert_int_eq(lattice_teacher_get_vocab_size(fs), VOCAB);
     /* the stored logits are the model teacher's, batch by batch, even out of order */
-    lattice_batch b[3];
+    lattice_data_batch b[3];
     int32_t toks[3][4 * 48];
     int seqs[3];
     for (int i = 0; i < 3; i++) {
@@ -531,11 +531,11 @@ START_TEST(test_file_teacher)
     double dense_loss[3], topk_loss[3];
     for (int pass = 0; pass < 2; pass++) {
         world v;
-        open_world(&v, LATTICE_NORM_POST, LATTICE_PRESET_JOINT, pass ? ff : NULL);
+        open_world(&v, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT, pass ? ff : NULL);
         log_t l;
         bind(&v, &l, 0);
         for (int i = 0; i < 3; i++) {
-            lattice_metrics m = {.size = sizeof(m)};
+            lattice_trainer_metrics m = {.size = sizeof(m)};
             ck_assert_msg(lattice_trainer_step(v.trainer, &m) == LATTICE_OK, "%s",
                           lattice_trainer_errmsg(v.trainer));
             (pass ? topk_loss : dense_loss)[i] = m.loss;
@@ -569,7 +569,7 @@ START_TEST(test_trainer_grow)
     lattice_teacher *cb;
     ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb), LATTICE_OK);
     world w;
-    open_world(&w, _i ? LATTICE_NORM_POST : LATTICE_NORM_PRE, LATTICE_PRESET_GROW, cb);
+    open_world(&w, _i ? LATTICE_NORM_PLACEMENT_POST : LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_GROW, cb);
     log_t l;
     bind(&w, &l, 4);
     long n;
@@ -589,8 +589,8 @@ START_TEST(test_trainer_grow)
     ck_assert_int_eq(l.evals, 4); /* steps 4, 6 (phase end), 8, 12 (both) */
     ck_assert(isfinite(l.last_val) && l.last_val > 0.0);
     ck_assert_msg(l.last_kl < l.first_kl, "KL %.3f -> %.3f", l.first_kl, l.last_kl);
-    lattice_counters c;
-    lattice_schedule_counters(w.schedule, &c);
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(w.schedule, &c);
     ck_assert_int_eq(c.steps, 12);
     ck_assert_int_gt(c.nonpad_tokens, 0);
     ck_assert_int_lt(c.nonpad_tokens, c.tokens); /* unpacked documents are padded */
@@ -610,8 +610,8 @@ START_TEST(test_trainer_freeze)
      * fixed. Grow trains them all. */
     const int post = _i & 1, freeze = _i < 2;
     world w;
-    open_world(&w, post ? LATTICE_NORM_POST : LATTICE_NORM_PRE,
-               freeze ? LATTICE_PRESET_FREEZE : LATTICE_PRESET_GROW, NULL);
+    open_world(&w, post ? LATTICE_NORM_PLACEMENT_POST : LATTICE_NORM_PLACEMENT_PRE,
+               freeze ? LATTICE_SCHEDULE_PRESET_FREEZE : LATTICE_SCHEDULE_PRESET_GROW, NULL);
     ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
     log_t l;
     bind(&w, &l, 0);
@@ -620,33 +620,33 @@ START_TEST(test_trainer_freeze)
     const char *boundary = post ? "model.entry_norm.weight" : "model.norm.weight";
     long n;
     float *bnd = copy_tensor(w.student, boundary, &n);
-    const int nt = lattice_model_n_tensors(w.student);
+    const int nt = lattice_model_get_n_tensors(w.student);
     float **before = calloc((size_t)nt, sizeof(*before));
     for (int i = 0; i < nt; i++) {
-        lattice_tensor_info ti;
-        ck_assert_int_eq(lattice_model_tensor(w.student, i, &ti), LATTICE_OK);
+        lattice_model_tensor_info ti;
+        ck_assert_int_eq(lattice_model_get_tensor(w.student, i, &ti), LATTICE_OK);
         before[i] = copy_tensor(w.student, ti.name, &n);
     }
-    lattice_metrics m = {.size = sizeof(m)};
+    lattice_trainer_metrics m = {.size = sizeof(m)};
     ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK); /* phase 1's first step */
     ck_assert_int_eq(m.phase, 1);
     ck_assert_msg(same_tensor(w.student, boundary, bnd) == freeze, "%s %s", boundary,
                   freeze ? "moved under freeze" : "did not train under grow");
     int earlier_moved = 0, newest_moved[4] = {0};
     for (int i = 0; i < nt; i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(w.student, i, &ti);
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(w.student, i, &ti);
         const int same = same_tensor(w.student, ti.name, before[i]);
         switch (ti.group) {
-        case LATTICE_GROUP_EMBEDDING: /* frozen by init_student, as the paper */
+        case LATTICE_MODEL_GROUP_EMBEDDING: /* frozen by init_student, as the paper */
             ck_assert_msg(same, "%s moved", ti.name);
             break;
-        case LATTICE_GROUP_HEAD:
-        case LATTICE_GROUP_BOUNDARY_NORM:
+        case LATTICE_MODEL_GROUP_HEAD:
+        case LATTICE_MODEL_GROUP_BOUNDARY_NORM:
             ck_assert_msg(same == freeze, "%s: same %d under %s", ti.name, same,
                           freeze ? "freeze" : "grow");
             break;
-        case LATTICE_GROUP_LAYER:
+        case LATTICE_MODEL_GROUP_LAYER:
             if (ti.layer < 2 && freeze)
                 ck_assert_msg(same, "%s of an earlier block moved under freeze", ti.name);
             if (ti.layer < 2)
@@ -662,11 +662,11 @@ START_TEST(test_trainer_freeze)
     ck_assert_int_eq(earlier_moved, !freeze);
     ck_assert(newest_moved[2] && newest_moved[3]);
     int tr;
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &tr);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_HEAD, -1, &tr);
     ck_assert_int_eq(tr, !freeze);
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_BOUNDARY_NORM, -1, &tr);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, &tr);
     ck_assert_int_eq(tr, !freeze);
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_EMBEDDING, -1, &tr);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_EMBEDDING, -1, &tr);
     ck_assert_int_eq(tr, 0); /* as the caller (init_student) left it */
     ck_assert_int_eq(lattice_trainer_run(w.trainer), LATTICE_OK);
     ck_assert_int_eq(l.evals, 2); /* at each phase end */
@@ -677,8 +677,8 @@ END_TEST
 static void expect_boundary_trains(lattice_model *m, int expect)
 {
     int head, bnd;
-    lattice_model_get_trainable(m, LATTICE_GROUP_HEAD, -1, &head);
-    lattice_model_get_trainable(m, LATTICE_GROUP_BOUNDARY_NORM, -1, &bnd);
+    lattice_model_get_trainable(m, LATTICE_MODEL_GROUP_HEAD, -1, &head);
+    lattice_model_get_trainable(m, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, &bnd);
     ck_assert_int_eq(head, expect);
     ck_assert_int_eq(bnd, expect);
 }
@@ -688,13 +688,13 @@ static void expect_boundary_trains(lattice_model *m, int expect)
 START_TEST(test_trainer_boundary_flags)
 {
     world w;
-    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, NULL);
+    open_world(&w, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, NULL);
     lattice_schedule_destroy(w.schedule);
     ck_assert_int_eq(lattice_schedule_create(&w.schedule), LATTICE_OK);
     const int active[] = {2, 4, 4, 4}, from[] = {0, 2, 0, 0}, trains[] = {1, 0, 1, 1};
     for (int i = 0; i < 4; i++) {
-        lattice_phase ph;
-        lattice_phase_init(&ph);
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
         ph.steps = 1;
         ph.active_layers = active[i];
         ph.train_from = from[i];
@@ -711,10 +711,10 @@ START_TEST(test_trainer_boundary_flags)
     expect_boundary_trains(w.student, 1); /* restored */
     /* the caller freezes the head between phases that both train the boundary:
      * the trainer has nothing to restore and leaves it */
-    lattice_model_set_trainable(w.student, LATTICE_GROUP_HEAD, -1, 0);
+    lattice_model_set_trainable(w.student, LATTICE_MODEL_GROUP_HEAD, -1, 0);
     ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
     int head;
-    lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &head);
+    lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_HEAD, -1, &head);
     ck_assert_int_eq(head, 0);
     close_world(&w);
 }
@@ -761,15 +761,15 @@ START_TEST(test_trainer_rewind_data)
     ck_assert_int_eq(lattice_teacher_create_callback(taping_teacher, &tp, VOCAB, 4, 48, &cb),
                      LATTICE_OK);
     world w;
-    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, cb);
+    open_world(&w, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_GROW, cb);
     if (_i == 1)
         ck_assert_int_eq(lattice_schedule_set_rewind_data(w.schedule, 1), LATTICE_OK);
     if (_i == 2) {
         lattice_schedule_destroy(w.schedule);
         ck_assert_int_eq(lattice_schedule_create(&w.schedule), LATTICE_OK);
         for (int b = 0; b < 2; b++) {
-            lattice_phase ph;
-            lattice_phase_init(&ph);
+            lattice_schedule_phase ph;
+            lattice_schedule_phase_init(&ph);
             ph.size = PHASE_SIZE_0_1;
             ph.steps = 6;
             ph.active_layers = 2 * (b + 1);
@@ -797,7 +797,7 @@ START_TEST(test_trainer_rewind_data)
         for (int k = 1; k < 12; k++)
             ck_assert(position_after(pos[k], pos[k - 1]));
         int boundary;
-        lattice_model_get_trainable(w.student, LATTICE_GROUP_HEAD, -1, &boundary);
+        lattice_model_get_trainable(w.student, LATTICE_MODEL_GROUP_HEAD, -1, &boundary);
         ck_assert_int_eq(boundary, 1); /* a 0.1 phase trains the head */
     }
     /* the batches within phase 0 were distinct, so equality above means replay */
@@ -813,7 +813,7 @@ START_TEST(test_trainer_non_finite_leaves_model)
     lattice_teacher *cb;
     lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb);
     world w;
-    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, cb);
+    open_world(&w, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, cb);
     log_t l;
     bind(&w, &l, 0);
     ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
@@ -825,7 +825,7 @@ START_TEST(test_trainer_non_finite_leaves_model)
     ck_assert(same_tensor(w.student, "model.layers.1.self_attn.q_proj.weight", q));
     int ph;
     int64_t sp;
-    lattice_schedule_position(w.schedule, &ph, &sp);
+    lattice_schedule_get_position(w.schedule, &ph, &sp);
     ck_assert_int_eq(sp, 2);
     ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK); /* can go on */
     free(q);
@@ -839,7 +839,7 @@ typedef struct trainer_state {
     int phase, active, boundary, head, trainable[4];
     int64_t step_in_phase, optim_steps;
     float lr;
-    lattice_counters counters;
+    lattice_schedule_counters counters;
 } trainer_state;
 
 static trainer_state state_of(world *w)
@@ -847,26 +847,26 @@ static trainer_state state_of(world *w)
     trainer_state x;
     memset(&x, 0, sizeof x);
     lattice_data_get_position(w->data, &x.pos);
-    lattice_schedule_position(w->schedule, &x.phase, &x.step_in_phase);
-    lattice_schedule_counters(w->schedule, &x.counters);
-    x.active = lattice_model_active_layers(w->student);
-    lattice_model_get_trainable(w->student, LATTICE_GROUP_BOUNDARY_NORM, -1, &x.boundary);
-    lattice_model_get_trainable(w->student, LATTICE_GROUP_HEAD, -1, &x.head);
+    lattice_schedule_get_position(w->schedule, &x.phase, &x.step_in_phase);
+    lattice_schedule_get_counters(w->schedule, &x.counters);
+    x.active = lattice_model_get_active_layers(w->student);
+    lattice_model_get_trainable(w->student, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, &x.boundary);
+    lattice_model_get_trainable(w->student, LATTICE_MODEL_GROUP_HEAD, -1, &x.head);
     for (int i = 0; i < 4; i++)
-        lattice_model_get_trainable(w->student, LATTICE_GROUP_LAYER, i, &x.trainable[i]);
-    x.optim_steps = lattice_optim_steps(w->optim);
-    x.lr = lattice_optim_lr(w->optim);
+        lattice_model_get_trainable(w->student, LATTICE_MODEL_GROUP_LAYER, i, &x.trainable[i]);
+    x.optim_steps = lattice_optim_get_steps(w->optim);
+    x.lr = lattice_optim_get_lr(w->optim);
     return x;
 }
 
 /* Every parameter of the student, concatenated. */
 static float *all_weights(lattice_model *m, long *n)
 {
-    *n = (long)lattice_model_n_params(m);
+    *n = (long)lattice_model_get_n_params(m);
     float *c = malloc(sizeof(float) * (size_t)*n), *p = c;
-    for (int i = 0; i < lattice_model_n_tensors(m); i++) {
-        lattice_tensor_info ti;
-        lattice_model_tensor(m, i, &ti);
+    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
         memcpy(p, ti.data, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1]));
         p += ti.shape[0] * ti.shape[1];
     }
@@ -880,8 +880,8 @@ START_TEST(test_trainer_non_finite_phase_start)
      * phase start (depth, new layers' weights, trainable flags, data rewind,
      * optimizer restart) and the batch read, so that the run then goes on
      * exactly as one that never saw the NaN. */
-    const lattice_block_init init = (lattice_block_init)(_i % 3);
-    const lattice_schedule_preset preset = _i < 3 ? LATTICE_PRESET_GROW : LATTICE_PRESET_FREEZE;
+    const lattice_schedule_block_init init = (lattice_schedule_block_init)(_i % 3);
+    const lattice_schedule_preset preset = _i < 3 ? LATTICE_SCHEDULE_PRESET_GROW : LATTICE_SCHEDULE_PRESET_FREEZE;
     double loss[2][9], gnorm[2][9];
     float *end[2];
     long n_end = 0;
@@ -892,7 +892,7 @@ START_TEST(test_trainer_non_finite_phase_start)
         ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, &s, VOCAB, 4, 48, &cb),
                          LATTICE_OK);
         world w;
-        open_world(&w, LATTICE_NORM_PRE, preset, cb);
+        open_world(&w, LATTICE_NORM_PLACEMENT_PRE, preset, cb);
         lattice_schedule_destroy(w.schedule);
         ck_assert_int_eq(lattice_schedule_create_preset(preset, 2, 2, 6, init, &w.schedule),
                          LATTICE_OK);
@@ -900,7 +900,7 @@ START_TEST(test_trainer_non_finite_phase_start)
         log_t l;
         bind(&w, &l, 0);
         for (int i = 0; i < 9; i++) {
-            lattice_metrics m = {.size = sizeof(m)};
+            lattice_trainer_metrics m = {.size = sizeof(m)};
             if (run && i == 6) {
                 const trainer_state before = state_of(&w);
                 long n;
@@ -925,7 +925,7 @@ START_TEST(test_trainer_non_finite_phase_start)
             gnorm[run][i] = m.grad_norm;
         }
         ck_assert_int_eq(s.calls, run ? 10 : 9);
-        ck_assert_int_eq(lattice_model_active_layers(w.student), 4);
+        ck_assert_int_eq(lattice_model_get_active_layers(w.student), 4);
         end[run] = all_weights(w.student, &n_end);
         close_world(&w);
     }
@@ -944,23 +944,23 @@ END_TEST
 START_TEST(test_trainer_cross_entropy_only_and_bad_binding)
 {
     world w;
-    open_world(&w, LATTICE_NORM_PRE, LATTICE_PRESET_SINGLE_BLOCK, NULL);
+    open_world(&w, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, NULL);
     lattice_trainer *t;
     ck_assert_int_eq(lattice_trainer_create(w.student, w.teacher, NULL, w.data, w.optim, w.schedule,
                                             NULL, &t),
                      LATTICE_ERR_INVALID_ARGUMENT); /* a teacher needs a loss */
     lattice_schedule *big;
-    lattice_schedule_create_preset(LATTICE_PRESET_JOINT, 5, 1, 3, 0, &big);
+    lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, 5, 1, 3, 0, &big);
     ck_assert_int_eq(lattice_trainer_create(w.student, NULL, NULL, w.data, w.optim, big, NULL, &t),
                      LATTICE_ERR_INVALID_CONFIG); /* 5 layers > capacity 4 */
     lattice_schedule_destroy(big);
     ck_assert_int_eq(lattice_trainer_create(w.student, NULL, NULL, w.data, w.optim, w.schedule,
                                             NULL, &w.trainer),
                      LATTICE_OK);
-    lattice_metrics m = {.size = sizeof(m)};
+    lattice_trainer_metrics m = {.size = sizeof(m)};
     double before;
     ck_assert_int_eq(lattice_trainer_evaluate(w.trainer, &before), LATTICE_OK);
-    while (!lattice_schedule_finished(w.schedule))
+    while (!lattice_schedule_is_finished(w.schedule))
         ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK);
     ck_assert_double_eq(m.kl, 0.0);
     ck_assert(isfinite(m.val_ce) && m.val_ce < before);
@@ -978,11 +978,11 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
 {
     world w;
     log_t l;
-    lattice_metrics m = {.size = sizeof(m)};
+    lattice_trainer_metrics m = {.size = sizeof(m)};
     /* a rewinding run starts inside the corpus, so its shard's start is not the
      * data's: a resumed trainer can only know it from the checkpoint */
     const lattice_data_position shard = {1, 2};
-    open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+    open_world(&w, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_GROW, NULL);
     lattice_schedule_set_rewind_data(w.schedule, rewind);
     if (rewind)
         ck_assert_int_eq(lattice_data_set_position(w.data, &shard), LATTICE_OK);
@@ -995,7 +995,7 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
         ck_assert_msg(lattice_trainer_save_checkpoint(w.trainer, path) == LATTICE_OK, "%s",
                       lattice_trainer_errmsg(w.trainer));
         close_world(&w);
-        open_world(&w, LATTICE_NORM_POST, LATTICE_PRESET_GROW, NULL);
+        open_world(&w, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_GROW, NULL);
         lattice_schedule_set_rewind_data(w.schedule, rewind);
         ck_assert_int_eq(lattice_teacher_init_student(w.teacher, w.student), LATTICE_OK);
         bind(&w, &l, 5);
@@ -1020,8 +1020,8 @@ static void grow_losses(int stop_at, double *loss, const char *path, int corrupt
         ck_assert_int_eq(lattice_trainer_step(w.trainer, &m), LATTICE_OK);
         loss[step] = m.loss;
     }
-    lattice_counters c;
-    lattice_schedule_counters(w.schedule, &c);
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(w.schedule, &c);
     ck_assert_int_eq(c.steps, CK_STEPS);
     close_world(&w);
 }

@@ -42,9 +42,9 @@ typedef struct arm {
     lattice_norm_placement placement;
     double residual_scale;        /* post-norm's a (DeepNorm-style); 1 for plain */
     int schedule;                 /* a lattice_schedule_preset, or -1 for explicit phases */
-    lattice_phase phases[MAX_PHASES];
+    lattice_schedule_phase phases[MAX_PHASES];
     int n_phases;                 /* explicit phases */
-    lattice_block_init block_init;
+    lattice_schedule_block_init block_init;
     int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
     int replay;                   /* 1: every phase restarts at the shard's beginning */
     double init_gain;             /* <= 0: the preset's student gain */
@@ -74,20 +74,20 @@ static const struct {
     lattice_schedule_preset schedule;
     int replay;
 } named_arms[] = {
-    {"pre-joint", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT, 1},
-    {"post-joint", LATTICE_NORM_POST, LATTICE_PRESET_JOINT, 1},
-    {"peri-joint", LATTICE_NORM_PERI, LATTICE_PRESET_JOINT, 1},
-    {"pre-grow", LATTICE_NORM_PRE, LATTICE_PRESET_GROW, 1},
-    {"post-grow", LATTICE_NORM_POST, LATTICE_PRESET_GROW, 1},
-    {"peri-grow", LATTICE_NORM_PERI, LATTICE_PRESET_GROW, 1},
-    {"pre-single", LATTICE_NORM_PRE, LATTICE_PRESET_SINGLE_BLOCK, 1},
-    {"post-single", LATTICE_NORM_POST, LATTICE_PRESET_SINGLE_BLOCK, 1},
-    {"pre-freeze", LATTICE_NORM_PRE, LATTICE_PRESET_FREEZE, 1},
-    {"post-freeze", LATTICE_NORM_POST, LATTICE_PRESET_FREEZE, 1},
-    {"pre-joint-active", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 0},
-    {"post-joint-active", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_ACTIVE, 0},
-    {"pre-joint-total", LATTICE_NORM_PRE, LATTICE_PRESET_JOINT_MATCHED_TOTAL, 0},
-    {"post-joint-total", LATTICE_NORM_POST, LATTICE_PRESET_JOINT_MATCHED_TOTAL, 0},
+    {"pre-joint", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, 1},
+    {"post-joint", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT, 1},
+    {"peri-joint", LATTICE_NORM_PLACEMENT_PERI, LATTICE_SCHEDULE_PRESET_JOINT, 1},
+    {"pre-grow", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_GROW, 1},
+    {"post-grow", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_GROW, 1},
+    {"peri-grow", LATTICE_NORM_PLACEMENT_PERI, LATTICE_SCHEDULE_PRESET_GROW, 1},
+    {"pre-single", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1},
+    {"post-single", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1},
+    {"pre-freeze", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_FREEZE, 1},
+    {"post-freeze", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_FREEZE, 1},
+    {"pre-joint-active", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 0},
+    {"post-joint-active", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 0},
+    {"pre-joint-total", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL, 0},
+    {"post-joint-total", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL, 0},
 };
 #define N_NAMED ((int)(sizeof named_arms / sizeof named_arms[0]))
 
@@ -243,7 +243,7 @@ static void parse_arm(preset *p, json_object *v, int index)
     memset(a, 0, sizeof(*a));
     a->residual_scale = 1.0;
     a->train_boundary = -1;
-    a->block_init = LATTICE_BLOCK_INIT_RANDOM;
+    a->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
     char where[64];
     snprintf(where, sizeof where, "arms[%d]", index);
     const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
@@ -265,7 +265,7 @@ static void parse_arm(preset *p, json_object *v, int index)
         die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, joint-active, "
             "joint-total, peri-joint, peri-grow; or give an object with placement and schedule)",
             a->name);
-    a->placement = named >= 0 ? named_arms[named].placement : LATTICE_NORM_PRE;
+    a->placement = named >= 0 ? named_arms[named].placement : LATTICE_NORM_PLACEMENT_PRE;
     a->schedule = named >= 0 ? (int)named_arms[named].schedule : -1;
     a->replay = named >= 0 ? named_arms[named].replay : 1;
     for (int i = 0; i < p->n_arms; i++)
@@ -280,7 +280,7 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (a->residual_scale <= 0)
             die("preset: %s.residual_scale must be > 0", where);
         a->schedule = get_enum(spec, "schedule", where, schedule_names, 6, a->schedule);
-        a->block_init = (lattice_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
+        a->block_init = (lattice_schedule_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
         a->train_boundary = member(spec, "train_boundary") ? get_i(spec, "train_boundary", 1, 0, 1) : -1;
         static const char *const data_modes[] = {"continue", "replay"};
         a->replay = get_enum(spec, "data", where, data_modes, 2, a->replay);
@@ -294,14 +294,14 @@ static void parse_arm(preset *p, json_object *v, int index)
             const int L = p->blocks * p->block_size;
             for (size_t k = 0; k < json_object_array_length(ph); k++) {
                 json_object *e = json_object_array_get_idx(ph, k);
-                lattice_phase *f = &a->phases[a->n_phases++];
-                lattice_phase_init(f);
+                lattice_schedule_phase *f = &a->phases[a->n_phases++];
+                lattice_schedule_phase_init(f);
                 f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : p->steps_per_phase, 0, 1 << 30);
                 f->tokens = member(e, "tokens") ? (int64_t)get_d(e, "tokens", 0) : 0;
                 f->active_layers = get_i(e, "active_layers", L, 1, L);
                 f->train_from = get_i(e, "train_from", 0, 0, L - 1);
                 f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
-                f->block_init = (lattice_block_init)get_enum(e, "block_init", where, block_init_names,
+                f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", where, block_init_names,
                                                              3, (int)a->block_init);
                 f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
                 f->train_boundary = get_i(e, "train_boundary", 1, 0, 1);
@@ -386,7 +386,7 @@ static void load_preset(preset *p, const char *path)
  * the arm's block init, data rule and boundary freeze applied. */
 static lattice_schedule *arm_schedule(const preset *p, const arm *a)
 {
-    lattice_phase ph[MAX_PHASES];
+    lattice_schedule_phase ph[MAX_PHASES];
     int n = a->n_phases;
     if (a->schedule >= 0) {
         lattice_schedule *s;
@@ -394,12 +394,12 @@ static lattice_schedule *arm_schedule(const preset *p, const arm *a)
                                            p->block_size, p->steps_per_phase, a->block_init,
                                            &s) != LATTICE_OK)
             die("arm %s: the schedule preset does not fit the student", a->name);
-        n = lattice_schedule_n_phases(s);
+        n = lattice_schedule_get_n_phases(s);
         if (n > MAX_PHASES)
             die("arm %s: too many phases", a->name);
         for (int i = 0; i < n; i++) {
-            lattice_phase_init(&ph[i]);
-            lattice_schedule_phase(s, i, &ph[i]);
+            lattice_schedule_phase_init(&ph[i]);
+            lattice_schedule_get_phase(s, i, &ph[i]);
             ph[i].rewind_data = i > 0 && a->replay;
             if (i > 0 && a->train_boundary >= 0)
                 ph[i].train_boundary = a->train_boundary;
@@ -437,11 +437,11 @@ typedef struct run_result {
     int64_t *step_alt;             /* per step: active-layer tokens so far */
     int64_t n_steps, append_steps[8];
     int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
-    lattice_response resp[8];
+    lattice_diag_response resp[8];
     double area2[8], area10[8]; /* excess loss per step over 2% and 10% of a phase */
-    lattice_removal removal[8];
+    lattice_diag_removal removal[8];
     int n_blocks_measured;
-    lattice_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
+    lattice_diag_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
     int n_boundaries;
     double seconds, tokens_per_s;
 } run_result;
@@ -467,15 +467,15 @@ typedef struct progress {
  * out[(boundary * 3) + class], classes regular, document boundary, all. */
 static lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
                                      const uint8_t *mask, int batch, int seq,
-                                     lattice_rms_stats *out, int out_len)
+                                     lattice_diag_rms_stats *out, int out_len)
 {
-    const int active = lattice_model_active_layers(m);
+    const int active = lattice_model_get_active_layers(m);
     if ((active + 1) * 3 > out_len)
         return LATTICE_ERR_INVALID_ARGUMENT;
     return lattice_diag_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, out, (active + 1) * 3);
 }
 
-static int on_step(void *user, const lattice_metrics *m)
+static int on_step(void *user, const lattice_trainer_metrics *m)
 {
     progress *pr = user;
     run_result *r = pr->res;
@@ -507,7 +507,7 @@ static int on_step(void *user, const lattice_metrics *m)
     return 0;
 }
 
-static int on_eval(void *user, const lattice_metrics *m)
+static int on_eval(void *user, const lattice_trainer_metrics *m)
 {
     progress *pr = user;
     run_result *r = pr->res;
@@ -515,10 +515,10 @@ static int on_eval(void *user, const lattice_metrics *m)
         return 0;
     point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
                 NAN, NAN, NAN, NAN};
-    lattice_rms_stats st[(256 + 1) * 3];
+    lattice_diag_rms_stats st[(256 + 1) * 3];
     if (pr->diag && boundary_stats(pr->diag, pr->model, pr->diag_tokens, pr->diag_mask,
                                    pr->diag_batch, pr->diag_seq, st, 257 * 3) == LATTICE_OK) {
-        const lattice_rms_stats *top = &st[m->active_layers * 3];
+        const lattice_diag_rms_stats *top = &st[m->active_layers * 3];
         pt.rms_std = top[2].std;
         pt.rms_kurt = top[2].kurtosis;
         pt.rms_boundary = top[1].mean;
@@ -580,7 +580,7 @@ static lattice_model *new_model(const preset *p, lattice_backend *be, lattice_no
                                 double residual_scale, int layers, double init_std, uint64_t seed)
 {
     lattice_norm *norm;
-    check(lattice_norm_create(pl, LATTICE_NORM_RMS, 1e-6f, &norm), "norm", NULL);
+    check(lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &norm), "norm", NULL);
     if (residual_scale != 1.0)
         check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
     lattice_model_params mp = model_shape(p, layers, init_std, seed);
@@ -634,12 +634,12 @@ static lattice_model *get_teacher(const preset *p, lattice_backend *be, const ch
         }
         fprintf(stderr, PROG ": teacher: cached file unusable (%s); training again\n", err);
     }
-    t = new_model(p, be, LATTICE_NORM_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
+    t = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
     lattice_data *d = open_data(p, 1000);
     lattice_optim *o = new_optim(t, p->t_lr, p->t_lr / 10, p->t_warmup, p->t_steps, 1.0);
     lattice_schedule *s;
-    check(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
-                                         LATTICE_BLOCK_INIT_RANDOM, &s),
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
+                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
           "schedule", NULL);
     run_result *r = calloc(1, sizeof(*r));
     r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
@@ -693,14 +693,14 @@ static void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
 {
     memset(g, 0, sizeof(*g));
     lattice_data *d = open_data(p, 1000);
-    lattice_batch b;
-    check(lattice_data_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    lattice_data_batch b;
+    check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     lattice_diag *dg;
     check(lattice_diag_create(teacher, &dg), "diagnostics", NULL);
-    lattice_rms_stats st[257 * 3];
+    lattice_diag_rms_stats st[257 * 3];
     check(boundary_stats(dg, teacher, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
           "teacher boundary scale", lattice_diag_errmsg(dg));
-    g->n = lattice_model_active_layers(teacher) + 1;
+    g->n = lattice_model_get_active_layers(teacher) + 1;
     for (int k = 0; k < g->n; k++) {
         g->boundary[k] = st[k * 3 + 1].mean;
         g->regular[k] = st[k * 3].mean;
@@ -762,7 +762,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     const double lr_scale = std / p->init_std;
     lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
                                  p->steps_per_phase, p->clip);
-    int64_t total = lattice_schedule_total_steps(s);
+    int64_t total = lattice_schedule_get_total_steps(s);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);
     r->losses = calloc((size_t)total + 1, sizeof(double));
@@ -773,12 +773,12 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         die("out of memory");
     pr->res = r;
     pr->run_steps = total;
-    pr->n_phases = lattice_schedule_n_phases(s);
+    pr->n_phases = lattice_schedule_get_n_phases(s);
     /* diagnostics on a fixed batch: the first validation batch */
     lattice_diag *dg;
     check(lattice_diag_create(m, &dg), "diagnostics", NULL);
-    lattice_batch b;
-    check(lattice_data_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    lattice_data_batch b;
+    check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     /* the batch's buffers may be reused by the data object: keep a copy */
     int32_t *fixed_tokens = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
     int32_t *fixed_targets = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
@@ -808,8 +808,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(st, "training", lattice_trainer_errmsg(tr));
     r->seconds = ex_now() - t0;
     pr->diag = NULL;
-    lattice_counters c;
-    lattice_schedule_counters(s, &c);
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(s, &c);
     r->tokens_per_s = (double)c.tokens / r->seconds;
     /* the reported number: validation CE at the scheduled end, over the whole
      * held-out set unless the preset caps it */
@@ -820,8 +820,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_trainer_create(m, t, loss, d, o, s, &full, &tr), "trainer", NULL);
     check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
 
-    const int active = lattice_model_active_layers(m);
-    lattice_rms_stats stats[257 * 3];
+    const int active = lattice_model_get_active_layers(m);
+    lattice_diag_rms_stats stats[257 * 3];
     check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats, 257 * 3),
           "boundary scale", lattice_diag_errmsg(dg));
     r->n_boundaries = 0;
@@ -837,14 +837,14 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     const int64_t window = response_window(p);
     for (int a = 0; a < r->n_appends; a++) {
         /* the a-th phase change: from phase a to a + 1 */
-        lattice_phase ph0, ph1;
-        lattice_phase_init(&ph0);
-        lattice_phase_init(&ph1);
-        lattice_schedule_phase(s, a, &ph0);
-        lattice_schedule_phase(s, a + 1, &ph1);
+        lattice_schedule_phase ph0, ph1;
+        lattice_schedule_phase_init(&ph0);
+        lattice_schedule_phase_init(&ph1);
+        lattice_schedule_get_phase(s, a, &ph0);
+        lattice_schedule_get_phase(s, a + 1, &ph1);
         r->is_append[a] = ph1.active_layers > ph0.active_layers;
-        lattice_response *rs = &r->resp[a];
-        lattice_response r2, r10;
+        lattice_diag_response *rs = &r->resp[a];
+        lattice_diag_response r2, r10;
         const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;
         const int64_t h10 = p->steps_per_phase / 10 > 1 ? p->steps_per_phase / 10 : 1;
         if (lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window,
@@ -1336,7 +1336,7 @@ static void report(FILE *f, const study *s)
         for (int k = 0; k < r0->n_boundaries; k++) {
             double v[4] = {0, 0, 0, 0};
             for (int i = 0; i < p->seeds; i++) {
-                const lattice_rms_stats *st = s->res[a][i]->rms[k];
+                const lattice_diag_rms_stats *st = s->res[a][i]->rms[k];
                 v[0] += st[2].std / p->seeds;
                 v[1] += st[2].kurtosis / p->seeds;
                 v[2] += st[1].mean / p->seeds;
@@ -1544,10 +1544,10 @@ static double arm_cost(const preset *p, const arm *a)
     lattice_schedule *s = arm_schedule(p, a);
     double c = 0;
     const int L = p->blocks * p->block_size;
-    for (int i = 0; i < lattice_schedule_n_phases(s); i++) {
-        lattice_phase ph;
-        lattice_phase_init(&ph);
-        lattice_schedule_phase(s, i, &ph);
+    for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(s, i, &ph);
         c += (double)ph.steps * ph.active_layers / L;
     }
     lattice_schedule_destroy(s);
@@ -1558,7 +1558,7 @@ static int fits_here(const preset *p)
 {
     lattice_model_params mp = model_shape(p, p->blocks * p->block_size, p->init_std, 1);
     lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &n);
+    lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
     int64_t params = 0;
     size_t bytes = 0;
     lattice_model_params tmp = model_shape(p, p->t_layers, p->t_init_std, 1);
@@ -1579,7 +1579,7 @@ static int fits_here(const preset *p)
     double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     int grow = -1;
     for (int a = 0; a < p->n_arms && grow < 0; a++)
-        if (p->arms[a].schedule == LATTICE_PRESET_GROW)
+        if (p->arms[a].schedule == LATTICE_SCHEDULE_PRESET_GROW)
             grow = a;
     fprintf(stderr, PROG ": student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student "
                     "arenas + AdamW moments + teacher); one student step %.3g FLOP; %s %.3g FLOP; "
@@ -1595,11 +1595,11 @@ static int fits_here(const preset *p)
 static double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached)
 {
     const int L = p->blocks * p->block_size;
-    lattice_model *stu = new_model(p, be, LATTICE_NORM_PRE, 1.0, L, p->init_std, 1);
+    lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
     lattice_data *d = open_data(p, 1);
     lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip);
     lattice_schedule *s;
-    check(lattice_schedule_create_preset(LATTICE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_batches = 1;
@@ -1622,13 +1622,13 @@ static double estimate_wall(const preset *p, lattice_backend *be, int teacher_ca
         total += with_teacher * arm_cost(p, &p->arms[a]) * p->seeds;
     /* evaluation: a forward (a third of a step) per validation batch */
     lattice_data *dv = open_data(p, 1);
-    double n_val = (double)lattice_data_n_val_batches(dv);
+    double n_val = (double)lattice_data_get_n_val_batches(dv);
     lattice_data_destroy(dv);
     double evals_per_run = 0;
     for (int a = 0; a < p->n_arms; a++) {
         lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
-        int64_t steps = lattice_schedule_total_steps(sa);
-        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_n_phases(sa);
+        int64_t steps = lattice_schedule_get_total_steps(sa);
+        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_get_n_phases(sa);
         evals_per_run += ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
                          (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
         lattice_schedule_destroy(sa);
@@ -1675,10 +1675,10 @@ static void print_preset(const preset *p)
         if (am->residual_scale != 1.0)
             printf(" (residual scale %g)", am->residual_scale);
         printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
-        for (int i = 0; i < lattice_schedule_n_phases(s); i++) {
-            lattice_phase ph;
-            lattice_phase_init(&ph);
-            lattice_schedule_phase(s, i, &ph);
+        for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
+            lattice_schedule_phase ph;
+            lattice_schedule_phase_init(&ph);
+            lattice_schedule_get_phase(s, i, &ph);
             printf("  phase %d: %lld steps, %d active, train_from %d, reset %d, block_init %s, "
                    "rewind_data %d, train_boundary %d\n",
                    i, (long long)ph.steps, ph.active_layers, ph.train_from, ph.reset_optimizer,
@@ -1792,7 +1792,7 @@ int main(int argc, char **argv)
     snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
              bi.optimised ? "" : " (NOT optimised for this CPU)");
     fprintf(stderr, PROG ": lattice %s, backend %s (%s), %d threads%s%s\n", lattice_version_string(),
-            lattice_backend_name(be), kernels, p.threads, bi.reason[0] ? "; " : "", bi.reason);
+            lattice_backend_get_name(be), kernels, p.threads, bi.reason[0] ? "; " : "", bi.reason);
     char tpath[1200];
     snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
     if (!teacher_only)
@@ -1818,7 +1818,7 @@ int main(int argc, char **argv)
     int64_t all_steps = 0;
     for (int a = 0; a < p.n_arms; a++) {
         lattice_schedule *sc = arm_schedule(&p, &p.arms[a]);
-        all_steps += lattice_schedule_total_steps(sc) * p.seeds;
+        all_steps += lattice_schedule_get_total_steps(sc) * p.seeds;
         lattice_schedule_destroy(sc);
     }
     progress pr = {0};
@@ -1853,7 +1853,7 @@ int main(int argc, char **argv)
         die("cannot write %s", path);
     report(f, &s);
     fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads.\n",
-            wall, teacher_s, lattice_version_string(), lattice_backend_name(be), kernels, p.threads);
+            wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads);
     fclose(f);
     report(stdout, &s);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);

@@ -119,7 +119,7 @@ LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_back
 
 /**
  * @brief Create a backend from caller-supplied operations.
- * @param name A label reported by ::lattice_backend_name (copied).
+ * @param name A label reported by ::lattice_backend_get_name (copied).
  * @param ops The operations (copied; ops->user is borrowed until destroy).
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when ops is NULL, its
@@ -145,7 +145,7 @@ LATTICE_API void lattice_backend_destroy(lattice_backend *backend);
  * @return A string valid while the backend lives.
  * @since 0.1
  */
-LATTICE_API const char *lattice_backend_name(const lattice_backend *backend);
+LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend);
 
 /**
  * @brief Set the number of threads for GEMMs and kernels (default 1).
@@ -162,7 +162,7 @@ LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend,
  * @return The number of threads.
  * @since 0.1
  */
-LATTICE_API int lattice_backend_threads(const lattice_backend *backend);
+LATTICE_API int lattice_backend_get_threads(const lattice_backend *backend);
 
 /**
  * @brief Run one GEMM through the backend (see ::lattice_backend_ops::sgemm).

@@ -80,23 +80,23 @@ typedef struct lattice_data_params {
 } lattice_data_params;
 
 /** Which split. Append-only. @since 0.1 */
-typedef enum lattice_split {
-    LATTICE_SPLIT_TRAIN = 0, /**< Training documents. @since 0.1 */
-    LATTICE_SPLIT_VAL = 1    /**< Validation documents. @since 0.1 */
-} lattice_split;
+typedef enum lattice_data_split {
+    LATTICE_DATA_SPLIT_TRAIN = 0, /**< Training documents. @since 0.1 */
+    LATTICE_DATA_SPLIT_VAL = 1    /**< Validation documents. @since 0.1 */
+} lattice_data_split;
 
 /**
  * @brief One batch, owned by the data object and valid until its next batch call.
  * @since 0.1
  */
-typedef struct lattice_batch {
+typedef struct lattice_data_batch {
     const int32_t *tokens;  /**< [batch, seq] inputs. @since 0.1 */
     const int32_t *targets; /**< [batch, seq] next tokens. @since 0.1 */
     const uint8_t *mask;    /**< [batch, seq] 1 where the target is real. @since 0.1 */
     int batch;              /**< Rows. @since 0.1 */
     int seq;                /**< Positions per row. @since 0.1 */
     int64_t n_tokens;       /**< Counted (non-padding) positions. @since 0.1 */
-} lattice_batch;
+} lattice_data_batch;
 
 /** Where the training iterator stands (for checkpoints). @since 0.1 */
 typedef struct lattice_data_position {
@@ -198,7 +198,7 @@ LATTICE_API lattice_status lattice_data_get_params(const lattice_data *data, lat
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_data_n_documents(const lattice_data *data, lattice_split split);
+LATTICE_API int64_t lattice_data_get_n_documents(const lattice_data *data, lattice_data_split split);
 
 /**
  * @brief Number of tokens in a split (boundary tokens included).
@@ -207,7 +207,7 @@ LATTICE_API int64_t lattice_data_n_documents(const lattice_data *data, lattice_s
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_data_n_tokens(const lattice_data *data, lattice_split split);
+LATTICE_API int64_t lattice_data_get_n_tokens(const lattice_data *data, lattice_data_split split);
 
 /**
  * @brief The next training batch.
@@ -216,7 +216,7 @@ LATTICE_API int64_t lattice_data_n_tokens(const lattice_data *data, lattice_spli
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_data_next(lattice_data *data, lattice_batch *batch);
+LATTICE_API lattice_status lattice_data_next(lattice_data *data, lattice_data_batch *batch);
 
 /**
  * @brief Number of batches that cover the validation split once.
@@ -224,7 +224,7 @@ LATTICE_API lattice_status lattice_data_next(lattice_data *data, lattice_batch *
  * @return The count (0 without validation documents).
  * @since 0.1
  */
-LATTICE_API int64_t lattice_data_n_val_batches(const lattice_data *data);
+LATTICE_API int64_t lattice_data_get_n_val_batches(const lattice_data *data);
 
 /**
  * @brief One batch of the fixed validation set (documents in file order).
@@ -234,7 +234,7 @@ LATTICE_API int64_t lattice_data_n_val_batches(const lattice_data *data);
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_data_val_batch(lattice_data *data, int64_t index, lattice_batch *batch);
+LATTICE_API lattice_status lattice_data_get_val_batch(lattice_data *data, int64_t index, lattice_data_batch *batch);
 
 /**
  * @brief Where the training iterator stands.

@@ -17,7 +17,7 @@ extern "C" {
  *
  * - Boundary scale: the per-token RMS of the residual stream,
  *   sqrt(mean_j h[t, j]^2), at every layer boundary (see
- *   ::lattice_model_hidden), summarised over tokens by mean, standard
+ *   ::lattice_model_get_hidden), summarised over tokens by mean, standard
  *   deviation, Pearson kurtosis (E[(x - mean)^4] / var^2; 3 for a normal
  *   distribution) and maximum, per token class. The default classes are
  *   0 = regular tokens and 1 = document-boundary tokens, the latter being
@@ -33,30 +33,30 @@ extern "C" {
  */
 
 /** Summary of per-token RMS values over a set of tokens. @since 0.1 */
-typedef struct lattice_rms_stats {
+typedef struct lattice_diag_rms_stats {
     int64_t count;   /**< Tokens summarised. @since 0.1 */
     double mean;     /**< Mean RMS. @since 0.1 */
     double std;      /**< Standard deviation (population). @since 0.1 */
     double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). @since 0.1 */
     double max;      /**< Largest RMS. @since 0.1 */
-} lattice_rms_stats;
+} lattice_diag_rms_stats;
 
 /** What removing a block does. @since 0.1 */
-typedef struct lattice_removal {
+typedef struct lattice_diag_removal {
     double ce_full;    /**< Cross-entropy of the full model. @since 0.1 */
     double ce_removed; /**< Cross-entropy with the block skipped. @since 0.1 */
     double dce;        /**< ce_removed - ce_full. @since 0.1 */
     double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. @since 0.1 */
-} lattice_removal;
+} lattice_diag_removal;
 
 /** The loss response to an append. @since 0.1 */
-typedef struct lattice_response {
+typedef struct lattice_diag_response {
     double baseline;       /**< Mean loss over the window steps before the append. @since 0.1 */
     double jump;           /**< Loss at the first step after the append minus the baseline. @since 0.1 */
     double area;           /**< Sum over the horizon of max(0, loss - baseline). @since 0.1 */
     int64_t recovery;      /**< Steps until the trailing mean over window steps is back at or
                                 below the baseline; -1 if it never is within the series. @since 0.1 */
-} lattice_response;
+} lattice_diag_response;
 
 /** An opaque diagnostics context (scratch sized for one model). @since 0.1 */
 typedef struct lattice_diag lattice_diag;
@@ -107,7 +107,7 @@ LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
 LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
                                                        const uint8_t *mask, int batch, int seq,
                                                        const uint8_t *classes, int n_classes,
-                                                       lattice_rms_stats *out, int out_len);
+                                                       lattice_diag_rms_stats *out, int out_len);
 
 /**
  * @brief Skip layers [first, first + count) on a fixed batch and measure dCE and the angle.
@@ -128,7 +128,7 @@ LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const
 LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
                                                       const int32_t *targets, const uint8_t *mask,
                                                       int batch, int seq, int first, int count,
-                                                      lattice_removal *out);
+                                                      lattice_diag_removal *out);
 
 /**
  * @brief The loss response to an append, from a series of training losses.
@@ -143,7 +143,7 @@ LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const 
  */
 LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
                                                       int64_t append_step, int64_t window,
-                                                      int64_t horizon, lattice_response *out);
+                                                      int64_t horizon, lattice_diag_response *out);
 
 /** @} */
 

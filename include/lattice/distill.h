@@ -20,7 +20,7 @@ extern "C" {
  * with the student's q = softmax(z / tau): forward KL(p || q) (the paper) or
  * reverse KL(q || p). CE is the student's cross-entropy at temperature 1
  * against the labels. The gradient with respect to the student's logits is
- * written alongside (for ::lattice_model_dlogits).
+ * written alongside (for ::lattice_model_get_dlogits).
  *
  * Sparse teachers give only their top-k logits per position (indices and
  * values). The teacher distribution is then truncated to those k tokens and
@@ -33,10 +33,10 @@ extern "C" {
  */
 
 /** Direction of the KL term. Append-only. @since 0.1 */
-typedef enum lattice_kl_direction {
-    LATTICE_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. @since 0.1 */
-    LATTICE_KL_REVERSE = 1  /**< KL(student || teacher). @since 0.1 */
-} lattice_kl_direction;
+typedef enum lattice_distill_kl_direction {
+    LATTICE_DISTILL_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. @since 0.1 */
+    LATTICE_DISTILL_KL_REVERSE = 1  /**< KL(student || teacher). @since 0.1 */
+} lattice_distill_kl_direction;
 
 /** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
 typedef struct lattice_distill_params {
@@ -44,7 +44,7 @@ typedef struct lattice_distill_params {
     float alpha;                    /**< Weight of the KL term (0.7). @since 0.1 */
     float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
     float tau;                      /**< Temperature (1). @since 0.1 */
-    lattice_kl_direction direction; /**< Forward (default) or reverse KL. @since 0.1 */
+    lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. @since 0.1 */
     int n_threads;                  /**< Threads over positions (1). @since 0.1 */
 } lattice_distill_params;
 

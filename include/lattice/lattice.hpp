@@ -211,9 +211,9 @@ public:
         lattice::check(lattice_backend_create(name, &p), name);
         return backend(p);
     }
-    const char *name() const { return lattice_backend_name(get()); }
+    const char *name() const { return lattice_backend_get_name(get()); }
     void set_threads(int n) { check(lattice_backend_set_threads(get(), n)); }
-    int threads() const { return lattice_backend_threads(get()); }
+    int threads() const { return lattice_backend_get_threads(get()); }
 };
 
 /** A norm placement; a model keeps its own copy. */
@@ -221,7 +221,7 @@ class norm : public handle<lattice_norm> {
 public:
     norm() noexcept {}
     explicit norm(lattice_norm *p) noexcept : handle<lattice_norm>(p) {}
-    static norm create(lattice_norm_placement placement, lattice_norm_kind kind = LATTICE_NORM_RMS,
+    static norm create(lattice_norm_placement placement, lattice_norm_kind kind = LATTICE_NORM_KIND_RMS,
                        float eps = 1e-6f)
     {
         lattice_norm *p = nullptr;
@@ -233,7 +233,7 @@ public:
 
 /** One parameter tensor, its values and gradient as views. */
 struct tensor {
-    lattice_tensor_info info; /**< As lattice_model_tensor gives it. */
+    lattice_model_tensor_info info; /**< As lattice_model_get_tensor gives it. */
     const char *name() const { return info.name; }
     std::size_t size() const { return static_cast<std::size_t>(info.shape[0] * info.shape[1]); }
     span<float> data() const { return span<float>(info.data, size()); }
@@ -301,25 +301,25 @@ public:
     /** [batch, seq, vocab] of the last forward made through this wrapper. */
     span<const float> logits() const
     {
-        return span<const float>(lattice_model_logits(get()), positions() * vocab());
+        return span<const float>(lattice_model_get_logits(get()), positions() * vocab());
     }
     span<float> dlogits()
     {
-        return span<float>(lattice_model_dlogits(get()), positions() * vocab());
+        return span<float>(lattice_model_get_dlogits(get()), positions() * vocab());
     }
     /** [batch, seq, d_model] at a layer boundary (0 .. active layers). */
     span<const float> hidden(int boundary) const
     {
         const float *out = nullptr;
-        check(lattice_model_hidden(get(), boundary, &out));
+        check(lattice_model_get_hidden(get(), boundary, &out));
         return span<const float>(out, positions() * static_cast<std::size_t>(params().d_model));
     }
 
-    int n_tensors() const { return lattice_model_n_tensors(get()); }
+    int n_tensors() const { return lattice_model_get_n_tensors(get()); }
     tensor tensor_at(int index) const
     {
         tensor t;
-        check(lattice_model_tensor(get(), index, &t.info));
+        check(lattice_model_get_tensor(get(), index, &t.info));
         return t;
     }
     tensor find_tensor(const char *name) const
@@ -328,9 +328,9 @@ public:
         check(lattice_model_find_tensor(get(), name, &t.info));
         return t;
     }
-    int64_t n_params() const { return lattice_model_n_params(get()); }
+    int64_t n_params() const { return lattice_model_get_n_params(get()); }
     void set_active_layers(int n) { check(lattice_model_set_active_layers(get(), n)); }
-    int active_layers() const { return lattice_model_active_layers(get()); }
+    int active_layers() const { return lattice_model_get_active_layers(get()); }
     void save(const char *path) const { check(lattice_model_save(get(), path)); }
     void load(const char *path) { check(lattice_model_load(get(), path)); }
 
@@ -363,8 +363,8 @@ public:
         check(lattice_optim_step(get(), &grad_norm));
         return grad_norm;
     }
-    float lr() const { return lattice_optim_lr(get()); }
-    int64_t steps() const { return lattice_optim_steps(get()); }
+    float lr() const { return lattice_optim_get_lr(get()); }
+    int64_t steps() const { return lattice_optim_get_steps(get()); }
 };
 
 /** A distillation loss. */
@@ -389,7 +389,7 @@ struct batch {
     int seq;
     int64_t n_tokens;
 
-    explicit batch(const lattice_batch &b)
+    explicit batch(const lattice_data_batch &b)
         : tokens(b.tokens, static_cast<std::size_t>(b.batch) * b.seq),
           targets(b.targets, static_cast<std::size_t>(b.batch) * b.seq),
           mask(b.mask, static_cast<std::size_t>(b.batch) * b.seq), rows(b.batch), seq(b.seq),
@@ -427,24 +427,24 @@ public:
     }
     batch next()
     {
-        lattice_batch b;
+        lattice_data_batch b;
         check(lattice_data_next(get(), &b));
         return batch(b);
     }
-    int64_t n_val_batches() const { return lattice_data_n_val_batches(get()); }
+    int64_t n_val_batches() const { return lattice_data_get_n_val_batches(get()); }
     batch val_batch(int64_t index)
     {
-        lattice_batch b;
-        check(lattice_data_val_batch(get(), index, &b));
+        lattice_data_batch b;
+        check(lattice_data_get_val_batch(get(), index, &b));
         return batch(b);
     }
-    int64_t n_documents(lattice_split split = LATTICE_SPLIT_TRAIN) const
+    int64_t n_documents(lattice_data_split split = LATTICE_DATA_SPLIT_TRAIN) const
     {
-        return lattice_data_n_documents(get(), split);
+        return lattice_data_get_n_documents(get(), split);
     }
-    int64_t n_tokens(lattice_split split = LATTICE_SPLIT_TRAIN) const
+    int64_t n_tokens(lattice_data_split split = LATTICE_DATA_SPLIT_TRAIN) const
     {
-        return lattice_data_n_tokens(get(), split);
+        return lattice_data_get_n_tokens(get(), split);
     }
 };
 
@@ -461,16 +461,16 @@ public:
     }
     static schedule preset(lattice_schedule_preset preset, int n_blocks, int block_size,
                            int64_t steps_per_phase,
-                           lattice_block_init block_init = LATTICE_BLOCK_INIT_RANDOM)
+                           lattice_schedule_block_init block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM)
     {
         lattice_schedule *p = nullptr;
         lattice::check(lattice_schedule_create_preset(preset, n_blocks, block_size, steps_per_phase,
                                                       block_init, &p));
         return schedule(p);
     }
-    void add_phase(const lattice_phase &phase) { check(lattice_schedule_add_phase(get(), &phase)); }
-    int n_phases() const { return lattice_schedule_n_phases(get()); }
-    bool finished() const { return lattice_schedule_finished(get()) != 0; }
+    void add_phase(const lattice_schedule_phase &phase) { check(lattice_schedule_add_phase(get(), &phase)); }
+    int n_phases() const { return lattice_schedule_get_n_phases(get()); }
+    bool finished() const { return lattice_schedule_is_finished(get()) != 0; }
 };
 
 /** A teacher: a model, a file of recorded logits, or a callback. */
@@ -491,7 +491,7 @@ public:
         lattice::check(lattice_teacher_create_file(path, &p, why), why);
         return teacher(p);
     }
-    int vocab_size() const { return lattice_teacher_vocab_size(get()); }
+    int vocab_size() const { return lattice_teacher_get_vocab_size(get()); }
     /** [batch, seq, vocab] logits for tokens, valid until the teacher's next call. */
     span<const float> logits(span<const int32_t> tokens, int batch, int seq)
     {
@@ -518,9 +518,9 @@ public:
                                               s.get(), params, &p));
         return trainer(p);
     }
-    lattice_metrics step()
+    lattice_trainer_metrics step()
     {
-        lattice_metrics m = lattice_metrics();
+        lattice_trainer_metrics m = lattice_trainer_metrics();
         m.size = sizeof(m); // the library writes no more than the caller says it has
         check(lattice_trainer_step(get(), &m));
         return m;

@@ -27,7 +27,7 @@ extern "C" {
  * arenas allocated once at creation: no allocation happens in a step.
  *
  * A step is: ::lattice_model_forward, a loss that fills
- * ::lattice_model_dlogits (::lattice_model_cross_entropy, or a distillation
+ * ::lattice_model_get_dlogits (::lattice_model_cross_entropy, or a distillation
  * loss), ::lattice_model_backward, then an optimizer step.
  * @{
  */
@@ -62,26 +62,26 @@ typedef struct lattice_model_params {
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. @since 0.1 */
-typedef enum lattice_group {
-    LATTICE_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
-    LATTICE_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
-    LATTICE_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). @since 0.1 */
-    LATTICE_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. @since 0.1 */
-} lattice_group;
+typedef enum lattice_model_group {
+    LATTICE_MODEL_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
+    LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
+    LATTICE_MODEL_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). @since 0.1 */
+    LATTICE_MODEL_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. @since 0.1 */
+} lattice_model_group;
 
 /**
- * @brief One parameter tensor as seen through ::lattice_model_tensor.
+ * @brief One parameter tensor as seen through ::lattice_model_get_tensor.
  * @since 0.1
  */
-typedef struct lattice_tensor_info {
+typedef struct lattice_model_tensor_info {
     const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". @since 0.1 */
     int ndim;            /**< 1 or 2. @since 0.1 */
     int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). @since 0.1 */
     float *data;         /**< The values, row-major; writable. @since 0.1 */
     float *grad;         /**< The gradient written by the last backward (valid for trainable groups). @since 0.1 */
-    lattice_group group; /**< The group it belongs to. @since 0.1 */
-    int layer;           /**< Layer index for ::LATTICE_GROUP_LAYER, else -1. @since 0.1 */
-} lattice_tensor_info;
+    lattice_model_group group; /**< The group it belongs to. @since 0.1 */
+    int layer;           /**< Layer index for ::LATTICE_MODEL_GROUP_LAYER, else -1. @since 0.1 */
+} lattice_model_tensor_info;
 
 /**
  * @brief Fill params with a small default shape (the benchmark student:
@@ -110,7 +110,7 @@ LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params
  * @param params The shape.
  * @param norm The placement.
  * @param[out] n_params Parameters over the whole capacity; may be NULL.
- * @param[out] arena_bytes Bytes of its arenas (as ::lattice_model_arena_bytes); may be NULL.
+ * @param[out] arena_bytes Bytes of its arenas (as ::lattice_model_get_arena_bytes); may be NULL.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  * @since 0.1
  */
@@ -171,11 +171,11 @@ LATTICE_API lattice_status lattice_model_get_params(const lattice_model *model,
 
 /**
  * @brief The model's normalization placement.
- * @param model The model; NULL gives ::LATTICE_NORM_PRE.
+ * @param model The model; NULL gives ::LATTICE_NORM_PLACEMENT_PRE.
  * @return The placement.
  * @since 0.1
  */
-LATTICE_API lattice_norm_placement lattice_model_placement(const lattice_model *model);
+LATTICE_API lattice_norm_placement lattice_model_get_placement(const lattice_model *model);
 
 /**
  * @brief Set how many of the first layers are active.
@@ -183,7 +183,7 @@ LATTICE_API lattice_norm_placement lattice_model_placement(const lattice_model *
  * Weights of all layers persist whether active or not, so growing keeps the
  * earlier weights and switches on layers that were initialised at creation.
  * After a shrink, the layers beyond n_active keep the gradients of the last
- * backward that ran them (::lattice_tensor_info.grad shows them), but nothing
+ * backward that ran them (::lattice_model_tensor_info.grad shows them), but nothing
  * reads them: optimizers measure and update only active trainable layers, and
  * backward overwrites a layer's gradients before it adds to them once the
  * layer is active again.
@@ -200,7 +200,7 @@ LATTICE_API lattice_status lattice_model_set_active_layers(lattice_model *model,
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int lattice_model_active_layers(const lattice_model *model);
+LATTICE_API int lattice_model_get_active_layers(const lattice_model *model);
 
 /**
  * @brief Re-draw one layer's weights (linear N(0, init_std^2), norms 1 / 0).
@@ -241,24 +241,24 @@ LATTICE_API lattice_status lattice_model_zero_layer_outputs(lattice_model *model
  * A frozen group gets no gradient work in backward, and optimizers leave it as it is.
  * @param model The model.
  * @param group The group.
- * @param layer The layer index for ::LATTICE_GROUP_LAYER, ignored otherwise.
+ * @param layer The layer index for ::LATTICE_MODEL_GROUP_LAYER, ignored otherwise.
  * @param trainable Non-zero for trainable.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_model_set_trainable(lattice_model *model, lattice_group group,
+LATTICE_API lattice_status lattice_model_set_trainable(lattice_model *model, lattice_model_group group,
                                                        int layer, int trainable);
 
 /**
  * @brief Whether a group is trainable.
  * @param model The model.
  * @param group The group.
- * @param layer The layer index for ::LATTICE_GROUP_LAYER, ignored otherwise.
+ * @param layer The layer index for ::LATTICE_MODEL_GROUP_LAYER, ignored otherwise.
  * @param[out] trainable 1 or 0.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *model, lattice_group group,
+LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *model, lattice_model_group group,
                                                        int layer, int *trainable);
 
 /**
@@ -293,7 +293,7 @@ LATTICE_API lattice_status lattice_model_forward(lattice_model *model, const int
  * @return The logits, or NULL when no forward has run.
  * @since 0.1
  */
-LATTICE_API const float *lattice_model_logits(const lattice_model *model);
+LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
 
 /**
  * @brief The gradient of the loss with respect to the logits, [batch, seq, vocab_size].
@@ -303,11 +303,11 @@ LATTICE_API const float *lattice_model_logits(const lattice_model *model);
  * @return The buffer, or NULL when no forward has run.
  * @since 0.1
  */
-LATTICE_API float *lattice_model_dlogits(lattice_model *model);
+LATTICE_API float *lattice_model_get_dlogits(lattice_model *model);
 
 /**
  * @brief Mean cross-entropy of the last forward's logits against targets, and its
- *        gradient written to ::lattice_model_dlogits.
+ *        gradient written to ::lattice_model_get_dlogits.
  * @param model The model.
  * @param targets batch * seq target ids.
  * @param mask batch * seq flags, non-zero where the position counts; NULL counts all.
@@ -322,7 +322,7 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
                                                        int64_t *n_counted);
 
 /**
- * @brief Backward pass from ::lattice_model_dlogits; overwrites the gradients of
+ * @brief Backward pass from ::lattice_model_get_dlogits; overwrites the gradients of
  *        the trainable groups (frozen ones are not touched).
  * @param model The model.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, or the last one was
@@ -344,7 +344,7 @@ LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_model_hidden(const lattice_model *model, int boundary,
+LATTICE_API lattice_status lattice_model_get_hidden(const lattice_model *model, int boundary,
                                                 const float **out);
 
 /**
@@ -353,7 +353,7 @@ LATTICE_API lattice_status lattice_model_hidden(const lattice_model *model, int 
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int lattice_model_n_tensors(const lattice_model *model);
+LATTICE_API int lattice_model_get_n_tensors(const lattice_model *model);
 
 /**
  * @brief Describe one parameter tensor.
@@ -363,8 +363,8 @@ LATTICE_API int lattice_model_n_tensors(const lattice_model *model);
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_model_tensor(const lattice_model *model, int index,
-                                                lattice_tensor_info *out);
+LATTICE_API lattice_status lattice_model_get_tensor(const lattice_model *model, int index,
+                                                lattice_model_tensor_info *out);
 
 /**
  * @brief Find a parameter tensor by name.
@@ -375,7 +375,7 @@ LATTICE_API lattice_status lattice_model_tensor(const lattice_model *model, int 
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_find_tensor(const lattice_model *model, const char *name,
-                                                     lattice_tensor_info *out);
+                                                     lattice_model_tensor_info *out);
 
 /**
  * @brief Number of parameters over the whole capacity (tied weights counted once).
@@ -383,7 +383,7 @@ LATTICE_API lattice_status lattice_model_find_tensor(const lattice_model *model,
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_model_n_params(const lattice_model *model);
+LATTICE_API int64_t lattice_model_get_n_params(const lattice_model *model);
 
 /**
  * @brief Floating-point operations of the GEMMs of one pass over the active layers.
@@ -398,7 +398,7 @@ LATTICE_API int64_t lattice_model_n_params(const lattice_model *model);
  * @return The FLOP count (0 for NULL).
  * @since 0.1
  */
-LATTICE_API double lattice_model_flops(const lattice_model *model, int batch, int seq, int with_backward);
+LATTICE_API double lattice_model_get_flops(const lattice_model *model, int batch, int seq, int with_backward);
 
 /**
  * @brief Bytes held by the model's arenas (parameters, gradients, activations, scratch).
@@ -406,7 +406,7 @@ LATTICE_API double lattice_model_flops(const lattice_model *model, int batch, in
  * @return The size.
  * @since 0.1
  */
-LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model);
+LATTICE_API size_t lattice_model_get_arena_bytes(const lattice_model *model);
 
 /**
  * @brief Save the model's parameters (the whole capacity) as safetensors (F32).
@@ -486,7 +486,7 @@ LATTICE_API lattice_status lattice_model_create_from_file(const char *path, cons
  * ::lattice_model_forward succeeds, so an evaluation run between a training
  * forward and its backward is caught instead of giving the gradients of the
  * wrong batch. Losses (::lattice_model_loss, ::lattice_model_cross_entropy)
- * and ::lattice_model_hidden read its results as after a training forward.
+ * and ::lattice_model_get_hidden read its results as after a training forward.
  * A call that fails its argument checks changes nothing.
  * @param model The model.
  * @param tokens batch * seq token ids, row-major.
@@ -501,7 +501,7 @@ LATTICE_API lattice_status lattice_model_forward_inference(lattice_model *model,
 
 /**
  * @brief Mean cross-entropy of the last forward's logits against targets, without
- *        a gradient: ::lattice_model_dlogits is not written.
+ *        a gradient: ::lattice_model_get_dlogits is not written.
  *
  * The same loss as ::lattice_model_cross_entropy (up to float rounding in the
  * sums), in double.
@@ -523,7 +523,7 @@ LATTICE_API lattice_status lattice_model_loss(lattice_model *model, const int32_
  * @brief Validation cross-entropy of the model over a data object's validation split.
  *
  * Runs ::lattice_model_forward_inference and ::lattice_model_loss over
- * validation batches 0 .. max_batches - 1 (::lattice_data_val_batch) and
+ * validation batches 0 .. max_batches - 1 (::lattice_data_get_val_batch) and
  * averages the loss over every counted (unmasked) position, so a batch
  * weighs by its counted tokens: the number ::lattice_trainer_evaluate reports
  * for the same batches. Needs no optimizer, schedule or trainer. The

@@ -15,11 +15,11 @@ extern "C" {
  * @defgroup norm Normalization placement
  *
  * A placement describes one layer with sublayers F (attention, then MLP):
- * - ::LATTICE_NORM_PRE:  h' = h + F(Norm(h)); a final norm before the LM head.
- * - ::LATTICE_NORM_POST: h' = Norm(a * h + F(h)); an entry norm on the embedding,
+ * - ::LATTICE_NORM_PLACEMENT_PRE:  h' = h + F(Norm(h)); a final norm before the LM head.
+ * - ::LATTICE_NORM_PLACEMENT_POST: h' = Norm(a * h + F(h)); an entry norm on the embedding,
  *   no final norm. a is the residual scale (1 for plain post-norm; DeepNorm-style
  *   scaled post-norm uses a > 1).
- * - ::LATTICE_NORM_PERI: h' = h + Norm_out(F(Norm_in(h))) (sandwich); a final norm.
+ * - ::LATTICE_NORM_PLACEMENT_PERI: h' = h + Norm_out(F(Norm_in(h))) (sandwich); a final norm.
  *
  * Pre and post have the same parameter count: two norms per layer plus one
  * boundary norm (final for pre, entry for post). Peri has four per layer.
@@ -28,15 +28,15 @@ extern "C" {
 
 /** Where the norms sit. Append-only. @since 0.1 */
 typedef enum lattice_norm_placement {
-    LATTICE_NORM_PRE = 0,  /**< Norm before each sublayer, final norm before the head. @since 0.1 */
-    LATTICE_NORM_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. @since 0.1 */
-    LATTICE_NORM_PERI = 2  /**< Norm before and after each sublayer, final norm. @since 0.1 */
+    LATTICE_NORM_PLACEMENT_PRE = 0,  /**< Norm before each sublayer, final norm before the head. @since 0.1 */
+    LATTICE_NORM_PLACEMENT_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. @since 0.1 */
+    LATTICE_NORM_PLACEMENT_PERI = 2  /**< Norm before and after each sublayer, final norm. @since 0.1 */
 } lattice_norm_placement;
 
 /** Which normalization. Append-only. @since 0.1 */
 typedef enum lattice_norm_kind {
-    LATTICE_NORM_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. @since 0.1 */
-    LATTICE_NORM_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. @since 0.1 */
+    LATTICE_NORM_KIND_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. @since 0.1 */
+    LATTICE_NORM_KIND_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. @since 0.1 */
 } lattice_norm_kind;
 
 /** An opaque normalization placement. @since 0.1 */
@@ -75,7 +75,7 @@ LATTICE_API lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, f
 
 /**
  * @brief The placement.
- * @param norm The placement handle; NULL gives ::LATTICE_NORM_PRE.
+ * @param norm The placement handle; NULL gives ::LATTICE_NORM_PLACEMENT_PRE.
  * @return The placement.
  * @since 0.1
  */
@@ -83,7 +83,7 @@ LATTICE_API lattice_norm_placement lattice_norm_get_placement(const lattice_norm
 
 /**
  * @brief The norm kind.
- * @param norm The placement handle; NULL gives ::LATTICE_NORM_RMS.
+ * @param norm The placement handle; NULL gives ::LATTICE_NORM_KIND_RMS.
  * @return The kind.
  * @since 0.1
  */

@@ -129,7 +129,7 @@ LATTICE_API lattice_status lattice_optim_reset(lattice_optim *optim);
  * @return The rate.
  * @since 0.1
  */
-LATTICE_API float lattice_optim_lr(const lattice_optim *optim);
+LATTICE_API float lattice_optim_get_lr(const lattice_optim *optim);
 
 /**
  * @brief Steps taken since creation or the last reset.
@@ -137,7 +137,7 @@ LATTICE_API float lattice_optim_lr(const lattice_optim *optim);
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_optim_steps(const lattice_optim *optim);
+LATTICE_API int64_t lattice_optim_get_steps(const lattice_optim *optim);
 
 /** @} */
 

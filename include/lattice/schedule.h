@@ -28,10 +28,10 @@ extern "C" {
  *
  * Presets cover every arm of the paper, with n_blocks blocks of block_size
  * layers and steps_per_phase steps per phase (paper: 3 x 3 layers, 50000):
- * - ::LATTICE_PRESET_JOINT: one phase, all layers.
- * - ::LATTICE_PRESET_GROW: phase i has (i + 1) blocks active, all trained,
+ * - ::LATTICE_SCHEDULE_PRESET_JOINT: one phase, all layers.
+ * - ::LATTICE_SCHEDULE_PRESET_GROW: phase i has (i + 1) blocks active, all trained,
  *   with the LM head and the boundary norm.
- * - ::LATTICE_PRESET_FREEZE: as grow, but after the first phase only the
+ * - ::LATTICE_SCHEDULE_PRESET_FREEZE: as grow, but after the first phase only the
  *   newest block trains, as the paper's freeze control: phase 0 trains block 0,
  *   the LM head and the boundary norm; each later phase i trains block i alone
  *   (train_from = i * block_size, train_boundary = 0), so every earlier block,
@@ -42,41 +42,41 @@ extern "C" {
  * No preset rewinds the data (rewind_data = 0: the iterator reads on into new
  * text at each phase); the paper's grow arm replays one shard per phase, which
  * ::lattice_schedule_set_rewind_data turns on for any preset.
- * - ::LATTICE_PRESET_SINGLE_BLOCK: phase 0 of grow alone.
- * - ::LATTICE_PRESET_JOINT_MATCHED_ACTIVE: all layers, as many steps as give
+ * - ::LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK: phase 0 of grow alone.
+ * - ::LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE: all layers, as many steps as give
  *   grow's active-layer tokens (steps_per_phase * (n_blocks + 1) / 2, in
  *   phases of steps_per_phase with the LR restarting at each: 2 phases for 3
  *   blocks).
- * - ::LATTICE_PRESET_JOINT_MATCHED_TOTAL: all layers, n_blocks phases: grow's
+ * - ::LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL: all layers, n_blocks phases: grow's
  *   total tokens, LR restarting at the same boundaries.
  * @{
  */
 
 /** How layers switched on at a phase start are initialised. Append-only. @since 0.1 */
-typedef enum lattice_block_init {
-    LATTICE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). @since 0.1 */
-    LATTICE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). @since 0.1 */
-    LATTICE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). @since 0.1 */
-} lattice_block_init;
+typedef enum lattice_schedule_block_init {
+    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). @since 0.1 */
+    LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). @since 0.1 */
+    LATTICE_SCHEDULE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). @since 0.1 */
+} lattice_schedule_block_init;
 
 /**
- * @brief One phase. Fill with ::lattice_phase_init.
+ * @brief One phase. Fill with ::lattice_schedule_phase_init.
  *
  * The struct grows at its end; size says which version the caller was built
  * against. A phase whose size ends before a field (a caller built against an
- * older header) gets that field's default: size = offsetof(lattice_phase,
+ * older header) gets that field's default: size = offsetof(lattice_schedule_phase,
  * rewind_data) is a 0.1 phase, which continues the data and trains the
  * boundary.
  * @since 0.1
  */
-typedef struct lattice_phase {
-    size_t size;                   /**< sizeof(lattice_phase), set by the init function. @since 0.1 */
+typedef struct lattice_schedule_phase {
+    size_t size;                   /**< sizeof(lattice_schedule_phase), set by the init function. @since 0.1 */
     int64_t steps;                 /**< Step budget; 0 to use the token budget. @since 0.1 */
     int64_t tokens;                /**< Non-padding token budget, used when steps is 0. @since 0.1 */
     int active_layers;             /**< Layers active during the phase. @since 0.1 */
     int train_from;                /**< First layer that trains; layers below are frozen (0: all). @since 0.1 */
     int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. @since 0.1 */
-    lattice_block_init block_init; /**< Initialisation of layers switched on at the phase start. @since 0.1 */
+    lattice_schedule_block_init block_init; /**< Initialisation of layers switched on at the phase start. @since 0.1 */
     int rewind_data;               /**< Non-zero: at the phase start the trainer puts the data iterator
                                         back where it stood when the run began (the shard's beginning:
                                         the same batches in the same order as the first phase); 0
@@ -84,26 +84,26 @@ typedef struct lattice_phase {
     int train_boundary;            /**< Non-zero (default): the LM head and the boundary norm train
                                         during the phase; 0 freezes both (a head tied to the embedding
                                         is left as the caller set the embedding). @since 0.2 */
-} lattice_phase;
+} lattice_schedule_phase;
 
 /** Presets: every arm of the paper. Append-only. @since 0.1 */
 typedef enum lattice_schedule_preset {
-    LATTICE_PRESET_JOINT = 0,                /**< All layers, one phase. @since 0.1 */
-    LATTICE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. @since 0.1 */
-    LATTICE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. @since 0.1 */
-    LATTICE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. @since 0.1 */
-    LATTICE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. @since 0.1 */
-    LATTICE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_JOINT = 0,                /**< All layers, one phase. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. @since 0.1 */
 } lattice_schedule_preset;
 
 /** Counters of a run. @since 0.1 */
-typedef struct lattice_counters {
+typedef struct lattice_schedule_counters {
     int64_t steps;               /**< Steps taken. @since 0.1 */
     int64_t tokens;              /**< Positions processed, padding included. @since 0.1 */
     int64_t nonpad_tokens;       /**< Non-padding positions. @since 0.1 */
     int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. @since 0.1 */
     double flops;                /**< FLOPs reported by the trainer (student forward and backward). @since 0.1 */
-} lattice_counters;
+} lattice_schedule_counters;
 
 /** An opaque schedule. @since 0.1 */
 typedef struct lattice_schedule lattice_schedule;
@@ -114,7 +114,7 @@ typedef struct lattice_schedule lattice_schedule;
  * @param[out] phase The struct; NULL is ignored.
  * @since 0.1
  */
-LATTICE_API void lattice_phase_init(lattice_phase *phase);
+LATTICE_API void lattice_schedule_phase_init(lattice_schedule_phase *phase);
 
 /**
  * @brief Create an empty schedule (add phases with ::lattice_schedule_add_phase).
@@ -137,7 +137,7 @@ LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
  */
 LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
                                                           int block_size, int64_t steps_per_phase,
-                                                          lattice_block_init block_init,
+                                                          lattice_schedule_block_init block_init,
                                                           lattice_schedule **out);
 
 /**
@@ -163,7 +163,7 @@ LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule, const lattice_phase *phase);
+LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule, const lattice_schedule_phase *phase);
 
 /**
  * @brief Number of phases.
@@ -171,21 +171,21 @@ LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule
  * @return The count.
  * @since 0.1
  */
-LATTICE_API int lattice_schedule_n_phases(const lattice_schedule *schedule);
+LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
 
 /**
  * @brief One phase.
  * @param schedule The schedule.
  * @param index 0 .. n_phases - 1.
- * @param[in,out] phase The phase. Set phase->size first (::lattice_phase_init
+ * @param[in,out] phase The phase. Set phase->size first (::lattice_schedule_phase_init
  *        does) to receive the fields added after 0.1; with any other size only
  *        the 0.1 fields are written, so a caller built against 0.1 keeps
  *        working. On return size is the number of bytes written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_schedule_phase(const lattice_schedule *schedule, int index,
-                                                  lattice_phase *phase);
+LATTICE_API lattice_status lattice_schedule_get_phase(const lattice_schedule *schedule, int index,
+                                                  lattice_schedule_phase *phase);
 
 /**
  * @brief Replay the shard: set rewind_data on every phase after the first.
@@ -206,7 +206,7 @@ LATTICE_API lattice_status lattice_schedule_set_rewind_data(lattice_schedule *sc
  * @return The depth.
  * @since 0.1
  */
-LATTICE_API int lattice_schedule_max_layers(const lattice_schedule *schedule);
+LATTICE_API int lattice_schedule_get_max_layers(const lattice_schedule *schedule);
 
 /**
  * @brief Total steps when every phase has a step budget, else -1.
@@ -214,7 +214,7 @@ LATTICE_API int lattice_schedule_max_layers(const lattice_schedule *schedule);
  * @return The total.
  * @since 0.1
  */
-LATTICE_API int64_t lattice_schedule_total_steps(const lattice_schedule *schedule);
+LATTICE_API int64_t lattice_schedule_get_total_steps(const lattice_schedule *schedule);
 
 /**
  * @brief The current phase and the step within it.
@@ -224,7 +224,7 @@ LATTICE_API int64_t lattice_schedule_total_steps(const lattice_schedule *schedul
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_schedule_position(const lattice_schedule *schedule, int *phase,
+LATTICE_API lattice_status lattice_schedule_get_position(const lattice_schedule *schedule, int *phase,
                                                      int64_t *step_in_phase);
 
 /**
@@ -233,7 +233,7 @@ LATTICE_API lattice_status lattice_schedule_position(const lattice_schedule *sch
  * @return 1 or 0.
  * @since 0.1
  */
-LATTICE_API int lattice_schedule_finished(const lattice_schedule *schedule);
+LATTICE_API int lattice_schedule_is_finished(const lattice_schedule *schedule);
 
 /**
  * @brief Record one step of the current phase; moves to the next phase when its budget is spent.
@@ -256,8 +256,8 @@ LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, i
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_schedule_counters(const lattice_schedule *schedule,
-                                                     lattice_counters *out);
+LATTICE_API lattice_status lattice_schedule_get_counters(const lattice_schedule *schedule,
+                                                     lattice_schedule_counters *out);
 
 /**
  * @brief Restore a position and counters (from a checkpoint); {0, 0} and zero counters restart.
@@ -270,7 +270,7 @@ LATTICE_API lattice_status lattice_schedule_counters(const lattice_schedule *sch
  */
 LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *schedule, int phase,
                                                          int64_t step_in_phase,
-                                                         const lattice_counters *counters);
+                                                         const lattice_schedule_counters *counters);
 
 /** @} */
 

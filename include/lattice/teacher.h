@@ -79,7 +79,7 @@ LATTICE_API const char *lattice_teacher_errmsg(const lattice_teacher *teacher);
  * @return The size.
  * @since 0.1
  */
-LATTICE_API int lattice_teacher_vocab_size(const lattice_teacher *teacher);
+LATTICE_API int lattice_teacher_get_vocab_size(const lattice_teacher *teacher);
 
 /**
  * @brief Logits for a batch.
@@ -104,7 +104,7 @@ LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, cons
  * @return The count.
  * @since 0.1
  */
-LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int batch, int seq);
+LATTICE_API double lattice_teacher_get_flops(const lattice_teacher *teacher, int batch, int seq);
 
 /**
  * @brief Initialise a student from a model teacher, as the paper: copy the
@@ -151,7 +151,7 @@ LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice
  * @return k, or 0 for a dense teacher.
  * @since 0.1
  */
-LATTICE_API int lattice_teacher_topk_k(const lattice_teacher *teacher);
+LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
 
 /**
  * @brief Top-k logits for a batch, from a top-k file teacher.

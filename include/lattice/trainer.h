@@ -48,8 +48,8 @@ extern "C" {
  */
 
 /** What one step (and, when measured, validation) gave. @since 0.1 */
-typedef struct lattice_metrics {
-    size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_metrics), then by the library to the bytes written; in a callback, the library's sizeof. @since 0.1 */
+typedef struct lattice_trainer_metrics {
+    size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_trainer_metrics), then by the library to the bytes written; in a callback, the library's sizeof. @since 0.1 */
     int64_t step;                /**< Steps taken, this one included. @since 0.1 */
     int phase;                   /**< Phase of this step. @since 0.1 */
     int active_layers;           /**< Active depth of this step. @since 0.1 */
@@ -60,18 +60,18 @@ typedef struct lattice_metrics {
     double lr;                   /**< Learning rate used. @since 0.1 */
     double grad_norm;            /**< Gradient norm before clipping. @since 0.1 */
     int phase_end;               /**< Non-zero when this step ended its phase. @since 0.1 */
-    lattice_counters counters;   /**< Counters after the step. @since 0.1 */
+    lattice_schedule_counters counters;   /**< Counters after the step. @since 0.1 */
     double seconds;              /**< Wall time of the step (teacher included). @since 0.1 */
-} lattice_metrics;
+} lattice_trainer_metrics;
 
 /**
  * Called after every step. Return non-zero to stop the run. The library owns
  * the struct it passes: its size says which fields exist (the library's
- * sizeof(lattice_metrics)); a caller compiled against an older header reads
+ * sizeof(lattice_trainer_metrics)); a caller compiled against an older header reads
  * only the fields it knows, one compiled against a newer header must check
  * size before reading a field appended later. @since 0.1
  */
-typedef int (*lattice_metrics_fn)(void *user, const lattice_metrics *metrics);
+typedef int (*lattice_trainer_metrics_fn)(void *user, const lattice_trainer_metrics *metrics);
 
 /** Trainer settings. Fill with ::lattice_trainer_params_init. @since 0.1 */
 typedef struct lattice_trainer_params {
@@ -79,8 +79,8 @@ typedef struct lattice_trainer_params {
     int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). @since 0.1 */
     int64_t eval_batches;      /**< Validation batches to use (0: all of them). @since 0.1 */
     uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. @since 0.1 */
-    lattice_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
-    lattice_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
+    lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
+    lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
     void *user;                /**< Passed to the callbacks. @since 0.1 */
     const struct lattice_trainer_collective *collective; /**< Run data-parallel from the start (see ::lattice_trainer_set_collective); NULL: alone. The model then needs max_batch only for each rank's share of the batch. @since 0.3 */
     void *collective_user;     /**< Passed to the collective's slots. @since 0.3 */
@@ -137,7 +137,7 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  * @brief One training step.
  * @param trainer The trainer.
  * @param[in,out] metrics What the step gave; may be NULL. The caller sets
- *        metrics->size to sizeof(lattice_metrics) as it was compiled; the
+ *        metrics->size to sizeof(lattice_trainer_metrics) as it was compiled; the
  *        library writes no more than that and sets size to the bytes it
  *        wrote. A size below the 0.1 struct's (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT before the step runs (since 0.2).
@@ -146,7 +146,7 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  *         object that failed.
  * @since 0.1
  */
-LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_metrics *metrics);
+LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_trainer_metrics *metrics);
 
 /**
  * @brief Steps until the schedule finishes or a callback asks to stop.

@@ -59,7 +59,7 @@ int main()
         mp.max_seq = seq;
         // the norm is copied into the model: a temporary is fine
         lattice::model model =
-            lattice::model::create(mp, lattice::norm::create(LATTICE_NORM_PRE), backend);
+            lattice::model::create(mp, lattice::norm::create(LATTICE_NORM_PLACEMENT_PRE), backend);
 
         lattice_optim_params op;
         lattice_optim_params_init(&op);
@@ -103,11 +103,11 @@ int main()
         expect(first.rows == 1 && first.tokens.size() == static_cast<std::size_t>(first.seq) &&
                    first.mask.size() == first.tokens.size() && first.n_tokens == seq,
                "a batch's views cover [rows, seq]");
-        lattice::schedule sched = lattice::schedule::preset(LATTICE_PRESET_JOINT, 1, 2, 3);
+        lattice::schedule sched = lattice::schedule::preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 2, 3);
         lattice::trainer trainer =
             lattice::trainer::create(model, nullptr, nullptr, corpus, moved, sched);
         for (int step = 0; step < 3; step++) {
-            lattice_metrics m = trainer.step();
+            lattice_trainer_metrics m = trainer.step();
             expect(m.step == step + 1 && std::isfinite(m.loss), "trainer steps");
         }
         expect(sched.finished(), "the schedule ran out");

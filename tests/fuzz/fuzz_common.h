@@ -47,7 +47,7 @@ static inline lattice_model *fuzz_model(lattice_backend **be)
     lattice_norm *n;
     lattice_model *m;
     if (lattice_backend_create("ref", be) != LATTICE_OK ||
-        lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &n) != LATTICE_OK ||
+        lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n) != LATTICE_OK ||
         lattice_model_create(&p, n, *be, &m) != LATTICE_OK)
         abort();
     lattice_norm_destroy(n);
@@ -71,7 +71,7 @@ static inline lattice_trainer *fuzz_trainer(lattice_model *m, lattice_data **dat
     lattice_trainer *t;
     if (lattice_data_create_memory(ids, 12, &dp, data, NULL) != LATTICE_OK ||
         lattice_optim_create(m, &op, &o) != LATTICE_OK ||
-        lattice_schedule_create_preset(LATTICE_PRESET_GROW, 2, 1, 3, 0, &s) != LATTICE_OK ||
+        lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3, 0, &s) != LATTICE_OK ||
         lattice_trainer_create(m, NULL, NULL, *data, o, s, NULL, &t) != LATTICE_OK)
         abort();
     return t; /* the optimizer and schedule live as long as the process */

@@ -23,11 +23,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lattice_status st = mode == 2 ? lattice_data_create_text(path, &p, &d, err)
                                   : lattice_data_create_tokens(path, mode ? 4 : 2, &p, &d, err);
     if (st == LATTICE_OK) {
-        lattice_batch b;
+        lattice_data_batch b;
         for (int i = 0; i < 4; i++)
             lattice_data_next(d, &b);
-        for (int64_t i = 0; i < lattice_data_n_val_batches(d) && i < 4; i++)
-            lattice_data_val_batch(d, i, &b);
+        for (int64_t i = 0; i < lattice_data_get_n_val_batches(d) && i < 4; i++)
+            lattice_data_get_val_batch(d, i, &b);
         lattice_data_destroy(d);
     }
     return 0;

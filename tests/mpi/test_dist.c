@@ -133,7 +133,7 @@ static void scalar_sums(lattice_dist *d)
 
 typedef struct run_out {
     double loss[10];
-    lattice_counters counters[10];
+    lattice_schedule_counters counters[10];
     float *weights;
     size_t n_weights;
 } run_out;
@@ -141,7 +141,7 @@ typedef struct run_out {
 static void run_steps(dw_world *w, int steps, run_out *out)
 {
     for (int i = 0; i < steps; i++) {
-        lattice_metrics m = {.size = sizeof(m)};
+        lattice_trainer_metrics m = {.size = sizeof(m)};
         CHECK(lattice_trainer_step(w->t, &m) == LATTICE_OK, "step %d: %s", i,
               lattice_trainer_errmsg(w->t));
         if (out && i < 10) {
@@ -169,7 +169,7 @@ static void equivalence_and_determinism(lattice_dist *d)
     OK(lattice_trainer_evaluate(w.t, &val_two));
     dw_close(&w);
     for (int i = 0; i < 10; i++) {
-        const lattice_counters *a = &alone.counters[i], *b = &two.counters[i];
+        const lattice_schedule_counters *a = &alone.counters[i], *b = &two.counters[i];
         CHECK(a->steps == b->steps && a->tokens == b->tokens &&
                   a->nonpad_tokens == b->nonpad_tokens &&
                   a->active_layer_tokens == b->active_layer_tokens,
@@ -218,7 +218,7 @@ static void hand_written_loop(lattice_dist *d)
     dw_config c = {.batch = 4, .max_batch = 4};
     OK(dw_open(&one, &c));
     OK(dw_open(&mine, &c));
-    lattice_batch b;
+    lattice_data_batch b;
     float loss;
     OK(lattice_data_next(one.d, &b));
     OK(lattice_model_forward(one.m, b.tokens, b.batch, b.seq));
@@ -238,10 +238,10 @@ static void hand_written_loop(lattice_dist *d)
     OK(lattice_model_cross_entropy(mine.m, b.targets + off, b.mask + off, &loss, NULL));
     OK(lattice_model_backward(mine.m));
     OK(lattice_dist_allreduce_gradients(d, mine.m, (double)n_local / (double)n[0]));
-    for (int i = 0; i < lattice_model_n_tensors(one.m); i++) {
-        lattice_tensor_info a, g;
-        lattice_model_tensor(one.m, i, &a);
-        lattice_model_tensor(mine.m, i, &g);
+    for (int i = 0; i < lattice_model_get_n_tensors(one.m); i++) {
+        lattice_model_tensor_info a, g;
+        lattice_model_get_tensor(one.m, i, &a);
+        lattice_model_get_tensor(mine.m, i, &g);
         const long k = (long)(a.shape[0] * a.shape[1]);
         double mx = 0.0;
         for (long j = 0; j < k; j++)
@@ -322,8 +322,8 @@ static void checkpoint(lattice_dist *d, const char *dir)
               LATTICE_ERR_IO, "a load missing on rank 1");
     lattice_data_get_position(w.d, &after);
     CHECK(before.epoch == after.epoch && before.index == after.index, "the load moved the data");
-    lattice_counters cn;
-    lattice_schedule_counters(w.s, &cn);
+    lattice_schedule_counters cn;
+    lattice_schedule_get_counters(w.s, &cn);
     CHECK(cn.steps == 0, "the refused load changed the schedule");
     dw_close(&w);
     free(full.weights);
@@ -373,8 +373,8 @@ static int resume_run(lattice_dist *d, const char *dir)
     open_dist(&w, d, 4, 2, 1);
     CHECK(lattice_trainer_load_checkpoint(w.t, path) == LATTICE_OK, "the last checkpoint: %s",
           lattice_trainer_errmsg(w.t));
-    lattice_counters c;
-    lattice_schedule_counters(w.s, &c);
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(w.s, &c);
     CHECK(c.steps == 4 || c.steps == 6, "the checkpoint is of step %lld", (long long)c.steps);
     run_steps(&w, 2, NULL);
     OK(lattice_trainer_save_checkpoint(w.t, path)); /* removes a killed save's temporary */

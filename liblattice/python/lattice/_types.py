@@ -362,7 +362,7 @@ class PositionStruct(Struct):
 
 
 class Phase(Params):
-    _init = "lattice_phase_init"
+    _init = "lattice_schedule_phase_init"
     _enums = {"block_init": BlockInit}
     _fields_ = [
         ("size", c_size_t),

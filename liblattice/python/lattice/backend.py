@@ -111,7 +111,7 @@ class Backend(Handle):
 
     @property
     def name(self):
-        return lib.lattice_backend_name(self._ptr).decode()
+        return lib.lattice_backend_get_name(self._ptr).decode()
 
     @property
     def kernels(self):
@@ -125,7 +125,7 @@ class Backend(Handle):
 
     @property
     def threads(self):
-        return lib.lattice_backend_threads(self._ptr)
+        return lib.lattice_backend_get_threads(self._ptr)
 
     @threads.setter
     def threads(self, n_threads):

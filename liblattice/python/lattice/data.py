@@ -95,10 +95,10 @@ class Data(Handle):
         return out
 
     def n_documents(self, split=Split.TRAIN):
-        return lib.lattice_data_n_documents(self._ptr, to_enum(Split, split))
+        return lib.lattice_data_get_n_documents(self._ptr, to_enum(Split, split))
 
     def n_tokens(self, split=Split.TRAIN):
-        return lib.lattice_data_n_tokens(self._ptr, to_enum(Split, split))
+        return lib.lattice_data_get_n_tokens(self._ptr, to_enum(Split, split))
 
     def next(self) -> Batch:
         """The next training batch (copies)."""
@@ -114,18 +114,18 @@ class Data(Handle):
 
     @property
     def n_val_batches(self):
-        return lib.lattice_data_n_val_batches(self._ptr)
+        return lib.lattice_data_get_n_val_batches(self._ptr)
 
     def val_batch(self, index: int) -> Batch:
         """Batch index of the fixed validation set (copies)."""
         b = BatchStruct()
-        self._call(lib.lattice_data_val_batch, index, byref(b))
+        self._call(lib.lattice_data_get_val_batch, index, byref(b))
         return Batch(b, self._res)
 
     def val_batch_view(self, index: int) -> Batch:
         """Batch index of the validation set as views (valid until the next batch call)."""
         b = BatchStruct()
-        self._call(lib.lattice_data_val_batch, index, byref(b))
+        self._call(lib.lattice_data_get_val_batch, index, byref(b))
         return Batch(b, self._res, view=True)
 
     def val_batches(self):

@@ -262,11 +262,11 @@ class Model(Handle):
 
     @property
     def placement(self):
-        return NormPlacement(lib.lattice_model_placement(self._ptr))
+        return NormPlacement(lib.lattice_model_get_placement(self._ptr))
 
     @property
     def active_layers(self):
-        return lib.lattice_model_active_layers(self._ptr)
+        return lib.lattice_model_get_active_layers(self._ptr)
 
     @active_layers.setter
     def active_layers(self, n_active):
@@ -334,7 +334,7 @@ class Model(Handle):
 
     def logits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """A copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
-        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        address, shape = self._logits_address(lib.lattice_model_get_logits, "logits", batch, seq)
         return B.copy(address, shape, c_float)
 
     def logits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
@@ -343,12 +343,12 @@ class Model(Handle):
         The next forward (the model's, a trainer's, a teacher's or a diagnostic's)
         overwrites what it shows; use :meth:`logits` for values to keep.
         """
-        address, shape = self._logits_address(lib.lattice_model_logits, "logits", batch, seq)
+        address, shape = self._logits_address(lib.lattice_model_get_logits, "logits", batch, seq)
         return B.view(address, shape, c_float, self._res, readonly=True)
 
     def dlogits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """A copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab]."""
-        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        address, shape = self._logits_address(lib.lattice_model_get_dlogits, "dlogits", batch, seq)
         return B.copy(address, shape, c_float)
 
     def dlogits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
@@ -357,7 +357,7 @@ class Model(Handle):
         Write a loss gradient here (``Distill.dense(..., dlogits=model.dlogits_view())``)
         before :meth:`backward`. Valid until the next forward.
         """
-        address, shape = self._logits_address(lib.lattice_model_dlogits, "dlogits", batch, seq)
+        address, shape = self._logits_address(lib.lattice_model_get_dlogits, "dlogits", batch, seq)
         return B.view(address, shape, c_float, self._res)
 
     def cross_entropy(self, targets, mask=None):
@@ -377,7 +377,7 @@ class Model(Handle):
 
     def _hidden_address(self, boundary, batch, seq):
         out = c_void_p()
-        self._call(lib.lattice_model_hidden, boundary, byref(out))
+        self._call(lib.lattice_model_get_hidden, boundary, byref(out))
         batch, seq = self._batch_seq(batch, seq, "hidden")
         return out.value, (batch, seq, self.d_model)
 
@@ -399,7 +399,7 @@ class Model(Handle):
 
     @property
     def n_tensors(self):
-        return lib.lattice_model_n_tensors(self._ptr)
+        return lib.lattice_model_get_n_tensors(self._ptr)
 
     def tensor(self, key):
         """A Tensor by index or by name ("model.layers.0.self_attn.q_proj.weight")."""
@@ -407,7 +407,7 @@ class Model(Handle):
         if isinstance(key, str):
             self._call(lib.lattice_model_find_tensor, key.encode(), byref(info))
         elif isinstance(key, int):
-            self._call(lib.lattice_model_tensor, key, byref(info))
+            self._call(lib.lattice_model_get_tensor, key, byref(info))
         else:
             raise TypeError(f"tensor key must be an index or a name, got {type(key).__name__}")
         return Tensor(info, self._res)
@@ -417,14 +417,14 @@ class Model(Handle):
 
     @property
     def n_params(self):
-        return lib.lattice_model_n_params(self._ptr)
+        return lib.lattice_model_get_n_params(self._ptr)
 
     def flops(self, batch, seq, with_backward=False):
-        return lib.lattice_model_flops(self._ptr, batch, seq, int(bool(with_backward)))
+        return lib.lattice_model_get_flops(self._ptr, batch, seq, int(bool(with_backward)))
 
     @property
     def arena_bytes(self):
-        return lib.lattice_model_arena_bytes(self._ptr)
+        return lib.lattice_model_get_arena_bytes(self._ptr)
 
     # ---- inference and evaluation (since 0.2) ---------------------------------------
 

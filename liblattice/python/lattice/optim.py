@@ -58,8 +58,8 @@ class Optim(Handle):
     @property
     def lr(self):
         """The learning rate the next step will use."""
-        return f32(lib.lattice_optim_lr(self._ptr))
+        return f32(lib.lattice_optim_get_lr(self._ptr))
 
     @property
     def steps(self):
-        return lib.lattice_optim_steps(self._ptr)
+        return lib.lattice_optim_get_steps(self._ptr)

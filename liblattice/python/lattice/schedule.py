@@ -64,12 +64,12 @@ class Schedule(Handle):
 
     @with_fields(Phase)
     def add_phase(self, phase=None, **fields):
-        """Append a phase: a Phase, and/or Phase fields over lattice_phase_init's defaults."""
+        """Append a phase: a Phase, and/or Phase fields over lattice_schedule_phase_init's defaults."""
         p = Phase.make(phase, **fields)
         self._call(lib.lattice_schedule_add_phase, byref(p))
 
     def __len__(self):
-        return lib.lattice_schedule_n_phases(self._ptr)
+        return lib.lattice_schedule_get_n_phases(self._ptr)
 
     @property
     def n_phases(self):
@@ -77,7 +77,7 @@ class Schedule(Handle):
 
     def phase(self, index):
         out = Phase.defaults()  # its size asks for every field this package knows
-        self._call(lib.lattice_schedule_phase, index, byref(out))
+        self._call(lib.lattice_schedule_get_phase, index, byref(out))
         return out
 
     @property
@@ -90,23 +90,23 @@ class Schedule(Handle):
 
     @property
     def max_layers(self):
-        return lib.lattice_schedule_max_layers(self._ptr)
+        return lib.lattice_schedule_get_max_layers(self._ptr)
 
     @property
     def total_steps(self):
         """Total steps when every phase has a step budget, else -1."""
-        return lib.lattice_schedule_total_steps(self._ptr)
+        return lib.lattice_schedule_get_total_steps(self._ptr)
 
     @property
     def position(self):
         """(phase, step within it); phase is n_phases once finished."""
         phase, step = c_int(), c_int64()
-        self._call(lib.lattice_schedule_position, byref(phase), byref(step))
+        self._call(lib.lattice_schedule_get_position, byref(phase), byref(step))
         return phase.value, step.value
 
     @property
     def finished(self):
-        return bool(lib.lattice_schedule_finished(self._ptr))
+        return bool(lib.lattice_schedule_is_finished(self._ptr))
 
     def record(self, tokens, nonpad_tokens, flops=0.0):
         """Record one step; returns True when it ended its phase."""
@@ -117,7 +117,7 @@ class Schedule(Handle):
     @property
     def counters(self):
         out = CountersStruct()
-        self._call(lib.lattice_schedule_counters, byref(out))
+        self._call(lib.lattice_schedule_get_counters, byref(out))
         return Counters._from(out)
 
     def set_position(self, phase, step_in_phase=0, counters=None):

@@ -68,7 +68,7 @@ class Teacher(Handle):
     @property
     def topk_k(self):
         """k of a top-k file teacher, 0 for dense teachers."""
-        return lib.lattice_teacher_topk_k(self._ptr)
+        return lib.lattice_teacher_get_k(self._ptr)
 
     def _topk(self, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
@@ -116,7 +116,7 @@ class Teacher(Handle):
 
     @property
     def vocab_size(self):
-        return lib.lattice_teacher_vocab_size(self._ptr)
+        return lib.lattice_teacher_get_vocab_size(self._ptr)
 
     def _logits(self, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
@@ -143,7 +143,7 @@ class Teacher(Handle):
 
     def flops(self, batch, seq):
         """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""
-        return lib.lattice_teacher_flops(self._ptr, batch, seq)
+        return lib.lattice_teacher_get_flops(self._ptr, batch, seq)
 
     def init_student(self, student):
         """Copy embedding (frozen), LM head and final norm from a model teacher into student."""

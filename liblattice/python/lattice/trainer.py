@@ -21,7 +21,7 @@ __all__ = ["Trainer", "Metrics"]
 
 @dataclass(frozen=True)
 class Metrics:
-    """What one step gave (lattice_metrics). val_ce is NaN when not measured at this step."""
+    """What one step gave (lattice_trainer_metrics). val_ce is NaN when not measured at this step."""
 
     step: int
     phase: int

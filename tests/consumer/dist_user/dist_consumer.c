@@ -34,7 +34,7 @@ int main(int argc, char **argv)
     lattice_optim *opt;
     if ((st = lattice_backend_create("ref", &be)) != LATTICE_OK)
         return failed("backend", st);
-    if ((st = lattice_norm_create(LATTICE_NORM_PRE, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK)
+    if ((st = lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK)
         return failed("norm", st);
     lattice_model_params mp;
     lattice_model_params_init(&mp);

@@ -31,7 +31,7 @@ int main(void)
     lattice_status st = lattice_backend_create("default", &be);
     if (st != LATTICE_OK)
         return failed("backend", st, NULL);
-    if ((st = lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &norm)) != LATTICE_OK)
+    if ((st = lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK)
         return failed("norm", st, NULL);
 
     lattice_model_params mp;
@@ -68,7 +68,7 @@ int main(void)
         if (step % 5 == 0 || step == 19)
             printf("step %2d loss %.4f\n", step, loss);
     }
-    printf("liblattice %s, backend %s\n", lattice_version_string(), lattice_backend_name(be));
+    printf("liblattice %s, backend %s\n", lattice_version_string(), lattice_backend_get_name(be));
     lattice_optim_destroy(opt);
     lattice_model_destroy(model);
     lattice_backend_destroy(be);
