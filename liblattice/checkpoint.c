@@ -62,11 +62,15 @@ static char *state_json(const lattice_trainer *t)
         ADD(j, "data_origin_epoch", i64(t->data_origin.epoch));
         ADD(j, "data_origin_index", i64(t->data_origin.index));
     }
+    if (t->has_coll) /* since 0.3: the rank count, which fixes each rank's share and sums */
+        ADD(j, "ranks", i64(t->n_ranks));
 #undef ADD
     char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
     return out;
 }
+
+static lattice_status write_checkpoint(lattice_trainer *t, const char *path);
 
 lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
 {
@@ -75,6 +79,24 @@ lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *p
             "lattice_trainer_save_checkpoint: invalid argument: trainer is NULL");
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    if (!lattice__trainer_distributed(t))
+        return write_checkpoint(t, path);
+    /* Every rank holds the same state: rank 0 writes it, the others wait for
+     * its status, which they all return. */
+    int64_t status = t->rank == 0 ? write_checkpoint(t, path) : LATTICE_OK;
+    const int rc = t->coll.broadcast(t->coll_user, &status, sizeof(status), 0);
+    if (rc && t->rank == 0 && status != LATTICE_OK)
+        return (lattice_status)status; /* its own failure says more */
+    if (rc)
+        return lattice__trainer_coll_fail(t, "broadcast", rc);
+    if (t->rank != 0 && status != LATTICE_OK)
+        return FAIL(t, (lattice_status)status, "rank 0 could not write the checkpoint %s (%s): "
+                    "its message says why", path, lattice_status_string((lattice_status)status));
+    return (lattice_status)status;
+}
+
+static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
+{
     const lattice_model *m = t->model;
     const int nt = m->n_tensors;
     st_entry *e = calloc((size_t)(3 * nt + 1), sizeof(*e));
@@ -195,6 +217,10 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
             r->origin = (lattice_data_position){0, 0};
         }
     }
+    /* since 0.3, written by runs with a collective; none means one rank */
+    int64_t ranks = 1;
+    if (ok && json_object_object_get_ex(j, "ranks", NULL))
+        ok = get64(j, "ranks", &ranks) && ranks >= 1 && ranks <= INT32_MAX;
     const lattice_model *m = t->model;
     const lattice_schedule *s = t->schedule;
     /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
@@ -246,6 +272,12 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         return FAIL(t, LATTICE_ERR_FORMAT,
                     "the checkpoint's state is missing, malformed, out of range, or from another "
                     "schedule or model");
+    if (ranks != t->n_ranks)
+        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                    "the checkpoint was written by a run over %lld rank%s and this run has %d: "
+                    "resume it with %lld (each rank's share of a batch, and so every sum, depends "
+                    "on the rank count)", (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks,
+                    (long long)ranks);
     /* the optimizer settings pass the setter's own checks: set them, then put back */
     const lattice_optim_params was = t->optim->p;
     lattice_status st = lattice_optim_set_params(t->optim, &r->op);
@@ -268,7 +300,7 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     st_file sf;
     lattice_status st = lattice__st_open(&sf, path, t->err);
     if (st != LATTICE_OK)
-        return st;
+        return lattice__trainer_distributed(t) ? lattice__trainer_agree(t, st) : st;
     restored r;
     memset(&r, 0, sizeof(r));
     st = parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), &r);
@@ -350,6 +382,13 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK) {
         lattice_data_set_position(t->data, &was);
         st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data position does not fit this data");
+    }
+    if (lattice__trainer_distributed(t)) {
+        /* every rank loads, or none does */
+        const lattice_status own = st;
+        st = lattice__trainer_agree(t, st);
+        if (own == LATTICE_OK && st != LATTICE_OK)
+            lattice_data_set_position(t->data, &was);
     }
     if (st == LATTICE_OK) {
         /* commit: nothing below can fail */

@@ -35,6 +35,14 @@ static _Thread_local char last_error[LATTICE_ERRMSG_MAX];
 
 const char *lattice_last_error(void) { return last_error; }
 
+void lattice_set_last_error(const char *message)
+{
+    char msg[LATTICE_ERRMSG_MAX];
+    /* message may be last_error itself */
+    snprintf(msg, sizeof(msg), "%s", message ? message : "");
+    memcpy(last_error, msg, strlen(msg) + 1);
+}
+
 /* Formatted once into a local buffer: an argument may be last_error itself or
  * the handle's own message, and vsnprintf must not read what it writes. */
 static lattice_status record(char *buf, lattice_status status, const char *fmt, va_list ap)

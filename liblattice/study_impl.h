@@ -38,6 +38,12 @@ struct lattice_trainer {
     lattice_data_position data_origin; /* where the data stood when the run began: the
                                           shard's start, for phases that rewind to it */
     int stop;
+    /* data-parallel training (lattice_trainer_set_collective) */
+    lattice_trainer_collective coll;
+    void *coll_user;
+    int has_coll;            /* a collective is attached (perhaps of one rank) */
+    int rank, n_ranks;       /* 0 and 1 without one */
+    int64_t *rank_status;    /* [n_ranks]: each rank's status, summed to agree on one */
     /* what a phase start changes, kept until its first step succeeds */
     int *undo_trainable;  /* [n_layers] */
     float *undo_weights;  /* the layers the start re-initialised */
@@ -48,5 +54,20 @@ struct lattice_trainer {
 /* While > 0, the loss runs on n threads (a model's backend's count) instead of
  * its n_threads (distill.c). */
 void lattice__distill_set_run_threads(lattice_distill *d, int n);
+
+/* Whether the trainer runs over more than one rank. */
+static inline int lattice__trainer_distributed(const lattice_trainer *t)
+{
+    return t->has_coll && t->n_ranks > 1;
+}
+
+/* Every rank's status of the same collective call, made on every rank: the
+ * first failing rank's status on all of them (st itself where this rank
+ * failed, with its own message kept), LATTICE_ERR_BACKEND when the exchange
+ * fails. Only for a distributed trainer. */
+lattice_status lattice__trainer_agree(lattice_trainer *t, lattice_status st);
+
+/* A failed collective slot as the trainer's message. */
+lattice_status lattice__trainer_coll_fail(lattice_trainer *t, const char *slot, int rc);
 
 #endif

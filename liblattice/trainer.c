@@ -2,6 +2,7 @@
 #include "backend_impl.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,7 +39,11 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
                              dp.vocab_size, mp.vocab_size);
-    if (dp.batch_size > mp.max_batch)
+    /* with a collective from the start, set_collective checks each rank's share */
+    const lattice_trainer_collective *coll = NULL;
+    if (params && params->size >= offsetof(lattice_trainer_params, collective_user) + sizeof(void *))
+        coll = params->collective;
+    if (dp.batch_size > mp.max_batch && !coll)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
                              dp.batch_size, mp.max_batch);
@@ -74,11 +79,20 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->base_optim.size = sizeof(t->base_optim);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
+    t->n_ranks = 1;
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
     if (!t->undo_trainable) {
         free(t);
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_trainer_create: out of memory");
+    }
+    if (coll) {
+        lattice_status st = lattice_trainer_set_collective(t, coll, params->collective_user);
+        if (st != LATTICE_OK) {
+            lattice__fail(st, "lattice_trainer_create: %s", t->err);
+            lattice_trainer_destroy(t);
+            return st;
+        }
     }
     *out = t;
     return LATTICE_OK;
@@ -90,6 +104,7 @@ void lattice_trainer_destroy(lattice_trainer *t)
         return;
     free(t->undo_trainable);
     free(t->undo_weights);
+    free(t->rank_status);
     free(t);
 }
 
@@ -298,6 +313,190 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+lattice_status lattice__trainer_coll_fail(lattice_trainer *t, const char *slot, int rc)
+{
+    const char *why = t->coll.errmsg ? t->coll.errmsg(t->coll_user) : NULL;
+    return FAIL(t, LATTICE_ERR_BACKEND, "rank %d of %d: the collective's %s failed (%d)%s%s",
+                t->rank, t->n_ranks, slot, rc, why && why[0] ? ": " : "", why ? why : "");
+}
+
+lattice_status lattice__trainer_agree(lattice_trainer *t, lattice_status st)
+{
+    memset(t->rank_status, 0, sizeof(int64_t) * (size_t)t->n_ranks);
+    t->rank_status[t->rank] = st;
+    const int rc = t->coll.sum_int64(t->coll_user, t->rank_status, (size_t)t->n_ranks);
+    if (rc)
+        return lattice__trainer_coll_fail(t, "sum_int64", rc);
+    if (st != LATTICE_OK)
+        return st;
+    for (int r = 0; r < t->n_ranks; r++)
+        if (t->rank_status[r] != LATTICE_OK)
+            return FAIL(t, (lattice_status)t->rank_status[r],
+                        "rank %d failed (%s), so this rank (%d) put the call back too; rank %d's "
+                        "message says why", r, lattice_status_string((lattice_status)t->rank_status[r]),
+                        t->rank, r);
+    return LATTICE_OK;
+}
+
+/* The 0.3 table: every slot up to broadcast. */
+#define COLLECTIVE_V03_SIZE (offsetof(lattice_trainer_collective, broadcast) + sizeof(void (*)(void)))
+
+lattice_status lattice_trainer_set_collective(lattice_trainer *t,
+                                              const lattice_trainer_collective *ops, void *user)
+{
+    if (!t)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_trainer_set_collective: invalid argument: trainer is NULL");
+    if (!ops) {
+        lattice_data_params dp = {.size = sizeof(dp)};
+        lattice_model_params mp = {.size = sizeof(mp)};
+        lattice_data_get_params(t->data, &dp);
+        lattice_model_get_params(t->model, &mp);
+        if (dp.batch_size > mp.max_batch)
+            return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                        "lattice_trainer_set_collective: cannot detach: alone, the trainer would "
+                        "need the whole batch of %d rows but the model holds %d",
+                        dp.batch_size, mp.max_batch);
+        free(t->rank_status);
+        t->rank_status = NULL;
+        memset(&t->coll, 0, sizeof(t->coll));
+        t->coll_user = NULL;
+        t->has_coll = 0;
+        t->rank = 0;
+        t->n_ranks = 1;
+        return LATTICE_OK;
+    }
+    lattice_trainer_collective c;
+    memset(&c, 0, sizeof(c));
+    if (ops->size < COLLECTIVE_V03_SIZE)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_trainer_set_collective: ops->size %zu is below %zu, the table's 0.3 "
+                    "size (set it to sizeof(lattice_trainer_collective))",
+                    ops->size, (size_t)COLLECTIVE_V03_SIZE);
+    memcpy(&c, ops, ops->size < sizeof(c) ? ops->size : sizeof(c));
+    c.size = sizeof(c);
+    if (!c.rank || !c.n_ranks || !c.sum_floats || !c.sum_doubles || !c.sum_int64 || !c.barrier ||
+        !c.broadcast)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_trainer_set_collective: a required slot is NULL (failed check: !rank "
+                    "|| !n_ranks || !sum_floats || !sum_doubles || !sum_int64 || !barrier || "
+                    "!broadcast)");
+    const int rank = c.rank(user), n = c.n_ranks(user);
+    if (n < 1 || rank < 0 || rank >= n)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_trainer_set_collective: rank %d of %d ranks is not a rank", rank, n);
+    lattice_data_params dp = {.size = sizeof(dp)};
+    lattice_model_params mp = {.size = sizeof(mp)};
+    lattice_data_get_params(t->data, &dp);
+    lattice_model_get_params(t->model, &mp);
+    if (dp.batch_size % n != 0)
+        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                    "lattice_trainer_set_collective: the global batch of %d rows does not divide "
+                    "by %d ranks (each rank trains on batch_size / ranks rows: make batch_size a "
+                    "multiple of the rank count)", dp.batch_size, n);
+    if (dp.batch_size / n > mp.max_batch)
+        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                    "lattice_trainer_set_collective: each rank's share of %d rows exceeds the "
+                    "model's max_batch %d", dp.batch_size / n, mp.max_batch);
+    int64_t *status = calloc((size_t)n, sizeof(int64_t));
+    if (!status)
+        return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "lattice_trainer_set_collective: out of memory");
+    free(t->rank_status);
+    t->rank_status = status;
+    t->coll = c;
+    t->coll_user = user;
+    t->has_coll = 1;
+    t->rank = rank;
+    t->n_ranks = n;
+    return LATTICE_OK;
+}
+
+/* Sum [data, data + n) over ranks, after weighting it (unless weight is 1). */
+static int weighted_sum(const lattice_trainer_collective *ops, void *user, float *data, size_t n,
+                        double weight)
+{
+    if (weight != 1.0)
+        for (size_t j = 0; j < n; j++)
+            data[j] = (float)(data[j] * weight);
+    return ops->sum_floats(user, data, n);
+}
+
+/* The gradients the optimizer reads, summed over ranks: tensors whose
+ * gradients lie end to end go in one call. Returns the failing slot's code. */
+static int reduce_gradients(const lattice_trainer_collective *ops, void *user,
+                            lattice_model *model, double weight)
+{
+    const int active = lattice_model_get_active_layers(model);
+    float *run = NULL;
+    size_t run_n = 0;
+    for (int i = 0; i < lattice_model_get_n_tensors(model); i++) {
+        lattice_model_tensor_info ti;
+        int on = 0;
+        lattice_model_get_tensor(model, i, &ti);
+        if (ti.group != LATTICE_MODEL_GROUP_LAYER || ti.layer < active)
+            lattice_model_get_trainable(model, ti.group, ti.layer, &on);
+        if (!on)
+            continue;
+        const size_t n = (size_t)(ti.shape[0] * ti.shape[1]);
+        if (run && run + run_n == ti.grad) {
+            run_n += n;
+            continue;
+        }
+        int rc = run ? weighted_sum(ops, user, run, run_n, weight) : 0;
+        if (rc)
+            return rc;
+        run = ti.grad;
+        run_n = n;
+    }
+    return run ? weighted_sum(ops, user, run, run_n, weight) : 0;
+}
+
+lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer_collective *ops,
+                                                           void *user, lattice_model *model,
+                                                           double weight)
+{
+    if (!ops || !model || ops->size < COLLECTIVE_V03_SIZE || !ops->sum_floats || !isfinite(weight))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_trainer_collective_reduce_gradients: invalid argument "
+                             "(failed check: !ops || !model || ops->size < the 0.3 size || "
+                             "!ops->sum_floats || !isfinite(weight))");
+    const int rc = reduce_gradients(ops, user, model, weight);
+    if (rc) {
+        const char *why = ops->size >= sizeof(*ops) && ops->errmsg ? ops->errmsg(user) : NULL;
+        return lattice__fail(LATTICE_ERR_BACKEND,
+                             "lattice_trainer_collective_reduce_gradients: the collective's "
+                             "sum_floats failed (%d)%s%s", rc, why && why[0] ? ": " : "",
+                             why ? why : "");
+    }
+    return LATTICE_OK;
+}
+
+/* Rows [first, first + rows) of a batch as a batch of its own. */
+static lattice_data_batch rows_of(const lattice_data_batch *b, int first, int rows)
+{
+    lattice_data_batch s = *b;
+    const size_t off = (size_t)first * (size_t)b->seq;
+    s.tokens = b->tokens + off;
+    s.targets = b->targets + off;
+    s.mask = b->mask + off;
+    s.batch = rows;
+    s.n_tokens = 0;
+    for (size_t i = 0; i < (size_t)rows * (size_t)b->seq; i++)
+        s.n_tokens += s.mask[i];
+    return s;
+}
+
+/* This rank's rows of a batch: [r B/N, (r+1) B/N), which for training
+ * batches (B divides by N) are B/N rows each. */
+static lattice_data_batch share_of(const lattice_trainer *t, const lattice_data_batch *b)
+{
+    if (!lattice__trainer_distributed(t))
+        return *b;
+    const int first = (int)((int64_t)b->batch * t->rank / t->n_ranks);
+    const int last = (int)((int64_t)b->batch * (t->rank + 1) / t->n_ranks);
+    return rows_of(b, first, last - first);
+}
+
 lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
     if (!t || !val_ce)
@@ -310,22 +509,123 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
         nb = t->p.eval_batches;
     double total = 0.0;
     int64_t count = 0;
-    for (int64_t i = 0; i < nb; i++) {
+    lattice_status st = LATTICE_OK;
+    for (int64_t i = 0; i < nb && st == LATTICE_OK; i++) {
         lattice_data_batch b;
         float loss;
         int64_t n;
-        lattice_status st = lattice_data_get_val_batch(t->data, i, &b);
-        if (st == LATTICE_OK)
-            st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq);
+        st = lattice_data_get_val_batch(t->data, i, &b);
+        if (st != LATTICE_OK) {
+            FAIL(t, st, "validation batch %lld: %s", (long long)i, lattice_data_errmsg(t->data));
+            break;
+        }
+        b = share_of(t, &b); /* over ranks, a last short batch may leave a rank no rows */
+        if (b.batch == 0)
+            continue;
+        st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq);
         if (st == LATTICE_OK)
             st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, &n);
-        if (st != LATTICE_OK)
-            return FAIL(t, st, "validation batch %lld: %s", (long long)i,
-                        lattice_model_errmsg(t->model));
+        if (st != LATTICE_OK) {
+            FAIL(t, st, "validation batch %lld: %s", (long long)i, lattice_model_errmsg(t->model));
+            break;
+        }
         total += (double)loss * (double)n;
         count += n;
     }
+    if (lattice__trainer_distributed(t)) {
+        /* token-weighted: the sums of every rank's sums */
+        if ((st = lattice__trainer_agree(t, st)) != LATTICE_OK)
+            return st;
+        double sums[2] = {total, (double)count};
+        const int rc = t->coll.sum_doubles(t->coll_user, sums, 2);
+        if (rc)
+            return lattice__trainer_coll_fail(t, "sum_doubles", rc);
+        total = sums[0];
+        count = (int64_t)sums[1];
+    }
+    if (st != LATTICE_OK)
+        return st;
     *val_ce = count ? total / (double)count : 0.0;
+    return LATTICE_OK;
+}
+
+/* A step's work on this rank, up to its gradients: the phase start, the
+ * batch (this rank's share of it), the teacher, forward, loss, backward.
+ * b is the global batch, n_local the share's counted tokens. */
+static lattice_status step_local(lattice_trainer *t, int phase, int start, step_undo *u,
+                                 lattice_data_batch *b, lattice_trainer_metrics *m, int64_t *n_local)
+{
+    lattice_status st;
+    if (start && (st = save_for_undo(t, phase, u)) != LATTICE_OK) {
+        u->phase_start = 0; /* nothing was changed, and its copy is incomplete */
+        return st;
+    }
+    if (start && (st = apply_phase(t, phase)) != LATTICE_OK)
+        return st;
+    if ((st = lattice_data_next(t->data, b)) != LATTICE_OK)
+        return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
+    const lattice_data_batch sb = share_of(t, b);
+    *n_local = sb.n_tokens;
+    /* the teacher runs once per batch (per share): dense logits, or a top-k file's entries */
+    const float *zt = NULL, *tv = NULL;
+    const int32_t *ti = NULL;
+    const int k = lattice_teacher_get_k(t->teacher);
+    if (t->teacher) {
+        st = k ? lattice_teacher_topk(t->teacher, sb.tokens, sb.batch, sb.seq, &ti, &tv)
+               : lattice_teacher_logits(t->teacher, sb.tokens, sb.batch, sb.seq, &zt);
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+    }
+    if ((st = lattice_model_forward(t->model, sb.tokens, sb.batch, sb.seq)) != LATTICE_OK)
+        return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));
+    const int vocab = lattice_teacher_get_vocab_size(t->teacher);
+    if (t->teacher) {
+        lattice_distill_result r;
+        const int64_t n = (int64_t)sb.batch * sb.seq;
+        if (k) {
+            /* the model's backend sets the loss's threads, as lattice_distill_model does */
+            lattice__distill_set_run_threads(t->distill, t->model->be->n_threads);
+            st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
+                                      sb.targets, sb.mask, n, vocab,
+                                      lattice_model_get_dlogits(t->model), &r);
+            lattice__distill_set_run_threads(t->distill, 0);
+        } else {
+            st = lattice_distill_model(t->distill, t->model, zt, vocab, sb.targets, sb.mask, &r);
+        }
+        m->loss = r.loss;
+        m->kl = r.kl;
+        m->ce = r.ce;
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "loss: %s", lattice_distill_errmsg(t->distill));
+    } else {
+        float loss;
+        st = lattice_model_cross_entropy(t->model, sb.targets, sb.mask, &loss, NULL);
+        m->loss = m->ce = loss;
+        if (st != LATTICE_OK)
+            return FAIL(t, st, "loss: %s", lattice_model_errmsg(t->model));
+    }
+    if ((st = lattice_model_backward(t->model)) != LATTICE_OK)
+        return FAIL(t, st, "backward: %s", lattice_model_errmsg(t->model));
+    return LATTICE_OK;
+}
+
+/* Over ranks: the gradients and losses of the global batch, each rank's
+ * weighted by its share of the counted tokens. */
+static lattice_status reduce_step(lattice_trainer *t, const lattice_data_batch *b, int64_t n_local,
+                                  lattice_trainer_metrics *m)
+{
+    const double w = b->n_tokens ? (double)n_local / (double)b->n_tokens : 0.0;
+    int rc = reduce_gradients(&t->coll, t->coll_user, t->model, w);
+    if (rc)
+        return lattice__trainer_coll_fail(t, "sum_floats", rc);
+    double sums[3] = {m->loss * (double)n_local, m->kl * (double)n_local,
+                      m->ce * (double)n_local};
+    if ((rc = t->coll.sum_doubles(t->coll_user, sums, 3)) != 0)
+        return lattice__trainer_coll_fail(t, "sum_doubles", rc);
+    const double inv = b->n_tokens ? 1.0 / (double)b->n_tokens : 0.0;
+    m->loss = sums[0] * inv;
+    m->kl = sums[1] * inv;
+    m->ce = sums[2] * inv;
     return LATTICE_OK;
 }
 
@@ -351,62 +651,24 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics 
     memset(&u, 0, sizeof(u));
     lattice_data_get_position(t->data, &u.pos);
     const int start = t->applied_phase != phase;
-    if (start && (st = save_for_undo(t, phase, &u)) != LATTICE_OK)
-        return st;
-    if (start && (st = apply_phase(t, phase)) != LATTICE_OK)
-        return undo_step(t, &u, st);
-    const double t0 = now_seconds();
-    lattice_data_batch b;
-    if ((st = lattice_data_next(t->data, &b)) != LATTICE_OK)
-        return undo_step(t, &u, FAIL(t, st, "data: %s", lattice_data_errmsg(t->data)));
-    /* the teacher runs once per batch: dense logits, or a top-k file's entries */
-    const float *zt = NULL, *tv = NULL;
-    const int32_t *ti = NULL;
-    const int k = lattice_teacher_get_k(t->teacher);
-    if (t->teacher) {
-        st = k ? lattice_teacher_topk(t->teacher, b.tokens, b.batch, b.seq, &ti, &tv)
-               : lattice_teacher_logits(t->teacher, b.tokens, b.batch, b.seq, &zt);
-        if (st != LATTICE_OK)
-            return undo_step(t, &u,
-                             FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher)));
-    }
-    if ((st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq)) != LATTICE_OK)
-        return undo_step(t, &u,
-                         FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model)));
     lattice_trainer_metrics m;
     memset(&m, 0, sizeof(m));
     m.size = sizeof(m);
     m.phase = phase;
-    m.active_layers = lattice_model_get_active_layers(t->model);
     m.val_ce = NAN;
-    const int vocab = lattice_teacher_get_vocab_size(t->teacher);
-    if (t->teacher) {
-        lattice_distill_result r;
-        const int64_t n = (int64_t)b.batch * b.seq;
-        if (k) {
-            /* the model's backend sets the loss's threads, as lattice_distill_model does */
-            lattice__distill_set_run_threads(t->distill, t->model->be->n_threads);
-            st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
-                                      b.targets, b.mask, n, vocab,
-                                      lattice_model_get_dlogits(t->model), &r);
-            lattice__distill_set_run_threads(t->distill, 0);
-        } else {
-            st = lattice_distill_model(t->distill, t->model, zt, vocab, b.targets, b.mask, &r);
-        }
-        m.loss = r.loss;
-        m.kl = r.kl;
-        m.ce = r.ce;
-        if (st != LATTICE_OK)
-            return undo_step(t, &u, FAIL(t, st, "loss: %s", lattice_distill_errmsg(t->distill)));
-    } else {
-        float loss;
-        st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, NULL);
-        m.loss = m.ce = loss;
-        if (st != LATTICE_OK)
-            return undo_step(t, &u, FAIL(t, st, "loss: %s", lattice_model_errmsg(t->model)));
+    const double t0 = now_seconds();
+    lattice_data_batch b;
+    int64_t n_local = 0;
+    st = step_local(t, phase, start, &u, &b, &m, &n_local);
+    if (lattice__trainer_distributed(t)) {
+        /* every rank fails the step, or none; then the sum over ranks */
+        st = lattice__trainer_agree(t, st);
+        if (st == LATTICE_OK)
+            st = reduce_step(t, &b, n_local, &m);
     }
-    if ((st = lattice_model_backward(t->model)) != LATTICE_OK)
-        return undo_step(t, &u, FAIL(t, st, "backward: %s", lattice_model_errmsg(t->model)));
+    if (st != LATTICE_OK)
+        return undo_step(t, &u, st);
+    m.active_layers = lattice_model_get_active_layers(t->model);
     if (start && !grads_finite(t))
         return undo_step(t, &u,
                          FAIL(t, LATTICE_ERR_NON_FINITE,
@@ -463,6 +725,14 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
         lattice_status st = lattice_trainer_step(t, NULL);
         if (st != LATTICE_OK)
             return st;
+        if (lattice__trainer_distributed(t)) {
+            /* a callback may stop one rank's run: then every rank's stops */
+            int64_t stop = t->stop;
+            const int rc = t->coll.sum_int64(t->coll_user, &stop, 1);
+            if (rc)
+                return lattice__trainer_coll_fail(t, "sum_int64", rc);
+            t->stop = stop != 0;
+        }
         lattice_schedule_get_counters(t->schedule, &after);
         empty = ph.steps == 0 && after.nonpad_tokens == before.nonpad_tokens ? empty + 1 : 0;
         if (empty >= pass)

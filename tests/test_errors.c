@@ -326,6 +326,11 @@ START_TEST(test_every_failure_says_why)
            lattice_trainer_create(m, NULL, NULL, w.d, w.o, w.big, NULL, &tr2));
     EXPECT(lattice_trainer_step, INV, "trainer is NULL", NULL, lattice_trainer_step(NULL, NULL));
     EXPECT(lattice_trainer_run, INV, "trainer is NULL", NULL, lattice_trainer_run(NULL));
+    EXPECT(lattice_trainer_set_collective, INV, "trainer is NULL", NULL,
+           lattice_trainer_set_collective(NULL, NULL, NULL));
+    EXPECT(lattice_trainer_collective_reduce_gradients, INV,
+           "lattice_trainer_collective_reduce_gradients", NULL,
+           lattice_trainer_collective_reduce_gradients(NULL, NULL, m, 1.0));
     EXPECT(lattice_trainer_evaluate, INV, "lattice_trainer_evaluate", lattice_trainer_errmsg(w.t),
            lattice_trainer_evaluate(w.t, NULL));
     EXPECT(lattice_trainer_save_checkpoint, INV, "path is NULL", lattice_trainer_errmsg(w.t),

@@ -126,6 +126,17 @@ LATTICE_API const char *lattice_version_string(void);
  */
 LATTICE_API const char *lattice_last_error(void);
 
+/**
+ * @brief Record a failure's reason as the calling thread's ::lattice_last_error().
+ *
+ * For libraries built on liblattice (liblattice-mpi) whose failures must
+ * read the same way as the core library's; applications have no need of it.
+ * @param message The reason; NULL records an empty message. Longer messages
+ *        are cut to ::LATTICE_ERRMSG_SIZE - 1 bytes.
+ * @since 0.3
+ */
+LATTICE_API void lattice_set_last_error(const char *message);
+
 /** @} */
 
 #ifdef __cplusplus

@@ -84,6 +84,8 @@ typedef struct lattice_trainer_params {
     lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
     lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
     void *user;                /**< Passed to the callbacks. @since 0.1 */
+    const struct lattice_trainer_collective *collective; /**< Run data-parallel from the start (see ::lattice_trainer_set_collective); NULL: alone. The model then needs max_batch only for each rank's share of the batch. @since 0.3 */
+    void *collective_user;     /**< Passed to the collective's slots. @since 0.3 */
 } lattice_trainer_params;
 
 /** An opaque trainer. @since 0.1 */
@@ -104,7 +106,9 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  * @param data The data.
  * @param optim The optimizer of the student.
  * @param schedule The schedule (its depth must fit the student's capacity).
- * @param params The settings; NULL for defaults.
+ * @param params The settings; NULL for defaults. With params->collective
+ *        (since 0.3) the trainer is created as ::lattice_trainer_set_collective
+ *        would leave it, and the batch is checked per rank.
  * @param[out] out The new trainer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
  *         (vocabularies or batch shapes that do not fit, an empty schedule).
@@ -162,6 +166,94 @@ LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_evaluate(lattice_trainer *trainer, double *val_ce);
+
+/**
+ * @brief The collective operations a trainer needs to run data-parallel.
+ *
+ * A companion library fills one of these for its transport (liblattice-mpi
+ * does for MPI, see lattice/dist.h) so that the core library never depends
+ * on one; a test can fill it with an in-process fake. Every slot is
+ * required unless it says otherwise, and is called on the thread that
+ * called the trainer; a slot returns 0 on success and anything else on
+ * failure, which the trainer reports as ::LATTICE_ERR_BACKEND. Sums must be
+ * deterministic: the same inputs give bit-identical results on every rank
+ * and in every run with the same number of ranks (a fixed order of
+ * additions, never one a transport may choose). Slots are only ever
+ * appended; size says which a caller has.
+ * @since 0.3
+ */
+typedef struct lattice_trainer_collective {
+    size_t size;                                   /**< sizeof(lattice_trainer_collective) as the caller was compiled. @since 0.3 */
+    int (*rank)(void *user);                       /**< This rank, 0 .. n_ranks - 1. @since 0.3 */
+    int (*n_ranks)(void *user);                    /**< The number of ranks (at least 1). @since 0.3 */
+    int (*sum_floats)(void *user, float *data, size_t count);     /**< Replace data on every rank by the element-wise sum over ranks. @since 0.3 */
+    int (*sum_doubles)(void *user, double *data, size_t count);   /**< The same for doubles. @since 0.3 */
+    int (*sum_int64)(void *user, int64_t *data, size_t count);    /**< The same for 64-bit integers. @since 0.3 */
+    int (*barrier)(void *user);                    /**< Return once every rank has called it. @since 0.3 */
+    int (*broadcast)(void *user, void *data, size_t bytes, int root); /**< Copy root's bytes to every rank. @since 0.3 */
+    const char *(*errmsg)(void *user);             /**< Optional (may be NULL): why the last failing slot failed, quoted in the trainer's message. @since 0.3 */
+} lattice_trainer_collective;
+
+/**
+ * @brief Run a trainer data-parallel over the ranks of a collective, or alone again.
+ *
+ * With N ranks, every rank's trainer binds objects configured identically
+ * (the same data file and seed, the same model seed, schedule and
+ * optimizer), so that every rank draws the same global batch of B rows;
+ * rank r trains on rows [r B/N, (r+1) B/N), and B must divide by N. On its
+ * share each rank runs the teacher, the student's forward, the loss and
+ * backward; the gradients are then weighted by the rank's share of the
+ * batch's counted tokens and summed over ranks, before clipping and the
+ * optimizer step, so that they are the gradient of the global mean loss,
+ * and the reported loss, KL and cross-entropy are the global ones. The
+ * schedule counts the global batch's tokens, so every rank ends a phase at
+ * the same step. Validation splits each batch's rows the same way and sums
+ * token-weighted. A failure on any rank fails the step on every rank, which
+ * then all put it back as a failing step does alone. Checkpoints are
+ * written once by rank 0 and loaded by every rank (see
+ * ::lattice_trainer_save_checkpoint). From then on, ::lattice_trainer_step,
+ * ::lattice_trainer_run, ::lattice_trainer_evaluate and the checkpoint calls
+ * are collective: every rank must make the same calls in the same order.
+ * With one rank the trainer computes exactly as without a collective.
+ *
+ * The model needs max_batch >= B/N rows. ::lattice_trainer_create checks the
+ * whole batch against max_batch unless its params name the collective
+ * already (lattice_trainer_params::collective), so that a model sized for
+ * one rank's share can be bound; detaching such a trainer is refused.
+ * @param trainer The trainer.
+ * @param ops The operations, copied (up to ops->size); NULL detaches, and the
+ *        trainer runs alone again.
+ * @param user Passed to every slot; must outlive the attachment.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a missing slot, a size
+ *         below 0.3's, a rank outside 0 .. n_ranks - 1) or
+ *         ::LATTICE_ERR_INVALID_CONFIG (a batch that does not divide by the
+ *         number of ranks, a share larger than the model's max_batch, or a
+ *         detach that would leave the model a batch larger than it holds).
+ * @since 0.3
+ */
+LATTICE_API lattice_status lattice_trainer_set_collective(lattice_trainer *trainer,
+                                                          const lattice_trainer_collective *ops,
+                                                          void *user);
+
+/**
+ * @brief Weight a model's gradients and sum them over the ranks of a collective.
+ *
+ * For a hand-written loop: after each rank's backward, call this on every
+ * rank with weight = (this rank's counted tokens) / (all ranks' counted
+ * tokens) to get the gradient of the global mean loss on every rank (the
+ * trainer does exactly this). Only the gradients the optimizer reads are
+ * touched: trainable groups of the active layers, in the model's tensor
+ * order.
+ * @param ops The collective (as for ::lattice_trainer_set_collective).
+ * @param user Its user pointer.
+ * @param model The model, after backward.
+ * @param weight Multiplies this rank's gradients before the sum.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND
+ *         (a slot failed: the gradients are then unspecified).
+ * @since 0.3
+ */
+LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
+    const lattice_trainer_collective *ops, void *user, lattice_model *model, double weight);
 
 /** @} */
 

@@ -19,7 +19,11 @@ In a temporary directory:
    lattice::lattice) against the prefix, runs its programs, and checks which
    versions find_package accepts;
 5. builds tests/consumer/subproject_user with the source tree as its
-   subprojects/lattice and runs it.
+   subprojects/lattice and runs it;
+6. where BUILD_DIR has liblattice-mpi: checks that lattice/dist.h and
+   lattice-mpi.pc were installed and that lattice.pc names nothing of MPI,
+   builds tests/consumer/dist_user with `pkg-config --cflags --libs
+   lattice-mpi` and runs it on 2 ranks with mpirun.
 Every program must print a training loss that falls.
 
 A throwaway build, rather than installing BUILD_DIR itself, keeps the test
@@ -99,7 +103,7 @@ def build_options(build_dir):
     if out.returncode != 0:
         return []
     opts = {o["name"]: o["value"] for o in json.loads(out.stdout)}
-    return ["-D%s=%s" % (k, opts[k]) for k in ("blis", "openmp") if k in opts]
+    return ["-D%s=%s" % (k, opts[k]) for k in ("blis", "openmp", "mpi") if k in opts]
 
 
 def install(source_dir, build_dir, tmp):
@@ -201,6 +205,33 @@ def cmake_consumer(tmp, prefix, env):
     log("CMake: lattice::lattice builds and runs; find_package's version rule holds")
 
 
+def dist_consumer(build_dir, tmp, prefix, pc_dir, env, shared_env, cc):
+    """liblattice-mpi through its own pkg-config file, on 2 ranks."""
+    if not os.path.exists(os.path.join(build_dir, "liblattice", "liblattice-mpi.so")):
+        log("liblattice-mpi: skipped (built without MPI)")
+        return
+    if not os.path.isfile(os.path.join(pc_dir, "lattice-mpi.pc")):
+        raise Failure("meson install wrote no lattice-mpi.pc")
+    if not os.path.isfile(os.path.join(prefix, "include", "lattice", "dist.h")):
+        raise Failure("meson install wrote no lattice/dist.h")
+    core = run(["pkg-config", "--cflags", "--libs", "lattice"], env=env)
+    if "mpi" in core.lower():
+        raise Failure("pkg-config lattice names MPI: " + core)
+    flags = shlex.split(run(["pkg-config", "--cflags", "--libs", "lattice-mpi"], env=env))
+    log("pkg-config --cflags --libs lattice-mpi: " + " ".join(flags))
+    exe = os.path.join(tmp, "dist_consumer")
+    run(cc + [os.path.join(HERE, "dist_user", "dist_consumer.c"), "-o", exe] + flags, env=env)
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    if not mpirun:
+        log("liblattice-mpi: built; not run (no mpirun)")
+        return
+    mpi_env = dict(shared_env)
+    mpi_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1")
+    check_losses("liblattice-mpi (2 ranks)",
+                 run([mpirun, "--oversubscribe", "-np", "2", exe], env=mpi_env))
+
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
@@ -270,6 +301,8 @@ def main():
         run('cc() { eval "command $LATTICE_CC" \'"$@"\'; }\nset -e\n' + command, cwd=readme_dir,
             env=readme_env, shell=True)
         check_losses("README.md", run([os.path.join(readme_dir, "prog")], env=shared_env))
+
+        dist_consumer(build_dir, tmp, prefix, pc_dir, env, shared_env, cc)
 
         if CMAKE:
             cmake_consumer(tmp, prefix, env)

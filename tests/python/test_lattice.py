@@ -130,7 +130,7 @@ class Coverage(unittest.TestCase):
             self.skipTest("LATTICE_INCLUDE_DIR not set")
         found = {}
         for name in sorted(os.listdir(include)):
-            if not name.endswith(".h"):
+            if not name.endswith(".h") or name == "dist.h":  # dist.h: liblattice-mpi's
                 continue
             with open(os.path.join(include, name)) as f:
                 text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
@@ -151,10 +151,10 @@ class Coverage(unittest.TestCase):
     def test_every_function_has_a_prototype(self):
         found = self.header_functions()
         missing = sorted(f"{fn} ({hdr})" for fn, (_, hdr) in found.items()
-                         if fn not in _lib.PROTOTYPES)
+                         if fn not in _lib.PROTOTYPES and fn not in _lib.NOT_WRAPPED)
         self.assertEqual(missing, [], "functions of the headers not wrapped in "
                          "liblattice/python/lattice/_lib.py PROTOTYPES")
-        stale = sorted(set(_lib.PROTOTYPES) - set(found))
+        stale = sorted((set(_lib.PROTOTYPES) | set(_lib.NOT_WRAPPED)) - set(found))
         self.assertEqual(stale, [], "prototypes of functions no header declares")
 
     def test_argument_counts(self):

@@ -85,6 +85,15 @@ def _load():
                       "\n  ".join(tried))
 
 
+# Functions of the core headers deliberately left out of the table: name -> why.
+# (lattice/dist.h belongs to liblattice-mpi, another library, and is not read.)
+NOT_WRAPPED = {
+    "lattice_trainer_set_collective":
+        "the data-parallel hook for C transports such as liblattice-mpi; a Python process "
+        "trains alone",
+    "lattice_trainer_collective_reduce_gradients": "part of the same hook",
+}
+
 # name: (restype, argtypes). Every lattice_* function of the public headers,
 # in header order; tests/python checks this table against the headers.
 PROTOTYPES = {
@@ -93,6 +102,7 @@ PROTOTYPES = {
     "lattice_version_number": (c_uint, []),
     "lattice_version_string": (c_char_p, []),
     "lattice_last_error": (c_char_p, []),
+    "lattice_set_last_error": (None, [c_char_p]),
     # backend.h
     "lattice_backend_ops_init": (None, [POINTER(T.BackendOps)]),
     "lattice_backend_create": (STATUS, [c_char_p, POINTER(T.backend_p)]),

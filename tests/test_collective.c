@@ -1,0 +1,463 @@
+/* The trainer's collective hook (lattice_trainer_set_collective) with an
+ * in-process fake: each rank is a thread with its own objects, sums meet at
+ * a barrier and add the ranks' vectors in rank order. Runs with or without
+ * MPI; the MPI suite (tests/mpi) covers liblattice-mpi's implementation. */
+#include "distworld.h"
+#include "testutil.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#define MAX_RANKS 4
+/* 2 ranks of b rows against 1 of 2b: the same sums in another order (float
+ * gradients summed per rank, then across ranks), so agreement to rounding:
+ * the loss after 10 steps within this relative tolerance (docs: DISTRIBUTED.md). */
+#define REL_TOL 1e-5
+
+typedef struct fake_world {
+    int n;
+    pthread_barrier_t bar;
+    void *ptr[MAX_RANKS];
+    int fail; /* every slot fails at once (no barrier) */
+} fake_world;
+
+typedef struct fake_rank {
+    fake_world *w;
+    int rank;
+} fake_rank;
+
+static int f_rank(void *u) { return ((fake_rank *)u)->rank; }
+static int f_n(void *u) { return ((fake_rank *)u)->w->n; }
+static const char *f_errmsg(void *u) { return ((fake_rank *)u)->w->fail ? "fake link down" : ""; }
+
+/* data on every rank becomes the rank-ordered sum (in double, like liblattice-mpi) */
+#define FAKE_SUM(name, type)                                                                     \
+    static int name(void *u, type *data, size_t count)                                           \
+    {                                                                                            \
+        fake_rank *r = u;                                                                        \
+        fake_world *w = r->w;                                                                    \
+        if (w->fail)                                                                             \
+            return 7;                                                                            \
+        type *tmp = malloc(count * sizeof(type) + 1);                                            \
+        w->ptr[r->rank] = data;                                                                  \
+        pthread_barrier_wait(&w->bar);                                                           \
+        for (size_t i = 0; i < count; i++) {                                                     \
+            double acc = (double)((type *)w->ptr[0])[i];                                         \
+            for (int s = 1; s < w->n; s++)                                                       \
+                acc += (double)((type *)w->ptr[s])[i];                                           \
+            tmp[i] = (type)acc;                                                                  \
+        }                                                                                        \
+        pthread_barrier_wait(&w->bar);                                                           \
+        memcpy(data, tmp, count * sizeof(type));                                                 \
+        free(tmp);                                                                               \
+        return 0;                                                                                \
+    }
+FAKE_SUM(f_sum_floats, float)
+FAKE_SUM(f_sum_doubles, double)
+FAKE_SUM(f_sum_int64, int64_t)
+
+static int f_barrier(void *u)
+{
+    fake_rank *r = u;
+    if (r->w->fail)
+        return 7;
+    pthread_barrier_wait(&r->w->bar);
+    return 0;
+}
+
+static int f_broadcast(void *u, void *data, size_t bytes, int root)
+{
+    fake_rank *r = u;
+    if (r->w->fail)
+        return 7;
+    r->w->ptr[r->rank] = data;
+    pthread_barrier_wait(&r->w->bar);
+    if (r->rank != root)
+        memcpy(data, r->w->ptr[root], bytes);
+    pthread_barrier_wait(&r->w->bar);
+    return 0;
+}
+
+static const lattice_trainer_collective fake_ops = {
+    .size = sizeof(lattice_trainer_collective),
+    .rank = f_rank,
+    .n_ranks = f_n,
+    .sum_floats = f_sum_floats,
+    .sum_doubles = f_sum_doubles,
+    .sum_int64 = f_sum_int64,
+    .barrier = f_barrier,
+    .broadcast = f_broadcast,
+    .errmsg = f_errmsg,
+};
+
+/* What one rank's run gave: its losses, counters and final weights. */
+typedef struct rank_run {
+    fake_rank fr;
+    dw_config cfg;
+    int steps;
+    double loss[16], val[16];
+    lattice_schedule_counters counters[16];
+    float *weights;
+    size_t n_weights;
+    lattice_status st;
+    const char *save_path, *load_path; /* after the steps: save, then load and step on */
+    int after;                          /* steps after the load */
+    lattice_status save_st, load_st;
+    char msg[LATTICE_ERRMSG_SIZE];
+} rank_run;
+
+static void *run_rank(void *arg)
+{
+    rank_run *r = arg;
+    dw_world w;
+    if (r->fr.w) {
+        r->cfg.coll = &fake_ops;
+        r->cfg.coll_user = &r->fr;
+    }
+    r->st = dw_open(&w, &r->cfg);
+    if (r->st != LATTICE_OK) {
+        snprintf(r->msg, sizeof r->msg, "%s", lattice_last_error());
+        return NULL;
+    }
+    for (int i = 0; i < r->steps && r->st == LATTICE_OK; i++) {
+        lattice_trainer_metrics m = {.size = sizeof(m)};
+        r->st = lattice_trainer_step(w.t, &m);
+        r->loss[i] = m.loss;
+        r->val[i] = m.val_ce;
+        r->counters[i] = m.counters;
+    }
+    if (r->save_path)
+        r->save_st = lattice_trainer_save_checkpoint(w.t, r->save_path);
+    if (r->load_path) {
+        r->load_st = lattice_trainer_load_checkpoint(w.t, r->load_path);
+        for (int i = 0; i < r->after && r->load_st == LATTICE_OK; i++)
+            r->load_st = lattice_trainer_step(w.t, NULL);
+    }
+    snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
+    r->weights = dw_weights(w.m, &r->n_weights);
+    dw_close(&w);
+    return NULL;
+}
+
+/* Run n fake ranks (threads) of the same config; runs[i] set up by the caller. */
+static void run_fake(fake_world *fw, rank_run *runs, int n)
+{
+    pthread_t th[MAX_RANKS];
+    fw->n = n;
+    fw->fail = 0;
+    ck_assert_int_eq(pthread_barrier_init(&fw->bar, NULL, (unsigned)n), 0);
+    for (int i = 0; i < n; i++) {
+        runs[i].fr.w = fw;
+        runs[i].fr.rank = i;
+        ck_assert_int_eq(pthread_create(&th[i], NULL, run_rank, &runs[i]), 0);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&fw->bar);
+}
+
+static void free_runs(rank_run *runs, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(runs[i].weights);
+}
+
+START_TEST(test_table_checked)
+{
+    dw_world w;
+    dw_config c = {.batch = 4, .max_batch = 4};
+    ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
+    fake_world fw = {.n = 2};
+    fake_rank fr = {&fw, 0};
+    lattice_trainer_collective ops = fake_ops;
+    ops.size = offsetof(lattice_trainer_collective, broadcast);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &ops, &fr), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "0.3 size"));
+    ops = fake_ops;
+    ops.sum_doubles = NULL;
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &ops, &fr), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "required slot"));
+    fr.rank = 2;
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "rank 2 of 2"));
+    fr.rank = 0;
+    fw.n = 3; /* 4 rows over 3 ranks */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "does not divide by 3 ranks"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "does not divide by 3 ranks"));
+    fw.n = 2;
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, NULL, NULL), LATTICE_OK); /* detach */
+    /* alone again: a step needs no other rank */
+    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK);
+    dw_close(&w);
+    /* a share larger than the model holds */
+    c.batch = 8;
+    c.max_batch = 8;
+    ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
+    lattice_model_params mp;
+    dw_model_params(&mp, 2, 1);
+    lattice_model *small;
+    ck_assert_int_eq(lattice_model_create(&mp, w.norm, w.be, &small), LATTICE_OK);
+    lattice_optim *o;
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(lattice_optim_create(small, &op, &o), LATTICE_OK);
+    lattice_trainer *t;
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, NULL, &t),
+                     LATTICE_ERR_INVALID_CONFIG); /* alone: the global batch is checked */
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.collective = &fake_ops;
+    tp.collective_user = &fr;
+    fw.n = 2; /* shares of 4 rows: more than the 2 the model holds */
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, &tp, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "share of 4 rows exceeds"));
+    fw.n = 4; /* shares of 2 rows: fits */
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, &tp, &t), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_set_collective(t, NULL, NULL), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "cannot detach"));
+    lattice_trainer_destroy(t);
+    ck_assert_int_eq(lattice_trainer_set_collective(NULL, &fake_ops, &fr),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "trainer is NULL"));
+    lattice_optim_destroy(o);
+    lattice_model_destroy(small);
+    dw_close(&w);
+}
+END_TEST
+
+/* One rank through the hook computes exactly what no hook computes. */
+/* What companion libraries (liblattice-mpi) record their failures with. */
+START_TEST(test_set_last_error)
+{
+    lattice_set_last_error("a companion library's reason");
+    ck_assert_str_eq(lattice_last_error(), "a companion library's reason");
+    lattice_set_last_error(lattice_last_error()); /* its own message: kept */
+    ck_assert_str_eq(lattice_last_error(), "a companion library's reason");
+    char longer[2 * LATTICE_ERRMSG_SIZE];
+    memset(longer, 'x', sizeof longer - 1);
+    longer[sizeof longer - 1] = 0;
+    lattice_set_last_error(longer);
+    ck_assert_uint_eq(strlen(lattice_last_error()), LATTICE_ERRMSG_SIZE - 1);
+    lattice_set_last_error(NULL);
+    ck_assert_str_eq(lattice_last_error(), "");
+}
+END_TEST
+
+START_TEST(test_one_rank_is_bit_identical)
+{
+    rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher = 1}, .steps = 10};
+    rank_run one = alone;
+    fake_world fw;
+    run_rank(&alone);
+    run_fake(&fw, &one, 1);
+    ck_assert_int_eq(alone.st, LATTICE_OK);
+    ck_assert_int_eq(one.st, LATTICE_OK);
+    ck_assert_uint_eq(alone.n_weights, one.n_weights);
+    ck_assert_int_eq(memcmp(alone.weights, one.weights, alone.n_weights * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(alone.loss, one.loss, sizeof(alone.loss)), 0);
+    free(alone.weights);
+    free(one.weights);
+}
+END_TEST
+
+/* 2 ranks of 2 rows = 1 rank of 4, with a teacher and a grow schedule whose
+ * first phase is a token budget. */
+START_TEST(test_two_ranks_match_one)
+{
+    rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher = 1}, .steps = 10};
+    rank_run two[2] = {{.cfg = {.batch = 4, .max_batch = 2, .teacher = 1}, .steps = 10},
+                       {.cfg = {.batch = 4, .max_batch = 2, .teacher = 1}, .steps = 10}};
+    fake_world fw;
+    run_rank(&alone);
+    run_fake(&fw, two, 2);
+    ck_assert_int_eq(alone.st, LATTICE_OK);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(two[r].st == LATTICE_OK, "rank %d: %s", r, two[r].msg);
+        for (int i = 0; i < 10; i++) {
+            const lattice_schedule_counters *a = &alone.counters[i], *b = &two[r].counters[i];
+            ck_assert_int_eq(a->steps, b->steps);
+            ck_assert_int_eq(a->tokens, b->tokens);
+            ck_assert_int_eq(a->nonpad_tokens, b->nonpad_tokens);
+            ck_assert_int_eq(a->active_layer_tokens, b->active_layer_tokens); /* phases end together */
+            ck_assert_double_eq_tol(a->flops, b->flops, 1e-9 * a->flops);
+            ck_assert_msg(fabs(alone.loss[i] - two[r].loss[i]) <= REL_TOL * fabs(alone.loss[i]),
+                          "step %d: loss %.9g alone, %.9g on rank %d", i, alone.loss[i],
+                          two[r].loss[i], r);
+            ck_assert_int_eq(isnan(alone.val[i]), isnan(two[r].val[i]));
+            if (!isnan(alone.val[i]))
+                ck_assert_double_eq_tol(alone.val[i], two[r].val[i], REL_TOL * alone.val[i]);
+        }
+    }
+    /* the ranks hold the same weights, bit for bit */
+    ck_assert_int_eq(memcmp(two[0].weights, two[1].weights, two[0].n_weights * sizeof(float)), 0);
+    free(alone.weights);
+    free_runs(two, 2);
+}
+END_TEST
+
+/* A teacher that fails on rank 1's third call: every rank fails that step. */
+static int flaky_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab,
+                         float *z)
+{
+    fake_rank *r = user;
+    static _Thread_local int calls;
+    (void)tokens;
+    if (r->rank == 1 && ++calls == 3)
+        return 1;
+    for (long i = 0; i < (long)batch * seq * vocab; i++)
+        z[i] = (float)(i % vocab) * 0.1f;
+    return 0;
+}
+
+typedef struct flaky_run {
+    fake_rank fr;
+    lattice_status st[5];
+    int64_t steps_after[5];
+    lattice_data_position pos[5];
+    char msg[LATTICE_ERRMSG_SIZE];
+} flaky_run;
+
+static void *run_flaky(void *arg)
+{
+    flaky_run *r = arg;
+    dw_world w;
+    dw_config c = {.batch = 4, .max_batch = 2, .teacher_fn = flaky_teacher, .user = &r->fr,
+                   .coll = &fake_ops, .coll_user = &r->fr};
+    if (dw_open(&w, &c) != LATTICE_OK) {
+        r->st[0] = LATTICE_ERR_STATE;
+        return NULL;
+    }
+    for (int i = 0; i < 5; i++) {
+        r->st[i] = lattice_trainer_step(w.t, NULL);
+        if (r->st[i] != LATTICE_OK && !r->msg[0])
+            snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
+        lattice_schedule_counters cn;
+        lattice_schedule_get_counters(w.s, &cn);
+        r->steps_after[i] = cn.steps;
+        lattice_data_get_position(w.d, &r->pos[i]);
+    }
+    dw_close(&w);
+    return NULL;
+}
+
+START_TEST(test_failure_on_one_rank_fails_all)
+{
+    fake_world fw = {.n = 2};
+    flaky_run runs[2] = {{.fr = {&fw, 0}}, {.fr = {&fw, 1}}};
+    pthread_t th[2];
+    ck_assert_int_eq(pthread_barrier_init(&fw.bar, NULL, 2), 0);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&th[i], NULL, run_flaky, &runs[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&fw.bar);
+    for (int r = 0; r < 2; r++) {
+        const flaky_run *x = &runs[r];
+        ck_assert_int_eq(x->st[0], LATTICE_OK);
+        ck_assert_int_eq(x->st[1], LATTICE_OK);
+        ck_assert_int_ne(x->st[2], LATTICE_OK); /* the teacher's failure, on both ranks */
+        ck_assert_int_eq(x->st[2], runs[0].st[2]);
+        ck_assert_int_eq(x->steps_after[2], 2); /* put back: no step recorded... */
+        ck_assert_int_eq(x->pos[2].index, x->pos[1].index); /* ...nor data consumed */
+        ck_assert_int_eq(x->st[3], LATTICE_OK); /* and the run goes on */
+        ck_assert_int_eq(x->steps_after[4], 4);
+    }
+    ck_assert_ptr_nonnull(strstr(runs[1].msg, "teacher"));
+    ck_assert_ptr_nonnull(strstr(runs[0].msg, "rank 1 failed"));
+}
+END_TEST
+
+START_TEST(test_slot_failure_is_reported)
+{
+    dw_world w;
+    dw_config c = {.batch = 4, .max_batch = 4};
+    ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
+    fake_world fw = {.n = 2, .fail = 1};
+    fake_rank fr = {&fw, 0};
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    lattice_data_position before, after;
+    lattice_data_get_position(w.d, &before);
+    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "fake link down"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "sum_int64"));
+    lattice_data_get_position(w.d, &after);
+    ck_assert_int_eq(before.index, after.index);
+    double v;
+    ck_assert_int_eq(lattice_trainer_evaluate(w.t, &v), LATTICE_ERR_BACKEND);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_IO);
+    fr.rank = 1; /* rank 1 waits for rank 0's word, and the broadcast fails */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "broadcast"));
+    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.m, 1.0),
+                     LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "fake link down"));
+    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.m, NAN),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    dw_close(&w);
+}
+END_TEST
+
+/* Rank 0 writes the checkpoint alone (rank 1's path names a directory that
+ * does not exist, and is never used); two ranks resume it bit-exactly; one
+ * rank refuses it. */
+START_TEST(test_checkpoint_over_ranks)
+{
+    char dir[] = "/tmp/lattice-collective-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char path[256], other[256];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    snprintf(other, sizeof other, "%s/missing/ck.safetensors", dir);
+    const dw_config c = {.batch = 4, .max_batch = 2, .teacher = 1};
+    rank_run full[2] = {{.cfg = c, .steps = 8}, {.cfg = c, .steps = 8}};
+    rank_run first[2] = {{.cfg = c, .steps = 4, .save_path = path},
+                         {.cfg = c, .steps = 4, .save_path = other}};
+    rank_run resumed[2] = {{.cfg = c, .load_path = path, .after = 4},
+                           {.cfg = c, .load_path = path, .after = 4}};
+    fake_world fw;
+    run_fake(&fw, full, 2);
+    run_fake(&fw, first, 2);
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(first[r].save_st == LATTICE_OK, "rank %d: %s", r, first[r].msg);
+    ck_assert_int_eq(access(path, F_OK), 0);
+    run_fake(&fw, resumed, 2);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(resumed[r].load_st == LATTICE_OK, "rank %d: %s", r, resumed[r].msg);
+        ck_assert_int_eq(memcmp(full[r].weights, resumed[r].weights,
+                                full[r].n_weights * sizeof(float)), 0);
+    }
+    /* another rank count: refused before anything changes */
+    rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher = 1}, .load_path = path};
+    run_rank(&alone);
+    ck_assert_int_eq(alone.load_st, LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(alone.msg, "over 2 ranks and this run has 1"));
+    free(alone.weights);
+    free_runs(full, 2);
+    free_runs(first, 2);
+    free_runs(resumed, 2);
+    unlink(path);
+    rmdir(dir);
+}
+END_TEST
+
+static Suite *collective_suite(void)
+{
+    Suite *s = suite_create("collective");
+    TCase *tc = tcase_create("collective");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_table_checked);
+    tcase_add_test(tc, test_set_last_error);
+    tcase_add_test(tc, test_one_rank_is_bit_identical);
+    tcase_add_test(tc, test_two_ranks_match_one);
+    tcase_add_test(tc, test_failure_on_one_rank_fails_all);
+    tcase_add_test(tc, test_slot_failure_is_reported);
+    tcase_add_test(tc, test_checkpoint_over_ranks);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return tu_run(collective_suite()); }
