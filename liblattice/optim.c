@@ -96,6 +96,24 @@ static void to_0_2(optim_params_0_2 *o, const lattice_optim_params *p)
     o->clip_norm = p->clip_norm;
 }
 
+#ifdef LATTICE_SYMVER
+/* Programs built against 0.1 and 0.2 call lattice_optim_params_init at the
+ * symbol version LATTICE_0.1: they get the struct in their layout and size
+ * (48 bytes, not 0.3's 56), which the calls above tell apart by its size.
+ * Programs built against 0.3 bind to the default version, LATTICE_0.3. */
+void compat_optim_params_init_0_2(optim_params_0_2 *p) __attribute__((visibility("default")));
+__asm__(".symver compat_optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
+void compat_optim_params_init_0_2(optim_params_0_2 *p)
+{
+    if (!p)
+        return;
+    lattice_optim_params now;
+    lattice_optim_params_init(&now);
+    memset(p, 0, sizeof(*p));
+    to_0_2(p, &now);
+}
+#endif
+
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
                                   char *err)
 {

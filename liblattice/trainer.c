@@ -18,6 +18,23 @@ void lattice_trainer_params_init(lattice_trainer_params *p)
     p->size = sizeof(*p);
 }
 
+#ifdef LATTICE_SYMVER
+/* Programs built against 0.1 and 0.2 call lattice_trainer_params_init at the
+ * symbol version LATTICE_0.1, and have a struct that ends before 0.3's
+ * collective fields: it is filled to that size only. */
+void compat_trainer_params_init_0_2(lattice_trainer_params *p)
+    __attribute__((visibility("default")));
+__asm__(".symver compat_trainer_params_init_0_2, lattice_trainer_params_init@LATTICE_0.1");
+void compat_trainer_params_init_0_2(lattice_trainer_params *p)
+{
+    if (!p)
+        return;
+    const size_t n = offsetof(lattice_trainer_params, collective);
+    memset(p, 0, n);
+    p->size = n;
+}
+#endif
+
 lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                       lattice_distill *distill, lattice_data *data,
                                       lattice_optim *optim, lattice_schedule *schedule,

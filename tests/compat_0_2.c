@@ -9,9 +9,31 @@
 
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int failures;
+
+/* lattice_optim_params and lattice_trainer_params as 0.2 laid them out, and
+ * their _init functions as a program built against 0.2 binds them: at the
+ * symbol version LATTICE_0.1 (0.3's default version fills 0.3's structs). */
+struct optim_params_0_2 {
+    size_t size;
+    float lr, min_lr;
+    int warmup_steps, total_steps;
+    float beta1, beta2, eps, weight_decay, clip_norm;
+};
+struct trainer_params_0_2 {
+    size_t size;
+    int64_t eval_every, eval_batches;
+    uint64_t seed;
+    lattice_trainer_metrics_fn on_step, on_eval;
+    void *user;
+};
+void optim_params_init_0_2(struct optim_params_0_2 *p);
+void trainer_params_init_0_2(struct trainer_params_0_2 *p);
+__asm__(".symver optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
+__asm__(".symver trainer_params_init_0_2, lattice_trainer_params_init@LATTICE_0.1");
 
 #define SAME(a, b)                                                                                \
     do {                                                                                          \
@@ -133,6 +155,31 @@ int main(void)
     OK(old_counters(s, &c_old));
     OK(lattice_schedule_get_counters(s, &c_new));
     SAME(memcmp(&c_old, &c_new, sizeof(c_old)), 0);
+
+    /* a 0.2 program's params structs, heap-exact: nothing is written past them */
+    struct optim_params_0_2 *op02 = malloc(sizeof(*op02));
+    memset(op02, 0xA5, sizeof(*op02));
+    optim_params_init_0_2(op02);
+    SAME(op02->size, sizeof(*op02));
+    SAME(op02->warmup_steps, (int)op.warmup_steps);
+    SAME(op02->total_steps, (int)op.total_steps);
+    SAME(op02->clip_norm, op.clip_norm);
+    op02->warmup_steps = 3;
+    lattice_optim *o02;
+    OK(lattice_optim_create(m, (const lattice_optim_params *)(void *)op02, &o02));
+    lattice_optim_params back = {.size = sizeof(back)};
+    OK(lattice_optim_get_params(o02, &back));
+    SAME(back.warmup_steps, 3);
+    SAME(back.total_steps, op.total_steps);
+    lattice_optim_destroy(o02);
+    free(op02);
+    struct trainer_params_0_2 *tp02 = malloc(sizeof(*tp02));
+    memset(tp02, 0xA5, sizeof(*tp02));
+    trainer_params_init_0_2(tp02);
+    SAME(tp02->size, sizeof(*tp02));
+    SAME(tp02->eval_every, 0);
+    SAME(tp02->user, NULL);
+    free(tp02);
 
     lattice_schedule_destroy(s);
     lattice_optim_destroy(o);
