@@ -31,14 +31,6 @@
 #define WARMUP_STEPS 2
 #define TOKEN_SEED 20240611ULL
 
-typedef struct shape {
-    int layers, d_model, heads, kv_heads, head_dim, d_ff, vocab, batch, seq, qk_norm;
-} shape;
-
-/* bench_step's presets: the benchmark student and the study's student */
-static const shape PRESET_D256 = {9, 256, 4, 4, 64, 768, 256, 16, 256, 1};
-static const shape PRESET_STUDY = {9, 64, 4, 2, 16, 192, 257, 16, 128, 1};
-
 static int g_rank;
 
 static void usage(FILE *f)
@@ -73,7 +65,7 @@ static void die(const char *what, lattice_status st, const char *msg)
 int main(int argc, char **argv)
 {
     ex_prefer_passive_openmp(argv);
-    shape sh = PRESET_D256;
+    ex_shape sh = EX_PRESET_D256;
     int threads = 1, steps = 5, batch = 0;
     const char *backend_name = "default";
     static const struct option longopts[] = {
@@ -85,14 +77,8 @@ int main(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "h", longopts, &idx)) != -1) {
         switch (c) {
         case 'p':
-            if (!strcmp(optarg, "d256")) {
-                sh = PRESET_D256;
-            } else if (!strcmp(optarg, "study")) {
-                sh = PRESET_STUDY;
-            } else {
-                fprintf(stderr, PROG ": --preset: '%s' is not d256 or study\n", optarg);
+            if (ex_parse_preset(optarg, &sh) < 0)
                 return 2;
-            }
             break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 1024, &threads) < 0)
@@ -137,17 +123,7 @@ int main(int argc, char **argv)
     TRY("norm", lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &norm),
         lattice_last_error());
     lattice_model_params mp;
-    lattice_model_params_init(&mp);
-    mp.vocab_size = sh.vocab;
-    mp.d_model = sh.d_model;
-    mp.n_layers = mp.n_active_layers = sh.layers;
-    mp.n_heads = sh.heads;
-    mp.n_kv_heads = sh.kv_heads;
-    mp.head_dim = sh.head_dim;
-    mp.d_ff = sh.d_ff;
-    mp.qk_norm = sh.qk_norm;
-    mp.max_batch = sh.batch; /* one rank's share */
-    mp.max_seq = sh.seq;
+    ex_shape_model_params(&sh, &mp); /* max_batch: one rank's share */
     TRY("model", lattice_model_create(&mp, norm, be, &model), lattice_last_error());
 
     /* random ids, packed into full rows: the same on every rank (same seed) */

@@ -35,15 +35,6 @@
 #define WARMUP_STEPS 2
 #define TOKEN_SEED 20240611ULL
 
-/* A student's shape and the batch it trains on. */
-typedef struct shape {
-    int layers, d_model, heads, kv_heads, head_dim, d_ff, vocab, batch, seq, qk_norm;
-} shape;
-
-/* The benchmark student, and the study's student (doc/REPRODUCTION.md). */
-static const shape PRESET_D256 = {9, 256, 4, 4, 64, 768, 256, 16, 256, 1};
-static const shape PRESET_STUDY = {9, 64, 4, 2, 16, 192, 257, 16, 128, 1};
-
 static double peak_rss_mib(void)
 {
     struct rusage ru;
@@ -301,7 +292,7 @@ int main(int argc, char **argv)
     lattice_norm_placement placement = LATTICE_NORM_PLACEMENT_PRE;
     const char *backend_name = "default";
     int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;
-    shape sh = PRESET_D256;
+    ex_shape sh = EX_PRESET_D256;
     /* Shape options given explicitly, applied over whichever preset comes. */
     int given[OPT_QKNORM - OPT_LAYERS + 1], *field[OPT_QKNORM - OPT_LAYERS + 1];
     memset(given, -1, sizeof given);
@@ -348,14 +339,8 @@ int main(int argc, char **argv)
                 return 2;
             break;
         case OPT_PRESET:
-            if (strcmp(optarg, "study") == 0)
-                sh = PRESET_STUDY;
-            else if (strcmp(optarg, "d256") == 0)
-                sh = PRESET_D256;
-            else {
-                fprintf(stderr, PROG ": --preset: '%s' is not study or d256\n", optarg);
+            if (ex_parse_preset(optarg, &sh) < 0)
                 return 2;
-            }
             break;
         case OPT_LAYERS: case OPT_DMODEL: case OPT_HEADS: case OPT_KV: case OPT_HD: case OPT_DFF:
         case OPT_VOCAB: case OPT_BATCH: case OPT_SEQ: case OPT_QKNORM: {
@@ -428,17 +413,7 @@ int main(int argc, char **argv)
         goto out;
     }
     lattice_model_params mp;
-    lattice_model_params_init(&mp);
-    mp.vocab_size = VOCAB;
-    mp.d_model = sh.d_model;
-    mp.n_layers = mp.n_active_layers = sh.layers;
-    mp.n_heads = sh.heads;
-    mp.n_kv_heads = sh.kv_heads;
-    mp.head_dim = sh.head_dim;
-    mp.d_ff = sh.d_ff;
-    mp.qk_norm = sh.qk_norm;
-    mp.max_batch = BATCH;
-    mp.max_seq = SEQ;
+    ex_shape_model_params(&sh, &mp);
     mp.seed = 1;
     char err[LATTICE_ERRMSG_SIZE];
     if ((st = lattice_model_params_check(&mp, err)) != LATTICE_OK) {

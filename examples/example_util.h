@@ -1,14 +1,17 @@
 /* Small helpers the example programs share: a clock, a generator for test
- * data, option parsing and durations. Include after defining PROG (the
+ * data, option parsing, durations and the benchmarks' student shapes. Include after defining PROG (the
  * program's name, used in messages). */
 #ifndef LATTICE_EXAMPLE_UTIL_H
 #define LATTICE_EXAMPLE_UTIL_H
+
+#include <lattice/lattice.h>
 
 #include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -55,6 +58,46 @@ static inline void ex_format_duration(char *buf, size_t size, double s)
         snprintf(buf, size, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
     else
         snprintf(buf, size, "%ld:%02ld", t / 60, t % 60);
+}
+
+/* A student's shape and the batch it trains on (bench_step, bench_dist). */
+typedef struct ex_shape {
+    int layers, d_model, heads, kv_heads, head_dim, d_ff, vocab, batch, seq, qk_norm;
+} ex_shape;
+
+/* The benchmark student, and the study's student (doc/REPRODUCTION.md). */
+static const ex_shape EX_PRESET_D256 = {9, 256, 4, 4, 64, 768, 256, 16, 256, 1};
+static const ex_shape EX_PRESET_STUDY = {9, 64, 4, 2, 16, 192, 257, 16, 128, 1};
+
+/* --preset NAME (d256 or study); prints why and returns -1 otherwise. */
+static inline int ex_parse_preset(const char *s, ex_shape *out)
+{
+    if (strcmp(s, "d256") == 0)
+        *out = EX_PRESET_D256;
+    else if (strcmp(s, "study") == 0)
+        *out = EX_PRESET_STUDY;
+    else {
+        fprintf(stderr, PROG ": --preset: '%s' is not d256 or study\n", s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Model parameters (from lattice_model_params_init) for a student of this
+ * shape, all its layers active, sized for its batch. */
+static inline void ex_shape_model_params(const ex_shape *sh, lattice_model_params *mp)
+{
+    lattice_model_params_init(mp);
+    mp->vocab_size = sh->vocab;
+    mp->d_model = sh->d_model;
+    mp->n_layers = mp->n_active_layers = sh->layers;
+    mp->n_heads = sh->heads;
+    mp->n_kv_heads = sh->kv_heads;
+    mp->head_dim = sh->head_dim;
+    mp->d_ff = sh->d_ff;
+    mp->qk_norm = sh->qk_norm;
+    mp->max_batch = sh->batch;
+    mp->max_seq = sh->seq;
 }
 
 /* libgomp reads OMP_WAIT_POLICY once, when it is loaded, and by default its

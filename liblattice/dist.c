@@ -210,34 +210,36 @@ static lattice_status fixed_sum(lattice_dist *d, void *data, size_t count, int i
     return st;
 }
 
-lattice_status lattice_dist_sum_floats(lattice_dist *d, float *values, size_t count)
+/* The public sums' one argument check; fn names the caller in the message. */
+static lattice_status check_sum_args(lattice_dist *d, const void *values, size_t count,
+                                     const char *fn)
 {
     if (!d || (!values && count))
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_sum_floats: invalid argument (failed check: !dist || (!values "
-                    "&& count))");
-    return fixed_sum(d, values, count, 0);
+                    "%s: invalid argument (failed check: !dist || (!values && count))", fn);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_dist_sum_floats(lattice_dist *d, float *values, size_t count)
+{
+    const lattice_status st = check_sum_args(d, values, count, "lattice_dist_sum_floats");
+    return st != LATTICE_OK ? st : fixed_sum(d, values, count, 0);
 }
 
 lattice_status lattice_dist_sum_doubles(lattice_dist *d, double *values, size_t count)
 {
-    if (!d || (!values && count))
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_sum_doubles: invalid argument (failed check: !dist || (!values "
-                    "&& count))");
-    return fixed_sum(d, values, count, 1);
+    const lattice_status st = check_sum_args(d, values, count, "lattice_dist_sum_doubles");
+    return st != LATTICE_OK ? st : fixed_sum(d, values, count, 1);
 }
 
 lattice_status lattice_dist_sum_int64(lattice_dist *d, int64_t *values, size_t count)
 {
-    if (!d || (!values && count))
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_sum_int64: invalid argument (failed check: !dist || (!values "
-                    "&& count))");
+    lattice_status st = check_sum_args(d, values, count, "lattice_dist_sum_int64");
+    if (st != LATTICE_OK)
+        return st;
     if (d->size == 1)
         return LATTICE_OK;
     const double t0 = now_seconds();
-    lattice_status st = LATTICE_OK;
     /* integer addition is exact in any order: MPI's own reduction will do */
     for (size_t done = 0; done < count && st == LATTICE_OK; done += INT_MAX) {
         const size_t n = count - done < INT_MAX ? count - done : INT_MAX;

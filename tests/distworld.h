@@ -12,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DW_VOCAB 11
+#include "tiny_model.h"
+
+#define DW_VOCAB 11 /* tu_tiny_params' vocab */
 #define DW_SEQ 6
 #define DW_N_IDS 600
 
@@ -42,17 +44,10 @@ typedef struct dw_config {
     void *coll_user;
 } dw_config;
 
+/* The tests' tiny model, on this world's batch and rows. */
 static inline void dw_model_params(lattice_model_params *p, int max_batch, uint64_t seed)
 {
-    lattice_model_params_init(p);
-    p->vocab_size = DW_VOCAB;
-    p->d_model = 8;
-    p->n_layers = 2;
-    p->n_active_layers = 2;
-    p->n_heads = 2;
-    p->n_kv_heads = 1;
-    p->head_dim = 4;
-    p->d_ff = 12;
+    tu_tiny_params(p);
     p->max_batch = max_batch;
     p->max_seq = DW_SEQ;
     p->seed = seed;

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tiny_model.h"
+
 /* Backends a loop test runs over: "ref" always, "blis" when built. */
 static inline int tu_n_backends(void) { return lattice_backend_has_blis() ? 2 : 1; }
 static inline const char *tu_backend_name(int i) { return i == 0 ? "ref" : "blis"; }
@@ -27,23 +29,6 @@ static inline lattice_backend *tu_backend(const char *name, int threads)
 typedef struct tu_rng {
     uint64_t s;
 } tu_rng;
-
-/* A tiny 2-layer model's shape (vocab 11, d_model 8, 2 heads (1 kv) of 4,
- * d_ff 12, batch 2 x 5), for tests of files and state rather than numerics. */
-static inline void tu_tiny_params(lattice_model_params *p)
-{
-    lattice_model_params_init(p);
-    p->vocab_size = 11;
-    p->d_model = 8;
-    p->n_layers = 2;
-    p->n_active_layers = 2;
-    p->n_heads = 2;
-    p->n_kv_heads = 1;
-    p->head_dim = 4;
-    p->d_ff = 12;
-    p->max_batch = 2;
-    p->max_seq = 5;
-}
 
 static inline double tu_uniform(tu_rng *r) /* in [-1, 1) */
 {

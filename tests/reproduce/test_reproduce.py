@@ -8,11 +8,12 @@ usage: test_reproduce.py REPRODUCE_BINARY PRESETS_DIR
 import csv
 import json
 import os
-import random
 import subprocess
 import sys
 import tempfile
 import unittest
+
+from tiny_study import tiny_study
 
 BIN = PRESETS = None
 
@@ -24,22 +25,6 @@ def run(*args, cwd=None):
 def write(path, obj):
     with open(path, "w") as f:
         json.dump(obj, f)
-
-
-def corpus(path, n_docs, seed):
-    """English-like text from a small grammar: documents separated by form feeds."""
-    rng = random.Random(seed)
-    words = ("the lady said that mr darcy was not at home but her sister walked "
-             "to the house in the morning and wrote a letter to elizabeth").split()
-    docs = []
-    for _ in range(n_docs):
-        sents = []
-        for _ in range(rng.randint(3, 8)):
-            s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
-            sents.append(s.capitalize() + ".")
-        docs.append(" ".join(sents))
-    with open(path, "w") as f:
-        f.write("\f".join(docs))
 
 
 class Presets(unittest.TestCase):
@@ -123,23 +108,16 @@ class Presets(unittest.TestCase):
 class TinyStudy(unittest.TestCase):
     def test_end_to_end(self):
         with tempfile.TemporaryDirectory() as d:
-            corpus(os.path.join(d, "train.txt"), 60, 1)
-            corpus(os.path.join(d, "val.txt"), 8, 2)
-            write(os.path.join(d, "tiny.json"), {
-                "name": "tiny",
-                "data": {"train": "train.txt", "val": "val.txt", "seq_len": 16, "batch_size": 4},
-                "teacher": {"layers": 3, "steps": 12, "lr": 3e-3, "warmup": 2},
-                "student": {"d_model": 16, "n_heads": 2, "n_kv_heads": 1, "head_dim": 8,
-                            "d_ff": 32, "blocks": 2, "block_size": 1},
-                "train": {"steps_per_phase": 6, "warmup": 1, "eval_every": 3,
-                          "eval_batches": 2, "final_eval_batches": 2},
-                "seeds": 2, "threads": 1,
-                "arms": ["pre-joint", "post-joint", "pre-grow", "post-grow",
-                         {"name": "post-grow-explicit", "placement": "post",
-                          "phases": [{"steps": 6, "active_layers": 1},
-                                     {"steps": 6, "active_layers": 2, "rewind_data": 1}]}]})
+            preset = tiny_study(
+                d, "tiny", 60,
+                {"steps_per_phase": 6, "warmup": 1, "eval_every": 3, "eval_batches": 2,
+                 "final_eval_batches": 2},
+                ["pre-joint", "post-joint", "pre-grow", "post-grow",
+                 {"name": "post-grow-explicit", "placement": "post",
+                  "phases": [{"steps": 6, "active_layers": 1},
+                             {"steps": 6, "active_layers": 2, "rewind_data": 1}]}])
             out = os.environ.get("REPRODUCE_TEST_OUT") or os.path.join(d, "out")
-            r = run("--preset", os.path.join(d, "tiny.json"), "--out", out)
+            r = run("--preset", preset, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("teacher go/no-go", r.stderr)
             self.assertIn("estimated wall time", r.stderr)
@@ -172,7 +150,7 @@ class TinyStudy(unittest.TestCase):
             self.assertEqual([x["active_layers"] for x in grow1[5:7]], ["1", "2"])
             self.assertTrue(all(x["rms_boundary"] for x in grow1 if x["val_ce"]))
             # the cached teacher is reused on a second run
-            r2 = run("--preset", os.path.join(d, "tiny.json"), "--out", out, "--seeds", "1")
+            r2 = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r2.returncode, 0, r2.stderr)
             self.assertIn("teacher: reusing", r2.stderr)
 

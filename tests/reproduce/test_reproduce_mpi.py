@@ -10,52 +10,30 @@ Exits 77 (skipped) when reproduce was built without MPI or mpirun is missing.
 import csv
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import tempfile
 import unittest
 
+from tiny_study import tiny_study
+
 BIN = MPIRUN = None
 TIMEOUT = 120  # a hang fails the test instead of stalling the suite
 TIMING_KEYS = ("wall_seconds", "seconds", "tokens_per_s")  # differ between any two runs
 
 
-def corpus(path, n_docs, seed):
-    rng = random.Random(seed)
-    words = ("the lady said that mr darcy was not at home but her sister walked "
-             "to the house in the morning and wrote a letter to elizabeth").split()
-    docs = []
-    for _ in range(n_docs):
-        sents = [" ".join(rng.choice(words) for _ in range(rng.randint(4, 12))).capitalize() + "."
-                 for _ in range(rng.randint(3, 8))]
-        docs.append(" ".join(sents))
-    with open(path, "w") as f:
-        f.write("\f".join(docs))
-
-
-def tiny_study(d):
+def tiny_study_over_ranks(d):
     """Three arms of different lengths (the longest is handed out first), two seeds."""
-    corpus(os.path.join(d, "train.txt"), 80, 1)
-    corpus(os.path.join(d, "val.txt"), 8, 2)
-    path = os.path.join(d, "tiny.json")
-    with open(path, "w") as f:
-        json.dump({
-            "name": "tiny-mpi",
-            "data": {"train": "train.txt", "val": "val.txt", "seq_len": 16, "batch_size": 4},
-            "teacher": {"layers": 3, "steps": 12, "lr": 3e-3, "warmup": 2},
-            "student": {"d_model": 16, "n_heads": 2, "n_kv_heads": 1, "head_dim": 8,
-                        "d_ff": 32, "blocks": 2, "block_size": 1},
-            "train": {"steps_per_phase": 40, "warmup": 2, "eval_every": 10,
-                      "eval_batches": 2, "final_eval_batches": 2},
-            "seeds": 2, "threads": 1,
-            "arms": ["pre-joint", "post-grow",
-                     {"name": "post-long", "placement": "post",
-                      "phases": [{"steps": 40, "active_layers": 1},
-                                 {"steps": 40, "active_layers": 2},
-                                 {"steps": 40, "active_layers": 2, "rewind_data": 1}]}]}, f)
-    return path
+    return tiny_study(
+        d, "tiny-mpi", 80,
+        {"steps_per_phase": 40, "warmup": 2, "eval_every": 10, "eval_batches": 2,
+         "final_eval_batches": 2},
+        ["pre-joint", "post-grow",
+         {"name": "post-long", "placement": "post",
+          "phases": [{"steps": 40, "active_layers": 1},
+                     {"steps": 40, "active_layers": 2},
+                     {"steps": 40, "active_layers": 2, "rewind_data": 1}]}])
 
 
 def run(args, ranks=0, env_extra=None):
@@ -87,7 +65,7 @@ class OverRanks(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.preset = tiny_study(cls.tmp.name)
+        cls.preset = tiny_study_over_ranks(cls.tmp.name)
 
     @classmethod
     def tearDownClass(cls):
