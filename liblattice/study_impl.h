@@ -55,6 +55,10 @@ struct lattice_trainer {
  * its n_threads (distill.c). */
 void lattice__distill_set_run_threads(lattice_distill *d, int n);
 
+/* Whether the teacher answers from a recorded file (teacher.c): it looks
+ * batches up by their tokens, whole. */
+int lattice__teacher_is_file(const lattice_teacher *t);
+
 /* Whether the trainer runs over more than one rank. */
 static inline int lattice__trainer_distributed(const lattice_trainer *t)
 {

@@ -173,6 +173,8 @@ fail:
 
 int lattice_teacher_get_k(const lattice_teacher *t) { return t ? t->k : 0; }
 
+int lattice__teacher_is_file(const lattice_teacher *t) { return t && t->is_file; }
+
 /* The stored batch whose first seq positions of its first batch rows match. */
 static int64_t find_stored(lattice_teacher *t, const int32_t *tokens, int batch, int seq)
 {

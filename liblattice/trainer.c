@@ -588,10 +588,24 @@ static lattice_status step_local(lattice_trainer *t, int phase, int start, step_
     const int32_t *ti = NULL;
     const int k = lattice_teacher_get_k(t->teacher);
     if (t->teacher) {
-        st = k ? lattice_teacher_topk(t->teacher, sb.tokens, sb.batch, sb.seq, &ti, &tv)
-               : lattice_teacher_logits(t->teacher, sb.tokens, sb.batch, sb.seq, &zt);
+        /* A recorded teacher stored whole global batches and finds one by its
+         * tokens: ask with the global batch, then take this rank's rows. */
+        const int whole = lattice__trainer_distributed(t) && lattice__teacher_is_file(t->teacher);
+        const lattice_data_batch *ask = whole ? b : &sb;
+        st = k ? lattice_teacher_topk(t->teacher, ask->tokens, ask->batch, ask->seq, &ti, &tv)
+               : lattice_teacher_logits(t->teacher, ask->tokens, ask->batch, ask->seq, &zt);
         if (st != LATTICE_OK)
             return FAIL(t, st, "teacher: %s", lattice_teacher_errmsg(t->teacher));
+        if (whole) {
+            const int64_t first = (int64_t)b->batch * t->rank / t->n_ranks;
+            const int64_t skip = first * b->seq;
+            if (k) {
+                ti += skip * k;
+                tv += skip * k;
+            } else {
+                zt += skip * lattice_teacher_get_vocab_size(t->teacher);
+            }
+        }
     }
     if ((st = lattice_model_forward(t->model, sb.tokens, sb.batch, sb.seq)) != LATTICE_OK)
         return FAIL(t, st, "student forward: %s", lattice_model_errmsg(t->model));

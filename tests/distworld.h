@@ -40,6 +40,7 @@ typedef struct dw_config {
     lattice_trainer_metrics_fn on_step;
     void *user;
     lattice_teacher_fn teacher_fn; /* a callback teacher instead of the model one */
+    const char *teacher_file;      /* a recorded teacher (lattice_teacher_record) instead */
     const lattice_trainer_collective *coll; /* data-parallel from the trainer's creation */
     void *coll_user;
 } dw_config;
@@ -96,7 +97,9 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     lattice_model_params mp;
     dw_model_params(&mp, c->max_batch, 42);
     DW_TRY(lattice_model_create(&mp, w->norm, w->be, &w->m));
-    if (c->teacher_fn) {
+    if (c->teacher_file) {
+        DW_TRY(lattice_teacher_create_file(c->teacher_file, &w->teacher, NULL));
+    } else if (c->teacher_fn) {
         DW_TRY(lattice_teacher_create_callback(c->teacher_fn, c->user, DW_VOCAB, c->max_batch,
                                                DW_SEQ, &w->teacher));
     } else if (c->teacher) {

@@ -299,6 +299,43 @@ START_TEST(test_two_ranks_match_one)
 }
 END_TEST
 
+/* A recorded teacher (dense and top-k) stores whole global batches: each rank
+ * looks its batch up whole and takes its rows, and 2 ranks match 1. */
+START_TEST(test_recorded_teacher_over_ranks)
+{
+    for (int k = 0; k <= 3; k += 3) {
+        char path[64];
+        snprintf(path, sizeof path, "coll-teacher-%d-%ld.safetensors", k, (long)getpid());
+        dw_world rec;
+        const dw_config rc = {.batch = 4, .max_batch = 4, .teacher = 1};
+        ck_assert_int_eq(dw_open(&rec, &rc), LATTICE_OK);
+        ck_assert_msg(lattice_teacher_record(rec.teacher, rec.d, 30, k, path) == LATTICE_OK, "%s",
+                      lattice_teacher_errmsg(rec.teacher));
+        dw_close(&rec);
+        rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher_file = path}, .steps = 8};
+        rank_run two[2] = {
+            {.cfg = {.batch = 4, .max_batch = 2, .teacher_file = path}, .steps = 8},
+            {.cfg = {.batch = 4, .max_batch = 2, .teacher_file = path}, .steps = 8}};
+        fake_world fw;
+        run_rank(&alone);
+        run_fake(&fw, two, 2);
+        ck_assert_msg(alone.st == LATTICE_OK, "k %d alone: %s", k, alone.msg);
+        for (int r = 0; r < 2; r++) {
+            ck_assert_msg(two[r].st == LATTICE_OK, "k %d rank %d: %s", k, r, two[r].msg);
+            for (int i = 0; i < 8; i++)
+                ck_assert_msg(fabs(alone.loss[i] - two[r].loss[i]) <= REL_TOL * fabs(alone.loss[i]),
+                              "k %d step %d: loss %.9g alone, %.9g on rank %d", k, i,
+                              alone.loss[i], two[r].loss[i], r);
+        }
+        ck_assert_int_eq(memcmp(two[0].weights, two[1].weights, two[0].n_weights * sizeof(float)),
+                         0);
+        free(alone.weights);
+        free_runs(two, 2);
+        unlink(path);
+    }
+}
+END_TEST
+
 /* A teacher that fails on rank 1's third call: every rank fails that step. */
 static int flaky_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab,
                          float *z)
@@ -453,6 +490,7 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, test_set_last_error);
     tcase_add_test(tc, test_one_rank_is_bit_identical);
     tcase_add_test(tc, test_two_ranks_match_one);
+    tcase_add_test(tc, test_recorded_teacher_over_ranks);
     tcase_add_test(tc, test_failure_on_one_rank_fails_all);
     tcase_add_test(tc, test_slot_failure_is_reported);
     tcase_add_test(tc, test_checkpoint_over_ranks);
