@@ -94,7 +94,14 @@ lattice_status lattice_dist_create(MPI_Comm comm, lattice_dist **out)
     }
     const size_t n = (size_t)d->size;
     d->send_counts = malloc(4 * n * sizeof(int));
-    if (!d->send_counts) {
+    /* The scratch of the largest round, allocated now: a sum that ran out of
+     * memory on one rank only would leave the others waiting in its
+     * MPI_Alltoallv. (Pages are touched only as large rounds use them.) */
+    d->scratch_bytes = (SUM_CHUNK + n - 1) / n * n * sizeof(double);
+    d->scratch = malloc(d->scratch_bytes);
+    if (!d->send_counts || !d->scratch) {
+        free(d->send_counts);
+        free(d->scratch);
         MPI_Comm_free(&d->comm);
         free(d);
         return fail(NULL, LATTICE_ERR_OUT_OF_MEMORY, "lattice_dist_create: out of memory");
@@ -147,14 +154,9 @@ static lattice_status sum_round(lattice_dist *d, void *data, size_t n, int is_do
     const MPI_Datatype type = is_double ? MPI_DOUBLE : MPI_FLOAT;
     const size_t mine = seg_len(d, n, d->rank), my_off = seg_off(d, n, d->rank);
     const size_t need = mine * (size_t)d->size * esize;
-    if (need > d->scratch_bytes) {
-        void *p = realloc(d->scratch, need);
-        if (!p)
-            return fail(d, LATTICE_ERR_OUT_OF_MEMORY,
-                        "rank %d: no memory for a sum's %zu-byte buffer", d->rank, need);
-        d->scratch = p;
-        d->scratch_bytes = need;
-    }
+    if (need > d->scratch_bytes) /* cannot happen: n <= SUM_CHUNK */
+        return fail(d, LATTICE_ERR_STATE, "rank %d: a sum round of %zu bytes exceeds the %zu-byte "
+                    "scratch", d->rank, need, d->scratch_bytes);
     /* rank s receives segment s of every rank's vector, in rank order */
     for (int s = 0; s < d->size; s++) {
         d->send_counts[s] = (int)seg_len(d, n, s);

@@ -242,6 +242,36 @@ lattice_status lattice_optim_reset(lattice_optim *o)
     return LATTICE_OK;
 }
 
+/* Sum of squares of g[0..n) in double: chunks of NORM_CHUNK elements, each
+ * summed in order, then the chunks' sums added in order. The same bits for
+ * any thread count, run after run (an OpenMP reduction combines its threads'
+ * sums in an unspecified order), so ranks of a data-parallel run, which clip
+ * by this norm, never drift apart. */
+#define NORM_CHUNK 65536L
+double lattice__sum_squares(const float *g, long n, int nt)
+{
+    enum { GROUP = 64 }; /* chunks per parallel region */
+    (void)nt;
+    const long n_chunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
+    double total = 0.0;
+    for (long c0 = 0; c0 < n_chunks; c0 += GROUP) {
+        const int nc = n_chunks - c0 < GROUP ? (int)(n_chunks - c0) : GROUP;
+        double part[GROUP];
+#pragma omp parallel for schedule(static) num_threads(nt) if (n > OPTIM_SERIAL)
+        for (int c = 0; c < nc; c++) {
+            const long a = (c0 + c) * NORM_CHUNK;
+            const long e = a + NORM_CHUNK < n ? a + NORM_CHUNK : n;
+            double s = 0.0;
+            for (long j = a; j < e; j++)
+                s += (double)g[j] * g[j];
+            part[c] = s;
+        }
+        for (int c = 0; c < nc; c++)
+            total += part[c];
+    }
+    return total;
+}
+
 static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm);
 
 lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
@@ -266,13 +296,7 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
         const tensor_entry *t = &m->tensors[i];
         if (!lattice__tensor_updatable(m, t))
             continue;
-        const float *g = lattice__grad_of(m, t->data);
-        long n = (long)(t->rows * t->cols);
-        double part = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : part) num_threads(nt) if (n > OPTIM_SERIAL)
-        for (long j = 0; j < n; j++)
-            part += (double)g[j] * g[j];
-        ss += part;
+        ss += lattice__sum_squares(lattice__grad_of(m, t->data), (long)(t->rows * t->cols), nt);
     }
     double norm = sqrt(ss);
     if (grad_norm)

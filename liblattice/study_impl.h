@@ -55,6 +55,9 @@ struct lattice_trainer {
  * its n_threads (distill.c). */
 void lattice__distill_set_run_threads(lattice_distill *d, int n);
 
+/* Sum of squares of g[0..n) in double, the same bits for any thread count nt (optim.c). */
+double lattice__sum_squares(const float *g, long n, int nt);
+
 /* Whether the teacher answers from a recorded file (teacher.c): it looks
  * batches up by their tokens, whole. */
 int lattice__teacher_is_file(const lattice_teacher *t);

@@ -2,6 +2,7 @@
  * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
 #include <limits.h>
 #include "testutil.h"
+#include "study_impl.h"
 
 typedef struct fixture {
     lattice_backend *be;
@@ -272,6 +273,30 @@ START_TEST(test_optim_bad_input)
 }
 END_TEST
 
+/* The gradient norm's sum of squares has the same bits at every thread
+ * count, run after run: ranks of a data-parallel run clip by it. (An OpenMP
+ * reduction, as before 0.3, gives other bits at 1 and 2 threads here.) */
+START_TEST(test_norm_same_bits_any_threads)
+{
+    const long n = 3 * 65536 * 4 + 12345; /* above the serial threshold: threads split it */
+    float *g = malloc(sizeof(float) * (size_t)n);
+    for (long j = 0; j < n; j++)
+        g[j] = (float)sin(0.37 * (double)j) * (float)(1.0 + (double)(j % 977) * 1e-3);
+    const double first = lattice__sum_squares(g, n, 1);
+    double serial = 0.0; /* the plain sum: equal to rounding, not in bits */
+    for (long j = 0; j < n; j++)
+        serial += (double)g[j] * g[j];
+    ck_assert_double_eq_tol(first, serial, 1e-12 * serial);
+    for (int rep = 0; rep < 5; rep++)
+        for (int threads = 1; threads <= 4; threads++) {
+            const double s = lattice__sum_squares(g, n, threads);
+            ck_assert_msg(memcmp(&s, &first, sizeof s) == 0, "%.17g at %d threads, %.17g at 1", s,
+                          threads, first);
+        }
+    free(g);
+}
+END_TEST
+
 /* Callers built against 0.1/0.2 pass lattice_optim_params with int step
  * counts (0.3 widened them to int64_t): told apart by size, read and written
  * in their own layout; a size that is neither layout is refused. */
@@ -384,6 +409,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
     tcase_add_test(tc, test_params_0_2_layout);
+    tcase_add_test(tc, test_norm_same_bits_any_threads);
     tcase_add_test(tc, test_decay_and_overflow);
     suite_add_tcase(s, tc);
     return s;
