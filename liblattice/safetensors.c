@@ -904,6 +904,24 @@ static void remove_stale_temps(const char *target)
     closedir(d);
 }
 
+
+/* After a rename, the directory entry is durable only once the directory
+ * itself is synced: a power loss could otherwise bring back the old file.
+ * Best effort: a file system that cannot sync a directory still renamed. */
+static void sync_parent_dir(const char *target)
+{
+    const char *slash = strrchr(target, '/');
+    char *dir = slash ? strndup(target, slash == target ? 1 : (size_t)(slash - target)) : strdup(".");
+    if (!dir)
+        return;
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    free(dir);
+}
+
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err)
 {
@@ -994,6 +1012,8 @@ lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
         st = lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
                                 "cannot write %s: %s", path, strerror(why));
         unlink(tmp);
+    } else {
+        sync_parent_dir(target);
     }
 out:
     free(tmp);
