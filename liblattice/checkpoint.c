@@ -246,7 +246,7 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
     if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
                n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
                r->applied_phase < -1 || r->applied_phase >= n_phases || r->n_active < 1 ||
-               r->n_active > m->p.n_layers || ws < 0 || ts < 1 || ws > INT32_MAX || ts > INT32_MAX))
+               r->n_active > m->p.n_layers || ws < 0 || ts < 1 || ws > big || ts > big))
         ok = 0;
     if (ok) {
         r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
@@ -259,8 +259,8 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         lattice_optim_params_init(&r->op);
         r->op.lr = (float)d[0];
         r->op.min_lr = (float)d[1];
-        r->op.warmup_steps = (int)ws;
-        r->op.total_steps = (int)ts;
+        r->op.warmup_steps = ws;
+        r->op.total_steps = ts;
         r->op.beta1 = (float)d[2];
         r->op.beta2 = (float)d[3];
         r->op.eps = (float)d[4];
@@ -286,6 +286,29 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s",
                     lattice_optim_errmsg(t->optim));
     return LATTICE_OK;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* A checkpoint's state as read, for comparing ranks: weights, moments,
+ * per-tensor steps, optimizer step, schedule position and data position. */
+static uint64_t state_hash(const float *params, const float *m1, const float *m2, int64_t n,
+                           const int64_t *steps, int nt, const restored *r)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    h = fnv1a(h, params, sizeof(float) * (size_t)n);
+    h = fnv1a(h, m1, sizeof(float) * (size_t)n);
+    h = fnv1a(h, m2, sizeof(float) * (size_t)n);
+    h = fnv1a(h, steps, sizeof(int64_t) * (size_t)nt);
+    const int64_t pos[5] = {r->optim_step, r->phase, r->step_in_phase, r->pos.epoch, r->pos.index};
+    return fnv1a(h, pos, sizeof(pos));
 }
 
 lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *path)
@@ -384,9 +407,23 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
         st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data position does not fit this data");
     }
     if (lattice__trainer_distributed(t)) {
-        /* every rank loads, or none does */
+        /* every rank loads, or none does; and only the same state: a stale
+         * copy of the file on one machine's disk would make its rank diverge */
         const lattice_status own = st;
         st = lattice__trainer_agree(t, st);
+        if (st == LATTICE_OK) {
+            uint64_t h[2] = {state_hash(params, m1, m2, m->n_params, steps, nt, &r), 0};
+            h[1] = h[0];
+            const int rc = t->coll.broadcast(t->coll_user, &h[1], sizeof(h[1]), 0);
+            if (rc)
+                st = lattice__trainer_coll_fail(t, "broadcast", rc);
+            else if (h[0] != h[1])
+                st = FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                          "rank %d read another checkpoint from %s than rank 0 did (a stale "
+                          "copy on this machine?): every rank must load the same file",
+                          t->rank, path);
+            st = lattice__trainer_agree(t, st);
+        }
         if (own == LATTICE_OK && st != LATTICE_OK)
             lattice_data_set_position(t->data, &was);
     }

@@ -467,6 +467,23 @@ START_TEST(test_checkpoint_over_ranks)
         ck_assert_int_eq(memcmp(full[r].weights, resumed[r].weights,
                                 full[r].n_weights * sizeof(float)), 0);
     }
+    /* a stale copy on one rank: another checkpoint of the same run (2 steps
+     * earlier) at rank 1's path; every rank refuses, rank 1 says why */
+    char stale[256];
+    snprintf(stale, sizeof stale, "%s/stale.safetensors", dir);
+    rank_run early[2] = {{.cfg = c, .steps = 2, .save_path = stale},
+                         {.cfg = c, .steps = 2, .save_path = other}};
+    run_fake(&fw, early, 2);
+    ck_assert_int_eq(early[0].save_st, LATTICE_OK);
+    rank_run mixed[2] = {{.cfg = c, .load_path = path}, {.cfg = c, .load_path = stale}};
+    run_fake(&fw, mixed, 2);
+    for (int r = 0; r < 2; r++)
+        ck_assert_msg(mixed[r].load_st == LATTICE_ERR_INVALID_CONFIG, "rank %d: %s", r,
+                      mixed[r].msg);
+    ck_assert_msg(strstr(mixed[1].msg, "another checkpoint"), "%s", mixed[1].msg);
+    free_runs(early, 2);
+    free_runs(mixed, 2);
+    unlink(stale);
     /* another rank count: refused before anything changes */
     rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher = 1}, .load_path = path};
     run_rank(&alone);
