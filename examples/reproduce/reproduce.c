@@ -107,6 +107,10 @@ static int rank = 0, n_ranks = 1;
 static char who[48] = PROG;
 #ifdef LATTICE_HAVE_MPI
 static int mpi_on; /* MPI_Init was called */
+/* A rank other than 0 that rank 0 has let through its gate: rank 0 now waits
+ * for it to ask for runs, so it may not end quietly until it has been told
+ * that none are left. */
+static int owes_rank0;
 #endif
 
 /* A message on stderr, prefixed with who. */
@@ -2108,10 +2112,16 @@ static void ranks_init(int *argc, char ***argv)
 }
 
 /* The end of main on every rank: rank 0 tells the others the status to end
- * with (they wait for it), then MPI ends. */
+ * with (they wait for it), then MPI ends. Another rank that ends while rank 0
+ * waits for it to ask for runs (its own options differ from rank 0's) ends
+ * the whole job instead, whatever its status: rank 0 would wait forever. */
 static int finish(int status)
 {
 #ifdef LATTICE_HAVE_MPI
+    if (mpi_on && owes_rank0)
+        die("rank %d stopped (status %d) before asking rank 0 for runs; ending the whole job "
+            "(every rank must be given the same options)",
+            rank, status);
     if (mpi_on) {
         if (rank == 0)
             open_gate(status, 0, 0);
@@ -2160,6 +2170,7 @@ int main(int argc, char **argv)
         const int gate = await_gate(&setup_sum, &teacher_sum);
         if (gate != GATE_GO)
             return finish(gate);
+        owes_rank0 = 1;
     }
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
@@ -2200,6 +2211,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return finish(2);
     }
+    /* rank 0 got none of these (it let this rank through): the ranks' options differ */
+    if (rank > 0 && (check_only || estimate_only || teacher_only))
+        die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
+            rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
     preset p;
     load_preset(&p, preset_path);
     if (threads > 0)
@@ -2293,6 +2308,7 @@ int main(int argc, char **argv)
 #ifdef LATTICE_HAVE_MPI
     if (rank > 0) {
         work_for_rank0(&p, be, teacher, &pr);
+        owes_rank0 = 0;
         lattice_model_destroy(teacher);
         lattice_backend_destroy(be);
         json_object_put(p.json);
