@@ -1908,11 +1908,25 @@ static void unpack_run(dispatch *d, const char *buf, size_t bytes, int from)
         die("rank %d sent a truncated result (%zu bytes)", from, bytes);
     memcpy(&job, buf, sizeof job);
     memcpy(r, buf + sizeof job, sizeof(*r));
-    const size_t n = (size_t)r->n_steps;
-    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms] ||
-        r->n_steps < 0 || bytes != RUN_HEADER + n * RUN_PER_STEP || r->n_pts < 0 ||
-        r->n_pts > MAX_POINTS || r->n_appends < 0 || r->n_appends > 8)
-        die("rank %d sent a result that does not fit job %d", from, (int)job);
+    /* the step count the bytes hold, found by division: n_steps * RUN_PER_STEP
+     * could wrap around to match */
+    const size_t n = (bytes - RUN_HEADER) / RUN_PER_STEP;
+    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms])
+        die("rank %d sent a result for job %d, which it was not handed or sent already", from,
+            (int)job);
+    if ((bytes - RUN_HEADER) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n)
+        die("rank %d sent %zu bytes for job %d, which do not hold the %lld steps it claims", from,
+            bytes, (int)job, (long long)r->n_steps);
+    /* every count within the array it indexes */
+    if (r->n_pts < 0 || r->n_pts > MAX_POINTS || r->n_appends < 0 ||
+        (size_t)r->n_appends > sizeof r->append_steps / sizeof r->append_steps[0] ||
+        (size_t)r->n_appends > sizeof r->is_append / sizeof r->is_append[0] ||
+        (size_t)r->n_appends > sizeof r->resp / sizeof r->resp[0] || r->n_boundaries < 0 ||
+        (size_t)r->n_boundaries > sizeof r->rms / sizeof r->rms[0] || r->n_blocks_measured < 0 ||
+        (size_t)r->n_blocks_measured > sizeof r->removal / sizeof r->removal[0])
+        die("rank %d sent a result for job %d whose counts exceed their arrays (%d points, %d "
+            "phase changes, %d boundaries, %d blocks measured)",
+            from, (int)job, r->n_pts, r->n_appends, r->n_boundaries, r->n_blocks_measured);
     const char *at = buf + RUN_HEADER;
     r->losses = calloc(n + 1, sizeof(double));
     r->step_phase = calloc(n + 1, sizeof(int));
