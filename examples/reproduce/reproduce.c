@@ -2102,6 +2102,10 @@ static void ranks_init(int *argc, char ***argv)
     if (!launched_by_mpi())
         return;
 #ifdef LATTICE_HAVE_MPI
+    /* FUNNELED: the backend's OpenMP threads run beside MPI, but only the main
+     * thread calls it (the trainer calls serve_ranks from its step callback, on
+     * the thread that called lattice_trainer_run). SINGLE would promise that
+     * no other thread exists at all. */
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
         fprintf(stderr, PROG ": MPI_Init failed\n");
@@ -2110,8 +2114,13 @@ static void ranks_init(int *argc, char ***argv)
     mpi_on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
-    if (n_ranks > 1) {
+    if (n_ranks > 1)
         snprintf(who, sizeof who, PROG "[rank %d]", rank);
+    if (provided < MPI_THREAD_FUNNELED)
+        die("this MPI library provides thread level %d, below MPI_THREAD_FUNNELED (%d), which "
+            "the backend's threads beside MPI need",
+            provided, MPI_THREAD_FUNNELED);
+    if (n_ranks > 1) {
         const char *f = getenv("LATTICE_REPRODUCE_FAIL_RANK");
         char *end;
         if (f && f[0] && strtol(f, &end, 10) == rank && !*end)
