@@ -107,6 +107,10 @@ static int rank = 0, n_ranks = 1;
 static char who[48] = PROG;
 #ifdef LATTICE_HAVE_MPI
 static int mpi_on; /* MPI_Init was called */
+/* A rank other than 0 that rank 0 has let through its gate: rank 0 now waits
+ * for it to ask for runs, so it may not end quietly until it has been told
+ * that none are left. */
+static int owes_rank0;
 #endif
 
 /* A message on stderr, prefixed with who. */
@@ -1904,11 +1908,25 @@ static void unpack_run(dispatch *d, const char *buf, size_t bytes, int from)
         die("rank %d sent a truncated result (%zu bytes)", from, bytes);
     memcpy(&job, buf, sizeof job);
     memcpy(r, buf + sizeof job, sizeof(*r));
-    const size_t n = (size_t)r->n_steps;
-    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms] ||
-        r->n_steps < 0 || bytes != RUN_HEADER + n * RUN_PER_STEP || r->n_pts < 0 ||
-        r->n_pts > MAX_POINTS || r->n_appends < 0 || r->n_appends > 8)
-        die("rank %d sent a result that does not fit job %d", from, (int)job);
+    /* the step count the bytes hold, found by division: n_steps * RUN_PER_STEP
+     * could wrap around to match */
+    const size_t n = (bytes - RUN_HEADER) / RUN_PER_STEP;
+    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms])
+        die("rank %d sent a result for job %d, which it was not handed or sent already", from,
+            (int)job);
+    if ((bytes - RUN_HEADER) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n)
+        die("rank %d sent %zu bytes for job %d, which do not hold the %lld steps it claims", from,
+            bytes, (int)job, (long long)r->n_steps);
+    /* every count within the array it indexes */
+    if (r->n_pts < 0 || r->n_pts > MAX_POINTS || r->n_appends < 0 ||
+        (size_t)r->n_appends > sizeof r->append_steps / sizeof r->append_steps[0] ||
+        (size_t)r->n_appends > sizeof r->is_append / sizeof r->is_append[0] ||
+        (size_t)r->n_appends > sizeof r->resp / sizeof r->resp[0] || r->n_boundaries < 0 ||
+        (size_t)r->n_boundaries > sizeof r->rms / sizeof r->rms[0] || r->n_blocks_measured < 0 ||
+        (size_t)r->n_blocks_measured > sizeof r->removal / sizeof r->removal[0])
+        die("rank %d sent a result for job %d whose counts exceed their arrays (%d points, %d "
+            "phase changes, %d boundaries, %d blocks measured)",
+            from, (int)job, r->n_pts, r->n_appends, r->n_boundaries, r->n_blocks_measured);
     const char *at = buf + RUN_HEADER;
     r->losses = calloc(n + 1, sizeof(double));
     r->step_phase = calloc(n + 1, sizeof(int));
@@ -2084,6 +2102,10 @@ static void ranks_init(int *argc, char ***argv)
     if (!launched_by_mpi())
         return;
 #ifdef LATTICE_HAVE_MPI
+    /* FUNNELED: the backend's OpenMP threads run beside MPI, but only the main
+     * thread calls it (the trainer calls serve_ranks from its step callback, on
+     * the thread that called lattice_trainer_run). SINGLE would promise that
+     * no other thread exists at all. */
     int provided;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
         fprintf(stderr, PROG ": MPI_Init failed\n");
@@ -2092,8 +2114,13 @@ static void ranks_init(int *argc, char ***argv)
     mpi_on = 1;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
-    if (n_ranks > 1) {
+    if (n_ranks > 1)
         snprintf(who, sizeof who, PROG "[rank %d]", rank);
+    if (provided < MPI_THREAD_FUNNELED)
+        die("this MPI library provides thread level %d, below MPI_THREAD_FUNNELED (%d), which "
+            "the backend's threads beside MPI need",
+            provided, MPI_THREAD_FUNNELED);
+    if (n_ranks > 1) {
         const char *f = getenv("LATTICE_REPRODUCE_FAIL_RANK");
         char *end;
         if (f && f[0] && strtol(f, &end, 10) == rank && !*end)
@@ -2108,10 +2135,16 @@ static void ranks_init(int *argc, char ***argv)
 }
 
 /* The end of main on every rank: rank 0 tells the others the status to end
- * with (they wait for it), then MPI ends. */
+ * with (they wait for it), then MPI ends. Another rank that ends while rank 0
+ * waits for it to ask for runs (its own options differ from rank 0's) ends
+ * the whole job instead, whatever its status: rank 0 would wait forever. */
 static int finish(int status)
 {
 #ifdef LATTICE_HAVE_MPI
+    if (mpi_on && owes_rank0)
+        die("rank %d stopped (status %d) before asking rank 0 for runs; ending the whole job "
+            "(every rank must be given the same options)",
+            rank, status);
     if (mpi_on) {
         if (rank == 0)
             open_gate(status, 0, 0);
@@ -2160,6 +2193,7 @@ int main(int argc, char **argv)
         const int gate = await_gate(&setup_sum, &teacher_sum);
         if (gate != GATE_GO)
             return finish(gate);
+        owes_rank0 = 1;
     }
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
@@ -2200,6 +2234,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return finish(2);
     }
+    /* rank 0 got none of these (it let this rank through): the ranks' options differ */
+    if (rank > 0 && (check_only || estimate_only || teacher_only))
+        die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
+            rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
     preset p;
     load_preset(&p, preset_path);
     if (threads > 0)
@@ -2293,6 +2331,7 @@ int main(int argc, char **argv)
 #ifdef LATTICE_HAVE_MPI
     if (rank > 0) {
         work_for_rank0(&p, be, teacher, &pr);
+        owes_rank0 = 0;
         lattice_model_destroy(teacher);
         lattice_backend_destroy(be);
         json_object_put(p.json);

@@ -1,8 +1,9 @@
 """The study spread over MPI ranks: a tiny study run once as a single process
 and once under `mpirun -np 2` gives the same numbers in results.json (timings
 aside) and the same curves.csv; the stop-early flags run on rank 0 alone; an
-error on a rank other than 0 ends the whole job with a non-zero status and its
-message, without hanging.
+error on a rank other than 0, or options there that would stop it before it
+asks for runs, ends the whole job with a non-zero status and its message,
+without hanging.
 
 usage: test_reproduce_mpi.py REPRODUCE_BINARY MPIRUN_OR_EMPTY mpi|nompi
 Exits 77 (skipped) when reproduce was built without MPI or mpirun is missing.
@@ -36,20 +37,25 @@ def tiny_study_over_ranks(d):
                      {"steps": 40, "active_layers": 2, "rewind_data": 1}]}])
 
 
-def run(args, ranks=0, env_extra=None):
-    """reproduce alone (ranks 0) or under mpirun; a hang is killed and fails the test."""
+def run(args, ranks=0, env_extra=None, rank1_args=None, timeout=TIMEOUT):
+    """reproduce alone (ranks 0) or under mpirun; a hang is killed and fails the test.
+    With rank1_args, two ranks with different arguments (mpirun's MPMD form):
+    rank 0 gets args, rank 1 args and rank1_args."""
     cmd = [BIN, *args]
-    if ranks:
+    if rank1_args is not None:
+        cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", "1", *cmd,
+               ":", "-np", "1", BIN, *args, *rank1_args]
+    elif ranks:
         cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(ranks), *cmd]
     env = dict(os.environ, **(env_extra or {}))
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                          start_new_session=True)
     try:
-        out, err = p.communicate(timeout=TIMEOUT)
+        out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.communicate()
-        raise AssertionError("hung: %s did not end within %d s" % (" ".join(cmd), TIMEOUT))
+        raise AssertionError("hung: %s did not end within %d s" % (" ".join(cmd), timeout))
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
 
 
@@ -129,6 +135,24 @@ class OverRanks(unittest.TestCase):
         r = run(["--preset", bad], ranks=2)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("reproduce[rank 0]: preset: unknown key 'studnet'", r.stderr)
+
+    def test_rank1_that_stops_ends_the_job(self):
+        # rank 1 reads its options only after rank 0 has let it through, and rank
+        # 0 then waits for it to ask for runs: an option error there, or a flag
+        # that would stop it (even with status 0), must end the job, not hang it
+        out = os.path.join(self.tmp.name, "rank1-stops")
+        args = ["--preset", self.preset, "--out", out]
+        r = run(args, rank1_args=["--threads", "0"], timeout=60)
+        self.assertNotEqual(r.returncode, 0, r.stderr)
+        self.assertIn("--threads: '0' is not an integer", r.stderr)
+        self.assertIn("reproduce[rank 1]: rank 1 stopped (status 2) before asking rank 0 for runs",
+                      r.stderr)
+        for flag in ("--check", "--estimate", "--teacher-only"):
+            r = run(args, rank1_args=[flag], timeout=60)
+            self.assertNotEqual(r.returncode, 0, r.stderr)
+            self.assertIn("reproduce[rank 1]: rank 1 was given %s, but rank 0 was not" % flag,
+                          r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
 
     def test_failure_on_rank1_ends_the_job(self):
         out = os.path.join(self.tmp.name, "fail")
