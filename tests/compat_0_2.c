@@ -1,11 +1,14 @@
 /* A program written against liblattice 0.2's names, linked against the shared
  * library: the names 0.3 renamed (doc/renames-0.3.txt) still compile (with
- * deprecation warnings, silenced here; the 'deprecated-names-warn' test checks
+ * deprecation warnings, silenced here; the 'deprecated-names' test checks
  * they are raised) and give what the new names give. The two functions whose
  * names became types in 0.3 (lattice_schedule_phase, lattice_schedule_counters)
  * exist for old binaries only: they are looked up as symbols. */
 #include <lattice/lattice.h>
 #include <lattice/checkpoint.h>
+
+#include "layout_0_2.h"
+#include "tiny_model.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -14,22 +17,9 @@
 
 static int failures;
 
-/* lattice_optim_params and lattice_trainer_params as 0.2 laid them out, and
- * their _init functions as a program built against 0.2 binds them: at the
- * symbol version LATTICE_0.1 (0.3's default version fills 0.3's structs). */
-struct optim_params_0_2 {
-    size_t size;
-    float lr, min_lr;
-    int warmup_steps, total_steps;
-    float beta1, beta2, eps, weight_decay, clip_norm;
-};
-struct trainer_params_0_2 {
-    size_t size;
-    int64_t eval_every, eval_batches;
-    uint64_t seed;
-    lattice_trainer_metrics_fn on_step, on_eval;
-    void *user;
-};
+/* The _init functions of the structs 0.3 changed, as a program built against
+ * 0.2 binds them: at the symbol version LATTICE_0.1 (0.3's default version
+ * fills 0.3's structs). */
 void optim_params_init_0_2(struct optim_params_0_2 *p);
 void trainer_params_init_0_2(struct trainer_params_0_2 *p);
 __asm__(".symver optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
@@ -73,17 +63,7 @@ int main(void)
     SAME(lattice_backend_threads(be), 1);
 
     lattice_model_params mp;
-    lattice_model_params_init(&mp);
-    mp.vocab_size = 11;
-    mp.d_model = 8;
-    mp.n_layers = 2;
-    mp.n_active_layers = 2;
-    mp.n_heads = 2;
-    mp.n_kv_heads = 1;
-    mp.head_dim = 4;
-    mp.d_ff = 12;
-    mp.max_batch = 2;
-    mp.max_seq = 5;
+    tu_tiny_params(&mp);
     lattice_norm *norm;
     OK(lattice_norm_create(LATTICE_NORM_POST, LATTICE_NORM_RMS, 1e-6f, &norm));
     lattice_model *m;

@@ -1,6 +1,7 @@
 /* Data: text and token-id sources, documents and boundaries, the split,
  * unpacked and packed batches, order, wrapping, positions and bad files. */
 #include "testutil.h"
+#include "layout_0_2.h"
 
 #include <stddef.h>
 #include <unistd.h>
@@ -289,15 +290,9 @@ START_TEST(test_short_params_structs)
     free(p);
     /* lattice_optim_params as 0.1 laid it out (int step counts; 0.3 made
      * them int64_t), cut before its last field */
-    struct optim_0_1 {
-        size_t size;
-        float lr, min_lr;
-        int warmup_steps, total_steps;
-        float beta1, beta2, eps, weight_decay, clip_norm;
-    };
-    const size_t osize = offsetof(struct optim_0_1, clip_norm);
-    struct optim_0_1 *full01 = calloc(1, sizeof(*full01));
-    *full01 = (struct optim_0_1){osize, 1e-4f, 1e-6f, 750, 50000, 0.9f, 0.95f, 1e-8f, 0.0f, 0.5f};
+    const size_t osize = offsetof(struct optim_params_0_2, clip_norm);
+    struct optim_params_0_2 *full01 = calloc(1, sizeof(*full01));
+    *full01 = (struct optim_params_0_2){osize, 1e-4f, 1e-6f, 750, 50000, 0.9f, 0.95f, 1e-8f, 0.0f, 0.5f};
     lattice_optim_params *op = malloc(osize);
     memcpy(op, full01, osize);
     free(full01);

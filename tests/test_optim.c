@@ -2,6 +2,7 @@
  * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
 #include <limits.h>
 #include "testutil.h"
+#include "layout_0_2.h"
 #include "study_impl.h"
 
 typedef struct fixture {
@@ -300,20 +301,13 @@ END_TEST
 /* Callers built against 0.1/0.2 pass lattice_optim_params with int step
  * counts (0.3 widened them to int64_t): told apart by size, read and written
  * in their own layout; a size that is neither layout is refused. */
-struct optim_0_2 {
-    size_t size;
-    float lr, min_lr;
-    int warmup_steps, total_steps;
-    float beta1, beta2, eps, weight_decay, clip_norm;
-};
-
 START_TEST(test_params_0_2_layout)
 {
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     fixture f = open_fixture(&op);
-    struct optim_0_2 *old = malloc(sizeof(*old));
-    *old = (struct optim_0_2){sizeof(*old), 3e-3f, 3e-5f, 7, 99, 0.8f, 0.9f, 1e-7f, 0.01f, 2.0f};
+    struct optim_params_0_2 *old = malloc(sizeof(*old));
+    *old = (struct optim_params_0_2){sizeof(*old), 3e-3f, 3e-5f, 7, 99, 0.8f, 0.9f, 1e-7f, 0.01f, 2.0f};
     lattice_optim *o;
     ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
                      LATTICE_OK);
@@ -341,7 +335,7 @@ START_TEST(test_params_0_2_layout)
 
     /* between the layouts: neither */
     unsigned char *mid = calloc(1, sizeof(lattice_optim_params));
-    const size_t mid_size = sizeof(struct optim_0_2) + 4;
+    const size_t mid_size = sizeof(struct optim_params_0_2) + 4;
     memcpy(mid, &mid_size, sizeof(mid_size));
     ck_assert_int_eq(lattice_optim_set_params(o, (const lattice_optim_params *)(void *)mid),
                      LATTICE_ERR_INVALID_ARGUMENT);
