@@ -3,6 +3,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 /* Smallest ops struct a caller may pass: everything up to and including destroy. */
 #define OPS_V1_SIZE (offsetof(lattice_backend_ops, destroy) + sizeof(void (*)(void *)))
@@ -221,17 +224,102 @@ static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, i
            ldc >= (n > 1 ? n : 1);
 }
 
+/* Threads. A built-in backend's sgemm slot runs one thread per call. A call
+ * worth sharing is split here, over the library's own OpenMP team: C's rows
+ * (or its columns, when it has more of them) in contiguous blocks, one per
+ * thread, each block computed whole by one serial call. No two threads write
+ * the same element and each element's sum runs in the serial kernel's order,
+ * so the result does not depend on the thread count. The team's waits are
+ * OpenMP's, which give up the core (OMP_WAIT_POLICY, GOMP_SPINCOUNT); BLIS's
+ * own barrier spins without bound (upstream issue #604) and two programs on
+ * the same cores would stall each other inside it. Custom backends' own slots
+ * get every call whole: they do their own threading. */
+static int builtin(const lattice_backend *be)
+{
+    return be->user_ops.size == 0 || be->ops.sgemm == lattice__ref_sgemm;
+}
+
+/* Below this many multiply-adds a call runs on one thread: a fork and join
+ * costs about as much as the call. */
+#define GEMM_SPLIT_MIN_MACS (1L << 18)
+/* Blocks start on multiples of this many rows or columns (a micro-tile). */
+#define GEMM_SPLIT_ALIGN 16
+
+static int gemm_threads(const lattice_backend *be, int m, int n, int k)
+{
+    int nt = be->n_threads;
+    if (nt < 2 || !builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
+        return 1;
+#ifdef _OPENMP
+    if (omp_in_parallel())
+        return 1;
+#endif
+    int blocks = ((m > n ? m : n) + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN;
+    return nt < blocks ? nt : blocks;
+}
+
+static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n, int k,
+                       float alpha, const float *a, int lda, const float *b, int ldb, float beta,
+                       float *c, int ldc)
+{
+    const int rows = m >= n, len = rows ? m : n;
+    const int blocks = (len + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN;
+    int rc = 0;
+    (void)nt;
+#pragma omp parallel num_threads(nt) reduction(| : rc)
+    {
+        int t = 0, T = 1;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+        T = omp_get_num_threads();
+#endif
+        int lo = (int)((long)blocks * t / T) * GEMM_SPLIT_ALIGN;
+        int hi = (int)((long)blocks * (t + 1) / T) * GEMM_SPLIT_ALIGN;
+        if (hi > len)
+            hi = len;
+        if (hi > lo) {
+            if (rows) /* rows lo..hi of op(A) and of C */
+                rc |= be->ops.sgemm(be->ops.user, ta, tb, hi - lo, n, k, alpha,
+                                    a + (ta ? (long)lo : (long)lo * lda), lda, b, ldb, beta,
+                                    c + (long)lo * ldc, ldc);
+            else /* columns lo..hi of op(B) and of C */
+                rc |= be->ops.sgemm(be->ops.user, ta, tb, m, hi - lo, k, alpha, a, lda,
+                                    b + (tb ? (long)lo * ldb : (long)lo), ldb, beta, c + lo, ldc);
+        }
+    }
+    return rc;
+}
+
 lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, int k,
                              float alpha, const float *a, int lda, const float *b, int ldb,
                              float beta, float *c, int ldc)
 {
     if (m == 0 || n == 0)
         return LATTICE_OK;
-    int rc = be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    int nt = gemm_threads(be, m, n, k);
+    int rc = nt > 1 ? split_sgemm(be, nt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+                    : be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                                    c, ldc);
     if (rc)
         return lattice__fail(LATTICE_ERR_BACKEND, "backend '%s': sgemm %dx%dx%d returned %d",
                              be->name, m, n, k, rc);
     return LATTICE_OK;
+}
+
+/* A built-in backend's batch (attention heads: many small problems): one
+ * problem per thread at a time, each on one thread. */
+static int team_sgemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
+                              float alpha, const float *const *a, int lda,
+                              const float *const *b, int ldb, float beta, float *const *c,
+                              int ldc, int count)
+{
+    int nt = be->n_threads < count ? be->n_threads : count, rc = 0;
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(| : rc) if (nt > 1)
+    for (int i = 0; i < count; i++)
+        rc |= be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta,
+                            c[i], ldc);
+    return rc;
 }
 
 lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
@@ -241,7 +329,9 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
 {
     if (m == 0 || n == 0 || count == 0)
         return LATTICE_OK;
-    int rc = be->ops.sgemm_batched
+    int rc = builtin(be) ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+                                              c, ldc, count)
+             : be->ops.sgemm_batched
                  ? be->ops.sgemm_batched(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb,
                                          beta, c, ldc, count)
                  : loop_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,

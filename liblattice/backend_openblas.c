@@ -26,9 +26,11 @@ typedef void (*cblas_sgemm_fn)(int order, int trans_a, int trans_b, int m, int n
                                float beta, float *c, int ldc);
 typedef void (*set_threads_fn)(int n_threads);
 typedef char *(*string_fn)(void);
+typedef int (*int_fn)(void);
 
 static struct {
     int ok;
+    int openmp; /* the OpenMP build (openblas_get_parallel() == 2) */
     cblas_sgemm_fn sgemm;
     set_threads_fn set_threads;
     lattice__kernel_report report; /* the same for every OpenBLAS backend: one library per process */
@@ -115,11 +117,15 @@ static void load(void)
     openblas.set_threads = (set_threads_fn)dlsym(h, "openblas_set_num_threads");
     string_fn corename = (string_fn)dlsym(h, "openblas_get_corename");
     string_fn config = (string_fn)dlsym(h, "openblas_get_config");
-    if (!openblas.sgemm || !openblas.set_threads || !corename || !config) {
+    int_fn parallel = (int_fn)dlsym(h, "openblas_get_parallel");
+    if (!openblas.sgemm || !openblas.set_threads || !corename || !config || !parallel) {
         snprintf(r->reason, sizeof(r->reason),
                  "the loaded libopenblas lacks cblas_sgemm or the openblas_* queries");
         return; /* the handle stays open: dlclose of a BLAS with live threads is not safe */
     }
+    openblas.openmp = parallel() == 2;
+    if (!openblas.openmp)
+        openblas.set_threads(1); /* its own pool would spin beside the library's team */
     const char *core = corename();
     library_text(config(), r->library, sizeof(r->library));
     snprintf(r->kernels, sizeof(r->kernels), "%s", core ? core : "unknown");
@@ -155,56 +161,30 @@ int lattice__openblas_load(void)
     return openblas.ok;
 }
 
-/* OpenBLAS's thread count is process-wide; its OpenMP build takes it from the
- * calling thread's OpenMP setting, so set it per call and give the caller's back. */
-static int threads_begin(int n_threads)
-{
-    int saved = 0;
-#ifdef _OPENMP
-    saved = omp_get_max_threads();
-#endif
-    openblas.set_threads(n_threads);
-    return saved;
-}
-
-static void threads_end(int saved)
-{
-#ifdef _OPENMP
-    omp_set_num_threads(saved);
-#else
-    (void)saved;
-#endif
-}
-
+/* One thread per call, as every built-in backend (backend.c splits the work
+ * over the library's own OpenMP team). OpenBLAS's thread count is
+ * process-wide. Its OpenMP build runs one thread inside a parallel region and
+ * otherwise takes the count from the caller's OpenMP setting, which
+ * openblas_set_num_threads changes: so outside a region it is set to 1 for
+ * the call and the caller's setting given back. The pthread build is set to
+ * 1 once, at load. */
 static int openblas_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
                           const float *a, int lda, const float *b, int ldb, float beta, float *c,
                           int ldc)
 {
-    lattice_backend *be = user;
-    int saved = threads_begin(be->n_threads);
+    (void)user;
+#ifdef _OPENMP
+    int outside = openblas.openmp && !omp_in_parallel();
+    int saved = outside ? omp_get_max_threads() : 0;
+    if (outside)
+        openblas.set_threads(1);
+#endif
     openblas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
                    tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    threads_end(saved);
-    return 0;
-}
-
-/* As the BLIS backend: small problems (attention heads) one per thread. Each
- * call runs single-threaded: OpenBLAS's OpenMP build does so inside a parallel
- * region anyway, and the thread count of 1 keeps a pthread build from nesting. */
-static int openblas_sgemm_batched(void *user, int ta, int tb, int m, int n, int k, float alpha,
-                                  const float *const *a, int lda, const float *const *b, int ldb,
-                                  float beta, float *const *c, int ldc, int count)
-{
-    lattice_backend *be = user;
-    int nt = be->n_threads < count ? be->n_threads : count;
-    (void)nt;
-    int saved = threads_begin(1);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int i = 0; i < count; i++)
-        openblas.sgemm(CBLAS_ROW_MAJOR, ta ? CBLAS_TRANS : CBLAS_NO_TRANS,
-                       tb ? CBLAS_TRANS : CBLAS_NO_TRANS, m, n, k, alpha, a[i], lda, b[i], ldb,
-                       beta, c[i], ldc);
-    threads_end(saved);
+#ifdef _OPENMP
+    if (outside)
+        omp_set_num_threads(saved);
+#endif
     return 0;
 }
 
@@ -212,7 +192,6 @@ void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
 {
     ops->user = be;
     ops->sgemm = openblas_sgemm;
-    ops->sgemm_batched = openblas_sgemm_batched;
     be->report = openblas.report;
 }
 
