@@ -234,7 +234,7 @@ static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, i
  * own barrier spins without bound (upstream issue #604) and two programs on
  * the same cores would stall each other inside it. Custom backends' own slots
  * get every call whole: they do their own threading. */
-static int builtin(const lattice_backend *be)
+int lattice__backend_builtin(const lattice_backend *be)
 {
     return be->user_ops.size == 0 || be->ops.sgemm == lattice__ref_sgemm;
 }
@@ -248,7 +248,7 @@ static int builtin(const lattice_backend *be)
 static int gemm_threads(const lattice_backend *be, int m, int n, int k)
 {
     int nt = be->n_threads;
-    if (nt < 2 || !builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
+    if (nt < 2 || !lattice__backend_builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
         return 1;
 #ifdef _OPENMP
     if (omp_in_parallel())
@@ -329,7 +329,7 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
 {
     if (m == 0 || n == 0 || count == 0)
         return LATTICE_OK;
-    int rc = builtin(be) ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
+    int rc = lattice__backend_builtin(be) ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
                                               c, ldc, count)
              : be->ops.sgemm_batched
                  ? be->ops.sgemm_batched(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb,

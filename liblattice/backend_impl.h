@@ -30,6 +30,10 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
                                      const float *const *b, int ldb, float beta,
                                      float *const *c, int ldc, int count);
 
+/* Whether the backend's GEMMs are the library's own (built-in, or a custom
+ * backend on the reference fallback): one thread per call, split by the library. */
+int lattice__backend_builtin(const lattice_backend *be);
+
 /* Built-in slot implementations. */
 int lattice__ref_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta,

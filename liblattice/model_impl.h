@@ -46,6 +46,24 @@ typedef struct tensor_entry {
     uint32_t key; /* seeds this tensor's draw independently of the others */
 } tensor_entry;
 
+/* Views for the rows split of a pass (model.c): one per thread, each a copy
+ * of the model whose activation pointers start at its first sequence. */
+typedef struct model_split {
+    int n;            /* threads the workspace serves (0: none built yet) */
+    size_t bytes;     /* what it allocated, counted by lattice_model_get_arena_bytes */
+    float *grads;     /* n - 1 gradient arenas (thread 0 uses the model's own) */
+    float *red;       /* n - 1 reduction scratches of red_floats each */
+    size_t red_floats;
+    struct lattice_model *views;
+    float **hs;       /* n x (L + 1) */
+    layer_acts *acts; /* n x L */
+    struct lattice_backend *be; /* n single-thread copies of the model's backend */
+    lattice_status *status;     /* each view's pass */
+} model_split;
+
+/* How the passes use more than one thread: chosen by shape unless forced. */
+typedef enum model_parallel { PARALLEL_AUTO, PARALLEL_OPS, PARALLEL_ROWS } model_parallel;
+
 struct lattice_model {
     lattice_model_params p;
     struct lattice_norm norm;
@@ -89,6 +107,8 @@ struct lattice_model {
     float **ptr_c;
 
     lattice_prof prof; /* per-op timing, off unless lattice__model_profile turns it on */
+    model_parallel parallel; /* LATTICE_PARALLEL at create */
+    model_split split;
 };
 
 /* Gradient of a parameter pointer (same offset in the gradient arena). */

@@ -22,6 +22,7 @@ typedef enum lattice_op {
     LATTICE_OP_ELEMWISE,    /* SwiGLU, residual joins, scaling */
     LATTICE_OP_LOSS,        /* cross-entropy and dlogits */
     LATTICE_OP_OPTIM,       /* gradient norm and AdamW */
+    LATTICE_OP_GRAD_SUM,    /* summing the threads' gradients after a rows-split backward */
     LATTICE_OP_COUNT
 } lattice_op;
 
@@ -29,6 +30,10 @@ typedef struct lattice_prof {
     int on; /* 0 off, LATTICE_PROF_WALL or LATTICE_PROF_CPU */
     double secs[LATTICE_OP_COUNT];
     long calls[LATTICE_OP_COUNT];
+    /* Threads the last pass split the batch's sequences over (each running
+     * whole layers on its rows); 1 when each op was split instead. With a
+     * rows split the op times are thread 0's. */
+    int rows_threads;
 } lattice_prof;
 
 /* Wall-clock time, or the process's CPU time (all threads summed: on a

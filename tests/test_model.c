@@ -3,6 +3,8 @@
  * and bad input. */
 #include "testutil.h"
 
+#include "model_impl.h" /* private: the profile says how a pass was split */
+
 typedef struct tiny {
     lattice_backend *be;
     lattice_norm *norm;
@@ -781,6 +783,141 @@ START_TEST(test_model_evaluate_bad_input)
 }
 END_TEST
 
+
+/* ---- threads: the rows split against one thread and the ops split ---- */
+
+typedef struct split_run {
+    float *logits, *grads;
+    long n_logits, n_grads;
+    int rows_threads;
+} split_run;
+
+/* A model made with LATTICE_PARALLEL = how, one forward, loss and backward of
+ * 3 sequences x 6; its logits, every gradient, and how the passes split. */
+static split_run split_step(const char *backend, int threads, const char *how,
+                            lattice_norm_placement pl)
+{
+    lattice_model_params p;
+    tiny_params(&p);
+    p.n_layers = 3;
+    p.n_active_layers = 3;
+    p.max_batch = 3;
+    p.max_seq = 6;
+    p.qk_norm = 1;
+    setenv("LATTICE_PARALLEL", how, 1);
+    tiny t = tiny_open(backend, pl, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+    unsetenv("LATTICE_PARALLEL");
+    ck_assert_int_eq(lattice_backend_set_threads(t.be, threads), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
+    int32_t tok[18], tgt[18];
+    for (int i = 0; i < 18; i++) {
+        tok[i] = (i * 7 + 3) % 11;
+        tgt[i] = (i * 5 + 1) % 11;
+    }
+    lattice__model_profile(t.m, LATTICE_PROF_WALL);
+    float loss;
+    ck_assert_int_eq(lattice_model_forward(t.m, tok, 3, 6), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(t.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_OK);
+    split_run r;
+    r.rows_threads = lattice__model_profile_get(t.m)->rows_threads;
+    r.n_logits = 18 * 11;
+    r.logits = malloc(sizeof(float) * r.n_logits);
+    memcpy(r.logits, lattice_model_get_logits(t.m), sizeof(float) * r.n_logits);
+    r.n_grads = 0;
+    for (int i = 0; i < lattice_model_get_n_tensors(t.m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(t.m, i, &ti);
+        r.n_grads += (long)(ti.shape[0] * ti.shape[1]);
+    }
+    r.grads = malloc(sizeof(float) * r.n_grads);
+    long at = 0;
+    for (int i = 0; i < lattice_model_get_n_tensors(t.m); i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(t.m, i, &ti);
+        long n = (long)(ti.shape[0] * ti.shape[1]);
+        int tr = 0;
+        lattice_model_get_trainable(t.m, ti.group, ti.layer, &tr);
+        for (long j = 0; j < n; j++) /* a frozen tensor's gradient is not defined */
+            r.grads[at + j] = tr ? ti.grad[j] : 0.0f;
+        at += n;
+    }
+    tiny_close(&t);
+    return r;
+}
+
+static void split_close(split_run *r)
+{
+    free(r->logits);
+    free(r->grads);
+}
+
+static void assert_close(const float *a, const float *b, long n, const char *what)
+{
+    for (long i = 0; i < n; i++)
+        ck_assert_msg(fabsf(a[i] - b[i]) <= 1e-5f + 1e-4f * fabsf(b[i]), "%s[%ld]: %.9g vs %.9g",
+                      what, i, (double)a[i], (double)b[i]);
+}
+
+START_TEST(test_model_rows_split)
+{
+    /* _i: placement x backend. 3 sequences over 2 threads (uneven blocks),
+     * layer 0 frozen. */
+    lattice_norm_placement pl = (lattice_norm_placement)(_i % 3);
+    const char *be = tu_backend_name(_i / 3);
+    split_run one = split_step(be, 1, "auto", pl);
+    split_run rows = split_step(be, 2, "rows", pl);
+    split_run again = split_step(be, 2, "rows", pl);
+    split_run ops = split_step(be, 2, "ops", pl);
+    split_run four = split_step(be, 4, "rows", pl);
+    ck_assert_int_eq(one.rows_threads, 1);
+    ck_assert_int_eq(rows.rows_threads, 2);
+    ck_assert_int_eq(ops.rows_threads, 1);
+    ck_assert_int_eq(four.rows_threads, 3); /* no more threads than sequences */
+    assert_close(rows.logits, one.logits, one.n_logits, "rows logits");
+    assert_close(rows.grads, one.grads, one.n_grads, "rows gradients");
+    assert_close(four.grads, one.grads, one.n_grads, "rows x3 gradients");
+    assert_close(ops.grads, one.grads, one.n_grads, "ops gradients");
+    /* reruns at one thread count: the same bits */
+    ck_assert_int_eq(memcmp(rows.grads, again.grads, sizeof(float) * rows.n_grads), 0);
+    ck_assert_int_eq(memcmp(rows.logits, again.logits, sizeof(float) * rows.n_logits), 0);
+    split_close(&one);
+    split_close(&rows);
+    split_close(&again);
+    split_close(&ops);
+    split_close(&four);
+}
+END_TEST
+
+/* The tiny shapes of the tests take the rows split with 2 threads; the
+ * benchmark's d256 student takes the ops split. */
+START_TEST(test_model_split_by_shape)
+{
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 16;
+    p.n_layers = 1;
+    p.n_active_layers = 1;
+    p.max_batch = 2;
+    p.max_seq = 4;
+    const int d[2] = {64, 256}, ff[2] = {192, 768}, hd[2] = {16, 64}, kv[2] = {2, 4};
+    for (int k = 0; k < 2; k++) {
+        p.d_model = d[k];
+        p.d_ff = ff[k];
+        p.head_dim = hd[k];
+        p.n_heads = 4;
+        p.n_kv_heads = kv[k];
+        unsetenv("LATTICE_PARALLEL");
+        tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+        const int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+        lattice__model_profile(t.m, LATTICE_PROF_WALL);
+        ck_assert_int_eq(lattice_model_forward(t.m, tok, 2, 4), LATTICE_OK);
+        ck_assert_int_eq(lattice__model_profile_get(t.m)->rows_threads, k == 0 ? 2 : 1);
+        tiny_close(&t);
+    }
+}
+END_TEST
+
 static Suite *model_suite(void)
 {
     Suite *s = suite_create("model");
@@ -790,6 +927,8 @@ static Suite *model_suite(void)
     tcase_add_loop_test(g, test_model_grad_frozen_and_skip, 0, 2);
     tcase_add_loop_test(g, test_model_grad_fused_attention, 0, 2 * tu_n_backends());
     tcase_add_test(g, test_model_skip_and_hidden);
+    tcase_add_loop_test(g, test_model_rows_split, 0, 3 * tu_n_backends());
+    tcase_add_test(g, test_model_split_by_shape);
     suite_add_tcase(s, g);
     TCase *l = tcase_create("learning");
     tcase_set_timeout(l, 300);
