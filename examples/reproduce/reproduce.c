@@ -16,6 +16,8 @@
 #include <limits.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +33,7 @@
 
 #include "../example_util.h"
 #define MAX_SEEDS 16
+#define MAX_JOBS 256
 #define MAX_POINTS 4096
 
 /* ---- the preset -------------------------------------------------------------- */
@@ -1645,7 +1648,39 @@ static int fits_here(const preset *p)
 
 /* Time a few full-depth student steps (with the teacher's forward) on the
  * real data and extrapolate the whole study. */
-static double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached)
+static void longest_first(const preset *p, int *order);
+
+/* Runs side by side by default: the cores this process may use over the
+ * threads each run takes, at least 1. */
+static int default_jobs(int threads)
+{
+    int cores = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cores = CPU_COUNT(&set);
+    if (cores < 1)
+        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int j = cores / (threads > 0 ? threads : 1);
+    return j < 1 ? 1 : j > MAX_JOBS ? MAX_JOBS : j;
+}
+
+/* The wall time of runs handed out longest first to jobs workers, each taking
+ * the next when it is free (runs in hand-out order). */
+static double makespan(const double *secs, const int *order, int n, int jobs)
+{
+    double load[MAX_JOBS] = {0}, end = 0;
+    for (int k = 0; k < n; k++) {
+        int w = 0;
+        for (int j = 1; j < jobs; j++)
+            if (load[j] < load[w])
+                w = j;
+        load[w] += secs[order[k]];
+        end = load[w] > end ? load[w] : end;
+    }
+    return end;
+}
+
+static double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs)
 {
     const int L = p->blocks * p->block_size;
     lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
@@ -1670,27 +1705,35 @@ static double estimate_wall(const preset *p, lattice_backend *be, int teacher_ca
     lattice_model_destroy(stu);
     /* a distilled step adds the teacher's forward: a third of a step per layer */
     const double with_teacher = step * (1.0 + p->t_layers / (3.0 * L));
-    double total = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
-    for (int a = 0; a < p->n_arms; a++)
-        total += with_teacher * arm_cost(p, &p->arms[a]) * p->seeds;
+    /* the teacher trains alone, on the runs' thread count */
+    double teacher = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
     /* evaluation: a forward (a third of a step) per validation batch */
     lattice_data *dv = open_data(p, 1);
     double n_val = (double)lattice_data_get_n_val_batches(dv);
     lattice_data_destroy(dv);
-    double evals_per_run = 0;
+    double run_s[MAX_ARMS * MAX_SEEDS], serial = 0;
     for (int a = 0; a < p->n_arms; a++) {
         lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
         int64_t steps = lattice_schedule_get_total_steps(sa);
         double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_get_n_phases(sa);
-        evals_per_run += ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
-                         (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
+        double evals = ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
+                       (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
         lattice_schedule_destroy(sa);
+        for (int i = 0; i < p->seeds; i++)
+            run_s[i * p->n_arms + a] = with_teacher * arm_cost(p, &p->arms[a]) + evals * step / 3;
     }
-    total += evals_per_run * p->seeds * step / 3;
+    const int n_jobs = p->n_arms * p->seeds;
+    for (int j = 0; j < n_jobs; j++)
+        serial += run_s[j];
+    int order[MAX_ARMS * MAX_SEEDS];
+    longest_first(p, order);
+    double total = teacher + (jobs > 1 ? makespan(run_s, order, n_jobs, jobs) : serial);
     char e[32];
     ex_format_duration(e, sizeof e, total);
-    say("estimated wall time %s (a full-depth step takes %.0f ms here%s)\n", e, step * 1e3,
-        teacher_cached ? "; the teacher is cached" : "");
+    say("estimated wall time %s with %d job%s x %d thread%s (a full-depth step takes %.0f ms "
+        "here at %d thread%s%s)\n",
+        e, jobs, jobs > 1 ? "s" : "", p->threads, p->threads > 1 ? "s" : "", step * 1e3,
+        p->threads, p->threads > 1 ? "s" : "", teacher_cached ? "; the teacher is cached" : "");
     return total;
 }
 
@@ -1791,6 +1834,93 @@ static int launched_by_mpi(void)
     return 0;
 }
 
+/* The jobs in the order they are handed out (to MPI ranks or to --jobs
+ * workers): longest arm first, by a stable insertion sort, so that ties keep
+ * the single process's order (seeds outermost). */
+static void longest_first(const preset *p, int *order)
+{
+    const int n_jobs = p->n_arms * p->seeds;
+    double cost[MAX_ARMS];
+    for (int a = 0; a < p->n_arms; a++)
+        cost[a] = arm_cost(p, &p->arms[a]);
+    for (int j = 0; j < n_jobs; j++) {
+        int k = j;
+        while (k > 0 && cost[order[k - 1] % p->n_arms] < cost[j % p->n_arms]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = j;
+    }
+}
+
+/* ---- runs side by side in one process (--jobs) -------------------------------------- */
+
+/* With --jobs J, J worker threads take the runs in longest_first order, each
+ * with its own backend of the preset's threads and its own copy of the
+ * teacher, loaded from the output folder as the MPI ranks load it. A run's
+ * numbers depend on its seed, its thread count and the teacher only, so the
+ * results are those of one process running them one after another. */
+typedef struct pool {
+    study *s;
+    const char *teacher_path;
+    int order[MAX_ARMS * MAX_SEEDS];
+    int n_jobs, next;
+    pthread_mutex_t lock;
+    progress pr; /* each worker starts from a copy */
+} pool;
+
+static void *pool_worker(void *arg)
+{
+    pool *pl = arg;
+    const preset *p = pl->s->p;
+    lattice_backend *be;
+    check(lattice_backend_create("default", &be), "backend", NULL);
+    check(lattice_backend_set_threads(be, p->threads), "backend", NULL);
+    lattice_model *teacher;
+    char err[LATTICE_ERRMSG_SIZE];
+    if (lattice_model_create_from_file(pl->teacher_path, NULL, be, p->batch, p->seq_len, &teacher,
+                                       err) != LATTICE_OK)
+        die("cannot load the teacher %s: %s", pl->teacher_path, err);
+    progress pr = pl->pr;
+    for (;;) {
+        pthread_mutex_lock(&pl->lock);
+        const int k = pl->next < pl->n_jobs ? pl->next++ : -1;
+        pthread_mutex_unlock(&pl->lock);
+        if (k < 0)
+            break;
+        const int job = pl->order[k];
+        /* each cell is written by one worker and read after the join */
+        pl->s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, k + 1, &pr);
+    }
+    lattice_model_destroy(teacher);
+    lattice_backend_destroy(be);
+    return NULL;
+}
+
+static void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress *pr)
+{
+    pool *pl = calloc(1, sizeof(*pl));
+    pthread_t th[MAX_JOBS];
+    if (!pl)
+        die("out of memory");
+    pl->s = s;
+    pl->teacher_path = teacher_path;
+    pl->n_jobs = s->p->n_arms * s->p->seeds;
+    pl->pr = *pr;
+    pl->pr.tty = 0; /* one line per finished run: several bars would overwrite each other */
+    longest_first(s->p, pl->order);
+    pthread_mutex_init(&pl->lock, NULL);
+    if (jobs > pl->n_jobs)
+        jobs = pl->n_jobs;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&th[j], NULL, pool_worker, pl) != 0)
+            die("cannot start worker %d of %d: %s", j + 1, jobs, strerror(errno));
+    for (int j = 0; j < jobs; j++)
+        pthread_join(th[j], NULL);
+    pthread_mutex_destroy(&pl->lock);
+    free(pl);
+}
+
 #ifdef LATTICE_HAVE_MPI
 /* With several ranks, rank 0 does everything a single process does before
  * the students (the estimate, the teacher and its go/no-go) while the others
@@ -1859,18 +1989,7 @@ static void dispatch_init(dispatch *d, study *s)
     d->n_jobs = p->n_arms * p->seeds;
     d->next = 0;
     d->workers_left = n_ranks - 1;
-    double cost[MAX_ARMS];
-    for (int a = 0; a < p->n_arms; a++)
-        cost[a] = arm_cost(p, &p->arms[a]);
-    /* longest first (a stable insertion sort: ties keep the single process's order) */
-    for (int j = 0; j < d->n_jobs; j++) {
-        int k = j;
-        while (k > 0 && cost[d->order[k - 1] % p->n_arms] < cost[j % p->n_arms]) {
-            d->order[k] = d->order[k - 1];
-            k--;
-        }
-        d->order[k] = j;
-    }
+    longest_first(p, d->order);
 }
 
 /* A run's record on the wire: the job, the run_result (its pointers
@@ -2174,7 +2293,10 @@ static void usage(FILE *f)
             "  --estimate          print the estimated wall time and stop\n"
             "  --check             validate the preset, print its arms and schedules, and stop\n"
             "                      (reads no data)\n"
-            "  --threads N         threads (default: the preset's, else 2)\n"
+            "  --threads N         threads per run (default: the preset's, else 2)\n"
+            "  --jobs N            runs side by side, in one process (default: the cores this\n"
+            "                      process may use / threads per run, at least 1); the\n"
+            "                      results are those of one run after another\n"
             "  --seeds N           paired seeds (default: the preset's, else 3)\n"
             "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
             "  -h, --help          this help\n");
@@ -2198,6 +2320,7 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
+    int jobs = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
@@ -2206,10 +2329,11 @@ int main(int argc, char **argv)
                                          {"check", no_argument, 0, 'C'},
                                          {"arms", required_argument, 0, 'A'},
                                          {"threads", required_argument, 0, 't'},
+                                         {"jobs", required_argument, 0, 'j'},
                                          {"seeds", required_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
-    for (int c; (c = getopt_long(argc, argv, "p:o:rt:s:h", opts, NULL)) != -1;) {
+    for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
         switch (c) {
         case 'p': preset_path = optarg; break;
         case 'o': out = optarg; break;
@@ -2220,6 +2344,10 @@ int main(int argc, char **argv)
         case 'A': only_arms = optarg; break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 256, &threads))
+                return finish(2);
+            break;
+        case 'j':
+            if (ex_parse_int("jobs", optarg, 1, MAX_JOBS, &jobs))
                 return finish(2);
             break;
         case 's':
@@ -2246,6 +2374,13 @@ int main(int argc, char **argv)
         p.seeds = seeds > MAX_SEEDS ? MAX_SEEDS : seeds;
     if (only_arms)
         select_arms(&p, only_arms);
+    if (jobs > 1 && n_ranks > 1)
+        die("--jobs %d with %d MPI ranks: spread the runs over more ranks instead (each rank "
+            "runs one at a time)", jobs, n_ranks);
+    if (jobs == 0)
+        jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
+    if (jobs > p.n_arms * p.seeds)
+        jobs = p.n_arms * p.seeds;
     if (check_only) {
         print_preset(&p);
         json_object_put(p.json);
@@ -2274,14 +2409,17 @@ int main(int argc, char **argv)
     char kernels[512];
     snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
              bi.optimised ? "" : " (NOT optimised for this CPU)");
+    char plan[128];
+    snprintf(plan, sizeof plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "", p.threads,
+             p.threads > 1 ? "s" : "");
     if (rank == 0)
-        say("lattice %s, backend %s (%s), %d threads%s%s%s\n", lattice_version_string(),
-            lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : "",
-            bi.reason[0] ? "; " : "", bi.reason);
+        say("lattice %s, backend %s (%s), %d threads%s, plan %s%s%s\n", lattice_version_string(),
+            lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : " per run",
+            plan, bi.reason[0] ? "; " : "", bi.reason);
     char tpath[1200];
     snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
     if (rank == 0 && !teacher_only)
-        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0);
+        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0, jobs);
     if (estimate_only) {
         lattice_backend_destroy(be);
         json_object_put(p.json);
@@ -2291,6 +2429,8 @@ int main(int argc, char **argv)
     study s = {&p, {{0}}, {0}, 0};
     lattice_model *teacher;
     if (rank == 0) {
+        /* on the runs' thread count, whatever the plan: the same teacher, so
+         * the same numbers, however many runs go side by side */
         teacher = get_teacher(&p, be, dir, retrain);
         teacher_gonogo(&p, teacher, &s.teacher);
         if (teacher_only) {
@@ -2342,8 +2482,10 @@ int main(int argc, char **argv)
     if (n_ranks > 1)
         run_study_ranks(&s, be, teacher, &pr);
 #endif
+    if (n_ranks == 1 && jobs > 1)
+        run_study_jobs(&s, tpath, jobs, &pr);
     /* seeds outermost: an interrupted run still has complete pairs */
-    for (int i = 0; i < p.seeds && n_ranks == 1; i++)
+    for (int i = 0; i < p.seeds && n_ranks == 1 && jobs == 1; i++)
         for (int a = 0; a < p.n_arms; a++)
             s.res[a][i] = run_job(&p, be, teacher, i * p.n_arms + a, ++run, &pr);
     if (pr.tty)
@@ -2358,7 +2500,9 @@ int main(int argc, char **argv)
     report(f, &s);
     fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
             wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads,
-            n_ranks > 1 ? " on each rank" : "");
+            n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+    if (jobs > 1)
+        fprintf(f, "The runs went %d side by side (%s).\n", jobs, plan);
     if (n_ranks > 1)
         fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
     fclose(f);

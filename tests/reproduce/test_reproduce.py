@@ -155,6 +155,64 @@ class TinyStudy(unittest.TestCase):
             self.assertIn("teacher: reusing", r2.stderr)
 
 
+TIMING_KEYS = ("wall_seconds", "seconds", "tokens_per_s")  # differ between any two runs
+
+
+def without_timings(o):
+    if isinstance(o, dict):
+        return {k: without_timings(v) for k, v in o.items() if k not in TIMING_KEYS}
+    if isinstance(o, list):
+        return [without_timings(x) for x in o]
+    return o
+
+
+class Jobs(unittest.TestCase):
+    def test_side_by_side_same_numbers(self):
+        """--jobs 2 hands the runs out longest first to two workers in one
+        process, and writes what one run after another writes."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(
+                d, "tiny-jobs", 60,
+                {"steps_per_phase": 8, "warmup": 1, "eval_every": 4, "eval_batches": 2,
+                 "final_eval_batches": 2},
+                ["pre-joint", "post-grow",
+                 {"name": "post-long", "placement": "post",
+                  "phases": [{"steps": 8, "active_layers": 1},
+                             {"steps": 8, "active_layers": 2},
+                             {"steps": 8, "active_layers": 2, "rewind_data": 1}]}])
+            one, two = os.path.join(d, "one"), os.path.join(d, "two")
+            r1 = run("--preset", preset, "--out", one, "--jobs", "1")
+            self.assertEqual(r1.returncode, 0, r1.stderr)
+            self.assertIn("plan 1 job x 1 thread", r1.stderr)
+            r2 = run("--preset", preset, "--out", two, "--jobs", "2")
+            self.assertEqual(r2.returncode, 0, r2.stderr)
+            self.assertIn("plan 2 jobs x 1 thread", r2.stderr)
+            self.assertIn("estimated wall time", r2.stderr)
+            self.assertIn("with 2 jobs x 1 thread", r2.stderr)
+            with open(os.path.join(one, "results.json")) as f:
+                res1 = json.load(f)
+            with open(os.path.join(two, "results.json")) as f:
+                res2 = json.load(f)
+            self.assertEqual([len(v) for v in res2["arms"].values()], [2, 2, 2])
+            self.assertEqual(without_timings(res1), without_timings(res2))
+            with open(os.path.join(one, "curves.csv")) as f1, \
+                    open(os.path.join(two, "curves.csv")) as f2:
+                self.assertEqual(f1.read(), f2.read())
+            with open(os.path.join(two, "report.md")) as f:
+                self.assertIn("The runs went 2 side by side", f.read())
+            done = [x for x in r2.stderr.splitlines() if " seed " in x and "val CE" in x]
+            self.assertEqual(len(done), 6, r2.stderr)
+            # the longest arm is handed out first, to both workers
+            self.assertIn("post-long", next(x for x in done if "[1/6]" in x))
+            self.assertIn("post-long", next(x for x in done if "[2/6]" in x))
+
+    def test_bad_jobs(self):
+        for bad in ("0", "-1", "x", "257"):
+            r = run("--preset", os.path.join(PRESETS, "quick.json"), "--check", "--jobs", bad)
+            self.assertEqual(r.returncode, 2, (bad, r.stderr))
+            self.assertIn("jobs", r.stderr)
+
+
 if __name__ == "__main__":
     BIN, PRESETS = sys.argv[1], sys.argv[2]
     unittest.main(argv=sys.argv[:1], verbosity=2)
