@@ -1802,12 +1802,10 @@ static run_result *run_job(const preset *p, lattice_backend *be, lattice_model *
     pr->run_index = run_index;
     run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r);
     pr->steps_done_before += r->n_steps;
-    if (!pr->tty) {
-        if (n_ranks > 1)
-            fprintf(stderr, "%s: ", who);
-        fprintf(stderr, "[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n", run_index,
-                pr->n_runs, p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
-    }
+    if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */
+        fprintf(stderr, "%s%s[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
+                n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", run_index, pr->n_runs,
+                p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
     return r;
 }
 
