@@ -548,6 +548,10 @@ int main(int argc, char **argv)
     printf("tokens_per_s %.0f\n", (double)n_tok / step_s);
     printf("step_gflop %.2f\n", step_flops / 1e9);
     printf("step_gflops %.1f\n", step_gflops);
+    /* how the passes used the threads (doc/PERFORMANCE.md, "Threads") */
+    const int rows_threads = lattice__model_profile_get(model)->rows_threads;
+    printf("parallel %s\n", rows_threads > 1 ? "rows" : "ops");
+    printf("parallel_rows_threads %d\n", rows_threads);
     if (do_profile) {
         const lattice_prof *prof = lattice__model_profile_get(model);
         double sum = 0.0;
