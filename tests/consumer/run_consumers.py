@@ -143,7 +143,7 @@ def check_installed(prefix, pc_dir):
                 os.path.join(libdir, "cmake", "lattice", "latticeConfigVersion.cmake")]
     examples = os.path.join(prefix, "share", "doc", "lattice", "examples")
     expected += [os.path.join(examples, f) for f in
-                 ("train_text.c", "example_util.h", "reproduce/reproduce.c",
+                 ("train_text.c", "example_util.h", "reproduce/main.c", "reproduce/study.h",
                   "reproduce/presets/quick.json", "bench/compare.py")]
     missing = [f for f in expected if not os.path.isfile(f)]
     if missing:

@@ -1,0 +1,94 @@
+/* Messages (say, die, check), this process's place in an MPI job, and FNV-1a checksums. */
+#include "study.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#ifdef LATTICE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+/* This process's place in an MPI job: rank 0 of 1 when started without a
+ * launcher (or built without MPI). */
+int rank = 0, n_ranks = 1;
+/* The name messages start with: the program's, and its rank when there are several. */
+char who[48] = PROG;
+#ifdef LATTICE_HAVE_MPI
+int mpi_on; /* MPI_Init was called */
+/* A rank other than 0 that rank 0 has let through its gate: rank 0 now waits
+ * for it to ask for runs, so it may not end quietly until it has been told
+ * that none are left. */
+int owes_rank0;
+#endif
+
+/* LATTICE_REPRODUCE_FAIL_RANK=R (a test hook, honoured only with several
+ * ranks): rank R fails at the second training step of its first run (or, when
+ * it gets no run at all, when it is told so), so that the tests can watch one
+ * rank's error end the whole job. */
+int fail_here;
+
+/* A message on stderr, prefixed with who. */
+void say(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", who);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+}
+
+/* The message, then the end of the whole job: with several ranks MPI_Abort,
+ * so that no rank waits for one that has gone. */
+void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", who);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+#ifdef LATTICE_HAVE_MPI
+    if (mpi_on && n_ranks > 1)
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (mpi_on)
+        MPI_Finalize();
+#endif
+    exit(1);
+}
+
+/* ---- building blocks ------------------------------------------------------------ */
+
+void check(lattice_status st, const char *what, const char *detail)
+{
+    if (st != LATTICE_OK)
+        die("%s: %s%s%s", what, lattice_status_string(st), detail && detail[0] ? ": " : "",
+            detail ? detail : "");
+}
+/* FNV-1a checksums: the ranks check that they run rank 0's study. */
+
+uint64_t fnv(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* A file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+int fnv_file(const char *path, uint64_t *h)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return -1;
+    unsigned char buf[1 << 16];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        *h = fnv(*h, buf, n);
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        errno = EIO;
+    return bad ? -1 : 0;
+}
+

@@ -1,0 +1,412 @@
+/* The hand-out of runs: one after another, side by side (--jobs), or over MPI ranks. */
+#include "jobs.h"
+
+#include <pthread.h>
+#include <time.h>
+#ifdef LATTICE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "runs.h"
+#include "plan.h"
+
+/* Whether a launcher (mpirun, mpiexec, srun) started this process: only then
+ * is MPI initialised, so that a plain start is exactly a single process, with
+ * no MPI runtime at all. */
+int launched_by_mpi(void)
+{
+    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i]))
+            return 1;
+    return 0;
+}
+
+/* The jobs in the order they are handed out (to MPI ranks or to --jobs
+ * workers): longest arm first, by a stable insertion sort, so that ties keep
+ * the single process's order (seeds outermost). */
+void longest_first(const preset *p, int *order)
+{
+    const int n_jobs = p->n_arms * p->seeds;
+    double cost[MAX_ARMS];
+    for (int a = 0; a < p->n_arms; a++)
+        cost[a] = arm_cost(p, &p->arms[a]);
+    for (int j = 0; j < n_jobs; j++) {
+        int k = j;
+        while (k > 0 && cost[order[k - 1] % p->n_arms] < cost[j % p->n_arms]) {
+            order[k] = order[k - 1];
+            k--;
+        }
+        order[k] = j;
+    }
+}
+
+/* ---- runs side by side in one process (--jobs) -------------------------------------- */
+
+/* With --jobs J, J worker threads take the runs in longest_first order, each
+ * with its own backend of the preset's threads and its own copy of the
+ * teacher, loaded from the output folder as the MPI ranks load it. A run's
+ * numbers depend on its seed, its thread count and the teacher only, so the
+ * results are those of one process running them one after another. */
+typedef struct pool {
+    study *s;
+    const char *teacher_path;
+    int order[MAX_ARMS * MAX_SEEDS];
+    int n_jobs, next;
+    pthread_mutex_t lock;
+    progress pr; /* each worker starts from a copy */
+} pool;
+
+static void *pool_worker(void *arg)
+{
+    pool *pl = arg;
+    const preset *p = pl->s->p;
+    lattice_backend *be;
+    check(lattice_backend_create("default", &be), "backend", NULL);
+    check(lattice_backend_set_threads(be, p->threads), "backend", NULL);
+    lattice_model *teacher;
+    char err[LATTICE_ERRMSG_SIZE];
+    if (lattice_model_create_from_file(pl->teacher_path, NULL, be, p->batch, p->seq_len, &teacher,
+                                       err) != LATTICE_OK)
+        die("cannot load the teacher %s: %s", pl->teacher_path, err);
+    progress pr = pl->pr;
+    for (;;) {
+        pthread_mutex_lock(&pl->lock);
+        const int k = pl->next < pl->n_jobs ? pl->next++ : -1;
+        pthread_mutex_unlock(&pl->lock);
+        if (k < 0)
+            break;
+        const int job = pl->order[k];
+        /* each cell is written by one worker and read after the join */
+        pl->s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, k + 1, &pr);
+    }
+    lattice_model_destroy(teacher);
+    lattice_backend_destroy(be);
+    return NULL;
+}
+
+void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress *pr)
+{
+    pool *pl = calloc(1, sizeof(*pl));
+    pthread_t th[MAX_JOBS];
+    if (!pl)
+        die("out of memory");
+    pl->s = s;
+    pl->teacher_path = teacher_path;
+    pl->n_jobs = s->p->n_arms * s->p->seeds;
+    pl->pr = *pr;
+    pl->pr.tty = 0; /* one line per finished run: several bars would overwrite each other */
+    longest_first(s->p, pl->order);
+    pthread_mutex_init(&pl->lock, NULL);
+    if (jobs > pl->n_jobs)
+        jobs = pl->n_jobs;
+    for (int j = 0; j < jobs; j++)
+        if (pthread_create(&th[j], NULL, pool_worker, pl) != 0)
+            die("cannot start worker %d of %d: %s", j + 1, jobs, strerror(errno));
+    for (int j = 0; j < jobs; j++)
+        pthread_join(th[j], NULL);
+    pthread_mutex_destroy(&pl->lock);
+    free(pl);
+}
+
+#ifdef LATTICE_HAVE_MPI
+/* With several ranks, rank 0 does everything a single process does before
+ * the students (the estimate, the teacher and its go/no-go) while the others
+ * wait. It then releases them (a gate message carrying the teacher file's
+ * checksum; they load the teacher from the output folder) and hands out the
+ * arm x seed runs one at a time, longest arm first, to whichever rank asks;
+ * it runs runs of its own in between and answers between its training steps,
+ * so no rank idles while runs remain. Results come back as the bytes of the
+ * run's record: rank 0 then holds bit for bit what a single process would
+ * have computed, and writes the same files. The waits poll with short sleeps:
+ * a blocking MPI wait spins and would take a core from the training. */
+
+enum { TAG_GATE = 1, TAG_READY, TAG_RESULT, TAG_JOB };
+
+typedef struct dispatch {
+    study *s;
+    int order[MAX_ARMS * MAX_SEEDS]; /* jobs, longest arm first */
+    int n_jobs, next;
+    int workers_left; /* ranks not yet told that the runs are all handed out */
+} dispatch;
+
+static void nap(void)
+{
+    const struct timespec ts = {0, 2000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Wait for a request to complete, without spinning. */
+static void await(MPI_Request *rq)
+{
+    for (int done = 0;;) {
+        MPI_Test(rq, &done, MPI_STATUS_IGNORE);
+        if (done)
+            return;
+        nap();
+    }
+}
+
+/* Rank 0 to every other rank: go on, or end with this status. With "go" come
+ * the checksums of rank 0's setup and teacher file, which each rank checks
+ * against its own. */
+void open_gate(int code, uint64_t setup_sum, uint64_t teacher_sum)
+{
+    int64_t msg[3] = {code, (int64_t)setup_sum, (int64_t)teacher_sum};
+    for (int r = 1; r < n_ranks; r++)
+        MPI_Send(msg, 3, MPI_INT64_T, r, TAG_GATE, MPI_COMM_WORLD);
+}
+
+int await_gate(uint64_t *setup_sum, uint64_t *teacher_sum)
+{
+    int64_t msg[3];
+    MPI_Request rq;
+    MPI_Irecv(msg, 3, MPI_INT64_T, 0, TAG_GATE, MPI_COMM_WORLD, &rq);
+    await(&rq);
+    *setup_sum = (uint64_t)msg[1];
+    *teacher_sum = (uint64_t)msg[2];
+    return (int)msg[0];
+}
+
+static void dispatch_init(dispatch *d, study *s)
+{
+    const preset *p = s->p;
+    d->s = s;
+    d->n_jobs = p->n_arms * p->seeds;
+    d->next = 0;
+    d->workers_left = n_ranks - 1;
+    longest_first(p, d->order);
+}
+
+/* A run's record on the wire: the job, the run_result (its pointers
+ * meaningless there), then its per-step arrays. Every rank runs the same
+ * binary, so the layout is the same on both ends. */
+#define RUN_HEADER (sizeof(int32_t) + sizeof(run_result))
+#define RUN_PER_STEP (sizeof(double) + 2 * sizeof(int) + sizeof(int64_t))
+
+static char *pack_run(int32_t job, const run_result *r, size_t *bytes)
+{
+    const size_t n = (size_t)r->n_steps;
+    *bytes = RUN_HEADER + n * RUN_PER_STEP;
+    if (*bytes > INT_MAX)
+        die("the results of one run are too large to send to rank 0 (%zu bytes)", *bytes);
+    char *buf = malloc(*bytes), *at = buf;
+    if (!buf)
+        die("out of memory");
+    memcpy(at, &job, sizeof job), at += sizeof job;
+    memcpy(at, r, sizeof(*r)), at += sizeof(*r);
+    memcpy(at, r->losses, n * sizeof(double)), at += n * sizeof(double);
+    memcpy(at, r->step_phase, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(at, r->step_active, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(at, r->step_alt, n * sizeof(int64_t));
+    return buf;
+}
+
+static void unpack_run(dispatch *d, const char *buf, size_t bytes, int from)
+{
+    const preset *p = d->s->p;
+    int32_t job;
+    run_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        die("out of memory");
+    if (bytes < RUN_HEADER)
+        die("rank %d sent a truncated result (%zu bytes)", from, bytes);
+    memcpy(&job, buf, sizeof job);
+    memcpy(r, buf + sizeof job, sizeof(*r));
+    /* the step count the bytes hold, found by division: n_steps * RUN_PER_STEP
+     * could wrap around to match */
+    const size_t n = (bytes - RUN_HEADER) / RUN_PER_STEP;
+    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms])
+        die("rank %d sent a result for job %d, which it was not handed or sent already", from,
+            (int)job);
+    if ((bytes - RUN_HEADER) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n)
+        die("rank %d sent %zu bytes for job %d, which do not hold the %lld steps it claims", from,
+            bytes, (int)job, (long long)r->n_steps);
+    /* every count within the array it indexes */
+    if (r->n_pts < 0 || r->n_pts > MAX_POINTS || r->n_appends < 0 ||
+        (size_t)r->n_appends > sizeof r->append_steps / sizeof r->append_steps[0] ||
+        (size_t)r->n_appends > sizeof r->is_append / sizeof r->is_append[0] ||
+        (size_t)r->n_appends > sizeof r->resp / sizeof r->resp[0] || r->n_boundaries < 0 ||
+        (size_t)r->n_boundaries > sizeof r->rms / sizeof r->rms[0] || r->n_blocks_measured < 0 ||
+        (size_t)r->n_blocks_measured > sizeof r->removal / sizeof r->removal[0])
+        die("rank %d sent a result for job %d whose counts exceed their arrays (%d points, %d "
+            "phase changes, %d boundaries, %d blocks measured)",
+            from, (int)job, r->n_pts, r->n_appends, r->n_boundaries, r->n_blocks_measured);
+    const char *at = buf + RUN_HEADER;
+    r->losses = calloc(n + 1, sizeof(double));
+    r->step_phase = calloc(n + 1, sizeof(int));
+    r->step_active = calloc(n + 1, sizeof(int));
+    r->step_alt = calloc(n + 1, sizeof(int64_t));
+    if (!r->losses || !r->step_phase || !r->step_active || !r->step_alt)
+        die("out of memory");
+    memcpy(r->losses, at, n * sizeof(double)), at += n * sizeof(double);
+    memcpy(r->step_phase, at, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(r->step_active, at, n * sizeof(int)), at += n * sizeof(int);
+    memcpy(r->step_alt, at, n * sizeof(int64_t));
+    d->s->res[job % p->n_arms][job / p->n_arms] = r;
+}
+
+/* Rank 0: take in every result that has arrived and give each asking rank
+ * its next run (or tell it that none are left). With until_done, wait until
+ * every other rank has been told. */
+void serve_ranks(struct dispatch *d, int until_done)
+{
+    for (;;) {
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
+        if (!flag) {
+            if (!until_done || d->workers_left == 0)
+                return;
+            nap();
+            continue;
+        }
+        int bytes = 0;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+        char *buf = malloc(bytes > 0 ? (size_t)bytes : 1);
+        if (!buf)
+            die("out of memory");
+        MPI_Recv(buf, bytes, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (st.MPI_TAG == TAG_RESULT)
+            unpack_run(d, buf, (size_t)bytes, st.MPI_SOURCE);
+        else if (st.MPI_TAG != TAG_READY)
+            die("rank %d sent an unexpected message (tag %d)", st.MPI_SOURCE, st.MPI_TAG);
+        free(buf);
+        int job[2] = {-1, 0}; /* the job and its place in the hand-out order */
+        if (d->next < d->n_jobs) {
+            job[0] = d->order[d->next++];
+            job[1] = d->next;
+        } else {
+            d->workers_left--;
+        }
+        MPI_Send(job, 2, MPI_INT, st.MPI_SOURCE, TAG_JOB, MPI_COMM_WORLD);
+    }
+}
+
+/* Rank 0: every run, its own and the others', into s->res. */
+void run_study_ranks(study *s, lattice_backend *be, lattice_model *teacher, progress *pr)
+{
+    const preset *p = s->p;
+    dispatch d;
+    dispatch_init(&d, s);
+    pr->dispatch = &d;
+    for (;;) {
+        serve_ranks(&d, 0);
+        if (d.next == d.n_jobs)
+            break;
+        const int job = d.order[d.next++];
+        s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, d.next, pr);
+    }
+    pr->dispatch = NULL;
+    serve_ranks(&d, 1);
+    for (int j = 0; j < d.n_jobs; j++)
+        if (!s->res[j % p->n_arms][j / p->n_arms])
+            die("no result for %s seed %d", p->arms[j % p->n_arms].name, j / p->n_arms + 1);
+}
+
+/* The other ranks: ask for a run, run it, send its results back, until none are left. */
+void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *teacher,
+                           progress *pr)
+{
+    const int n_jobs = p->n_arms * p->seeds;
+    MPI_Send(NULL, 0, MPI_BYTE, 0, TAG_READY, MPI_COMM_WORLD);
+    for (int ran = 0;; ran++) {
+        int job[2];
+        MPI_Request rq;
+        MPI_Irecv(job, 2, MPI_INT, 0, TAG_JOB, MPI_COMM_WORLD, &rq);
+        await(&rq);
+        if (job[0] < 0 && fail_here && !ran)
+            die("failing on purpose: no run for this rank (LATTICE_REPRODUCE_FAIL_RANK=%d, a test "
+                "hook)", rank);
+        if (job[0] < 0)
+            return;
+        if (job[0] >= n_jobs)
+            die("rank 0 handed out run %d of %d: do all ranks run the same preset and options?",
+                job[0], n_jobs);
+        run_result *r = run_job(p, be, teacher, job[0], job[1], pr);
+        size_t bytes;
+        char *buf = pack_run(job[0], r, &bytes);
+        MPI_Isend(buf, (int)bytes, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD, &rq);
+        await(&rq);
+        free(buf);
+        free_run(r);
+    }
+}
+#endif
+
+/* What a run's numbers depend on besides its seed: the preset, the options
+ * that change it, and the corpus. Ranks on other machines read their own
+ * copies; a difference would silently change their runs. */
+uint64_t setup_checksum(const preset *p)
+{
+    const char *js = json_object_to_json_string_ext(p->json, JSON_C_TO_STRING_PLAIN);
+    uint64_t h = fnv(FNV_START, js, strlen(js));
+    const int v[2] = {p->threads, p->seeds};
+    h = fnv(h, v, sizeof v);
+    for (int a = 0; a < p->n_arms; a++)
+        h = fnv(h, p->arms[a].name, strlen(p->arms[a].name) + 1);
+    if (fnv_file(p->train, &h) != 0)
+        die("cannot read the training text %s: %s", p->train, strerror(errno));
+    if (fnv_file(p->val, &h) != 0)
+        die("cannot read the validation text %s: %s", p->val, strerror(errno));
+    return h;
+}
+
+/* Start MPI when a launcher started this process; the rank goes into every message. */
+void ranks_init(int *argc, char ***argv)
+{
+    if (!launched_by_mpi())
+        return;
+#ifdef LATTICE_HAVE_MPI
+    /* FUNNELED: the backend's OpenMP threads run beside MPI, but only the main
+     * thread calls it (the trainer calls serve_ranks from its step callback, on
+     * the thread that called lattice_trainer_run). SINGLE would promise that
+     * no other thread exists at all. */
+    int provided;
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+        fprintf(stderr, PROG ": MPI_Init failed\n");
+        exit(1);
+    }
+    mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
+    if (n_ranks > 1)
+        snprintf(who, sizeof who, PROG "[rank %d]", rank);
+    if (provided < MPI_THREAD_FUNNELED)
+        die("this MPI library provides thread level %d, below MPI_THREAD_FUNNELED (%d), which "
+            "the backend's threads beside MPI need",
+            provided, MPI_THREAD_FUNNELED);
+    if (n_ranks > 1) {
+        const char *f = getenv("LATTICE_REPRODUCE_FAIL_RANK");
+        char *end;
+        if (f && f[0] && strtol(f, &end, 10) == rank && !*end)
+            fail_here = 1;
+    }
+#else
+    (void)argc;
+    (void)argv;
+    fprintf(stderr, PROG ": started by an MPI launcher, but built without MPI: each process runs "
+                    "the whole study alone (reconfigure with -Dmpi=enabled)\n");
+#endif
+}
+
+/* The end of main on every rank: rank 0 tells the others the status to end
+ * with (they wait for it), then MPI ends. Another rank that ends while rank 0
+ * waits for it to ask for runs (its own options differ from rank 0's) ends
+ * the whole job instead, whatever its status: rank 0 would wait forever. */
+int finish(int status)
+{
+#ifdef LATTICE_HAVE_MPI
+    if (mpi_on && owes_rank0)
+        die("rank %d stopped (status %d) before asking rank 0 for runs; ending the whole job "
+            "(every rank must be given the same options)",
+            rank, status);
+    if (mpi_on) {
+        if (rank == 0)
+            open_gate(status, 0, 0);
+        MPI_Finalize();
+    }
+#endif
+    return status;
+}
+

@@ -1,0 +1,277 @@
+/* Reproduce "Rethinking Normalization Placement for LLMs: Post-Norm under
+ * Curriculum Depth Growing" (arXiv 2608.13156) end to end: train a teacher,
+ * distil it into 9-layer students under every arm of the paper with paired
+ * seeds, and write the tables, curves and diagnostics.
+ *
+ *   reproduce --preset examples/reproduce/presets/quick.json [--out DIR]
+ *
+ * A preset is a JSON file (copy one and edit it). Everything the run measures
+ * lands in DIR: results.json, curves.csv, report.md, and plots when gnuplot is
+ * installed. */
+#include "study.h"
+
+#include <getopt.h>
+#include <sys/stat.h>
+#ifdef LATTICE_HAVE_MPI
+#include <mpi.h>
+#endif
+
+#include "preset.h"
+#include "runs.h"
+#include "teacher.h"
+#include "report.h"
+#include "plan.h"
+#include "jobs.h"
+
+/* ---- main --------------------------------------------------------------------------------- */
+
+void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: " PROG " --preset FILE [options]\n"
+            "Reproduce the joint-vs-curriculum study of arXiv 2608.13156 with a preset\n"
+            "(examples/reproduce/presets/*.json; see presets/README.md for every key).\n\n"
+            "  --preset FILE       the study: data, teacher, student, training, arms (required)\n"
+            "  --out DIR           where results go (default results/<preset name>): report.md,\n"
+            "                      results.json, curves.csv (every step's training loss, and\n"
+            "                      validation CE and boundary statistics at evaluations),\n"
+            "                      bands.csv, plots\n"
+            "  --retrain-teacher   train the teacher again even when DIR holds one trained\n"
+            "                      with the same teacher, student and data settings\n"
+            "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
+            "                      figures, and stop\n"
+            "  --estimate          print the estimated wall time and stop\n"
+            "  --check             validate the preset, print its arms and schedules, and stop\n"
+            "                      (reads no data)\n"
+            "  --threads N         threads per run (default: the preset's, else 2)\n"
+            "  --jobs N            runs side by side, in one process (default: the cores this\n"
+            "                      process may use / threads per run, at least 1); the\n"
+            "                      results are those of one run after another\n"
+            "  --seeds N           paired seeds (default: the preset's, else 3)\n"
+            "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
+            "  -h, --help          this help\n");
+}
+
+int main(int argc, char **argv)
+{
+    ex_prefer_passive_openmp(argv);
+    ranks_init(&argc, &argv);
+    /* The other ranks wait while rank 0 checks the options and the preset and
+     * trains the teacher: a flag that stops there (--check, --estimate,
+     * --teacher-only, a usage error) stops them too, quietly. */
+    uint64_t setup_sum = 0, teacher_sum = 0;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        const int gate = await_gate(&setup_sum, &teacher_sum);
+        if (gate != GATE_GO)
+            return finish(gate);
+        owes_rank0 = 1;
+    }
+#endif
+    const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
+    int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
+    int jobs = 0;
+    static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"retrain-teacher", no_argument, 0, 'r'},
+                                         {"teacher-only", no_argument, 0, 'T'},
+                                         {"estimate", no_argument, 0, 'E'},
+                                         {"check", no_argument, 0, 'C'},
+                                         {"arms", required_argument, 0, 'A'},
+                                         {"threads", required_argument, 0, 't'},
+                                         {"jobs", required_argument, 0, 'j'},
+                                         {"seeds", required_argument, 0, 's'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
+        switch (c) {
+        case 'p': preset_path = optarg; break;
+        case 'o': out = optarg; break;
+        case 'r': retrain = 1; break;
+        case 'T': teacher_only = 1; break;
+        case 'E': estimate_only = 1; break;
+        case 'C': check_only = 1; break;
+        case 'A': only_arms = optarg; break;
+        case 't':
+            if (ex_parse_int("threads", optarg, 1, 256, &threads))
+                return finish(2);
+            break;
+        case 'j':
+            if (ex_parse_int("jobs", optarg, 1, MAX_JOBS, &jobs))
+                return finish(2);
+            break;
+        case 's':
+            if (ex_parse_int("seeds", optarg, 1, MAX_SEEDS, &seeds))
+                return finish(2);
+            break;
+        case 'h': usage(stdout); return finish(0);
+        default: usage(stderr); return finish(2);
+        }
+    }
+    if (!preset_path || optind != argc) {
+        usage(stderr);
+        return finish(2);
+    }
+    /* rank 0 got none of these (it let this rank through): the ranks' options differ */
+    if (rank > 0 && (check_only || estimate_only || teacher_only))
+        die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
+            rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
+    preset p;
+    load_preset(&p, preset_path);
+    if (threads > 0)
+        p.threads = threads;
+    if (seeds > 0)
+        p.seeds = seeds > MAX_SEEDS ? MAX_SEEDS : seeds;
+    if (only_arms)
+        select_arms(&p, only_arms);
+    if (jobs > 1 && n_ranks > 1)
+        die("--jobs %d with %d MPI ranks: spread the runs over more ranks instead (each rank "
+            "runs one at a time)", jobs, n_ranks);
+    if (jobs == 0)
+        jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
+    if (jobs > p.n_arms * p.seeds)
+        jobs = p.n_arms * p.seeds;
+    if (check_only) {
+        print_preset(&p);
+        json_object_put(p.json);
+        return finish(0);
+    }
+    if (rank == 0 && !fits_here(&p)) {
+        say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
+        json_object_put(p.json);
+        return finish(0);
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", out ? out : "");
+    if (!out)
+        snprintf(dir, sizeof dir, "results/%s", p.name);
+    char cmd[1100];
+    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
+    if (rank == 0 && system(cmd) != 0)
+        die("cannot create %s", dir);
+
+    lattice_backend *be;
+    check(lattice_backend_create("default", &be), "backend", NULL);
+    check(lattice_backend_set_threads(be, p.threads), "backend", NULL);
+    lattice_backend_info bi;
+    bi.size = sizeof bi;
+    check(lattice_backend_get_info(be, &bi), "backend info", NULL);
+    char kernels[512];
+    snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
+             bi.optimised ? "" : " (NOT optimised for this CPU)");
+    char plan[128];
+    snprintf(plan, sizeof plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "", p.threads,
+             p.threads > 1 ? "s" : "");
+    if (rank == 0)
+        say("lattice %s, backend %s (%s), %d threads%s, plan %s%s%s\n", lattice_version_string(),
+            lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : " per run",
+            plan, bi.reason[0] ? "; " : "", bi.reason);
+    char tpath[1200];
+    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
+    if (rank == 0 && !teacher_only)
+        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0, jobs);
+    if (estimate_only) {
+        lattice_backend_destroy(be);
+        json_object_put(p.json);
+        return finish(0);
+    }
+    double t0 = ex_now();
+    study s = {&p, {{0}}, {0}, 0};
+    lattice_model *teacher;
+    if (rank == 0) {
+        /* on the runs' thread count, whatever the plan: the same teacher, so
+         * the same numbers, however many runs go side by side */
+        teacher = get_teacher(&p, be, dir, retrain);
+        teacher_gonogo(&p, teacher, &s.teacher);
+        if (teacher_only) {
+            lattice_model_destroy(teacher);
+            lattice_backend_destroy(be);
+            json_object_put(p.json);
+            return finish(0);
+        }
+#ifdef LATTICE_HAVE_MPI
+        if (n_ranks > 1) {
+            teacher_sum = FNV_START;
+            if (fnv_file(tpath, &teacher_sum) != 0)
+                die("cannot read back %s: %s", tpath, strerror(errno));
+            open_gate(GATE_GO, setup_checksum(&p), teacher_sum);
+        }
+#endif
+    } else {
+        if (setup_checksum(&p) != setup_sum)
+            die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
+                "rank must run the same study",
+                preset_path, p.train, p.val);
+        teacher = load_teacher(&p, be, dir, teacher_sum);
+    }
+    double teacher_s = ex_now() - t0;
+
+    int n_runs = p.n_arms * p.seeds, run = 0;
+    int64_t all_steps = 0;
+    for (int a = 0; a < p.n_arms; a++) {
+        lattice_schedule *sc = arm_schedule(&p, &p.arms[a]);
+        all_steps += lattice_schedule_get_total_steps(sc) * p.seeds;
+        lattice_schedule_destroy(sc);
+    }
+    progress pr = {0};
+    pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
+    pr.start = ex_now();
+    pr.steps_total_all = all_steps;
+    pr.n_runs = n_runs;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        work_for_rank0(&p, be, teacher, &pr);
+        owes_rank0 = 0;
+        lattice_model_destroy(teacher);
+        lattice_backend_destroy(be);
+        json_object_put(p.json);
+        /* rank 0's word that the files are written: waiting for it here, and
+         * not in MPI_Finalize, costs no CPU while rank 0 finishes its runs */
+        return finish(await_gate(&setup_sum, &teacher_sum));
+    }
+    if (n_ranks > 1)
+        run_study_ranks(&s, be, teacher, &pr);
+#endif
+    if (n_ranks == 1 && jobs > 1)
+        run_study_jobs(&s, tpath, jobs, &pr);
+    /* seeds outermost: an interrupted run still has complete pairs */
+    for (int i = 0; i < p.seeds && n_ranks == 1 && jobs == 1; i++)
+        for (int a = 0; a < p.n_arms; a++)
+            s.res[a][i] = run_job(&p, be, teacher, i * p.n_arms + a, ++run, &pr);
+    if (pr.tty)
+        fputs("\r\033[K", stderr);
+    double wall = ex_now() - t0;
+
+    char path[1200];
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s", path);
+    report(f, &s);
+    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
+            wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads,
+            n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+    if (jobs > 1)
+        fprintf(f, "The runs went %d side by side (%s).\n", jobs, plan);
+    if (n_ranks > 1)
+        fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
+    fclose(f);
+    report(stdout, &s);
+    printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
+    snprintf(path, sizeof path, "%s/curves.csv", dir);
+    write_csv(path, &s);
+    snprintf(path, sizeof path, "%s/bands.csv", dir);
+    write_bands(path, &s);
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    write_json(path, &s, wall);
+    plot(dir, &s);
+
+    for (int a = 0; a < p.n_arms; a++)
+        for (int i = 0; i < p.seeds; i++)
+            free_run(s.res[a][i]);
+    lattice_model_destroy(teacher);
+    lattice_backend_destroy(be);
+    json_object_put(p.json);
+    return finish(0);
+}
+

@@ -1,0 +1,150 @@
+/* Size and time before running: memory and FLOPs, cost of an arm, the plan of jobs, estimate. */
+#include "plan.h"
+
+#include <sched.h>
+#include "preset.h"
+#include "runs.h"
+#include "jobs.h"
+
+/* ---- size and time before running ---------------------------------------------------- */
+
+/* Active-layer steps of an arm, in units of full-depth steps. */
+double arm_cost(const preset *p, const arm *a)
+{
+    lattice_schedule *s = arm_schedule(p, a);
+    double c = 0;
+    const int L = p->blocks * p->block_size;
+    for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(s, i, &ph);
+        c += (double)ph.steps * ph.active_layers / L;
+    }
+    lattice_schedule_destroy(s);
+    return c;
+}
+
+int fits_here(const preset *p)
+{
+    lattice_model_params mp = model_shape(p, p->blocks * p->block_size, p->init_std, 1);
+    lattice_norm *n;
+    lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
+    int64_t params = 0;
+    size_t bytes = 0;
+    lattice_model_params tmp = model_shape(p, p->t_layers, p->t_init_std, 1);
+    int64_t tparams = 0;
+    size_t tbytes = 0;
+    lattice_status st = lattice_model_estimate(&mp, n, &params, &bytes);
+    if (st == LATTICE_OK)
+        st = lattice_model_estimate(&tmp, n, &tparams, &tbytes);
+    lattice_norm_destroy(n);
+    if (st != LATTICE_OK)
+        die("the preset's shape is not valid: %s", lattice_status_string(st));
+    /* FLOPs of one student step (forward + backward) and its optimizer state */
+    double N = (double)p->batch * p->seq_len, D = p->d_model, W = (p->heads + 2.0 * p->kv_heads) * p->head_dim;
+    double per_layer = 2 * N * D * (W + p->heads * (double)p->head_dim + 3.0 * p->d_ff) +
+                       4.0 * p->batch * p->heads * (double)p->seq_len * p->seq_len * p->head_dim;
+    double step = 3 * (per_layer * p->blocks * p->block_size + 2 * N * D * 257);
+    double need = (double)bytes + 8.0 * (double)params + (double)tbytes;
+    double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    int grow = -1;
+    for (int a = 0; a < p->n_arms && grow < 0; a++)
+        if (p->arms[a].schedule == LATTICE_SCHEDULE_PRESET_GROW)
+            grow = a;
+    say("student %.3gM parameters, teacher %.3gM; memory %.1f GiB (student arenas + AdamW "
+        "moments + teacher); one student step %.3g FLOP; %s %.3g FLOP; this machine has %.1f GiB\n",
+        params / 1e6, tparams / 1e6, need / (1 << 30), step,
+        grow >= 0 ? "the grow arm" : "the first arm",
+        step * arm_cost(p, &p->arms[grow >= 0 ? grow : 0]), have / (1 << 30));
+    return need < 0.8 * have;
+}
+
+/* Time a few full-depth student steps (with the teacher's forward) on the
+ * real data and extrapolate the whole study. */
+/* Runs side by side by default: the cores this process may use over the
+ * threads each run takes, at least 1. */
+int default_jobs(int threads)
+{
+    int cores = 0;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        cores = CPU_COUNT(&set);
+    if (cores < 1)
+        cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int j = cores / (threads > 0 ? threads : 1);
+    return j < 1 ? 1 : j > MAX_JOBS ? MAX_JOBS : j;
+}
+
+/* The wall time of runs handed out longest first to jobs workers, each taking
+ * the next when it is free (runs in hand-out order). */
+static double makespan(const double *secs, const int *order, int n, int jobs)
+{
+    double load[MAX_JOBS] = {0}, end = 0;
+    for (int k = 0; k < n; k++) {
+        int w = 0;
+        for (int j = 1; j < jobs; j++)
+            if (load[j] < load[w])
+                w = j;
+        load[w] += secs[order[k]];
+        end = load[w] > end ? load[w] : end;
+    }
+    return end;
+}
+
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs)
+{
+    const int L = p->blocks * p->block_size;
+    lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
+    lattice_data *d = open_data(p, 1);
+    lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip);
+    lattice_schedule *s;
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = 1;
+    lattice_trainer *tr;
+    check(lattice_trainer_create(stu, NULL, NULL, d, o, s, &tp, &tr), "trainer", NULL);
+    check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
+    double t0 = ex_now();
+    for (int i = 0; i < 3; i++)
+        check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
+    double step = (ex_now() - t0) / 3;
+    lattice_trainer_destroy(tr);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(stu);
+    /* a distilled step adds the teacher's forward: a third of a step per layer */
+    const double with_teacher = step * (1.0 + p->t_layers / (3.0 * L));
+    /* the teacher trains alone, on the runs' thread count */
+    double teacher = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
+    /* evaluation: a forward (a third of a step) per validation batch */
+    lattice_data *dv = open_data(p, 1);
+    double n_val = (double)lattice_data_get_n_val_batches(dv);
+    lattice_data_destroy(dv);
+    double run_s[MAX_ARMS * MAX_SEEDS], serial = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
+        int64_t steps = lattice_schedule_get_total_steps(sa);
+        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_get_n_phases(sa);
+        double evals = ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
+                       (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
+        lattice_schedule_destroy(sa);
+        for (int i = 0; i < p->seeds; i++)
+            run_s[i * p->n_arms + a] = with_teacher * arm_cost(p, &p->arms[a]) + evals * step / 3;
+    }
+    const int n_jobs = p->n_arms * p->seeds;
+    for (int j = 0; j < n_jobs; j++)
+        serial += run_s[j];
+    int order[MAX_ARMS * MAX_SEEDS];
+    longest_first(p, order);
+    double total = teacher + (jobs > 1 ? makespan(run_s, order, n_jobs, jobs) : serial);
+    char e[32];
+    ex_format_duration(e, sizeof e, total);
+    say("estimated wall time %s with %d job%s x %d thread%s (a full-depth step takes %.0f ms "
+        "here at %d thread%s%s)\n",
+        e, jobs, jobs > 1 ? "s" : "", p->threads, p->threads > 1 ? "s" : "", step * 1e3,
+        p->threads, p->threads > 1 ? "s" : "", teacher_cached ? "; the teacher is cached" : "");
+    return total;
+}
+

@@ -1,0 +1,19 @@
+/* Size and time before running: memory and FLOPs, cost of an arm, the plan of jobs, estimate. */
+#ifndef REPRODUCE_PLAN_H
+#define REPRODUCE_PLAN_H
+
+#include "study.h"
+
+/* Active-layer steps of an arm, in units of full-depth steps. */
+double arm_cost(const preset *p, const arm *a);
+
+/* Prints the preset's memory and FLOPs; whether it fits this machine. */
+int fits_here(const preset *p);
+
+/* Runs side by side by default: the cores this process may use / threads per run. */
+int default_jobs(int threads);
+
+/* Times a few steps and prints the whole study's wall time under the plan. */
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs);
+
+#endif

@@ -1,0 +1,22 @@
+/* The preset: parse and validate the JSON, named arms, schedules, paths, --arms, --check. */
+#ifndef REPRODUCE_PRESET_H
+#define REPRODUCE_PRESET_H
+
+#include "study.h"
+
+/* The member at a dotted path ("train.lr"), or NULL. */
+json_object *member(json_object *o, const char *path);
+
+/* Read, check and resolve a preset file; dies with the key path on any error. */
+void load_preset(preset *p, const char *path);
+
+/* The schedule of an arm: its preset or its explicit phases, with the preset's sizes. */
+lattice_schedule *arm_schedule(const preset *p, const arm *a);
+
+/* Keep only the named arms (a comma-separated list), in the preset's order. */
+void select_arms(preset *p, const char *list);
+
+/* The preset as understood (--check): data, init, and every arm's phases. */
+void print_preset(const preset *p);
+
+#endif

@@ -1,0 +1,358 @@
+/* What a study writes: report.md, curves.csv, bands.csv, results.json, plots. */
+#include "report.h"
+#include "runs.h"
+#include "stats.h"
+#include "verdicts.h"
+
+void fmt_num(char *buf, size_t n, double v, const char *f)
+{
+    if (isnan(v))
+        snprintf(buf, n, "n/a");
+    else
+        snprintf(buf, n, f, v);
+}
+
+void report(FILE *f, const study *s)
+{
+    const preset *p = s->p;
+    double x[MAX_SEEDS], y[MAX_SEEDS], d[MAX_SEEDS];
+    char b1[64], b2[64];
+    fprintf(f, "# Reproduction: preset `%s`\n\n", p->name);
+    fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d, "
+               "init std %.4g (gain %.3g / sqrt(d_model)), peak LR %.3g; %d steps per phase, batch "
+               "%d x %d bytes; %d paired seed%s. Teacher: %d layers, init std %.4g, %d steps. "
+               "Validation CE in nats per byte at the scheduled end, over %s.\n\n",
+            p->blocks * p->block_size, p->blocks, p->block_size, p->d_model, p->heads, p->kv_heads,
+            p->head_dim, p->d_ff, p->init_std, p->init_gain, p->lr, p->steps_per_phase, p->batch,
+            p->seq_len, p->seeds, p->seeds == 1 ? "" : "s", p->t_layers, p->t_init_std, p->t_steps,
+            p->final_eval_batches ? "the first batches of the held-out set (final_eval_batches)"
+                                  : "the whole held-out set (Persuasion)");
+    verdicts(f, s);
+    fprintf(f, "## Teacher go/no-go\n\nPer-token RMS of the teacher's residual stream after each layer on the first validation batch; boundary tokens = position 0 of each row (the document-boundary token).\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) |\n|---|---|---|---|---|\n");
+    for (int k = 1; k < s->teacher.n; k++)
+        fprintf(f, "| %d | %.3f | %.3f | %.2f | %.1f |\n", k, s->teacher.boundary[k],
+                s->teacher.regular[k], s->teacher.ratio[k], s->teacher.kurt[k]);
+    fprintf(f, "\n## Every arm\n\n| arm | val CE (mean ± sd) | seeds | tokens/s | paper (nats/token, Qwen3 tokens) |\n|---|---|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        finals(s, p->arms[a].name, x);
+        summary sm = summarise(x, p->seeds);
+        double tps = 0;
+        for (int i = 0; i < p->seeds; i++)
+            tps += s->res[a][i]->tokens_per_s / p->seeds;
+        fmt_num(b1, sizeof b1, paper_value(p->arms[a].name), "%.4f");
+        fprintf(f, "| %s | %.4f ± %.4f | %d | %.0f | %s |\n", p->arms[a].name, sm.mean,
+                isnan(sm.sd) ? 0.0 : sm.sd, p->seeds, tps, b1);
+    }
+    /* Table 1: post - pre per regime, paired by seed, and the interaction */
+    fprintf(f, "\n## Table 1 analogue\n\n| regime | pre | post | post - pre (95%% CI) | paper post - pre |\n|---|---|---|---|---|\n");
+    const char *regimes[2][3] = {{"joint", "pre-joint", "post-joint"}, {"grow", "pre-grow", "post-grow"}};
+    double delta[2][MAX_SEEDS];
+    int have[2] = {0, 0};
+    for (int r = 0; r < 2; r++) {
+        int n1 = finals(s, regimes[r][1], x), n2 = finals(s, regimes[r][2], y);
+        if (!n1 || !n2)
+            continue;
+        have[r] = 1;
+        for (int i = 0; i < p->seeds; i++)
+            delta[r][i] = y[i] - x[i];
+        summary sx = summarise(x, p->seeds), sy = summarise(y, p->seeds),
+                sd = summarise(delta[r], p->seeds);
+        fmt_num(b1, sizeof b1, sd.half, "%.4f");
+        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f |\n", regimes[r][0], sx.mean, sy.mean,
+                sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]));
+    }
+    if (have[0] && have[1]) {
+        for (int i = 0; i < p->seeds; i++)
+            d[i] = delta[1][i] - delta[0][i];
+        summary si = summarise(d, p->seeds);
+        fmt_num(b1, sizeof b1, si.mean - si.half, "%+.4f");
+        fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
+        fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
+                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: -0.0332.\n",
+                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s");
+    }
+    /* controls */
+    fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        const char *nm = p->arms[a].name;
+        if (strstr(nm, "-joint") && !strstr(nm, "joint-"))
+            continue; /* the main arms are above */
+        if (strstr(nm, "-grow") && !strchr(strstr(nm, "-grow") + 5, '-') && strncmp(nm, "peri", 4) != 0)
+            continue;
+        finals(s, nm, x);
+        summary sm = summarise(x, p->seeds);
+        fmt_num(b1, sizeof b1, paper_value(nm), "%.4f");
+        fprintf(f, "| %s | %.4f ± %.4f | %s |\n", nm, sm.mean, isnan(sm.sd) ? 0.0 : sm.sd, b1);
+    }
+    /* loss response at phase changes */
+    fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
+               "The paper smooths over 200 of 50k steps (0.4%% of a phase): here the baseline (mean "
+               "training loss before the change) and the trailing mean span %lld steps. Jump: loss of "
+               "the first step after the change minus the baseline. Area: excess over the baseline "
+               "per step over the first 2%% and 10%% of a phase. Recovery: steps until the trailing "
+               "mean is back at the baseline. An *append* adds layers; a *restart* (the budget "
+               "controls) only restarts the LR. Paper: jump pre ~0.023, post ~0.25-0.28; recovery pre "
+               "~100 steps, post ~20k (of 50k-step phases).\n\n"
+               "| arm | change | kind | jump | area/step 2%% | area/step 10%% | recovery (steps) |\n|---|---|---|---|---|---|---|\n",
+            (long long)response_window(p));
+    for (int a = 0; a < p->n_arms; a++) {
+        run_result *r0 = s->res[a][0];
+        for (int k = 0; k < r0->n_appends; k++) {
+            double j = 0, a2 = 0, a10 = 0, rec = 0;
+            int never = 0;
+            for (int i = 0; i < p->seeds; i++) {
+                j += s->res[a][i]->resp[k].jump / p->seeds;
+                a2 += s->res[a][i]->area2[k] / p->seeds;
+                a10 += s->res[a][i]->area10[k] / p->seeds;
+                never |= s->res[a][i]->resp[k].recovery < 0;
+                rec += (double)s->res[a][i]->resp[k].recovery / p->seeds;
+            }
+            if (never)
+                snprintf(b1, sizeof b1, "not within the phase%s", p->seeds > 1 ? " (some seeds)" : "");
+            else
+                snprintf(b1, sizeof b1, "%.0f", rec);
+            fprintf(f, "| %s | %d | %s | %+.4f | %.4f | %.4f | %s |\n", p->arms[a].name, k + 1,
+                    r0->is_append[k] ? "append" : "restart", j, a2, a10, b1);
+        }
+    }
+    /* block removal */
+    fprintf(f, "\n## Block removal on a fixed batch (first validation batch)\n\nPaper: pre-grow's last block dCE 0.02, angle 0.031; every post-grow block dCE >= 2.38, angle > 0.34.\n\n| arm | block | dCE (mean ± sd) | angle (mean ± sd) |\n|---|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        for (int k = 0; k < s->res[a][0]->n_blocks_measured; k++) {
+            for (int i = 0; i < p->seeds; i++) {
+                x[i] = s->res[a][i]->removal[k].dce;
+                y[i] = s->res[a][i]->removal[k].angle;
+            }
+            summary sd = summarise(x, p->seeds), sa = summarise(y, p->seeds);
+            fprintf(f, "| %s | %d | %.4f ± %.4f | %.4f ± %.4f |\n", p->arms[a].name, k + 1, sd.mean,
+                    isnan(sd.sd) ? 0.0 : sd.sd, sa.mean, isnan(sa.sd) ? 0.0 : sa.sd);
+        }
+    }
+    /* boundary scale trajectory */
+    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints). Boundary tokens = position 0 of each row. Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | step | active layers | RMS std | kurtosis | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        const run_result *r0 = s->res[a][0];
+        const char *nm = p->arms[a].name;
+        if (!strstr(nm, "-grow") && !(strstr(nm, "-joint") && !strstr(nm, "joint-")))
+            continue;
+        for (int k = 0; k < r0->n_pts; k++) {
+            double v[4] = {0, 0, 0, 0};
+            for (int i = 0; i < p->seeds; i++) {
+                const point *pt = &s->res[a][i]->pts[k < s->res[a][i]->n_pts ? k : s->res[a][i]->n_pts - 1];
+                v[0] += pt->rms_std / p->seeds;
+                v[1] += pt->rms_kurt / p->seeds;
+                v[2] += pt->rms_boundary / p->seeds;
+                v[3] += pt->rms_regular / p->seeds;
+            }
+            fprintf(f, "| %s | %lld | %d | %.3f | %.1f | %.3f | %.3f | %.2f |\n", nm,
+                    (long long)r0->pts[k].step, r0->pts[k].active, v[0], v[1], v[2], v[3],
+                    v[3] > 0 ? v[2] / v[3] : NAN);
+        }
+    }
+    /* boundary scale at the end, by block boundary */
+    fprintf(f, "\n## Boundary scale at block boundaries at the end (first validation batch, mean over seeds)\n\n| arm | after block | RMS std (all) | kurtosis (all) | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|\n");
+    for (int a = 0; a < p->n_arms; a++) {
+        run_result *r0 = s->res[a][0];
+        for (int k = 0; k < r0->n_boundaries; k++) {
+            double v[4] = {0, 0, 0, 0};
+            for (int i = 0; i < p->seeds; i++) {
+                const lattice_diag_rms_stats *st = s->res[a][i]->rms[k];
+                v[0] += st[2].std / p->seeds;
+                v[1] += st[2].kurtosis / p->seeds;
+                v[2] += st[1].mean / p->seeds;
+                v[3] += st[0].mean / p->seeds;
+            }
+            fprintf(f, "| %s | %d | %.3f | %.1f | %.3f | %.3f | %.1f |\n", p->arms[a].name, k + 1,
+                    v[0], v[1], v[2], v[3], v[3] > 0 ? v[2] / v[3] : NAN);
+        }
+    }
+}
+
+/* One row per training step of every run: its training loss, and at the
+ * steps that were evaluated, the validation CE and the boundary statistics
+ * (empty elsewhere). */
+void write_csv(const char *path, const study *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,train_loss,val_ce,rms_std,"
+               "rms_kurtosis,rms_boundary,rms_regular\n");
+    for (int a = 0; a < s->p->n_arms; a++)
+        for (int i = 0; i < s->p->seeds; i++) {
+            const run_result *r = s->res[a][i];
+            int k = 0;
+            for (int64_t t = 0; t < r->n_steps; t++) {
+                fprintf(f, "%s,%d,%lld,%d,%d,%lld,%.6f", s->p->arms[a].name, i + 1, (long long)t + 1,
+                        r->step_phase[t], r->step_active[t], (long long)r->step_alt[t], r->losses[t]);
+                while (k < r->n_pts && r->pts[k].step < t + 1)
+                    k++;
+                if (k < r->n_pts && r->pts[k].step == t + 1)
+                    fprintf(f, ",%.6f,%.6g,%.6g,%.6g,%.6g\n", r->pts[k].val_ce, r->pts[k].rms_std,
+                            r->pts[k].rms_kurt, r->pts[k].rms_boundary, r->pts[k].rms_regular);
+                else
+                    fprintf(f, ",,,,,\n");
+            }
+        }
+    fclose(f);
+}
+
+static json_object *jd(double v) { return isfinite(v) ? json_object_new_double(v) : NULL; }
+
+void write_json(const char *path, const study *s, double wall)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "preset", json_object_get(s->p->json));
+    json_object_object_add(o, "lattice_version", json_object_new_string(lattice_version_string()));
+    json_object_object_add(o, "wall_seconds", json_object_new_double(wall));
+    json_object *tg = json_object_new_array();
+    for (int k = 1; k < s->teacher.n; k++) {
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "boundary_rms", jd(s->teacher.boundary[k]));
+        json_object_object_add(e, "regular_rms", jd(s->teacher.regular[k]));
+        json_object_object_add(e, "kurtosis", jd(s->teacher.kurt[k]));
+        json_object_array_add(tg, e);
+    }
+    json_object_object_add(o, "teacher_boundary_scale", tg);
+    json_object *arms = json_object_new_object();
+    for (int a = 0; a < s->p->n_arms; a++) {
+        json_object *seeds = json_object_new_array();
+        for (int i = 0; i < s->p->seeds; i++) {
+            const run_result *r = s->res[a][i];
+            json_object *ro = json_object_new_object();
+            json_object_object_add(ro, "val_ce", jd(r->final_val));
+            json_object_object_add(ro, "seconds", json_object_new_double(r->seconds));
+            json_object_object_add(ro, "tokens_per_s", json_object_new_double(r->tokens_per_s));
+            json_object *rm = json_object_new_array(), *rs = json_object_new_array(),
+                        *bs = json_object_new_array(), *tj = json_object_new_array();
+            for (int k = 0; k < r->n_blocks_measured; k++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "dce", jd(r->removal[k].dce));
+                json_object_object_add(e, "angle", jd(r->removal[k].angle));
+                json_object_array_add(rm, e);
+            }
+            for (int k = 0; k < r->n_appends; k++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "step", json_object_new_int64(r->append_steps[k]));
+                json_object_object_add(e, "kind", json_object_new_string(r->is_append[k] ? "append" : "restart"));
+                json_object_object_add(e, "jump", jd(r->resp[k].jump));
+                json_object_object_add(e, "area_per_step_2pct", jd(r->area2[k]));
+                json_object_object_add(e, "area_per_step_10pct", jd(r->area10[k]));
+                json_object_object_add(e, "recovery", json_object_new_int64(r->resp[k].recovery));
+                json_object_array_add(rs, e);
+            }
+            for (int k = 0; k < r->n_boundaries; k++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "std_all", jd(r->rms[k][2].std));
+                json_object_object_add(e, "kurtosis_all", jd(r->rms[k][2].kurtosis));
+                json_object_object_add(e, "mean_boundary", jd(r->rms[k][1].mean));
+                json_object_object_add(e, "mean_regular", jd(r->rms[k][0].mean));
+                json_object_array_add(bs, e);
+            }
+            for (int k = 0; k < r->n_pts; k++) {
+                json_object *e = json_object_new_object();
+                json_object_object_add(e, "step", json_object_new_int64(r->pts[k].step));
+                json_object_object_add(e, "active_layers", json_object_new_int(r->pts[k].active));
+                json_object_object_add(e, "val_ce", jd(r->pts[k].val_ce));
+                json_object_object_add(e, "rms_std", jd(r->pts[k].rms_std));
+                json_object_object_add(e, "rms_kurtosis", jd(r->pts[k].rms_kurt));
+                json_object_object_add(e, "rms_boundary", jd(r->pts[k].rms_boundary));
+                json_object_object_add(e, "rms_regular", jd(r->pts[k].rms_regular));
+                json_object_array_add(tj, e);
+            }
+            json_object_object_add(ro, "block_removal", rm);
+            json_object_object_add(ro, "loss_response", rs);
+            json_object_object_add(ro, "boundary_scale", bs);
+            json_object_object_add(ro, "trajectory", tj);
+            json_object_array_add(seeds, ro);
+        }
+        json_object_object_add(arms, s->p->arms[a].name, seeds);
+    }
+    json_object_object_add(o, "arms", arms);
+    if (json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY) != 0)
+        die("cannot write %s", path);
+    json_object_put(o);
+}
+
+/* Mean over seeds with a min..max band, per arm and evaluation, for the plots. */
+void write_bands(const char *path, const study *s)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "arm_index,step,active_layer_tokens,mean,min,max\n");
+    for (int a = 0; a < s->p->n_arms; a++) {
+        const run_result *r0 = s->res[a][0];
+        for (int k = 0; k < r0->n_pts; k++) {
+            double m = 0, lo = INFINITY, hi = -INFINITY;
+            for (int i = 0; i < s->p->seeds; i++) {
+                const run_result *r = s->res[a][i];
+                double v = r->pts[k < r->n_pts ? k : r->n_pts - 1].val_ce;
+                m += v / s->p->seeds;
+                lo = fmin(lo, v);
+                hi = fmax(hi, v);
+            }
+            fprintf(f, "%d,%lld,%lld,%.6f,%.6f,%.6f\n", a, (long long)r0->pts[k].step,
+                    (long long)r0->pts[k].active_layer_tokens, m, lo, hi);
+        }
+        fprintf(f, "\n\n"); /* one gnuplot data block per arm */
+    }
+    fclose(f);
+}
+
+/* Curves through gnuplot when it is installed (PNG and SVG): the mean over
+ * seeds with a min-max band; colours by placement (pre blue, post red, peri
+ * green), line styles by schedule, so arms that coincide in a phase (the first
+ * phases of grow and freeze) stay distinguishable. */
+void plot(const char *dir, const study *s)
+{
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+        say("gnuplot not found: curves are in curves.csv only\n");
+        return;
+    }
+    char gp[2048];
+    snprintf(gp, sizeof gp, "%s/curves.gp", dir);
+    FILE *f = fopen(gp, "w");
+    if (!f)
+        return;
+    static const char *const shades[3][4] = {{"#1f4e9c", "#4a86e8", "#7fb2ff", "#0b2a5b"},
+                                             {"#b3261e", "#e06666", "#f4a09a", "#6d1410"},
+                                             {"#2e7d32", "#66bb6a", "#a5d6a7", "#1b4d1e"}};
+    fprintf(f, "set datafile separator ','\nset key outside right\nset grid\nset ylabel 'validation CE (nats/byte)'\n");
+    for (int fmt = 0; fmt < 2; fmt++) {
+        for (int x = 0; x < 2; x++) {
+            fprintf(f, "set terminal %s size 1200,650\nset output '%s/curves_%s.%s'\n",
+                    fmt ? "svg" : "pngcairo", dir, x ? "active_layer_tokens" : "steps",
+                    fmt ? "svg" : "png");
+            fprintf(f, "set xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
+                    x ? "active-layer tokens" : "steps", s->p->seeds, s->p->seeds == 1 ? "" : "s");
+            fprintf(f, "unset arrow\n");
+            if (!x)
+                for (int k = 1; k < s->p->blocks; k++)
+                    fprintf(f, "set arrow from %d, graph 0 to %d, graph 1 nohead dt 2 lc 'gray'\n",
+                            k * s->p->steps_per_phase, k * s->p->steps_per_phase);
+            fprintf(f, "plot ");
+            int used[3] = {0, 0, 0};
+            for (int a = 0; a < s->p->n_arms; a++) {
+                const arm *am = &s->p->arms[a];
+                const char *c = shades[am->placement][used[am->placement]++ % 4];
+                int dt = am->schedule < 0 ? 5 : am->schedule + 1;
+                if (s->p->seeds > 1)
+                    fprintf(f, "'%s/bands.csv' index %d using %d:5:6 with filledcurves lc rgb '%s' "
+                               "fs transparent solid 0.15 notitle, ",
+                            dir, a, x ? 3 : 2, c);
+                fprintf(f, "'%s/bands.csv' index %d using %d:4 with linespoints lw 2 dt %d pt %d "
+                           "ps 0.6 lc rgb '%s' title '%s'%s",
+                        dir, a, x ? 3 : 2, dt, a % 12 + 1, c, am->name,
+                        a + 1 < s->p->n_arms ? ", " : "");
+            }
+            fprintf(f, "\n");
+        }
+    }
+    fclose(f);
+    char cmd[4200];
+    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
+    if (system(cmd) != 0)
+        say("gnuplot failed; curves are in curves.csv\n");
+}
+

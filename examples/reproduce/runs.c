@@ -1,0 +1,332 @@
+/* One arm x seed run: data, models, optimizer, the trainer's callbacks, the diagnostics. */
+#include "runs.h"
+#include "preset.h"
+#include "jobs.h"
+
+
+/* Per-token RMS statistics after every active layer on the fixed batch:
+ * out[(boundary * 3) + class], classes regular, document boundary, all. */
+lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
+                                     const uint8_t *mask, int batch, int seq,
+                                     lattice_diag_rms_stats *out, int out_len)
+{
+    const int active = lattice_model_get_active_layers(m);
+    if ((active + 1) * 3 > out_len)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    return lattice_diag_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, out, (active + 1) * 3);
+}
+
+int on_step(void *user, const lattice_trainer_metrics *m)
+{
+    progress *pr = user;
+    run_result *r = pr->res;
+    if (r->n_steps < pr->run_steps) {
+        if (r->step_phase) {
+            r->step_phase[r->n_steps] = m->phase;
+            r->step_active[r->n_steps] = m->active_layers;
+            r->step_alt[r->n_steps] = m->counters.active_layer_tokens;
+        }
+        r->losses[r->n_steps++] = m->loss;
+    }
+    if (fail_here && m->step >= 2)
+        die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_RANK=%d, a "
+            "test hook)", (long long)m->step, pr->arm, pr->seed, rank);
+#ifdef LATTICE_HAVE_MPI
+    if (pr->dispatch)
+        serve_ranks(pr->dispatch, 0);
+#endif
+    if (m->phase_end && r->n_appends < 8 && m->step < pr->run_steps)
+        r->append_steps[r->n_appends++] = m->step; /* index of the next phase's first step */
+    pr->nonpad_tokens += (double)m->counters.nonpad_tokens;
+    double el = ex_now() - pr->start;
+    int64_t done = pr->steps_done_before + m->step;
+    double eta = el / (double)done * (double)(pr->steps_total_all - done);
+    char e[32];
+    ex_format_duration(e, sizeof e, eta);
+    if (pr->tty) {
+        fprintf(stderr, "\r\033[K[%d/%d] %-17s seed %d  phase %d/%d  step %lld/%lld  loss %.4f  "
+                        "%.0f tok/s  ETA %s",
+                pr->run_index, pr->n_runs, pr->arm, pr->seed, m->phase + 1, pr->n_phases,
+                (long long)m->step, (long long)pr->run_steps, m->loss,
+                m->seconds > 0 ? (double)(m->counters.tokens) / (double)m->step / m->seconds : 0.0,
+                e);
+        fflush(stderr);
+    }
+    return 0;
+}
+
+int on_eval(void *user, const lattice_trainer_metrics *m)
+{
+    progress *pr = user;
+    run_result *r = pr->res;
+    if (r->n_pts >= MAX_POINTS)
+        return 0;
+    point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
+                NAN, NAN, NAN, NAN};
+    lattice_diag_rms_stats st[(256 + 1) * 3];
+    if (pr->diag && boundary_stats(pr->diag, pr->model, pr->diag_tokens, pr->diag_mask,
+                                   pr->diag_batch, pr->diag_seq, st, 257 * 3) == LATTICE_OK) {
+        const lattice_diag_rms_stats *top = &st[m->active_layers * 3];
+        pt.rms_std = top[2].std;
+        pt.rms_kurt = top[2].kurtosis;
+        pt.rms_boundary = top[1].mean;
+        pt.rms_regular = top[0].mean;
+    }
+    r->pts[r->n_pts++] = pt;
+    return 0;
+}
+
+lattice_data *open_data(const preset *p, uint64_t seed)
+{
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.batch_size = p->batch;
+    dp.seq_len = p->seq_len;
+    dp.split_long = p->split_long;
+    dp.val_path = p->val;
+    dp.seed = seed;
+    lattice_data *d;
+    char err[LATTICE_ERRMSG_SIZE];
+    lattice_status st = lattice_data_create_text(p->train, &dp, &d, err);
+    if (st == LATTICE_ERR_IO)
+        die("%s (prepare the corpus first: python3 examples/data/prepare_austen.py)", err);
+    check(st, "data", err);
+    return d;
+}
+
+lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed)
+{
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    mp.vocab_size = 257;
+    mp.d_model = p->d_model;
+    mp.n_layers = layers;
+    mp.n_active_layers = layers;
+    mp.n_heads = p->heads;
+    mp.n_kv_heads = p->kv_heads;
+    mp.head_dim = p->head_dim;
+    mp.d_ff = p->d_ff;
+    mp.rope_theta = (float)p->rope_theta;
+    mp.qk_norm = p->qk_norm;
+    mp.max_batch = p->batch;
+    mp.max_seq = p->seq_len;
+    mp.seed = seed;
+    mp.init_std = (float)init_std;
+    return mp;
+}
+
+lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
+                                double residual_scale, int layers, double init_std, uint64_t seed)
+{
+    lattice_norm *norm;
+    check(lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &norm), "norm", NULL);
+    if (residual_scale != 1.0)
+        check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
+    lattice_model_params mp = model_shape(p, layers, init_std, seed);
+    char err[LATTICE_ERRMSG_SIZE];
+    check(lattice_model_params_check(&mp, err), "model", err);
+    lattice_model *m;
+    check(lattice_model_create(&mp, norm, be, &m), "model", NULL);
+    lattice_norm_destroy(norm);
+    return m;
+}
+
+lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
+                                double clip)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = (float)lr;
+    op.min_lr = (float)min_lr;
+    op.warmup_steps = warmup;
+    op.total_steps = total;
+    op.clip_norm = (float)clip;
+    lattice_optim *o;
+    check(lattice_optim_create(m, &op, &o), "optimizer", NULL);
+    return o;
+}
+
+/* ---- one student run ------------------------------------------------------------ */
+
+int64_t response_window(const preset *p)
+{
+    const int64_t w = (p->steps_per_phase * 4 + 500) / 1000;
+    return w > 3 ? w : 3;
+}
+
+double arm_std(const preset *p, const arm *a)
+{
+    return a->init_gain > 0 ? a->init_gain / sqrt((double)p->d_model) : p->init_std;
+}
+
+static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
+                    const arm *kind, int seed, progress *pr, run_result *r)
+{
+    const int L = p->blocks * p->block_size;
+    lattice_schedule *s = arm_schedule(p, kind);
+    /* Paired seeds: pre and post of one seed share initial weights and data order. */
+    const double std = arm_std(p, kind);
+    lattice_model *m = new_model(p, be, kind->placement, kind->residual_scale, L, std,
+                                 100 + (uint64_t)seed);
+    lattice_teacher *t;
+    check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
+    check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
+    lattice_distill_params dp;
+    lattice_distill_params_init(&dp);
+    dp.alpha = (float)p->alpha;
+    dp.gamma = (float)p->gamma;
+    dp.tau = (float)p->tau;
+    lattice_distill *loss;
+    check(lattice_distill_create(&dp, &loss), "loss", NULL);
+    lattice_data *d = open_data(p, 200 + (uint64_t)seed);
+    /* LR in proportion to this arm's init std when the arm sets its own gain */
+    const double lr_scale = std / p->init_std;
+    lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
+                                 p->steps_per_phase, p->clip);
+    int64_t total = lattice_schedule_get_total_steps(s);
+    if (total <= 0)
+        die("arm %s: every phase needs a step budget in the reproduction", kind->name);
+    r->losses = calloc((size_t)total + 1, sizeof(double));
+    r->step_phase = calloc((size_t)total + 1, sizeof(int));
+    r->step_active = calloc((size_t)total + 1, sizeof(int));
+    r->step_alt = calloc((size_t)total + 1, sizeof(int64_t));
+    if (!r->losses || !r->step_phase || !r->step_active || !r->step_alt)
+        die("out of memory");
+    pr->res = r;
+    pr->run_steps = total;
+    pr->n_phases = lattice_schedule_get_n_phases(s);
+    /* diagnostics on a fixed batch: the first validation batch */
+    lattice_diag *dg;
+    check(lattice_diag_create(m, &dg), "diagnostics", NULL);
+    lattice_data_batch b;
+    check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    /* the batch's buffers may be reused by the data object: keep a copy */
+    int32_t *fixed_tokens = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    int32_t *fixed_targets = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    uint8_t *fixed_mask = malloc((size_t)b.batch * (size_t)b.seq);
+    if (!fixed_tokens || !fixed_targets || !fixed_mask)
+        die("out of memory");
+    memcpy(fixed_tokens, b.tokens, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    memcpy(fixed_targets, b.targets, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
+    memcpy(fixed_mask, b.mask, (size_t)b.batch * (size_t)b.seq);
+    pr->diag = dg;
+    pr->model = m;
+    pr->diag_tokens = fixed_tokens;
+    pr->diag_mask = fixed_mask;
+    pr->diag_batch = b.batch;
+    pr->diag_seq = b.seq;
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_every = p->eval_every;
+    tp.eval_batches = p->eval_batches;
+    tp.on_step = on_step;
+    tp.on_eval = on_eval;
+    tp.user = pr;
+    lattice_trainer *tr;
+    check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), "trainer", NULL);
+    double t0 = ex_now();
+    lattice_status st = lattice_trainer_run(tr);
+    check(st, "training", lattice_trainer_errmsg(tr));
+    r->seconds = ex_now() - t0;
+    pr->diag = NULL;
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(s, &c);
+    r->tokens_per_s = (double)c.tokens / r->seconds;
+    /* the reported number: validation CE at the scheduled end, over the whole
+     * held-out set unless the preset caps it */
+    lattice_trainer_params full = tp;
+    full.eval_batches = p->final_eval_batches;
+    full.on_eval = NULL;
+    lattice_trainer_destroy(tr);
+    check(lattice_trainer_create(m, t, loss, d, o, s, &full, &tr), "trainer", NULL);
+    check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
+
+    const int active = lattice_model_get_active_layers(m);
+    lattice_diag_rms_stats stats[257 * 3];
+    check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats, 257 * 3),
+          "boundary scale", lattice_diag_errmsg(dg));
+    r->n_boundaries = 0;
+    for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < 8; blk++, r->n_boundaries++)
+        memcpy(r->rms[r->n_boundaries], &stats[blk * p->block_size * 3], sizeof r->rms[0]);
+    r->n_blocks_measured = 0;
+    for (int blk = 0; (blk + 1) * p->block_size <= active && blk < 8; blk++, r->n_blocks_measured++)
+        check(lattice_diag_block_removal(dg, fixed_tokens, fixed_targets, fixed_mask, b.batch, b.seq,
+                                         blk * p->block_size, p->block_size, &r->removal[blk]),
+              "block removal", lattice_diag_errmsg(dg));
+    /* The paper smooths over 200 of 50k steps (0.4% of a phase): the same
+     * share here, at least 3 steps; areas per step over 2% and 10% of a phase. */
+    const int64_t window = response_window(p);
+    for (int a = 0; a < r->n_appends; a++) {
+        /* the a-th phase change: from phase a to a + 1 */
+        lattice_schedule_phase ph0, ph1;
+        lattice_schedule_phase_init(&ph0);
+        lattice_schedule_phase_init(&ph1);
+        lattice_schedule_get_phase(s, a, &ph0);
+        lattice_schedule_get_phase(s, a + 1, &ph1);
+        r->is_append[a] = ph1.active_layers > ph0.active_layers;
+        lattice_diag_response *rs = &r->resp[a];
+        lattice_diag_response r2, r10;
+        const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;
+        const int64_t h10 = p->steps_per_phase / 10 > 1 ? p->steps_per_phase / 10 : 1;
+        if (lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window,
+                                       p->steps_per_phase, rs) != LATTICE_OK ||
+            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h2,
+                                       &r2) != LATTICE_OK ||
+            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h10,
+                                       &r10) != LATTICE_OK) {
+            memset(rs, 0, sizeof(*rs));
+            r->area2[a] = r->area10[a] = NAN;
+            continue;
+        }
+        r->area2[a] = r2.area / (double)h2;
+        r->area10[a] = r10.area / (double)h10;
+    }
+    lattice_diag_destroy(dg);
+    free(fixed_tokens);
+    free(fixed_targets);
+    free(fixed_mask);
+    lattice_trainer_destroy(tr);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_distill_destroy(loss);
+    lattice_teacher_destroy(t);
+    lattice_model_destroy(m);
+    lattice_schedule_destroy(s);
+}
+
+/* ---- runs, and the study over the ranks of an MPI job -------------------------------- */
+
+/* Job j is seed j / n_arms of arm j % n_arms: numbered the way a single
+ * process runs them, seeds outermost. */
+
+/* One arm x seed run, and the line that says it is done. */
+run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher, int job,
+                           int run_index, progress *pr)
+{
+    const int a = job % p->n_arms, i = job / p->n_arms;
+    run_result *r = calloc(1, sizeof(*r));
+    if (!r)
+        die("out of memory");
+    pr->arm = p->arms[a].name;
+    pr->seed = i + 1;
+    pr->run_index = run_index;
+    run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r);
+    pr->steps_done_before += r->n_steps;
+    if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */
+        fprintf(stderr, "%s%s[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
+                n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", run_index, pr->n_runs,
+                p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
+    return r;
+}
+
+void free_run(run_result *r)
+{
+    if (!r)
+        return;
+    free(r->losses);
+    free(r->step_phase);
+    free(r->step_active);
+    free(r->step_alt);
+    free(r);
+}
+

@@ -1,0 +1,44 @@
+/* One arm x seed run: data, models, optimizer, the trainer's callbacks, the diagnostics. */
+#ifndef REPRODUCE_RUNS_H
+#define REPRODUCE_RUNS_H
+
+#include "study.h"
+
+/* Per-token RMS statistics after every active layer on a fixed batch. */
+lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
+                              const uint8_t *mask, int batch, int seq,
+                              lattice_diag_rms_stats *out, int out_len);
+
+/* The trainer's callbacks: per-step losses and progress, and the evaluations
+ * with their boundary statistics, into the progress's run_result. */
+int on_step(void *user, const lattice_trainer_metrics *m);
+
+int on_eval(void *user, const lattice_trainer_metrics *m);
+
+/* The preset's corpus, its order seeded. */
+lattice_data *open_data(const preset *p, uint64_t seed);
+
+/* The student's (or the teacher's, by layers) model parameters. */
+lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed);
+
+/* A model of the preset's shape with this placement, depth and init. */
+lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
+                         double residual_scale, int layers, double init_std, uint64_t seed);
+
+/* AdamW with linear warmup and cosine decay to min_lr. */
+lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
+                         double clip);
+
+/* Steps after a phase change over which the loss response is measured. */
+int64_t response_window(const preset *p);
+
+/* An arm's student init std: its own gain over sqrt(d_model), else the preset's. */
+double arm_std(const preset *p, const arm *a);
+
+/* Job j (seed j / n_arms of arm j % n_arms): run it, print its line, return its results. */
+run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher, int job,
+                    int run_index, progress *pr);
+
+void free_run(run_result *r);
+
+#endif

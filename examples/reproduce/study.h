@@ -1,0 +1,157 @@
+/* The reproduction's shared types: the preset and its arms, a run's results,
+ * the progress of a run, the study (every run's results), and the limits they
+ * are sized by; and what every part of the program may call: messages and
+ * this process's place in an MPI job (common.c). */
+#ifndef REPRODUCE_STUDY_H
+#define REPRODUCE_STUDY_H
+
+#define PROG "reproduce"
+
+#include <lattice/lattice.h>
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../example_util.h"
+
+#define MAX_SEEDS 16
+#define MAX_JOBS 256
+#define MAX_POINTS 4096
+
+/* ---- the preset -------------------------------------------------------------- */
+
+#define MAX_ARMS 24
+#define MAX_PHASES 16
+
+/* An arm: a placement, a schedule (a preset or explicit phases), how appended
+ * blocks start, what the freeze arm freezes, how the data iterator behaves at
+ * phase starts, and the init gain. */
+typedef struct arm {
+    char name[48];
+    lattice_norm_placement placement;
+    double residual_scale;        /* post-norm's a (DeepNorm-style); 1 for plain */
+    int schedule;                 /* a lattice_schedule_preset, or -1 for explicit phases */
+    lattice_schedule_phase phases[MAX_PHASES];
+    int n_phases;                 /* explicit phases */
+    lattice_schedule_block_init block_init;
+    int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
+    int replay;                   /* 1: every phase restarts at the shard's beginning */
+    double init_gain;             /* <= 0: the preset's student gain */
+} arm;
+
+typedef struct preset {
+    char name[64], train[1024], val[1024];
+    int seq_len, batch, split_long;
+    int t_layers, t_steps, t_warmup;
+    double t_lr, t_init_std;
+    int d_model, heads, kv_heads, head_dim, d_ff, blocks, block_size, qk_norm;
+    double rope_theta, init_gain, init_std;
+    int steps_per_phase, warmup, eval_every, eval_batches, final_eval_batches;
+    double lr, min_lr, clip, alpha, gamma, tau;
+    int seeds, threads;
+    arm arms[MAX_ARMS];
+    int n_arms;
+    json_object *json; /* the whole preset, recorded with the results */
+} preset;
+/* ---- results ------------------------------------------------------------------ */
+
+typedef struct point {
+    int64_t step, active_layer_tokens;
+    int phase, active;
+    double val_ce;
+    /* the residual stream after the last active layer, on the fixed batch:
+     * RMS std and kurtosis over all tokens, mean RMS of boundary and regular tokens */
+    double rms_std, rms_kurt, rms_boundary, rms_regular;
+} point;
+
+typedef struct run_result {
+    double final_val;
+    point pts[MAX_POINTS];
+    int n_pts;
+    double *losses; /* per step */
+    int *step_phase, *step_active; /* per step */
+    int64_t *step_alt;             /* per step: active-layer tokens so far */
+    int64_t n_steps, append_steps[8];
+    int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
+    lattice_diag_response resp[8];
+    double area2[8], area10[8]; /* excess loss per step over 2% and 10% of a phase */
+    lattice_diag_removal removal[8];
+    int n_blocks_measured;
+    lattice_diag_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
+    int n_boundaries;
+    double seconds, tokens_per_s;
+} run_result;
+
+/* ---- progress ------------------------------------------------------------------ */
+
+typedef struct progress {
+    const char *arm;
+    int seed, run_index, n_runs, n_phases, tty;
+    int64_t steps_done_before, steps_total_all, run_steps;
+    double start, nonpad_tokens;
+    run_result *res;
+    int64_t last_print;
+    /* boundary statistics at every evaluation */
+    lattice_diag *diag;
+    lattice_model *model;
+    const int32_t *diag_tokens;
+    const uint8_t *diag_mask;
+    int diag_batch, diag_seq;
+    /* rank 0 of several: hands out runs and takes in results between its own steps */
+    struct dispatch *dispatch;
+} progress;
+/* The paper's mechanism rests on pre-norm residual streams growing massive
+ * activations on document-boundary tokens. Measure them in the teacher. */
+typedef struct gonogo {
+    int n;                      /* boundaries measured (layers + 1) */
+    double ratio[257], kurt[257], boundary[257], regular[257];
+    double max_ratio;
+} gonogo;
+typedef struct summary {
+    double mean, sd, half; /* half-width of the 95% interval of the mean */
+    int n;
+} summary;
+/* ---- output ------------------------------------------------------------------------ */
+
+typedef struct study {
+    const preset *p;
+    run_result *res[MAX_ARMS][MAX_SEEDS]; /* [arm][seed] */
+    gonogo teacher;
+    int seeds_done; /* complete seeds (every arm ran) */
+} study;
+
+/* ---- messages and ranks (common.c) ------------------------------------------------ */
+
+/* This process's place in an MPI job: rank 0 of 1 when started without a
+ * launcher (or built without MPI). */
+extern int rank, n_ranks;
+/* The name messages start with: the program's, and its rank when there are several. */
+extern char who[48];
+/* The test hook LATTICE_REPRODUCE_FAIL_RANK names this rank (common.c). */
+extern int fail_here;
+#ifdef LATTICE_HAVE_MPI
+extern int mpi_on;     /* MPI_Init was called */
+extern int owes_rank0; /* see common.c */
+#endif
+
+/* A message on stderr, prefixed with who. */
+__attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);
+/* The message, then the end of the whole job (MPI_Abort with several ranks). */
+__attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
+/* die with what failed and why, unless st is LATTICE_OK. */
+void check(lattice_status st, const char *what, const char *detail);
+
+/* FNV-1a checksums: the ranks check that they run rank 0's study. */
+#define FNV_START 1469598103934665603ULL
+uint64_t fnv(uint64_t h, const void *data, size_t n);
+/* A file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+int fnv_file(const char *path, uint64_t *h);
+
+#endif

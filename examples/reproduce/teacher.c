@@ -1,0 +1,137 @@
+/* The teacher: trained or loaded from the cache in the output folder, and its go/no-go. */
+#include "teacher.h"
+#include "preset.h"
+#include "runs.h"
+
+/* The teacher is cached in the output folder with the settings that made it. */
+lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain)
+{
+    char path[2048], meta[2048];
+    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
+    snprintf(meta, sizeof meta, "%s/teacher.json", dir);
+    json_object *want = json_object_new_object();
+    json_object_object_add(want, "teacher", json_object_get(member(p->json, "teacher")));
+    json_object_object_add(want, "student", json_object_get(member(p->json, "student")));
+    json_object_object_add(want, "data", json_object_get(member(p->json, "data")));
+    /* the derived settings too: a default may change between versions */
+    json_object_object_add(want, "init_std", json_object_new_double(p->t_init_std));
+    json_object_object_add(want, "lr", json_object_new_double(p->t_lr));
+    const char *want_s = json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN);
+    json_object *have = retrain ? NULL : json_object_from_file(meta);
+    int same = have && strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN), want_s) == 0;
+    json_object_put(have);
+    lattice_model *t = NULL;
+    if (same) {
+        char err[LATTICE_ERRMSG_SIZE];
+        if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) == LATTICE_OK) {
+            say("teacher: reusing %s\n", path);
+            json_object_put(want);
+            return t;
+        }
+        say("teacher: cached file unusable (%s); training again\n", err);
+    }
+    t = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
+    lattice_data *d = open_data(p, 1000);
+    lattice_optim *o = new_optim(t, p->t_lr, p->t_lr / 10, p->t_warmup, p->t_steps, 1.0);
+    lattice_schedule *s;
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
+                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
+          "schedule", NULL);
+    run_result *r = calloc(1, sizeof(*r));
+    r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
+    progress pr = {0};
+    pr.arm = "teacher";
+    pr.n_runs = 0;
+    pr.n_phases = 1;
+    pr.tty = isatty(2);
+    pr.steps_total_all = pr.run_steps = p->t_steps;
+    pr.start = ex_now();
+    pr.res = r;
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = p->eval_batches;
+    tp.on_step = on_step;
+    tp.on_eval = on_eval;
+    tp.user = &pr;
+    lattice_trainer *tr;
+    check(lattice_trainer_create(t, NULL, NULL, d, o, s, &tp, &tr), "teacher trainer", NULL);
+    lattice_status st = lattice_trainer_run(tr);
+    if (pr.tty)
+        fputc('\n', stderr);
+    check(st, "teacher training", lattice_trainer_errmsg(tr));
+    say("teacher: %d layers, %d steps, val CE %.4f (%.0fs)\n", p->t_layers, p->t_steps,
+        r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, ex_now() - pr.start);
+    check(lattice_model_save(t, path), "saving the teacher", lattice_model_errmsg(t));
+    FILE *f = fopen(meta, "w");
+    if (!f || fputs(want_s, f) < 0 || fclose(f) != 0)
+        die("cannot write %s", meta);
+    lattice_trainer_destroy(tr);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    free(r->losses);
+    free(r);
+    json_object_put(want);
+    return t;
+}
+
+/* ---- the teacher's go/no-go ------------------------------------------------------- */
+
+
+void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
+{
+    memset(g, 0, sizeof(*g));
+    lattice_data *d = open_data(p, 1000);
+    lattice_data_batch b;
+    check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    lattice_diag *dg;
+    check(lattice_diag_create(teacher, &dg), "diagnostics", NULL);
+    lattice_diag_rms_stats st[257 * 3];
+    check(boundary_stats(dg, teacher, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
+          "teacher boundary scale", lattice_diag_errmsg(dg));
+    g->n = lattice_model_get_active_layers(teacher) + 1;
+    for (int k = 0; k < g->n; k++) {
+        g->boundary[k] = st[k * 3 + 1].mean;
+        g->regular[k] = st[k * 3].mean;
+        g->kurt[k] = st[k * 3 + 2].kurtosis;
+        g->ratio[k] = g->regular[k] > 0 ? g->boundary[k] / g->regular[k] : NAN;
+        if (k > 0 && g->ratio[k] > g->max_ratio)
+            g->max_ratio = g->ratio[k];
+    }
+    say("teacher go/no-go: boundary-token / regular RMS by layer:");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.2f", g->ratio[k]);
+    fputc('\n', stderr);
+    say("teacher kurtosis of per-token RMS by layer:");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.1f", g->kurt[k]);
+    fputc('\n', stderr);
+    say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach 37x)\n",
+        g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
+                          : "NO-GO, no massive boundary activations",
+        g->max_ratio);
+    lattice_diag_destroy(dg);
+    lattice_data_destroy(d);
+}
+
+/* The other ranks' teacher: the one rank 0 left in the output folder. */
+lattice_model *load_teacher(const preset *p, lattice_backend *be, const char *dir,
+                                   uint64_t want_sum)
+{
+    char path[2048], err[LATTICE_ERRMSG_SIZE];
+    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
+    uint64_t sum = FNV_START;
+    if (fnv_file(path, &sum) != 0)
+        die("cannot read %s, the teacher rank 0 wrote (%s); with ranks on several machines the "
+            "output folder must be on a file system they share, at the same path",
+            path, strerror(errno));
+    if (sum != want_sum)
+        die("%s is not the teacher rank 0 wrote (another file at the same path?); with ranks on "
+            "several machines the output folder must be on a file system they share",
+            path);
+    lattice_model *t;
+    if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) != LATTICE_OK)
+        die("cannot load the teacher %s: %s", path, err);
+    return t;
+}
+
