@@ -8,6 +8,7 @@
 #endif
 
 #include "runs.h"
+#include "store.h"
 #include "plan.h"
 
 /* Whether a launcher (mpirun, mpiexec, srun) started this process: only then
@@ -24,20 +25,19 @@ int launched_by_mpi(void)
 
 /* The jobs in the order they are handed out (to MPI ranks or to --jobs
  * workers): longest arm first, by a stable insertion sort, so that ties keep
- * the single process's order (seeds outermost). */
-void longest_first(const preset *p, int *order)
+ * the given order (seeds outermost). */
+void longest_first(const preset *p, const int *jobs, int n, int *order)
 {
-    const int n_jobs = p->n_arms * p->seeds;
     double cost[MAX_ARMS];
     for (int a = 0; a < p->n_arms; a++)
         cost[a] = arm_cost(p, &p->arms[a]);
-    for (int j = 0; j < n_jobs; j++) {
+    for (int j = 0; j < n; j++) {
         int k = j;
-        while (k > 0 && cost[order[k - 1] % p->n_arms] < cost[j % p->n_arms]) {
+        while (k > 0 && cost[order[k - 1] % p->n_arms] < cost[jobs[j] % p->n_arms]) {
             order[k] = order[k - 1];
             k--;
         }
-        order[k] = j;
+        order[k] = jobs[j];
     }
 }
 
@@ -77,8 +77,8 @@ static void *pool_worker(void *arg)
         if (k < 0)
             break;
         const int job = pl->order[k];
-        /* each cell is written by one worker and read after the join */
-        pl->s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, k + 1, &pr);
+        /* each cell and file is written by one worker; the cells are read after the join */
+        keep_run(pl->s, job, run_job(p, be, teacher, job, k + 1, &pr));
     }
     lattice_model_destroy(teacher);
     lattice_backend_destroy(be);
@@ -93,10 +93,10 @@ void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress
         die("out of memory");
     pl->s = s;
     pl->teacher_path = teacher_path;
-    pl->n_jobs = s->p->n_arms * s->p->seeds;
+    pl->n_jobs = s->n_todo;
     pl->pr = *pr;
     pl->pr.tty = 0; /* one line per finished run: several bars would overwrite each other */
-    longest_first(s->p, pl->order);
+    longest_first(s->p, s->todo, s->n_todo, pl->order);
     pthread_mutex_init(&pl->lock, NULL);
     if (jobs > pl->n_jobs)
         jobs = pl->n_jobs;
@@ -170,80 +170,29 @@ int await_gate(uint64_t *setup_sum, uint64_t *teacher_sum)
 
 static void dispatch_init(dispatch *d, study *s)
 {
-    const preset *p = s->p;
     d->s = s;
-    d->n_jobs = p->n_arms * p->seeds;
+    d->n_jobs = s->n_todo;
     d->next = 0;
     d->workers_left = n_ranks - 1;
-    longest_first(p, d->order);
+    longest_first(s->p, s->todo, s->n_todo, d->order);
 }
 
-/* A run's record on the wire: the job, the run_result (its pointers
- * meaningless there), then its per-step arrays. Every rank runs the same
- * binary, so the layout is the same on both ends. */
-#define RUN_HEADER (sizeof(int32_t) + sizeof(run_result))
-#define RUN_PER_STEP (sizeof(double) + 2 * sizeof(int) + sizeof(int64_t))
-
-static char *pack_run(int32_t job, const run_result *r, size_t *bytes)
-{
-    const size_t n = (size_t)r->n_steps;
-    *bytes = RUN_HEADER + n * RUN_PER_STEP;
-    if (*bytes > INT_MAX)
-        die("the results of one run are too large to send to rank 0 (%zu bytes)", *bytes);
-    char *buf = malloc(*bytes), *at = buf;
-    if (!buf)
-        die("out of memory");
-    memcpy(at, &job, sizeof job), at += sizeof job;
-    memcpy(at, r, sizeof(*r)), at += sizeof(*r);
-    memcpy(at, r->losses, n * sizeof(double)), at += n * sizeof(double);
-    memcpy(at, r->step_phase, n * sizeof(int)), at += n * sizeof(int);
-    memcpy(at, r->step_active, n * sizeof(int)), at += n * sizeof(int);
-    memcpy(at, r->step_alt, n * sizeof(int64_t));
-    return buf;
-}
-
-static void unpack_run(dispatch *d, const char *buf, size_t bytes, int from)
+/* A result from rank `from`: checked, then kept. */
+static void take_result(dispatch *d, const char *buf, size_t bytes, int from)
 {
     const preset *p = d->s->p;
     int32_t job;
-    run_result *r = calloc(1, sizeof(*r));
+    char why[300];
+    run_result *r = run_unpack(buf, bytes, &job, why, sizeof why);
     if (!r)
-        die("out of memory");
-    if (bytes < RUN_HEADER)
-        die("rank %d sent a truncated result (%zu bytes)", from, bytes);
-    memcpy(&job, buf, sizeof job);
-    memcpy(r, buf + sizeof job, sizeof(*r));
-    /* the step count the bytes hold, found by division: n_steps * RUN_PER_STEP
-     * could wrap around to match */
-    const size_t n = (bytes - RUN_HEADER) / RUN_PER_STEP;
-    if (job < 0 || job >= d->n_jobs || d->s->res[job % p->n_arms][job / p->n_arms])
+        die("rank %d sent a result that does not hold a run: %s", from, why);
+    int handed = 0;
+    for (int k = 0; k < d->next && !handed; k++)
+        handed = d->order[k] == job;
+    if (!handed || d->s->res[job % p->n_arms][job / p->n_arms])
         die("rank %d sent a result for job %d, which it was not handed or sent already", from,
             (int)job);
-    if ((bytes - RUN_HEADER) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n)
-        die("rank %d sent %zu bytes for job %d, which do not hold the %lld steps it claims", from,
-            bytes, (int)job, (long long)r->n_steps);
-    /* every count within the array it indexes */
-    if (r->n_pts < 0 || r->n_pts > MAX_POINTS || r->n_appends < 0 ||
-        (size_t)r->n_appends > sizeof r->append_steps / sizeof r->append_steps[0] ||
-        (size_t)r->n_appends > sizeof r->is_append / sizeof r->is_append[0] ||
-        (size_t)r->n_appends > sizeof r->resp / sizeof r->resp[0] || r->n_boundaries < 0 ||
-        (size_t)r->n_boundaries > sizeof r->rms / sizeof r->rms[0] || r->n_blocks_measured < 0 ||
-        (size_t)r->n_blocks_measured > sizeof r->removal / sizeof r->removal[0])
-        die("rank %d sent a result for job %d whose counts exceed their arrays (%d points, %d "
-            "phase changes, %d boundaries, %d blocks measured)",
-            from, (int)job, r->n_pts, r->n_appends, r->n_boundaries, r->n_blocks_measured);
-    const char *at = buf + RUN_HEADER;
-    r->losses = calloc(n + 1, sizeof(double));
-    r->step_phase = calloc(n + 1, sizeof(int));
-    r->step_active = calloc(n + 1, sizeof(int));
-    r->step_alt = calloc(n + 1, sizeof(int64_t));
-    if (!r->losses || !r->step_phase || !r->step_active || !r->step_alt)
-        die("out of memory");
-    memcpy(r->losses, at, n * sizeof(double)), at += n * sizeof(double);
-    memcpy(r->step_phase, at, n * sizeof(int)), at += n * sizeof(int);
-    memcpy(r->step_active, at, n * sizeof(int)), at += n * sizeof(int);
-    memcpy(r->step_alt, at, n * sizeof(int64_t));
-    d->s->res[job % p->n_arms][job / p->n_arms] = r;
+    keep_run(d->s, job, r);
 }
 
 /* Rank 0: take in every result that has arrived and give each asking rank
@@ -268,7 +217,7 @@ void serve_ranks(struct dispatch *d, int until_done)
             die("out of memory");
         MPI_Recv(buf, bytes, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (st.MPI_TAG == TAG_RESULT)
-            unpack_run(d, buf, (size_t)bytes, st.MPI_SOURCE);
+            take_result(d, buf, (size_t)bytes, st.MPI_SOURCE);
         else if (st.MPI_TAG != TAG_READY)
             die("rank %d sent an unexpected message (tag %d)", st.MPI_SOURCE, st.MPI_TAG);
         free(buf);
@@ -295,13 +244,15 @@ void run_study_ranks(study *s, lattice_backend *be, lattice_model *teacher, prog
         if (d.next == d.n_jobs)
             break;
         const int job = d.order[d.next++];
-        s->res[job % p->n_arms][job / p->n_arms] = run_job(p, be, teacher, job, d.next, pr);
+        keep_run(s, job, run_job(p, be, teacher, job, d.next, pr));
     }
     pr->dispatch = NULL;
     serve_ranks(&d, 1);
-    for (int j = 0; j < d.n_jobs; j++)
+    for (int k = 0; k < s->n_todo; k++) {
+        const int j = s->todo[k];
         if (!s->res[j % p->n_arms][j / p->n_arms])
             die("no result for %s seed %d", p->arms[j % p->n_arms].name, j / p->n_arms + 1);
+    }
 }
 
 /* The other ranks: ask for a run, run it, send its results back, until none are left. */
@@ -325,7 +276,9 @@ void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *teacher
                 job[0], n_jobs);
         run_result *r = run_job(p, be, teacher, job[0], job[1], pr);
         size_t bytes;
-        char *buf = pack_run(job[0], r, &bytes);
+        char *buf = run_pack(job[0], r, &bytes);
+        if (bytes > INT_MAX)
+            die("the results of one run are too large to send to rank 0 (%zu bytes)", bytes);
         MPI_Isend(buf, (int)bytes, MPI_BYTE, 0, TAG_RESULT, MPI_COMM_WORLD, &rq);
         await(&rq);
         free(buf);

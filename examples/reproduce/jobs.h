@@ -14,11 +14,12 @@ void ranks_init(int *argc, char ***argv);
 /* The end of main on every rank (see jobs.c). */
 int finish(int status);
 
-/* The jobs (arm x seed, numbered seeds outermost) in hand-out order: longest arm first. */
-void longest_first(const preset *p, int *order);
+/* The n jobs (job = seed index x n_arms + arm) into order, in hand-out
+ * order: longest arm first, ties as given. */
+void longest_first(const preset *p, const int *jobs, int n, int *order);
 
-/* --jobs J > 1: every run of the study into s->res, J at a time in worker
- * threads, each loading the teacher from teacher_path. */
+/* --jobs J > 1: the study's runs to do (s->todo) kept, J at a time in
+ * worker threads, each loading the teacher from teacher_path. */
 void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress *pr);
 
 /* What a run's numbers depend on besides its seed (checked across ranks). */
@@ -35,7 +36,7 @@ void open_gate(int code, uint64_t setup_sum, uint64_t teacher_sum);
 int await_gate(uint64_t *setup_sum, uint64_t *teacher_sum);
 /* Rank 0: take in results and hand out runs (between its own training steps). */
 void serve_ranks(struct dispatch *d, int until_done);
-/* Rank 0: every run, its own and the others', into s->res. */
+/* Rank 0: the study's runs to do (s->todo), its own and the others', kept. */
 void run_study_ranks(study *s, lattice_backend *be, lattice_model *teacher, progress *pr);
 /* The other ranks: ask for a run, run it, send its results back, until none are left. */
 void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *teacher, progress *pr);

@@ -18,6 +18,7 @@
 
 #include "preset.h"
 #include "runs.h"
+#include "store.h"
 #include "teacher.h"
 #include "report.h"
 #include "plan.h"
@@ -25,7 +26,58 @@
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-void usage(FILE *f)
+/* What to run: load the kept runs that match (with the teacher file's
+ * checksum; none when the teacher will be trained again), and list the
+ * selected arms' other jobs, seeds outermost. */
+static void runs_to_do(study *s, int retrain, const char *teacher_path, int quiet)
+{
+    const preset *p = s->p;
+    for (int a = 0; a < p->n_arms; a++)
+        for (int i = 0; i < p->seeds; i++) {
+            free_run(s->res[a][i]);
+            s->res[a][i] = NULL;
+        }
+    uint64_t tsum = FNV_START;
+    const int have_teacher = !retrain && fnv_file(teacher_path, &tsum) == 0;
+    for (int a = 0; a < p->n_arms; a++)
+        s->settings[a] = run_settings(p, &p->arms[a], tsum);
+    if (have_teacher)
+        load_kept_runs(s, quiet);
+    s->n_todo = 0;
+    for (int i = 0; i < p->seeds; i++)
+        for (int a = 0; a < p->n_arms; a++)
+            if (p->arms[a].selected && !s->res[a][i])
+                s->todo[s->n_todo++] = i * p->n_arms + a;
+}
+
+/* The study as reported: the arms whose every seed has a result (in the
+ * preset's order); the others named in missing ("" when none). */
+static void report_view(const study *s, preset *rp, study *rs, char *missing, size_t n)
+{
+    const preset *p = s->p;
+    *rp = *p;
+    memset(rs, 0, sizeof(*rs));
+    rs->p = rp;
+    rs->teacher = s->teacher;
+    rp->n_arms = 0;
+    missing[0] = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        int have = 0;
+        for (int i = 0; i < p->seeds; i++)
+            have += s->res[a][i] != NULL;
+        if (have == p->seeds) {
+            for (int i = 0; i < p->seeds; i++)
+                rs->res[rp->n_arms][i] = s->res[a][i];
+            rp->arms[rp->n_arms++] = p->arms[a];
+        } else if (have > 0) {
+            const size_t at = strlen(missing);
+            snprintf(missing + at, n - at, "%s%s (%d of %d seeds)", at ? ", " : "",
+                     p->arms[a].name, have, p->seeds);
+        }
+    }
+}
+
+static void usage(FILE *f)
 {
     fprintf(f,
             "usage: " PROG " --preset FILE [options]\n"
@@ -36,6 +88,9 @@ void usage(FILE *f)
             "                      results.json, curves.csv (every step's training loss, and\n"
             "                      validation CE and boundary statistics at evaluations),\n"
             "                      bands.csv, plots\n"
+            "  --fresh             forget the runs kept in DIR/runs/ and run every one again\n"
+            "                      (by default a run whose settings match is reused: a rerun\n"
+            "                      with --arms or more --seeds adds to the earlier ones)\n"
             "  --retrain-teacher   train the teacher again even when DIR holds one trained\n"
             "                      with the same teacher, student and data settings\n"
             "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
@@ -70,10 +125,11 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0;
+    int jobs = 0, fresh = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
+                                         {"fresh", no_argument, 0, 'F'},
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
                                          {"check", no_argument, 0, 'C'},
@@ -88,6 +144,7 @@ int main(int argc, char **argv)
         case 'p': preset_path = optarg; break;
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
+        case 'F': fresh = 1; break;
         case 'T': teacher_only = 1; break;
         case 'E': estimate_only = 1; break;
         case 'C': check_only = 1; break;
@@ -129,8 +186,6 @@ int main(int argc, char **argv)
             "runs one at a time)", jobs, n_ranks);
     if (jobs == 0)
         jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
-    if (jobs > p.n_arms * p.seeds)
-        jobs = p.n_arms * p.seeds;
     if (check_only) {
         print_preset(&p);
         json_object_put(p.json);
@@ -149,6 +204,21 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (rank == 0 && system(cmd) != 0)
         die("cannot create %s", dir);
+    char tpath[1200];
+    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
+
+    /* The runs kept from earlier runs in DIR whose settings match are reused
+     * (rank 0 keeps them); the runs to do are the selected arms' others. A
+     * first look, for the plan and the estimate: the teacher may change. */
+    study s = {&p, {{0}}, {0}, 0, {0}, 0, NULL, {0}};
+    if (rank == 0) {
+        s.dir = dir;
+        if (fresh)
+            clear_kept_runs(dir);
+        runs_to_do(&s, retrain, tpath, 1);
+    }
+    if (jobs > s.n_todo)
+        jobs = s.n_todo > 0 ? s.n_todo : 1;
 
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
@@ -166,23 +236,21 @@ int main(int argc, char **argv)
         say("lattice %s, backend %s (%s), %d threads%s, plan %s%s%s\n", lattice_version_string(),
             lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : " per run",
             plan, bi.reason[0] ? "; " : "", bi.reason);
-    char tpath[1200];
-    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
     if (rank == 0 && !teacher_only)
-        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0, jobs);
+        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0, jobs, s.todo, s.n_todo);
     if (estimate_only) {
         lattice_backend_destroy(be);
         json_object_put(p.json);
         return finish(0);
     }
     double t0 = ex_now();
-    study s = {&p, {{0}}, {0}, 0};
     lattice_model *teacher;
     if (rank == 0) {
         /* on the runs' thread count, whatever the plan: the same teacher, so
          * the same numbers, however many runs go side by side */
         teacher = get_teacher(&p, be, dir, retrain);
         teacher_gonogo(&p, teacher, &s.teacher);
+        runs_to_do(&s, 0, tpath, 0); /* against the teacher as it now is */
         if (teacher_only) {
             lattice_model_destroy(teacher);
             lattice_backend_destroy(be);
@@ -206,13 +274,19 @@ int main(int argc, char **argv)
     }
     double teacher_s = ex_now() - t0;
 
-    int n_runs = p.n_arms * p.seeds, run = 0;
+    int n_runs = s.n_todo, n_kept = 0;
+    for (int a = 0; a < p.n_arms; a++)
+        for (int i = 0; i < p.seeds; i++)
+            n_kept += s.res[a][i] != NULL;
     int64_t all_steps = 0;
-    for (int a = 0; a < p.n_arms; a++) {
-        lattice_schedule *sc = arm_schedule(&p, &p.arms[a]);
-        all_steps += lattice_schedule_get_total_steps(sc) * p.seeds;
+    for (int k = 0; k < s.n_todo; k++) {
+        lattice_schedule *sc = arm_schedule(&p, &p.arms[s.todo[k] % p.n_arms]);
+        all_steps += lattice_schedule_get_total_steps(sc);
         lattice_schedule_destroy(sc);
     }
+    if (rank == 0 && n_kept > 0)
+        say("%d run%s kept in %s/runs/ reused; %d to run\n", n_kept, n_kept == 1 ? "" : "s", dir,
+            n_runs);
     progress pr = {0};
     pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
     pr.start = ex_now();
@@ -235,19 +309,23 @@ int main(int argc, char **argv)
     if (n_ranks == 1 && jobs > 1)
         run_study_jobs(&s, tpath, jobs, &pr);
     /* seeds outermost: an interrupted run still has complete pairs */
-    for (int i = 0; i < p.seeds && n_ranks == 1 && jobs == 1; i++)
-        for (int a = 0; a < p.n_arms; a++)
-            s.res[a][i] = run_job(&p, be, teacher, i * p.n_arms + a, ++run, &pr);
+    for (int k = 0; k < s.n_todo && n_ranks == 1 && jobs == 1; k++)
+        keep_run(&s, s.todo[k], run_job(&p, be, teacher, s.todo[k], k + 1, &pr));
     if (pr.tty)
         fputs("\r\033[K", stderr);
     double wall = ex_now() - t0;
 
+    /* the report: every arm with all its seeds, run now or kept */
+    preset rp;
+    study rs;
+    char missing[2048];
+    report_view(&s, &rp, &rs, missing, sizeof missing);
     char path[1200];
     snprintf(path, sizeof path, "%s/report.md", dir);
     FILE *f = fopen(path, "w");
     if (!f)
         die("cannot write %s", path);
-    report(f, &s);
+    report(f, &rs);
     fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
             wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads,
             n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
@@ -255,16 +333,24 @@ int main(int argc, char **argv)
         fprintf(f, "The runs went %d side by side (%s).\n", jobs, plan);
     if (n_ranks > 1)
         fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
+    if (n_kept > 0)
+        fprintf(f, "%d of the runs were kept from earlier runs in this folder (runs/; same "
+                   "settings, corpus and teacher); %d ran now.\n",
+                n_kept, n_runs);
+    if (missing[0])
+        fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
     fclose(f);
-    report(stdout, &s);
+    report(stdout, &rs);
+    if (missing[0])
+        printf("\nNot reported (not every seed has run): %s.\n", missing);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
     snprintf(path, sizeof path, "%s/curves.csv", dir);
-    write_csv(path, &s);
+    write_csv(path, &rs);
     snprintf(path, sizeof path, "%s/bands.csv", dir);
-    write_bands(path, &s);
+    write_bands(path, &rs);
     snprintf(path, sizeof path, "%s/results.json", dir);
-    write_json(path, &s, wall);
-    plot(dir, &s);
+    write_json(path, &rs, wall);
+    plot(dir, &rs);
 
     for (int a = 0; a < p.n_arms; a++)
         for (int i = 0; i < p.seeds; i++)

@@ -91,7 +91,8 @@ static double makespan(const double *secs, const int *order, int n, int jobs)
     return end;
 }
 
-double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs)
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs,
+                     const int *todo, int n_todo)
 {
     const int L = p->blocks * p->block_size;
     lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
@@ -133,18 +134,20 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
         for (int i = 0; i < p->seeds; i++)
             run_s[i * p->n_arms + a] = with_teacher * arm_cost(p, &p->arms[a]) + evals * step / 3;
     }
-    const int n_jobs = p->n_arms * p->seeds;
-    for (int j = 0; j < n_jobs; j++)
-        serial += run_s[j];
+    for (int k = 0; k < n_todo; k++)
+        serial += run_s[todo[k]];
     int order[MAX_ARMS * MAX_SEEDS];
-    longest_first(p, order);
-    double total = teacher + (jobs > 1 ? makespan(run_s, order, n_jobs, jobs) : serial);
+    longest_first(p, todo, n_todo, order);
+    double total = teacher + (jobs > 1 ? makespan(run_s, order, n_todo, jobs) : serial);
     char e[32];
     ex_format_duration(e, sizeof e, total);
-    say("estimated wall time %s with %d job%s x %d thread%s (a full-depth step takes %.0f ms "
-        "here at %d thread%s%s)\n",
-        e, jobs, jobs > 1 ? "s" : "", p->threads, p->threads > 1 ? "s" : "", step * 1e3,
-        p->threads, p->threads > 1 ? "s" : "", teacher_cached ? "; the teacher is cached" : "");
+    const int kept = p->n_arms * p->seeds - n_todo;
+    say("estimated wall time %s for %d run%s with %d job%s x %d thread%s (a full-depth step "
+        "takes %.0f ms here at %d thread%s%s%s)\n",
+        e, n_todo, n_todo == 1 ? "" : "s", jobs, jobs > 1 ? "s" : "", p->threads,
+        p->threads > 1 ? "s" : "", step * 1e3, p->threads, p->threads > 1 ? "s" : "",
+        teacher_cached ? "; the teacher is cached" : "",
+        kept > 0 ? "; the other runs are kept or not selected" : "");
     return total;
 }
 

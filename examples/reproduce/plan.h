@@ -13,7 +13,8 @@ int fits_here(const preset *p);
 /* Runs side by side by default: the cores this process may use / threads per run. */
 int default_jobs(int threads);
 
-/* Times a few steps and prints the whole study's wall time under the plan. */
-double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs);
+/* Times a few steps and prints the wall time of the runs to do (todo) under the plan. */
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs,
+                     const int *todo, int n_todo);
 
 #endif

@@ -303,8 +303,10 @@ void load_preset(preset *p, const char *path)
     int n = arms ? (int)json_object_array_length(arms) : 0;
     if (n > MAX_ARMS)
         die("preset: at most %d arms", MAX_ARMS);
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
         parse_arm(p, json_object_array_get_idx(arms, i), i);
+        p->arms[i].selected = 1;
+    }
     if (!p->n_arms)
         die("preset: no arms to run");
 }
@@ -347,21 +349,18 @@ lattice_schedule *arm_schedule(const preset *p, const arm *a)
 /* Keep only the named arms (a comma-separated list), in the preset's order. */
 void select_arms(preset *p, const char *list)
 {
-    int keep[MAX_ARMS] = {0}, n = 0;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", list);
+    for (int a = 0; a < p->n_arms; a++)
+        p->arms[a].selected = 0;
     for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
         int found = 0;
         for (int a = 0; a < p->n_arms; a++)
             if (strcmp(p->arms[a].name, tok) == 0)
-                keep[a] = found = 1;
+                p->arms[a].selected = found = 1;
         if (!found)
             die("--arms: the preset has no arm '%s'", tok);
     }
-    for (int a = 0; a < p->n_arms; a++)
-        if (keep[a])
-            p->arms[n++] = p->arms[a];
-    p->n_arms = n;
 }
 
 /* The preset as understood: data, init, and every arm's phases. */
@@ -373,6 +372,8 @@ void print_preset(const preset *p)
            p->init_std, p->init_gain, p->lr, p->min_lr, p->t_layers, p->t_init_std, p->t_lr);
     for (int a = 0; a < p->n_arms; a++) {
         const arm *am = &p->arms[a];
+        if (!am->selected)
+            continue;
         lattice_schedule *s = arm_schedule(p, am);
         printf("arm %s: %s-norm", am->name, placement_names[am->placement]);
         if (am->residual_scale != 1.0)

@@ -13,7 +13,8 @@ void load_preset(preset *p, const char *path);
 /* The schedule of an arm: its preset or its explicit phases, with the preset's sizes. */
 lattice_schedule *arm_schedule(const preset *p, const arm *a);
 
-/* Keep only the named arms (a comma-separated list), in the preset's order. */
+/* Select only the named arms (a comma-separated list) to run; the others stay
+ * in the study (their kept runs are reported). */
 void select_arms(preset *p, const char *list);
 
 /* The preset as understood (--check): data, init, and every arm's phases. */

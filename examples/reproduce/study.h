@@ -44,6 +44,7 @@ typedef struct arm {
     int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
     int replay;                   /* 1: every phase restarts at the shard's beginning */
     double init_gain;             /* <= 0: the preset's student gain */
+    int selected;                 /* to be run (all, unless --arms names some) */
 } arm;
 
 typedef struct preset {
@@ -125,6 +126,11 @@ typedef struct study {
     run_result *res[MAX_ARMS][MAX_SEEDS]; /* [arm][seed] */
     gonogo teacher;
     int seeds_done; /* complete seeds (every arm ran) */
+    /* the runs to do now (job = seed index * n_arms + arm), seeds outermost */
+    int todo[MAX_ARMS * MAX_SEEDS];
+    int n_todo;
+    const char *dir;                /* output folder: runs are kept in DIR/runs/ (NULL: not kept) */
+    uint64_t settings[MAX_ARMS];    /* run_settings of each arm */
 } study;
 
 /* ---- messages and ranks (common.c) ------------------------------------------------ */
