@@ -188,9 +188,11 @@ int main(int argc, char **argv)
         jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
     if (check_only) {
         print_preset(&p);
+        check_preset_files(&p);
         json_object_put(p.json);
         return finish(0);
     }
+    check_preset_files(&p);
     if (rank == 0 && !fits_here(&p)) {
         say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
         json_object_put(p.json);
@@ -321,6 +323,14 @@ int main(int argc, char **argv)
     char missing[2048];
     report_view(&s, &rp, &rs, missing, sizeof missing);
     char path[1200];
+    /* the data and plots first: report.md links them */
+    snprintf(path, sizeof path, "%s/curves.csv", dir);
+    write_csv(path, &rs);
+    snprintf(path, sizeof path, "%s/bands.csv", dir);
+    write_bands(path, &rs);
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    write_json(path, &rs, wall);
+    plot(dir, &rs);
     snprintf(path, sizeof path, "%s/report.md", dir);
     FILE *f = fopen(path, "w");
     if (!f)
@@ -339,18 +349,12 @@ int main(int argc, char **argv)
                 n_kept, n_runs);
     if (missing[0])
         fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
+    report_files(f, dir);
     fclose(f);
     report(stdout, &rs);
     if (missing[0])
         printf("\nNot reported (not every seed has run): %s.\n", missing);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
-    snprintf(path, sizeof path, "%s/curves.csv", dir);
-    write_csv(path, &rs);
-    snprintf(path, sizeof path, "%s/bands.csv", dir);
-    write_bands(path, &rs);
-    snprintf(path, sizeof path, "%s/results.json", dir);
-    write_json(path, &rs, wall);
-    plot(dir, &rs);
 
     for (int a = 0; a < p.n_arms; a++)
         for (int i = 0; i < p.seeds; i++)

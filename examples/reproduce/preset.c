@@ -1,5 +1,7 @@
 /* The preset: parse and validate the JSON, named arms, schedules, paths, --arms, --check. */
 #include "preset.h"
+
+#include <ctype.h>
 #include "runs.h"
 #include "plan.h"
 
@@ -42,7 +44,7 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
 static const char *const known_keys[] = {
-    "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms",
+    "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
     "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
     "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
     "teacher.init_std",
@@ -100,16 +102,27 @@ json_object *member(json_object *o, const char *path)
     return cur;
 }
 
+/* Where the keys being read sit ("arms[2].phases[1]"), for messages; "" at the top. */
+static char where_prefix[128];
+
+/* path with the current prefix, for a message. */
+static const char *full(const char *path)
+{
+    static char buf[256];
+    snprintf(buf, sizeof buf, "%s%s%s", where_prefix, where_prefix[0] ? "." : "", path);
+    return buf;
+}
+
 static int get_i(json_object *o, const char *path, int fallback, int lo, int hi)
 {
     json_object *v = member(o, path);
     if (!v)
         return fallback;
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
-        die("preset: %s must be an integer", path);
+        die("preset: %s must be an integer", full(path));
     int64_t x = json_object_get_int64(v);
     if (x < lo || x > hi)
-        die("preset: %s = %lld outside %d..%d", path, (long long)x, lo, hi);
+        die("preset: %s = %lld outside %d..%d", full(path), (long long)x, lo, hi);
     return (int)x;
 }
 
@@ -119,10 +132,10 @@ static double get_d(json_object *o, const char *path, double fallback)
     if (!v)
         return fallback;
     if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-        die("preset: %s must be a number", path);
+        die("preset: %s must be a number", full(path));
     double x = json_object_get_double(v);
     if (!isfinite(x) || x < 0)
-        die("preset: %s must be finite and >= 0", path);
+        die("preset: %s must be finite and >= 0", full(path));
     return x;
 }
 
@@ -130,7 +143,7 @@ static void get_s(json_object *o, const char *path, char *dst, size_t n, const c
 {
     json_object *v = member(o, path);
     if (v && !json_object_is_type(v, json_type_string))
-        die("preset: %s must be a string", path);
+        die("preset: %s must be a string", full(path));
     snprintf(dst, n, "%s", v ? json_object_get_string(v) : fallback);
 }
 
@@ -155,13 +168,38 @@ static int get_enum(json_object *o, const char *key, const char *where, const ch
 /* A path in a preset is relative to the preset's own folder. */
 static void resolve_path(char *dst, size_t n, const char *preset_path, const char *rel)
 {
+    int len;
     if (rel[0] == '/') {
-        snprintf(dst, n, "%s", rel);
-        return;
+        len = snprintf(dst, n, "%s", rel);
+    } else {
+        const char *slash = strrchr(preset_path, '/');
+        int dirlen = slash ? (int)(slash - preset_path) : 1;
+        len = snprintf(dst, n, "%.*s/%s", dirlen, slash ? preset_path : ".", rel);
     }
-    const char *slash = strrchr(preset_path, '/');
-    int dirlen = slash ? (int)(slash - preset_path) : 1;
-    snprintf(dst, n, "%.*s/%s", dirlen, slash ? preset_path : ".", rel);
+    if (len < 0 || (size_t)len >= n)
+        die("preset: the path %s (from %s) is longer than %zu bytes", rel, preset_path, n - 1);
+}
+
+/* The corpus when a preset names none: the one examples/data/prepare_austen.py
+ * writes into the project, wherever the preset lives (LATTICE_REPRODUCE_DATA,
+ * a folder holding train.txt and val.txt, overrides it). */
+#ifndef REPRODUCE_DEFAULT_DATA
+#define REPRODUCE_DEFAULT_DATA "examples/data/austen"
+#endif
+
+static void data_path(char *dst, size_t n, json_object *o, const char *key, const char *preset_path,
+                      const char *file)
+{
+    if (member(o, key)) {
+        char rel[1024];
+        get_s(o, key, rel, sizeof rel, "");
+        resolve_path(dst, n, preset_path, rel);
+    } else {
+        const char *env = getenv("LATTICE_REPRODUCE_DATA");
+        const char *base = env && *env ? env : REPRODUCE_DEFAULT_DATA;
+        if ((size_t)snprintf(dst, n, "%s/%s", base, file) >= n)
+            die("the default corpus's path (%s) is too long", base);
+    }
 }
 
 static void parse_arm(preset *p, json_object *v, int index)
@@ -173,6 +211,7 @@ static void parse_arm(preset *p, json_object *v, int index)
     a->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
     char where[64];
     snprintf(where, sizeof where, "arms[%d]", index);
+    snprintf(where_prefix, sizeof where_prefix, "%s", where);
     const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
     json_object *spec = json_object_is_type(v, json_type_object) ? v : NULL;
     if (!name && !spec)
@@ -221,6 +260,11 @@ static void parse_arm(preset *p, json_object *v, int index)
             const int L = p->blocks * p->block_size;
             for (size_t k = 0; k < json_object_array_length(ph); k++) {
                 json_object *e = json_object_array_get_idx(ph, k);
+                char pw[96];
+                snprintf(pw, sizeof pw, "%s.phases[%zu]", where, k);
+                snprintf(where_prefix, sizeof where_prefix, "%s", pw);
+                if (!json_object_is_type(e, json_type_object))
+                    die("preset: %s must be an object", pw);
                 lattice_schedule_phase *f = &a->phases[a->n_phases++];
                 lattice_schedule_phase_init(f);
                 f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : p->steps_per_phase, 0, 1 << 30);
@@ -228,32 +272,241 @@ static void parse_arm(preset *p, json_object *v, int index)
                 f->active_layers = get_i(e, "active_layers", L, 1, L);
                 f->train_from = get_i(e, "train_from", 0, 0, L - 1);
                 f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
-                f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", where, block_init_names,
+                f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", pw, block_init_names,
                                                              3, (int)a->block_init);
                 f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
                 f->train_boundary = get_i(e, "train_boundary", 1, 0, 1);
             }
+            snprintf(where_prefix, sizeof where_prefix, "%s", where);
         } else if (a->schedule < 0) {
             die("preset: %s needs a schedule (%s, ...) or phases", where, schedule_names[0]);
         }
     }
+    where_prefix[0] = 0;
     p->n_arms++;
+}
+
+/* ---- strict JSON -------------------------------------------------------------------
+ *
+ * json-c's strict mode refuses trailing commas, comments and text after the
+ * value; it keeps the last of duplicate keys and takes single-quoted strings
+ * and NaN. The scan below refuses those too, so that a preset means exactly
+ * what it says. Errors name the line and column. */
+
+static void line_col(const char *text, size_t at, int *line, int *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < at && text[i]; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}
+
+__attribute__((noreturn)) static void json_error(const char *path, const char *text, size_t at,
+                                                 const char *what)
+{
+    int line, col;
+    line_col(text, at, &line, &col);
+    die("preset %s: line %d, column %d: %s", path, line, col, what);
+}
+
+/* Duplicate keys, single-quoted strings and bare words other than true,
+ * false and null, in text json-c's strict mode has accepted. */
+static void strict_scan(const char *path, const char *text)
+{
+    enum { MAX_DEPTH = 64, MAX_KEYS = 128 };
+    struct level {
+        int object, expect_key, n;
+        size_t key_at[MAX_KEYS], key_len[MAX_KEYS];
+    };
+    static struct level st[MAX_DEPTH];
+    int depth = -1;
+    for (size_t i = 0; text[i]; i++) {
+        const char c = text[i];
+        if (c == '{' || c == '[') {
+            if (++depth >= MAX_DEPTH)
+                json_error(path, text, i, "nested too deeply");
+            st[depth].object = c == '{';
+            st[depth].expect_key = c == '{';
+            st[depth].n = 0;
+        } else if (c == '}' || c == ']') {
+            depth--;
+        } else if (c == ',' && depth >= 0) {
+            st[depth].expect_key = st[depth].object;
+        } else if (c == '\'') {
+            json_error(path, text, i, "strings take double quotes");
+        } else if (c == '"') {
+            const size_t start = i + 1;
+            for (i++; text[i] && text[i] != '"'; i++)
+                if (text[i] == '\\' && text[i + 1])
+                    i++;
+            if (depth >= 0 && st[depth].expect_key) {
+                struct level *lv = &st[depth];
+                const size_t len = i - start;
+                for (int k = 0; k < lv->n; k++)
+                    if (lv->key_len[k] == len && memcmp(text + lv->key_at[k], text + start, len) == 0) {
+                        char what[160];
+                        snprintf(what, sizeof what, "the key \"%.*s\" appears twice in one object",
+                                 (int)(len < 100 ? len : 100), text + start);
+                        json_error(path, text, start - 1, what);
+                    }
+                if (lv->n == MAX_KEYS)
+                    json_error(path, text, start - 1, "more keys in one object than a preset has");
+                lv->key_at[lv->n] = start;
+                lv->key_len[lv->n++] = len;
+                lv->expect_key = 0;
+            }
+        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
+            size_t n = 0;
+            while (isalpha((unsigned char)text[i + n]))
+                n++;
+            const int word_ok = (n == 4 && (!strncmp(text + i, "true", 4) || !strncmp(text + i, "null", 4))) ||
+                                (n == 5 && !strncmp(text + i, "false", 5));
+            /* an exponent's e or E follows a digit */
+            const int exponent = (c == 'e' || c == 'E') && i > 0 && isdigit((unsigned char)text[i - 1]);
+            if (!word_ok && !exponent) {
+                char what[96];
+                snprintf(what, sizeof what, "'%.*s' is not a JSON value", (int)(n < 40 ? n : 40), text + i);
+                json_error(path, text, i, what);
+            }
+            i += n ? n - 1 : 0;
+        }
+    }
+}
+
+/* The preset file as a JSON object, parsed strictly; dies naming the line
+ * and column of the first error. */
+static json_object *read_strict(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die("cannot read the preset %s: %s", path, strerror(errno));
+    char *text = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? 2 * cap : 8192;
+            if (cap > ((size_t)1 << 26))
+                die("the preset %s is larger than 64 MiB", path);
+            char *t = realloc(text, cap);
+            if (!t)
+                die("out of memory");
+            text = t;
+        }
+        const size_t got = fread(text + n, 1, 4096, f);
+        n += got;
+        if (got < 4096)
+            break;
+    }
+    const int bad = ferror(f);
+    fclose(f);
+    if (bad)
+        die("cannot read the preset %s", path);
+    text[n] = 0;
+    if (strlen(text) != n)
+        json_error(path, text, strlen(text), "a NUL byte in the file");
+    json_tokener *tok = json_tokener_new();
+    if (!tok)
+        die("out of memory");
+    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+    json_object *o = json_tokener_parse_ex(tok, text, (int)n + 1);
+    const enum json_tokener_error e = json_tokener_get_error(tok);
+    const size_t end = json_tokener_get_parse_end(tok);
+    json_tokener_free(tok);
+    if (!o || e != json_tokener_success) {
+        json_object_put(o);
+        char what[160];
+        const unsigned char c = end < n ? (unsigned char)text[end] : 0;
+        if (e == json_tokener_continue || end >= n)
+            snprintf(what, sizeof what, "the text ends inside a value");
+        else if (c > ' ' && c < 127)
+            snprintf(what, sizeof what, "%s '%c' (strict JSON: no trailing commas, no comments)",
+                     json_tokener_error_desc(e), c);
+        else
+            snprintf(what, sizeof what, "%s", json_tokener_error_desc(e));
+        json_error(path, text, end, what);
+    }
+    strict_scan(path, text);
+    free(text);
+    if (!json_object_is_type(o, json_type_object))
+        die("the preset %s is not a JSON object", path);
+    return o;
+}
+
+/* compare: [["a", "b"], ...]: paired rows b - a in the report. */
+static void parse_compare(preset *p, json_object *c)
+{
+    if (!c)
+        return;
+    if (!json_object_is_type(c, json_type_array) || json_object_array_length(c) > MAX_ARMS)
+        die("preset: compare must be a list of at most %d pairs [\"arm\", \"arm\"]", MAX_ARMS);
+    for (size_t k = 0; k < json_object_array_length(c); k++) {
+        json_object *pair = json_object_array_get_idx(c, k);
+        if (!json_object_is_type(pair, json_type_array) || json_object_array_length(pair) != 2)
+            die("preset: compare[%zu] must be a pair [\"reference arm\", \"arm\"]", k);
+        for (int j = 0; j < 2; j++) {
+            json_object *v = json_object_array_get_idx(pair, j);
+            const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+            int found = 0;
+            for (int a = 0; name && a < p->n_arms && !found; a++)
+                found = strcmp(p->arms[a].name, name) == 0;
+            if (!found)
+                die("preset: compare[%zu][%d] must name one of the preset's arms%s%s", k, j,
+                    name ? ", not " : "", name ? name : "");
+            snprintf(p->compare[k][j], sizeof p->compare[k][j], "%s", name);
+        }
+        if (strcmp(p->compare[k][0], p->compare[k][1]) == 0)
+            die("preset: compare[%zu] compares %s with itself", k, p->compare[k][0]);
+        p->n_compare++;
+    }
+}
+
+/* Every model the preset makes, checked as lattice_model_create would check
+ * it: the students at full depth and the teacher. */
+static void check_shapes(const preset *p)
+{
+    char why[LATTICE_ERRMSG_SIZE];
+    lattice_model_params mp = model_shape(p, p->blocks * p->block_size, p->init_std, 1);
+    if (lattice_model_params_check(&mp, why) != LATTICE_OK)
+        die("preset: the student's shape (student.*, data.seq_len, data.batch_size) is not "
+            "valid: %s", why);
+    mp = model_shape(p, p->t_layers, p->t_init_std, 1);
+    if (lattice_model_params_check(&mp, why) != LATTICE_OK)
+        die("preset: the teacher's shape (teacher.layers and the student's width) is not valid: %s",
+            why);
+}
+
+void check_preset_files(const preset *p)
+{
+    const char *files[2][2] = {{"data.train", p->train}, {"data.val", p->val}};
+    for (int k = 0; k < 2; k++) {
+        FILE *f = fopen(files[k][1], "rb");
+        if (f) {
+            fclose(f);
+            continue;
+        }
+        const int dflt = !member(p->json, files[k][0]);
+        die("preset: %s: cannot read %s: %s%s", files[k][0], files[k][1], strerror(errno),
+            dflt ? " (the default corpus: prepare it with python3 examples/data/prepare_austen.py, "
+                   "or set LATTICE_REPRODUCE_DATA to a folder with train.txt and val.txt)"
+                 : " (a relative path is taken from the preset's folder)");
+    }
 }
 
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
-    json_object *o = json_object_from_file(path);
-    if (!o || !json_object_is_type(o, json_type_object))
-        die("cannot read the preset %s (missing, or not a JSON object)", path);
+    json_object *o = read_strict(path);
     check_keys(o, "", "");
     p->json = o;
-    char rel[1024];
     get_s(o, "name", p->name, sizeof p->name, "custom");
-    get_s(o, "data.train", rel, sizeof rel, "../../data/austen/train.txt");
-    resolve_path(p->train, sizeof p->train, path, rel);
-    get_s(o, "data.val", rel, sizeof rel, "../../data/austen/val.txt");
-    resolve_path(p->val, sizeof p->val, path, rel);
+    data_path(p->train, sizeof p->train, o, "data.train", path, "train.txt");
+    data_path(p->val, sizeof p->val, o, "data.val", path, "val.txt");
     p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);
     p->batch = get_i(o, "data.batch_size", 16, 1, 4096);
     p->split_long = get_i(o, "data.split_long", 1, 0, 1);
@@ -309,6 +562,8 @@ void load_preset(preset *p, const char *path)
     }
     if (!p->n_arms)
         die("preset: no arms to run");
+    parse_compare(p, member(o, "compare"));
+    check_shapes(p);
 }
 
 /* The schedule of an arm: the preset's phases (or the explicit ones), with

@@ -20,4 +20,7 @@ void select_arms(preset *p, const char *list);
 /* The preset as understood (--check): data, init, and every arm's phases. */
 void print_preset(const preset *p);
 
+/* Dies naming the file and how to fix it when the corpus cannot be read. */
+void check_preset_files(const preset *p);
+
 #endif

@@ -84,6 +84,27 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, paper_value(nm), "%.4f");
         fprintf(f, "| %s | %.4f ± %.4f | %s |\n", nm, sm.mean, isnan(sm.sd) ? 0.0 : sm.sd, b1);
     }
+    /* the comparisons the preset asks for, paired by seed */
+    if (p->n_compare > 0) {
+        fprintf(f, "\n## Comparisons the preset asks for (paired by seed)\n\n| arm | reference | "
+                   "arm - reference (mean ± 95%% CI half-width) | 95%% CI | seeds |\n|---|---|---|---|---|\n");
+        for (int k = 0; k < p->n_compare; k++) {
+            const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
+            if (!n) {
+                fprintf(f, "| %s | %s | not run | | 0 |\n", p->compare[k][1], p->compare[k][0]);
+                continue;
+            }
+            summary sm = summarise(d, n);
+            fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
+            fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
+            char half[32];
+            fmt_num(half, sizeof half, sm.half, "%.4f");
+            fprintf(f, "| %s | %s | %+.4f ± %s | [%s, %s] | %d |\n", p->compare[k][1],
+                    p->compare[k][0], sm.mean, half, b1, b2, n);
+        }
+        fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
+                   "difference from seed noise.\n");
+    }
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
                "The paper smooths over 200 of 50k steps (0.4%% of a phase): here the baseline (mean "
@@ -356,3 +377,38 @@ void plot(const char *dir, const study *s)
         say("gnuplot failed; curves are in curves.csv\n");
 }
 
+void report_files(FILE *f, const char *dir)
+{
+    static const struct {
+        const char *file, *what;
+        int image;
+    } files[] = {
+        {"curves_steps.svg", "validation CE against training steps: the mean over seeds with a "
+                             "min..max band, one line per arm (pre-norm blue, post-norm red, "
+                             "peri-norm green; line style by schedule; dashed lines at phase "
+                             "changes)", 1},
+        {"curves_active_layer_tokens.svg", "the same curves against active-layer tokens (the "
+                                           "compute each arm has spent): grow arms that reach a "
+                                           "loss with fewer layer-tokens sit to the left", 1},
+        {"curves.csv", "every step's training loss of every run, with the validation CE and "
+                       "boundary statistics at evaluated steps", 0},
+        {"bands.csv", "the plots' data: mean, min and max over seeds per arm and evaluation", 0},
+        {"results.json", "every number of every run, the teacher's go/no-go and the preset", 0},
+    };
+    fprintf(f, "\n## Files\n\n");
+    for (size_t k = 0; k < sizeof files / sizeof files[0]; k++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, files[k].file);
+        if (access(path, R_OK) != 0) {
+            if (files[k].image)
+                fprintf(f, "- `%s`: not drawn (gnuplot is not installed; the data are in "
+                           "bands.csv)\n", files[k].file);
+            continue;
+        }
+        if (files[k].image)
+            fprintf(f, "- [`%s`](%s) (and .png): %s.\n\n  ![%s](%s)\n\n", files[k].file,
+                    files[k].file, files[k].what, files[k].what, files[k].file);
+        else
+            fprintf(f, "- [`%s`](%s): %s.\n", files[k].file, files[k].file, files[k].what);
+    }
+}

@@ -22,4 +22,8 @@ void write_bands(const char *path, const study *s);
 /* The curves through gnuplot when it is installed (PNG and SVG). */
 void plot(const char *dir, const study *s);
 
+/* report.md's list of the files beside it: each plot linked and shown, with
+ * what it shows, and the data files. */
+void report_files(FILE *f, const char *dir);
+
 #endif

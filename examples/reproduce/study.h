@@ -59,6 +59,9 @@ typedef struct preset {
     int seeds, threads;
     arm arms[MAX_ARMS];
     int n_arms;
+    /* paired comparisons the preset asks for: compare[k][1] - compare[k][0] */
+    char compare[MAX_ARMS][2][48];
+    int n_compare;
     json_object *json; /* the whole preset, recorded with the results */
 } preset;
 /* ---- results ------------------------------------------------------------------ */

@@ -18,8 +18,25 @@ from tiny_study import tiny_study
 BIN = PRESETS = None
 
 
-def run(*args, cwd=None):
-    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd, timeout=600)
+def run(*args, cwd=None, env=None):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd, timeout=600,
+                          env=env)
+
+
+_STAND_IN = None
+
+
+def stand_in_env():
+    """An environment whose default corpus is a stand-in: the shipped presets
+    name no corpus, and the Austen one may not be prepared yet (--check reads
+    no data, it only checks that the files can be opened)."""
+    global _STAND_IN
+    if _STAND_IN is None:
+        _STAND_IN = tempfile.TemporaryDirectory()
+        for f in ("train.txt", "val.txt"):
+            with open(os.path.join(_STAND_IN.name, f), "w") as out:
+                out.write("text\n")
+    return dict(os.environ, LATTICE_REPRODUCE_DATA=_STAND_IN.name)
 
 
 def write(path, obj):
@@ -31,8 +48,9 @@ class Presets(unittest.TestCase):
     def test_shipped_presets_validate(self):
         names = sorted(n for n in os.listdir(PRESETS) if n.endswith(".json"))
         self.assertIn("regime.json", names)
+        env = stand_in_env()
         for name in names:
-            r = run("--preset", os.path.join(PRESETS, name), "--check")
+            r = run("--preset", os.path.join(PRESETS, name), "--check", env=env)
             self.assertEqual(r.returncode, 0, name + ": " + r.stderr)
             self.assertIn("arm ", r.stdout)
 
@@ -55,7 +73,7 @@ class Presets(unittest.TestCase):
 
     def test_arms_subset(self):
         preset = os.path.join(PRESETS, "regime.json")
-        r = run("--preset", preset, "--arms", "post-grow,pre-joint", "--check")
+        r = run("--preset", preset, "--arms", "post-grow,pre-joint", "--check", env=stand_in_env())
         self.assertEqual(r.returncode, 0, r.stderr)
         arms = [line.split(":")[0][4:] for line in r.stdout.splitlines() if line.startswith("arm ")]
         self.assertEqual(arms, ["pre-joint", "post-grow"])  # the preset's order
@@ -88,7 +106,9 @@ class Presets(unittest.TestCase):
                          {"name": "peri-copy", "placement": "peri", "schedule": "grow",
                           "block_init": "copy", "data": "continue"}]})
             r = run("--preset", os.path.join(d, "p.json"), "--check")
-            self.assertEqual(r.returncode, 0, r.stderr)
+            # printed as understood, then the missing corpus is an error
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("data.train: cannot read " + os.path.join(d, "corpus/train.txt"), r.stderr)
             out = r.stdout
             self.assertIn("train " + os.path.join(d, "corpus/train.txt"), out)
             self.assertIn("val /abs/val.txt", out)
@@ -213,6 +233,164 @@ class Jobs(unittest.TestCase):
             self.assertIn("jobs", r.stderr)
 
 
+def tiny_arms_study(d, arms, compare=None):
+    preset = tiny_study(
+        d, "tiny-traps", 40,
+        {"steps_per_phase": 4, "warmup": 1, "eval_every": 4, "eval_batches": 1,
+         "final_eval_batches": 1},
+        arms)
+    if compare is not None:
+        with open(preset) as f:
+            p = json.load(f)
+        p["compare"] = compare
+        write(preset, p)
+    return preset
+
+
+def results(out):
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)
+
+
+class Traps(unittest.TestCase):
+    """Each trap a researcher met in 0.3's reproduce, as a case."""
+
+    def test_reruns_merge(self):
+        with tempfile.TemporaryDirectory() as d:
+            peri = {"name": "peri-grow-identity", "placement": "peri", "schedule": "grow",
+                    "block_init": "identity"}
+            preset = tiny_arms_study(d, ["pre-joint", "post-grow", peri])
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--arms", "pre-joint,post-grow")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            first = results(out)
+            self.assertEqual(sorted(first["arms"]), ["post-grow", "pre-joint"])
+            # one new arm: the earlier runs are kept and reported with it
+            r = run("--preset", preset, "--out", out, "--arms", "peri-grow-identity")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("4 runs kept in %s/runs/ reused; 2 to run" % out, r.stderr)
+            merged = results(out)
+            self.assertEqual(sorted(merged["arms"]),
+                             ["peri-grow-identity", "post-grow", "pre-joint"])
+            self.assertEqual(without_timings(merged["arms"]["pre-joint"]),
+                             without_timings(first["arms"]["pre-joint"]))
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            for arm in ("pre-joint", "post-grow", "peri-grow-identity"):
+                self.assertIn("| %s | " % arm, report)
+            self.assertIn("4 of the runs were kept from earlier runs", report)
+            # more seeds: only the new seed runs
+            r = run("--preset", preset, "--out", out, "--seeds", "3")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("6 runs kept in %s/runs/ reused; 3 to run" % out, r.stderr)
+            self.assertEqual([len(v) for v in results(out)["arms"].values()], [3, 3, 3])
+            # a changed arm is named and run again; the others are kept
+            with open(preset) as f:
+                p = json.load(f)
+            p["arms"][2]["init_gain"] = 0.9
+            write(preset, p)
+            r = run("--preset", preset, "--out", out, "--seeds", "3")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("runs/peri-grow-identity.seed1.run: made with other settings", r.stderr)
+            self.assertIn("6 runs kept in %s/runs/ reused; 3 to run" % out, r.stderr)
+            # --fresh: nothing kept
+            r = run("--preset", preset, "--out", out, "--seeds", "1", "--fresh")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("kept in", r.stderr)
+            self.assertEqual([len(v) for v in results(out)["arms"].values()], [1, 1, 1])
+
+    def test_paths(self):
+        """A preset's own paths are taken from its folder; the default corpus
+        is the project's, wherever the preset lives."""
+        project_corpus = os.path.realpath(os.path.join(PRESETS, "..", "..", "data", "austen"))
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, "p.json"), {"name": "p", "arms": ["pre-joint"]})
+            r = run("--preset", os.path.join(d, "p.json"), "--check", cwd="/")
+            self.assertIn("train %s/train.txt\n" % project_corpus, r.stdout)
+            if os.path.exists(os.path.join(project_corpus, "train.txt")):
+                self.assertEqual(r.returncode, 0, r.stderr)
+            else:
+                self.assertEqual(r.returncode, 1)
+                self.assertIn("prepare_austen.py", r.stderr)
+            os.mkdir(os.path.join(d, "sub"))
+            write(os.path.join(d, "sub", "q.json"),
+                  {"name": "q", "data": {"train": "../t.txt", "val": "v.txt"}, "arms": ["pre-joint"]})
+            r = run("--preset", os.path.join(d, "sub", "q.json"), "--check", cwd="/")
+            self.assertIn("train %s/sub/../t.txt\n" % d, r.stdout)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("data.train: cannot read %s/sub/../t.txt" % d, r.stderr)
+            self.assertIn("taken from the preset's folder", r.stderr)
+
+    def test_shapes_checked(self):
+        cases = [({"n_heads": 4, "n_kv_heads": 3}, "n_heads 4 is not divisible by n_kv_heads 3"),
+                 ({"head_dim": 15}, "head_dim 15")]
+        with tempfile.TemporaryDirectory() as d:
+            for student, why in cases:
+                write(os.path.join(d, "p.json"),
+                      {"name": "p", "student": student, "arms": ["pre-joint"]})
+                r = run("--preset", os.path.join(d, "p.json"), "--check")
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("the student's shape", r.stderr)
+                self.assertIn(why, r.stderr)
+
+    def test_strict_json(self):
+        cases = [('{"name": "x",\n "arms": ["pre-joint"],\n}\n', "line 3, column 1"),
+                 ('{"name": "x", /* c */ "arms": ["pre-joint"]}', "line 1, column 15"),
+                 ('{"name": "x", "seeds": 2,\n "arms": ["pre-joint"], "seeds": 3}',
+                  'line 2, column 25: the key "seeds" appears twice'),
+                 ("{\"name\": 'x', \"arms\": [\"pre-joint\"]}", "line 1, column 10"),
+                 ("{'name': \"x\", \"arms\": [\"pre-joint\"]}", "line 1, column 2: strings take double quotes"),
+                 ('{"name": "x", "seeds": NaN, "arms": ["pre-joint"]}', "'NaN' is not a JSON value"),
+                 ('{"name": "x", "arms": [', "the text ends inside a value")]
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "p.json")
+            for text, why in cases:
+                with open(path, "w") as f:
+                    f.write(text)
+                r = run("--preset", path, "--check")
+                self.assertEqual(r.returncode, 1, text)
+                self.assertIn(why, r.stderr, text)
+
+    def test_phase_errors_name_their_path(self):
+        with tempfile.TemporaryDirectory() as d:
+            write(os.path.join(d, "p.json"), {
+                "name": "p", "student": {"blocks": 1, "block_size": 2},
+                "arms": ["pre-joint", {"name": "a", "placement": "post",
+                                       "phases": [{"steps": 5, "active_layers": 1},
+                                                  {"steps": 5, "active_layers": 5}]}]})
+            r = run("--preset", os.path.join(d, "p.json"), "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arms[1].phases[1].active_layers = 5 outside 1..2", r.stderr)
+
+    def test_compare_and_files(self):
+        """A new arm compared with a reference as the preset asks; report.md
+        says what lies beside it."""
+        with tempfile.TemporaryDirectory() as d:
+            new = {"name": "post-grow-identity", "placement": "post", "schedule": "grow",
+                   "block_init": "identity"}
+            preset = tiny_arms_study(d, ["pre-grow", new], [["pre-grow", "post-grow-identity"]])
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("## Comparisons the preset asks for (paired by seed)", report)
+            res = results(out)
+            diffs = [b["val_ce"] - a["val_ce"] for a, b in
+                     zip(res["arms"]["pre-grow"], res["arms"]["post-grow-identity"])]
+            self.assertIn("| post-grow-identity | pre-grow | %+.4f ± " % (sum(diffs) / 2), report)
+            self.assertIn("## Files", report)
+            self.assertIn("[`results.json`](results.json)", report)
+            self.assertTrue("[`curves_steps.svg`](curves_steps.svg)" in report or
+                            "`curves_steps.svg`: not drawn" in report, report)
+            write(os.path.join(d, "bad.json"), {"name": "b", "arms": ["pre-grow"],
+                                                "compare": [["pre-grow", "post-grow"]]})
+            r = run("--preset", os.path.join(d, "bad.json"), "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("compare[0][1] must name one of the preset's arms, not post-grow",
+                          r.stderr)
+
+
 if __name__ == "__main__":
-    BIN, PRESETS = sys.argv[1], sys.argv[2]
+    BIN, PRESETS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     unittest.main(argv=sys.argv[:1], verbosity=2)
