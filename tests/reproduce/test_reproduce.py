@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import tiny_study
+from tiny_study import tiny_study, without_timings
 
 BIN = PRESETS = None
 
@@ -173,17 +173,6 @@ class TinyStudy(unittest.TestCase):
             r2 = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r2.returncode, 0, r2.stderr)
             self.assertIn("teacher: reusing", r2.stderr)
-
-
-TIMING_KEYS = ("wall_seconds", "seconds", "tokens_per_s")  # differ between any two runs
-
-
-def without_timings(o):
-    if isinstance(o, dict):
-        return {k: without_timings(v) for k, v in o.items() if k not in TIMING_KEYS}
-    if isinstance(o, list):
-        return [without_timings(x) for x in o]
-    return o
 
 
 class Jobs(unittest.TestCase):

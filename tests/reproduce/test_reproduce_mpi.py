@@ -17,11 +17,10 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import tiny_study
+from tiny_study import tiny_study, without_timings
 
 BIN = MPIRUN = None
 TIMEOUT = 120  # a hang fails the test instead of stalling the suite
-TIMING_KEYS = ("wall_seconds", "seconds", "tokens_per_s")  # differ between any two runs
 
 
 def tiny_study_over_ranks(d):
@@ -57,14 +56,6 @@ def run(args, ranks=0, env_extra=None, rank1_args=None, timeout=TIMEOUT):
         p.communicate()
         raise AssertionError("hung: %s did not end within %d s" % (" ".join(cmd), timeout))
     return subprocess.CompletedProcess(cmd, p.returncode, out, err)
-
-
-def without_timings(o):
-    if isinstance(o, dict):
-        return {k: without_timings(v) for k, v in o.items() if k not in TIMING_KEYS}
-    if isinstance(o, list):
-        return [without_timings(x) for x in o]
-    return o
 
 
 class OverRanks(unittest.TestCase):

@@ -40,3 +40,15 @@ def tiny_study(d, name, train_docs, train, arms):
             "seeds": 2, "threads": 1,
             "arms": arms}, f)
     return path
+
+
+TIMING_KEYS = ("wall_seconds", "seconds", "tokens_per_s")  # differ between any two runs
+
+
+def without_timings(o):
+    """results.json without the figures that differ between any two runs."""
+    if isinstance(o, dict):
+        return {k: without_timings(v) for k, v in o.items() if k not in TIMING_KEYS}
+    if isinstance(o, list):
+        return [without_timings(x) for x in o]
+    return o
