@@ -47,13 +47,15 @@ static const char *const known_keys[] = {
     "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
     "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
     "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
-    "teacher.init_std",
+    "teacher.init_std", "teacher.min_lr", "teacher.lr_shape", "teacher.weight_decay",
+    "teacher.beta2", "teacher.seq_len", "teacher.batch_size",
     "student.d_model", "student.n_heads", "student.n_kv_heads", "student.head_dim", "student.d_ff",
     "student.blocks", "student.block_size", "student.qk_norm", "student.rope_theta",
     "student.init_gain", "student.init_std",
     "train.steps_per_phase", "train.lr", "train.lr_per_std", "train.min_lr", "train.warmup",
     "train.clip", "train.alpha", "train.gamma", "train.tau", "train.eval_every",
-    "train.eval_batches", "train.final_eval_batches",
+    "train.eval_batches", "train.final_eval_batches", "train.lr_shape", "train.weight_decay",
+    "train.beta2",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
     "arms.*.phases.*.steps", "arms.*.phases.*.tokens", "arms.*.phases.*.active_layers",
@@ -537,9 +539,28 @@ void load_preset(preset *p, const char *path)
     double lr_per_std = get_d(o, "train.lr_per_std", PAPER_LR_PER_STD);
     p->t_lr = get_d(o, "teacher.lr", lr_per_std * p->t_init_std);
     p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
+    p->t_seq_len = get_i(o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
+    p->t_batch = get_i(o, "teacher.batch_size", p->batch, 1, 4096);
+    /* the LR's shape after warmup: cosine to min_lr, or constant (min_lr = lr) */
+    static const char *const shapes[] = {"cosine", "constant"};
+    const int t_shape = get_enum(o, "teacher.lr_shape", "teacher", shapes, 2, 0);
+    if (t_shape == 1 && member(o, "teacher.min_lr"))
+        die("preset: teacher.min_lr with teacher.lr_shape constant: a constant LR has no floor");
+    p->t_min_lr = t_shape == 1 ? p->t_lr : get_d(o, "teacher.min_lr", p->t_lr / 10);
+    p->t_weight_decay = get_d(o, "teacher.weight_decay", 0.0);
+    p->t_beta2 = member(o, "teacher.beta2") ? get_d(o, "teacher.beta2", 0.95) : -1.0;
+    if (p->t_beta2 >= 1.0)
+        die("preset: teacher.beta2 must be below 1");
     p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
     p->lr = get_d(o, "train.lr", lr_per_std * p->init_std);
-    p->min_lr = get_d(o, "train.min_lr", p->lr / 100);
+    const int shape = get_enum(o, "train.lr_shape", "train", shapes, 2, 0);
+    if (shape == 1 && member(o, "train.min_lr"))
+        die("preset: train.min_lr with train.lr_shape constant: a constant LR has no floor");
+    p->min_lr = shape == 1 ? p->lr : get_d(o, "train.min_lr", p->lr / 100);
+    p->weight_decay = get_d(o, "train.weight_decay", 0.0);
+    p->beta2 = member(o, "train.beta2") ? get_d(o, "train.beta2", 0.95) : -1.0;
+    if (p->beta2 >= 1.0)
+        die("preset: train.beta2 must be below 1");
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
     p->clip = get_d(o, "train.clip", 0.5);
     p->alpha = get_d(o, "train.alpha", 0.7);

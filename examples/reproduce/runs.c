@@ -78,10 +78,15 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
 
 lattice_data *open_data(const preset *p, uint64_t seed)
 {
+    return open_data_rows(p, seed, p->batch, p->seq_len);
+}
+
+lattice_data *open_data_rows(const preset *p, uint64_t seed, int batch, int seq_len)
+{
     lattice_data_params dp;
     lattice_data_params_init(&dp);
-    dp.batch_size = p->batch;
-    dp.seq_len = p->seq_len;
+    dp.batch_size = batch;
+    dp.seq_len = seq_len;
     dp.split_long = p->split_long;
     dp.val_path = p->val;
     dp.seed = seed;
@@ -96,6 +101,12 @@ lattice_data *open_data(const preset *p, uint64_t seed)
 
 lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed)
 {
+    return model_shape_rows(p, layers, init_std, seed, p->batch, p->seq_len);
+}
+
+lattice_model_params model_shape_rows(const preset *p, int layers, double init_std, uint64_t seed,
+                                      int batch, int seq_len)
+{
     lattice_model_params mp;
     lattice_model_params_init(&mp);
     mp.vocab_size = 257;
@@ -108,21 +119,28 @@ lattice_model_params model_shape(const preset *p, int layers, double init_std, u
     mp.d_ff = p->d_ff;
     mp.rope_theta = (float)p->rope_theta;
     mp.qk_norm = p->qk_norm;
-    mp.max_batch = p->batch;
-    mp.max_seq = p->seq_len;
+    mp.max_batch = batch;
+    mp.max_seq = seq_len;
     mp.seed = seed;
     mp.init_std = (float)init_std;
     return mp;
 }
 
 lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
-                                double residual_scale, int layers, double init_std, uint64_t seed)
+                         double residual_scale, int layers, double init_std, uint64_t seed)
+{
+    return new_model_rows(p, be, pl, residual_scale, layers, init_std, seed, p->batch, p->seq_len);
+}
+
+lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
+                              double residual_scale, int layers, double init_std, uint64_t seed,
+                              int batch, int seq_len)
 {
     lattice_norm *norm;
     check(lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &norm), "norm", NULL);
     if (residual_scale != 1.0)
         check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
-    lattice_model_params mp = model_shape(p, layers, init_std, seed);
+    lattice_model_params mp = model_shape_rows(p, layers, init_std, seed, batch, seq_len);
     char err[LATTICE_ERRMSG_SIZE];
     check(lattice_model_params_check(&mp, err), "model", err);
     lattice_model *m;
@@ -132,7 +150,7 @@ lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_plac
 }
 
 lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
-                                double clip)
+                         double clip, double weight_decay, double beta2)
 {
     lattice_optim_params op;
     lattice_optim_params_init(&op);
@@ -141,6 +159,9 @@ lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup,
     op.warmup_steps = warmup;
     op.total_steps = total;
     op.clip_norm = (float)clip;
+    op.weight_decay = (float)weight_decay;
+    if (beta2 >= 0)
+        op.beta2 = (float)beta2;
     lattice_optim *o;
     check(lattice_optim_create(m, &op, &o), "optimizer", NULL);
     return o;
@@ -182,7 +203,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     /* LR in proportion to this arm's init std when the arm sets its own gain */
     const double lr_scale = std / p->init_std;
     lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
-                                 p->steps_per_phase, p->clip);
+                                 p->steps_per_phase, p->clip, p->weight_decay, p->beta2);
     int64_t total = lattice_schedule_get_total_steps(s);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);

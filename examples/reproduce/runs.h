@@ -17,17 +17,27 @@ int on_eval(void *user, const lattice_trainer_metrics *m);
 
 /* The preset's corpus, its order seeded. */
 lattice_data *open_data(const preset *p, uint64_t seed);
+/* ... with other rows (the teacher's). */
+lattice_data *open_data_rows(const preset *p, uint64_t seed, int batch, int seq_len);
 
 /* The student's (or the teacher's, by layers) model parameters. */
 lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed);
+/* ... for at most batch x seq_len rows. */
+lattice_model_params model_shape_rows(const preset *p, int layers, double init_std, uint64_t seed,
+                                      int batch, int seq_len);
 
 /* A model of the preset's shape with this placement, depth and init. */
 lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                          double residual_scale, int layers, double init_std, uint64_t seed);
+/* ... for at most batch x seq_len rows. */
+lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
+                              double residual_scale, int layers, double init_std, uint64_t seed,
+                              int batch, int seq_len);
 
-/* AdamW with linear warmup and cosine decay to min_lr. */
+/* AdamW with linear warmup and cosine decay to min_lr (constant when min_lr
+ * = lr), decoupled weight decay on matrices; beta2 < 0: the library's. */
 lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
-                         double clip);
+                         double clip, double weight_decay, double beta2);
 
 /* Steps after a phase change over which the loss response is measured. */
 int64_t response_window(const preset *p);

@@ -130,7 +130,10 @@ uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum)
 
 /* ---- the output folder's runs/ ------------------------------------------------------ */
 
-/* "LATRUN" and a format number, the settings, the record's size, the record. */
+/* "LATRUN" and a format number; the settings, the record's size and the size
+ * of its fixed part (a build whose run_result differs cannot read it); the
+ * record. Points past n_pts are zeros (the record is calloc'd), which git
+ * and gzip store in next to nothing. */
 static const char MAGIC[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 1};
 
 static void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed)
@@ -154,7 +157,7 @@ void keep_run(study *s, int job, run_result *r)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     size_t bytes;
     char *buf = run_pack(job, r, &bytes);
-    const uint64_t head[2] = {s->settings[a], (uint64_t)bytes};
+    const uint64_t head[3] = {s->settings[a], (uint64_t)bytes, (uint64_t)RUN_HEADER};
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(MAGIC, sizeof MAGIC, 1, f) == 1 && fwrite(head, sizeof head, 1, f) == 1 &&
              fwrite(buf, bytes, 1, f) == 1;
@@ -177,12 +180,14 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
     if (!f)
         return 0;
     char magic[8];
-    uint64_t head[2];
+    uint64_t head[3];
     int rc = -1;
     char *buf = NULL;
     if (fread(magic, sizeof magic, 1, f) != 1 || memcmp(magic, MAGIC, sizeof magic) != 0 ||
         fread(head, sizeof head, 1, f) != 1) {
         snprintf(why, why_size, "not a run file of this version");
+    } else if (head[2] != (uint64_t)RUN_HEADER) {
+        snprintf(why, why_size, "written by a build whose run record differs");
     } else if (head[0] != s->settings[a]) {
         snprintf(why, why_size, "made with other settings (preset, threads, corpus or teacher)");
     } else if (head[1] > ((uint64_t)1 << 34) || !(buf = malloc(head[1] ? head[1] : 1)) ||

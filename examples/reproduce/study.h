@@ -57,6 +57,9 @@ typedef struct preset {
     int steps_per_phase, warmup, eval_every, eval_batches, final_eval_batches;
     double lr, min_lr, clip, alpha, gamma, tau;
     int seeds, threads;
+    /* recipes beyond lr, min_lr and warmup: the teacher's (t_) and the students' */
+    double t_min_lr, t_weight_decay, t_beta2, weight_decay, beta2; /* beta2 < 0: the library's */
+    int t_seq_len, t_batch; /* the teacher's rows (default the students') */
     arm arms[MAX_ARMS];
     int n_arms;
     /* paired comparisons the preset asks for: compare[k][1] - compare[k][0] */

@@ -16,6 +16,11 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     /* the derived settings too: a default may change between versions */
     json_object_object_add(want, "init_std", json_object_new_double(p->t_init_std));
     json_object_object_add(want, "lr", json_object_new_double(p->t_lr));
+    json_object_object_add(want, "min_lr", json_object_new_double(p->t_min_lr));
+    json_object_object_add(want, "weight_decay", json_object_new_double(p->t_weight_decay));
+    json_object_object_add(want, "beta2", json_object_new_double(p->t_beta2));
+    json_object_object_add(want, "rows", json_object_new_int(p->t_batch));
+    json_object_object_add(want, "row_length", json_object_new_int(p->t_seq_len));
     const char *want_s = json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN);
     json_object *have = retrain ? NULL : json_object_from_file(meta);
     int same = have && strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN), want_s) == 0;
@@ -30,9 +35,13 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
         }
         say("teacher: cached file unusable (%s); training again\n", err);
     }
-    t = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
-    lattice_data *d = open_data(p, 1000);
-    lattice_optim *o = new_optim(t, p->t_lr, p->t_lr / 10, p->t_warmup, p->t_steps, 1.0);
+    /* its own rows (default the students'); the copy that teaches is made
+     * for the students' rows, below */
+    t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
+                       p->t_batch, p->t_seq_len);
+    lattice_data *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
+    lattice_optim *o = new_optim(t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0,
+                                 p->t_weight_decay, p->t_beta2);
     lattice_schedule *s;
     check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
                                          LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
@@ -72,6 +81,13 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     free(r->losses);
     free(r);
     json_object_put(want);
+    if (p->t_batch != p->batch || p->t_seq_len != p->seq_len) {
+        /* the same weights, sized for the students' rows (as a cached teacher is) */
+        lattice_model_destroy(t);
+        char err[LATTICE_ERRMSG_SIZE];
+        if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) != LATTICE_OK)
+            die("cannot load the teacher just saved, %s: %s", path, err);
+    }
     return t;
 }
 
