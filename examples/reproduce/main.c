@@ -196,7 +196,7 @@ int main(int argc, char **argv)
     if (rank == 0 && !fits_here(&p)) {
         say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
         json_object_put(p.json);
-        return finish(0);
+        return finish(1);
     }
     char dir[1024];
     snprintf(dir, sizeof dir, "%s", out ? out : "");

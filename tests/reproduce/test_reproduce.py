@@ -71,6 +71,13 @@ class Presets(unittest.TestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn("unknown key " + key, r.stderr)
 
+    def test_too_big_fails(self):
+        with tempfile.TemporaryDirectory() as d:
+            r = run("--preset", os.path.join(PRESETS, "paper.json"), "--out", d,
+                    env=stand_in_env())
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("does not fit on this machine; nothing was run", r.stderr)
+
     def test_arms_subset(self):
         preset = os.path.join(PRESETS, "regime.json")
         r = run("--preset", preset, "--arms", "post-grow,pre-joint", "--check", env=stand_in_env())

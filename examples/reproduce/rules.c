@@ -1,0 +1,126 @@
+/* The verdict rules: pure functions of the study's numbers (rules.h). */
+#include "rules.h"
+
+const char *verdict_text(verdict v)
+{
+    switch (v) {
+    case V_REPRODUCED: return "reproduced";
+    case V_NOT_REPRODUCED: return "not reproduced";
+    case V_INCONCLUSIVE: return "inconclusive";
+    case V_NOT_APPLICABLE: return "not applicable";
+    case V_NOT_AVAILABLE: return "not available";
+    case V_NOT_RUN: break;
+    }
+    return "not run";
+}
+
+/* Two-sided 90% t quantiles (one-sided 95%), df 1..30, for equivalence. */
+static double t90(int df)
+{
+    static const double q[] = {6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812,
+                               1.796, 1.782, 1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725,
+                               1.721, 1.717, 1.714, 1.711, 1.708, 1.706, 1.703, 1.701, 1.699, 1.697};
+    return df <= 30 ? q[df - 1] : 1.645;
+}
+
+static int finite_summary(const summary *d)
+{
+    return isfinite(d->mean) && (d->n < 2 || isfinite(d->half));
+}
+
+verdict rule_direction(const summary *d, int sign)
+{
+    if (d->n == 0)
+        return V_NOT_RUN;
+    if (!finite_summary(d))
+        return V_NOT_AVAILABLE;
+    if (d->n < 2)
+        return V_INCONCLUSIVE;
+    const double lo = d->mean - d->half, hi = d->mean + d->half;
+    if ((sign < 0 && hi < 0) || (sign > 0 && lo > 0))
+        return V_REPRODUCED;
+    if ((sign < 0 && lo > 0) || (sign > 0 && hi < 0))
+        return V_NOT_REPRODUCED;
+    return V_INCONCLUSIVE;
+}
+
+verdict rule_parity(const summary *d, double margin)
+{
+    if (d->n == 0)
+        return V_NOT_RUN;
+    if (!finite_summary(d))
+        return V_NOT_AVAILABLE;
+    if (d->n < 2)
+        return V_INCONCLUSIVE;
+    const double se = d->sd / sqrt((double)d->n), h90 = t90(d->n - 1) * se;
+    if (d->mean - h90 > -margin && d->mean + h90 < margin)
+        return V_REPRODUCED;
+    if (d->mean - d->half > margin || d->mean + d->half < -margin)
+        return V_NOT_REPRODUCED;
+    return V_INCONCLUSIVE;
+}
+
+verdict rule_controls(const summary *active, const summary *total)
+{
+    const verdict a = rule_direction(active, +1), t = rule_direction(total, +1);
+    if (a == V_NOT_RUN || t == V_NOT_RUN)
+        return V_NOT_RUN;
+    if (a == V_NOT_AVAILABLE || t == V_NOT_AVAILABLE)
+        return V_NOT_AVAILABLE;
+    if (a == V_NOT_REPRODUCED || t == V_NOT_REPRODUCED)
+        return V_NOT_REPRODUCED;
+    return a == V_REPRODUCED && t == V_REPRODUCED ? V_REPRODUCED : V_INCONCLUSIVE;
+}
+
+verdict rule_interaction(const summary *i, verdict controls)
+{
+    const verdict v = rule_direction(i, -1);
+    if (v != V_REPRODUCED)
+        return v;
+    return controls == V_REPRODUCED ? V_REPRODUCED : V_INCONCLUSIVE;
+}
+
+verdict rule_mechanism_gate(int go, int64_t steps)
+{
+    if (go < 0)
+        return V_NOT_AVAILABLE;
+    if (!go || steps < MECHANISM_MIN_STEPS)
+        return V_NOT_APPLICABLE;
+    return V_REPRODUCED; /* the gate is open: the caller applies the rule */
+}
+
+verdict rule_loss_jump(double pre, double post)
+{
+    if (!isfinite(pre) || !isfinite(post))
+        return V_NOT_AVAILABLE;
+    if (post > 0.005 && post > 3 * fmax(pre, 0.0))
+        return V_REPRODUCED;
+    if (post <= pre)
+        return V_NOT_REPRODUCED;
+    return V_INCONCLUSIVE;
+}
+
+verdict rule_block_removal(double pre_last_dce, double pre_last_angle, double post_min_dce,
+                           double post_min_angle, double floor)
+{
+    if (!isfinite(pre_last_dce) || !isfinite(pre_last_angle) || !isfinite(post_min_dce) ||
+        !isfinite(post_min_angle))
+        return V_NOT_AVAILABLE;
+    if (post_min_dce >= floor && pre_last_dce < 0.25 * post_min_dce &&
+        post_min_angle > pre_last_angle)
+        return V_REPRODUCED;
+    if (pre_last_dce >= post_min_dce || post_min_dce < floor)
+        return V_NOT_REPRODUCED;
+    return V_INCONCLUSIVE;
+}
+
+verdict rule_boundary(double pre_ratio, double post_ratio, double pre_std0, double pre_std1)
+{
+    if (!isfinite(pre_ratio) || !isfinite(post_ratio) || !isfinite(pre_std0) || !isfinite(pre_std1))
+        return V_NOT_AVAILABLE;
+    if (pre_ratio < 1.5 || post_ratio >= 0.5 * pre_ratio)
+        return V_NOT_REPRODUCED;
+    if (pre_ratio >= 3 && pre_std1 > pre_std0)
+        return V_REPRODUCED;
+    return V_INCONCLUSIVE;
+}

@@ -1,0 +1,114 @@
+/* The reproduction's verdict rules (examples/reproduce/rules.h) on synthetic
+ * numbers: every branch of every rule. */
+#include <check.h>
+
+#include "../../examples/reproduce/rules.h"
+#include "../../examples/reproduce/stats.h"
+
+static summary of(const double *x, int n) { return summarise(x, n); }
+
+START_TEST(test_direction)
+{
+    const double below[3] = {-0.05, -0.04, -0.06}, above[3] = {0.05, 0.04, 0.06};
+    const double across[3] = {-0.05, 0.04, 0.01}, one[1] = {-0.5};
+    summary s = of(below, 3);
+    ck_assert_int_eq(rule_direction(&s, -1), V_REPRODUCED);
+    ck_assert_int_eq(rule_direction(&s, +1), V_NOT_REPRODUCED);
+    s = of(above, 3);
+    ck_assert_int_eq(rule_direction(&s, +1), V_REPRODUCED);
+    s = of(across, 3);
+    ck_assert_int_eq(rule_direction(&s, -1), V_INCONCLUSIVE);
+    s = of(one, 1); /* however large, one seed has no interval */
+    ck_assert_int_eq(rule_direction(&s, -1), V_INCONCLUSIVE);
+    summary none = {0, 0, NAN, 0};
+    ck_assert_int_eq(rule_direction(&none, -1), V_NOT_RUN);
+    const double nan3[3] = {NAN, 0.1, 0.2};
+    s = of(nan3, 3);
+    ck_assert_int_eq(rule_direction(&s, -1), V_NOT_AVAILABLE);
+}
+END_TEST
+
+START_TEST(test_parity)
+{
+    const double m = PARITY_MARGIN;
+    ck_assert(fabs(m - 0.0082) < 1e-4); /* 0.0328 nats/token at 4 bytes/token */
+    const double tight[4] = {0.001, -0.001, 0.0005, 0.0};
+    const double far[3] = {0.05, 0.06, 0.055}, wide[3] = {0.02, -0.02, 0.0}, one[1] = {0.0};
+    summary s = of(tight, 4);
+    ck_assert_int_eq(rule_parity(&s, m), V_REPRODUCED);
+    s = of(far, 3);
+    ck_assert_int_eq(rule_parity(&s, m), V_NOT_REPRODUCED);
+    s = of(wide, 3); /* mean 0, but the interval reaches past the margin */
+    ck_assert_int_eq(rule_parity(&s, m), V_INCONCLUSIVE);
+    s = of(one, 1); /* a single exact tie proves nothing */
+    ck_assert_int_eq(rule_parity(&s, m), V_INCONCLUSIVE);
+    summary none = {0, 0, NAN, 0};
+    ck_assert_int_eq(rule_parity(&none, m), V_NOT_RUN);
+}
+END_TEST
+
+START_TEST(test_interaction_needs_controls)
+{
+    const double neg[3] = {-0.05, -0.04, -0.06}, pos[3] = {0.05, 0.04, 0.06};
+    const double across[3] = {-0.05, 0.04, 0.01};
+    summary i = of(neg, 3), a = of(pos, 3), t = of(pos, 3), x = of(across, 3), n = of(neg, 3);
+    summary none = {0, 0, NAN, 0};
+    ck_assert_int_eq(rule_controls(&a, &t), V_REPRODUCED);
+    ck_assert_int_eq(rule_controls(&a, &x), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_controls(&a, &n), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_controls(&a, &none), V_NOT_RUN);
+    ck_assert_int_eq(rule_interaction(&i, V_REPRODUCED), V_REPRODUCED);
+    /* below 0, but the compute confound is open */
+    ck_assert_int_eq(rule_interaction(&i, V_NOT_RUN), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_interaction(&i, V_INCONCLUSIVE), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_interaction(&i, V_NOT_REPRODUCED), V_INCONCLUSIVE);
+    summary p = of(pos, 3);
+    ck_assert_int_eq(rule_interaction(&p, V_REPRODUCED), V_NOT_REPRODUCED);
+}
+END_TEST
+
+START_TEST(test_mechanism_rows)
+{
+    ck_assert_int_eq(rule_mechanism_gate(1, MECHANISM_MIN_STEPS), V_REPRODUCED); /* open */
+    ck_assert_int_eq(rule_mechanism_gate(0, 100000), V_NOT_APPLICABLE);          /* NO-GO */
+    ck_assert_int_eq(rule_mechanism_gate(1, MECHANISM_MIN_STEPS - 1), V_NOT_APPLICABLE);
+    ck_assert_int_eq(rule_mechanism_gate(-1, 100000), V_NOT_AVAILABLE);
+    ck_assert_int_eq(rule_loss_jump(0.02, 0.25), V_REPRODUCED);
+    ck_assert_int_eq(rule_loss_jump(0.02, 0.04), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_loss_jump(0.05, 0.04), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_loss_jump(0.0, 0.003), V_INCONCLUSIVE); /* too small to call */
+    ck_assert_int_eq(rule_loss_jump(NAN, 0.25), V_NOT_AVAILABLE);
+    const double fl = BLOCK_REMOVAL_FLOOR;
+    ck_assert_int_eq(rule_block_removal(0.02, 0.03, 2.38, 0.34, fl), V_REPRODUCED);
+    /* a smallest post block under the floor is not "every block effective" */
+    ck_assert_int_eq(rule_block_removal(0.001, 0.001, 0.01, 0.34, fl), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(0.5, 0.03, 0.4, 0.34, fl), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(0.2, 0.03, 0.4, 0.34, fl), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_block_removal(0.02, 0.5, 2.38, 0.34, fl), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_block_removal(0.02, 0.03, NAN, 0.34, fl), V_NOT_AVAILABLE);
+    ck_assert_int_eq(rule_boundary(37, 1.2, 5.8, 20), V_REPRODUCED);
+    ck_assert_int_eq(rule_boundary(4, 2.5, 5.8, 20), V_NOT_REPRODUCED); /* post reaches half */
+    ck_assert_int_eq(rule_boundary(1.4, 1.0, 5.8, 20), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_boundary(2.5, 1.0, 5.8, 20), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_boundary(4, 1.0, 5.8, 5.0), V_INCONCLUSIVE); /* std not growing */
+    ck_assert_int_eq(rule_boundary(NAN, 1.0, 5.8, 20), V_NOT_AVAILABLE);
+    ck_assert_str_eq(verdict_text(V_NOT_APPLICABLE), "not applicable");
+    ck_assert_str_eq(verdict_text(V_NOT_AVAILABLE), "not available");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("rules");
+    TCase *tc = tcase_create("rules");
+    tcase_add_test(tc, test_direction);
+    tcase_add_test(tc, test_parity);
+    tcase_add_test(tc, test_interaction_needs_controls);
+    tcase_add_test(tc, test_mechanism_rows);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    const int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? 1 : 0;
+}
