@@ -36,6 +36,16 @@ static lattice_status check(const lattice_optim_params *p, char *err)
         BAD("learning rates must be finite and >= 0");
     if (p->warmup_steps < 0 || p->total_steps < 1)
         BAD("warmup_steps must be >= 0 and total_steps >= 1");
+    /* either would train at a rate the caller never asked for, without a word:
+     * a warmup that outlasts the run never reaches lr, and a floor above the
+     * peak makes the "decay" a climb */
+    if (p->warmup_steps > p->total_steps)
+        BAD("warmup_steps %lld > total_steps %lld: the learning rate would still be warming "
+            "up when the run ends (make warmup_steps at most total_steps)",
+            (long long)p->warmup_steps, (long long)p->total_steps);
+    if (p->min_lr > p->lr)
+        BAD("min_lr %g > lr %g: the cosine decay would climb from lr to min_lr (make min_lr at "
+            "most lr)", (double)p->min_lr, (double)p->lr);
     if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
         BAD("betas must lie in [0, 1)");
     if (!(p->eps > 0.0f) || !isfinite(p->eps))

@@ -35,6 +35,46 @@ void compat_trainer_params_init_0_2(lattice_trainer_params *p)
 }
 #endif
 
+/* Settings that each pass on their own but together would train, or measure,
+ * other than the caller asked, with no error at any step. */
+static lattice_status check_run(lattice_data *data, lattice_optim *optim,
+                                lattice_schedule *schedule, const lattice_trainer_params *params)
+{
+    lattice_optim_params op = {.size = sizeof(op)};
+    lattice_optim_get_params(optim, &op);
+    for (int i = 0; i < lattice_schedule_get_n_phases(schedule); i++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(schedule, i, &ph);
+        /* the phase's restart makes its step count the optimizer's total_steps */
+        if (ph.reset_optimizer && ph.steps > 0 && op.warmup_steps > ph.steps)
+            return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                                 "lattice_trainer_create: phase %d restarts the optimizer for "
+                                 "%lld steps, fewer than its warmup_steps %lld: the learning rate "
+                                 "would never leave warmup (make warmup_steps at most the "
+                                 "shortest such phase's steps)",
+                                 i, (long long)ph.steps, (long long)op.warmup_steps);
+    }
+    const int64_t n_val = lattice_data_get_n_val_batches(data);
+    if (params->eval_every < 0 || params->eval_batches < 0)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: eval_every %lld and eval_batches %lld must "
+                             "be >= 0 (0: at phase ends only; 0: every validation batch)",
+                             (long long)params->eval_every, (long long)params->eval_batches);
+    if (params->eval_every > 0 && n_val == 0)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: eval_every %lld asks for validation, but the "
+                             "data has no validation documents (give the data a val_fraction "
+                             "above 0, or set eval_every to 0)",
+                             (long long)params->eval_every);
+    if (params->eval_batches > n_val)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: eval_batches %lld exceeds the data's %lld "
+                             "validation batches (0 uses all of them)",
+                             (long long)params->eval_batches, (long long)n_val);
+    return LATTICE_OK;
+}
+
 lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                       lattice_distill *distill, lattice_data *data,
                                       lattice_optim *optim, lattice_schedule *schedule,
@@ -79,6 +119,15 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
                              lattice_schedule_get_max_layers(schedule), mp.n_layers);
+    /* a caller's struct may be shorter than this version's: the rest defaults */
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    if (params)
+        memcpy(&tp, params, params->size < sizeof(tp) ? params->size : sizeof(tp));
+    tp.size = sizeof(tp);
+    lattice_status st = check_run(data, optim, schedule, &tp);
+    if (st != LATTICE_OK)
+        return st;
     lattice_trainer *t = calloc(1, sizeof(*t));
     if (!t)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -89,10 +138,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->data = data;
     t->optim = optim;
     t->schedule = schedule;
-    lattice_trainer_params_init(&t->p);
-    if (params)
-        memcpy(&t->p, params, params->size < sizeof(t->p) ? params->size : sizeof(t->p));
-    t->p.size = sizeof(t->p);
+    t->p = tp;
     t->base_optim.size = sizeof(t->base_optim);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
@@ -104,7 +150,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
             "lattice_trainer_create: out of memory");
     }
     if (coll) {
-        lattice_status st = lattice_trainer_set_collective(t, coll, params->collective_user);
+        st = lattice_trainer_set_collective(t, coll, params->collective_user);
         if (st != LATTICE_OK) {
             lattice__fail(st, "lattice_trainer_create: %s", t->err);
             lattice_trainer_destroy(t);

@@ -49,6 +49,7 @@ static void open_world(world *w)
     ck_assert_int_eq(lattice_data_create_memory(ids, 12, &dp, &w->d, NULL), LATTICE_OK);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
+    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
     ck_assert_int_eq(lattice_optim_create(w->m, &op, &w->o), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2,
                                                     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &w->s),
@@ -360,6 +361,28 @@ START_TEST(test_trainer_config_reasons)
                      LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "no phases"));
     lattice_schedule_destroy(empty);
+    /* pairs of settings that would train or measure other than asked */
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_every = 3; /* the world's data has no validation split */
+    ck_assert_int_eq(lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, w.s, &tp, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(),
+                                 "eval_every 3 asks for validation, but the data has no validation"));
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = 1;
+    ck_assert_int_eq(lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, w.s, &tp, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "eval_batches 1 exceeds the data's 0"));
+    lattice_optim_params op = {.size = sizeof(op)};
+    ck_assert_int_eq(lattice_optim_get_params(w.o, &op), LATTICE_OK);
+    op.warmup_steps = 3; /* the world's phases restart the optimizer for 2 steps */
+    ck_assert_int_eq(lattice_optim_set_params(w.o, &op), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, w.s, NULL, &t),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(),
+                                 "phase 0 restarts the optimizer for 2 steps, fewer than its "
+                                 "warmup_steps 3"));
     lattice_teacher_destroy(cb);
     close_world(&w);
 }

@@ -419,6 +419,7 @@ static void open_small_run(small_run *r)
                      LATTICE_OK);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
+    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
     ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 2,
                                                     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),

@@ -698,14 +698,24 @@ START_TEST(test_model_evaluate_matches_trainer)
     ck_assert_int_ge(nb, 3);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
+    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
     lattice_optim *o;
     ck_assert_int_eq(lattice_optim_create(t.m, &op, &o), LATTICE_OK);
     lattice_schedule *sc;
     ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3,
                                                     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc),
                      LATTICE_OK);
+    /* more batches than the validation set has: the trainer refuses them (the
+     * caller would believe it measured more than it did) */
+    lattice_trainer_params over;
+    lattice_trainer_params_init(&over);
+    over.eval_batches = nb + 1;
+    lattice_trainer *refused;
+    ck_assert_int_eq(lattice_trainer_create(t.m, NULL, NULL, d, o, sc, &over, &refused),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "exceeds the data's"));
     for (int limit = 0; limit < 3; limit++) {
-        const int64_t max_batches = limit == 0 ? 0 : limit == 1 ? 2 : nb + 5;
+        const int64_t max_batches = limit == 0 ? 0 : limit == 1 ? 2 : nb;
         lattice_trainer_params tp;
         lattice_trainer_params_init(&tp);
         tp.eval_batches = max_batches;

@@ -274,6 +274,34 @@ START_TEST(test_optim_bad_input)
 }
 END_TEST
 
+/* Settings that would train at a rate no one asked for are refused, and the
+ * message names both values. */
+START_TEST(test_rate_traps)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    fixture f = open_fixture(&op);
+    lattice_optim *o = (lattice_optim *)&op;
+    op.warmup_steps = 100;
+    op.total_steps = 50;
+    ck_assert_int_eq(lattice_optim_create(f.m, &op, &o), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_null(o);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "warmup_steps 100 > total_steps 50"));
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "warmup_steps 100 > total_steps 50"));
+    op.warmup_steps = 50; /* warmup over the whole run: allowed */
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
+    lattice_optim_params_init(&op);
+    op.lr = 1e-4f;
+    op.min_lr = 1e-3f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "min_lr 0.001 > lr 0.0001"));
+    op.min_lr = op.lr; /* a constant rate after warmup: allowed */
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
+    close_fixture(&f);
+}
+END_TEST
+
 /* The gradient norm's sum of squares has the same bits at every thread
  * count, run after run: ranks of a data-parallel run clip by it. (An OpenMP
  * reduction, as before 0.3, gives other bits at 1 and 2 threads here.) */
@@ -402,6 +430,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
+    tcase_add_test(tc, test_rate_traps);
     tcase_add_test(tc, test_params_0_2_layout);
     tcase_add_test(tc, test_norm_same_bits_any_threads);
     tcase_add_test(tc, test_decay_and_overflow);

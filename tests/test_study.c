@@ -691,6 +691,10 @@ START_TEST(test_trainer_boundary_flags)
     open_world(&w, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, NULL);
     lattice_schedule_destroy(w.schedule);
     ck_assert_int_eq(lattice_schedule_create(&w.schedule), LATTICE_OK);
+    lattice_optim_params op = {.size = sizeof(op)};
+    ck_assert_int_eq(lattice_optim_get_params(w.optim, &op), LATTICE_OK);
+    op.warmup_steps = 1; /* phases of one step */
+    ck_assert_int_eq(lattice_optim_set_params(w.optim, &op), LATTICE_OK);
     const int active[] = {2, 4, 4, 4}, from[] = {0, 2, 0, 0}, trains[] = {1, 0, 1, 1};
     for (int i = 0; i < 4; i++) {
         lattice_schedule_phase ph;

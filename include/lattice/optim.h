@@ -57,6 +57,8 @@ LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
  * @param params The settings.
  * @param[out] out The new optimizer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG
+ *         (among others, since 0.4: warmup_steps above total_steps, or min_lr
+ *         above lr, which 0.3 took and then trained at rates no one asked for)
  *         or ::LATTICE_ERR_OUT_OF_MEMORY.
  * @since 0.1
  */
@@ -81,7 +83,7 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
 /**
  * @brief Replace the settings (the moments and the schedule position are kept).
  * @param optim The optimizer.
- * @param params The settings.
+ * @param params The settings, checked as ::lattice_optim_create checks them.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  * @since 0.1
  */

@@ -79,7 +79,7 @@ typedef int (*lattice_trainer_metrics_fn)(void *user, const lattice_trainer_metr
 typedef struct lattice_trainer_params {
     size_t size;               /**< sizeof(lattice_trainer_params). @since 0.1 */
     int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). @since 0.1 */
-    int64_t eval_batches;      /**< Validation batches to use (0: all of them). @since 0.1 */
+    int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused since 0.4). Used by ::lattice_trainer_evaluate too. @since 0.1 */
     uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. @since 0.1 */
     lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
     lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
@@ -111,7 +111,11 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  *        would leave it, and the batch is checked per rank.
  * @param[out] out The new trainer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
- *         (vocabularies or batch shapes that do not fit, an empty schedule).
+ *         (vocabularies or batch shapes that do not fit, an empty schedule;
+ *         since 0.4 also settings that would train or measure other than
+ *         asked: a phase that restarts the optimizer for fewer steps than its
+ *         warmup_steps, eval_every above 0 over data without validation
+ *         documents, eval_batches above the data's validation batches).
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,

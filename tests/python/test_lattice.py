@@ -678,7 +678,7 @@ class DiscoverabilityTest(unittest.TestCase):
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 6)
         with lattice.progress(schedule, file=out, **kwargs) as bar:
-            lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0), schedule,
                             on_step=bar).run()
         self.assertEqual(schedule.counters.steps, 6)
         return out.getvalue()
@@ -841,7 +841,7 @@ class LifetimeTest(unittest.TestCase):
                 holder["trainer"].model
 
             model = tiny_model()
-            trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+            trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
                                       lattice.Schedule.preset("joint", 1, 2, 1),
                                       teacher=lattice.Teacher.from_callback(
                                           lambda *a: next_token_teacher(*a), VOCAB, 4, 16),
@@ -1001,7 +1001,7 @@ class ScheduleTest(unittest.TestCase):
             data = tiny_data()
             schedule = lattice.Schedule.preset("grow", n_blocks=2, block_size=1,
                                                steps_per_phase=3, rewind_data=rewind)
-            trainer = lattice.Trainer(model, data, lattice.Optim(model), schedule)
+            trainer = lattice.Trainer(model, data, lattice.Optim(model, warmup_steps=0), schedule)
             seen = []
             for _ in range(6):
                 trainer.step()
@@ -1184,7 +1184,7 @@ class TrainerTest(unittest.TestCase):
                                            steps_per_phase=2, block_init="identity")
         seen = []
         evals = []
-        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0), schedule,
                                   on_step=lambda m: seen.append((m.phase, m.active_layers)),
                                   on_eval=evals.append)
         trainer.run()
@@ -1194,11 +1194,40 @@ class TrainerTest(unittest.TestCase):
         self.assertTrue(all(m.phase_end for m in evals))
         self.assertEqual(schedule.counters.steps, 6)
 
+    def test_warmup_fits_the_run(self):
+        model = tiny_model()
+        # total_steps alone: the paper's 1.5% warmup, not its 750 steps
+        self.assertEqual(lattice.Optim(model, lr=1e-3, total_steps=5).params.warmup_steps, 0)
+        self.assertEqual(lattice.Optim(model, total_steps=2000).params.warmup_steps, 30)
+        self.assertEqual(lattice.Optim(model).params.warmup_steps, 750)
+        self.assertEqual(lattice.Optim(model, total_steps=5, warmup_steps=5).params.warmup_steps, 5)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Optim(model, total_steps=5, warmup_steps=6)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertIn("warmup_steps 6 > total_steps 5", str(cm.exception))
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Optim(model, lr=1e-4, min_lr=1e-3)
+        self.assertIn("min_lr 0.001 > lr 0.0001", str(cm.exception))
+        # a phase that restarts the optimizer is its run
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=7),
+                            lattice.Schedule.preset("joint", 1, 2, 6))
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertIn("phase 0 restarts the optimizer for 6 steps, fewer than its warmup_steps 7",
+                      str(cm.exception))
+        # validation asked of data without a validation split
+        no_val = tiny_data(val_fraction=0.0)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Trainer(model, no_val, lattice.Optim(model, warmup_steps=0),
+                            lattice.Schedule.preset("joint", 1, 2, 6), eval_every=2)
+        self.assertIn("eval_every 2 asks for validation, but the data has no validation documents",
+                      str(cm.exception))
+
     def test_checkpoint_resume(self):
         def make():
             model = tiny_model(n_layers=2, n_active_layers=1)
             schedule = lattice.Schedule.preset("grow", n_blocks=2, block_size=1, steps_per_phase=3)
-            return lattice.Trainer(model, tiny_data(), lattice.Optim(model, lr=1e-2), schedule)
+            return lattice.Trainer(model, tiny_data(), lattice.Optim(model, lr=1e-2, warmup_steps=0), schedule)
 
         t = make()
         reference = [t.step().loss for _ in range(6)]
@@ -1239,7 +1268,7 @@ class TrainerTest(unittest.TestCase):
     def test_callback_stops_the_run(self):
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)
-        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0), schedule,
                                   on_step=lambda m: m.step >= 3)
         trainer.run()
         self.assertEqual(schedule.counters.steps, 3)
@@ -1251,7 +1280,7 @@ class TrainerTest(unittest.TestCase):
 
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)
-        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0), schedule,
                                   on_step=on_step)
         with self.assertRaisesRegex(RuntimeError, "stop here"):
             trainer.run()
@@ -1265,7 +1294,7 @@ class TrainerTest(unittest.TestCase):
 
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)
-        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model), schedule,
+        trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0), schedule,
                                   teacher=lattice.Teacher.from_callback(teacher_fn, VOCAB, 4, 16))
         with self.assertRaises(LatticeError) as cm:
             trainer.run()
@@ -1277,12 +1306,12 @@ class TrainerTest(unittest.TestCase):
     def test_bad_binding(self):
         model = tiny_model(vocab_size=16)
         with self.assertRaises(LatticeError) as cm:
-            lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
                             lattice.Schedule.preset("joint", 1, 2, 10))
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
         model = tiny_model()
         with self.assertRaises(LatticeError) as cm:
-            lattice.Trainer(model, tiny_data(), lattice.Optim(model),
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
                             lattice.Schedule.preset("joint", 1, 5, 10))   # deeper than the model
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
         with self.assertRaises(TypeError):
@@ -1343,8 +1372,14 @@ class InferenceTest(unittest.TestCase):
         data = tiny_data()
         nb = data.n_val_batches
         self.assertGreaterEqual(nb, 2)
-        for max_batches in (0, 1, nb + 3):
-            trainer = lattice.Trainer(model, data, lattice.Optim(model),
+        with self.assertRaises(LatticeError) as cm:       # more than the set has
+            lattice.Trainer(model, data, lattice.Optim(model, warmup_steps=0),
+                            lattice.Schedule.preset("joint", 1, 2, 6), eval_batches=nb + 3)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        self.assertIn(f"eval_batches {nb + 3} exceeds the data's {nb} validation batches",
+                      str(cm.exception))
+        for max_batches in (0, 1, nb):
+            trainer = lattice.Trainer(model, data, lattice.Optim(model, warmup_steps=0),
                                       lattice.Schedule.preset("joint", 1, 2, 6),
                                       eval_batches=max_batches)
             want = trainer.evaluate()

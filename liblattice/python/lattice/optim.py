@@ -11,10 +11,22 @@ from .model import Model
 __all__ = ["Optim"]
 
 
+# The paper's warmup: 750 of its 50000 steps.
+_WARMUP_FRACTION = (750, 50000)
+
+
 class Optim(Handle):
     """AdamW over a model's trainable groups; keyword arguments are OptimParams fields.
 
     The optimizer borrows the model and keeps it alive.
+
+    Given total_steps but not warmup_steps, the warmup is the paper's share of
+    the run, 1.5% (750 of 50000 steps), rounded down: ``Optim(m,
+    total_steps=5)`` has no warmup, ``total_steps=2000`` warms up for 30
+    steps. A warmup_steps given above total_steps is refused (LatticeError),
+    as is min_lr above lr. Under a Trainer, a phase that restarts the
+    optimizer runs it for the phase's steps: warmup_steps must fit in the
+    shortest such phase (the Trainer refuses otherwise).
     """
 
     _destroy = "lattice_optim_destroy"
@@ -23,6 +35,10 @@ class Optim(Handle):
     @with_fields(OptimParams)
     def __init__(self, model, params=None, **fields):
         require(model, Model, "model")
+        total = fields.get("total_steps")
+        if isinstance(total, int) and total > 0 and "warmup_steps" not in fields and params is None:
+            share, of = _WARMUP_FRACTION
+            fields["warmup_steps"] = total * share // of
         p = OptimParams.make(params, **fields)
         out = optim_p()
         check(lib.lattice_optim_create(model._ptr, byref(p), byref(out)))
