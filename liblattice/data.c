@@ -470,6 +470,8 @@ static int64_t pass_length(const lattice_data *d)
     return d->p.pack ? packed_rows(d) : d->n_train;
 }
 
+int64_t lattice__data_pass_length(const lattice_data *d) { return pass_length(d); }
+
 /* Token at offset off of the epoch's packed stream (wrapping within it). */
 static int32_t packed_token(const lattice_data *d, int64_t off)
 {

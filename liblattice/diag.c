@@ -115,8 +115,8 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "n_classes %d: 1..255, and 2 for the default classes", n_classes);
     if (!out || out_len < 1 || (int64_t)out_len < (int64_t)(k + 1) * (n_classes + 1))
-        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %d entries",
-                    (k + 1) * (n_classes + 1));
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %lld entries",
+                    (long long)(k + 1) * (n_classes + 1));
     for (long i = 0; i < n; i++) {
         d->cls[i] = classes ? classes[i] : (uint8_t)(i % seq == 0);
         if (d->cls[i] >= n_classes)

@@ -624,8 +624,9 @@ lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_model_set_skip: invalid argument: model is NULL");
     if (count < 0 || first < 0 || (count > 0 && first + (long)count > m->p.n_layers))
-        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "skip range [%d, %d) outside 0..%d", first,
-                    first + count, m->p.n_layers);
+        /* the end in long: first + count overflows int for the ranges refused here */
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "skip range [%d, %ld) outside 0..%d", first,
+                    (long)first + count, m->p.n_layers);
     m->skip_first = count ? first : 0;
     m->skip_count = count;
     m->batch = m->seq = 0;

@@ -287,8 +287,9 @@ lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t,
 {
     const int64_t numel = lattice__st_numel(t);
     if (first < 0 || count < 0 || numel < 0 || first > numel || count > numel - first)
-        return BAD("tensor '%s': values [%lld, %lld) out of its %lld", t->name, (long long)first,
-                   (long long)(first + count), (long long)lattice__st_numel(t));
+        /* first and count as given: their sum may not fit an int64_t */
+        return BAD("tensor '%s': %lld values from %lld lie outside its %lld", t->name,
+                   (long long)count, (long long)first, (long long)lattice__st_numel(t));
     const int w = dtype_bytes(t->dtype);
     const uint64_t base = t->begin + (uint64_t)first * (uint64_t)w;
     if (t->dtype == ST_F32)

@@ -48,6 +48,10 @@ struct lattice_trainer {
     int *undo_trainable;  /* [n_layers] */
     float *undo_weights;  /* the layers the start re-initialised */
     size_t undo_cap;      /* floats in undo_weights */
+    /* steps of a token-budget phase that counted no token, back to back: the
+     * phase they ran in (-1: none) and where the data stood after the first */
+    int empty_phase;
+    lattice_data_position empty_from;
     char err[LATTICE_ERRMSG_MAX];
 };
 
@@ -57,6 +61,10 @@ void lattice__distill_set_run_threads(lattice_distill *d, int n);
 
 /* Sum of squares of g[0..n) in double, the same bits for any thread count nt (optim.c). */
 double lattice__sum_squares(const float *g, long n, int nt);
+
+/* Draws of the training iterator in one pass (an epoch) over the training data:
+ * documents, or packed rows (data.c). A position's index runs 0..this. */
+int64_t lattice__data_pass_length(const lattice_data *d);
 
 /* Whether the teacher answers from a recorded file (teacher.c): it looks
  * batches up by their tokens, whole. */

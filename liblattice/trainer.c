@@ -142,6 +142,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->base_optim.size = sizeof(t->base_optim);
     lattice_optim_get_params(optim, &t->base_optim);
     t->applied_phase = -1;
+    t->empty_phase = -1;
     t->n_ranks = 1;
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
     if (!t->undo_trainable) {
@@ -706,6 +707,60 @@ static lattice_status reduce_step(lattice_trainer *t, const lattice_data_batch *
     return LATTICE_OK;
 }
 
+/* A token-budget phase ends once its batches have counted its tokens. Over
+ * data whose documents are all too short to predict from (one token each),
+ * no batch ever counts one, and the phase would step for ever: once a whole
+ * pass over the training data has gone by without a counted token, the next
+ * step is refused. The data position tells a pass, whatever the batch size,
+ * the shuffle or the ranks (every rank reads the same global batches). */
+static void note_empty_batch(lattice_trainer *t, int phase, const lattice_data_batch *b)
+{
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice_schedule_get_phase(t->schedule, phase, &ph);
+    if (ph.steps != 0 || b->n_tokens != 0) {
+        t->empty_phase = -1;
+        return;
+    }
+    if (t->empty_phase != phase) {
+        /* counted from after this batch: a phase start may have rewound the
+         * data before it, and one batch more is no harm */
+        t->empty_phase = phase;
+        lattice_data_get_position(t->data, &t->empty_from);
+    }
+}
+
+static lattice_status check_budget_can_fill(lattice_trainer *t, int phase)
+{
+    if (t->empty_phase != phase)
+        return LATTICE_OK;
+    lattice_data_position now;
+    lattice_data_get_position(t->data, &now);
+    const lattice_data_position from = t->empty_from;
+    if (now.epoch < from.epoch || (now.epoch == from.epoch && now.index < from.index)) {
+        t->empty_phase = -1; /* the caller moved the data back: count afresh */
+        return LATTICE_OK;
+    }
+    /* A whole epoch lies between from and now (compared without multiplying
+     * epochs by the pass length, which could overflow): the first epoch that
+     * starts at or after from, and its end at or before now. */
+    const int64_t pass = lattice__data_pass_length(t->data);
+    const int64_t first_whole = from.index == 0 ? from.epoch : from.epoch + 1;
+    if (now.epoch > first_whole || (now.epoch == first_whole && now.index >= pass)) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(t->schedule, phase, &ph);
+        return FAIL(t, LATTICE_ERR_STATE,
+                    "phase %d has a budget of %lld counted tokens, but a whole pass over the "
+                    "training data (%lld documents) counted none: every training document is too "
+                    "short to predict from (a document needs 2 tokens or more); the step was not "
+                    "taken",
+                    phase, (long long)ph.tokens,
+                    (long long)lattice_data_get_n_documents(t->data, LATTICE_DATA_SPLIT_TRAIN));
+    }
+    return LATTICE_OK;
+}
+
 lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
 {
     if (!t)
@@ -721,6 +776,8 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics 
     if (lattice_schedule_is_finished(t->schedule))
         return FAIL(t, LATTICE_ERR_STATE, "the schedule has finished");
     lattice_status st;
+    if ((st = check_budget_can_fill(t, phase)) != LATTICE_OK)
+        return st;
     /* Until the optimizer step, a failure (a non-finite loss or gradient among
      * them) puts back the data position and the phase start: the step changed
      * nothing. */
@@ -760,6 +817,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics 
         return undo_step(t, &u, FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim)));
     m.grad_norm = gn;
     double flops = lattice_model_get_flops(t->model, b.batch, b.seq, 1);
+    note_empty_batch(t, phase, &b);
     lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
     lattice_schedule_get_counters(t->schedule, &m.counters);
     m.step = m.counters.steps;
@@ -784,21 +842,9 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_run: invalid argument: trainer is NULL");
     t->stop = 0;
-    /* A token-budget phase over data whose batches count no tokens (every
-     * document one token long) would never end: a whole pass without a counted
-     * token in such a phase is an error. */
-    lattice_data_params dp = {.size = sizeof(dp)};
-    lattice_data_get_params(t->data, &dp);
-    const int64_t pass = lattice_data_get_n_documents(t->data, LATTICE_DATA_SPLIT_TRAIN) / dp.batch_size + 2;
-    int64_t empty = 0;
+    /* a token budget that no batch can fill ends the run with the step's
+     * LATTICE_ERR_STATE (check_budget_can_fill) */
     while (!t->stop && !lattice_schedule_is_finished(t->schedule)) {
-        int phase;
-        lattice_schedule_get_position(t->schedule, &phase, NULL);
-        lattice_schedule_phase ph;
-        lattice_schedule_phase_init(&ph);
-        lattice_schedule_get_phase(t->schedule, phase, &ph);
-        lattice_schedule_counters before, after;
-        lattice_schedule_get_counters(t->schedule, &before);
         lattice_status st = lattice_trainer_step(t, NULL);
         if (st != LATTICE_OK)
             return st;
@@ -810,13 +856,6 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
                 return lattice__trainer_coll_fail(t, "sum_int64", rc);
             t->stop = stop != 0;
         }
-        lattice_schedule_get_counters(t->schedule, &after);
-        empty = ph.steps == 0 && after.nonpad_tokens == before.nonpad_tokens ? empty + 1 : 0;
-        if (empty >= pass)
-            return FAIL(t, LATTICE_ERR_STATE,
-                        "phase %d has a budget of %lld tokens, but %lld batches in a row (a pass "
-                        "of the data) counted none: every document is too short to predict",
-                        phase, (long long)ph.tokens, (long long)empty);
     }
     return LATTICE_OK;
 }

@@ -5,6 +5,8 @@
 
 #include "model_impl.h" /* private: the profile says how a pass was split */
 
+#include <limits.h>
+
 typedef struct tiny {
     lattice_backend *be;
     lattice_norm *norm;
@@ -510,6 +512,11 @@ START_TEST(test_model_bad_calls)
     ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 2, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_set_skip(t.m, 1, 2), LATTICE_ERR_INVALID_ARGUMENT);
+    /* the range's end is past INT_MAX: said as it is (not wrapped, not UB) */
+    ck_assert_int_eq(lattice_model_set_skip(t.m, INT_MAX, 1), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(lattice_model_errmsg(t.m), "skip range [2147483647, 2147483648) outside 0..2");
+    ck_assert_int_eq(lattice_model_set_skip(t.m, 1, INT_MAX), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(lattice_model_errmsg(t.m), "skip range [1, 2147483648) outside 0..2");
     ck_assert_int_eq(lattice_model_init_layer(t.m, 2, 0), LATTICE_ERR_INVALID_ARGUMENT);
     /* A NaN weight gives a clear status from the loss, not garbage. */
     lattice_model_tensor_info ti;

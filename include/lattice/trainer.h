@@ -147,9 +147,11 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  *        library writes no more than that and sets size to the bytes it
  *        wrote. A size below the 0.1 struct's (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT before the step runs (since 0.2).
- * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished),
- *         ::LATTICE_ERR_NON_FINITE (nothing changed), or the status of the
- *         object that failed.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished; or,
+ *         since 0.4, the phase has a token budget and a whole pass over the
+ *         training data has counted no token, so the budget could never fill:
+ *         the step is not taken), ::LATTICE_ERR_NON_FINITE (nothing changed),
+ *         or the status of the object that failed.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_trainer_metrics *metrics);
