@@ -4,7 +4,7 @@
  * Every object of the C API becomes a movable, non-copyable handle that
  * destroys it (lattice::model owns a lattice_model *, and so on); every
  * failing status becomes a lattice::error (a std::runtime_error) carrying the
- * status and the object's message; buffers come back as lattice::span views
+ * status and lattice_last_error() of the failing call; buffers come back as lattice::span views
  * (std::span under C++20, a minimal span of the same shape under C++11..17).
  *
  * The wrapper adds no state of its own beyond the shape of a model's last
@@ -99,7 +99,7 @@ private:
 
 /* ---- errors --------------------------------------------------------------- */
 
-/** A failed call: its status, and the failing object's message when it has one. */
+/** A failed call: its status, and the reason the library gave for it. */
 class error : public std::runtime_error {
 public:
     error(lattice_status status, const std::string &errmsg)
@@ -107,7 +107,8 @@ public:
 
     /** The status the C call returned. */
     lattice_status status() const noexcept { return status_; }
-    /** The object's message at the time of the failure ("" when it had none). */
+    /** The library's message for the failure: lattice_last_error() as it read right
+     *  after the failing call (on the thread that made it). */
     const std::string &errmsg() const noexcept { return errmsg_; }
 
 private:
@@ -134,18 +135,22 @@ inline const char *errmsg_of(const lattice_teacher *p) { return lattice_teacher_
 inline const char *errmsg_of(const lattice_trainer *p) { return lattice_trainer_errmsg(p); }
 inline const char *errmsg_of(const lattice_diag *p) { return lattice_diag_errmsg(p); }
 
-/** Throw lattice::error unless status is LATTICE_OK; errmsg is the detail (may be NULL). */
+/** Throw lattice::error unless status is LATTICE_OK. Call it on the status of
+ *  the call that failed, before any other lattice call: the message is
+ *  lattice_last_error(), which every failing call sets (a handle's errmsg or a
+ *  caller's buffer holds the same text; an object other than the one that
+ *  failed may hold an older one). errmsg, when given and not empty, is used
+ *  instead (0.3's signature). */
 inline void check(lattice_status status, const char *errmsg = nullptr)
 {
     if (status != LATTICE_OK)
-        throw error(status, errmsg ? errmsg : "");
+        throw error(status, errmsg && errmsg[0] ? errmsg : lattice_last_error());
 }
 
-/** Throw lattice::error with the message of the object the call failed on. */
-template <class T> inline void check(lattice_status status, const T *object)
+/** As check(status): the object the call was made on does not change the message. */
+template <class T> inline void check(lattice_status status, const T *)
 {
-    if (status != LATTICE_OK)
-        throw error(status, object ? errmsg_of(object) : "");
+    check(status);
 }
 
 /* ---- handles -------------------------------------------------------------- */
@@ -187,17 +192,17 @@ public:
     std::string errmsg() const { return p_ ? errmsg_of(p_.get()) : ""; }
 
 protected:
-    /** check() against this object: throw with its message on failure. */
-    void check(lattice_status status) const { lattice::check(status, p_.get()); }
+    /** check() a call on this object: throw with the library's message on failure. */
+    void check(lattice_status status) const { lattice::check(status); }
 
 private:
     std::unique_ptr<T, detail::deleter<T> > p_;
 };
 
-/** check() with the message of the object a handle holds. */
-template <class T> inline void check(lattice_status status, const handle<T> &object)
+/** As check(status) (0.3's signature). */
+template <class T> inline void check(lattice_status status, const handle<T> &)
 {
-    check(status, object.get());
+    check(status);
 }
 
 /** A compute backend ("default", "ref", "blis", "openblas"). */
@@ -208,7 +213,7 @@ public:
     static backend create(const char *name = "default")
     {
         lattice_backend *p = nullptr;
-        lattice::check(lattice_backend_create(name, &p), name);
+        lattice::check(lattice_backend_create(name, &p));
         return backend(p);
     }
     const char *name() const { return lattice_backend_get_name(get()); }
@@ -248,15 +253,9 @@ public:
 
     static model create(const lattice_model_params &params, const norm &n, backend &be)
     {
-        char why[LATTICE_ERRMSG_SIZE] = "";
-        lattice_status st = lattice_model_params_check(&params, why);
-        if (st == LATTICE_OK) {
-            lattice_model *p = nullptr;
-            st = lattice_model_create(&params, n.get(), be.get(), &p);
-            if (st == LATTICE_OK)
-                return model(p);
-        }
-        throw error(st, why);
+        lattice_model *p = nullptr;
+        lattice::check(lattice_model_create(&params, n.get(), be.get(), &p));
+        return model(p);
     }
     static model from_file(const char *path, const char *config_path, backend &be, int max_batch,
                            int max_seq)
@@ -264,7 +263,7 @@ public:
         char why[LATTICE_ERRMSG_SIZE] = "";
         lattice_model *p = nullptr;
         lattice::check(lattice_model_create_from_file(path, config_path, be.get(), max_batch,
-                                                      max_seq, &p, why), why);
+                                                      max_seq, &p, why));
         return model(p);
     }
 
@@ -382,7 +381,7 @@ public:
     static optim create(model &m, const lattice_optim_params &params)
     {
         lattice_optim *p = nullptr;
-        lattice::check(lattice_optim_create(m.get(), &params, &p), m);
+        lattice::check(lattice_optim_create(m.get(), &params, &p));
         return optim(p);
     }
     /** One update; returns the gradient norm before clipping. */
@@ -436,14 +435,14 @@ public:
     {
         char why[LATTICE_ERRMSG_SIZE] = "";
         lattice_data *p = nullptr;
-        lattice::check(lattice_data_create_text(path, &params, &p, why), why);
+        lattice::check(lattice_data_create_text(path, &params, &p, why));
         return data(p);
     }
     static data from_tokens(const char *path, int bytes_per_id, const lattice_data_params &params)
     {
         char why[LATTICE_ERRMSG_SIZE] = "";
         lattice_data *p = nullptr;
-        lattice::check(lattice_data_create_tokens(path, bytes_per_id, &params, &p, why), why);
+        lattice::check(lattice_data_create_tokens(path, bytes_per_id, &params, &p, why));
         return data(p);
     }
     static data from_memory(span<const int32_t> ids, const lattice_data_params &params)
@@ -451,7 +450,7 @@ public:
         char why[LATTICE_ERRMSG_SIZE] = "";
         lattice_data *p = nullptr;
         lattice::check(lattice_data_create_memory(ids.data(), static_cast<int64_t>(ids.size()),
-                                                  &params, &p, why), why);
+                                                  &params, &p, why));
         return data(p);
     }
     batch next()
@@ -518,14 +517,14 @@ public:
     static teacher from_model(model &m)
     {
         lattice_teacher *p = nullptr;
-        lattice::check(lattice_teacher_create_model(m.get(), &p), m);
+        lattice::check(lattice_teacher_create_model(m.get(), &p));
         return teacher(p);
     }
     static teacher from_file(const char *path)
     {
         char why[LATTICE_ERRMSG_SIZE] = "";
         lattice_teacher *p = nullptr;
-        lattice::check(lattice_teacher_create_file(path, &p, why), why);
+        lattice::check(lattice_teacher_create_file(path, &p, why));
         return teacher(p);
     }
     int vocab_size() const { return lattice_teacher_get_vocab_size(get()); }
@@ -581,7 +580,7 @@ public:
     static diag create(model &m)
     {
         lattice_diag *p = nullptr;
-        lattice::check(lattice_diag_create(m.get(), &p), m);
+        lattice::check(lattice_diag_create(m.get(), &p));
         return diag(p);
     }
 };

@@ -37,6 +37,25 @@ void expect(bool ok, const char *what)
     }
 }
 
+// make() must throw lattice::error with status and a message holding needle
+// (the library's reason, not a stale one nor a bare status string).
+template <class F> void expect_throws(F make, lattice_status status, const char *needle, const char *what)
+{
+    try {
+        make();
+        std::fprintf(stderr, "FAIL: %s: did not throw\n", what);
+        failures++;
+    } catch (const lattice::error &e) {
+        std::printf("caught (%s): %s\n", what, e.what());
+        if (e.status() != status || e.errmsg().find(needle) == std::string::npos) {
+            std::fprintf(stderr, "FAIL: %s: status %d, message '%s' (wanted %d, '%s')\n", what,
+                         static_cast<int>(e.status()), e.errmsg().c_str(), static_cast<int>(status),
+                         needle);
+            failures++;
+        }
+    }
+}
+
 } // namespace
 
 int main()
@@ -161,6 +180,70 @@ int main()
             expect(!e.errmsg().empty(), "the model's errmsg travels");
             expect(std::strstr(e.what(), e.errmsg().c_str()) != nullptr, "what() holds errmsg");
         }
+        // Every factory's failure carries the reason of its own call, read from
+        // lattice_last_error() at once: never the model's message from the
+        // failed forward above, nor a bare "invalid configuration".
+        expect_throws([] { lattice::backend::create("no-such-backend"); }, LATTICE_ERR_NOT_FOUND,
+                      "no backend named 'no-such-backend'", "backend::create");
+        expect_throws([] { lattice::norm::create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, -1.0f); },
+                      LATTICE_ERR_INVALID_ARGUMENT, "eps", "norm::create");
+        expect_throws([&] {
+            lattice_model_params bad = mp;
+            bad.head_dim = 0;
+            lattice::model::create(bad, lattice::norm::create(LATTICE_NORM_PLACEMENT_PRE), backend);
+        }, LATTICE_ERR_INVALID_CONFIG, "head_dim", "model::create");
+        expect_throws([&] { lattice::model::from_file("/nonexistent/m.safetensors", nullptr, backend, 1, 8); },
+                      LATTICE_ERR_IO, "/nonexistent/m.safetensors", "model::from_file");
+        model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+        try {
+            model.forward(longer, 1, seq + 8); // the model's message is now about seq
+        } catch (const lattice::error &) {
+        }
+        expect_throws([&] {
+            lattice_optim_params op;
+            lattice_optim_params_init(&op);
+            op.lr = -1.0f;
+            lattice::optim::create(model, op);
+        }, LATTICE_ERR_INVALID_CONFIG, "learning rates", "optim::create after a model error");
+        expect_throws([] {
+            lattice_distill_params kp;
+            lattice_distill_params_init(&kp);
+            kp.tau = 0.0f;
+            lattice::distill::create(kp);
+        }, LATTICE_ERR_INVALID_CONFIG, "tau 0", "distill::create");
+        expect_throws([] { lattice::schedule::preset(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 10); },
+                      LATTICE_ERR_INVALID_CONFIG, "n_blocks 0", "schedule::preset");
+        expect_throws([] { lattice::teacher::from_file("/nonexistent/t.logits"); }, LATTICE_ERR_IO,
+                      "/nonexistent/t.logits", "teacher::from_file");
+        expect_throws([] {
+            lattice::model none;
+            lattice::teacher::from_model(none);
+        }, LATTICE_ERR_INVALID_ARGUMENT, "model", "teacher::from_model");
+        expect_throws([] {
+            lattice::model none;
+            lattice::diag::create(none);
+        }, LATTICE_ERR_INVALID_ARGUMENT, "model", "diag::create");
+        expect_throws([&] {
+            lattice_data_params dp;
+            lattice_data_params_init(&dp);
+            dp.seq_len = seq;
+            lattice::data::from_tokens("/nonexistent/ids.bin", 2, dp);
+        }, LATTICE_ERR_IO, "/nonexistent/ids.bin", "data::from_tokens");
+        expect_throws([&] {
+            lattice_data_params dp;
+            lattice_data_params_init(&dp);
+            dp.batch_size = 0;
+            lattice::data::from_memory(all, dp);
+        }, LATTICE_ERR_INVALID_CONFIG, "batch_size", "data::from_memory");
+        expect_throws([&] {
+            lattice_data_params dp;
+            lattice_data_params_init(&dp);
+            dp.batch_size = 1;
+            dp.seq_len = seq;
+            lattice::data d = lattice::data::from_memory(all, dp);
+            lattice::schedule s = lattice::schedule::preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 9, 3);
+            lattice::trainer::create(model, nullptr, nullptr, d, moved, s);
+        }, LATTICE_ERR_INVALID_CONFIG, "grows to 9 layers but the model has 2", "trainer::create");
         // A failed create: the message comes from the create call.
         try {
             lattice_data_params dp;
