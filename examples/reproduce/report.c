@@ -1,5 +1,6 @@
 /* What a study writes: report.md, curves.csv, bands.csv, results.json, plots. */
 #include "report.h"
+#include "preset.h"
 #include "runs.h"
 #include "stats.h"
 #include "verdicts.h"
@@ -20,13 +21,20 @@ void report(FILE *f, const study *s)
     fprintf(f, "# Reproduction: preset `%s`\n\n", p->name);
     fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d, "
                "init std %.4g (gain %.3g / sqrt(d_model)), peak LR %.3g; %d steps per phase, batch "
-               "%d x %d bytes; %d paired seed%s. Teacher: %d layers, init std %.4g, %d steps. "
-               "Validation CE in nats per byte at the scheduled end, over %s.\n\n",
+               "%d x %d bytes; %d paired seed%s; students' recipe: %s LR, weight decay %g. "
+               "Teacher: %d layers, init std %.4g, %d steps of %d x %d bytes, %s LR %.3g, weight "
+               "decay %g. Validation CE in nats per byte at the scheduled end, over %s%s.\n\n",
             p->blocks * p->block_size, p->blocks, p->block_size, p->d_model, p->heads, p->kv_heads,
             p->head_dim, p->d_ff, p->init_std, p->init_gain, p->lr, p->steps_per_phase, p->batch,
-            p->seq_len, p->seeds, p->seeds == 1 ? "" : "s", p->t_layers, p->t_init_std, p->t_steps,
-            p->final_eval_batches ? "the first batches of the held-out set (final_eval_batches)"
-                                  : "the whole held-out set (Persuasion)");
+            p->seq_len, p->seeds, p->seeds == 1 ? "" : "s",
+            p->min_lr == p->lr ? "constant" : "cosine", p->weight_decay, p->t_layers,
+            p->t_init_std, p->t_steps, p->t_batch, p->t_seq_len,
+            p->t_min_lr == p->t_lr ? "constant" : "cosine", p->t_lr, p->t_weight_decay,
+            p->final_eval_batches ? "the first batches of the held-out text (final_eval_batches): "
+                                  : "the whole held-out text: ",
+            json_object_object_get_ex(p->json, "data", NULL) && member(p->json, "data.val")
+                ? json_object_get_string(member(p->json, "data.val"))
+                : "the Austen corpus' val.txt (Persuasion)");
     verdicts(f, s);
     fprintf(f, "## Teacher go/no-go\n\nPer-token RMS of the teacher's residual stream after each layer on the first validation batch; boundary tokens = position 0 of each row (the document-boundary token).\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) |\n|---|---|---|---|---|\n");
     for (int k = 1; k < s->teacher.n; k++)
