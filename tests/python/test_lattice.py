@@ -688,6 +688,76 @@ class DiscoverabilityTest(unittest.TestCase):
         self.assertEqual(len(text.splitlines()), 3)
         self.assertRegex(text, r"train: step 6/6 loss \d+\.\d{4}( val_ce \d+\.\d{4})? layers 2\n$")
 
+    class FakeBar:
+        """Stands in for a tqdm bar: counts updates and closes."""
+
+        def __init__(self):
+            self.updates, self.closes = 0, 0
+
+        def set_postfix(self, post, refresh=True):
+            pass
+
+        def update(self, n):
+            self.updates += n
+
+        def close(self):
+            self.closes += 1
+
+    def progress_with_fake_bar(self, total):
+        import io
+        p = lattice.progress(total, file=io.StringIO(), use_tqdm=False)
+        p.bar = self.FakeBar()
+        return p, p.bar
+
+    def test_progress_closed_at_the_end_of_a_run(self):
+        model = tiny_model()
+        optim = lattice.Optim(model, warmup_steps=0)
+        # run() returns: closed, without a `with`
+        schedule = lattice.Schedule.preset("joint", 1, 2, 6)
+        p, bar = self.progress_with_fake_bar(None)        # no total: only the trainer can tell
+        lattice.Trainer(model, tiny_data(), optim, schedule, on_step=p).run()
+        self.assertEqual((bar.updates, bar.closes, p.closed), (6, 1, True))
+        # stepped by hand: closed by the step that finishes the schedule
+        schedule = lattice.Schedule.preset("joint", 1, 2, 3)
+        p, bar = self.progress_with_fake_bar(None)
+        trainer = lattice.Trainer(model, tiny_data(), optim, schedule, on_step=p)
+        trainer.step()
+        trainer.step()
+        self.assertEqual(bar.closes, 0)
+        trainer.step()
+        self.assertEqual((bar.updates, bar.closes), (3, 1))
+        p.close()                                          # idempotent
+        self.assertEqual(bar.closes, 1)
+        # at its total, whoever calls it
+        import types
+        p, bar = self.progress_with_fake_bar(2)
+        for step in (1, 2):
+            self.assertEqual(bar.closes, 0)
+            p(types.SimpleNamespace(step=step, loss=1.0, val_ce=float("nan"), active_layers=1))
+        self.assertEqual((bar.updates, bar.closes), (2, 1))
+        p(types.SimpleNamespace(step=3, loss=1.0, val_ce=float("nan"), active_layers=1))
+        self.assertEqual(bar.updates, 2)                   # closed: shows nothing more
+
+        # run() raises: closed too (the bar as on_eval, a failing on_step)
+        def stop(m):
+            raise RuntimeError("stop here")
+
+        p, bar = self.progress_with_fake_bar(None)
+        trainer = lattice.Trainer(model, tiny_data(), optim, lattice.Schedule.preset("joint", 1, 2, 6),
+                                  on_step=stop, on_eval=p)
+        with self.assertRaises(RuntimeError):
+            trainer.run()
+        self.assertEqual((bar.closes, p.closed), (1, True))
+
+    def test_messages_not_doubled(self):
+        for make in (lambda: lattice.Data.from_text("/nope.txt"),
+                     lambda: lattice.Teacher.from_file("/nope.safetensors"),
+                     lambda: lattice.Model.from_file("/nope.safetensors")):
+            with self.assertRaises(LatticeError) as cm:
+                make()
+            text = str(cm.exception)
+            self.assertEqual(text.count("cannot open /nope"), 1, text)
+
     def test_progress_drives_tqdm(self):
         try:
             import tqdm  # noqa: F401

@@ -120,12 +120,15 @@ def check(status, detail=""):
     """Raise for the status of a call without a handle (create functions).
 
     The library's reason (lattice_last_error) comes first, then detail, the
-    caller's account of what it asked for.
+    caller's account of what it asked for, unless the reason says it already
+    (a create's message buffer holds the reason itself).
     """
     if not status:
         raise_for(status, "")
         return
     reason = last_error()
+    if detail and detail in reason:
+        detail = ""
     raise_for(status, status_string(status), "; ".join(s for s in (reason, detail) if s))
 
 

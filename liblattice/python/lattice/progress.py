@@ -19,6 +19,12 @@ class Progress:
     every ``every`` steps (default: about 20 lines per run). It never stops the
     run. ``total`` is a step count or a :class:`lattice.Schedule` (its
     ``total_steps``, when every phase has a step budget).
+
+    The bar closes itself once ``total`` steps are shown, and the
+    :class:`lattice.Trainer` it is given to closes it when its schedule
+    finishes and when :meth:`lattice.Trainer.run` returns or raises, so the
+    next output starts on a line of its own. A closed Progress shows nothing
+    more: use one per run.
     """
 
     def __init__(self, total: Union[int, "object", None] = None, *, desc: str = "train",
@@ -36,8 +42,11 @@ class Progress:
         if use_tqdm and _tqdm is None:
             raise ImportError("use_tqdm=True needs tqdm (apt-get install python3-tqdm)")
         self.bar = _tqdm.tqdm(total=self.total, desc=desc, file=file) if use_tqdm else None
+        self.closed = False
 
     def __call__(self, metrics) -> bool:
+        if self.closed:
+            return False
         if metrics.val_ce == metrics.val_ce:  # not NaN: measured at this step
             self.val_ce = metrics.val_ce
         if self.bar is not None:
@@ -51,12 +60,16 @@ class Progress:
             val = f" val_ce {self.val_ce:.4f}" if self.val_ce is not None else ""
             print(f"{self.desc}: step {metrics.step}{of} loss {metrics.loss:.4f}{val} "
                   f"layers {metrics.active_layers}", file=self.file or sys.stderr, flush=True)
+        if self.total and metrics.step >= self.total:
+            self.close()
         return False
 
     def close(self) -> None:
+        """End the bar (its final line drawn once); later steps show nothing. Idempotent."""
+        self.closed = True
         if self.bar is not None:
-            self.bar.close()
-            self.bar = None
+            bar, self.bar = self.bar, None
+            bar.close()
 
     def __enter__(self):
         return self

@@ -13,6 +13,7 @@ from .data import Data
 from .distill import Distill
 from .model import Model
 from .optim import Optim
+from .progress import Progress
 from .schedule import Counters, Schedule
 from .teacher import Teacher
 
@@ -94,9 +95,10 @@ class Trainer(Handle):
         out = trainer_p()
         check(lib.lattice_trainer_create(model._ptr, None if teacher is None else teacher._ptr,
                                          None if distill is None else distill._ptr, data._ptr,
-                                         optim._ptr, schedule._ptr, byref(p), byref(out)),
-              "the objects do not fit together (vocabularies, batch shapes, schedule depth)")
+                                         optim._ptr, schedule._ptr, byref(p), byref(out)))
         self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule), keep=keep)
+        # progress bars to close when the run ends (Progress.close)
+        self._progress = [fn for fn in (on_step, on_eval) if isinstance(fn, Progress)]
         self.model, self.teacher, self.distill = model, teacher, distill
         self.data, self.optim, self.schedule = data, optim, schedule
 
@@ -112,15 +114,34 @@ class Trainer(Handle):
         m.size = ctypes.sizeof(m)  # the bytes this package can take
         self._forwards_ran()
         self._call(lib.lattice_trainer_step, byref(m))
+        if self.schedule.finished:
+            self._close_progress()
         return Metrics._from(m)
 
     def run(self):
-        """Steps until the schedule finishes or a callback stops the run."""
+        """Steps until the schedule finishes or a callback stops the run.
+
+        A :class:`lattice.Progress` given as a callback is closed when this
+        returns or raises.
+        """
         self._forwards_ran()
-        self._call(lib.lattice_trainer_run)
+        try:
+            self._call(lib.lattice_trainer_run)
+        finally:
+            self._close_progress()
+
+    def _close_progress(self):
+        for bar in self._progress:
+            bar.close()
 
     def evaluate(self):
-        """Validation cross-entropy of the student as it is now."""
+        """Validation cross-entropy of the student as it is now.
+
+        Over the first ``eval_batches`` validation batches, the Trainer's
+        setting (0, the default: all of them), as the evaluations during
+        :meth:`run`. For another count, ``model.evaluate(data, max_batches)``
+        measures the same way without a trainer.
+        """
         out = c_double()
         self._forwards_ran()
         self._call(lib.lattice_trainer_evaluate, byref(out))
