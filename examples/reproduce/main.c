@@ -17,6 +17,7 @@
 #endif
 
 #include "preset.h"
+#include "probe.h"
 #include "runs.h"
 #include "store.h"
 #include "teacher.h"
@@ -96,6 +97,8 @@ static void usage(FILE *f)
             "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
             "                      figures, and stop\n"
             "  --estimate          print the estimated wall time and stop\n"
+            "  --probe             train the preset's probes (teacher recipes) side by side and\n"
+            "                      print their go/no-go every probe_every steps (DIR/probe.md)\n"
             "  --check             validate the preset, print its arms and schedules, and stop\n"
             "                      (reads no data)\n"
             "  --threads N         threads per run (default: the preset's, else 2)\n"
@@ -125,11 +128,12 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0, fresh = 0;
+    int jobs = 0, fresh = 0, probe_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
                                          {"fresh", no_argument, 0, 'F'},
+                                         {"probe", no_argument, 0, 'P'},
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
                                          {"check", no_argument, 0, 'C'},
@@ -145,6 +149,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
         case 'F': fresh = 1; break;
+        case 'P': probe_only = 1; break;
         case 'T': teacher_only = 1; break;
         case 'E': estimate_only = 1; break;
         case 'C': check_only = 1; break;
@@ -206,6 +211,13 @@ int main(int argc, char **argv)
     snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
     if (rank == 0 && system(cmd) != 0)
         die("cannot create %s", dir);
+    if (probe_only) {
+        if (n_ranks > 1)
+            die("--probe runs in one process (--jobs), not over MPI ranks");
+        run_probes(&p, dir, jobs);
+        json_object_put(p.json);
+        return finish(0);
+    }
     char tpath[1200];
     snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
 

@@ -45,6 +45,10 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
  * the elements of a list. */
 static const char *const known_keys[] = {
     "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
+    "probes", "probe_every", "probes.*.name", "probes.*.layers", "probes.*.steps",
+    "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
+    "probes.*.weight_decay", "probes.*.beta2", "probes.*.seq_len", "probes.*.batch_size",
+    "probes.*.init_gain", "probes.*.init_std",
     "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
     "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
     "teacher.init_std", "teacher.min_lr", "teacher.lr_shape", "teacher.weight_decay",
@@ -468,6 +472,66 @@ static void parse_compare(preset *p, json_object *c)
     }
 }
 
+/* probes: [{"name": ..., teacher keys to replace}, ...] for --probe. */
+static void parse_probes(preset *p, json_object *list)
+{
+    p->probe_every = get_i(p->json, "probe_every", 500, 1, 1 << 30);
+    if (!list)
+        return;
+    if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) > MAX_PROBES)
+        die("preset: probes must be a list of at most %d teacher recipes", MAX_PROBES);
+    static const char *const shapes[] = {"cosine", "constant"};
+    for (size_t i = 0; i < json_object_array_length(list); i++) {
+        json_object *o = json_object_array_get_idx(list, i);
+        char where[32];
+        snprintf(where, sizeof where, "probes[%zu]", i);
+        if (!json_object_is_type(o, json_type_object))
+            die("preset: %s must be an object", where);
+        snprintf(where_prefix, sizeof where_prefix, "%s", where);
+        probe *q = &p->probes[p->n_probes];
+        get_s(o, "name", q->name, sizeof q->name, "");
+        if (!q->name[0])
+            die("preset: %s needs a name", where);
+        for (int k = 0; k < p->n_probes; k++)
+            if (strcmp(p->probes[k].name, q->name) == 0)
+                die("preset: probe '%s' is listed twice", q->name);
+        q->layers = get_i(o, "layers", p->t_layers, 1, 1024);
+        q->steps = get_i(o, "steps", p->t_steps, 1, 1 << 30);
+        q->warmup = get_i(o, "warmup", p->t_warmup, 0, 1 << 30);
+        q->seq_len = get_i(o, "seq_len", p->t_seq_len, 2, 1 << 16);
+        q->batch = get_i(o, "batch_size", p->t_batch, 1, 4096);
+        q->init_std = member(o, "init_std") ? get_d(o, "init_std", 0.02)
+                      : member(o, "init_gain") ? get_d(o, "init_gain", 1.28) / sqrt((double)p->d_model)
+                                               : p->t_init_std;
+        q->lr = get_d(o, "lr", p->t_lr);
+        const int shape = get_enum(o, "lr_shape", where, shapes, 2, -1);
+        if (shape == 1 && member(o, "min_lr"))
+            die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
+        q->min_lr = shape == 1 ? q->lr : get_d(o, "min_lr", shape == 0 ? q->lr / 10 : p->t_min_lr);
+        q->weight_decay = get_d(o, "weight_decay", p->t_weight_decay);
+        q->beta2 = member(o, "beta2") ? get_d(o, "beta2", 0.95) : p->t_beta2;
+        if (!(q->init_std > 0) || q->beta2 >= 1.0)
+            die("preset: %s: the init std must be > 0 and beta2 below 1", where);
+        p->n_probes++;
+    }
+    where_prefix[0] = 0;
+}
+
+void preset_for_probe(const preset *p, const probe *q, preset *out)
+{
+    *out = *p;
+    out->t_layers = q->layers;
+    out->t_steps = q->steps;
+    out->t_warmup = q->warmup;
+    out->t_seq_len = q->seq_len;
+    out->t_batch = q->batch;
+    out->t_init_std = q->init_std;
+    out->t_lr = q->lr;
+    out->t_min_lr = q->min_lr;
+    out->t_weight_decay = q->weight_decay;
+    out->t_beta2 = q->beta2;
+}
+
 /* Every model the preset makes, checked as lattice_model_create would check
  * it: the students at full depth and the teacher. */
 static void check_shapes(const preset *p)
@@ -584,6 +648,7 @@ void load_preset(preset *p, const char *path)
     if (!p->n_arms)
         die("preset: no arms to run");
     parse_compare(p, member(o, "compare"));
+    parse_probes(p, member(o, "probes"));
     check_shapes(p);
 }
 

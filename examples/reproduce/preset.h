@@ -20,6 +20,9 @@ void select_arms(preset *p, const char *list);
 /* The preset as understood (--check): data, init, and every arm's phases. */
 void print_preset(const preset *p);
 
+/* The preset with probe q's teacher recipe. */
+void preset_for_probe(const preset *p, const probe *q, preset *out);
+
 /* Dies naming the file and how to fix it when the corpus cannot be read. */
 void check_preset_files(const preset *p);
 

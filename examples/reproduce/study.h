@@ -47,6 +47,16 @@ typedef struct arm {
     int selected;                 /* to be run (all, unless --arms names some) */
 } arm;
 
+#define MAX_PROBES 16
+
+/* A teacher recipe to probe (--probe): the preset's teacher with these
+ * fields replaced. */
+typedef struct probe {
+    char name[48];
+    int layers, steps, warmup, seq_len, batch;
+    double init_std, lr, min_lr, weight_decay, beta2;
+} probe;
+
 typedef struct preset {
     char name[64], train[1024], val[1024];
     int seq_len, batch, split_long;
@@ -62,6 +72,8 @@ typedef struct preset {
     int t_seq_len, t_batch; /* the teacher's rows (default the students') */
     arm arms[MAX_ARMS];
     int n_arms;
+    probe probes[MAX_PROBES];
+    int n_probes, probe_every; /* --probe: the go/no-go table every probe_every steps */
     /* paired comparisons the preset asks for: compare[k][1] - compare[k][0] */
     char compare[MAX_ARMS][2][48];
     int n_compare;
@@ -119,7 +131,8 @@ typedef struct progress {
 typedef struct gonogo {
     int n;                      /* boundaries measured (layers + 1) */
     double ratio[257], kurt[257], boundary[257], regular[257];
-    double max_ratio;
+    double max_ratio, max_kurt;
+    int max_layer; /* where max_ratio sits (1: after the first layer) */
 } gonogo;
 typedef struct summary {
     double mean, sd, half; /* half-width of the 95% interval of the mean */

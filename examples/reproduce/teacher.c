@@ -94,26 +94,37 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
 /* ---- the teacher's go/no-go ------------------------------------------------------- */
 
 
-void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
+void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
 {
     memset(g, 0, sizeof(*g));
-    lattice_data *d = open_data(p, 1000);
     lattice_data_batch b;
     check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     lattice_diag *dg;
-    check(lattice_diag_create(teacher, &dg), "diagnostics", NULL);
+    check(lattice_diag_create(m, &dg), "diagnostics", NULL);
     lattice_diag_rms_stats st[257 * 3];
-    check(boundary_stats(dg, teacher, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
+    check(boundary_stats(dg, m, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
           "teacher boundary scale", lattice_diag_errmsg(dg));
-    g->n = lattice_model_get_active_layers(teacher) + 1;
+    g->n = lattice_model_get_active_layers(m) + 1;
     for (int k = 0; k < g->n; k++) {
         g->boundary[k] = st[k * 3 + 1].mean;
         g->regular[k] = st[k * 3].mean;
         g->kurt[k] = st[k * 3 + 2].kurtosis;
         g->ratio[k] = g->regular[k] > 0 ? g->boundary[k] / g->regular[k] : NAN;
-        if (k > 0 && g->ratio[k] > g->max_ratio)
+        if (k > 0 && g->ratio[k] > g->max_ratio) {
             g->max_ratio = g->ratio[k];
+            g->max_layer = k;
+        }
+        if (k > 0 && g->kurt[k] > g->max_kurt)
+            g->max_kurt = g->kurt[k];
     }
+    lattice_diag_destroy(dg);
+}
+
+void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
+{
+    lattice_data *d = open_data(p, 1000);
+    measure_gonogo(teacher, d, g);
+    lattice_data_destroy(d);
     say("teacher go/no-go: boundary-token / regular RMS by layer:");
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.2f", g->ratio[k]);
@@ -126,8 +137,6 @@ void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
         g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
                           : "NO-GO, no massive boundary activations",
         g->max_ratio);
-    lattice_diag_destroy(dg);
-    lattice_data_destroy(d);
 }
 
 /* The other ranks' teacher: the one rank 0 left in the output folder. */

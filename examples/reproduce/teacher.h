@@ -10,6 +10,9 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
 /* Whether the teacher's boundary tokens are massive, the paper's precondition: printed and kept in g. */
 void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g);
 
+/* The go/no-go figures of model m on the first validation batch of d, silently. */
+void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g);
+
 /* The other ranks' teacher: the file rank 0 wrote, checked against its checksum. */
 lattice_model *load_teacher(const preset *p, lattice_backend *be, const char *dir,
                             uint64_t want_sum);

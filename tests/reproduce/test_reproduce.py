@@ -358,6 +358,40 @@ class Traps(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("arms[1].phases[1].active_layers = 5 outside 1..2", r.stderr)
 
+    def test_probe(self):
+        """Teacher recipes side by side, with a go/no-go table."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint"])
+            with open(preset) as f:
+                p = json.load(f)
+            p["probe_every"] = 4
+            p["probes"] = [{"name": "decay", "lr_shape": "constant", "weight_decay": 0.2,
+                            "steps": 8},
+                           {"name": "long-rows", "seq_len": 32, "batch_size": 2, "steps": 6}]
+            write(preset, p)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--probe", "--jobs", "2")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("probe: 2 teacher recipes, 2 at a time x 1 thread", r.stderr)
+            with open(os.path.join(out, "probe.csv")) as f:
+                rows = list(csv.DictReader(f))
+            self.assertEqual([(x["probe"], x["step"]) for x in rows],
+                             [("decay", "4"), ("decay", "8"), ("long-rows", "4"),
+                              ("long-rows", "6")])
+            for x in rows:
+                self.assertGreater(float(x["val_ce"]), 0)
+                self.assertGreater(float(x["max_ratio"]), 0)
+            with open(os.path.join(out, "probe.md")) as f:
+                table = f.read()
+            self.assertIn("| decay | 3 layers, 4 x 16 bytes, constant LR", table)
+            self.assertIn("| long-rows | 3 layers, 2 x 32 bytes, cosine LR", table)
+            p["probes"][1]["lr_shape"] = "constant"
+            p["probes"][1]["min_lr"] = 0.001
+            write(preset, p)
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("probes[1].min_lr with lr_shape constant", r.stderr)
+
     def test_compare_and_files(self):
         """A new arm compared with a reference as the preset asks; report.md
         says what lies beside it."""
