@@ -917,6 +917,18 @@ static void split_view(lattice_model *m, int t)
 #undef AT
 }
 
+/* This thread's number in its team and the team's size (0 of 1 without OpenMP). */
+static void team_place(int *t, int *T)
+{
+#ifdef _OPENMP
+    *t = omp_get_thread_num();
+    *T = omp_get_num_threads();
+#else
+    *t = 0;
+    *T = 1;
+#endif
+}
+
 /* The threads' gradient arenas added into the model's, in thread order. */
 static void sum_grads(lattice_model *m)
 {
@@ -926,11 +938,8 @@ static void sum_grads(lattice_model *m)
     (void)nt;
 #pragma omp parallel num_threads(nt)
     {
-        int t = 0, T = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        T = omp_get_num_threads();
-#endif
+        int t, T;
+        team_place(&t, &T);
         for (int e = 0; e < m->n_tensors; e++) {
             const tensor_entry *te = &m->tensors[e];
             if (!lattice__tensor_updatable(m, te))
@@ -967,11 +976,8 @@ static lattice_status run_pass(lattice_model *m, pass_fn pass)
         split_view(m, t);
 #pragma omp parallel num_threads(nt)
     {
-        int t = 0, T = 1;
-#ifdef _OPENMP
-        t = omp_get_thread_num();
-        T = omp_get_num_threads();
-#endif
+        int t, T;
+        team_place(&t, &T);
         for (int k = t; k < nt; k += T) /* every view, however many threads came */
             ws->status[k] = pass(&ws->views[k]);
     }
