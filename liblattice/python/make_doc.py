@@ -27,8 +27,9 @@ system Python is externally managed). The package finds the library through
 `LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded, then
 the SONAME `liblattice.so.0`.
 
-Outputs are copies: `Model.logits()`, `dlogits()`, `hidden()`,
-`Teacher.logits()`/`topk()`, `Data.next()`/`val_batch()`. Their `*_view()`
+Outputs are copies: `Model.logits()`, `dlogits()`, `hidden()` (read-only
+since 0.4: passed as an output buffer, one is refused, naming
+`dlogits_view()`), `Teacher.logits()`/`topk()`, `Data.next()`/`val_batch()`. Their `*_view()`
 twins return zero-copy memoryviews of the library's buffers, valid only
 until the next forward (or batch) overwrites them.
 """

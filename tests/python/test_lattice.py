@@ -336,7 +336,7 @@ class ModelTest(unittest.TestCase):
         logits = model.logits()
         self.assertEqual(logits.shape, (2, 4, VOCAB))
         self.assertEqual(logits.format, "f")
-        self.assertFalse(logits.readonly)                   # a copy, the caller's own
+        self.assertTrue(logits.readonly)                    # a copy, the caller's own, read-only
         view = model.logits_view()
         self.assertTrue(view.readonly)
         self.assertEqual(view.tolist(), logits.tolist())
@@ -355,6 +355,39 @@ class ModelTest(unittest.TestCase):
         model.forward([[9, 9, 9, 9], [1, 1, 1, 1]])
         self.assertNotEqual(model.logits().tolist(), logits.tolist())
         self.assertEqual(view.tolist(), model.logits().tolist())
+
+    def test_copies_are_read_only(self):
+        model = tiny_model()
+        tokens = [[1, 2, 3, 4], [5, 6, 7, 8]]
+        targets = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
+        model.forward(tokens)
+        model.cross_entropy(targets)
+        for copy in (model.logits(), model.dlogits(), model.hidden(1)):
+            self.assertTrue(copy.readonly)
+            with self.assertRaises(TypeError):
+                copy[0, 0, 0] = 1.0
+        # 0.2's way to distill into the model: refused, naming the view to use
+        teacher = array.array("f", [0.0] * (8 * VOCAB))
+        loss = lattice.Distill()
+        for dl in (model.dlogits(), memoryview(model.dlogits()).cast("B").cast("f")):
+            with self.assertRaises(TypeError) as cm:
+                loss.dense(model.logits(), teacher, targets, dlogits=dl)
+            self.assertIn("dlogits: Model.dlogits() is a read-only copy", str(cm.exception))
+            self.assertIn("model.dlogits_view()", str(cm.exception))
+        with self.assertRaises(TypeError) as cm:
+            loss.dense(model.logits(), teacher, targets, dlogits=model.logits())
+        self.assertIn("Model.logits() is a read-only copy", str(cm.exception))
+        if numpy is not None:
+            arr = numpy.asarray(model.dlogits())
+            self.assertFalse(arr.flags.writeable)
+            with self.assertRaises(TypeError) as cm:
+                loss.dense(model.logits(), teacher, targets, dlogits=arr)
+            self.assertIn("model.dlogits_view()", str(cm.exception))
+        # the view takes the gradient, and backward reads it
+        r = loss.dense(model.logits(), teacher, targets, dlogits=model.dlogits_view())
+        self.assertGreater(r.loss, 0.0)
+        self.assertEqual(model.dlogits().tolist(), model.dlogits_view().tolist())
+        model.backward()
 
     def test_list_tokens_and_2d_buffers(self):
         model = tiny_model()
@@ -411,7 +444,7 @@ class ModelTest(unittest.TestCase):
         hs = [model.hidden(i) for i in range(3)]
         for i, h in enumerate(hs):
             self.assertEqual(h.shape, (2, 4, 16))
-            self.assertFalse(h.readonly)
+            self.assertTrue(h.readonly)                 # a read-only copy
             self.assertTrue(model.hidden_view(i).readonly)
             self.assertEqual(model.hidden_view(i).tolist(), h.tolist())
         self.assertNotEqual(hs[0].tolist(), hs[2].tolist())
@@ -513,6 +546,7 @@ class ModelTest(unittest.TestCase):
         numpy.testing.assert_array_equal(numpy.asarray(model.logits()), before)
         model.forward(numpy.arange(8).reshape(2, 4) + 1)    # logits is a copy: unchanged
         numpy.testing.assert_array_equal(logits, before)
+        self.assertFalse(logits.flags.writeable)            # a read-only copy
         self.assertFalse(numpy.array_equal(numpy.asarray(model.logits_view()), before))
         with self.assertRaisesRegex(ValueError, r"value 3000000000 is outside int32"):
             model.forward(numpy.array([[1, 3_000_000_000]]))

@@ -6,7 +6,10 @@ flat list or tuple of numbers, which is converted. Token ids, targets and
 indices (int32 in C) may be of any integer type, NumPy's default int64
 included: they are converted once, and a value outside int32 is a ValueError.
 
-Out: copies by default (:func:`copy`), memoryviews the caller owns. The
+Out: copies by default (:func:`copy`), memoryviews the caller owns; a
+model's logits, dlogits and hidden states come as read-only copies, so that
+a copy passed where the library writes (``dlogits=``) is refused instead of
+taking a result that would be lost. The
 ``*_view()`` methods return memoryviews over the library's memory instead
 (:func:`view`): no copy, and they keep the C object alive, but not its
 contents: what they show is valid only until the next call that rewrites it.
@@ -112,10 +115,30 @@ def as_input(obj, ctype, name, count=None, at_least=False):
     return (ctype * n).from_buffer(flat)
 
 
+class _ModelCopy(bytearray):
+    """The storage of a read-only copy of a model's buffer (:func:`copy` with ``what``):
+    what it copies, and what to pass instead where the library writes."""
+
+
+def _copy_of(obj):
+    """The _ModelCopy under obj (a copy, a memoryview or NumPy array over one), or None."""
+    for _ in range(4):
+        if isinstance(obj, _ModelCopy):
+            return obj
+        obj = obj.obj if isinstance(obj, memoryview) else getattr(obj, "base", None)
+        if obj is None:
+            return None
+    return None
+
+
 def as_output(obj, ctype, name, count, at_least=False):
     """A ctypes array over obj's memory, which the library writes."""
     mv = memview(obj, ctype, name)
     if mv.readonly:
+        origin = _copy_of(obj)
+        if origin is not None:
+            raise TypeError(f"{name}: {origin.what} is a read-only copy (since 0.4), and what "
+                            f"the library wrote into it would be lost: pass {origin.instead}")
         raise TypeError(f"{name}: the buffer is read-only")
     return as_input(mv, ctype, name, count, at_least)
 
@@ -139,8 +162,10 @@ def view(address, shape, ctype, keep=None, readonly=False):
     return mv.toreadonly() if readonly else mv
 
 
-def copy(address, shape, ctype):
-    """A writable memoryview of shape holding a copy of the C memory at address."""
+def copy(address, shape, ctype, what=None, instead=None):
+    """A memoryview of shape holding a copy of the C memory at address: writable, or,
+    given what (say "Model.dlogits()") and instead (what to pass where the library
+    writes), read-only."""
     if not address:
         return None
     if isinstance(address, ctypes._Pointer):
@@ -149,10 +174,14 @@ def copy(address, shape, ctype):
             return None
     shape = tuple(int(s) for s in shape)
     nbytes = prod(shape) * ctypes.sizeof(ctype)
-    buf = bytearray(nbytes)
+    buf = bytearray(nbytes) if what is None else _ModelCopy(nbytes)
     if nbytes:
         ctypes.memmove((ctypes.c_char * nbytes).from_buffer(buf), address, nbytes)
-    return memoryview(buf).cast(_KINDS[ctype][3], shape)
+    mv = memoryview(buf).cast(_KINDS[ctype][3], shape)
+    if what is None:
+        return mv
+    buf.what, buf.instead = what, instead
+    return mv.toreadonly()
 
 
 def release(*views):

@@ -61,7 +61,8 @@ class Distill(Handle):
         student and teacher are float32 [n, vocab] (any shape ending in vocab,
         or flat with vocab given); targets int32 [n] (None only when gamma is
         0); mask uint8 [n]; dlogits, when given, a writable float32 [n, vocab]
-        buffer that receives the gradient (a model's :meth:`Model.dlogits`).
+        buffer that receives the gradient (a model's :meth:`Model.dlogits_view`;
+        the read-only copy :meth:`Model.dlogits` is refused).
         """
         mv, n, vocab = _positions(student, vocab)
         s = B.as_input(mv, c_float, "student", n * vocab)

@@ -67,6 +67,9 @@ def _check_shape(status, params):
         check(status, reason.value.decode(errors="replace"))
 
 
+# What to pass instead of a read-only copy where the library writes.
+_OWN_BUFFER = "a writable buffer of your own (bytearray, array.array('f'), a NumPy array)"
+
 class Model(Handle):
     """A model. Keyword arguments are :class:`ModelParams` fields over the C defaults::
 
@@ -78,9 +81,13 @@ class Model(Handle):
     eps 1e-6); ``backend`` a :class:`Backend` or a name (default "default").
     The model borrows the backend and keeps it alive.
 
-    :meth:`logits`, :meth:`dlogits` and :meth:`hidden` return copies; their
+    :meth:`logits`, :meth:`dlogits` and :meth:`hidden` return read-only
+    copies (since 0.4; NumPy arrays over them are not writeable): passed where
+    the library writes, as ``Distill.dense(..., dlogits=model.dlogits())``,
+    one is refused with a TypeError that names :meth:`dlogits_view`. Their
     ``*_view()`` twins return zero-copy views of the model's buffers, valid
-    only until the next forward overwrites them.
+    only until the next forward overwrites them; ``dlogits_view()`` is the
+    writable one, the buffer :meth:`backward` reads.
     """
 
     _destroy = "lattice_model_destroy"
@@ -333,9 +340,9 @@ class Model(Handle):
         return address, (batch, seq, self.vocab_size)
 
     def logits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
-        """A copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
+        """A read-only copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
         address, shape = self._logits_address(lib.lattice_model_get_logits, "logits", batch, seq)
-        return B.copy(address, shape, c_float)
+        return B.copy(address, shape, c_float, "Model.logits()", _OWN_BUFFER)
 
     def logits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """Zero-copy read-only float32 view [batch, seq, vocab] of the model's logits buffer.
@@ -347,9 +354,13 @@ class Model(Handle):
         return B.view(address, shape, c_float, self._res, readonly=True)
 
     def dlogits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
-        """A copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab]."""
+        """A read-only copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab].
+
+        To give :meth:`backward` a gradient, write into :meth:`dlogits_view` instead.
+        """
         address, shape = self._logits_address(lib.lattice_model_get_dlogits, "dlogits", batch, seq)
-        return B.copy(address, shape, c_float)
+        return B.copy(address, shape, c_float, "Model.dlogits()",
+                      "model.dlogits_view(), the buffer backward() reads")
 
     def dlogits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """Writable float32 view [batch, seq, vocab] of the gradient buffer backward reads.
@@ -383,11 +394,12 @@ class Model(Handle):
 
     def hidden(self, boundary: int, batch: Optional[int] = None,
                seq: Optional[int] = None) -> memoryview:
-        """A copy of the residual stream at a boundary: float32 [batch, seq, d_model].
+        """A read-only copy of the residual stream at a boundary: float32 [batch, seq, d_model].
 
         Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
         """
-        return B.copy(*self._hidden_address(boundary, batch, seq), c_float)
+        return B.copy(*self._hidden_address(boundary, batch, seq), c_float, "Model.hidden()",
+                      _OWN_BUFFER)
 
     def hidden_view(self, boundary: int, batch: Optional[int] = None,
                     seq: Optional[int] = None) -> memoryview:
