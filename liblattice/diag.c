@@ -239,3 +239,108 @@ lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64
     }
     return LATTICE_OK;
 }
+
+/* ---- attention sinks and massive activations ---------------------------------------- */
+
+static int cmp_float(const void *a, const void *b)
+{
+    const float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *tokens, int batch,
+                                            int seq, double threshold, lattice_diag_sinks *out,
+                                            int out_len, double *head_mass, int head_mass_len)
+{
+    if (!d)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_attention_sinks: invalid argument: diag is NULL");
+    lattice_model *m = d->model;
+    const int L = m->n_active, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
+    const int D = m->p.d_model;
+    if (!out)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out is NULL");
+    if (out_len < L)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "out holds %d layers, the model has %d active", out_len, L);
+    if (head_mass && head_mass_len < L * H)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "head_mass holds %d values, the model needs %d (active layers x heads)",
+                    head_mass_len, L * H);
+    if (!(threshold >= 0.0 && threshold <= 1.0))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "threshold %g not in [0, 1]", threshold);
+    lattice_status st = check_batch(d, tokens, batch, seq);
+    if (st != LATTICE_OK)
+        return st;
+    if (seq < 2)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "seq %d: attention to position 0 needs at least 2 positions", seq);
+    if ((st = lattice_model_forward_inference(m, tokens, batch, seq)) != LATTICE_OK)
+        return FAIL(d, st, "forward: %s", lattice_model_errmsg(m));
+    const int T = seq;
+    const long N = (long)batch * T;
+    float *scratch = d->h_in; /* N x D floats, free during this call */
+    for (int i = 0; i < L; i++) {
+        lattice_diag_sinks *o = &out[i];
+        memset(o, 0, sizeof(*o));
+        if (i >= m->skip_first && i < m->skip_first + m->skip_count) {
+            /* a skipped layer computes nothing */
+            o->mass0 = o->sink_rate = o->top_ratio = o->value_norm0 = NAN;
+            o->top_token = -1;
+            o->top_dim = -1;
+            for (int h = 0; h < H && head_mass; h++)
+                head_mass[i * H + h] = NAN;
+            continue;
+        }
+        const layer_acts *A = &m->acts[i];
+        /* mass on position 0 of queries 1..T-1, per head over rows and positions */
+        int sinks = 0;
+        for (int h = 0; h < H; h++) {
+            double sum = 0.0;
+            for (int b = 0; b < batch; b++) {
+                const float *ph = A->p + ((size_t)b * H + h) * T * T;
+                for (int t = 1; t < T; t++)
+                    sum += ph[(size_t)t * T];
+            }
+            const double mass = sum / ((double)batch * (T - 1));
+            if (head_mass)
+                head_mass[i * H + h] = mass;
+            o->mass0 += mass / H;
+            sinks += mass > threshold;
+        }
+        o->sink_rate = (double)sinks / H;
+        /* position 0's value vectors against the others' */
+        double n0 = 0.0, nr = 0.0;
+        for (int b = 0; b < batch; b++)
+            for (int g = 0; g < KV; g++) {
+                const float *v = A->v + ((size_t)b * KV + g) * T * hd;
+                for (int t = 0; t < T; t++) {
+                    double s = 0.0;
+                    for (int j = 0; j < hd; j++)
+                        s += (double)v[(size_t)t * hd + j] * v[(size_t)t * hd + j];
+                    if (t == 0)
+                        n0 += sqrt(s) / ((double)batch * KV);
+                    else
+                        nr += sqrt(s) / ((double)batch * KV * (T - 1));
+                }
+            }
+        o->value_norm0 = nr > 0 ? n0 / nr : NAN;
+        /* the layer's output stream: its largest |activation| over the median */
+        const float *h = m->hs[i + 1];
+        float top = -1.0f;
+        for (long k = 0; k < N * D; k++) {
+            const float a = fabsf(h[k]);
+            scratch[k] = a;
+            if (a > top) {
+                top = a;
+                o->top_token = k / D;
+                o->top_dim = (int)(k % D);
+            }
+        }
+        qsort(scratch, (size_t)(N * D), sizeof(float), cmp_float);
+        const long c = N * D;
+        const double median = c % 2 ? scratch[c / 2] : 0.5 * ((double)scratch[c / 2 - 1] + scratch[c / 2]);
+        o->top_ratio = median > 0 ? top / median : NAN;
+    }
+    return LATTICE_OK;
+}

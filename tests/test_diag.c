@@ -133,6 +133,108 @@ START_TEST(test_known_rms)
 }
 END_TEST
 
+
+/* Queries and keys zeroed: every score is 0, so attention is uniform over the
+ * causal keys and the mass on position 0 at query t is 1 / (t + 1). The
+ * values, the top activation and its median are computed here by hand from
+ * the tensors and the hidden states. */
+START_TEST(test_attention_sinks_by_hand)
+{
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 5);
+    const int L = 3, H = 2, hd = 4, D = 8, B = 2, T = 5;
+    for (int i = 0; i < L; i++) {
+        char name[96];
+        lattice_model_tensor_info w;
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.q_proj.weight", i);
+        ck_assert_int_eq(lattice_model_find_tensor(s.m, name, &w), LATTICE_OK);
+        memset(w.data, 0, sizeof(float) * (size_t)(w.shape[0] * w.shape[1]));
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.k_proj.weight", i);
+        ck_assert_int_eq(lattice_model_find_tensor(s.m, name, &w), LATTICE_OK);
+        memset(w.data, 0, sizeof(float) * (size_t)(w.shape[0] * w.shape[1]));
+    }
+    lattice_diag_sinks out[3];
+    double heads[3 * 2];
+    /* mass 0.3208: every head above 0.3 */
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.3, out, 3, heads, 6), LATTICE_OK);
+    double mass = 0; /* mean over t = 1..4 of 1 / (t + 1) */
+    for (int t = 1; t < T; t++)
+        mass += 1.0 / (t + 1) / (T - 1);
+    for (int i = 0; i < L; i++) {
+        ck_assert_double_eq_tol(out[i].mass0, mass, 1e-6);
+        for (int h = 0; h < H; h++)
+            ck_assert_double_eq_tol(heads[i * H + h], mass, 1e-6);
+        ck_assert_double_eq(out[i].sink_rate, 1.0);
+        /* values of layer i: v = RMSNorm(h_i) W_v, the norm weights being 1 */
+        const float *h;
+        ck_assert_int_eq(lattice_model_get_hidden(s.m, i, &h), LATTICE_OK);
+        char name[96];
+        lattice_model_tensor_info wv;
+        snprintf(name, sizeof name, "model.layers.%d.self_attn.v_proj.weight", i);
+        ck_assert_int_eq(lattice_model_find_tensor(s.m, name, &wv), LATTICE_OK);
+        double n0 = 0, nr = 0;
+        for (int r = 0; r < B * T; r++) {
+            double ms = 0;
+            for (int j = 0; j < D; j++)
+                ms += (double)h[r * D + j] * h[r * D + j] / D;
+            const double rs = 1.0 / sqrt(ms + 1e-6);
+            for (int g = 0; g < H; g++) { /* kv heads = heads here */
+                double sq = 0;
+                for (int c = 0; c < hd; c++) {
+                    double v = 0;
+                    for (int j = 0; j < D; j++)
+                        v += h[r * D + j] * rs * wv.data[(g * hd + c) * D + j];
+                    sq += v * v;
+                }
+                if (r % T == 0)
+                    n0 += sqrt(sq) / (B * H);
+                else
+                    nr += sqrt(sq) / (B * H * (T - 1));
+            }
+        }
+        ck_assert_double_eq_tol(out[i].value_norm0, n0 / nr, 1e-4 * (n0 / nr));
+        /* the output stream's top |activation| over its median */
+        const float *o;
+        ck_assert_int_eq(lattice_model_get_hidden(s.m, i + 1, &o), LATTICE_OK);
+        double a[2 * 5 * 8], top = -1;
+        int at = -1;
+        for (int k = 0; k < B * T * D; k++) {
+            a[k] = fabs(o[k]);
+            if (a[k] > top) {
+                top = a[k];
+                at = k;
+            }
+        }
+        for (int x = 1; x < B * T * D; x++) /* insertion sort */
+            for (int y = x; y > 0 && a[y - 1] > a[y]; y--) {
+                const double t = a[y];
+                a[y] = a[y - 1];
+                a[y - 1] = t;
+            }
+        const double median = 0.5 * (a[B * T * D / 2 - 1] + a[B * T * D / 2]);
+        ck_assert_double_eq_tol(out[i].top_ratio, top / median, 1e-5 * top / median);
+        ck_assert_int_eq(out[i].top_token, at / D);
+        ck_assert_int_eq(out[i].top_dim, at % D);
+    }
+    /* a skipped layer: not measured */
+    ck_assert_int_eq(lattice_model_set_skip(s.m, 1, 1), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 3, NULL, 0), LATTICE_OK);
+    ck_assert(isnan(out[1].mass0) && out[1].top_token == -1);
+    ck_assert(!isnan(out[2].mass0));
+    ck_assert_double_eq(out[2].sink_rate, 0.0); /* no head above 0.4 */
+    /* bad input */
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 2, NULL, 0),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "out holds 2 layers"));
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 1.5, out, 3, NULL, 0),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 3, heads, 5),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_attention_sinks(NULL, tok, B, T, 0.4, out, 3, NULL, 0),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    close_setup(&s);
+}
+END_TEST
+
 START_TEST(test_loss_response)
 {
     /* flat at 2.0, then at the append a jump to 2.5 decaying linearly to 2.0 over 50 steps */
@@ -239,6 +341,7 @@ int main(void)
     tcase_add_test(tc, test_identity_block_is_invisible);
     tcase_add_test(tc, test_scaled_stream_scales_rms);
     tcase_add_test(tc, test_known_rms);
+    tcase_add_test(tc, test_attention_sinks_by_hand);
     tcase_add_test(tc, test_loss_response);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_hostile_ranges);

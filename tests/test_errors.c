@@ -321,6 +321,9 @@ START_TEST(test_every_failure_says_why)
     lattice_diag_response resp;
     EXPECT(lattice_diag_loss_response, INV, "lattice_diag_loss_response", NULL,
            lattice_diag_loss_response(NULL, 0, 0, 1, 1, &resp));
+    lattice_diag_sinks sk[8];
+    EXPECT(lattice_diag_attention_sinks, INV, "at least 2 positions", lattice_diag_errmsg(w.dg),
+           lattice_diag_attention_sinks(w.dg, tokens, 1, 1, 0.5, sk, 8, NULL, 0));
 
     /* trainer */
     EXPECT(lattice_trainer_create, CFG, "grows to 3 layers but the model has 2", NULL,

@@ -29,6 +29,9 @@ extern "C" {
  *   between the range's input and output streams in the full model.
  * - Loss response at an append (::lattice_diag_loss_response), from a
  *   training-loss series.
+ * - Attention sinks and massive activations (::lattice_diag_attention_sinks):
+ *   attention mass on position 0 per layer and head, the share of sink heads,
+ *   position 0's value norm, and the largest |activation| over the median.
  * @{
  */
 
@@ -144,6 +147,49 @@ LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const 
 LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
                                                       int64_t append_step, int64_t window,
                                                       int64_t horizon, lattice_diag_response *out);
+
+/** Attention sinks and massive activations at one layer
+ * (::lattice_diag_attention_sinks). @since 0.4 */
+typedef struct lattice_diag_sinks {
+    double mass0;       /**< Attention mass on position 0: the mean over heads, rows and query
+                             positions 1..seq-1 of the softmax weight on key 0. @since 0.4 */
+    double sink_rate;   /**< Share of the heads whose mean mass on position 0 is above the
+                             threshold (Gu et al. 2025's sink rate). @since 0.4 */
+    double top_ratio;   /**< The layer's output stream: its largest |activation| over the
+                             median |activation| (Sun et al. 2024's massive activations). @since 0.4 */
+    int64_t top_token;  /**< Where the largest sits: row x seq + position. @since 0.4 */
+    int top_dim;        /**< ... and its dimension. @since 0.4 */
+    double value_norm0; /**< Position 0's value-vector norm over the mean norm at positions
+                             1..seq-1 (mean over rows and kv heads); a sink that does nothing has
+                             a small value (Bondarenko et al. 2023). @since 0.4 */
+} lattice_diag_sinks;
+
+/**
+ * @brief Attention sinks and massive activations at every active layer, on a fixed batch.
+ *
+ * Runs an inference forward, then per active layer: the attention mass the
+ * queries at positions 1..seq-1 put on position 0, per head (head_mass) and
+ * summarised (mass0, sink_rate); position 0's value norm against the other
+ * positions'; and the largest |activation| of the layer's output stream
+ * against the median. A skipped layer computes nothing: its figures are NaN
+ * and its top_token and top_dim -1. Padding is not masked: pass rows without
+ * padding.
+ * @param diag The context.
+ * @param tokens batch x seq token ids.
+ * @param batch Rows.
+ * @param seq Positions (at least 2).
+ * @param threshold A head is a sink when its mean mass on position 0 is above this ([0, 1]).
+ * @param[out] out One entry per active layer.
+ * @param out_len Entries of out (at least the active layers).
+ * @param[out] head_mass Active layers x heads mean masses on position 0, layer-major; may be NULL.
+ * @param head_mass_len Entries of head_mass.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @since 0.4
+ */
+LATTICE_API lattice_status lattice_diag_attention_sinks(lattice_diag *diag, const int32_t *tokens,
+                                                        int batch, int seq, double threshold,
+                                                        lattice_diag_sinks *out, int out_len,
+                                                        double *head_mass, int head_mass_len);
 
 /** @} */
 
