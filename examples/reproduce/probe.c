@@ -61,9 +61,9 @@ static void train_probe(probe_run *r)
                   lattice_model_errmsg(t));
             measure_gonogo(t, d, &c->g);
             say("probe %s: step %lld, val CE %.4f, largest boundary/regular RMS %.2f (after layer "
-                "%d), kurtosis up to %.1f\n",
+                "%d), kurtosis up to %.1f, sink heads up to %.0f%%, top/median up to %.1f\n",
                 r->q->name, (long long)step, c->val_ce, c->g.max_ratio, c->g.max_layer,
-                c->g.max_kurt);
+                c->g.max_kurt, 100 * c->g.max_sink_rate, c->g.max_top_ratio);
         }
     }
     lattice_trainer_destroy(tr);
@@ -91,7 +91,8 @@ static void *probe_worker(void *arg)
 static void write_table(FILE *f, const probe_run *runs, int n)
 {
     fprintf(f, "| probe | recipe | step | val CE | largest boundary/regular RMS (after layer) | "
-               "largest kurtosis | go/no-go |\n|---|---|---|---|---|---|---|\n");
+               "largest kurtosis | most sink heads | largest top/median | go/no-go |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const preset *p = &runs[i].p;
         char recipe[200];
@@ -100,9 +101,10 @@ static void write_table(FILE *f, const probe_run *runs, int n)
                  p->t_weight_decay);
         for (int k = 0; k < runs[i].n; k++) {
             const check_point *c = &runs[i].pts[k];
-            fprintf(f, "| %s | %s | %lld | %.4f | %.2f (%d) | %.1f | %s |\n", runs[i].q->name,
-                    k == 0 ? recipe : "", (long long)c->step, c->val_ce, c->g.max_ratio,
-                    c->g.max_layer, c->g.max_kurt, c->g.max_ratio >= 3 ? "GO" : "NO-GO");
+            fprintf(f, "| %s | %s | %lld | %.4f | %.2f (%d) | %.1f | %.0f%% | %.1f | %s |\n",
+                    runs[i].q->name, k == 0 ? recipe : "", (long long)c->step, c->val_ce,
+                    c->g.max_ratio, c->g.max_layer, c->g.max_kurt, 100 * c->g.max_sink_rate,
+                    c->g.max_top_ratio, c->g.max_ratio >= 3 ? "GO" : "NO-GO");
         }
     }
 }
@@ -153,15 +155,17 @@ void run_probes(const preset *p, const char *dir, int jobs)
     snprintf(path, sizeof path, "%s/probe.csv", dir);
     if (!(f = fopen(path, "w")))
         die("cannot write %s: %s", path, strerror(errno));
-    fprintf(f, "probe,step,val_ce,max_ratio,max_ratio_layer,max_kurtosis");
+    fprintf(f, "probe,step,val_ce,max_ratio,max_ratio_layer,max_kurtosis,max_sink_rate,"
+               "max_top_over_median");
     for (int k = 1; k <= 16; k++)
         fprintf(f, ",ratio_%d", k);
     fprintf(f, "\n");
     for (int i = 0; i < pl.n; i++)
         for (int k = 0; k < pl.runs[i].n; k++) {
             const check_point *c = &pl.runs[i].pts[k];
-            fprintf(f, "%s,%lld,%.6f,%.4f,%d,%.3f", pl.runs[i].q->name, (long long)c->step,
-                    c->val_ce, c->g.max_ratio, c->g.max_layer, c->g.max_kurt);
+            fprintf(f, "%s,%lld,%.6f,%.4f,%d,%.3f,%.4f,%.3f", pl.runs[i].q->name,
+                    (long long)c->step, c->val_ce, c->g.max_ratio, c->g.max_layer, c->g.max_kurt,
+                    c->g.max_sink_rate, c->g.max_top_ratio);
             for (int l = 1; l <= 16; l++)
                 if (l < c->g.n)
                     fprintf(f, ",%.4f", c->g.ratio[l]);

@@ -36,10 +36,14 @@ void report(FILE *f, const study *s)
                 ? json_object_get_string(member(p->json, "data.val"))
                 : "the Austen corpus' val.txt (Persuasion)");
     verdicts(f, s);
-    fprintf(f, "## Teacher go/no-go\n\nPer-token RMS of the teacher's residual stream after each layer on the first validation batch; boundary tokens = position 0 of each row (the document-boundary token).\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) |\n|---|---|---|---|---|\n");
+    fprintf(f, "## Teacher go/no-go\n\nOn the first validation batch, after each layer: the per-token RMS of the teacher's residual stream, boundary tokens (position 0 of each row, the document-boundary token) against regular ones; the attention mass queries put on position 0 (mean over heads) and the share of heads above %.1f (sink heads); the largest |activation| over the median, and where it sits (row x seq + position : dimension); position 0's value norm over the others'.\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) | mass on position 0 | sink heads | top / median | at | value norm ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
+            SINK_THRESHOLD);
     for (int k = 1; k < s->teacher.n; k++)
-        fprintf(f, "| %d | %.3f | %.3f | %.2f | %.1f |\n", k, s->teacher.boundary[k],
-                s->teacher.regular[k], s->teacher.ratio[k], s->teacher.kurt[k]);
+        fprintf(f, "| %d | %.3f | %.3f | %.2f | %.1f | %.3f | %.0f%% | %.1f | %lld:%d | %.2f |\n", k,
+                s->teacher.boundary[k], s->teacher.regular[k], s->teacher.ratio[k],
+                s->teacher.kurt[k], s->teacher.mass0[k], 100 * s->teacher.sink_rate[k],
+                s->teacher.top_ratio[k], (long long)s->teacher.top_token[k], s->teacher.top_dim[k],
+                s->teacher.value_norm0[k]);
     fprintf(f, "\n## Every arm\n\n| arm | val CE (mean ± sd) | seeds | tokens/s | paper (nats/token, Qwen3 tokens) |\n|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         finals(s, p->arms[a].name, x);
@@ -240,6 +244,12 @@ void write_json(const char *path, const study *s, double wall)
         json_object_object_add(e, "boundary_rms", jd(s->teacher.boundary[k]));
         json_object_object_add(e, "regular_rms", jd(s->teacher.regular[k]));
         json_object_object_add(e, "kurtosis", jd(s->teacher.kurt[k]));
+        json_object_object_add(e, "attention_mass_pos0", jd(s->teacher.mass0[k]));
+        json_object_object_add(e, "sink_rate", jd(s->teacher.sink_rate[k]));
+        json_object_object_add(e, "top_over_median", jd(s->teacher.top_ratio[k]));
+        json_object_object_add(e, "top_token", json_object_new_int64(s->teacher.top_token[k]));
+        json_object_object_add(e, "top_dim", json_object_new_int(s->teacher.top_dim[k]));
+        json_object_object_add(e, "value_norm_ratio_pos0", jd(s->teacher.value_norm0[k]));
         json_object_array_add(tg, e);
     }
     json_object_object_add(o, "teacher_boundary_scale", tg);

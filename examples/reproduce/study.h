@@ -133,7 +133,16 @@ typedef struct gonogo {
     double ratio[257], kurt[257], boundary[257], regular[257];
     double max_ratio, max_kurt;
     int max_layer; /* where max_ratio sits (1: after the first layer) */
+    /* per layer (index 1 = the first): attention sinks and massive activations
+     * (lattice_diag_attention_sinks, sink threshold SINK_THRESHOLD) */
+    double mass0[257], sink_rate[257], top_ratio[257], value_norm0[257];
+    int64_t top_token[257];
+    int top_dim[257];
+    double max_top_ratio, max_sink_rate;
 } gonogo;
+
+/* A head whose mean attention mass on position 0 is above this is a sink (Gu et al. use 0.3). */
+#define SINK_THRESHOLD 0.3
 typedef struct summary {
     double mean, sd, half; /* half-width of the 95% interval of the mean */
     int n;

@@ -117,6 +117,21 @@ void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
         if (k > 0 && g->kurt[k] > g->max_kurt)
             g->max_kurt = g->kurt[k];
     }
+    lattice_diag_sinks sk[256];
+    check(lattice_diag_attention_sinks(dg, b.tokens, b.batch, b.seq, SINK_THRESHOLD, sk, 256, NULL,
+                                       0),
+          "attention sinks", lattice_diag_errmsg(dg));
+    for (int k = 1; k < g->n; k++) {
+        const lattice_diag_sinks *x = &sk[k - 1];
+        g->mass0[k] = x->mass0;
+        g->sink_rate[k] = x->sink_rate;
+        g->top_ratio[k] = x->top_ratio;
+        g->value_norm0[k] = x->value_norm0;
+        g->top_token[k] = x->top_token;
+        g->top_dim[k] = x->top_dim;
+        g->max_top_ratio = fmax(g->max_top_ratio, x->top_ratio);
+        g->max_sink_rate = fmax(g->max_sink_rate, x->sink_rate);
+    }
     lattice_diag_destroy(dg);
 }
 
@@ -132,6 +147,19 @@ void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
     say("teacher kurtosis of per-token RMS by layer:");
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.1f", g->kurt[k]);
+    fputc('\n', stderr);
+    say("teacher attention mass on position 0 by layer (sink heads > %.1f):", SINK_THRESHOLD);
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.2f (%.0f%%)", g->mass0[k], 100 * g->sink_rate[k]);
+    fputc('\n', stderr);
+    say("teacher largest |activation| / median by layer (token:dimension):");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.1f (%lld:%d)", g->top_ratio[k], (long long)g->top_token[k],
+                g->top_dim[k]);
+    fputc('\n', stderr);
+    say("teacher position 0's value norm / the others' by layer:");
+    for (int k = 1; k < g->n; k++)
+        fprintf(stderr, " %.2f", g->value_norm0[k]);
     fputc('\n', stderr);
     say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach 37x)\n",
         g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"

@@ -164,6 +164,13 @@ class TinyStudy(unittest.TestCase):
             self.assertIn("rms_boundary", run0["trajectory"][0])
             self.assertEqual(run0["loss_response"][0]["kind"], "append")
             self.assertEqual(len(res["teacher_boundary_scale"]), 3)
+            for layer in res["teacher_boundary_scale"]:
+                self.assertTrue(0 < layer["attention_mass_pos0"] <= 1)
+                self.assertIn(layer["sink_rate"], (0, 0.5, 1))  # 2 heads
+                self.assertGreater(layer["top_over_median"], 1)
+                self.assertGreater(layer["value_norm_ratio_pos0"], 0)
+            self.assertIn("| mass on position 0 | sink heads | top / median |", report)
+            self.assertIn("teacher attention mass on position 0 by layer", r.stderr)
             # the explicit arm is the grow preset written out: the same numbers
             self.assertEqual(res["arms"]["post-grow-explicit"][0]["val_ce"],
                              res["arms"]["post-grow"][0]["val_ce"])
