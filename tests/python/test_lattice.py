@@ -849,6 +849,37 @@ class DiagTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         self.assertIn("class", str(cm.exception))
 
+    def test_attention_sinks(self):
+        """Queries and keys zeroed: uniform causal attention, so the mass on
+        position 0 at query t is 1 / (t + 1), by hand."""
+        model = tiny_model(n_layers=2)
+        for tensor in model.tensors():
+            if "q_proj" in tensor.name or "k_proj" in tensor.name:
+                raw = tensor.data.cast("B")
+                raw[:] = bytes(len(raw))
+        diag = lattice.Diag(model)
+        tokens = array.array("i", range(1, 13))
+        sinks = diag.attention_sinks(tokens, batch=2, seq=6, threshold=0.3)
+        mass = sum(1.0 / (t + 1) for t in range(1, 6)) / 5
+        self.assertEqual(len(sinks), 2)
+        for s in sinks:
+            self.assertAlmostEqual(s.mass0, mass, places=6)
+            self.assertEqual(len(s.head_mass), 2)
+            for h in s.head_mass:
+                self.assertAlmostEqual(h, mass, places=6)
+            self.assertEqual(s.sink_rate, 0.0 if mass <= 0.3 else 1.0)
+            self.assertGreater(s.top_ratio, 1.0)
+            self.assertTrue(0 <= s.top_token < 12 and 0 <= s.top_dim < 16)
+            self.assertGreater(s.value_norm0, 0.0)
+        flat = [abs(x) for x in model.hidden(1).cast("B").cast("f")]  # layer 0's output
+        self.assertEqual(flat.index(max(flat)), sinks[0].top_token * 16 + sinks[0].top_dim)
+        ranked = sorted(flat)
+        median = (ranked[len(ranked) // 2 - 1] + ranked[len(ranked) // 2]) / 2
+        self.assertAlmostEqual(sinks[0].top_ratio, max(flat) / median, places=4)
+        with self.assertRaises(LatticeError) as cm:
+            diag.attention_sinks(tokens[:4], batch=4, seq=1)
+        self.assertIn("at least 2 positions", str(cm.exception))
+
     def test_block_removal(self):
         model = tiny_model()
         model.zero_layer_outputs(1)                           # layer 1 is the identity

@@ -27,7 +27,7 @@ from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillPara
                      TrainerParams)
 from .backend import Backend, Kernels, has_blis
 from .data import Batch, Data, Position
-from .diag import Diag, Removal, Response, RmsStats
+from .diag import Diag, Removal, Response, RmsStats, Sinks
 from .distill import Distill, DistillResult
 from .model import Model, Tensor
 from .norm import Norm
@@ -47,5 +47,5 @@ __all__ = [
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
-    "Diag", "RmsStats", "Removal", "Response", "Progress", "progress",
+    "Diag", "RmsStats", "Removal", "Response", "Sinks", "Progress", "progress",
 ]

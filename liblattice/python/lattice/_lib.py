@@ -265,6 +265,10 @@ PROTOTYPES = {
                                             c_int, c_int, c_int, POINTER(T.RemovalStruct)]),
     "lattice_diag_loss_response": (STATUS, [POINTER(c_double), c_int64, c_int64, c_int64,
                                             c_int64, POINTER(T.ResponseStruct)]),
+    # diag.h, since 0.4
+    "lattice_diag_attention_sinks": (STATUS, [T.diag_p, T.int32_p, c_int, c_int, c_double,
+                                              POINTER(T.SinksStruct), c_int, POINTER(c_double),
+                                              c_int]),
     # model.h, since 0.2
     "lattice_model_forward_inference": (STATUS, [T.model_p, T.int32_p, c_int, c_int]),
     "lattice_model_loss": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_double),

@@ -424,6 +424,17 @@ class RemovalStruct(Struct):
     ]
 
 
+class SinksStruct(Struct):
+    _fields_ = [
+        ("mass0", c_double),
+        ("sink_rate", c_double),
+        ("top_ratio", c_double),
+        ("top_token", c_int64),
+        ("top_dim", c_int),
+        ("value_norm0", c_double),
+    ]
+
+
 class ResponseStruct(Struct):
     _fields_ = [
         ("baseline", c_double),

@@ -1,4 +1,5 @@
-"""The paper's diagnostics (diag.h): boundary scale, block removal, loss response."""
+"""The paper's diagnostics (diag.h): boundary scale, block removal, loss response,
+attention sinks and massive activations."""
 
 from ctypes import byref, c_double, c_int32, c_uint8
 from dataclasses import dataclass
@@ -6,10 +7,10 @@ from dataclasses import dataclass
 from . import _buffers as B
 from ._handle import Handle, check, require
 from ._lib import lib
-from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, diag_p
+from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, SinksStruct, diag_p
 from .model import Model
 
-__all__ = ["Diag", "RmsStats", "Removal", "Response"]
+__all__ = ["Diag", "RmsStats", "Removal", "Response", "Sinks"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,24 @@ class Response:
     jump: float
     area: float
     recovery: int
+
+
+@dataclass(frozen=True)
+class Sinks:
+    """Attention sinks and massive activations at one layer (lattice_diag_sinks):
+    mass0, the mean attention mass queries 1..seq-1 put on position 0; sink_rate,
+    the share of heads whose mass is above the threshold; head_mass, each head's
+    mass; top_ratio, the layer output's largest |activation| over the median, at
+    (top_token, top_dim); value_norm0, position 0's value norm over the others'.
+    A skipped layer's figures are NaN (and its top position -1)."""
+
+    mass0: float
+    sink_rate: float
+    head_mass: tuple
+    top_ratio: float
+    top_token: int
+    top_dim: int
+    value_norm0: float
 
 
 class Diag(Handle):
@@ -87,6 +106,22 @@ class Diag(Handle):
         self.model._shape = None
         self._call(lib.lattice_diag_block_removal, arr, t, m, batch, seq, first, count, byref(out))
         return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
+
+    def attention_sinks(self, tokens, batch=None, seq=None, *, threshold=0.3):
+        """One Sinks per active layer, from a forward over tokens (no padding: rows
+        are not masked). threshold: a head whose mean mass on position 0 is above
+        it counts as a sink (Gu et al. use 0.3)."""
+        arr, batch, seq = B.batch_seq(tokens, batch, seq)
+        layers = self.model.active_layers
+        heads = self.model.params.n_heads
+        out = (SinksStruct * layers)()
+        mass = (c_double * (layers * heads))()
+        self.model._shape = None
+        self._call(lib.lattice_diag_attention_sinks, arr, batch, seq, float(threshold), out,
+                   layers, mass, len(mass))
+        self.model._shape = (batch, seq)
+        return [Sinks(s.mass0, s.sink_rate, tuple(mass[i * heads:(i + 1) * heads]), s.top_ratio,
+                      s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
 
     @staticmethod
     def loss_response(losses, append_step, window, horizon):
