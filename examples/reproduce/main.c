@@ -264,6 +264,11 @@ int main(int argc, char **argv)
          * the same numbers, however many runs go side by side */
         teacher = get_teacher(&p, be, dir, retrain);
         teacher_gonogo(&p, teacher, &s.teacher);
+        if (p.require_go && !teacher_only && !(s.teacher.max_ratio >= 3))
+            die("the teacher is NO-GO (largest boundary/regular RMS ratio %.2f, below 3): the "
+                "students would test a mechanism that is not there; stopping before any runs "
+                "(require_go; probe teacher recipes with --probe)",
+                s.teacher.max_ratio);
         runs_to_do(&s, 0, tpath, 0); /* against the teacher as it now is */
         if (teacher_only) {
             lattice_model_destroy(teacher);

@@ -45,7 +45,7 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
  * the elements of a list. */
 static const char *const known_keys[] = {
     "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
-    "probes", "probe_every", "probes.*.name", "probes.*.layers", "probes.*.steps",
+    "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
     "probes.*.weight_decay", "probes.*.beta2", "probes.*.seq_len", "probes.*.batch_size",
     "probes.*.init_gain", "probes.*.init_std",
@@ -649,6 +649,7 @@ void load_preset(preset *p, const char *path)
         die("preset: no arms to run");
     parse_compare(p, member(o, "compare"));
     parse_probes(p, member(o, "probes"));
+    p->require_go = get_i(o, "require_go", 0, 0, 1);
     check_shapes(p);
 }
 

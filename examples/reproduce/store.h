@@ -15,7 +15,8 @@ char *run_pack(int32_t job, const run_result *r, size_t *bytes);
 run_result *run_unpack(const char *buf, size_t bytes, int32_t *job, char *why, size_t why_size);
 
 /* What one arm's runs depend on besides the seed: the preset's settings (all
- * but its name, description, seed count and arm list), the arm as resolved,
+ * but its name, description, seed count, arm list, comparisons, probes and
+ * require_go), the arm as resolved,
  * the threads per run, the corpus and the teacher file (its checksum). */
 uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum);
 

@@ -74,6 +74,7 @@ typedef struct preset {
     int n_arms;
     probe probes[MAX_PROBES];
     int n_probes, probe_every; /* --probe: the go/no-go table every probe_every steps */
+    int require_go;            /* no student runs after a NO-GO teacher */
     /* paired comparisons the preset asks for: compare[k][1] - compare[k][0] */
     char compare[MAX_ARMS][2][48];
     int n_compare;

@@ -399,6 +399,19 @@ class Traps(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("probes[1].min_lr with lr_shape constant", r.stderr)
 
+    def test_require_go(self):
+        """A NO-GO teacher stops the study before any student runs."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint"])
+            with open(preset) as f:
+                p = json.load(f)
+            p["require_go"] = True
+            write(preset, p)
+            r = run("--preset", preset, "--out", os.path.join(d, "out"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("the teacher is NO-GO", r.stderr)
+            self.assertNotIn("seed 1: val CE", r.stderr)
+
     def test_compare_and_files(self):
         """A new arm compared with a reference as the preset asks; report.md
         says what lies beside it."""
