@@ -109,9 +109,13 @@ class PipInstall(unittest.TestCase):
                 self.skipTest(f"{sys.executable} lacks {module} (apt-get install python3-pip "
                               "python3-setuptools)")
         with tempfile.TemporaryDirectory(prefix="lattice-pip.") as tmp:
-            src = os.path.join(tmp, "src")   # a copy: the build leaves files in the tree
+            # a copy (the build leaves files in the tree) laid out as the source
+            # tree: the package two levels below the meson.build it reads its version from
+            tree = os.path.join(tmp, "tree")
+            src = os.path.join(tree, "liblattice", "python")
             shutil.copytree(PACKAGE_SRC, src, ignore=shutil.ignore_patterns(
                 "__pycache__", "*.in", "meson.build"))
+            shutil.copy(os.path.join(SOURCE, "meson.build"), tree)
             target = os.path.join(tmp, "site")
             r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
                                 "--no-index", "--no-deps", "--quiet", "--target", target, src],
@@ -123,10 +127,31 @@ class PipInstall(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             path, version = r.stdout.split()
             self.assertEqual(path, library)
+            # the installed metadata carries meson's project version, typed nowhere else
+            with open(os.path.join(SOURCE, "meson.build")) as f:
+                meson_version = re.search(r"version: '([^']+)'", f.read()).group(1)
+            self.assertEqual(version, meson_version)   # the library's, for reference
+            r = subprocess.run([sys.executable, "-c",
+                                "import importlib.metadata as m; print(m.version('lattice'))"],
+                               env=clean_env(target), cwd=tmp, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.strip(), meson_version)
             with open(os.path.join(PACKAGE_SRC, "pyproject.toml")) as f:
-                declared = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
-            self.assertEqual(declared, version)   # pyproject.toml follows meson's version
+                self.assertNotRegex(f.read(), r'(?m)^version\s*=')
             self.assertTrue(os.path.isfile(os.path.join(target, "lattice", "model.py")))
+        # out of a source tree, the build says where the version should have come from
+        with tempfile.TemporaryDirectory(prefix="lattice-pip.") as tmp:
+            src = os.path.join(tmp, "python")
+            shutil.copytree(PACKAGE_SRC, src, ignore=shutil.ignore_patterns(
+                "__pycache__", "*.in", "meson.build"))
+            r = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation",
+                                "--no-index", "--no-deps", "--quiet", "--target",
+                                os.path.join(tmp, "site"), src],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               universal_newlines=True, env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cannot read the version from", r.stdout)
 
 
 if __name__ == "__main__":
