@@ -210,7 +210,8 @@ void write_csv(const char *path, const study *s)
     if (!f)
         die("cannot write %s: %s", path, strerror(errno));
     fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,train_loss,val_ce,rms_std,"
-               "rms_kurtosis,rms_boundary,rms_regular\n");
+               "rms_kurtosis,rms_boundary,rms_regular,attention_mass_pos0,sink_rate,"
+               "top_over_median,value_norm_ratio_pos0\n");
     for (int a = 0; a < s->p->n_arms; a++)
         for (int i = 0; i < s->p->seeds; i++) {
             const run_result *r = s->res[a][i];
@@ -220,11 +221,20 @@ void write_csv(const char *path, const study *s)
                         r->step_phase[t], r->step_active[t], (long long)r->step_alt[t], r->losses[t]);
                 while (k < r->n_pts && r->pts[k].step < t + 1)
                     k++;
-                if (k < r->n_pts && r->pts[k].step == t + 1)
-                    fprintf(f, ",%.6f,%.6g,%.6g,%.6g,%.6g\n", r->pts[k].val_ce, r->pts[k].rms_std,
+                if (k < r->n_pts && r->pts[k].step == t + 1) {
+                    const sink_point *sp = &r->sinks[k];
+                    fprintf(f, ",%.6f,%.6g,%.6g,%.6g,%.6g", r->pts[k].val_ce, r->pts[k].rms_std,
                             r->pts[k].rms_kurt, r->pts[k].rms_boundary, r->pts[k].rms_regular);
-                else
-                    fprintf(f, ",,,,,\n");
+                    const double v[4] = {sp->mass0, sp->sink_rate, sp->top_ratio, sp->value_norm0};
+                    for (int j = 0; j < 4; j++)
+                        if (isfinite(v[j]))
+                            fprintf(f, ",%.6g", v[j]);
+                        else
+                            fprintf(f, ",");
+                    fprintf(f, "\n");
+                } else {
+                    fprintf(f, ",,,,,,,,,\n");
+                }
             }
         }
     fclose(f);
@@ -297,6 +307,10 @@ void write_json(const char *path, const study *s, double wall)
                 json_object_object_add(e, "rms_kurtosis", jd(r->pts[k].rms_kurt));
                 json_object_object_add(e, "rms_boundary", jd(r->pts[k].rms_boundary));
                 json_object_object_add(e, "rms_regular", jd(r->pts[k].rms_regular));
+                json_object_object_add(e, "attention_mass_pos0", jd(r->sinks[k].mass0));
+                json_object_object_add(e, "max_sink_rate", jd(r->sinks[k].sink_rate));
+                json_object_object_add(e, "max_top_over_median", jd(r->sinks[k].top_ratio));
+                json_object_object_add(e, "min_value_norm_ratio_pos0", jd(r->sinks[k].value_norm0));
                 json_object_array_add(tj, e);
             }
             json_object_object_add(ro, "block_removal", rm);

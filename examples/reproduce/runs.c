@@ -72,6 +72,28 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
         pt.rms_boundary = top[1].mean;
         pt.rms_regular = top[0].mean;
     }
+    sink_point sp = {NAN, NAN, NAN, NAN};
+    lattice_diag_sinks sk[256];
+    if (pr->diag && lattice_diag_attention_sinks(pr->diag, pr->diag_tokens, pr->diag_batch,
+                                                 pr->diag_seq, SINK_THRESHOLD, sk, 256, NULL,
+                                                 0) == LATTICE_OK) {
+        sp.mass0 = sp.sink_rate = sp.top_ratio = 0.0;
+        sp.value_norm0 = INFINITY;
+        int n = 0;
+        for (int k = 0; k < m->active_layers; k++) {
+            if (isnan(sk[k].mass0))
+                continue; /* a skipped layer */
+            sp.mass0 += sk[k].mass0;
+            sp.sink_rate = fmax(sp.sink_rate, sk[k].sink_rate);
+            sp.top_ratio = fmax(sp.top_ratio, sk[k].top_ratio);
+            sp.value_norm0 = fmin(sp.value_norm0, sk[k].value_norm0);
+            n++;
+        }
+        sp.mass0 = n ? sp.mass0 / n : NAN;
+        if (!n)
+            sp.sink_rate = sp.top_ratio = sp.value_norm0 = NAN;
+    }
+    r->sinks[r->n_pts] = sp;
     r->pts[r->n_pts++] = pt;
     return 0;
 }

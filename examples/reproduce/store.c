@@ -2,6 +2,7 @@
 #include "store.h"
 
 #include <dirent.h>
+#include <stddef.h>
 #include <sys/stat.h>
 
 #include "runs.h"
@@ -30,9 +31,28 @@ char *run_pack(int32_t job, const run_result *r, size_t *bytes)
     return buf;
 }
 
+/* The fixed part of a record written before run_result gained its sinks. */
+#define RUN_HEADER_0_3 (sizeof(int32_t) + offsetof(run_result, sinks))
+
 run_result *run_unpack(const char *buf, size_t bytes, int32_t *job, char *why, size_t why_size)
 {
-    if (bytes < RUN_HEADER) {
+    return run_unpack_sized(buf, bytes, RUN_HEADER, job, why, why_size);
+}
+
+int run_header_known(uint64_t header)
+{
+    return header == RUN_HEADER || header == RUN_HEADER_0_3;
+}
+
+run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32_t *job,
+                             char *why, size_t why_size)
+{
+    if (!run_header_known(header)) {
+        snprintf(why, why_size, "a run record of %zu bytes, which this build does not know",
+                 header);
+        return NULL;
+    }
+    if (bytes < header) {
         snprintf(why, why_size, "truncated (%zu bytes)", bytes);
         return NULL;
     }
@@ -40,14 +60,17 @@ run_result *run_unpack(const char *buf, size_t bytes, int32_t *job, char *why, s
     if (!r)
         die("out of memory");
     memcpy(job, buf, sizeof *job);
-    memcpy(r, buf + sizeof *job, sizeof(*r));
+    memcpy(r, buf + sizeof *job, header - sizeof *job);
+    if (header < RUN_HEADER) /* no sinks were measured */
+        for (int k = 0; k < MAX_POINTS; k++)
+            r->sinks[k] = (sink_point){NAN, NAN, NAN, NAN};
     r->losses = NULL;
     r->step_phase = r->step_active = NULL;
     r->step_alt = NULL;
     /* the step count the bytes hold, found by division: n_steps * RUN_PER_STEP
      * could wrap around to match */
-    const size_t n = (bytes - RUN_HEADER) / RUN_PER_STEP;
-    if ((bytes - RUN_HEADER) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n) {
+    const size_t n = (bytes - header) / RUN_PER_STEP;
+    if ((bytes - header) % RUN_PER_STEP != 0 || r->n_steps < 0 || (uint64_t)r->n_steps != n) {
         snprintf(why, why_size, "%zu bytes, which do not hold the %lld steps claimed", bytes,
                  (long long)r->n_steps);
         free(r);
@@ -67,7 +90,7 @@ run_result *run_unpack(const char *buf, size_t bytes, int32_t *job, char *why, s
         free(r);
         return NULL;
     }
-    const char *at = buf + RUN_HEADER;
+    const char *at = buf + header;
     r->losses = calloc(n + 1, sizeof(double));
     r->step_phase = calloc(n + 1, sizeof(int));
     r->step_active = calloc(n + 1, sizeof(int));
@@ -187,7 +210,7 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
     if (fread(magic, sizeof magic, 1, f) != 1 || memcmp(magic, MAGIC, sizeof magic) != 0 ||
         fread(head, sizeof head, 1, f) != 1) {
         snprintf(why, why_size, "not a run file of this version");
-    } else if (head[2] != (uint64_t)RUN_HEADER) {
+    } else if (!run_header_known(head[2])) {
         snprintf(why, why_size, "written by a build whose run record differs");
     } else if (head[0] != s->settings[a]) {
         snprintf(why, why_size, "made with other settings (preset, threads, corpus or teacher)");
@@ -198,7 +221,7 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
     } else {
         int32_t got;
         char how[256];
-        run_result *r = run_unpack(buf, head[1], &got, how, sizeof how);
+        run_result *r = run_unpack_sized(buf, head[1], head[2], &got, how, sizeof how);
         if (!r)
             snprintf(why, why_size, "its record is damaged: %s", how);
         else if (got != job) {

@@ -14,6 +14,14 @@ char *run_pack(int32_t job, const run_result *r, size_t *bytes);
  * reason in why when the bytes do not hold a run. */
 run_result *run_unpack(const char *buf, size_t bytes, int32_t *job, char *why, size_t why_size);
 
+/* ... of a record whose fixed part has header bytes: this build's, or 0.3's
+ * (before run_result gained its sinks, which are then NaN). */
+run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32_t *job,
+                             char *why, size_t why_size);
+
+/* Whether a record's fixed part of this many bytes can be read. */
+int run_header_known(uint64_t header);
+
 /* What one arm's runs depend on besides the seed: the preset's settings (all
  * but its name, description, seed count, arm list, comparisons, probes and
  * require_go), the arm as resolved,

@@ -91,6 +91,14 @@ typedef struct point {
     double rms_std, rms_kurt, rms_boundary, rms_regular;
 } point;
 
+/* Attention sinks and massive activations at an evaluation, over the active
+ * layers (lattice_diag_attention_sinks on the fixed batch): the mean mass on
+ * position 0, the largest share of sink heads, the largest top/median
+ * |activation|, the smallest value-norm ratio of position 0. NaN: not measured. */
+typedef struct sink_point {
+    double mass0, sink_rate, top_ratio, value_norm0;
+} sink_point;
+
 typedef struct run_result {
     double final_val;
     point pts[MAX_POINTS];
@@ -107,6 +115,8 @@ typedef struct run_result {
     lattice_diag_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
     int n_boundaries;
     double seconds, tokens_per_s;
+    /* added in 0.4, last: a record written before (without it) is still read */
+    sink_point sinks[MAX_POINTS]; /* one per pts entry */
 } run_result;
 
 /* ---- progress ------------------------------------------------------------------ */

@@ -302,6 +302,43 @@ class Traps(unittest.TestCase):
             self.assertNotIn("kept in", r.stderr)
             self.assertEqual([len(v) for v in results(out)["arms"].values()], [1, 1, 1])
 
+    def test_runs_of_0_3_are_read(self):
+        """A run kept by 0.3's layout (before the trajectory gained its sink
+        figures) is reused, its sink figures not measured (null)."""
+        import struct
+        sinks_bytes = 4096 * 4 * 8  # MAX_POINTS sink points of 4 doubles
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint"])
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            traj = results(out)["arms"]["pre-joint"][0]["trajectory"]
+            self.assertTrue(all(0 < x["attention_mass_pos0"] <= 1 for x in traj))
+            self.assertTrue(all(x["max_top_over_median"] > 1 for x in traj))
+            path = os.path.join(out, "runs", "pre-joint.seed1.run")
+            with open(path, "rb") as f:
+                data = f.read()
+            magic, (settings, size, header) = data[:8], struct.unpack("<3Q", data[8:32])
+            record = data[32:]
+            self.assertEqual(len(record), size)
+            old = record[:header - sinks_bytes] + record[header:]
+            with open(path, "wb") as f:
+                f.write(magic + struct.pack("<3Q", settings, len(old), header - sinks_bytes) + old)
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("1 run kept in %s/runs/ reused; 0 to run" % out, r.stderr)
+            again = results(out)["arms"]["pre-joint"][0]
+            self.assertEqual(again["val_ce"], results(out)["arms"]["pre-joint"][0]["val_ce"])
+            self.assertTrue(all(x["attention_mass_pos0"] is None for x in again["trajectory"]))
+            self.assertEqual([x["val_ce"] for x in again["trajectory"]],
+                             [x["val_ce"] for x in traj])
+            # a record of a size no build wrote is refused and run again
+            with open(path, "wb") as f:
+                f.write(magic + struct.pack("<3Q", settings, len(old), header - 8) + old)
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("written by a build whose run record differs", r.stderr)
+
     def test_paths(self):
         """A preset's own paths are taken from its folder; the default corpus
         is the project's, wherever the preset lives."""
