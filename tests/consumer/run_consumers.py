@@ -202,6 +202,20 @@ def cmake_consumer(tmp, prefix, env):
         if ("lattice_FOUND=1" in out) != found:
             raise Failure("find_package(lattice %s) %s %s:\n%s"
                           % (request, "did not find" if found else "found", version, out))
+    # The rule as the docs state it: their find_package examples are found, and
+    # the prose says "same major version" (0.3's mainpage said same minor).
+    with open(os.path.join(config_dir, "latticeConfig.cmake"), encoding="utf-8") as f:
+        config_text = f.read()
+    with open(os.path.join(HERE, "..", "..", "doc", "mainpage.md"), encoding="utf-8") as f:
+        mainpage = f.read()
+    for name, text in (("latticeConfig.cmake", config_text), ("doc/mainpage.md", mainpage)):
+        if not re.search(r"same\s+major\s+version", text) or re.search(r"same\s+minor", text):
+            raise Failure("%s does not state find_package's rule (the same major version)" % name)
+        for asked in re.findall(r"find_package\(lattice ([0-9.]+) REQUIRED\)", text):
+            M_, m_ = (int(x) for x in asked.split(".")[:2])
+            if M_ != M or m_ > m:
+                raise Failure("%s's example find_package(lattice %s) would not find %s"
+                              % (name, asked, version))
     log("CMake: lattice::lattice builds and runs; find_package's version rule holds")
 
 
