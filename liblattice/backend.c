@@ -140,10 +140,19 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: out is NULL");
     *out = NULL;
-    if (!ops || ops->size < OPS_V1_SIZE || ops->version < 1 ||
-        ops->version > LATTICE_BACKEND_OPS_VERSION)
+    if (!ops)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_create_custom: invalid argument (failed check: !ops || ops->size < OPS_V1_SIZE || ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)");
+            "lattice_backend_create_custom: invalid argument: ops is NULL");
+    if (ops->size < OPS_V1_SIZE)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create_custom: invalid argument: ops->size %zu is below %zu, the "
+            "table's first size (set it to sizeof(lattice_backend_ops))",
+            ops->size, (size_t)OPS_V1_SIZE);
+    if (ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_create_custom: invalid argument: ops->version %d is not one this "
+            "library knows (1..%d: set it to LATTICE_BACKEND_OPS_VERSION)",
+            (int)ops->version, LATTICE_BACKEND_OPS_VERSION);
     lattice_backend *be = backend_alloc(name ? name : "custom");
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -181,9 +190,12 @@ const char *lattice_backend_get_name(const lattice_backend *backend)
 
 lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads)
 {
-    if (!backend || n_threads < 1 || n_threads > 4096)
+    if (!backend)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_set_threads: invalid argument (failed check: !backend || n_threads < 1 || n_threads > 4096)");
+            "lattice_backend_set_threads: invalid argument: backend is NULL");
+    if (n_threads < 1 || n_threads > 4096)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_threads: invalid argument: n_threads %d not in 1..4096", n_threads);
     backend->n_threads = n_threads;
     if (backend->user_ops.set_threads)
         backend->user_ops.set_threads(backend->user_ops.user, n_threads);
@@ -195,9 +207,13 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
 {
     /* The smallest struct worth filling: size and name. */
     const size_t min_size = offsetof(lattice_backend_info, name) + sizeof(info->name);
-    if (!backend || !info || info->size < min_size)
+    if (lattice__need(NULL, "lattice_backend_get_info", 2, (const void *)backend, "backend",
+                      (const void *)info, "info") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (info->size < min_size)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_get_info: invalid argument (failed check: !backend || !info || info->size < min_size)");
+            "lattice_backend_get_info: invalid argument: info->size %zu is below %zu, the "
+            "struct's first size (set it to sizeof(lattice_backend_info))", info->size, min_size);
     lattice_backend_info full;
     memset(&full, 0, sizeof full);
     snprintf(full.name, sizeof full.name, "%s", backend->name);
@@ -347,9 +363,16 @@ lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int 
                                      int n, int k, float alpha, const float *a, int lda,
                                      const float *b, int ldb, float beta, float *c, int ldc)
 {
-    if (!backend || !c || (k > 0 && (!a || !b)) ||
-        !gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))
+    if (lattice__need(NULL, "lattice_backend_sgemm", 2, (const void *)backend, "backend",
+                      (const void *)c, "c") != LATTICE_OK ||
+        (k > 0 && lattice__need(NULL, "lattice_backend_sgemm", 2, (const void *)a, "a (k > 0)",
+                                (const void *)b, "b (k > 0)") != LATTICE_OK))
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (!gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_sgemm: invalid argument (failed check: !backend || !c || (k > 0 && (!a || !b)) || !gemm_args_ok(trans_a, trans_b, m, n, k, lda, ldb, ldc))");
+            "lattice_backend_sgemm: invalid argument: m %d, n %d and k %d must be >= 0, and "
+            "each leading dimension at least its row's length and 1: lda %d (A's rows: %d), "
+            "ldb %d (B's: %d), ldc %d (C's: %d)", m, n, k, lda, trans_a ? m : k, ldb,
+            trans_b ? k : n, ldc, n);
     return lattice__gemm(backend, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }

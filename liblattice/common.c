@@ -74,6 +74,24 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     return status;
 }
 
+lattice_status lattice__need(char *buf, const char *fn, int n, ...)
+{
+    va_list ap;
+    va_start(ap, n);
+    const char *missing = NULL;
+    for (int i = 0; i < n && !missing; i++) {
+        const void *p = va_arg(ap, const void *);
+        const char *name = va_arg(ap, const char *);
+        if (!p)
+            missing = name;
+    }
+    va_end(ap);
+    if (!missing)
+        return LATTICE_OK;
+    return lattice__set_error(buf, LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: %s is NULL",
+                              fn, missing);
+}
+
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size)
 {

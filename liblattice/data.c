@@ -409,9 +409,9 @@ const char *lattice_data_errmsg(const lattice_data *d)
 
 lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_params *out)
 {
-    if (!d || !out)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_get_params: invalid argument (failed check: !d || !out)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_params", 2,
+                      (const void *)d, "data", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     /* no field was added since 0.1: its size is today's */
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_data_get_params", out, &d->p, sizeof(d->p),
                              sizeof(lattice_data_params));
@@ -524,9 +524,9 @@ static void emit(lattice_data *d, lattice_data_batch *b, int rows, int seq)
 
 lattice_status lattice_data_next(lattice_data *d, lattice_data_batch *b)
 {
-    if (!d || !b)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_next: invalid argument (failed check: !d || !b)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_next", 2,
+                      (const void *)d, "data", (const void *)b, "batch") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     const int B = d->p.batch_size, T = d->p.seq_len;
     if (d->p.pack) {
         for (int r = 0; r < B; r++) {
@@ -575,9 +575,9 @@ int64_t lattice_data_get_n_val_batches(const lattice_data *d)
 
 lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattice_data_batch *b)
 {
-    if (!d || !b)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_get_val_batch: invalid argument (failed check: !d || !b)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_val_batch", 2,
+                      (const void *)d, "data", (const void *)b, "batch") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     if (index < 0 || index >= lattice_data_get_n_val_batches(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "validation batch %lld not in 0..%lld",
                     (long long)index, (long long)lattice_data_get_n_val_batches(d) - 1);
@@ -599,9 +599,9 @@ lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattic
 
 lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_position *pos)
 {
-    if (!d || !pos)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_get_position: invalid argument (failed check: !d || !pos)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_position", 2,
+                      (const void *)d, "data", (const void *)pos, "pos") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     pos->epoch = d->epoch;
     pos->index = d->index;
     return LATTICE_OK;
@@ -609,9 +609,9 @@ lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_pos
 
 lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_position *pos)
 {
-    if (!d || !pos)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_data_set_position: invalid argument (failed check: !d || !pos)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_set_position", 2,
+                      (const void *)d, "data", (const void *)pos, "pos") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     /* epochs are counted up from here: keep far from overflow */
     if (pos->epoch < 0 || pos->epoch > ((int64_t)1 << 50) || pos->index < 0 ||
         pos->index > pass_length(d))

@@ -210,9 +210,19 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
 lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
                                           int64_t window, int64_t horizon, lattice_diag_response *out)
 {
-    if (!losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)
+    if (lattice__need(NULL, "lattice_diag_loss_response", 2, (const void *)losses, "losses",
+                      (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (window < 1 || horizon < 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_loss_response: invalid argument (failed check: !losses || !out || window < 1 || horizon < 0 || append_step < window || append_step >= n)");
+            "lattice_diag_loss_response: invalid argument: window %lld must be >= 1 and horizon "
+            "%lld >= 0", (long long)window, (long long)horizon);
+    if (append_step < window || append_step >= n)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_diag_loss_response: invalid argument: append_step %lld must leave a window "
+            "of %lld losses before it and lie within the %lld losses (%lld..%lld)",
+            (long long)append_step, (long long)window, (long long)n, (long long)window,
+            (long long)n - 1);
     double base = 0.0;
     for (int64_t i = append_step - window; i < append_step; i++)
         base += losses[i];

@@ -216,9 +216,11 @@ static lattice_status fixed_sum(lattice_dist *d, void *data, size_t count, int i
 static lattice_status check_sum_args(lattice_dist *d, const void *values, size_t count,
                                      const char *fn)
 {
-    if (!d || (!values && count))
+    if (!d)
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: dist is NULL", fn);
+    if (!values && count)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "%s: invalid argument (failed check: !dist || (!values && count))", fn);
+                    "%s: invalid argument: values is NULL but count is %zu", fn, count);
     return LATTICE_OK;
 }
 
@@ -319,8 +321,8 @@ static const lattice_trainer_collective dist_ops = {
 lattice_status lattice_dist_attach(lattice_dist *d, lattice_trainer *t)
 {
     if (!d || !t)
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_attach: invalid argument (failed check: !dist || !trainer)");
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_dist_attach: invalid argument: %s is NULL",
+                    !d ? "dist" : "trainer");
     const lattice_status st = lattice_trainer_set_collective(t, &dist_ops, d);
     if (st != LATTICE_OK)
         return fail(d, st, "%s", lattice_trainer_errmsg(t));
@@ -330,11 +332,15 @@ lattice_status lattice_dist_attach(lattice_dist *d, lattice_trainer *t)
 lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_params *params)
 {
     const size_t min_size = offsetof(lattice_trainer_params, collective_user) + sizeof(void *);
-    if (!d || !params || params->size < min_size)
+    if (!d || !params)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_trainer_params: invalid argument (failed check: !dist || "
-                    "!params || params->size below the 0.3 struct's: call "
-                    "lattice_trainer_params_init first)");
+                    "lattice_dist_trainer_params: invalid argument: %s is NULL",
+                    !d ? "dist" : "params");
+    if (params->size < min_size)
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_trainer_params: invalid argument: params->size %zu is below "
+                    "%zu, the 0.3 struct's: call lattice_trainer_params_init first",
+                    params->size, min_size);
     params->collective = &dist_ops;
     params->collective_user = d;
     return LATTICE_OK;
@@ -343,8 +349,8 @@ lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_para
 lattice_status lattice_dist_detach(lattice_dist *d, lattice_trainer *t)
 {
     if (!d || !t)
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_detach: invalid argument (failed check: !dist || !trainer)");
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_dist_detach: invalid argument: %s is NULL",
+                    !d ? "dist" : "trainer");
     return lattice_trainer_set_collective(t, NULL, NULL);
 }
 
@@ -352,8 +358,8 @@ lattice_status lattice_dist_allreduce_gradients(lattice_dist *d, lattice_model *
 {
     if (!d || !model)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_allreduce_gradients: invalid argument (failed check: !dist || "
-                    "!model)");
+                    "lattice_dist_allreduce_gradients: invalid argument: %s is NULL",
+                    !d ? "dist" : "model");
     const lattice_status st =
         lattice_trainer_collective_reduce_gradients(&dist_ops, d, model, weight);
     if (st != LATTICE_OK)
@@ -364,10 +370,13 @@ lattice_status lattice_dist_allreduce_gradients(lattice_dist *d, lattice_model *
 lattice_status lattice_dist_get_stats(const lattice_dist *d, lattice_dist_stats *stats)
 {
     const size_t min_size = offsetof(lattice_dist_stats, other_seconds) + sizeof(double);
-    if (!d || !stats || stats->size < min_size)
+    if (!d || !stats)
         return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_get_stats: invalid argument (failed check: !dist || !stats || "
-                    "stats->size below the 0.3 struct's)");
+                    "lattice_dist_get_stats: invalid argument: %s is NULL", !d ? "dist" : "stats");
+    if (stats->size < min_size)
+        return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_get_stats: invalid argument: stats->size %zu is below %zu, the "
+                    "0.3 struct's (set it to sizeof(lattice_dist_stats))", stats->size, min_size);
     const size_t n = stats->size < sizeof(d->stats) ? stats->size : sizeof(d->stats);
     memcpy(stats, &d->stats, n);
     stats->size = n;

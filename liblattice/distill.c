@@ -62,9 +62,12 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: out is NULL");
     *out = NULL;
-    if (!params || params->size == 0)
+    if (!params)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument (failed check: !params || params->size == 0)");
+            "lattice_distill_create: invalid argument: params is NULL");
+    if (params->size == 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_create: invalid argument: params->size is 0: call lattice_distill_params_init first");
     lattice_distill_params p;
     lattice_distill_params_init(&p);
     memcpy(&p, params, params->size < sizeof(p) ? params->size : sizeof(p));
@@ -104,9 +107,9 @@ const char *lattice_distill_errmsg(const lattice_distill *d)
 
 lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_distill_params *out)
 {
-    if (!d || !out)
-        return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_get_params: invalid argument (failed check: !d || !out)");
+    if (lattice__need(LATTICE__ERRBUF(d), "lattice_distill_get_params", 2,
+                      (const void *)d, "distill", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     /* no field was added since 0.1: its size is today's */
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_distill_get_params", out, &d->p, sizeof(d->p),
                              sizeof(lattice_distill_params));

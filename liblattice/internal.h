@@ -29,6 +29,12 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size);
 
+/* Argument checks that say which argument is wrong, in words. The first of
+ * the n (pointer, name) pairs that is NULL is refused with "fn: invalid
+ * argument: name is NULL" in buf (may be NULL) and lattice_last_error();
+ * LATTICE_OK when none is. Pointers are passed as const void *. */
+lattice_status lattice__need(char *buf, const char *fn, int n, ...);
+
 /* A handle's message buffer, or NULL for a NULL handle (const handles too:
  * their message is not part of their logical state). */
 #define LATTICE__ERRBUF(h) ((h) ? (char *)(h)->err : NULL)

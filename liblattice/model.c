@@ -354,9 +354,12 @@ lattice_status lattice_model_params_check(const lattice_model_params *params, ch
 lattice_status lattice_model_estimate(const lattice_model_params *params, const lattice_norm *norm,
                                       int64_t *n_params, size_t *arena_bytes)
 {
-    if (!params || !norm || params->size == 0)
+    if (lattice__need(NULL, "lattice_model_estimate", 2, (const void *)params, "params",
+                      (const void *)norm, "norm") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (params->size == 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_estimate: invalid argument (failed check: !params || !norm || params->size == 0)");
+            "lattice_model_estimate: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model m;
     memset(&m, 0, sizeof(m));
     lattice_status st = adopt_params(&m.p, params, NULL);
@@ -392,9 +395,12 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_model_create: invalid argument: out is NULL");
     *out = NULL;
-    if (!params || !norm || !backend || params->size == 0)
+    if (lattice__need(NULL, "lattice_model_create", 3, (const void *)params, "params",
+                      (const void *)norm, "norm", (const void *)backend, "backend") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (params->size == 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_create: invalid argument (failed check: !params || !norm || !backend || params->size == 0)");
+            "lattice_model_create: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model *m = calloc(1, sizeof(*m));
     if (!m)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -475,9 +481,9 @@ const char *lattice_model_errmsg(const lattice_model *m)
 
 lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_params *out)
 {
-    if (!m || !out)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_get_params: invalid argument (failed check: !m || !out)");
+    if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_get_params", 2,
+                      (const void *)m, "model", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_model_params p = m->p;
     p.n_active_layers = m->n_active;
     /* no field was added since 0.1: its size is today's */
@@ -591,9 +597,9 @@ lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group
 lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_model_group group, int layer,
                                            int *trainable)
 {
-    if (!m || !trainable)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_get_trainable: invalid argument (failed check: !m || !trainable)");
+    if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_get_trainable", 2,
+                      (const void *)m, "model", (const void *)trainable, "trainable") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     int *f = trainable_flag((lattice_model *)m, group, layer);
     if (!f)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -1285,9 +1291,9 @@ lattice_status lattice_model_backward(lattice_model *m)
 
 lattice_status lattice_model_get_hidden(const lattice_model *m, int boundary, const float **out)
 {
-    if (!m || !out)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_get_hidden: invalid argument (failed check: !m || !out)");
+    if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_get_hidden", 2,
+                      (const void *)m, "model", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     if (!m->batch)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_STATE,
             "lattice_model_get_hidden: no forward pass has run yet");
@@ -1325,9 +1331,9 @@ lattice_status lattice_model_get_tensor(const lattice_model *m, int index, latti
 lattice_status lattice_model_find_tensor(const lattice_model *m, const char *name,
                                          lattice_model_tensor_info *out)
 {
-    if (!m || !name || !out)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_find_tensor: invalid argument (failed check: !m || !name || !out)");
+    if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_find_tensor", 3,
+                      (const void *)m, "model", (const void *)name, "name", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     for (int i = 0; i < m->n_tensors; i++)
         if (strcmp(m->tensors[i].name, name) == 0) {
             fill_info(m, &m->tensors[i], out);

@@ -14,13 +14,15 @@ lattice_status lattice_norm_create(lattice_norm_placement placement, lattice_nor
     if (placement != LATTICE_NORM_PLACEMENT_PRE && placement != LATTICE_NORM_PLACEMENT_POST &&
         placement != LATTICE_NORM_PLACEMENT_PERI)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_create: invalid argument (failed check: placement != LATTICE_NORM_PLACEMENT_PRE && placement != LATTICE_NORM_PLACEMENT_POST && placement != LATTICE_NORM_PLACEMENT_PERI)");
+            "lattice_norm_create: invalid argument: placement %d is none of "
+            "LATTICE_NORM_PLACEMENT_PRE, _POST, _PERI", (int)placement);
     if (kind != LATTICE_NORM_KIND_RMS && kind != LATTICE_NORM_KIND_LAYER)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_create: invalid argument (failed check: kind != LATTICE_NORM_KIND_RMS && kind != LATTICE_NORM_KIND_LAYER)");
+            "lattice_norm_create: invalid argument: kind %d is neither LATTICE_NORM_KIND_RMS "
+            "nor LATTICE_NORM_KIND_LAYER", (int)kind);
     if (!(eps > 0.0f) || !isfinite(eps))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_create: invalid argument (failed check: !(eps > 0.0f) || !isfinite(eps))");
+            "lattice_norm_create: invalid argument: eps %g must be finite and > 0", (double)eps);
     lattice_norm *n = calloc(1, sizeof(*n));
     if (!n)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -37,12 +39,18 @@ void lattice_norm_destroy(lattice_norm *norm) { free(norm); }
 
 lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, float scale)
 {
-    if (!norm || !(scale > 0.0f) || !isfinite(scale))
+    if (!norm)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_set_residual_scale: invalid argument (failed check: !norm || !(scale > 0.0f) || !isfinite(scale))");
+            "lattice_norm_set_residual_scale: invalid argument: norm is NULL");
+    if (!(scale > 0.0f) || !isfinite(scale))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_norm_set_residual_scale: invalid argument: scale %g must be finite and > 0",
+            (double)scale);
     if (norm->placement != LATTICE_NORM_PLACEMENT_POST && scale != 1.0f)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_set_residual_scale: invalid argument (failed check: norm->placement != LATTICE_NORM_PLACEMENT_POST && scale != 1.0f)");
+            "lattice_norm_set_residual_scale: invalid argument: scale %g on a %s norm: only a "
+            "post norm scales its residual (others take 1)", (double)scale,
+            lattice_norm_placement_name(norm->placement));
     norm->residual_scale = scale;
     return LATTICE_OK;
 }
@@ -75,9 +83,9 @@ const char *lattice_norm_placement_name(lattice_norm_placement placement)
 
 lattice_status lattice_norm_placement_from_name(const char *name, lattice_norm_placement *out)
 {
-    if (!name || !out)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_norm_placement_from_name: invalid argument (failed check: !name || !out)");
+    if (lattice__need(NULL, "lattice_norm_placement_from_name", 2,
+                      (const void *)name, "name", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     for (unsigned i = 0; i < sizeof(placement_names) / sizeof(placement_names[0]); i++) {
         if (strcmp(name, placement_names[i]) == 0) {
             *out = (lattice_norm_placement)i;

@@ -159,9 +159,9 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_create: invalid argument: out is NULL");
     *out = NULL;
-    if (!model || !params)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_optim_create: invalid argument (failed check: !model || !params)");
+    if (lattice__need(NULL, "lattice_optim_create", 2,
+                      (const void *)model, "model", (const void *)params, "params") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_optim *o = calloc(1, sizeof(*o));
     if (!o)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -209,9 +209,9 @@ lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_pa
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
 {
-    if (!o || !out)
-        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_optim_get_params: invalid argument (failed check: !o || !out)");
+    if (lattice__need(LATTICE__ERRBUF(o), "lattice_optim_get_params", 2,
+                      (const void *)o, "optim", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     size_t theirs;
     memcpy(&theirs, out, sizeof(theirs));
     if (theirs == sizeof(optim_params_0_2)) {

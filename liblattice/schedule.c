@@ -163,9 +163,13 @@ int lattice_schedule_get_n_phases(const lattice_schedule *s) { return s ? s->n_p
 
 lattice_status lattice_schedule_get_phase(const lattice_schedule *s, int index, lattice_schedule_phase *phase)
 {
-    if (!s || !phase || index < 0 || index >= s->n_phases)
+    if (lattice__need(LATTICE__ERRBUF(s), "lattice_schedule_get_phase", 2,
+                      (const void *)s, "schedule", (const void *)phase, "phase") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (index < 0 || index >= s->n_phases)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_get_phase: invalid argument (failed check: !s || !phase || index < 0 || index >= s->n_phases)");
+                    "lattice_schedule_get_phase: invalid argument: index %d is not a phase of "
+                    "this schedule (0..%d)", index, s->n_phases - 1);
     /* An output struct's size is only trusted when it is exactly this version's:
      * a 0.1 caller may leave it unset, and anything else could overrun its struct. */
     const size_t n = phase->size == sizeof(lattice_schedule_phase) ? sizeof(lattice_schedule_phase) : PHASE_SIZE_0_1;
@@ -206,9 +210,9 @@ int64_t lattice_schedule_get_total_steps(const lattice_schedule *s)
 lattice_status lattice_schedule_get_position(const lattice_schedule *s, int *phase,
                                          int64_t *step_in_phase)
 {
-    if (!s || !phase)
-        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_get_position: invalid argument (failed check: !s || !phase)");
+    if (lattice__need(LATTICE__ERRBUF(s), "lattice_schedule_get_position", 2,
+                      (const void *)s, "schedule", (const void *)phase, "phase") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     *phase = s->phase;
     if (step_in_phase)
         *step_in_phase = s->step_in_phase;
@@ -222,9 +226,14 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
 {
     if (phase_ended)
         *phase_ended = 0;
-    if (!s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
-        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_record: invalid argument (failed check: !s || tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)");
+    if (!s)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_schedule_record: invalid argument: schedule is NULL");
+    if (tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_schedule_record: invalid argument: tokens %lld and nonpad_tokens %lld "
+                    "must be >= 0, and the non-padding ones no more than all",
+                    (long long)tokens, (long long)nonpad_tokens);
     if (s->phase >= s->n_phases)
         return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
     const lattice_schedule_phase *p = &s->phases[s->phase];
@@ -248,9 +257,9 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
 
 lattice_status lattice_schedule_get_counters(const lattice_schedule *s, lattice_schedule_counters *out)
 {
-    if (!s || !out)
-        return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_get_counters: invalid argument (failed check: !s || !out)");
+    if (lattice__need(LATTICE__ERRBUF(s), "lattice_schedule_get_counters", 2,
+                      (const void *)s, "schedule", (const void *)out, "out") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     *out = s->counters;
     return LATTICE_OK;
 }

@@ -50,10 +50,17 @@ lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_teacher_create_callback: invalid argument: out is NULL");
     *out = NULL;
-    if (!fn || vocab_size < 1 || max_batch < 1 || max_seq < 1 ||
-        (double)vocab_size * max_batch * max_seq > (double)(SIZE_MAX / 8))
+    if (!fn)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_teacher_create_callback: invalid argument (failed check: !fn || vocab_size < 1 || max_batch < 1 || max_seq < 1 || (double)vocab_size * max_batch * max_seq > (double)(SIZE_MAX / 8))");
+            "lattice_teacher_create_callback: invalid argument: fn is NULL");
+    if (vocab_size < 1 || max_batch < 1 || max_seq < 1)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_callback: invalid argument: vocab_size %d, max_batch %d and "
+            "max_seq %d must each be >= 1", vocab_size, max_batch, max_seq);
+    if ((double)vocab_size * max_batch * max_seq > (double)(SIZE_MAX / 8))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_teacher_create_callback: invalid argument: vocab_size %d x max_batch %d x "
+            "max_seq %d logits would not fit in memory", vocab_size, max_batch, max_seq);
     lattice_teacher *t = calloc(1, sizeof(*t));
     if (!t)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -326,9 +333,9 @@ static void copy_floats(float *dst, const float *src, size_t n)
 
 lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s)
 {
-    if (!t || !s)
-        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_teacher_init_student: invalid argument (failed check: !t || !s)");
+    if (lattice__need(LATTICE__ERRBUF(t), "lattice_teacher_init_student", 2,
+                      (const void *)t, "teacher", (const void *)s, "s") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_model *m = t->model;
     if (!m)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "only a model teacher can initialise a student");

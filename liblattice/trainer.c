@@ -84,10 +84,18 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_create: invalid argument: out is NULL");
     *out = NULL;
-    if (!model || !data || !optim || !schedule || (teacher && !distill) ||
-        (params && params->size == 0))
+    if (lattice__need(NULL, "lattice_trainer_create", 4, (const void *)model, "model",
+                      (const void *)data, "data", (const void *)optim, "optim",
+                      (const void *)schedule, "schedule") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (teacher && !distill)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_trainer_create: invalid argument (failed check: !model || !data || !optim || !schedule || (teacher && !distill) || (params && params->size == 0))");
+            "lattice_trainer_create: invalid argument: distill is NULL, but a teacher needs a "
+            "distill loss (or pass no teacher to train on cross-entropy alone)");
+    if (params && params->size == 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument: params->size is 0: call "
+            "lattice_trainer_params_init first (or pass NULL for the defaults)");
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
@@ -439,12 +447,18 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
                     ops->size, (size_t)COLLECTIVE_V03_SIZE);
     memcpy(&c, ops, ops->size < sizeof(c) ? ops->size : sizeof(c));
     c.size = sizeof(c);
-    if (!c.rank || !c.n_ranks || !c.sum_floats || !c.sum_doubles || !c.sum_int64 || !c.barrier ||
-        !c.broadcast)
+    const char *missing = !c.rank          ? "rank"
+                          : !c.n_ranks     ? "n_ranks"
+                          : !c.sum_floats  ? "sum_floats"
+                          : !c.sum_doubles ? "sum_doubles"
+                          : !c.sum_int64   ? "sum_int64"
+                          : !c.barrier     ? "barrier"
+                          : !c.broadcast   ? "broadcast"
+                                           : NULL;
+    if (missing)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_trainer_set_collective: a required slot is NULL (failed check: !rank "
-                    "|| !n_ranks || !sum_floats || !sum_doubles || !sum_int64 || !barrier || "
-                    "!broadcast)");
+                    "lattice_trainer_set_collective: invalid argument: ops->%s is NULL (every "
+                    "slot up to broadcast is required)", missing);
     const int rank = c.rank(user), n = c.n_ranks(user);
     if (n < 1 || rank < 0 || rank >= n)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
@@ -519,11 +533,21 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
                                                            void *user, lattice_model *model,
                                                            double weight)
 {
-    if (!ops || !model || ops->size < COLLECTIVE_V03_SIZE || !ops->sum_floats || !isfinite(weight))
+    static const char fn[] = "lattice_trainer_collective_reduce_gradients";
+    if (lattice__need(NULL, fn, 2, (const void *)ops, "ops", (const void *)model, "model") !=
+        LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (ops->size < COLLECTIVE_V03_SIZE)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-                             "lattice_trainer_collective_reduce_gradients: invalid argument "
-                             "(failed check: !ops || !model || ops->size < the 0.3 size || "
-                             "!ops->sum_floats || !isfinite(weight))");
+                             "%s: invalid argument: ops->size %zu is below %zu, the table's 0.3 "
+                             "size (set it to sizeof(lattice_trainer_collective))", fn, ops->size,
+                             (size_t)COLLECTIVE_V03_SIZE);
+    if (!ops->sum_floats)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "%s: invalid argument: ops->sum_floats is NULL", fn);
+    if (!isfinite(weight))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "%s: invalid argument: weight %g is not finite", fn, weight);
     const int rc = reduce_gradients(ops, user, model, weight);
     if (rc) {
         const char *why = ops->size >= sizeof(*ops) && ops->errmsg ? ops->errmsg(user) : NULL;
@@ -563,9 +587,9 @@ static lattice_data_batch share_of(const lattice_trainer *t, const lattice_data_
 
 lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
-    if (!t || !val_ce)
-        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_trainer_evaluate: invalid argument (failed check: !t || !val_ce)");
+    if (lattice__need(LATTICE__ERRBUF(t), "lattice_trainer_evaluate", 2,
+                      (const void *)t, "trainer", (const void *)val_ce, "val_ce") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
     int64_t nb = lattice_data_get_n_val_batches(t->data);
     if (nb == 0)
         return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");

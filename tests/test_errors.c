@@ -201,7 +201,7 @@ START_TEST(test_every_failure_says_why)
            lattice_model_zero_layer_outputs(m, 7));
     EXPECT(lattice_model_set_trainable, INV, "7", lattice_model_errmsg(m),
            lattice_model_set_trainable(m, LATTICE_MODEL_GROUP_LAYER, 7, 1));
-    EXPECT(lattice_model_get_trainable, INV, "!trainable", lattice_model_errmsg(m),
+    EXPECT(lattice_model_get_trainable, INV, "trainable is NULL", lattice_model_errmsg(m),
            lattice_model_get_trainable(m, LATTICE_MODEL_GROUP_LAYER, 0, NULL));
     EXPECT(lattice_model_set_skip, INV, "skip", lattice_model_errmsg(m),
            lattice_model_set_skip(m, 0, 7));
@@ -391,6 +391,84 @@ START_TEST(test_trainer_config_reasons)
 }
 END_TEST
 
+/* Argument checks name the argument and the rule in words, never a C
+ * expression ("failed check: !model || ..."). A representative call per kind
+ * of check: NULL pointers, unset sizes, bindings, ranges, enums. */
+static void expect_words(const char *what, lattice_status got, const char *words)
+{
+    const char *msg = lattice_last_error();
+    ck_assert_msg(got == LATTICE_ERR_INVALID_ARGUMENT, "%s: status %d (%s)", what, (int)got, msg);
+    ck_assert_msg(strstr(msg, words), "%s: '%s' lacks '%s'", what, msg, words);
+    ck_assert_msg(!strstr(msg, "failed check") && !strstr(msg, "||") && !strstr(msg, "->size =="),
+                  "%s: '%s' reads as C", what, msg);
+}
+
+START_TEST(test_arguments_in_words)
+{
+    world w;
+    open_world(&w);
+    lattice_trainer *t;
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.size = 0;
+    expect_words("trainer without a loss for its teacher",
+                 lattice_trainer_create(w.m, w.tch, NULL, w.d, w.o, w.s, NULL, &t),
+                 "distill is NULL, but a teacher needs a distill loss");
+    expect_words("trainer params never initialised",
+                 lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, w.s, &tp, &t),
+                 "params->size is 0: call lattice_trainer_params_init first");
+    expect_words("trainer without data", lattice_trainer_create(w.m, NULL, NULL, NULL, w.o, w.s, NULL, &t),
+                 "lattice_trainer_create: invalid argument: data is NULL");
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    mp.size = 0;
+    lattice_model *m;
+    expect_words("model params never initialised", lattice_model_create(&mp, w.norm, w.be, &m),
+                 "params->size is 0: call lattice_model_params_init first");
+    lattice_model_params_init(&mp);
+    expect_words("model without a backend", lattice_model_create(&mp, w.norm, NULL, &m),
+                 "backend is NULL");
+    lattice_distill_params kp;
+    lattice_distill_params_init(&kp);
+    kp.size = 0;
+    lattice_distill *ds;
+    expect_words("distill params never initialised", lattice_distill_create(&kp, &ds),
+                 "call lattice_distill_params_init first");
+    lattice_norm *n;
+    expect_words("norm eps", lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, -1.0f, &n),
+                 "eps -1 must be finite and > 0");
+    expect_words("norm placement",
+                 lattice_norm_create((lattice_norm_placement)9, LATTICE_NORM_KIND_RMS, 1e-6f, &n),
+                 "placement 9 is none of");
+    expect_words("residual scale of a pre norm", lattice_norm_set_residual_scale(w.norm, 2.0f),
+                 "only a post norm scales its residual");
+    expect_words("threads", lattice_backend_set_threads(w.be, 0), "n_threads 0 not in 1..4096");
+    float a[6] = {0}, b[6] = {0}, c[4] = {0};
+    expect_words("sgemm leading dimension",
+                 lattice_backend_sgemm(w.be, 0, 0, 2, 2, 3, 1.0f, a, 1, b, 2, 0.0f, c, 2),
+                 "lda 1 (A's rows: 3)");
+    expect_words("sgemm without A", lattice_backend_sgemm(w.be, 0, 0, 2, 2, 3, 1.0f, NULL, 3, b, 2, 0.0f, c, 2),
+                 "a (k > 0) is NULL");
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    expect_words("phase index", lattice_schedule_get_phase(w.s, 7, &ph),
+                 "index 7 is not a phase of this schedule (0..1)");
+    expect_words("recorded tokens", lattice_schedule_record(w.s, 4, 5, 0.0, NULL),
+                 "tokens 4 and nonpad_tokens 5");
+    const double losses[10] = {0};
+    lattice_diag_response r;
+    expect_words("loss response window", lattice_diag_loss_response(losses, 10, 2, 5, 0, &r),
+                 "append_step 2 must leave a window of 5 losses");
+    lattice_teacher *tch;
+    expect_words("callback teacher shape",
+                 lattice_teacher_create_callback(failing_teacher, NULL, 0, 1, 1, &tch),
+                 "vocab_size 0, max_batch 1 and max_seq 1 must each be >= 1");
+    expect_words("batch out", lattice_data_next(w.d, NULL), "lattice_data_next: invalid argument: batch is NULL");
+    expect_words("model get_params", lattice_model_get_params(NULL, &mp), "model is NULL");
+    close_world(&w);
+}
+END_TEST
+
 /* ---- versioned out-structs: the library writes no more than the caller's size ---- */
 
 typedef lattice_status (*getter_fn)(const void *handle, void *out);
@@ -550,6 +628,7 @@ int main(void)
     TCase *tc = tcase_create("errors");
     tcase_add_test(tc, test_every_failure_says_why);
     tcase_add_test(tc, test_trainer_config_reasons);
+    tcase_add_test(tc, test_arguments_in_words);
     tcase_add_test(tc, test_threads_do_not_mix);
     tcase_add_test(tc, test_getters_honour_size);
     tcase_add_test(tc, test_distill_model_checks_widths);

@@ -79,8 +79,8 @@ static void bad_input(lattice_dist *d)
     EXPECT(lattice_dist_attach, CFG, "does not divide by 2 ranks", lattice_dist_errmsg(d),
            lattice_dist_attach(d, w.t));
     CHECK(strstr(lattice_trainer_errmsg(w.t), "does not divide"), "trainer message");
-    EXPECT(lattice_dist_attach, INV, "!dist || !trainer", NULL, lattice_dist_attach(NULL, w.t));
-    EXPECT(lattice_dist_attach, INV, "!dist || !trainer", lattice_dist_errmsg(d),
+    EXPECT(lattice_dist_attach, INV, "dist is NULL", NULL, lattice_dist_attach(NULL, w.t));
+    EXPECT(lattice_dist_attach, INV, "trainer is NULL", lattice_dist_errmsg(d),
            lattice_dist_attach(d, NULL));
     EXPECT(lattice_dist_detach, INV, "lattice_dist_detach", NULL, lattice_dist_detach(NULL, w.t));
     EXPECT(lattice_dist_allreduce_gradients, INV, "lattice_dist_allreduce_gradients",
