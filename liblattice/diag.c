@@ -273,10 +273,10 @@ lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *toke
     if (out_len < L)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "out holds %d layers, the model has %d active", out_len, L);
-    if (head_mass && head_mass_len < L * H)
+    if (head_mass && head_mass_len < (long)L * H)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "head_mass holds %d values, the model needs %d (active layers x heads)",
-                    head_mass_len, L * H);
+                    "head_mass holds %d values, the model needs %ld (active layers x heads)",
+                    head_mass_len, (long)L * H);
     if (!(threshold >= 0.0 && threshold <= 1.0))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "threshold %g not in [0, 1]", threshold);
     lattice_status st = check_batch(d, tokens, batch, seq);
