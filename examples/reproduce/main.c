@@ -353,9 +353,15 @@ int main(int argc, char **argv)
     if (!f)
         die("cannot write %s", path);
     report(f, &rs);
-    fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
-            wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels, p.threads,
-            n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+    if (n_runs > 0)
+        fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
+                wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels,
+                p.threads, n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+    else
+        fprintf(f, "\nNothing ran now: every run reported was kept from an earlier run in this "
+                   "folder (each run's own seconds and tokens/s are in results.json). Report "
+                   "written by lattice %s, backend %s (%s).\n",
+                lattice_version_string(), lattice_backend_get_name(be), kernels);
     if (jobs > 1)
         fprintf(f, "The runs went %d side by side (%s).\n", jobs, plan);
     if (n_ranks > 1)
