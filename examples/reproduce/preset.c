@@ -564,6 +564,31 @@ void check_preset_files(const preset *p)
     }
 }
 
+/* A section's (teacher, train) optimizer recipe beyond lr and warmup: the LR's
+ * shape after warmup (cosine to min_lr, default lr / floor_div; or constant:
+ * min_lr = lr), weight_decay (0) and beta2 (-1: the library's). */
+static void recipe(json_object *o, const char *sect, double lr, double floor_div, double *min_lr,
+                   double *weight_decay, double *beta2)
+{
+    static const char *const shapes[] = {"cosine", "constant"};
+    json_object *s = member(o, sect);
+    *min_lr = lr / floor_div;
+    *weight_decay = 0.0;
+    *beta2 = -1.0;
+    if (!s)
+        return;
+    snprintf(where_prefix, sizeof where_prefix, "%s", sect); /* messages name sect.key */
+    const int shape = get_enum(s, "lr_shape", sect, shapes, 2, 0);
+    if (shape == 1 && member(s, "min_lr"))
+        die("preset: %s.min_lr with %s.lr_shape constant: a constant LR has no floor", sect, sect);
+    *min_lr = shape == 1 ? lr : get_d(s, "min_lr", lr / floor_div);
+    *weight_decay = get_d(s, "weight_decay", 0.0);
+    *beta2 = member(s, "beta2") ? get_d(s, "beta2", 0.95) : -1.0;
+    if (*beta2 >= 1.0)
+        die("preset: %s.beta2 must be below 1", sect);
+    where_prefix[0] = 0;
+}
+
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
@@ -605,26 +630,10 @@ void load_preset(preset *p, const char *path)
     p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
     p->t_seq_len = get_i(o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
     p->t_batch = get_i(o, "teacher.batch_size", p->batch, 1, 4096);
-    /* the LR's shape after warmup: cosine to min_lr, or constant (min_lr = lr) */
-    static const char *const shapes[] = {"cosine", "constant"};
-    const int t_shape = get_enum(o, "teacher.lr_shape", "teacher", shapes, 2, 0);
-    if (t_shape == 1 && member(o, "teacher.min_lr"))
-        die("preset: teacher.min_lr with teacher.lr_shape constant: a constant LR has no floor");
-    p->t_min_lr = t_shape == 1 ? p->t_lr : get_d(o, "teacher.min_lr", p->t_lr / 10);
-    p->t_weight_decay = get_d(o, "teacher.weight_decay", 0.0);
-    p->t_beta2 = member(o, "teacher.beta2") ? get_d(o, "teacher.beta2", 0.95) : -1.0;
-    if (p->t_beta2 >= 1.0)
-        die("preset: teacher.beta2 must be below 1");
+    recipe(o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_weight_decay, &p->t_beta2);
     p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
     p->lr = get_d(o, "train.lr", lr_per_std * p->init_std);
-    const int shape = get_enum(o, "train.lr_shape", "train", shapes, 2, 0);
-    if (shape == 1 && member(o, "train.min_lr"))
-        die("preset: train.min_lr with train.lr_shape constant: a constant LR has no floor");
-    p->min_lr = shape == 1 ? p->lr : get_d(o, "train.min_lr", p->lr / 100);
-    p->weight_decay = get_d(o, "train.weight_decay", 0.0);
-    p->beta2 = member(o, "train.beta2") ? get_d(o, "train.beta2", 0.95) : -1.0;
-    if (p->beta2 >= 1.0)
-        die("preset: train.beta2 must be below 1");
+    recipe(o, "train", p->lr, 100, &p->min_lr, &p->weight_decay, &p->beta2);
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
     p->clip = get_d(o, "train.clip", 0.5);
     p->alpha = get_d(o, "train.alpha", 0.7);

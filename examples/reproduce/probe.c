@@ -38,15 +38,11 @@ static void train_probe(probe_run *r)
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
     check(lattice_backend_set_threads(be, p->threads), "backend", NULL);
-    lattice_model *t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers,
-                                      p->t_init_std, 1000, p->t_batch, p->t_seq_len);
-    lattice_data *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
-    lattice_optim *o = new_optim(t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0,
-                                 p->t_weight_decay, p->t_beta2);
+    lattice_model *t;
+    lattice_data *d;
+    lattice_optim *o;
     lattice_schedule *s;
-    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
-                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
-          "schedule", NULL);
+    teacher_parts(p, be, &t, &d, &o, &s);
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_every = 0;

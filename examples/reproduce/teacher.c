@@ -4,6 +4,19 @@
 #include "runs.h"
 
 /* The teacher is cached in the output folder with the settings that made it. */
+void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, lattice_data **d,
+                   lattice_optim **o, lattice_schedule **s)
+{
+    *t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
+                        p->t_batch, p->t_seq_len);
+    *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
+    *o = new_optim(*t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0, p->t_weight_decay,
+                   p->t_beta2);
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
+                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, s),
+          "schedule", NULL);
+}
+
 lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain)
 {
     char path[2048], meta[2048];
@@ -37,15 +50,10 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     }
     /* its own rows (default the students'); the copy that teaches is made
      * for the students' rows, below */
-    t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
-                       p->t_batch, p->t_seq_len);
-    lattice_data *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
-    lattice_optim *o = new_optim(t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0,
-                                 p->t_weight_decay, p->t_beta2);
+    lattice_data *d;
+    lattice_optim *o;
     lattice_schedule *s;
-    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
-                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
-          "schedule", NULL);
+    teacher_parts(p, be, &t, &d, &o, &s);
     run_result *r = calloc(1, sizeof(*r));
     r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
     progress pr = {0};

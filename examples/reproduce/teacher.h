@@ -4,6 +4,11 @@
 
 #include "study.h"
 
+/* A teacher to train (the preset's recipe, on its own rows): the model, its
+ * data, optimizer and schedule. */
+void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, lattice_data **d,
+                   lattice_optim **o, lattice_schedule **s);
+
 /* The teacher, from the output folder's cache when its settings match, else trained and saved. */
 lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain);
 
