@@ -28,12 +28,26 @@ int owes_rank0;
 int fail_here;
 
 /* A message on stderr, prefixed with who. */
+/* who, then the message, in one write: the lines of other ranks (and mpirun's
+ * own) go to the same stream, and would land inside a line written in parts. */
+static void say_line(const char *fmt, va_list ap, int newline)
+{
+    char buf[4096];
+    int n = snprintf(buf, sizeof buf, "%s: ", who);
+    if (n < 0 || (size_t)n >= sizeof buf)
+        n = 0;
+    int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    size_t len = m < 0 ? (size_t)n : strnlen(buf, sizeof buf - 2);
+    if (newline)
+        buf[len++] = '\n';
+    fwrite(buf, 1, len, stderr);
+}
+
 void say(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", who);
-    vfprintf(stderr, fmt, ap);
+    say_line(fmt, ap, 0);
     va_end(ap);
 }
 
@@ -43,9 +57,7 @@ void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "%s: ", who);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say_line(fmt, ap, 1);
     va_end(ap);
     fflush(stderr);
 #ifdef LATTICE_HAVE_MPI
