@@ -23,19 +23,23 @@ static double t90(int df)
     return df <= 30 ? q[df - 1] : 1.645;
 }
 
-static int finite_summary(const summary *d)
+/* The verdict a comparison gets before its interval is looked at: not run
+ * (no seeds), not available (a NaN), inconclusive (one seed: no interval);
+ * -1 when the interval decides. */
+static int before_interval(const summary *d)
 {
-    return isfinite(d->mean) && (d->n < 2 || isfinite(d->half));
+    if (d->n == 0)
+        return V_NOT_RUN;
+    if (!isfinite(d->mean) || (d->n >= 2 && !isfinite(d->half)))
+        return V_NOT_AVAILABLE;
+    return d->n < 2 ? V_INCONCLUSIVE : -1;
 }
 
 verdict rule_direction(const summary *d, int sign)
 {
-    if (d->n == 0)
-        return V_NOT_RUN;
-    if (!finite_summary(d))
-        return V_NOT_AVAILABLE;
-    if (d->n < 2)
-        return V_INCONCLUSIVE;
+    const int early = before_interval(d);
+    if (early >= 0)
+        return (verdict)early;
     const double lo = d->mean - d->half, hi = d->mean + d->half;
     if ((sign < 0 && hi < 0) || (sign > 0 && lo > 0))
         return V_REPRODUCED;
@@ -46,12 +50,9 @@ verdict rule_direction(const summary *d, int sign)
 
 verdict rule_parity(const summary *d, double margin)
 {
-    if (d->n == 0)
-        return V_NOT_RUN;
-    if (!finite_summary(d))
-        return V_NOT_AVAILABLE;
-    if (d->n < 2)
-        return V_INCONCLUSIVE;
+    const int early = before_interval(d);
+    if (early >= 0)
+        return (verdict)early;
     const double se = d->sd / sqrt((double)d->n), h90 = t90(d->n - 1) * se;
     if (d->mean - h90 > -margin && d->mean + h90 < margin)
         return V_REPRODUCED;
