@@ -40,6 +40,8 @@ static char *state_json(const lattice_trainer *t)
     ADD(op, "eps", dbl(o->p.eps));
     ADD(op, "weight_decay", dbl(o->p.weight_decay));
     ADD(op, "clip_norm", dbl(o->p.clip_norm));
+    ADD(op, "lr_shape", i64(o->p.lr_shape));
+    ADD(op, "decay_fraction", dbl(o->p.decay_fraction));
     ADD(sc, "n_phases", i64(s->n_phases));
     ADD(sc, "phase", i64(s->phase));
     ADD(sc, "step_in_phase", i64(s->step_in_phase));
@@ -266,6 +268,16 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         r->op.eps = (float)d[4];
         r->op.weight_decay = (float)d[5];
         r->op.clip_norm = (float)d[6];
+        /* since 0.4; a 0.3 checkpoint has neither: cosine */
+        int64_t shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
+        if (json_object_object_get_ex(op, "lr_shape", NULL))
+            ok &= get64(op, "lr_shape", &shape) && shape >= 0 && shape <= INT32_MAX;
+        if (json_object_object_get_ex(op, "decay_fraction", NULL))
+            ok &= getd(op, "decay_fraction", &d[7]);
+        else
+            d[7] = r->op.decay_fraction;
+        r->op.lr_shape = (lattice_optim_lr_shape)shape;
+        r->op.decay_fraction = (float)d[7];
     }
     json_object_put(j);
     if (!ok)

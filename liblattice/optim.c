@@ -2,6 +2,7 @@
 #include "backend_impl.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,8 @@ void lattice_optim_params_init(lattice_optim_params *p)
     p->eps = 1e-8f;
     p->weight_decay = 0.0f;
     p->clip_norm = 0.5f;
+    p->lr_shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
+    p->decay_fraction = 0.2f;
 }
 
 static lattice_status check(const lattice_optim_params *p, char *err)
@@ -61,6 +64,11 @@ static lattice_status check(const lattice_optim_params *p, char *err)
             (double)p->weight_decay, peak_lr, 1.0 - peak_lr * p->weight_decay);
     if (!(p->clip_norm >= 0.0f) || !isfinite(p->clip_norm))
         BAD("clip_norm must be finite and >= 0");
+    if (p->lr_shape != LATTICE_OPTIM_LR_SHAPE_COSINE && p->lr_shape != LATTICE_OPTIM_LR_SHAPE_WSD)
+        BAD("lr_shape %d is not a shape (LATTICE_OPTIM_LR_SHAPE_COSINE or _WSD)", (int)p->lr_shape);
+    if (!(p->decay_fraction >= 0.0f && p->decay_fraction <= 1.0f))
+        BAD("decay_fraction %g must lie in [0, 1] (the share of the steps after warmup spent "
+            "decaying)", (double)p->decay_fraction);
     return LATTICE_OK;
 #undef BAD
 }
@@ -78,6 +86,22 @@ typedef struct {
 
 _Static_assert(sizeof(optim_params_0_2) < sizeof(lattice_optim_params),
                "the 0.2 layout of lattice_optim_params must be the smaller one");
+
+/* The struct as 0.3 laid it out: 0.4 appended lr_shape and decay_fraction. A
+ * caller's size from here up to the 0.4 size (exclusive) is a 0.3 struct, whose
+ * bytes past clip_norm are padding, never read. */
+typedef struct {
+    size_t size;
+    float lr, min_lr;
+    int64_t warmup_steps, total_steps;
+    float beta1, beta2, eps, weight_decay, clip_norm;
+} optim_params_0_3;
+
+#define OPTIM_0_3_BYTES offsetof(lattice_optim_params, lr_shape)
+_Static_assert(offsetof(optim_params_0_3, clip_norm) == offsetof(lattice_optim_params, clip_norm) &&
+               OPTIM_0_3_BYTES <= sizeof(optim_params_0_3) &&
+               sizeof(optim_params_0_3) < sizeof(lattice_optim_params),
+               "0.4 appended to the 0.3 layout of lattice_optim_params");
 
 static void from_0_2(lattice_optim_params *p, const optim_params_0_2 *o)
 {
@@ -122,6 +146,21 @@ void compat_optim_params_init_0_2(optim_params_0_2 *p)
     memset(p, 0, sizeof(*p));
     to_0_2(p, &now);
 }
+
+/* Programs built against 0.3 bind it at LATTICE_0.3: 0.3's struct, 8 bytes
+ * short of 0.4's. */
+void compat_optim_params_init_0_3(optim_params_0_3 *p) __attribute__((visibility("default")));
+__asm__(".symver compat_optim_params_init_0_3, lattice_optim_params_init@LATTICE_0.3");
+void compat_optim_params_init_0_3(optim_params_0_3 *p)
+{
+    if (!p)
+        return;
+    lattice_optim_params now;
+    lattice_optim_params_init(&now);
+    memset(p, 0, sizeof(*p));
+    memcpy(p, &now, OPTIM_0_3_BYTES);
+    p->size = sizeof(*p);
+}
 #endif
 
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
@@ -131,11 +170,11 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
     lattice_optim_params tmp;
     lattice_optim_params_init(&tmp);
-    if (src->size > sizeof(optim_params_0_2) && src->size < sizeof(tmp))
+    if (src->size > sizeof(optim_params_0_2) && src->size < sizeof(optim_params_0_3))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes) "
                                   "nor a 0.3 one (at least %zu): set it to sizeof the struct",
-                                  src->size, sizeof(optim_params_0_2), sizeof(tmp));
+                                  src->size, sizeof(optim_params_0_2), sizeof(optim_params_0_3));
     if (src->size <= sizeof(optim_params_0_2)) {
         /* a 0.1/0.2 caller: its layout, as much of it as it has */
         optim_params_0_2 old;
@@ -143,7 +182,9 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         memcpy(&old, src, src->size < sizeof(old) ? src->size : sizeof(old));
         from_0_2(&tmp, &old);
     } else {
-        memcpy(&tmp, src, sizeof(tmp));
+        /* 0.3 and later: the fields the caller has; a 0.3 struct's padding
+         * where 0.4 put lr_shape is not read */
+        memcpy(&tmp, src, src->size < sizeof(tmp) ? OPTIM_0_3_BYTES : sizeof(tmp));
     }
     tmp.size = sizeof(tmp);
     lattice_status st = check(&tmp, err);
@@ -222,15 +263,23 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
                                  sizeof(old), sizeof(old));
     }
     return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
-                             sizeof(lattice_optim_params));
+                             sizeof(optim_params_0_3));
 }
 
 static double lr_at(const lattice_optim_params *p, int64_t s)
 {
     if (s < p->warmup_steps)
         return (double)p->lr * (double)(s + 1) / p->warmup_steps;
-    int64_t decay = p->total_steps - p->warmup_steps;
-    double prog = decay > 0 ? (double)(s - p->warmup_steps) / (double)decay : 1.0;
+    const int64_t n = p->total_steps - p->warmup_steps;
+    if (p->lr_shape == LATTICE_OPTIM_LR_SHAPE_WSD) {
+        const int64_t d = llround((double)p->decay_fraction * (double)n);
+        if (d <= 0)
+            return p->lr;
+        double q = (double)(s - (p->total_steps - d)) / (double)d;
+        q = q < 0.0 ? 0.0 : q > 1.0 ? 1.0 : q;
+        return (double)p->lr - ((double)p->lr - p->min_lr) * q;
+    }
+    double prog = n > 0 ? (double)(s - p->warmup_steps) / (double)n : 1.0;
     if (prog > 1.0)
         prog = 1.0;
     return p->min_lr + 0.5 * ((double)p->lr - p->min_lr) * (1.0 + cos(M_PI * prog));

@@ -22,7 +22,9 @@ static int failures;
  * fills 0.3's structs). */
 void optim_params_init_0_2(struct optim_params_0_2 *p);
 void trainer_params_init_0_2(struct trainer_params_0_2 *p);
+void optim_params_init_0_3(struct optim_params_0_3 *p);
 __asm__(".symver optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
+__asm__(".symver optim_params_init_0_3, lattice_optim_params_init@LATTICE_0.3");
 __asm__(".symver trainer_params_init_0_2, lattice_trainer_params_init@LATTICE_0.1");
 
 #define SAME(a, b)                                                                                \
@@ -153,6 +155,22 @@ int main(void)
     SAME(back.total_steps, op.total_steps);
     lattice_optim_destroy(o02);
     free(op02);
+    /* a 0.3 program's optim params (0.4 grew the struct): filled to its size */
+    struct optim_params_0_3 *op03 = malloc(sizeof(*op03));
+    memset(op03, 0xA5, sizeof(*op03));
+    optim_params_init_0_3(op03);
+    SAME(op03->size, sizeof(*op03));
+    SAME(op03->total_steps, op.total_steps);
+    SAME(op03->clip_norm, op.clip_norm);
+    op03->warmup_steps = 3;
+    lattice_optim *o03;
+    OK(lattice_optim_create(m, (const lattice_optim_params *)(void *)op03, &o03));
+    back.size = sizeof(back);
+    OK(lattice_optim_get_params(o03, &back));
+    SAME(back.warmup_steps, 3);
+    SAME(back.lr_shape, LATTICE_OPTIM_LR_SHAPE_COSINE);
+    lattice_optim_destroy(o03);
+    free(op03);
     struct trainer_params_0_2 *tp02 = malloc(sizeof(*tp02));
     memset(tp02, 0xA5, sizeof(*tp02));
     trainer_params_init_0_2(tp02);

@@ -17,6 +17,15 @@ struct optim_params_0_2 {
     float beta1, beta2, eps, weight_decay, clip_norm;
 };
 
+/* lattice_optim_params as 0.3 laid it out: 0.4 appended lr_shape and
+ * decay_fraction where 0.3 had 4 bytes of padding */
+struct optim_params_0_3 {
+    size_t size;
+    float lr, min_lr;
+    int64_t warmup_steps, total_steps;
+    float beta1, beta2, eps, weight_decay, clip_norm;
+};
+
 /* lattice_trainer_params: before 0.3's collective fields */
 struct trainer_params_0_2 {
     size_t size;

@@ -84,6 +84,112 @@ START_TEST(test_schedule)
 }
 END_TEST
 
+/* Warmup, stable, decay: held at lr, then a straight line to min_lr over the
+ * last decay_fraction of the steps after warmup; constant with fraction 0;
+ * restarts with the optimizer. */
+START_TEST(test_schedule_wsd)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    ck_assert_int_eq(op.lr_shape, LATTICE_OPTIM_LR_SHAPE_COSINE);
+    op.lr = 1e-3f;
+    op.min_lr = 1e-5f;
+    op.warmup_steps = 4;
+    op.total_steps = 24; /* 20 after warmup */
+    op.lr_shape = LATTICE_OPTIM_LR_SHAPE_WSD;
+    op.decay_fraction = 0.25f; /* the last 5: steps 19..23 */
+    fixture f = open_fixture(&op);
+    for (int s = 0; s < 30; s++) {
+        double want;
+        if (s < 4)
+            want = 1e-3 * (s + 1) / 4.0;
+        else if (s < 19)
+            want = 1e-3;
+        else {
+            double q = (s - 19) / 5.0;
+            q = q > 1 ? 1 : q;
+            want = 1e-3 - (1e-3 - 1e-5) * q;
+        }
+        ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), want, 1e-9);
+        set_grads(f.m, s, 0.01f);
+        ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    }
+    ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), 1e-5, 1e-9);
+    ck_assert_int_eq(lattice_optim_reset(f.o), LATTICE_OK);
+    ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), 1e-3 / 4, 1e-9);
+
+    /* no decay steps: constant after warmup, to the end and past it */
+    op.decay_fraction = 0.0f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_OK);
+    for (int s = 0; s < 30; s++) {
+        if (s >= 4)
+            ck_assert_double_eq_tol(lattice_optim_get_lr(f.o), 1e-3, 1e-9);
+        set_grads(f.m, s, 0.01f);
+        ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    }
+    lattice_optim_params back = {.size = sizeof(back)};
+    ck_assert_int_eq(lattice_optim_get_params(f.o, &back), LATTICE_OK);
+    ck_assert_int_eq(back.lr_shape, LATTICE_OPTIM_LR_SHAPE_WSD);
+    ck_assert_float_eq(back.decay_fraction, 0.0f);
+
+    /* refused, naming the field; the settings in use do not change */
+    op.decay_fraction = 1.5f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "decay_fraction 1.5 must lie in [0, 1]"));
+    op.decay_fraction = NAN;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    op.decay_fraction = 0.5f;
+    op.lr_shape = (lattice_optim_lr_shape)7;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &op), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "lr_shape 7 is not a shape"));
+    ck_assert_int_eq(lattice_optim_get_params(f.o, &back), LATTICE_OK);
+    ck_assert_float_eq(back.decay_fraction, 0.0f);
+    close_fixture(&f);
+}
+END_TEST
+
+/* A 0.3 caller's struct ends before lr_shape, with padding where 0.4 put it:
+ * whatever the padding holds, it gets the cosine; read back, nothing is
+ * written past its size. */
+START_TEST(test_params_0_3_layout)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    fixture f = open_fixture(&op);
+    struct optim_params_0_3 *old = malloc(sizeof(*old));
+    memset(old, 0x7f, sizeof(*old)); /* padding: lr_shape would read as 0x7f7f7f7f */
+    old->size = sizeof(*old);
+    old->lr = 2e-3f;
+    old->min_lr = 2e-4f;
+    old->warmup_steps = 2;
+    old->total_steps = 12;
+    old->beta1 = 0.9f;
+    old->beta2 = 0.95f;
+    old->eps = 1e-8f;
+    old->weight_decay = 0.0f;
+    old->clip_norm = 1.0f;
+    lattice_optim *o;
+    ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
+                     LATTICE_OK);
+    lattice_optim_params now = {.size = sizeof(now)};
+    ck_assert_int_eq(lattice_optim_get_params(o, &now), LATTICE_OK);
+    ck_assert_int_eq(now.lr_shape, LATTICE_OPTIM_LR_SHAPE_COSINE);
+    ck_assert_float_eq(now.decay_fraction, 0.2f);
+    ck_assert_int_eq(now.total_steps, 12);
+    now.lr_shape = LATTICE_OPTIM_LR_SHAPE_WSD;
+    ck_assert_int_eq(lattice_optim_set_params(o, &now), LATTICE_OK);
+    memset(old, 0, sizeof(*old));
+    old->size = sizeof(*old);
+    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)old), LATTICE_OK);
+    ck_assert_uint_le(old->size, sizeof(*old));
+    ck_assert_int_eq(old->total_steps, 12);
+    ck_assert_float_eq(old->clip_norm, 1.0f);
+    free(old);
+    lattice_optim_destroy(o);
+    close_fixture(&f);
+}
+END_TEST
+
 /* The update of one trainable, active matrix against a double reference,
  * with clipping active on some steps and weight decay on. */
 START_TEST(test_adamw_matches_reference)
@@ -426,6 +532,8 @@ static Suite *optim_suite(void)
     Suite *s = suite_create("optim");
     TCase *tc = tcase_create("adamw");
     tcase_add_test(tc, test_schedule);
+    tcase_add_test(tc, test_schedule_wsd);
+    tcase_add_test(tc, test_params_0_3_layout);
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);

@@ -16,9 +16,18 @@ extern "C" {
  * @defgroup optim Optimizer
  *
  * AdamW over a model's trainable groups. The learning rate at schedule step s
- * (0-based) is lr * (s + 1) / warmup_steps during warmup, then
- * min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2 with
- * p = (s - warmup_steps) / (total_steps - warmup_steps) clamped to [0, 1].
+ * (0-based) is lr * (s + 1) / warmup_steps during warmup. After it, with
+ * n = total_steps - warmup_steps steps left, it takes the shape of lr_shape:
+ * - ::LATTICE_OPTIM_LR_SHAPE_COSINE (the default, and the only shape before
+ *   0.4): min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2 with
+ *   p = (s - warmup_steps) / n clamped to [0, 1].
+ * - ::LATTICE_OPTIM_LR_SHAPE_WSD (warmup, stable, decay): lr for the first
+ *   n - d steps, d = round(decay_fraction * n), then a straight line from lr
+ *   towards min_lr: lr - (lr - min_lr) * q with q = (s - (total_steps - d)) / d
+ *   clamped to [0, 1].
+ *
+ * Either shape with min_lr = lr, or WSD with decay_fraction 0, holds the LR
+ * constant after warmup. Steps past total_steps stay at the last shape's end.
  * Weight decay applies to matrices, not to norm weights.
  * @{
  */
@@ -26,11 +35,17 @@ extern "C" {
 /** An opaque optimizer. @since 0.1 */
 typedef struct lattice_optim lattice_optim;
 
+/** The learning rate's shape after warmup. Append-only. @since 0.4 */
+typedef enum lattice_optim_lr_shape {
+    LATTICE_OPTIM_LR_SHAPE_COSINE = 0, /**< Cosine from lr to min_lr over the steps after warmup. @since 0.4 */
+    LATTICE_OPTIM_LR_SHAPE_WSD = 1     /**< Held at lr, then linear to min_lr over the last decay_fraction of the steps after warmup. @since 0.4 */
+} lattice_optim_lr_shape;
+
 /** AdamW settings. Fill with ::lattice_optim_params_init. @since 0.1 */
 typedef struct lattice_optim_params {
     size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
     float lr;           /**< Peak learning rate. @since 0.1 */
-    float min_lr;       /**< Floor of the cosine decay. @since 0.1 */
+    float min_lr;       /**< Where the decay ends (cosine or WSD). @since 0.1 */
     int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t since 0.3, as every
                                step count of the library (int in 0.1 and 0.2: a
                                struct of that layout, told by its size, is still
@@ -41,11 +56,20 @@ typedef struct lattice_optim_params {
     float eps;          /**< Denominator epsilon. @since 0.1 */
     float weight_decay; /**< Decoupled weight decay. @since 0.1 */
     float clip_norm;    /**< Global gradient-norm limit (0: no clipping). @since 0.1 */
+    lattice_optim_lr_shape lr_shape; /**< The LR's shape after warmup (default cosine). A
+                                          caller whose size ends before it gets cosine. @since 0.4 */
+    float decay_fraction; /**< For ::LATTICE_OPTIM_LR_SHAPE_WSD: the share of the steps after warmup
+                               over which the LR decays, in [0, 1] (default 0.2). @since 0.4 */
 } lattice_optim_params;
 
 /**
  * @brief Fill params with the paper's settings: lr 1e-4 to 1e-6, warmup 750 of
- *        50000 steps, betas (0.9, 0.95), eps 1e-8, no weight decay, clip 0.5.
+ *        50000 steps, betas (0.9, 0.95), eps 1e-8, no weight decay, clip 0.5,
+ *        cosine shape (decay_fraction 0.2, used by the WSD shape only).
+ *
+ * Programs built against 0.4 bind this function at version LATTICE_0.4;
+ * those built against 0.3 (a struct without lr_shape and decay_fraction)
+ * at LATTICE_0.3, which fills only their struct's bytes.
  * @param[out] params The struct; NULL is ignored.
  * @since 0.1
  */
@@ -58,7 +82,8 @@ LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
  * @param[out] out The new optimizer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG
  *         (among others, since 0.4: warmup_steps above total_steps, or min_lr
- *         above lr, which 0.3 took and then trained at rates no one asked for)
+ *         above lr, which 0.3 took and then trained at rates no one asked for; an
+ *         unknown lr_shape or a decay_fraction outside [0, 1])
  *         or ::LATTICE_ERR_OUT_OF_MEMORY.
  * @since 0.1
  */

@@ -1329,6 +1329,29 @@ class TrainerTest(unittest.TestCase):
         self.assertTrue(all(m.phase_end for m in evals))
         self.assertEqual(schedule.counters.steps, 6)
 
+    def test_lr_shape_wsd(self):
+        model = tiny_model()
+        optim = lattice.Optim(model, lr=1e-2, min_lr=1e-4, warmup_steps=2, total_steps=12,
+                              lr_shape="wsd", decay_fraction=0.5)
+        self.assertEqual(optim.params.lr_shape, lattice.LRShape.WSD)
+        self.assertAlmostEqual(optim.params.decay_fraction, 0.5)
+        rates = []
+        for _ in range(14):
+            rates.append(optim.lr)
+            optim.step()
+        want = [5e-3] + [1e-2] * 7                                   # warmup, then held
+        want += [1e-2 - (1e-2 - 1e-4) * k / 5 for k in range(1, 6)]  # the last 5 of 10
+        want += [1e-4]                                               # past the end
+        self.assertEqual(len(want), len(rates))
+        for got, w in zip(rates, want):
+            self.assertAlmostEqual(got, w, delta=1e-7)
+        self.assertEqual(lattice.Optim(model).params.lr_shape, lattice.LRShape.COSINE)
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Optim(model, lr_shape="wsd", decay_fraction=2.0)
+        self.assertIn("decay_fraction 2 must lie in [0, 1]", str(cm.exception))
+        with self.assertRaises(ValueError):
+            lattice.Optim(model, lr_shape="linear")
+
     def test_warmup_fits_the_run(self):
         model = tiny_model()
         # total_steps alone: the paper's 1.5% warmup, not its 750 steps

@@ -22,7 +22,7 @@ export them below.
 from ._errors import ClosedError, LatticeError, Status
 from ._lib import ERRMSG_SIZE, library_path, status_string, version_number, version_string
 from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillParams, Group,
-                     KLDirection,
+                     KLDirection, LRShape,
                      ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
                      TrainerParams)
 from .backend import Backend, Kernels, has_blis
@@ -43,7 +43,7 @@ __all__ = [
     "LatticeError", "ClosedError", "Status", "status_string", "version_number",
     "version_string", "ERRMSG_SIZE", "library_path",
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
-    "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
+    "LRShape", "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",

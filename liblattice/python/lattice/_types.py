@@ -14,7 +14,7 @@ from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_in
 
 __all__ = [
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
-    "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
+    "LRShape", "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
     "TrainerParams", "BackendOps", "BackendInfo",
 ]
 
@@ -67,6 +67,12 @@ class BlockInit(Enum):
     RANDOM = 0
     IDENTITY = 1
     COPY = 2
+
+
+class LRShape(Enum):
+    """The learning rate's shape after warmup (OptimParams.lr_shape)."""
+    COSINE = 0
+    WSD = 1
 
 
 class Preset(Enum):
@@ -291,6 +297,7 @@ class TensorInfo(Struct):
 
 class OptimParams(Params):
     _init = "lattice_optim_params_init"
+    _enums = {"lr_shape": LRShape}
     _fields_ = [
         ("size", c_size_t),
         ("lr", c_float),
@@ -302,6 +309,8 @@ class OptimParams(Params):
         ("eps", c_float),
         ("weight_decay", c_float),
         ("clip_norm", c_float),
+        ("lr_shape", c_int),        # since 0.4
+        ("decay_fraction", c_float),  # since 0.4
     ]
 
 

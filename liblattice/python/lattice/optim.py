@@ -1,4 +1,4 @@
-"""AdamW with warmup, cosine decay and clipping (optim.h)."""
+"""AdamW with warmup, a cosine or warmup-stable-decay LR, and clipping (optim.h)."""
 
 import ctypes
 from ctypes import byref, c_float
@@ -24,7 +24,10 @@ class Optim(Handle):
     the run, 1.5% (750 of 50000 steps), rounded down: ``Optim(m,
     total_steps=5)`` has no warmup, ``total_steps=2000`` warms up for 30
     steps. A warmup_steps given above total_steps is refused (LatticeError),
-    as is min_lr above lr. Under a Trainer, a phase that restarts the
+    as is min_lr above lr. After warmup the LR follows ``lr_shape``: "cosine"
+    (the default) down to min_lr, or "wsd", held at lr and then a straight
+    line to min_lr over the last ``decay_fraction`` of the steps after warmup
+    (``Optim(m, lr=3e-3, lr_shape="wsd", decay_fraction=0.2, ...)``). Under a Trainer, a phase that restarts the
     optimizer runs it for the phase's steps: warmup_steps must fit in the
     shortest such phase (the Trainer refuses otherwise).
     """
