@@ -97,7 +97,8 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     const int L = p->blocks * p->block_size;
     lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
     lattice_data *d = open_data(p, 1);
-    lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip, p->weight_decay, p->beta2);
+    lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip, p->weight_decay, p->beta2,
+                                 p->decay);
     lattice_schedule *s;
     check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
     lattice_trainer_params tp;

@@ -47,19 +47,19 @@ static const char *const known_keys[] = {
     "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
     "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
-    "probes.*.weight_decay", "probes.*.beta2", "probes.*.seq_len", "probes.*.batch_size",
+    "probes.*.weight_decay", "probes.*.beta2", "probes.*.decay_fraction", "probes.*.seq_len", "probes.*.batch_size",
     "probes.*.init_gain", "probes.*.init_std",
     "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
     "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
     "teacher.init_std", "teacher.min_lr", "teacher.lr_shape", "teacher.weight_decay",
-    "teacher.beta2", "teacher.seq_len", "teacher.batch_size",
+    "teacher.beta2", "teacher.seq_len", "teacher.batch_size", "teacher.decay_fraction",
     "student.d_model", "student.n_heads", "student.n_kv_heads", "student.head_dim", "student.d_ff",
     "student.blocks", "student.block_size", "student.qk_norm", "student.rope_theta",
     "student.init_gain", "student.init_std",
     "train.steps_per_phase", "train.lr", "train.lr_per_std", "train.min_lr", "train.warmup",
     "train.clip", "train.alpha", "train.gamma", "train.tau", "train.eval_every",
     "train.eval_batches", "train.final_eval_batches", "train.lr_shape", "train.weight_decay",
-    "train.beta2",
+    "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
     "arms.*.phases.*.steps", "arms.*.phases.*.tokens", "arms.*.phases.*.active_layers",
@@ -472,6 +472,26 @@ static void parse_compare(preset *p, json_object *c)
     }
 }
 
+/* The LR's shape after warmup in object o (named where): lr_shape cosine
+ * (the default; to min_lr, default lr / floor_div), constant (min_lr = lr), or
+ * wsd (held, then linear to min_lr over the last decay_fraction, default
+ * 0.2, of the steps after warmup). *decay: the fraction, or -1 unless wsd. */
+static void lr_shape(json_object *o, const char *where, double lr, double floor_div,
+                     double *min_lr, double *decay)
+{
+    static const char *const shapes[] = {"cosine", "constant", "wsd"};
+    const int shape = get_enum(o, "lr_shape", where, shapes, 3, 0);
+    if (shape == 1 && member(o, "min_lr"))
+        die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
+    if (shape != 2 && member(o, "decay_fraction"))
+        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
+            "warmup spent decaying)", where);
+    *min_lr = shape == 1 ? lr : get_d(o, "min_lr", lr / floor_div);
+    *decay = shape == 2 ? get_d(o, "decay_fraction", 0.2) : -1.0;
+    if (shape == 2 && !(*decay >= 0.0 && *decay <= 1.0))
+        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, *decay);
+}
+
 /* probes: [{"name": ..., teacher keys to replace}, ...] for --probe. */
 static void parse_probes(preset *p, json_object *list)
 {
@@ -480,7 +500,6 @@ static void parse_probes(preset *p, json_object *list)
         return;
     if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) > MAX_PROBES)
         die("preset: probes must be a list of at most %d teacher recipes", MAX_PROBES);
-    static const char *const shapes[] = {"cosine", "constant"};
     for (size_t i = 0; i < json_object_array_length(list); i++) {
         json_object *o = json_object_array_get_idx(list, i);
         char where[32];
@@ -504,10 +523,14 @@ static void parse_probes(preset *p, json_object *list)
                       : member(o, "init_gain") ? get_d(o, "init_gain", 1.28) / sqrt((double)p->d_model)
                                                : p->t_init_std;
         q->lr = get_d(o, "lr", p->t_lr);
-        const int shape = get_enum(o, "lr_shape", where, shapes, 2, -1);
-        if (shape == 1 && member(o, "min_lr"))
-            die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
-        q->min_lr = shape == 1 ? q->lr : get_d(o, "min_lr", shape == 0 ? q->lr / 10 : p->t_min_lr);
+        /* no lr_shape: the teacher's shape, at this probe's LR */
+        const int inherit = !member(o, "lr_shape");
+        lr_shape(o, where, q->lr, 10, &q->min_lr, &q->decay);
+        if (inherit) {
+            q->decay = p->t_decay;
+            q->min_lr = member(o, "min_lr") ? q->min_lr
+                        : p->t_min_lr == p->t_lr ? q->lr : p->t_min_lr;
+        }
         q->weight_decay = get_d(o, "weight_decay", p->t_weight_decay);
         q->beta2 = member(o, "beta2") ? get_d(o, "beta2", 0.95) : p->t_beta2;
         if (!(q->init_std > 0) || q->beta2 >= 1.0)
@@ -530,6 +553,7 @@ void preset_for_probe(const preset *p, const probe *q, preset *out)
     out->t_min_lr = q->min_lr;
     out->t_weight_decay = q->weight_decay;
     out->t_beta2 = q->beta2;
+    out->t_decay = q->decay;
 }
 
 /* Every model the preset makes, checked as lattice_model_create would check
@@ -565,23 +589,19 @@ void check_preset_files(const preset *p)
 }
 
 /* A section's (teacher, train) optimizer recipe beyond lr and warmup: the LR's
- * shape after warmup (cosine to min_lr, default lr / floor_div; or constant:
- * min_lr = lr), weight_decay (0) and beta2 (-1: the library's). */
+ * shape (lr_shape above), weight_decay (0) and beta2 (-1: the library's). */
 static void recipe(json_object *o, const char *sect, double lr, double floor_div, double *min_lr,
-                   double *weight_decay, double *beta2)
+                   double *decay, double *weight_decay, double *beta2)
 {
-    static const char *const shapes[] = {"cosine", "constant"};
     json_object *s = member(o, sect);
     *min_lr = lr / floor_div;
+    *decay = -1.0;
     *weight_decay = 0.0;
     *beta2 = -1.0;
     if (!s)
         return;
     snprintf(where_prefix, sizeof where_prefix, "%s", sect); /* messages name sect.key */
-    const int shape = get_enum(s, "lr_shape", sect, shapes, 2, 0);
-    if (shape == 1 && member(s, "min_lr"))
-        die("preset: %s.min_lr with %s.lr_shape constant: a constant LR has no floor", sect, sect);
-    *min_lr = shape == 1 ? lr : get_d(s, "min_lr", lr / floor_div);
+    lr_shape(s, sect, lr, floor_div, min_lr, decay);
     *weight_decay = get_d(s, "weight_decay", 0.0);
     *beta2 = member(s, "beta2") ? get_d(s, "beta2", 0.95) : -1.0;
     if (*beta2 >= 1.0)
@@ -630,10 +650,10 @@ void load_preset(preset *p, const char *path)
     p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
     p->t_seq_len = get_i(o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
     p->t_batch = get_i(o, "teacher.batch_size", p->batch, 1, 4096);
-    recipe(o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_weight_decay, &p->t_beta2);
+    recipe(o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_decay, &p->t_weight_decay, &p->t_beta2);
     p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
     p->lr = get_d(o, "train.lr", lr_per_std * p->init_std);
-    recipe(o, "train", p->lr, 100, &p->min_lr, &p->weight_decay, &p->beta2);
+    recipe(o, "train", p->lr, 100, &p->min_lr, &p->decay, &p->weight_decay, &p->beta2);
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
     p->clip = get_d(o, "train.clip", 0.5);
     p->alpha = get_d(o, "train.alpha", 0.7);

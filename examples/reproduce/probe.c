@@ -91,9 +91,10 @@ static void write_table(FILE *f, const probe_run *runs, int n)
                "|---|---|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < n; i++) {
         const preset *p = &runs[i].p;
-        char recipe[200];
-        snprintf(recipe, sizeof recipe, "%d layers, %d x %d bytes, %s LR %.3g, decay %g", p->t_layers,
-                 p->t_batch, p->t_seq_len, p->t_min_lr == p->t_lr ? "constant" : "cosine", p->t_lr,
+        char recipe[256], shape[96];
+        snprintf(recipe, sizeof recipe, "%d layers, %d x %d bytes, %s LR %.3g, weight decay %g",
+                 p->t_layers, p->t_batch, p->t_seq_len,
+                 lr_shape_words(p->t_lr, p->t_min_lr, p->t_decay, shape, sizeof shape), p->t_lr,
                  p->t_weight_decay);
         for (int k = 0; k < runs[i].n; k++) {
             const check_point *c = &runs[i].pts[k];

@@ -17,7 +17,7 @@ void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
     double x[MAX_SEEDS], y[MAX_SEEDS], d[MAX_SEEDS];
-    char b1[64], b2[64];
+    char b1[64], b2[64], shape[96], t_shape[96];
     fprintf(f, "# Reproduction: preset `%s`\n\n", p->name);
     fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d, "
                "init std %.4g (gain %.3g / sqrt(d_model)), peak LR %.3g; %d steps per phase, batch "
@@ -27,9 +27,10 @@ void report(FILE *f, const study *s)
             p->blocks * p->block_size, p->blocks, p->block_size, p->d_model, p->heads, p->kv_heads,
             p->head_dim, p->d_ff, p->init_std, p->init_gain, p->lr, p->steps_per_phase, p->batch,
             p->seq_len, p->seeds, p->seeds == 1 ? "" : "s",
-            p->min_lr == p->lr ? "constant" : "cosine", p->weight_decay, p->t_layers,
-            p->t_init_std, p->t_steps, p->t_batch, p->t_seq_len,
-            p->t_min_lr == p->t_lr ? "constant" : "cosine", p->t_lr, p->t_weight_decay,
+            lr_shape_words(p->lr, p->min_lr, p->decay, shape, sizeof shape), p->weight_decay,
+            p->t_layers, p->t_init_std, p->t_steps, p->t_batch, p->t_seq_len,
+            lr_shape_words(p->t_lr, p->t_min_lr, p->t_decay, t_shape, sizeof t_shape), p->t_lr,
+            p->t_weight_decay,
             p->final_eval_batches ? "the first batches of the held-out text (final_eval_batches): "
                                   : "the whole held-out text: ",
             json_object_object_get_ex(p->json, "data", NULL) && member(p->json, "data.val")

@@ -172,7 +172,7 @@ lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm
 }
 
 lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
-                         double clip, double weight_decay, double beta2)
+                         double clip, double weight_decay, double beta2, double decay)
 {
     lattice_optim_params op;
     lattice_optim_params_init(&op);
@@ -184,9 +184,22 @@ lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup,
     op.weight_decay = (float)weight_decay;
     if (beta2 >= 0)
         op.beta2 = (float)beta2;
+    if (decay >= 0) {
+        op.lr_shape = LATTICE_OPTIM_LR_SHAPE_WSD;
+        op.decay_fraction = (float)decay;
+    }
     lattice_optim *o;
     check(lattice_optim_create(m, &op, &o), "optimizer", NULL);
     return o;
+}
+
+const char *lr_shape_words(double lr, double min_lr, double decay, char *buf, size_t n)
+{
+    if (decay > 0 && min_lr != lr)
+        snprintf(buf, n, "WSD (decay to %.3g over the last %g%%)", min_lr, decay * 100);
+    else
+        snprintf(buf, n, "%s", min_lr == lr || decay == 0 ? "constant" : "cosine");
+    return buf;
 }
 
 /* ---- one student run ------------------------------------------------------------ */
@@ -225,7 +238,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     /* LR in proportion to this arm's init std when the arm sets its own gain */
     const double lr_scale = std / p->init_std;
     lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
-                                 p->steps_per_phase, p->clip, p->weight_decay, p->beta2);
+                                 p->steps_per_phase, p->clip, p->weight_decay, p->beta2, p->decay);
     int64_t total = lattice_schedule_get_total_steps(s);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);

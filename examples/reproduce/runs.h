@@ -34,10 +34,15 @@ lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm
                               double residual_scale, int layers, double init_std, uint64_t seed,
                               int batch, int seq_len);
 
-/* AdamW with linear warmup and cosine decay to min_lr (constant when min_lr
- * = lr), decoupled weight decay on matrices; beta2 < 0: the library's. */
+/* AdamW with linear warmup, then cosine decay to min_lr (constant when
+ * min_lr = lr), or with decay >= 0 warmup-stable-decay spending that share of
+ * the steps after warmup on a linear decay to min_lr; decoupled weight decay
+ * on matrices; beta2 < 0: the library's. */
 lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup, int total,
-                         double clip, double weight_decay, double beta2);
+                         double clip, double weight_decay, double beta2, double decay);
+
+/* The LR shape in words ("cosine", "constant", "WSD (decay over the last 20%)"). */
+const char *lr_shape_words(double lr, double min_lr, double decay, char *buf, size_t n);
 
 /* Steps after a phase change over which the loss response is measured. */
 int64_t response_window(const preset *p);

@@ -54,7 +54,7 @@ typedef struct arm {
 typedef struct probe {
     char name[48];
     int layers, steps, warmup, seq_len, batch;
-    double init_std, lr, min_lr, weight_decay, beta2;
+    double init_std, lr, min_lr, weight_decay, beta2, decay; /* decay: as preset's t_decay */
 } probe;
 
 typedef struct preset {
@@ -69,6 +69,7 @@ typedef struct preset {
     int seeds, threads;
     /* recipes beyond lr, min_lr and warmup: the teacher's (t_) and the students' */
     double t_min_lr, t_weight_decay, t_beta2, weight_decay, beta2; /* beta2 < 0: the library's */
+    double t_decay, decay; /* lr_shape wsd: its decay_fraction; < 0: cosine (constant: min_lr = lr) */
     int t_seq_len, t_batch; /* the teacher's rows (default the students') */
     arm arms[MAX_ARMS];
     int n_arms;

@@ -11,7 +11,7 @@ void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, latt
                         p->t_batch, p->t_seq_len);
     *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
     *o = new_optim(*t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0, p->t_weight_decay,
-                   p->t_beta2);
+                   p->t_beta2, p->t_decay);
     check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
                                          LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, s),
           "schedule", NULL);

@@ -409,8 +409,8 @@ class Traps(unittest.TestCase):
             with open(preset) as f:
                 p = json.load(f)
             p["probe_every"] = 4
-            p["probes"] = [{"name": "decay", "lr_shape": "constant", "weight_decay": 0.2,
-                            "steps": 8},
+            p["probes"] = [{"name": "decay", "lr_shape": "wsd", "decay_fraction": 0.5,
+                            "min_lr": 1e-4, "weight_decay": 0.2, "steps": 8},
                            {"name": "long-rows", "seq_len": 32, "batch_size": 2, "steps": 6}]
             write(preset, p)
             out = os.path.join(d, "out")
@@ -427,7 +427,8 @@ class Traps(unittest.TestCase):
                 self.assertGreater(float(x["max_ratio"]), 0)
             with open(os.path.join(out, "probe.md")) as f:
                 table = f.read()
-            self.assertIn("| decay | 3 layers, 4 x 16 bytes, constant LR", table)
+            self.assertIn("| decay | 3 layers, 4 x 16 bytes, WSD (decay to 0.0001 over the last "
+                          "50%) LR", table)
             self.assertIn("| long-rows | 3 layers, 2 x 32 bytes, cosine LR", table)
             p["probes"][1]["lr_shape"] = "constant"
             p["probes"][1]["min_lr"] = 0.001
@@ -435,6 +436,18 @@ class Traps(unittest.TestCase):
             r = run("--preset", preset, "--check")
             self.assertEqual(r.returncode, 1)
             self.assertIn("probes[1].min_lr with lr_shape constant", r.stderr)
+            for train, why in (({"decay_fraction": 0.3}, "train.decay_fraction needs lr_shape wsd"),
+                               ({"lr_shape": "wsd", "decay_fraction": 1.5},
+                                "train.decay_fraction 1.5 must lie in [0, 1]"),
+                               ({"lr_shape": "linear"}, "train.lr_shape = 'linear' is not one "
+                                                        "of: cosine, constant, wsd")):
+                p = json.load(open(preset))
+                p.pop("probes", None)
+                p["train"].update(train)
+                write(preset, p)
+                r = run("--preset", preset, "--check")
+                self.assertEqual(r.returncode, 1, train)
+                self.assertIn(why, r.stderr)
 
     def test_require_go(self):
         """A NO-GO teacher stops the study before any student runs."""
@@ -456,12 +469,18 @@ class Traps(unittest.TestCase):
             new = {"name": "post-grow-identity", "placement": "post", "schedule": "grow",
                    "block_init": "identity"}
             preset = tiny_arms_study(d, ["pre-grow", new], [["pre-grow", "post-grow-identity"]])
+            with open(preset) as f:
+                p = json.load(f)
+            p["train"].update({"lr_shape": "wsd", "decay_fraction": 0.25})
+            write(preset, p)
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
             self.assertIn("## Comparisons the preset asks for (paired by seed)", report)
+            self.assertIn("students' recipe: WSD (decay to ", report)
+            self.assertIn(" over the last 25%) LR", report)
             res = results(out)
             diffs = [b["val_ce"] - a["val_ce"] for a, b in
                      zip(res["arms"]["pre-grow"], res["arms"]["post-grow-identity"])]
