@@ -62,6 +62,9 @@ static const char *const known_keys[] = {
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
+    "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
+    "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
+    "arms.*.train.warmup",
     "arms.*.phases.*.steps", "arms.*.phases.*.tokens", "arms.*.phases.*.active_layers",
     "arms.*.phases.*.train_from", "arms.*.phases.*.reset_optimizer", "arms.*.phases.*.block_init",
     "arms.*.phases.*.rewind_data", "arms.*.phases.*.train_boundary",
@@ -208,10 +211,74 @@ static void data_path(char *dst, size_t n, json_object *o, const char *key, cons
     }
 }
 
+/* The LR's shape after warmup in object o (named where): lr_shape cosine
+ * (the default; to min_lr, default lr / floor_div), constant (min_lr = lr), or
+ * wsd (held, then linear to min_lr over the last decay_fraction, default
+ * 0.2, of the steps after warmup). *decay: the fraction, or -1 unless wsd. */
+static void lr_shape(json_object *o, const char *where, double lr, double floor_div,
+                     double *min_lr, double *decay)
+{
+    static const char *const shapes[] = {"cosine", "constant", "wsd"};
+    const int shape = get_enum(o, "lr_shape", where, shapes, 3, 0);
+    if (shape == 1 && member(o, "min_lr"))
+        die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
+    if (shape != 2 && member(o, "decay_fraction"))
+        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
+            "warmup spent decaying)", where);
+    *min_lr = shape == 1 ? lr : get_d(o, "min_lr", lr / floor_div);
+    *decay = shape == 2 ? get_d(o, "decay_fraction", 0.2) : -1.0;
+    if (shape == 2 && !(*decay >= 0.0 && *decay <= 1.0))
+        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, *decay);
+}
+
+/* An arm's optimizer recipe: the preset's train section, with the keys of
+ * the arm's own "train" object (t, may be NULL) replacing its keys. Without
+ * lr_shape the arm keeps the preset's shape (a cosine's floor in the same
+ * proportion to the LR). */
+static void arm_recipe(const preset *p, arm *a, json_object *t, const char *where)
+{
+    a->train_json[0] = 0;
+    a->lr = p->lr;
+    a->min_lr = p->min_lr;
+    a->decay = p->decay;
+    a->weight_decay = p->weight_decay;
+    a->beta2 = p->beta2;
+    a->warmup = p->warmup;
+    a->lr_given = 0;
+    if (!t)
+        return;
+    char w[96];
+    snprintf(w, sizeof w, "%s.train", where);
+    if (!json_object_is_type(t, json_type_object))
+        die("preset: %s must be an object", w);
+    const char *js = json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN);
+    if (strlen(js) >= sizeof a->train_json)
+        die("preset: %s is too long", w);
+    snprintf(a->train_json, sizeof a->train_json, "%s", js);
+    snprintf(where_prefix, sizeof where_prefix, "%s", w);
+    a->lr_given = member(t, "lr") != NULL;
+    a->lr = get_d(t, "lr", p->lr);
+    if (member(t, "lr_shape")) {
+        lr_shape(t, w, a->lr, 100, &a->min_lr, &a->decay);
+    } else {
+        if (member(t, "decay_fraction"))
+            die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
+                "warmup spent decaying)", w);
+        a->min_lr = member(t, "min_lr") ? get_d(t, "min_lr", 0) : p->min_lr / p->lr * a->lr;
+    }
+    a->weight_decay = get_d(t, "weight_decay", p->weight_decay);
+    a->beta2 = member(t, "beta2") ? get_d(t, "beta2", 0.95) : p->beta2;
+    if (a->beta2 >= 1.0)
+        die("preset: %s.beta2 must be below 1", w);
+    a->warmup = get_i(t, "warmup", p->warmup, 0, 1 << 30);
+    snprintf(where_prefix, sizeof where_prefix, "%s", where);
+}
+
 static void parse_arm(preset *p, json_object *v, int index)
 {
     arm *a = &p->arms[p->n_arms];
     memset(a, 0, sizeof(*a));
+    arm_recipe(p, a, NULL, "");
     a->residual_scale = 1.0;
     a->train_boundary = -1;
     a->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
@@ -257,6 +324,7 @@ static void parse_arm(preset *p, json_object *v, int index)
         static const char *const data_modes[] = {"continue", "replay"};
         a->replay = get_enum(spec, "data", where, data_modes, 2, a->replay);
         a->init_gain = get_d(spec, "init_gain", 0);
+        arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph) {
             if (!json_object_is_type(ph, json_type_array) || json_object_array_length(ph) == 0 ||
@@ -470,26 +538,6 @@ static void parse_compare(preset *p, json_object *c)
             die("preset: compare[%zu] compares %s with itself", k, p->compare[k][0]);
         p->n_compare++;
     }
-}
-
-/* The LR's shape after warmup in object o (named where): lr_shape cosine
- * (the default; to min_lr, default lr / floor_div), constant (min_lr = lr), or
- * wsd (held, then linear to min_lr over the last decay_fraction, default
- * 0.2, of the steps after warmup). *decay: the fraction, or -1 unless wsd. */
-static void lr_shape(json_object *o, const char *where, double lr, double floor_div,
-                     double *min_lr, double *decay)
-{
-    static const char *const shapes[] = {"cosine", "constant", "wsd"};
-    const int shape = get_enum(o, "lr_shape", where, shapes, 3, 0);
-    if (shape == 1 && member(o, "min_lr"))
-        die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
-    if (shape != 2 && member(o, "decay_fraction"))
-        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
-            "warmup spent decaying)", where);
-    *min_lr = shape == 1 ? lr : get_d(o, "min_lr", lr / floor_div);
-    *decay = shape == 2 ? get_d(o, "decay_fraction", 0.2) : -1.0;
-    if (shape == 2 && !(*decay >= 0.0 && *decay <= 1.0))
-        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, *decay);
 }
 
 /* probes: [{"name": ..., teacher keys to replace}, ...] for --probe. */

@@ -36,6 +36,20 @@ void report(FILE *f, const study *s)
             json_object_object_get_ex(p->json, "data", NULL) && member(p->json, "data.val")
                 ? json_object_get_string(member(p->json, "data.val"))
                 : "the Austen corpus' val.txt (Persuasion)");
+    int own = 0;
+    for (int i = 0; i < p->n_arms; i++) {
+        const arm *a = &p->arms[i];
+        if (!a->train_json[0])
+            continue;
+        if (!own++)
+            fprintf(f, "Arms on their own recipe (peak LRs as run):\n\n");
+        fprintf(f, "- `%s`: %s LR %.3g after %d warmup steps, weight decay %g\n", a->name,
+                lr_shape_words(a->lr, a->min_lr, a->decay, shape, sizeof shape),
+                a->lr_given ? a->lr : a->lr * arm_std(p, a) / p->init_std, a->warmup,
+                a->weight_decay);
+    }
+    if (own)
+        fprintf(f, "\n");
     verdicts(f, s);
     fprintf(f, "## Teacher go/no-go\n\nOn the first validation batch, after each layer: the per-token RMS of the teacher's residual stream, boundary tokens (position 0 of each row, the document-boundary token) against regular ones; the attention mass queries put on position 0 (mean over heads) and the share of heads above %.1f (sink heads); the largest |activation| over the median, and where it sits (row x seq + position : dimension); position 0's value norm over the others'.\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) | mass on position 0 | sink heads | top / median | at | value norm ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
             SINK_THRESHOLD);

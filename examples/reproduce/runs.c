@@ -235,10 +235,12 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_distill *loss;
     check(lattice_distill_create(&dp, &loss), "loss", NULL);
     lattice_data *d = open_data(p, 200 + (uint64_t)seed);
-    /* LR in proportion to this arm's init std when the arm sets its own gain */
-    const double lr_scale = std / p->init_std;
-    lattice_optim *o = new_optim(m, p->lr * lr_scale, p->min_lr * lr_scale, p->warmup,
-                                 p->steps_per_phase, p->clip, p->weight_decay, p->beta2, p->decay);
+    /* LR in proportion to this arm's init std when the arm sets its own gain
+     * (and not its own LR) */
+    const double lr_scale = kind->lr_given ? 1.0 : std / p->init_std;
+    lattice_optim *o = new_optim(m, kind->lr * lr_scale, kind->min_lr * lr_scale, kind->warmup,
+                                 p->steps_per_phase, p->clip, kind->weight_decay, kind->beta2,
+                                 kind->decay);
     int64_t total = lattice_schedule_get_total_steps(s);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);

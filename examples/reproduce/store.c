@@ -145,6 +145,8 @@ uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum)
     h = fnv_int(h, a->train_boundary);
     h = fnv_int(h, a->replay);
     h = fnv_dbl(h, a->init_gain);
+    if (a->train_json[0]) /* an arm's own recipe (absent: the preset's, hashed above) */
+        h = fnv(h, a->train_json, strlen(a->train_json));
     if (fnv_file(p->train, &h) != 0)
         die("cannot read the training text %s: %s", p->train, strerror(errno));
     if (fnv_file(p->val, &h) != 0)

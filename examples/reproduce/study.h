@@ -44,6 +44,11 @@ typedef struct arm {
     int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
     int replay;                   /* 1: every phase restarts at the shard's beginning */
     double init_gain;             /* <= 0: the preset's student gain */
+    /* the optimizer recipe, the preset's train section unless the arm has its
+     * own "train" object (then train_json is that object, hashed into its runs) */
+    char train_json[512];
+    double lr, min_lr, decay, weight_decay, beta2;
+    int warmup, lr_given;         /* lr_given: the arm's LR is not scaled with its init gain */
     int selected;                 /* to be run (all, unless --arms names some) */
 } arm;
 

@@ -467,7 +467,9 @@ class Traps(unittest.TestCase):
         says what lies beside it."""
         with tempfile.TemporaryDirectory() as d:
             new = {"name": "post-grow-identity", "placement": "post", "schedule": "grow",
-                   "block_init": "identity"}
+                   "block_init": "identity",
+                   "train": {"lr": 2e-3, "lr_shape": "wsd", "decay_fraction": 0.5,
+                             "weight_decay": 0.1}}
             preset = tiny_arms_study(d, ["pre-grow", new], [["pre-grow", "post-grow-identity"]])
             with open(preset) as f:
                 p = json.load(f)
@@ -481,6 +483,9 @@ class Traps(unittest.TestCase):
             self.assertIn("## Comparisons the preset asks for (paired by seed)", report)
             self.assertIn("students' recipe: WSD (decay to ", report)
             self.assertIn(" over the last 25%) LR", report)
+            self.assertIn("Arms on their own recipe (peak LRs as run):\n\n- `post-grow-identity`: "
+                          "WSD (decay to 2e-05 over the last 50%) LR 0.002 after 1 warmup steps, "
+                          "weight decay 0.1\n", report)
             res = results(out)
             diffs = [b["val_ce"] - a["val_ce"] for a, b in
                      zip(res["arms"]["pre-grow"], res["arms"]["post-grow-identity"])]
@@ -489,6 +494,12 @@ class Traps(unittest.TestCase):
             self.assertIn("[`results.json`](results.json)", report)
             self.assertTrue("[`curves_steps.svg`](curves_steps.svg)" in report or
                             "`curves_steps.svg`: not drawn" in report, report)
+            new["train"] = {"decay_fraction": 0.5}
+            p["arms"][1] = new
+            write(preset, p)
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arms[1].train.decay_fraction needs lr_shape wsd", r.stderr)
             write(os.path.join(d, "bad.json"), {"name": "b", "arms": ["pre-grow"],
                                                 "compare": [["pre-grow", "post-grow"]]})
             r = run("--preset", os.path.join(d, "bad.json"), "--check")
