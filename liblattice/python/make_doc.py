@@ -24,8 +24,9 @@ Install: `meson install` (with the library), or
 `/usr/bin/python3 -m pip install --no-build-isolation liblattice/python`
 (add `--target DIR`, a venv or `--break-system-packages` on Debian, whose
 system Python is externally managed). The package finds the library through
-`LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded, then
-the SONAME `liblattice.so.0`.
+`LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded,
+pkg-config's `lattice.pc` (`PKG_CONFIG_PATH`), then the SONAME
+`liblattice.so.0` through the system's loader (`LD_LIBRARY_PATH`).
 
 Outputs are copies: `Model.logits()`, `dlogits()`, `hidden()` (read-only
 since 0.4: passed as an output buffer, one is refused, naming

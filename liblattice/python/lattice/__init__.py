@@ -7,8 +7,11 @@ support; every failing status raises :class:`LatticeError` with its
 so NumPy works but is never needed.
 
 The library is found through ``LATTICE_LIBRARY``, then next to this package,
-then in the prefix ``meson install`` put it in, then by its SONAME (see
-``lattice._lib``; ``lattice.library_path`` names the file loaded).
+then in the prefix ``meson install`` put it in, then where pkg-config's
+``lattice.pc`` says (``PKG_CONFIG_PATH``), then by its SONAME through the
+system's loader (``LD_LIBRARY_PATH``); see ``lattice._lib``.
+``lattice.library_path`` names the file loaded; when none is found, the
+ImportError lists every place tried and what to set.
 
 Outputs (logits, hidden states, batches) are copies; the ``*_view()``
 methods return zero-copy views valid until the next forward.

@@ -9,16 +9,25 @@ The library is looked for in this order:
 3. the library directory of the prefix ``meson install`` put it in, recorded
    in the generated ``_config.py``: first relative to this package (a staged
    ``DESTDIR`` install, a prefix moved as a whole), then as an absolute path;
-4. the SONAME alone, through the system's loader path.
+4. where pkg-config's ``lattice.pc`` says (``PKG_CONFIG_PATH`` is honoured):
+   its ``libdir``, then the directory above the ``.pc`` file itself (a
+   prefix staged or moved as a whole); a package installed by pip has no
+   ``_config.py``, and this is how it finds a library under a prefix;
+5. the SONAME alone, through the system's loader: ``LD_LIBRARY_PATH``, then
+   the directories of ``/etc/ld.so.conf`` (``ldconfig``'s cache) and the
+   system's own.
 
-``library_path`` says which file was loaded (the SONAME itself for step 4).
+``library_path`` says which file was loaded (the SONAME itself for step 5).
+When all fail, the ImportError lists every place tried and what to set.
 ``ctypes.util.find_library`` is not used: it is soft-deprecated, and it may
 pick a library of another major version.
 """
 
 import ctypes
 import os
+import subprocess
 import sys
+import sysconfig
 from ctypes import (POINTER, c_char_p, c_double, c_float, c_int, c_int64, c_size_t,
                     c_uint, c_uint64, c_void_p)
 
@@ -40,17 +49,67 @@ def _library_names(major):
 
 
 def _installed_dirs(package_dir):
-    """The library directories recorded by meson at install time (none from a source tree)."""
+    """(directory, why) of the library as meson recorded it at install time (none from pip)."""
     try:
         from . import _config
     except ImportError:
         return []
     dirs = []
     if getattr(_config, "LIBDIR_FROM_PACKAGE", None):
-        dirs.append(os.path.normpath(os.path.join(package_dir, _config.LIBDIR_FROM_PACKAGE)))
+        dirs.append((os.path.normpath(os.path.join(package_dir, _config.LIBDIR_FROM_PACKAGE)),
+                     "the prefix meson installed this package in"))
     if getattr(_config, "LIBDIR", None):
-        dirs.append(_config.LIBDIR)
+        dirs.append((_config.LIBDIR, "the prefix meson installed this package in"))
     return dirs
+
+
+def _pkg_config_dirs(tried):
+    """(directory, why) of the library as pkg-config's lattice.pc says; failures go to tried."""
+    dirs = []
+    for variable in ("libdir", "pcfiledir"):
+        command = ["pkg-config", f"--variable={variable}", "lattice"]
+        shown = " ".join(command)
+        try:
+            r = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True, timeout=30)
+        except FileNotFoundError:
+            tried.append("pkg-config: not found on PATH (apt-get install pkg-config)")
+            return dirs
+        except (OSError, subprocess.SubprocessError) as e:
+            tried.append(f"{shown}: {e}")
+            return dirs
+        value = r.stdout.strip()
+        if r.returncode != 0:  # pkgconf says nothing; pkg-config "Package lattice was not found"
+            where = os.environ.get("PKG_CONFIG_PATH")
+            tried.append(f"{shown}: no lattice.pc in PKG_CONFIG_PATH={where!r} or the default "
+                         "directories" if where else f"{shown}: no lattice.pc in the default "
+                         "directories (PKG_CONFIG_PATH is not set)")
+            return dirs
+        if not value:
+            tried.append(f"{shown}: lattice.pc has no {variable}")
+            continue
+        if variable == "libdir":
+            dirs.append((value, shown))
+        else:  # LIBDIR/pkgconfig/lattice.pc: the prefix moved, the .pc file's prefix= not
+            dirs.append((os.path.dirname(value), f"the directory above lattice.pc ({value})"))
+    return dirs
+
+
+def _libdir_hint():
+    """meson's default libdir on this system: lib/<multiarch triplet> on Debian, else lib."""
+    triplet = sysconfig.get_config_var("MULTIARCH")
+    return f"lib/{triplet}" if triplet else "lib"
+
+
+def _not_found(names, tried):
+    lib = _libdir_hint()
+    return ImportError(
+        "liblattice not found. Tried:\n  " + "\n  ".join(tried) + "\n"
+        "Set one of these (<prefix>: the --prefix given to meson setup):\n"
+        f"  LATTICE_LIBRARY=/path/to/{names[0]}   the file itself\n"
+        f"  PKG_CONFIG_PATH=<prefix>/{lib}/pkgconfig   where meson installed lattice.pc\n"
+        f"  LD_LIBRARY_PATH=<prefix>/{lib}   where the system's loader looks first\n"
+        "or install it where the loader looks without them (meson's default prefix, /usr/local).")
 
 
 def _load():
@@ -65,24 +124,38 @@ def _load():
     package_dir = os.path.dirname(os.path.abspath(__file__))
     parent = os.path.dirname(package_dir)
     tried = []
-    directories = [package_dir, parent, os.path.dirname(parent)] + _installed_dirs(package_dir)
-    for directory in directories:
-        for name in names:
-            candidate = os.path.join(directory, name)
-            if os.path.exists(candidate):
-                try:
-                    return ctypes.CDLL(candidate), candidate
-                except OSError as e:
-                    tried.append(f"{candidate}: {e}")
-            else:
-                tried.append(f"{candidate}: no such file")
+
+    def try_dirs(directories):
+        seen = set()
+        for directory, why in directories:
+            for name in names:
+                candidate = os.path.join(directory, name)
+                if candidate in seen:
+                    continue
+                seen.add(candidate)
+                suffix = f" ({why})" if why else ""
+                if os.path.exists(candidate):
+                    try:
+                        return ctypes.CDLL(candidate), candidate
+                    except OSError as e:
+                        tried.append(f"{candidate}{suffix}: {e}")
+                else:
+                    tried.append(f"{candidate}{suffix}: no such file")
+        return None
+
+    found = try_dirs([(package_dir, ""), (parent, ""), (os.path.dirname(parent), "")] +
+                     _installed_dirs(package_dir))
+    if not found:
+        found = try_dirs(_pkg_config_dirs(tried))
+    if found:
+        return found
     for name in names:
         try:
             return ctypes.CDLL(name), name
         except OSError as e:
-            tried.append(f"{name}: {e}")
-    raise ImportError("liblattice not found; set LATTICE_LIBRARY to its path. Tried:\n  " +
-                      "\n  ".join(tried))
+            tried.append(f"{name} (the loader's search: LD_LIBRARY_PATH, ldconfig's cache, "
+                         f"the system's directories): {e}")
+    raise _not_found(names, tried)
 
 
 # Functions of the core headers deliberately left out of the table: name -> why.
