@@ -13,6 +13,62 @@ void fmt_num(char *buf, size_t n, double v, const char *f)
         snprintf(buf, n, f, v);
 }
 
+/* Batches in one pass over the training text at the students' rows: the
+ * batch that ends the pass counts whole. */
+static int64_t batches_per_pass(const preset *p)
+{
+    lattice_data *d = open_data(p, 1);
+    lattice_data_batch b;
+    lattice_data_position pos = {0, 0};
+    int64_t n = 0;
+    while (pos.epoch == 0) {
+        check(lattice_data_next(d, &b), "data", lattice_data_errmsg(d));
+        check(lattice_data_get_position(d, &pos), "data", lattice_data_errmsg(d));
+        n++;
+    }
+    lattice_data_destroy(d);
+    return n;
+}
+
+/* The most batches an arm reads from one place in the text without a rewind. */
+static int64_t longest_read(const preset *p, const arm *a)
+{
+    lattice_schedule *sc = arm_schedule(p, a);
+    int64_t run = 0, most = 0;
+    for (int k = 0; k < lattice_schedule_get_n_phases(sc); k++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(sc, k, &ph);
+        run = (ph.rewind_data ? 0 : run) + ph.steps;
+        most = run > most ? run : most;
+    }
+    lattice_schedule_destroy(sc);
+    return most;
+}
+
+/* Arms that read past the end of the training text: what they read after it
+ * is the same text again, reshuffled, not new text. */
+static void data_passes(FILE *f, const preset *p)
+{
+    const int64_t pass = batches_per_pass(p);
+    int told = 0;
+    for (int i = 0; i < p->n_arms; i++) {
+        const arm *a = &p->arms[i];
+        const int64_t most = longest_read(p, a);
+        if (most <= pass)
+            continue;
+        if (!told++)
+            fprintf(f, "Data: one pass over the training text is %lld batches of %d x %d bytes. "
+                       "These arms read on past its end, where the text repeats in a new order: "
+                       "beyond the first pass their \"fresh\" data is text they have seen.\n\n",
+                    (long long)pass, p->batch, p->seq_len);
+        fprintf(f, "- `%s`: %lld steps without a rewind, %.2f passes\n", a->name, (long long)most,
+                (double)most / (double)pass);
+    }
+    if (told)
+        fprintf(f, "\n");
+}
+
 void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
@@ -50,6 +106,7 @@ void report(FILE *f, const study *s)
     }
     if (own)
         fprintf(f, "\n");
+    data_passes(f, p);
     verdicts(f, s);
     fprintf(f, "## Teacher go/no-go\n\nOn the first validation batch, after each layer: the per-token RMS of the teacher's residual stream, boundary tokens (position 0 of each row, the document-boundary token) against regular ones; the attention mass queries put on position 0 (mean over heads) and the share of heads above %.1f (sink heads); the largest |activation| over the median, and where it sits (row x seq + position : dimension); position 0's value norm over the others'.\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) | mass on position 0 | sink heads | top / median | at | value norm ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
             SINK_THRESHOLD);

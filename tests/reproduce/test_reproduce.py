@@ -441,7 +441,8 @@ class Traps(unittest.TestCase):
                                 "train.decay_fraction 1.5 must lie in [0, 1]"),
                                ({"lr_shape": "linear"}, "train.lr_shape = 'linear' is not one "
                                                         "of: cosine, constant, wsd")):
-                p = json.load(open(preset))
+                with open(preset) as f:
+                    p = json.load(f)
                 p.pop("probes", None)
                 p["train"].update(train)
                 write(preset, p)
@@ -461,6 +462,29 @@ class Traps(unittest.TestCase):
             self.assertEqual(r.returncode, 1, r.stderr)
             self.assertIn("the teacher is NO-GO", r.stderr)
             self.assertNotIn("seed 1: val CE", r.stderr)
+
+    def test_fresh_data_that_repeats_is_named(self):
+        """An arm that reads past the end of the training text is named in
+        the report with its passes; one that does not is not."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(d, "tiny-passes", 4,
+                                {"steps_per_phase": 12, "warmup": 1, "eval_every": 12,
+                                 "eval_batches": 1, "final_eval_batches": 1},
+                                ["pre-joint", "pre-joint-total"])
+            with open(preset) as f:
+                p = json.load(f)
+            p["seeds"] = 1
+            write(preset, p)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertRegex(report, r"Data: one pass over the training text is \d+ batches of "
+                                     r"4 x 16 bytes")
+            self.assertRegex(report, r"- `pre-joint-total`: 24 steps without a rewind, [0-9.]+ "
+                                     r"passes")
+            self.assertNotIn("- `pre-joint`:", report)
 
     def test_compare_and_files(self):
         """A new arm compared with a reference as the preset asks; report.md
