@@ -102,6 +102,13 @@ class Core(unittest.TestCase):
         with self.assertRaises(ValueError):
             lattice.Phase.make(block_init="sideways")
 
+    def test_last_error(self):
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertIn("no-such-backend", lattice.last_error())
+        self.assertIn(lattice.last_error(), str(cm.exception))
+        self.assertIs(lattice.last_error, _lib.last_error)
+
     def test_loader(self):
         env = dict(os.environ, LATTICE_LIBRARY="/nonexistent/liblattice.so.0")
         r = subprocess.run([sys.executable, "-c", "import lattice"], env=env,
@@ -124,13 +131,14 @@ class Core(unittest.TestCase):
 class Coverage(unittest.TestCase):
     """The prototype table against the public headers: every function, every parameter."""
 
-    def header_functions(self):
+    def header_functions(self, mpi=False):
+        """name -> (parameter count, header) of the core headers, or of dist.h with mpi."""
         include = os.environ.get("LATTICE_INCLUDE_DIR")
         if not include:
             self.skipTest("LATTICE_INCLUDE_DIR not set")
         found = {}
         for name in sorted(os.listdir(include)):
-            if not name.endswith(".h") or name == "dist.h":  # dist.h: liblattice-mpi's
+            if not name.endswith(".h") or (name == "dist.h") != mpi:  # dist.h: liblattice-mpi's
                 continue
             with open(os.path.join(include, name)) as f:
                 text = re.sub(r"/\*.*?\*/", "", f.read(), flags=re.S)
@@ -165,6 +173,13 @@ class Coverage(unittest.TestCase):
 
     def test_library_has_every_prototype(self):
         self.assertEqual(_lib.lib.missing, [])
+
+    def test_dist_table_is_dist_h(self):
+        # liblattice-mpi's own table (lattice/dist.py), read from its header alone
+        found = self.header_functions(mpi=True)
+        self.assertEqual(list(lattice.dist.PROTOTYPES), list(found), "dist.h, in header order")
+        for fn, (count, hdr) in found.items():
+            self.assertEqual(len(lattice.dist.PROTOTYPES[fn][1]), count, fn)
 
 
 class BackendTest(unittest.TestCase):

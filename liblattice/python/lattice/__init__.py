@@ -1,10 +1,12 @@
 """lattice: Python bindings of liblattice through ctypes.
 
 Every object of the C API is a class here (Backend, Norm, Model, Optim,
-Distill, Data, Schedule, Teacher, Trainer, Diag) with close() and ``with``
+Distill, Data, Schedule, Teacher, Trainer, Diag; Dist, of liblattice-mpi,
+for data-parallel training under mpirun) with close() and ``with``
 support; every failing status raises :class:`LatticeError` with its
-:class:`Status` in ``code``. Arrays go in and out through the buffer protocol,
-so NumPy works but is never needed.
+:class:`Status` in ``code`` (:func:`last_error` gives the reason again).
+Arrays go in and out through the buffer protocol, so NumPy works but is
+never needed.
 
 The library is found through ``LATTICE_LIBRARY``, then next to this package,
 then in the prefix ``meson install`` put it in, then where pkg-config's
@@ -23,7 +25,8 @@ export them below.
 """
 
 from ._errors import ClosedError, LatticeError, Status
-from ._lib import ERRMSG_SIZE, library_path, status_string, version_number, version_string
+from ._lib import (ERRMSG_SIZE, last_error, library_path, status_string, version_number,
+                   version_string)
 from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillParams, Group,
                      KLDirection, LRShape,
                      ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
@@ -31,6 +34,7 @@ from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillPara
 from .backend import Backend, Kernels, has_blis
 from .data import Batch, Data, Position
 from .diag import Diag, Removal, Response, RmsStats, Sinks
+from .dist import Dist, DistStats
 from .distill import Distill, DistillResult
 from .model import Model, Tensor
 from .norm import Norm
@@ -44,11 +48,12 @@ __version__ = version_string
 
 __all__ = [
     "LatticeError", "ClosedError", "Status", "status_string", "version_number",
-    "version_string", "ERRMSG_SIZE", "library_path",
+    "version_string", "ERRMSG_SIZE", "library_path", "last_error",
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
     "LRShape", "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",
     "Diag", "RmsStats", "Removal", "Response", "Sinks", "Progress", "progress",
+    "Dist", "DistStats",
 ]

@@ -159,11 +159,10 @@ def _load():
 
 
 # Functions of the core headers deliberately left out of the table: name -> why.
-# (lattice/dist.h belongs to liblattice-mpi, another library, and is not read.)
+# (lattice/dist.h belongs to liblattice-mpi, another library: its table is in dist.py.)
 NOT_WRAPPED = {
     "lattice_trainer_set_collective":
-        "the data-parallel hook for C transports such as liblattice-mpi; a Python process "
-        "trains alone",
+        "the data-parallel hook for C transports; lattice.Dist attaches liblattice-mpi's",
     "lattice_trainer_collective_reduce_gradients": "part of the same hook",
 }
 
@@ -365,12 +364,12 @@ class _Missing:
 
 
 class _Library:
-    """The loaded library with every prototype of PROTOTYPES applied."""
+    """A loaded library with every prototype of a table (PROTOTYPES) applied."""
 
-    def __init__(self, cdll):
+    def __init__(self, cdll, prototypes=PROTOTYPES):
         self._cdll = cdll
         self.missing = []
-        for name, (restype, argtypes) in PROTOTYPES.items():
+        for name, (restype, argtypes) in prototypes.items():
             try:
                 fn = getattr(cdll, name)
             except AttributeError:

@@ -479,7 +479,7 @@ class TrainerParams(Params):
         ("on_step", MetricsFn),
         ("on_eval", MetricsFn),
         ("user", c_void_p),
-        ("collective", c_void_p),  # 0.3; the data-parallel hook is not wrapped (NOT_WRAPPED)
+        ("collective", c_void_p),  # 0.3; set by Trainer(dist=) through lattice_dist_trainer_params
         ("collective_user", c_void_p),
     ]
 

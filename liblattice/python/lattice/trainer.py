@@ -10,6 +10,7 @@ from ._handle import Handle, check, require
 from ._lib import lib
 from ._types import MetricsFn, MetricsStruct, TrainerParams, trainer_p
 from .data import Data
+from .dist import Dist
 from .distill import Distill
 from .model import Model
 from .optim import Optim
@@ -67,19 +68,25 @@ class Trainer(Handle):
     a true value or by raising (the exception is re-raised by the call).
     Callbacks (these and a callback teacher's) run inside the step: they must
     not call into the objects the trainer is driving.
+
+    With ``dist`` (a :class:`lattice.Dist`, under mpirun) the trainer is
+    data-parallel over its ranks from the start: each rank builds the same
+    objects and trains on its share of every batch (``model`` needs
+    ``max_batch`` for ``batch_size / dist.size`` rows).
     """
 
     _destroy = "lattice_trainer_destroy"
     _errmsg = "lattice_trainer_errmsg"
 
     def __init__(self, model, data, optim, schedule, *, teacher=None, distill=None,
-                 eval_every=0, eval_batches=0, seed=0, on_step=None, on_eval=None):
+                 eval_every=0, eval_batches=0, seed=0, on_step=None, on_eval=None, dist=None):
         require(model, Model, "model")
         require(data, Data, "data")
         require(optim, Optim, "optim")
         require(schedule, Schedule, "schedule")
         require(teacher, Teacher, "teacher", optional=True)
         require(distill, Distill, "distill", optional=True)
+        require(dist, Dist, "dist", optional=True)
         if teacher is not None and distill is None:
             distill = Distill()
         p = TrainerParams.make(eval_every=eval_every, eval_batches=eval_batches, seed=seed)
@@ -92,11 +99,15 @@ class Trainer(Handle):
                 setattr(p, name, keep[-1])
         if teacher is None:
             distill = None  # the library ignores the loss without a teacher
+        if dist is not None:
+            dist._trainer_params(p)
         out = trainer_p()
         check(lib.lattice_trainer_create(model._ptr, None if teacher is None else teacher._ptr,
                                          None if distill is None else distill._ptr, data._ptr,
                                          optim._ptr, schedule._ptr, byref(p), byref(out)))
-        self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule), keep=keep)
+        self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule, dist),
+                    keep=keep)
+        self._dist = None  # a Dist attached after creation (Dist.attach)
         # progress bars to close when the run ends (Progress.close)
         self._progress = [fn for fn in (on_step, on_eval) if isinstance(fn, Progress)]
         self.model, self.teacher, self.distill = model, teacher, distill

@@ -1,0 +1,244 @@
+"""Data-parallel training over MPI (dist.h): liblattice-mpi, with mpi4py's communicators.
+
+lattice/dist.h belongs to liblattice-mpi, a library of its own that links
+MPI; its prototypes, structs and loader live here so that ``import lattice``
+loads neither. The first :class:`Dist` loads it: ``LATTICE_MPI_LIBRARY``
+(the file), else ``liblattice-mpi.so.<major>`` beside the liblattice that
+was loaded, else by its SONAME through the system's loader.
+"""
+
+import array
+import ctypes
+import os
+from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
+from dataclasses import dataclass
+
+from . import _lib
+from ._handle import Handle, Resource, check, require
+from ._types import Struct, TrainerParams, model_p, trainer_p
+
+__all__ = ["Dist", "DistStats"]
+
+dist_p = POINTER(type("lattice_dist", (ctypes.Structure,), {}))
+MPI_Comm = c_void_p  # Open MPI's handle is a pointer; set from mpi4py's size at load (MPICH: int)
+
+
+class DistStatsStruct(Struct):
+    _fields_ = [
+        ("size", c_size_t),
+        ("sum_calls", c_int64),
+        ("sum_bytes", c_int64),
+        ("sum_seconds", c_double),
+        ("other_calls", c_int64),
+        ("other_seconds", c_double),
+    ]
+
+
+STATUS = _lib.STATUS
+
+# Every function of lattice/dist.h, in header order; tests/python checks it against the header.
+PROTOTYPES = {
+    "lattice_dist_create": (STATUS, [MPI_Comm, POINTER(dist_p)]),
+    "lattice_dist_destroy": (None, [dist_p]),
+    "lattice_dist_errmsg": (c_char_p, [dist_p]),
+    "lattice_dist_get_rank": (c_int, [dist_p]),
+    "lattice_dist_get_size": (c_int, [dist_p]),
+    "lattice_dist_attach": (STATUS, [dist_p, trainer_p]),
+    "lattice_dist_trainer_params": (STATUS, [dist_p, POINTER(TrainerParams)]),
+    "lattice_dist_detach": (STATUS, [dist_p, trainer_p]),
+    "lattice_dist_allreduce_gradients": (STATUS, [dist_p, model_p, c_double]),
+    "lattice_dist_sum_floats": (STATUS, [dist_p, POINTER(ctypes.c_float), c_size_t]),
+    "lattice_dist_sum_doubles": (STATUS, [dist_p, POINTER(c_double), c_size_t]),
+    "lattice_dist_sum_int64": (STATUS, [dist_p, POINTER(c_int64), c_size_t]),
+    "lattice_dist_get_stats": (STATUS, [dist_p, POINTER(DistStatsStruct)]),
+    "lattice_dist_reset_stats": (None, [dist_p]),
+}
+
+_mpi_lib = None
+
+
+def _library_names():
+    # liblattice.so.0 -> liblattice-mpi.so.0, liblattice.0.dylib, lattice-0.dll alike
+    return [name.replace("lattice", "lattice-mpi", 1) for name in _lib._library_names(_lib.MAJOR)]
+
+
+def _load_mpi_library(comm_size):
+    """liblattice-mpi with PROTOTYPES applied (MPI_Comm sized as mpi4py says)."""
+    global _mpi_lib
+    if _mpi_lib is not None:
+        return _mpi_lib
+    tried = []
+    path = os.environ.get("LATTICE_MPI_LIBRARY")
+    candidates = [path] if path else []
+    if not path:
+        here = os.path.dirname(_lib.library_path)  # "" when loaded by SONAME
+        candidates += [os.path.join(here, n) for n in _library_names() if here]
+        candidates += _library_names()
+    cdll = None
+    for candidate in candidates:
+        try:
+            cdll = ctypes.CDLL(candidate)
+            break
+        except OSError as e:
+            tried.append(f"{candidate}: {e}")
+    if cdll is None:
+        raise ImportError("liblattice-mpi not found (meson builds it where MPI is found: "
+                          "apt-get install libopenmpi-dev); set LATTICE_MPI_LIBRARY to its path. "
+                          "Tried:\n  " + "\n  ".join(tried))
+    comm_type = {ctypes.sizeof(c_void_p): c_void_p, ctypes.sizeof(c_int): c_int}.get(comm_size)
+    if comm_type is None:
+        raise ImportError(f"an MPI_Comm of {comm_size} bytes: not a handle this package knows")
+    prototypes = dict(PROTOTYPES)
+    prototypes["lattice_dist_create"] = (STATUS, [comm_type, POINTER(dist_p)])
+    _mpi_lib = _lib._Library(cdll, prototypes)
+    _mpi_lib.comm_type = comm_type
+    return _mpi_lib
+
+
+def _mpi4py_world():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:
+        raise ImportError("lattice.Dist() without a communicator takes mpi4py's COMM_WORLD: "
+                          f"install mpi4py (Debian: apt-get install python3-mpi4py): {e}") from e
+    return MPI.COMM_WORLD
+
+
+@dataclass(frozen=True)
+class DistStats:
+    """What a Dist's collective calls cost since its creation or reset_stats()."""
+
+    sum_calls: int
+    sum_bytes: int
+    sum_seconds: float
+    other_calls: int
+    other_seconds: float
+
+
+# struct format -> (C function, ctype) of the in-place sums
+_SUMS = {"f": ("lattice_dist_sum_floats", ctypes.c_float),
+         "d": ("lattice_dist_sum_doubles", c_double)}
+for _code in "qQlL":
+    if array.array(_code).itemsize == 8:
+        _SUMS[_code] = ("lattice_dist_sum_int64", c_int64)
+
+
+class Dist(Handle):
+    """The ranks of an MPI communicator training as one (lattice_dist, liblattice-mpi).
+
+    ``Dist(comm)`` wraps a duplicate of an mpi4py communicator (default:
+    ``mpi4py.MPI.COMM_WORLD``; importing mpi4py initialises MPI). Pass it to
+    :class:`lattice.Trainer` as ``dist=`` on every rank, each rank building
+    the same objects: each then trains on its share of every global batch
+    (``batch_size / size`` rows, so the model needs ``max_batch`` for one
+    share only), with gradients, losses, validation and counters summed over
+    the ranks in a fixed order. N ranks of b rows train as one process of
+    N*b rows, equal to rounding; two runs on N ranks are bit-identical.
+
+    Start the script with ``mpirun -np N python3 train.py``. Every call that
+    communicates is collective: all ranks make it, in the same order. Close
+    the Dist (``with``) before MPI finalises, which mpi4py does at exit; a
+    rank that raises should call ``comm.Abort()`` so that the others do not
+    wait for it for ever. Needs liblattice-mpi (built with MPI) and mpi4py.
+    """
+
+    _destroy = "lattice_dist_destroy"
+    _errmsg = "lattice_dist_errmsg"
+
+    def __init__(self, comm=None):
+        if comm is None:
+            comm = _mpi4py_world()
+        try:
+            from mpi4py import MPI
+            handle, size = MPI._handleof(comm), MPI._sizeof(comm)
+        except (ImportError, AttributeError, TypeError):
+            raise TypeError(f"comm must be an mpi4py communicator, got {type(comm).__name__}") \
+                from None
+        self._lib = _load_mpi_library(size)
+        out = dist_p()
+        check(self._lib.lattice_dist_create(self._lib.comm_type(handle), byref(out)))
+        self._adopt(out)
+        self.comm = comm
+
+    def _adopt(self, ptr, borrows=(), keep=()):  # destroyed by liblattice-mpi, not liblattice
+        self._res = Resource(ptr, self._lib.lattice_dist_destroy,
+                             [h._resource for h in borrows if h is not None], keep)
+
+    def _message(self, ptr):
+        return self._lib.lattice_dist_errmsg(ptr).decode(errors="replace")
+
+    @property
+    def rank(self):
+        """This process's rank in the communicator."""
+        return self._lib.lattice_dist_get_rank(self._ptr)
+
+    @property
+    def size(self):
+        """The number of ranks."""
+        return self._lib.lattice_dist_get_size(self._ptr)
+
+    def _trainer_params(self, params):
+        """Name this Dist as the collective of TrainerParams (lattice_dist_trainer_params)."""
+        self._call(self._lib.lattice_dist_trainer_params, byref(params))
+
+    def attach(self, trainer):
+        """Make an existing Trainer data-parallel (its model then needs max_batch for the
+        whole batch; ``Trainer(..., dist=)`` needs it for one rank's share)."""
+        from .trainer import Trainer
+        require(trainer, Trainer, "trainer")
+        self._call(self._lib.lattice_dist_attach, trainer._ptr)
+        trainer._dist = self._resource  # the handle must outlive the attachment
+
+    def detach(self, trainer):
+        """Let the Trainer run alone again."""
+        from .trainer import Trainer
+        require(trainer, Trainer, "trainer")
+        self._call(self._lib.lattice_dist_detach, trainer._ptr)
+        trainer._dist = None
+
+    def allreduce_gradients(self, model, weight):
+        """For a loop of one's own: every rank's model gradients times weight, summed.
+
+        Call on every rank after backward(), with weight = this rank's
+        counted tokens / all ranks' (sum the counts with :meth:`sum`): every
+        rank then holds the gradient of the global mean loss.
+        """
+        from .model import Model
+        require(model, Model, "model")
+        self._call(self._lib.lattice_dist_allreduce_gradients, model._ptr, float(weight))
+
+    def sum(self, values):
+        """Replace values on every rank by their sum over the ranks; returns values.
+
+        values: a writable buffer of float32, float64 or int64 (array.array
+        'f', 'd' or 'q', a NumPy array). Floating-point sums run in a fixed
+        rank order in double precision; integer sums are exact.
+        """
+        try:
+            mv = memoryview(values)
+        except TypeError:
+            raise TypeError("values must be a buffer of float32, float64 or int64 "
+                            f"(e.g. array.array('d')), got {type(values).__name__}") from None
+        code = mv.format.lstrip("@=<")
+        if code not in _SUMS or mv.itemsize != ctypes.sizeof(_SUMS[code][1]):
+            raise TypeError(f"values: expected float32, float64 or int64 items, got format "
+                            f"{mv.format!r} of {mv.itemsize} bytes")
+        if mv.readonly:
+            raise TypeError("values must be writable: the sum replaces them")
+        if not mv.c_contiguous:
+            raise ValueError("values must be C-contiguous")
+        name, ctype = _SUMS[code]
+        n = mv.nbytes // mv.itemsize
+        buf = (ctype * n).from_buffer(mv.cast("B")) if n else None
+        self._call(getattr(self._lib, name), buf, n)
+        return values
+
+    def stats(self):
+        """What this handle's collective calls have cost (a DistStats)."""
+        s = DistStatsStruct(size=ctypes.sizeof(DistStatsStruct))
+        self._call(self._lib.lattice_dist_get_stats, byref(s))
+        return DistStats(s.sum_calls, s.sum_bytes, s.sum_seconds, s.other_calls, s.other_seconds)
+
+    def reset_stats(self):
+        """Set the statistics back to zero."""
+        self._lib.lattice_dist_reset_stats(self._ptr)
