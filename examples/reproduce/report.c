@@ -69,11 +69,42 @@ static void data_passes(FILE *f, const preset *p)
         fprintf(f, "\n");
 }
 
+/* The held-out text in words: its path, and the titles a manifest.json
+ * beside it (examples/data/prepare_austen.py writes one) gives its split. */
+static const char *val_text(const preset *p, char *buf, size_t n)
+{
+    char cwd[1024], man[1100];
+    const size_t c = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
+    const int inside = c > 0 && strncmp(p->val, cwd, c) == 0 && p->val[c] == '/';
+    snprintf(buf, n, "%s", inside ? p->val + c + 1 : p->val); /* relative to here when inside */
+    const char *slash = strrchr(p->val, '/');
+    snprintf(man, sizeof man, "%.*smanifest.json", slash ? (int)(slash - p->val + 1) : 0, p->val);
+    json_object *m = access(man, R_OK) == 0 ? json_object_from_file(man) : NULL, *novels;
+    if (m && json_object_object_get_ex(m, "novels", &novels) &&
+        json_object_is_type(novels, json_type_object)) {
+        int k = 0;
+        json_object_object_foreach(novels, key, v)
+        {
+            (void)key;
+            json_object *split, *title;
+            if (json_object_object_get_ex(v, "split", &split) &&
+                json_object_object_get_ex(v, "title", &title) &&
+                strcmp(json_object_get_string(split), "val") == 0)
+                snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k++ ? ", " : " (",
+                         json_object_get_string(title));
+        }
+        if (k)
+            snprintf(buf + strlen(buf), n - strlen(buf), ")");
+    }
+    json_object_put(m);
+    return buf;
+}
+
 void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
     double x[MAX_SEEDS], y[MAX_SEEDS], d[MAX_SEEDS];
-    char b1[64], b2[64], shape[96], t_shape[96];
+    char b1[64], b2[64], shape[96], t_shape[96], val[1400];
     fprintf(f, "# Reproduction: preset `%s`\n\n", p->name);
     fprintf(f, "Students: %d layers (%d blocks x %d), d_model %d, %d heads (%d kv) of %d, d_ff %d, "
                "init std %.4g (gain %.3g / sqrt(d_model)), peak LR %.3g; %d steps per phase, batch "
@@ -89,9 +120,7 @@ void report(FILE *f, const study *s)
             p->t_weight_decay,
             p->final_eval_batches ? "the first batches of the held-out text (final_eval_batches): "
                                   : "the whole held-out text: ",
-            json_object_object_get_ex(p->json, "data", NULL) && member(p->json, "data.val")
-                ? json_object_get_string(member(p->json, "data.val"))
-                : "the Austen corpus' val.txt (Persuasion)");
+            val_text(p, val, sizeof val));
     int own = 0;
     for (int i = 0; i < p->n_arms; i++) {
         const arm *a = &p->arms[i];

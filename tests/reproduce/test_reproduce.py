@@ -465,7 +465,8 @@ class Traps(unittest.TestCase):
 
     def test_fresh_data_that_repeats_is_named(self):
         """An arm that reads past the end of the training text is named in
-        the report with its passes; one that does not is not."""
+        the report with its passes; one that does not is not. The held-out
+        text is named by its manifest."""
         with tempfile.TemporaryDirectory() as d:
             preset = tiny_study(d, "tiny-passes", 4,
                                 {"steps_per_phase": 12, "warmup": 1, "eval_every": 12,
@@ -475,6 +476,9 @@ class Traps(unittest.TestCase):
                 p = json.load(f)
             p["seeds"] = 1
             write(preset, p)
+            write(os.path.join(d, "manifest.json"),
+                  {"novels": {"a": {"title": "Kept Apart", "split": "val"},
+                              "b": {"title": "Trained On", "split": "train"}}})
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -485,6 +489,8 @@ class Traps(unittest.TestCase):
             self.assertRegex(report, r"- `pre-joint-total`: 24 steps without a rewind, [0-9.]+ "
                                      r"passes")
             self.assertNotIn("- `pre-joint`:", report)
+            # the held-out text by its path and the manifest's titles
+            self.assertRegex(report, r"held-out text[^:]*: \S*/val\.txt \(Kept Apart\)\.")
 
     def test_compare_and_files(self):
         """A new arm compared with a reference as the preset asks; report.md
