@@ -163,6 +163,14 @@ void compat_optim_params_init_0_3(optim_params_0_3 *p)
 }
 #endif
 
+/* A caller's struct size this library reads: up to 0.2's, 0.3's exactly, or
+ * 0.4's and above (a newer caller's; the bytes past ours are not read). */
+static int size_known(size_t size)
+{
+    return size <= sizeof(optim_params_0_2) || size == sizeof(optim_params_0_3) ||
+           size >= sizeof(lattice_optim_params);
+}
+
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
                                   char *err)
 {
@@ -170,11 +178,13 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
     lattice_optim_params tmp;
     lattice_optim_params_init(&tmp);
-    if (src->size > sizeof(optim_params_0_2) && src->size < sizeof(optim_params_0_3))
+    if (!size_known(src->size))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes) "
-                                  "nor a 0.3 one (at least %zu): set it to sizeof the struct",
-                                  src->size, sizeof(optim_params_0_2), sizeof(optim_params_0_3));
+                                  "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes), "
+                                  "a 0.3 one (%zu) nor a 0.4 one (at least %zu): set it to sizeof "
+                                  "the struct",
+                                  src->size, sizeof(optim_params_0_2), sizeof(optim_params_0_3),
+                                  sizeof(lattice_optim_params));
     if (src->size <= sizeof(optim_params_0_2)) {
         /* a 0.1/0.2 caller: its layout, as much of it as it has */
         optim_params_0_2 old;
@@ -184,7 +194,7 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
     } else {
         /* 0.3 and later: the fields the caller has; a 0.3 struct's padding
          * where 0.4 put lr_shape is not read */
-        memcpy(&tmp, src, src->size < sizeof(tmp) ? OPTIM_0_3_BYTES : sizeof(tmp));
+        memcpy(&tmp, src, src->size == sizeof(optim_params_0_3) ? OPTIM_0_3_BYTES : sizeof(tmp));
     }
     tmp.size = sizeof(tmp);
     lattice_status st = check(&tmp, err);
@@ -262,6 +272,12 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
         return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &old,
                                  sizeof(old), sizeof(old));
     }
+    if (theirs > sizeof(optim_params_0_3) && !size_known(theirs))
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+                                  "lattice_optim_get_params: out->size %zu is neither a 0.3 struct "
+                                  "(%zu bytes) nor a 0.4 one (at least %zu): set it to sizeof the "
+                                  "struct", theirs, sizeof(optim_params_0_3),
+                                  sizeof(lattice_optim_params));
     return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
                              sizeof(optim_params_0_3));
 }

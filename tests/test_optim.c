@@ -185,6 +185,15 @@ START_TEST(test_params_0_3_layout)
     ck_assert_int_eq(old->total_steps, 12);
     ck_assert_float_eq(old->clip_norm, 1.0f);
     free(old);
+
+    /* between 0.3's size and 0.4's: neither, both ways */
+    lattice_optim_params *mid = calloc(1, sizeof(*mid));
+    mid->size = sizeof(struct optim_params_0_3) + 4;
+    ck_assert_int_eq(lattice_optim_set_params(o, mid), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(o), "neither"));
+    ck_assert_int_eq(lattice_optim_get_params(o, mid), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_uint_eq(mid->size, sizeof(struct optim_params_0_3) + 4);
+    free(mid);
     lattice_optim_destroy(o);
     close_fixture(&f);
 }
