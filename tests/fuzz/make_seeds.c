@@ -29,7 +29,9 @@ int main(int argc, char **argv)
     fclose(f);
     /* a checkpoint of a small run */
     lattice_data *d;
-    lattice_trainer *t = fuzz_trainer(m, &d);
+    lattice_optim *o;
+    lattice_schedule *s;
+    lattice_trainer *t = fuzz_trainer(m, &d, &o, &s);
     if (lattice_trainer_step(t, NULL) != LATTICE_OK)
         return 1;
     /* recorded teacher logits, dense and top-k */
@@ -55,6 +57,8 @@ int main(int argc, char **argv)
     if (lattice_trainer_save_checkpoint(t, path) != LATTICE_OK)
         return 1;
     lattice_trainer_destroy(t);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
     lattice_data_destroy(d);
     lattice_model_destroy(m);
     lattice_backend_destroy(be);
