@@ -268,14 +268,14 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         r->op.eps = (float)d[4];
         r->op.weight_decay = (float)d[5];
         r->op.clip_norm = (float)d[6];
-        /* since 0.4; a 0.3 checkpoint has neither: cosine */
+        /* since 0.4, both or neither; a 0.3 checkpoint has neither: cosine */
         int64_t shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
-        if (json_object_object_get_ex(op, "lr_shape", NULL))
-            ok &= get64(op, "lr_shape", &shape) && shape >= 0 && shape <= INT32_MAX;
-        if (json_object_object_get_ex(op, "decay_fraction", NULL))
-            ok &= getd(op, "decay_fraction", &d[7]);
-        else
-            d[7] = r->op.decay_fraction;
+        d[7] = r->op.decay_fraction;
+        const int has_shape = json_object_object_get_ex(op, "lr_shape", NULL);
+        ok &= has_shape == json_object_object_get_ex(op, "decay_fraction", NULL);
+        if (has_shape)
+            ok &= get64(op, "lr_shape", &shape) && shape >= 0 && shape <= INT32_MAX &&
+                  getd(op, "decay_fraction", &d[7]);
         r->op.lr_shape = (lattice_optim_lr_shape)shape;
         r->op.decay_fraction = (float)d[7];
     }

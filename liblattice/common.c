@@ -99,8 +99,8 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
     memcpy(&theirs, dst, sizeof(theirs));
     if (theirs < min_size)
         return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "%s: out->size %zu is below %zu, the struct's 0.1 size "
-                                  "(set it to sizeof the struct)",
+                                  "%s: out->size %zu is below %zu, the smallest struct this "
+                                  "library writes (set it to sizeof the struct)",
                                   fn, theirs, min_size);
     const size_t n = theirs < ours ? theirs : ours;
     memcpy(dst, src, n);

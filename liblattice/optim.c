@@ -47,7 +47,7 @@ static lattice_status check(const lattice_optim_params *p, char *err)
             "up when the run ends (make warmup_steps at most total_steps)",
             (long long)p->warmup_steps, (long long)p->total_steps);
     if (p->min_lr > p->lr)
-        BAD("min_lr %g > lr %g: the cosine decay would climb from lr to min_lr (make min_lr at "
+        BAD("min_lr %g > lr %g: the decay would climb from lr to min_lr (make min_lr at "
             "most lr)", (double)p->min_lr, (double)p->lr);
     if (!(p->beta1 >= 0.0f && p->beta1 < 1.0f) || !(p->beta2 >= 0.0f && p->beta2 < 1.0f))
         BAD("betas must lie in [0, 1)");
@@ -134,7 +134,8 @@ static void to_0_2(optim_params_0_2 *o, const lattice_optim_params *p)
 /* Programs built against 0.1 and 0.2 call lattice_optim_params_init at the
  * symbol version LATTICE_0.1: they get the struct in their layout and size
  * (48 bytes, not 0.3's 56), which the calls above tell apart by its size.
- * Programs built against 0.3 bind to the default version, LATTICE_0.3. */
+ * Programs built against 0.3 bind LATTICE_0.3 (below), those built now the
+ * default version, LATTICE_0.4. */
 void compat_optim_params_init_0_2(optim_params_0_2 *p) __attribute__((visibility("default")));
 __asm__(".symver compat_optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
 void compat_optim_params_init_0_2(optim_params_0_2 *p)
@@ -171,13 +172,20 @@ static int size_known(size_t size)
            size >= sizeof(lattice_optim_params);
 }
 
+/* Read the caller's params into *dst when they pass check(). Fields past the
+ * caller's size come from base: the defaults for create, the settings in use
+ * for set (a 0.3 program that edits lr must not turn a WSD optimizer into a
+ * cosine one). */
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
-                                  char *err)
+                                  const lattice_optim_params *base, char *err)
 {
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
     lattice_optim_params tmp;
-    lattice_optim_params_init(&tmp);
+    if (base)
+        tmp = *base;
+    else
+        lattice_optim_params_init(&tmp);
     if (!size_known(src->size))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes), "
@@ -217,7 +225,7 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
     if (!o)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_optim_create: out of memory");
-    lattice_status st = copy_params(&o->p, params, NULL);
+    lattice_status st = copy_params(&o->p, params, NULL, NULL);
     if (st != LATTICE_OK) {
         free(o);
         return st;
@@ -255,7 +263,7 @@ lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_pa
     if (!o)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_set_params: invalid argument: optim is NULL");
-    return copy_params(&o->p, params, o->err);
+    return copy_params(&o->p, params, &o->p, o->err);
 }
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
@@ -288,7 +296,9 @@ static double lr_at(const lattice_optim_params *p, int64_t s)
         return (double)p->lr * (double)(s + 1) / p->warmup_steps;
     const int64_t n = p->total_steps - p->warmup_steps;
     if (p->lr_shape == LATTICE_OPTIM_LR_SHAPE_WSD) {
-        const int64_t d = llround((double)p->decay_fraction * (double)n);
+        /* in double, clamped before the conversion: n may be near INT64_MAX */
+        const double dd = round((double)p->decay_fraction * (double)n);
+        const int64_t d = dd >= (double)n ? n : (int64_t)dd;
         if (d <= 0)
             return p->lr;
         double q = (double)(s - (p->total_steps - d)) / (double)d;

@@ -220,6 +220,37 @@ START_TEST(test_state_fields)
 }
 END_TEST
 
+/* A 0.3 checkpoint has neither lr_shape nor decay_fraction: it loads; one of
+ * the two alone is a damaged state and is refused. */
+START_TEST(test_lr_shape_keys_both_or_neither)
+{
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good);
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    for (int drop = 0; drop < 3; drop++) {
+        ckpt c;
+        read_ckpt(good, &c);
+        json_object *s = state_of(&c), *op;
+        ck_assert(json_object_object_get_ex(s, "optim", &op));
+        if (drop != 1)
+            json_object_object_del(op, "lr_shape");
+        if (drop != 2)
+            json_object_object_del(op, "decay_fraction");
+        set_state(&c, s);
+        json_object_put(s);
+        write_ckpt(bad, &c);
+        free_ckpt(&c);
+        run r;
+        open_run(&r);
+        ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad),
+                         drop == 0 ? LATTICE_OK : LATTICE_ERR_FORMAT);
+        close_run(&r);
+    }
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
 /* Tensor data: one value of a weight, a moment or a step count made hostile. */
 static void poke(ckpt *c, const char *name, int64_t index, const void *value, size_t width)
 {
@@ -301,6 +332,7 @@ int main(void)
 {
     Suite *s = suite_create("checkpoint");
     TCase *tc = tcase_create("hostile checkpoints");
+    tcase_add_test(tc, test_lr_shape_keys_both_or_neither);
     tcase_add_loop_test(tc, test_state_fields, 0, (int)(sizeof state_fields / sizeof state_fields[0]));
     tcase_add_test(tc, test_tensor_values);
     tcase_add_test(tc, test_transposed_shape);

@@ -186,6 +186,19 @@ START_TEST(test_params_0_3_layout)
     ck_assert_float_eq(old->clip_norm, 1.0f);
     free(old);
 
+    /* a 0.3 caller's set keeps the fields it does not have: still WSD */
+    struct optim_params_0_3 *set03 = malloc(sizeof(*set03));
+    memcpy(set03, &now, sizeof(*set03));
+    set03->size = sizeof(*set03);
+    set03->lr = 1e-3f;
+    ck_assert_int_eq(lattice_optim_set_params(o, (const lattice_optim_params *)(void *)set03),
+                     LATTICE_OK);
+    free(set03);
+    lattice_optim_params kept = {.size = sizeof(kept)};
+    ck_assert_int_eq(lattice_optim_get_params(o, &kept), LATTICE_OK);
+    ck_assert_float_eq(kept.lr, 1e-3f);
+    ck_assert_int_eq(kept.lr_shape, LATTICE_OPTIM_LR_SHAPE_WSD);
+
     /* between 0.3's size and 0.4's: neither, both ways */
     lattice_optim_params *mid = calloc(1, sizeof(*mid));
     mid->size = sizeof(struct optim_params_0_3) + 4;

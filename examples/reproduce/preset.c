@@ -231,6 +231,21 @@ static void lr_shape(json_object *o, const char *where, double lr, double floor_
         die("preset: %s.decay_fraction %g must lie in [0, 1]", where, *decay);
 }
 
+/* Without lr_shape in o, the inherited shape: its decay fraction (< 0 unless
+ * wsd), which o's decay_fraction may replace when the shape is wsd. */
+static double inherit_decay(json_object *o, const char *where, double decay)
+{
+    if (!member(o, "decay_fraction"))
+        return decay;
+    if (decay < 0)
+        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
+            "warmup spent decaying)", where);
+    decay = get_d(o, "decay_fraction", decay);
+    if (!(decay >= 0.0 && decay <= 1.0))
+        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, decay);
+    return decay;
+}
+
 /* An arm's optimizer recipe: the preset's train section, with the keys of
  * the arm's own "train" object (t, may be NULL) replacing its keys. Without
  * lr_shape the arm keeps the preset's shape (a cosine's floor in the same
@@ -261,9 +276,7 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     if (member(t, "lr_shape")) {
         lr_shape(t, w, a->lr, 100, &a->min_lr, &a->decay);
     } else {
-        if (member(t, "decay_fraction"))
-            die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
-                "warmup spent decaying)", w);
+        a->decay = inherit_decay(t, w, p->decay);
         a->min_lr = member(t, "min_lr") ? get_d(t, "min_lr", 0) : p->min_lr / p->lr * a->lr;
     }
     a->weight_decay = get_d(t, "weight_decay", p->weight_decay);
@@ -572,11 +585,11 @@ static void parse_probes(preset *p, json_object *list)
                                                : p->t_init_std;
         q->lr = get_d(o, "lr", p->t_lr);
         /* no lr_shape: the teacher's shape, at this probe's LR */
-        const int inherit = !member(o, "lr_shape");
-        lr_shape(o, where, q->lr, 10, &q->min_lr, &q->decay);
-        if (inherit) {
-            q->decay = p->t_decay;
-            q->min_lr = member(o, "min_lr") ? q->min_lr
+        if (member(o, "lr_shape")) {
+            lr_shape(o, where, q->lr, 10, &q->min_lr, &q->decay);
+        } else {
+            q->decay = inherit_decay(o, where, p->t_decay);
+            q->min_lr = member(o, "min_lr") ? get_d(o, "min_lr", 0)
                         : p->t_min_lr == p->t_lr ? q->lr : p->t_min_lr;
         }
         q->weight_decay = get_d(o, "weight_decay", p->t_weight_decay);

@@ -5,6 +5,8 @@
 #include "stats.h"
 #include "verdicts.h"
 
+#include <sys/stat.h>
+
 void fmt_num(char *buf, size_t n, double v, const char *f)
 {
     if (isnan(v))
@@ -27,7 +29,9 @@ static int64_t batches_per_pass(const preset *p)
         n++;
     }
     lattice_data_destroy(d);
-    return n;
+    /* a pass of whole batches turns the epoch only at the next call: that
+     * batch, all of the next pass, is not this pass's */
+    return pos.index == p->batch && n > 1 ? n - 1 : n;
 }
 
 /* The most batches an arm reads from one place in the text without a rewind. */
@@ -69,29 +73,46 @@ static void data_passes(FILE *f, const preset *p)
         fprintf(f, "\n");
 }
 
-/* The held-out text in words: its path, and the titles a manifest.json
- * beside it (examples/data/prepare_austen.py writes one) gives its split. */
+/* A JSON member that is a string, or NULL. */
+static const char *member_string(json_object *o, const char *key)
+{
+    json_object *v;
+    return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : NULL;
+}
+
+/* The held-out text in words: its path, and the titles of its novels when a
+ * manifest.json beside it (examples/data/prepare_austen.py writes one) lists
+ * this very file (its name and size) as a split. */
 static const char *val_text(const preset *p, char *buf, size_t n)
 {
     char cwd[1024], man[1100];
     const size_t c = getcwd(cwd, sizeof cwd) ? strlen(cwd) : 0;
     const int inside = c > 0 && strncmp(p->val, cwd, c) == 0 && p->val[c] == '/';
     snprintf(buf, n, "%s", inside ? p->val + c + 1 : p->val); /* relative to here when inside */
-    const char *slash = strrchr(p->val, '/');
-    snprintf(man, sizeof man, "%.*smanifest.json", slash ? (int)(slash - p->val + 1) : 0, p->val);
-    json_object *m = access(man, R_OK) == 0 ? json_object_from_file(man) : NULL, *novels;
-    if (m && json_object_object_get_ex(m, "novels", &novels) &&
+    const char *slash = strrchr(p->val, '/'), *base = slash ? slash + 1 : p->val;
+    snprintf(man, sizeof man, "%.*smanifest.json", (int)(base - p->val), p->val);
+    json_object *m = access(man, R_OK) == 0 ? json_object_from_file(man) : NULL;
+    json_object *files, *file, *bytes, *novels;
+    struct stat st;
+    char split[256];
+    const char *dot = strrchr(base, '.');
+    snprintf(split, sizeof split, "%.*s", dot ? (int)(dot - base) : (int)strlen(base), base);
+    if (m && json_object_object_get_ex(m, "files", &files) &&
+        json_object_object_get_ex(files, base, &file) &&
+        json_object_object_get_ex(file, "bytes", &bytes) &&
+        json_object_is_type(bytes, json_type_int) && stat(p->val, &st) == 0 &&
+        json_object_get_int64(bytes) == (int64_t)st.st_size &&
+        json_object_object_get_ex(m, "novels", &novels) &&
         json_object_is_type(novels, json_type_object)) {
         int k = 0;
         json_object_object_foreach(novels, key, v)
         {
             (void)key;
-            json_object *split, *title;
-            if (json_object_object_get_ex(v, "split", &split) &&
-                json_object_object_get_ex(v, "title", &title) &&
-                strcmp(json_object_get_string(split), "val") == 0)
-                snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k++ ? ", " : " (",
-                         json_object_get_string(title));
+            const char *sp = member_string(v, "split"), *title = member_string(v, "title");
+            if (sp && title && strcmp(sp, split) == 0)
+                snprintf(buf + strlen(buf), n - strlen(buf), "%s%s", k++ ? ", " : " (", title);
         }
         if (k)
             snprintf(buf + strlen(buf), n - strlen(buf), ")");
@@ -128,10 +149,10 @@ void report(FILE *f, const study *s)
             continue;
         if (!own++)
             fprintf(f, "Arms on their own recipe (peak LRs as run):\n\n");
+        const double scale = a->lr_given ? 1.0 : arm_std(p, a) / p->init_std;
         fprintf(f, "- `%s`: %s LR %.3g after %d warmup steps, weight decay %g\n", a->name,
-                lr_shape_words(a->lr, a->min_lr, a->decay, shape, sizeof shape),
-                a->lr_given ? a->lr : a->lr * arm_std(p, a) / p->init_std, a->warmup,
-                a->weight_decay);
+                lr_shape_words(a->lr * scale, a->min_lr * scale, a->decay, shape, sizeof shape),
+                a->lr * scale, a->warmup, a->weight_decay);
     }
     if (own)
         fprintf(f, "\n");

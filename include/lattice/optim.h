@@ -108,7 +108,10 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
 /**
  * @brief Replace the settings (the moments and the schedule position are kept).
  * @param optim The optimizer.
- * @param params The settings, checked as ::lattice_optim_create checks them.
+ * @param params The settings, checked as ::lattice_optim_create checks them. Fields
+ *        past params->size (a caller built against an older header) keep the
+ *        values in use, not the defaults (since 0.4: a 0.3 program that sets its
+ *        lr keeps a WSD shape set by newer code or a checkpoint).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  * @since 0.1
  */

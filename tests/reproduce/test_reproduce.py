@@ -477,8 +477,10 @@ class Traps(unittest.TestCase):
             p["seeds"] = 1
             write(preset, p)
             write(os.path.join(d, "manifest.json"),
-                  {"novels": {"a": {"title": "Kept Apart", "split": "val"},
-                              "b": {"title": "Trained On", "split": "train"}}})
+                  {"files": {"val.txt": {"bytes": os.path.getsize(os.path.join(d, "val.txt"))}},
+                   "novels": {"a": {"title": "Kept Apart", "split": "val"},
+                              "b": {"title": "Trained On", "split": "train"},
+                              "c": {"title": None, "split": None}}})
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out)
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -526,6 +528,11 @@ class Traps(unittest.TestCase):
                             "`curves_steps.svg`: not drawn" in report, report)
             new["train"] = {"decay_fraction": 0.5}
             p["arms"][1] = new
+            write(preset, p)
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)  # the preset's shape is wsd: replaced
+            p["train"]["lr_shape"] = "cosine"
+            del p["train"]["decay_fraction"]
             write(preset, p)
             r = run("--preset", preset, "--check")
             self.assertEqual(r.returncode, 1)

@@ -138,6 +138,7 @@ class Struct(ctypes.Structure):
     """A C struct with a readable repr and a dict view; float32 fields read as they were set."""
 
     _enums = {}
+    _since = {}  # field -> the lattice_version_number() that added it (after 0.3)
 
     def __getattribute__(self, name):
         value = super().__getattribute__(name)
@@ -229,6 +230,12 @@ class Params(Struct):
             if key not in names:
                 known = ", ".join(sorted(names))
                 raise TypeError(f"{type(self).__name__} has no field {key!r} (fields: {known})")
+            if key in self._since:
+                # a field an older library does not know: it would never read it
+                from ._lib import version_number, version_string
+                if version_number < self._since[key]:
+                    raise TypeError(f"{type(self).__name__}.{key} is newer than the loaded "
+                                    f"liblattice {version_string}, which would ignore it")
             if key in self._enums:
                 value = to_enum(self._enums[key], value)
             elif dict(self._fields_)[key] is c_char_p and value is not None:
@@ -298,6 +305,7 @@ class TensorInfo(Struct):
 class OptimParams(Params):
     _init = "lattice_optim_params_init"
     _enums = {"lr_shape": LRShape}
+    _since = {"lr_shape": 400, "decay_fraction": 400}
     _fields_ = [
         ("size", c_size_t),
         ("lr", c_float),
