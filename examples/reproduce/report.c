@@ -288,7 +288,9 @@ void report(FILE *f, const study *s)
     for (int a = 0; a < p->n_arms; a++) {
         const run_result *r0 = s->res[a][0];
         const char *nm = p->arms[a].name;
-        if (!strstr(nm, "-grow") && !(strstr(nm, "-joint") && !strstr(nm, "joint-")))
+        /* joint and grow: the paper's trajectories, on any recipe */
+        if (p->arms[a].schedule != LATTICE_SCHEDULE_PRESET_JOINT &&
+            p->arms[a].schedule != LATTICE_SCHEDULE_PRESET_GROW)
             continue;
         for (int k = 0; k < r0->n_pts; k++) {
             double v[4] = {0, 0, 0, 0};

@@ -168,6 +168,15 @@ static void run_path(char *buf, size_t n, const char *dir, const char *arm, int 
         die("the path of a kept run is too long (output folder %s)", dir);
 }
 
+/* The checksum a kept run of arm a, seed index i carries: the arm's settings
+ * and the seed. (Runs kept before 0.4 carry the settings alone, and their
+ * record's job number stood for the seed: a number that changes whenever the
+ * preset's list of arms does.) */
+static uint64_t kept_sum(const study *s, int a, int i)
+{
+    return fnv_int(s->settings[a], (int64_t)i + 1);
+}
+
 void keep_run(study *s, int job, run_result *r)
 {
     const preset *p = s->p;
@@ -183,7 +192,7 @@ void keep_run(study *s, int job, run_result *r)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     size_t bytes;
     char *buf = run_pack(job, r, &bytes);
-    const uint64_t head[3] = {s->settings[a], (uint64_t)bytes, (uint64_t)RUN_HEADER};
+    const uint64_t head[3] = {kept_sum(s, a, i), (uint64_t)bytes, (uint64_t)RUN_HEADER};
     FILE *f = fopen(tmp, "wb");
     int ok = f && fwrite(MAGIC, sizeof MAGIC, 1, f) == 1 && fwrite(head, sizeof head, 1, f) == 1 &&
              fwrite(buf, bytes, 1, f) == 1;
@@ -214,8 +223,9 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
         snprintf(why, why_size, "not a run file of this version");
     } else if (!run_header_known(head[2])) {
         snprintf(why, why_size, "written by a build whose run record differs");
-    } else if (head[0] != s->settings[a]) {
-        snprintf(why, why_size, "made with other settings (preset, threads, corpus or teacher)");
+    } else if (head[0] != kept_sum(s, a, i) && head[0] != s->settings[a]) {
+        snprintf(why, why_size, "made with other settings (preset, threads, corpus, teacher or "
+                                "seed)");
     } else if (head[1] > ((uint64_t)1 << 34) || !(buf = malloc(head[1] ? head[1] : 1)) ||
                fread(buf, head[1], 1, f) != 1 || fgetc(f) != EOF) {
         snprintf(why, why_size, "its record is not the %llu bytes its header says",
@@ -224,11 +234,12 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
         int32_t got;
         char how[256];
         run_result *r = run_unpack_sized(buf, head[1], head[2], &got, how, sizeof how);
-        if (!r)
+        /* the seed is in the checksum; a run kept before 0.4 (the settings
+         * alone) is taken for the seed its file name says: its job number
+         * counted the preset's arms then, which may have grown since */
+        (void)got;
+        if (!r) {
             snprintf(why, why_size, "its record is damaged: %s", how);
-        else if (got != job) {
-            snprintf(why, why_size, "it holds job %d, not %d", (int)got, job);
-            free_run(r);
         } else {
             *out = r;
             rc = 1;

@@ -296,11 +296,29 @@ class Traps(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("runs/peri-grow-identity.seed1.run: made with other settings", r.stderr)
             self.assertIn("6 runs kept in %s/runs/ reused; 3 to run" % out, r.stderr)
+            # an arm added in the middle of the list: every kept run still counts
+            p["arms"].insert(1, "post-joint")
+            write(preset, p)
+            r = run("--preset", preset, "--out", out, "--seeds", "3", "--arms", "post-joint")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("9 runs kept in %s/runs/ reused; 3 to run" % out, r.stderr)
+            self.assertEqual(sorted(results(out)["arms"]),
+                             ["peri-grow-identity", "post-grow", "post-joint", "pre-joint"])
+            # a run file copied to another seed's name is not that seed's run
+            runs = os.path.join(out, "runs")
+            with open(os.path.join(runs, "pre-joint.seed1.run"), "rb") as f:
+                seed1 = f.read()
+            with open(os.path.join(runs, "pre-joint.seed2.run"), "wb") as f:
+                f.write(seed1)
+            r = run("--preset", preset, "--out", out, "--seeds", "3", "--arms", "pre-joint")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("runs/pre-joint.seed2.run: made with other settings (preset, threads, "
+                          "corpus, teacher or seed): running it again", r.stderr)
             # --fresh: nothing kept
             r = run("--preset", preset, "--out", out, "--seeds", "1", "--fresh")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertNotIn("kept in", r.stderr)
-            self.assertEqual([len(v) for v in results(out)["arms"].values()], [1, 1, 1])
+            self.assertEqual([len(v) for v in results(out)["arms"].values()], [1, 1, 1, 1])
 
     def test_runs_of_0_3_are_read(self):
         """A run kept by 0.3's layout (before the trajectory gained its sink
