@@ -45,6 +45,7 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
  * the elements of a list. */
 static const char *const known_keys[] = {
     "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
+    "interactions",
     "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
     "probes.*.weight_decay", "probes.*.beta2", "probes.*.decay_fraction", "probes.*.seq_len", "probes.*.batch_size",
@@ -525,6 +526,42 @@ static json_object *read_strict(const char *path)
     return o;
 }
 
+/* Element j of list k of key (compare, interactions): one of the preset's
+ * arms, copied to dst. */
+static void arm_in_list(const preset *p, json_object *list, const char *key, size_t k, int j,
+                        char *dst, size_t n)
+{
+    json_object *v = json_object_array_get_idx(list, j);
+    const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+    int found = 0;
+    for (int a = 0; name && a < p->n_arms && !found; a++)
+        found = strcmp(p->arms[a].name, name) == 0;
+    if (!found)
+        die("preset: %s[%zu][%d] must name one of the preset's arms%s%s", key, k, j,
+            name ? ", not " : "", name ? name : "");
+    snprintf(dst, n, "%s", name);
+}
+
+/* interactions: [["pre-joint", "post-joint", "pre-grow", "post-grow"], ...]:
+ * I = (post-grow - pre-grow) - (post-joint - pre-joint), paired by seed, for
+ * arms the paper's rows do not cover (another recipe, say). */
+static void parse_interactions(preset *p, json_object *c)
+{
+    if (!c)
+        return;
+    if (!json_object_is_type(c, json_type_array) || json_object_array_length(c) > MAX_INTERACT)
+        die("preset: interactions must be a list of at most %d lists of 4 arms", MAX_INTERACT);
+    for (size_t k = 0; k < json_object_array_length(c); k++) {
+        json_object *four = json_object_array_get_idx(c, k);
+        if (!json_object_is_type(four, json_type_array) || json_object_array_length(four) != 4)
+            die("preset: interactions[%zu] must list 4 arms: [pre joint, post joint, pre grow, "
+                "post grow]", k);
+        for (int j = 0; j < 4; j++)
+            arm_in_list(p, four, "interactions", k, j, p->interact[k][j], sizeof p->interact[k][j]);
+        p->n_interact++;
+    }
+}
+
 /* compare: [["a", "b"], ...]: paired rows b - a in the report. */
 static void parse_compare(preset *p, json_object *c)
 {
@@ -536,17 +573,8 @@ static void parse_compare(preset *p, json_object *c)
         json_object *pair = json_object_array_get_idx(c, k);
         if (!json_object_is_type(pair, json_type_array) || json_object_array_length(pair) != 2)
             die("preset: compare[%zu] must be a pair [\"reference arm\", \"arm\"]", k);
-        for (int j = 0; j < 2; j++) {
-            json_object *v = json_object_array_get_idx(pair, j);
-            const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-            int found = 0;
-            for (int a = 0; name && a < p->n_arms && !found; a++)
-                found = strcmp(p->arms[a].name, name) == 0;
-            if (!found)
-                die("preset: compare[%zu][%d] must name one of the preset's arms%s%s", k, j,
-                    name ? ", not " : "", name ? name : "");
-            snprintf(p->compare[k][j], sizeof p->compare[k][j], "%s", name);
-        }
+        for (int j = 0; j < 2; j++)
+            arm_in_list(p, pair, "compare", k, j, p->compare[k][j], sizeof p->compare[k][j]);
         if (strcmp(p->compare[k][0], p->compare[k][1]) == 0)
             die("preset: compare[%zu] compares %s with itself", k, p->compare[k][0]);
         p->n_compare++;
@@ -738,6 +766,7 @@ void load_preset(preset *p, const char *path)
     if (!p->n_arms)
         die("preset: no arms to run");
     parse_compare(p, member(o, "compare"));
+    parse_interactions(p, member(o, "interactions"));
     parse_probes(p, member(o, "probes"));
     p->require_go = get_i(o, "require_go", 0, 0, 1);
     check_shapes(p);

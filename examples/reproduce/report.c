@@ -239,6 +239,30 @@ void report(FILE *f, const study *s)
         fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
                    "difference from seed noise.\n");
     }
+    /* the interactions the preset asks for, paired by seed */
+    for (int k = 0; k < p->n_interact; k++) {
+        const char(*q)[48] = p->interact[k];
+        if (!k)
+            fprintf(f, "\n## Interactions the preset asks for (paired by seed)\n\nI = (post grow - "
+                       "pre grow) - (post joint - pre joint); paper: -0.0332.\n\n| pre joint | post "
+                       "joint | pre grow | post grow | I (mean ± 95%% CI half-width) | 95%% CI | "
+                       "seeds |\n|---|---|---|---|---|---|---|\n");
+        double dj[MAX_SEEDS], dg[MAX_SEEDS];
+        const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
+        if (!n) {
+            fprintf(f, "| %s | %s | %s | %s | not run | | 0 |\n", q[0], q[1], q[2], q[3]);
+            continue;
+        }
+        for (int i = 0; i < n; i++)
+            dg[i] -= dj[i];
+        summary sm = summarise(dg, n);
+        char half[32];
+        fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
+        fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
+        fmt_num(half, sizeof half, sm.half, "%.4f");
+        fprintf(f, "| %s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d |\n", q[0], q[1], q[2], q[3],
+                sm.mean, half, b1, b2, n);
+    }
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
                "The paper smooths over 200 of 50k steps (0.4%% of a phase): here the baseline (mean "

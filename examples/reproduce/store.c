@@ -117,7 +117,8 @@ uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum)
     {
         if (strcmp(key, "name") && strcmp(key, "about") && strcmp(key, "seeds") &&
             strcmp(key, "arms") && strcmp(key, "compare") && strcmp(key, "probes") &&
-            strcmp(key, "probe_every") && strcmp(key, "require_go"))
+            strcmp(key, "probe_every") && strcmp(key, "require_go") &&
+            strcmp(key, "interactions"))
             json_object_object_add(rest, key, json_object_get(val));
     }
     const char *js = json_object_to_json_string_ext(rest, JSON_C_TO_STRING_PLAIN);

@@ -29,6 +29,7 @@
 
 #define MAX_ARMS 24
 #define MAX_PHASES 16
+#define MAX_INTERACT 8
 
 /* An arm: a placement, a schedule (a preset or explicit phases), how appended
  * blocks start, what the freeze arm freezes, how the data iterator behaves at
@@ -84,6 +85,9 @@ typedef struct preset {
     /* paired comparisons the preset asks for: compare[k][1] - compare[k][0] */
     char compare[MAX_ARMS][2][48];
     int n_compare;
+    /* interactions the preset asks for: [pre joint, post joint, pre grow, post grow] */
+    char interact[MAX_INTERACT][4][48];
+    int n_interact;
     json_object *json; /* the whole preset, recorded with the results */
 } preset;
 /* ---- results ------------------------------------------------------------------ */

@@ -520,10 +520,12 @@ class Traps(unittest.TestCase):
                    "block_init": "identity",
                    "train": {"lr": 2e-3, "lr_shape": "wsd", "decay_fraction": 0.5,
                              "weight_decay": 0.1}}
-            preset = tiny_arms_study(d, ["pre-grow", new], [["pre-grow", "post-grow-identity"]])
+            preset = tiny_arms_study(d, ["pre-grow", new, "pre-joint", "post-joint"],
+                                     [["pre-grow", "post-grow-identity"]])
             with open(preset) as f:
                 p = json.load(f)
             p["train"].update({"lr_shape": "wsd", "decay_fraction": 0.25})
+            p["interactions"] = [["pre-joint", "post-joint", "pre-grow", "post-grow-identity"]]
             write(preset, p)
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out)
@@ -540,10 +542,21 @@ class Traps(unittest.TestCase):
             diffs = [b["val_ce"] - a["val_ce"] for a, b in
                      zip(res["arms"]["pre-grow"], res["arms"]["post-grow-identity"])]
             self.assertIn("| post-grow-identity | pre-grow | %+.4f ± " % (sum(diffs) / 2), report)
+            joint = [b["val_ce"] - a["val_ce"] for a, b in
+                     zip(res["arms"]["pre-joint"], res["arms"]["post-joint"])]
+            inter = sum(g - j for g, j in zip(diffs, joint)) / 2
+            self.assertIn("| pre-joint | post-joint | pre-grow | post-grow-identity | %+.4f ± "
+                          % inter, report)
             self.assertIn("## Files", report)
             self.assertIn("[`results.json`](results.json)", report)
             self.assertTrue("[`curves_steps.svg`](curves_steps.svg)" in report or
                             "`curves_steps.svg`: not drawn" in report, report)
+            p["interactions"] = [["pre-joint", "post-joint"]]
+            write(preset, p)
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("interactions[0] must list 4 arms", r.stderr)
+            del p["interactions"]
             new["train"] = {"decay_fraction": 0.5}
             p["arms"][1] = new
             write(preset, p)
