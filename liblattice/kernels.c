@@ -322,11 +322,13 @@ ALWAYS_INLINE void qkv_forward_row(float *q, float *k, float *v, float *rstd_q, 
     long b = row / T, t = row % T;
     const float *x = raw + row * ld;
     const float *cs = rope + t * hd; /* hd/2 cosines, then hd/2 sines */
+    /* without q/k norm the rstd arrays are NULL: no offset from them (UB) */
+    const int nq = d->qk_norm;
     for (int h = 0; h < H; h++)
-        head_forward(q + ((b * H + h) * T + t) * hd, rstd_q + row * H + h, x + (long)h * hd, qw,
-                     cs, hd, d->qk_norm, d->eps);
+        head_forward(q + ((b * H + h) * T + t) * hd, nq ? rstd_q + row * H + h : NULL,
+                     x + (long)h * hd, qw, cs, hd, d->qk_norm, d->eps);
     for (int h = 0; h < KV; h++) {
-        head_forward(k + ((b * KV + h) * T + t) * hd, rstd_k + row * KV + h,
+        head_forward(k + ((b * KV + h) * T + t) * hd, nq ? rstd_k + row * KV + h : NULL,
                      x + (long)(H + h) * hd, kw, cs, hd, d->qk_norm, d->eps);
         memcpy(v + ((b * KV + h) * T + t) * hd, x + (long)(H + KV + h) * hd, sizeof(float) * hd);
     }
