@@ -2,11 +2,14 @@
 #include "study.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #ifdef LATTICE_HAVE_MPI
 #include <mpi.h>
 #endif
+
+#include "files.h"
 
 /* This process's place in an MPI job: rank 0 of 1 when started without a
  * launcher (or built without MPI). */
@@ -51,8 +54,16 @@ void say(const char *fmt, ...)
     va_end(ap);
 }
 
+/* A --jobs worker thread: it may not end the process (the other workers
+ * are still training, and exit() would pull their memory from under them). */
+_Thread_local int in_worker;
+/* Set by a worker that failed: the others stop at their next step. */
+atomic_int workers_stop;
+
 /* The message, then the end of the whole job: with several ranks MPI_Abort,
- * so that no rank waits for one that has gone. */
+ * so that no rank waits for one that has gone. In a --jobs worker, the end
+ * of that worker: the others stop at their next step, and the main thread
+ * ends the process once they all have. */
 void die(const char *fmt, ...)
 {
     va_list ap;
@@ -60,6 +71,10 @@ void die(const char *fmt, ...)
     say_line(fmt, ap, 1);
     va_end(ap);
     fflush(stderr);
+    if (in_worker) {
+        atomic_store(&workers_stop, 1);
+        pthread_exit(NULL);
+    }
 #ifdef LATTICE_HAVE_MPI
     if (mpi_on && n_ranks > 1)
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -87,12 +102,16 @@ uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* A file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+/* A regular file's bytes folded into *h; -1 (errno set) when it cannot be read. */
 int fnv_file(const char *path, uint64_t *h)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    const int fd = open_regular(path, NULL);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
         return -1;
+    }
     unsigned char buf[1 << 16];
     size_t n;
     while ((n = fread(buf, 1, sizeof buf, f)) > 0)

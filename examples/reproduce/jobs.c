@@ -7,6 +7,7 @@
 #include <mpi.h>
 #endif
 
+#include "files.h"
 #include "runs.h"
 #include "store.h"
 #include "plan.h"
@@ -45,68 +46,105 @@ void longest_first(const preset *p, const int *jobs, int n, int *order)
 
 /* With --jobs J, J worker threads take the runs in longest_first order, each
  * with its own backend of the preset's threads and its own copy of the
- * teacher, loaded from the output folder as the MPI ranks load it. A run's
- * numbers depend on its seed, its thread count and the teacher only, so the
- * results are those of one process running them one after another. */
+ * teacher. The main thread loads every copy, from the file whose checksum it
+ * verified (the folder's lock keeps other studies from replacing it), before
+ * any worker starts. A run's numbers depend on its seed, its thread count
+ * and the teacher only, so the results are those of one process running them
+ * one after another. A worker that fails stops the others at their next
+ * step (their runs in progress are not kept; those that ended are), and the
+ * study ends once they have all stopped. */
 typedef struct pool {
     study *s;
-    const char *teacher_path;
     int order[MAX_ARMS * MAX_SEEDS];
     int n_jobs, next;
     pthread_mutex_t lock;
     progress pr; /* each worker starts from a copy */
 } pool;
 
+typedef struct worker {
+    pool *pl;
+    lattice_backend *be;
+    lattice_model *teacher;
+} worker;
+
 static void *pool_worker(void *arg)
 {
-    pool *pl = arg;
-    const preset *p = pl->s->p;
-    lattice_backend *be;
-    check(lattice_backend_create("default", &be), "backend", NULL);
-    check(lattice_backend_set_threads(be, p->threads), "backend", NULL);
-    lattice_model *teacher;
-    char err[LATTICE_ERRMSG_SIZE];
-    if (lattice_model_create_from_file(pl->teacher_path, NULL, be, p->batch, p->seq_len, &teacher,
-                                       err) != LATTICE_OK)
-        die("cannot load the teacher %s: %s", pl->teacher_path, err);
+    worker *w = arg;
+    pool *pl = w->pl;
+    in_worker = 1;
     progress pr = pl->pr;
     for (;;) {
         pthread_mutex_lock(&pl->lock);
-        const int k = pl->next < pl->n_jobs ? pl->next++ : -1;
+        const int k = pl->next < pl->n_jobs && !atomic_load(&workers_stop) ? pl->next++ : -1;
         pthread_mutex_unlock(&pl->lock);
         if (k < 0)
             break;
         const int job = pl->order[k];
         /* each cell and file is written by one worker; the cells are read after the join */
-        keep_run(pl->s, job, run_job(p, be, teacher, job, k + 1, &pr));
+        keep_run(pl->s, job, run_job(pl->s->p, w->be, w->teacher, job, k + 1, &pr));
     }
-    lattice_model_destroy(teacher);
-    lattice_backend_destroy(be);
     return NULL;
+}
+
+/* The teacher file as the study verified it. */
+static void verify_teacher(const char *path, const char *hex)
+{
+    uint64_t h;
+    char got[17];
+    if (xxh_file(path, &h) != 0)
+        die("cannot read the teacher %s: %s", path, strerror(errno));
+    hex64(got, h);
+    if (strcmp(got, hex) != 0)
+        die("the teacher %s changed while the study ran (checksum %s, not %s): another process "
+            "wrote it", path, got, hex);
 }
 
 void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress *pr)
 {
+    const preset *p = s->p;
     pool *pl = calloc(1, sizeof(*pl));
+    worker *w = calloc(MAX_JOBS, sizeof(*w));
     pthread_t th[MAX_JOBS];
-    if (!pl)
+    if (!pl || !w)
         die("out of memory");
     pl->s = s;
-    pl->teacher_path = teacher_path;
     pl->n_jobs = s->n_todo;
     pl->pr = *pr;
     pl->pr.tty = 0; /* one line per finished run: several bars would overwrite each other */
-    longest_first(s->p, s->todo, s->n_todo, pl->order);
+    longest_first(p, s->todo, s->n_todo, pl->order);
     pthread_mutex_init(&pl->lock, NULL);
     if (jobs > pl->n_jobs)
         jobs = pl->n_jobs;
-    for (int j = 0; j < jobs; j++)
-        if (pthread_create(&th[j], NULL, pool_worker, pl) != 0)
-            die("cannot start worker %d of %d: %s", j + 1, jobs, strerror(errno));
-    for (int j = 0; j < jobs; j++)
+    verify_teacher(teacher_path, s->teacher_hex);
+    for (int j = 0; j < jobs; j++) {
+        w[j].pl = pl;
+        check(lattice_backend_create("default", &w[j].be), "backend", NULL);
+        check(lattice_backend_set_threads(w[j].be, p->threads), "backend", NULL);
+        char err[LATTICE_ERRMSG_SIZE];
+        if (lattice_model_create_from_file(teacher_path, NULL, w[j].be, p->batch, p->seq_len,
+                                           &w[j].teacher, err) != LATTICE_OK)
+            die("cannot load the teacher %s: %s", teacher_path, err);
+    }
+    verify_teacher(teacher_path, s->teacher_hex);
+    int started = 0;
+    for (; started < jobs; started++)
+        if (pthread_create(&th[started], NULL, pool_worker, &w[started]) != 0) {
+            say("cannot start worker %d of %d: %s\n", started + 1, jobs, strerror(errno));
+            atomic_store(&workers_stop, 1);
+            break;
+        }
+    for (int j = 0; j < started; j++)
         pthread_join(th[j], NULL);
+    for (int j = 0; j < jobs; j++) {
+        lattice_model_destroy(w[j].teacher);
+        lattice_backend_destroy(w[j].be);
+    }
     pthread_mutex_destroy(&pl->lock);
     free(pl);
+    free(w);
+    if (atomic_load(&workers_stop))
+        die("stopped: a run failed (above); the runs that ended before are kept in %s/runs/",
+            s->dir);
 }
 
 #ifdef LATTICE_HAVE_MPI

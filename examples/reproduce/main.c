@@ -24,13 +24,16 @@
 #include "report.h"
 #include "plan.h"
 #include "jobs.h"
+#include "files.h"
+#include "rekey.h"
 
 /* ---- main --------------------------------------------------------------------------------- */
 
-/* What to run: load the kept runs that match (with the teacher file's
+/* What to run: load the kept runs that match (against the cached teacher's
  * checksum; none when the teacher will be trained again), and list the
- * selected arms' other jobs, seeds outermost. */
-static void runs_to_do(study *s, int retrain, const char *teacher_path, int quiet)
+ * selected arms' other jobs, seeds outermost. With fresh, the selected arms'
+ * kept runs are not loaded: they run again, and replace them as they end. */
+static void runs_to_do(study *s, int retrain, int fresh, int quiet)
 {
     const preset *p = s->p;
     for (int a = 0; a < p->n_arms; a++)
@@ -38,17 +41,53 @@ static void runs_to_do(study *s, int retrain, const char *teacher_path, int quie
             free_run(s->res[a][i]);
             s->res[a][i] = NULL;
         }
-    uint64_t tsum = FNV_START;
-    const int have_teacher = !retrain && fnv_file(teacher_path, &tsum) == 0;
-    for (int a = 0; a < p->n_arms; a++)
-        s->settings[a] = run_settings(p, &p->arms[a], tsum);
+    char why[1300];
+    const int have_teacher =
+        !retrain && cached_teacher(p, s->dir, s->teacher_hex, why, sizeof why);
+    if (!have_teacher)
+        snprintf(s->teacher_hex, sizeof s->teacher_hex, "none");
+    for (int a = 0; a < p->n_arms; a++) {
+        free(s->settings[a]);
+        s->settings[a] = run_settings(p, &p->arms[a], s->corpus_hex, s->teacher_hex);
+    }
     if (have_teacher)
-        load_kept_runs(s, quiet);
+        load_kept_runs(s, quiet, fresh);
     s->n_todo = 0;
     for (int i = 0; i < p->seeds; i++)
         for (int a = 0; a < p->n_arms; a++)
             if (p->arms[a].selected && !s->res[a][i])
                 s->todo[s->n_todo++] = i * p->n_arms + a;
+}
+
+/* Before any training: every file the study will write can be written (a
+ * folder, FIFO or link in the way, or a folder that cannot be written, is
+ * found now, not after hours of training). */
+static void check_outputs(const study *s)
+{
+    static const char *const outs[] = {"report.md",    "results.json",   "curves.csv",
+                                       "bands.csv",    "curves.gp",      "teacher.safetensors",
+                                       "teacher.json", "curves_steps.png", "curves_steps.svg",
+                                       "curves_active_layer_tokens.png",
+                                       "curves_active_layer_tokens.svg"};
+    for (size_t k = 0; k < sizeof outs / sizeof outs[0]; k++)
+        if (check_writable(s->dir, outs[k]) != 0)
+            die("cannot write %s/%s: %s (nothing was run)", s->dir, outs[k],
+                errno == EINVAL ? "it is not a regular file" : strerror(errno));
+    char runs[2100];
+    snprintf(runs, sizeof runs, "%s/runs", s->dir);
+    if (s->n_todo == 0)
+        return;
+    if (make_dirs(runs, NULL, 0) != 0)
+        die("cannot create %s: %s (nothing was run)", runs, strerror(errno));
+    for (int k = 0; k < s->n_todo; k++) {
+        const int job = s->todo[k];
+        char name[128];
+        snprintf(name, sizeof name, "%s.seed%d.run", s->p->arms[job % s->p->n_arms].name,
+                 job / s->p->n_arms + 1);
+        if (check_writable(runs, name) != 0)
+            die("cannot write %s/%s: %s (nothing was run)", runs, name,
+                errno == EINVAL ? "it is not a regular file" : strerror(errno));
+    }
 }
 
 /* The study as reported: the arms whose every seed has a result (in the
@@ -89,9 +128,13 @@ static void usage(FILE *f)
             "                      results.json, curves.csv (every step's training loss, and\n"
             "                      validation CE and boundary statistics at evaluations),\n"
             "                      bands.csv, plots\n"
-            "  --fresh             forget the runs kept in DIR/runs/ and run every one again\n"
-            "                      (by default a run whose settings match is reused: a rerun\n"
-            "                      with --arms or more --seeds adds to the earlier ones)\n"
+            "  --fresh             run the selected arms' runs again although DIR/runs/ keeps\n"
+            "                      them (each replaces its kept file when it ends; other arms'\n"
+            "                      are kept). By default a run whose settings match is reused:\n"
+            "                      a rerun with --arms or more --seeds adds to the earlier ones\n"
+            "  --rekey             verify the runs and teacher kept by 0.4 or before against\n"
+            "                      the preset (with 0.4's checksums) and convert them to this\n"
+            "                      version's format, then stop; nothing is trained\n"
             "  --retrain-teacher   train the teacher again even when DIR holds one trained\n"
             "                      with the same teacher, student and data settings\n"
             "  --teacher-only      train (or load) the teacher, print its go/no-go boundary\n"
@@ -128,11 +171,12 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0, fresh = 0, probe_only = 0;
+    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
                                          {"fresh", no_argument, 0, 'F'},
+                                         {"rekey", no_argument, 0, 'K'},
                                          {"probe", no_argument, 0, 'P'},
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
@@ -149,6 +193,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
         case 'F': fresh = 1; break;
+        case 'K': rekey = 1; break;
         case 'P': probe_only = 1; break;
         case 'T': teacher_only = 1; break;
         case 'E': estimate_only = 1; break;
@@ -204,13 +249,23 @@ int main(int argc, char **argv)
         return finish(1);
     }
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s", out ? out : "");
+    if ((size_t)snprintf(dir, sizeof dir, "%s", out ? out : "") >= sizeof dir)
+        die("--out: the path is longer than %zu bytes", sizeof dir - 1);
     if (!out)
-        snprintf(dir, sizeof dir, "results/%s", p.name);
-    char cmd[1100];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (rank == 0 && system(cmd) != 0)
-        die("cannot create %s", dir);
+        snprintf(dir, sizeof dir, "results/%s", p.name); /* p.name follows the name rule */
+    char failed[1100];
+    if (rank == 0 && make_dirs(dir, failed, sizeof failed) != 0)
+        die("cannot create %s: %s", failed, strerror(errno));
+    /* one study per folder at a time: held to the end of the process */
+    if (rank == 0)
+        lock_study_dir(dir);
+    if (rekey) {
+        if (n_ranks > 1)
+            die("--rekey runs in one process, not over MPI ranks");
+        const int bad = rekey_study(&p, dir);
+        json_object_put(p.json);
+        return finish(bad ? 1 : 0);
+    }
     if (probe_only) {
         if (n_ranks > 1)
             die("--probe runs in one process (--jobs), not over MPI ranks");
@@ -224,12 +279,13 @@ int main(int argc, char **argv)
     /* The runs kept from earlier runs in DIR whose settings match are reused
      * (rank 0 keeps them); the runs to do are the selected arms' others. A
      * first look, for the plan and the estimate: the teacher may change. */
-    study s = {&p, {{0}}, {0}, 0, {0}, 0, NULL, {0}};
+    study s;
+    memset(&s, 0, sizeof s);
+    s.p = &p;
     if (rank == 0) {
         s.dir = dir;
-        if (fresh)
-            clear_kept_runs(dir);
-        runs_to_do(&s, retrain, tpath, 1);
+        corpus_checksum(&p, s.corpus_hex);
+        runs_to_do(&s, retrain, fresh, 1);
     }
     if (jobs > s.n_todo)
         jobs = s.n_todo > 0 ? s.n_todo : 1;
@@ -251,7 +307,7 @@ int main(int argc, char **argv)
             lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : " per run",
             plan, bi.reason[0] ? "; " : "", bi.reason);
     if (rank == 0 && !teacher_only)
-        estimate_wall(&p, be, !retrain && access(tpath, R_OK) == 0, jobs, s.todo, s.n_todo);
+        estimate_wall(&p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
     if (estimate_only) {
         lattice_backend_destroy(be);
         json_object_put(p.json);
@@ -262,14 +318,18 @@ int main(int argc, char **argv)
     if (rank == 0) {
         /* on the runs' thread count, whatever the plan: the same teacher, so
          * the same numbers, however many runs go side by side */
-        teacher = get_teacher(&p, be, dir, retrain);
+        if (!teacher_only)
+            check_outputs(&s);
+        teacher = get_teacher(&p, be, dir, retrain, s.teacher_hex);
         teacher_gonogo(&p, teacher, &s.teacher);
         if (p.require_go && !teacher_only && !(s.teacher.max_ratio >= 3))
             die("the teacher is NO-GO (largest boundary/regular RMS ratio %.2f, below 3): the "
                 "students would test a mechanism that is not there; stopping before any runs "
                 "(require_go; probe teacher recipes with --probe)",
                 s.teacher.max_ratio);
-        runs_to_do(&s, 0, tpath, 0); /* against the teacher as it now is */
+        runs_to_do(&s, 0, fresh, 0); /* against the teacher as it now is */
+        if (!teacher_only)
+            check_outputs(&s);
         if (teacher_only) {
             lattice_model_destroy(teacher);
             lattice_backend_destroy(be);
@@ -349,9 +409,9 @@ int main(int argc, char **argv)
     write_json(path, &rs, wall);
     plot(dir, &rs);
     snprintf(path, sizeof path, "%s/report.md", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s", path);
+    outfile rep;
+    out_open(&rep, path);
+    FILE *f = rep.f;
     report(f, &rs);
     if (n_runs > 0)
         fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
@@ -373,7 +433,7 @@ int main(int argc, char **argv)
     if (missing[0])
         fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
     report_files(f, dir);
-    fclose(f);
+    out_commit(&rep);
     report(stdout, &rs);
     if (missing[0])
         printf("\nNot reported (not every seed has run): %s.\n", missing);

@@ -1,6 +1,8 @@
 /* The preset: parse and validate the JSON, named arms, schedules, paths, --arms, --check. */
 #include "preset.h"
 
+#include "files.h"
+
 #include <ctype.h>
 #include "runs.h"
 #include "plan.h"
@@ -310,6 +312,10 @@ static void parse_arm(preset *p, json_object *v, int index)
     } else {
         snprintf(a->name, sizeof a->name, "%s", name);
     }
+    /* a name becomes a file name (runs/NAME.seedN.run) and a plot title */
+    if (!name_ok(spec ? json_object_get_string(member(spec, "name")) : name))
+        die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, where,
+            spec ? json_object_get_string(member(spec, "name")) : name);
     int named = -1;
     for (int i = 0; i < N_NAMED && named < 0; i++)
         if (strcmp(named_arms[i].name, a->name) == 0)
@@ -600,6 +606,9 @@ static void parse_probes(preset *p, json_object *list)
         get_s(o, "name", q->name, sizeof q->name, "");
         if (!q->name[0])
             die("preset: %s needs a name", where);
+        if (!name_ok(json_object_get_string(member(o, "name"))))
+            die("preset: %s: the probe name '%s' is not allowed: a name is " NAME_RULE, where,
+                json_object_get_string(member(o, "name")));
         for (int k = 0; k < p->n_probes; k++)
             if (strcmp(p->probes[k].name, q->name) == 0)
                 die("preset: probe '%s' is listed twice", q->name);
@@ -705,6 +714,10 @@ void load_preset(preset *p, const char *path)
     check_keys(o, "", "");
     p->json = o;
     get_s(o, "name", p->name, sizeof p->name, "custom");
+    /* the default output folder is results/NAME */
+    if (member(o, "name") && !name_ok(json_object_get_string(member(o, "name"))))
+        die("preset: the name '%s' is not allowed: a name is " NAME_RULE,
+            json_object_get_string(member(o, "name")));
     data_path(p->train, sizeof p->train, o, "data.train", path, "train.txt");
     data_path(p->val, sizeof p->val, o, "data.val", path, "val.txt");
     p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);

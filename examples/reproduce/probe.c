@@ -1,6 +1,8 @@
 /* Teacher recipes side by side (--probe). */
 #include "probe.h"
 
+#include "files.h"
+
 #include <pthread.h>
 
 #include "preset.h"
@@ -133,9 +135,9 @@ void run_probes(const preset *p, const char *dir, int jobs)
     write_table(stdout, pl.runs, pl.n);
     char path[2048];
     snprintf(path, sizeof path, "%s/probe.md", dir);
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
+    outfile o;
+    out_open(&o, path);
+    FILE *f = o.f;
     fprintf(f, "# Teacher probes: preset `%s`\n\nEvery %d steps, each teacher's validation CE "
                "(nats/byte, %d validation batches of its own rows; 0 = all) and the go/no-go "
                "figures on its first validation batch: the per-token RMS of the residual stream "
@@ -147,11 +149,10 @@ void run_probes(const preset *p, const char *dir, int jobs)
         fprintf(f, "%s%s %.0f s", i ? "," : "\nWall time per probe:", pl.runs[i].q->name,
                 pl.runs[i].seconds);
     fprintf(f, ".\n");
-    if (fclose(f) != 0)
-        die("cannot write %s", path);
+    out_commit(&o);
     snprintf(path, sizeof path, "%s/probe.csv", dir);
-    if (!(f = fopen(path, "w")))
-        die("cannot write %s: %s", path, strerror(errno));
+    out_open(&o, path);
+    f = o.f;
     fprintf(f, "probe,step,val_ce,max_ratio,max_ratio_layer,max_kurtosis,max_sink_rate,"
                "max_top_over_median");
     for (int k = 1; k <= 16; k++)
@@ -170,7 +171,6 @@ void run_probes(const preset *p, const char *dir, int jobs)
                     fprintf(f, ",");
             fprintf(f, "\n");
         }
-    if (fclose(f) != 0)
-        die("cannot write %s", path);
+    out_commit(&o);
     free(pl.runs);
 }

@@ -1,11 +1,13 @@
 /* What a study writes: report.md, curves.csv, bands.csv, results.json, plots. */
 #include "report.h"
+
+#include <sys/stat.h>
+
+#include "files.h"
 #include "preset.h"
 #include "runs.h"
 #include "stats.h"
 #include "verdicts.h"
-
-#include <sys/stat.h>
 
 void fmt_num(char *buf, size_t n, double v, const char *f)
 {
@@ -354,9 +356,9 @@ void report(FILE *f, const study *s)
  * (empty elsewhere). */
 void write_csv(const char *path, const study *s)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
+    outfile o;
+    out_open(&o, path);
+    FILE *f = o.f;
     fprintf(f, "arm,seed,step,phase,active_layers,active_layer_tokens,train_loss,val_ce,rms_std,"
                "rms_kurtosis,rms_boundary,rms_regular,attention_mass_pos0,sink_rate,"
                "top_over_median,value_norm_ratio_pos0\n");
@@ -385,7 +387,7 @@ void write_csv(const char *path, const study *s)
                 }
             }
         }
-    fclose(f);
+    out_commit(&o);
 }
 
 static json_object *jd(double v) { return isfinite(v) ? json_object_new_double(v) : NULL; }
@@ -470,17 +472,20 @@ void write_json(const char *path, const study *s, double wall)
         json_object_object_add(arms, s->p->arms[a].name, seeds);
     }
     json_object_object_add(o, "arms", arms);
-    if (json_object_to_file_ext(path, o, JSON_C_TO_STRING_PRETTY) != 0)
-        die("cannot write %s", path);
+    outfile out;
+    out_open(&out, path);
+    fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY), out.f);
+    fputc('\n', out.f);
+    out_commit(&out);
     json_object_put(o);
 }
 
 /* Mean over seeds with a min..max band, per arm and evaluation, for the plots. */
 void write_bands(const char *path, const study *s)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        die("cannot write %s: %s", path, strerror(errno));
+    outfile o;
+    out_open(&o, path);
+    FILE *f = o.f;
     fprintf(f, "arm_index,step,active_layer_tokens,mean,min,max\n");
     for (int a = 0; a < s->p->n_arms; a++) {
         const run_result *r0 = s->res[a][0];
@@ -498,34 +503,78 @@ void write_bands(const char *path, const study *s)
         }
         fprintf(f, "\n\n"); /* one gnuplot data block per arm */
     }
-    fclose(f);
+    out_commit(&o);
 }
+
+/* A string for a gnuplot script, single-quoted: inside such a string only
+ * the quote itself is special (written twice). Names follow the name rule,
+ * but nothing relies on that here. */
+static void gp_string(FILE *f, const char *text)
+{
+    fputc('\'', f);
+    for (const char *c = text; *c; c++) {
+        if (*c == '\'')
+            fputc('\'', f);
+        if ((unsigned char)*c >= 0x20)
+            fputc(*c, f);
+    }
+    fputc('\'', f);
+}
+
+/* Whether gnuplot wrote a whole image: a PNG ends with its IEND chunk, an
+ * SVG with its closing tag (a full disk leaves either cut short). */
+static int image_whole(const char *path, int svg)
+{
+    char *buf;
+    size_t n;
+    if (read_regular(path, (uint64_t)1 << 28, &buf, &n) != 0)
+        return 0;
+    static const char iend[8] = {'I', 'E', 'N', 'D', (char)0xae, 0x42, 0x60, (char)0x82};
+    int ok;
+    if (svg) {
+        while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r'))
+            n--;
+        ok = n >= 6 && memcmp(buf + n - 6, "</svg>", 6) == 0;
+    } else {
+        ok = n >= 8 && memcmp(buf + n - 8, iend, 8) == 0;
+    }
+    free(buf);
+    return ok;
+}
+
+static const char *const plot_names[4] = {"curves_steps.png", "curves_active_layer_tokens.png",
+                                          "curves_steps.svg", "curves_active_layer_tokens.svg"};
 
 /* Curves through gnuplot when it is installed (PNG and SVG): the mean over
  * seeds with a min-max band; colours by placement (pre blue, post red, peri
  * green), line styles by schedule, so arms that coincide in a phase (the first
- * phases of grow and freeze) stay distinguishable. */
+ * phases of grow and freeze) stay distinguishable. gnuplot runs from an
+ * argument vector in the output folder, on a script that names files by
+ * their names there; it writes each plot to a temporary name, and the plots
+ * replace the old ones only when it succeeded. */
 void plot(const char *dir, const study *s)
 {
-    if (system("command -v gnuplot >/dev/null 2>&1") != 0) {
+    if (!have_program("gnuplot")) {
         say("gnuplot not found: curves are in curves.csv only\n");
         return;
     }
-    char gp[2048];
+    char gp[2048], tmp[4][64];
     snprintf(gp, sizeof gp, "%s/curves.gp", dir);
-    FILE *f = fopen(gp, "w");
-    if (!f)
-        return;
+    for (int k = 0; k < 4; k++)
+        snprintf(tmp[k], sizeof tmp[k], "%s.%ld.tmp", plot_names[k], (long)getpid());
+    outfile o;
+    out_open(&o, gp);
+    FILE *f = o.f;
     static const char *const shades[3][4] = {{"#1f4e9c", "#4a86e8", "#7fb2ff", "#0b2a5b"},
                                              {"#b3261e", "#e06666", "#f4a09a", "#6d1410"},
                                              {"#2e7d32", "#66bb6a", "#a5d6a7", "#1b4d1e"}};
-    fprintf(f, "set datafile separator ','\nset key outside right\nset grid\nset ylabel 'validation CE (nats/byte)'\n");
+    fprintf(f, "set datafile separator ','\nset key outside right noenhanced\nset grid\n"
+               "set ylabel 'validation CE (nats/byte)'\n");
     for (int fmt = 0; fmt < 2; fmt++) {
         for (int x = 0; x < 2; x++) {
-            fprintf(f, "set terminal %s size 1200,650\nset output '%s/curves_%s.%s'\n",
-                    fmt ? "svg" : "pngcairo", dir, x ? "active_layer_tokens" : "steps",
-                    fmt ? "svg" : "png");
-            fprintf(f, "set xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
+            fprintf(f, "set terminal %s size 1200,650\nset output ", fmt ? "svg" : "pngcairo");
+            gp_string(f, tmp[fmt * 2 + x]);
+            fprintf(f, "\nset xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
                     x ? "active-layer tokens" : "steps", s->p->seeds, s->p->seeds == 1 ? "" : "s");
             fprintf(f, "unset arrow\n");
             if (!x)
@@ -539,22 +588,39 @@ void plot(const char *dir, const study *s)
                 const char *c = shades[am->placement][used[am->placement]++ % 4];
                 int dt = am->schedule < 0 ? 5 : am->schedule + 1;
                 if (s->p->seeds > 1)
-                    fprintf(f, "'%s/bands.csv' index %d using %d:5:6 with filledcurves lc rgb '%s' "
+                    fprintf(f, "'bands.csv' index %d using %d:5:6 with filledcurves lc rgb '%s' "
                                "fs transparent solid 0.15 notitle, ",
-                            dir, a, x ? 3 : 2, c);
-                fprintf(f, "'%s/bands.csv' index %d using %d:4 with linespoints lw 2 dt %d pt %d "
-                           "ps 0.6 lc rgb '%s' title '%s'%s",
-                        dir, a, x ? 3 : 2, dt, a % 12 + 1, c, am->name,
-                        a + 1 < s->p->n_arms ? ", " : "");
+                            a, x ? 3 : 2, c);
+                fprintf(f, "'bands.csv' index %d using %d:4 with linespoints lw 2 dt %d pt %d "
+                           "ps 0.6 lc rgb '%s' title ",
+                        a, x ? 3 : 2, dt, a % 12 + 1, c);
+                gp_string(f, am->name);
+                fputs(a + 1 < s->p->n_arms ? ", " : "", f);
             }
             fprintf(f, "\n");
         }
     }
-    fclose(f);
-    char cmd[4200];
-    snprintf(cmd, sizeof cmd, "gnuplot '%s' 2>/dev/null", gp);
-    if (system(cmd) != 0)
-        say("gnuplot failed; curves are in curves.csv\n");
+    fprintf(f, "unset output\n"); /* every plot closed before gnuplot exits */
+    out_commit(&o);
+    char *argv[] = {"gnuplot", "curves.gp", NULL};
+    const int rc = run_program(dir, argv, 1);
+    char from[2400], to[2400];
+    for (int k = 0; k < 4; k++) {
+        snprintf(from, sizeof from, "%s/%s", dir, tmp[k]);
+        snprintf(to, sizeof to, "%s/%s", dir, plot_names[k]);
+        const int made = rc == 0 && image_whole(from, k >= 2);
+        if (made && rename(from, to) != 0)
+            die("cannot write %s: %s", to, strerror(errno));
+        if (!made) {
+            unlink(from);
+            if (rc == 0)
+                die("cannot write %s: gnuplot left it incomplete (is the disk full?); the plot "
+                    "was left as it was", to);
+        }
+    }
+    if (rc != 0)
+        say("gnuplot failed (status %d); the plots were left as they were, the curves are in "
+            "curves.csv\n", rc);
 }
 
 void report_files(FILE *f, const char *dir)

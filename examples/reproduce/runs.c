@@ -1,5 +1,7 @@
 /* One arm x seed run: data, models, optimizer, the trainer's callbacks, the diagnostics. */
 #include "runs.h"
+
+#include <pthread.h>
 #include "preset.h"
 #include "jobs.h"
 
@@ -28,6 +30,12 @@ int on_step(void *user, const lattice_trainer_metrics *m)
         }
         r->losses[r->n_steps++] = m->loss;
     }
+    if (in_worker && atomic_load(&workers_stop))
+        pthread_exit(NULL); /* another worker failed: this run is not kept */
+    if (getenv("LATTICE_REPRODUCE_FAIL_JOB") && in_worker && m->step >= 2 &&
+        pr->run_index == atoi(getenv("LATTICE_REPRODUCE_FAIL_JOB")))
+        die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_JOB, a test "
+            "hook)", (long long)m->step, pr->arm, pr->seed);
     if (fail_here && m->step >= 2)
         die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_RANK=%d, a "
             "test hook)", (long long)m->step, pr->arm, pr->seed, rank);

@@ -1,10 +1,13 @@
-/* Runs kept: records as bytes, settings checksums, the output folder's runs/. */
+/* Runs kept: records as bytes, their settings as canonical JSON, the output folder's runs/. */
 #include "store.h"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
+#include "canon.h"
+#include "files.h"
+#include "preset.h"
 #include "runs.h"
 
 /* ---- a run's record --------------------------------------------------------------- */
@@ -106,76 +109,256 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
 
 /* ---- settings --------------------------------------------------------------------- */
 
-static uint64_t fnv_int(uint64_t h, int64_t v) { return fnv(h, &v, sizeof v); }
-static uint64_t fnv_dbl(uint64_t h, double v) { return fnv(h, &v, sizeof v); }
+static const char *const NOT_SETTINGS[] = {"name",        "about",    "seeds",      "arms",
+                                           "compare",     "probes",   "probe_every", "require_go",
+                                           "interactions", "threads"};
 
-uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum)
+/* The arm's entry in the preset's list: its name, or its object. */
+static json_object *arm_spec(const preset *p, const char *name)
 {
-    /* the preset without what does not change a run's numbers */
-    json_object *rest = json_object_new_object();
+    json_object *list = member(p->json, "arms");
+    for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+        json_object *v = json_object_array_get_idx(list, i);
+        const char *n = json_object_is_type(v, json_type_string) ? json_object_get_string(v)
+                        : json_object_is_type(v, json_type_object)
+                            ? json_object_get_string(member(v, "name"))
+                            : NULL;
+        if (n && strcmp(n, name) == 0)
+            return v;
+    }
+    return NULL;
+}
+
+static json_object *num(double v) { return json_object_new_double(v); }
+
+/* The arm as resolved, field by field: what its runs are made with, whether
+ * the preset said it or a default did. */
+static json_object *arm_resolved(const arm *a)
+{
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "placement", json_object_new_int(a->placement));
+    json_object_object_add(o, "residual_scale", num(a->residual_scale));
+    json_object_object_add(o, "schedule", json_object_new_int(a->schedule));
+    json_object *ph = json_object_new_array();
+    for (int k = 0; k < a->n_phases; k++) {
+        const lattice_schedule_phase *f = &a->phases[k];
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "steps", json_object_new_int64(f->steps));
+        json_object_object_add(e, "tokens", json_object_new_int64(f->tokens));
+        json_object_object_add(e, "active_layers", json_object_new_int(f->active_layers));
+        json_object_object_add(e, "train_from", json_object_new_int(f->train_from));
+        json_object_object_add(e, "reset_optimizer", json_object_new_int(f->reset_optimizer));
+        json_object_object_add(e, "block_init", json_object_new_int(f->block_init));
+        json_object_object_add(e, "rewind_data", json_object_new_int(f->rewind_data));
+        json_object_object_add(e, "train_boundary", json_object_new_int(f->train_boundary));
+        json_object_array_add(ph, e);
+    }
+    json_object_object_add(o, "phases", ph);
+    json_object_object_add(o, "block_init", json_object_new_int(a->block_init));
+    json_object_object_add(o, "train_boundary", json_object_new_int(a->train_boundary));
+    json_object_object_add(o, "replay", json_object_new_int(a->replay));
+    json_object_object_add(o, "init_gain", num(a->init_gain));
+    json_object_object_add(o, "lr", num(a->lr));
+    json_object_object_add(o, "min_lr", num(a->min_lr));
+    json_object_object_add(o, "decay", num(a->decay));
+    json_object_object_add(o, "weight_decay", num(a->weight_decay));
+    json_object_object_add(o, "beta2", num(a->beta2));
+    json_object_object_add(o, "warmup", json_object_new_int(a->warmup));
+    json_object_object_add(o, "lr_given", json_object_new_int(a->lr_given));
+    return o;
+}
+
+char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const char *teacher_hex)
+{
+    json_object *o = json_object_new_object(), *rest = json_object_new_object();
     json_object_object_foreach(p->json, key, val)
     {
-        if (strcmp(key, "name") && strcmp(key, "about") && strcmp(key, "seeds") &&
-            strcmp(key, "arms") && strcmp(key, "compare") && strcmp(key, "probes") &&
-            strcmp(key, "probe_every") && strcmp(key, "require_go") &&
-            strcmp(key, "interactions"))
+        int skip = 0;
+        for (size_t k = 0; k < sizeof NOT_SETTINGS / sizeof NOT_SETTINGS[0]; k++)
+            skip |= strcmp(key, NOT_SETTINGS[k]) == 0;
+        if (!skip)
             json_object_object_add(rest, key, json_object_get(val));
     }
-    const char *js = json_object_to_json_string_ext(rest, JSON_C_TO_STRING_PLAIN);
-    uint64_t h = fnv(FNV_START, js, strlen(js));
-    json_object_put(rest);
-    h = fnv_int(h, p->threads);
-    /* the arm as resolved, field by field (no padding bytes) */
-    h = fnv(h, a->name, strlen(a->name) + 1);
-    h = fnv_int(h, a->placement);
-    h = fnv_dbl(h, a->residual_scale);
-    h = fnv_int(h, a->schedule);
-    h = fnv_int(h, a->n_phases);
-    for (int k = 0; k < a->n_phases; k++) {
-        const lattice_schedule_phase *ph = &a->phases[k];
-        h = fnv_int(h, ph->steps);
-        h = fnv_int(h, ph->tokens);
-        h = fnv_int(h, ph->active_layers);
-        h = fnv_int(h, ph->train_from);
-        h = fnv_int(h, ph->reset_optimizer);
-        h = fnv_int(h, ph->block_init);
-        h = fnv_int(h, ph->rewind_data);
-        h = fnv_int(h, ph->train_boundary);
-    }
-    h = fnv_int(h, a->block_init);
-    h = fnv_int(h, a->train_boundary);
-    h = fnv_int(h, a->replay);
-    h = fnv_dbl(h, a->init_gain);
-    if (a->train_json[0]) /* an arm's own recipe (absent: the preset's, hashed above) */
-        h = fnv(h, a->train_json, strlen(a->train_json));
-    if (fnv_file(p->train, &h) != 0)
+    json_object_object_add(o, "preset", rest);
+    json_object_object_add(o, "threads", json_object_new_int(p->threads));
+    json_object *am = json_object_new_object();
+    json_object *spec = arm_spec(p, a->name);
+    json_object_object_add(am, "spec", spec ? json_object_get(spec) : json_object_new_string(a->name));
+    json_object_object_add(am, "resolved", arm_resolved(a));
+    json_object_object_add(o, "arm", am);
+    json_object_object_add(o, "corpus", json_object_new_string(corpus_hex));
+    json_object_object_add(o, "teacher", json_object_new_string(teacher_hex));
+    char *text = canon_json(o);
+    json_object_put(o);
+    return text;
+}
+
+void corpus_checksum(const preset *p, char *hex)
+{
+    uint64_t h[2];
+    if (xxh_file(p->train, &h[0]) != 0)
         die("cannot read the training text %s: %s", p->train, strerror(errno));
-    if (fnv_file(p->val, &h) != 0)
+    if (xxh_file(p->val, &h[1]) != 0)
         die("cannot read the validation text %s: %s", p->val, strerror(errno));
-    return fnv_int(h, (int64_t)teacher_sum);
+    hex64(hex, xxh_bytes(h, sizeof h));
 }
 
 /* ---- the output folder's runs/ ------------------------------------------------------ */
 
-/* "LATRUN" and a format number; the settings, the record's size and the size
- * of its fixed part (a build whose run_result differs cannot read it); the
- * record. Points past n_pts are zeros (the record is calloc'd), which git
- * and gzip store in next to nothing. */
-static const char MAGIC[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 1};
+/* A kept run's file (format 2, since 0.5):
+ *   "LATRUN", 0, 2
+ *   kept_head: the arm's name and the seed it was run for (the file's name
+ *     must say the same), and the sizes of what follows
+ *   the settings it was made with, as canonical JSON (run_settings)
+ *   the record (run_pack)
+ *   XXH64 of every byte before it
+ * Points past n_pts are zeros (the record is calloc'd), which git and gzip
+ * store in next to nothing. Files of format 1 (0.4 and before) carry a
+ * checksum of settings only: `reproduce --rekey` verifies and converts them. */
+static const char MAGIC[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 2};
+const char KEPT_MAGIC_1[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 1};
 
-static void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed)
+typedef struct kept_head {
+    char arm[48];
+    uint32_t seed; /* from 1 */
+    uint32_t reserved;
+    uint64_t settings_len, record_bytes, record_header;
+} kept_head;
+
+#define MAX_SETTINGS ((uint64_t)1 << 20)
+/* a run of up to 2^24 steps */
+#define MAX_RECORD (RUN_HEADER + ((uint64_t)1 << 24) * RUN_PER_STEP)
+
+void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed)
 {
     if ((size_t)snprintf(buf, n, "%s/runs/%s.seed%d.run", dir, arm, seed) >= n)
         die("the path of a kept run is too long (output folder %s)", dir);
 }
 
-/* The checksum a kept run of arm a, seed index i carries: the arm's settings
- * and the seed. (Runs kept before 0.4 carry the settings alone, and their
- * record's job number stood for the seed: a number that changes whenever the
- * preset's list of arms does.) */
-static uint64_t kept_sum(const study *s, int a, int i)
+char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t job,
+                const run_result *r, size_t *bytes)
 {
-    return fnv_int(s->settings[a], (int64_t)i + 1);
+    size_t rec_bytes;
+    char *rec = run_pack(job, r, &rec_bytes);
+    kept_head h;
+    memset(&h, 0, sizeof h);
+    snprintf(h.arm, sizeof h.arm, "%s", arm_name);
+    h.seed = (uint32_t)seed;
+    h.settings_len = strlen(settings);
+    h.record_bytes = rec_bytes;
+    h.record_header = RUN_HEADER;
+    *bytes = sizeof MAGIC + sizeof h + h.settings_len + rec_bytes + sizeof(uint64_t);
+    char *buf = malloc(*bytes), *at = buf;
+    if (!buf)
+        die("out of memory");
+    memcpy(at, MAGIC, sizeof MAGIC), at += sizeof MAGIC;
+    memcpy(at, &h, sizeof h), at += sizeof h;
+    memcpy(at, settings, h.settings_len), at += h.settings_len;
+    memcpy(at, rec, rec_bytes), at += rec_bytes;
+    const uint64_t sum = xxh_bytes(buf, (size_t)(at - buf));
+    memcpy(at, &sum, sizeof sum);
+    free(rec);
+    return buf;
+}
+
+int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
+               const char *settings, run_result **out, char *why, size_t why_size)
+{
+    *out = NULL;
+    kept_head h;
+    if (bytes >= sizeof MAGIC && memcmp(buf, KEPT_MAGIC_1, sizeof MAGIC) == 0) {
+        snprintf(why, why_size, "kept by 0.4 or before, with a checksum of its settings only: "
+                                "`" PROG " --rekey` verifies it against the preset it was made "
+                                "with and converts it");
+        return KEPT_OLD;
+    }
+    if (bytes < sizeof MAGIC + sizeof h + sizeof(uint64_t) || memcmp(buf, MAGIC, sizeof MAGIC)) {
+        snprintf(why, why_size, "not a kept run (%zu bytes, no LATRUN header of format 2)", bytes);
+        return KEPT_BAD;
+    }
+    memcpy(&h, buf + sizeof MAGIC, sizeof h);
+    const uint64_t fixed = sizeof MAGIC + sizeof h + sizeof(uint64_t);
+    if (h.settings_len > MAX_SETTINGS || h.record_bytes > MAX_RECORD ||
+        fixed + h.settings_len + h.record_bytes != bytes) {
+        snprintf(why, why_size, "damaged: %zu bytes, where its header implies %llu", bytes,
+                 h.settings_len > MAX_SETTINGS || h.record_bytes > MAX_RECORD
+                     ? 0ULL
+                     : (unsigned long long)(fixed + h.settings_len + h.record_bytes));
+        return KEPT_BAD;
+    }
+    uint64_t sum;
+    memcpy(&sum, buf + bytes - sizeof sum, sizeof sum);
+    if (sum != xxh_bytes(buf, bytes - sizeof sum)) {
+        snprintf(why, why_size, "damaged: its contents do not match their checksum");
+        return KEPT_BAD;
+    }
+    if (memchr(h.arm, 0, sizeof h.arm) == NULL || strcmp(h.arm, arm_name) != 0 ||
+        h.seed != (uint32_t)seed) {
+        snprintf(why, why_size, "it holds arm '%.47s' seed %u, not %s seed %d (a file renamed?)",
+                 memchr(h.arm, 0, sizeof h.arm) ? h.arm : "?", h.seed, arm_name, seed);
+        return KEPT_BAD;
+    }
+    const char *text = buf + sizeof MAGIC + sizeof h;
+    if (h.settings_len != strlen(settings) || memcmp(text, settings, h.settings_len) != 0) {
+        char *was = malloc(h.settings_len + 1);
+        if (!was)
+            die("out of memory");
+        memcpy(was, text, h.settings_len);
+        was[h.settings_len] = 0;
+        char keys[1500];
+        const int n = canon_diff(was, settings, keys, sizeof keys, 4);
+        free(was);
+        if (n > 0)
+            snprintf(why, why_size, "made with other settings: %s", keys);
+        else
+            snprintf(why, why_size, "made with other settings (unreadable: a damaged record)");
+        return KEPT_STALE;
+    }
+    int32_t job;
+    char how[300];
+    run_result *r = run_unpack_sized(text + h.settings_len, h.record_bytes, h.record_header, &job,
+                                     how, sizeof how);
+    if (!r) {
+        snprintf(why, why_size, "its record is damaged: %s", how);
+        return KEPT_BAD;
+    }
+    *out = r;
+    return KEPT_OK;
+}
+
+/* Write bytes to path whole: a temporary name unique to this process, fsync,
+ * rename. 0, or -1 with errno set (the temporary file removed). */
+int write_whole(const char *path, const void *bytes, size_t n)
+{
+    char tmp[2300];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
+    if (fd < 0)
+        return -1;
+    const char *at = bytes;
+    size_t left = n;
+    int e = 0;
+    while (left > 0 && !e) {
+        const ssize_t k = write(fd, at, left);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            e = k < 0 ? errno : ENOSPC;
+        else
+            at += k, left -= (size_t)k;
+    }
+    if (!e && fsync(fd) != 0)
+        e = errno;
+    if (close(fd) != 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) != 0)
+        e = errno;
+    if (e) {
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return 0;
 }
 
 void keep_run(study *s, int job, run_result *r)
@@ -185,108 +368,65 @@ void keep_run(study *s, int job, run_result *r)
     s->res[a][i] = r;
     if (!s->dir)
         return;
-    char path[2048], tmp[2100];
+    char path[2048];
     snprintf(path, sizeof path, "%s/runs", s->dir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         die("cannot create %s: %s", path, strerror(errno));
     run_path(path, sizeof path, s->dir, p->arms[a].name, i + 1);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
     size_t bytes;
-    char *buf = run_pack(job, r, &bytes);
-    const uint64_t head[3] = {kept_sum(s, a, i), (uint64_t)bytes, (uint64_t)RUN_HEADER};
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(MAGIC, sizeof MAGIC, 1, f) == 1 && fwrite(head, sizeof head, 1, f) == 1 &&
-             fwrite(buf, bytes, 1, f) == 1;
-    if (f && fclose(f) != 0)
-        ok = 0;
+    char *buf = kept_pack(p->arms[a].name, i + 1, s->settings[a], job, r, &bytes);
+    const int rc = write_whole(path, buf, bytes);
     free(buf);
-    if (!ok || rename(tmp, path) != 0)
+    if (rc != 0)
         die("cannot write %s: %s", path, strerror(errno));
 }
 
-/* 1 and *out when a kept run of this job matches its settings; 0 when there
- * is none; -1 with why when there is one that does not. */
+/* KEPT_OK and *out when a kept run of this job matches its settings;
+ * KEPT_NONE when there is none; otherwise why. */
 static int load_one(const study *s, int job, run_result **out, char *why, size_t why_size)
 {
     const preset *p = s->p;
     const int a = job % p->n_arms, i = job / p->n_arms;
     char path[2048];
     run_path(path, sizeof path, s->dir, p->arms[a].name, i + 1);
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    char magic[8];
-    uint64_t head[3];
-    int rc = -1;
-    char *buf = NULL;
-    if (fread(magic, sizeof magic, 1, f) != 1 || memcmp(magic, MAGIC, sizeof magic) != 0 ||
-        fread(head, sizeof head, 1, f) != 1) {
-        snprintf(why, why_size, "not a run file of this version");
-    } else if (!run_header_known(head[2])) {
-        snprintf(why, why_size, "written by a build whose run record differs");
-    } else if (head[0] != kept_sum(s, a, i) && head[0] != s->settings[a]) {
-        snprintf(why, why_size, "made with other settings (preset, threads, corpus, teacher or "
-                                "seed)");
-    } else if (head[1] > ((uint64_t)1 << 34) || !(buf = malloc(head[1] ? head[1] : 1)) ||
-               fread(buf, head[1], 1, f) != 1 || fgetc(f) != EOF) {
-        snprintf(why, why_size, "its record is not the %llu bytes its header says",
-                 (unsigned long long)head[1]);
-    } else {
-        int32_t got;
-        char how[256];
-        run_result *r = run_unpack_sized(buf, head[1], head[2], &got, how, sizeof how);
-        /* the seed is in the checksum; a run kept before 0.4 (the settings
-         * alone) is taken for the seed its file name says: its job number
-         * counted the preset's arms then, which may have grown since */
-        (void)got;
-        if (!r) {
-            snprintf(why, why_size, "its record is damaged: %s", how);
-        } else {
-            *out = r;
-            rc = 1;
-        }
+    char *buf;
+    size_t n;
+    /* bounded by the largest file a record can make */
+    if (read_regular(path, MAX_RECORD + MAX_SETTINGS + 4096, &buf, &n) != 0) {
+        if (errno == ENOENT)
+            return KEPT_NONE;
+        snprintf(why, why_size, "cannot be read: %s",
+                 errno == EINVAL  ? "not a regular file"
+                 : errno == EFBIG ? "larger than any run record"
+                                  : strerror(errno));
+        return KEPT_BAD;
     }
+    const int rc = kept_parse(buf, n, p->arms[a].name, i + 1, s->settings[a], out, why, why_size);
     free(buf);
-    fclose(f);
     return rc;
 }
 
-int load_kept_runs(study *s, int quiet)
+int load_kept_runs(study *s, int quiet, int fresh)
 {
     const preset *p = s->p;
     int loaded = 0;
     for (int i = 0; i < p->seeds; i++)
         for (int a = 0; a < p->n_arms; a++) {
+            if (fresh && p->arms[a].selected)
+                continue; /* --fresh: this invocation runs it again */
             run_result *r = NULL;
-            char why[512];
+            char why[2048];
             const int job = i * p->n_arms + a;
             const int rc = load_one(s, job, &r, why, sizeof why);
-            if (rc == 1) {
+            if (rc == KEPT_OK) {
                 s->res[a][i] = r;
                 loaded++;
-            } else if (rc < 0 && !quiet) {
+            } else if (rc == KEPT_OLD) {
+                die("runs/%s.seed%d.run was %s (nothing was run)", p->arms[a].name, i + 1, why);
+            } else if (rc != KEPT_NONE && !quiet) {
                 say("runs/%s.seed%d.run: %s: %s\n", p->arms[a].name, i + 1, why,
                     p->arms[a].selected ? "running it again" : "not used");
             }
         }
     return loaded;
-}
-
-void clear_kept_runs(const char *dir)
-{
-    char path[2048];
-    snprintf(path, sizeof path, "%s/runs", dir);
-    DIR *d = opendir(path);
-    if (!d)
-        return;
-    for (struct dirent *e; (e = readdir(d));) {
-        const size_t n = strlen(e->d_name);
-        if (n > 4 && strcmp(e->d_name + n - 4, ".run") == 0) {
-            char f[2400];
-            snprintf(f, sizeof f, "%s/%s", path, e->d_name);
-            if (unlink(f) != 0)
-                die("--fresh: cannot remove %s: %s", f, strerror(errno));
-        }
-    }
-    closedir(d);
 }

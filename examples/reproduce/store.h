@@ -22,22 +22,52 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
 /* Whether a record's fixed part of this many bytes can be read. */
 int run_header_known(uint64_t header);
 
-/* What one arm's runs depend on besides the seed: the preset's settings (all
- * but its name, description, seed count, arm list, comparisons, probes and
- * require_go), the arm as resolved,
- * the threads per run, the corpus and the teacher file (its checksum). */
-uint64_t run_settings(const preset *p, const arm *a, uint64_t teacher_sum);
+/* What one arm's runs depend on besides the seed, as canonical JSON
+ * (malloc'd): the preset's settings (all but its name, description, seed
+ * count, thread count as written, arm list, comparisons, interactions,
+ * probes and require_go), the threads per run, the arm as written and as
+ * resolved, the corpus's checksum and the teacher file's. Two presets that
+ * hold the same values give the same text. */
+char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const char *teacher_hex);
+
+/* XXH64 of the training and validation texts, as hex (17 bytes). */
+void corpus_checksum(const preset *p, char *hex);
+
+/* DIR/runs/ARM.seedN.run */
+void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed);
+
+/* What kept_parse found. */
+enum { KEPT_NONE = 0, KEPT_OK = 1, KEPT_BAD = -1, KEPT_STALE = -2, KEPT_OLD = -3 };
+
+/* The magic of a run kept by 0.4 or before (format 1). */
+extern const char KEPT_MAGIC_1[8];
+
+/* A kept run's file as bytes: the arm's name and seed (from 1), the
+ * settings it was made with, the record, and a checksum over them all. */
+char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t job,
+                const run_result *r, size_t *bytes);
+
+/* A kept run's file back: KEPT_OK with *out only when its checksum holds,
+ * it names this arm and seed, and its settings are these; else KEPT_BAD
+ * (damaged, or another arm's or seed's), KEPT_STALE (other settings: why
+ * names the keys that differ) or KEPT_OLD (format 1), with the reason. */
+int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
+               const char *settings, run_result **out, char *why, size_t why_size);
+
+/* Write bytes to path whole (a temporary name unique to this process,
+ * fsync, rename): 0, or -1 with errno set and path as it was. */
+int write_whole(const char *path, const void *bytes, size_t n);
 
 /* Keep a finished run: into the study, and into DIR/runs/ when the study
  * has an output folder. Thread-safe for different jobs. */
 void keep_run(study *s, int job, run_result *r);
 
 /* Every kept run of the study's arms and seeds whose settings match into
- * s->res; the others (missing, or made with other settings, which are
- * named on stderr unless quiet) are left NULL. Returns the number loaded. */
-int load_kept_runs(study *s, int quiet);
-
-/* Remove every kept run (--fresh). */
-void clear_kept_runs(const char *dir);
+ * s->res; the others (missing, damaged, or made with other settings, named
+ * on stderr with the reason unless quiet) are left NULL. With fresh, the
+ * selected arms' runs are not looked at (they run again). A run kept by 0.4
+ * or before ends the study with the way to convert it. Returns the number
+ * loaded. */
+int load_kept_runs(study *s, int quiet, int fresh);
 
 #endif

@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@
 
 /* ---- the preset -------------------------------------------------------------- */
 
-#define MAX_ARMS 24
+#define MAX_ARMS 32
 #define MAX_PHASES 16
 #define MAX_INTERACT 8
 
@@ -179,7 +180,9 @@ typedef struct study {
     int todo[MAX_ARMS * MAX_SEEDS];
     int n_todo;
     const char *dir;                /* output folder: runs are kept in DIR/runs/ (NULL: not kept) */
-    uint64_t settings[MAX_ARMS];    /* run_settings of each arm */
+    char *settings[MAX_ARMS];       /* run_settings of each arm (canonical JSON, malloc'd) */
+    char teacher_hex[17];           /* the teacher file's XXH64 */
+    char corpus_hex[17];            /* the corpus's XXH64 */
 } study;
 
 /* ---- messages and ranks (common.c) ------------------------------------------------ */
@@ -195,6 +198,11 @@ extern int fail_here;
 extern int mpi_on;     /* MPI_Init was called */
 extern int owes_rank0; /* see common.c */
 #endif
+
+/* A --jobs worker thread (die ends the worker, not the process) and the
+ * flag a failed worker sets for the others (common.c). */
+extern _Thread_local int in_worker;
+extern atomic_int workers_stop;
 
 /* A message on stderr, prefixed with who. */
 __attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);

@@ -1,7 +1,11 @@
 /* The teacher: trained or loaded from the cache in the output folder, and its go/no-go. */
 #include "teacher.h"
+
+#include "canon.h"
+#include "files.h"
 #include "preset.h"
 #include "runs.h"
+#include "store.h"
 
 /* The teacher is cached in the output folder with the settings that made it. */
 void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, lattice_data **d,
@@ -17,16 +21,15 @@ void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, latt
           "schedule", NULL);
 }
 
-lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain)
+/* What a cached teacher must have been made with: the preset's teacher,
+ * student and data sections, and the settings derived from them (a default
+ * may change between versions). */
+json_object *teacher_want(const preset *p)
 {
-    char path[2048], meta[2048];
-    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
-    snprintf(meta, sizeof meta, "%s/teacher.json", dir);
     json_object *want = json_object_new_object();
     json_object_object_add(want, "teacher", json_object_get(member(p->json, "teacher")));
     json_object_object_add(want, "student", json_object_get(member(p->json, "student")));
     json_object_object_add(want, "data", json_object_get(member(p->json, "data")));
-    /* the derived settings too: a default may change between versions */
     json_object_object_add(want, "init_std", json_object_new_double(p->t_init_std));
     json_object_object_add(want, "lr", json_object_new_double(p->t_lr));
     json_object_object_add(want, "min_lr", json_object_new_double(p->t_min_lr));
@@ -34,20 +37,108 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     json_object_object_add(want, "beta2", json_object_new_double(p->t_beta2));
     json_object_object_add(want, "rows", json_object_new_int(p->t_batch));
     json_object_object_add(want, "row_length", json_object_new_int(p->t_seq_len));
-    const char *want_s = json_object_to_json_string_ext(want, JSON_C_TO_STRING_PLAIN);
-    json_object *have = retrain ? NULL : json_object_from_file(meta);
-    int same = have && strcmp(json_object_to_json_string_ext(have, JSON_C_TO_STRING_PLAIN), want_s) == 0;
-    json_object_put(have);
-    lattice_model *t = NULL;
-    if (same) {
-        char err[LATTICE_ERRMSG_SIZE];
-        if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) == LATTICE_OK) {
-            say("teacher: reusing %s\n", path);
-            json_object_put(want);
-            return t;
+    return want;
+}
+
+/* teacher.json (format 2, since 0.5): {"format": 2, "settings": what
+ * teacher_want gives, as canonical JSON, "safetensors_xxh64": the file's
+ * checksum}, written whole after the file. */
+void write_teacher_meta(const preset *p, const char *dir, const char *hex)
+{
+    char meta[2048];
+    snprintf(meta, sizeof meta, "%s/teacher.json", dir);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "format", json_object_new_int(2));
+    json_object_object_add(o, "settings", teacher_want(p));
+    json_object_object_add(o, "safetensors_xxh64", json_object_new_string(hex));
+    char *text = canon_json(o);
+    json_object_put(o);
+    if (write_whole(meta, text, strlen(text)) != 0)
+        die("cannot write %s: %s", meta, strerror(errno));
+    free(text);
+}
+
+int cached_teacher(const preset *p, const char *dir, char *hex, char *why, size_t why_size)
+{
+    char path[2048], meta[2048];
+    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
+    snprintf(meta, sizeof meta, "%s/teacher.json", dir);
+    char *text;
+    size_t n;
+    if (read_regular(meta, 1 << 20, &text, &n) != 0) {
+        if (errno == ENOENT) {
+            snprintf(why, why_size, "none in %s", dir);
+            return 0;
         }
-        say("teacher: cached file unusable (%s); training again\n", err);
+        die("cannot read %s: %s", meta, strerror(errno));
     }
+    json_object *have = json_tokener_parse(text);
+    free(text);
+    json_object *fmt = member(have, "format"), *settings = member(have, "settings"),
+                *sum = member(have, "safetensors_xxh64");
+    if (!have || !json_object_is_type(have, json_type_object))
+        die("%s is not a teacher record (damaged?): restore it, or run with --retrain-teacher "
+            "(the runs kept with the teacher will then run again)", meta);
+    if (!fmt) {
+        json_object_put(have);
+        die("%s was written by 0.4 or before, without the teacher file's checksum: `" PROG
+            " --rekey` verifies the teacher against the runs kept with it and records one (or "
+            "--retrain-teacher trains a new one; the kept runs then run again)", meta);
+    }
+    if (json_object_get_int(fmt) != 2 || !settings || !sum ||
+        !json_object_is_type(sum, json_type_string) ||
+        strlen(json_object_get_string(sum)) != 16) {
+        json_object_put(have);
+        die("%s is not a teacher record this version knows: restore it, or run with "
+            "--retrain-teacher", meta);
+    }
+    json_object *want = teacher_want(p);
+    char *a = canon_json(settings), *b = canon_json(want);
+    json_object_put(want);
+    int same = strcmp(a, b) == 0;
+    if (!same) {
+        char keys[1200];
+        canon_diff(a, b, keys, sizeof keys, 4);
+        snprintf(why, why_size, "it was trained with other settings: %s", keys);
+    }
+    free(a);
+    free(b);
+    if (same) {
+        snprintf(hex, 17, "%s", json_object_get_string(sum));
+        uint64_t h;
+        char got[17];
+        if (xxh_file(path, &h) != 0) {
+            if (errno != ENOENT)
+                die("cannot read the teacher %s: %s", path, strerror(errno));
+            snprintf(why, why_size, "%s is missing", path);
+            same = 0;
+        } else if (hex64(got, h), strcmp(got, hex) != 0) {
+            json_object_put(have);
+            die("%s does not match the checksum %s records for it (it was changed or damaged "
+                "since it was trained): restore it, or run with --retrain-teacher (the runs kept "
+                "with it will then run again)", path, meta);
+        }
+    }
+    json_object_put(have);
+    return same;
+}
+
+lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain,
+                           char *hex)
+{
+    char path[2048], why[1300];
+    snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
+    lattice_model *t = NULL;
+    if (!retrain && cached_teacher(p, dir, hex, why, sizeof why)) {
+        char err[LATTICE_ERRMSG_SIZE];
+        if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) != LATTICE_OK)
+            die("cannot load the teacher %s, although it matches its checksum: %s (run with "
+                "--retrain-teacher to train a new one)", path, err);
+        say("teacher: reusing %s\n", path);
+        return t;
+    }
+    if (!retrain && strncmp(why, "none", 4) != 0)
+        say("teacher: %s; training again\n", why);
     /* its own rows (default the students'); the copy that teaches is made
      * for the students' rows, below */
     lattice_data *d;
@@ -78,17 +169,23 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     check(st, "teacher training", lattice_trainer_errmsg(tr));
     say("teacher: %d layers, %d steps, val CE %.4f (%.0fs)\n", p->t_layers, p->t_steps,
         r->n_pts ? r->pts[r->n_pts - 1].val_ce : NAN, ex_now() - pr.start);
+    /* the old record goes first: a teacher file never sits beside a record of another */
+    char meta[2100];
+    snprintf(meta, sizeof meta, "%s/teacher.json", dir);
+    if (unlink(meta) != 0 && errno != ENOENT)
+        die("cannot remove %s: %s", meta, strerror(errno));
     check(lattice_model_save(t, path), "saving the teacher", lattice_model_errmsg(t));
-    FILE *f = fopen(meta, "w");
-    if (!f || fputs(want_s, f) < 0 || fclose(f) != 0)
-        die("cannot write %s", meta);
+    uint64_t h;
+    if (xxh_file(path, &h) != 0)
+        die("cannot read back the teacher %s: %s", path, strerror(errno));
+    hex64(hex, h);
+    write_teacher_meta(p, dir, hex);
     lattice_trainer_destroy(tr);
     lattice_schedule_destroy(s);
     lattice_optim_destroy(o);
     lattice_data_destroy(d);
     free(r->losses);
     free(r);
-    json_object_put(want);
     if (p->t_batch != p->batch || p->t_seq_len != p->seq_len) {
         /* the same weights, sized for the students' rows (as a cached teacher is) */
         lattice_model_destroy(t);

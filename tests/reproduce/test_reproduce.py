@@ -6,7 +6,10 @@ and writes the verdict table, the trajectories and the per-step losses.
 usage: test_reproduce.py REPRODUCE_BINARY PRESETS_DIR
 """
 import csv
+import ctypes
+import ctypes.util
 import json
+import struct
 import os
 import subprocess
 import sys
@@ -236,6 +239,37 @@ class Jobs(unittest.TestCase):
             self.assertIn("jobs", r.stderr)
 
 
+KEPT_HEAD = struct.Struct("<48sII3Q")  # examples/reproduce/store.c, kept_head
+
+
+def xxh64(data):
+    """XXH64 with seed 0, from Debian's libxxhash (the checksum kept runs carry)."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH64.restype = ctypes.c_uint64
+    lib.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return lib.XXH64(data, len(data), 0)
+
+
+def kept_parts(data):
+    """A kept run's file (format 2): its header as a dict, its settings text,
+    its record, its checksum."""
+    assert data[:8] == b"LATRUN\0\2", data[:8]
+    arm, seed, _, slen, rbytes, rheader = KEPT_HEAD.unpack_from(data, 8)
+    at = 8 + KEPT_HEAD.size
+    head = {"arm": arm.rstrip(b"\0").decode(), "seed": seed, "record_header": rheader}
+    settings = data[at:at + slen]
+    record = data[at + slen:at + slen + rbytes]
+    assert len(data) == at + slen + rbytes + 8
+    return head, settings, record, struct.unpack("<Q", data[-8:])[0]
+
+
+def kept_file(arm, seed, settings, record, record_header):
+    """A kept run's file (format 2) from its parts, with its checksum."""
+    body = (b"LATRUN\0\2" + KEPT_HEAD.pack(arm.encode(), seed, 0, len(settings), len(record),
+                                            record_header) + settings + record)
+    return body + struct.pack("<Q", xxh64(body))
+
+
 def tiny_arms_study(d, arms, compare=None):
     preset = tiny_study(
         d, "tiny-traps", 40,
@@ -294,7 +328,9 @@ class Traps(unittest.TestCase):
             write(preset, p)
             r = run("--preset", preset, "--out", out, "--seeds", "3")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("runs/peri-grow-identity.seed1.run: made with other settings", r.stderr)
+            self.assertIn("runs/peri-grow-identity.seed1.run: made with other settings: "
+                          "arm.resolved.init_gain", r.stderr)
+            self.assertIn("arm.spec.init_gain (absent) -> 0.90000000000000002", r.stderr)
             self.assertIn("6 runs kept in %s/runs/ reused; 3 to run" % out, r.stderr)
             # an arm added in the middle of the list: every kept run still counts
             p["arms"].insert(1, "post-joint")
@@ -312,8 +348,8 @@ class Traps(unittest.TestCase):
                 f.write(seed1)
             r = run("--preset", preset, "--out", out, "--seeds", "3", "--arms", "pre-joint")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("runs/pre-joint.seed2.run: made with other settings (preset, threads, "
-                          "corpus, teacher or seed): running it again", r.stderr)
+            self.assertIn("runs/pre-joint.seed2.run: it holds arm 'pre-joint' seed 1, not "
+                          "pre-joint seed 2 (a file renamed?): running it again", r.stderr)
             # --fresh: nothing kept
             r = run("--preset", preset, "--out", out, "--seeds", "1", "--fresh")
             self.assertEqual(r.returncode, 0, r.stderr)
@@ -323,7 +359,6 @@ class Traps(unittest.TestCase):
     def test_runs_of_0_3_are_read(self):
         """A run kept by 0.3's layout (before the trajectory gained its sink
         figures) is reused, its sink figures not measured (null)."""
-        import struct
         sinks_bytes = 4096 * 4 * 8  # MAX_POINTS sink points of 4 doubles
         with tempfile.TemporaryDirectory() as d:
             preset = tiny_arms_study(d, ["pre-joint"])
@@ -336,12 +371,11 @@ class Traps(unittest.TestCase):
             path = os.path.join(out, "runs", "pre-joint.seed1.run")
             with open(path, "rb") as f:
                 data = f.read()
-            magic, (settings, size, header) = data[:8], struct.unpack("<3Q", data[8:32])
-            record = data[32:]
-            self.assertEqual(len(record), size)
+            head, settings, record, _ = kept_parts(data)
+            header = head["record_header"]
             old = record[:header - sinks_bytes] + record[header:]
             with open(path, "wb") as f:
-                f.write(magic + struct.pack("<3Q", settings, len(old), header - sinks_bytes) + old)
+                f.write(kept_file(head["arm"], head["seed"], settings, old, header - sinks_bytes))
             r = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertIn("1 run kept in %s/runs/ reused; 0 to run" % out, r.stderr)
@@ -352,10 +386,10 @@ class Traps(unittest.TestCase):
                              [x["val_ce"] for x in traj])
             # a record of a size no build wrote is refused and run again
             with open(path, "wb") as f:
-                f.write(magic + struct.pack("<3Q", settings, len(old), header - 8) + old)
+                f.write(kept_file(head["arm"], head["seed"], settings, old, header - 8))
             r = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("written by a build whose run record differs", r.stderr)
+            self.assertIn("its record is damaged: a run record of", r.stderr)
 
     def test_paths(self):
         """A preset's own paths are taken from its folder; the default corpus
