@@ -12,9 +12,11 @@ import json
 import math
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import unittest
 
 import lattice
@@ -52,6 +54,44 @@ def tiny_data(**overrides):
                   val_fraction=0.2, seed=3)
     fields.update(overrides)
     return lattice.Data.from_memory(counting_corpus(), **fields)
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_isolated(test, code, timeout=60):
+    """Run code in a fresh interpreter, with this file's helpers, and return its stdout.
+
+    For scenarios that crashed the interpreter: a crash (or a hang) fails the
+    test instead of killing the test runner.
+    """
+    prelude = ("import array, sys, threading, time\n"
+               f"sys.path.insert(0, {HERE!r})\n"
+               "import lattice\n"
+               "from lattice import LatticeError, Status\n"
+               "from test_lattice import SEQ, VOCAB, counting_corpus, tiny_data, tiny_model\n")
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c",
+                        prelude + textwrap.dedent(code)],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       universal_newlines=True, timeout=timeout)
+    how = (f"killed by {signal.Signals(-r.returncode).name}" if r.returncode < 0
+           else f"exit status {r.returncode}")
+    test.assertEqual(r.returncode, 0, f"the child process ended with {how}:\n{r.stderr}")
+    return r.stdout
+
+
+# ctypes' integer types (c_int32 is c_int, c_uint64 c_size_t, and so on)
+C_INTEGERS = (ctypes.c_int8, ctypes.c_uint8, ctypes.c_int16, ctypes.c_uint16, ctypes.c_int,
+              ctypes.c_uint, ctypes.c_long, ctypes.c_ulong, ctypes.c_longlong,
+              ctypes.c_ulonglong)
+
+
+def c_range(ctype):
+    """(min, max) of a ctypes integer type."""
+    bits = 8 * ctypes.sizeof(ctype)
+    if ctype(-1).value < 0:
+        return -2**(bits - 1), 2**(bits - 1) - 1
+    return 0, 2**bits - 1
 
 
 def next_token_teacher(tokens, batch, seq, vocab, logits):
@@ -1591,6 +1631,301 @@ class InferenceTest(unittest.TestCase):
         self.assertIn("max_batch", str(cm.exception))
         with self.assertRaises(TypeError):
             model.evaluate(model)
+
+
+class IntegerRangeTest(unittest.TestCase):
+    """Integers are checked against their C type before a call: ctypes alone truncates."""
+
+    def test_arguments_out_of_range_raise(self):
+        model = tiny_model()
+        embedding = model.tensor(0).data.tolist()
+        layer0 = model.tensor("model.layers.0.self_attn.q_proj.weight").data.tolist()
+        with self.assertRaisesRegex(OverflowError, "4294967296 does not fit the C type int32"):
+            model.init_layer(2**32, 12345)                 # was: layer 0 re-initialised
+        self.assertEqual(model.tensor("model.layers.0.self_attn.q_proj.weight").data.tolist(),
+                         layer0)
+        with self.assertRaises(OverflowError):
+            model.set_active_layers(2**32 + 1)             # was: 1 active layer
+        self.assertEqual(model.active_layers, 2)
+        with self.assertRaises(OverflowError):
+            model.tensor(2**32)                            # was: the embedding
+        with self.assertRaises(OverflowError):
+            model.tensor(-2**31 - 1)
+        with self.assertRaises(OverflowError):
+            model.init_layer(0, -1)                        # seed: uint64
+        with self.assertRaises(OverflowError):
+            model.init_layer(0, 2**64)
+        with self.assertRaises(OverflowError):
+            model.flops(2**31, 1)
+        self.assertEqual(model.tensor(0).data.tolist(), embedding)
+        model.init_layer(0, 2**64 - 1)                     # the whole range is taken
+        model.set_active_layers(True)                      # bool and IntEnum are ints
+        self.assertEqual(model.active_layers, 1)
+        if numpy is not None:
+            model.set_active_layers(numpy.int64(2))
+            self.assertEqual(model.active_layers, 2)
+        # in range but invalid: the library's own check
+        with self.assertRaises(LatticeError) as cm:
+            model.tensor(-1)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        with self.assertRaises(LatticeError) as cm:
+            model.set_active_layers(3)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        data = tiny_data()
+        with self.assertRaises(OverflowError):
+            data.val_batch(2**63)
+        with self.assertRaises(OverflowError):
+            lattice.Schedule.preset("joint", 1, 2, 2**63)
+
+    def test_params_fields_out_of_range_raise(self):
+        with self.assertRaisesRegex(OverflowError, r"ModelParams\.d_model: 4294967312"):
+            tiny_model(d_model=2**32 + 16)                 # was: a model of d_model 16
+        with self.assertRaises(OverflowError):
+            lattice.Model.check_params(d_model=2**32 + 16)
+        with self.assertRaises(OverflowError):
+            tiny_model(seed=-1)
+        p = lattice.ModelParams.defaults()
+        with self.assertRaises(OverflowError):
+            p.n_layers = 2**31
+        self.assertEqual(p.n_layers, lattice.ModelParams.defaults().n_layers)
+        model = tiny_model()
+        with self.assertRaises(OverflowError):
+            lattice.Optim(model, total_steps=2**63)
+        with self.assertRaises(OverflowError):
+            lattice.Schedule().add_phase(steps=2**63)
+        with self.assertRaises(OverflowError):
+            lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
+                            lattice.Schedule.preset("joint", 1, 2, 2), eval_every=2**63)
+        with self.assertRaises(OverflowError):
+            tiny_data(batch_size=2**32 + 4)
+        with self.assertRaises(OverflowError):
+            tiny_data().position = (2**63, 0)
+
+    def test_every_integer_field_is_checked(self):
+        structs = [c for c in vars(lattice._types).values() if isinstance(c, type)
+                   and issubclass(c, lattice._types.Struct) and "_fields_" in vars(c)]
+        structs.append(lattice.dist.DistStatsStruct)
+        checked = 0
+        for cls in structs:
+            for name, ctype, *_ in cls._fields_:
+                if ctype not in C_INTEGERS:
+                    continue
+                lo, hi = c_range(ctype)
+                with self.subTest(field=f"{cls.__name__}.{name}"):
+                    s = cls()
+                    for bad in (lo - 1, hi + 1):
+                        with self.assertRaises(OverflowError):
+                            setattr(s, name, bad)
+                    setattr(s, name, hi)
+                    self.assertEqual(getattr(s, name), hi)
+                    checked += 1
+        self.assertGreater(checked, 50)
+
+    def test_every_integer_argument_is_checked(self):
+        # Each integer argument of every prototype out of range, with every handle
+        # NULL: the call must be refused before it reaches C (in a child process,
+        # where a call that did reach C cannot take the test runner with it).
+        out = run_isolated(self, """
+            import ctypes
+            from lattice import _lib
+            from test_lattice import C_INTEGERS, c_range
+            refused = 0
+            for name, (restype, argtypes) in _lib.PROTOTYPES.items():
+                for i, ctype in enumerate(argtypes):
+                    if ctype not in C_INTEGERS:
+                        continue
+                    lo, hi = c_range(ctype)
+                    for bad in (lo - 1, hi + 1):
+                        args = [0 if t in C_INTEGERS or t in (ctypes.c_float, ctypes.c_double)
+                                else None for t in argtypes]
+                        args[i] = bad
+                        try:
+                            getattr(_lib.lib, name)(*args)
+                        except OverflowError as e:
+                            assert name in str(e) and f"argument {i + 1}" in str(e), e
+                            refused += 1
+                        else:
+                            raise AssertionError(f"{name} took argument {i + 1} = {bad}")
+            print(refused)
+        """)
+        self.assertGreater(int(out), 150)
+
+    def test_sgemm_out_of_range_does_not_reach_c(self):
+        # m wrapped to 4000000 rows of a 4-float c: a segfault, before
+        out = run_isolated(self, """
+            be = lattice.Backend("ref")
+            a, b, c = (array.array("f", [1.0] * 4) for _ in range(3))
+            try:
+                be.sgemm(a, b, c, -(2**32) + 4000000, 1, 1)
+            except OverflowError as e:
+                print("refused:", e)
+            be.sgemm(a, b, c, 2, 2, 2)
+            print(c.tolist())
+        """)
+        self.assertIn("refused: lattice_backend_sgemm: argument 4: -4290967296", out)
+        self.assertIn("[2.0, 2.0, 2.0, 2.0]", out)
+
+
+class CloseDuringCallTest(unittest.TestCase):
+    """close() while a call on the object runs: it waits, or (inside the call) raises."""
+
+    def test_close_inside_a_callback_raises(self):
+        out = run_isolated(self, """
+            def build(on_step):
+                model = tiny_model()
+                schedule = lattice.Schedule.preset("joint", 1, 2, 6)
+                trainer = lattice.Trainer(model, tiny_data(),
+                                          lattice.Optim(model, warmup_steps=0), schedule,
+                                          on_step=on_step)
+                return trainer, model, schedule
+
+            seen = []
+            def on_step(m):
+                # calls back into the objects the run uses: the locks are re-entrant
+                seen.append((m.step, trainer.model.active_layers, trainer.schedule.position))
+                other = lattice.Backend("ref")
+                other.close()                      # not used by this call: closes
+                if m.step == 2:
+                    trainer.close()                # was: a segfault
+            trainer, model, schedule = build(on_step)
+            try:
+                trainer.run()
+                print("run returned")
+            except LatticeError as e:
+                print("run raised", e.code.name, e)
+            print("closed", trainer.closed, "steps", schedule.counters.steps, len(seen))
+            trainer.step()                         # still usable
+            trainer.close()
+            print("closed after the call", trainer.closed)
+
+            def close_model(m):
+                model.close()                      # the trainer's model: in use too
+            trainer, model, schedule = build(close_model)
+            try:
+                trainer.run()
+            except LatticeError as e:
+                print("model close raised", e.code.name)
+            print("model closed", model.closed)
+        """)
+        self.assertIn("run raised STATE invalid state: Trainer.close() inside a call that uses "
+                      "it", out)
+        self.assertIn("closed False steps 2 2", out)
+        self.assertIn("closed after the call True", out)
+        self.assertIn("model close raised STATE", out)
+        self.assertIn("model closed False", out)
+
+    def test_close_from_another_thread_waits(self):
+        out = run_isolated(self, """
+            steps = []
+            started, closing = threading.Event(), threading.Event()
+            def on_step(m):
+                steps.append(m.step)
+                if m.step == 1:
+                    started.set()
+                    closing.wait(10)
+                    time.sleep(0.05)               # close() is under way meanwhile
+            model = tiny_model()
+            trainer = lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
+                                      lattice.Schedule.preset("joint", 1, 2, 20),
+                                      on_step=on_step)
+            del model
+            when = {}
+            def closer():
+                started.wait(10)
+                closing.set()
+                trainer.close()                    # was: the trainer freed mid-run
+                when["closed"] = len(steps)
+            thread = threading.Thread(target=closer)
+            thread.start()
+            trainer.run()
+            thread.join(30)
+            print("steps", len(steps), "when closed", when.get("closed"), trainer.closed)
+            try:
+                trainer.step()
+            except lattice.ClosedError as e:
+                print("then:", e)
+        """)
+        self.assertIn("steps 20 when closed 20 True", out)
+        self.assertIn("then: Trainer is closed", out)
+
+
+class ThreadsTest(unittest.TestCase):
+    """Calls on one object, or on objects bound together, from several threads."""
+
+    def test_threads_sharing_a_model_are_serialised(self):
+        # A backend whose GEMMs count the calls inside the model at once: the
+        # C API allows one; four threads on one model had many (and crashed).
+        out = run_isolated(self, """
+            import json
+            guard = threading.Lock()
+            state = {"inside": 0, "overlaps": 0, "gemms": 0}
+            ref = lattice.Backend("ref")
+
+            def sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+                with guard:
+                    state["inside"] += 1
+                    state["gemms"] += 1
+                    state["overlaps"] += state["inside"] > 1
+                time.sleep(0.0001)                 # another thread may enter meanwhile
+                ref.sgemm(a, b, c, m, n, k, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta,
+                          lda=lda, ldb=ldb, ldc=ldc)
+                with guard:
+                    state["inside"] -= 1
+
+            model = tiny_model(backend=lattice.Backend.custom("probe", sgemm))
+            ids = counting_corpus(4, SEQ)
+            tokens = ids[:2 * SEQ]
+            targets = ids[1:2 * SEQ + 1]
+            model.forward(tokens, 2, SEQ)
+            want, _ = model.cross_entropy(targets)
+            losses, errors = [], []
+
+            def steps():
+                try:
+                    for _ in range(3):
+                        model.forward(tokens, 2, SEQ)
+                        losses.append(model.cross_entropy(targets)[0])
+                        model.backward()
+                except Exception as e:
+                    errors.append(repr(e))
+
+            threads = [threading.Thread(target=steps) for _ in range(4)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            alone = dict(state, losses=len(losses), wrong=sum(l != want for l in losses),
+                         errors=errors)
+
+            # a trainer and the threads that use its model
+            trainer = lattice.Trainer(model, tiny_data(batch_size=2),
+                                      lattice.Optim(model, warmup_steps=0),
+                                      lattice.Schedule.preset("joint", 1, 2, 4))
+            def infer():
+                try:
+                    for _ in range(3):
+                        model.forward_inference(tokens, 2, SEQ)
+                        model.logits()
+                except Exception as e:
+                    errors.append(repr(e))
+            threads = [threading.Thread(target=trainer.run)] + [
+                threading.Thread(target=infer) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(60)
+            print(json.dumps({"alone": alone, "with_trainer": dict(state, errors=errors),
+                              "steps": trainer.schedule.counters.steps}))
+        """)
+        result = json.loads(out)
+        alone, trained = result["alone"], result["with_trainer"]
+        self.assertEqual(alone["errors"], [])
+        self.assertEqual(alone["overlaps"], 0, f"{alone['overlaps']} of {alone['gemms']} GEMMs "
+                         "ran while another call was inside the model")
+        self.assertEqual((alone["losses"], alone["wrong"]), (12, 0))
+        self.assertEqual(trained["errors"], [])
+        self.assertEqual(trained["overlaps"], 0)
+        self.assertEqual(result["steps"], 4)
 
 
 if __name__ == "__main__":

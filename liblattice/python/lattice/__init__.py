@@ -18,6 +18,30 @@ ImportError lists every place tried and what to set.
 Outputs (logits, hidden states, batches) are copies; the ``*_view()``
 methods return zero-copy views valid until the next forward.
 
+Integers are checked against their C types before they reach the library,
+arguments and params fields alike: one the type cannot hold
+(``model.tensor(2**32)``, ``Model(d_model=2**32 + 16)``, ``seed=-1``)
+raises OverflowError where ctypes would silently truncate it; one the type
+holds but the library refuses raises LatticeError (``Status.INVALID_ARGUMENT``),
+and a buffer of the wrong size ValueError.
+
+Threads: every object has a lock, and each call takes the locks of its object
+and of everything that object borrows (a model: its backend; an optimizer, a
+model teacher, a Diag: their model; a trainer: everything it binds), so
+calls on one object, or on objects bound together, from several threads run
+one at a time, as the C API requires; calls on unrelated objects run in
+parallel (the GIL is released during each). Each call is serialised, not a
+sequence of them: threads sharing a model interleave between forward,
+cross_entropy and backward, so give each thread its own objects (and its own
+backend) for work of its own. Callbacks run on the calling thread and may
+call back into the objects of their call (the locks are re-entrant); one that
+calls objects another thread is using can deadlock.
+
+close() from another thread waits for the calls using the object to return;
+close() from inside such a call (``trainer.close()`` in its ``on_step``)
+raises LatticeError with ``Status.STATE``, as waiting would never end: close
+it once the call has returned. A call never runs on a destroyed object.
+
 Adding a C header: its prototypes go into ``_lib.PROTOTYPES`` (the test suite
 checks that table against the headers), its structs and enums into
 ``_types.py``, and a module named after the header holds its classes;

@@ -1,9 +1,14 @@
-"""Handles: Python objects that own a C object, and the rules for freeing it."""
+"""Handles: Python objects that own a C object, the rules for freeing it, and the
+per-object locks that serialise calls on it."""
 
 import ctypes
+import itertools
+import threading
 
-from ._errors import ClosedError, raise_for
+from ._errors import ClosedError, LatticeError, Status, raise_for
 from ._lib import last_error, lib, status_string
+
+_order = itertools.count()  # the global order in which locks are taken: creation order
 
 
 class Resource:
@@ -11,13 +16,19 @@ class Resource:
 
     The C object is destroyed when the last Python reference to its Resource
     goes: the Handle's (dropped by close() or garbage collection), a borrower's
-    (a model's Resource holds its backend's), or a view's (arrays returned over
-    the object's memory hold it). Borrowers are also counted, so that even when
-    a reference cycle is collected and finalisers run in any order, a borrowed
-    object outlives those that borrow it.
+    (a model's Resource holds its backend's), a call's (:class:`Using` holds
+    every Resource it locked), or a view's (arrays returned over the object's
+    memory hold it). Borrowers are also counted, so that even when a reference
+    cycle is collected and finalisers run in any order, a borrowed object
+    outlives those that borrow it.
+
+    Each Resource has a re-entrant lock: the C API requires calls on one
+    object, and on objects that borrow the same one, to be serialised, so a
+    call locks :meth:`group`: the object and everything it borrows, transitively.
     """
 
-    __slots__ = ("ptr", "_destroy", "_borrows", "_users", "_wanted", "keep", "__weakref__")
+    __slots__ = ("ptr", "_destroy", "_borrows", "_users", "_wanted", "keep", "order", "_borrowed",
+                 "_lock", "owner", "_depth", "__weakref__")
 
     def __init__(self, ptr, destroy, borrows=(), keep=()):
         self.ptr = ptr
@@ -28,6 +39,31 @@ class Resource:
         self.keep = tuple(keep)  # ctypes callbacks the C object calls
         for b in self._borrows:
             b._users += 1
+        self.order = next(_order)  # later than every object it borrows
+        # (not holding self: a cycle would leave freeing the object to the collector)
+        self._borrowed = tuple(sorted({r for b in self._borrows for r in b.group()},
+                                      key=lambda r: r.order))
+        self._lock = threading.Lock()
+        self.owner = None   # the thread holding the lock (threading.get_ident()), or None
+        self._depth = 0
+
+    def group(self):
+        """This object and all it borrows, in lock order."""
+        return self._borrowed + (self,)
+
+    def acquire(self):
+        me = threading.get_ident()
+        if self.owner == me:    # only this thread sets its own id: no race
+            self._depth += 1
+            return
+        self._lock.acquire()
+        self.owner, self._depth = me, 1
+
+    def release(self):
+        self._depth -= 1
+        if not self._depth:
+            self.owner = None
+            self._lock.release()
 
     def _free_if_unused(self):
         if self._wanted and self._users == 0 and self.ptr is not None:
@@ -44,13 +80,66 @@ class Resource:
         self._free_if_unused()
 
 
+class Using:
+    """``with Using(handles):`` the handles' objects locked and kept alive.
+
+    Locks every Resource in the handles' groups (and any Resource given
+    directly), in creation order so that two calls never wait for each other;
+    a thread may take a lock it already holds (a callback calling back into an
+    object its call uses). Raises ClosedError for a handle that is closed,
+    also one closed by another thread while this waited.
+    """
+
+    __slots__ = ("_handles", "_resources", "_locked")
+
+    def __init__(self, handles):
+        self._handles = [h for h in handles if h is not None]
+        self._locked = ()
+
+    def __enter__(self):
+        held = [h._resource if isinstance(h, Handle) else h for h in self._handles]
+        if len(held) == 1:
+            locks = held[0].group()
+        else:
+            locks = sorted({r for res in held for r in res.group()}, key=lambda r: r.order)
+        taken = []
+        try:
+            for r in locks:
+                r.acquire()
+                taken.append(r)
+            for h, res in zip(self._handles, held):
+                if isinstance(h, Handle) and h._res is not res:
+                    raise ClosedError(f"{type(h).__name__} is closed")
+        except BaseException:
+            for r in reversed(taken):
+                r.release()
+            raise
+        self._resources = held
+        self._locked = taken
+        return held[0] if held else None
+
+    def __exit__(self, *exc):
+        locked, self._locked = self._locked, ()
+        for r in reversed(locked):
+            r.release()
+        self._resources = None
+
+
+def using(*handles):
+    """Using(handles) for a call that takes handles but belongs to none (a create)."""
+    return Using(handles)
+
+
 class Handle:
-    """Base of the object classes: close(), ``with``, and checked calls.
+    """Base of the object classes: close(), ``with``, and checked, serialised calls.
 
     close() releases this handle; the C object goes as soon as nothing still
     needs it (an object that borrows it, or an array returned over its memory).
     Closing twice does nothing; any other call on a closed handle raises
-    :class:`ClosedError`.
+    :class:`ClosedError`. A call from another thread makes close() wait for
+    it; a close() from inside a call that uses the object (one of its
+    callbacks) raises LatticeError with Status.STATE instead, as waiting would
+    never end.
     """
 
     _destroy = None  # name of the C destroy function
@@ -77,7 +166,26 @@ class Handle:
         return self._res is None
 
     def close(self):
-        self._res = None
+        """Release the object; waits for calls on other threads that use it, and raises
+        LatticeError (Status.STATE) inside one (from its callbacks). Twice is harmless."""
+        res = self._res
+        if res is None:
+            return
+        if res.owner == threading.get_ident():
+            raise LatticeError(Status.STATE, f"invalid state: {type(self).__name__}.close() "
+                               "inside a call that uses it (from one of its callbacks); close "
+                               "it once the call has returned")
+        res.acquire()           # waits for a call on another thread
+        try:
+            if self._res is res:
+                self._res = None
+        finally:
+            res.release()
+
+    def _using(self, *others):
+        """Using(self and others): for a method whose Python side must see the object
+        as its C call leaves it (shapes, addresses read after the call)."""
+        return Using((self,) + others)
 
     def __enter__(self):
         return self
@@ -92,28 +200,41 @@ class Handle:
     def _message(self, ptr):
         return getattr(lib, self._errmsg)(ptr).decode(errors="replace") if self._errmsg else ""
 
-    def _call(self, fn, *args):
-        """Call fn(handle, *args); raise LatticeError with the handle's message on failure."""
-        ptr = self._ptr
-        # The message buffer keeps the last failure's text, and not every
-        # failing path rewrites it: a message that changed during this call is
-        # about it; an unchanged one may be (the same failure again) or may be
-        # left from an earlier call, and is given as such.
-        before = self._message(ptr) if self._errmsg else ""
-        status = fn(ptr, *args)
-        if status == 0:
-            raise_for(status, "")
-            return
-        text = status_string(status)
-        # from 0.2 every failure records its reason for this thread, fresh
-        reason = last_error()
-        if reason:
-            raise_for(status, text, reason)
-            return
-        after = self._message(ptr) if self._errmsg else ""
-        if after and after == before:
-            text, after = f"{text} (last message: {after})", ""
-        raise_for(status, text, after)
+    def _get(self, fn, *args, using=()):
+        """fn(handle, *args) for a function that cannot fail: its value.
+
+        Under the locks of the handle and of the handles in using (:class:`Using`).
+        """
+        with self._using(*using) as res:
+            return fn(res.ptr, *args)
+
+    def _call(self, fn, *args, using=()):
+        """Call fn(handle, *args); raise LatticeError with the handle's message on failure.
+
+        Under the locks of the handle and of the handles in using (those args
+        point to), which stay alive until it returns.
+        """
+        with self._using(*using) as res:
+            ptr = res.ptr
+            # The message buffer keeps the last failure's text, and not every
+            # failing path rewrites it: a message that changed during this call is
+            # about it; an unchanged one may be (the same failure again) or may be
+            # left from an earlier call, and is given as such.
+            before = self._message(ptr) if self._errmsg else ""
+            status = fn(ptr, *args)
+            if status == 0:
+                raise_for(status, "")
+                return
+            text = status_string(status)
+            # from 0.2 every failure records its reason for this thread, fresh
+            reason = last_error()
+            if reason:
+                raise_for(status, text, reason)
+                return
+            after = self._message(ptr) if self._errmsg else ""
+            if after and after == before:
+                text, after = f"{text} (last message: {after})", ""
+            raise_for(status, text, after)
 
 
 def check(status, detail=""):
@@ -139,5 +260,4 @@ def require(obj, cls, name, optional=False):
     if not isinstance(obj, cls):
         raise TypeError(f"{name} must be a lattice.{cls.__name__}, got {type(obj).__name__}")
     obj._resource  # raises ClosedError for a closed handle
-    return obj
     return obj

@@ -363,8 +363,30 @@ class _Missing:
                            f"({version_string})")
 
 
+def _range_checked(name, fn, argtypes):
+    """fn, or a function that first checks each integer argument against its C type.
+
+    ctypes itself truncates (an int argument of 2**32 arrives as 0); an
+    argument its type cannot hold raises OverflowError here, before the call.
+    """
+    checks = tuple((i, t) for i, t in enumerate(argtypes) if t in T.INT_RANGES)
+    if not checks:
+        return fn
+
+    def call(*args):
+        if len(args) == len(argtypes):   # else ctypes says how many it wants
+            args = list(args)
+            for i, ctype in checks:
+                args[i] = T.check_int(args[i], ctype, f"{name}: argument {i + 1}")
+        return fn(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 class _Library:
-    """A loaded library with every prototype of a table (PROTOTYPES) applied."""
+    """A loaded library with every prototype of a table (PROTOTYPES) applied, its
+    integer arguments range-checked (_range_checked)."""
 
     def __init__(self, cdll, prototypes=PROTOTYPES):
         self._cdll = cdll
@@ -378,7 +400,7 @@ class _Library:
                 continue
             fn.restype = restype
             fn.argtypes = argtypes
-            setattr(self, name, fn)
+            setattr(self, name, _range_checked(name, fn, argtypes))
 
 
 _cdll, library_path = _load()

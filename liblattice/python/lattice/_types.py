@@ -8,6 +8,7 @@ Every struct here has the C struct's fields in the C order and types; the
 import ctypes
 import enum
 import inspect
+import operator
 import os
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_int64,
                     c_size_t, c_uint, c_uint64, c_void_p)
@@ -103,6 +104,45 @@ def to_enum(enum_type, value):
                     f"got {type(value).__name__}")
 
 
+# ---- integers: checked against their C type before they reach C -----------------------
+# ctypes converts a Python int to a C integer by truncation: 2**32 + 1 becomes int 1,
+# -1 becomes SIZE_MAX. Every integer argument of a library function (_lib._Library)
+# and every integer field set on a struct (Struct.__setattr__) goes through
+# check_int first, so that a value the C type cannot hold is an OverflowError.
+
+def _int_range(ctype):
+    bits = 8 * ctypes.sizeof(ctype)
+    if ctype(-1).value < 0:
+        return f"int{bits}", -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    return f"uint{bits}", 0, (1 << bits) - 1
+
+
+# ctypes type -> (name, min, max); c_int32 is c_int, c_uint64 c_size_t, and so on.
+INT_RANGES = {t: _int_range(t) for t in (ctypes.c_int8, ctypes.c_uint8, ctypes.c_int16,
+                                         ctypes.c_uint16, c_int, c_uint, ctypes.c_long,
+                                         ctypes.c_ulong, ctypes.c_longlong,
+                                         ctypes.c_ulonglong, c_int64, c_uint64, c_size_t)}
+
+
+def check_int(value, ctype, what):
+    """value as a plain int when ctype can hold it; OverflowError when it cannot.
+
+    Anything that is not an integer (no __index__: a float, a ctypes object,
+    None) is returned unchanged for ctypes to convert or refuse.
+    """
+    if isinstance(value, int):
+        value = int(value)       # bool, IntEnum, int subclasses: the number itself
+    else:
+        try:
+            value = operator.index(value)   # NumPy integers
+        except TypeError:
+            return value
+    name, lo, hi = INT_RANGES[ctype]
+    if not lo <= value <= hi:
+        raise OverflowError(f"{what}: {value} does not fit the C type {name} [{lo}, {hi}]")
+    return value
+
+
 # ---- opaque handles -----------------------------------------------------------------
 
 def _opaque(name):
@@ -140,6 +180,12 @@ class Struct(ctypes.Structure):
     _enums = {}
     _since = {}  # field -> the lattice_version_number() that added it (after 0.3)
 
+    def __setattr__(self, name, value):
+        ctype = type(self)._int_fields().get(name)
+        if ctype is not None:
+            value = check_int(value, ctype, f"{type(self).__name__}.{name}")
+        super().__setattr__(name, value)
+
     def __getattribute__(self, name):
         value = super().__getattribute__(name)
         if type(value) is float and name in type(self)._float32_fields():
@@ -152,6 +198,14 @@ class Struct(ctypes.Structure):
         if fields is None:
             fields = frozenset(n for n, t, *_ in getattr(cls, "_fields_", ()) if t is c_float)
             cls._f32_names = fields
+        return fields
+
+    @classmethod
+    def _int_fields(cls):
+        fields = cls.__dict__.get("_int_types")
+        if fields is None:
+            fields = {n: t for n, t, *_ in getattr(cls, "_fields_", ()) if t in INT_RANGES}
+            cls._int_types = fields
         return fields
 
     def to_dict(self):

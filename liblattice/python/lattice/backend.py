@@ -111,7 +111,7 @@ class Backend(Handle):
 
     @property
     def name(self):
-        return lib.lattice_backend_get_name(self._ptr).decode()
+        return self._get(lib.lattice_backend_get_name).decode()
 
     @property
     def kernels(self):
@@ -125,7 +125,7 @@ class Backend(Handle):
 
     @property
     def threads(self):
-        return lib.lattice_backend_get_threads(self._ptr)
+        return self._get(lib.lattice_backend_get_threads)
 
     @threads.setter
     def threads(self, n_threads):

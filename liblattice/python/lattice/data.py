@@ -95,38 +95,36 @@ class Data(Handle):
         return out
 
     def n_documents(self, split=Split.TRAIN):
-        return lib.lattice_data_get_n_documents(self._ptr, to_enum(Split, split))
+        return self._get(lib.lattice_data_get_n_documents, to_enum(Split, split))
 
     def n_tokens(self, split=Split.TRAIN):
-        return lib.lattice_data_get_n_tokens(self._ptr, to_enum(Split, split))
+        return self._get(lib.lattice_data_get_n_tokens, to_enum(Split, split))
+
+    def _batch(self, fn, args, view):
+        b = BatchStruct()
+        with self._using() as res:   # copied before another thread's call rewrites it
+            self._call(fn, *args, byref(b))
+            return Batch(b, res, view)
 
     def next(self) -> Batch:
         """The next training batch (copies)."""
-        b = BatchStruct()
-        self._call(lib.lattice_data_next, byref(b))
-        return Batch(b, self._res)
+        return self._batch(lib.lattice_data_next, (), False)
 
     def next_view(self) -> Batch:
         """The next training batch as views of the library's buffers (no copy)."""
-        b = BatchStruct()
-        self._call(lib.lattice_data_next, byref(b))
-        return Batch(b, self._res, view=True)
+        return self._batch(lib.lattice_data_next, (), True)
 
     @property
     def n_val_batches(self):
-        return lib.lattice_data_get_n_val_batches(self._ptr)
+        return self._get(lib.lattice_data_get_n_val_batches)
 
     def val_batch(self, index: int) -> Batch:
         """Batch index of the fixed validation set (copies)."""
-        b = BatchStruct()
-        self._call(lib.lattice_data_get_val_batch, index, byref(b))
-        return Batch(b, self._res)
+        return self._batch(lib.lattice_data_get_val_batch, (index,), False)
 
     def val_batch_view(self, index: int) -> Batch:
         """Batch index of the validation set as views (valid until the next batch call)."""
-        b = BatchStruct()
-        self._call(lib.lattice_data_get_val_batch, index, byref(b))
-        return Batch(b, self._res, view=True)
+        return self._batch(lib.lattice_data_get_val_batch, (index,), True)
 
     def val_batches(self):
         """Each validation batch in turn (copies)."""

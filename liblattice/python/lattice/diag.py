@@ -5,7 +5,7 @@ from ctypes import byref, c_double, c_int32, c_uint8
 from dataclasses import dataclass
 
 from . import _buffers as B
-from ._handle import Handle, check, require
+from ._handle import Handle, check, require, using
 from ._lib import lib
 from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, SinksStruct, diag_p
 from .model import Model
@@ -72,7 +72,8 @@ class Diag(Handle):
     def __init__(self, model):
         require(model, Model, "model")
         out = diag_p()
-        check(lib.lattice_diag_create(model._ptr, byref(out)))
+        with using(model):
+            check(lib.lattice_diag_create(model._ptr, byref(out)))
         self._adopt(out, borrows=(model,))
         self.model = model
 
@@ -87,13 +88,14 @@ class Diag(Handle):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         m = B.optional_input(mask, c_uint8, "mask", batch * seq)
         c = B.optional_input(classes, c_uint8, "classes", batch * seq)
-        boundaries = self.model.active_layers + 1
         per = n_classes + 1
-        out = (RmsStatsStruct * (boundaries * per))()
-        self.model._shape = None
-        self._call(lib.lattice_diag_boundary_scale, arr, m, batch, seq, c, n_classes, out,
-                   len(out))
-        self.model._shape = (batch, seq)
+        with self._using():   # the model's too: its depth and shape are this call's
+            boundaries = self.model.active_layers + 1
+            out = (RmsStatsStruct * (boundaries * per))()
+            self.model._shape = None
+            self._call(lib.lattice_diag_boundary_scale, arr, m, batch, seq, c, n_classes, out,
+                       len(out))
+            self.model._shape = (batch, seq)
         stats = [RmsStats(s.count, s.mean, s.std, s.kurtosis, s.max) for s in out]
         return [stats[b * per:(b + 1) * per] for b in range(boundaries)]
 
@@ -103,8 +105,10 @@ class Diag(Handle):
         t = B.as_input(targets, c_int32, "targets", batch * seq)
         m = B.optional_input(mask, c_uint8, "mask", batch * seq)
         out = RemovalStruct()
-        self.model._shape = None
-        self._call(lib.lattice_diag_block_removal, arr, t, m, batch, seq, first, count, byref(out))
+        with self._using():
+            self.model._shape = None
+            self._call(lib.lattice_diag_block_removal, arr, t, m, batch, seq, first, count,
+                       byref(out))
         return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
 
     def attention_sinks(self, tokens, batch=None, seq=None, *, threshold=0.3):
@@ -112,14 +116,15 @@ class Diag(Handle):
         are not masked). threshold: a head whose mean mass on position 0 is above
         it counts as a sink (Gu et al. use 0.3)."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        layers = self.model.active_layers
         heads = self.model.params.n_heads
-        out = (SinksStruct * layers)()
-        mass = (c_double * (layers * heads))()
-        self.model._shape = None
-        self._call(lib.lattice_diag_attention_sinks, arr, batch, seq, float(threshold), out,
-                   layers, mass, len(mass))
-        self.model._shape = (batch, seq)
+        with self._using():
+            layers = self.model.active_layers
+            out = (SinksStruct * layers)()
+            mass = (c_double * (layers * heads))()
+            self.model._shape = None
+            self._call(lib.lattice_diag_attention_sinks, arr, batch, seq, float(threshold), out,
+                       layers, mass, len(mass))
+            self.model._shape = (batch, seq)
         return [Sinks(s.mass0, s.sink_rate, tuple(mass[i * heads:(i + 1) * heads]), s.top_ratio,
                       s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
 

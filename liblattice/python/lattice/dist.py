@@ -170,12 +170,12 @@ class Dist(Handle):
     @property
     def rank(self):
         """This process's rank in the communicator."""
-        return self._lib.lattice_dist_get_rank(self._ptr)
+        return self._get(self._lib.lattice_dist_get_rank)
 
     @property
     def size(self):
         """The number of ranks."""
-        return self._lib.lattice_dist_get_size(self._ptr)
+        return self._get(self._lib.lattice_dist_get_size)
 
     def _trainer_params(self, params):
         """Name this Dist as the collective of TrainerParams (lattice_dist_trainer_params)."""
@@ -186,14 +186,14 @@ class Dist(Handle):
         whole batch; ``Trainer(..., dist=)`` needs it for one rank's share)."""
         from .trainer import Trainer
         require(trainer, Trainer, "trainer")
-        self._call(self._lib.lattice_dist_attach, trainer._ptr)
+        self._call(self._lib.lattice_dist_attach, trainer._ptr, using=(trainer,))
         trainer._dist = self._resource  # the handle must outlive the attachment
 
     def detach(self, trainer):
         """Let the Trainer run alone again."""
         from .trainer import Trainer
         require(trainer, Trainer, "trainer")
-        self._call(self._lib.lattice_dist_detach, trainer._ptr)
+        self._call(self._lib.lattice_dist_detach, trainer._ptr, using=(trainer,))
         trainer._dist = None
 
     def allreduce_gradients(self, model, weight):
@@ -205,7 +205,8 @@ class Dist(Handle):
         """
         from .model import Model
         require(model, Model, "model")
-        self._call(self._lib.lattice_dist_allreduce_gradients, model._ptr, float(weight))
+        self._call(self._lib.lattice_dist_allreduce_gradients, model._ptr, float(weight),
+                   using=(model,))
 
     def sum(self, values):
         """Replace values on every rank by their sum over the ranks; returns values.
@@ -241,4 +242,4 @@ class Dist(Handle):
 
     def reset_stats(self):
         """Set the statistics back to zero."""
-        self._lib.lattice_dist_reset_stats(self._ptr)
+        self._get(self._lib.lattice_dist_reset_stats)

@@ -8,7 +8,7 @@ from typing import Optional
 
 from . import _buffers as B
 from ._errors import LatticeError, Status
-from ._handle import Handle, check, require
+from ._handle import Handle, check, require, using
 from ._lib import errmsg_buffer, lib, version_string
 from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum, with_fields
 from .backend import Backend
@@ -100,7 +100,8 @@ class Model(Handle):
         norm, own_norm = as_norm(norm)
         try:
             out = model_p()
-            status = lib.lattice_model_create(byref(p), norm._ptr, backend._ptr, byref(out))
+            with using(norm, backend):
+                status = lib.lattice_model_create(byref(p), norm._ptr, backend._ptr, byref(out))
         finally:
             if own_norm:
                 norm.close()
@@ -126,10 +127,11 @@ class Model(Handle):
         max_batch = defaults.max_batch if max_batch is None else max_batch
         max_seq = defaults.max_seq if max_seq is None else max_seq
         out, err = model_p(), errmsg_buffer()
-        check(lib.lattice_model_create_from_file(os.fsencode(path),
-                                                 None if config is None else os.fsencode(config),
-                                                 backend._ptr, max_batch, max_seq, byref(out), err),
-              err.value.decode(errors="replace"))
+        with using(backend):
+            status = lib.lattice_model_create_from_file(
+                os.fsencode(path), None if config is None else os.fsencode(config),
+                backend._ptr, max_batch, max_seq, byref(out), err)
+        check(status, err.value.decode(errors="replace"))
         self = cls.__new__(cls)
         self._finish(out, backend)
         return self
@@ -239,8 +241,9 @@ class Model(Handle):
         norm, own_norm = as_norm(norm)
         n_params, arena_bytes = c_int64(), c_size_t()
         try:
-            status = lib.lattice_model_estimate(byref(p), norm._ptr, byref(n_params),
-                                                byref(arena_bytes))
+            with using(norm):
+                status = lib.lattice_model_estimate(byref(p), norm._ptr, byref(n_params),
+                                                    byref(arena_bytes))
         finally:
             if own_norm:
                 norm.close()
@@ -269,19 +272,20 @@ class Model(Handle):
 
     @property
     def placement(self):
-        return NormPlacement(lib.lattice_model_get_placement(self._ptr))
+        return NormPlacement(self._get(lib.lattice_model_get_placement))
 
     @property
     def active_layers(self):
-        return lib.lattice_model_get_active_layers(self._ptr)
+        return self._get(lib.lattice_model_get_active_layers)
 
     @active_layers.setter
     def active_layers(self, n_active):
         self.set_active_layers(n_active)
 
     def set_active_layers(self, n_active):
-        self._shape = None  # the stored activations no longer match
-        self._call(lib.lattice_model_set_active_layers, int(n_active))
+        with self._using():
+            self._shape = None  # the stored activations no longer match
+            self._call(lib.lattice_model_set_active_layers, int(n_active))
 
     def init_layer(self, layer, seed):
         self._call(lib.lattice_model_init_layer, layer, seed)
@@ -309,10 +313,15 @@ class Model(Handle):
 
     def forward(self, tokens, batch=None, seq=None):
         """Forward over the active layers; tokens is int32 [batch, seq] (or flat with sizes)."""
+        self._forward(lib.lattice_model_forward, tokens, batch, seq)
+
+    def _forward(self, fn, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        self._shape = None
-        self._call(lib.lattice_model_forward, arr, batch, seq)
-        self._shape = (batch, seq)
+        # _shape is what the C model last ran: set under the lock of that call
+        with self._using():
+            self._shape = None
+            self._call(fn, arr, batch, seq)
+            self._shape = (batch, seq)
 
     def _batch_seq(self, batch, seq, what):
         if batch is not None and seq is not None:
@@ -333,16 +342,18 @@ class Model(Handle):
         if not address:
             raise LatticeError(Status.STATE, f"invalid state: {what} needs a forward pass first")
 
-    def _logits_address(self, fn, what, batch, seq):
-        address = fn(self._ptr)
-        self._need_forward(address, what)
-        batch, seq = self._batch_seq(batch, seq, what)
-        return address, (batch, seq, self.vocab_size)
+    def _logits_out(self, fn, what, batch, seq, out, *args):
+        """out(address, shape, *args) for the logits or dlogits buffer, under the lock."""
+        with self._using() as res:
+            address = fn(res.ptr)
+            self._need_forward(address, what)
+            batch, seq = self._batch_seq(batch, seq, what)
+            return out(address, (batch, seq, self.vocab_size), *args)
 
     def logits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """A read-only copy of the last forward's logits: float32 [batch, seq, vocab], yours to keep."""
-        address, shape = self._logits_address(lib.lattice_model_get_logits, "logits", batch, seq)
-        return B.copy(address, shape, c_float, "Model.logits()", _OWN_BUFFER)
+        return self._logits_out(lib.lattice_model_get_logits, "logits", batch, seq, B.copy,
+                                c_float, "Model.logits()", _OWN_BUFFER)
 
     def logits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """Zero-copy read-only float32 view [batch, seq, vocab] of the model's logits buffer.
@@ -350,17 +361,17 @@ class Model(Handle):
         The next forward (the model's, a trainer's, a teacher's or a diagnostic's)
         overwrites what it shows; use :meth:`logits` for values to keep.
         """
-        address, shape = self._logits_address(lib.lattice_model_get_logits, "logits", batch, seq)
-        return B.view(address, shape, c_float, self._res, readonly=True)
+        return self._logits_out(lib.lattice_model_get_logits, "logits", batch, seq, B.view,
+                                c_float, self._res, True)
 
     def dlogits(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """A read-only copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab].
 
         To give :meth:`backward` a gradient, write into :meth:`dlogits_view` instead.
         """
-        address, shape = self._logits_address(lib.lattice_model_get_dlogits, "dlogits", batch, seq)
-        return B.copy(address, shape, c_float, "Model.dlogits()",
-                      "model.dlogits_view(), the buffer backward() reads")
+        return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.copy,
+                                c_float, "Model.dlogits()",
+                                "model.dlogits_view(), the buffer backward() reads")
 
     def dlogits_view(self, batch: Optional[int] = None, seq: Optional[int] = None) -> memoryview:
         """Writable float32 view [batch, seq, vocab] of the gradient buffer backward reads.
@@ -368,29 +379,37 @@ class Model(Handle):
         Write a loss gradient here (``Distill.dense(..., dlogits=model.dlogits_view())``)
         before :meth:`backward`. Valid until the next forward.
         """
-        address, shape = self._logits_address(lib.lattice_model_get_dlogits, "dlogits", batch, seq)
-        return B.view(address, shape, c_float, self._res)
+        return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.view,
+                                c_float, self._res)
 
     def cross_entropy(self, targets, mask=None):
         """Mean cross-entropy against int32 targets (uint8 mask, or None for all).
 
         Writes the gradient to dlogits. Returns (loss, n_counted).
         """
-        batch, seq = self._batch_seq(None, None, "cross_entropy")
-        t = B.as_input(targets, c_int32, "targets", batch * seq)
-        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
         loss, counted = c_float(), c_int64()
-        self._call(lib.lattice_model_cross_entropy, t, m, byref(loss), byref(counted))
+        self._targets_call(lib.lattice_model_cross_entropy, "cross_entropy", targets, mask,
+                           loss, counted)
         return loss.value, counted.value
+
+    def _targets_call(self, fn, what, targets, mask, *out):
+        # the buffers sized by the last forward's shape: the one the C call sees
+        with self._using():
+            batch, seq = self._batch_seq(None, None, what)
+            t = B.as_input(targets, c_int32, "targets", batch * seq)
+            m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+            self._call(fn, t, m, *(byref(o) for o in out))
 
     def backward(self):
         self._call(lib.lattice_model_backward)
 
-    def _hidden_address(self, boundary, batch, seq):
-        out = c_void_p()
-        self._call(lib.lattice_model_get_hidden, boundary, byref(out))
-        batch, seq = self._batch_seq(batch, seq, "hidden")
-        return out.value, (batch, seq, self.d_model)
+    def _hidden_out(self, boundary, batch, seq, out, *args):
+        """out(address, shape, *args) for a boundary's hidden states, under the lock."""
+        address = c_void_p()
+        with self._using():
+            self._call(lib.lattice_model_get_hidden, boundary, byref(address))
+            batch, seq = self._batch_seq(batch, seq, "hidden")
+            return out(address.value, (batch, seq, self.d_model), *args)
 
     def hidden(self, boundary: int, batch: Optional[int] = None,
                seq: Optional[int] = None) -> memoryview:
@@ -398,20 +417,19 @@ class Model(Handle):
 
         Boundary 0 is the input of layer 0, boundary i the output of layer i - 1.
         """
-        return B.copy(*self._hidden_address(boundary, batch, seq), c_float, "Model.hidden()",
-                      _OWN_BUFFER)
+        return self._hidden_out(boundary, batch, seq, B.copy, c_float, "Model.hidden()",
+                                _OWN_BUFFER)
 
     def hidden_view(self, boundary: int, batch: Optional[int] = None,
                     seq: Optional[int] = None) -> memoryview:
         """Zero-copy read-only view of :meth:`hidden`'s buffer, valid until the next forward."""
-        address, shape = self._hidden_address(boundary, batch, seq)
-        return B.view(address, shape, c_float, self._res, readonly=True)
+        return self._hidden_out(boundary, batch, seq, B.view, c_float, self._res, True)
 
     # ---- parameters -----------------------------------------------------------------
 
     @property
     def n_tensors(self):
-        return lib.lattice_model_get_n_tensors(self._ptr)
+        return self._get(lib.lattice_model_get_n_tensors)
 
     def tensor(self, key):
         """A Tensor by index or by name ("model.layers.0.self_attn.q_proj.weight")."""
@@ -429,33 +447,27 @@ class Model(Handle):
 
     @property
     def n_params(self):
-        return lib.lattice_model_get_n_params(self._ptr)
+        return self._get(lib.lattice_model_get_n_params)
 
     def flops(self, batch, seq, with_backward=False):
-        return lib.lattice_model_get_flops(self._ptr, batch, seq, int(bool(with_backward)))
+        return self._get(lib.lattice_model_get_flops, batch, seq, int(bool(with_backward)))
 
     @property
     def arena_bytes(self):
-        return lib.lattice_model_get_arena_bytes(self._ptr)
+        return self._get(lib.lattice_model_get_arena_bytes)
 
     # ---- inference and evaluation (since 0.2) ---------------------------------------
 
     def forward_inference(self, tokens, batch=None, seq=None):
         """:meth:`forward` for inference: the same logits, and :meth:`backward` refuses
         (``Status.STATE``) until the next :meth:`forward`."""
-        arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        self._shape = None
-        self._call(lib.lattice_model_forward_inference, arr, batch, seq)
-        self._shape = (batch, seq)
+        self._forward(lib.lattice_model_forward_inference, tokens, batch, seq)
 
     def loss(self, targets, mask=None):
         """Mean cross-entropy of the last forward against int32 targets (uint8 mask, or
         None for all), without writing dlogits. Returns (ce, n_counted)."""
-        batch, seq = self._batch_seq(None, None, "loss")
-        t = B.as_input(targets, c_int32, "targets", batch * seq)
-        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
         ce, counted = c_double(), c_int64()
-        self._call(lib.lattice_model_loss, t, m, byref(ce), byref(counted))
+        self._targets_call(lib.lattice_model_loss, "loss", targets, mask, ce, counted)
         return ce.value, counted.value
 
     def evaluate(self, data, max_batches=0):
@@ -463,6 +475,7 @@ class Model(Handle):
         (0: all), weighted by counted tokens: what ``Trainer.evaluate`` reports."""
         require(data, Data, "data")
         out = c_double()
-        self._shape = None  # the batches' forwards leave their shapes unknown here
-        self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out))
+        with self._using(data):
+            self._shape = None  # the batches' forwards leave their shapes unknown here
+            self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out))
         return out.value

@@ -31,23 +31,23 @@ class Norm(Handle):
 
     @property
     def placement(self):
-        return NormPlacement(lib.lattice_norm_get_placement(self._ptr))
+        return NormPlacement(self._get(lib.lattice_norm_get_placement))
 
     @property
     def kind(self):
-        return NormKind(lib.lattice_norm_get_kind(self._ptr))
+        return NormKind(self._get(lib.lattice_norm_get_kind))
 
     @property
     def eps(self):
-        return f32(lib.lattice_norm_get_eps(self._ptr))
+        return f32(self._get(lib.lattice_norm_get_eps))
 
     @property
     def residual_scale(self):
-        return f32(lib.lattice_norm_get_residual_scale(self._ptr))
+        return f32(self._get(lib.lattice_norm_get_residual_scale))
 
     @residual_scale.setter
     def residual_scale(self, scale):
-        check(lib.lattice_norm_set_residual_scale(self._ptr, scale),
+        check(self._get(lib.lattice_norm_set_residual_scale, scale),
               f"residual scale {scale} (post-norm only; positive and finite)")
 
     @staticmethod

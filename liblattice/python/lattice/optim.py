@@ -3,7 +3,7 @@
 import ctypes
 from ctypes import byref, c_float
 
-from ._handle import Handle, check, require
+from ._handle import Handle, check, require, using
 from ._lib import lib
 from ._types import OptimParams, f32, optim_p, with_fields
 from .model import Model
@@ -44,7 +44,8 @@ class Optim(Handle):
             fields["warmup_steps"] = total * share // of
         p = OptimParams.make(params, **fields)
         out = optim_p()
-        check(lib.lattice_optim_create(model._ptr, byref(p), byref(out)))
+        with using(model):
+            check(lib.lattice_optim_create(model._ptr, byref(p), byref(out)))
         self._adopt(out, borrows=(model,))
         self.model = model
 
@@ -77,8 +78,8 @@ class Optim(Handle):
     @property
     def lr(self):
         """The learning rate the next step will use."""
-        return f32(lib.lattice_optim_get_lr(self._ptr))
+        return f32(self._get(lib.lattice_optim_get_lr))
 
     @property
     def steps(self):
-        return lib.lattice_optim_get_steps(self._ptr)
+        return self._get(lib.lattice_optim_get_steps)

@@ -69,7 +69,7 @@ class Schedule(Handle):
         self._call(lib.lattice_schedule_add_phase, byref(p))
 
     def __len__(self):
-        return lib.lattice_schedule_get_n_phases(self._ptr)
+        return self._get(lib.lattice_schedule_get_n_phases)
 
     @property
     def n_phases(self):
@@ -90,12 +90,12 @@ class Schedule(Handle):
 
     @property
     def max_layers(self):
-        return lib.lattice_schedule_get_max_layers(self._ptr)
+        return self._get(lib.lattice_schedule_get_max_layers)
 
     @property
     def total_steps(self):
         """Total steps when every phase has a step budget, else -1."""
-        return lib.lattice_schedule_get_total_steps(self._ptr)
+        return self._get(lib.lattice_schedule_get_total_steps)
 
     @property
     def position(self):
@@ -106,7 +106,7 @@ class Schedule(Handle):
 
     @property
     def finished(self):
-        return bool(lib.lattice_schedule_is_finished(self._ptr))
+        return bool(self._get(lib.lattice_schedule_is_finished))
 
     def record(self, tokens, nonpad_tokens, flops=0.0):
         """Record one step; returns True when it ended its phase."""

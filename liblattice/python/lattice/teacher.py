@@ -6,7 +6,7 @@ from typing import Optional
 
 from . import _buffers as B
 from ._errors import store_pending
-from ._handle import Handle, check, require
+from ._handle import Handle, check, require, using
 from ._lib import errmsg_buffer, lib
 from ._types import TeacherFn, teacher_p
 from .model import Model
@@ -48,7 +48,8 @@ class Teacher(Handle):
         """A teacher running all active layers of model (borrowed and kept alive)."""
         require(model, Model, "model")
         out = teacher_p()
-        check(lib.lattice_teacher_create_model(model._ptr, byref(out)))
+        with using(model):
+            check(lib.lattice_teacher_create_model(model._ptr, byref(out)))
         self = cls.__new__(cls)
         self._adopt(out, borrows=(model,))
         self.model = model
@@ -68,28 +69,29 @@ class Teacher(Handle):
     @property
     def topk_k(self):
         """k of a top-k file teacher, 0 for dense teachers."""
-        return lib.lattice_teacher_get_k(self._ptr)
+        return self._get(lib.lattice_teacher_get_k)
 
-    def _topk(self, tokens, batch, seq):
+    def _topk(self, tokens, batch, seq, out, *args):
+        """(out(index address, ...), out(value address, ...)), under the lock of the call."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         idx, val = c_void_p(), c_void_p()
-        self._call(lib.lattice_teacher_topk, arr, batch, seq, byref(idx), byref(val))
-        return idx.value, val.value, (batch, seq, self.topk_k)
+        with self._using():
+            self._call(lib.lattice_teacher_topk, arr, batch, seq, byref(idx), byref(val))
+            shape = (batch, seq, self.topk_k)
+            return out(idx.value, shape, c_int32, *args), out(val.value, shape, c_float, *args)
 
     def topk(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
         """(index, value): copies, int32 and float32 [batch, seq, k], from a top-k file teacher."""
-        idx, val, shape = self._topk(tokens, batch, seq)
-        return B.copy(idx, shape, c_int32), B.copy(val, shape, c_float)
+        return self._topk(tokens, batch, seq, B.copy)
 
     def topk_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
         """(index, value) as zero-copy read-only views, valid until the next call."""
-        idx, val, shape = self._topk(tokens, batch, seq)
-        return (B.view(idx, shape, c_int32, self._res, readonly=True),
-                B.view(val, shape, c_float, self._res, readonly=True))
+        return self._topk(tokens, batch, seq, B.view, self._res, True)
 
     def record(self, data, n_batches, path, k=0):
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
-        self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path))
+        self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
+                   using=(data,))
 
     @classmethod
     def from_callback(cls, fn, vocab_size, max_batch, max_seq):
@@ -116,21 +118,24 @@ class Teacher(Handle):
 
     @property
     def vocab_size(self):
-        return lib.lattice_teacher_get_vocab_size(self._ptr)
+        return self._get(lib.lattice_teacher_get_vocab_size)
 
-    def _logits(self, tokens, batch, seq):
+    def _logits(self, tokens, batch, seq, out, *args):
+        """out(address, shape, float32, *args) for the logits, under the lock of the call
+        (a model teacher's lock covers its model)."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        out = c_void_p()
-        if self.model is not None:
-            self.model._shape = None
-        self._call(lib.lattice_teacher_logits, arr, batch, seq, byref(out))
-        if self.model is not None:
-            self.model._shape = (batch, seq)
-        return out.value, (batch, seq, self.vocab_size)
+        address = c_void_p()
+        with self._using():
+            if self.model is not None:
+                self.model._shape = None
+            self._call(lib.lattice_teacher_logits, arr, batch, seq, byref(address))
+            if self.model is not None:
+                self.model._shape = (batch, seq)
+            return out(address.value, (batch, seq, self.vocab_size), c_float, *args)
 
     def logits(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
         """A copy of the teacher's logits for tokens: float32 [batch, seq, vocab]."""
-        return B.copy(*self._logits(tokens, batch, seq), c_float)
+        return self._logits(tokens, batch, seq, B.copy)
 
     def logits_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
         """Zero-copy read-only view of the teacher's logits for tokens.
@@ -139,13 +144,13 @@ class Teacher(Handle):
         forward of its model).
         """
         # The teacher's resource holds its model's: the view keeps both alive.
-        return B.view(*self._logits(tokens, batch, seq), c_float, self._res, readonly=True)
+        return self._logits(tokens, batch, seq, B.view, self._res, True)
 
     def flops(self, batch, seq):
         """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""
-        return lib.lattice_teacher_get_flops(self._ptr, batch, seq)
+        return self._get(lib.lattice_teacher_get_flops, batch, seq)
 
     def init_student(self, student):
         """Copy embedding (frozen), LM head and final norm from a model teacher into student."""
         require(student, Model, "student")
-        self._call(lib.lattice_teacher_init_student, student._ptr)
+        self._call(lib.lattice_teacher_init_student, student._ptr, using=(student,))

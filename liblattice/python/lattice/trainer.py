@@ -6,7 +6,7 @@ from ctypes import byref, c_double
 from dataclasses import dataclass
 
 from ._errors import store_pending
-from ._handle import Handle, check, require
+from ._handle import Handle, Using, check, require, using
 from ._lib import lib
 from ._types import MetricsFn, MetricsStruct, TrainerParams, trainer_p
 from .data import Data
@@ -66,8 +66,10 @@ class Trainer(Handle):
     ``on_step(metrics)`` runs after every step and ``on_eval(metrics)`` after
     each step that measured validation; either stops :meth:`run` by returning
     a true value or by raising (the exception is re-raised by the call).
-    Callbacks (these and a callback teacher's) run inside the step: they must
-    not call into the objects the trainer is driving.
+    Callbacks (these and a callback teacher's) run inside the step, on the
+    thread that called: they must not change the objects the trainer is
+    driving (reading them, ``optim.lr``, is safe), and closing one of them
+    (the trainer too) raises LatticeError with ``Status.STATE``.
 
     With ``dist`` (a :class:`lattice.Dist`, under mpirun) the trainer is
     data-parallel over its ranks from the start: each rank builds the same
@@ -77,6 +79,7 @@ class Trainer(Handle):
 
     _destroy = "lattice_trainer_destroy"
     _errmsg = "lattice_trainer_errmsg"
+    _dist = None  # the Resource of a Dist attached after creation (Dist.attach)
 
     def __init__(self, model, data, optim, schedule, *, teacher=None, distill=None,
                  eval_every=0, eval_batches=0, seed=0, on_step=None, on_eval=None, dist=None):
@@ -102,29 +105,39 @@ class Trainer(Handle):
         if dist is not None:
             dist._trainer_params(p)
         out = trainer_p()
-        check(lib.lattice_trainer_create(model._ptr, None if teacher is None else teacher._ptr,
-                                         None if distill is None else distill._ptr, data._ptr,
-                                         optim._ptr, schedule._ptr, byref(p), byref(out)))
+        with using(model, teacher, distill, data, optim, schedule, dist):
+            check(lib.lattice_trainer_create(
+                model._ptr, None if teacher is None else teacher._ptr,
+                None if distill is None else distill._ptr, data._ptr, optim._ptr, schedule._ptr,
+                byref(p), byref(out)))
         self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule, dist),
                     keep=keep)
-        self._dist = None  # a Dist attached after creation (Dist.attach)
         # progress bars to close when the run ends (Progress.close)
         self._progress = [fn for fn in (on_step, on_eval) if isinstance(fn, Progress)]
         self.model, self.teacher, self.distill = model, teacher, distill
         self.data, self.optim, self.schedule = data, optim, schedule
 
+    def _using(self, *others):
+        # a Dist attached after creation (Dist.attach) is used by every step
+        return Using((self,) + others + ((self._dist,) if self._dist is not None else ()))
+
     def _forwards_ran(self):
-        # Forwards inside the library leave the models' shapes unknown to Python.
+        # Forwards inside the library leave the models' shapes unknown to Python
+        # (called under the trainer's lock, which covers its models).
         self.model._shape = None
         if self.teacher is not None and self.teacher.model is not None:
             self.teacher.model._shape = None
+
+    def _run(self, fn, *args):
+        with self._using():
+            self._forwards_ran()
+            self._call(fn, *args)
 
     def step(self):
         """One training step; returns its Metrics."""
         m = MetricsStruct()
         m.size = ctypes.sizeof(m)  # the bytes this package can take
-        self._forwards_ran()
-        self._call(lib.lattice_trainer_step, byref(m))
+        self._run(lib.lattice_trainer_step, byref(m))
         if self.schedule.finished:
             self._close_progress()
         return Metrics._from(m)
@@ -135,9 +148,8 @@ class Trainer(Handle):
         A :class:`lattice.Progress` given as a callback is closed when this
         returns or raises.
         """
-        self._forwards_ran()
         try:
-            self._call(lib.lattice_trainer_run)
+            self._run(lib.lattice_trainer_run)
         finally:
             self._close_progress()
 
@@ -154,8 +166,7 @@ class Trainer(Handle):
         measures the same way without a trainer.
         """
         out = c_double()
-        self._forwards_ran()
-        self._call(lib.lattice_trainer_evaluate, byref(out))
+        self._run(lib.lattice_trainer_evaluate, byref(out))
         return out.value
 
     def save_checkpoint(self, path):
@@ -167,5 +178,4 @@ class Trainer(Handle):
 
         Resuming gives bit-identical losses to a run that never stopped.
         """
-        self._forwards_ran()
-        self._call(lib.lattice_trainer_load_checkpoint, os.fsencode(path))
+        self._run(lib.lattice_trainer_load_checkpoint, os.fsencode(path))
