@@ -1,9 +1,12 @@
 """The tiny study both reproduce tests run: a generated corpus and a preset
 small enough for a test (imported from the tests' own directory, which Python
 puts first on sys.path when it runs a script)."""
+import ctypes
+import ctypes.util
 import json
 import os
 import random
+import struct
 
 
 def corpus(path, n_docs, seed):
@@ -52,3 +55,58 @@ def without_timings(o):
     if isinstance(o, list):
         return [without_timings(x) for x in o]
     return o
+
+
+def write(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f)
+
+
+KEPT_HEAD = struct.Struct("<48sII3Q")  # examples/reproduce/store.c, kept_head
+
+
+def xxh64(data):
+    """XXH64 with seed 0, from Debian's libxxhash (the checksum kept runs carry)."""
+    lib = ctypes.CDLL(ctypes.util.find_library("xxhash") or "libxxhash.so.0")
+    lib.XXH64.restype = ctypes.c_uint64
+    lib.XXH64.argtypes = [ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    return lib.XXH64(data, len(data), 0)
+
+
+def kept_parts(data):
+    """A kept run's file (format 2): its header as a dict, its settings text,
+    its record, its checksum."""
+    assert data[:8] == b"LATRUN\0\2", data[:8]
+    arm, seed, _, slen, rbytes, rheader = KEPT_HEAD.unpack_from(data, 8)
+    at = 8 + KEPT_HEAD.size
+    head = {"arm": arm.rstrip(b"\0").decode(), "seed": seed, "record_header": rheader}
+    settings = data[at:at + slen]
+    record = data[at + slen:at + slen + rbytes]
+    assert len(data) == at + slen + rbytes + 8
+    return head, settings, record, struct.unpack("<Q", data[-8:])[0]
+
+
+def kept_file(arm, seed, settings, record, record_header):
+    """A kept run's file (format 2) from its parts, with its checksum."""
+    body = (b"LATRUN\0\2" + KEPT_HEAD.pack(arm.encode(), seed, 0, len(settings), len(record),
+                                            record_header) + settings + record)
+    return body + struct.pack("<Q", xxh64(body))
+
+
+def tiny_arms_study(d, arms, compare=None):
+    preset = tiny_study(
+        d, "tiny-traps", 40,
+        {"steps_per_phase": 4, "warmup": 1, "eval_every": 4, "eval_batches": 1,
+         "final_eval_batches": 1},
+        arms)
+    if compare is not None:
+        with open(preset) as f:
+            p = json.load(f)
+        p["compare"] = compare
+        write(preset, p)
+    return preset
+
+
+def results(out):
+    with open(os.path.join(out, "results.json")) as f:
+        return json.load(f)
