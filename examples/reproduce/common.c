@@ -88,9 +88,14 @@ void die(const char *fmt, ...)
 
 void check(lattice_status st, const char *what, const char *detail)
 {
-    if (st != LATTICE_OK)
-        die("%s: %s%s%s", what, lattice_status_string(st), detail && detail[0] ? ": " : "",
-            detail ? detail : "");
+    if (st == LATTICE_OK)
+        return;
+    /* without an object to ask (a create that failed), the library's own
+     * reason is this thread's last error */
+    if (!detail || !detail[0])
+        detail = lattice_last_error();
+    die("%s: %s%s%s", what, lattice_status_string(st), detail && detail[0] ? ": " : "",
+        detail ? detail : "");
 }
 /* FNV-1a checksums: the ranks check that they run rank 0's study. */
 

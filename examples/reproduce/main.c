@@ -142,8 +142,10 @@ static void usage(FILE *f)
             "  --estimate          print the estimated wall time and stop\n"
             "  --probe             train the preset's probes (teacher recipes) side by side and\n"
             "                      print their go/no-go every probe_every steps (DIR/probe.md)\n"
-            "  --check             validate the preset, print its arms and schedules, and stop\n"
-            "                      (reads no data)\n"
+            "  --check             validate the preset: print its arms and schedules, build\n"
+            "                      every object the study builds (teacher, every arm's model,\n"
+            "                      optimizer, loss, schedule, trainer) on the real shapes and\n"
+            "                      data without training, check the memory, and stop\n"
             "  --threads N         threads per run (default: the preset's, else 2)\n"
             "  --jobs N            runs side by side, in one process (default: the cores this\n"
             "                      process may use / threads per run, at least 1); the\n"
@@ -239,11 +241,20 @@ int main(int argc, char **argv)
     if (check_only) {
         print_preset(&p);
         check_preset_files(&p);
+        if (!fits_here(&p, &jobs)) {
+            printf("the preset's keys are valid, but its study does not fit in this machine's "
+                   "memory: its objects were not built here (--check on a machine that holds "
+                   "it builds them)\n");
+        } else {
+            check_study(&p);
+            printf("every object the study builds was built on the real shapes and data: the "
+                   "preset is valid\n");
+        }
         json_object_put(p.json);
         return finish(0);
     }
     check_preset_files(&p);
-    if (rank == 0 && !fits_here(&p)) {
+    if (rank == 0 && !fits_here(&p, &jobs)) {
         say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
         json_object_put(p.json);
         return finish(1);

@@ -24,7 +24,7 @@ double arm_cost(const preset *p, const arm *a)
     return c;
 }
 
-int fits_here(const preset *p)
+int fits_here(const preset *p, int *jobs)
 {
     lattice_model_params mp = model_shape(p, p->blocks * p->block_size, p->init_std, 1);
     lattice_norm *n;
@@ -56,7 +56,16 @@ int fits_here(const preset *p)
         params / 1e6, tparams / 1e6, need / (1 << 30), step,
         grow >= 0 ? "the grow arm" : "the first arm",
         step * arm_cost(p, &p->arms[grow >= 0 ? grow : 0]), have / (1 << 30));
-    return need < 0.8 * have;
+    /* every run side by side holds its own student and teacher */
+    if (need >= 0.8 * have)
+        return 0;
+    const int fit = (int)(0.8 * have / need);
+    if (*jobs > fit) {
+        say("%d runs side by side would need %.1f GiB, more than 80%% of this machine's %.1f "
+            "GiB: %d at a time instead\n", *jobs, *jobs * need / (1 << 30), have / (1 << 30), fit);
+        *jobs = fit;
+    }
+    return 1;
 }
 
 /* Time a few full-depth student steps (with the teacher's forward) on the

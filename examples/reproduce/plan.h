@@ -7,8 +7,9 @@
 /* Active-layer steps of an arm, in units of full-depth steps. */
 double arm_cost(const preset *p, const arm *a);
 
-/* Prints the preset's memory and FLOPs; whether it fits this machine. */
-int fits_here(const preset *p);
+/* Prints the preset's memory and FLOPs; whether one run fits this machine, with
+ * *jobs lowered (and said) to the runs that fit side by side. */
+int fits_here(const preset *p, int *jobs);
 
 /* Runs side by side by default: the cores this process may use / threads per run. */
 int default_jobs(int threads);

@@ -151,6 +151,15 @@ static double get_d(json_object *o, const char *path, double fallback)
     return x;
 }
 
+/* A learning rate: > 0 (a zero one trains nothing, which no study means). */
+static double get_lr(json_object *o, const char *path, double fallback)
+{
+    const double x = get_d(o, path, fallback);
+    if (!(x > 0))
+        die("preset: %s must be > 0 (a learning rate of 0 trains nothing)", full(path));
+    return x;
+}
+
 static void get_s(json_object *o, const char *path, char *dst, size_t n, const char *fallback)
 {
     json_object *v = member(o, path);
@@ -275,7 +284,7 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     snprintf(a->train_json, sizeof a->train_json, "%s", js);
     snprintf(where_prefix, sizeof where_prefix, "%s", w);
     a->lr_given = member(t, "lr") != NULL;
-    a->lr = get_d(t, "lr", p->lr);
+    a->lr = get_lr(t, "lr", p->lr);
     if (member(t, "lr_shape")) {
         lr_shape(t, w, a->lr, 100, &a->min_lr, &a->decay);
     } else {
@@ -346,6 +355,9 @@ static void parse_arm(preset *p, json_object *v, int index)
         a->init_gain = get_d(spec, "init_gain", 0);
         arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
+        if (ph && member(spec, "schedule"))
+            die("preset: %s has both a schedule and phases: give one (the phases would replace "
+                "the schedule)", where);
         if (ph) {
             if (!json_object_is_type(ph, json_type_array) || json_object_array_length(ph) == 0 ||
                 json_object_array_length(ph) > MAX_PHASES)
@@ -362,7 +374,12 @@ static void parse_arm(preset *p, json_object *v, int index)
                 lattice_schedule_phase *f = &a->phases[a->n_phases++];
                 lattice_schedule_phase_init(f);
                 f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : p->steps_per_phase, 0, 1 << 30);
-                f->tokens = member(e, "tokens") ? (int64_t)get_d(e, "tokens", 0) : 0;
+                const double tok = get_d(e, "tokens", 0);
+                /* in range before the conversion: a double beyond int64_t's is undefined */
+                if (tok > 4e18 || tok != floor(tok))
+                    die("preset: %s.tokens = %g must be a whole number of tokens up to 4e18", pw,
+                        tok);
+                f->tokens = (int64_t)tok;
                 f->active_layers = get_i(e, "active_layers", L, 1, L);
                 f->train_from = get_i(e, "train_from", 0, 0, L - 1);
                 f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
@@ -620,7 +637,7 @@ static void parse_probes(preset *p, json_object *list)
         q->init_std = member(o, "init_std") ? get_d(o, "init_std", 0.02)
                       : member(o, "init_gain") ? get_d(o, "init_gain", 1.28) / sqrt((double)p->d_model)
                                                : p->t_init_std;
-        q->lr = get_d(o, "lr", p->t_lr);
+        q->lr = get_lr(o, "lr", p->t_lr);
         /* no lr_shape: the teacher's shape, at this probe's LR */
         if (member(o, "lr_shape")) {
             lr_shape(o, where, q->lr, 10, &q->min_lr, &q->decay);
@@ -707,10 +724,35 @@ static void recipe(json_object *o, const char *sect, double lr, double floor_div
     where_prefix[0] = 0;
 }
 
+/* A null is refused wherever it is: it would read as the key's absence (its
+ * default), which is not what a preset that writes it says. */
+static void no_nulls(json_object *o, const char *path)
+{
+    char sub[256];
+    if (json_object_is_type(o, json_type_object)) {
+        json_object_object_foreach(o, key, val)
+        {
+            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
+            if (!val)
+                die("preset: %s is null: give it a value, or leave the key out for its default",
+                    sub);
+            no_nulls(val, sub);
+        }
+    } else if (json_object_is_type(o, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(o); i++) {
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            if (!json_object_array_get_idx(o, i))
+                die("preset: %s is null", sub);
+            no_nulls(json_object_array_get_idx(o, i), sub);
+        }
+    }
+}
+
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
     json_object *o = read_strict(path);
+    no_nulls(o, "");
     check_keys(o, "", "");
     p->json = o;
     get_s(o, "name", p->name, sizeof p->name, "custom");
@@ -747,14 +789,14 @@ void load_preset(preset *p, const char *path)
     p->t_layers = get_i(o, "teacher.layers", 12, 1, 1024);
     p->t_steps = get_i(o, "teacher.steps", 1000, 1, 1 << 30);
     /* LR in the paper's proportion to the init std unless given */
-    double lr_per_std = get_d(o, "train.lr_per_std", PAPER_LR_PER_STD);
-    p->t_lr = get_d(o, "teacher.lr", lr_per_std * p->t_init_std);
+    double lr_per_std = get_lr(o, "train.lr_per_std", PAPER_LR_PER_STD);
+    p->t_lr = get_lr(o, "teacher.lr", lr_per_std * p->t_init_std);
     p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
     p->t_seq_len = get_i(o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
     p->t_batch = get_i(o, "teacher.batch_size", p->batch, 1, 4096);
     recipe(o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_decay, &p->t_weight_decay, &p->t_beta2);
     p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
-    p->lr = get_d(o, "train.lr", lr_per_std * p->init_std);
+    p->lr = get_lr(o, "train.lr", lr_per_std * p->init_std);
     recipe(o, "train", p->lr, 100, &p->min_lr, &p->decay, &p->weight_decay, &p->beta2);
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
     p->clip = get_d(o, "train.clip", 0.5);

@@ -4,6 +4,7 @@
 #include <pthread.h>
 #include "preset.h"
 #include "jobs.h"
+#include "teacher.h"
 
 
 /* Per-token RMS statistics after every active layer on the fixed batch:
@@ -197,7 +198,9 @@ lattice_optim *new_optim(lattice_model *m, double lr, double min_lr, int warmup,
         op.decay_fraction = (float)decay;
     }
     lattice_optim *o;
-    check(lattice_optim_create(m, &op, &o), "optimizer", NULL);
+    check(lattice_optim_create(m, &op, &o),
+          "the optimizer (train.lr or lr_per_std, min_lr, warmup, weight_decay, beta2, clip, "
+          "lr_shape, decay_fraction; an arm's own train; teacher.* for the teacher)", NULL);
     return o;
 }
 
@@ -223,8 +226,10 @@ double arm_std(const preset *p, const arm *a)
     return a->init_gain > 0 ? a->init_gain / sqrt((double)p->d_model) : p->init_std;
 }
 
+/* One run, or with dry only its objects built on the real shapes (every
+ * check the run would meet before its first step: --check). */
 static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
-                    const arm *kind, int seed, progress *pr, run_result *r)
+                    const arm *kind, int seed, progress *pr, run_result *r, int dry)
 {
     const int L = p->blocks * p->block_size;
     lattice_schedule *s = arm_schedule(p, kind);
@@ -241,7 +246,10 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     dp.gamma = (float)p->gamma;
     dp.tau = (float)p->tau;
     lattice_distill *loss;
-    check(lattice_distill_create(&dp, &loss), "loss", NULL);
+    char what[256];
+    snprintf(what, sizeof what, "arm %s: the distillation loss (train.alpha, gamma, tau)",
+             kind->name);
+    check(lattice_distill_create(&dp, &loss), what, NULL);
     lattice_data *d = open_data(p, 200 + (uint64_t)seed);
     /* LR in proportion to this arm's init std when the arm sets its own gain
      * (and not its own LR) */
@@ -289,7 +297,32 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     tp.on_eval = on_eval;
     tp.user = pr;
     lattice_trainer *tr;
-    check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), "trainer", NULL);
+    snprintf(what, sizeof what, "arm %s: the trainer (train.eval_every, eval_batches, the "
+             "schedule, the recipe)", kind->name);
+    check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), what, NULL);
+    if (dry) {
+        lattice_trainer_params full = tp;
+        full.eval_batches = p->final_eval_batches;
+        full.on_eval = NULL;
+        lattice_trainer *fin;
+        snprintf(what, sizeof what, "arm %s: the final evaluation (train.final_eval_batches)",
+                 kind->name);
+        check(lattice_trainer_create(m, t, loss, d, o, s, &full, &fin), what, NULL);
+        lattice_trainer_destroy(fin);
+        pr->diag = NULL;
+        lattice_diag_destroy(dg);
+        free(fixed_tokens);
+        free(fixed_targets);
+        free(fixed_mask);
+        lattice_trainer_destroy(tr);
+        lattice_optim_destroy(o);
+        lattice_data_destroy(d);
+        lattice_distill_destroy(loss);
+        lattice_teacher_destroy(t);
+        lattice_model_destroy(m);
+        lattice_schedule_destroy(s);
+        return;
+    }
     double t0 = ex_now();
     lattice_status st = lattice_trainer_run(tr);
     check(st, "training", lattice_trainer_errmsg(tr));
@@ -376,13 +409,51 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
     pr->arm = p->arms[a].name;
     pr->seed = i + 1;
     pr->run_index = run_index;
-    run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r);
+    run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r, 0);
     pr->steps_done_before += r->n_steps;
     if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */
         fprintf(stderr, "%s%s[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
                 n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", run_index, pr->n_runs,
                 p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
     return r;
+}
+
+void check_study(const preset *p)
+{
+    lattice_backend *be;
+    check(lattice_backend_create("default", &be), "backend", NULL);
+    /* the teacher as it trains, on its own rows */
+    lattice_model *t;
+    lattice_data *d;
+    lattice_optim *o;
+    lattice_schedule *s;
+    teacher_parts(p, be, &t, &d, &o, &s);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = p->eval_batches;
+    lattice_trainer *tr;
+    check(lattice_trainer_create(t, NULL, NULL, d, o, s, &tp, &tr),
+          "the teacher's trainer (teacher.*, train.eval_batches)", NULL);
+    lattice_trainer_destroy(tr);
+    lattice_schedule_destroy(s);
+    lattice_optim_destroy(o);
+    lattice_data_destroy(d);
+    lattice_model_destroy(t);
+    /* the teacher as it teaches, on the students' rows; every arm's objects */
+    t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
+                       p->batch, p->seq_len);
+    for (int a = 0; a < p->n_arms; a++) {
+        progress pr;
+        memset(&pr, 0, sizeof pr);
+        pr.arm = p->arms[a].name;
+        run_result *r = calloc(1, sizeof(*r));
+        if (!r)
+            die("out of memory");
+        run_arm(p, be, t, &p->arms[a], 1, &pr, r, 1);
+        free_run(r);
+    }
+    lattice_model_destroy(t);
+    lattice_backend_destroy(be);
 }
 
 void free_run(run_result *r)

@@ -56,4 +56,10 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
 
 void free_run(run_result *r);
 
+/* --check: every object the study builds (the teacher's and every arm's
+ * model, data, optimizer, loss, schedule and trainers) built on the real
+ * shapes and data, without a step; dies with the library's reason and the
+ * preset keys it came from. */
+void check_study(const preset *p);
+
 #endif

@@ -18,7 +18,7 @@ void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, latt
                    p->t_beta2, p->t_decay);
     check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
                                          LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, s),
-          "schedule", NULL);
+          "the teacher's schedule (teacher.layers, steps)", NULL);
 }
 
 /* What a cached teacher must have been made with: the preset's teacher,

@@ -301,6 +301,58 @@ class WholeOrNotAtAll(unittest.TestCase):
             self.assertNotIn("val CE", r.stderr)
 
 
+class CheckCatchesWhatTheRunRefuses(unittest.TestCase):
+    """Part 5: --check builds every object the run builds, and says the
+    library's reason with the preset keys it came from."""
+
+    def check(self, edit):
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint", "post-grow"])
+            with open(preset) as f:
+                p = json.load(f)
+            edit(p)
+            write(preset, p)
+            return run("--preset", preset, "--check")
+
+    def refused(self, edit, *words):
+        r = self.check(edit)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        for w in words:
+            self.assertIn(w, r.stderr)
+
+    def test_what_the_library_refuses(self):
+        def train(key, value):
+            return lambda p: p["train"].update({key: value})
+        self.refused(train("tau", 0), "the distillation loss (train.alpha, gamma, tau)", "tau 0")
+        self.refused(train("gamma", 1e300), "gamma inf")
+        self.refused(train("warmup", 1000000), "the optimizer (train.lr",
+                     "warmup_steps 1000000 > total_steps 4")
+        self.refused(train("warmup", 50), "warmup_steps 50 > total_steps 4")
+        self.refused(train("weight_decay", 1e300), "weight_decay must be finite")
+        self.refused(train("clip", 1e300), "clip_norm must be finite")
+        self.refused(lambda p: p["train"].update({"lr": 0.002, "min_lr": 0.5}),
+                     "min_lr 0.5 > lr 0.002")
+        self.refused(train("lr", 0), "train.lr must be > 0")
+        self.refused(train("eval_batches", 100000), "train.eval_batches",
+                     "eval_batches 100000 exceeds the data's")
+        self.refused(train("final_eval_batches", 100000), "(train.final_eval_batches)",
+                     "eval_batches 100000 exceeds the data's")
+        r = self.check(lambda p: None)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("the preset is valid", r.stdout)
+
+    def test_ambiguous_null_and_out_of_range(self):
+        self.refused(lambda p: p["train"].update({"lr": None}),
+                     "train.lr is null: give it a value, or leave the key out")
+        self.refused(lambda p: p.update({"arms": [{"name": "x", "placement": "pre",
+                                                   "schedule": "joint",
+                                                   "phases": [{"steps": 3}]}]}),
+                     "arms[0] has both a schedule and phases")
+        self.refused(lambda p: p.update({"arms": [{"name": "x", "placement": "pre",
+                                                   "phases": [{"tokens": 1e30}]}]}),
+                     "arms[0].phases[0].tokens = 1e+30 must be a whole number")
+
+
 if __name__ == "__main__":
     BIN = os.path.abspath(sys.argv[1])
     unittest.main(argv=sys.argv[:1], verbosity=2)

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import (kept_file, kept_parts, results, tiny_arms_study, tiny_study, without_timings,
+from tiny_study import (corpus, kept_file, kept_parts, results, tiny_arms_study, tiny_study, without_timings,
                         write)
 
 BIN = PRESETS = None
@@ -29,14 +29,14 @@ _STAND_IN = None
 
 def stand_in_env():
     """An environment whose default corpus is a stand-in: the shipped presets
-    name no corpus, and the Austen one may not be prepared yet (--check reads
-    no data, it only checks that the files can be opened)."""
+    name no corpus, and the Austen one may not be prepared yet. --check builds
+    every object on the data, so the stand-in holds enough text for every
+    preset's validation batches."""
     global _STAND_IN
     if _STAND_IN is None:
         _STAND_IN = tempfile.TemporaryDirectory()
-        for f in ("train.txt", "val.txt"):
-            with open(os.path.join(_STAND_IN.name, f), "w") as out:
-                out.write("text\n")
+        for f, seed in (("train.txt", 1), ("val.txt", 2)):
+            corpus(os.path.join(_STAND_IN.name, f), 2500, seed)
     return dict(os.environ, LATTICE_REPRODUCE_DATA=_STAND_IN.name)
 
 
