@@ -90,6 +90,19 @@ static void check_outputs(const study *s)
     }
 }
 
+/* What the study holds: every run's result and every arm's settings. */
+static void study_free(study *s)
+{
+    for (int a = 0; a < MAX_ARMS; a++) {
+        for (int i = 0; i < MAX_SEEDS; i++) {
+            free_run(s->res[a][i]);
+            s->res[a][i] = NULL;
+        }
+        free(s->settings[a]);
+        s->settings[a] = NULL;
+    }
+}
+
 /* The study as reported: the arms whose every seed has a result (in the
  * preset's order); the others named in missing ("" when none). */
 static void report_view(const study *s, preset *rp, study *rs, char *missing, size_t n)
@@ -320,6 +333,7 @@ int main(int argc, char **argv)
     if (rank == 0 && !teacher_only)
         estimate_wall(&p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
     if (estimate_only) {
+        study_free(&s);
         lattice_backend_destroy(be);
         json_object_put(p.json);
         return finish(0);
@@ -342,6 +356,7 @@ int main(int argc, char **argv)
         if (!teacher_only)
             check_outputs(&s);
         if (teacher_only) {
+            study_free(&s);
             lattice_model_destroy(teacher);
             lattice_backend_destroy(be);
             json_object_put(p.json);
@@ -450,9 +465,7 @@ int main(int argc, char **argv)
         printf("\nNot reported (not every seed has run): %s.\n", missing);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
 
-    for (int a = 0; a < p.n_arms; a++)
-        for (int i = 0; i < p.seeds; i++)
-            free_run(s.res[a][i]);
+    study_free(&s);
     lattice_model_destroy(teacher);
     lattice_backend_destroy(be);
     json_object_put(p.json);
