@@ -30,6 +30,9 @@ int owes_rank0;
  * rank's error end the whole job. */
 int fail_here;
 
+/* --progress S (main.c): a plain line every S seconds per run off a terminal. */
+double progress_every = 60;
+
 /* A message on stderr, prefixed with who. */
 /* who, then the message, in one write: the lines of other ranks (and mpirun's
  * own) go to the same stream, and would land inside a line written in parts. */

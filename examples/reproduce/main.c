@@ -159,6 +159,10 @@ static void usage(FILE *f)
             "                      every object the study builds (teacher, every arm's model,\n"
             "                      optimizer, loss, schedule, trainer) on the real shapes and\n"
             "                      data without training, check the memory, and stop\n"
+            "  --progress S        off a terminal (a pipe, a log), or with runs side by side:\n"
+            "                      a line per run every S seconds (step, loss, the last\n"
+            "                      validation CE, the run's ETA); default 60, 0 for none. On a\n"
+            "                      terminal one run at a time shows a live status line\n"
             "  --threads N         threads per run (default: the preset's, else 2)\n"
             "  --jobs N            runs side by side, in one process (default: the cores this\n"
             "                      process may use / threads per run, at least 1); the\n"
@@ -192,6 +196,7 @@ int main(int argc, char **argv)
                                          {"retrain-teacher", no_argument, 0, 'r'},
                                          {"fresh", no_argument, 0, 'F'},
                                          {"rekey", no_argument, 0, 'K'},
+                                         {"progress", required_argument, 0, 'g'},
                                          {"probe", no_argument, 0, 'P'},
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
@@ -209,6 +214,18 @@ int main(int argc, char **argv)
         case 'r': retrain = 1; break;
         case 'F': fresh = 1; break;
         case 'K': rekey = 1; break;
+        case 'g': {
+            char *end;
+            errno = 0;
+            const double v = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(v >= 0 && v <= 86400)) {
+                fprintf(stderr, PROG ": --progress: '%s' is not a number of seconds from 0 to "
+                                "86400\n", optarg);
+                return finish(2);
+            }
+            progress_every = v;
+            break;
+        }
         case 'P': probe_only = 1; break;
         case 'T': teacher_only = 1; break;
         case 'E': estimate_only = 1; break;
@@ -327,8 +344,9 @@ int main(int argc, char **argv)
     snprintf(plan, sizeof plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "", p.threads,
              p.threads > 1 ? "s" : "");
     if (rank == 0)
-        say("lattice %s, backend %s (%s), %d threads%s, plan %s%s%s\n", lattice_version_string(),
-            lattice_backend_get_name(be), kernels, p.threads, n_ranks > 1 ? " per rank" : " per run",
+        say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
+            lattice_backend_get_name(be), kernels, p.threads, p.threads == 1 ? "" : "s",
+            n_ranks > 1 ? " per rank" : " per run",
             plan, bi.reason[0] ? "; " : "", bi.reason);
     if (rank == 0 && !teacher_only)
         estimate_wall(&p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);

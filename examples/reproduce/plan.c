@@ -153,9 +153,12 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     ex_format_duration(e, sizeof e, total);
     const int kept = p->n_arms * p->seeds - n_todo;
     say("estimated wall time %s for %d run%s with %d job%s x %d thread%s (a full-depth step "
-        "takes %.0f ms here at %d thread%s%s%s)\n",
+        "takes %.0f ms here at %d thread%s, timed now, on this machine as loaded now%s%s%s)\n",
         e, n_todo, n_todo == 1 ? "" : "s", jobs, jobs > 1 ? "s" : "", p->threads,
         p->threads > 1 ? "s" : "", step * 1e3, p->threads, p->threads > 1 ? "s" : "",
+        jobs > 1 ? "; it assumes the jobs side by side each run at that speed, which holds only "
+                   "on as many idle cores"
+                 : "",
         teacher_cached ? "; the teacher is cached" : "",
         kept > 0 ? "; the other runs are kept or not selected" : "");
     return total;

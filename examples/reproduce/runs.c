@@ -52,14 +52,41 @@ int on_step(void *user, const lattice_trainer_metrics *m)
     double eta = el / (double)done * (double)(pr->steps_total_all - done);
     char e[32];
     ex_format_duration(e, sizeof e, eta);
+    char val[32] = "";
+    if (r->n_pts > 0)
+        snprintf(val, sizeof val, "val CE %.4f", r->pts[r->n_pts - 1].val_ce);
+    const double tps =
+        m->seconds > 0 ? (double)(m->counters.tokens) / (double)m->step / m->seconds : 0.0;
     if (pr->tty) {
         fprintf(stderr, "\r\033[K[%d/%d] %-17s seed %d  phase %d/%d  step %lld/%lld  loss %.4f  "
-                        "%.0f tok/s  ETA %s",
+                        "%s%s%.0f tok/s  ETA %s",
                 pr->run_index, pr->n_runs, pr->arm, pr->seed, m->phase + 1, pr->n_phases,
-                (long long)m->step, (long long)pr->run_steps, m->loss,
-                m->seconds > 0 ? (double)(m->counters.tokens) / (double)m->step / m->seconds : 0.0,
-                e);
+                (long long)m->step, (long long)pr->run_steps, m->loss, val, val[0] ? "  " : "",
+                tps, e);
         fflush(stderr);
+    } else if (progress_every > 0) {
+        const double now = ex_now();
+        if (pr->last_line == 0)
+            pr->last_line = now;
+        if (now - pr->last_line >= progress_every) {
+            /* this run's own ETA: others may run beside it */
+            const double run_el = now - pr->run_start;
+            char re[32];
+            ex_format_duration(re, sizeof re,
+                               m->step > 0 ? run_el / (double)m->step *
+                                                 (double)(pr->run_steps - m->step)
+                                           : 0.0);
+            char name[96];
+            if (pr->seed > 0)
+                snprintf(name, sizeof name, "[%d/%d] %s seed %d", pr->run_index, pr->n_runs,
+                         pr->arm, pr->seed);
+            else
+                snprintf(name, sizeof name, "%s", pr->arm);
+            say("%s: phase %d/%d, step %lld/%lld, loss %.4f, %s%s%.0f tok/s, this run's ETA %s\n",
+                name, m->phase + 1, pr->n_phases, (long long)m->step, (long long)pr->run_steps,
+                m->loss, val, val[0] ? ", " : "", tps, re);
+            pr->last_line = now;
+        }
     }
     return 0;
 }
@@ -409,6 +436,7 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
     pr->arm = p->arms[a].name;
     pr->seed = i + 1;
     pr->run_index = run_index;
+    pr->run_start = pr->last_line = ex_now();
     run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r, 0);
     pr->steps_done_before += r->n_steps;
     if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */

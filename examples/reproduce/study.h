@@ -139,6 +139,8 @@ typedef struct progress {
     double start, nonpad_tokens;
     run_result *res;
     int64_t last_print;
+    double last_line; /* when the last plain progress line was written (ex_now) */
+    double run_start; /* when this run started */
     /* boundary statistics at every evaluation */
     lattice_diag *diag;
     lattice_model *model;
@@ -184,6 +186,10 @@ typedef struct study {
     char teacher_hex[17];           /* the teacher file's XXH64 */
     char corpus_hex[17];            /* the corpus's XXH64 */
 } study;
+
+/* --progress S: a plain progress line every S seconds per run when stderr is
+ * not a terminal, or several runs go side by side (0: none). */
+extern double progress_every;
 
 /* ---- messages and ranks (common.c) ------------------------------------------------ */
 

@@ -153,7 +153,7 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     pr.n_phases = 1;
     pr.tty = isatty(2);
     pr.steps_total_all = pr.run_steps = p->t_steps;
-    pr.start = ex_now();
+    pr.start = pr.run_start = pr.last_line = ex_now();
     pr.res = r;
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);

@@ -225,6 +225,26 @@ class Jobs(unittest.TestCase):
             self.assertIn("post-long", next(x for x in done if "[1/6]" in x))
             self.assertIn("post-long", next(x for x in done if "[2/6]" in x))
 
+    def test_progress_lines_off_a_terminal(self):
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(d, "tiny-progress", 40,
+                                {"steps_per_phase": 400, "warmup": 1, "eval_every": 100,
+                                 "eval_batches": 1, "final_eval_batches": 1}, ["pre-joint"])
+            r = run("--preset", preset, "--out", os.path.join(d, "out"), "--seeds", "1",
+                    "--progress", "0.001")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            student = [x for x in r.stderr.splitlines()
+                       if x.startswith("reproduce: [1/1] pre-joint seed 1: phase 1/1, step ")]
+            self.assertTrue(any(", val CE " in x and "this run's ETA" in x for x in student),
+                            r.stderr)
+            r = run("--preset", preset, "--out", os.path.join(d, "out2"), "--seeds", "1",
+                    "--progress", "0")
+            self.assertNotIn("this run's ETA", r.stderr)
+            for bad in ("-1", "x", "1e9"):
+                r = run("--preset", preset, "--check", "--progress", bad)
+                self.assertEqual(r.returncode, 2, r.stderr)
+                self.assertIn("--progress", r.stderr)
+
     def test_bad_jobs(self):
         for bad in ("0", "-1", "x", "257"):
             r = run("--preset", os.path.join(PRESETS, "quick.json"), "--check", "--jobs", bad)
