@@ -4,6 +4,7 @@
 
 #include <json-c/json.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +14,26 @@
 static json_object *i64(int64_t v) { return json_object_new_int64(v); }
 static json_object *dbl(double v) { return json_object_new_double(v); }
 
+/* A setup field as JSON: integers as themselves (an unsigned one by its
+ * bits), reals as doubles, digests as 16 hex digits. */
+static json_object *field_json(const lattice__setup_field *f)
+{
+    double d;
+    char hex[24];
+    switch (f->kind) {
+    case LATTICE__SETUP_REAL:
+        memcpy(&d, &f->value, sizeof(d));
+        return json_object_new_double(d);
+    case LATTICE__SETUP_HASH:
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)(uint64_t)f->value);
+        return json_object_new_string(hex);
+    default:
+        return json_object_new_int64(f->value);
+    }
+}
+
 /* The run's state as a JSON string (caller frees); NULL when memory runs out. */
-static char *state_json(const lattice_trainer *t)
+static char *state_json(lattice_trainer *t)
 {
     const lattice_model *m = t->model;
     const lattice_optim *o = t->optim;
@@ -23,12 +42,19 @@ static char *state_json(const lattice_trainer *t)
     lattice_data_get_position(t->data, &pos);
     json_object *j = json_object_new_object(), *op = json_object_new_object(),
                 *sc = json_object_new_object(), *md = json_object_new_object(),
-                *layers = json_object_new_array();
+                *layers = json_object_new_array(), *phases = json_object_new_array(),
+                *dt = json_object_new_object();
+    /* since 0.4: the data's settings and corpus, the whole schedule (their
+     * names are constant keys: the list outlives j) */
+    lattice__setup data;
+    int ok = lattice__setup_of(t, LATTICE__PART_DATA, 0, &data);
     /* the containers join j first, so that one put of j frees whatever was built */
-    int ok = lattice__json_add(md, "trainable_layers", layers);
+    ok = lattice__json_add(md, "trainable_layers", layers) && ok;
+    ok = lattice__json_add(sc, "phases", phases) && ok;
     ok = lattice__json_add(j, "optim", op) && ok;
     ok = lattice__json_add(j, "schedule", sc) && ok;
     ok = lattice__json_add(j, "model", md) && ok;
+    ok = lattice__json_add(j, "data", dt) && ok;
 #define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
     ADD(op, "step", i64(o->step));
     ADD(op, "lr", dbl(o->p.lr));
@@ -51,6 +77,21 @@ static char *state_json(const lattice_trainer *t)
     ADD(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
     ADD(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
     ADD(sc, "flops", dbl(s->counters.flops));
+    for (int i = 0; ok && i < s->n_phases; i++) {
+        const lattice_schedule_phase *ph = &s->phases[i];
+        json_object *o = json_object_new_object();
+        ok = lattice__json_push(phases, o);
+        ADD(o, "steps", i64(ph->steps));
+        ADD(o, "tokens", i64(ph->tokens));
+        ADD(o, "active_layers", i64(ph->active_layers));
+        ADD(o, "train_from", i64(ph->train_from));
+        ADD(o, "reset_optimizer", i64(ph->reset_optimizer != 0));
+        ADD(o, "block_init", i64(ph->block_init));
+        ADD(o, "rewind_data", i64(ph->rewind_data != 0));
+        ADD(o, "train_boundary", i64(ph->train_boundary != 0));
+    }
+    for (int i = 0; ok && i < data.n; i++)
+        ADD(dt, data.f[i].name, field_json(&data.f[i]));
     ADD(md, "n_active", i64(m->n_active));
     ADD(md, "trainable_embedding", i64(m->trainable_embedding));
     ADD(md, "trainable_boundary", i64(m->trainable_boundary));
@@ -69,6 +110,7 @@ static char *state_json(const lattice_trainer *t)
 #undef ADD
     char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
+    lattice__setup_free(&data);
     return out;
 }
 
@@ -170,94 +212,303 @@ typedef struct restored {
     lattice_data_position origin;
     int64_t applied_phase, n_active, tr_emb, tr_bnd, tr_head;
     int64_t *tr_layers;
+    int keep_data_position; /* other data, allowed: the iterator stays where it is */
 } restored;
 
-static lattice_status parse_state(lattice_trainer *t, const char *js, restored *r)
+/* Reading the state: the first missing, mistyped or out-of-range value is
+ * named, and nothing after it is read. */
+typedef struct reader {
+    lattice_trainer *t;
+    int ok;
+    lattice_status st; /* the first refusal's: LATTICE_ERR_FORMAT, or out of memory */
+} reader;
+
+static void no_memory(reader *rd, const char *what)
 {
-    json_object *j = NULL, *op, *sc, *md, *layers;
+    if (rd->ok)
+        rd->st = FAIL(rd->t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to %s", what);
+    rd->ok = 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void refuse(reader *rd, const char *fmt, ...)
+{
+    if (!rd->ok)
+        return;
+    char msg[LATTICE_ERRMSG_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rd->st = FAIL(rd->t, LATTICE_ERR_FORMAT, "%s", msg);
+    rd->ok = 0;
+}
+
+static json_object *need_object(reader *rd, json_object *o, const char *key)
+{
+    json_object *x = NULL;
+    if (rd->ok && (!json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_object)))
+        refuse(rd, "the checkpoint's state lacks the object '%s'", key);
+    return rd->ok ? x : NULL;
+}
+
+static void need64(reader *rd, json_object *o, const char *obj, const char *key, int64_t *v)
+{
+    if (rd->ok && !get64(o, key, v))
+        refuse(rd, "the checkpoint's state lacks %s%s%s, or it is not an integer", obj ? obj : "",
+               obj ? "." : "", key);
+}
+
+static void needd(reader *rd, json_object *o, const char *obj, const char *key, double *v)
+{
+    if (rd->ok && !getd(o, key, v))
+        refuse(rd, "the checkpoint's state lacks %s.%s, or it is not a number", obj, key);
+}
+
+static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_t hi)
+{
+    if (rd->ok && (v < lo || v > hi))
+        refuse(rd, "the checkpoint's %s %lld is out of range (%lld..%lld)", what, (long long)v,
+               (long long)lo, (long long)hi);
+}
+
+/* The checkpoint's schedule (since 0.4: every phase) against this run's. */
+static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const lattice_schedule *s)
+{
+    json_object *arr;
+    if (!rd->ok)
+        return;
+    lattice__setup have = {0}, want = {0};
+    if (!json_object_object_get_ex(sc, "phases", &arr)) {
+        /* a checkpoint from before 0.4 has the phase count only */
+        lattice__setup_add(&have, LATTICE__SETUP_INT, n_phases, "n_phases");
+        lattice__setup_add(&want, LATTICE__SETUP_INT, s->n_phases, "n_phases");
+    } else if (!json_object_is_type(arr, json_type_array) ||
+               (int64_t)json_object_array_length(arr) != n_phases) {
+        refuse(rd, "the checkpoint's schedule.phases is not an array of schedule.n_phases (%lld) "
+                   "phases", (long long)n_phases);
+        return;
+    } else {
+        lattice_schedule_phase *ph = calloc((size_t)n_phases + 1, sizeof(*ph));
+        if (!ph) {
+            no_memory(rd, "read the checkpoint's schedule");
+            return;
+        }
+        for (int64_t i = 0; rd->ok && i < n_phases; i++) {
+            json_object *o = json_object_array_get_idx(arr, (size_t)i);
+            int64_t v[8] = {0};
+            static const char *const keys[8] = {"steps", "tokens", "active_layers", "train_from",
+                                                "reset_optimizer", "block_init", "rewind_data",
+                                                "train_boundary"};
+            for (int k = 0; rd->ok && k < 8; k++)
+                if (!json_object_is_type(o, json_type_object) || !get64(o, keys[k], &v[k]))
+                    refuse(rd, "the checkpoint's schedule phase %lld lacks %s, or it is not an "
+                               "integer", (long long)i, keys[k]);
+            ph[i].steps = v[0];
+            ph[i].tokens = v[1];
+            ph[i].active_layers = (int)(v[2] < INT32_MIN ? INT32_MIN : v[2] > INT32_MAX ? INT32_MAX : v[2]);
+            ph[i].train_from = (int)(v[3] < INT32_MIN ? INT32_MIN : v[3] > INT32_MAX ? INT32_MAX : v[3]);
+            ph[i].reset_optimizer = v[4] != 0;
+            ph[i].block_init = (lattice_schedule_block_init)(v[5] < 0 || v[5] > INT32_MAX ? -1 : v[5]);
+            ph[i].rewind_data = v[6] != 0;
+            ph[i].train_boundary = v[7] != 0;
+        }
+        if (rd->ok)
+            lattice__setup_phases(ph, (int)n_phases, &have);
+        free(ph);
+        lattice__setup_phases(s->phases, s->n_phases, &want);
+    }
+    if (have.failed || want.failed)
+        no_memory(rd, "compare the checkpoint's schedule");
+    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    if (at >= 0) {
+        char what[LATTICE_ERRMSG_SIZE];
+        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run", LATTICE__PART_SCHEDULE,
+                                &have, &want, at);
+        refuse(rd, "%s: another schedule (resume with the schedule the checkpoint was written with)",
+               what);
+    }
+    lattice__setup_free(&have);
+    lattice__setup_free(&want);
+}
+
+/* The checkpoint's data (since 0.4: its settings and corpus) against this
+ * run's. Other data is refused unless flags allow it; then the iterator
+ * keeps its own position unless the checkpoint's means the same documents
+ * (same corpus, split, seed and packing). */
+static void check_data(reader *rd, json_object *dt, unsigned flags, restored *r)
+{
+    if (!rd->ok)
+        return;
+    lattice__setup want, have = {0};
+    if (!lattice__setup_of(rd->t, LATTICE__PART_DATA, 0, &want)) {
+        lattice__setup_free(&want);
+        no_memory(rd, "compare the checkpoint's data");
+        return;
+    }
+    for (int i = 0; rd->ok && i < want.n; i++) {
+        const lattice__setup_field *f = &want.f[i];
+        json_object *x;
+        int64_t v = 0;
+        double d = 0.0;
+        int got = json_object_object_get_ex(dt, f->name, &x);
+        if (got && f->kind == LATTICE__SETUP_REAL) {
+            got = getd(dt, f->name, &d);
+            memcpy(&v, &d, sizeof(v));
+        } else if (got && f->kind == LATTICE__SETUP_HASH) {
+            const char *hex = json_object_is_type(x, json_type_string) ? json_object_get_string(x) : "";
+            got = strlen(hex) == 16 && strspn(hex, "0123456789abcdef") == 16;
+            v = (int64_t)strtoull(hex, NULL, 16);
+        } else if (got) {
+            got = get64(dt, f->name, &v);
+        }
+        if (!got)
+            refuse(rd, "the checkpoint's state lacks data.%s, or it is not %s", f->name,
+                   f->kind == LATTICE__SETUP_HASH ? "16 hex digits" : "a number");
+        lattice__setup_add(&have, (lattice__setup_kind)f->kind, v, "%s", f->name);
+    }
+    if (have.failed)
+        no_memory(rd, "compare the checkpoint's data");
+    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    if (at >= 0 && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA)) {
+        char what[LATTICE_ERRMSG_SIZE];
+        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run", LATTICE__PART_DATA,
+                                &have, &want, at);
+        refuse(rd, "%s: the run would resume on other data (load with "
+                   "LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA to do so on purpose)", what);
+    } else if (at >= 0) {
+        static const char *const order[] = {"boundary_id", "pack", "seed", "split_long",
+                                            "corpus_tokens", "corpus_documents",
+                                            "train_documents", "corpus_hash"};
+        int packed = 0;
+        for (int i = 0; i < want.n; i++) {
+            const int differs = have.f[i].value != want.f[i].value;
+            if (!strcmp(want.f[i].name, "pack"))
+                packed = want.f[i].value != 0;
+            for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+                if (differs && !strcmp(want.f[i].name, order[k]))
+                    r->keep_data_position = 1;
+        }
+        /* packed rows are seq_len + 1 tokens: the index counts them */
+        for (int i = 0; packed && i < want.n; i++)
+            if (!strcmp(want.f[i].name, "seq_len") && have.f[i].value != want.f[i].value)
+                r->keep_data_position = 1;
+    }
+    lattice__setup_free(&have);
+    lattice__setup_free(&want);
+}
+
+static lattice_status parse_state(lattice_trainer *t, const char *js, unsigned flags, restored *r)
+{
+    json_object *j = NULL, *op = NULL, *sc = NULL, *md = NULL, *layers = NULL, *dt = NULL;
     if (!js)
         return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint has no lattice.checkpoint state");
     lattice_status pst = lattice__json_parse(js, strlen(js), 0, "the checkpoint's state", &j, t->err);
     if (pst != LATTICE_OK)
         return pst;
+    reader rd = {t, 1, LATTICE_OK};
+    if (!j || !json_object_is_type(j, json_type_object))
+        refuse(&rd, "the checkpoint's state is not a JSON object");
+    op = need_object(&rd, j, "optim");
+    sc = need_object(&rd, j, "schedule");
+    md = need_object(&rd, j, "model");
     int64_t n_phases = -1, ws = 0, ts = 0;
-    double d[8];
-    int ok = j && json_object_is_type(j, json_type_object) &&
-             json_object_object_get_ex(j, "optim", &op) &&
-             json_object_object_get_ex(j, "schedule", &sc) &&
-             json_object_object_get_ex(j, "model", &md) && get64(op, "step", &r->optim_step) &&
-             getd(op, "lr", &d[0]) && getd(op, "min_lr", &d[1]) && get64(op, "warmup_steps", &ws) &&
-             get64(op, "total_steps", &ts) && getd(op, "beta1", &d[2]) &&
-             getd(op, "beta2", &d[3]) && getd(op, "eps", &d[4]) &&
-             getd(op, "weight_decay", &d[5]) && getd(op, "clip_norm", &d[6]) &&
-             get64(sc, "n_phases", &n_phases) && get64(sc, "phase", &r->phase) &&
-             get64(sc, "step_in_phase", &r->step_in_phase) &&
-             get64(sc, "nonpad_in_phase", &r->nonpad_in_phase) &&
-             get64(sc, "steps", &r->counters.steps) && get64(sc, "tokens", &r->counters.tokens) &&
-             get64(sc, "nonpad_tokens", &r->counters.nonpad_tokens) &&
-             get64(sc, "active_layer_tokens", &r->counters.active_layer_tokens) &&
-             getd(sc, "flops", &r->counters.flops) && get64(md, "n_active", &r->n_active) &&
-             get64(md, "trainable_embedding", &r->tr_emb) &&
-             get64(md, "trainable_boundary", &r->tr_bnd) &&
-             get64(md, "trainable_head", &r->tr_head) &&
-             json_object_object_get_ex(md, "trainable_layers", &layers) &&
-             json_object_is_type(layers, json_type_array) &&
-             get64(j, "data_epoch", &r->pos.epoch) && get64(j, "data_index", &r->pos.index) &&
-             get64(j, "applied_phase", &r->applied_phase);
-    if (ok) {
+    double d[8] = {0};
+    need64(&rd, op, "optim", "step", &r->optim_step);
+    needd(&rd, op, "optim", "lr", &d[0]);
+    needd(&rd, op, "optim", "min_lr", &d[1]);
+    need64(&rd, op, "optim", "warmup_steps", &ws);
+    need64(&rd, op, "optim", "total_steps", &ts);
+    needd(&rd, op, "optim", "beta1", &d[2]);
+    needd(&rd, op, "optim", "beta2", &d[3]);
+    needd(&rd, op, "optim", "eps", &d[4]);
+    needd(&rd, op, "optim", "weight_decay", &d[5]);
+    needd(&rd, op, "optim", "clip_norm", &d[6]);
+    need64(&rd, sc, "schedule", "n_phases", &n_phases);
+    need64(&rd, sc, "schedule", "phase", &r->phase);
+    need64(&rd, sc, "schedule", "step_in_phase", &r->step_in_phase);
+    need64(&rd, sc, "schedule", "nonpad_in_phase", &r->nonpad_in_phase);
+    need64(&rd, sc, "schedule", "steps", &r->counters.steps);
+    need64(&rd, sc, "schedule", "tokens", &r->counters.tokens);
+    need64(&rd, sc, "schedule", "nonpad_tokens", &r->counters.nonpad_tokens);
+    need64(&rd, sc, "schedule", "active_layer_tokens", &r->counters.active_layer_tokens);
+    needd(&rd, sc, "schedule", "flops", &r->counters.flops);
+    need64(&rd, md, "model", "n_active", &r->n_active);
+    need64(&rd, md, "model", "trainable_embedding", &r->tr_emb);
+    need64(&rd, md, "model", "trainable_boundary", &r->tr_bnd);
+    need64(&rd, md, "model", "trainable_head", &r->tr_head);
+    if (rd.ok && (!json_object_object_get_ex(md, "trainable_layers", &layers) ||
+                  !json_object_is_type(layers, json_type_array)))
+        refuse(&rd, "the checkpoint's state lacks model.trainable_layers, or it is not an array");
+    need64(&rd, j, NULL, "data_epoch", &r->pos.epoch);
+    need64(&rd, j, NULL, "data_index", &r->pos.index);
+    need64(&rd, j, NULL, "applied_phase", &r->applied_phase);
+    if (rd.ok) {
         /* A 0.1 checkpoint has no origin: its runs all began at the data's start. */
-        int64_t oe, oi;
-        const int has_e = get64(j, "data_origin_epoch", &oe);
-        const int has_i = get64(j, "data_origin_index", &oi);
-        if (has_e != has_i) {
-            ok = 0;
-        } else if (has_e) {
+        int64_t oe = 0, oi = 0;
+        const int has_e = json_object_object_get_ex(j, "data_origin_epoch", NULL);
+        const int has_i = json_object_object_get_ex(j, "data_origin_index", NULL);
+        if (has_e != has_i)
+            refuse(&rd, "the checkpoint's state has %s without %s", has_e ? "data_origin_epoch" :
+                   "data_origin_index", has_e ? "data_origin_index" : "data_origin_epoch");
+        if (has_e) {
+            need64(&rd, j, NULL, "data_origin_epoch", &oe);
+            need64(&rd, j, NULL, "data_origin_index", &oi);
+        }
+        if (rd.ok && has_e) {
             r->have_origin = 1;
             r->origin = (lattice_data_position){oe, oi};
-        } else if (r->applied_phase >= 0) {
+        } else if (rd.ok && r->applied_phase >= 0) {
             r->have_origin = 1;
             r->origin = (lattice_data_position){0, 0};
         }
     }
     /* since 0.3, written by runs with a collective; none means one rank */
     int64_t ranks = 1;
-    if (ok && json_object_object_get_ex(j, "ranks", NULL))
-        ok = get64(j, "ranks", &ranks) && ranks >= 1 && ranks <= INT32_MAX;
-    const lattice_model *m = t->model;
-    const lattice_schedule *s = t->schedule;
+    if (rd.ok && json_object_object_get_ex(j, "ranks", NULL)) {
+        need64(&rd, j, NULL, "ranks", &ranks);
+        in_range(&rd, "ranks", ranks, 1, INT32_MAX);
+    }
     /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
     const int64_t big = (int64_t)1 << 50;
     const lattice_schedule_counters *c = &r->counters;
-    if (ok && (r->optim_step < 0 || r->optim_step > big || r->step_in_phase < 0 ||
-               r->step_in_phase > big || r->nonpad_in_phase < 0 || r->nonpad_in_phase > big ||
-               c->steps < 0 || c->steps > big || c->tokens < 0 || c->tokens > big ||
-               c->nonpad_tokens < 0 || c->nonpad_tokens > c->tokens ||
-               c->active_layer_tokens < 0 || c->active_layer_tokens > big ||
-               !(c->flops >= 0.0) || !isfinite(c->flops) || r->pos.epoch > big ||
-               (r->have_origin && r->origin.epoch > big)))
-        ok = 0;
-    /* the position inside a phase must be one the schedule can reach */
-    if (ok && r->phase >= 0 && r->phase <= n_phases && n_phases == s->n_phases) {
-        if (r->phase == s->n_phases)
-            ok = r->step_in_phase == 0 && r->nonpad_in_phase == 0;
-        else if (s->phases[r->phase].steps)
-            ok = r->step_in_phase < s->phases[r->phase].steps;
-        else
-            ok = r->nonpad_in_phase < s->phases[r->phase].tokens;
-    }
-    if (ok && ((int)json_object_array_length(layers) != m->p.n_layers ||
-               n_phases != t->schedule->n_phases || r->phase < 0 || r->phase > n_phases ||
-               r->applied_phase < -1 || r->applied_phase >= n_phases || r->n_active < 1 ||
-               r->n_active > m->p.n_layers || ws < 0 || ts < 1 || ws > big || ts > big))
-        ok = 0;
-    if (ok) {
+    in_range(&rd, "optim.step", r->optim_step, 0, big);
+    in_range(&rd, "optim.warmup_steps", ws, 0, big);
+    in_range(&rd, "optim.total_steps", ts, 1, big);
+    in_range(&rd, "schedule.step_in_phase", r->step_in_phase, 0, big);
+    in_range(&rd, "schedule.nonpad_in_phase", r->nonpad_in_phase, 0, big);
+    in_range(&rd, "schedule.steps", c->steps, 0, big);
+    in_range(&rd, "schedule.tokens", c->tokens, 0, big);
+    in_range(&rd, "schedule.nonpad_tokens", c->nonpad_tokens, 0, c->tokens);
+    in_range(&rd, "schedule.active_layer_tokens", c->active_layer_tokens, 0, big);
+    if (rd.ok && (!(c->flops >= 0.0) || !isfinite(c->flops)))
+        refuse(&rd, "the checkpoint's schedule.flops %g is not a finite count", c->flops);
+    in_range(&rd, "data_epoch", r->pos.epoch, INT64_MIN, big);
+    if (r->have_origin)
+        in_range(&rd, "data_origin_epoch", r->origin.epoch, INT64_MIN, big);
+    in_range(&rd, "schedule.n_phases", n_phases, 1, INT32_MAX);
+    in_range(&rd, "schedule.phase", r->phase, 0, n_phases);
+    in_range(&rd, "applied_phase", r->applied_phase, -1, n_phases - 1);
+    const int64_t capacity = rd.ok ? (int64_t)json_object_array_length(layers) : 0;
+    in_range(&rd, "model.n_active", r->n_active, 1, capacity);
+    const lattice_model *m = t->model;
+    const lattice_schedule *s = t->schedule;
+    if (rd.ok && capacity != m->p.n_layers)
+        refuse(&rd, "the checkpoint is of a model with a capacity of %lld layers "
+                    "(model.trainable_layers) and this run's model has %d: another model",
+               (long long)capacity, m->p.n_layers);
+    if (rd.ok) {
         r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
-        for (int i = 0; r->tr_layers && i < m->p.n_layers; i++) {
+        if (!r->tr_layers)
+            no_memory(&rd, "restore the checkpoint");
+        for (int i = 0; rd.ok && i < m->p.n_layers; i++) {
             json_object *x = json_object_array_get_idx(layers, i);
-            ok &= json_object_is_type(x, json_type_int);
+            if (!json_object_is_type(x, json_type_int))
+                refuse(&rd, "the checkpoint's model.trainable_layers[%d] is not an integer", i);
             r->tr_layers[i] = json_object_get_int64(x);
         }
-        ok &= r->tr_layers != NULL;
+    }
+    if (rd.ok) {
         lattice_optim_params_init(&r->op);
         r->op.lr = (float)d[0];
         r->op.min_lr = (float)d[1];
@@ -272,18 +523,48 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
         int64_t shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
         d[7] = r->op.decay_fraction;
         const int has_shape = json_object_object_get_ex(op, "lr_shape", NULL);
-        ok &= has_shape == json_object_object_get_ex(op, "decay_fraction", NULL);
-        if (has_shape)
-            ok &= get64(op, "lr_shape", &shape) && shape >= 0 && shape <= INT32_MAX &&
-                  getd(op, "decay_fraction", &d[7]);
+        if (has_shape != json_object_object_get_ex(op, "decay_fraction", NULL))
+            refuse(&rd, "the checkpoint's state has optim.%s without optim.%s",
+                   has_shape ? "lr_shape" : "decay_fraction",
+                   has_shape ? "decay_fraction" : "lr_shape");
+        if (has_shape) {
+            need64(&rd, op, "optim", "lr_shape", &shape);
+            in_range(&rd, "optim.lr_shape", shape, 0, INT32_MAX);
+            needd(&rd, op, "optim", "decay_fraction", &d[7]);
+        }
         r->op.lr_shape = (lattice_optim_lr_shape)shape;
         r->op.decay_fraction = (float)d[7];
     }
+    /* since 0.4, the whole schedule and the data, both or neither */
+    const int has_phases = rd.ok && json_object_object_get_ex(sc, "phases", NULL);
+    const int has_data = rd.ok && json_object_object_get_ex(j, "data", NULL);
+    if (has_phases != has_data)
+        refuse(&rd, "the checkpoint's state has %s without %s",
+               has_phases ? "schedule.phases" : "data", has_phases ? "data" : "schedule.phases");
+    if (has_data)
+        dt = need_object(&rd, j, "data");
+    /* the setup it was written with against this run's */
+    check_schedule(&rd, sc, n_phases, s);
+    /* the position inside a phase must be one the schedule can reach */
+    if (rd.ok && r->phase == s->n_phases && (r->step_in_phase != 0 || r->nonpad_in_phase != 0))
+        refuse(&rd, "the checkpoint's schedule has finished but records %lld steps and %lld "
+                    "tokens into a phase after the last", (long long)r->step_in_phase,
+               (long long)r->nonpad_in_phase);
+    else if (rd.ok && r->phase < s->n_phases && s->phases[r->phase].steps &&
+             r->step_in_phase >= s->phases[r->phase].steps)
+        refuse(&rd, "the checkpoint's schedule stands at step %lld of phase %lld, which has %lld "
+                    "steps in this run's schedule", (long long)r->step_in_phase,
+               (long long)r->phase, (long long)s->phases[r->phase].steps);
+    else if (rd.ok && r->phase < s->n_phases && !s->phases[r->phase].steps &&
+             r->nonpad_in_phase >= s->phases[r->phase].tokens)
+        refuse(&rd, "the checkpoint's schedule stands at %lld tokens into phase %lld, whose "
+                    "budget is %lld tokens in this run's schedule", (long long)r->nonpad_in_phase,
+               (long long)r->phase, (long long)s->phases[r->phase].tokens);
+    if (dt)
+        check_data(&rd, dt, flags, r);
     json_object_put(j);
-    if (!ok)
-        return FAIL(t, LATTICE_ERR_FORMAT,
-                    "the checkpoint's state is missing, malformed, out of range, or from another "
-                    "schedule or model");
+    if (!rd.ok)
+        return rd.st;
     if (ranks != t->n_ranks)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
                     "the checkpoint was written by a run over %lld rank%s and this run has %d: "
@@ -300,27 +581,19 @@ static lattice_status parse_state(lattice_trainer *t, const char *js, restored *
     return LATTICE_OK;
 }
 
-/* FNV-1a over bytes, continuing from h. */
-static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 /* A checkpoint's state as read, for comparing ranks: weights, moments,
- * per-tensor steps, optimizer step, schedule position and data position. */
-static uint64_t state_hash(const float *params, const float *m1, const float *m2, int64_t n,
-                           const int64_t *steps, int nt, const restored *r)
+ * per-tensor steps, optimizer step, schedule position and data position.
+ * The buffers are laid out like the model's arena; only its tensors count
+ * (its alignment padding is never written, and differs between processes). */
+static uint64_t state_hash(const lattice_model *m, const float *params, const float *m1,
+                           const float *m2, const int64_t *steps, const restored *r)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    h = fnv1a(h, params, sizeof(float) * (size_t)n);
-    h = fnv1a(h, m1, sizeof(float) * (size_t)n);
-    h = fnv1a(h, m2, sizeof(float) * (size_t)n);
-    h = fnv1a(h, steps, sizeof(int64_t) * (size_t)nt);
+    uint64_t h = lattice__model_hash(m, params, LATTICE__HASH_START);
+    h = lattice__model_hash(m, m1, h);
+    h = lattice__model_hash(m, m2, h);
+    h = lattice__hash(h, steps, sizeof(int64_t) * (size_t)m->n_tensors);
     const int64_t pos[5] = {r->optim_step, r->phase, r->step_in_phase, r->pos.epoch, r->pos.index};
-    return fnv1a(h, pos, sizeof(pos));
+    return lattice__hash(h, pos, sizeof(pos));
 }
 
 lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *path)
@@ -328,8 +601,22 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_load_checkpoint: invalid argument: trainer is NULL");
+    return lattice_trainer_load_checkpoint_flags(t, path, 0);
+}
+
+lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *t, const char *path,
+                                                     unsigned flags)
+{
+    if (!t)
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_load_checkpoint_flags: invalid argument: trainer is NULL");
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    const unsigned known = LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA;
+    if (flags & ~known)
+        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_trainer_load_checkpoint_flags: invalid argument: flags 0x%x has bits "
+                    "no lattice_trainer_load_flag names (0x%x)", flags, flags & ~known);
     lattice_model *m = t->model;
     lattice_optim *o = t->optim;
     st_file sf;
@@ -338,7 +625,7 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
         return lattice__trainer_distributed(t) ? lattice__trainer_agree(t, st) : st;
     restored r;
     memset(&r, 0, sizeof(r));
-    st = parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), &r);
+    st = parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), flags, &r);
     /* Read into scratch first: a bad file must leave the run untouched. */
     const int nt = m->n_tensors;
     float *params = NULL, *m1 = NULL, *m2 = NULL;
@@ -369,7 +656,20 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
             }
             if (ft->ndim != te->ndim || ft->shape[0] != te->rows ||
                 (te->ndim == 2 && ft->shape[1] != te->cols)) {
-                st = FAIL(t, LATTICE_ERR_FORMAT, "'%s' has another shape in the checkpoint", name);
+                char have[64] = "[", want[64];
+                for (int d = 0; d < ft->ndim && d < 4; d++)
+                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld",
+                             d ? ", " : "", (long long)ft->shape[d]);
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s]",
+                         ft->ndim > 4 ? ", ..." : "");
+                if (te->ndim == 2)
+                    snprintf(want, sizeof want, "[%lld, %lld]", (long long)te->rows,
+                             (long long)te->cols);
+                else
+                    snprintf(want, sizeof want, "[%lld]", (long long)te->rows);
+                st = FAIL(t, LATTICE_ERR_FORMAT,
+                          "'%s' has shape %s in the checkpoint and %s in this run's model: "
+                          "another model", name, have, want);
                 break;
             }
             if ((st = lattice__st_read_f32(&sf, ft, dst, count, t->err)) != LATTICE_OK)
@@ -409,14 +709,27 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     }
     lattice_data_position was;
     lattice_data_get_position(t->data, &was);
-    /* set_position is the only check of a position there is; trying the origin
-     * first leaves the iterator where it was if either does not fit */
-    if (st == LATTICE_OK && r.have_origin &&
-        lattice_data_set_position(t->data, &r.origin) != LATTICE_OK)
-        st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data origin does not fit this data");
-    if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK) {
-        lattice_data_set_position(t->data, &was);
-        st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's data position does not fit this data");
+    if (r.keep_data_position) {
+        /* other data, on purpose: the checkpoint's position would name other
+         * documents; the iterator reads on from where it stands, where
+         * rewinding phases will also go back to */
+        r.origin = was;
+    } else {
+        /* set_position is the only check of a position there is; trying the
+         * origin first leaves the iterator where it was if either does not fit */
+        if (st == LATTICE_OK && r.have_origin &&
+            lattice_data_set_position(t->data, &r.origin) != LATTICE_OK)
+            st = FAIL(t, LATTICE_ERR_FORMAT,
+                      "the checkpoint's data origin (pass %lld, index %lld) does not fit this "
+                      "data (%lld per pass)", (long long)r.origin.epoch, (long long)r.origin.index,
+                      (long long)lattice__data_pass_length(t->data));
+        if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK) {
+            lattice_data_set_position(t->data, &was);
+            st = FAIL(t, LATTICE_ERR_FORMAT,
+                      "the checkpoint's data position (pass %lld, index %lld) does not fit this "
+                      "data (%lld per pass)", (long long)r.pos.epoch, (long long)r.pos.index,
+                      (long long)lattice__data_pass_length(t->data));
+        }
     }
     if (lattice__trainer_distributed(t)) {
         /* every rank loads, or none does; and only the same state: a stale
@@ -424,7 +737,7 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
         const lattice_status own = st;
         st = lattice__trainer_agree(t, st);
         if (st == LATTICE_OK) {
-            uint64_t h[2] = {state_hash(params, m1, m2, m->n_params, steps, nt, &r), 0};
+            uint64_t h[2] = {state_hash(m, params, m1, m2, steps, &r), 0};
             h[1] = h[0];
             const int rc = t->coll.broadcast(t->coll_user, &h[1], sizeof(h[1]), 0);
             if (rc)

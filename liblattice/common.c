@@ -108,6 +108,14 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
     return LATTICE_OK;
 }
 
+uint64_t lattice__hash(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
 lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err)
 {
     *f = NULL;

@@ -22,6 +22,8 @@ struct lattice_data {
     /* the current batch */
     int32_t *tok, *tgt;
     uint8_t *mask;
+    uint64_t corpus_hash; /* lattice__data_corpus_hash, computed at its first call */
+    int have_hash;
     char err[LATTICE_ERRMSG_MAX];
 };
 
@@ -471,6 +473,18 @@ static int64_t pass_length(const lattice_data *d)
 }
 
 int64_t lattice__data_pass_length(const lattice_data *d) { return pass_length(d); }
+
+uint64_t lattice__data_corpus_hash(lattice_data *d)
+{
+    if (!d->have_hash) {
+        /* the ids as stored (documents cut, pieces opened) and where the split falls */
+        const int64_t sizes[2] = {d->n_ids, d->n_train};
+        uint64_t h = lattice__hash(LATTICE__HASH_START, sizes, sizeof(sizes));
+        d->corpus_hash = lattice__hash(h, d->ids, sizeof(int32_t) * (size_t)d->n_ids);
+        d->have_hash = 1;
+    }
+    return d->corpus_hash;
+}
 
 /* Token at offset off of the epoch's packed stream (wrapping within it). */
 static int32_t packed_token(const lattice_data *d, int64_t off)

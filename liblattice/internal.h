@@ -46,6 +46,12 @@ lattice_status lattice__need(char *buf, const char *fn, int n, ...);
  * LATTICE_ERR_OUT_OF_MEMORY) with the reason in err. */
 lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err);
 
+/* FNV-1a over n bytes, continuing from h (start from LATTICE__HASH_START):
+ * the digests that tell whether two runs hold the same weights, corpus or
+ * settings (checkpoints, ranks). Not a defence against a forger. */
+#define LATTICE__HASH_START 0xcbf29ce484222325ULL
+uint64_t lattice__hash(uint64_t h, const void *p, size_t n);
+
 /* An arena is one allocation carved into aligned pieces. Carving runs twice:
  * once with base == NULL to measure, once for real. */
 typedef struct lattice_arena {

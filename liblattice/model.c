@@ -613,6 +613,16 @@ static int head_trains(const lattice_model *m)
     return m->p.tie_embeddings ? m->trainable_embedding : m->trainable_head;
 }
 
+uint64_t lattice__model_hash(const lattice_model *m, const float *arena, uint64_t h)
+{
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *te = &m->tensors[i];
+        h = lattice__hash(h, arena + (te->data - m->params),
+                          sizeof(float) * (size_t)(te->rows * te->cols));
+    }
+    return h;
+}
+
 int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
 {
     switch (t->group) {

@@ -117,6 +117,12 @@ static inline float *lattice__grad_of(const lattice_model *m, const float *param
     return m->grads + (param - m->params);
 }
 
+/* A digest (lattice__hash, from h) of the tensors' values in arena, a buffer
+ * laid out like the parameter arena (the parameters, a moment, a copy):
+ * tensor by tensor, so that the arena's alignment padding, never written,
+ * does not count. */
+uint64_t lattice__model_hash(const lattice_model *m, const float *arena, uint64_t h);
+
 /* Whether tensor t's group is trainable and (for layers) active. */
 int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t);
 

@@ -182,6 +182,24 @@ int lattice_teacher_get_k(const lattice_teacher *t) { return t ? t->k : 0; }
 
 int lattice__teacher_is_file(const lattice_teacher *t) { return t && t->is_file; }
 
+uint64_t lattice__teacher_identity(const lattice_teacher *t, int *kind)
+{
+    uint64_t h = LATTICE__HASH_START;
+    *kind = !t ? 0 : t->is_file ? 3 : t->model ? 1 : 2;
+    if (*kind == 1) {
+        const lattice_model *m = t->model;
+        h = lattice__model_hash(m, m->params, h);
+        h = lattice__hash(h, &m->n_active, sizeof(m->n_active));
+    } else if (*kind == 3) {
+        /* the batches it answers for (a callback is known only by its address,
+         * which differs between processes) */
+        const int64_t cells = (int64_t)t->max_batch * t->max_seq;
+        h = lattice__hash(h, &t->n_stored, sizeof(t->n_stored));
+        h = lattice__hash(h, t->stored_tokens, sizeof(int32_t) * (size_t)(t->n_stored * cells));
+    }
+    return h;
+}
+
 /* The stored batch whose first seq positions of its first batch rows match. */
 static int64_t find_stored(lattice_teacher *t, const int32_t *tokens, int batch, int seq)
 {

@@ -467,18 +467,28 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_get_params(t->data, &dp);
     lattice_model_get_params(t->model, &mp);
+    /* This rank's verdict is not returned at once: every rank first compares
+     * its setup with the others' (which needs every rank to take part), and
+     * they all refuse together. */
+    lattice_status st = LATTICE_OK;
     if (dp.batch_size % n != 0)
-        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
-                    "lattice_trainer_set_collective: the global batch of %d rows does not divide "
-                    "by %d ranks (each rank trains on batch_size / ranks rows: make batch_size a "
-                    "multiple of the rank count)", dp.batch_size, n);
-    if (dp.batch_size / n > mp.max_batch)
-        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
-                    "lattice_trainer_set_collective: each rank's share of %d rows exceeds the "
-                    "model's max_batch %d", dp.batch_size / n, mp.max_batch);
+        st = FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                  "lattice_trainer_set_collective: the global batch of %d rows does not divide "
+                  "by %d ranks (each rank trains on batch_size / ranks rows: make batch_size a "
+                  "multiple of the rank count)", dp.batch_size, n);
+    else if (dp.batch_size / n > mp.max_batch)
+        st = FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                  "lattice_trainer_set_collective: each rank's share of %d rows exceeds the "
+                  "model's max_batch %d", dp.batch_size / n, mp.max_batch);
     int64_t *status = calloc((size_t)n, sizeof(int64_t));
-    if (!status)
-        return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "lattice_trainer_set_collective: out of memory");
+    if (!status && st == LATTICE_OK)
+        st = FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "lattice_trainer_set_collective: out of memory");
+    if (n > 1)
+        st = lattice__trainer_agree_setup(t, &c, user, rank, n, st);
+    if (st != LATTICE_OK) {
+        free(status);
+        return st;
+    }
     free(t->rank_status);
     t->rank_status = status;
     t->coll = c;

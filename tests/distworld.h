@@ -43,6 +43,10 @@ typedef struct dw_config {
     const char *teacher_file;      /* a recorded teacher (lattice_teacher_record) instead */
     const lattice_trainer_collective *coll; /* data-parallel from the trainer's creation */
     void *coll_user;
+    /* a rank set up unlike the others (0: the defaults) */
+    uint64_t data_seed;   /* 3 */
+    uint64_t model_seed;  /* 42 */
+    int64_t phase2_steps; /* 12 */
 } dw_config;
 
 /* The tests' tiny model, on this world's batch and rows. */
@@ -95,7 +99,7 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     DW_TRY(lattice_backend_create("ref", &w->be));
     DW_TRY(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->norm));
     lattice_model_params mp;
-    dw_model_params(&mp, c->max_batch, 42);
+    dw_model_params(&mp, c->max_batch, c->model_seed ? c->model_seed : 42);
     DW_TRY(lattice_model_create(&mp, w->norm, w->be, &w->m));
     if (c->teacher_file) {
         DW_TRY(lattice_teacher_create_file(c->teacher_file, &w->teacher, NULL));
@@ -118,7 +122,7 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     dp.boundary_id = 10;
     dp.batch_size = c->batch;
     dp.seq_len = DW_SEQ;
-    dp.seed = 3;
+    dp.seed = c->data_seed ? c->data_seed : 3;
     dp.val_fraction = 0.1f;
     DW_TRY(lattice_data_create_memory(w->ids, DW_N_IDS, &dp, &w->d, NULL));
     lattice_optim_params op;
@@ -135,7 +139,7 @@ static inline lattice_status dw_open(dw_world *w, const dw_config *c)
     ph.tokens = 80; /* a token budget: ends at the same step only with global counters */
     ph.active_layers = 1;
     DW_TRY(lattice_schedule_add_phase(w->s, &ph));
-    ph.steps = 12;
+    ph.steps = c->phase2_steps ? c->phase2_steps : 12;
     ph.active_layers = 2;
     ph.reset_optimizer = 1;
     ph.block_init = LATTICE_SCHEDULE_BLOCK_INIT_COPY;

@@ -16,13 +16,30 @@ typedef struct run {
 } run;
 
 static const int32_t ids[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4, 10, 2, 2};
+/* another corpus of as many tokens and documents (one token differs), and one
+ * with a document more */
+static const int32_t ids_edited[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4, 10, 2, 3};
+static const int32_t ids_longer[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4, 10, 2, 2,
+                                     10, 4, 4};
 
-static void open_run(run *r)
+/* How a run differs from the one open_run builds (zero: the same). */
+typedef struct variant {
+    uint64_t data_seed;
+    int batch;       /* rows (2) */
+    int corpus;      /* 1: ids_edited, 2: ids_longer */
+    int n_layers;    /* the model's capacity (2) */
+    int joint;       /* the joint preset instead of grow */
+    int64_t steps;   /* steps per phase (3) */
+} variant;
+
+static void open_run_as(run *r, const variant *v)
 {
     r->be = tu_backend("ref", 1);
     lattice_model_params p;
     tu_tiny_params(&p);
     p.seed = 3;
+    if (v->n_layers)
+        p.n_layers = v->n_layers;
     lattice_norm *n;
     ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-5f, &n), LATTICE_OK);
     ck_assert_int_eq(lattice_model_create(&p, n, r->be, &r->model), LATTICE_OK);
@@ -31,21 +48,32 @@ static void open_run(run *r)
     lattice_data_params_init(&dp);
     dp.vocab_size = 11;
     dp.boundary_id = 10;
-    dp.batch_size = 2;
+    dp.batch_size = v->batch ? v->batch : 2;
     dp.seq_len = 5;
-    ck_assert_int_eq(lattice_data_create_memory(ids, sizeof ids / sizeof ids[0], &dp, &r->data, NULL),
-                     LATTICE_OK);
+    dp.seed = v->data_seed;
+    const int32_t *src = v->corpus == 1 ? ids_edited : v->corpus == 2 ? ids_longer : ids;
+    const int64_t n_ids = v->corpus == 2 ? (int64_t)(sizeof ids_longer / sizeof ids_longer[0])
+                                         : (int64_t)(sizeof ids / sizeof ids[0]);
+    ck_assert_int_eq(lattice_data_create_memory(src, n_ids, &dp, &r->data, NULL), LATTICE_OK);
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     op.warmup_steps = 1;
     op.lr = 1e-2f;
     ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3,
+    ck_assert_int_eq(lattice_schedule_create_preset(v->joint ? LATTICE_SCHEDULE_PRESET_JOINT
+                                                             : LATTICE_SCHEDULE_PRESET_GROW,
+                                                    2, 1, v->steps ? v->steps : 3,
                                                     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
                      LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
                                             NULL, &r->trainer),
                      LATTICE_OK);
+}
+
+static void open_run(run *r)
+{
+    const variant same = {0};
+    open_run_as(r, &same);
 }
 
 static void close_run(run *r)
@@ -163,6 +191,9 @@ static const char *const state_fields[][2] = {
     {"schedule", "flops"},       {"model", "n_active"},     {"model", "trainable_embedding"},
     {NULL, "data_epoch"},        {NULL, "data_index"},      {NULL, "applied_phase"},
     {NULL, "data_origin_epoch"}, {NULL, "data_origin_index"},
+    {"data", "seed"},            {"data", "batch_size"},    {"data", "val_fraction"},
+    {"data", "corpus_tokens"},   {"data", "corpus_hash"},   {"schedule", "phases"},
+    {NULL, "data"},
 };
 
 static json_object *hostile(int v)
@@ -328,6 +359,143 @@ START_TEST(test_transposed_shape)
 }
 END_TEST
 
+/* A checkpoint of the default run after one step, loaded into a run set up
+ * otherwise: refused, naming the part and both values, and nothing changes.
+ * Before 0.4 the data and schedule cases loaded without a word, and the
+ * others said only "... from another schedule or model". */
+START_TEST(test_other_setup_refused)
+{
+    static const struct {
+        variant v;
+        const char *says;
+    } cases[] = {
+        {{.data_seed = 7}, "the checkpoint's data seed 0 differs from this run's 7"},
+        {{.batch = 1}, "the checkpoint's data batch_size 2 differs from this run's 1"},
+        {{.corpus = 1}, "the checkpoint's data corpus_hash 0x"},
+        {{.corpus = 2}, "the checkpoint's data corpus_tokens 21 differs from this run's 24"},
+        {{.steps = 4}, "the checkpoint's schedule phase 0 steps 3 differs from this run's 4"},
+        {{.joint = 1}, "the checkpoint's schedule n_phases 2 differs from this run's 1"},
+        {{.n_layers = 3}, "the checkpoint is of a model with a capacity of 2 layers "
+                          "(model.trainable_layers) and this run's model has 3"},
+    };
+    char path[96];
+    saved_checkpoint(path, sizeof path);
+    run r;
+    open_run_as(&r, &cases[_i].v);
+    lattice_data_position before, after;
+    lattice_data_get_position(r.data, &before);
+    const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, path);
+    ck_assert_msg(st == LATTICE_ERR_FORMAT, "case %d: %s: %s", _i, lattice_status_string(st),
+                  lattice_trainer_errmsg(r.trainer));
+    ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer), cases[_i].says), "case %d: '%s'", _i,
+                  lattice_trainer_errmsg(r.trainer));
+    ck_assert_str_eq(lattice_last_error(), lattice_trainer_errmsg(r.trainer));
+    lattice_data_get_position(r.data, &after);
+    ck_assert(before.epoch == after.epoch && before.index == after.index);
+    ck_assert_int_eq(lattice_optim_get_steps(r.optim), 0);
+    close_run(&r);
+    remove(path);
+}
+END_TEST
+
+/* LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA resumes on other data on purpose: the
+ * data position is restored where it means the same documents (another
+ * batch_size), else the iterator stays where it stands. */
+START_TEST(test_other_data_on_purpose)
+{
+    char path[96];
+    saved_checkpoint(path, sizeof path); /* one step of 2 rows: the iterator at index 2 */
+    static const variant cases[] = {{.batch = 1}, {.data_seed = 7}, {.corpus = 2}};
+    for (int i = 0; i < 3; i++) {
+        run r;
+        open_run_as(&r, &cases[i]);
+        lattice_data_position start = {0, 1}, pos;
+        ck_assert_int_eq(lattice_data_set_position(r.data, &start), LATTICE_OK);
+        ck_assert_int_eq(lattice_trainer_load_checkpoint_flags(r.trainer, path, 2u),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "0x2"));
+        const lattice_status st = lattice_trainer_load_checkpoint_flags(
+            r.trainer, path, LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA);
+        ck_assert_msg(st == LATTICE_OK, "case %d: %s", i, lattice_trainer_errmsg(r.trainer));
+        ck_assert_int_eq(lattice_optim_get_steps(r.optim), 1);
+        lattice_data_get_position(r.data, &pos);
+        ck_assert_int_eq(pos.epoch, 0);
+        ck_assert_int_eq(pos.index, i == 0 ? 2 : 1);
+        ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+        close_run(&r);
+    }
+    /* the same data with the flag: an ordinary resume */
+    run r;
+    open_run(&r);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint_flags(r.trainer, path,
+                                                           LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA),
+                     LATTICE_OK);
+    lattice_data_position pos;
+    lattice_data_get_position(r.data, &pos);
+    ck_assert_int_eq(pos.index, 2);
+    close_run(&r);
+    remove(path);
+}
+END_TEST
+
+/* A checkpoint from before 0.4 has neither data nor schedule.phases: it
+ * loads, its data unchecked; one without the other is damaged. */
+START_TEST(test_checkpoint_before_0_4)
+{
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good);
+    snprintf(bad, sizeof bad, "%s.old", good);
+    for (int drop = 0; drop < 3; drop++) {
+        ckpt c;
+        read_ckpt(good, &c);
+        json_object *s = state_of(&c), *sc;
+        ck_assert(json_object_object_get_ex(s, "schedule", &sc));
+        if (drop != 1)
+            json_object_object_del(s, "data");
+        if (drop != 2)
+            json_object_object_del(sc, "phases");
+        set_state(&c, s);
+        json_object_put(s);
+        write_ckpt(bad, &c);
+        free_ckpt(&c);
+        const variant other = {.data_seed = 7};
+        run r;
+        open_run_as(&r, &other);
+        const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, bad);
+        if (drop == 0) {
+            ck_assert_msg(st == LATTICE_OK, "%s", lattice_trainer_errmsg(r.trainer));
+        } else {
+            ck_assert_int_eq(st, LATTICE_ERR_FORMAT);
+            ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "without"));
+        }
+        close_run(&r);
+    }
+    /* an old checkpoint of another schedule: the phase count is named */
+    const variant joint = {.joint = 1};
+    run r;
+    open_run_as(&r, &joint);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+    close_run(&r);
+    ckpt c;
+    read_ckpt(good, &c);
+    json_object *s = state_of(&c), *sc;
+    ck_assert(json_object_object_get_ex(s, "schedule", &sc));
+    json_object_object_del(s, "data");
+    json_object_object_del(sc, "phases");
+    set_state(&c, s);
+    json_object_put(s);
+    write_ckpt(bad, &c);
+    free_ckpt(&c);
+    open_run_as(&r, &joint);
+    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer),
+                                 "the checkpoint's schedule n_phases 2 differs from this run's 1"));
+    close_run(&r);
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("checkpoint");
@@ -337,5 +505,10 @@ int main(void)
     tcase_add_test(tc, test_tensor_values);
     tcase_add_test(tc, test_transposed_shape);
     suite_add_tcase(s, tc);
+    TCase *other = tcase_create("another setup");
+    tcase_add_loop_test(other, test_other_setup_refused, 0, 7);
+    tcase_add_test(other, test_other_data_on_purpose);
+    tcase_add_test(other, test_checkpoint_before_0_4);
+    suite_add_tcase(s, other);
     return tu_run(s);
 }

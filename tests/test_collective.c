@@ -19,6 +19,7 @@ typedef struct fake_world {
     pthread_barrier_t bar;
     void *ptr[MAX_RANKS];
     int fail; /* every slot fails at once (no barrier) */
+    int solo; /* one thread plays its rank alone: the others add nothing, send nothing */
 } fake_world;
 
 typedef struct fake_rank {
@@ -38,6 +39,8 @@ static const char *f_errmsg(void *u) { return ((fake_rank *)u)->w->fail ? "fake 
         fake_world *w = r->w;                                                                    \
         if (w->fail)                                                                             \
             return 7;                                                                            \
+        if (w->solo)                                                                             \
+            return 0;                                                                            \
         type *tmp = malloc(count * sizeof(type) + 1);                                            \
         w->ptr[r->rank] = data;                                                                  \
         pthread_barrier_wait(&w->bar);                                                           \
@@ -61,7 +64,8 @@ static int f_barrier(void *u)
     fake_rank *r = u;
     if (r->w->fail)
         return 7;
-    pthread_barrier_wait(&r->w->bar);
+    if (!r->w->solo)
+        pthread_barrier_wait(&r->w->bar);
     return 0;
 }
 
@@ -70,6 +74,8 @@ static int f_broadcast(void *u, void *data, size_t bytes, int root)
     fake_rank *r = u;
     if (r->w->fail)
         return 7;
+    if (r->w->solo)
+        return 0;
     r->w->ptr[r->rank] = data;
     pthread_barrier_wait(&r->w->bar);
     if (r->rank != root)
@@ -145,6 +151,7 @@ static void run_fake(fake_world *fw, rank_run *runs, int n)
     pthread_t th[MAX_RANKS];
     fw->n = n;
     fw->fail = 0;
+    fw->solo = 0;
     ck_assert_int_eq(pthread_barrier_init(&fw->bar, NULL, (unsigned)n), 0);
     for (int i = 0; i < n; i++) {
         runs[i].fr.w = fw;
@@ -167,7 +174,9 @@ START_TEST(test_table_checked)
     dw_world w;
     dw_config c = {.batch = 4, .max_batch = 4};
     ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
-    fake_world fw = {.n = 2};
+    /* one thread: attaching compares setups with the other ranks (since 0.4),
+     * which here send nothing and so agree */
+    fake_world fw = {.n = 2, .solo = 1};
     fake_rank fr = {&fw, 0};
     lattice_trainer_collective ops = fake_ops;
     ops.size = offsetof(lattice_trainer_collective, broadcast);
@@ -414,9 +423,16 @@ START_TEST(test_slot_failure_is_reported)
     dw_world w;
     dw_config c = {.batch = 4, .max_batch = 4};
     ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
-    fake_world fw = {.n = 2, .fail = 1};
+    fake_world fw = {.n = 2, .fail = 1, .solo = 1};
     fake_rank fr = {&fw, 0};
+    /* attaching compares the ranks' setups: a link down refuses it */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "comparing the ranks' setups"));
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "fake link down"));
+    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK); /* still alone */
+    fw.fail = 0;
     ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    fw.fail = 1;
     lattice_data_position before, after;
     lattice_data_get_position(w.d, &before);
     ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_ERR_BACKEND);
@@ -428,7 +444,9 @@ START_TEST(test_slot_failure_is_reported)
     ck_assert_int_eq(lattice_trainer_evaluate(w.t, &v), LATTICE_ERR_BACKEND);
     ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_IO);
     fr.rank = 1; /* rank 1 waits for rank 0's word, and the broadcast fails */
+    fw.fail = 0;
     ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    fw.fail = 1;
     ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_BACKEND);
     ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "broadcast"));
     ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.m, 1.0),
@@ -464,7 +482,8 @@ START_TEST(test_checkpoint_over_ranks)
     ck_assert_int_eq(access(path, F_OK), 0);
     run_fake(&fw, resumed, 2);
     for (int r = 0; r < 2; r++) {
-        ck_assert_msg(resumed[r].load_st == LATTICE_OK, "rank %d: %s", r, resumed[r].msg);
+        ck_assert_msg(resumed[r].load_st == LATTICE_OK, "rank %d: %s (rank 1: %s)", r,
+                      resumed[r].msg, resumed[1].msg);
         ck_assert_int_eq(memcmp(full[r].weights, resumed[r].weights,
                                 full[r].n_weights * sizeof(float)), 0);
     }
@@ -499,6 +518,97 @@ START_TEST(test_checkpoint_over_ranks)
 }
 END_TEST
 
+/* Ranks bound to objects set up differently: before 0.4 they trained, each
+ * on its share of another batch, without a word. Now the trainer's creation
+ * (and an attach after it) is refused on every rank, naming the field. */
+START_TEST(test_mismatched_ranks_refused)
+{
+    static const struct {
+        dw_config odd; /* rank 1's */
+        const char *says[2];
+    } cases[] = {
+        {{.batch = 8, .max_batch = 4, .teacher = 1},
+         {"rank 1's data batch_size 8 differs from rank 0's 4", NULL}},
+        {{.batch = 4, .max_batch = 2, .teacher = 1, .data_seed = 4},
+         {"rank 1's data seed 4 differs from rank 0's 3", NULL}},
+        {{.batch = 4, .max_batch = 2, .teacher = 1, .model_seed = 43},
+         {"rank 1's model weights_hash 0x", "(seed 43) differs from rank 0's 0x"}},
+        {{.batch = 4, .max_batch = 2, .teacher = 1, .phase2_steps = 13},
+         {"rank 1's schedule phase 1 steps 13 differs from rank 0's 12", NULL}},
+        {{.batch = 4, .max_batch = 2, .teacher = 0},
+         {"rank 1's trainer teacher_kind 0 differs from rank 0's 1", NULL}},
+    };
+    const dw_config same = {.batch = 4, .max_batch = 2, .teacher = 1};
+    const dw_config *c = &cases[_i].odd;
+    rank_run runs[2] = {{.cfg = same, .steps = 2}, {.cfg = *c, .steps = 2}};
+    fake_world fw;
+    run_fake(&fw, runs, 2);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(runs[r].st == LATTICE_ERR_INVALID_CONFIG, "case %d rank %d: %s (%s)", _i, r,
+                      lattice_status_string(runs[r].st), runs[r].msg);
+        for (int k = 0; k < 2 && cases[_i].says[k]; k++)
+            ck_assert_msg(strstr(runs[r].msg, cases[_i].says[k]), "case %d rank %d: '%s'", _i, r,
+                          runs[r].msg);
+        ck_assert_msg(strstr(runs[r].msg, "refused on every rank"), "%s", runs[r].msg);
+    }
+    free_runs(runs, 2);
+}
+END_TEST
+
+/* The same refusal when the collective is attached after creation, in
+ * lattice_trainer_set_collective; and matching ranks attach. */
+typedef struct attach_run {
+    fake_rank fr;
+    dw_config cfg;
+    lattice_status st;
+    char msg[LATTICE_ERRMSG_SIZE], last[LATTICE_ERRMSG_SIZE];
+} attach_run;
+
+static void *attach_rank(void *arg)
+{
+    attach_run *r = arg;
+    dw_world w;
+    r->st = dw_open(&w, &r->cfg);
+    if (r->st == LATTICE_OK) {
+        r->st = lattice_trainer_set_collective(w.t, &fake_ops, &r->fr);
+        snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
+        snprintf(r->last, sizeof r->last, "%s", lattice_last_error());
+        if (r->st != LATTICE_OK) /* refused: still alone, and it trains */
+            ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK);
+        dw_close(&w);
+    }
+    return NULL;
+}
+
+START_TEST(test_mismatched_ranks_refused_at_attach)
+{
+    fake_world fw = {.n = 2};
+    attach_run runs[2] = {{.fr = {&fw, 0}, .cfg = {.batch = 4, .max_batch = 4}},
+                          {.fr = {&fw, 1}, .cfg = {.batch = 4, .max_batch = 4, .data_seed = 9}}};
+    for (int round = 0; round < 2; round++) {
+        pthread_t th[2];
+        ck_assert_int_eq(pthread_barrier_init(&fw.bar, NULL, 2), 0);
+        for (int i = 0; i < 2; i++)
+            ck_assert_int_eq(pthread_create(&th[i], NULL, attach_rank, &runs[i]), 0);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&fw.bar);
+        for (int r = 0; r < 2; r++) {
+            if (round == 0) {
+                ck_assert_msg(runs[r].st == LATTICE_ERR_INVALID_CONFIG, "rank %d: %s", r,
+                              runs[r].msg);
+                ck_assert_msg(strstr(runs[r].msg, "rank 1's data seed 9 differs from rank 0's 3"),
+                              "rank %d: %s", r, runs[r].msg);
+                ck_assert_msg(strstr(runs[r].last, "rank 1's data seed 9"), "%s", runs[r].last);
+            } else {
+                ck_assert_msg(runs[r].st == LATTICE_OK, "rank %d: %s", r, runs[r].msg);
+            }
+        }
+        runs[1].cfg.data_seed = 0; /* now the same */
+    }
+}
+END_TEST
+
 static Suite *collective_suite(void)
 {
     Suite *s = suite_create("collective");
@@ -512,6 +622,8 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, test_failure_on_one_rank_fails_all);
     tcase_add_test(tc, test_slot_failure_is_reported);
     tcase_add_test(tc, test_checkpoint_over_ranks);
+    tcase_add_loop_test(tc, test_mismatched_ranks_refused, 0, 5);
+    tcase_add_test(tc, test_mismatched_ranks_refused_at_attach);
     suite_add_tcase(s, tc);
     return s;
 }

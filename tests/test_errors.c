@@ -341,6 +341,9 @@ START_TEST(test_every_failure_says_why)
            lattice_trainer_save_checkpoint(w.t, NULL));
     EXPECT(lattice_trainer_load_checkpoint, LATTICE_ERR_IO, "/nonexistent/ck",
            lattice_trainer_errmsg(w.t), lattice_trainer_load_checkpoint(w.t, "/nonexistent/ck"));
+    EXPECT(lattice_trainer_load_checkpoint_flags, INV, "has bits no lattice_trainer_load_flag names",
+           lattice_trainer_errmsg(w.t),
+           lattice_trainer_load_checkpoint_flags(w.t, "/nonexistent/ck", 0x80u));
 
     close_world(&w);
 }

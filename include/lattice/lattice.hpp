@@ -570,6 +570,11 @@ public:
     }
     void save_checkpoint(const char *path) { check(lattice_trainer_save_checkpoint(get(), path)); }
     void load_checkpoint(const char *path) { check(lattice_trainer_load_checkpoint(get(), path)); }
+    /** With lattice_trainer_load_flag values (since 0.4). */
+    void load_checkpoint(const char *path, unsigned flags)
+    {
+        check(lattice_trainer_load_checkpoint_flags(get(), path, flags));
+    }
 };
 
 /** Diagnostics of a model. */

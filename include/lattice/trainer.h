@@ -222,6 +222,20 @@ typedef struct lattice_trainer_collective {
  * are collective: every rank must make the same calls in the same order.
  * With one rank the trainer computes exactly as without a collective.
  *
+ * Attaching is collective too (since 0.4): every rank compares a digest of
+ * its setup with rank 0's, in parts: the model (its architecture, active
+ * depth, trainable groups and weights), the data (its settings, its
+ * corpus's identity and its position), the schedule (every phase and the
+ * position), the optimizer (its settings, step and moments) and the trainer
+ * (eval_every, eval_batches, seed, the teacher and the distillation loss).
+ * A rank that differs is refused on every rank, with
+ * ::LATTICE_ERR_INVALID_CONFIG and a message naming the first field that
+ * differs and the ranks ("rank 1's data batch_size 8 differs from rank 0's
+ * 4"); a refusal of this rank's own (a batch that does not divide) is
+ * likewise returned by every rank. Nothing is attached then, on any rank.
+ * The model's max_batch and max_seq are not compared (they only size its
+ * buffers), nor its seed once its weights agree.
+ *
  * The model needs max_batch >= B/N rows. ::lattice_trainer_create checks the
  * whole batch against max_batch unless its params name the collective
  * already (lattice_trainer_params::collective), so that a model sized for
@@ -231,10 +245,13 @@ typedef struct lattice_trainer_collective {
  *        trainer runs alone again.
  * @param user Passed to every slot; must outlive the attachment.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a missing slot, a size
- *         below 0.3's, a rank outside 0 .. n_ranks - 1) or
- *         ::LATTICE_ERR_INVALID_CONFIG (a batch that does not divide by the
- *         number of ranks, a share larger than the model's max_batch, or a
- *         detach that would leave the model a batch larger than it holds).
+ *         below 0.3's, a rank outside 0 .. n_ranks - 1: returned at once, on
+ *         this rank only), ::LATTICE_ERR_INVALID_CONFIG (a batch that does
+ *         not divide by the number of ranks, a share larger than the model's
+ *         max_batch, since 0.4 a setup that differs between ranks, or a
+ *         detach that would leave the model a batch larger than it holds),
+ *         ::LATTICE_ERR_OUT_OF_MEMORY, or ::LATTICE_ERR_BACKEND (a slot
+ *         failed while the ranks compared their setups).
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_trainer_set_collective(lattice_trainer *trainer,
@@ -275,6 +292,12 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * Data order is a function of the data seed and the pass number, so the
  * position is all the random state there is.
  *
+ * Since 0.4 the metadata also records the data's settings and the identity
+ * of its corpus (token and document counts, the training split, a digest of
+ * the token ids) and every phase of the schedule, so that a checkpoint
+ * resumes only the run it was written by (see
+ * ::lattice_trainer_load_checkpoint).
+ *
  * A run stopped at any step and resumed from its checkpoint, with objects
  * created as for the original run, gives bit-identical losses to one that
  * never stopped. Writes are atomic: a temporary file in the same directory,
@@ -297,15 +320,54 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
 /**
  * @brief Restore the state of a run into a trainer bound to objects of the same shapes.
  *
- * The file is checked before anything changes: a malformed file or one of
- * another model shape or schedule leaves the run as it was.
+ * The file is checked before anything changes: a malformed file, or one
+ * written by another setup, leaves the run as it was, and the message names
+ * the part and the values that differ ("the checkpoint is of a model with a
+ * capacity of 8 layers ... and this run's model has 6", "the checkpoint's
+ * schedule phase 0 steps 17 differs from this run's 20"). Refused with
+ * ::LATTICE_ERR_FORMAT: another model (capacity, tensor shapes), another
+ * schedule (since 0.4 every phase is compared; a checkpoint written before
+ * 0.4 records only the phase count and the position, which must fit), and
+ * since 0.4 other data: another corpus (its token or document counts, its
+ * training split or its token ids), another data seed or other data
+ * settings (batch_size, seq_len, ...). To resume on other data on purpose,
+ * see ::lattice_trainer_load_checkpoint_flags. Checkpoints written before
+ * 0.4 hold no data identity: their data is not compared.
  * @param trainer The trainer.
  * @param path The checkpoint.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
- *         ::LATTICE_ERR_FORMAT.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
+ *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or (since 0.3)
+ *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
+ *         number of ranks.
  * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
+
+/** Options of ::lattice_trainer_load_checkpoint_flags, or-ed together. Append-only. @since 0.4 */
+typedef enum lattice_trainer_load_flag {
+    LATTICE_TRAINER_LOAD_FLAG_NONE = 0,      /**< As ::lattice_trainer_load_checkpoint. @since 0.4 */
+    LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA = 1 /**< Resume on data other than the checkpoint's
+                                                  (another corpus, data seed or data settings)
+                                                  on purpose. Where the checkpoint's data
+                                                  position means the same documents (the same
+                                                  corpus, training split, seed and packing:
+                                                  another batch_size, for instance) it is
+                                                  restored; otherwise the data's iterator stays
+                                                  where it stands, and phases that rewind the
+                                                  data go back there. @since 0.4 */
+} lattice_trainer_load_flag;
+
+/**
+ * @brief ::lattice_trainer_load_checkpoint with options.
+ * @param trainer The trainer.
+ * @param path The checkpoint.
+ * @param flags ::lattice_trainer_load_flag values or-ed together (0: none).
+ * @return As ::lattice_trainer_load_checkpoint; ::LATTICE_ERR_INVALID_ARGUMENT
+ *         also for a bit no ::lattice_trainer_load_flag names.
+ * @since 0.4
+ */
+LATTICE_API lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *trainer,
+                                                                 const char *path, unsigned flags);
 
 /** @} */
 

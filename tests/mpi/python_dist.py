@@ -10,7 +10,8 @@ The checks of tests/mpi/test_dist.c, from Python: 2 ranks of 2 rows train as
 relative, bit-identically twice, with the same weights on both ranks;
 attaching after creation gives the same run; a hand-written loop's summed
 gradients are the whole batch's; the scalar sums; refusals carry their
-reason, in LatticeError and lattice.last_error(). A failure on one rank
+reason, in LatticeError and lattice.last_error(), ranks set up unlike each
+other among them. A failure on one rank
 aborts the job (MPI_Abort) rather than leave the other waiting.
 """
 
@@ -72,7 +73,7 @@ def ids():
     return array.array("i", out)
 
 
-def world(lattice, batch, max_batch, teacher=True, dist=None):
+def world(lattice, batch, max_batch, teacher=True, dist=None, data_seed=3):
     """The run of tests/distworld.h: (trainer, model). dist: data-parallel from creation."""
     be = lattice.Backend("ref")
     shape = dict(vocab_size=VOCAB, d_model=8, n_layers=2, n_active_layers=2, n_heads=2,
@@ -81,7 +82,7 @@ def world(lattice, batch, max_batch, teacher=True, dist=None):
     model = lattice.Model(seed=42, **shape)
     tea = lattice.Teacher.from_model(lattice.Model(seed=7, **shape)) if teacher else None
     data = lattice.Data.from_memory(ids(), vocab_size=VOCAB, boundary_id=10, batch_size=batch,
-                                    seq_len=SEQ, seed=3, val_fraction=0.1)
+                                    seq_len=SEQ, seed=data_seed, val_fraction=0.1)
     optim = lattice.Optim(model, lr=1e-2, warmup_steps=2, total_steps=20, clip_norm=1.0)
     schedule = lattice.Schedule([dict(steps=0, tokens=80, active_layers=1),
                                  dict(steps=12, active_layers=2, reset_optimizer=1,
@@ -188,6 +189,20 @@ def refusals(lattice, d):
               f"last_error: {lattice.last_error()!r}")
     else:
         raise AssertionError("a batch of 3 over 2 ranks was taken")
+    # ranks set up differently: refused on both, naming the field (0.3 trained them)
+    for odd, says in ((dict(batch=8, max_batch=4), "rank 1's data batch_size 8 differs from "
+                       "rank 0's 4"),
+                      (dict(data_seed=4), "rank 1's data seed 4 differs from rank 0's 3")):
+        args = dict(batch=4, max_batch=2)
+        if d.rank == 1:
+            args.update(odd)
+        try:
+            world(lattice, dist=d, **args)
+        except lattice.LatticeError as e:
+            check(e.code == lattice.Status.INVALID_CONFIG, f"status {e.code}")
+            check(says in str(e), f"message: {e}")
+        else:
+            raise AssertionError(f"rank {d.rank}: ranks set up unlike each other were taken")
     for bad, kind in ((array.array("i", [1]), TypeError), (bytes(8), TypeError),
                       ([1.0], TypeError)):
         try:

@@ -254,6 +254,54 @@ static void hand_written_loop(lattice_dist *d)
     dw_close(&mine);
 }
 
+/* Ranks set up differently are refused on every rank, naming the field
+ * (before 0.4 they trained without a word): at the trainer's creation with
+ * the collective, and at an attach after it. A refused rank stays alone,
+ * and the communicator stays usable. */
+static void mismatched_ranks(lattice_dist *d)
+{
+    static const struct {
+        dw_config odd; /* rank 1's */
+        const char *says;
+    } cases[] = {
+        {{.batch = 8, .max_batch = 4, .teacher = 1},
+         "rank 1's data batch_size 8 differs from rank 0's 4"},
+        {{.batch = 4, .max_batch = 2, .teacher = 1, .data_seed = 4},
+         "rank 1's data seed 4 differs from rank 0's 3"},
+        {{.batch = 4, .max_batch = 2, .teacher = 1, .model_seed = 43},
+         "(seed 43) differs from rank 0's 0x"},
+    };
+    static lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    OK(lattice_dist_trainer_params(d, &tp));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        dw_config c = {.batch = 4, .max_batch = 2, .teacher = 1};
+        if (g_rank == 1)
+            c = cases[i].odd;
+        c.coll = tp.collective;
+        c.coll_user = tp.collective_user;
+        dw_world w;
+        lattice_status st = dw_open(&w, &c);
+        CHECK(st == CFG, "case %zu: status %d (%s)", i, (int)st, lattice_last_error());
+        CHECK(strstr(lattice_last_error(), cases[i].says), "case %zu: '%s'", i,
+              lattice_last_error());
+        CHECK(strstr(lattice_last_error(), "refused on every rank"), "case %zu", i);
+        c.coll = NULL;
+        c.coll_user = NULL;
+        if (c.batch > c.max_batch)
+            c.max_batch = c.batch;
+        OK(dw_open(&w, &c));
+        EXPECT(lattice_dist_attach, CFG, cases[i].says, lattice_dist_errmsg(d),
+               lattice_dist_attach(d, w.t));
+        CHECK(strstr(lattice_trainer_errmsg(w.t), cases[i].says), "the trainer's message");
+        OK(lattice_trainer_step(w.t, NULL)); /* alone: no collective call */
+        dw_close(&w);
+    }
+    int64_t one[1] = {1};
+    OK(lattice_dist_sum_int64(d, one, 1));
+    CHECK(one[0] == 2, "the communicator after the refusals: %lld", (long long)one[0]);
+}
+
 static int n_files(const char *dir)
 {
     DIR *dd = opendir(dir);
@@ -425,6 +473,7 @@ int main(int argc, char **argv)
         scalar_sums(d);
         equivalence_and_determinism(d);
         hand_written_loop(d);
+        mismatched_ranks(d);
         checkpoint(d, dir);
         stats(d);
         if (g_rank == 0)
