@@ -2,15 +2,19 @@
 
 Run at configure time by the interpreter the package is installed for:
     install_paths.py PREFIX LIBDIR [PURELIBDIR]
-prints three lines: the package's parent directory (relative to PREFIX when
-it is under it), and, as Python literals, the library directory (absolute)
-and the library directory relative to the installed package directory.
+prints four lines: the package's parent directory (relative to PREFIX when
+it is under it); as Python literals, the library directory (absolute) and
+the library directory relative to the installed package directory; and the
+parent directory again, absolute, when this interpreter's sys.path lacks it
+(the PYTHONPATH to set after installing), else an empty line.
 
 The parent directory is the site directory of this interpreter's sys.path
 under PREFIX with the shortest path (Debian's python3: /usr/local/lib/python3.X/
 dist-packages for /usr/local, /usr/lib/python3/dist-packages for /usr), so the
 system's Python imports the installed package without PYTHONPATH. A prefix
-outside sys.path gets the interpreter's own layout under it (set PYTHONPATH).
+outside sys.path gets the interpreter's own layout under it
+(P/lib/python3.11/site-packages), which no Python reads: meson's summary
+prints the PYTHONPATH line for it.
 """
 
 import os
@@ -43,9 +47,12 @@ def main(argv):
     libdir = os.path.join(prefix, argv[2])
     purelibdir = argv[3] if len(argv) > 3 and argv[3] else site_dir(prefix)
     package_dir = os.path.join(prefix, purelibdir, "lattice")
+    site = os.path.normpath(os.path.join(prefix, purelibdir))
+    on_path = any(os.path.abspath(entry) == site for entry in sys.path if entry)
     print(purelibdir)
     print(repr(libdir))
     print(repr(os.path.relpath(libdir, package_dir)))
+    print("" if on_path else site)
 
 
 if __name__ == "__main__":

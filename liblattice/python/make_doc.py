@@ -28,6 +28,36 @@ system Python is externally managed). The package finds the library through
 pkg-config's `lattice.pc` (`PKG_CONFIG_PATH`), then the SONAME
 `liblattice.so.0` through the system's loader (`LD_LIBRARY_PATH`).
 
+After `meson setup --prefix P` with a prefix of your own (not `/usr` or
+`/usr/local`), `meson install` puts the package in
+`P/lib/python3.11/site-packages` (the Python version of `/usr/bin/python3`),
+which no Python reads: without
+`export PYTHONPATH=P/lib/python3.11/site-packages` the import fails with
+`ModuleNotFoundError: No module named 'lattice'`. The summary of
+`meson setup` prints the line to use ("Python package", "import").
+
+Which Python: NumPy and mpi4py from Debian's packages (`python3-numpy`,
+`python3-mpi4py`) belong to `/usr/bin/python3`. Where another `python3`
+comes first on PATH (pyenv, conda), run `/usr/bin/python3`
+(`mpirun -np 2 /usr/bin/python3 train.py`), or install NumPy and mpi4py
+into that Python; `python3 -c "import numpy, mpi4py"` says whether the
+`python3` on PATH has them.
+
+Settings that are easy to get wrong: `Model.params` (like `Optim.params`,
+`Data.params`, `Distill.params` and `Schedule.phase()`) is a read-only copy:
+setting a field raises AttributeError saying how to change it.
+`Trainer.on_step` and `on_eval` can be set after construction. A mask holds
+0 and 1 only. `Model.backward()` overwrites the gradients: a second one
+replaces the first's, nothing accumulates. Schedule presets spend different
+compute (`preset("joint", 3, 2, 30)` runs 30 steps, `"grow"` 90): the
+budget-matched arms are `"joint_matched_active"` and `"joint_matched_total"`
+(`Schedule.preset`).
+
+Inputs of another integer type, or not C-contiguous (`tok[:2, :10]`, a
+transpose), are copied; buffers the library writes into (`dlogits=`,
+`Dist.sum`, `Kernels.sgemm`'s `c`) must be C-contiguous and writable, as
+what it wrote into a copy would be lost.
+
 Outputs are copies: `Model.logits()`, `dlogits()`, `hidden()` (read-only
 since 0.4: passed as an output buffer, one is refused, naming
 `dlogits_view()`), `Teacher.logits()`/`topk()`, `Data.next()`/`val_batch()`. Their `*_view()`

@@ -73,6 +73,20 @@ class MesonInstall(unittest.TestCase):
             self.skipTest(f"{sys.executable} has no site directory under {PREFIX}")
         self.assertIn(installed, sys.path)
 
+    def test_setup_summary_says_the_pythonpath(self):
+        # The site directory this build installs to, and whether the
+        # interpreter reads it, as `meson setup` printed them (issue 29).
+        installed = self.site[len(self.destdir):]
+        with open(os.path.join(BUILD, "meson-logs", "meson-log.txt"), encoding="utf-8") as f:
+            summary = f.read().rsplit("Python package", 1)
+        self.assertEqual(len(summary), 2, "no 'Python package' section in meson's summary")
+        summary = summary[1]
+        self.assertRegex(summary, r"package\s*: " + re.escape(os.path.join(installed, "lattice")))
+        if installed in sys.path:
+            self.assertRegex(summary, r"import\s*: found without PYTHONPATH")
+        else:
+            self.assertRegex(summary, r"import\s*: export PYTHONPATH=" + re.escape(installed))
+
     def test_import_finds_the_installed_library(self):
         r = probe(self.site, self.tmp)
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -100,6 +114,46 @@ class MesonInstall(unittest.TestCase):
         r = probe(self.site, self.tmp, LATTICE_LIBRARY=os.path.join(self.tmp, "nothing.so"))
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("LATTICE_LIBRARY=", r.stderr)
+
+
+class OwnPrefix(unittest.TestCase):
+    """`meson setup --prefix P`: P/lib/python3.X/site-packages, which no Python reads."""
+
+    def paths(self, prefix):
+        r = subprocess.run([sys.executable, os.path.join(PACKAGE_SRC, "install_paths.py"),
+                            prefix, "lib"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           universal_newlines=True, check=True)
+        return r.stdout.split("\n")
+
+    def test_pythonpath_to_set(self):
+        with tempfile.TemporaryDirectory(prefix="lattice-prefix.") as prefix:
+            site, _, _, pythonpath = self.paths(prefix)[:4]
+            version = "%d.%d" % sys.version_info[:2]
+            self.assertEqual(site, os.path.join("lib", "python" + version, "site-packages"))
+            self.assertEqual(pythonpath, os.path.join(prefix, site))
+            # that line is what the import needs: without it, no module named 'lattice'
+            package = os.path.join(pythonpath, "lattice")
+            shutil.copytree(os.path.join(PACKAGE_SRC, "lattice"), package,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.in"))
+            code = "import lattice; print(lattice.__file__)"
+            env = clean_env("", LATTICE_LIBRARY=os.environ["LATTICE_LIBRARY"])
+            del env["PYTHONPATH"]
+            r = subprocess.run([sys.executable, "-c", code], env=env, cwd=prefix,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+            self.assertIn("No module named 'lattice'", r.stderr)
+            env["PYTHONPATH"] = pythonpath
+            r = subprocess.run([sys.executable, "-c", code], env=env, cwd=prefix,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.startswith(package + os.sep), r.stdout)
+
+    def test_no_pythonpath_for_a_site_on_the_path(self):
+        for prefix in ("/usr/local", "/usr"):
+            site, _, _, pythonpath = self.paths(prefix)[:4]
+            if os.path.join(prefix, site) in sys.path:
+                self.assertEqual(pythonpath, "")
 
 
 class PipInstall(unittest.TestCase):

@@ -1,10 +1,14 @@
 """Arrays in and out through the buffer protocol (NumPy welcome, never needed).
 
-In: any C-contiguous buffer whose items are of the C type (array.array('i'),
-'f' or 'B', bytes and bytearray for uint8, NumPy arrays, memoryviews), or a
-flat list or tuple of numbers, which is converted. Token ids, targets and
-indices (int32 in C) may be of any integer type, NumPy's default int64
-included: they are converted once, and a value outside int32 is a ValueError.
+In: any buffer whose items are of the C type (array.array('i'), 'f' or 'B',
+bytes and bytearray for uint8, NumPy arrays, memoryviews), or a flat list or
+tuple of numbers, which is converted. Token ids, targets and indices (int32
+in C) may be of any integer type, NumPy's default int64 included: they are
+converted once, and a value outside int32 is a ValueError. A buffer that is
+not C-contiguous (a slice ``tok[:2, :10]``, a transpose) is copied in C
+order, as a conversion is. Masks hold 0 and 1 only (:func:`as_mask`).
+Buffers the library writes (outputs) must be C-contiguous and writable: a
+copy would take what the library wrote, and the caller would never see it.
 
 Out: copies by default (:func:`copy`), memoryviews the caller owns; a
 model's logits, dlogits and hidden states come as read-only copies, so that
@@ -60,10 +64,22 @@ def _int32_from(mv, obj, name):
     return memoryview(out).cast("B").cast("i", mv.shape)
 
 
-def memview(obj, ctype, name, convert=False):
+def _c_order(mv):
+    """A C-contiguous copy of a strided memoryview, of its format and shape."""
+    fmt = _format(mv.format)
+    flat = memoryview(bytearray(mv.tobytes())).cast("B")
+    if mv.nbytes == 0:
+        return flat.cast(fmt)
+    return flat.cast(fmt, mv.shape)
+
+
+def memview(obj, ctype, name, convert=False, output=False):
     """A memoryview of obj after checking its item type and layout.
 
     With convert, an int32 input of another integer type is converted (a copy).
+    A buffer that is not C-contiguous is copied in C order, unless output
+    says the library writes into it (then it is refused: the caller would
+    never see what the library wrote into a copy).
     """
     kind, formats, itemsize, code = _KINDS[ctype]
     if isinstance(obj, (list, tuple, range)):
@@ -83,16 +99,22 @@ def memview(obj, ctype, name, convert=False):
         raise TypeError(f"{name}: expected a buffer of {kind} (e.g. array.array({code!r}), "
                         f"a NumPy {kind} array), got {type(obj).__name__}") from None
     fmt = _format(mv.format)
-    if convert and ctype is ctypes.c_int32 and fmt in _INTEGER_FORMATS and (
-            fmt not in formats or mv.itemsize != itemsize):
-        if not mv.c_contiguous:
-            raise ValueError(f"{name}: the buffer must be C-contiguous")
-        return _int32_from(mv, obj, name)
-    if fmt not in formats or mv.itemsize != itemsize:
+    to_int32 = convert and ctype is ctypes.c_int32 and fmt in _INTEGER_FORMATS and (
+        fmt not in formats or mv.itemsize != itemsize)
+    if not to_int32 and (fmt not in formats or mv.itemsize != itemsize):
         raise TypeError(f"{name}: expected {kind} items, got format {mv.format!r} "
                         f"of {mv.itemsize} bytes")
     if not mv.c_contiguous:
-        raise ValueError(f"{name}: the buffer must be C-contiguous")
+        if output:
+            raise ValueError(f"{name}: the buffer must be C-contiguous, as the library "
+                             "writes into it and what it wrote into a copy would be lost "
+                             "(pass a contiguous buffer, e.g. numpy.ascontiguousarray(x), "
+                             "and read the result from it)")
+        if to_int32 and hasattr(obj, "astype"):
+            return _int32_from(mv, obj, name)   # NumPy converts and copies at once
+        mv = obj = _c_order(mv)
+    if to_int32:
+        return _int32_from(mv, obj, name)
     return mv
 
 
@@ -133,7 +155,7 @@ def _copy_of(obj):
 
 def as_output(obj, ctype, name, count, at_least=False):
     """A ctypes array over obj's memory, which the library writes."""
-    mv = memview(obj, ctype, name)
+    mv = memview(obj, ctype, name, output=True)
     if mv.readonly:
         origin = _copy_of(obj)
         if origin is not None:
@@ -145,6 +167,34 @@ def as_output(obj, ctype, name, count, at_least=False):
 
 def optional_input(obj, ctype, name, count):
     return None if obj is None else as_input(obj, ctype, name, count)
+
+
+def as_mask(obj, name, count):
+    """as_input for a uint8 mask of count flags, each 0 or 1; None for no mask.
+
+    The library counts every non-zero value as 1: a 2 is a mistake (a class
+    id, a weight) that would pass unnoticed, so it is refused.
+    """
+    if obj is None:
+        return None
+    arr = as_input(obj, ctypes.c_uint8, name, count)
+    flat = bytes(arr)
+    if flat.translate(None, b"\x00\x01"):
+        at = next(i for i, v in enumerate(flat) if v > 1)
+        value, where = flat[at], f"position {at}"
+        if not isinstance(obj, (list, tuple, range)):
+            mv = memoryview(obj)
+            if _format(mv.format) == "b" and value > 127:
+                value -= 256                    # int8: the value as the caller wrote it
+            if mv.ndim > 1:
+                index, rest = [], at
+                for size in reversed(mv.shape):
+                    index.append(rest % size)
+                    rest //= size
+                where += f" (index {tuple(reversed(index))})"
+        raise ValueError(f"{name}: value {value} at {where}; a mask holds 0 (the position "
+                         "does not count) or 1 (it counts)")
+    return arr
 
 
 def view(address, shape, ctype, keep=None, readonly=False):

@@ -181,6 +181,11 @@ class Struct(ctypes.Structure):
     _since = {}  # field -> the lattice_version_number() that added it (after 0.3)
 
     def __setattr__(self, name, value):
+        how = self.__dict__.get("_read_only")
+        if how is not None:
+            raise AttributeError(f"{type(self).__name__}.{name} cannot be set: this is a "
+                                 f"read-only copy of the settings in use, and setting it "
+                                 f"would change nothing; {how}")
         ctype = type(self)._int_fields().get(name)
         if ctype is not None:
             value = check_int(value, ctype, f"{type(self).__name__}.{name}")
@@ -207,6 +212,12 @@ class Struct(ctypes.Structure):
             fields = {n: t for n, t, *_ in getattr(cls, "_fields_", ()) if t in INT_RANGES}
             cls._int_types = fields
         return fields
+
+    def read_only(self, how):
+        """This struct, frozen: setting a field raises AttributeError saying how (the way
+        to change what it describes). For getters whose result is a copy."""
+        object.__setattr__(self, "_read_only", how)
+        return self
 
     def to_dict(self):
         out = {}

@@ -88,11 +88,16 @@ class Data(Handle):
 
     @property
     def params(self):
-        """The DataParams in use (separator is None: the library does not keep it)."""
+        """The DataParams in use (separator is None: the library does not keep it).
+
+        A read-only copy: the settings are fixed at creation; create another
+        Data for others (``Data.from_memory(ids, data.params, batch_size=8)``).
+        """
         out = DataParams()
         out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_data_get_params, byref(out))
-        return out
+        return out.read_only("a Data's settings are fixed at creation: create another "
+                             "(lattice.Data.from_memory(ids, data.params, batch_size=8))")
 
     def n_documents(self, split=Split.TRAIN):
         return self._get(lib.lattice_data_get_n_documents, to_enum(Split, split))

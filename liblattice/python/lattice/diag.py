@@ -86,7 +86,7 @@ class Diag(Handle):
         the last entry (c = n_classes) covers every counted token.
         """
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        m = B.as_mask(mask, "mask", batch * seq)
         c = B.optional_input(classes, c_uint8, "classes", batch * seq)
         per = n_classes + 1
         with self._using():   # the model's too: its depth and shape are this call's
@@ -103,7 +103,7 @@ class Diag(Handle):
         """dCE and angle of skipping layers [first, first + count) on a fixed batch."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         t = B.as_input(targets, c_int32, "targets", batch * seq)
-        m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+        m = B.as_mask(mask, "mask", batch * seq)
         out = RemovalStruct()
         with self._using():
             self.model._shape = None

@@ -10,6 +10,7 @@ was loaded, else by its SONAME through the system's loader.
 import array
 import ctypes
 import os
+import sys
 from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass
 
@@ -100,7 +101,9 @@ def _mpi4py_world():
         from mpi4py import MPI
     except ImportError as e:
         raise ImportError("lattice.Dist() without a communicator takes mpi4py's COMM_WORLD: "
-                          f"install mpi4py (Debian: apt-get install python3-mpi4py): {e}") from e
+                          f"{sys.executable} has no mpi4py ({e}); Debian's python3-mpi4py "
+                          "is /usr/bin/python3's (mpirun -np 2 /usr/bin/python3 ...), or "
+                          "install mpi4py for this Python") from e
     return MPI.COMM_WORLD
 
 
@@ -135,7 +138,10 @@ class Dist(Handle):
     the ranks in a fixed order. N ranks of b rows train as one process of
     N*b rows, equal to rounding; two runs on N ranks are bit-identical.
 
-    Start the script with ``mpirun -np N python3 train.py``. Every call that
+    Start the script with ``mpirun -np N /usr/bin/python3 train.py``: the
+    Python that has mpi4py (Debian's python3-mpi4py is /usr/bin/python3's;
+    another python3 first on PATH, pyenv's or conda's, fails with "No module
+    named 'mpi4py'"; ``python3 -c "import numpy, mpi4py"`` checks). Every call that
     communicates is collective: all ranks make it, in the same order. Close
     the Dist (``with``) before MPI finalises, which mpi4py does at exit; a
     rank that raises should call ``comm.Abort()`` so that the others do not
@@ -227,7 +233,9 @@ class Dist(Handle):
         if mv.readonly:
             raise TypeError("values must be writable: the sum replaces them")
         if not mv.c_contiguous:
-            raise ValueError("values must be C-contiguous")
+            raise ValueError("values must be C-contiguous: the sums replace them in place, "
+                             "and sums written into a copy would be lost (pass a contiguous "
+                             "buffer, e.g. numpy.ascontiguousarray(x), and read them from it)")
         name, ctype = _SUMS[code]
         n = mv.nbytes // mv.itemsize
         buf = (ctype * n).from_buffer(mv.cast("B")) if n else None

@@ -1,7 +1,7 @@
 """Distillation losses (distill.h)."""
 
 import ctypes
-from ctypes import byref, c_float, c_int32, c_uint8
+from ctypes import byref, c_float, c_int32
 from dataclasses import dataclass
 
 from . import _buffers as B
@@ -50,10 +50,13 @@ class Distill(Handle):
 
     @property
     def params(self):
+        """The DistillParams in use: a read-only copy (the settings are fixed at creation;
+        ``lattice.Distill(loss.params, tau=2.0)`` makes a loss with others)."""
         out = DistillParams()
         out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_distill_get_params, byref(out))
-        return out
+        return out.read_only("a Distill's settings are fixed at creation: create another "
+                             "(lattice.Distill(loss.params, tau=2.0))")
 
     def dense(self, student, teacher, targets=None, mask=None, *, vocab=None, dlogits=None):
         """The loss against dense teacher logits.
@@ -82,7 +85,7 @@ class Distill(Handle):
 
     def _run(self, fn, head, targets, mask, n, vocab, dlogits):
         t = B.optional_input(targets, c_int32, "targets", n)
-        m = B.optional_input(mask, c_uint8, "mask", n)
+        m = B.as_mask(mask, "mask", n)
         d = None if dlogits is None else B.as_output(dlogits, c_float, "dlogits", n * vocab)
         result = DistillResultStruct()
         self._call(fn, *head, t, m, n, vocab, d, byref(result))

@@ -3,7 +3,7 @@
 import ctypes
 import json
 import os
-from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_uint8, c_void_p
+from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Optional
 
 from . import _buffers as B
@@ -252,11 +252,20 @@ class Model(Handle):
 
     @property
     def params(self):
-        """The ModelParams the model was created with (n_active_layers: the current count)."""
+        """The ModelParams the model was created with (n_active_layers: the current count).
+
+        A read-only copy: setting a field raises AttributeError. The shape is
+        fixed at creation: for another, create another model
+        (``lattice.Model(model.params, d_model=64)``); the active depth
+        changes with ``model.active_layers = n``.
+        """
         out = ModelParams()
         out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_model_get_params, byref(out))
-        return out
+        return out.read_only(
+            "a model's shape is fixed at creation: create another "
+            "(lattice.Model(model.params, d_model=64)); the active depth changes with "
+            "model.active_layers = n")
 
     @property
     def vocab_size(self):
@@ -397,10 +406,20 @@ class Model(Handle):
         with self._using():
             batch, seq = self._batch_seq(None, None, what)
             t = B.as_input(targets, c_int32, "targets", batch * seq)
-            m = B.optional_input(mask, c_uint8, "mask", batch * seq)
+            m = B.as_mask(mask, "mask", batch * seq)
             self._call(fn, t, m, *(byref(o) for o in out))
 
     def backward(self):
+        """Backward pass from :meth:`dlogits_view` (the last forward's loss gradient).
+
+        It overwrites the gradients (``Tensor.grad``) of the trainable groups,
+        and does not add to them: a second ``backward()`` before the
+        optimizer step replaces the first one's gradients, so two micro-batches
+        do not accumulate. To accumulate, add each backward's ``Tensor.grad``
+        into buffers of your own and write the sum back before ``optim.step()``
+        (or train on the larger batch: ``Data`` and ``Trainer`` batch for you).
+        Frozen groups' gradients are left as they were.
+        """
         self._call(lib.lattice_model_backward)
 
     def _hidden_out(self, boundary, batch, seq, out, *args):

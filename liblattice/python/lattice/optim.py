@@ -51,10 +51,11 @@ class Optim(Handle):
 
     @property
     def params(self):
+        """The OptimParams in use: a read-only copy (change them with :meth:`set_params`)."""
         out = OptimParams()
         out.size = ctypes.sizeof(out)  # the bytes this package can take
         self._call(lib.lattice_optim_get_params, byref(out))
-        return out
+        return out.read_only("change them with optim.set_params(lr=...)")
 
     @with_fields(OptimParams)
     def set_params(self, params=None, **fields):

@@ -30,7 +30,8 @@ class Schedule(Handle):
 
     ``Schedule()`` is empty (or takes phases: Phase structs or dicts of Phase
     fields); ``Schedule.preset("grow", n_blocks, block_size, steps_per_phase)``
-    builds an arm of the paper.
+    builds an arm of the paper. The presets do not spend the same compute:
+    see :meth:`preset` for the budget-matched joint arms.
     """
 
     _destroy = "lattice_schedule_destroy"
@@ -49,7 +50,27 @@ class Schedule(Handle):
     @classmethod
     def preset(cls, preset, n_blocks=3, block_size=3, steps_per_phase=50000,
                block_init=BlockInit.RANDOM, rewind_data=False):
-        """An arm of the paper; rewind_data=True replays the first phase's data in every phase."""
+        """An arm of the paper; rewind_data=True replays the first phase's data in every phase.
+
+        preset is a :class:`Preset` or its name. steps_per_phase is per
+        phase, and the arms have different numbers of phases, so they do not
+        spend the same compute: ``preset("joint", 3, 2, 30)`` is one phase of
+        30 steps, ``preset("grow", 3, 2, 30)`` three (90 steps, 1, 2 then 3
+        blocks active); "freeze" is as grow, "single_block" is grow's first
+        phase. To compare joint training with grow at a matched budget, use
+        the budget-matched presets (schedule.h):
+
+        - ``"joint_matched_active"`` (Preset.JOINT_MATCHED_ACTIVE): all layers
+          for as many steps as give grow's active-layer tokens,
+          steps_per_phase * (n_blocks + 1) / 2 (60 steps here, in phases of
+          steps_per_phase with the learning rate restarting at each);
+        - ``"joint_matched_total"`` (Preset.JOINT_MATCHED_TOTAL): all layers,
+          n_blocks phases: grow's total tokens (90 steps here), the learning
+          rate restarting at the same boundaries.
+
+        ``total_steps`` and ``counters`` (active_layer_tokens) show what a
+        schedule spends.
+        """
         out = schedule_p()
         check(lib.lattice_schedule_create_preset(to_enum(Preset, preset), n_blocks, block_size,
                                                  steps_per_phase, to_enum(BlockInit, block_init),
@@ -76,9 +97,13 @@ class Schedule(Handle):
         return len(self)
 
     def phase(self, index):
+        """The phase at index: a read-only copy (phases are fixed once added; build another
+        schedule from ``Phase.make(schedule.phase(i), steps=...)``)."""
         out = Phase.defaults()  # its size asks for every field this package knows
         self._call(lib.lattice_schedule_get_phase, index, byref(out))
-        return out
+        return out.read_only("a schedule's phases are fixed once added: build another "
+                             "schedule (lattice.Schedule([lattice.Phase.make("
+                             "schedule.phase(0), steps=10)]))")
 
     @property
     def phases(self):

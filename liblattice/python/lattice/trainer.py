@@ -44,11 +44,16 @@ class Metrics:
                    m.grad_norm, bool(m.phase_end), Counters._from(m.counters), m.seconds)
 
 
-def _trampoline(fn):
-    """A C metrics callback around fn: a true result stops the run; so does an exception,
-    which the trainer method that was running re-raises once the C call returns."""
+def _trampoline(callbacks, name):
+    """A C metrics callback around callbacks[name], looked up at every call (so that
+    ``trainer.on_step = fn`` takes effect at the next step; None: nothing runs). A true
+    result stops the run; so does an exception, which the trainer method that was
+    running re-raises once the C call returns."""
 
     def callback(user, metrics):
+        fn = callbacks[name]
+        if fn is None:
+            return 0
         try:
             return 1 if fn(Metrics._from(metrics.contents)) else 0
         except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
@@ -56,6 +61,25 @@ def _trampoline(fn):
             return 1
 
     return MetricsFn(callback)
+
+
+def _callable_or_none(name, fn):
+    if fn is not None and not callable(fn):
+        raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
+    return fn
+
+
+def _callback_property(name, doc):
+    def get(self):
+        return self._callbacks[name]
+
+    def set(self, fn):
+        self._resource  # raises ClosedError for a closed trainer
+        self._callbacks[name] = _callable_or_none(name, fn)
+        # progress bars to close when the run ends (Progress.close)
+        self._progress = [f for f in self._callbacks.values() if isinstance(f, Progress)]
+
+    return property(get, set, doc=doc)
 
 
 class Trainer(Handle):
@@ -66,6 +90,8 @@ class Trainer(Handle):
     ``on_step(metrics)`` runs after every step and ``on_eval(metrics)`` after
     each step that measured validation; either stops :meth:`run` by returning
     a true value or by raising (the exception is re-raised by the call).
+    Both are also attributes: ``trainer.on_step = fn`` (or None) replaces the
+    callback from the next step on, also from inside a callback.
     Callbacks (these and a callback teacher's) run inside the step, on the
     thread that called: they must not change the objects the trainer is
     driving (reading them, ``optim.lr``, is safe), and closing one of them
@@ -93,13 +119,14 @@ class Trainer(Handle):
         if teacher is not None and distill is None:
             distill = Distill()
         p = TrainerParams.make(eval_every=eval_every, eval_batches=eval_batches, seed=seed)
+        # The C trainer takes its callbacks at creation only: both trampolines are
+        # always there, and look up the Python callback at each call.
+        callbacks = {"on_step": _callable_or_none("on_step", on_step),
+                     "on_eval": _callable_or_none("on_eval", on_eval)}
         keep = []
-        for name, fn in (("on_step", on_step), ("on_eval", on_eval)):
-            if fn is not None:
-                if not callable(fn):
-                    raise TypeError(f"{name} must be callable, got {type(fn).__name__}")
-                keep.append(_trampoline(fn))
-                setattr(p, name, keep[-1])
+        for name in callbacks:
+            keep.append(_trampoline(callbacks, name))
+            setattr(p, name, keep[-1])
         if teacher is None:
             distill = None  # the library ignores the loss without a teacher
         if dist is not None:
@@ -112,10 +139,17 @@ class Trainer(Handle):
                 byref(p), byref(out)))
         self._adopt(out, borrows=(model, teacher, distill, data, optim, schedule, dist),
                     keep=keep)
+        self._callbacks = callbacks
         # progress bars to close when the run ends (Progress.close)
         self._progress = [fn for fn in (on_step, on_eval) if isinstance(fn, Progress)]
         self.model, self.teacher, self.distill = model, teacher, distill
         self.data, self.optim, self.schedule = data, optim, schedule
+
+    on_step = _callback_property(
+        "on_step", "Called with the Metrics after every step (None: nothing); settable.")
+    on_eval = _callback_property(
+        "on_eval", "Called with the Metrics after each step that measured validation "
+        "(None: nothing); settable.")
 
     def _using(self, *others):
         # a Dist attached after creation (Dist.attach) is used by every step
