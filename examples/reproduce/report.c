@@ -123,6 +123,63 @@ static const char *val_text(const preset *p, char *buf, size_t n)
     return buf;
 }
 
+/* What the row-start token is here, and how it stands to the paper's
+ * document-boundary tokens. */
+static void row_start_words(FILE *f, const preset *p)
+{
+    fprintf(f, "**The row-start token.** The boundary statistics here are about position 0 of "
+               "each row, the row-start token. %s Position 0 attends only to itself and RoPE is "
+               "the identity there, so its residual stream is one fixed vector per model, the "
+               "same in every row. The paper's boundary tokens open whole documents: its rows are "
+               "documents of about 1k tokens on average, right-padded.\n\n",
+            p->split_long
+                ? "With split_long, documents are cut into pieces of one row each, and every "
+                  "piece opens with the separator token (256): most rows start in the middle of "
+                  "a document, and the row-start token is that separator."
+                : "Each row is one document (right-padded), so the row-start token is the "
+                  "document's first byte.");
+}
+
+/* The students' attention sinks and massive activations at their last
+ * evaluation (mean over seeds), or why a run has none. */
+static void students_sinks(FILE *f, const study *s)
+{
+    const preset *p = s->p;
+    fprintf(f, "\n## Attention sinks and massive activations in the students (last evaluation, "
+               "mean over seeds)\n\nOn the first validation batch, over the active layers: the "
+               "attention mass on position 0 (mean over layers), the largest share of sink heads "
+               "(mass above %.1f), the largest |activation| over the median, and the smallest "
+               "value-norm ratio of position 0. The teacher's are in its go/no-go table above.\n\n"
+               "| arm | mass on position 0 | sink heads | top / median | value norm ratio |\n"
+               "|---|---|---|---|---|\n",
+            SINK_THRESHOLD);
+    int unmeasured = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        double v[4] = {0, 0, 0, 0};
+        int ok = 1;
+        for (int i = 0; i < p->seeds && ok; i++) {
+            const run_result *r = s->res[a][i];
+            if (r->n_pts == 0 || !isfinite(r->sinks[r->n_pts - 1].mass0)) {
+                ok = 0;
+                break;
+            }
+            const sink_point *sp = &r->sinks[r->n_pts - 1];
+            v[0] += sp->mass0 / p->seeds;
+            v[1] += sp->sink_rate / p->seeds;
+            v[2] += sp->top_ratio / p->seeds;
+            v[3] += sp->value_norm0 / p->seeds;
+        }
+        if (ok)
+            fprintf(f, "| %s | %.3f | %.0f%% | %.1f | %.2f |\n", p->arms[a].name, v[0],
+                    100 * v[1], v[2], v[3]);
+        else
+            fprintf(f, "| %s | not measured | | | |\n", p->arms[a].name), unmeasured++;
+    }
+    if (unmeasured)
+        fprintf(f, "\nNot measured: runs kept from 0.3, whose trajectory did not carry these "
+                   "figures yet; a kept run cannot gain them without running again.\n");
+}
+
 void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
@@ -159,8 +216,9 @@ void report(FILE *f, const study *s)
     if (own)
         fprintf(f, "\n");
     data_passes(f, p);
+    row_start_words(f, p);
     verdicts(f, s);
-    fprintf(f, "## Teacher go/no-go\n\nOn the first validation batch, after each layer: the per-token RMS of the teacher's residual stream, boundary tokens (position 0 of each row, the document-boundary token) against regular ones; the attention mass queries put on position 0 (mean over heads) and the share of heads above %.1f (sink heads); the largest |activation| over the median, and where it sits (row x seq + position : dimension); position 0's value norm over the others'.\n\n| after layer | boundary RMS | regular RMS | ratio | kurtosis (all tokens) | mass on position 0 | sink heads | top / median | at | value norm ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    fprintf(f, "## Teacher go/no-go\n\nOn the first validation batch, after each layer: the per-token RMS of the teacher's residual stream, row-start tokens against regular ones; the attention mass queries put on position 0 (mean over heads) and the share of heads above %.1f (sink heads); the largest |activation| over the median, and where it sits (row x seq + position : dimension); position 0's value norm over the others'.\n\n| after layer | row-start RMS | regular RMS | ratio | kurtosis (all tokens) | mass on position 0 | sink heads | top / median | at | value norm ratio |\n|---|---|---|---|---|---|---|---|---|---|\n",
             SINK_THRESHOLD);
     for (int k = 1; k < s->teacher.n; k++)
         fprintf(f, "| %d | %.3f | %.3f | %.2f | %.1f | %.3f | %.0f%% | %.1f | %lld:%d | %.2f |\n", k,
@@ -310,7 +368,7 @@ void report(FILE *f, const study *s)
         }
     }
     /* boundary scale trajectory */
-    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints). Boundary tokens = position 0 of each row. Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | step | active layers | RMS std | kurtosis | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints); row-start tokens against regular ones. Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, document-boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | step | active layers | RMS std | kurtosis | RMS row-start | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         const run_result *r0 = s->res[a][0];
         const char *nm = p->arms[a].name;
@@ -333,7 +391,7 @@ void report(FILE *f, const study *s)
         }
     }
     /* boundary scale at the end, by block boundary */
-    fprintf(f, "\n## Boundary scale at block boundaries at the end (first validation batch, mean over seeds)\n\n| arm | after block | RMS std (all) | kurtosis (all) | RMS boundary | RMS regular | ratio |\n|---|---|---|---|---|---|---|\n");
+    fprintf(f, "\n## Boundary scale at block boundaries at the end (first validation batch, mean over seeds)\n\n| arm | after block | RMS std (all) | kurtosis (all) | RMS row-start | RMS regular | ratio |\n|---|---|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         run_result *r0 = s->res[a][0];
         for (int k = 0; k < r0->n_boundaries; k++) {
@@ -349,6 +407,7 @@ void report(FILE *f, const study *s)
                     v[0], v[1], v[2], v[3], v[3] > 0 ? v[2] / v[3] : NAN);
         }
     }
+    students_sinks(f, s);
 }
 
 /* One row per training step of every run: its training loss, and at the

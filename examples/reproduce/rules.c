@@ -90,38 +90,64 @@ verdict rule_mechanism_gate(int go, int64_t steps)
     return V_REPRODUCED; /* the gate is open: the caller applies the rule */
 }
 
-verdict rule_loss_jump(double pre, double post)
+int interval_side(const summary *s, double x)
 {
-    if (!isfinite(pre) || !isfinite(post))
-        return V_NOT_AVAILABLE;
-    if (post > 0.005 && post > 3 * fmax(pre, 0.0))
-        return V_REPRODUCED;
-    if (post <= pre)
-        return V_NOT_REPRODUCED;
-    return V_INCONCLUSIVE;
+    if (s->n < 2 || !isfinite(s->mean) || !isfinite(s->half))
+        return 0;
+    return s->mean - s->half > x ? 1 : s->mean + s->half < x ? -1 : 0;
 }
 
-verdict rule_block_removal(double pre_last_dce, double pre_last_angle, double post_min_dce,
-                           double post_min_angle, double floor)
+/* The first of several comparisons' early verdicts (not run, not available), or -1. */
+static int early_of(const summary *const *s, int n)
 {
-    if (!isfinite(pre_last_dce) || !isfinite(pre_last_angle) || !isfinite(post_min_dce) ||
-        !isfinite(post_min_angle))
-        return V_NOT_AVAILABLE;
-    if (post_min_dce >= floor && pre_last_dce < 0.25 * post_min_dce &&
-        post_min_angle > pre_last_angle)
-        return V_REPRODUCED;
-    if (pre_last_dce >= post_min_dce || post_min_dce < floor)
-        return V_NOT_REPRODUCED;
-    return V_INCONCLUSIVE;
+    for (int k = 0; k < n; k++)
+        if (s[k]->n == 0)
+            return V_NOT_RUN;
+    for (int k = 0; k < n; k++) {
+        const int e = before_interval(s[k]);
+        if (e == V_NOT_AVAILABLE)
+            return V_NOT_AVAILABLE;
+    }
+    for (int k = 0; k < n; k++)
+        if (s[k]->n < 2)
+            return V_INCONCLUSIVE;
+    return -1;
 }
 
-verdict rule_boundary(double pre_ratio, double post_ratio, double pre_std0, double pre_std1)
+verdict rule_jump_shape(const summary *share_gap, const summary *log_recovery)
 {
-    if (!isfinite(pre_ratio) || !isfinite(post_ratio) || !isfinite(pre_std0) || !isfinite(pre_std1))
-        return V_NOT_AVAILABLE;
-    if (pre_ratio < 1.5 || post_ratio >= 0.5 * pre_ratio)
+    const summary *all[] = {share_gap, log_recovery};
+    const int e = early_of(all, 2);
+    if (e >= 0)
+        return (verdict)e;
+    const int a = interval_side(share_gap, 0), b = interval_side(log_recovery, 0);
+    if (a < 0 || b < 0)
         return V_NOT_REPRODUCED;
-    if (pre_ratio >= 3 && pre_std1 > pre_std0)
-        return V_REPRODUCED;
-    return V_INCONCLUSIVE;
+    return a > 0 && b > 0 ? V_REPRODUCED : V_INCONCLUSIVE;
+}
+
+verdict rule_block_removal(const summary *ratio, const summary *post_min, const summary *angle_gap,
+                           double floor)
+{
+    const summary *all[] = {ratio, post_min, angle_gap};
+    const int e = early_of(all, 3);
+    if (e >= 0)
+        return (verdict)e;
+    const int r = interval_side(ratio, BLOCK_REMOVAL_RATIO), m = interval_side(post_min, floor),
+              g = interval_side(angle_gap, 0);
+    if (r > 0 || m < 0 || g < 0)
+        return V_NOT_REPRODUCED;
+    return r < 0 && m > 0 && g > 0 ? V_REPRODUCED : V_INCONCLUSIVE;
+}
+
+verdict rule_boundary(const summary *pre_ratio, const summary *half_gap)
+{
+    const summary *all[] = {pre_ratio, half_gap};
+    const int e = early_of(all, 2);
+    if (e >= 0)
+        return (verdict)e;
+    if (interval_side(pre_ratio, 1.5) < 0 || interval_side(half_gap, 0) > 0)
+        return V_NOT_REPRODUCED;
+    return interval_side(pre_ratio, 3) > 0 && interval_side(half_gap, 0) < 0 ? V_REPRODUCED
+                                                                           : V_INCONCLUSIVE;
 }

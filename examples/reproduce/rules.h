@@ -54,21 +54,35 @@ verdict rule_controls(const summary *active, const summary *total);
  * shortest phase. NOT_APPLICABLE without them; NOT_AVAILABLE on NaN. */
 verdict rule_mechanism_gate(int go, int64_t steps);
 
-/* The loss jump at the first append: post's jump above 3x pre's (and above
- * 0.005), per seed mean. */
-verdict rule_loss_jump(double pre, double post);
+/* The loss jump's shape at an append, over seeds: post-norm loses a larger
+ * share of what phase 0 learned (share_gap: post's share - pre's, paired by
+ * seed, > 0) and recovers more slowly (log_recovery: log(post's recovery
+ * steps / pre's), paired by seed, > 0). Reproduced when both directions
+ * are; not reproduced when either lies on the other side; else (and with
+ * one seed) inconclusive. */
+verdict rule_jump_shape(const summary *share_gap, const summary *log_recovery);
 
-/* Block removal: pre-grow's last block a near no-op (dCE below 1/4 of
- * post-grow's smallest block's), every post-grow block effective (dCE at
- * least floor, and angle above pre's last). */
+/* Block removal over seeds, per seed: ratio = pre-grow's last-block dCE /
+ * post-grow's smallest block dCE; post_min = post-grow's smallest block dCE;
+ * angle_gap = post-grow's smallest angle - pre-grow's last-block angle.
+ * Reproduced: ratio's 95% interval below 1/4, post_min's above the floor and
+ * angle_gap's above 0. Not reproduced: ratio's above 1/4, post_min's below
+ * the floor, or angle_gap's below 0. Else inconclusive. */
 #define BLOCK_REMOVAL_FLOOR 0.05 /* nats/byte: a block that matters changes the loss at least this */
-verdict rule_block_removal(double pre_last_dce, double pre_last_angle, double post_min_dce,
-                           double post_min_angle, double floor);
+#define BLOCK_REMOVAL_RATIO 0.25
+verdict rule_block_removal(const summary *ratio, const summary *post_min, const summary *angle_gap,
+                           double floor);
 
-/* Boundary tokens massive under pre-norm and not under post, at the same
- * depth: pre's boundary/regular ratio at least 3 and its RMS std growing,
- * post's below half of pre's. Post's ratio reaching half of pre's, or pre's
- * under 1.5: not reproduced. */
-verdict rule_boundary(double pre_ratio, double post_ratio, double pre_std0, double pre_std1);
+/* Row-start tokens massive under pre-norm and not under post, at a
+ * boundary an appended block reads, at the same depth and step: pre_ratio
+ * is pre-norm's row-start / regular RMS ratio over seeds; half_gap, per
+ * seed, post's ratio - half of pre's. Reproduced: pre_ratio's 95% interval
+ * above 3 and half_gap's below 0. Not reproduced: pre_ratio's below 1.5,
+ * or half_gap's above 0. Else inconclusive. */
+verdict rule_boundary(const summary *pre_ratio, const summary *half_gap);
+
+/* The interval of a summary wholly above (+1) or below (-1) x; 0 when it
+ * straddles x or has no interval. */
+int interval_side(const summary *s, double x);
 
 #endif

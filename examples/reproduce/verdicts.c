@@ -16,45 +16,88 @@ static void fmt_summary(char *buf, size_t n, const summary *sm)
         snprintf(buf, n, "%+.4f ± %.4f", sm->mean, sm->half);
 }
 
-/* Mean over seeds of the first phase change that appends layers, for one arm. */
-static double mean_jump(const study *s, const char *name, int *found)
+/* The paper's mechanism numbers (PAPER.md, "Controls"): the loss jump
+ * right after the first append (nats per token), and the steps to recover. */
+#define PAPER_JUMP_PRE 0.023
+#define PAPER_JUMP_POST_LO 0.25
+#define PAPER_JUMP_POST_HI 0.28
+#define PAPER_RECOVERY_PRE 100.0
+#define PAPER_RECOVERY_POST 20000.0
+
+/* The grow pairs: an arm pre-X on a grow schedule under pre-norm, and its
+ * post-X. Returns how many, the arms' indexes in pre[] and post[]. */
+static int grow_pairs(const study *s, int *pre, int *post)
 {
-    int a = arm_index(s, name);
-    *found = 0;
-    if (a < 0)
-        return NAN;
-    double j = 0;
-    for (int i = 0; i < s->p->seeds; i++) {
-        const run_result *r = s->res[a][i];
-        int k = 0;
-        while (k < r->n_appends && !r->is_append[k])
-            k++;
-        if (k == r->n_appends)
-            return NAN;
-        j += r->resp[k].jump / s->p->seeds;
+    int n = 0;
+    for (int a = 0; a < s->p->n_arms; a++) {
+        const arm *am = &s->p->arms[a];
+        if (am->placement != LATTICE_NORM_PLACEMENT_PRE ||
+            am->schedule != LATTICE_SCHEDULE_PRESET_GROW || strncmp(am->name, "pre-", 4) != 0)
+            continue;
+        char partner[64];
+        snprintf(partner, sizeof partner, "post-%s", am->name + 4);
+        const int b = arm_index(s, partner);
+        if (b >= 0 && s->p->arms[b].schedule == LATTICE_SCHEDULE_PRESET_GROW) {
+            pre[n] = a;
+            post[n++] = b;
+        }
     }
-    *found = 1;
-    return j;
+    return n;
 }
 
-/* Mean over seeds of the last trajectory point's boundary/regular RMS ratio,
- * and of the RMS std at the first and last points. */
-static int trajectory_ends(const study *s, const char *name, double *ratio, double *std0, double *std1)
+/* The first phase change of a run that appends layers (-1: none). */
+static int first_append(const run_result *r)
 {
-    int a = arm_index(s, name);
-    if (a < 0)
+    for (int k = 0; k < r->n_appends; k++)
+        if (r->is_append[k])
+            return k;
+    return -1;
+}
+
+/* At a run's first append: the share of what phase 0 learned (the loss at
+ * step 1 down to the baseline before the append) that the jump gives back,
+ * the jump, and the steps to recover (a run that never recovers within its
+ * phase counts the phase's length: a lower bound). 0 when it has none. */
+static int append_shape(const preset *p, const run_result *r, double *share, double *jump,
+                        double *recovery)
+{
+    const int k = first_append(r);
+    if (k < 0 || r->n_steps == 0)
         return 0;
-    *ratio = *std0 = *std1 = 0;
-    for (int i = 0; i < s->p->seeds; i++) {
-        const run_result *r = s->res[a][i];
-        if (r->n_pts == 0)
-            return 0;
-        const point *first = &r->pts[0], *last = &r->pts[r->n_pts - 1];
-        *ratio += last->rms_boundary / last->rms_regular / s->p->seeds;
-        *std0 += first->rms_std / s->p->seeds;
-        *std1 += last->rms_std / s->p->seeds;
-    }
+    const lattice_diag_response *x = &r->resp[k];
+    *jump = x->jump;
+    *share = x->jump / (r->losses[0] - x->baseline);
+    *recovery = x->recovery >= 0 ? (double)x->recovery : (double)p->steps_per_phase;
     return 1;
+}
+
+/* The row-start / regular RMS ratio of a run at the end of phase k (after
+ * block k + 1, the stream block k + 2 reads when it is appended): the
+ * trajectory point at that step; NaN when the run has none there. */
+static double ratio_at_phase_end(const preset *p, const run_result *r, int k)
+{
+    const int64_t step = (int64_t)(k + 1) * p->steps_per_phase;
+    for (int j = 0; j < r->n_pts; j++)
+        if (r->pts[j].step == step && r->pts[j].active == (k + 1) * p->block_size)
+            return r->pts[j].rms_boundary / r->pts[j].rms_regular;
+    return NAN;
+}
+
+/* "m ± h" of a summary (n/a when it has no seeds; no ± with one). */
+static void fmt_pm(char *buf, size_t n, const summary *sm, const char *f, double scale)
+{
+    char m[64], h[64];
+    if (sm->n == 0 || !isfinite(sm->mean)) {
+        snprintf(buf, n, "n/a");
+        return;
+    }
+    snprintf(m, sizeof m, f, sm->mean * scale);
+    if (sm->n < 2 || !isfinite(sm->half)) {
+        snprintf(buf, n, "%s", m);
+        return;
+    }
+    snprintf(h, sizeof h, f, sm->half * scale);
+    snprintf(buf, n, "%s ± %s", m, h[0] == '+' ? h + 1 : h); /* a half-width has no sign */
 }
 
 /* A row's verdict, with "(1 seed)" where one seed is all there is. */
@@ -80,7 +123,7 @@ void verdicts(FILE *f, const study *s)
     const preset *p = s->p;
     const int n = p->seeds;
     double d[MAX_SEEDS], e[MAX_SEEDS];
-    char ours[200];
+    char ours[1200];
     fprintf(f, "## Verdict: what reproduced\n\n"
                "One row per finding of the paper. Differences are paired by seed (post minus pre, "
                "nats/byte), ± the half-width of the 95%% t interval over the seeds. Rules "
@@ -142,64 +185,161 @@ void verdicts(FILE *f, const study *s)
     /* the mechanism rows' precondition */
     const int go = s->teacher.n > 0 && isfinite(s->teacher.max_ratio) ? s->teacher.max_ratio >= 3 : -1;
     const verdict gate = rule_mechanism_gate(go, p->steps_per_phase);
-    /* 7 loss jump */
-    int f1, f2;
-    double jpre = mean_jump(s, "pre-grow", &f1), jpost = mean_jump(s, "post-grow", &f2);
-    verdict vj = !(f1 && f2) ? V_NOT_RUN : gate != V_REPRODUCED ? gate : rule_loss_jump(jpre, jpost);
-    snprintf(ours, sizeof ours, f1 && f2 ? "pre %+.3f, post %+.3f" : "n/a", jpre, jpost);
-    fprintf(f, "| loss jump at the first append: post >> pre (rule: post > 3 x pre) | pre 0.023, post 0.25-0.28 | %s | %s |\n",
-            ours, vtext(vj, n));
-    /* 8 block removal */
-    int ag = arm_index(s, "pre-grow"), bg = arm_index(s, "post-grow");
-    verdict vr = V_NOT_RUN;
-    if (ag >= 0 && bg >= 0 && s->res[ag][0]->n_blocks_measured > 0 &&
-        s->res[bg][0]->n_blocks_measured > 0) {
-        const int nb = s->res[ag][0]->n_blocks_measured;
-        double last_d = 0, last_a = 0, min_post = INFINITY, min_post_a = INFINITY;
-        for (int i = 0; i < n; i++) {
-            last_d += s->res[ag][i]->removal[nb - 1].dce / n;
-            last_a += s->res[ag][i]->removal[nb - 1].angle / n;
-        }
-        for (int b = 0; b < s->res[bg][0]->n_blocks_measured; b++) {
-            double md = 0, ma = 0;
+    int gpre[MAX_ARMS], gpost[MAX_ARMS];
+    const int ng = grow_pairs(s, gpre, gpost);
+    /* 7 the loss jump's shape, per grow pair */
+    for (int g = 0; g < ng; g++) {
+        double sh[2][MAX_SEEDS], jp[2][MAX_SEEDS], rc[2][MAX_SEEDS], gap[MAX_SEEDS],
+            lrec[MAX_SEEDS];
+        int ok = 1;
+        for (int i = 0; i < n && ok; i++)
+            for (int w = 0; w < 2 && ok; w++)
+                ok = append_shape(p, s->res[w ? gpost[g] : gpre[g]][i], &sh[w][i], &jp[w][i],
+                                  &rc[w][i]);
+        summary ssh[2], sjp[2], src[2], sgap = {0, 0, NAN, 0}, slrec = {0, 0, NAN, 0};
+        verdict v = V_NOT_RUN;
+        if (ok) {
             for (int i = 0; i < n; i++) {
-                md += s->res[bg][i]->removal[b].dce / n;
-                ma += s->res[bg][i]->removal[b].angle / n;
+                gap[i] = sh[1][i] - sh[0][i];
+                lrec[i] = log(fmax(rc[1][i], 1.0) / fmax(rc[0][i], 1.0));
             }
-            min_post = fmin(min_post, md);
-            min_post_a = fmin(min_post_a, ma);
+            for (int w = 0; w < 2; w++) {
+                ssh[w] = summarise(sh[w], n);
+                sjp[w] = summarise(jp[w], n);
+                src[w] = summarise(rc[w], n);
+            }
+            sgap = summarise(gap, n);
+            slrec = summarise(lrec, n);
+            v = gate != V_REPRODUCED ? gate : rule_jump_shape(&sgap, &slrec);
+            char a1[140], a2[140], a3[140], r1[140], r2[140], j1[140], j2[140];
+            fmt_pm(a1, sizeof a1, &ssh[0], "%.0f%%", 100);
+            fmt_pm(a2, sizeof a2, &ssh[1], "%.0f%%", 100);
+            fmt_pm(a3, sizeof a3, &sgap, "%+.0f", 100);
+            fmt_pm(r1, sizeof r1, &src[0], "%.0f", 1);
+            fmt_pm(r2, sizeof r2, &src[1], "%.0f", 1);
+            fmt_pm(j1, sizeof j1, &sjp[0], "%+.3f", 1);
+            fmt_pm(j2, sizeof j2, &sjp[1], "%+.3f", 1);
+            snprintf(ours, sizeof ours,
+                     "share of phase 0's learning lost: pre %s, post %s (post - pre %s points); "
+                     "recovery: pre %s, post %s steps (post / pre %.1fx); jump: pre %s, post %s "
+                     "nats/byte (post's is %.0fx the paper's at %.0f bytes per token)",
+                     a1, a2, a3, r1, r2, exp(slrec.mean), j1, j2,
+                     sjp[1].mean * PAPER_BYTES_PER_TOKEN /
+                         (0.5 * (PAPER_JUMP_POST_LO + PAPER_JUMP_POST_HI)),
+                     PAPER_BYTES_PER_TOKEN);
+        } else {
+            snprintf(ours, sizeof ours, "n/a");
         }
-        vr = gate != V_REPRODUCED ? gate
-                                  : rule_block_removal(last_d, last_a, min_post, min_post_a,
-                                                       BLOCK_REMOVAL_FLOOR);
-        snprintf(ours, sizeof ours, "pre-grow last block dCE %.3f, angle %.3f; post-grow every block dCE >= %.3f, angle >= %.3f",
-                 last_d, last_a, min_post, min_post_a);
-    } else {
-        snprintf(ours, sizeof ours, "n/a");
+        fprintf(f, "| loss jump at the first append, %s / %s: post loses more of phase 0's "
+                   "learning and recovers more slowly (rule: both paired differences' intervals "
+                   "above 0) | jump pre %.3f, post %.2f-%.2f nats/token; recovery pre ~%.0f, "
+                   "post ~%.0fk steps (%.0fx) | %s | %s |\n",
+                p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_JUMP_PRE, PAPER_JUMP_POST_LO,
+                PAPER_JUMP_POST_HI, PAPER_RECOVERY_PRE, PAPER_RECOVERY_POST / 1000,
+                PAPER_RECOVERY_POST / PAPER_RECOVERY_PRE, ours, vtext(v, n));
     }
-    fprintf(f, "| block removal: pre-grow's last block a near no-op, every post-grow block effective (rule: pre's dCE < 1/4 of post's smallest, post's smallest >= %.2f) | pre last dCE 0.02, angle 0.031; post dCE >= 2.38, angle > 0.34 | %s | %s |\n",
-            BLOCK_REMOVAL_FLOOR, ours, vtext(vr, n));
-    /* 9 boundary-token growth: pre and post of the same schedule, so at the same depth */
-    double rpre, s0pre, s1pre, rpost, s0post, s1post;
-    verdict vg = V_NOT_RUN;
-    const int grow = arm_index(s, "pre-grow") >= 0 && arm_index(s, "post-grow") >= 0;
-    const char *apre = grow ? "pre-grow" : "pre-joint", *apost = grow ? "post-grow" : "post-joint";
-    if (trajectory_ends(s, apre, &rpre, &s0pre, &s1pre) && trajectory_ends(s, apost, &rpost, &s0post, &s1post)) {
-        vg = gate != V_REPRODUCED ? gate : rule_boundary(rpre, rpost, s0pre, s1pre);
-        snprintf(ours, sizeof ours, "%s: boundary/regular RMS %.2fx, RMS std %.3f -> %.3f; %s: %.2fx, std %.3f -> %.3f",
-                 apre, rpre, s0pre, s1pre, apost, rpost, s0post, s1post);
-    } else {
-        snprintf(ours, sizeof ours, "n/a");
+    /* 8 block removal, per grow pair: per-seed ratios and gaps with intervals */
+    for (int g = 0; g < ng; g++) {
+        const run_result *r0 = s->res[gpre[g]][0], *q0 = s->res[gpost[g]][0];
+        verdict vr = V_NOT_RUN;
+        if (r0->n_blocks_measured > 0 && q0->n_blocks_measured > 0) {
+            double ratio[MAX_SEEDS], pmin[MAX_SEEDS], agap[MAX_SEEDS], last[MAX_SEEDS];
+            for (int i = 0; i < n; i++) {
+                const run_result *r = s->res[gpre[g]][i], *q = s->res[gpost[g]][i];
+                const lattice_diag_removal *lb = &r->removal[r->n_blocks_measured - 1];
+                double md = INFINITY, ma = INFINITY;
+                for (int b = 0; b < q->n_blocks_measured; b++) {
+                    md = fmin(md, q->removal[b].dce);
+                    ma = fmin(ma, q->removal[b].angle);
+                }
+                last[i] = lb->dce;
+                pmin[i] = md;
+                ratio[i] = lb->dce / md;
+                agap[i] = ma - lb->angle;
+            }
+            const summary sr = summarise(ratio, n), sm = summarise(pmin, n),
+                          sa = summarise(agap, n), sl = summarise(last, n);
+            vr = gate != V_REPRODUCED ? gate
+                                      : rule_block_removal(&sr, &sm, &sa, BLOCK_REMOVAL_FLOOR);
+            char t1[140], t2[140], t3[140], t4[140];
+            fmt_pm(t1, sizeof t1, &sl, "%.3f", 1);
+            fmt_pm(t2, sizeof t2, &sm, "%.3f", 1);
+            fmt_pm(t3, sizeof t3, &sr, "%.3f", 1);
+            fmt_pm(t4, sizeof t4, &sa, "%+.3f", 1);
+            snprintf(ours, sizeof ours,
+                     "pre's last block dCE %s; post's smallest %s; ratio %s (per seed:", t1, t2,
+                     t3);
+            for (int i = 0; i < n; i++)
+                snprintf(ours + strlen(ours), sizeof ours - strlen(ours), " %.3f", ratio[i]);
+            snprintf(ours + strlen(ours), sizeof ours - strlen(ours),
+                     "); post's smallest angle - pre's last %s", t4);
+        } else {
+            snprintf(ours, sizeof ours, "n/a");
+        }
+        fprintf(f, "| block removal, %s / %s: pre's last block a near no-op, every post block "
+                   "effective (rule: the per-seed ratio of pre's last dCE to post's smallest has "
+                   "its interval below %.2f, post's smallest dCE above %.2f and the angle gap "
+                   "above 0) | pre last dCE 0.02, angle 0.031; post dCE >= 2.38, angle > 0.34 "
+                   "(nats/token) | %s | %s |\n",
+                p->arms[gpre[g]].name, p->arms[gpost[g]].name, BLOCK_REMOVAL_RATIO,
+                BLOCK_REMOVAL_FLOOR, ours, vtext(vr, n));
     }
-    fprintf(f, "| boundary tokens grow massive under pre-norm, not post (rule: pre ratio >= 3 with std growing, post's below half of pre's, at the same depth) | pre 37x, std 5.81 -> 19.98; post < 2.5, std 0.07-0.19 | %s | %s |\n",
-            ours, vtext(vg, n));
-    char b1[64];
+    /* 9 row-start tokens at the boundaries appended blocks read, same depth and step */
+    for (int g = 0; g < ng; g++) {
+        double pr[MAX_SEEDS], hg[MAX_SEEDS], pr2[MAX_SEEDS], po2[MAX_SEEDS], po[MAX_SEEDS];
+        int ok = p->blocks >= 2;
+        for (int i = 0; i < n && ok; i++) {
+            pr[i] = ratio_at_phase_end(p, s->res[gpre[g]][i], 0);
+            po[i] = ratio_at_phase_end(p, s->res[gpost[g]][i], 0);
+            pr2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, s->res[gpre[g]][i], 1) : NAN;
+            po2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, s->res[gpost[g]][i], 1) : NAN;
+            hg[i] = po[i] - 0.5 * pr[i];
+            ok = isfinite(pr[i]) && isfinite(po[i]);
+        }
+        verdict vg = V_NOT_RUN;
+        if (ok) {
+            const summary spr = summarise(pr, n), shg = summarise(hg, n), spo = summarise(po, n),
+                          spr2 = summarise(pr2, n), spo2 = summarise(po2, n);
+            vg = gate != V_REPRODUCED ? gate : rule_boundary(&spr, &shg);
+            char t1[140], t2[140], t3[140], t4[140];
+            fmt_pm(t1, sizeof t1, &spr, "%.2fx", 1);
+            fmt_pm(t2, sizeof t2, &spo, "%.2fx", 1);
+            fmt_pm(t3, sizeof t3, &spr2, "%.2fx", 1);
+            fmt_pm(t4, sizeof t4, &spo2, "%.2fx", 1);
+            snprintf(ours, sizeof ours,
+                     "after block 1 at the end of phase 0: pre %s, post %s; after block 2 at the "
+                     "end of phase 1: pre %s, post %s", t1, t2, t3, t4);
+        } else {
+            snprintf(ours, sizeof ours, "n/a");
+        }
+        fprintf(f, "| row-start tokens massive under pre-norm, not post, where the appended "
+                   "blocks read, %s / %s (rule: pre's row-start / regular RMS ratio's interval "
+                   "above 3, and post's ratio minus half of pre's, per seed, below 0) | "
+                   "document-boundary tokens 37x under pre-norm, post-norm below 2.5 | %s | "
+                   "%s |\n",
+                p->arms[gpre[g]].name, p->arms[gpost[g]].name, ours, vtext(vg, n));
+    }
+    if (ng == 0)
+        fprintf(f, "| loss jump, block removal, row-start tokens | (the grow arms) | n/a | not run "
+                   "|\n");
+    char b1[64], layers[512] = "", go_at[256] = "";
     fmt_num(b1, sizeof b1, s->teacher.max_ratio, "%.2f");
-    fprintf(f, "\nTeacher go/no-go: the largest boundary-token / regular RMS ratio over the teacher's "
-               "layers is %s: %s.%s\n\n",
-            b1, go < 0 ? "not measured" : go ? "GO (massive boundary activations present)"
-                                           : "NO-GO (the teacher shows no massive boundary activations; "
-                                             "the paper's mechanism has nothing to act on)",
+    for (int k = 1; k < s->teacher.n; k++) {
+        snprintf(layers + strlen(layers), sizeof layers - strlen(layers), " %.2f",
+                 s->teacher.ratio[k]);
+        if (s->teacher.ratio[k] >= 3)
+            snprintf(go_at + strlen(go_at), sizeof go_at - strlen(go_at), "%s%d",
+                     go_at[0] ? ", " : "", k);
+    }
+    fprintf(f, "\nTeacher go/no-go: the largest row-start / regular RMS ratio over the teacher's "
+               "layers is %s%s%d: %s. Per layer (after layer 1, 2, ...):%s; the gate (3 or "
+               "more) passes %s%s.%s\n\n",
+            b1, s->teacher.max_layer > 0 ? ", after layer " : "", s->teacher.max_layer,
+            go < 0 ? "not measured" : go ? "GO (massive row-start activations present)"
+                                         : "NO-GO (the teacher shows no massive row-start "
+                                           "activations; the paper's mechanism has nothing to act "
+                                           "on)",
+            layers[0] ? layers : " n/a", go_at[0] ? "after layer " : "at no layer", go_at,
             p->steps_per_phase < MECHANISM_MIN_STEPS
                 ? " The phases are shorter than the mechanism rows need: they are not applicable."
                 : "");

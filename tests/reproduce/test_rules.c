@@ -7,6 +7,13 @@
 
 static summary of(const double *x, int n) { return summarise(x, n); }
 
+/* A summary by its mean and 95% half-width (sd set equal; n seeds). */
+static summary S(double mean, double half, int n)
+{
+    const summary s = {mean, half, half, n};
+    return s;
+}
+
 START_TEST(test_direction)
 {
     const double below[3] = {-0.05, -0.04, -0.06}, above[3] = {0.05, 0.04, 0.06};
@@ -73,25 +80,40 @@ START_TEST(test_mechanism_rows)
     ck_assert_int_eq(rule_mechanism_gate(0, 100000), V_NOT_APPLICABLE);          /* NO-GO */
     ck_assert_int_eq(rule_mechanism_gate(1, MECHANISM_MIN_STEPS - 1), V_NOT_APPLICABLE);
     ck_assert_int_eq(rule_mechanism_gate(-1, 100000), V_NOT_AVAILABLE);
-    ck_assert_int_eq(rule_loss_jump(0.02, 0.25), V_REPRODUCED);
-    ck_assert_int_eq(rule_loss_jump(0.02, 0.04), V_INCONCLUSIVE);
-    ck_assert_int_eq(rule_loss_jump(0.05, 0.04), V_NOT_REPRODUCED);
-    ck_assert_int_eq(rule_loss_jump(0.0, 0.003), V_INCONCLUSIVE); /* too small to call */
-    ck_assert_int_eq(rule_loss_jump(NAN, 0.25), V_NOT_AVAILABLE);
     const double fl = BLOCK_REMOVAL_FLOOR;
-    ck_assert_int_eq(rule_block_removal(0.02, 0.03, 2.38, 0.34, fl), V_REPRODUCED);
-    /* a smallest post block under the floor is not "every block effective" */
-    ck_assert_int_eq(rule_block_removal(0.001, 0.001, 0.01, 0.34, fl), V_NOT_REPRODUCED);
-    ck_assert_int_eq(rule_block_removal(0.5, 0.03, 0.4, 0.34, fl), V_NOT_REPRODUCED);
-    ck_assert_int_eq(rule_block_removal(0.2, 0.03, 0.4, 0.34, fl), V_INCONCLUSIVE);
-    ck_assert_int_eq(rule_block_removal(0.02, 0.5, 2.38, 0.34, fl), V_INCONCLUSIVE);
-    ck_assert_int_eq(rule_block_removal(0.02, 0.03, NAN, 0.34, fl), V_NOT_AVAILABLE);
-    ck_assert_int_eq(rule_boundary(37, 1.2, 5.8, 20), V_REPRODUCED);
-    ck_assert_int_eq(rule_boundary(4, 2.5, 5.8, 20), V_NOT_REPRODUCED); /* post reaches half */
-    ck_assert_int_eq(rule_boundary(1.4, 1.0, 5.8, 20), V_NOT_REPRODUCED);
-    ck_assert_int_eq(rule_boundary(2.5, 1.0, 5.8, 20), V_INCONCLUSIVE);
-    ck_assert_int_eq(rule_boundary(4, 1.0, 5.8, 5.0), V_INCONCLUSIVE); /* std not growing */
-    ck_assert_int_eq(rule_boundary(NAN, 1.0, 5.8, 20), V_NOT_AVAILABLE);
+    /* the jump's shape: both halves over seeds */
+    const summary up = S(0.7, 0.1, 3), down = S(-0.5, 0.1, 3), wide = S(0.1, 0.3, 3),
+                  one = S(0.7, NAN, 1), none = {0, 0, NAN, 0}, nan = S(NAN, 0.1, 3);
+    ck_assert_int_eq(rule_jump_shape(&up, &up), V_REPRODUCED);
+    ck_assert_int_eq(rule_jump_shape(&up, &wide), V_INCONCLUSIVE);   /* slower: not shown */
+    ck_assert_int_eq(rule_jump_shape(&up, &down), V_NOT_REPRODUCED); /* post recovers faster */
+    ck_assert_int_eq(rule_jump_shape(&down, &up), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_jump_shape(&one, &one), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_jump_shape(&none, &up), V_NOT_RUN);
+    ck_assert_int_eq(rule_jump_shape(&nan, &up), V_NOT_AVAILABLE);
+    /* block removal over seeds: the case 0.4 passed by 5% (ratios 0.241, 0.248, 0.219) */
+    const double r3[3] = {0.241, 0.248, 0.219};
+    const summary close = summarise(r3, 3), small = S(0.05, 0.01, 3), big = S(0.6, 0.05, 3),
+                  post = S(0.4, 0.05, 3), weak = S(0.01, 0.005, 3), gap = S(0.2, 0.02, 3),
+                  neg = S(-0.2, 0.02, 3);
+    ck_assert_int_eq(rule_block_removal(&close, &post, &gap, fl), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_block_removal(&small, &post, &gap, fl), V_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(&big, &post, &gap, fl), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(&small, &weak, &gap, fl), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(&small, &post, &neg, fl), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_block_removal(&small, &one, &gap, fl), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_block_removal(&small, &nan, &gap, fl), V_NOT_AVAILABLE);
+    /* row-start tokens, at the same depth and step */
+    const summary r37 = S(37, 2, 3), r2 = S(2.0, 0.1, 3), r1 = S(1.2, 0.05, 3),
+                  below = S(-10, 1, 3), above = S(0.5, 0.1, 3), straddle = S(0, 1, 3);
+    ck_assert_int_eq(rule_boundary(&r37, &below), V_REPRODUCED);
+    ck_assert_int_eq(rule_boundary(&r37, &above), V_NOT_REPRODUCED); /* post reaches half */
+    ck_assert_int_eq(rule_boundary(&r1, &below), V_NOT_REPRODUCED);  /* pre not massive */
+    ck_assert_int_eq(rule_boundary(&r2, &below), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_boundary(&r37, &straddle), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_boundary(&nan, &below), V_NOT_AVAILABLE);
+    ck_assert_int_eq(interval_side(&r37, 3), 1);
+    ck_assert_int_eq(interval_side(&one, 0), 0);
     ck_assert_str_eq(verdict_text(V_NOT_APPLICABLE), "not applicable");
     ck_assert_str_eq(verdict_text(V_NOT_AVAILABLE), "not available");
 }

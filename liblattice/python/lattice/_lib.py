@@ -327,6 +327,7 @@ PROTOTYPES = {
     # checkpoint.h
     "lattice_trainer_save_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
     "lattice_trainer_load_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
+    "lattice_trainer_load_checkpoint_flags": (STATUS, [T.trainer_p, c_char_p, c_uint]),
     # diag.h
     "lattice_diag_create": (STATUS, [T.model_p, POINTER(T.diag_p)]),
     "lattice_diag_destroy": (None, [T.diag_p]),
