@@ -458,9 +458,10 @@ int main(int argc, char **argv)
     FILE *f = rep.f;
     report(f, &rs);
     if (n_runs > 0)
-        fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d threads%s.\n",
+        fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d thread%s%s.\n",
                 wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels,
-                p.threads, n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+                p.threads, p.threads == 1 ? "" : "s",
+                n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
     else
         fprintf(f, "\nNothing ran now: every run reported was kept from an earlier run in this "
                    "folder (each run's own seconds and tokens/s are in results.json). Report "

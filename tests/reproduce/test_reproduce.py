@@ -149,7 +149,7 @@ class TinyStudy(unittest.TestCase):
             self.assertIn("## Verdict: what reproduced", report)
             for row in ("joint: post ≈ pre", "grow: post < pre", "interaction I < 0",
                         "loss jump at the first append", "block removal",
-                        "boundary tokens grow massive"):
+                        "row-start tokens massive under pre-norm"):
                 self.assertIn("| " + row, report)
             self.assertIn("| post-grow | 1 | append |", report)
             with open(os.path.join(out, "results.json")) as f:
