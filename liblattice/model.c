@@ -42,6 +42,7 @@ void lattice_model_params_init(lattice_model_params *p)
     p->max_seq = 256;
     p->seed = 0;
     p->init_std = 0.02f;
+    p->block_norm = 0;
 }
 
 static int has_slot(lattice_norm_placement pl, int slot)
@@ -95,6 +96,9 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
         BAD("max_batch %d and max_seq %d must be positive", p->max_batch, p->max_seq);
     if (!(p->init_std >= 0.0f) || !isfinite(p->init_std))
         BAD("init_std must be finite and >= 0");
+    if (p->block_norm < 0 || p->block_norm > p->n_layers)
+        BAD("block_norm %d not in 0..n_layers (%d): the layers per block whose entry is "
+            "normalised, or 0 for none", p->block_norm, p->n_layers);
     /* Everything sized from these must fit comfortably in memory arithmetic. */
     double n = (double)p->max_batch * p->max_seq;
     double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
@@ -214,6 +218,15 @@ static size_t layout_params(lattice_model *m, char *base, size_t *n_floats)
                 T1(L->norm[s].b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 20 + s);
             }
         }
+        L->bnorm.w = L->bnorm.b = NULL;
+        if (lattice__block_entry(m, i)) {
+            snprintf(name, sizeof name, "%s.%d.block_entry_norm.weight", pfx, i);
+            T1(L->bnorm.w, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 30);
+            if (layer_norm) {
+                snprintf(name, sizeof name, "%s.%d.block_entry_norm.bias", pfx, i);
+                T1(L->bnorm.b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 31);
+            }
+        }
     }
 #undef T1
 #undef T2
@@ -279,6 +292,10 @@ static size_t layout_acts(lattice_model *m, char *base)
         A->mid = F32(N * D);
         A->gu = F32(N * 2 * F);
         A->s = F32(N * F);
+        if (lattice__block_entry(m, i)) {
+            A->bn = F32(N * D);
+            STATS(A->bst);
+        }
     }
     m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
     m->logits = F32(N * V);
@@ -343,6 +360,19 @@ static lattice_status adopt_params(lattice_model_params *dst, const lattice_mode
     return check_params(dst, err);
 }
 
+/* A block-entry norm is an intervention on pre-norm's stream: post-norm
+ * normalises its stream at every layer already, and peri-norm's output norms
+ * bound it. */
+static lattice_status check_block_norm(const lattice_model_params *p, const lattice_norm *norm,
+                                       const char *fn)
+{
+    if (p->block_norm > 0 && norm->placement != LATTICE_NORM_PLACEMENT_PRE)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "%s: block_norm %d needs the pre-norm placement (post- and peri-norm "
+                             "normalise the stream already)", fn, p->block_norm);
+    return LATTICE_OK;
+}
+
 lattice_status lattice_model_params_check(const lattice_model_params *params, char *errmsg)
 {
     lattice_model_params p;
@@ -363,6 +393,8 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
     lattice_model m;
     memset(&m, 0, sizeof(m));
     lattice_status st = adopt_params(&m.p, params, NULL);
+    if (st == LATTICE_OK)
+        st = check_block_norm(&m.p, norm, "lattice_model_estimate");
     if (st != LATTICE_OK)
         return st;
     m.norm = *norm;
@@ -412,6 +444,8 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
                   : par && strcmp(par, "rows") == 0 ? PARALLEL_ROWS
                                                     : PARALLEL_AUTO;
     lattice_status st = adopt_params(&m->p, params, NULL);
+    if (st == LATTICE_OK)
+        st = check_block_norm(&m->p, norm, "lattice_model_create");
     if (st != LATTICE_OK) {
         free(m);
         return st;
@@ -738,6 +772,10 @@ static lattice_status layer_forward(lattice_model *m, int i)
     const int D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim, F = p->d_ff;
     const int W = (H + 2 * KV) * hd;
     const float *x = m->hs[i];
+    if (L->bnorm.w) { /* a block's entry: the block reads, and the stream goes on from, Norm(x) */
+        norm_fwd(m, A->bn, &A->bst, x, &L->bnorm, N);
+        x = A->bn;
+    }
 
     const float *a = sublayer_input(m, A->a1, &A->st[SLOT_IN1], x, &L->norm[SLOT_IN1], N);
     PROF(LATTICE_OP_GEMM_QKV,
@@ -909,6 +947,9 @@ static void split_view(lattice_model *m, int t)
             B->st[k].mean = AT(A->st[k].mean, 1);
             B->st[k].rstd = AT(A->st[k].rstd, 1);
         }
+        B->bn = AT(A->bn, D);
+        B->bst.mean = AT(A->bst.mean, 1);
+        B->bst.rstd = AT(A->bst.rstd, 1);
     }
     v->final_out = AT(m->final_out, D);
     v->logits = AT(m->logits, V);
@@ -1212,7 +1253,14 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         return LATTICE_OK;
     PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W,
                                                 L->wqkv, D, 0.0f, m->d_in, D)));
-    sublayer_input_grad(m, *g, m->hs[i], &A->st[SLOT_IN1], &L->norm[SLOT_IN1], tr, N);
+    const float *x = L->bnorm.w ? A->bn : m->hs[i];
+    sublayer_input_grad(m, *g, x, &A->st[SLOT_IN1], &L->norm[SLOT_IN1], tr, N);
+    if (L->bnorm.w) { /* *g is the gradient of Norm(hs[i]): back through the block-entry norm */
+        norm_bwd(m, *spare, 0, &L->bnorm, tr, *g, m->hs[i], &A->bst, N);
+        float *tmp = *g;
+        *g = *spare;
+        *spare = tmp;
+    }
     return LATTICE_OK;
 }
 

@@ -21,6 +21,7 @@ typedef struct layer_params {
     float *wgu;   /* [2F, D]: gate_proj then up_proj */
     float *wd;    /* [D, F] */
     norm_params norm[N_SLOTS];
+    norm_params bnorm; /* the block-entry norm (block_norm): w NULL on other layers */
 } layer_params;
 
 typedef struct norm_stats {
@@ -31,6 +32,8 @@ typedef struct layer_acts {
     float *a1, *raw, *q, *k, *v, *rstd_q, *rstd_k, *p, *att, *y1, *r1, *mid;
     float *a2, *gu, *s, *y2, *r2;
     norm_stats st[N_SLOTS];
+    float *bn;      /* the block-entry norm's output, the layer's input (block-entry layers) */
+    norm_stats bst; /* its statistics */
 } layer_acts;
 
 typedef enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
@@ -110,6 +113,12 @@ struct lattice_model {
     model_parallel parallel; /* LATTICE_PARALLEL at create */
     model_split split;
 };
+
+/* Whether layer i opens a block whose entry is normalised (block_norm). */
+static inline int lattice__block_entry(const lattice_model *m, int i)
+{
+    return m->p.block_norm > 0 && i > 0 && i % m->p.block_norm == 0;
+}
 
 /* Gradient of a parameter pointer (same offset in the gradient arena). */
 static inline float *lattice__grad_of(const lattice_model *m, const float *param)

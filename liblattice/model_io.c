@@ -26,6 +26,8 @@ static char *config_json(const lattice_model *m)
     I("d_ff", p->d_ff);
     I("qk_norm", p->qk_norm);
     I("tie_embeddings", p->tie_embeddings);
+    if (p->block_norm > 0) /* written only when set: files without it read as before */
+        I("block_norm", p->block_norm);
 #undef I
 #define D(k, v) ok = ok && lattice__json_add(o, k, json_object_new_double(v))
 #define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
@@ -306,6 +308,9 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
         !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "eps", eps) ||
         !get_num(o, "residual_scale", scale))
         BADCFG("lattice.config lacks a field or has one of the wrong type");
+    p->block_norm = 0;
+    if (!get_int(o, "block_norm", &p->block_norm, 0))
+        BADCFG("lattice.config's block_norm is not an integer");
     const char *pn = get_str(o, "placement"), *kn = get_str(o, "norm");
     if (!pn || lattice_norm_placement_from_name(pn, pl) != LATTICE_OK)
         BADCFG("unknown placement");

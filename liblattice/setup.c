@@ -76,6 +76,7 @@ static void model_part(const lattice_model *m, int with_state, lattice__setup *s
     INT(s, p->d_ff, "d_ff");
     REAL(s, p->rope_theta, "rope_theta");
     INT(s, p->qk_norm, "qk_norm");
+    INT(s, p->block_norm, "block_norm");
     INT(s, p->tie_embeddings, "tie_embeddings");
     INT(s, m->norm.placement, "placement");
     INT(s, m->norm.kind, "norm_kind");

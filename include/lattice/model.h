@@ -59,6 +59,14 @@ typedef struct lattice_model_params {
     int max_seq;          /**< Longest sequence a forward may take. @since 0.1 */
     uint64_t seed;        /**< Seed of the initial weights. @since 0.1 */
     float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). @since 0.1 */
+    int block_norm;       /**< Pre-norm only: B > 0 puts a block-entry norm (the model's norm
+                               kind, its own trainable weight initialised to 1, in the layer's
+                               parameter group) on the residual stream at the entry of layers
+                               B, 2B, 3B, ...: each block of B layers after the first reads a
+                               unit-scale stream, and the stream goes on from the normalised one.
+                               An intervention on the stream's scale where appended blocks read it;
+                               set it to the curriculum's block size. A skipped layer skips its
+                               block-entry norm too. 0 (the default): none. @since 0.4 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. (Named `lattice_group` before 0.3.) @since 0.1 */
