@@ -65,6 +65,7 @@ static const char *const known_keys[] = {
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
+    "arms.*.block_norm",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
     "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
     "arms.*.train.warmup",
@@ -353,6 +354,10 @@ static void parse_arm(preset *p, json_object *v, int index)
         static const char *const data_modes[] = {"continue", "replay"};
         a->replay = get_enum(spec, "data", where, data_modes, 2, a->replay);
         a->init_gain = get_d(spec, "init_gain", 0);
+        a->block_norm = get_i(spec, "block_norm", 0, 0, 1);
+        if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
+            die("preset: %s.block_norm needs the pre-norm placement (post- and peri-norm "
+                "normalise the stream already)", where);
         arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph && member(spec, "schedule"))
@@ -894,6 +899,8 @@ void print_preset(const preset *p)
         printf("arm %s: %s-norm", am->name, placement_names[am->placement]);
         if (am->residual_scale != 1.0)
             printf(" (residual scale %g)", am->residual_scale);
+        if (am->block_norm)
+            printf(" with a block-entry norm every %d layers", p->block_size);
         printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
         for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
             lattice_schedule_phase ph;

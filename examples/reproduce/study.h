@@ -46,6 +46,7 @@ typedef struct arm {
     int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
     int replay;                   /* 1: every phase restarts at the shard's beginning */
     double init_gain;             /* <= 0: the preset's student gain */
+    int block_norm;               /* 1: a block-entry norm at every block after the first (pre-norm) */
     /* the optimizer recipe, the preset's train section unless the arm has its
      * own "train" object (then train_json is that object, hashed into its runs) */
     char train_json[512];

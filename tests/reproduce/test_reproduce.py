@@ -225,6 +225,27 @@ class Jobs(unittest.TestCase):
             self.assertIn("post-long", next(x for x in done if "[1/6]" in x))
             self.assertIn("post-long", next(x for x in done if "[2/6]" in x))
 
+    def test_block_norm_arm(self):
+        """An arm with a block-entry norm runs (and differs from the same arm
+        without it); post-norm refuses one."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-grow", {"name": "pre-bnorm-grow", "placement": "pre",
+                                                      "schedule": "grow", "block_norm": 1}])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("arm pre-bnorm-grow: pre-norm with a block-entry norm every 1 layers",
+                          r.stdout)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            arms = results(out)["arms"]
+            self.assertNotEqual(arms["pre-grow"][0]["val_ce"], arms["pre-bnorm-grow"][0]["val_ce"])
+            preset = tiny_arms_study(d, [{"name": "x", "placement": "post", "schedule": "grow",
+                                          "block_norm": 1}])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arms[0].block_norm needs the pre-norm placement", r.stderr)
+
     def test_progress_lines_off_a_terminal(self):
         with tempfile.TemporaryDirectory() as d:
             preset = tiny_study(d, "tiny-progress", 40,
