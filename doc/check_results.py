@@ -12,7 +12,11 @@ In a doc page, a quoted table sits between two markers:
 The block must equal the first markdown table after that heading in that
 file. Links and images into results/ must point at files that exist.
 
-usage: check_results.py ROOT DOC.md...   (exit 1 on any difference)
+usage: check_results.py [--update] ROOT DOC.md...   (exit 1 on any difference)
+
+With --update, each quoted table is replaced by the file's table as it is
+now (after a report was regenerated): the prose around it is for a person
+to read again.
 """
 import os
 import re
@@ -40,10 +44,11 @@ def first_table_after(text, heading):
     return table
 
 
-def check(root, doc):
+def check(root, doc, update=False):
     problems = []
     with open(doc) as f:
         lines = f.read().splitlines()
+    replaced = False
     i = 0
     quoted = 0
     while i < len(lines):
@@ -67,6 +72,10 @@ def check(root, doc):
             if table is None:
                 problems.append("%s:%d: %s has no table after '%s'"
                                 % (doc, i + 1, src, m.group("head")))
+            elif table != block and update:
+                lines[i + 1:j] = table
+                j = i + 1 + len(table)
+                replaced = True
             elif table != block:
                 diff = next((k for k, (a, b) in enumerate(zip(table, block)) if a != b),
                             min(len(table), len(block)))
@@ -83,17 +92,24 @@ def check(root, doc):
             if not os.path.exists(path):
                 problems.append("%s:%d: links %s, which is not in the repository"
                                 % (doc, n, target))
+    if replaced:
+        with open(doc + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(doc + ".tmp", doc)
     return quoted, problems
 
 
 def main(argv):
+    update = bool(argv) and argv[0] == "--update"
+    if update:
+        argv = argv[1:]
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
     root, docs = argv[0], argv[1:]
     all_problems = []
     for doc in docs:
-        quoted, problems = check(root, doc)
+        quoted, problems = check(root, doc, update)
         all_problems += problems
         print("check_results: %s: %d quoted table%s, %d problem%s"
               % (doc, quoted, "" if quoted == 1 else "s", len(problems),

@@ -145,6 +145,9 @@ static void usage(FILE *f)
             "                      them (each replaces its kept file when it ends; other arms'\n"
             "                      are kept). By default a run whose settings match is reused:\n"
             "                      a rerun with --arms or more --seeds adds to the earlier ones\n"
+            "  --report-only       write the report and its files from the runs kept in\n"
+            "                      DIR/runs/ and the cached teacher, and train nothing (the\n"
+            "                      arms missing a seed are named, not run)\n"
             "  --rekey             verify the runs and teacher kept by 0.4 or before against\n"
             "                      the preset (with 0.4's checksums) and convert them to this\n"
             "                      version's format, then stop; nothing is trained\n"
@@ -190,13 +193,14 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0;
+    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0, report_only = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
                                          {"fresh", no_argument, 0, 'F'},
                                          {"rekey", no_argument, 0, 'K'},
                                          {"progress", required_argument, 0, 'g'},
+                                         {"report-only", no_argument, 0, 'R'},
                                          {"probe", no_argument, 0, 'P'},
                                          {"teacher-only", no_argument, 0, 'T'},
                                          {"estimate", no_argument, 0, 'E'},
@@ -214,6 +218,7 @@ int main(int argc, char **argv)
         case 'r': retrain = 1; break;
         case 'F': fresh = 1; break;
         case 'K': rekey = 1; break;
+        case 'R': report_only = 1; break;
         case 'g': {
             char *end;
             errno = 0;
@@ -252,6 +257,8 @@ int main(int argc, char **argv)
         return finish(2);
     }
     /* rank 0 got none of these (it let this rank through): the ranks' options differ */
+    if (report_only && n_ranks > 1)
+        die("--report-only runs in one process, not over MPI ranks");
     if (rank > 0 && (check_only || estimate_only || teacher_only))
         die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
             rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
@@ -326,7 +333,14 @@ int main(int argc, char **argv)
     if (rank == 0) {
         s.dir = dir;
         corpus_checksum(&p, s.corpus_hex);
+        if (report_only && (retrain || fresh))
+            die("--report-only trains nothing: it cannot be given with --retrain-teacher or "
+                "--fresh");
         runs_to_do(&s, retrain, fresh, 1);
+        if (report_only && strcmp(s.teacher_hex, "none") == 0)
+            die("--report-only: %s holds no teacher to report with (nothing was trained)", dir);
+        if (report_only)
+            s.n_todo = 0;
     }
     if (jobs > s.n_todo)
         jobs = s.n_todo > 0 ? s.n_todo : 1;
@@ -371,6 +385,8 @@ int main(int argc, char **argv)
                 "(require_go; probe teacher recipes with --probe)",
                 s.teacher.max_ratio);
         runs_to_do(&s, 0, fresh, 0); /* against the teacher as it now is */
+        if (report_only)
+            s.n_todo = 0;
         if (!teacher_only)
             check_outputs(&s);
         if (teacher_only) {

@@ -245,7 +245,7 @@ void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
     lattice_data *d = open_data(p, 1000);
     measure_gonogo(teacher, d, g);
     lattice_data_destroy(d);
-    say("teacher go/no-go: boundary-token / regular RMS by layer:");
+    say("teacher go/no-go: row-start / regular RMS by layer:");
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.2f", g->ratio[k]);
     fputc('\n', stderr);
@@ -267,8 +267,8 @@ void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
         fprintf(stderr, " %.2f", g->value_norm0[k]);
     fputc('\n', stderr);
     say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach 37x)\n",
-        g->max_ratio >= 3 ? "GO, boundary tokens carry massive activations"
-                          : "NO-GO, no massive boundary activations",
+        g->max_ratio >= 3 ? "GO, row-start tokens carry massive activations"
+                          : "NO-GO, no massive row-start activations",
         g->max_ratio);
 }
 
