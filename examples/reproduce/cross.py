@@ -1,0 +1,236 @@
+#!/usr/bin/python3
+"""cross: what several committed studies say together (issue 26, parts 3 and 4).
+
+  cross.py --out DIR STUDY_DIR...
+
+Each STUDY_DIR is a study's output folder (its results.json). Writes, whole
+(temporary file, fsync, rename), into DIR:
+
+- report.md with two tables:
+  * the trend with training length: for every study whose arms include a
+    four-arm set (pre/post x joint/grow on one recipe), post - pre (joint and
+    grow) and the interaction I, paired by seed with 95% t intervals, by the
+    study's phase length;
+  * dose-response: one point per seed of every grow pair (pre-X / post-X) in
+    every study: x, pre-norm's row-start / regular RMS ratio where the
+    appended blocks read the stream (after block 1 at the end of phase 0 and
+    after block 2 at the end of phase 1, their mean); y, post-grow - pre-grow
+    (val CE); z, pre-grow's last-block dCE; and the least-squares slope of y
+    on x (and of z on x) with a 95% t interval;
+- cross.json with every number, and points.csv;
+- trend.svg and dose.svg when gnuplot is installed (run from an argument
+  vector, in DIR, on a script that names its files relative to DIR).
+
+Nothing here trains: it reads what the studies kept. Python 3's standard
+library only.
+"""
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+
+# Two-sided 95% t quantiles, df 1..30 (beyond: the normal's 1.96).
+T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
+       2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
+       2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t95(df):
+    return T95[df - 1] if 1 <= df <= len(T95) else 1.96
+
+
+def summary(xs):
+    """Mean and the half-width of its 95% t interval (None with one value)."""
+    n = len(xs)
+    m = sum(xs) / n
+    if n < 2:
+        return {"mean": m, "half": None, "n": n}
+    sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
+    return {"mean": m, "half": t95(n - 1) * sd / math.sqrt(n), "n": n}
+
+
+def slope(xs, ys):
+    """Least-squares slope of ys on xs with its 95% t interval (n - 2 df)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if n < 3 or sxx == 0:
+        return {"slope": None, "half": None, "intercept": None, "n": n}
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    resid = sum((y - a - b * x) ** 2 for x, y in zip(xs, ys))
+    se = math.sqrt(resid / (n - 2) / sxx)
+    return {"slope": b, "half": t95(n - 2) * se, "intercept": a, "n": n}
+
+
+def pm(s, fmt="%+.4f"):
+    if s is None or s.get("mean", s.get("slope")) is None:
+        return "n/a"
+    v = s["mean"] if "mean" in s else s["slope"]
+    if s["half"] is None:
+        return fmt % v + " (1 seed)"
+    return (fmt % v) + " ± " + (fmt % s["half"]).lstrip("+")
+
+
+def load(folder):
+    with open(os.path.join(folder, "results.json")) as f:
+        return json.load(f)
+
+
+def arm_specs(res):
+    """Each arm's placement and schedule, from the preset's arm list."""
+    named = {"joint", "grow", "freeze", "single", "joint-active", "joint-total"}
+    out = {}
+    for a in res["preset"].get("arms", []):
+        if isinstance(a, str):
+            pl, rest = a.split("-", 1)
+            out[a] = (pl, rest if rest in named else None, False)
+        else:
+            name = a["name"]
+            pl = a.get("placement", name.split("-", 1)[0])
+            sched = a.get("schedule")
+            if sched is None and "phases" not in a and "-" in name:
+                sched = name.split("-", 1)[1] if name.split("-", 1)[1] in named else None
+            out[name] = (pl, sched, bool(a.get("block_norm")))
+    return out
+
+
+def finals(res, arm):
+    return [s["val_ce"] for s in res["arms"].get(arm, [])]
+
+
+def paired(res, a, b):
+    x, y = finals(res, a), finals(res, b)
+    return [q - p for p, q in zip(x, y)] if x and len(x) == len(y) else None
+
+
+def four_arm_sets(res):
+    """(label, pre joint, post joint, pre grow, post grow) of every recipe the
+    study has all four main arms on (the plain names, and -SUFFIX sets)."""
+    arms = res["arms"]
+    sets = []
+    suffixes = {""} | {n[len("pre-joint"):] for n in arms if n.startswith("pre-joint-")}
+    for suf in sorted(suffixes):
+        names = ["pre-joint" + suf, "post-joint" + suf, "pre-grow" + suf, "post-grow" + suf]
+        if all(n in arms for n in names):
+            sets.append((suf.lstrip("-") or "paper's optimizer", *names))
+    return sets
+
+
+def ratio_at_phase_end(res, run, k):
+    """pre-norm's row-start / regular RMS after block k + 1 at the end of phase k."""
+    tr = res["preset"]["train"]
+    spp = tr.get("steps_per_phase", 1000)
+    bs = res["preset"].get("student", {}).get("block_size", 3)
+    for p in run["trajectory"]:
+        if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
+            if p["rms_boundary"] is not None and p["rms_regular"]:
+                return p["rms_boundary"] / p["rms_regular"]
+    return None
+
+
+def grow_pairs(res):
+    specs = arm_specs(res)
+    pairs = []
+    for name, (pl, sched, _) in specs.items():
+        if pl == "pre" and sched == "grow" and name.startswith("pre-"):
+            partner = "post-" + name[4:]
+            if partner in res["arms"] and name in res["arms"]:
+                pairs.append((name, partner))
+    return pairs
+
+
+def write_whole(path, text):
+    tmp = "%s.%d.tmp" % (path, os.getpid())
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("studies", nargs="+")
+    args = ap.parse_args(argv)
+    os.makedirs(args.out, exist_ok=True)
+    trend, points = [], []
+    for folder in args.studies:
+        res = load(folder)
+        name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+        spp = res["preset"]["train"].get("steps_per_phase")
+        for label, pj, qj, pg, qg in four_arm_sets(res):
+            dj, dg = paired(res, pj, qj), paired(res, pg, qg)
+            if not dj or not dg:
+                continue
+            trend.append({"study": name, "recipe": label, "steps_per_phase": spp,
+                          "seeds": len(dj), "joint": summary(dj), "grow": summary(dg),
+                          "I": summary([g - j for g, j in zip(dg, dj)])})
+        for pg, qg in grow_pairs(res):
+            for seed, (r, q) in enumerate(zip(res["arms"][pg], res["arms"][qg]), 1):
+                xs = [v for v in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
+                      if v is not None]
+                if not xs or not r["block_removal"]:
+                    continue
+                points.append({"study": name, "pair": "%s / %s" % (pg, qg), "seed": seed,
+                               "x": sum(xs) / len(xs), "y": q["val_ce"] - r["val_ce"],
+                               "z": r["block_removal"][-1]["dce"]})
+    fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
+    fit_z = slope([p["x"] for p in points], [p["z"] for p in points]) if points else None
+
+    md = ["# Across studies: the trend with training length and the dose-response", "",
+          "Written by examples/reproduce/cross.py from the results.json of: " +
+          ", ".join("`%s`" % os.path.normpath(s) for s in args.studies) + ". Differences are "
+          "paired by seed (post minus pre, nats/byte), ± the half-width of the 95% t interval "
+          "over the seeds.", "",
+          "## The trend with training length", "",
+          "| study | recipe | steps per phase | seeds | joint: post - pre | grow: post - pre | "
+          "I = grow - joint |", "|---|---|---|---|---|---|---|"]
+    for t in sorted(trend, key=lambda t: (t["recipe"], t["steps_per_phase"])):
+        md.append("| %s | %s | %d | %d | %s | %s | %s |" % (
+            t["study"], t["recipe"], t["steps_per_phase"], t["seeds"], pm(t["joint"]),
+            pm(t["grow"]), pm(t["I"])))
+    md += ["", "## Dose-response: the row-start scale pre-norm hands an appended block", "",
+           "One point per seed of every grow pair: x, pre-norm's row-start / regular RMS where "
+           "the appended blocks read the stream (after block 1 at the end of phase 0 and after "
+           "block 2 at the end of phase 1, their mean); y, post-grow - pre-grow (val CE); z, "
+           "pre-grow's last-block dCE. The studies differ in more than x (recipe, phase "
+           "length, intervention): a slope says how y moves with x across them, not that x "
+           "causes it.", "",
+           "| study | pair | seed | x | y | z |", "|---|---|---|---|---|---|"]
+    for p in points:
+        md.append("| %s | %s | %d | %.3f | %+.4f | %+.4f |" % (p["study"], p["pair"], p["seed"],
+                                                               p["x"], p["y"], p["z"]))
+    md += ["", "| fit | slope (95% interval) | points |", "|---|---|---|",
+           "| y on x | %s | %d |" % (pm(fit_y) if fit_y else "n/a", fit_y["n"] if fit_y else 0),
+           "| z on x | %s | %d |" % (pm(fit_z) if fit_z else "n/a", fit_z["n"] if fit_z else 0)]
+    out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
+           "studies": [os.path.normpath(s) for s in args.studies]}
+    csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (
+        p["study"], p["pair"], p["seed"], p["x"], p["y"], p["z"]) for p in points]
+    write_whole(os.path.join(args.out, "points.csv"), "\n".join(csv) + "\n")
+    write_whole(os.path.join(args.out, "cross.json"), json.dumps(out, indent=2) + "\n")
+    if shutil.which("gnuplot") and points:
+        lines = ["set terminal svg size 800,500", "set datafile separator ','",
+                 "set key off", "set grid", "set output 'dose.svg'",
+                 "set xlabel 'pre-norm row-start / regular RMS where appended blocks read'",
+                 "set ylabel 'post-grow - pre-grow (nats/byte)'",
+                 "plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8"]
+        if fit_y and fit_y["slope"] is not None:
+            lines[-1] += ", %r + %r * x with lines lw 2" % (fit_y["intercept"], fit_y["slope"])
+        write_whole(os.path.join(args.out, "cross.gp"), "\n".join(lines) + "\nunset output\n")
+        subprocess.run(["gnuplot", "cross.gp"], cwd=args.out, check=False,
+                       stderr=subprocess.DEVNULL)
+        md += ["", "![y against x, with the fit](dose.svg)"]
+    write_whole(os.path.join(args.out, "report.md"), "\n".join(md) + "\n")
+    print("cross: %d trend rows, %d dose-response points -> %s" % (len(trend), len(points),
+                                                                   args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

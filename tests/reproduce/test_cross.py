@@ -1,0 +1,66 @@
+"""examples/reproduce/cross.py on made-up studies whose answers are known: the
+trend rows pair by seed, and the dose-response slope is the line the points
+lie on.
+
+usage: test_cross.py CROSS_PY
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CROSS = None
+
+
+def run_record(val, ratio, dce, steps=10):
+    # the trajectory points where the appended blocks read: ends of phases 0 and 1
+    traj = [{"step": steps, "active_layers": 1, "rms_boundary": ratio, "rms_regular": 1.0},
+            {"step": 2 * steps, "active_layers": 2, "rms_boundary": ratio, "rms_regular": 1.0}]
+    return {"val_ce": val, "trajectory": traj, "block_removal": [{"dce": 1.0}, {"dce": dce}]}
+
+
+def study(d, name, steps, runs):
+    os.makedirs(d)
+    res = {"preset": {"name": name, "train": {"steps_per_phase": steps},
+                      "student": {"block_size": 1},
+                      "arms": ["pre-joint", "post-joint", "pre-grow", "post-grow"]},
+           "arms": runs}
+    with open(os.path.join(d, "results.json"), "w") as f:
+        json.dump(res, f)
+
+
+class Cross(unittest.TestCase):
+    def test_known_answers(self):
+        with tempfile.TemporaryDirectory() as d:
+            # y = post-grow - pre-grow = 0.5 * x - 0.5 exactly, for x = 1, 2, 3
+            for k, steps in enumerate((10, 20)):
+                runs = {"pre-joint": [run_record(2.0, 1, 0) for _ in range(3)],
+                        "post-joint": [run_record(2.1 + 0.01 * i, 1, 0) for i in range(3)],
+                        "pre-grow": [run_record(2.0, x, 0.1 * x, steps) for x in (1, 2, 3)],
+                        "post-grow": [run_record(2.0 + 0.5 * x - 0.5, 1, 0) for x in (1, 2, 3)]}
+                study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s0"),
+                                os.path.join(d, "s1")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                res = json.load(f)
+            self.assertEqual([t["steps_per_phase"] for t in res["trend"]], [10, 20])
+            joint = res["trend"][0]["joint"]
+            self.assertAlmostEqual(joint["mean"], 0.11)
+            self.assertEqual(joint["n"], 3)
+            self.assertAlmostEqual(res["trend"][0]["I"]["mean"], 0.5 - 0.11)
+            self.assertEqual(len(res["points"]), 6)
+            self.assertAlmostEqual(res["fit_y_on_x"]["slope"], 0.5)
+            self.assertAlmostEqual(res["fit_y_on_x"]["half"], 0.0, places=9)
+            self.assertAlmostEqual(res["fit_z_on_x"]["slope"], 0.1)
+            with open(os.path.join(out, "report.md")) as f:
+                self.assertIn("| y on x | +0.5000 ± 0.0000 | 6 |", f.read())
+            self.assertFalse([n for n in os.listdir(out) if n.endswith(".tmp")])
+
+
+if __name__ == "__main__":
+    CROSS = os.path.abspath(sys.argv[1])
+    unittest.main(argv=sys.argv[:1], verbosity=2)
