@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #ifdef LATTICE_HAVE_MPI
@@ -62,6 +63,9 @@ void say(const char *fmt, ...)
 _Thread_local int in_worker;
 /* Set by a worker that failed: the others stop at their next step. */
 atomic_int workers_stop;
+/* Set by SIGINT or SIGTERM: the study stops at the next step (see stop_if_interrupted). */
+volatile sig_atomic_t interrupted;
+const char *study_dir;
 
 /* The message, then the end of the whole job: with several ranks MPI_Abort,
  * so that no rank waits for one that has gone. In a --jobs worker, the end
@@ -131,3 +135,44 @@ int fnv_file(const char *path, uint64_t *h)
     return bad ? -1 : 0;
 }
 
+
+/* ---- an interrupted study ---------------------------------------------------------- */
+
+static void on_signal(int sig) { interrupted = sig; }
+
+void catch_interrupts(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+}
+
+void stop_if_interrupted(const char *dir)
+{
+    if (!interrupted)
+        return;
+    if (in_worker) { /* the main thread says it, once every worker has stopped */
+        atomic_store(&workers_stop, 1);
+        pthread_exit(NULL);
+    }
+    say_interrupted(dir);
+}
+
+void say_interrupted(const char *dir)
+{
+    fflush(stdout);
+    say("interrupted (%s): what ended is kept in %s (the teacher once trained, every run that "
+        "ended in runs/); the same command run again resumes the study, running only what is "
+        "missing\n",
+        interrupted == SIGTERM ? "SIGTERM" : "SIGINT", dir ? dir : ".");
+#ifdef LATTICE_HAVE_MPI
+    if (mpi_on && n_ranks > 1)
+        MPI_Abort(MPI_COMM_WORLD, 130);
+    if (mpi_on)
+        MPI_Finalize();
+#endif
+    exit(130);
+}

@@ -142,6 +142,8 @@ void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress
     pthread_mutex_destroy(&pl->lock);
     free(pl);
     free(w);
+    if (interrupted)
+        say_interrupted(s->dir);
     if (atomic_load(&workers_stop))
         die("stopped: a run failed (above); the runs that ended before are kept in %s/runs/",
             s->dir);

@@ -307,6 +307,8 @@ int main(int argc, char **argv)
     /* one study per folder at a time: held to the end of the process */
     if (rank == 0)
         lock_study_dir(dir);
+    study_dir = dir;
+    catch_interrupts();
     if (rekey) {
         if (n_ranks > 1)
             die("--rekey runs in one process, not over MPI ranks");

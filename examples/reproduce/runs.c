@@ -33,6 +33,7 @@ int on_step(void *user, const lattice_trainer_metrics *m)
     }
     if (in_worker && atomic_load(&workers_stop))
         pthread_exit(NULL); /* another worker failed: this run is not kept */
+    stop_if_interrupted(study_dir);
     if (getenv("LATTICE_REPRODUCE_FAIL_JOB") && in_worker && m->step >= 2 &&
         pr->run_index == atoi(getenv("LATTICE_REPRODUCE_FAIL_JOB")))
         die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_JOB, a test "

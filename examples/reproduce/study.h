@@ -13,6 +13,7 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <math.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -210,6 +211,16 @@ extern int owes_rank0; /* see common.c */
  * flag a failed worker sets for the others (common.c). */
 extern _Thread_local int in_worker;
 extern atomic_int workers_stop;
+
+/* SIGINT and SIGTERM stop the study at the next step, saying what was kept
+ * and how to resume (exit status 130; a --jobs worker stops, and the main
+ * thread says it once they all have). */
+extern volatile sig_atomic_t interrupted;
+void catch_interrupts(void);
+void stop_if_interrupted(const char *dir);
+__attribute__((noreturn)) void say_interrupted(const char *dir);
+/* The output folder, for the message (main.c sets it). */
+extern const char *study_dir;
 
 /* A message on stderr, prefixed with who. */
 __attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);

@@ -235,6 +235,28 @@ class KeptRuns(unittest.TestCase):
                       r.stderr)
 
 
+class Interrupted(unittest.TestCase):
+    def test_sigint_says_what_was_kept(self):
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint", "post-joint"])
+            with open(preset) as f:
+                p = json.load(f)
+            p["train"]["steps_per_phase"] = 20000  # long enough to be interrupted
+            write(preset, p)
+            out = os.path.join(d, "out")
+            proc = subprocess.Popen([BIN, "--preset", preset, "--out", out, "--seeds", "1",
+                                     "--progress", "0.05"], stderr=subprocess.PIPE, text=True)
+            for line in proc.stderr:  # wait until a student trains
+                if "pre-joint seed 1: phase" in line:
+                    break
+            proc.send_signal(signal.SIGINT)
+            rest = proc.stderr.read()
+            self.assertEqual(proc.wait(timeout=120), 130, rest)
+            self.assertIn("interrupted (SIGINT): what ended is kept in %s" % out, rest)
+            self.assertIn("the same command run again resumes the study", rest)
+            self.assertTrue(os.path.exists(os.path.join(out, "teacher.safetensors")))
+
+
 class OneStudyPerFolder(unittest.TestCase):
     """Part 3: a second study in a folder in use refuses, naming the holder."""
 
