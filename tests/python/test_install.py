@@ -59,10 +59,12 @@ class MesonInstall(unittest.TestCase):
     def tearDownClass(cls):
         shutil.rmtree(cls.tmp, ignore_errors=True)
 
-    def test_every_module_is_installed(self):
+    def test_every_file_is_installed(self):
+        # the modules and py.typed (PEP 561: the package's annotations are its types)
         source = {f for f in os.listdir(os.path.join(PACKAGE_SRC, "lattice"))
-                  if f.endswith(".py")}
-        installed = {f for f in os.listdir(self.package) if f.endswith(".py")}
+                  if not f.endswith(".in") and f != "__pycache__"}
+        self.assertIn("py.typed", source)
+        installed = {f for f in os.listdir(self.package) if f != "__pycache__"}
         self.assertEqual(installed, source | {"_config.py"})
 
     def test_site_dir_is_on_the_interpreters_path(self):
@@ -194,6 +196,8 @@ class PipInstall(unittest.TestCase):
             with open(os.path.join(PACKAGE_SRC, "pyproject.toml")) as f:
                 self.assertNotRegex(f.read(), r'(?m)^version\s*=')
             self.assertTrue(os.path.isfile(os.path.join(target, "lattice", "model.py")))
+            self.assertTrue(os.path.isfile(os.path.join(target, "lattice", "py.typed")),
+                            "pip installs no py.typed: type checkers would ignore the hints")
         # out of a source tree, the build says where the version should have come from
         with tempfile.TemporaryDirectory(prefix="lattice-pip.") as tmp:
             src = os.path.join(tmp, "python")

@@ -485,7 +485,7 @@ class ModelTest(unittest.TestCase):
             model.cross_entropy(array.array("i", [0, 1, 2, 99]))
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         with self.assertRaises(LatticeError):
-            model.set_active_layers(3)
+            model.active_layers = 3
         with self.assertRaises(LatticeError) as cm:
             model.tensor("no.such.tensor")
         self.assertEqual(cm.exception.code, Status.NOT_FOUND)
@@ -856,18 +856,82 @@ class DiscoverabilityTest(unittest.TestCase):
         self.assertIn("6/6", text)
         self.assertIn("loss=", text)
 
-    def test_api_page_is_up_to_date(self):
-        import make_doc   # liblattice/python/make_doc.py, on PYTHONPATH with the package
-        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc",
-                            "python.md")
-        with open(path, encoding="utf-8") as f:
-            committed = f.read()
-        made_with = re.search(r"pydoc, Python (\d+\.\d+\.\d+)", committed).group(1)
-        if made_with != "%d.%d.%d" % sys.version_info[:3]:
-            self.skipTest(f"doc/python.md was made with Python {made_with} (pydoc's layout "
-                          "differs even between micro versions)")
-        self.assertEqual(make_doc.page(), committed,
-                         "doc/python.md is stale: run liblattice/python/make_doc.py doc/python.md")
+    def test_repr_says_what_each_object_is(self):
+        model = tiny_model(n_active_layers=1, norm="post")
+        data = tiny_data()
+        optim = lattice.Optim(model, lr=1e-3, total_steps=10)
+        schedule = lattice.Schedule.preset("grow", 2, 1, 3)
+        teacher = lattice.Teacher.from_model(tiny_model())
+        trainer = lattice.Trainer(model, data, optim, schedule, teacher=teacher)
+        expected = [
+            (model, r"<lattice\.Model post 1/2 layers d16>"),
+            (model.backend, r"<lattice\.Backend ref \d+ threads?>"),
+            (lattice.Norm("peri", "layer", eps=1e-5),
+             r"<lattice\.Norm peri layer eps 1e-05>"),
+            (lattice.Norm("post", residual_scale=2.0),
+             r"<lattice\.Norm post rms eps 1e-06 residual scale 2>"),
+            (optim, r"<lattice\.Optim step 0, lr [0-9.e-]+ \(cosine from 0\.001\)>"),
+            (lattice.Distill(tau=2.0),
+             r"<lattice\.Distill alpha 0\.7 gamma 0\.3 tau 2 forward KL>"),
+            (data, r"<lattice\.Data \d+ train \+ \d+ val documents, batches 4 x 12>"),
+            (schedule, r"<lattice\.Schedule 2 phases, phase 0 step 0, 6 steps in all>"),
+            (lattice.Schedule(), r"<lattice\.Schedule no phases>"),
+            (teacher, r"<lattice\.Teacher from model pre 2/2 layers d16>"),
+            (lattice.Teacher.from_callback(next_token_teacher, VOCAB, 4, SEQ),
+             r"<lattice\.Teacher from callback, vocab 32>"),
+            (lattice.Diag(model), r"<lattice\.Diag of model post 1/2 layers d16>"),
+            (trainer, r"<lattice\.Trainer model post 1/2 layers d16, distilled, "
+                      r"schedule 2 phases, phase 0 step 0, 6 steps in all>"),
+        ]
+        from lattice._handle import Handle
+        exported = {getattr(lattice, name) for name in lattice.__all__}
+        exported = {obj for obj in exported if isinstance(obj, type) and issubclass(obj, Handle)}
+        shown = {type(obj) for obj, _ in expected}
+        self.assertEqual(exported - shown, {lattice.Dist})   # Dist needs MPI (tests/dist)
+        for obj, pattern in expected:
+            self.assertRegex(repr(obj), "^" + pattern + "$")
+        trainer.run()
+        self.assertRegex(repr(trainer), r"<lattice\.Trainer model post 2/2 layers d16, "
+                                        r"distilled, schedule 2 phases, finished, 6 steps")
+        model.close()       # the trainer still has it: it says the handle is closed
+        self.assertEqual(repr(model), "<lattice.Model closed>")
+        self.assertRegex(repr(trainer), r"^<lattice\.Trainer closed model, distilled, ")
+        for obj, _ in expected:
+            obj.close()
+            self.assertEqual(repr(obj), f"<lattice.{type(obj).__name__} closed>")
+
+    def test_repr_does_not_wait_for_another_thread(self):
+        import threading
+        model = tiny_model()
+        held, done = threading.Event(), threading.Event()
+
+        def hold():   # as a long call would
+            with model._using():
+                held.set()
+                done.wait(30)
+
+        thread = threading.Thread(target=hold)
+        thread.start()
+        try:
+            self.assertTrue(held.wait(30))
+            self.assertRegex(repr(model), r"^<lattice\.Model busy \(a call on another thread")
+        finally:
+            done.set()
+            thread.join()
+        self.assertEqual(repr(model), "<lattice.Model pre 2/2 layers d16>")
+
+    def test_set_active_layers_is_a_deprecated_alias(self):
+        import warnings
+        model = tiny_model()
+        with self.assertWarnsRegex(DeprecationWarning, "model.active_layers = n") as cm:
+            model.set_active_layers(1)
+        self.assertEqual(cm.filename, __file__)   # the warning points at the caller
+        self.assertEqual(model.active_layers, 1)
+        self.assertIn("Deprecated", lattice.Model.set_active_layers.__doc__)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model.active_layers = 2            # the one spelling: no warning
+        self.assertEqual(model.active_layers, 2)
 
     def test_readme_python_example_runs(self):
         readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
@@ -1645,7 +1709,7 @@ class IntegerRangeTest(unittest.TestCase):
         self.assertEqual(model.tensor("model.layers.0.self_attn.q_proj.weight").data.tolist(),
                          layer0)
         with self.assertRaises(OverflowError):
-            model.set_active_layers(2**32 + 1)             # was: 1 active layer
+            model.active_layers = 2**32 + 1                # was: 1 active layer
         self.assertEqual(model.active_layers, 2)
         with self.assertRaises(OverflowError):
             model.tensor(2**32)                            # was: the embedding
@@ -1659,17 +1723,17 @@ class IntegerRangeTest(unittest.TestCase):
             model.flops(2**31, 1)
         self.assertEqual(model.tensor(0).data.tolist(), embedding)
         model.init_layer(0, 2**64 - 1)                     # the whole range is taken
-        model.set_active_layers(True)                      # bool and IntEnum are ints
+        model.active_layers = True                         # bool and IntEnum are ints
         self.assertEqual(model.active_layers, 1)
         if numpy is not None:
-            model.set_active_layers(numpy.int64(2))
+            model.active_layers = numpy.int64(2)
             self.assertEqual(model.active_layers, 2)
         # in range but invalid: the library's own check
         with self.assertRaises(LatticeError) as cm:
             model.tensor(-1)
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         with self.assertRaises(LatticeError) as cm:
-            model.set_active_layers(3)
+            model.active_layers = 3
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         data = tiny_data()
         with self.assertRaises(OverflowError):

@@ -19,10 +19,28 @@ taking a result that would be lost. The
 contents: what they show is valid only until the next call that rewrites it.
 """
 
+from __future__ import annotations
+
 import array
 import ctypes
 import sys
 from math import prod
+from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
+
+# ---- the types in the public signatures ------------------------------------------------
+# Buffer: any object with the buffer protocol (bytes, bytearray, array.array, memoryview,
+# a NumPy array); type checkers take typeshed's names for it (collections.abc.Buffer
+# from Python 3.12), run time has no such type before 3.12.
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer as Buffer
+    from _typeshed import WriteableBuffer as WritableBuffer
+else:
+    Buffer = WritableBuffer = Any
+
+Ints = Union[Buffer, Sequence[int]]        # int32 values: targets, ids, indices (any integer type)
+Floats = Union[Buffer, Sequence[float]]    # float32 (float64 where said) values
+Tokens = Union[Buffer, Sequence[int], Sequence[Sequence[int]]]  # int32 [batch, seq]: 2-D, flat, rows
+Mask = Optional[Ints]                      # uint8 flags, 0 or 1; None: every position counts
 
 # C type -> (name, accepted struct formats, itemsize, memoryview format)
 _KINDS = {

@@ -1,7 +1,10 @@
 """Status codes, the exception they become, and exceptions raised inside callbacks."""
 
+from __future__ import annotations
+
 import enum
 import threading
+from typing import Optional, Union
 
 __all__ = ["Status", "LatticeError", "ClosedError"]
 
@@ -38,7 +41,10 @@ class LatticeError(Exception):
     callback during the call is chained as ``__cause__``.
     """
 
-    def __init__(self, code, message=None):
+    code: Union[Status, int]
+    message: str
+
+    def __init__(self, code: Union[Status, int], message: Optional[str] = None) -> None:
         code = as_status(code)
         if message is None:
             message = getattr(code, "name", str(code))
@@ -46,14 +52,14 @@ class LatticeError(Exception):
         self.code = code
         self.message = message
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.message
 
 
 class ClosedError(LatticeError, ValueError):
     """A method was called on a closed handle (the Python face of a NULL handle)."""
 
-    def __init__(self, message):
+    def __init__(self, message: str) -> None:
         super().__init__(Status.INVALID_ARGUMENT, message)
 
 

@@ -1,9 +1,11 @@
 """Handles: Python objects that own a C object, the rules for freeing it, and the
 per-object locks that serialise calls on it."""
 
-import ctypes
+from __future__ import annotations
+
 import itertools
 import threading
+from typing import Any, TypeVar
 
 from ._errors import ClosedError, LatticeError, Status, raise_for
 from ._lib import last_error, lib, status_string
@@ -51,13 +53,17 @@ class Resource:
         """This object and all it borrows, in lock order."""
         return self._borrowed + (self,)
 
-    def acquire(self):
+    def acquire(self, wait=True):
+        """Take the lock (again, on the thread that holds it); False when wait is false
+        and another thread holds it."""
         me = threading.get_ident()
         if self.owner == me:    # only this thread sets its own id: no race
             self._depth += 1
-            return
-        self._lock.acquire()
+            return True
+        if not self._lock.acquire(wait):
+            return False
         self.owner, self._depth = me, 1
+        return True
 
     def release(self):
         self._depth -= 1
@@ -87,14 +93,17 @@ class Using:
     directly), in creation order so that two calls never wait for each other;
     a thread may take a lock it already holds (a callback calling back into an
     object its call uses). Raises ClosedError for a handle that is closed,
-    also one closed by another thread while this waited.
+    also one closed by another thread while this waited. One whose ``_wait``
+    is cleared (a repr's) does not wait: :class:`Busy` when another thread
+    holds a lock.
     """
 
-    __slots__ = ("_handles", "_resources", "_locked")
+    __slots__ = ("_handles", "_resources", "_locked", "_wait")
 
     def __init__(self, handles):
         self._handles = [h for h in handles if h is not None]
         self._locked = ()
+        self._wait = True
 
     def __enter__(self):
         held = [h._resource if isinstance(h, Handle) else h for h in self._handles]
@@ -105,7 +114,8 @@ class Using:
         taken = []
         try:
             for r in locks:
-                r.acquire()
+                if not r.acquire(self._wait):
+                    raise Busy()
                 taken.append(r)
             for h, res in zip(self._handles, held):
                 if isinstance(h, Handle) and h._res is not res:
@@ -125,9 +135,16 @@ class Using:
         self._resources = None
 
 
+class Busy(Exception):
+    """A lock another thread holds, met by a Using that does not wait (Handle.__repr__)."""
+
+
 def using(*handles):
     """Using(handles) for a call that takes handles but belongs to none (a create)."""
     return Using(handles)
+
+
+H = TypeVar("H", bound="Handle")
 
 
 class Handle:
@@ -140,6 +157,10 @@ class Handle:
     it; a close() from inside a call that uses the object (one of its
     callbacks) raises LatticeError with Status.STATE instead, as waiting would
     never end.
+
+    ``repr()`` says what the object is (``<lattice.Model post 4/9 layers
+    d64>``), ``<lattice.Model closed>`` once closed, and ``busy`` instead of
+    waiting while a call on another thread uses it.
     """
 
     _destroy = None  # name of the C destroy function
@@ -162,10 +183,11 @@ class Handle:
         return self._resource.ptr
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
+        """Whether close() was called (any other call then raises ClosedError)."""
         return self._res is None
 
-    def close(self):
+    def close(self) -> None:
         """Release the object; waits for calls on other threads that use it, and raises
         LatticeError (Status.STATE) inside one (from its callbacks). Twice is harmless."""
         res = self._res
@@ -187,15 +209,42 @@ class Handle:
         as its C call leaves it (shapes, addresses read after the call)."""
         return Using((self,) + others)
 
-    def __enter__(self):
+    def __enter__(self: H) -> H:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def __repr__(self):
-        state = "closed" if self.closed else f"at {ctypes.addressof(self._ptr.contents):#x}"
-        return f"<lattice.{type(self).__name__} {state}>"
+    def _describe(self):
+        """What repr() shows after the class name (called with the object's locks held)."""
+        return ""
+
+    @staticmethod
+    def _describe_other(handle):
+        """_describe() of an object this one borrows, for this one's repr (the caller holds
+        its lock); says so when the user closed that handle."""
+        kind = type(handle).__name__.lower()
+        try:
+            with handle._using():
+                return f"{kind} {handle._describe()}"
+        except ClosedError:
+            return f"closed {kind}"
+
+    def __repr__(self) -> str:
+        name = f"lattice.{type(self).__name__}"
+        try:
+            # a repr must not wait for another thread's call (a training run) to end
+            using = self._using()   # the locks its calls take (a Trainer's: its Dist's too)
+            using._wait = False
+            with using:
+                detail = self._describe()
+        except ClosedError:
+            detail = "closed"
+        except Busy:
+            detail = "busy (a call on another thread is using it)"
+        except LatticeError as e:  # a repr does not raise: a library lacking a getter
+            detail = f"({e})"
+        return f"<{name} {detail}>" if detail else f"<{name}>"
 
     def _message(self, ptr):
         return getattr(lib, self._errmsg)(ptr).decode(errors="replace") if self._errmsg else ""

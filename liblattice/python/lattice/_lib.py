@@ -23,6 +23,8 @@ When all fail, the ImportError lists every place tried and what to set.
 pick a library of another major version.
 """
 
+from __future__ import annotations
+
 import ctypes
 import os
 import subprocess
@@ -404,25 +406,26 @@ class _Library:
             setattr(self, name, _range_checked(name, fn, argtypes))
 
 
+library_path: str  # the file loaded (the SONAME itself when the system's loader found it)
 _cdll, library_path = _load()
 lib = _Library(_cdll)
 
-version_number = lib.lattice_version_number()
-version_string = lib.lattice_version_string().decode()
+version_number: int = lib.lattice_version_number()  # MAJOR * 10000 + MINOR * 100 + PATCH
+version_string: str = lib.lattice_version_string().decode()
 if version_number // 10000 != MAJOR:
     raise ImportError(f"liblattice {version_string} has major version {version_number // 10000}; "
                       f"this package needs major version {MAJOR}")
 
 
-ERRMSG_SIZE = 256  # LATTICE_ERRMSG_SIZE
+ERRMSG_SIZE: int = 256  # LATTICE_ERRMSG_SIZE
 
 
-def status_string(status):
+def status_string(status: int) -> str:
     """lattice_status_string: the library's short text for a status."""
     return lib.lattice_status_string(int(status)).decode()
 
 
-def last_error():
+def last_error() -> str:
     """lattice_last_error: why this thread's latest failing call failed.
 
     "" from a library older than 0.2, which does not record it.
@@ -432,7 +435,7 @@ def last_error():
     return (lib.lattice_last_error() or b"").decode(errors="replace")
 
 
-def errmsg_buffer():
+def errmsg_buffer() -> ctypes.Array:
     """A buffer for the errmsg argument of create functions (LATTICE_ERRMSG_SIZE bytes)."""
     return ctypes.create_string_buffer(ERRMSG_SIZE)
 

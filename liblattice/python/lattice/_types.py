@@ -5,11 +5,14 @@ Every struct here has the C struct's fields in the C order and types; the
 ``_init`` function (see :meth:`Params.defaults`).
 """
 
+from __future__ import annotations
+
 import ctypes
 import enum
 import inspect
 import operator
 import os
+from typing import Any, Callable, Dict, List, Optional, Type, TypeVar, Union
 from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_int64,
                     c_size_t, c_uint, c_uint64, c_void_p)
 
@@ -37,17 +40,26 @@ class Enum(enum.IntEnum):
 
 
 class NormPlacement(Enum):
+    """Where the norms sit (lattice_norm_placement), for sublayers F:
+    PRE h' = h + F(Norm(h)); POST h' = Norm(a * h + F(h)); PERI
+    h' = h + Norm_out(F(Norm_in(h))) (sandwich)."""
+
     PRE = 0
     POST = 1
     PERI = 2
 
 
 class NormKind(Enum):
+    """Which norm: RMSNorm (RMS) or LayerNorm (LAYER)."""
+
     RMS = 0
     LAYER = 1
 
 
 class Group(Enum):
+    """A group of parameters, trained or frozen together (``Model.set_trainable``):
+    the embedding, one layer, the boundary norm (final or entry) and the LM head."""
+
     EMBEDDING = 0
     LAYER = 1
     BOUNDARY_NORM = 2
@@ -55,16 +67,24 @@ class Group(Enum):
 
 
 class KLDirection(Enum):
+    """The distillation KL: FORWARD is KL(teacher || student), REVERSE KL(student || teacher)."""
+
     FORWARD = 0
     REVERSE = 1
 
 
 class Split(Enum):
+    """A part of a corpus: the training documents or the validation set."""
+
     TRAIN = 0
     VAL = 1
 
 
 class BlockInit(Enum):
+    """How a phase starts the layers it appends: RANDOM keeps the weights drawn at
+    creation (the paper), IDENTITY zeroes their output projections, COPY copies the
+    block below."""
+
     RANDOM = 0
     IDENTITY = 1
     COPY = 2
@@ -72,11 +92,16 @@ class BlockInit(Enum):
 
 class LRShape(Enum):
     """The learning rate's shape after warmup (OptimParams.lr_shape)."""
+
     COSINE = 0
     WSD = 1
 
 
 class Preset(Enum):
+    """The paper's arms (``Schedule.preset``): JOINT (all layers), GROW (a block
+    appended per phase), FREEZE (as GROW, only the new block trains), SINGLE_BLOCK,
+    and all layers on grow's budget (JOINT_MATCHED_ACTIVE, JOINT_MATCHED_TOTAL)."""
+
     JOINT = 0
     GROW = 1
     FREEZE = 2
@@ -85,7 +110,14 @@ class Preset(Enum):
     JOINT_MATCHED_TOTAL = 5
 
 
-def to_enum(enum_type, value):
+FilePath = Union[str, bytes, os.PathLike]  # a path, as open() takes it
+
+E = TypeVar("E", bound=enum.IntEnum)
+S = TypeVar("S", bound="Struct")
+P = TypeVar("P", bound="Params")
+
+
+def to_enum(enum_type: Type[E], value: Any) -> E:
     """An enum member from a member, an int, or a case-insensitive name ("pre", "grow")."""
     if isinstance(value, enum_type):
         return value
@@ -213,13 +245,14 @@ class Struct(ctypes.Structure):
             cls._int_types = fields
         return fields
 
-    def read_only(self, how):
+    def read_only(self: S, how: str) -> S:
         """This struct, frozen: setting a field raises AttributeError saying how (the way
         to change what it describes). For getters whose result is a copy."""
         object.__setattr__(self, "_read_only", how)
         return self
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
+        """The fields by name, in C order: enum fields as members, nested structs as dicts."""
         out = {}
         for name, *_ in self._fields_:
             value = getattr(self, name)
@@ -230,11 +263,11 @@ class Struct(ctypes.Structure):
             out[name] = value
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"{type(self).__name__}({fields})"
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and self.to_dict() == other.to_dict()
 
     __hash__ = None
@@ -246,14 +279,15 @@ class Params(Struct):
     _init = None  # name of the C function that fills the defaults
 
     @classmethod
-    def defaults(cls):
+    def defaults(cls: Type[P]) -> P:
+        """The library's defaults (its ``_init`` function), size field set."""
         from ._lib import lib
         params = cls()
         getattr(lib, cls._init)(ctypes.byref(params))
         return params
 
     @classmethod
-    def make(cls, base=None, **fields):
+    def make(cls: Type[P], base: Optional[P] = None, **fields: Any) -> P:
         """The defaults (or a copy of base) with fields overridden by keyword."""
         if base is None:
             params = cls.defaults()
@@ -265,7 +299,7 @@ class Params(Struct):
         return params
 
     @classmethod
-    def keyword_parameters(cls):
+    def keyword_parameters(cls) -> List[inspect.Parameter]:
         """inspect.Parameters for the settable fields: keyword-only, C defaults, types."""
         defaults = cls.defaults()
         out = []
@@ -289,7 +323,9 @@ class Params(Struct):
                                          annotation=annotation))
         return out
 
-    def update(self, **fields):
+    def update(self: P, **fields: Any) -> P:
+        """Set fields by keyword (enum fields also by name, str fields from str); returns
+        self. TypeError for a field the struct lacks, or one newer than the library."""
         names = {name for name, *_ in self._fields_} - {"size"}
         for key, value in fields.items():
             if key not in names:
@@ -313,7 +349,7 @@ def _is_plain(ctype):
     return ctype in (c_int, c_uint, c_int64, c_uint64, c_size_t, c_float, c_double, c_char_p)
 
 
-def with_fields(params_cls):
+def with_fields(params_cls: Type[Params]) -> Callable[[Callable], Callable]:
     """Give a function taking ``**fields`` of params_cls a signature that lists them.
 
     help(), inspect.signature() and IDEs then show every field with its C
@@ -333,6 +369,8 @@ def with_fields(params_cls):
 
 
 class ModelParams(Params):
+    """lattice_model_params: a model's shape and initialisation."""
+
     _init = "lattice_model_params_init"
     _fields_ = [
         ("size", c_size_t),
@@ -368,6 +406,8 @@ class TensorInfo(Struct):
 
 
 class OptimParams(Params):
+    """lattice_optim_params: AdamW, its warmup and learning-rate schedule, clipping."""
+
     _init = "lattice_optim_params_init"
     _enums = {"lr_shape": LRShape}
     _since = {"lr_shape": 400, "decay_fraction": 400}
@@ -388,6 +428,8 @@ class OptimParams(Params):
 
 
 class DistillParams(Params):
+    """lattice_distill_params: L = alpha * tau^2 * KL + gamma * CE."""
+
     _init = "lattice_distill_params_init"
     _enums = {"direction": KLDirection}
     _fields_ = [
@@ -410,6 +452,8 @@ class DistillResultStruct(Struct):
 
 
 class DataParams(Params):
+    """lattice_data_params: tokens, documents, batching and the validation split."""
+
     _init = "lattice_data_params_init"
     _fields_ = [
         ("size", c_size_t),
@@ -444,6 +488,9 @@ class PositionStruct(Struct):
 
 
 class Phase(Params):
+    """lattice_schedule_phase: one phase of a depth schedule (its budget, depth, what
+    trains and how appended blocks start)."""
+
     _init = "lattice_schedule_phase_init"
     _enums = {"block_init": BlockInit}
     _fields_ = [
@@ -543,6 +590,8 @@ DestroyFn = CFUNCTYPE(None, c_void_p)
 
 
 class TrainerParams(Params):
+    """lattice_trainer_params: evaluation cadence, seed and the step callbacks."""
+
     _init = "lattice_trainer_params_init"
     _fields_ = [
         ("size", c_size_t),
@@ -558,6 +607,8 @@ class TrainerParams(Params):
 
 
 class BackendOps(Params):
+    """lattice_backend_ops: the GEMMs of a custom backend (``Backend.custom``)."""
+
     _init = "lattice_backend_ops_init"
     _fields_ = [
         ("size", c_size_t),

@@ -1,10 +1,14 @@
 """Backends (backend.h): "ref", "blis", "openblas", or GEMMs supplied from Python."""
 
+from __future__ import annotations
+
 import ctypes
 from ctypes import byref, c_float
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from . import _buffers as B
+from ._buffers import Floats, WritableBuffer
 from ._errors import store_pending
 from ._handle import Handle, check
 from ._lib import lib
@@ -30,7 +34,7 @@ class Kernels:
     reason: str
 
 
-def has_blis():
+def has_blis() -> bool:
     """Whether this build of the library has the BLIS backend."""
     return bool(lib.lattice_backend_has_blis())
 
@@ -55,7 +59,11 @@ class Backend(Handle):
 
     _destroy = "lattice_backend_destroy"
 
-    def __init__(self, name="default", threads=None):
+    def _describe(self):
+        threads = self.threads
+        return f"{self.name} {threads} thread{'' if threads == 1 else 's'}"
+
+    def __init__(self, name: str = "default", threads: Optional[int] = None) -> None:
         out = backend_p()
         check(lib.lattice_backend_create(name.encode(), byref(out)), f"backend {name!r}")
         self._adopt(out)
@@ -63,7 +71,10 @@ class Backend(Handle):
             self.threads = threads
 
     @classmethod
-    def custom(cls, name, sgemm, set_threads=None):
+    def custom(cls, name: str,
+               sgemm: Callable[[int, int, int, int, int, float, memoryview, int, memoryview,
+                                int, float, memoryview, int], None],
+               set_threads: Optional[Callable[[int], None]] = None) -> Backend:
         """A backend whose GEMMs run in Python.
 
         ``sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)``
@@ -110,11 +121,12 @@ class Backend(Handle):
         return self
 
     @property
-    def name(self):
+    def name(self) -> str:
+        """The backend's name ("ref", "blis", "openblas", a custom one's)."""
         return self._get(lib.lattice_backend_get_name).decode()
 
     @property
-    def kernels(self):
+    def kernels(self) -> Kernels:
         """A :class:`Kernels`: the library and kernel configuration this backend runs."""
         info = BackendInfo()
         info.size = ctypes.sizeof(BackendInfo)
@@ -124,15 +136,18 @@ class Backend(Handle):
                        bool(info.optimised), text(info.reason))
 
     @property
-    def threads(self):
+    def threads(self) -> int:
+        """The thread count of GEMMs and kernels; settable."""
         return self._get(lib.lattice_backend_get_threads)
 
     @threads.setter
-    def threads(self, n_threads):
+    def threads(self, n_threads: int) -> None:
         self._call(lib.lattice_backend_set_threads, int(n_threads))
 
-    def sgemm(self, a, b, c, m, n, k, *, trans_a=False, trans_b=False, alpha=1.0, beta=0.0,
-              lda=None, ldb=None, ldc=None):
+    def sgemm(self, a: Floats, b: Floats, c: WritableBuffer, m: int, n: int, k: int, *,
+              trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0,
+              beta: float = 0.0, lda: Optional[int] = None, ldb: Optional[int] = None,
+              ldc: Optional[int] = None) -> None:
         """C = alpha * op(A) @ op(B) + beta * C through this backend, row-major, in place on c.
 
         a, b, c are float32 buffers; op(X) transposes X when trans_x is true.

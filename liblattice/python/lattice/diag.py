@@ -1,10 +1,14 @@
 """The paper's diagnostics (diag.h): boundary scale, block removal, loss response,
 attention sinks and massive activations."""
 
+from __future__ import annotations
+
 from ctypes import byref, c_double, c_int32, c_uint8
 from dataclasses import dataclass
+from typing import List, Optional, Tuple
 
 from . import _buffers as B
+from ._buffers import Floats, Ints, Mask, Tokens
 from ._handle import Handle, check, require, using
 from ._lib import lib
 from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, SinksStruct, diag_p
@@ -55,7 +59,7 @@ class Sinks:
 
     mass0: float
     sink_rate: float
-    head_mass: tuple
+    head_mass: Tuple[float, ...]
     top_ratio: float
     top_token: int
     top_dim: int
@@ -69,7 +73,7 @@ class Diag(Handle):
     _destroy = "lattice_diag_destroy"
     _errmsg = "lattice_diag_errmsg"
 
-    def __init__(self, model):
+    def __init__(self, model: Model) -> None:
         require(model, Model, "model")
         out = diag_p()
         with using(model):
@@ -77,8 +81,12 @@ class Diag(Handle):
         self._adopt(out, borrows=(model,))
         self.model = model
 
-    def boundary_scale(self, tokens, mask=None, batch=None, seq=None, *, classes=None,
-                       n_classes=2):
+    def _describe(self):
+        return f"of {self._describe_other(self.model)}"
+
+    def boundary_scale(self, tokens: Tokens, mask: Mask = None, batch: Optional[int] = None,
+                       seq: Optional[int] = None, *, classes: Optional[Ints] = None,
+                       n_classes: int = 2) -> List[List[RmsStats]]:
         """RMS statistics at every boundary of a forward over tokens.
 
         Returns ``stats[boundary][c]`` for boundary 0 .. active layers, where c
@@ -99,7 +107,9 @@ class Diag(Handle):
         stats = [RmsStats(s.count, s.mean, s.std, s.kurtosis, s.max) for s in out]
         return [stats[b * per:(b + 1) * per] for b in range(boundaries)]
 
-    def block_removal(self, tokens, targets, first, count, mask=None, batch=None, seq=None):
+    def block_removal(self, tokens: Tokens, targets: Ints, first: int, count: int,
+                      mask: Mask = None, batch: Optional[int] = None,
+                      seq: Optional[int] = None) -> Removal:
         """dCE and angle of skipping layers [first, first + count) on a fixed batch."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         t = B.as_input(targets, c_int32, "targets", batch * seq)
@@ -111,7 +121,8 @@ class Diag(Handle):
                        byref(out))
         return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
 
-    def attention_sinks(self, tokens, batch=None, seq=None, *, threshold=0.3):
+    def attention_sinks(self, tokens: Tokens, batch: Optional[int] = None,
+                        seq: Optional[int] = None, *, threshold: float = 0.3) -> List[Sinks]:
         """One Sinks per active layer, from a forward over tokens (no padding: rows
         are not masked). threshold: a head whose mean mass on position 0 is above
         it counts as a sink (Gu et al. use 0.3)."""
@@ -129,7 +140,7 @@ class Diag(Handle):
                       s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
 
     @staticmethod
-    def loss_response(losses, append_step, window, horizon):
+    def loss_response(losses: Floats, append_step: int, window: int, horizon: int) -> Response:
         """The response to an append from a series of losses (float64 buffer or sequence)."""
         arr = B.as_input(losses, c_double, "losses")
         out = ResponseStruct()

@@ -7,16 +7,24 @@ loads neither. The first :class:`Dist` loads it: ``LATTICE_MPI_LIBRARY``
 was loaded, else by its SONAME through the system's loader.
 """
 
+from __future__ import annotations
+
 import array
 import ctypes
 import os
 import sys
 from ctypes import POINTER, byref, c_char_p, c_double, c_int, c_int64, c_size_t, c_void_p
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from . import _lib
+from ._buffers import WritableBuffer
 from ._handle import Handle, Resource, check, require
 from ._types import Struct, TrainerParams, model_p, trainer_p
+
+if TYPE_CHECKING:  # they import this module
+    from .model import Model
+    from .trainer import Trainer
 
 __all__ = ["Dist", "DistStats"]
 
@@ -151,7 +159,7 @@ class Dist(Handle):
     _destroy = "lattice_dist_destroy"
     _errmsg = "lattice_dist_errmsg"
 
-    def __init__(self, comm=None):
+    def __init__(self, comm: Any = None) -> None:
         if comm is None:
             comm = _mpi4py_world()
         try:
@@ -173,13 +181,16 @@ class Dist(Handle):
     def _message(self, ptr):
         return self._lib.lattice_dist_errmsg(ptr).decode(errors="replace")
 
+    def _describe(self):
+        return f"rank {self.rank} of {self.size}"
+
     @property
-    def rank(self):
+    def rank(self) -> int:
         """This process's rank in the communicator."""
         return self._get(self._lib.lattice_dist_get_rank)
 
     @property
-    def size(self):
+    def size(self) -> int:
         """The number of ranks."""
         return self._get(self._lib.lattice_dist_get_size)
 
@@ -187,7 +198,7 @@ class Dist(Handle):
         """Name this Dist as the collective of TrainerParams (lattice_dist_trainer_params)."""
         self._call(self._lib.lattice_dist_trainer_params, byref(params))
 
-    def attach(self, trainer):
+    def attach(self, trainer: Trainer) -> None:
         """Make an existing Trainer data-parallel (its model then needs max_batch for the
         whole batch; ``Trainer(..., dist=)`` needs it for one rank's share)."""
         from .trainer import Trainer
@@ -195,14 +206,14 @@ class Dist(Handle):
         self._call(self._lib.lattice_dist_attach, trainer._ptr, using=(trainer,))
         trainer._dist = self._resource  # the handle must outlive the attachment
 
-    def detach(self, trainer):
+    def detach(self, trainer: Trainer) -> None:
         """Let the Trainer run alone again."""
         from .trainer import Trainer
         require(trainer, Trainer, "trainer")
         self._call(self._lib.lattice_dist_detach, trainer._ptr, using=(trainer,))
         trainer._dist = None
 
-    def allreduce_gradients(self, model, weight):
+    def allreduce_gradients(self, model: Model, weight: float) -> None:
         """For a loop of one's own: every rank's model gradients times weight, summed.
 
         Call on every rank after backward(), with weight = this rank's
@@ -214,7 +225,7 @@ class Dist(Handle):
         self._call(self._lib.lattice_dist_allreduce_gradients, model._ptr, float(weight),
                    using=(model,))
 
-    def sum(self, values):
+    def sum(self, values: WritableBuffer) -> WritableBuffer:
         """Replace values on every rank by their sum over the ranks; returns values.
 
         values: a writable buffer of float32, float64 or int64 (array.array
@@ -242,12 +253,12 @@ class Dist(Handle):
         self._call(getattr(self._lib, name), buf, n)
         return values
 
-    def stats(self):
+    def stats(self) -> DistStats:
         """What this handle's collective calls have cost (a DistStats)."""
         s = DistStatsStruct(size=ctypes.sizeof(DistStatsStruct))
         self._call(self._lib.lattice_dist_get_stats, byref(s))
         return DistStats(s.sum_calls, s.sum_bytes, s.sum_seconds, s.other_calls, s.other_seconds)
 
-    def reset_stats(self):
+    def reset_stats(self) -> None:
         """Set the statistics back to zero."""
         self._get(self._lib.lattice_dist_reset_stats)

@@ -1,13 +1,17 @@
 """Distillation losses (distill.h)."""
 
+from __future__ import annotations
+
 import ctypes
 from ctypes import byref, c_float, c_int32
 from dataclasses import dataclass
+from typing import Any, Optional
 
 from . import _buffers as B
+from ._buffers import Floats, Ints, Mask, WritableBuffer
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import DistillParams, DistillResultStruct, distill_p, with_fields
+from ._types import DistillParams, DistillResultStruct, KLDirection, distill_p, with_fields
 
 __all__ = ["Distill", "DistillResult"]
 
@@ -42,14 +46,19 @@ class Distill(Handle):
     _errmsg = "lattice_distill_errmsg"
 
     @with_fields(DistillParams)
-    def __init__(self, params=None, **fields):
+    def __init__(self, params: Optional[DistillParams] = None, **fields: Any) -> None:
         p = DistillParams.make(params, **fields)
         out = distill_p()
         check(lib.lattice_distill_create(byref(p), byref(out)))
         self._adopt(out)
 
+    def _describe(self):
+        p = self.params
+        return (f"alpha {p.alpha:g} gamma {p.gamma:g} tau {p.tau:g} "
+                f"{KLDirection(p.direction).name.lower()} KL")
+
     @property
-    def params(self):
+    def params(self) -> DistillParams:
         """The DistillParams in use: a read-only copy (the settings are fixed at creation;
         ``lattice.Distill(loss.params, tau=2.0)`` makes a loss with others)."""
         out = DistillParams()
@@ -58,7 +67,9 @@ class Distill(Handle):
         return out.read_only("a Distill's settings are fixed at creation: create another "
                              "(lattice.Distill(loss.params, tau=2.0))")
 
-    def dense(self, student, teacher, targets=None, mask=None, *, vocab=None, dlogits=None):
+    def dense(self, student: Floats, teacher: Floats, targets: Optional[Ints] = None,
+              mask: Mask = None, *, vocab: Optional[int] = None,
+              dlogits: Optional[WritableBuffer] = None) -> DistillResult:
         """The loss against dense teacher logits.
 
         student and teacher are float32 [n, vocab] (any shape ending in vocab,
@@ -72,8 +83,9 @@ class Distill(Handle):
         t = B.as_input(teacher, c_float, "teacher", n * vocab)
         return self._run(lib.lattice_distill_dense, (s, t), targets, mask, n, vocab, dlogits)
 
-    def topk(self, student, index, value, targets=None, mask=None, *, k=None, vocab=None,
-             dlogits=None):
+    def topk(self, student: Floats, index: Ints, value: Floats, targets: Optional[Ints] = None,
+             mask: Mask = None, *, k: Optional[int] = None, vocab: Optional[int] = None,
+             dlogits: Optional[WritableBuffer] = None) -> DistillResult:
         """The loss against a teacher's top-k: int32 index and float32 value, [n, k] each."""
         mv, n, vocab = _positions(student, vocab)
         s = B.as_input(mv, c_float, "student", n * vocab)

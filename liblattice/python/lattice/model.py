@@ -1,19 +1,24 @@
 """Models (model.h): a Qwen3-style decoder with a growable active depth."""
 
+from __future__ import annotations
+
 import ctypes
 import json
 import os
+import warnings
 from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
-from typing import Optional
+from typing import Any, List, Optional, Tuple, Union
 
 from . import _buffers as B
+from ._buffers import Ints, Mask, Tokens
 from ._errors import LatticeError, Status
 from ._handle import Handle, check, require, using
 from ._lib import errmsg_buffer, lib, version_string
-from ._types import Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum, with_fields
+from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum,
+                     with_fields)
 from .backend import Backend
 from .data import Data
-from .norm import as_norm
+from .norm import Norm, as_norm
 
 __all__ = ["Model", "Tensor"]
 
@@ -25,12 +30,20 @@ class Tensor:
     """One parameter tensor: name, shape, group, and its data and gradient as float32 views.
 
     ``data`` and ``grad`` are writable memoryviews of shape ``shape`` over the
-    model's memory; they keep the model's C object alive.
+    model's memory; they keep the model's C object alive. Made by
+    :meth:`Model.tensor` and :meth:`Model.tensors`, not by hand.
     """
 
     __slots__ = ("name", "ndim", "shape", "group", "layer", "data", "grad")
+    name: str
+    ndim: int
+    shape: Tuple[int, ...]
+    group: Group
+    layer: int                  # the layer's index for Group.LAYER, else -1
+    data: Optional[memoryview]
+    grad: Optional[memoryview]  # None where the library keeps no gradient
 
-    def __init__(self, info, keep):
+    def __init__(self, info: TensorInfo, keep: object) -> None:
         self.name = info.name.decode()
         self.ndim = info.ndim
         rows, cols = info.shape[0], info.shape[1]
@@ -40,7 +53,7 @@ class Tensor:
         self.data = B.view(info.data, self.shape, c_float, keep)
         self.grad = B.view(info.grad, self.shape, c_float, keep)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return (f"Tensor({self.name!r}, shape={self.shape}, group={self.group.name}, "
                 f"layer={self.layer})")
 
@@ -94,7 +107,9 @@ class Model(Handle):
     _errmsg = "lattice_model_errmsg"
 
     @with_fields(ModelParams)
-    def __init__(self, params=None, *, norm=None, backend=None, **fields):
+    def __init__(self, params: Optional[ModelParams] = None, *,
+                 norm: Union[Norm, NormPlacement, str, None] = None,
+                 backend: Union[Backend, str, None] = None, **fields: Any) -> None:
         p = ModelParams.make(params, **fields)
         backend = _as_backend(backend)
         norm, own_norm = as_norm(norm)
@@ -108,6 +123,10 @@ class Model(Handle):
         _check_shape(status, p)
         self._finish(out, backend)
 
+    def _describe(self):
+        return (f"{self.placement.name.lower()} {self.active_layers}/{self.n_layers} layers "
+                f"d{self.d_model}")
+
     def _finish(self, out, backend):
         self._adopt(out, borrows=(backend,))
         self.backend = backend
@@ -115,7 +134,9 @@ class Model(Handle):
         self._shape = None         # (batch, seq) of the last forward, when known
 
     @classmethod
-    def from_file(cls, path, config=None, *, backend=None, max_batch=None, max_seq=None):
+    def from_file(cls, path: FilePath, config: Optional[FilePath] = None, *,
+                  backend: Union[Backend, str, None] = None, max_batch: Optional[int] = None,
+                  max_seq: Optional[int] = None) -> Model:
         """A model with the shape and weights of a safetensors file.
 
         The shape comes from a Hugging Face Qwen3 config.json when config is
@@ -136,15 +157,15 @@ class Model(Handle):
         self._finish(out, backend)
         return self
 
-    def save(self, path):
+    def save(self, path: FilePath) -> None:
         """Write the parameters (whole capacity) as safetensors, atomically."""
         self._call(lib.lattice_model_save, os.fsencode(path))
 
-    def load(self, path):
+    def load(self, path: FilePath) -> None:
         """Read every parameter from a safetensors file of the same shapes."""
         self._call(lib.lattice_model_load, os.fsencode(path))
 
-    def save_pretrained(self, directory) -> None:
+    def save_pretrained(self, directory: FilePath) -> None:
         """Write ``config.json`` and ``model.safetensors`` into directory, as Hugging Face does.
 
         ``model.safetensors`` is :meth:`save`'s file (Qwen3 tensor names, the
@@ -197,8 +218,8 @@ class Model(Handle):
         return config
 
     @classmethod
-    def from_pretrained(cls, directory, *, backend=None, max_batch: Optional[int] = None,
-                        max_seq: Optional[int] = None) -> "Model":
+    def from_pretrained(cls, directory: FilePath, *, backend: Union[Backend, str, None] = None,
+                        max_batch: Optional[int] = None, max_seq: Optional[int] = None) -> Model:
         """A model from a directory with ``config.json`` and ``model.safetensors``.
 
         A directory written by :meth:`save_pretrained` reopens exactly (the
@@ -228,14 +249,16 @@ class Model(Handle):
 
     @staticmethod
     @with_fields(ModelParams)
-    def check_params(params=None, **fields):
+    def check_params(params: Optional[ModelParams] = None, **fields: Any) -> None:
         """Raise LatticeError with the reason if the shape cannot make a model."""
         p = ModelParams.make(params, **fields)
         _check_shape(lib.lattice_model_params_check(byref(p), None), p)
 
     @staticmethod
     @with_fields(ModelParams)
-    def estimate(params=None, *, norm=None, **fields):
+    def estimate(params: Optional[ModelParams] = None, *,
+                 norm: Union[Norm, NormPlacement, str, None] = None,
+                 **fields: Any) -> Tuple[int, int]:
         """(n_params, arena_bytes) a model of this shape would have, without creating it."""
         p = ModelParams.make(params, **fields)
         norm, own_norm = as_norm(norm)
@@ -251,7 +274,7 @@ class Model(Handle):
         return n_params.value, arena_bytes.value
 
     @property
-    def params(self):
+    def params(self) -> ModelParams:
         """The ModelParams the model was created with (n_active_layers: the current count).
 
         A read-only copy: setting a field raises AttributeError. The shape is
@@ -268,59 +291,90 @@ class Model(Handle):
             "model.active_layers = n")
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
+        """The vocabulary size (fixed at creation)."""
         return self._fixed.vocab_size
 
     @property
-    def d_model(self):
+    def d_model(self) -> int:
+        """The width of the residual stream (fixed at creation)."""
         return self._fixed.d_model
 
     @property
-    def n_layers(self):
+    def n_layers(self) -> int:
+        """The layers the model holds, active or not (its capacity, fixed at creation)."""
         return self._fixed.n_layers
 
     @property
-    def placement(self):
+    def placement(self) -> NormPlacement:
+        """Where the model's norms sit (fixed at creation)."""
         return NormPlacement(self._get(lib.lattice_model_get_placement))
 
     @property
-    def active_layers(self):
+    def active_layers(self) -> int:
+        """How many of the first layers run, 1 .. n_layers; settable (``model.active_layers = n``).
+
+        Every layer keeps its weights whether active or not: growing switches
+        on layers as they were initialised at creation (or since).
+        """
         return self._get(lib.lattice_model_get_active_layers)
 
     @active_layers.setter
-    def active_layers(self, n_active):
-        self.set_active_layers(n_active)
-
-    def set_active_layers(self, n_active):
+    def active_layers(self, n_active: int) -> None:
         with self._using():
             self._shape = None  # the stored activations no longer match
             self._call(lib.lattice_model_set_active_layers, int(n_active))
 
-    def init_layer(self, layer, seed):
+    def set_active_layers(self, n_active: int) -> None:
+        """Deprecated since 0.4: set :attr:`active_layers` (``model.active_layers = n``).
+
+        The same operation under a second name; it warns (DeprecationWarning)
+        and will go in a later major version.
+        """
+        warnings.warn("Model.set_active_layers(n) is deprecated: set model.active_layers = n",
+                      DeprecationWarning, stacklevel=2)
+        self.active_layers = n_active
+
+    def init_layer(self, layer: int, seed: int) -> None:
+        """Re-draw one layer's weights from seed (linear N(0, init_std^2), norms 1 and 0)."""
         self._call(lib.lattice_model_init_layer, layer, seed)
 
-    def copy_layer(self, dst, src):
+    def copy_layer(self, dst: int, src: int) -> None:
+        """Copy every weight of layer src onto layer dst (stacking a block)."""
         self._call(lib.lattice_model_copy_layer, dst, src)
 
-    def zero_layer_outputs(self, layer):
+    def zero_layer_outputs(self, layer: int) -> None:
+        """Zero a layer's attention and MLP output projections (o_proj, down_proj).
+
+        Under pre-norm (and peri-norm) the layer then computes the identity, the
+        LLaMA-Pro way of appending blocks; under post-norm it still normalises
+        its input.
+        """
         self._call(lib.lattice_model_zero_layer_outputs, layer)
 
-    def set_trainable(self, group, trainable=True, layer=-1):
+    def set_trainable(self, group: Union[Group, str, int], trainable: bool = True,
+                      layer: int = -1) -> None:
+        """Mark a parameter group trainable or frozen (layer: the index for Group.LAYER).
+
+        A frozen group gets no gradient work in backward, and optimizers leave it as it is.
+        """
         self._call(lib.lattice_model_set_trainable, to_enum(Group, group), layer,
                    int(bool(trainable)))
 
-    def is_trainable(self, group, layer=-1):
+    def is_trainable(self, group: Union[Group, str, int], layer: int = -1) -> bool:
+        """Whether a parameter group is trainable (layer: the index for Group.LAYER)."""
         out = c_int()
         self._call(lib.lattice_model_get_trainable, to_enum(Group, group), layer, byref(out))
         return bool(out.value)
 
-    def set_skip(self, first, count):
+    def set_skip(self, first: int, count: int) -> None:
         """Skip layers [first, first + count) in later passes; count 0 clears the skip."""
         self._call(lib.lattice_model_set_skip, first, count)
 
     # ---- a step ---------------------------------------------------------------------
 
-    def forward(self, tokens, batch=None, seq=None):
+    def forward(self, tokens: Tokens, batch: Optional[int] = None,
+                seq: Optional[int] = None) -> None:
         """Forward over the active layers; tokens is int32 [batch, seq] (or flat with sizes)."""
         self._forward(lib.lattice_model_forward, tokens, batch, seq)
 
@@ -391,7 +445,7 @@ class Model(Handle):
         return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.view,
                                 c_float, self._res)
 
-    def cross_entropy(self, targets, mask=None):
+    def cross_entropy(self, targets: Ints, mask: Mask = None) -> Tuple[float, int]:
         """Mean cross-entropy against int32 targets (uint8 mask, or None for all).
 
         Writes the gradient to dlogits. Returns (loss, n_counted).
@@ -409,7 +463,7 @@ class Model(Handle):
             m = B.as_mask(mask, "mask", batch * seq)
             self._call(fn, t, m, *(byref(o) for o in out))
 
-    def backward(self):
+    def backward(self) -> None:
         """Backward pass from :meth:`dlogits_view` (the last forward's loss gradient).
 
         It overwrites the gradients (``Tensor.grad``) of the trainable groups,
@@ -447,10 +501,11 @@ class Model(Handle):
     # ---- parameters -----------------------------------------------------------------
 
     @property
-    def n_tensors(self):
+    def n_tensors(self) -> int:
+        """The number of parameter tensors (over the whole capacity)."""
         return self._get(lib.lattice_model_get_n_tensors)
 
-    def tensor(self, key):
+    def tensor(self, key: Union[int, str]) -> Tensor:
         """A Tensor by index or by name ("model.layers.0.self_attn.q_proj.weight")."""
         info = TensorInfo()
         if isinstance(key, str):
@@ -461,35 +516,44 @@ class Model(Handle):
             raise TypeError(f"tensor key must be an index or a name, got {type(key).__name__}")
         return Tensor(info, self._res)
 
-    def tensors(self):
+    def tensors(self) -> List[Tensor]:
+        """Every parameter tensor, in the library's order (:meth:`tensor` of each index)."""
         return [self.tensor(i) for i in range(self.n_tensors)]
 
     @property
-    def n_params(self):
+    def n_params(self) -> int:
+        """Parameters over the whole capacity (tied weights counted once)."""
         return self._get(lib.lattice_model_get_n_params)
 
-    def flops(self, batch, seq, with_backward=False):
+    def flops(self, batch: int, seq: int, with_backward: bool = False) -> float:
+        """FLOPs of the GEMMs of one pass over the active layers (2 m n k each).
+
+        Attention scores count the full seq x seq square, as computed; with
+        with_backward, the backward's weight and input gradients are added.
+        """
         return self._get(lib.lattice_model_get_flops, batch, seq, int(bool(with_backward)))
 
     @property
-    def arena_bytes(self):
+    def arena_bytes(self) -> int:
+        """Bytes of the model's arenas: parameters, gradients, activations, scratch."""
         return self._get(lib.lattice_model_get_arena_bytes)
 
     # ---- inference and evaluation (since 0.2) ---------------------------------------
 
-    def forward_inference(self, tokens, batch=None, seq=None):
+    def forward_inference(self, tokens: Tokens, batch: Optional[int] = None,
+                          seq: Optional[int] = None) -> None:
         """:meth:`forward` for inference: the same logits, and :meth:`backward` refuses
         (``Status.STATE``) until the next :meth:`forward`."""
         self._forward(lib.lattice_model_forward_inference, tokens, batch, seq)
 
-    def loss(self, targets, mask=None):
+    def loss(self, targets: Ints, mask: Mask = None) -> Tuple[float, int]:
         """Mean cross-entropy of the last forward against int32 targets (uint8 mask, or
         None for all), without writing dlogits. Returns (ce, n_counted)."""
         ce, counted = c_double(), c_int64()
         self._targets_call(lib.lattice_model_loss, "loss", targets, mask, ce, counted)
         return ce.value, counted.value
 
-    def evaluate(self, data, max_batches=0):
+    def evaluate(self, data: Data, max_batches: int = 0) -> float:
         """Validation cross-entropy over data's first max_batches validation batches
         (0: all), weighted by counted tokens: what ``Trainer.evaluate`` reports."""
         require(data, Data, "data")

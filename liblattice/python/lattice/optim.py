@@ -1,11 +1,14 @@
 """AdamW with warmup, a cosine or warmup-stable-decay LR, and clipping (optim.h)."""
 
+from __future__ import annotations
+
 import ctypes
 from ctypes import byref, c_float
+from typing import Any, Optional
 
 from ._handle import Handle, check, require, using
 from ._lib import lib
-from ._types import OptimParams, f32, optim_p, with_fields
+from ._types import LRShape, OptimParams, f32, optim_p, with_fields
 from .model import Model
 
 __all__ = ["Optim"]
@@ -36,7 +39,8 @@ class Optim(Handle):
     _errmsg = "lattice_optim_errmsg"
 
     @with_fields(OptimParams)
-    def __init__(self, model, params=None, **fields):
+    def __init__(self, model: Model, params: Optional[OptimParams] = None,
+                 **fields: Any) -> None:
         require(model, Model, "model")
         total = fields.get("total_steps")
         if isinstance(total, int) and total > 0 and "warmup_steps" not in fields and params is None:
@@ -49,8 +53,12 @@ class Optim(Handle):
         self._adopt(out, borrows=(model,))
         self.model = model
 
+    def _describe(self):
+        p = self.params
+        return f"step {self.steps}, lr {self.lr:g} ({LRShape(p.lr_shape).name.lower()} from {p.lr:g})"
+
     @property
-    def params(self):
+    def params(self) -> OptimParams:
         """The OptimParams in use: a read-only copy (change them with :meth:`set_params`)."""
         out = OptimParams()
         out.size = ctypes.sizeof(out)  # the bytes this package can take
@@ -58,7 +66,7 @@ class Optim(Handle):
         return out.read_only("change them with optim.set_params(lr=...)")
 
     @with_fields(OptimParams)
-    def set_params(self, params=None, **fields):
+    def set_params(self, params: Optional[OptimParams] = None, **fields: Any) -> None:
         """Replace the settings: params (default: the current ones) with fields overridden.
 
         The moments and the schedule position are kept.
@@ -66,21 +74,22 @@ class Optim(Handle):
         p = OptimParams.make(self.params if params is None else params, **fields)
         self._call(lib.lattice_optim_set_params, byref(p))
 
-    def step(self):
+    def step(self) -> float:
         """One AdamW update from the last backward; returns the gradient norm before clipping."""
         norm = c_float()
         self._call(lib.lattice_optim_step, byref(norm))
         return norm.value
 
-    def reset(self):
+    def reset(self) -> None:
         """Zero the moments and restart the learning-rate schedule."""
         self._call(lib.lattice_optim_reset)
 
     @property
-    def lr(self):
+    def lr(self) -> float:
         """The learning rate the next step will use."""
         return f32(self._get(lib.lattice_optim_get_lr))
 
     @property
-    def steps(self):
+    def steps(self) -> int:
+        """Steps taken since creation or the last :meth:`reset`."""
         return self._get(lib.lattice_optim_get_steps)

@@ -1,7 +1,14 @@
 """A progress bar for training runs: tqdm when it is installed, plain lines otherwise."""
 
+from __future__ import annotations
+
 import sys
-from typing import Optional, TextIO, Union
+from typing import TYPE_CHECKING, Any, Optional, TextIO, Union
+
+from .schedule import Schedule
+
+if TYPE_CHECKING:  # trainer.py imports this module
+    from .trainer import Metrics
 
 __all__ = ["Progress", "progress"]
 
@@ -27,9 +34,9 @@ class Progress:
     more: use one per run.
     """
 
-    def __init__(self, total: Union[int, "object", None] = None, *, desc: str = "train",
+    def __init__(self, total: Union[int, Schedule, None] = None, *, desc: str = "train",
                  every: Optional[int] = None, file: Optional[TextIO] = None,
-                 use_tqdm: Optional[bool] = None):
+                 use_tqdm: Optional[bool] = None) -> None:
         if total is not None and not isinstance(total, int):
             total = total.total_steps
         self.total = total if total is not None and total >= 0 else None
@@ -44,7 +51,8 @@ class Progress:
         self.bar = _tqdm.tqdm(total=self.total, desc=desc, file=file) if use_tqdm else None
         self.closed = False
 
-    def __call__(self, metrics) -> bool:
+    def __call__(self, metrics: Metrics) -> bool:
+        """Show one step's metrics; returns False (the run goes on)."""
         if self.closed:
             return False
         if metrics.val_ce == metrics.val_ce:  # not NaN: measured at this step
@@ -71,13 +79,13 @@ class Progress:
             bar, self.bar = self.bar, None
             bar.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Progress:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
 
 
-def progress(total=None, **kwargs) -> Progress:
+def progress(total: Union[int, Schedule, None] = None, **kwargs: Any) -> Progress:
     """``Progress(total, **kwargs)``: ``Trainer(..., on_step=lattice.progress(schedule))``."""
     return Progress(total, **kwargs)

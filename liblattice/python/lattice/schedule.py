@@ -1,7 +1,10 @@
 """Depth schedules: phases with a growing (or fixed) active depth (schedule.h)."""
 
+from __future__ import annotations
+
 from ctypes import byref, c_int, c_int64
 from dataclasses import astuple, dataclass
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from ._handle import Handle, check
 from ._lib import lib
@@ -12,7 +15,8 @@ __all__ = ["Schedule", "Counters"]
 
 @dataclass(frozen=True)
 class Counters:
-    """Counters of a run."""
+    """Counters of a run: steps, tokens (padding included), non-pad tokens, tokens times
+    the active layers they ran through, and FLOPs."""
 
     steps: int = 0
     tokens: int = 0
@@ -37,7 +41,7 @@ class Schedule(Handle):
     _destroy = "lattice_schedule_destroy"
     _errmsg = "lattice_schedule_errmsg"
 
-    def __init__(self, phases=()):
+    def __init__(self, phases: Iterable[Union[Phase, Dict[str, Any]]] = ()) -> None:
         out = schedule_p()
         check(lib.lattice_schedule_create(byref(out)))
         self._adopt(out)
@@ -48,8 +52,10 @@ class Schedule(Handle):
                 self.add_phase(phase)
 
     @classmethod
-    def preset(cls, preset, n_blocks=3, block_size=3, steps_per_phase=50000,
-               block_init=BlockInit.RANDOM, rewind_data=False):
+    def preset(cls, preset: Union[Preset, str, int], n_blocks: int = 3, block_size: int = 3,
+               steps_per_phase: int = 50000,
+               block_init: Union[BlockInit, str, int] = BlockInit.RANDOM,
+               rewind_data: bool = False) -> Schedule:
         """An arm of the paper; rewind_data=True replays the first phase's data in every phase.
 
         preset is a :class:`Preset` or its name. steps_per_phase is per
@@ -84,19 +90,31 @@ class Schedule(Handle):
         return self
 
     @with_fields(Phase)
-    def add_phase(self, phase=None, **fields):
+    def add_phase(self, phase: Optional[Phase] = None, **fields: Any) -> None:
         """Append a phase: a Phase, and/or Phase fields over lattice_schedule_phase_init's defaults."""
         p = Phase.make(phase, **fields)
         self._call(lib.lattice_schedule_add_phase, byref(p))
 
-    def __len__(self):
+    def _describe(self):
+        n = len(self)
+        if n == 0:
+            return "no phases"
+        phase, step = self.position
+        total = self.total_steps
+        where = "finished" if phase == n else f"phase {phase} step {step}"
+        return (f"{n} phase{'' if n == 1 else 's'}, {where}"
+                + (f", {total} steps in all" if total >= 0 else ""))
+
+    def __len__(self) -> int:
+        """The number of phases."""
         return self._get(lib.lattice_schedule_get_n_phases)
 
     @property
-    def n_phases(self):
+    def n_phases(self) -> int:
+        """The number of phases, as ``len(schedule)``."""
         return len(self)
 
-    def phase(self, index):
+    def phase(self, index: int) -> Phase:
         """The phase at index: a read-only copy (phases are fixed once added; build another
         schedule from ``Phase.make(schedule.phase(i), steps=...)``)."""
         out = Phase.defaults()  # its size asks for every field this package knows
@@ -106,46 +124,51 @@ class Schedule(Handle):
                              "schedule.phase(0), steps=10)]))")
 
     @property
-    def phases(self):
+    def phases(self) -> List[Phase]:
+        """Every phase, in order (read-only copies, as :meth:`phase` gives them)."""
         return [self.phase(i) for i in range(len(self))]
 
-    def set_rewind_data(self, on=True):
+    def set_rewind_data(self, on: bool = True) -> None:
         """Replay the shard: every phase after the first starts the data where the run began."""
         self._call(lib.lattice_schedule_set_rewind_data, 1 if on else 0)
 
     @property
-    def max_layers(self):
+    def max_layers(self) -> int:
+        """The largest active depth over the phases."""
         return self._get(lib.lattice_schedule_get_max_layers)
 
     @property
-    def total_steps(self):
+    def total_steps(self) -> int:
         """Total steps when every phase has a step budget, else -1."""
         return self._get(lib.lattice_schedule_get_total_steps)
 
     @property
-    def position(self):
+    def position(self) -> Tuple[int, int]:
         """(phase, step within it); phase is n_phases once finished."""
         phase, step = c_int(), c_int64()
         self._call(lib.lattice_schedule_get_position, byref(phase), byref(step))
         return phase.value, step.value
 
     @property
-    def finished(self):
+    def finished(self) -> bool:
+        """Whether every phase is complete."""
         return bool(self._get(lib.lattice_schedule_is_finished))
 
-    def record(self, tokens, nonpad_tokens, flops=0.0):
+    def record(self, tokens: int, nonpad_tokens: int, flops: float = 0.0) -> bool:
         """Record one step; returns True when it ended its phase."""
         ended = c_int()
         self._call(lib.lattice_schedule_record, tokens, nonpad_tokens, flops, byref(ended))
         return bool(ended.value)
 
     @property
-    def counters(self):
+    def counters(self) -> Counters:
+        """What the run has spent so far (steps, tokens, active-layer tokens, FLOPs)."""
         out = CountersStruct()
         self._call(lib.lattice_schedule_get_counters, byref(out))
         return Counters._from(out)
 
-    def set_position(self, phase, step_in_phase=0, counters=None):
+    def set_position(self, phase: int, step_in_phase: int = 0,
+                     counters: Optional[Counters] = None) -> None:
         """Restore a position and counters (None zeroes them)."""
         c = None if counters is None else byref(CountersStruct(*astuple(counters)))
         self._call(lib.lattice_schedule_set_position, phase, step_in_phase, c)

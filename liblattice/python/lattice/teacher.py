@@ -1,14 +1,18 @@
 """Teachers: a lattice model, or a Python callable that fills logits (teacher.h)."""
 
+from __future__ import annotations
+
 import os
 from ctypes import byref, c_float, c_int32, c_void_p
-from typing import Optional
+from typing import Any, Callable, Optional, Tuple
 
 from . import _buffers as B
+from ._buffers import Tokens
 from ._errors import store_pending
 from ._handle import Handle, check, require, using
 from ._lib import errmsg_buffer, lib
-from ._types import TeacherFn, teacher_p
+from ._types import FilePath, TeacherFn, teacher_p
+from .data import Data
 from .model import Model
 
 __all__ = ["Teacher"]
@@ -40,11 +44,20 @@ class Teacher(Handle):
     _destroy = "lattice_teacher_destroy"
     _errmsg = "lattice_teacher_errmsg"
 
-    def __init__(self, *args, **kwargs):
+    def _describe(self):
+        if self.model is not None:
+            return f"from {self._describe_other(self.model)}"
+        if getattr(self, "fn", None) is not None:
+            return f"from callback, vocab {self.vocab_size}"
+        k = self.topk_k
+        vocab = self.vocab_size
+        return f"from file, top-{k} of vocab {vocab}" if k else f"from file, vocab {vocab}"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create a Teacher with Teacher.from_model or Teacher.from_callback")
 
     @classmethod
-    def from_model(cls, model):
+    def from_model(cls, model: Model) -> Teacher:
         """A teacher running all active layers of model (borrowed and kept alive)."""
         require(model, Model, "model")
         out = teacher_p()
@@ -56,7 +69,7 @@ class Teacher(Handle):
         return self
 
     @classmethod
-    def from_file(cls, path):
+    def from_file(cls, path: FilePath) -> Teacher:
         """A teacher reading precomputed logits (dense or top-k) from a safetensors file."""
         out, err = teacher_p(), errmsg_buffer()
         check(lib.lattice_teacher_create_file(os.fsencode(path), byref(out), err),
@@ -67,7 +80,7 @@ class Teacher(Handle):
         return self
 
     @property
-    def topk_k(self):
+    def topk_k(self) -> int:
         """k of a top-k file teacher, 0 for dense teachers."""
         return self._get(lib.lattice_teacher_get_k)
 
@@ -80,21 +93,24 @@ class Teacher(Handle):
             shape = (batch, seq, self.topk_k)
             return out(idx.value, shape, c_int32, *args), out(val.value, shape, c_float, *args)
 
-    def topk(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+    def topk(self, tokens: Tokens, batch: Optional[int] = None,
+             seq: Optional[int] = None) -> Tuple[memoryview, memoryview]:
         """(index, value): copies, int32 and float32 [batch, seq, k], from a top-k file teacher."""
         return self._topk(tokens, batch, seq, B.copy)
 
-    def topk_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+    def topk_view(self, tokens: Tokens, batch: Optional[int] = None,
+                  seq: Optional[int] = None) -> Tuple[memoryview, memoryview]:
         """(index, value) as zero-copy read-only views, valid until the next call."""
         return self._topk(tokens, batch, seq, B.view, self._res, True)
 
-    def record(self, data, n_batches, path, k=0):
+    def record(self, data: Data, n_batches: int, path: FilePath, k: int = 0) -> None:
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
         self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
                    using=(data,))
 
     @classmethod
-    def from_callback(cls, fn, vocab_size, max_batch, max_seq):
+    def from_callback(cls, fn: Callable[[memoryview, int, int, int, memoryview], None],
+                      vocab_size: int, max_batch: int, max_seq: int) -> Teacher:
         """A teacher that calls ``fn(tokens, batch, seq, vocab, logits)``.
 
         tokens is a read-only int32 memoryview [batch * seq]; fn fills logits, a
@@ -117,7 +133,8 @@ class Teacher(Handle):
         return self
 
     @property
-    def vocab_size(self):
+    def vocab_size(self) -> int:
+        """The teacher's vocabulary size."""
         return self._get(lib.lattice_teacher_get_vocab_size)
 
     def _logits(self, tokens, batch, seq, out, *args):
@@ -133,11 +150,13 @@ class Teacher(Handle):
                 self.model._shape = (batch, seq)
             return out(address.value, (batch, seq, self.vocab_size), c_float, *args)
 
-    def logits(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+    def logits(self, tokens: Tokens, batch: Optional[int] = None,
+               seq: Optional[int] = None) -> memoryview:
         """A copy of the teacher's logits for tokens: float32 [batch, seq, vocab]."""
         return self._logits(tokens, batch, seq, B.copy)
 
-    def logits_view(self, tokens, batch: Optional[int] = None, seq: Optional[int] = None):
+    def logits_view(self, tokens: Tokens, batch: Optional[int] = None,
+                    seq: Optional[int] = None) -> memoryview:
         """Zero-copy read-only view of the teacher's logits for tokens.
 
         Valid until the next call on the teacher (for a model teacher, the next
@@ -146,11 +165,11 @@ class Teacher(Handle):
         # The teacher's resource holds its model's: the view keeps both alive.
         return self._logits(tokens, batch, seq, B.view, self._res, True)
 
-    def flops(self, batch, seq):
+    def flops(self, batch: int, seq: int) -> float:
         """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""
         return self._get(lib.lattice_teacher_get_flops, batch, seq)
 
-    def init_student(self, student):
+    def init_student(self, student: Model) -> None:
         """Copy embedding (frozen), LM head and final norm from a model teacher into student."""
         require(student, Model, "student")
         self._call(lib.lattice_teacher_init_student, student._ptr, using=(student,))

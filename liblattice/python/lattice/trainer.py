@@ -1,14 +1,17 @@
 """The trainer: model, teacher, loss, data, optimizer and schedule bound together (trainer.h)."""
 
+from __future__ import annotations
+
 import ctypes
 import os
 from ctypes import byref, c_double
 from dataclasses import dataclass
+from typing import Callable, Optional
 
 from ._errors import store_pending
 from ._handle import Handle, Using, check, require, using
 from ._lib import lib
-from ._types import MetricsFn, MetricsStruct, TrainerParams, trainer_p
+from ._types import FilePath, MetricsFn, MetricsStruct, TrainerParams, trainer_p
 from .data import Data
 from .dist import Dist
 from .distill import Distill
@@ -44,6 +47,10 @@ class Metrics:
                    m.grad_norm, bool(m.phase_end), Counters._from(m.counters), m.seconds)
 
 
+# What on_step and on_eval are called with; a true result stops the run.
+MetricsCallback = Callable[[Metrics], Optional[bool]]
+
+
 def _trampoline(callbacks, name):
     """A C metrics callback around callbacks[name], looked up at every call (so that
     ``trainer.on_step = fn`` takes effect at the next step; None: nothing runs). A true
@@ -70,10 +77,10 @@ def _callable_or_none(name, fn):
 
 
 def _callback_property(name, doc):
-    def get(self):
+    def get(self) -> Optional[MetricsCallback]:
         return self._callbacks[name]
 
-    def set(self, fn):
+    def set(self, fn: Optional[MetricsCallback]) -> None:
         self._resource  # raises ClosedError for a closed trainer
         self._callbacks[name] = _callable_or_none(name, fn)
         # progress bars to close when the run ends (Progress.close)
@@ -107,8 +114,12 @@ class Trainer(Handle):
     _errmsg = "lattice_trainer_errmsg"
     _dist = None  # the Resource of a Dist attached after creation (Dist.attach)
 
-    def __init__(self, model, data, optim, schedule, *, teacher=None, distill=None,
-                 eval_every=0, eval_batches=0, seed=0, on_step=None, on_eval=None, dist=None):
+    def __init__(self, model: Model, data: Data, optim: Optim, schedule: Schedule, *,
+                 teacher: Optional[Teacher] = None, distill: Optional[Distill] = None,
+                 eval_every: int = 0, eval_batches: int = 0, seed: int = 0,
+                 on_step: Optional[MetricsCallback] = None,
+                 on_eval: Optional[MetricsCallback] = None,
+                 dist: Optional[Dist] = None) -> None:
         require(model, Model, "model")
         require(data, Data, "data")
         require(optim, Optim, "optim")
@@ -151,6 +162,11 @@ class Trainer(Handle):
         "on_eval", "Called with the Metrics after each step that measured validation "
         "(None: nothing); settable.")
 
+    def _describe(self):
+        return (f"{self._describe_other(self.model)}"
+                f"{', distilled' if self.teacher is not None else ''}, "
+                f"{self._describe_other(self.schedule)}")
+
     def _using(self, *others):
         # a Dist attached after creation (Dist.attach) is used by every step
         return Using((self,) + others + ((self._dist,) if self._dist is not None else ()))
@@ -167,7 +183,7 @@ class Trainer(Handle):
             self._forwards_ran()
             self._call(fn, *args)
 
-    def step(self):
+    def step(self) -> Metrics:
         """One training step; returns its Metrics."""
         m = MetricsStruct()
         m.size = ctypes.sizeof(m)  # the bytes this package can take
@@ -176,7 +192,7 @@ class Trainer(Handle):
             self._close_progress()
         return Metrics._from(m)
 
-    def run(self):
+    def run(self) -> None:
         """Steps until the schedule finishes or a callback stops the run.
 
         A :class:`lattice.Progress` given as a callback is closed when this
@@ -191,7 +207,7 @@ class Trainer(Handle):
         for bar in self._progress:
             bar.close()
 
-    def evaluate(self):
+    def evaluate(self) -> float:
         """Validation cross-entropy of the student as it is now.
 
         Over the first ``eval_batches`` validation batches, the Trainer's
@@ -203,11 +219,11 @@ class Trainer(Handle):
         self._run(lib.lattice_trainer_evaluate, byref(out))
         return out.value
 
-    def save_checkpoint(self, path):
+    def save_checkpoint(self, path: FilePath) -> None:
         """Save model, optimizer, schedule and data position (atomically) to path."""
         self._call(lib.lattice_trainer_save_checkpoint, os.fsencode(path))
 
-    def load_checkpoint(self, path):
+    def load_checkpoint(self, path: FilePath) -> None:
         """Restore a run saved by :meth:`save_checkpoint` into this trainer's objects.
 
         Resuming gives bit-identical losses to a run that never stopped.
