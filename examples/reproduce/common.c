@@ -101,8 +101,11 @@ void check(lattice_status st, const char *what, const char *detail)
      * reason is this thread's last error */
     if (!detail || !detail[0])
         detail = lattice_last_error();
-    die("%s: %s%s%s", what, lattice_status_string(st), detail && detail[0] ? ": " : "",
-        detail ? detail : "");
+    /* a library message that already says the status is not prefixed with it again */
+    const char *status = lattice_status_string(st);
+    if (detail && detail[0] && strstr(detail, status))
+        die("%s: %s", what, detail);
+    die("%s: %s%s%s", what, status, detail && detail[0] ? ": " : "", detail ? detail : "");
 }
 /* FNV-1a checksums: the ranks check that they run rank 0's study. */
 

@@ -123,6 +123,15 @@ static const char *val_text(const preset *p, char *buf, size_t n)
     return buf;
 }
 
+/* "mean ± sd" over seeds; with one seed there is no spread to give: "mean (1 seed)". */
+static void mean_sd(char *buf, size_t n, const summary *sm)
+{
+    if (sm->n < 2 || isnan(sm->sd))
+        snprintf(buf, n, "%.4f (1 seed)", sm->mean);
+    else
+        snprintf(buf, n, "%.4f ± %.4f", sm->mean, sm->sd);
+}
+
 /* What the row-start token is here, and how it stands to the paper's
  * document-boundary tokens. */
 static void row_start_words(FILE *f, const preset *p)
@@ -234,8 +243,9 @@ void report(FILE *f, const study *s)
         for (int i = 0; i < p->seeds; i++)
             tps += s->res[a][i]->tokens_per_s / p->seeds;
         fmt_num(b1, sizeof b1, paper_value(p->arms[a].name), "%.4f");
-        fprintf(f, "| %s | %.4f ± %.4f | %d | %.0f | %s |\n", p->arms[a].name, sm.mean,
-                isnan(sm.sd) ? 0.0 : sm.sd, p->seeds, tps, b1);
+        char ms[64];
+        mean_sd(ms, sizeof ms, &sm);
+        fprintf(f, "| %s | %s | %d | %.0f | %s |\n", p->arms[a].name, ms, p->seeds, tps, b1);
     }
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
     fprintf(f, "\n## Table 1 analogue\n\n| regime | pre | post | post - pre (95%% CI) | paper post - pre |\n|---|---|---|---|---|\n");
@@ -269,14 +279,16 @@ void report(FILE *f, const study *s)
     fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         const char *nm = p->arms[a].name;
-        if (strstr(nm, "-joint") && !strstr(nm, "joint-"))
-            continue; /* the main arms are above */
+        if (strstr(nm, "-joint") && !strstr(nm, "joint-") && strncmp(nm, "peri", 4) != 0)
+            continue; /* the main arms are above (peri-norm's are not) */
         if (strstr(nm, "-grow") && !strchr(strstr(nm, "-grow") + 5, '-') && strncmp(nm, "peri", 4) != 0)
             continue;
         finals(s, nm, x);
         summary sm = summarise(x, p->seeds);
         fmt_num(b1, sizeof b1, paper_value(nm), "%.4f");
-        fprintf(f, "| %s | %.4f ± %.4f | %s |\n", nm, sm.mean, isnan(sm.sd) ? 0.0 : sm.sd, b1);
+        char ms[64];
+        mean_sd(ms, sizeof ms, &sm);
+        fprintf(f, "| %s | %s | %s |\n", nm, ms, b1);
     }
     /* the comparisons the preset asks for, paired by seed */
     if (p->n_compare > 0) {
@@ -363,8 +375,10 @@ void report(FILE *f, const study *s)
                 y[i] = s->res[a][i]->removal[k].angle;
             }
             summary sd = summarise(x, p->seeds), sa = summarise(y, p->seeds);
-            fprintf(f, "| %s | %d | %.4f ± %.4f | %.4f ± %.4f |\n", p->arms[a].name, k + 1, sd.mean,
-                    isnan(sd.sd) ? 0.0 : sd.sd, sa.mean, isnan(sa.sd) ? 0.0 : sa.sd);
+            char m1[64], m2[64];
+            mean_sd(m1, sizeof m1, &sd);
+            mean_sd(m2, sizeof m2, &sa);
+            fprintf(f, "| %s | %d | %s | %s |\n", p->arms[a].name, k + 1, m1, m2);
         }
     }
     /* boundary scale trajectory */

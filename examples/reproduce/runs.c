@@ -445,9 +445,16 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
     run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r, 0);
     pr->steps_done_before += r->n_steps;
     if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */
-        fprintf(stderr, "%s%s[%d/%d] %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
-                n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", run_index, pr->n_runs,
-                p->arms[a].name, i + 1, r->final_val, r->seconds, r->tokens_per_s);
+    {
+        char idx[32];
+        if (pr->n_runs > 0)
+            snprintf(idx, sizeof idx, "[%d/%d]", run_index, pr->n_runs);
+        else /* a rank other than 0 does not know how many runs there are */
+            snprintf(idx, sizeof idx, "[run %d]", run_index);
+        fprintf(stderr, "%s%s%s %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
+                n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", idx, p->arms[a].name, i + 1,
+                r->final_val, r->seconds, r->tokens_per_s);
+    }
     return r;
 }
 
