@@ -3,33 +3,14 @@
  * a 2-layer student grown 1 -> 2 layers (the first phase a token budget, so
  * that the counters must be global for the phases to end together), an
  * optional 2-layer teacher, byte-like data with documents of 3..8 tokens and
- * a validation split. No Check here: the MPI tests use their own asserts. */
+ * a validation split. The rig (rig.h) builds it; this header says how the
+ * ranks' runs are set up. No Check here: the MPI tests use their own asserts. */
 #ifndef LATTICE_DISTWORLD_H
 #define LATTICE_DISTWORLD_H
 
-#include <lattice/lattice.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
+#include "rig.h"
 
-#include "tiny_model.h"
-
-#define DW_VOCAB 11 /* tu_tiny_params' vocab */
 #define DW_SEQ 6
-#define DW_N_IDS 600
-
-typedef struct dw_world {
-    lattice_backend *be;
-    lattice_norm *norm;
-    lattice_model *m, *tm;
-    lattice_teacher *teacher;
-    lattice_distill *ds;
-    lattice_data *d;
-    lattice_optim *o;
-    lattice_schedule *s;
-    lattice_trainer *t;
-    int32_t ids[DW_N_IDS];
-} dw_world;
 
 /* How to build a world: the data's (global) batch, the model's max_batch,
  * with or without a teacher, and the trainer's callbacks. */
@@ -49,133 +30,55 @@ typedef struct dw_config {
     int64_t phase2_steps; /* 12 */
 } dw_config;
 
-/* The tests' tiny model, on this world's batch and rows. */
-static inline void dw_model_params(lattice_model_params *p, int max_batch, uint64_t seed)
+/* The rig's options for the world c describes (phases: storage for its two). */
+static inline void dw_options(rig_options *o, lattice_schedule_phase phases[2], const dw_config *c)
 {
-    tu_tiny_params(p);
-    p->max_batch = max_batch;
-    p->max_seq = DW_SEQ;
-    p->seed = seed;
-}
-
-static inline void dw_close(dw_world *w)
-{
-    lattice_trainer_destroy(w->t);
-    lattice_schedule_destroy(w->s);
-    lattice_optim_destroy(w->o);
-    lattice_data_destroy(w->d);
-    lattice_distill_destroy(w->ds);
-    lattice_teacher_destroy(w->teacher);
-    lattice_model_destroy(w->tm);
-    lattice_model_destroy(w->m);
-    lattice_norm_destroy(w->norm);
-    lattice_backend_destroy(w->be);
-    memset(w, 0, sizeof(*w));
+    rig_options_init(o);
+    o->model.max_batch = c->max_batch;
+    o->model.max_seq = DW_SEQ;
+    o->model.seed = c->model_seed ? c->model_seed : 42;
+    if (c->teacher_file) {
+        o->teacher = RIG_TEACHER_FILE;
+        o->teacher_file = c->teacher_file;
+    } else if (c->teacher_fn) {
+        o->teacher = RIG_TEACHER_CALLBACK;
+        o->teacher_fn = c->teacher_fn;
+        o->teacher_user = c->user;
+    } else if (c->teacher) {
+        o->teacher = RIG_TEACHER_MODEL;
+    }
+    o->data.batch_size = c->batch;
+    o->data.seed = c->data_seed ? c->data_seed : 3;
+    o->data.val_fraction = 0.1f;
+    o->optim.lr = 1e-2f;
+    o->optim.warmup_steps = 2;
+    o->optim.total_steps = 20;
+    o->optim.clip_norm = 1.0f;
+    lattice_schedule_phase_init(&phases[0]);
+    phases[0].steps = 0;
+    phases[0].tokens = 80; /* a token budget: ends at the same step only with global counters */
+    phases[0].active_layers = 1;
+    phases[1] = phases[0];
+    phases[1].steps = c->phase2_steps ? c->phase2_steps : 12;
+    phases[1].active_layers = 2;
+    phases[1].reset_optimizer = 1;
+    phases[1].block_init = LATTICE_SCHEDULE_BLOCK_INIT_COPY;
+    o->phases = phases;
+    o->n_phases = 2;
+    o->trainer.eval_every = 4;
+    o->trainer.on_step = c->on_step;
+    o->trainer.user = c->user;
+    o->trainer.collective = c->coll;
+    o->trainer.collective_user = c->coll_user;
 }
 
 /* Returns the first failing status (lattice_last_error() says why). */
-static inline lattice_status dw_open(dw_world *w, const dw_config *c)
+static inline lattice_status dw_open(rig *w, const dw_config *c)
 {
-    memset(w, 0, sizeof(*w));
-    lattice_status st;
-#define DW_TRY(call)                                                                              \
-    do {                                                                                          \
-        if ((st = (call)) != LATTICE_OK) {                                                        \
-            dw_close(w);                                                                          \
-            return st;                                                                            \
-        }                                                                                         \
-    } while (0)
-    /* documents of 3..8 tokens, each starting with the boundary id 10 */
-    uint64_t x = 12345;
-    for (int i = 0; i < DW_N_IDS;) {
-        x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-        int len = 3 + (int)((x >> 33) % 6);
-        w->ids[i++] = 10;
-        for (int j = 1; j < len && i < DW_N_IDS; j++) {
-            x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-            w->ids[i++] = (int32_t)((x >> 35) % 10);
-        }
-    }
-    DW_TRY(lattice_backend_create("ref", &w->be));
-    DW_TRY(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->norm));
-    lattice_model_params mp;
-    dw_model_params(&mp, c->max_batch, c->model_seed ? c->model_seed : 42);
-    DW_TRY(lattice_model_create(&mp, w->norm, w->be, &w->m));
-    if (c->teacher_file) {
-        DW_TRY(lattice_teacher_create_file(c->teacher_file, &w->teacher, NULL));
-    } else if (c->teacher_fn) {
-        DW_TRY(lattice_teacher_create_callback(c->teacher_fn, c->user, DW_VOCAB, c->max_batch,
-                                               DW_SEQ, &w->teacher));
-    } else if (c->teacher) {
-        dw_model_params(&mp, c->max_batch, 7);
-        DW_TRY(lattice_model_create(&mp, w->norm, w->be, &w->tm));
-        DW_TRY(lattice_teacher_create_model(w->tm, &w->teacher));
-    }
-    if (w->teacher) {
-        lattice_distill_params kp;
-        lattice_distill_params_init(&kp);
-        DW_TRY(lattice_distill_create(&kp, &w->ds));
-    }
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = DW_VOCAB;
-    dp.boundary_id = 10;
-    dp.batch_size = c->batch;
-    dp.seq_len = DW_SEQ;
-    dp.seed = c->data_seed ? c->data_seed : 3;
-    dp.val_fraction = 0.1f;
-    DW_TRY(lattice_data_create_memory(w->ids, DW_N_IDS, &dp, &w->d, NULL));
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.lr = 1e-2f;
-    op.warmup_steps = 2;
-    op.total_steps = 20;
-    op.clip_norm = 1.0f;
-    DW_TRY(lattice_optim_create(w->m, &op, &w->o));
-    DW_TRY(lattice_schedule_create(&w->s));
-    lattice_schedule_phase ph;
-    lattice_schedule_phase_init(&ph);
-    ph.steps = 0;
-    ph.tokens = 80; /* a token budget: ends at the same step only with global counters */
-    ph.active_layers = 1;
-    DW_TRY(lattice_schedule_add_phase(w->s, &ph));
-    ph.steps = c->phase2_steps ? c->phase2_steps : 12;
-    ph.active_layers = 2;
-    ph.reset_optimizer = 1;
-    ph.block_init = LATTICE_SCHEDULE_BLOCK_INIT_COPY;
-    DW_TRY(lattice_schedule_add_phase(w->s, &ph));
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    tp.eval_every = 4;
-    tp.on_step = c->on_step;
-    tp.user = c->user;
-    tp.collective = c->coll;
-    tp.collective_user = c->coll_user;
-    DW_TRY(lattice_trainer_create(w->m, w->teacher, w->ds, w->d, w->o, w->s, &tp, &w->t));
-#undef DW_TRY
-    return LATTICE_OK;
-}
-
-/* The student's weights, concatenated (caller frees). */
-static inline float *dw_weights(lattice_model *m, size_t *count)
-{
-    size_t n = 0;
-    for (int i = 0; i < lattice_model_get_n_tensors(m); i++) {
-        lattice_model_tensor_info ti;
-        lattice_model_get_tensor(m, i, &ti);
-        n += (size_t)(ti.shape[0] * ti.shape[1]);
-    }
-    float *w = malloc(n * sizeof(float) + 1);
-    size_t off = 0;
-    for (int i = 0; w && i < lattice_model_get_n_tensors(m); i++) {
-        lattice_model_tensor_info ti;
-        lattice_model_get_tensor(m, i, &ti);
-        const size_t k = (size_t)(ti.shape[0] * ti.shape[1]);
-        memcpy(w + off, ti.data, k * sizeof(float));
-        off += k;
-    }
-    *count = n;
-    return w;
+    rig_options o;
+    lattice_schedule_phase phases[2];
+    dw_options(&o, phases, c);
+    return rig_open(w, &o);
 }
 
 #endif

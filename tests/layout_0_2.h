@@ -26,6 +26,9 @@ struct optim_params_0_3 {
     float beta1, beta2, eps, weight_decay, clip_norm;
 };
 
+/* lattice_schedule_phase: 0.2 appended rewind_data and train_boundary */
+enum { PHASE_SIZE_0_1 = offsetof(lattice_schedule_phase, rewind_data) };
+
 /* lattice_trainer_params: before 0.3's collective fields */
 struct trainer_params_0_2 {
     size_t size;

@@ -208,34 +208,17 @@ static unsigned char *slurp(const char *path, long *len)
     return b;
 }
 
-static lattice_model *small_model(uint64_t seed)
-{
-    lattice_model_params p;
-    tu_tiny_params(&p);
-    p.seed = seed;
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-5f, &n), LATTICE_OK);
-    lattice_model *m;
-    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
-    lattice_norm_destroy(n);
-    return m;
-}
-
 static const int32_t ids[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4};
 
-static lattice_data *small_data(void)
+/* The rig's tiny post-norm grow run over ids (no trainer with defer). */
+static void small_options(rig_options *o, uint64_t seed)
 {
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 11;
-    dp.boundary_id = 10;
-    dp.batch_size = 2;
-    dp.seq_len = 5;
-    lattice_data *d;
-    char err[LATTICE_ERRMSG_SIZE];
-    ck_assert_msg(lattice_data_create_memory(ids, sizeof ids / sizeof ids[0], &dp, &d, err) ==
-                      LATTICE_OK, "%s", err);
-    return d;
+    rig_options_init(o);
+    o->placement = LATTICE_NORM_PLACEMENT_POST;
+    o->norm_eps = 1e-5f;
+    o->model.seed = seed;
+    o->ids = ids;
+    o->n_ids = sizeof ids / sizeof ids[0];
 }
 
 /* The sweep: a save that either writes the same bytes again or fails with
@@ -287,59 +270,36 @@ static const char *model_msg(void *ctx) { return lattice_model_errmsg(ctx); }
 
 START_TEST(test_model_save)
 {
-    lattice_model *m = small_model(1);
+    rig_options o;
+    small_options(&o, 1);
+    lattice_model *m = tu_model(be, o.placement, o.norm_kind, o.norm_eps, 1.0f, &o.model);
     sweep_save(save_model, model_msg, m, "model");
     lattice_model_destroy(m);
 }
 END_TEST
 
-typedef struct run {
-    lattice_model *model;
-    lattice_data *data;
-    lattice_optim *optim;
-    lattice_schedule *schedule;
-    lattice_trainer *trainer;
-} run;
-
-static void open_run(run *r)
+/* The small run after its first step. */
+static void open_run(rig *r)
 {
-    r->model = small_model(2);
-    r->data = small_data();
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1;
-    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
-                     LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
-                                            NULL, &r->trainer),
-                     LATTICE_OK);
+    rig_options o;
+    small_options(&o, 2);
+    tu_rig_open(r, &o);
     ck_assert_msg(lattice_trainer_step(r->trainer, NULL) == LATTICE_OK, "%s",
                   lattice_trainer_errmsg(r->trainer));
 }
 
-static void close_run(run *r)
-{
-    lattice_trainer_destroy(r->trainer);
-    lattice_schedule_destroy(r->schedule);
-    lattice_optim_destroy(r->optim);
-    lattice_data_destroy(r->data);
-    lattice_model_destroy(r->model);
-}
-
 static lattice_status save_ckpt(void *ctx, const char *path)
 {
-    return lattice_trainer_save_checkpoint(((run *)ctx)->trainer, path);
+    return lattice_trainer_save_checkpoint(((rig *)ctx)->trainer, path);
 }
-static const char *ckpt_msg(void *ctx) { return lattice_trainer_errmsg(((run *)ctx)->trainer); }
+static const char *ckpt_msg(void *ctx) { return lattice_trainer_errmsg(((rig *)ctx)->trainer); }
 
 START_TEST(test_checkpoint_save)
 {
-    run r;
+    rig r;
     open_run(&r);
     sweep_save(save_ckpt, ckpt_msg, &r, "checkpoint");
-    close_run(&r);
+    rig_close(&r);
 }
 END_TEST
 
@@ -371,19 +331,23 @@ static const char *record_msg(void *ctx) { return lattice_teacher_errmsg(((recor
 
 START_TEST(test_teacher_record)
 {
-    recording r = {NULL, small_data(), _i ? 3 : 0};
-    ck_assert_int_eq(lattice_teacher_create_callback(cb_teacher, NULL, 11, 2, 5, &r.teacher),
-                     LATTICE_OK);
+    rig_options o;
+    small_options(&o, 2);
+    o.teacher = RIG_TEACHER_CALLBACK;
+    o.teacher_fn = cb_teacher;
+    o.defer_trainer = 1;
+    rig run;
+    tu_rig_open(&run, &o);
+    recording r = {run.teacher, run.data, _i ? 3 : 0};
     sweep_save(record, record_msg, &r, _i ? "topk" : "dense");
-    lattice_teacher_destroy(r.teacher);
-    lattice_data_destroy(r.data);
+    rig_close(&run);
 }
 END_TEST
 
 /* Loads under failure: a status, never a crash; a failure says why. */
 START_TEST(test_loads)
 {
-    run r;
+    rig r;
     open_run(&r);
     char mpath[128], cpath[128], tpath[128];
     snprintf(mpath, sizeof mpath, "%s/m.safetensors", dir);
@@ -442,7 +406,7 @@ START_TEST(test_loads)
         }
         ck_assert_int_gt(total, 3);
     }
-    close_run(&r);
+    rig_close(&r);
 }
 END_TEST
 
@@ -453,49 +417,31 @@ END_TEST
  * all others (the library's own, libc's on its behalf). */
 static void count_step_allocations(const char *backend, int threads, long *gomp, long *other)
 {
-    lattice_backend *b = tu_backend(backend, threads);
-    lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 64;
-    p.d_model = 64;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 4;
-    p.n_kv_heads = 2;
-    p.head_dim = 16;
-    p.d_ff = 128;
-    p.max_batch = 4;
-    p.max_seq = 32;
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
-    lattice_model *m;
-    ck_assert_int_eq(lattice_model_create(&p, n, b, &m), LATTICE_OK);
-    lattice_norm_destroy(n);
     static int32_t text[4096];
     tu_rng rng = {7};
     for (size_t i = 0; i < sizeof text / sizeof text[0]; i++)
         text[i] = (int32_t)((tu_uniform(&rng) + 1.0) * 31.5);
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 64;
-    dp.boundary_id = 63;
-    dp.batch_size = 4;
-    dp.seq_len = 32;
-    lattice_data *d;
-    char err[LATTICE_ERRMSG_SIZE];
-    ck_assert_msg(lattice_data_create_memory(text, sizeof text / sizeof text[0], &dp, &d, err) ==
-                      LATTICE_OK, "%s", err);
-    lattice_optim *o;
-    lattice_schedule *sc;
-    lattice_trainer *t;
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
-    ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1, 2, 100,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc),
-                     LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t), LATTICE_OK);
+    rig_options o;
+    rig_options_init(&o);
+    o.backend = backend;
+    o.threads = threads;
+    o.model.vocab_size = 64;
+    o.model.d_model = 64;
+    o.model.n_heads = 4;
+    o.model.n_kv_heads = 2;
+    o.model.head_dim = 16;
+    o.model.d_ff = 128;
+    o.model.max_batch = 4;
+    o.model.max_seq = 32;
+    o.ids = text;
+    o.n_ids = sizeof text / sizeof text[0];
+    o.preset = LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK;
+    o.n_blocks = 1;
+    o.block_size = 2;
+    o.steps_per_phase = 100;
+    rig r;
+    tu_rig_open(&r, &o);
+    lattice_trainer *t = r.trainer;
     /* the first steps: the phase start, OpenMP's thread pool and first team,
      * BLIS's packing buffers; counted for the record only */
     n_counted = 0;
@@ -536,12 +482,7 @@ static void count_step_allocations(const char *backend, int threads, long *gomp,
     }
     printf("alloc-steps: %s, %d thread(s), 8 steps: %ld allocations from libgomp%s, %ld others\n",
            backend, threads, *gomp, threads > 1 ? " or libblis" : "", *other);
-    lattice_trainer_destroy(t);
-    lattice_schedule_destroy(sc);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    lattice_model_destroy(m);
-    lattice_backend_destroy(b);
+    rig_close(&r);
 }
 
 START_TEST(test_steps_allocate_nothing)

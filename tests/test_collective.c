@@ -115,7 +115,7 @@ typedef struct rank_run {
 static void *run_rank(void *arg)
 {
     rank_run *r = arg;
-    dw_world w;
+    rig w;
     if (r->fr.w) {
         r->cfg.coll = &fake_ops;
         r->cfg.coll_user = &r->fr;
@@ -127,21 +127,21 @@ static void *run_rank(void *arg)
     }
     for (int i = 0; i < r->steps && r->st == LATTICE_OK; i++) {
         lattice_trainer_metrics m = {.size = sizeof(m)};
-        r->st = lattice_trainer_step(w.t, &m);
+        r->st = lattice_trainer_step(w.trainer, &m);
         r->loss[i] = m.loss;
         r->val[i] = m.val_ce;
         r->counters[i] = m.counters;
     }
     if (r->save_path)
-        r->save_st = lattice_trainer_save_checkpoint(w.t, r->save_path);
+        r->save_st = lattice_trainer_save_checkpoint(w.trainer, r->save_path);
     if (r->load_path) {
-        r->load_st = lattice_trainer_load_checkpoint(w.t, r->load_path);
+        r->load_st = lattice_trainer_load_checkpoint(w.trainer, r->load_path);
         for (int i = 0; i < r->after && r->load_st == LATTICE_OK; i++)
-            r->load_st = lattice_trainer_step(w.t, NULL);
+            r->load_st = lattice_trainer_step(w.trainer, NULL);
     }
-    snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
-    r->weights = dw_weights(w.m, &r->n_weights);
-    dw_close(&w);
+    snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.trainer));
+    r->weights = rig_weights(w.model, &r->n_weights);
+    rig_close(&w);
     return NULL;
 }
 
@@ -171,7 +171,7 @@ static void free_runs(rank_run *runs, int n)
 
 START_TEST(test_table_checked)
 {
-    dw_world w;
+    rig w;
     dw_config c = {.batch = 4, .max_batch = 4};
     ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
     /* one thread: attaching compares setups with the other ranks (since 0.4),
@@ -180,53 +180,58 @@ START_TEST(test_table_checked)
     fake_rank fr = {&fw, 0};
     lattice_trainer_collective ops = fake_ops;
     ops.size = offsetof(lattice_trainer_collective, broadcast);
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &ops, &fr), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "0.3 size"));
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &ops, &fr),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "0.3 size"));
     ops = fake_ops;
     ops.sum_doubles = NULL;
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &ops, &fr), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &ops, &fr),
+                     LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "ops->sum_doubles is NULL"));
     fr.rank = 2;
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr),
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "rank 2 of 2"));
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "rank 2 of 2"));
     fr.rank = 0;
     fw.n = 3; /* 4 rows over 3 ranks */
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_ERR_INVALID_CONFIG);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "does not divide by 3 ranks"));
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "does not divide by 3 ranks"));
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "does not divide by 3 ranks"));
     fw.n = 2;
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, NULL, NULL), LATTICE_OK); /* detach */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr), LATTICE_OK);
+    /* detach */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, NULL, NULL), LATTICE_OK);
     /* alone again: a step needs no other rank */
-    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK);
-    dw_close(&w);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    rig_close(&w);
     /* a share larger than the model holds */
     c.batch = 8;
     c.max_batch = 8;
     ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
-    lattice_model_params mp;
-    dw_model_params(&mp, 2, 1);
+    rig_options so; /* a student of the world's, holding 2 rows */
+    lattice_schedule_phase phases[2];
+    dw_options(&so, phases, &c);
+    so.model.max_batch = 2;
+    so.model.seed = 1;
     lattice_model *small;
-    ck_assert_int_eq(lattice_model_create(&mp, w.norm, w.be, &small), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(&so.model, w.norm, w.be, &small), LATTICE_OK);
     lattice_optim *o;
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
-    ck_assert_int_eq(lattice_optim_create(small, &op, &o), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_create(small, &so.optim, &o), LATTICE_OK);
     lattice_trainer *t;
-    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, NULL, &t),
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.data, o, w.schedule, NULL, &t),
                      LATTICE_ERR_INVALID_CONFIG); /* alone: the global batch is checked */
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.collective = &fake_ops;
     tp.collective_user = &fr;
     fw.n = 2; /* shares of 4 rows: more than the 2 the model holds */
-    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, &tp, &t),
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.data, o, w.schedule, &tp, &t),
                      LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "share of 4 rows exceeds"));
     fw.n = 4; /* shares of 2 rows: fits */
-    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.d, o, w.s, &tp, &t), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(small, NULL, NULL, w.data, o, w.schedule, &tp, &t),
+                     LATTICE_OK);
     ck_assert_int_eq(lattice_trainer_set_collective(t, NULL, NULL), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "cannot detach"));
     lattice_trainer_destroy(t);
@@ -235,7 +240,7 @@ START_TEST(test_table_checked)
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "trainer is NULL"));
     lattice_optim_destroy(o);
     lattice_model_destroy(small);
-    dw_close(&w);
+    rig_close(&w);
 }
 END_TEST
 
@@ -316,12 +321,12 @@ START_TEST(test_recorded_teacher_over_ranks)
     for (int k = 0; k <= 3; k += 3) {
         char path[64];
         snprintf(path, sizeof path, "coll-teacher-%d-%ld.safetensors", k, (long)getpid());
-        dw_world rec;
+        rig rec;
         const dw_config rc = {.batch = 4, .max_batch = 4, .teacher = 1};
         ck_assert_int_eq(dw_open(&rec, &rc), LATTICE_OK);
-        ck_assert_msg(lattice_teacher_record(rec.teacher, rec.d, 30, k, path) == LATTICE_OK, "%s",
-                      lattice_teacher_errmsg(rec.teacher));
-        dw_close(&rec);
+        ck_assert_msg(lattice_teacher_record(rec.teacher, rec.data, 30, k, path) == LATTICE_OK,
+                      "%s", lattice_teacher_errmsg(rec.teacher));
+        rig_close(&rec);
         rank_run alone = {.cfg = {.batch = 4, .max_batch = 4, .teacher_file = path}, .steps = 8};
         rank_run two[2] = {
             {.cfg = {.batch = 4, .max_batch = 2, .teacher_file = path}, .steps = 8},
@@ -371,7 +376,7 @@ typedef struct flaky_run {
 static void *run_flaky(void *arg)
 {
     flaky_run *r = arg;
-    dw_world w;
+    rig w;
     dw_config c = {.batch = 4, .max_batch = 2, .teacher_fn = flaky_teacher, .user = &r->fr,
                    .coll = &fake_ops, .coll_user = &r->fr};
     if (dw_open(&w, &c) != LATTICE_OK) {
@@ -379,15 +384,15 @@ static void *run_flaky(void *arg)
         return NULL;
     }
     for (int i = 0; i < 5; i++) {
-        r->st[i] = lattice_trainer_step(w.t, NULL);
+        r->st[i] = lattice_trainer_step(w.trainer, NULL);
         if (r->st[i] != LATTICE_OK && !r->msg[0])
-            snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
+            snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.trainer));
         lattice_schedule_counters cn;
-        lattice_schedule_get_counters(w.s, &cn);
+        lattice_schedule_get_counters(w.schedule, &cn);
         r->steps_after[i] = cn.steps;
-        lattice_data_get_position(w.d, &r->pos[i]);
+        lattice_data_get_position(w.data, &r->pos[i]);
     }
-    dw_close(&w);
+    rig_close(&w);
     return NULL;
 }
 
@@ -420,41 +425,43 @@ END_TEST
 
 START_TEST(test_slot_failure_is_reported)
 {
-    dw_world w;
+    rig w;
     dw_config c = {.batch = 4, .max_batch = 4};
     ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
     fake_world fw = {.n = 2, .fail = 1, .solo = 1};
     fake_rank fr = {&fw, 0};
     /* attaching compares the ranks' setups: a link down refuses it */
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_ERR_BACKEND);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "comparing the ranks' setups"));
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "fake link down"));
-    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK); /* still alone */
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr),
+                     LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "comparing the ranks' setups"));
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "fake link down"));
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK); /* still alone */
     fw.fail = 0;
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr), LATTICE_OK);
     fw.fail = 1;
     lattice_data_position before, after;
-    lattice_data_get_position(w.d, &before);
-    ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_ERR_BACKEND);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "fake link down"));
+    lattice_data_get_position(w.data, &before);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "fake link down"));
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "sum_int64"));
-    lattice_data_get_position(w.d, &after);
+    lattice_data_get_position(w.data, &after);
     ck_assert_int_eq(before.index, after.index);
     double v;
-    ck_assert_int_eq(lattice_trainer_evaluate(w.t, &v), LATTICE_ERR_BACKEND);
-    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_IO);
+    ck_assert_int_eq(lattice_trainer_evaluate(w.trainer, &v), LATTICE_ERR_BACKEND);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.trainer, "/nonexistent/x"), LATTICE_ERR_IO);
     fr.rank = 1; /* rank 1 waits for rank 0's word, and the broadcast fails */
     fw.fail = 0;
-    ck_assert_int_eq(lattice_trainer_set_collective(w.t, &fake_ops, &fr), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr), LATTICE_OK);
     fw.fail = 1;
-    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.t, "/nonexistent/x"), LATTICE_ERR_BACKEND);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.t), "broadcast"));
-    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.m, 1.0),
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(w.trainer, "/nonexistent/x"),
+                     LATTICE_ERR_BACKEND);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "broadcast"));
+    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.model, 1.0),
                      LATTICE_ERR_BACKEND);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "fake link down"));
-    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.m, NAN),
+    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.model, NAN),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    dw_close(&w);
+    rig_close(&w);
 }
 END_TEST
 
@@ -567,15 +574,15 @@ typedef struct attach_run {
 static void *attach_rank(void *arg)
 {
     attach_run *r = arg;
-    dw_world w;
+    rig w;
     r->st = dw_open(&w, &r->cfg);
     if (r->st == LATTICE_OK) {
-        r->st = lattice_trainer_set_collective(w.t, &fake_ops, &r->fr);
-        snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.t));
+        r->st = lattice_trainer_set_collective(w.trainer, &fake_ops, &r->fr);
+        snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.trainer));
         snprintf(r->last, sizeof r->last, "%s", lattice_last_error());
         if (r->st != LATTICE_OK) /* refused: still alone, and it trains */
-            ck_assert_int_eq(lattice_trainer_step(w.t, NULL), LATTICE_OK);
-        dw_close(&w);
+            ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+        rig_close(&w);
     }
     return NULL;
 }

@@ -296,44 +296,28 @@ START_TEST(test_short_params_structs)
     lattice_optim_params *op = malloc(osize);
     memcpy(op, full01, osize);
     free(full01);
-    lattice_backend *be = tu_backend("ref", 1);
-    lattice_model_params mp;
-    lattice_model_params_init(&mp);
-    mp.vocab_size = 257;
-    mp.d_model = 8;
-    mp.n_layers = 1;
-    mp.n_active_layers = 1;
-    mp.n_heads = 2;
-    mp.n_kv_heads = 1;
-    mp.head_dim = 4;
-    mp.d_ff = 8;
-    mp.max_batch = 2;
-    mp.max_seq = 4;
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
-    lattice_model *m;
-    ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
-    lattice_optim *o;
-    ck_assert_int_eq(lattice_optim_create(m, op, &o), LATTICE_OK);
-    ck_assert_int_eq(lattice_optim_set_params(o, op), LATTICE_OK);
-    free(op);
     lattice_trainer_params *tp = malloc(sizeof(size_t));
     const size_t tsize = sizeof(size_t);
     memcpy(tp, &tsize, sizeof(size_t));
-    lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 1, 2,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
-    ck_assert_int_eq(lattice_data_create_memory(ids, 6, &full, &d, err), LATTICE_OK);
-    lattice_trainer *t;
-    ck_assert_int_eq(lattice_trainer_create(m, NULL, NULL, d, o, sc, tp, &t), LATTICE_OK);
+    rig_options o;
+    rig_options_init(&o);
+    o.model.vocab_size = 257;
+    o.model.n_layers = o.model.n_active_layers = 1;
+    o.model.d_ff = 8;
+    o.model.max_seq = 4;
+    o.data = full;
+    o.ids = ids;
+    o.n_ids = 6;
+    o.optim_as_given = op;
+    o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
+    o.n_blocks = o.block_size = 1;
+    o.trainer_as_given = tp;
+    rig r;
+    tu_rig_open(&r, &o);
+    ck_assert_int_eq(lattice_optim_set_params(r.optim, op), LATTICE_OK);
+    free(op);
     free(tp);
-    lattice_trainer_destroy(t);
-    lattice_schedule_destroy(sc);
-    lattice_data_destroy(d);
-    lattice_optim_destroy(o);
-    lattice_model_destroy(m);
-    lattice_norm_destroy(n);
-    lattice_backend_destroy(be);
+    rig_close(&r);
     remove(path);
 }
 END_TEST
@@ -385,48 +369,34 @@ START_TEST(test_defaults_fit_together)
     ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN), 2000 + 8);
     ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 0);
     lattice_data_destroy(d);
-    /* and a validation share of the pieces when asked for one */
-    dp.val_fraction = 0.05f;
-    ck_assert_msg(lattice_data_create_text(path, &dp, &d, err) == LATTICE_OK, "%s", err);
-    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 1);
-    ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN), 7);
-    unlink(path);
-
+    /* and a validation share of the pieces when asked for one, feeding a
+     * narrow model of the default vocabulary and batch shape */
     lattice_model_params mp;
     lattice_model_params_init(&mp);
     ck_assert_int_eq(mp.vocab_size, dp.vocab_size);
     ck_assert_int_lt(dp.boundary_id, mp.vocab_size);
-    /* a narrow model, default vocabulary and batch shape */
-    mp.d_model = 8;
-    mp.n_layers = mp.n_active_layers = 1;
-    mp.n_heads = 2;
-    mp.n_kv_heads = 1;
-    mp.head_dim = 4;
-    mp.d_ff = 8;
-    lattice_backend *be = tu_backend("ref", 1);
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n), LATTICE_OK);
-    lattice_model *m;
-    ck_assert_int_eq(lattice_model_create(&mp, n, be, &m), LATTICE_OK);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* the preset's phases are 1 step long */
-    lattice_optim *o;
-    ck_assert_int_eq(lattice_optim_create(m, &op, &o), LATTICE_OK);
-    lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 1, 1,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc), LATTICE_OK);
-    lattice_trainer *t = NULL;
-    lattice_status st = lattice_trainer_create(m, NULL, NULL, d, o, sc, NULL, &t);
-    ck_assert_msg(st == LATTICE_OK, "%s", t ? "" : lattice_status_string(st));
-    ck_assert_int_eq(lattice_trainer_step(t, NULL), LATTICE_OK);
-    lattice_trainer_destroy(t);
-    lattice_schedule_destroy(sc);
-    lattice_optim_destroy(o);
-    lattice_model_destroy(m);
-    lattice_norm_destroy(n);
-    lattice_backend_destroy(be);
-    lattice_data_destroy(d);
+    rig_options o;
+    rig_options_init(&o);
+    o.model = mp;
+    o.model.d_model = 8;
+    o.model.n_layers = o.model.n_active_layers = 1;
+    o.model.n_heads = 2;
+    o.model.n_kv_heads = 1;
+    o.model.head_dim = 4;
+    o.model.d_ff = 8;
+    o.data = dp;
+    o.data.val_fraction = 0.05f;
+    o.text_path = path;
+    o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
+    o.n_blocks = o.block_size = 1;
+    o.steps_per_phase = 1; /* the rig's warmup of 1 step fits it */
+    rig r;
+    tu_rig_open(&r, &o);
+    unlink(path);
+    ck_assert_int_eq(lattice_data_get_n_documents(r.data, LATTICE_DATA_SPLIT_VAL), 1);
+    ck_assert_int_eq(lattice_data_get_n_documents(r.data, LATTICE_DATA_SPLIT_TRAIN), 7);
+    ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    rig_close(&r);
 }
 END_TEST
 

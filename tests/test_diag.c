@@ -27,10 +27,7 @@ static setup_t open_setup(lattice_norm_placement pl, uint64_t seed)
     p.max_seq = 5;
     p.seed = seed;
     p.init_std = 0.3f;
-    lattice_norm *n;
-    lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
-    ck_assert_int_eq(lattice_model_create(&p, n, s.be, &s.m), LATTICE_OK);
-    lattice_norm_destroy(n);
+    s.m = tu_model(s.be, pl, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
     ck_assert_int_eq(lattice_diag_create(s.m, &s.d), LATTICE_OK);
     return s;
 }

@@ -8,7 +8,12 @@
 
 #define SENTINEL "primed-by-the-test"
 
+/* The rig's run (a 2-layer student of vocabulary 5, 12 ids, a grow schedule,
+ * no teacher), and beside it what the failures need: a schedule deeper than
+ * the model, a loss, a teacher over the student itself, diagnostics. */
 typedef struct world {
+    rig r;
+    /* the rig's objects under the short names the table below uses */
     lattice_backend *be;
     lattice_norm *norm;
     lattice_model *m;
@@ -23,37 +28,22 @@ typedef struct world {
 
 static void open_world(world *w)
 {
-    w->be = tu_backend("ref", 1);
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &w->norm),
-                     LATTICE_OK);
-    lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 5;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
-    p.head_dim = 4;
-    p.d_ff = 8;
-    p.max_batch = 2;
-    p.max_seq = 4;
-    ck_assert_int_eq(lattice_model_create(&p, w->norm, w->be, &w->m), LATTICE_OK);
     static const int32_t ids[12] = {0, 1, 2, 3, 4, 1, 2, 3, 4, 0, 1, 4};
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 5;
-    dp.boundary_id = 4;
-    dp.batch_size = 2;
-    dp.seq_len = 4;
-    ck_assert_int_eq(lattice_data_create_memory(ids, 12, &dp, &w->d, NULL), LATTICE_OK);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
-    ck_assert_int_eq(lattice_optim_create(w->m, &op, &w->o), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &w->s),
-                     LATTICE_OK);
+    rig_options o;
+    rig_options_init(&o);
+    o.model.vocab_size = 5;
+    o.model.d_ff = 8;
+    o.model.max_seq = 4;
+    o.ids = ids;
+    o.n_ids = 12;
+    tu_rig_open(&w->r, &o);
+    w->be = w->r.be;
+    w->norm = w->r.norm;
+    w->m = w->r.model;
+    w->d = w->r.data;
+    w->o = w->r.optim;
+    w->s = w->r.schedule;
+    w->t = w->r.trainer;
     ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 2,
                                                     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &w->big),
                      LATTICE_OK);
@@ -61,24 +51,16 @@ static void open_world(world *w)
     lattice_distill_params_init(&kp);
     ck_assert_int_eq(lattice_distill_create(&kp, &w->ds), LATTICE_OK);
     ck_assert_int_eq(lattice_teacher_create_model(w->m, &w->tch), LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_create(w->m, NULL, NULL, w->d, w->o, w->s, NULL, &w->t),
-                     LATTICE_OK);
     ck_assert_int_eq(lattice_diag_create(w->m, &w->dg), LATTICE_OK);
 }
 
 static void close_world(world *w)
 {
     lattice_diag_destroy(w->dg);
-    lattice_trainer_destroy(w->t);
     lattice_teacher_destroy(w->tch);
     lattice_distill_destroy(w->ds);
     lattice_schedule_destroy(w->big);
-    lattice_schedule_destroy(w->s);
-    lattice_optim_destroy(w->o);
-    lattice_data_destroy(w->d);
-    lattice_model_destroy(w->m);
-    lattice_norm_destroy(w->norm);
-    lattice_backend_destroy(w->be);
+    rig_close(&w->r);
 }
 
 /* A failure of another call first, so that a call which records nothing

@@ -1,5 +1,6 @@
-/* Helpers shared by the Check suites: backends to loop over, random fills,
- * and a finite-difference harness evaluated in double precision. */
+/* Helpers shared by the Check suites: backends to loop over, the rig's
+ * objects and a model alone, tensors compared, random fills, and a
+ * finite-difference harness evaluated in double precision. */
 #ifndef LATTICE_TESTUTIL_H
 #define LATTICE_TESTUTIL_H
 
@@ -11,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tiny_model.h"
+#include "rig.h"
 
 /* Backends a loop test runs over: "ref" always, "blis" when built. */
 static inline int tu_n_backends(void) { return lattice_backend_has_blis() ? 2 : 1; }
@@ -23,6 +24,54 @@ static inline lattice_backend *tu_backend(const char *name, int threads)
     ck_assert_int_eq(lattice_backend_create(name, &be), LATTICE_OK);
     ck_assert_int_eq(lattice_backend_set_threads(be, threads), LATTICE_OK);
     return be;
+}
+
+/* The rig's objects (rig.h), or the test fails saying why. */
+static inline void tu_rig_open(rig *r, const rig_options *o)
+{
+    const lattice_status st = rig_open(r, o);
+    ck_assert_msg(st == LATTICE_OK, "the rig: %s: %s", lattice_status_string(st),
+                  lattice_last_error());
+}
+
+static inline void tu_rig_bind(rig *r, const lattice_trainer_params *params)
+{
+    const lattice_status st = rig_bind(r, params);
+    ck_assert_msg(st == LATTICE_OK, "the rig's trainer: %s: %s", lattice_status_string(st),
+                  lattice_last_error());
+}
+
+/* A model alone, over a norm of its own (a residual scale other than 1 set). */
+static inline lattice_model *tu_model(lattice_backend *be, lattice_norm_placement placement,
+                                      lattice_norm_kind kind, float eps, float residual_scale,
+                                      const lattice_model_params *p)
+{
+    lattice_norm *n;
+    ck_assert_int_eq(rig_norm_create(placement, kind, eps, residual_scale, &n), LATTICE_OK);
+    lattice_model *m;
+    const lattice_status st = lattice_model_create(p, n, be, &m);
+    lattice_norm_destroy(n);
+    ck_assert_msg(st == LATTICE_OK, "%s", lattice_last_error());
+    return m;
+}
+
+/* A copy of a tensor's values (the caller frees), and whether it still holds them. */
+static inline float *tu_copy_tensor(lattice_model *m, const char *name, long *n)
+{
+    lattice_model_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(m, name, &ti), LATTICE_OK);
+    *n = (long)(ti.shape[0] * ti.shape[1]);
+    float *c = malloc(sizeof(float) * (size_t)*n);
+    ck_assert_ptr_nonnull(c);
+    memcpy(c, ti.data, sizeof(float) * (size_t)*n);
+    return c;
+}
+
+static inline int tu_same_tensor(lattice_model *m, const char *name, const float *values)
+{
+    lattice_model_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(m, name, &ti), LATTICE_OK);
+    return memcmp(ti.data, values, sizeof(float) * (size_t)(ti.shape[0] * ti.shape[1])) == 0;
 }
 
 /* A small deterministic generator for test data (independent of the library's). */

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "../rig.h"
+
 static inline const char *fuzz_path(const char *suffix)
 {
     static char path[4096];
@@ -37,53 +39,21 @@ static inline const char *fuzz_write(const uint8_t *data, size_t size, const cha
     return path;
 }
 
-/* A tiny model every target can load into. */
-static inline lattice_model *fuzz_model(lattice_backend **be)
-{
-    lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 13;
-    p.d_model = 8;
-    p.n_layers = 2;
-    p.n_active_layers = 2;
-    p.n_heads = 2;
-    p.n_kv_heads = 1;
-    p.head_dim = 4;
-    p.d_ff = 12;
-    p.max_batch = 2;
-    p.max_seq = 6;
-    lattice_norm *n;
-    lattice_model *m;
-    if (lattice_backend_create("ref", be) != LATTICE_OK ||
-        lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n) != LATTICE_OK ||
-        lattice_model_create(&p, n, *be, &m) != LATTICE_OK)
-        fuzz_setup_failed("the tiny model");
-    lattice_norm_destroy(n);
-    return m;
-}
-
-/* A two-phase grow run over a few documents in memory, for checkpoint inputs. */
-static inline lattice_trainer *fuzz_trainer(lattice_model *m, lattice_data **data,
-                                            lattice_optim **o, lattice_schedule **s)
+/* The small run every target loads into: the rig's tiny model (vocabulary 13,
+ * 6 positions) in a two-phase grow run over a few documents in memory. */
+static inline void fuzz_run(rig *r)
 {
     static const int32_t ids[] = {12, 1, 2, 3, 12, 4, 5, 6, 7, 12, 8, 9};
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 13;
-    dp.boundary_id = 12;
-    dp.batch_size = 2;
-    dp.seq_len = 6;
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* each phase restarts the optimizer for its 3 steps */
-    op.total_steps = 3;
-    lattice_trainer *t;
-    if (lattice_data_create_memory(ids, 12, &dp, data, NULL) != LATTICE_OK ||
-        lattice_optim_create(m, &op, o) != LATTICE_OK ||
-        lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3, 0, s) != LATTICE_OK ||
-        lattice_trainer_create(m, NULL, NULL, *data, *o, *s, NULL, &t) != LATTICE_OK)
+    rig_options o;
+    rig_options_init(&o);
+    o.model.vocab_size = 13;
+    o.model.max_seq = 6;
+    o.ids = ids;
+    o.n_ids = sizeof ids / sizeof ids[0];
+    o.optim.total_steps = 3; /* each phase restarts the optimizer for its 3 steps */
+    o.steps_per_phase = 3;
+    if (rig_open(r, &o) != LATTICE_OK)
         fuzz_setup_failed("the small run");
-    return t;
 }
 
 #endif

@@ -3,15 +3,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static lattice_backend *be;
-    static lattice_model *m;
-    if (!m)
-        m = fuzz_model(&be);
+    static rig r;
+    if (!r.model)
+        fuzz_run(&r);
     const char *path = fuzz_write(data, size, ".safetensors");
-    lattice_model_load(m, path);
+    lattice_model_load(r.model, path);
     lattice_model *made = NULL;
     char err[LATTICE_ERRMSG_SIZE];
-    if (lattice_model_create_from_file(path, NULL, be, 1, 4, &made, err) == LATTICE_OK) {
+    if (lattice_model_create_from_file(path, NULL, r.be, 1, 4, &made, err) == LATTICE_OK) {
         const int32_t tok[4] = {0, 0, 0, 0};
         lattice_model_forward(made, tok, 1, 4); /* ids may exceed a tiny vocab: a status, fine */
         lattice_model_destroy(made);

@@ -8,8 +8,9 @@ int main(int argc, char **argv)
 {
     const char *dir = argc > 1 ? argv[1] : "corpus";
     char path[512];
-    lattice_backend *be;
-    lattice_model *m = fuzz_model(&be);
+    rig r;
+    fuzz_run(&r);
+    lattice_model *m = r.model;
     snprintf(path, sizeof path, "%s/safetensors", dir);
     mkdir(dir, 0755);
     mkdir(path, 0755);
@@ -28,10 +29,8 @@ int main(int argc, char **argv)
     fwrite(u16, 1, sizeof u16, f);
     fclose(f);
     /* a checkpoint of a small run */
-    lattice_data *d;
-    lattice_optim *o;
-    lattice_schedule *s;
-    lattice_trainer *t = fuzz_trainer(m, &d, &o, &s);
+    lattice_data *d = r.data;
+    lattice_trainer *t = r.trainer;
     if (lattice_trainer_step(t, NULL) != LATTICE_OK)
         return 1;
     /* recorded teacher logits, dense and top-k */
@@ -56,11 +55,6 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/checkpoint/step1.safetensors", dir);
     if (lattice_trainer_save_checkpoint(t, path) != LATTICE_OK)
         return 1;
-    lattice_trainer_destroy(t);
-    lattice_schedule_destroy(s);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    lattice_model_destroy(m);
-    lattice_backend_destroy(be);
+    rig_close(&r);
     return 0;
 }

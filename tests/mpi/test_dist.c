@@ -57,7 +57,7 @@ static int g_rank;
 #define CFG LATTICE_ERR_INVALID_CONFIG
 
 /* A world whose trainer runs over d from its creation (max_batch: the share). */
-static void open_dist(dw_world *w, lattice_dist *d, int batch, int max_batch, int teacher)
+static void open_dist(rig *w, lattice_dist *d, int batch, int max_batch, int teacher)
 {
     static lattice_trainer_params tp; /* only its collective fields are read */
     lattice_trainer_params_init(&tp);
@@ -73,16 +73,17 @@ static void bad_input(lattice_dist *d)
     EXPECT(lattice_dist_create, INV, "MPI_COMM_NULL", NULL, lattice_dist_create(MPI_COMM_NULL, &d2));
     CHECK(d2 == NULL, "out not cleared");
     EXPECT(lattice_dist_create, INV, "out is NULL", NULL, lattice_dist_create(MPI_COMM_WORLD, NULL));
-    dw_world w;
+    rig w;
     dw_config c = {.batch = 3, .max_batch = 3};
     OK(dw_open(&w, &c));
     EXPECT(lattice_dist_attach, CFG, "does not divide by 2 ranks", lattice_dist_errmsg(d),
-           lattice_dist_attach(d, w.t));
-    CHECK(strstr(lattice_trainer_errmsg(w.t), "does not divide"), "trainer message");
-    EXPECT(lattice_dist_attach, INV, "dist is NULL", NULL, lattice_dist_attach(NULL, w.t));
+           lattice_dist_attach(d, w.trainer));
+    CHECK(strstr(lattice_trainer_errmsg(w.trainer), "does not divide"), "trainer message");
+    EXPECT(lattice_dist_attach, INV, "dist is NULL", NULL, lattice_dist_attach(NULL, w.trainer));
     EXPECT(lattice_dist_attach, INV, "trainer is NULL", lattice_dist_errmsg(d),
            lattice_dist_attach(d, NULL));
-    EXPECT(lattice_dist_detach, INV, "lattice_dist_detach", NULL, lattice_dist_detach(NULL, w.t));
+    EXPECT(lattice_dist_detach, INV, "lattice_dist_detach", NULL,
+           lattice_dist_detach(NULL, w.trainer));
     EXPECT(lattice_dist_allreduce_gradients, INV, "lattice_dist_allreduce_gradients",
            lattice_dist_errmsg(d), lattice_dist_allreduce_gradients(d, NULL, 1.0));
     EXPECT(lattice_dist_sum_floats, INV, "lattice_dist_sum_floats", lattice_dist_errmsg(d),
@@ -97,7 +98,7 @@ static void bad_input(lattice_dist *d)
     lattice_trainer_params tp = {.size = sizeof(size_t)};
     EXPECT(lattice_dist_trainer_params, INV, "lattice_trainer_params_init",
            lattice_dist_errmsg(d), lattice_dist_trainer_params(d, &tp));
-    dw_close(&w);
+    rig_close(&w);
     /* the NULL handle's getters cannot fail */
     CHECK(lattice_dist_get_rank(NULL) == 0 && lattice_dist_get_size(NULL) == 0, "NULL getters");
     CHECK(strstr(lattice_dist_errmsg(NULL), "NULL"), "NULL errmsg");
@@ -138,36 +139,36 @@ typedef struct run_out {
     size_t n_weights;
 } run_out;
 
-static void run_steps(dw_world *w, int steps, run_out *out)
+static void run_steps(rig *w, int steps, run_out *out)
 {
     for (int i = 0; i < steps; i++) {
         lattice_trainer_metrics m = {.size = sizeof(m)};
-        CHECK(lattice_trainer_step(w->t, &m) == LATTICE_OK, "step %d: %s", i,
-              lattice_trainer_errmsg(w->t));
+        CHECK(lattice_trainer_step(w->trainer, &m) == LATTICE_OK, "step %d: %s", i,
+              lattice_trainer_errmsg(w->trainer));
         if (out && i < 10) {
             out->loss[i] = m.loss;
             out->counters[i] = m.counters;
         }
     }
     if (out)
-        out->weights = dw_weights(w->m, &out->n_weights);
+        out->weights = rig_weights(w->model, &out->n_weights);
 }
 
 /* 2 ranks of 2 rows = 1 process of 4 rows (distillation, grow schedule with a
  * token-budget phase); 2 ranks twice = bit-identical; both ranks hold the same weights. */
 static void equivalence_and_determinism(lattice_dist *d)
 {
-    dw_world w;
+    rig w;
     run_out alone = {0}, two = {0}, again = {0}, attached = {0};
     dw_config c = {.batch = 4, .max_batch = 4, .teacher = 1};
     OK(dw_open(&w, &c)); /* no collective: this process alone */
     run_steps(&w, 10, &alone);
-    dw_close(&w);
+    rig_close(&w);
     open_dist(&w, d, 4, 2, 1);
     run_steps(&w, 10, &two);
     double val_two;
-    OK(lattice_trainer_evaluate(w.t, &val_two));
-    dw_close(&w);
+    OK(lattice_trainer_evaluate(w.trainer, &val_two));
+    rig_close(&w);
     for (int i = 0; i < 10; i++) {
         const lattice_schedule_counters *a = &alone.counters[i], *b = &two.counters[i];
         CHECK(a->steps == b->steps && a->tokens == b->tokens &&
@@ -179,7 +180,7 @@ static void equivalence_and_determinism(lattice_dist *d)
     }
     open_dist(&w, d, 4, 2, 1);
     run_steps(&w, 10, &again);
-    dw_close(&w);
+    rig_close(&w);
     CHECK(memcmp(two.weights, again.weights, two.n_weights * sizeof(float)) == 0,
           "two runs over 2 ranks differ");
     /* rank 0's weights on rank 1 */
@@ -192,16 +193,16 @@ static void equivalence_and_determinism(lattice_dist *d)
     free(theirs);
     /* attached after creation (a model holding the whole batch): the same run */
     OK(dw_open(&w, &c));
-    OK(lattice_dist_attach(d, w.t));
+    OK(lattice_dist_attach(d, w.trainer));
     run_steps(&w, 10, &attached);
     double val_attached, val_alone;
-    OK(lattice_trainer_evaluate(w.t, &val_attached));
+    OK(lattice_trainer_evaluate(w.trainer, &val_attached));
     CHECK(val_attached == val_two, "validation %.17g vs %.17g", val_attached, val_two);
-    OK(lattice_dist_detach(d, w.t));
-    OK(lattice_trainer_evaluate(w.t, &val_alone)); /* alone again: no collective call */
+    OK(lattice_dist_detach(d, w.trainer));
+    OK(lattice_trainer_evaluate(w.trainer, &val_alone)); /* alone again: no collective call */
     CHECK(fabs(val_alone - val_two) <= REL_TOL * val_two, "validation alone %.9g vs %.9g",
           val_alone, val_two);
-    dw_close(&w);
+    rig_close(&w);
     CHECK(memcmp(two.weights, attached.weights, two.n_weights * sizeof(float)) == 0,
           "attaching after creation changed the run");
     free(alone.weights);
@@ -214,17 +215,17 @@ static void equivalence_and_determinism(lattice_dist *d)
  * whole batch's. */
 static void hand_written_loop(lattice_dist *d)
 {
-    dw_world one, mine;
+    rig one, mine;
     dw_config c = {.batch = 4, .max_batch = 4};
     OK(dw_open(&one, &c));
     OK(dw_open(&mine, &c));
     lattice_data_batch b;
     float loss;
-    OK(lattice_data_next(one.d, &b));
-    OK(lattice_model_forward(one.m, b.tokens, b.batch, b.seq));
-    OK(lattice_model_cross_entropy(one.m, b.targets, b.mask, &loss, NULL));
-    OK(lattice_model_backward(one.m));
-    OK(lattice_data_next(mine.d, &b));
+    OK(lattice_data_next(one.data, &b));
+    OK(lattice_model_forward(one.model, b.tokens, b.batch, b.seq));
+    OK(lattice_model_cross_entropy(one.model, b.targets, b.mask, &loss, NULL));
+    OK(lattice_model_backward(one.model));
+    OK(lattice_data_next(mine.data, &b));
     const int rows = b.batch / lattice_dist_get_size(d), first = lattice_dist_get_rank(d) * rows;
     const size_t off = (size_t)first * (size_t)b.seq;
     int64_t n[1] = {0};
@@ -234,14 +235,14 @@ static void hand_written_loop(lattice_dist *d)
     OK(lattice_dist_sum_int64(d, n, 1));
     CHECK(n[0] == b.n_tokens, "counted tokens %lld vs %lld", (long long)n[0],
           (long long)b.n_tokens);
-    OK(lattice_model_forward(mine.m, b.tokens + off, rows, b.seq));
-    OK(lattice_model_cross_entropy(mine.m, b.targets + off, b.mask + off, &loss, NULL));
-    OK(lattice_model_backward(mine.m));
-    OK(lattice_dist_allreduce_gradients(d, mine.m, (double)n_local / (double)n[0]));
-    for (int i = 0; i < lattice_model_get_n_tensors(one.m); i++) {
+    OK(lattice_model_forward(mine.model, b.tokens + off, rows, b.seq));
+    OK(lattice_model_cross_entropy(mine.model, b.targets + off, b.mask + off, &loss, NULL));
+    OK(lattice_model_backward(mine.model));
+    OK(lattice_dist_allreduce_gradients(d, mine.model, (double)n_local / (double)n[0]));
+    for (int i = 0; i < lattice_model_get_n_tensors(one.model); i++) {
         lattice_model_tensor_info a, g;
-        lattice_model_get_tensor(one.m, i, &a);
-        lattice_model_get_tensor(mine.m, i, &g);
+        lattice_model_get_tensor(one.model, i, &a);
+        lattice_model_get_tensor(mine.model, i, &g);
         const long k = (long)(a.shape[0] * a.shape[1]);
         double mx = 0.0;
         for (long j = 0; j < k; j++)
@@ -250,8 +251,8 @@ static void hand_written_loop(lattice_dist *d)
             CHECK(fabs(a.grad[j] - g.grad[j]) <= 1e-5 * mx + 1e-9, "%s[%ld]: %g vs %g", a.name, j,
                   (double)a.grad[j], (double)g.grad[j]);
     }
-    dw_close(&one);
-    dw_close(&mine);
+    rig_close(&one);
+    rig_close(&mine);
 }
 
 /* Ranks set up differently are refused on every rank, naming the field
@@ -280,7 +281,7 @@ static void mismatched_ranks(lattice_dist *d)
             c = cases[i].odd;
         c.coll = tp.collective;
         c.coll_user = tp.collective_user;
-        dw_world w;
+        rig w;
         lattice_status st = dw_open(&w, &c);
         CHECK(st == CFG, "case %zu: status %d (%s)", i, (int)st, lattice_last_error());
         CHECK(strstr(lattice_last_error(), cases[i].says), "case %zu: '%s'", i,
@@ -292,10 +293,10 @@ static void mismatched_ranks(lattice_dist *d)
             c.max_batch = c.batch;
         OK(dw_open(&w, &c));
         EXPECT(lattice_dist_attach, CFG, cases[i].says, lattice_dist_errmsg(d),
-               lattice_dist_attach(d, w.t));
-        CHECK(strstr(lattice_trainer_errmsg(w.t), cases[i].says), "the trainer's message");
-        OK(lattice_trainer_step(w.t, NULL)); /* alone: no collective call */
-        dw_close(&w);
+               lattice_dist_attach(d, w.trainer));
+        CHECK(strstr(lattice_trainer_errmsg(w.trainer), cases[i].says), "the trainer's message");
+        OK(lattice_trainer_step(w.trainer, NULL)); /* alone: no collective call */
+        rig_close(&w);
     }
     int64_t one[1] = {1};
     OK(lattice_dist_sum_int64(d, one, 1));
@@ -325,55 +326,55 @@ static void checkpoint(lattice_dist *d, const char *dir)
     }
     MPI_Barrier(MPI_COMM_WORLD);
     CHECK(n_files(sub) == 0, "%s is not empty", sub);
-    dw_world w;
+    rig w;
     run_out full = {0}, resumed = {0};
     open_dist(&w, d, 4, 2, 1);
     run_steps(&w, 8, &full);
-    dw_close(&w);
+    rig_close(&w);
     open_dist(&w, d, 4, 2, 1);
     run_steps(&w, 4, NULL);
-    OK(lattice_trainer_save_checkpoint(w.t, path));
+    OK(lattice_trainer_save_checkpoint(w.trainer, path));
     CHECK(n_files(sub) == 1, "the save left %d files in %s", n_files(sub), sub);
-    dw_close(&w);
+    rig_close(&w);
     open_dist(&w, d, 4, 2, 1);
-    OK(lattice_trainer_load_checkpoint(w.t, path));
+    OK(lattice_trainer_load_checkpoint(w.trainer, path));
     run_steps(&w, 4, &resumed);
-    dw_close(&w);
+    rig_close(&w);
     CHECK(memcmp(full.weights, resumed.weights, full.n_weights * sizeof(float)) == 0,
           "resumed over 2 ranks, the run differs");
     /* another rank count: alone, and over a communicator of one rank */
     dw_config c = {.batch = 4, .max_batch = 4, .teacher = 1};
     OK(dw_open(&w, &c));
-    CHECK(lattice_trainer_load_checkpoint(w.t, path) == CFG, "loaded alone");
-    CHECK(strstr(lattice_trainer_errmsg(w.t), "over 2 ranks and this run has 1"), "message: %s",
-          lattice_trainer_errmsg(w.t));
+    CHECK(lattice_trainer_load_checkpoint(w.trainer, path) == CFG, "loaded alone");
+    CHECK(strstr(lattice_trainer_errmsg(w.trainer), "over 2 ranks and this run has 1"),
+          "message: %s", lattice_trainer_errmsg(w.trainer));
     MPI_Comm self;
     MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &self);
     lattice_dist *d1;
     OK(lattice_dist_create(self, &d1));
     CHECK(lattice_dist_get_size(d1) == 1, "split size");
-    OK(lattice_dist_attach(d1, w.t));
-    CHECK(lattice_trainer_load_checkpoint(w.t, path) == CFG, "loaded over 1 rank");
-    dw_close(&w);
+    OK(lattice_dist_attach(d1, w.trainer));
+    CHECK(lattice_trainer_load_checkpoint(w.trainer, path) == CFG, "loaded over 1 rank");
+    rig_close(&w);
     lattice_dist_destroy(d1);
     MPI_Comm_free(&self);
     /* a save that fails on rank 0 fails on every rank */
     open_dist(&w, d, 4, 2, 1);
-    CHECK(lattice_trainer_save_checkpoint(w.t, "/nonexistent/dir/ck") == LATTICE_ERR_IO,
-          "a failed save: %s", lattice_trainer_errmsg(w.t));
-    CHECK(g_rank == 0 || strstr(lattice_trainer_errmsg(w.t), "rank 0 could not write"),
-          "rank 1's message: %s", lattice_trainer_errmsg(w.t));
+    CHECK(lattice_trainer_save_checkpoint(w.trainer, "/nonexistent/dir/ck") == LATTICE_ERR_IO,
+          "a failed save: %s", lattice_trainer_errmsg(w.trainer));
+    CHECK(g_rank == 0 || strstr(lattice_trainer_errmsg(w.trainer), "rank 0 could not write"),
+          "rank 1's message: %s", lattice_trainer_errmsg(w.trainer));
     /* a load that fails on one rank only fails on both, and changes nothing */
     lattice_data_position before, after;
-    lattice_data_get_position(w.d, &before);
-    CHECK(lattice_trainer_load_checkpoint(w.t, g_rank == 1 ? "/nonexistent/ck" : path) ==
+    lattice_data_get_position(w.data, &before);
+    CHECK(lattice_trainer_load_checkpoint(w.trainer, g_rank == 1 ? "/nonexistent/ck" : path) ==
               LATTICE_ERR_IO, "a load missing on rank 1");
-    lattice_data_get_position(w.d, &after);
+    lattice_data_get_position(w.data, &after);
     CHECK(before.epoch == after.epoch && before.index == after.index, "the load moved the data");
     lattice_schedule_counters cn;
-    lattice_schedule_get_counters(w.s, &cn);
+    lattice_schedule_get_counters(w.schedule, &cn);
     CHECK(cn.steps == 0, "the refused load changed the schedule");
-    dw_close(&w);
+    rig_close(&w);
     free(full.weights);
     free(resumed.weights);
     unlink(path);
@@ -400,16 +401,16 @@ static int kill_run(lattice_dist *d, const char *dir)
     if (g_rank == 0)
         unlink(path);
     MPI_Barrier(MPI_COMM_WORLD);
-    dw_world w;
+    rig w;
     open_dist(&w, d, 4, 2, 1);
     for (int step = 1; step <= 12; step++) {
-        OK(lattice_trainer_step(w.t, NULL));
+        OK(lattice_trainer_step(w.trainer, NULL));
         if (step == 6 && g_rank == 1)
             raise(SIGKILL);
         if (step % 2 == 0)
-            OK(lattice_trainer_save_checkpoint(w.t, path));
+            OK(lattice_trainer_save_checkpoint(w.trainer, path));
     }
-    dw_close(&w);
+    rig_close(&w);
     return 0; /* not reached: kill_test.py fails when the job succeeds */
 }
 
@@ -417,18 +418,18 @@ static int resume_run(lattice_dist *d, const char *dir)
 {
     char path[600];
     snprintf(path, sizeof path, "%s/kill.safetensors", dir);
-    dw_world w;
+    rig w;
     open_dist(&w, d, 4, 2, 1);
-    CHECK(lattice_trainer_load_checkpoint(w.t, path) == LATTICE_OK, "the last checkpoint: %s",
-          lattice_trainer_errmsg(w.t));
+    CHECK(lattice_trainer_load_checkpoint(w.trainer, path) == LATTICE_OK, "the last checkpoint: %s",
+          lattice_trainer_errmsg(w.trainer));
     lattice_schedule_counters c;
-    lattice_schedule_get_counters(w.s, &c);
+    lattice_schedule_get_counters(w.schedule, &c);
     CHECK(c.steps == 4 || c.steps == 6, "the checkpoint is of step %lld", (long long)c.steps);
     run_steps(&w, 2, NULL);
-    OK(lattice_trainer_save_checkpoint(w.t, path)); /* removes a killed save's temporary */
+    OK(lattice_trainer_save_checkpoint(w.trainer, path)); /* removes a killed save's temporary */
     if (g_rank == 0)
         printf("resumed from step %lld\n", (long long)c.steps);
-    dw_close(&w);
+    rig_close(&w);
     return 0;
 }
 

@@ -37,14 +37,7 @@ static lattice_model *small_model(lattice_norm_placement pl, lattice_norm_kind k
     p.tie_embeddings = tied;
     p.seed = seed;
     p.init_std = 0.2f;
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(pl, kind, 1e-5f, &n), LATTICE_OK);
-    if (pl == LATTICE_NORM_PLACEMENT_POST)
-        lattice_norm_set_residual_scale(n, 1.25f);
-    lattice_model *m;
-    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_OK);
-    lattice_norm_destroy(n);
-    return m;
+    return tu_model(be, pl, kind, 1e-5f, pl == LATTICE_NORM_PLACEMENT_POST ? 1.25f : 1.0f, &p);
 }
 
 static const int32_t toks[12] = {1, 5, 2, 12, 0, 7, 3, 3, 9, 11, 4, 6};
@@ -216,11 +209,8 @@ START_TEST(test_qwen3_config)
     p.rope_theta = 1e6f;
     p.tie_embeddings = _i;
     p.seed = 9;
-    lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
-    lattice_model *a;
-    ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
-    lattice_norm_destroy(n);
+    lattice_model *a =
+        tu_model(be, LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
     char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
     ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
     FILE *f = fopen(cfg, "w");
@@ -394,48 +384,24 @@ END_TEST
 
 /* ---- paths that are not regular files ------------------------------------------------ */
 
-/* A trainer over a small model, for checkpoint loads. */
-typedef struct small_run {
-    lattice_model *model;
-    lattice_data *data;
-    lattice_optim *optim;
-    lattice_schedule *schedule;
-    lattice_trainer *trainer;
-} small_run;
-
+/* A trainer over a small model, for checkpoint loads: the rig's grow run of
+ * 3 one-layer blocks over small_model's shape. */
 static const int32_t run_ids[] = {12, 1, 2, 3, 4, 12, 5, 6, 7, 12, 8, 9, 1, 2, 12, 3, 3, 4};
 
-static void open_small_run(small_run *r)
+static void open_small_run(rig *r)
 {
-    r->model = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 7);
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 13;
-    dp.boundary_id = 12;
-    dp.batch_size = 2;
-    dp.seq_len = 6;
-    ck_assert_int_eq(lattice_data_create_memory(run_ids, sizeof run_ids / sizeof run_ids[0], &dp,
-                                                &r->data, NULL),
-                     LATTICE_OK);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
-    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 2,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
-                     LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
-                                            NULL, &r->trainer),
-                     LATTICE_OK);
-}
-
-static void close_small_run(small_run *r)
-{
-    lattice_trainer_destroy(r->trainer);
-    lattice_schedule_destroy(r->schedule);
-    lattice_optim_destroy(r->optim);
-    lattice_data_destroy(r->data);
-    lattice_model_destroy(r->model);
+    rig_options o;
+    rig_options_init(&o);
+    o.norm_eps = 1e-5f;
+    o.model.vocab_size = 13;
+    o.model.n_layers = 3;
+    o.model.max_seq = 6;
+    o.model.seed = 7;
+    o.model.init_std = 0.2f;
+    o.ids = run_ids;
+    o.n_ids = sizeof run_ids / sizeof run_ids[0];
+    o.n_blocks = 3;
+    tu_rig_open(r, &o);
 }
 
 static void expect_not_regular(lattice_status st, const char *msg, const char *loader,
@@ -465,7 +431,7 @@ START_TEST(test_not_regular_files)
     FILE *f = fopen(text_path, "w");
     fputs("one document\fanother one", f);
     fclose(f);
-    small_run r;
+    rig r;
     open_small_run(&r);
     const char *paths[2] = {sub, fifo}, *kinds[2] = {"directory", "FIFO"};
     for (int k = 0; k < 2; k++) {
@@ -506,7 +472,7 @@ START_TEST(test_not_regular_files)
         expect_not_regular(lattice_trainer_load_checkpoint(r.trainer, p),
                            lattice_trainer_errmsg(r.trainer), "trainer_load_checkpoint", kinds[k]);
     }
-    close_small_run(&r);
+    rig_close(&r);
     lattice_model_destroy(m);
     alarm(0);
     char cmd[160];
@@ -543,7 +509,7 @@ START_TEST(test_hostile_shapes)
                                         "logits"};
     static const char *const dtypes[] = {"U8", "F32", "I64"};
     static unsigned char zeros[8];
-    small_run r;
+    rig r;
     open_small_run(&r);
     lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
@@ -581,7 +547,7 @@ START_TEST(test_hostile_shapes)
     ck_assert_ptr_null(strstr(lattice_trainer_errmsg(r.trainer), "overflows"));
     unlink(path);
     lattice_model_destroy(m);
-    close_small_run(&r);
+    rig_close(&r);
 }
 END_TEST
 
@@ -633,7 +599,7 @@ START_TEST(test_strict_headers)
          "comment"},
     };
     static float zeros[104];
-    small_run r;
+    rig r;
     open_small_run(&r);
     lattice_model *m = small_model(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 0, 1);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -666,7 +632,7 @@ START_TEST(test_strict_headers)
                   "%s", lattice_model_errmsg(m));
     unlink(path);
     lattice_model_destroy(m);
-    close_small_run(&r);
+    rig_close(&r);
 }
 END_TEST
 
@@ -765,11 +731,8 @@ START_TEST(test_qwen3_unsupported)
     p.max_seq = 6;
     p.rope_theta = 1e6f;
     p.seed = 9;
-    lattice_norm *n;
-    lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &n);
-    lattice_model *a;
-    ck_assert_int_eq(lattice_model_create(&p, n, be, &a), LATTICE_OK);
-    lattice_norm_destroy(n);
+    lattice_model *a =
+        tu_model(be, LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
     char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
     ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
     ck_assert_int_eq(lattice_model_forward(a, toks, 2, 6), LATTICE_OK);
@@ -905,7 +868,7 @@ START_TEST(test_stale_temps_removed)
 END_TEST
 
 /* Every writer: a model, a checkpoint, recorded teacher logits. */
-static lattice_status save_with(int writer, small_run *r, const char *path)
+static lattice_status save_with(int writer, rig *r, const char *path)
 {
     if (writer == 0)
         return lattice_model_save(r->model, path);
@@ -947,7 +910,7 @@ START_TEST(test_save_through_links_keeps_mode)
     snprintf(dangling, sizeof dangling, "%s/dangling", b);
     snprintf(fresh, sizeof fresh, "%s/fresh.safetensors", b);
     snprintf(loop, sizeof loop, "%s/loop", b);
-    small_run r;
+    rig r;
     open_small_run(&r);
     /* a new file: 0666 less the umask */
     ck_assert_int_eq(save_with(_i, &r, real), LATTICE_OK);
@@ -987,7 +950,7 @@ START_TEST(test_save_through_links_keeps_mode)
     ck_assert_int_eq(symlink("loop", loop), 0);
     lattice_status s = save_with(_i, &r, loop);
     ck_assert_int_eq(s, LATTICE_ERR_IO);
-    close_small_run(&r);
+    rig_close(&r);
     umask(was);
     snprintf(cmd, sizeof cmd, "rm -rf %s", top);
     ck_assert_int_eq(system(cmd), 0);
@@ -996,7 +959,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("files");
+    Suite *s = suite_create("safetensors");
     TCase *tc = tcase_create("safetensors");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_set_timeout(tc, 120);

@@ -1,19 +1,11 @@
-/* Checkpoint fuzz: each numeric field of a valid checkpoint, in its state and
- * in its tensors, is set to hostile values. A load must refuse it clearly, or
- * accept it and then train a step to finite weights. */
+/* Hostile checkpoints: each numeric field of a valid checkpoint, in its state
+ * and in its tensors, is set to hostile values; a load must refuse it clearly,
+ * or accept it and then train a step to finite weights. Damaged keys and
+ * shapes, and a checkpoint of one setup loaded into another, are refused. */
 #include "testutil.h"
 
 #include <json-c/json.h>
 #include <unistd.h>
-
-typedef struct run {
-    lattice_backend *be;
-    lattice_model *model;
-    lattice_data *data;
-    lattice_optim *optim;
-    lattice_schedule *schedule;
-    lattice_trainer *trainer;
-} run;
 
 static const int32_t ids[] = {10, 1, 2, 3, 4, 10, 5, 6, 7, 10, 8, 9, 1, 2, 10, 3, 3, 4, 10, 2, 2};
 /* another corpus of as many tokens and documents (one token differs), and one
@@ -32,58 +24,32 @@ typedef struct variant {
     int64_t steps;   /* steps per phase (3) */
 } variant;
 
-static void open_run_as(run *r, const variant *v)
+/* The rig's tiny grow run (seed 3, learning rate 1e-2, 3 steps a phase), as v changes it. */
+static void open_run_as(rig *r, const variant *v)
 {
-    r->be = tu_backend("ref", 1);
-    lattice_model_params p;
-    tu_tiny_params(&p);
-    p.seed = 3;
+    rig_options o;
+    rig_options_init(&o);
+    o.norm_eps = 1e-5f;
+    o.model.seed = 3;
     if (v->n_layers)
-        p.n_layers = v->n_layers;
-    lattice_norm *n;
-    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-5f, &n), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_create(&p, n, r->be, &r->model), LATTICE_OK);
-    lattice_norm_destroy(n);
-    lattice_data_params dp;
-    lattice_data_params_init(&dp);
-    dp.vocab_size = 11;
-    dp.boundary_id = 10;
-    dp.batch_size = v->batch ? v->batch : 2;
-    dp.seq_len = 5;
-    dp.seed = v->data_seed;
-    const int32_t *src = v->corpus == 1 ? ids_edited : v->corpus == 2 ? ids_longer : ids;
-    const int64_t n_ids = v->corpus == 2 ? (int64_t)(sizeof ids_longer / sizeof ids_longer[0])
-                                         : (int64_t)(sizeof ids / sizeof ids[0]);
-    ck_assert_int_eq(lattice_data_create_memory(src, n_ids, &dp, &r->data, NULL), LATTICE_OK);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1;
-    op.lr = 1e-2f;
-    ck_assert_int_eq(lattice_optim_create(r->model, &op, &r->optim), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_create_preset(v->joint ? LATTICE_SCHEDULE_PRESET_JOINT
-                                                             : LATTICE_SCHEDULE_PRESET_GROW,
-                                                    2, 1, v->steps ? v->steps : 3,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &r->schedule),
-                     LATTICE_OK);
-    ck_assert_int_eq(lattice_trainer_create(r->model, NULL, NULL, r->data, r->optim, r->schedule,
-                                            NULL, &r->trainer),
-                     LATTICE_OK);
+        o.model.n_layers = v->n_layers;
+    if (v->batch)
+        o.data.batch_size = v->batch;
+    o.data.seed = v->data_seed;
+    o.ids = v->corpus == 1 ? ids_edited : v->corpus == 2 ? ids_longer : ids;
+    o.n_ids = v->corpus == 2 ? (int64_t)(sizeof ids_longer / sizeof ids_longer[0])
+                             : (int64_t)(sizeof ids / sizeof ids[0]);
+    o.optim.lr = 1e-2f;
+    if (v->joint)
+        o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
+    o.steps_per_phase = v->steps ? v->steps : 3;
+    tu_rig_open(r, &o);
 }
 
-static void open_run(run *r)
+static void open_run(rig *r)
 {
     const variant same = {0};
     open_run_as(r, &same);
-}
-
-static void close_run(run *r)
-{
-    lattice_trainer_destroy(r->trainer);
-    lattice_schedule_destroy(r->schedule);
-    lattice_optim_destroy(r->optim);
-    lattice_data_destroy(r->data);
-    lattice_model_destroy(r->model);
-    lattice_backend_destroy(r->be);
 }
 
 /* A checkpoint in memory: its header as JSON, its data section as bytes. */
@@ -159,7 +125,7 @@ static void set_state(ckpt *c, json_object *s)
 /* Load path into a fresh run: refused with a message, or a step trains to finite weights. */
 static void expect_refused_or_sane(const char *path, const char *what)
 {
-    run r;
+    rig r;
     open_run(&r);
     lattice_status st = lattice_trainer_load_checkpoint(r.trainer, path);
     if (st != LATTICE_OK) {
@@ -177,7 +143,7 @@ static void expect_refused_or_sane(const char *path, const char *what)
                               ti.name, (long long)j, (double)ti.data[j]);
         }
     }
-    close_run(&r);
+    rig_close(&r);
 }
 
 static const char *const state_fields[][2] = {
@@ -216,12 +182,12 @@ static json_object *hostile(int v)
 
 static char *saved_checkpoint(char *path, size_t n)
 {
-    run r;
+    rig r;
     open_run(&r);
     ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
     snprintf(path, n, "/tmp/lattice-ckfuzz-%d.safetensors", (int)getpid());
     ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_OK);
-    close_run(&r);
+    rig_close(&r);
     return path;
 }
 
@@ -271,11 +237,11 @@ START_TEST(test_lr_shape_keys_both_or_neither)
         json_object_put(s);
         write_ckpt(bad, &c);
         free_ckpt(&c);
-        run r;
+        rig r;
         open_run(&r);
         ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad),
                          drop == 0 ? LATTICE_OK : LATTICE_ERR_FORMAT);
-        close_run(&r);
+        rig_close(&r);
     }
     remove(bad);
     remove(good);
@@ -348,12 +314,12 @@ START_TEST(test_transposed_shape)
     json_object_array_put_idx(shape, 1, json_object_new_int64(a));
     write_ckpt(bad, &c);
     free_ckpt(&c);
-    run r;
+    rig r;
     open_run(&r);
     ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "shape"));
     ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, good), LATTICE_OK);
-    close_run(&r);
+    rig_close(&r);
     remove(bad);
     remove(good);
 }
@@ -380,7 +346,7 @@ START_TEST(test_other_setup_refused)
     };
     char path[96];
     saved_checkpoint(path, sizeof path);
-    run r;
+    rig r;
     open_run_as(&r, &cases[_i].v);
     lattice_data_position before, after;
     lattice_data_get_position(r.data, &before);
@@ -393,7 +359,7 @@ START_TEST(test_other_setup_refused)
     lattice_data_get_position(r.data, &after);
     ck_assert(before.epoch == after.epoch && before.index == after.index);
     ck_assert_int_eq(lattice_optim_get_steps(r.optim), 0);
-    close_run(&r);
+    rig_close(&r);
     remove(path);
 }
 END_TEST
@@ -407,7 +373,7 @@ START_TEST(test_other_data_on_purpose)
     saved_checkpoint(path, sizeof path); /* one step of 2 rows: the iterator at index 2 */
     static const variant cases[] = {{.batch = 1}, {.data_seed = 7}, {.corpus = 2}};
     for (int i = 0; i < 3; i++) {
-        run r;
+        rig r;
         open_run_as(&r, &cases[i]);
         lattice_data_position start = {0, 1}, pos;
         ck_assert_int_eq(lattice_data_set_position(r.data, &start), LATTICE_OK);
@@ -422,10 +388,10 @@ START_TEST(test_other_data_on_purpose)
         ck_assert_int_eq(pos.epoch, 0);
         ck_assert_int_eq(pos.index, i == 0 ? 2 : 1);
         ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
-        close_run(&r);
+        rig_close(&r);
     }
     /* the same data with the flag: an ordinary resume */
-    run r;
+    rig r;
     open_run(&r);
     ck_assert_int_eq(lattice_trainer_load_checkpoint_flags(r.trainer, path,
                                                            LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA),
@@ -433,7 +399,7 @@ START_TEST(test_other_data_on_purpose)
     lattice_data_position pos;
     lattice_data_get_position(r.data, &pos);
     ck_assert_int_eq(pos.index, 2);
-    close_run(&r);
+    rig_close(&r);
     remove(path);
 }
 END_TEST
@@ -459,7 +425,7 @@ START_TEST(test_checkpoint_before_0_4)
         write_ckpt(bad, &c);
         free_ckpt(&c);
         const variant other = {.data_seed = 7};
-        run r;
+        rig r;
         open_run_as(&r, &other);
         const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, bad);
         if (drop == 0) {
@@ -468,14 +434,14 @@ START_TEST(test_checkpoint_before_0_4)
             ck_assert_int_eq(st, LATTICE_ERR_FORMAT);
             ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "without"));
         }
-        close_run(&r);
+        rig_close(&r);
     }
     /* an old checkpoint of another schedule: the phase count is named */
     const variant joint = {.joint = 1};
-    run r;
+    rig r;
     open_run_as(&r, &joint);
     ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
-    close_run(&r);
+    rig_close(&r);
     ckpt c;
     read_ckpt(good, &c);
     json_object *s = state_of(&c), *sc;
@@ -490,7 +456,7 @@ START_TEST(test_checkpoint_before_0_4)
     ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer),
                                  "the checkpoint's schedule n_phases 2 differs from this run's 1"));
-    close_run(&r);
+    rig_close(&r);
     remove(bad);
     remove(good);
 }
@@ -498,7 +464,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("checkpoint");
+    Suite *s = suite_create("checkpoint-hostile");
     TCase *tc = tcase_create("hostile checkpoints");
     tcase_add_test(tc, test_lr_shape_keys_both_or_neither);
     tcase_add_loop_test(tc, test_state_fields, 0, (int)(sizeof state_fields / sizeof state_fields[0]));

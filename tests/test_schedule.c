@@ -1,0 +1,252 @@
+/* Schedules: the presets and their phases, an older caller's phase struct,
+ * the counters and matched budgets, token budgets and phases refused, and a
+ * token budget over documents that count no token. */
+#include "testutil.h"
+#include "layout_0_2.h"
+
+static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
+                          const int *train_from, const int64_t *steps, const int *train_boundary)
+{
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create_preset(preset, 3, 3, 100, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &s),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_get_n_phases(s), n);
+    for (int i = 0; i < n; i++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        ck_assert_int_eq(lattice_schedule_get_phase(s, i, &ph), LATTICE_OK);
+        ck_assert_int_eq(ph.size, sizeof(lattice_schedule_phase));
+        ck_assert_int_eq(ph.active_layers, active[i]);
+        ck_assert_int_eq(ph.train_from, train_from[i]);
+        ck_assert_int_eq(ph.steps, steps[i]);
+        ck_assert_int_eq(ph.reset_optimizer, 1);
+        ck_assert_int_eq(ph.train_boundary, train_boundary[i]);
+        ck_assert_int_eq(ph.rewind_data, 0); /* no preset replays data unless asked */
+    }
+    ck_assert_int_eq(lattice_schedule_set_rewind_data(s, 1), LATTICE_OK);
+    for (int i = 0; i < n; i++) {
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        lattice_schedule_get_phase(s, i, &ph);
+        ck_assert_int_eq(ph.rewind_data, i > 0); /* the first phase has nothing to rewind to */
+    }
+    lattice_schedule_destroy(s);
+}
+
+START_TEST(test_presets)
+{
+    const int64_t s1[] = {100}, s2[] = {100, 100}, s3[] = {100, 100, 100};
+    const int zero[] = {0, 0, 0}, nine[] = {9, 9, 9}, ones[] = {1, 1, 1};
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT, 1, nine, zero, s1, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, (const int[]){3, 6, 9}, zero, s3, ones);
+    /* freeze: after phase 0 the head and boundary norm are fixed with the earlier blocks */
+    expect_phases(LATTICE_SCHEDULE_PRESET_FREEZE, 3, (const int[]){3, 6, 9}, (const int[]){0, 3, 6}, s3,
+                  (const int[]){1, 0, 0});
+    expect_phases(LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK, 1, (const int[]){3}, zero, s1, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 2, nine, zero, s2, ones);
+    expect_phases(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL, 3, nine, zero, s3, ones);
+    ck_assert_int_eq(lattice_schedule_set_rewind_data(NULL, 1), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* The phase struct grew in 0.2; a caller built against 0.1 passes the shorter
+ * one (PHASE_SIZE_0_1, layout_0_2.h). */
+START_TEST(test_phase_of_an_older_caller)
+{
+    lattice_schedule_phase def;
+    lattice_schedule_phase_init(&def);
+    ck_assert_int_eq(def.size, sizeof(lattice_schedule_phase));
+    ck_assert_int_eq(def.rewind_data, 0);
+    ck_assert_int_eq(def.train_boundary, 1);
+    /* add: the bytes past a 0.1 struct are not the caller's and must not be read */
+    lattice_schedule_phase old = def;
+    old.size = PHASE_SIZE_0_1;
+    old.steps = 7;
+    old.active_layers = 2;
+    old.rewind_data = 1;    /* stands for whatever lies past the caller's struct */
+    old.train_boundary = 0;
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
+    lattice_schedule_phase got;
+    lattice_schedule_phase_init(&got);
+    ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &got), LATTICE_OK);
+    ck_assert_int_eq(got.steps, 7);
+    ck_assert_int_eq(got.active_layers, 2);
+    ck_assert_int_eq(got.rewind_data, 0);    /* 0.1 behaviour: the data reads on */
+    ck_assert_int_eq(got.train_boundary, 1); /* and the boundary trains */
+    /* a 0.2 caller's fields are taken */
+    lattice_schedule_phase now = def;
+    now.rewind_data = 5; /* any non-zero */
+    now.train_boundary = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &now), LATTICE_OK);
+    lattice_schedule_get_phase(s, 2, &got);
+    ck_assert_int_eq(got.rewind_data, 1);
+    ck_assert_int_eq(got.train_boundary, 0);
+    /* get: an output whose size is not this version's gets only the 0.1 fields */
+    const size_t sizes[] = {0, PHASE_SIZE_0_1, 12345};
+    for (int k = 0; k < 3; k++) {
+        struct {
+            lattice_schedule_phase phase;
+            unsigned char beyond[16];
+        } out;
+        memset(&out, 0xA5, sizeof out);
+        out.phase.size = sizes[k];
+        ck_assert_int_eq(lattice_schedule_get_phase(s, 2, &out.phase), LATTICE_OK);
+        ck_assert_int_eq(out.phase.size, PHASE_SIZE_0_1);
+        ck_assert_int_eq(out.phase.steps, 1000);
+        const unsigned char *bytes = (const unsigned char *)&out;
+        for (size_t b = PHASE_SIZE_0_1; b < sizeof out; b++)
+            ck_assert_int_eq(bytes[b], 0xA5);
+    }
+    lattice_schedule_destroy(s);
+}
+END_TEST
+
+/* Active-layer tokens: grow = 9 layers x (2/3 of its tokens), as the paper. */
+START_TEST(test_counters_and_matching)
+{
+    lattice_schedule *grow, *active;
+    lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 3, 10, 0, &grow);
+    lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE, 3, 3, 10, 0, &active);
+    int ended, ends = 0;
+    while (!lattice_schedule_is_finished(grow)) {
+        ck_assert_int_eq(lattice_schedule_record(grow, 64, 50, 1.0, &ended), LATTICE_OK);
+        ends += ended;
+    }
+    ck_assert_int_eq(ends, 3);
+    while (!lattice_schedule_is_finished(active))
+        lattice_schedule_record(active, 64, 50, 1.0, NULL);
+    lattice_schedule_counters a, b;
+    lattice_schedule_get_counters(grow, &a);
+    lattice_schedule_get_counters(active, &b);
+    ck_assert_int_eq(a.steps, 30);
+    ck_assert_int_eq(a.tokens, 30 * 64);
+    ck_assert_int_eq(a.nonpad_tokens, 30 * 50);
+    ck_assert_int_eq(a.active_layer_tokens, 50 * 10 * (3 + 6 + 9));
+    ck_assert_int_eq(a.active_layer_tokens, b.active_layer_tokens);
+    ck_assert_double_eq(a.flops, 30.0);
+    ck_assert_int_eq(lattice_schedule_record(grow, 1, 1, 0, NULL), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 3, &a), LATTICE_OK);
+    int ph;
+    int64_t sp;
+    lattice_schedule_get_position(grow, &ph, &sp);
+    ck_assert_int_eq(ph, 1);
+    ck_assert_int_eq(sp, 3);
+    ck_assert_int_eq(lattice_schedule_set_position(grow, 1, 10, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_schedule_destroy(grow);
+    lattice_schedule_destroy(active);
+}
+END_TEST
+
+START_TEST(test_token_budget_and_bad_phases)
+{
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    ph.steps = 0;
+    ph.tokens = 100;
+    ph.active_layers = 2;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_get_total_steps(s), -1);
+    int ended = 0, steps = 0;
+    while (!ended) {
+        lattice_schedule_record(s, 40, 30, 0, &ended);
+        steps++;
+    }
+    ck_assert_int_eq(steps, 4); /* 30, 60, 90, 120 >= 100 */
+    ph.tokens = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.steps = 5;
+    ph.train_from = 2;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.train_from = 0;
+    ph.active_layers = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    lattice_schedule_destroy(s);
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 0, 3, 10, 0, &s),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(lattice_schedule_create_preset((lattice_schedule_preset)42, 3, 3, 10, 0, &s),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* ---- a token budget the trainer cannot fill ------------------------------------ */
+
+/* Documents of one token predict nothing: a token budget over them never
+ * fills. Whether stepped by lattice_trainer_step or run, the phase is refused
+ * with LATTICE_ERR_STATE once a whole pass over the training data has counted
+ * no token; over the six documents and the four of issue 21, with batches of
+ * 1 and 2 rows (a pass then straddles two shuffled epochs or not). */
+START_TEST(test_token_budget_without_tokens)
+{
+    const int n_ids = _i < 2 ? 6 : 4, batch = _i % 2 ? 2 : 1;
+    const int vocab = _i < 2 ? 5 : 13, seq = _i < 2 ? 4 : 6;
+    int32_t ids[6]; /* documents of only their boundary */
+    for (int i = 0; i < n_ids; i++)
+        ids[i] = vocab - 1;
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    ph.steps = 0;
+    ph.tokens = 10;
+    rig_options o;
+    rig_options_init(&o);
+    o.model.vocab_size = vocab;
+    o.model.n_layers = o.model.n_active_layers = 1;
+    o.model.d_ff = 8;
+    o.model.max_seq = seq;
+    o.ids = ids;
+    o.n_ids = n_ids;
+    o.data.batch_size = batch;
+    o.phases = &ph;
+    o.n_phases = 1;
+    rig r;
+    tu_rig_open(&r, &o);
+    lattice_trainer *t = r.trainer;
+    lattice_schedule *s = r.schedule;
+    /* a pass is n_ids draws; it lies whole within 2 passes and a batch of draws */
+    const int most = (2 * n_ids + batch) / batch + 1;
+    lattice_status st = LATTICE_OK;
+    int steps = 0;
+    while (st == LATTICE_OK && steps <= most) {
+        st = lattice_trainer_step(t, NULL);
+        steps += st == LATTICE_OK;
+    }
+    ck_assert_int_eq(st, LATTICE_ERR_STATE);
+    ck_assert_int_ge(steps, n_ids / batch); /* not before a pass */
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "counted none"));
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(t), "budget of 10 counted tokens"));
+    lattice_schedule_counters c;
+    lattice_schedule_get_counters(s, &c);
+    ck_assert_int_eq(c.steps, steps); /* the refused step was not taken */
+    ck_assert_int_eq(lattice_trainer_step(t, NULL), LATTICE_ERR_STATE); /* and stays refused */
+    ck_assert_int_eq(lattice_trainer_run(t), LATTICE_ERR_STATE);
+    /* run from the start ends the same way: a new schedule and trainer over the rest */
+    lattice_trainer_destroy(r.trainer);
+    lattice_schedule_destroy(r.schedule);
+    ck_assert_int_eq(lattice_schedule_create(&r.schedule), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(r.schedule, &ph), LATTICE_OK);
+    tu_rig_bind(&r, NULL);
+    ck_assert_int_eq(lattice_trainer_run(r.trainer), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "counted none"));
+    lattice_schedule_get_counters(r.schedule, &c);
+    ck_assert_int_le(c.steps, most);
+    rig_close(&r);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("schedule");
+    TCase *sc = tcase_create("schedule");
+    tcase_add_test(sc, test_presets);
+    tcase_add_test(sc, test_counters_and_matching);
+    tcase_add_test(sc, test_token_budget_and_bad_phases);
+    tcase_add_test(sc, test_phase_of_an_older_caller);
+    tcase_add_loop_test(sc, test_token_budget_without_tokens, 0, 4);
+    suite_add_tcase(s, sc);
+    return tu_run(s);
+}
