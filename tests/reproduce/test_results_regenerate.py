@@ -36,7 +36,8 @@ def main(binary, root):
             shutil.copytree(os.path.join(results, name), out,
                             ignore=shutil.ignore_patterns("*.svg", "*.png", ".lock"))
             r = subprocess.run([binary, "--preset", preset, "--out", out, "--report-only"],
-                               capture_output=True, text=True, env=env, timeout=600)
+                               capture_output=True, text=True, env=env, timeout=600,
+                               cwd=root)  # the report names the corpus relative to the tree
             if r.returncode != 0:
                 print("%s: --report-only failed:\n%s" % (name, r.stderr))
                 failed += 1
