@@ -1,3 +1,5 @@
+/* Causal attention over head-major tensors, forward and backward: a GEMM path
+ * and a fused kernel (attention.h). */
 /* float selects in the loops must if-convert (see kernels.c) */
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 /* v8f travels only between always_inline helpers: no call, so no ABI, is

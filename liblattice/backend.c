@@ -1,3 +1,5 @@
+/* Backends: creating one by name or from a user's ops table, threads, and
+ * the GEMM entry points every op goes through (backend_impl.h). */
 #include "backend_impl.h"
 
 #include <stdio.h>

@@ -1,13 +1,11 @@
+/* What every object shares (internal.h): statuses and messages, versions,
+ * struct copies across sizes, digests, arenas and the weights' generator. */
 #include "internal.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 const char *lattice_status_string(lattice_status status)
 {
@@ -114,51 +112,6 @@ uint64_t lattice__hash(uint64_t h, const void *p, size_t n)
     for (size_t i = 0; i < n; i++)
         h = (h ^ b[i]) * 0x100000001b3ULL;
     return h;
-}
-
-lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err)
-{
-    *f = NULL;
-    *size = 0;
-    /* O_NONBLOCK: opening a FIFO for reading returns at once instead of waiting
-     * for a writer; the type check below then refuses it */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0) {
-        const int why = errno;
-        return lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
-                                  "cannot open %s: %s", path, strerror(why));
-    }
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        const int why = errno;
-        close(fd);
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot stat %s: %s", path, strerror(why));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        close(fd);
-        return lattice__set_error(err, LATTICE_ERR_IO, "%s is %s, not a regular file", path,
-                                  S_ISDIR(st.st_mode)    ? "a directory"
-                                  : S_ISFIFO(st.st_mode) ? "a FIFO"
-                                  : S_ISSOCK(st.st_mode) ? "a socket"
-                                                         : "a device");
-    }
-    /* reads of a regular file never block anyway; cleared so that the stream
-     * behaves exactly as one from fopen */
-    const int flags = fcntl(fd, F_GETFL);
-    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
-        const int why = errno;
-        close(fd);
-        return lattice__set_error(err, LATTICE_ERR_IO, "cannot use %s: %s", path, strerror(why));
-    }
-    *f = fdopen(fd, "rb");
-    if (!*f) {
-        const int why = errno;
-        close(fd);
-        return lattice__set_error(err, why == ENOMEM ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_ERR_IO,
-                                  "cannot open %s: %s", path, strerror(why));
-    }
-    *size = (int64_t)st.st_size;
-    return LATTICE_OK;
 }
 
 #define ARENA_ALIGN 64

@@ -1,4 +1,8 @@
-#include "internal.h"
+/* Token streams: byte-level text or token-id files, documents, the train and
+ * validation splits, batches (padded or packed) in a seeded order. */
+#include "data_impl.h"
+
+#include "atomic_file.h"
 
 #include <errno.h>
 #include <stddef.h>

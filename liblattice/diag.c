@@ -1,3 +1,5 @@
+/* Boundary diagnostics: the residual stream's scale at each block boundary,
+ * block removal, the loss's response at an append, attention sinks. */
 #include "model_impl.h"
 
 #include <math.h>

@@ -1,5 +1,9 @@
+/* The distillation loss: alpha tau^2 KL (forward or reverse, dense or top-k
+ * teacher logits) plus gamma CE, with its dlogits. */
 /* float selects in the row maxima must if-convert to vectorise (see kernels.c) */
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
+
+#include "distill_impl.h"
 
 #include "internal.h"
 #include "kernels.h"

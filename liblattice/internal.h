@@ -39,13 +39,6 @@ lattice_status lattice__need(char *buf, const char *fn, int n, ...);
  * their message is not part of their logical state). */
 #define LATTICE__ERRBUF(h) ((h) ? (char *)(h)->err : NULL)
 
-/* Open path for reading, as every loader does: a regular file only. A
- * directory, FIFO, socket or device is refused with a message saying so, and
- * never blocks (a FIFO without a writer would hang fopen forever). *f is the
- * open stream, *size the file's size in bytes. Returns LATTICE_ERR_IO (or
- * LATTICE_ERR_OUT_OF_MEMORY) with the reason in err. */
-lattice_status lattice__open_regular(const char *path, FILE **f, int64_t *size, char *err);
-
 /* FNV-1a over n bytes, continuing from h (start from LATTICE__HASH_START):
  * the digests that tell whether two runs hold the same weights, corpus or
  * settings (checkpoints, ranks). Not a defence against a forger. */

@@ -1,3 +1,4 @@
+/* The non-GEMM kernels of a pass, forward and backward (kernels.h). */
 /* No FP-exception semantics are needed here; without this GCC may not
  * if-convert the float selects (clamps, max) in the loops and so does not
  * vectorise them. Results are unchanged: it only permits reordering around

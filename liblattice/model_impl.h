@@ -49,8 +49,8 @@ typedef struct tensor_entry {
     uint32_t key; /* seeds this tensor's draw independently of the others */
 } tensor_entry;
 
-/* Views for the rows split of a pass (model.c): one per thread, each a copy
- * of the model whose activation pointers start at its first sequence. */
+/* Views for the rows split of a pass (model_threads.c): one per thread, each
+ * a copy of the model whose activation pointers start at its first sequence. */
 typedef struct model_split {
     int n;            /* threads the workspace serves (0: none built yet) */
     size_t bytes;     /* what it allocated, counted by lattice_model_get_arena_bytes */

@@ -1,8 +1,10 @@
 /* Models to and from safetensors files. */
 #include "model_impl.h"
+
+#include "atomic_file.h"
+#include "json.h"
 #include "safetensors.h"
 
-#include <json-c/json.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -368,7 +370,7 @@ static lattice_status read_config(const st_file *sf, const char *path, const cha
  * config asks for a huge model fails at once instead of after gigabytes of
  * allocation and initialisation. The names come from a skeleton: a model of the
  * same structure (layers, placement, norm kind, qk-norm, tying) with tiny
- * sizes, so the list is the one model.c's own layout makes rather than a copy
+ * sizes, so the list is the one model_layout.c makes rather than a copy
  * that could drift. The skeleton's sizes are pairwise distinct, so each extent
  * it gives maps back to exactly one of the real ones. */
 static lattice_status check_file_tensors(const st_file *sf, const char *path,

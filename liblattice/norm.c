@@ -1,3 +1,4 @@
+/* Normalization placements: pre, post, peri; RMS or LayerNorm; eps and the residual scale. */
 #include "norm_impl.h"
 
 #include <math.h>

@@ -1,5 +1,8 @@
-#include "study_impl.h"
+/* AdamW: warmup and cosine decay, global-norm clipping, state resets, frozen groups. */
+#include "optim_impl.h"
+
 #include "backend_impl.h"
+#include "model_impl.h"
 
 #include <limits.h>
 #include <stddef.h>

@@ -1,12 +1,11 @@
 /* A hostile-input-safe reader and an atomic writer of safetensors files:
  * 8-byte little-endian header length, a JSON header, then raw little-endian
- * tensor data. JSON goes through json-c. */
+ * tensor data. The header goes through json.h. */
 #ifndef LATTICE_SAFETENSORS_H
 #define LATTICE_SAFETENSORS_H
 
 #include "internal.h"
 
-#include <json-c/json.h>
 #include <stdio.h>
 
 typedef enum st_dtype { ST_F32, ST_F16, ST_BF16, ST_I32, ST_I64, ST_U8, ST_F64 } st_dtype;
@@ -67,28 +66,5 @@ typedef struct st_entry {
  * rename). meta: key, value, key, value, ..., NULL. */
 lattice_status lattice__st_write(const char *path, const st_entry *e, int n,
                                  const char *const *meta, char *err);
-
-/* Parse text[0, len) as a JSON object, strictly: RFC 8259 grammar only (no
- * comments, single quotes, trailing commas, NaN or Infinity), strings of valid
- * UTF-8 without NUL (json-c would cut a key at "\u0000", where other readers
- * see the whole name) and no key twice in one object (json-c keeps the last,
- * other readers the first or neither). Around the object: JSON whitespace, or
- * for a safetensors header (header != 0) nothing before it and spaces after,
- * as the format allows. what names the text in the message, e.g. "x.json".
- * Returns LATTICE_ERR_FORMAT with the reason and its byte offset in err, or
- * LATTICE_ERR_OUT_OF_MEMORY. */
-lattice_status lattice__json_parse(const char *text, size_t len, int header, const char *what,
-                                   json_object **out, char *err);
-
-/* json-c's constructors and adds return NULL or -1 when memory runs out; these
- * check them. add and push take ownership of val (NULL allowed: a constructor
- * that failed) and release it when they fail; key must outlive obj. Both
- * return 1 on success, 0 on failure. */
-int lattice__json_add(json_object *obj, const char *key, json_object *val);
-int lattice__json_push(json_object *arr, json_object *val);
-/* o's compact JSON text in a new string (the caller frees), or NULL when memory
- * runs out. json-c's serializer ignores some failed appends, so the text is
- * parsed back and compared: a truncated text is never returned. */
-char *lattice__json_dump(json_object *o);
 
 #endif

@@ -1,4 +1,5 @@
-#include "study_impl.h"
+/* Depth schedules: phases, the paper's presets, and where a run stands in them. */
+#include "schedule_impl.h"
 
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,7 +1,14 @@
 /* What a run is set up with, as named values: compared between the ranks of
  * a data-parallel run when a collective is attached, and between a
  * checkpoint and the run that loads it (checkpoint.c). */
-#include "study_impl.h"
+#include "setup.h"
+
+#include "data_impl.h"
+#include "model_impl.h"
+#include "optim_impl.h"
+#include "schedule_impl.h"
+#include "teacher_impl.h"
+#include "trainer_impl.h"
 
 #include <inttypes.h>
 #include <stdarg.h>

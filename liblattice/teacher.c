@@ -1,3 +1,7 @@
+/* Teachers: where teacher logits come from (a model, a callback, a recorded
+ * file), and recording a model's into such a file. */
+#include "teacher_impl.h"
+
 #include "model_impl.h"
 #include "safetensors.h"
 

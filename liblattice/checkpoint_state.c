@@ -1,0 +1,505 @@
+/* A checkpoint's state as JSON (checkpoint_state.h): written from a run, and
+ * read back with every value checked before anything changes. */
+#include "checkpoint_state.h"
+
+#include "json.h"
+#include "model_impl.h"
+#include "optim_impl.h"
+#include "schedule_impl.h"
+#include "setup.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
+
+static json_object *i64(int64_t v) { return json_object_new_int64(v); }
+static json_object *dbl(double v) { return json_object_new_double(v); }
+
+/* A setup field as JSON: integers as themselves (an unsigned one by its
+ * bits), reals as doubles, digests as 16 hex digits. */
+static json_object *field_json(const lattice__setup_field *f)
+{
+    double d;
+    char hex[24];
+    switch (f->kind) {
+    case LATTICE__SETUP_REAL:
+        memcpy(&d, &f->value, sizeof(d));
+        return json_object_new_double(d);
+    case LATTICE__SETUP_HASH:
+        snprintf(hex, sizeof hex, "%016llx", (unsigned long long)(uint64_t)f->value);
+        return json_object_new_string(hex);
+    default:
+        return json_object_new_int64(f->value);
+    }
+}
+
+char *lattice__checkpoint_state_json(lattice_trainer *t)
+{
+    const lattice_model *m = t->model;
+    const lattice_optim *o = t->optim;
+    const lattice_schedule *s = t->schedule;
+    lattice_data_position pos;
+    lattice_data_get_position(t->data, &pos);
+    json_object *j = json_object_new_object(), *op = json_object_new_object(),
+                *sc = json_object_new_object(), *md = json_object_new_object(),
+                *layers = json_object_new_array(), *phases = json_object_new_array(),
+                *dt = json_object_new_object();
+    /* since 0.4: the data's settings and corpus, the whole schedule (their
+     * names are constant keys: the list outlives j) */
+    lattice__setup data;
+    int ok = lattice__setup_of(t, LATTICE__PART_DATA, 0, &data);
+    /* the containers join j first, so that one put of j frees whatever was built */
+    ok = lattice__json_add(md, "trainable_layers", layers) && ok;
+    ok = lattice__json_add(sc, "phases", phases) && ok;
+    ok = lattice__json_add(j, "optim", op) && ok;
+    ok = lattice__json_add(j, "schedule", sc) && ok;
+    ok = lattice__json_add(j, "model", md) && ok;
+    ok = lattice__json_add(j, "data", dt) && ok;
+#define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
+    ADD(op, "step", i64(o->step));
+    ADD(op, "lr", dbl(o->p.lr));
+    ADD(op, "min_lr", dbl(o->p.min_lr));
+    ADD(op, "warmup_steps", i64(o->p.warmup_steps));
+    ADD(op, "total_steps", i64(o->p.total_steps));
+    ADD(op, "beta1", dbl(o->p.beta1));
+    ADD(op, "beta2", dbl(o->p.beta2));
+    ADD(op, "eps", dbl(o->p.eps));
+    ADD(op, "weight_decay", dbl(o->p.weight_decay));
+    ADD(op, "clip_norm", dbl(o->p.clip_norm));
+    ADD(op, "lr_shape", i64(o->p.lr_shape));
+    ADD(op, "decay_fraction", dbl(o->p.decay_fraction));
+    ADD(sc, "n_phases", i64(s->n_phases));
+    ADD(sc, "phase", i64(s->phase));
+    ADD(sc, "step_in_phase", i64(s->step_in_phase));
+    ADD(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
+    ADD(sc, "steps", i64(s->counters.steps));
+    ADD(sc, "tokens", i64(s->counters.tokens));
+    ADD(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
+    ADD(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
+    ADD(sc, "flops", dbl(s->counters.flops));
+    for (int i = 0; ok && i < s->n_phases; i++) {
+        const lattice_schedule_phase *ph = &s->phases[i];
+        json_object *o = json_object_new_object();
+        ok = lattice__json_push(phases, o);
+        ADD(o, "steps", i64(ph->steps));
+        ADD(o, "tokens", i64(ph->tokens));
+        ADD(o, "active_layers", i64(ph->active_layers));
+        ADD(o, "train_from", i64(ph->train_from));
+        ADD(o, "reset_optimizer", i64(ph->reset_optimizer != 0));
+        ADD(o, "block_init", i64(ph->block_init));
+        ADD(o, "rewind_data", i64(ph->rewind_data != 0));
+        ADD(o, "train_boundary", i64(ph->train_boundary != 0));
+    }
+    for (int i = 0; ok && i < data.n; i++)
+        ADD(dt, data.f[i].name, field_json(&data.f[i]));
+    ADD(md, "n_active", i64(m->n_active));
+    ADD(md, "trainable_embedding", i64(m->trainable_embedding));
+    ADD(md, "trainable_boundary", i64(m->trainable_boundary));
+    ADD(md, "trainable_head", i64(m->trainable_head));
+    for (int i = 0; ok && i < m->p.n_layers; i++)
+        ok = lattice__json_push(layers, i64(m->trainable_layer[i]));
+    ADD(j, "data_epoch", i64(pos.epoch));
+    ADD(j, "data_index", i64(pos.index));
+    ADD(j, "applied_phase", i64(t->applied_phase));
+    if (t->have_origin) { /* since 0.2: where rewinding phases send the data back to */
+        ADD(j, "data_origin_epoch", i64(t->data_origin.epoch));
+        ADD(j, "data_origin_index", i64(t->data_origin.index));
+    }
+    if (t->has_coll) /* since 0.3: the rank count, which fixes each rank's share and sums */
+        ADD(j, "ranks", i64(t->n_ranks));
+#undef ADD
+    char *out = ok ? lattice__json_dump(j) : NULL;
+    json_object_put(j);
+    lattice__setup_free(&data);
+    return out;
+}
+
+static int get64(json_object *o, const char *key, int64_t *v)
+{
+    json_object *x;
+    if (!o || !json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_int))
+        return 0;
+    *v = json_object_get_int64(x);
+    return 1;
+}
+
+static int getd(json_object *o, const char *key, double *v)
+{
+    json_object *x;
+    if (!o || !json_object_object_get_ex(o, key, &x) ||
+        !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
+        return 0;
+    *v = json_object_get_double(x);
+    return 1;
+}
+
+/* Reading the state: the first missing, mistyped or out-of-range value is
+ * named, and nothing after it is read. */
+typedef struct reader {
+    lattice_trainer *t;
+    int ok;
+    lattice_status st; /* the first refusal's: LATTICE_ERR_FORMAT, or out of memory */
+} reader;
+
+static void no_memory(reader *rd, const char *what)
+{
+    if (rd->ok)
+        rd->st = FAIL(rd->t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to %s", what);
+    rd->ok = 0;
+}
+
+__attribute__((format(printf, 2, 3)))
+static void refuse(reader *rd, const char *fmt, ...)
+{
+    if (!rd->ok)
+        return;
+    char msg[LATTICE_ERRMSG_SIZE];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    rd->st = FAIL(rd->t, LATTICE_ERR_FORMAT, "%s", msg);
+    rd->ok = 0;
+}
+
+static json_object *need_object(reader *rd, json_object *o, const char *key)
+{
+    json_object *x = NULL;
+    if (rd->ok && (!json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_object)))
+        refuse(rd, "the checkpoint's state lacks the object '%s'", key);
+    return rd->ok ? x : NULL;
+}
+
+static void need64(reader *rd, json_object *o, const char *obj, const char *key, int64_t *v)
+{
+    if (rd->ok && !get64(o, key, v))
+        refuse(rd, "the checkpoint's state lacks %s%s%s, or it is not an integer", obj ? obj : "",
+               obj ? "." : "", key);
+}
+
+static void needd(reader *rd, json_object *o, const char *obj, const char *key, double *v)
+{
+    if (rd->ok && !getd(o, key, v))
+        refuse(rd, "the checkpoint's state lacks %s.%s, or it is not a number", obj, key);
+}
+
+static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_t hi)
+{
+    if (rd->ok && (v < lo || v > hi))
+        refuse(rd, "the checkpoint's %s %lld is out of range (%lld..%lld)", what, (long long)v,
+               (long long)lo, (long long)hi);
+}
+
+/* The checkpoint's schedule (since 0.4: every phase) against this run's. */
+static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const lattice_schedule *s)
+{
+    json_object *arr;
+    if (!rd->ok)
+        return;
+    lattice__setup have = {0}, want = {0};
+    if (!json_object_object_get_ex(sc, "phases", &arr)) {
+        /* a checkpoint from before 0.4 has the phase count only */
+        lattice__setup_add(&have, LATTICE__SETUP_INT, n_phases, "n_phases");
+        lattice__setup_add(&want, LATTICE__SETUP_INT, s->n_phases, "n_phases");
+    } else if (!json_object_is_type(arr, json_type_array) ||
+               (int64_t)json_object_array_length(arr) != n_phases) {
+        refuse(rd, "the checkpoint's schedule.phases is not an array of schedule.n_phases (%lld) "
+                   "phases", (long long)n_phases);
+        return;
+    } else {
+        lattice_schedule_phase *ph = calloc((size_t)n_phases + 1, sizeof(*ph));
+        if (!ph) {
+            no_memory(rd, "read the checkpoint's schedule");
+            return;
+        }
+        for (int64_t i = 0; rd->ok && i < n_phases; i++) {
+            json_object *o = json_object_array_get_idx(arr, (size_t)i);
+            int64_t v[8] = {0};
+            static const char *const keys[8] = {"steps", "tokens", "active_layers", "train_from",
+                                                "reset_optimizer", "block_init", "rewind_data",
+                                                "train_boundary"};
+            for (int k = 0; rd->ok && k < 8; k++)
+                if (!json_object_is_type(o, json_type_object) || !get64(o, keys[k], &v[k]))
+                    refuse(rd, "the checkpoint's schedule phase %lld lacks %s, or it is not an "
+                               "integer", (long long)i, keys[k]);
+            ph[i].steps = v[0];
+            ph[i].tokens = v[1];
+            ph[i].active_layers = (int)(v[2] < INT32_MIN ? INT32_MIN : v[2] > INT32_MAX ? INT32_MAX : v[2]);
+            ph[i].train_from = (int)(v[3] < INT32_MIN ? INT32_MIN : v[3] > INT32_MAX ? INT32_MAX : v[3]);
+            ph[i].reset_optimizer = v[4] != 0;
+            ph[i].block_init = (lattice_schedule_block_init)(v[5] < 0 || v[5] > INT32_MAX ? -1 : v[5]);
+            ph[i].rewind_data = v[6] != 0;
+            ph[i].train_boundary = v[7] != 0;
+        }
+        if (rd->ok)
+            lattice__setup_phases(ph, (int)n_phases, &have);
+        free(ph);
+        lattice__setup_phases(s->phases, s->n_phases, &want);
+    }
+    if (have.failed || want.failed)
+        no_memory(rd, "compare the checkpoint's schedule");
+    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    if (at >= 0) {
+        char what[LATTICE_ERRMSG_SIZE];
+        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run", LATTICE__PART_SCHEDULE,
+                                &have, &want, at);
+        refuse(rd, "%s: another schedule (resume with the schedule the checkpoint was written with)",
+               what);
+    }
+    lattice__setup_free(&have);
+    lattice__setup_free(&want);
+}
+
+/* The checkpoint's data (since 0.4: its settings and corpus) against this
+ * run's. Other data is refused unless flags allow it; then the iterator
+ * keeps its own position unless the checkpoint's means the same documents
+ * (same corpus, split, seed and packing). */
+static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_restored *r)
+{
+    if (!rd->ok)
+        return;
+    lattice__setup want, have = {0};
+    if (!lattice__setup_of(rd->t, LATTICE__PART_DATA, 0, &want)) {
+        lattice__setup_free(&want);
+        no_memory(rd, "compare the checkpoint's data");
+        return;
+    }
+    for (int i = 0; rd->ok && i < want.n; i++) {
+        const lattice__setup_field *f = &want.f[i];
+        json_object *x;
+        int64_t v = 0;
+        double d = 0.0;
+        int got = json_object_object_get_ex(dt, f->name, &x);
+        if (got && f->kind == LATTICE__SETUP_REAL) {
+            got = getd(dt, f->name, &d);
+            memcpy(&v, &d, sizeof(v));
+        } else if (got && f->kind == LATTICE__SETUP_HASH) {
+            const char *hex = json_object_is_type(x, json_type_string) ? json_object_get_string(x) : "";
+            got = strlen(hex) == 16 && strspn(hex, "0123456789abcdef") == 16;
+            v = (int64_t)strtoull(hex, NULL, 16);
+        } else if (got) {
+            got = get64(dt, f->name, &v);
+        }
+        if (!got)
+            refuse(rd, "the checkpoint's state lacks data.%s, or it is not %s", f->name,
+                   f->kind == LATTICE__SETUP_HASH ? "16 hex digits" : "a number");
+        lattice__setup_add(&have, (lattice__setup_kind)f->kind, v, "%s", f->name);
+    }
+    if (have.failed)
+        no_memory(rd, "compare the checkpoint's data");
+    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    if (at >= 0 && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA)) {
+        char what[LATTICE_ERRMSG_SIZE];
+        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run", LATTICE__PART_DATA,
+                                &have, &want, at);
+        refuse(rd, "%s: the run would resume on other data (load with "
+                   "LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA to do so on purpose)", what);
+    } else if (at >= 0) {
+        static const char *const order[] = {"boundary_id", "pack", "seed", "split_long",
+                                            "corpus_tokens", "corpus_documents",
+                                            "train_documents", "corpus_hash"};
+        int packed = 0;
+        for (int i = 0; i < want.n; i++) {
+            const int differs = have.f[i].value != want.f[i].value;
+            if (!strcmp(want.f[i].name, "pack"))
+                packed = want.f[i].value != 0;
+            for (size_t k = 0; k < sizeof order / sizeof order[0]; k++)
+                if (differs && !strcmp(want.f[i].name, order[k]))
+                    r->keep_data_position = 1;
+        }
+        /* packed rows are seq_len + 1 tokens: the index counts them */
+        for (int i = 0; packed && i < want.n; i++)
+            if (!strcmp(want.f[i].name, "seq_len") && have.f[i].value != want.f[i].value)
+                r->keep_data_position = 1;
+    }
+    lattice__setup_free(&have);
+    lattice__setup_free(&want);
+}
+
+lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,
+                                               checkpoint_restored *r)
+{
+    json_object *j = NULL, *op = NULL, *sc = NULL, *md = NULL, *layers = NULL, *dt = NULL;
+    if (!js)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint has no lattice.checkpoint state");
+    lattice_status pst = lattice__json_parse(js, strlen(js), 0, "the checkpoint's state", &j, t->err);
+    if (pst != LATTICE_OK)
+        return pst;
+    reader rd = {t, 1, LATTICE_OK};
+    if (!j || !json_object_is_type(j, json_type_object))
+        refuse(&rd, "the checkpoint's state is not a JSON object");
+    op = need_object(&rd, j, "optim");
+    sc = need_object(&rd, j, "schedule");
+    md = need_object(&rd, j, "model");
+    int64_t n_phases = -1, ws = 0, ts = 0;
+    double d[8] = {0};
+    need64(&rd, op, "optim", "step", &r->optim_step);
+    needd(&rd, op, "optim", "lr", &d[0]);
+    needd(&rd, op, "optim", "min_lr", &d[1]);
+    need64(&rd, op, "optim", "warmup_steps", &ws);
+    need64(&rd, op, "optim", "total_steps", &ts);
+    needd(&rd, op, "optim", "beta1", &d[2]);
+    needd(&rd, op, "optim", "beta2", &d[3]);
+    needd(&rd, op, "optim", "eps", &d[4]);
+    needd(&rd, op, "optim", "weight_decay", &d[5]);
+    needd(&rd, op, "optim", "clip_norm", &d[6]);
+    need64(&rd, sc, "schedule", "n_phases", &n_phases);
+    need64(&rd, sc, "schedule", "phase", &r->phase);
+    need64(&rd, sc, "schedule", "step_in_phase", &r->step_in_phase);
+    need64(&rd, sc, "schedule", "nonpad_in_phase", &r->nonpad_in_phase);
+    need64(&rd, sc, "schedule", "steps", &r->counters.steps);
+    need64(&rd, sc, "schedule", "tokens", &r->counters.tokens);
+    need64(&rd, sc, "schedule", "nonpad_tokens", &r->counters.nonpad_tokens);
+    need64(&rd, sc, "schedule", "active_layer_tokens", &r->counters.active_layer_tokens);
+    needd(&rd, sc, "schedule", "flops", &r->counters.flops);
+    need64(&rd, md, "model", "n_active", &r->n_active);
+    need64(&rd, md, "model", "trainable_embedding", &r->tr_emb);
+    need64(&rd, md, "model", "trainable_boundary", &r->tr_bnd);
+    need64(&rd, md, "model", "trainable_head", &r->tr_head);
+    if (rd.ok && (!json_object_object_get_ex(md, "trainable_layers", &layers) ||
+                  !json_object_is_type(layers, json_type_array)))
+        refuse(&rd, "the checkpoint's state lacks model.trainable_layers, or it is not an array");
+    need64(&rd, j, NULL, "data_epoch", &r->pos.epoch);
+    need64(&rd, j, NULL, "data_index", &r->pos.index);
+    need64(&rd, j, NULL, "applied_phase", &r->applied_phase);
+    if (rd.ok) {
+        /* A 0.1 checkpoint has no origin: its runs all began at the data's start. */
+        int64_t oe = 0, oi = 0;
+        const int has_e = json_object_object_get_ex(j, "data_origin_epoch", NULL);
+        const int has_i = json_object_object_get_ex(j, "data_origin_index", NULL);
+        if (has_e != has_i)
+            refuse(&rd, "the checkpoint's state has %s without %s", has_e ? "data_origin_epoch" :
+                   "data_origin_index", has_e ? "data_origin_index" : "data_origin_epoch");
+        if (has_e) {
+            need64(&rd, j, NULL, "data_origin_epoch", &oe);
+            need64(&rd, j, NULL, "data_origin_index", &oi);
+        }
+        if (rd.ok && has_e) {
+            r->have_origin = 1;
+            r->origin = (lattice_data_position){oe, oi};
+        } else if (rd.ok && r->applied_phase >= 0) {
+            r->have_origin = 1;
+            r->origin = (lattice_data_position){0, 0};
+        }
+    }
+    /* since 0.3, written by runs with a collective; none means one rank */
+    int64_t ranks = 1;
+    if (rd.ok && json_object_object_get_ex(j, "ranks", NULL)) {
+        need64(&rd, j, NULL, "ranks", &ranks);
+        in_range(&rd, "ranks", ranks, 1, INT32_MAX);
+    }
+    /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
+    const int64_t big = (int64_t)1 << 50;
+    const lattice_schedule_counters *c = &r->counters;
+    in_range(&rd, "optim.step", r->optim_step, 0, big);
+    in_range(&rd, "optim.warmup_steps", ws, 0, big);
+    in_range(&rd, "optim.total_steps", ts, 1, big);
+    in_range(&rd, "schedule.step_in_phase", r->step_in_phase, 0, big);
+    in_range(&rd, "schedule.nonpad_in_phase", r->nonpad_in_phase, 0, big);
+    in_range(&rd, "schedule.steps", c->steps, 0, big);
+    in_range(&rd, "schedule.tokens", c->tokens, 0, big);
+    in_range(&rd, "schedule.nonpad_tokens", c->nonpad_tokens, 0, c->tokens);
+    in_range(&rd, "schedule.active_layer_tokens", c->active_layer_tokens, 0, big);
+    if (rd.ok && (!(c->flops >= 0.0) || !isfinite(c->flops)))
+        refuse(&rd, "the checkpoint's schedule.flops %g is not a finite count", c->flops);
+    in_range(&rd, "data_epoch", r->pos.epoch, INT64_MIN, big);
+    if (r->have_origin)
+        in_range(&rd, "data_origin_epoch", r->origin.epoch, INT64_MIN, big);
+    in_range(&rd, "schedule.n_phases", n_phases, 1, INT32_MAX);
+    in_range(&rd, "schedule.phase", r->phase, 0, n_phases);
+    in_range(&rd, "applied_phase", r->applied_phase, -1, n_phases - 1);
+    const int64_t capacity = rd.ok ? (int64_t)json_object_array_length(layers) : 0;
+    in_range(&rd, "model.n_active", r->n_active, 1, capacity);
+    const lattice_model *m = t->model;
+    const lattice_schedule *s = t->schedule;
+    if (rd.ok && capacity != m->p.n_layers)
+        refuse(&rd, "the checkpoint is of a model with a capacity of %lld layers "
+                    "(model.trainable_layers) and this run's model has %d: another model",
+               (long long)capacity, m->p.n_layers);
+    if (rd.ok) {
+        r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
+        if (!r->tr_layers)
+            no_memory(&rd, "restore the checkpoint");
+        for (int i = 0; rd.ok && i < m->p.n_layers; i++) {
+            json_object *x = json_object_array_get_idx(layers, i);
+            if (!json_object_is_type(x, json_type_int))
+                refuse(&rd, "the checkpoint's model.trainable_layers[%d] is not an integer", i);
+            r->tr_layers[i] = json_object_get_int64(x);
+        }
+    }
+    if (rd.ok) {
+        lattice_optim_params_init(&r->op);
+        r->op.lr = (float)d[0];
+        r->op.min_lr = (float)d[1];
+        r->op.warmup_steps = ws;
+        r->op.total_steps = ts;
+        r->op.beta1 = (float)d[2];
+        r->op.beta2 = (float)d[3];
+        r->op.eps = (float)d[4];
+        r->op.weight_decay = (float)d[5];
+        r->op.clip_norm = (float)d[6];
+        /* since 0.4, both or neither; a 0.3 checkpoint has neither: cosine */
+        int64_t shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
+        d[7] = r->op.decay_fraction;
+        const int has_shape = json_object_object_get_ex(op, "lr_shape", NULL);
+        if (has_shape != json_object_object_get_ex(op, "decay_fraction", NULL))
+            refuse(&rd, "the checkpoint's state has optim.%s without optim.%s",
+                   has_shape ? "lr_shape" : "decay_fraction",
+                   has_shape ? "decay_fraction" : "lr_shape");
+        if (has_shape) {
+            need64(&rd, op, "optim", "lr_shape", &shape);
+            in_range(&rd, "optim.lr_shape", shape, 0, INT32_MAX);
+            needd(&rd, op, "optim", "decay_fraction", &d[7]);
+        }
+        r->op.lr_shape = (lattice_optim_lr_shape)shape;
+        r->op.decay_fraction = (float)d[7];
+    }
+    /* since 0.4, the whole schedule and the data, both or neither */
+    const int has_phases = rd.ok && json_object_object_get_ex(sc, "phases", NULL);
+    const int has_data = rd.ok && json_object_object_get_ex(j, "data", NULL);
+    if (has_phases != has_data)
+        refuse(&rd, "the checkpoint's state has %s without %s",
+               has_phases ? "schedule.phases" : "data", has_phases ? "data" : "schedule.phases");
+    if (has_data)
+        dt = need_object(&rd, j, "data");
+    /* the setup it was written with against this run's */
+    check_schedule(&rd, sc, n_phases, s);
+    /* the position inside a phase must be one the schedule can reach */
+    if (rd.ok && r->phase == s->n_phases && (r->step_in_phase != 0 || r->nonpad_in_phase != 0))
+        refuse(&rd, "the checkpoint's schedule has finished but records %lld steps and %lld "
+                    "tokens into a phase after the last", (long long)r->step_in_phase,
+               (long long)r->nonpad_in_phase);
+    else if (rd.ok && r->phase < s->n_phases && s->phases[r->phase].steps &&
+             r->step_in_phase >= s->phases[r->phase].steps)
+        refuse(&rd, "the checkpoint's schedule stands at step %lld of phase %lld, which has %lld "
+                    "steps in this run's schedule", (long long)r->step_in_phase,
+               (long long)r->phase, (long long)s->phases[r->phase].steps);
+    else if (rd.ok && r->phase < s->n_phases && !s->phases[r->phase].steps &&
+             r->nonpad_in_phase >= s->phases[r->phase].tokens)
+        refuse(&rd, "the checkpoint's schedule stands at %lld tokens into phase %lld, whose "
+                    "budget is %lld tokens in this run's schedule", (long long)r->nonpad_in_phase,
+               (long long)r->phase, (long long)s->phases[r->phase].tokens);
+    if (dt)
+        check_data(&rd, dt, flags, r);
+    json_object_put(j);
+    if (!rd.ok)
+        return rd.st;
+    if (ranks != t->n_ranks)
+        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                    "the checkpoint was written by a run over %lld rank%s and this run has %d: "
+                    "resume it with %lld (each rank's share of a batch, and so every sum, depends "
+                    "on the rank count)", (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks,
+                    (long long)ranks);
+    /* the optimizer settings pass the setter's own checks: set them, then put back */
+    const lattice_optim_params was = t->optim->p;
+    lattice_status st = lattice_optim_set_params(t->optim, &r->op);
+    t->optim->p = was;
+    if (st != LATTICE_OK)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s",
+                    lattice_optim_errmsg(t->optim));
+    return LATTICE_OK;
+}

@@ -1,0 +1,16 @@
+/* The data object's private side: what the trainer and its checkpoints ask
+ * of it that is not API. */
+#ifndef LATTICE_DATA_IMPL_H
+#define LATTICE_DATA_IMPL_H
+
+#include "internal.h"
+
+/* Draws of the training iterator in one pass (an epoch) over the training data:
+ * documents, or packed rows (data.c). A position's index runs 0..this. */
+int64_t lattice__data_pass_length(const lattice_data *d);
+
+/* A digest of the corpus as the data object holds it: its ids after
+ * splitting, and where the validation split begins (data.c). Computed once. */
+uint64_t lattice__data_corpus_hash(lattice_data *d);
+
+#endif

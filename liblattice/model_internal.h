@@ -1,0 +1,72 @@
+/* What the model's own source files share: model.c (create, accessors,
+ * inspection), model_layout.c (params and the arenas' layout), model_pass.c
+ * (forward, backward, losses) and model_threads.c (the rows split). Other
+ * objects include model_impl.h, the model's body, and never this. */
+#ifndef LATTICE_MODEL_INTERNAL_H
+#define LATTICE_MODEL_INTERNAL_H
+
+#include "model_impl.h"
+
+#define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        lattice_status st_ = (expr);                                                               \
+        if (st_ != LATTICE_OK)                                                                     \
+            return st_;                                                                            \
+    } while (0)
+
+/* Time stmt under op when the model's profiling is on. */
+#define PROF(op, stmt)                                                                             \
+    do {                                                                                           \
+        double t0_ = lattice__prof_begin(&m->prof);                                                \
+        stmt;                                                                                      \
+        lattice__prof_end(&m->prof, (op), t0_);                                                    \
+    } while (0)
+
+/* Whether layer i is skipped (lattice_model_set_skip): the stream passes it unchanged. */
+static inline int lattice__model_skipped(const lattice_model *m, int layer)
+{
+    return layer >= m->skip_first && layer < m->skip_first + m->skip_count;
+}
+
+/* Whether the LM head trains (the embedding's flag when the two are tied). */
+static inline int lattice__model_head_trains(const lattice_model *m)
+{
+    return m->p.tie_embeddings ? m->trainable_embedding : m->trainable_head;
+}
+
+/* ---- params and layout (model_layout.c) ---- */
+
+/* The caller's params over the defaults into dst, checked: an older, shorter
+ * struct keeps the defaults of the fields it lacks. */
+lattice_status lattice__model_adopt_params(lattice_model_params *dst,
+                                           const lattice_model_params *src, char *err);
+
+/* Refuses a block-entry norm outside the pre-norm placement, naming fn. */
+lattice_status lattice__model_check_block_norm(const lattice_model_params *p,
+                                               const lattice_norm *norm, const char *fn);
+
+/* Carve the parameter arena from base (NULL: measure only) and, when base is
+ * set, register the tensors. Returns the bytes used; *n_floats (may be NULL)
+ * the floats, padding excluded. */
+size_t lattice__model_layout_params(lattice_model *m, char *base, size_t *n_floats);
+
+/* Carve the activation and scratch arena from base (NULL: measure only).
+ * Returns the bytes used. */
+size_t lattice__model_layout_acts(lattice_model *m, char *base);
+
+/* Draw (or set to 1 or 0) tensor t's initial values from seed. */
+void lattice__model_init_tensor(lattice_model *m, const tensor_entry *t, uint64_t seed);
+
+/* ---- the rows split (model_threads.c) ---- */
+
+/* One pass over the batch the model holds: pass runs on the model itself (the
+ * ops split, or one thread), or on one view per thread of the rows split; for
+ * a backward pass the views' gradient arenas are then added into the model's. */
+lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(lattice_model *),
+                                       int backward);
+
+/* Free the rows split's workspace (and zero it). */
+void lattice__model_split_free(model_split *ws);
+
+#endif

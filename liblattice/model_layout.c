@@ -1,0 +1,371 @@
+/* The model's params (defaults and checks) and the layout of its arenas:
+ * which tensors a shape and placement have, where each one lies, what it
+ * starts as. */
+#include "model_internal.h"
+
+#include "kernels.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+void lattice_model_params_init(lattice_model_params *p)
+{
+    if (!p)
+        return;
+    memset(p, 0, sizeof(*p));
+    p->size = sizeof(*p);
+    p->vocab_size = 257;
+    p->d_model = 256;
+    p->n_layers = 9;
+    p->n_active_layers = 9;
+    p->n_heads = 4;
+    p->n_kv_heads = 4;
+    p->head_dim = 64;
+    p->d_ff = 768;
+    p->rope_theta = 1e6f;
+    p->qk_norm = 1;
+    p->tie_embeddings = 0;
+    p->max_batch = 16;
+    p->max_seq = 256;
+    p->seed = 0;
+    p->init_std = 0.02f;
+    p->block_norm = 0;
+}
+
+static int has_slot(lattice_norm_placement pl, int slot)
+{
+    switch (pl) {
+    case LATTICE_NORM_PLACEMENT_PRE: return slot == SLOT_IN1 || slot == SLOT_IN2;
+    case LATTICE_NORM_PLACEMENT_POST: return slot == SLOT_OUT1 || slot == SLOT_OUT2;
+    case LATTICE_NORM_PLACEMENT_PERI: return 1;
+    }
+    return 0;
+}
+
+static const char *slot_name(lattice_norm_placement pl, int slot)
+{
+    /* Hugging Face names: Qwen3 for pre-norm, Gemma-2 style for the others. */
+    if (pl == LATTICE_NORM_PLACEMENT_PRE)
+        return slot == SLOT_IN1 ? "input_layernorm" : "post_attention_layernorm";
+    switch (slot) {
+    case SLOT_IN1: return "input_layernorm";
+    case SLOT_OUT1: return "post_attention_layernorm";
+    case SLOT_IN2: return "pre_feedforward_layernorm";
+    default: return "post_feedforward_layernorm";
+    }
+}
+
+static lattice_status check_params(const lattice_model_params *p, char *err)
+{
+#define BAD(...) return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG, __VA_ARGS__)
+    const int lim = 1 << 20;
+    if (p->vocab_size < 1 || p->vocab_size > (1 << 24))
+        BAD("vocab_size %d out of range 1..16777216", p->vocab_size);
+    if (p->d_model < 1 || p->d_model > lim)
+        BAD("d_model %d out of range", p->d_model);
+    if (p->n_layers < 1 || p->n_layers > 4096)
+        BAD("n_layers %d: a model needs at least one layer", p->n_layers);
+    if (p->n_active_layers < 1 || p->n_active_layers > p->n_layers)
+        BAD("n_active_layers %d not in 1..n_layers (%d)", p->n_active_layers, p->n_layers);
+    if (p->n_heads < 1 || p->n_heads > 4096)
+        BAD("n_heads %d out of range", p->n_heads);
+    if (p->n_kv_heads < 1 || p->n_kv_heads > p->n_heads)
+        BAD("n_kv_heads %d not in 1..n_heads (%d)", p->n_kv_heads, p->n_heads);
+    if (p->n_heads % p->n_kv_heads)
+        BAD("n_heads %d is not divisible by n_kv_heads %d", p->n_heads, p->n_kv_heads);
+    if (p->head_dim < 2 || p->head_dim % 2 || p->head_dim > 65536)
+        BAD("head_dim %d must be a positive even number (RoPE rotates pairs)", p->head_dim);
+    if (p->d_ff < 1 || p->d_ff > lim)
+        BAD("d_ff %d out of range", p->d_ff);
+    if (!(p->rope_theta > 1.0f) || !isfinite(p->rope_theta))
+        BAD("rope_theta must be finite and > 1");
+    if (p->max_batch < 1 || p->max_seq < 1 || p->max_batch > lim || p->max_seq > lim)
+        BAD("max_batch %d and max_seq %d must be positive", p->max_batch, p->max_seq);
+    if (!(p->init_std >= 0.0f) || !isfinite(p->init_std))
+        BAD("init_std must be finite and >= 0");
+    if (p->block_norm < 0 || p->block_norm > p->n_layers)
+        BAD("block_norm %d not in 0..n_layers (%d): the layers per block whose entry is "
+            "normalised, or 0 for none", p->block_norm, p->n_layers);
+    /* Everything sized from these must fit comfortably in memory arithmetic. */
+    double n = (double)p->max_batch * p->max_seq;
+    double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
+                            3.0 * (p->n_heads + 2.0 * p->n_kv_heads) * p->head_dim) +
+                       (double)p->max_batch * p->n_heads * p->max_seq * p->max_seq;
+    double total = per_layer * p->n_layers + n * 2.0 * p->vocab_size;
+    if (total * sizeof(float) > (double)(SIZE_MAX / 4) || n > (double)INT_MAX)
+        BAD("the activations of this shape would not fit in memory");
+    if ((double)p->max_seq * p->max_seq > (double)INT_MAX)
+        BAD("max_seq %d too long", p->max_seq);
+    return LATTICE_OK;
+#undef BAD
+}
+
+/* ---- layout ---------------------------------------------------------------- */
+
+static void add_tensor(lattice_model *m, const char *name, float *data, int64_t rows, int64_t cols,
+                       int ndim, lattice_model_group group, int layer, init_kind init, uint32_t key)
+{
+    tensor_entry *t = &m->tensors[m->n_tensors++];
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->data = data;
+    t->rows = rows;
+    t->cols = cols;
+    t->ndim = ndim;
+    t->group = group;
+    t->layer = layer;
+    t->init = init;
+    t->key = key;
+}
+
+/* Carve the parameter arena (base NULL: measure). Tensors are registered only
+ * when base is set. */
+size_t lattice__model_layout_params(lattice_model *m, char *base, size_t *n_floats)
+{
+    const lattice_model_params *p = &m->p;
+    lattice_arena ar = {base, 0, 0};
+    const int D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads, F = p->d_ff;
+    const int V = p->vocab_size;
+    const int layer_norm = m->norm.kind == LATTICE_NORM_KIND_LAYER;
+    char name[96];
+    int reg = base != NULL;
+
+#define T2(ptr, nm, r, c, grp, ly, key)                                                            \
+    do {                                                                                           \
+        (ptr) = lattice__arena_floats(&ar, (size_t)(r) * (c));                                     \
+        if (reg)                                                                                   \
+            add_tensor(m, nm, ptr, r, c, 2, grp, ly, INIT_NORMAL, key);                           \
+    } while (0)
+#define T1(ptr, nm, n, grp, ly, ini, key)                                                          \
+    do {                                                                                           \
+        (ptr) = lattice__arena_floats(&ar, (size_t)(n));                                           \
+        if (reg)                                                                                   \
+            add_tensor(m, nm, ptr, n, 1, 1, grp, ly, ini, key);                                   \
+    } while (0)
+
+    T2(m->wte, "model.embed_tokens.weight", V, D, LATTICE_MODEL_GROUP_EMBEDDING, -1, 1);
+    const char *bname = m->norm.placement == LATTICE_NORM_PLACEMENT_POST ? "model.entry_norm" : "model.norm";
+    snprintf(name, sizeof name, "%s.weight", bname);
+    T1(m->bnorm.w, name, D, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, INIT_ONES, 2);
+    m->bnorm.b = NULL;
+    if (layer_norm) {
+        snprintf(name, sizeof name, "%s.bias", bname);
+        T1(m->bnorm.b, name, D, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, INIT_ZEROS, 3);
+    }
+    if (p->tie_embeddings)
+        m->whead = m->wte;
+    else
+        T2(m->whead, "lm_head.weight", V, D, LATTICE_MODEL_GROUP_HEAD, -1, 4);
+
+    for (int i = 0; i < p->n_layers; i++) {
+        layer_params *L = &m->layers[i];
+        uint32_t k0 = 1000u + 100u * (uint32_t)i;
+        const char *pfx = "model.layers";
+        /* q, k, v stacked in one matrix so that one GEMM projects all three;
+         * each is still its own named tensor. */
+        L->wqkv = lattice__arena_floats(&ar, (size_t)(H + 2 * KV) * hd * D);
+        if (reg) {
+            snprintf(name, sizeof name, "%s.%d.self_attn.q_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv, (int64_t)H * hd, D, 2, LATTICE_MODEL_GROUP_LAYER, i,
+                       INIT_NORMAL, k0 + 1);
+            snprintf(name, sizeof name, "%s.%d.self_attn.k_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv + (size_t)H * hd * D, (int64_t)KV * hd, D, 2,
+                       LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 2);
+            snprintf(name, sizeof name, "%s.%d.self_attn.v_proj.weight", pfx, i);
+            add_tensor(m, name, L->wqkv + (size_t)(H + KV) * hd * D, (int64_t)KV * hd, D, 2,
+                       LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 3);
+        }
+        snprintf(name, sizeof name, "%s.%d.self_attn.o_proj.weight", pfx, i);
+        T2(L->wo, name, D, (int64_t)H * hd, LATTICE_MODEL_GROUP_LAYER, i, k0 + 4);
+        L->qn = L->kn = NULL;
+        if (p->qk_norm) {
+            snprintf(name, sizeof name, "%s.%d.self_attn.q_norm.weight", pfx, i);
+            T1(L->qn, name, hd, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 5);
+            snprintf(name, sizeof name, "%s.%d.self_attn.k_norm.weight", pfx, i);
+            T1(L->kn, name, hd, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 6);
+        }
+        L->wgu = lattice__arena_floats(&ar, (size_t)2 * F * D);
+        if (reg) {
+            snprintf(name, sizeof name, "%s.%d.mlp.gate_proj.weight", pfx, i);
+            add_tensor(m, name, L->wgu, F, D, 2, LATTICE_MODEL_GROUP_LAYER, i, INIT_NORMAL, k0 + 7);
+            snprintf(name, sizeof name, "%s.%d.mlp.up_proj.weight", pfx, i);
+            add_tensor(m, name, L->wgu + (size_t)F * D, F, D, 2, LATTICE_MODEL_GROUP_LAYER, i,
+                       INIT_NORMAL, k0 + 8);
+        }
+        snprintf(name, sizeof name, "%s.%d.mlp.down_proj.weight", pfx, i);
+        T2(L->wd, name, D, F, LATTICE_MODEL_GROUP_LAYER, i, k0 + 9);
+        for (int s = 0; s < N_SLOTS; s++) {
+            L->norm[s].w = L->norm[s].b = NULL;
+            if (!has_slot(m->norm.placement, s))
+                continue;
+            snprintf(name, sizeof name, "%s.%d.%s.weight", pfx, i, slot_name(m->norm.placement, s));
+            T1(L->norm[s].w, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 10 + s);
+            if (layer_norm) {
+                snprintf(name, sizeof name, "%s.%d.%s.bias", pfx, i,
+                         slot_name(m->norm.placement, s));
+                T1(L->norm[s].b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 20 + s);
+            }
+        }
+        L->bnorm.w = L->bnorm.b = NULL;
+        if (lattice__block_entry(m, i)) {
+            snprintf(name, sizeof name, "%s.%d.block_entry_norm.weight", pfx, i);
+            T1(L->bnorm.w, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ONES, k0 + 30);
+            if (layer_norm) {
+                snprintf(name, sizeof name, "%s.%d.block_entry_norm.bias", pfx, i);
+                T1(L->bnorm.b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 31);
+            }
+        }
+    }
+#undef T1
+#undef T2
+    if (n_floats)
+        *n_floats = ar.floats; /* every float is a parameter */
+    return ar.used;
+}
+
+/* Carve the activation and scratch arena (base NULL: measure). Buffers a
+ * placement does not use are not allocated. */
+size_t lattice__model_layout_acts(lattice_model *m, char *base)
+{
+    const lattice_model_params *p = &m->p;
+    lattice_arena ar = {base, 0, 0};
+    const size_t N = (size_t)p->max_batch * p->max_seq;
+    const size_t D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads;
+    const size_t F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
+    const size_t PT = (size_t)p->max_batch * H * p->max_seq * p->max_seq;
+    const lattice_norm_placement pl = m->norm.placement;
+    const int ln = m->norm.kind == LATTICE_NORM_KIND_LAYER;
+#define F32(n) lattice__arena_floats(&ar, (n))
+#define STATS(st)                                                                                  \
+    do {                                                                                           \
+        (st).mean = ln ? F32(N) : NULL;                                                            \
+        (st).rstd = F32(N);                                                                        \
+    } while (0)
+
+    m->tokens = lattice__arena_bytes(&ar, N * sizeof(int32_t));
+    m->emb = pl == LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
+    STATS(m->bst);
+    for (int i = 0; i <= p->n_layers; i++)
+        m->hs[i] = F32(N * D);
+    if (pl != LATTICE_NORM_PLACEMENT_POST)
+        m->emb = m->hs[0];
+    for (int i = 0; i < p->n_layers; i++) {
+        layer_acts *A = &m->acts[i];
+        memset(A, 0, sizeof(*A));
+        for (int s = 0; s < N_SLOTS; s++)
+            if (has_slot(pl, s))
+                STATS(A->st[s]);
+        if (pl != LATTICE_NORM_PLACEMENT_POST) {
+            A->a1 = F32(N * D);
+            A->a2 = F32(N * D);
+        }
+        A->raw = F32(N * W);
+        A->q = F32(N * H * hd);
+        A->k = F32(N * KV * hd);
+        A->v = F32(N * KV * hd);
+        if (p->qk_norm) {
+            A->rstd_q = F32(N * H);
+            A->rstd_k = F32(N * KV);
+        }
+        A->p = F32(PT);
+        A->att = F32(N * H * hd);
+        if (pl == LATTICE_NORM_PLACEMENT_PERI) {
+            A->y1 = F32(N * D);
+            A->y2 = F32(N * D);
+        }
+        if (pl == LATTICE_NORM_PLACEMENT_POST) {
+            A->r1 = F32(N * D);
+            A->r2 = F32(N * D);
+        }
+        A->mid = F32(N * D);
+        A->gu = F32(N * 2 * F);
+        A->s = F32(N * F);
+        if (lattice__block_entry(m, i)) {
+            A->bn = F32(N * D);
+            STATS(A->bst);
+        }
+    }
+    m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
+    m->logits = F32(N * V);
+    m->dlogits = F32(N * V);
+    m->rope = F32((size_t)p->max_seq * hd);
+
+    m->d_a = F32(N * D);
+    m->d_b = F32(N * D);
+    m->d_in = F32(N * D);
+    m->d_tmp = pl == LATTICE_NORM_PLACEMENT_PERI ? F32(N * D) : NULL;
+    m->d_raw = F32(N * W);
+    m->dq = F32(N * H * hd);
+    m->dk = F32(N * KV * hd);
+    m->dv = F32(N * KV * hd);
+    m->dp = F32(PT);
+    m->kv_t = F32(N * KV * hd);
+    m->d_att = F32(N * H * hd);
+    m->d_gu = F32(N * 2 * F);
+    m->d_s = F32(N * F);
+    long red_d = lattice__reduce_scratch((long)N, 2 * (long)D);
+    long red_h = lattice__reduce_scratch((long)N, 2 * (long)hd);
+    m->red = F32((size_t)(red_d > red_h ? red_d : red_h));
+    m->rowloss = lattice__arena_bytes(&ar, N * sizeof(double));
+    size_t nptr = (size_t)p->max_batch * H;
+    m->ptr_a = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+    m->ptr_b = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+    m->ptr_c = lattice__arena_bytes(&ar, nptr * sizeof(float *));
+#undef STATS
+#undef F32
+    return ar.used;
+}
+
+void lattice__model_init_tensor(lattice_model *m, const tensor_entry *t, uint64_t seed)
+{
+    size_t n = (size_t)t->rows * t->cols;
+    if (t->init == INIT_ONES) {
+        for (size_t i = 0; i < n; i++)
+            t->data[i] = 1.0f;
+    } else if (t->init == INIT_ZEROS) {
+        memset(t->data, 0, n * sizeof(float));
+    } else {
+        /* Each tensor draws from its own stream, so pre and post models with
+         * one seed share every weight they have in common. */
+        lattice_rng rng;
+        lattice__rng_seed(&rng, seed ^ (0x9e3779b97f4a7c15ULL * ((uint64_t)t->key + 1)));
+        for (size_t i = 0; i < n; i++)
+            t->data[i] = (float)(lattice__rng_normal(&rng) * m->p.init_std);
+    }
+}
+
+/* The caller's params over the defaults: an older, shorter struct keeps the
+ * defaults of the fields it lacks. */
+lattice_status lattice__model_adopt_params(lattice_model_params *dst,
+                                           const lattice_model_params *src, char *err)
+{
+    if (!src || src->size == 0)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params missing or not initialised (size 0)");
+    lattice_model_params_init(dst);
+    memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+    dst->size = sizeof(*dst);
+    return check_params(dst, err);
+}
+
+/* A block-entry norm is an intervention on pre-norm's stream: post-norm
+ * normalises its stream at every layer already, and peri-norm's output norms
+ * bound it. */
+lattice_status lattice__model_check_block_norm(const lattice_model_params *p,
+                                               const lattice_norm *norm, const char *fn)
+{
+    if (p->block_norm > 0 && norm->placement != LATTICE_NORM_PLACEMENT_PRE)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "%s: block_norm %d needs the pre-norm placement (post- and peri-norm "
+                             "normalise the stream already)", fn, p->block_norm);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_model_params_check(const lattice_model_params *params, char *errmsg)
+{
+    lattice_model_params p;
+    if (errmsg)
+        errmsg[0] = 0;
+    return lattice__model_adopt_params(&p, params, errmsg);
+}
