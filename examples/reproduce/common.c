@@ -177,5 +177,8 @@ void say_interrupted(const char *dir)
     if (mpi_on)
         MPI_Finalize();
 #endif
-    exit(130);
+    /* at once: every file was written whole, and the runs in progress (their memory
+     * still held) are what the interrupt asked to drop */
+    fflush(stderr);
+    _exit(130);
 }

@@ -225,7 +225,10 @@ class Links:
         bare = target.rstrip("()")
         for candidate in (f"{context}.{bare}" if context else None, bare):
             if candidate in self.names:
-                return f"[{_code(target)}](#{anchor(candidate)})"
+                # no link: Doxygen, which builds this page into the API docs, resolves
+                # a "#heading" link only to a label of its own, and GitHub shows a
+                # Doxygen label as text; the name is one search away on either
+                return _code(target)
         return _code(target)
 
 
