@@ -190,6 +190,15 @@ void out_commit(outfile *o)
     }
 }
 
+void write_file_whole(const char *path, const void *bytes, size_t n)
+{
+    outfile o;
+    out_open(&o, path);
+    if (n > 0)
+        fwrite(bytes, 1, n, o.f); /* a short write leaves ferror set: out_commit says it */
+    out_commit(&o);
+}
+
 void out_abort(outfile *o)
 {
     if (o->f)

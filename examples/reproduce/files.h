@@ -53,6 +53,9 @@ void out_open(outfile *o, const char *path);
  * study dies naming the file and the reason. */
 void out_commit(outfile *o);
 
+/* n bytes written to path whole (out_open, out_commit): dies as out_commit does. */
+void write_file_whole(const char *path, const void *bytes, size_t n);
+
 /* Give up writing: the temporary file is removed, path is untouched. */
 void out_abort(outfile *o);
 

@@ -143,8 +143,7 @@ static int rekey_run(const preset *p, const char *dir, int a, int i, uint64_t te
     } else if (arms_then >= 0) {
         size_t bytes;
         char *out = kept_pack(p->arms[a].name, i + 1, settings, job, r, &bytes);
-        if (write_whole(path, out, bytes) != 0)
-            die("cannot write %s: %s", path, strerror(errno));
+        write_file_whole(path, out, bytes);
         free(out);
         rc = 1;
     }

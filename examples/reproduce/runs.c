@@ -342,18 +342,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         check(lattice_trainer_create(m, t, loss, d, o, s, &full, &fin), what, NULL);
         lattice_trainer_destroy(fin);
         pr->diag = NULL;
-        lattice_diag_destroy(dg);
-        free(fixed_tokens);
-        free(fixed_targets);
-        free(fixed_mask);
-        lattice_trainer_destroy(tr);
-        lattice_optim_destroy(o);
-        lattice_data_destroy(d);
-        lattice_distill_destroy(loss);
-        lattice_teacher_destroy(t);
-        lattice_model_destroy(m);
-        lattice_schedule_destroy(s);
-        return;
+        goto done; /* every object built: the run's own teardown */
     }
     double t0 = ex_now();
     lattice_status st = lattice_trainer_run(tr);
@@ -412,6 +401,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         r->area2[a] = r2.area / (double)h2;
         r->area10[a] = r10.area / (double)h10;
     }
+done:
     lattice_diag_destroy(dg);
     free(fixed_tokens);
     free(fixed_targets);

@@ -1,7 +1,6 @@
 /* Runs kept: records as bytes, their settings as canonical JSON, the output folder's runs/. */
 #include "store.h"
 
-#include <fcntl.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -328,41 +327,6 @@ int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
     return KEPT_OK;
 }
 
-/* Write bytes to path whole: a temporary name unique to this process, fsync,
- * rename. 0, or -1 with errno set (the temporary file removed). */
-int write_whole(const char *path, const void *bytes, size_t n)
-{
-    char tmp[2300];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    const int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
-    if (fd < 0)
-        return -1;
-    const char *at = bytes;
-    size_t left = n;
-    int e = 0;
-    while (left > 0 && !e) {
-        const ssize_t k = write(fd, at, left);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            e = k < 0 ? errno : ENOSPC;
-        else
-            at += k, left -= (size_t)k;
-    }
-    if (!e && fsync(fd) != 0)
-        e = errno;
-    if (close(fd) != 0 && !e)
-        e = errno;
-    if (!e && rename(tmp, path) != 0)
-        e = errno;
-    if (e) {
-        unlink(tmp);
-        errno = e;
-        return -1;
-    }
-    return 0;
-}
-
 void keep_run(study *s, int job, run_result *r)
 {
     const preset *p = s->p;
@@ -377,10 +341,8 @@ void keep_run(study *s, int job, run_result *r)
     run_path(path, sizeof path, s->dir, p->arms[a].name, i + 1);
     size_t bytes;
     char *buf = kept_pack(p->arms[a].name, i + 1, s->settings[a], job, r, &bytes);
-    const int rc = write_whole(path, buf, bytes);
+    write_file_whole(path, buf, bytes);
     free(buf);
-    if (rc != 0)
-        die("cannot write %s: %s", path, strerror(errno));
 }
 
 /* KEPT_OK and *out when a kept run of this job matches its settings;

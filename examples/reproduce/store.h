@@ -54,10 +54,6 @@ char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t jo
 int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
                const char *settings, run_result **out, char *why, size_t why_size);
 
-/* Write bytes to path whole (a temporary name unique to this process,
- * fsync, rename): 0, or -1 with errno set and path as it was. */
-int write_whole(const char *path, const void *bytes, size_t n);
-
 /* Keep a finished run: into the study, and into DIR/runs/ when the study
  * has an output folder. Thread-safe for different jobs. */
 void keep_run(study *s, int job, run_result *r);

@@ -53,8 +53,7 @@ void write_teacher_meta(const preset *p, const char *dir, const char *hex)
     json_object_object_add(o, "safetensors_xxh64", json_object_new_string(hex));
     char *text = canon_json(o);
     json_object_put(o);
-    if (write_whole(meta, text, strlen(text)) != 0)
-        die("cannot write %s: %s", meta, strerror(errno));
+    write_file_whole(meta, text, strlen(text));
     free(text);
 }
 
