@@ -32,7 +32,7 @@ typedef struct layer_acts {
     float *a1, *raw, *q, *k, *v, *rstd_q, *rstd_k, *p, *att, *y1, *r1, *mid;
     float *a2, *gu, *s, *y2, *r2;
     norm_stats st[N_SLOTS];
-    float *bn;      /* the block-entry norm's output, the layer's input (block-entry layers) */
+    float *bn;      /* the block-entry norm's (or rescale's) output, the layer's input (block-entry layers) */
     norm_stats bst; /* its statistics */
 } layer_acts;
 
@@ -118,6 +118,12 @@ struct lattice_model {
 static inline int lattice__block_entry(const lattice_model *m, int i)
 {
     return m->p.block_norm > 0 && i > 0 && i % m->p.block_norm == 0;
+}
+
+/* Whether layer i opens a block whose row-start token is rescaled (block_rescale). */
+static inline int lattice__block_rescaled(const lattice_model *m, int i)
+{
+    return m->p.block_rescale > 0 && i > 0 && i % m->p.block_rescale == 0;
 }
 
 /* Gradient of a parameter pointer (same offset in the gradient arena). */

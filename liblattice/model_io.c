@@ -30,6 +30,8 @@ static char *config_json(const lattice_model *m)
     I("tie_embeddings", p->tie_embeddings);
     if (p->block_norm > 0) /* written only when set: files without it read as before */
         I("block_norm", p->block_norm);
+    if (p->block_rescale > 0)
+        I("block_rescale", p->block_rescale);
 #undef I
 #define D(k, v) ok = ok && lattice__json_add(o, k, json_object_new_double(v))
 #define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
@@ -313,6 +315,9 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
     p->block_norm = 0;
     if (!get_int(o, "block_norm", &p->block_norm, 0))
         BADCFG("lattice.config's block_norm is not an integer");
+    p->block_rescale = 0;
+    if (!get_int(o, "block_rescale", &p->block_rescale, 0))
+        BADCFG("lattice.config's block_rescale is not an integer");
     const char *pn = get_str(o, "placement"), *kn = get_str(o, "norm");
     if (!pn || lattice_norm_placement_from_name(pn, pl) != LATTICE_OK)
         BADCFG("unknown placement");

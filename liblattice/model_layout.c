@@ -32,6 +32,7 @@ void lattice_model_params_init(lattice_model_params *p)
     p->seed = 0;
     p->init_std = 0.02f;
     p->block_norm = 0;
+    p->block_rescale = 0;
 }
 
 static int has_slot(lattice_norm_placement pl, int slot)
@@ -88,6 +89,12 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     if (p->block_norm < 0 || p->block_norm > p->n_layers)
         BAD("block_norm %d not in 0..n_layers (%d): the layers per block whose entry is "
             "normalised, or 0 for none", p->block_norm, p->n_layers);
+    if (p->block_rescale < 0 || p->block_rescale > p->n_layers)
+        BAD("block_rescale %d not in 0..n_layers (%d): the layers per block whose entry "
+            "rescales the row-start token, or 0 for none", p->block_rescale, p->n_layers);
+    if (p->block_norm > 0 && p->block_rescale > 0)
+        BAD("block_norm %d and block_rescale %d are both set: the block-entry norm rescales "
+            "every position already; set one", p->block_norm, p->block_rescale);
     /* Everything sized from these must fit comfortably in memory arithmetic. */
     double n = (double)p->max_batch * p->max_seq;
     double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
@@ -285,6 +292,8 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
             A->bn = F32(N * D);
             STATS(A->bst);
         }
+        if (lattice__block_rescaled(m, i))
+            A->bn = F32(N * D);
     }
     m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
     m->logits = F32(N * V);
@@ -359,6 +368,10 @@ lattice_status lattice__model_check_block_norm(const lattice_model_params *p,
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "%s: block_norm %d needs the pre-norm placement (post- and peri-norm "
                              "normalise the stream already)", fn, p->block_norm);
+    if (p->block_rescale > 0 && norm->placement != LATTICE_NORM_PLACEMENT_PRE)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "%s: block_rescale %d needs the pre-norm placement (post- and "
+                             "peri-norm normalise the stream already)", fn, p->block_rescale);
     return LATTICE_OK;
 }
 

@@ -107,6 +107,73 @@ static const float *sublayer_output_grad(lattice_model *m, float **g, float **sp
     return m->d_tmp;
 }
 
+/* ---- the row-start rescale (block_rescale) -------------------------------- */
+
+/* RMS of one position's stream, with the norm's eps, as every norm takes it. */
+static double stream_rms(const float *x, int D, float eps)
+{
+    double ss = 0.0;
+    for (int d = 0; d < D; d++)
+        ss += (double)x[d] * x[d];
+    return sqrt(ss / D + eps);
+}
+
+/* Mean RMS of positions 1 .. T-1 of a row (T > 1). */
+static double others_rms(const float *row, int T, int D, float eps)
+{
+    double s = 0.0;
+    for (int t = 1; t < T; t++)
+        s += stream_rms(row + (long)t * D, D, eps);
+    return s / (T - 1);
+}
+
+/* y = x, except each row's position 0: y0 = x0 * s / r0, with r0 its RMS and
+ * s the mean RMS of the row's other positions. */
+static void rescale_forward(const lattice_model *m, float *y, const float *x)
+{
+    const int T = m->seq, D = m->p.d_model;
+    const float eps = m->norm.eps;
+    memcpy(y, x, sizeof(float) * (size_t)m->batch * T * D);
+    if (T < 2)
+        return;
+    for (int b = 0; b < m->batch; b++) {
+        const float *row = x + (long)b * T * D;
+        const double k = others_rms(row, T, D, eps) / stream_rms(row, D, eps);
+        float *y0 = y + (long)b * T * D;
+        for (int d = 0; d < D; d++)
+            y0[d] = (float)(row[d] * k);
+    }
+}
+
+/* In place: g, the gradient of y, becomes the gradient of x. With
+ * c = x0.g0 / (D r0), dL/dx0 = (s / r0) (g0 - c x0 / r0) and, through s,
+ * dL/dxt = gt + c xt / ((T - 1) rt) for t > 0. */
+static void rescale_backward(const lattice_model *m, float *g, const float *x)
+{
+    const int T = m->seq, D = m->p.d_model;
+    const float eps = m->norm.eps;
+    if (T < 2)
+        return;
+    for (int b = 0; b < m->batch; b++) {
+        const float *row = x + (long)b * T * D;
+        float *grow = g + (long)b * T * D;
+        const double r0 = stream_rms(row, D, eps), s = others_rms(row, T, D, eps);
+        double dot = 0.0;
+        for (int d = 0; d < D; d++)
+            dot += (double)row[d] * grow[d];
+        const double c = dot / (D * r0);
+        for (int d = 0; d < D; d++)
+            grow[d] = (float)(s / r0 * (grow[d] - c * row[d] / r0));
+        for (int t = 1; t < T; t++) {
+            const float *xt = row + (long)t * D;
+            const double kt = c / ((double)(T - 1) * stream_rms(xt, D, eps));
+            float *gt = grow + (long)t * D;
+            for (int d = 0; d < D; d++)
+                gt[d] = (float)(gt[d] + kt * xt[d]);
+        }
+    }
+}
+
 /* ---- a layer ------------------------------------------------------------- */
 
 /* One layer: attention from hs[i] to mid, then the MLP from mid to hs[i + 1]. */
@@ -121,6 +188,9 @@ static lattice_status layer_forward(lattice_model *m, int i)
     const float *x = m->hs[i];
     if (L->bnorm.w) { /* a block's entry: the block reads, and the stream goes on from, Norm(x) */
         norm_fwd(m, A->bn, &A->bst, x, &L->bnorm, N);
+        x = A->bn;
+    } else if (lattice__block_rescaled(m, i)) { /* the same, with only the row starts rescaled */
+        PROF(LATTICE_OP_NORM, rescale_forward(m, A->bn, x));
         x = A->bn;
     }
 
@@ -207,13 +277,16 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         return LATTICE_OK;
     PROF(LATTICE_OP_GEMM_QKV, TRY(lattice__gemm(m->be, 0, 0, (int)N, D, W, 1.0f, m->d_raw, W,
                                                 L->wqkv, D, 0.0f, m->d_in, D)));
-    const float *x = L->bnorm.w ? A->bn : m->hs[i];
+    const int rescaled = lattice__block_rescaled(m, i);
+    const float *x = L->bnorm.w || rescaled ? A->bn : m->hs[i];
     sublayer_input_grad(m, *g, x, &A->st[SLOT_IN1], &L->norm[SLOT_IN1], tr, N);
     if (L->bnorm.w) { /* *g is the gradient of Norm(hs[i]): back through the block-entry norm */
         norm_bwd(m, *spare, 0, &L->bnorm, tr, *g, m->hs[i], &A->bst, N);
         float *tmp = *g;
         *g = *spare;
         *spare = tmp;
+    } else if (rescaled) {
+        PROF(LATTICE_OP_NORM, rescale_backward(m, *g, m->hs[i]));
     }
     return LATTICE_OK;
 }

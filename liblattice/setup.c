@@ -84,6 +84,7 @@ static void model_part(const lattice_model *m, int with_state, lattice__setup *s
     REAL(s, p->rope_theta, "rope_theta");
     INT(s, p->qk_norm, "qk_norm");
     INT(s, p->block_norm, "block_norm");
+    INT(s, p->block_rescale, "block_rescale");
     INT(s, p->tie_embeddings, "tie_embeddings");
     INT(s, m->norm.placement, "placement");
     INT(s, m->norm.kind, "norm_kind");

@@ -1,7 +1,7 @@
-/* The block-entry norm (lattice_model_params.block_norm): every gradient
- * against central differences, the stream it hands a block against a hand
- * computation, where its tensors sit, the placements that refuse it, and a
- * save and load that keep it. */
+/* The block-entry interventions (lattice_model_params.block_norm and
+ * block_rescale): every gradient against central differences, the stream each
+ * hands a block against a hand computation, where the norm's tensors sit, the
+ * placements and settings that refuse them, and a save and load that keep them. */
 #include "model_grads.h"
 
 #include <unistd.h>
@@ -183,6 +183,139 @@ START_TEST(test_block_norm_saved_and_loaded)
 }
 END_TEST
 
+static void rescale_params(lattice_model_params *p, int layers, int block)
+{
+    tiny_params(p);
+    p->n_layers = layers;
+    p->n_active_layers = layers;
+    p->block_rescale = block;
+}
+
+START_TEST(test_block_rescale_gradients)
+{
+    /* _i: every layer a block (1) or blocks of 2, RMS or LayerNorm; then the
+     * first layer frozen */
+    lattice_model_params p;
+    rescale_params(&p, 4, _i % 2 ? 2 : 1);
+    const lattice_norm_kind kind = (_i / 2) % 2 ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS;
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, kind, 1.0f, &p);
+    if (_i >= 4) {
+        ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_EMBEDDING, -1, 0),
+                         LATTICE_OK);
+        ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 0, 0),
+                         LATTICE_OK);
+    }
+    check_model_grads(t.m);
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_block_rescale_by_hand)
+{
+    /* Two layers, the second a block's entry, its output projections zeroed:
+     * the stream after it is the rescaled stream before it. Position 0 of
+     * each row: h * (mean over t > 0 of rms(h_t)) / rms(h_0), with
+     * rms(h) = sqrt(mean(h^2) + eps); every other position: h itself. Then a
+     * row of one position, which passes through unchanged. */
+    lattice_model_params p;
+    rescale_params(&p, 2, 1);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+    ck_assert_int_eq(lattice_model_zero_layer_outputs(t.m, 1), LATTICE_OK);
+    const int D = p.d_model, T = 5;
+    for (int len = T; len >= 1; len -= T - 1) {
+        ck_assert_int_eq(lattice_model_forward(t.m, grad_tokens, 2, len), LATTICE_OK);
+        const float *h1, *h2;
+        ck_assert_int_eq(lattice_model_get_hidden(t.m, 1, &h1), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_get_hidden(t.m, 2, &h2), LATTICE_OK);
+        double worst = 0, scale = 0, moved = 0;
+        for (int b = 0; b < 2; b++) {
+            const float *row = h1 + (long)b * len * D;
+            double rms[5];
+            for (int s = 0; s < len; s++) {
+                double ss = 0;
+                for (int d = 0; d < D; d++)
+                    ss += (double)row[s * D + d] * row[s * D + d];
+                rms[s] = sqrt(ss / D + 1e-5);
+            }
+            double mean = 0;
+            for (int s = 1; s < len; s++)
+                mean += rms[s] / (len - 1);
+            for (int s = 0; s < len; s++)
+                for (int d = 0; d < D; d++) {
+                    const double x = row[s * D + d];
+                    const double want = s == 0 && len > 1 ? x * mean / rms[0] : x;
+                    const double got = h2[((long)b * len + s) * D + d];
+                    worst = fmax(worst, fabs(got - want));
+                    scale = fmax(scale, fabs(want));
+                    moved = fmax(moved, fabs(got - x));
+                }
+        }
+        ck_assert_msg(worst <= 1e-5 * scale, "rescale off by %g (scale %g, len %d)", worst, scale,
+                      len);
+        if (len > 1) /* the row start's scale differs from its row's: the rescale acted */
+            ck_assert_double_gt(moved, 1e-3 * scale);
+        else
+            ck_assert_double_eq(moved, 0);
+    }
+    tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_block_rescale_refused)
+{
+    lattice_model_params p;
+    rescale_params(&p, 4, 2);
+    lattice_backend *be = tu_backend("ref", 1);
+    lattice_norm *n;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1e-5f,
+                                         &n), LATTICE_OK);
+    lattice_model *m = NULL;
+    ck_assert_int_eq(lattice_model_create(&p, n, be, &m), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_null(m);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "block_rescale 2 needs the pre-norm"));
+    lattice_norm_destroy(n);
+    char err[LATTICE_ERRMSG_SIZE];
+    p.block_norm = 2;
+    ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "block_norm 2 and block_rescale 2 are both set"));
+    p.block_norm = 0;
+    p.block_rescale = 5;
+    ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "block_rescale 5 not in 0..n_layers (4)"));
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+START_TEST(test_block_rescale_saved_and_loaded)
+{
+    lattice_model_params p;
+    rescale_params(&p, 4, 2);
+    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/lattice-brescale-%d.safetensors", (int)getpid());
+    ck_assert_int_eq(lattice_model_save(t.m, path), LATTICE_OK);
+    lattice_model *back;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_int_eq(lattice_model_create_from_file(path, NULL, t.be, 2, 5, &back, err), LATTICE_OK);
+    lattice_model_params q;
+    q.size = sizeof q;
+    ck_assert_int_eq(lattice_model_get_params(back, &q), LATTICE_OK);
+    ck_assert_int_eq(q.block_rescale, 2);
+    ck_assert_int_eq(q.block_norm, 0);
+    const double a = model_loss(t.m), b = model_loss(back);
+    ck_assert_double_eq(a, b);
+    /* and the rescale acts: the same weights without it give another loss */
+    lattice_model_params r = p;
+    r.block_rescale = 0;
+    tiny u = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &r);
+    ck_assert_double_ne(model_loss(u.m), a);
+    tiny_close(&u);
+    lattice_model_destroy(back);
+    unlink(path);
+    tiny_close(&t);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("block_norm");
@@ -193,6 +326,10 @@ int main(void)
     tcase_add_test(c, test_block_norm_by_hand);
     tcase_add_test(c, test_block_norm_refused);
     tcase_add_test(c, test_block_norm_saved_and_loaded);
+    tcase_add_loop_test(c, test_block_rescale_gradients, 0, 6);
+    tcase_add_test(c, test_block_rescale_by_hand);
+    tcase_add_test(c, test_block_rescale_refused);
+    tcase_add_test(c, test_block_rescale_saved_and_loaded);
     suite_add_tcase(s, c);
     return tu_run(s);
 }

@@ -94,7 +94,7 @@ def arm_specs(res):
             sched = a.get("schedule")
             if sched is None and "phases" not in a and "-" in name:
                 sched = name.split("-", 1)[1] if name.split("-", 1)[1] in named else None
-            out[name] = (pl, sched, bool(a.get("block_norm")))
+            out[name] = (pl, sched, bool(a.get("block_norm") or a.get("block_rescale")))
     return out
 
 

@@ -65,7 +65,7 @@ static const char *const known_keys[] = {
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
-    "arms.*.block_norm",
+    "arms.*.block_norm", "arms.*.block_rescale",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
     "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
     "arms.*.train.warmup",
@@ -358,6 +358,13 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
             die("preset: %s.block_norm needs the pre-norm placement (post- and peri-norm "
                 "normalise the stream already)", where);
+        a->block_rescale = get_i(spec, "block_rescale", 0, 0, 1);
+        if (a->block_rescale && a->placement != LATTICE_NORM_PLACEMENT_PRE)
+            die("preset: %s.block_rescale needs the pre-norm placement (post- and peri-norm "
+                "normalise the stream already)", where);
+        if (a->block_rescale && a->block_norm)
+            die("preset: %s has both block_norm and block_rescale: the block-entry norm "
+                "rescales every position already; give one", where);
         arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph && member(spec, "schedule"))
@@ -901,6 +908,8 @@ void print_preset(const preset *p)
             printf(" (residual scale %g)", am->residual_scale);
         if (am->block_norm)
             printf(" with a block-entry norm every %d layers", p->block_size);
+        if (am->block_rescale)
+            printf(" with the row-start token rescaled every %d layers", p->block_size);
         printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
         for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
             lattice_schedule_phase ph;

@@ -32,7 +32,8 @@ lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_plac
 /* ... for at most batch x seq_len rows. */
 lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                               double residual_scale, int layers, double init_std, uint64_t seed,
-                              int batch, int seq_len, int block_norm);
+                              int batch, int seq_len, int block_norm,
+                              int block_rescale);
 
 /* AdamW with linear warmup, then cosine decay to min_lr (constant when
  * min_lr = lr), or with decay >= 0 warmup-stable-decay spending that share of

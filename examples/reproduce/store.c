@@ -159,6 +159,8 @@ static json_object *arm_resolved(const arm *a)
     json_object_object_add(o, "init_gain", num(a->init_gain));
     if (a->block_norm) /* only when set: the settings of every arm without it stay as they were */
         json_object_object_add(o, "block_norm", json_object_new_int(a->block_norm));
+    if (a->block_rescale) /* likewise */
+        json_object_object_add(o, "block_rescale", json_object_new_int(a->block_rescale));
     json_object_object_add(o, "lr", num(a->lr));
     json_object_object_add(o, "min_lr", num(a->min_lr));
     json_object_object_add(o, "decay", num(a->decay));

@@ -48,6 +48,7 @@ typedef struct arm {
     int replay;                   /* 1: every phase restarts at the shard's beginning */
     double init_gain;             /* <= 0: the preset's student gain */
     int block_norm;               /* 1: a block-entry norm at every block after the first (pre-norm) */
+    int block_rescale;            /* 1: the row-start token rescaled there instead (pre-norm) */
     /* the optimizer recipe, the preset's train section unless the arm has its
      * own "train" object (then train_json is that object, hashed into its runs) */
     char train_json[512];

@@ -67,6 +67,16 @@ typedef struct lattice_model_params {
                                An intervention on the stream's scale where appended blocks read it;
                                set it to the curriculum's block size. A skipped layer skips its
                                block-entry norm too. 0 (the default): none. @since 0.4 */
+    int block_rescale;    /**< Pre-norm only: B > 0 rescales, at the entry of layers B, 2B, 3B,
+                               ..., only each row's first position (the row-start token): its
+                               stream is multiplied by the mean RMS of the row's other positions
+                               over its own RMS (each RMS with the norm's eps), with no
+                               parameters; the other positions pass unchanged, and the stream goes
+                               on from the rescaled one. It separates the scale of the row-start
+                               token from that of the whole stream, which block_norm sets. A row
+                               of one position is left as it is; a skipped layer skips its
+                               rescale too. Not together with block_norm. 0 (the default): none.
+                               @since 0.4 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. (Named `lattice_group` before 0.3.) @since 0.1 */

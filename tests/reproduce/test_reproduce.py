@@ -246,6 +246,36 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("arms[0].block_norm needs the pre-norm placement", r.stderr)
 
+    def test_block_rescale_arm(self):
+        """An arm that rescales the row-start token at each block entry runs,
+        differs from the same arm without it and from the block-entry norm's;
+        post-norm and both interventions at once are refused."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-grow",
+                                         {"name": "pre-brescale-grow", "placement": "pre",
+                                          "schedule": "grow", "block_rescale": 1},
+                                         {"name": "pre-bnorm-grow", "placement": "pre",
+                                          "schedule": "grow", "block_norm": 1}])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("arm pre-brescale-grow: pre-norm with the row-start token rescaled "
+                          "every 1 layers", r.stdout)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ce = {k: v[0]["val_ce"] for k, v in results(out)["arms"].items()}
+            self.assertEqual(len({ce["pre-grow"], ce["pre-brescale-grow"], ce["pre-bnorm-grow"]}),
+                             3, ce)
+            for arm, message in (({"name": "x", "placement": "post", "schedule": "grow",
+                                   "block_rescale": 1},
+                                  "arms[0].block_rescale needs the pre-norm placement"),
+                                 ({"name": "x", "placement": "pre", "schedule": "grow",
+                                   "block_rescale": 1, "block_norm": 1},
+                                  "arms[0] has both block_norm and block_rescale")):
+                r = run("--preset", tiny_arms_study(d, [arm]), "--check")
+                self.assertEqual(r.returncode, 1)
+                self.assertIn(message, r.stderr)
+
     def test_progress_lines_off_a_terminal(self):
         with tempfile.TemporaryDirectory() as d:
             preset = tiny_study(d, "tiny-progress", 40,

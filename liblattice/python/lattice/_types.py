@@ -372,6 +372,7 @@ class ModelParams(Params):
     """lattice_model_params: a model's shape and initialisation."""
 
     _init = "lattice_model_params_init"
+    _since = {"block_norm": 400, "block_rescale": 400}
     _fields_ = [
         ("size", c_size_t),
         ("vocab_size", c_int),
@@ -389,6 +390,8 @@ class ModelParams(Params):
         ("max_seq", c_int),
         ("seed", c_uint64),
         ("init_std", c_float),
+        ("block_norm", c_int),  # since 0.4
+        ("block_rescale", c_int),  # since 0.4
     ]
 
 

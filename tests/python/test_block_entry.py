@@ -1,0 +1,51 @@
+"""The block-entry interventions from Python: ModelParams.block_norm and
+block_rescale reach the library, act on the stream, and are refused where
+the library refuses them."""
+import unittest
+
+import lattice
+
+
+def tiny(**fields):
+    base = dict(vocab_size=16, d_model=8, n_layers=2, n_active_layers=2, n_heads=2,
+                n_kv_heads=1, head_dim=4, d_ff=16, max_batch=2, max_seq=6, seed=3,
+                init_std=0.3)
+    base.update(fields)
+    return lattice.Model(norm="pre", backend="ref", **base)
+
+
+class BlockEntry(unittest.TestCase):
+    tokens = [[1, 2, 3, 4, 5, 6], [6, 5, 4, 3, 2, 1]]
+
+    def forward_hidden(self, model, boundary):
+        model.forward(self.tokens)
+        return model.hidden(boundary).tolist()  # [row][position][d_model]
+
+    def test_fields_reach_the_model(self):
+        for key in ("block_norm", "block_rescale"):
+            with tiny(**{key: 1}) as m:
+                self.assertEqual(getattr(m.params, key), 1)
+                other = "block_rescale" if key == "block_norm" else "block_norm"
+                self.assertEqual(getattr(m.params, other), 0)
+
+    def test_the_rescale_acts_at_the_block_entry(self):
+        with tiny() as plain, tiny(block_rescale=1) as rescaled:
+            # the same weights (same seed, no parameters added): the stream
+            # layer 1 receives is the same, what it hands on is not, and at
+            # each row start (position 0 reads only itself) too
+            self.assertEqual(self.forward_hidden(plain, 1), self.forward_hidden(rescaled, 1))
+            a, b = self.forward_hidden(plain, 2), self.forward_hidden(rescaled, 2)
+        for row in range(2):
+            self.assertNotEqual(a[row][0], b[row][0])
+
+    def test_refused(self):
+        with self.assertRaisesRegex(lattice.LatticeError, "block_rescale 1 needs the pre-norm"):
+            lattice.Model(norm="post", backend="ref", vocab_size=16, d_model=8, n_layers=2,
+                          n_active_layers=2, n_heads=2, n_kv_heads=1, head_dim=4, d_ff=16,
+                          max_batch=2, max_seq=6, block_rescale=1)
+        with self.assertRaisesRegex(lattice.LatticeError, "both set"):
+            tiny(block_norm=1, block_rescale=1)
+
+
+if __name__ == "__main__":
+    unittest.main()
