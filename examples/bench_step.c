@@ -5,11 +5,13 @@
  * qk-norm; --preset study: the study's student), break the step down by op
  * category, then time the same step's GEMMs alone through
  * lattice_backend_sgemm, to see how close the step comes to the backend's GEMM
- * throughput on its own shapes.
+ * throughput on its own shapes, and the roofline: the best sgemm rate over
+ * the GEMM libraries (blis, openblas, onednn) at the step's projection and
+ * head GEMMs, measured in the same run, and the step's rate over it.
  *
  * Results are "key value" lines (step_ms, tokens_per_s, op_<name>_ms, step_gflops,
- * sgemm_gflops, ratio, arena_mib, peak_rss_mib, ...); lines starting with '#'
- * are for people. The per-op figures come from the library's private
+ * sgemm_gflops, ratio, arena_mib, peak_rss_mib, roofline_gflops, roofline_ratio,
+ * ...); lines starting with '#' are for people. The per-op figures come from the library's private
  * profiling counters, which is why this program links the static library.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -32,6 +34,7 @@
 
 #include "example_util.h"
 #include "model_impl.h" /* private: lattice__model_profile */
+#include "roofline.h"
 #define WARMUP_STEPS 2
 #define TOKEN_SEED 20240611ULL
 
@@ -54,6 +57,7 @@ typedef struct replay {
     int B, T, D, H, KV, hd, F, V, L;
     int beta_res; /* 1: o_proj and down_proj accumulate into the residual (pre, post) */
     int cats;     /* categories to run */
+    rl_list *record; /* when set, the calls are listed here instead of run */
     double secs[3], flops[3];
     float *x, *dy, *d_in, *wqkv, *wo, *wgu, *wd, *whead, *gwqkv, *gwo, *gwgu, *gwd, *gwhead;
     float *raw, *d_raw, *q, *k, *v, *dq, *dk, *dv, *p, *dp, *att, *d_att, *out, *gu, *d_gu, *s,
@@ -66,6 +70,9 @@ static lattice_status gemm(replay *r, int cat, int ta, int tb, int m, int n, int
 {
     if (!(r->cats & cat))
         return LATTICE_OK;
+    if (r->record)
+        return rl_add(r->record, ta, tb, m, n, k, lda, ldb, ldc, alpha, beta)
+                   ? LATTICE_ERR_OUT_OF_MEMORY : LATTICE_OK;
     double t0 = ex_now();
     lattice_status st =
         lattice_backend_sgemm(r->be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
@@ -227,6 +234,49 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
     return LATTICE_OK;
 }
 
+/* The roofline: the best sgemm rate over the GEMM libraries at the step's
+ * own projection and head GEMMs (what a step with fused attention sends to a
+ * GEMM library), measured now, and the step's rate over it. */
+static lattice_status roofline_lines(replay *r, int threads, int cpu_clock, double step_gflops)
+{
+    rl_list list = {0};
+    r->record = &list;
+    r->cats = CAT_PROJ;
+    lattice_status st = replay_step(r);
+    r->record = NULL;
+    if (st != LATTICE_OK) {
+        rl_free(&list);
+        return st;
+    }
+    const double flop = rl_flop(&list);
+    /* about 60 GFLOP per library, at least 3 rounds */
+    int rounds = flop > 0 ? (int)ceil(60e9 / flop) : 3;
+    rounds = rounds < 3 ? 3 : rounds > 50 ? 50 : rounds;
+    rl_result res;
+    st = rl_measure(&list, threads, rounds, cpu_clock, 1, &res);
+    long calls = 0;
+    for (size_t i = 0; i < list.n; i++)
+        calls += list.g[i].count;
+    rl_free(&list);
+    if (st != LATTICE_OK)
+        return st;
+    printf("# roofline: the step's %ld projection and head GEMMs (%.2f GFLOP), %d rounds, the "
+           "libraries interleaved, %d thread(s), %s time:", calls, flop / 1e9, rounds, threads,
+           cpu_clock ? "CPU" : "wall");
+    for (int j = 0; j < res.n_libs; j++)
+        printf("%s %s (%s)", j ? ";" : "", res.lib[j].name, res.lib[j].kernels);
+    printf("\n");
+    for (int j = 0; j < res.n_libs; j++)
+        if (res.lib[j].available)
+            printf("roofline_%s_gflops %.1f\n", res.lib[j].name, res.lib[j].gflops_median);
+    if (res.best < 0)
+        return LATTICE_ERR_UNSUPPORTED;
+    printf("roofline_gflops %.1f\n", res.lib[res.best].gflops_median);
+    printf("roofline_library %s\n", res.lib[res.best].name);
+    printf("roofline_ratio %.3f\n", step_gflops / res.lib[res.best].gflops_median);
+    return LATTICE_OK;
+}
+
 /* ---- main --------------------------------------------------------------- */
 
 static double step_clock(int cpu)
@@ -255,12 +305,13 @@ static void usage(FILE *f)
             "  --seq N           tokens per sequence (256)\n"
             "  --qk-norm 0|1     RMSNorm on queries and keys (1)\n"
             "  --placement P     pre, post or peri (pre)\n"
-            "  --backend NAME    ref, blis, openblas or default (default)\n"
+            "  --backend NAME    ref, blis, openblas, onednn or default (default)\n"
             "  --loss L          distill: 0.7 KL + 0.3 CE against fixed teacher logits, as the\n"
             "                    study trains (default); ce: cross-entropy only\n"
             "  --threads N       threads (2)\n"
             "  --steps N         timed steps, after %d warmup steps (10)\n"
-            "  --no-sgemm        skip the sgemm replay (faster; no sgemm_* or ratio lines)\n"
+            "  --no-sgemm        skip the sgemm replay and the roofline (faster; no sgemm_*,\n"
+            "                    ratio or roofline_* lines)\n"
             "  --no-profile      time the steps without the per-op counters\n"
             "  --cpu-clock       time steps and ops in process CPU time instead of wall time\n"
             "                    (with --threads 1 on a busy machine: leaves out the waits\n"
@@ -400,8 +451,8 @@ int main(int argc, char **argv)
     st = lattice_backend_create(backend_name, &backend);
     if (st != LATTICE_OK) {
         fprintf(stderr, PROG ": backend '%s': %s%s\n", backend_name, lattice_status_string(st),
-                st == LATTICE_ERR_UNSUPPORTED ? " (this build has no BLIS)" :
-                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis or default)" : "");
+                st == LATTICE_ERR_UNSUPPORTED ? " (not available in this build or system)" :
+                st == LATTICE_ERR_NOT_FOUND ? " (use ref, blis, openblas, onednn or default)" : "");
         goto out;
     }
     if ((st = lattice_backend_set_threads(backend, threads)) != LATTICE_OK) {
@@ -612,6 +663,11 @@ int main(int argc, char **argv)
     printf("arena_mib %.1f\n", arena_mib);
     printf("peak_rss_mib %.1f\n", rss_mib);
     printf("rss_over_arena %.3f\n", rss_mib / arena_mib);
+    fflush(stdout);
+    if ((st = roofline_lines(&r, threads, cpu_clock, step_gflops)) != LATTICE_OK) {
+        rc = fail("roofline", st, st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
+        goto out;
+    }
     rc = 0;
 
 out:

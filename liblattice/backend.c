@@ -103,10 +103,12 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
     if (strcmp(name, "default") == 0)
         name = choose_default(reason, sizeof reason);
     int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
-    if (!blis && !openblas && strcmp(name, "ref") != 0)
+    int onednn = strcmp(name, "onednn") == 0;
+    if (!blis && !openblas && !onednn && strcmp(name, "ref") != 0)
         return lattice__fail(LATTICE_ERR_NOT_FOUND,
             "lattice_backend_create: no backend named '%s'", name);
-    if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()))
+    if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()) ||
+        (onednn && !lattice__onednn_available()))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_create: backend '%s' is not available in this build or system", name);
     lattice_backend *be = backend_alloc(name);
@@ -122,6 +124,8 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
         lattice__blis_describe(&be->report);
     } else if (openblas) {
         lattice__openblas_fill(&be->ops, be); /* its reason: how the core was chosen */
+    } else if (onednn) {
+        lattice__onednn_fill(&be->ops, be); /* its reason: how its ISA was chosen */
     }
     if (*reason) {
         /* the choice first, then how the chosen library set itself up; cut to fit */

@@ -52,6 +52,20 @@ typedef enum lattice__blis_fit {
 /* BLIS's version and chosen configuration into report (reason untouched). */
 lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report);
 
+/* How oneDNN's run-time ISA relates to the CPU. */
+typedef enum lattice__onednn_fit {
+    LATTICE__ONEDNN_ABSENT, /* not built with oneDNN */
+    LATTICE__ONEDNN_BELOW,  /* an ISA below the CPU's widest vectors (capped, or an old CPU) */
+    LATTICE__ONEDNN_AVX2,   /* AVX2 kernels on a CPU whose widest vectors are AVX2 */
+    LATTICE__ONEDNN_AVX512  /* AVX-512 kernels on a CPU with AVX-512 */
+} lattice__onednn_fit;
+
+int lattice__onednn_available(void);
+/* oneDNN's version and effective ISA into report (its reason too). */
+lattice__onednn_fit lattice__onednn_describe(lattice__kernel_report *report);
+/* Fill the ops and the report of a oneDNN backend. */
+void lattice__onednn_fill(lattice_backend_ops *ops, lattice_backend *be);
+
 /* CPU features that decide kernels; all 0 off x86-64. */
 typedef struct lattice__cpu {
     int avx2_fma;   /* AVX2 and FMA3, usable by the OS */

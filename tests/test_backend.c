@@ -1,7 +1,7 @@
 /* Backends: selection by name and by "default", user-supplied ops (a counting
  * wrapper carries a whole training step), failure reporting, what each backend
- * reports about its kernels, BLIS and OpenBLAS against the reference per GEMM
- * and on a whole step; versions and status strings. */
+ * reports about its kernels, BLIS, OpenBLAS and oneDNN against the reference
+ * per GEMM and on a whole step; versions and status strings. */
 #include "testutil.h"
 
 #include "backend_impl.h"
@@ -187,6 +187,9 @@ START_TEST(test_backend_names)
     ck_assert(st == LATTICE_OK || st == LATTICE_ERR_UNSUPPORTED);
     ck_assert_int_eq(st == LATTICE_OK, lattice__openblas_load());
     lattice_backend_destroy(be);
+    ck_assert_int_eq(lattice_backend_create("onednn", &be),
+                     lattice__onednn_available() ? LATTICE_OK : LATTICE_ERR_UNSUPPORTED);
+    lattice_backend_destroy(be);
 }
 END_TEST
 
@@ -212,6 +215,42 @@ static const char *expected_default(void)
                     (fit == LATTICE__BLIS_AVX2_INTEL && cpu.avx512);
     return below_cpu && openblas ? "openblas" : "blis";
 }
+
+/* oneDNN's ISA against the CPU: AVX-512 kernels exactly where the CPU has
+ * AVX-512 (unless DNNL_MAX_CPU_ISA caps them), AVX2 ones on an AVX2 CPU. */
+START_TEST(test_onednn_isa_against_cpu)
+{
+    lattice__kernel_report r;
+    memset(&r, 0, sizeof r);
+    lattice__onednn_fit fit = lattice__onednn_describe(&r);
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    const char *cap = getenv("DNNL_MAX_CPU_ISA");
+    if (!lattice__onednn_available()) {
+        ck_assert_int_eq(fit, LATTICE__ONEDNN_ABSENT);
+        return;
+    }
+    ck_assert_msg(strncmp(r.library, "oneDNN ", 7) == 0, "%s", r.library);
+    ck_assert_str_ne(r.kernels, "unknown");
+    ck_assert_msg(strstr(r.reason, r.kernels) != NULL, "reason '%s' names no ISA", r.reason);
+    if (cap && *cap) {
+        ck_assert_msg(strstr(r.reason, "DNNL_MAX_CPU_ISA") != NULL, "%s", r.reason);
+        if (strcasecmp(cap, "AVX2") == 0) {
+            ck_assert_str_eq(r.kernels, "avx2");
+            ck_assert_int_eq(fit, cpu.avx512 ? LATTICE__ONEDNN_BELOW : LATTICE__ONEDNN_AVX2);
+        }
+    } else if (cpu.avx512) {
+        ck_assert_int_eq(fit, LATTICE__ONEDNN_AVX512);
+        ck_assert_msg(strncmp(r.kernels, "avx512_core", 11) == 0, "%s", r.kernels);
+    } else if (cpu.avx2_fma) {
+        ck_assert_int_eq(fit, LATTICE__ONEDNN_AVX2);
+    } else {
+        ck_assert_int_eq(fit, LATTICE__ONEDNN_BELOW);
+    }
+    ck_assert_int_eq(r.optimised, strncmp(r.kernels, "avx2", 4) == 0 ||
+                                      strncmp(r.kernels, "avx512_core", 11) == 0);
+}
+END_TEST
 
 START_TEST(test_default_choice)
 {
@@ -253,8 +292,8 @@ END_TEST
 
 START_TEST(test_info_of_each_backend)
 {
-    const char *names[] = {"ref", "blis", "openblas"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[] = {"ref", "blis", "openblas", "onednn"};
+    for (int i = 0; i < 4; i++) {
         lattice_backend *be;
         if (lattice_backend_create(names[i], &be) != LATTICE_OK)
             continue; /* not in this build, or not loadable: test_backend_names covers that */
@@ -269,10 +308,13 @@ START_TEST(test_info_of_each_backend)
         } else if (i == 1) {
             ck_assert_msg(strncmp(info.library, "BLIS ", 5) == 0, "%s", info.library);
             ck_assert_int_eq(info.optimised, strcmp(info.kernels, "generic") != 0);
-        } else {
+        } else if (i == 2) {
             ck_assert_msg(strncmp(info.library, "OpenBLAS ", 9) == 0, "%s", info.library);
             ck_assert_int_eq(info.optimised, lattice__openblas_core_optimised(info.kernels));
             ck_assert_msg(*info.reason, "openblas says nothing about its core");
+        } else {
+            ck_assert_msg(strncmp(info.library, "oneDNN ", 7) == 0, "%s", info.library);
+            ck_assert_msg(strstr(info.reason, info.kernels) != NULL, "%s", info.reason);
         }
         lattice_backend_destroy(be);
     }
@@ -367,12 +409,18 @@ START_TEST(test_openblas_step_matches_ref)
 }
 END_TEST
 
-/* ---- OpenBLAS against the reference, per GEMM ------------------------------------ */
+START_TEST(test_onednn_step_matches_ref)
+{
+    step_matches_ref("onednn", _i);
+}
+END_TEST
+
+/* ---- OpenBLAS and oneDNN against the reference, per GEMM ------------------------- */
 
 /* Odd sizes, leading dimensions wider than the matrices, every transposition;
  * beta 0 over NaN (which must be ignored) or a non-trivial beta over data;
- * then a size big enough for OpenBLAS to split across both threads. */
-START_TEST(test_openblas_sgemm_vs_ref)
+ * then a size big enough for the library to split across both threads. */
+static void sgemm_vs_ref(const char *name, int _i)
 {
     const int ta = _i & 1, tb = (_i >> 1) & 1, with_beta = (_i >> 2) & 1;
     enum { M = 37, Nn = 29, K = 23, LD = 41 };
@@ -385,7 +433,7 @@ START_TEST(test_openblas_sgemm_vs_ref)
         for (int i = 0; i < M * LD; i++)
             c0[i] = NAN;
     memcpy(c1, c0, sizeof c0);
-    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend("openblas", 2);
+    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend(name, 2);
     float beta = with_beta ? -0.75f : 0.0f;
     ck_assert_int_eq(lattice_backend_sgemm(ref, ta, tb, M, Nn, K, 0.5f, a, LD, b, LD, beta, c0, LD),
                      LATTICE_OK);
@@ -413,6 +461,14 @@ START_TEST(test_openblas_sgemm_vs_ref)
                      LATTICE_OK);
     for (int i = 0; i < BM * BN; i++)
         ck_assert_float_eq_tol(z0[i], z1[i], 1e-4f);
+    /* k = 0: C = beta C, A and B unread */
+    memcpy(z1, z0, sizeof(float) * BM * BN);
+    ck_assert_int_eq(lattice_backend_sgemm(ob, ta, tb, 5, 7, 0, 1.0f, x, ta ? 5 : 1, y, tb ? 1 : 7,
+                                           beta, z1, BN),
+                     LATTICE_OK);
+    for (int i = 0; i < 5; i++)
+        for (int j = 0; j < BN; j++)
+            ck_assert_float_eq(z1[i * BN + j], j < 7 ? beta * z0[i * BN + j] : z0[i * BN + j]);
     free(x);
     free(y);
     free(z0);
@@ -420,12 +476,23 @@ START_TEST(test_openblas_sgemm_vs_ref)
     lattice_backend_destroy(ref);
     lattice_backend_destroy(ob);
 }
+
+START_TEST(test_openblas_sgemm_vs_ref)
+{
+    sgemm_vs_ref("openblas", _i);
+}
+END_TEST
+
+START_TEST(test_onednn_sgemm_vs_ref)
+{
+    sgemm_vs_ref("onednn", _i);
+}
 END_TEST
 
 /* The batched slot (attention heads, one problem per thread) against the
  * reference's loop, heads strided inside shared buffers as attention has them:
  * head h's matrices start at column h * HS of T-row buffers. */
-START_TEST(test_openblas_batched_vs_ref)
+static void batched_vs_ref(const char *name, int _i)
 {
     const int ta = _i & 1, tb = (_i >> 1) & 1;
     enum { H = 5, T = 13, D = 7, HS = 13, LD = H * HS };
@@ -443,7 +510,7 @@ START_TEST(test_openblas_batched_vs_ref)
         p0[h] = c0 + h * T * T;
         p1[h] = c1 + h * T * T;
     }
-    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend("openblas", 2);
+    lattice_backend *ref = tu_backend("ref", 1), *ob = tu_backend(name, 2);
     /* C is T x T; op(A) T x D and op(B) D x T, read as D columns of T-row buffers
      * (untransposed) or as D rows of them (transposed) */
     ck_assert_int_eq(lattice__gemm_batched(ref, ta, tb, T, T, D, 0.25f, pa, LD, pb, LD, 0.5f, p0,
@@ -456,6 +523,17 @@ START_TEST(test_openblas_batched_vs_ref)
         ck_assert_float_eq_tol(c0[i], c1[i], 2e-5f);
     lattice_backend_destroy(ref);
     lattice_backend_destroy(ob);
+}
+
+START_TEST(test_openblas_batched_vs_ref)
+{
+    batched_vs_ref("openblas", _i);
+}
+END_TEST
+
+START_TEST(test_onednn_batched_vs_ref)
+{
+    batched_vs_ref("onednn", _i);
 }
 END_TEST
 
@@ -543,6 +621,7 @@ static Suite *backend_suite(void)
     tcase_add_test(ti, test_info_of_each_backend);
     tcase_add_test(ti, test_info_bad_input_and_older_structs);
     tcase_add_test(ti, test_cpu_to_core);
+    tcase_add_test(ti, test_onednn_isa_against_cpu);
     suite_add_tcase(s, ti);
     if (lattice_backend_has_blis()) {
         TCase *tb = tcase_create("blis");
@@ -560,6 +639,16 @@ static Suite *backend_suite(void)
         suite_add_tcase(s, to);
     } else {
         fprintf(stderr, "openblas tests skipped: %s\n", lattice__openblas_why_not());
+    }
+    if (lattice__onednn_available()) {
+        TCase *td = tcase_create("onednn");
+        tcase_set_timeout(td, 120);
+        tcase_add_loop_test(td, test_onednn_sgemm_vs_ref, 0, 8);
+        tcase_add_loop_test(td, test_onednn_batched_vs_ref, 0, 4);
+        tcase_add_loop_test(td, test_onednn_step_matches_ref, 0, 2);
+        suite_add_tcase(s, td);
+    } else {
+        fprintf(stderr, "onednn tests skipped: built without oneDNN\n");
     }
     return s;
 }

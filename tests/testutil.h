@@ -14,9 +14,24 @@
 
 #include "rig.h"
 
-/* Backends a loop test runs over: "ref" always, "blis" when built. */
-static inline int tu_n_backends(void) { return lattice_backend_has_blis() ? 2 : 1; }
-static inline const char *tu_backend_name(int i) { return i == 0 ? "ref" : "blis"; }
+/* Whether this build and system have the oneDNN backend. */
+static inline int tu_has_onednn(void)
+{
+    lattice_backend *be = NULL;
+    if (lattice_backend_create("onednn", &be) != LATTICE_OK)
+        return 0;
+    lattice_backend_destroy(be);
+    return 1;
+}
+
+/* Backends a loop test runs over: "ref" always, then "blis" and "onednn" where built. */
+static inline int tu_n_backends(void) { return 1 + lattice_backend_has_blis() + tu_has_onednn(); }
+static inline const char *tu_backend_name(int i)
+{
+    if (i == 0)
+        return "ref";
+    return i == 1 && lattice_backend_has_blis() ? "blis" : "onednn";
+}
 
 static inline lattice_backend *tu_backend(const char *name, int threads)
 {

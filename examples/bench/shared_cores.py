@@ -35,7 +35,7 @@ sys.path.insert(0, HERE)
 import bench_shape  # noqa: E402  (after the path it lives on)
 
 DEFAULT_LATTICE = os.path.join("build", "examples", "bench_step")
-BACKENDS = ("ref", "blis", "openblas", "default")
+BACKENDS = ("ref", "blis", "openblas", "onednn", "default")
 
 
 def parse_args(argv):

@@ -1,6 +1,6 @@
 /**
  * @file backend.h
- * @brief Compute backends: the reference C backend, BLIS, OpenBLAS and user-supplied ones.
+ * @brief Compute backends: the reference C backend, BLIS, OpenBLAS, oneDNN and user-supplied ones.
  */
 #ifndef LATTICE_BACKEND_H
 #define LATTICE_BACKEND_H
@@ -15,9 +15,12 @@ extern "C" {
  * @defgroup backend Backends
  *
  * A backend carries out the library's GEMMs (and owns the thread count used by
- * every kernel of the models that borrow it). Three are built in: "ref",
+ * every kernel of the models that borrow it). Four are built in: "ref",
  * portable C and the correctness oracle; "blis", every GEMM through
- * bli_sgemm; and "openblas", every GEMM through OpenBLAS's cblas_sgemm. A
+ * bli_sgemm; "openblas", every GEMM through OpenBLAS's cblas_sgemm; and
+ * "onednn" (where the library was built with oneDNN), every GEMM through
+ * dnnl_sgemm, whose kernels oneDNN picks from the CPU's features
+ * (`DNNL_MAX_CPU_ISA` caps them; `OPENBLAS_CORETYPE` does not apply). A
  * caller can provide its own through ::lattice_backend_ops; slots it leaves
  * NULL fall back to the reference implementation.
  *
@@ -216,11 +219,11 @@ LATTICE_API int lattice_backend_has_blis(void);
  */
 typedef struct lattice_backend_info {
     size_t size; /**< Set by the caller to sizeof(lattice_backend_info); on return, the bytes filled. @since 0.2 */
-    char name[LATTICE_BACKEND_INFO_STRLEN]; /**< The backend's name ("ref", "blis", "openblas", or the custom label). @since 0.2 */
-    char library[LATTICE_BACKEND_INFO_STRLEN]; /**< What runs the GEMMs: "BLIS 0.9.0", "OpenBLAS 0.3.21", "liblattice reference", "user-supplied". @since 0.2 */
-    char kernels[LATTICE_BACKEND_INFO_STRLEN]; /**< The kernel configuration: BLIS's ("haswell", "zen3", "generic"), OpenBLAS's core ("SkylakeX", "Cooperlake", "Prescott"), "reference" or "custom". @since 0.2 */
-    int optimised; /**< Non-zero for kernels written for a CPU family (BLIS's haswell, zen3, skx...; OpenBLAS's Haswell, Zen, SkylakeX, Cooperlake, SapphireRapids); 0 for generic, reference, Prescott-class or custom kernels. @since 0.2 */
-    char reason[LATTICE_BACKEND_INFO_REASONLEN]; /**< One line: why "default" chose this backend and, for OpenBLAS, how its core was chosen; may be empty. @since 0.2 */
+    char name[LATTICE_BACKEND_INFO_STRLEN]; /**< The backend's name ("ref", "blis", "openblas", "onednn", or the custom label). @since 0.2 */
+    char library[LATTICE_BACKEND_INFO_STRLEN]; /**< What runs the GEMMs: "BLIS 0.9.0", "OpenBLAS 0.3.21", "oneDNN 2.6.3", "liblattice reference", "user-supplied". @since 0.2 */
+    char kernels[LATTICE_BACKEND_INFO_STRLEN]; /**< The kernel configuration: BLIS's ("haswell", "zen3", "generic"), OpenBLAS's core ("SkylakeX", "Cooperlake", "Prescott"), oneDNN's ISA ("avx512_core_bf16", "avx2"), "reference" or "custom". @since 0.2 */
+    int optimised; /**< Non-zero for kernels written for a CPU family (BLIS's haswell, zen3, skx...; OpenBLAS's Haswell, Zen, SkylakeX, Cooperlake, SapphireRapids; oneDNN's avx2 and avx512_core ISAs); 0 for generic, reference, Prescott-class or custom kernels. @since 0.2 */
+    char reason[LATTICE_BACKEND_INFO_REASONLEN]; /**< One line: why "default" chose this backend and, for OpenBLAS and oneDNN, how the core or ISA was chosen; may be empty. @since 0.2 */
 } lattice_backend_info;
 
 /**

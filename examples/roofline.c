@@ -1,0 +1,189 @@
+/* The best sgemm rate over the GEMM libraries at a list of shapes (roofline.h). */
+#define _POSIX_C_SOURCE 200809L
+
+#include "roofline.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(int cpu_clock)
+{
+    struct timespec ts;
+    clock_gettime(cpu_clock ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int rl_add(rl_list *l, int ta, int tb, int m, int n, int k, int lda, int ldb, int ldc,
+           float alpha, float beta)
+{
+    if (l->n > 0) {
+        rl_gemm *last = &l->g[l->n - 1];
+        if (last->ta == ta && last->tb == tb && last->m == m && last->n == n && last->k == k &&
+            last->lda == lda && last->ldb == ldb && last->ldc == ldc && last->alpha == alpha &&
+            last->beta == beta) {
+            last->count++;
+            return 0;
+        }
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 32;
+        rl_gemm *g = realloc(l->g, cap * sizeof(*g));
+        if (!g)
+            return -1;
+        l->g = g;
+        l->cap = cap;
+    }
+    l->g[l->n++] = (rl_gemm){ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, 1};
+    return 0;
+}
+
+void rl_free(rl_list *l)
+{
+    free(l->g);
+    memset(l, 0, sizeof(*l));
+}
+
+double rl_flop(const rl_list *l)
+{
+    double f = 0;
+    for (size_t i = 0; i < l->n; i++)
+        f += 2.0 * l->g[i].m * l->g[i].n * l->g[i].k * l->g[i].count;
+    return f;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One pass over the list on one backend; the seconds it took, or -1 on failure. */
+static double run_list(lattice_backend *be, const rl_list *l, const float *a, const float *b,
+                       float *c, int cpu_clock, lattice_status *st)
+{
+    double t0 = now(cpu_clock);
+    for (size_t i = 0; i < l->n; i++) {
+        const rl_gemm *g = &l->g[i];
+        for (int r = 0; r < g->count; r++) {
+            *st = lattice_backend_sgemm(be, g->ta, g->tb, g->m, g->n, g->k, g->alpha, a, g->lda,
+                                        b, g->ldb, g->beta, c, g->ldc);
+            if (*st != LATTICE_OK)
+                return -1;
+        }
+    }
+    return now(cpu_clock) - t0;
+}
+
+lattice_status rl_measure(const rl_list *l, int threads, int rounds, int cpu_clock,
+                          int only_optimised, rl_result *out)
+{
+    static const char *const names[RL_MAX_LIBS] = {"blis", "openblas", "onednn"};
+    memset(out, 0, sizeof(*out));
+    out->best = -1;
+    out->n_libs = RL_MAX_LIBS;
+    if (rounds < 1 || rounds > 1000)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    size_t na = 1, nb = 1, nc = 1; /* floats each operand needs, over the list */
+    for (size_t i = 0; i < l->n; i++) {
+        const rl_gemm *g = &l->g[i];
+        size_t a_rows = (size_t)(g->ta ? g->k : g->m), b_rows = (size_t)(g->tb ? g->n : g->k);
+        if (a_rows * (size_t)g->lda > na)
+            na = a_rows * (size_t)g->lda;
+        if (b_rows * (size_t)g->ldb > nb)
+            nb = b_rows * (size_t)g->ldb;
+        if ((size_t)g->m * (size_t)g->ldc > nc)
+            nc = (size_t)g->m * (size_t)g->ldc;
+    }
+    lattice_backend *be[RL_MAX_LIBS] = {NULL};
+    int optimised[RL_MAX_LIBS] = {0}, any_optimised = 0;
+    float *a = malloc(na * sizeof(float)), *b = malloc(nb * sizeof(float));
+    float *c = malloc(nc * sizeof(float));
+    double *secs = calloc((size_t)RL_MAX_LIBS * (size_t)rounds, sizeof(double));
+    lattice_status st = LATTICE_OK;
+    if (!a || !b || !c || !secs) {
+        fprintf(stderr, "roofline: out of memory for %zu + %zu + %zu floats\n", na, nb, nc);
+        st = LATTICE_ERR_OUT_OF_MEMORY;
+        goto done;
+    }
+    uint64_t x = 0x2545f4914f6cdd1dULL; /* small values: the beta = 1 calls stay finite */
+    for (size_t i = 0; i < na + nb + nc; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        float v = (float)((double)(x >> 11) * 0x1.0p-53 - 0.5) * 0.02f;
+        if (i < na)
+            a[i] = v;
+        else if (i < na + nb)
+            b[i - na] = v;
+        else
+            c[i - na - nb] = v;
+    }
+    for (int j = 0; j < RL_MAX_LIBS; j++) {
+        rl_lib *lib = &out->lib[j];
+        snprintf(lib->name, sizeof lib->name, "%s", names[j]);
+        lattice_status cs = lattice_backend_create(names[j], &be[j]);
+        if (cs != LATTICE_OK) {
+            snprintf(lib->kernels, sizeof lib->kernels, "not available: %s",
+                     lattice_last_error());
+            be[j] = NULL;
+            continue;
+        }
+        lattice_backend_info bi;
+        bi.size = sizeof bi;
+        if ((st = lattice_backend_set_threads(be[j], threads)) != LATTICE_OK ||
+            (st = lattice_backend_get_info(be[j], &bi)) != LATTICE_OK) {
+            fprintf(stderr, "roofline: %s: %s\n", names[j], lattice_last_error());
+            goto done;
+        }
+        snprintf(lib->kernels, sizeof lib->kernels, "%s, %s%s", bi.library, bi.kernels,
+                 bi.optimised ? "" : " (not optimised for this CPU)");
+        lib->available = 1;
+        optimised[j] = bi.optimised;
+        any_optimised |= bi.optimised;
+    }
+    for (int j = 0; j < RL_MAX_LIBS; j++) {
+        if (be[j] && only_optimised && any_optimised && !optimised[j]) {
+            lattice_backend_destroy(be[j]);
+            be[j] = NULL;
+            out->lib[j].available = 0;
+            size_t len = strlen(out->lib[j].kernels);
+            snprintf(out->lib[j].kernels + len, sizeof out->lib[j].kernels - len, ": not timed");
+        }
+        /* untimed: packing buffers, JIT code, caches */
+        if (be[j] && run_list(be[j], l, a, b, c, cpu_clock, &st) < 0)
+            goto failed;
+    }
+    for (int r = 0; r < rounds; r++)
+        for (int j = 0; j < RL_MAX_LIBS; j++) {
+            if (!be[j])
+                continue;
+            double s = run_list(be[j], l, a, b, c, cpu_clock, &st);
+            if (s < 0)
+                goto failed;
+            secs[(size_t)j * rounds + r] = s;
+        }
+    const double flop = rl_flop(l);
+    for (int j = 0; j < RL_MAX_LIBS; j++) {
+        if (!be[j])
+            continue;
+        double *s = secs + (size_t)j * rounds;
+        qsort(s, (size_t)rounds, sizeof(double), cmp_double);
+        double med = rounds % 2 ? s[rounds / 2] : 0.5 * (s[rounds / 2 - 1] + s[rounds / 2]);
+        out->lib[j].gflops_median = flop / med / 1e9;
+        out->lib[j].gflops_best = flop / s[0] / 1e9;
+        if (out->best < 0 || out->lib[j].gflops_median > out->lib[out->best].gflops_median)
+            out->best = j;
+    }
+    goto done;
+failed:
+    fprintf(stderr, "roofline: sgemm: %s: %s\n", lattice_status_string(st), lattice_last_error());
+done:
+    for (int j = 0; j < RL_MAX_LIBS; j++)
+        lattice_backend_destroy(be[j]);
+    free(a);
+    free(b);
+    free(c);
+    free(secs);
+    return st;
+}
