@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
-
 static lattice_status write_checkpoint(lattice_trainer *t, const char *path);
 
 lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
@@ -83,7 +81,6 @@ static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
     free(state);
     return st;
 }
-
 
 /* A checkpoint's state as read, for comparing ranks: weights, moments,
  * per-tensor steps, optimizer step, schedule position and data position.

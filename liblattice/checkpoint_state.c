@@ -14,8 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
-
 static json_object *i64(int64_t v) { return json_object_new_int64(v); }
 static json_object *dbl(double v) { return json_object_new_double(v); }
 

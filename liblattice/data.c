@@ -31,8 +31,6 @@ struct lattice_data {
     char err[LATTICE_ERRMSG_MAX];
 };
 
-#define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
-
 void lattice_data_params_init(lattice_data_params *p)
 {
     if (!p)

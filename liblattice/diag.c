@@ -14,8 +14,6 @@ struct lattice_diag {
     char err[LATTICE_ERRMSG_MAX];
 };
 
-#define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
-
 lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
 {
     if (!out)

@@ -45,8 +45,6 @@ void lattice__distill_set_run_threads(lattice_distill *d, int n)
     d->run_threads = n;
 }
 
-#define FAIL(d, st, ...) lattice__set_error((d)->err, (st), __VA_ARGS__)
-
 void lattice_distill_params_init(lattice_distill_params *p)
 {
     if (!p)

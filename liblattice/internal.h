@@ -35,6 +35,18 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
  * LATTICE_OK when none is. Pointers are passed as const void *. */
 lattice_status lattice__need(char *buf, const char *fn, int n, ...);
 
+/* Fail a call on handle h: its message (printf-style) into h->err and
+ * lattice_last_error(); evaluates to st, for `return FAIL(h, st, "...")`. */
+#define FAIL(h, st, ...) lattice__set_error((h)->err, (st), __VA_ARGS__)
+
+/* Return a failing status from the calling function. */
+#define TRY(expr)                                                                                  \
+    do {                                                                                           \
+        lattice_status st_ = (expr);                                                               \
+        if (st_ != LATTICE_OK)                                                                     \
+            return st_;                                                                            \
+    } while (0)
+
 /* A handle's message buffer, or NULL for a NULL handle (const handles too:
  * their message is not part of their logical state). */
 #define LATTICE__ERRBUF(h) ((h) ? (char *)(h)->err : NULL)

@@ -7,14 +7,6 @@
 
 #include "model_impl.h"
 
-#define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
-#define TRY(expr)                                                                                  \
-    do {                                                                                           \
-        lattice_status st_ = (expr);                                                               \
-        if (st_ != LATTICE_OK)                                                                     \
-            return st_;                                                                            \
-    } while (0)
-
 /* Time stmt under op when the model's profiling is on. */
 #define PROF(op, stmt)                                                                             \
     do {                                                                                           \

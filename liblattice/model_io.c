@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(m, st, ...) lattice__set_error((m)->err, (st), __VA_ARGS__)
-
 /* The shape and placement as a JSON string (caller frees); NULL when memory runs out. */
 static char *config_json(const lattice_model *m)
 {

@@ -8,9 +8,6 @@
 /* A phase as a caller built against 0.1 knows it: everything before rewind_data. */
 #define PHASE_SIZE_0_1 offsetof(lattice_schedule_phase, rewind_data)
 
-
-#define FAIL(s, st, ...) lattice__set_error((s)->err, (st), __VA_ARGS__)
-
 void lattice_schedule_phase_init(lattice_schedule_phase *p)
 {
     if (!p)

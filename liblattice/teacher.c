@@ -24,8 +24,6 @@ struct lattice_teacher {
     char err[LATTICE_ERRMSG_MAX];
 };
 
-#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
-
 lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teacher **out)
 {
     if (!out)

@@ -14,9 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-
-#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
-
 void lattice_trainer_params_init(lattice_trainer_params *p)
 {
     if (!p)

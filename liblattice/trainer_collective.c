@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FAIL(t, st, ...) lattice__set_error((t)->err, (st), __VA_ARGS__)
-
 lattice_status lattice__trainer_coll_fail(lattice_trainer *t, const char *slot, int rc)
 {
     const char *why = t->coll.errmsg ? t->coll.errmsg(t->coll_user) : NULL;
