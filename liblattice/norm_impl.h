@@ -1,3 +1,5 @@
+/* The norm's private body: placement, kind, eps and residual scale, which the
+ * model's passes read (model_impl.h includes it). */
 #ifndef LATTICE_NORM_IMPL_H
 #define LATTICE_NORM_IMPL_H
 

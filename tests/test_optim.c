@@ -3,7 +3,7 @@
 #include <limits.h>
 #include "testutil.h"
 #include "layout_0_2.h"
-#include "study_impl.h"
+#include "optim_impl.h"
 
 typedef struct fixture {
     lattice_backend *be;

@@ -1,17 +1,20 @@
 /**
  * @file checkpoint.h
- * @brief Checkpoints of a whole training run, and bit-exact resume.
+ * @brief Deprecated: the checkpoint functions are declared in trainer.h.
  *
- * Since 0.3 the checkpoint functions are declared in trainer.h: they act on a
- * trainer, and a function is declared in the header of the object it acts on
- * (doc/API.md). This header stays, including trainer.h, because it is public:
- * sources written against 0.1 and 0.2 include it, and removing it would break
- * their `#include <lattice/checkpoint.h>` within one ABI-compatible series.
+ * @deprecated Include <lattice/trainer.h> (or <lattice/lattice.h>). This
+ * header only includes trainer.h, so that sources written against 0.1 and 0.2,
+ * which declared the checkpoint functions here, still compile; it goes in 1.0
+ * with the other old names, and LATTICE_NO_DEPRECATED makes including it an
+ * error now.
  */
 #ifndef LATTICE_CHECKPOINT_H
 #define LATTICE_CHECKPOINT_H
 
-#include <lattice/common.h>
+#ifdef LATTICE_NO_DEPRECATED
+#  error "lattice/checkpoint.h is deprecated: include <lattice/trainer.h>"
+#endif
+
 #include <lattice/trainer.h>
 
 #endif

@@ -17,6 +17,5 @@
 #include <lattice/teacher.h>
 #include <lattice/trainer.h>
 #include <lattice/diag.h>
-#include <lattice/checkpoint.h>
 
 #endif

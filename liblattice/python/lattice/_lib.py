@@ -326,7 +326,7 @@ PROTOTYPES = {
     "lattice_trainer_step": (STATUS, [T.trainer_p, POINTER(T.MetricsStruct)]),
     "lattice_trainer_run": (STATUS, [T.trainer_p]),
     "lattice_trainer_evaluate": (STATUS, [T.trainer_p, POINTER(c_double)]),
-    # checkpoint.h
+    # trainer.h: checkpoints
     "lattice_trainer_save_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
     "lattice_trainer_load_checkpoint": (STATUS, [T.trainer_p, c_char_p]),
     "lattice_trainer_load_checkpoint_flags": (STATUS, [T.trainer_p, c_char_p, c_uint]),
