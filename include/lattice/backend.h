@@ -59,10 +59,10 @@ extern "C" {
  * @{
  */
 
-/** An opaque compute backend. @since 0.1 */
+/** An opaque compute backend. */
 typedef struct lattice_backend lattice_backend;
 
-/** The current version of ::lattice_backend_ops. @since 0.1 */
+/** The current version of ::lattice_backend_ops. */
 #define LATTICE_BACKEND_OPS_VERSION 1
 
 /**
@@ -71,17 +71,15 @@ typedef struct lattice_backend lattice_backend;
  * Fill it with ::lattice_backend_ops_init, then set the slots you implement.
  * Each slot returns 0 on success and non-zero on failure (the library then
  * reports ::LATTICE_ERR_BACKEND). New slots are only ever appended.
- * @since 0.1
  */
 typedef struct lattice_backend_ops {
-    size_t size;      /**< sizeof(lattice_backend_ops) as the caller compiled it. @since 0.1 */
-    unsigned version; /**< ::LATTICE_BACKEND_OPS_VERSION as the caller compiled it. @since 0.1 */
-    void *user;       /**< Passed back as the first argument of every slot. @since 0.1 */
+    size_t size;      /**< sizeof(lattice_backend_ops) as the caller compiled it. */
+    unsigned version; /**< ::LATTICE_BACKEND_OPS_VERSION as the caller compiled it. */
+    void *user;       /**< Passed back as the first argument of every slot. */
     /**
      * C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X or its
      * transpose when trans_x is non-zero. A is m x k after op, B is k x n after op.
      * When beta is 0, C's prior contents (even NaN) must be ignored.
-     * @since 0.1
      */
     int (*sgemm)(void *user, int trans_a, int trans_b, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb,
@@ -89,34 +87,31 @@ typedef struct lattice_backend_ops {
     /**
      * The same GEMM over count independent problems given by pointer arrays.
      * NULL: the library loops over sgemm.
-     * @since 0.1
      */
     int (*sgemm_batched)(void *user, int trans_a, int trans_b, int m, int n, int k,
                          float alpha, const float *const *a, int lda,
                          const float *const *b, int ldb, float beta,
                          float *const *c, int ldc, int count);
-    /** Called with the thread count set on the backend. May be NULL. @since 0.1 */
+    /** Called with the thread count set on the backend. May be NULL. */
     void (*set_threads)(void *user, int n_threads);
-    /** Called once when the backend is destroyed. May be NULL. @since 0.1 */
+    /** Called once when the backend is destroyed. May be NULL. */
     void (*destroy)(void *user);
 } lattice_backend_ops;
 
 /**
  * @brief Fill ops with its size, version and NULL slots.
  * @param[out] ops The struct to initialise; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_backend_ops_init(lattice_backend_ops *ops);
 
 /**
  * @brief Create a built-in backend by name.
- * @param name "ref", "blis", "openblas" (@since 0.2), or "default" (see
+ * @param name "ref", "blis", "openblas" (since 0.2), or "default" (see
  *        @ref backend for how it chooses, and `LATTICE_BACKEND`).
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name,
  *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS, or
  *         "openblas" in a build without it or when OpenBLAS cannot be loaded.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_backend **out);
 
@@ -127,7 +122,6 @@ LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_back
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when ops is NULL, its
  *         size is too small to hold the version-1 slots, or its version is unknown.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_backend_create_custom(const char *name,
                                                          const lattice_backend_ops *ops,
@@ -138,17 +132,13 @@ LATTICE_API lattice_status lattice_backend_create_custom(const char *name,
  *
  * Models borrowing the backend must be destroyed first.
  * @param backend The backend.
- * @since 0.1
  */
 LATTICE_API void lattice_backend_destroy(lattice_backend *backend);
 
 /**
  * @brief The backend's name ("ref", "blis", or the custom label).
- *
- * Named `lattice_backend_name` before 0.3; the old name is deprecated.
  * @param backend The backend; NULL gives "".
  * @return A string valid while the backend lives.
- * @since 0.1
  */
 LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend);
 
@@ -157,17 +147,13 @@ LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend)
  * @param backend The backend.
  * @param n_threads At least 1.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads);
 
 /**
  * @brief The thread count.
- *
- * Named `lattice_backend_threads` before 0.3; the old name is deprecated.
  * @param backend The backend; NULL gives 0.
  * @return The number of threads.
- * @since 0.1
  */
 LATTICE_API int lattice_backend_get_threads(const lattice_backend *backend);
 
@@ -190,7 +176,6 @@ LATTICE_API int lattice_backend_get_threads(const lattice_backend *backend);
  * @param c Matrix C, updated in place.
  * @param ldc Leading dimension of C.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b,
                                                  int m, int n, int k, float alpha,
@@ -200,7 +185,6 @@ LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int t
 /**
  * @brief Whether this build has the BLIS backend.
  * @return 1 or 0.
- * @since 0.1
  */
 LATTICE_API int lattice_backend_has_blis(void);
 

@@ -15,7 +15,6 @@
  * @brief Marks the functions the library exports: default visibility with GCC
  *        and Clang (the library hides everything else), dllexport/dllimport on
  *        Windows, where LATTICE_STATIC selects the static library.
- * @since 0.1
  */
 #if defined(_WIN32) && !defined(LATTICE_STATIC)
 #  ifdef LATTICE_BUILDING
@@ -67,29 +66,28 @@ extern "C" {
  * @{
  */
 
-/** Size of the message buffers that create functions fill on failure. @since 0.1 */
+/** Size of the message buffers that create functions fill on failure. */
 #define LATTICE_ERRMSG_SIZE 256
 
-/** Result of a call. Values are pinned and never change meaning. @since 0.1 */
+/** Result of a call. Values are pinned and never change meaning. */
 typedef enum lattice_status {
-    LATTICE_OK = 0,                  /**< Success. @since 0.1 */
-    LATTICE_ERR_INVALID_ARGUMENT = 1,/**< A NULL handle or pointer, or an argument out of range. @since 0.1 */
-    LATTICE_ERR_INVALID_CONFIG = 2,  /**< A configuration that cannot describe a valid object. @since 0.1 */
-    LATTICE_ERR_OUT_OF_MEMORY = 3,   /**< An allocation failed. @since 0.1 */
-    LATTICE_ERR_UNSUPPORTED = 4,     /**< The backend or build lacks the requested feature. @since 0.1 */
-    LATTICE_ERR_NOT_FOUND = 5,       /**< A named backend or item does not exist. @since 0.1 */
-    LATTICE_ERR_BACKEND = 6,         /**< A backend operation reported failure. @since 0.1 */
-    LATTICE_ERR_NON_FINITE = 7,      /**< A loss or gradient was NaN or infinite. @since 0.1 */
-    LATTICE_ERR_IO = 8,              /**< A file could not be read or written. @since 0.1 */
-    LATTICE_ERR_FORMAT = 9,          /**< A file's contents are malformed. @since 0.1 */
-    LATTICE_ERR_STATE = 10           /**< The call is not valid in the object's current state. @since 0.1 */
+    LATTICE_OK = 0,                  /**< Success. */
+    LATTICE_ERR_INVALID_ARGUMENT = 1,/**< A NULL handle or pointer, or an argument out of range. */
+    LATTICE_ERR_INVALID_CONFIG = 2,  /**< A configuration that cannot describe a valid object. */
+    LATTICE_ERR_OUT_OF_MEMORY = 3,   /**< An allocation failed. */
+    LATTICE_ERR_UNSUPPORTED = 4,     /**< The backend or build lacks the requested feature. */
+    LATTICE_ERR_NOT_FOUND = 5,       /**< A named backend or item does not exist. */
+    LATTICE_ERR_BACKEND = 6,         /**< A backend operation reported failure. */
+    LATTICE_ERR_NON_FINITE = 7,      /**< A loss or gradient was NaN or infinite. */
+    LATTICE_ERR_IO = 8,              /**< A file could not be read or written. */
+    LATTICE_ERR_FORMAT = 9,          /**< A file's contents are malformed. */
+    LATTICE_ERR_STATE = 10           /**< The call is not valid in the object's current state. */
 } lattice_status;
 
 /**
  * @brief A short, static English description of a status.
  * @param status Any value; unknown values give "unknown status".
  * @return A string that lives for the whole program.
- * @since 0.1
  */
 LATTICE_API const char *lattice_status_string(lattice_status status);
 
@@ -99,14 +97,12 @@ LATTICE_API const char *lattice_status_string(lattice_status status);
  * Compare with ::LATTICE_VERSION_NUMBER to check that header and library agree;
  * the same major version means a compatible ABI.
  * @return The run-time version number.
- * @since 0.1
  */
 LATTICE_API unsigned lattice_version_number(void);
 
 /**
  * @brief The library's version as "MAJOR.MINOR.PATCH".
  * @return A static string.
- * @since 0.1
  */
 LATTICE_API const char *lattice_version_string(void);
 

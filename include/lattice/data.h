@@ -55,58 +55,55 @@ extern "C" {
  * @{
  */
 
-/** Settings of a data object. Fill with ::lattice_data_params_init. @since 0.1 */
+/** Settings of a data object. Fill with ::lattice_data_params_init. */
 typedef struct lattice_data_params {
-    size_t size;            /**< sizeof(lattice_data_params), set by the init function (or the caller); ::lattice_data_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
-    int vocab_size;         /**< Ids must be below this (text: 257). @since 0.1 */
+    size_t size;            /**< sizeof(lattice_data_params), set by the init function (or the caller); ::lattice_data_get_params reads it as the bytes the caller has and sets it to the bytes written. */
+    int vocab_size;         /**< Ids must be below this (text: 257). */
     int boundary_id;        /**< Document-boundary token (text: 256); -1 for none in token files
-                                 (then set split_long to 0). @since 0.1 */
-    const char *separator;  /**< Text only: the document separator ("\f"); borrowed during create. @since 0.1 */
-    int batch_size;         /**< Rows per batch (8). @since 0.1 */
-    int seq_len;            /**< Predicted positions per row at most (256). @since 0.1 */
-    int pack;               /**< Non-zero: pack training documents into full rows. @since 0.1 */
-    int trim;               /**< Non-zero (default): a batch is as long as its longest row. @since 0.1 */
+                                 (then set split_long to 0). */
+    const char *separator;  /**< Text only: the document separator ("\f"); borrowed during create. */
+    int batch_size;         /**< Rows per batch (8). */
+    int seq_len;            /**< Predicted positions per row at most (256). */
+    int pack;               /**< Non-zero: pack training documents into full rows. */
+    int trim;               /**< Non-zero (default): a batch is as long as its longest row. */
     float val_fraction;     /**< Share of documents (pieces, with split_long) held out for
                                  validation, in [0, 1). Default 0: no validation split.
-                                 @since 0.1 */
-    uint64_t seed;          /**< Seed of the training order. @since 0.1 */
-    int pad_id;             /**< Id written into padding (masked out; 0). @since 0.1 */
+                                 */
+    uint64_t seed;          /**< Seed of the training order. */
+    int pad_id;             /**< Id written into padding (masked out; 0). */
     const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
-                                 val_fraction must then be 0). Borrowed during create. @since 0.1 */
+                                 val_fraction must then be 0). Borrowed during create. */
     int split_long;         /**< Non-zero (default since 0.2; 0 before): cut documents longer
                                  than seq_len + 1 tokens into pieces of seq_len + 1, each after
                                  the first opening with the boundary token, so that no text is
-                                 lost to truncation. Needs boundary_id >= 0. @since 0.1 */
+                                 lost to truncation. Needs boundary_id >= 0. */
 } lattice_data_params;
 
-/** Which split. Append-only. (Named `lattice_split` before 0.3.) @since 0.1 */
+/** Which split. Append-only. */
 typedef enum lattice_data_split {
-    LATTICE_DATA_SPLIT_TRAIN = 0, /**< Training documents. @since 0.1 */
-    LATTICE_DATA_SPLIT_VAL = 1    /**< Validation documents. @since 0.1 */
+    LATTICE_DATA_SPLIT_TRAIN = 0, /**< Training documents. */
+    LATTICE_DATA_SPLIT_VAL = 1    /**< Validation documents. */
 } lattice_data_split;
 
 /**
  * @brief One batch, owned by the data object and valid until its next batch call.
- *
- * Named `lattice_batch` before 0.3; the old name is deprecated.
- * @since 0.1
  */
 typedef struct lattice_data_batch {
-    const int32_t *tokens;  /**< [batch, seq] inputs. @since 0.1 */
-    const int32_t *targets; /**< [batch, seq] next tokens. @since 0.1 */
-    const uint8_t *mask;    /**< [batch, seq] 1 where the target is real. @since 0.1 */
-    int batch;              /**< Rows. @since 0.1 */
-    int seq;                /**< Positions per row. @since 0.1 */
-    int64_t n_tokens;       /**< Counted (non-padding) positions. @since 0.1 */
+    const int32_t *tokens;  /**< [batch, seq] inputs. */
+    const int32_t *targets; /**< [batch, seq] next tokens. */
+    const uint8_t *mask;    /**< [batch, seq] 1 where the target is real. */
+    int batch;              /**< Rows. */
+    int seq;                /**< Positions per row. */
+    int64_t n_tokens;       /**< Counted (non-padding) positions. */
 } lattice_data_batch;
 
-/** Where the training iterator stands (for checkpoints). @since 0.1 */
+/** Where the training iterator stands (for checkpoints). */
 typedef struct lattice_data_position {
-    int64_t epoch;  /**< Completed passes over the training documents. @since 0.1 */
-    int64_t index;  /**< Next document (or packed row) within the pass. @since 0.1 */
+    int64_t epoch;  /**< Completed passes over the training documents. */
+    int64_t index;  /**< Next document (or packed row) within the pass. */
 } lattice_data_position;
 
-/** An opaque data object. @since 0.1 */
+/** An opaque data object. */
 typedef struct lattice_data lattice_data;
 
 /**
@@ -116,7 +113,6 @@ typedef struct lattice_data lattice_data;
  * ::lattice_model_params_init's default model), batch 8 x seq_len 256,
  * split_long on, val_fraction 0: **no validation split** until you ask for one.
  * @param[out] params The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_data_params_init(lattice_data_params *params);
 
@@ -129,7 +125,6 @@ LATTICE_API void lattice_data_params_init(lattice_data_params *params);
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG,
  *         ::LATTICE_ERR_IO (cannot read), ::LATTICE_ERR_FORMAT (empty, or no
  *         training document left after the split) or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_create_text(const char *path, const lattice_data_params *params,
                                                     lattice_data **out, char *errmsg);
@@ -143,7 +138,6 @@ LATTICE_API lattice_status lattice_data_create_text(const char *path, const latt
  * @param[out] errmsg Receives a message on failure when non-NULL (at least 256 bytes).
  * @return As ::lattice_data_create_text; ::LATTICE_ERR_FORMAT also for an id
  *         >= vocab_size or a size that is not a multiple of bytes_per_id.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,
                                                       const lattice_data_params *params,
@@ -157,7 +151,6 @@ LATTICE_API lattice_status lattice_data_create_tokens(const char *path, int byte
  * @param[out] out The new data object, or NULL on failure.
  * @param[out] errmsg Receives a message on failure when non-NULL (at least 256 bytes).
  * @return As ::lattice_data_create_tokens.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_create_memory(const int32_t *ids, int64_t n,
                                                       const lattice_data_params *params,
@@ -166,7 +159,6 @@ LATTICE_API lattice_status lattice_data_create_memory(const int32_t *ids, int64_
 /**
  * @brief Destroy a data object. NULL is ignored.
  * @param data The data object.
- * @since 0.1
  */
 LATTICE_API void lattice_data_destroy(lattice_data *data);
 
@@ -174,7 +166,6 @@ LATTICE_API void lattice_data_destroy(lattice_data *data);
  * @brief The message of the last failed call ("" if none).
  * @param data The data object; NULL gives a static message.
  * @return A string valid until the next call on the object.
- * @since 0.1
  */
 LATTICE_API const char *lattice_data_errmsg(const lattice_data *data);
 
@@ -189,29 +180,22 @@ LATTICE_API const char *lattice_data_errmsg(const lattice_data *data);
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
  *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_get_params(const lattice_data *data, lattice_data_params *out);
 
 /**
  * @brief Number of documents in a split.
- *
- * Named `lattice_data_n_documents` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @param split The split.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int64_t lattice_data_get_n_documents(const lattice_data *data, lattice_data_split split);
 
 /**
  * @brief Number of tokens in a split (boundary tokens included).
- *
- * Named `lattice_data_n_tokens` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @param split The split.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int64_t lattice_data_get_n_tokens(const lattice_data *data, lattice_data_split split);
 
@@ -220,29 +204,22 @@ LATTICE_API int64_t lattice_data_get_n_tokens(const lattice_data *data, lattice_
  * @param data The data object.
  * @param[out] batch The batch, valid until the next batch call on this object.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_next(lattice_data *data, lattice_data_batch *batch);
 
 /**
  * @brief Number of batches that cover the validation split once.
- *
- * Named `lattice_data_n_val_batches` before 0.3; the old name is deprecated.
  * @param data The data object; NULL gives 0.
  * @return The count (0 without validation documents).
- * @since 0.1
  */
 LATTICE_API int64_t lattice_data_get_n_val_batches(const lattice_data *data);
 
 /**
  * @brief One batch of the fixed validation set (documents in file order).
- *
- * Named `lattice_data_val_batch` before 0.3; the old name is deprecated.
  * @param data The data object.
  * @param index 0 .. n_val_batches - 1.
  * @param[out] batch The batch, valid until the next batch call on this object.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_get_val_batch(lattice_data *data, int64_t index, lattice_data_batch *batch);
 
@@ -251,7 +228,6 @@ LATTICE_API lattice_status lattice_data_get_val_batch(lattice_data *data, int64_
  * @param data The data object.
  * @param[out] pos The position.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_get_position(const lattice_data *data, lattice_data_position *pos);
 
@@ -260,7 +236,6 @@ LATTICE_API lattice_status lattice_data_get_position(const lattice_data *data, l
  * @param data The data object.
  * @param pos The position; index must lie within a pass.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_data_set_position(lattice_data *data, const lattice_data_position *pos);
 

@@ -35,33 +35,33 @@ extern "C" {
  * @{
  */
 
-/** Summary of per-token RMS values over a set of tokens. (Named `lattice_rms_stats` before 0.3.) @since 0.1 */
+/** Summary of per-token RMS values over a set of tokens. */
 typedef struct lattice_diag_rms_stats {
-    int64_t count;   /**< Tokens summarised. @since 0.1 */
-    double mean;     /**< Mean RMS. @since 0.1 */
-    double std;      /**< Standard deviation (population). @since 0.1 */
-    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). @since 0.1 */
-    double max;      /**< Largest RMS. @since 0.1 */
+    int64_t count;   /**< Tokens summarised. */
+    double mean;     /**< Mean RMS. */
+    double std;      /**< Standard deviation (population). */
+    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). */
+    double max;      /**< Largest RMS. */
 } lattice_diag_rms_stats;
 
-/** What removing a block does. (Named `lattice_removal` before 0.3.) @since 0.1 */
+/** What removing a block does. */
 typedef struct lattice_diag_removal {
-    double ce_full;    /**< Cross-entropy of the full model. @since 0.1 */
-    double ce_removed; /**< Cross-entropy with the block skipped. @since 0.1 */
-    double dce;        /**< ce_removed - ce_full. @since 0.1 */
-    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. @since 0.1 */
+    double ce_full;    /**< Cross-entropy of the full model. */
+    double ce_removed; /**< Cross-entropy with the block skipped. */
+    double dce;        /**< ce_removed - ce_full. */
+    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. */
 } lattice_diag_removal;
 
-/** The loss response to an append. (Named `lattice_response` before 0.3.) @since 0.1 */
+/** The loss response to an append. */
 typedef struct lattice_diag_response {
-    double baseline;       /**< Mean loss over the window steps before the append. @since 0.1 */
-    double jump;           /**< Loss at the first step after the append minus the baseline. @since 0.1 */
-    double area;           /**< Sum over the horizon of max(0, loss - baseline). @since 0.1 */
+    double baseline;       /**< Mean loss over the window steps before the append. */
+    double jump;           /**< Loss at the first step after the append minus the baseline. */
+    double area;           /**< Sum over the horizon of max(0, loss - baseline). */
     int64_t recovery;      /**< Steps until the trailing mean over window steps is back at or
-                                below the baseline; -1 if it never is within the series. @since 0.1 */
+                                below the baseline; -1 if it never is within the series. */
 } lattice_diag_response;
 
-/** An opaque diagnostics context (scratch sized for one model). @since 0.1 */
+/** An opaque diagnostics context (scratch sized for one model). */
 typedef struct lattice_diag lattice_diag;
 
 /**
@@ -69,14 +69,12 @@ typedef struct lattice_diag lattice_diag;
  * @param model The model; borrowed.
  * @param[out] out The new context, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out);
 
 /**
  * @brief Destroy a context. NULL is ignored.
  * @param diag The context.
- * @since 0.1
  */
 LATTICE_API void lattice_diag_destroy(lattice_diag *diag);
 
@@ -84,7 +82,6 @@ LATTICE_API void lattice_diag_destroy(lattice_diag *diag);
  * @brief The message of the last failed call ("" if none).
  * @param diag The context; NULL gives a static message.
  * @return A string valid until the next call on the context.
- * @since 0.1
  */
 LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
 
@@ -105,7 +102,6 @@ LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
  * @param[out] out (active layers + 1) * (n_classes + 1) entries.
  * @param out_len Entries available in out.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
                                                        const uint8_t *mask, int batch, int seq,
@@ -126,7 +122,6 @@ LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const
  * @param count Layers in the block (first + count <= active layers).
  * @param[out] out The result.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
                                                       const int32_t *targets, const uint8_t *mask,
@@ -142,7 +137,6 @@ LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const 
  * @param horizon Steps after the append summed into the area (clipped to the series).
  * @param[out] out The response.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
                                                       int64_t append_step, int64_t window,

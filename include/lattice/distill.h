@@ -32,19 +32,19 @@ extern "C" {
  * @{
  */
 
-/** Direction of the KL term. Append-only. (Named `lattice_kl_direction` before 0.3.) @since 0.1 */
+/** Direction of the KL term. Append-only. */
 typedef enum lattice_distill_kl_direction {
-    LATTICE_DISTILL_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. @since 0.1 */
-    LATTICE_DISTILL_KL_REVERSE = 1  /**< KL(student || teacher). @since 0.1 */
+    LATTICE_DISTILL_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. */
+    LATTICE_DISTILL_KL_REVERSE = 1  /**< KL(student || teacher). */
 } lattice_distill_kl_direction;
 
-/** Loss settings. Fill with ::lattice_distill_params_init. @since 0.1 */
+/** Loss settings. Fill with ::lattice_distill_params_init. */
 typedef struct lattice_distill_params {
-    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function (or the caller); ::lattice_distill_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
-    float alpha;                    /**< Weight of the KL term (0.7). @since 0.1 */
-    float gamma;                    /**< Weight of the cross-entropy term (0.3). @since 0.1 */
-    float tau;                      /**< Temperature (1). @since 0.1 */
-    lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. @since 0.1 */
+    size_t size;                    /**< sizeof(lattice_distill_params), set by the init function (or the caller); ::lattice_distill_get_params reads it as the bytes the caller has and sets it to the bytes written. */
+    float alpha;                    /**< Weight of the KL term (0.7). */
+    float gamma;                    /**< Weight of the cross-entropy term (0.3). */
+    float tau;                      /**< Temperature (1). */
+    lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. */
     int n_threads;                  /**< Threads over positions in the raw-pointer calls
                                          (::lattice_distill_dense, ::lattice_distill_topk
                                          called directly); 0 (the default since 0.3) is
@@ -52,24 +52,23 @@ typedef struct lattice_distill_params {
                                          (::lattice_distill_model, the trainer) runs with
                                          the thread count of the model's backend
                                          (::lattice_backend_set_threads), whatever this
-                                         says: threads are a backend setting. @since 0.1 */
+                                         says: threads are a backend setting. */
 } lattice_distill_params;
 
-/** The loss of one batch and its parts, each a mean over counted positions. @since 0.1 */
+/** The loss of one batch and its parts, each a mean over counted positions. */
 typedef struct lattice_distill_result {
-    double loss;       /**< alpha * tau^2 * kl + gamma * ce. @since 0.1 */
-    double kl;         /**< The KL term before weighting. @since 0.1 */
-    double ce;         /**< Cross-entropy against the labels (0 when gamma is 0 and no labels are given). @since 0.1 */
-    int64_t n_counted; /**< Positions with mask non-zero. @since 0.1 */
+    double loss;       /**< alpha * tau^2 * kl + gamma * ce. */
+    double kl;         /**< The KL term before weighting. */
+    double ce;         /**< Cross-entropy against the labels (0 when gamma is 0 and no labels are given). */
+    int64_t n_counted; /**< Positions with mask non-zero. */
 } lattice_distill_result;
 
-/** An opaque distillation loss. @since 0.1 */
+/** An opaque distillation loss. */
 typedef struct lattice_distill lattice_distill;
 
 /**
  * @brief Fill params with the paper's settings: alpha 0.7, gamma 0.3, tau 1, forward KL.
  * @param[out] params The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_distill_params_init(lattice_distill_params *params);
 
@@ -78,7 +77,6 @@ LATTICE_API void lattice_distill_params_init(lattice_distill_params *params);
  * @param params The settings: alpha, gamma >= 0 and finite, tau > 0.
  * @param[out] out The new loss, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_distill_create(const lattice_distill_params *params,
                                                   lattice_distill **out);
@@ -86,7 +84,6 @@ LATTICE_API lattice_status lattice_distill_create(const lattice_distill_params *
 /**
  * @brief Destroy a loss. NULL is ignored.
  * @param distill The loss.
- * @since 0.1
  */
 LATTICE_API void lattice_distill_destroy(lattice_distill *distill);
 
@@ -94,7 +91,6 @@ LATTICE_API void lattice_distill_destroy(lattice_distill *distill);
  * @brief The message of the last failed call ("" if none).
  * @param distill The loss; NULL gives a static message.
  * @return A string valid until the next call on the loss.
- * @since 0.1
  */
 LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
 
@@ -109,7 +105,6 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
  *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *distill,
                                                       lattice_distill_params *out);
@@ -128,7 +123,6 @@ LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *dis
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a label
  *         out of range) or ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
  *         dlogits is then unspecified).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const float *student,
                                                  const float *teacher, const int32_t *targets,
@@ -151,7 +145,6 @@ LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also an index out of
  *         range or repeated), ::LATTICE_ERR_UNSUPPORTED (reverse KL) or
  *         ::LATTICE_ERR_NON_FINITE.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const float *student,
                                                 const int32_t *teacher_index,

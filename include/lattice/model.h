@@ -32,33 +32,32 @@ extern "C" {
  * @{
  */
 
-/** An opaque model. @since 0.1 */
+/** An opaque model. */
 typedef struct lattice_model lattice_model;
 
 /**
  * @brief A model's shape and initialisation. Fill with ::lattice_model_params_init.
- * @since 0.1
  */
 typedef struct lattice_model_params {
-    size_t size;          /**< sizeof(lattice_model_params), set by the init function (or the caller); ::lattice_model_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
+    size_t size;          /**< sizeof(lattice_model_params), set by the init function (or the caller); ::lattice_model_get_params reads it as the bytes the caller has and sets it to the bytes written. */
     int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. Default 257 (since 0.2; 256
                                before): the 256 bytes plus the boundary token of
                                ::lattice_data_create_text, so default model and data agree.
-                               @since 0.1 */
-    int d_model;          /**< Width of the residual stream. @since 0.1 */
-    int n_layers;         /**< Capacity: layers allocated. @since 0.1 */
-    int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. @since 0.1 */
-    int n_heads;          /**< Query heads. @since 0.1 */
-    int n_kv_heads;       /**< Key/value heads; must divide n_heads. @since 0.1 */
-    int head_dim;         /**< Per-head width, independent of d_model; must be even (RoPE). @since 0.1 */
-    int d_ff;             /**< SwiGLU hidden width. @since 0.1 */
-    float rope_theta;     /**< RoPE base (Qwen3: 1e6). @since 0.1 */
-    int qk_norm;          /**< Non-zero: per-head RMSNorm on queries and keys (Qwen3). @since 0.1 */
-    int tie_embeddings;   /**< Non-zero: the LM head reuses the embedding matrix. @since 0.1 */
-    int max_batch;        /**< Largest batch a forward may take (sizes the arenas). @since 0.1 */
-    int max_seq;          /**< Longest sequence a forward may take. @since 0.1 */
-    uint64_t seed;        /**< Seed of the initial weights. @since 0.1 */
-    float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). @since 0.1 */
+                               */
+    int d_model;          /**< Width of the residual stream. */
+    int n_layers;         /**< Capacity: layers allocated. */
+    int n_active_layers;  /**< Layers active at creation, 1 .. n_layers. */
+    int n_heads;          /**< Query heads. */
+    int n_kv_heads;       /**< Key/value heads; must divide n_heads. */
+    int head_dim;         /**< Per-head width, independent of d_model; must be even (RoPE). */
+    int d_ff;             /**< SwiGLU hidden width. */
+    float rope_theta;     /**< RoPE base (Qwen3: 1e6). */
+    int qk_norm;          /**< Non-zero: per-head RMSNorm on queries and keys (Qwen3). */
+    int tie_embeddings;   /**< Non-zero: the LM head reuses the embedding matrix. */
+    int max_batch;        /**< Largest batch a forward may take (sizes the arenas). */
+    int max_seq;          /**< Longest sequence a forward may take. */
+    uint64_t seed;        /**< Seed of the initial weights. */
+    float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). */
     int block_norm;       /**< Pre-norm only: B > 0 puts a block-entry norm (the model's norm
                                kind, its own trainable weight initialised to 1, in the layer's
                                parameter group) on the residual stream at the entry of layers
@@ -79,28 +78,25 @@ typedef struct lattice_model_params {
                                @since 0.4 */
 } lattice_model_params;
 
-/** Parameter groups, each with its own trainable flag. Append-only. (Named `lattice_group` before 0.3.) @since 0.1 */
+/** Parameter groups, each with its own trainable flag. Append-only. */
 typedef enum lattice_model_group {
-    LATTICE_MODEL_GROUP_EMBEDDING = 0,     /**< The token embedding. @since 0.1 */
-    LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). @since 0.1 */
-    LATTICE_MODEL_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). @since 0.1 */
-    LATTICE_MODEL_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. @since 0.1 */
+    LATTICE_MODEL_GROUP_EMBEDDING = 0,     /**< The token embedding. */
+    LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). */
+    LATTICE_MODEL_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). */
+    LATTICE_MODEL_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. */
 } lattice_model_group;
 
 /**
  * @brief One parameter tensor as seen through ::lattice_model_get_tensor.
- *
- * Named `lattice_tensor_info` before 0.3; the old name is deprecated.
- * @since 0.1
  */
 typedef struct lattice_model_tensor_info {
-    const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". @since 0.1 */
-    int ndim;            /**< 1 or 2. @since 0.1 */
-    int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). @since 0.1 */
-    float *data;         /**< The values, row-major; writable. @since 0.1 */
-    float *grad;         /**< The gradient written by the last backward (valid for trainable groups). @since 0.1 */
-    lattice_model_group group; /**< The group it belongs to. @since 0.1 */
-    int layer;           /**< Layer index for ::LATTICE_MODEL_GROUP_LAYER, else -1. @since 0.1 */
+    const char *name;    /**< Hugging Face Qwen3 name where one exists, e.g. "model.layers.0.self_attn.q_proj.weight". */
+    int ndim;            /**< 1 or 2. */
+    int64_t shape[2];    /**< Rows then columns (shape[1] is 1 for vectors). */
+    float *data;         /**< The values, row-major; writable. */
+    float *grad;         /**< The gradient written by the last backward (valid for trainable groups). */
+    lattice_model_group group; /**< The group it belongs to. */
+    int layer;           /**< Layer index for ::LATTICE_MODEL_GROUP_LAYER, else -1. */
 } lattice_model_tensor_info;
 
 /**
@@ -109,7 +105,6 @@ typedef struct lattice_model_tensor_info {
  *        byte vocabulary of text data: vocab 257, the 256 bytes and the boundary token
  *        (::lattice_data_params_init's defaults fit this model as they are).
  * @param[out] params The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_model_params_init(lattice_model_params *params);
 
@@ -120,7 +115,6 @@ LATTICE_API void lattice_model_params_init(lattice_model_params *params);
  *             (::LATTICE_ERRMSG_SIZE bytes).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
  *         (the same status ::lattice_model_create would give).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params *params,
                                                       char *errmsg);
@@ -132,7 +126,6 @@ LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params
  * @param[out] n_params Parameters over the whole capacity; may be NULL.
  * @param[out] arena_bytes Bytes of its arenas (as ::lattice_model_get_arena_bytes); may be NULL.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_estimate(const lattice_model_params *params,
                                                   const lattice_norm *norm, int64_t *n_params,
@@ -151,7 +144,6 @@ LATTICE_API lattice_status lattice_model_estimate(const lattice_model_params *pa
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers),
  *         ::LATTICE_ERR_INVALID_CONFIG (an impossible shape), or
  *         ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_create(const lattice_model_params *params,
                                                 const lattice_norm *norm,
@@ -161,7 +153,6 @@ LATTICE_API lattice_status lattice_model_create(const lattice_model_params *para
 /**
  * @brief Destroy a model. NULL is ignored.
  * @param model The model.
- * @since 0.1
  */
 LATTICE_API void lattice_model_destroy(lattice_model *model);
 
@@ -169,7 +160,6 @@ LATTICE_API void lattice_model_destroy(lattice_model *model);
  * @brief The message of the last failed call on this model ("" if none).
  * @param model The model; NULL gives a static message.
  * @return A string valid until the next call on the model.
- * @since 0.1
  */
 LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
 
@@ -184,18 +174,14 @@ LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
  *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_get_params(const lattice_model *model,
                                                     lattice_model_params *out);
 
 /**
  * @brief The model's normalization placement.
- *
- * Named `lattice_model_placement` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives ::LATTICE_NORM_PLACEMENT_PRE.
  * @return The placement.
- * @since 0.1
  */
 LATTICE_API lattice_norm_placement lattice_model_get_placement(const lattice_model *model);
 
@@ -212,17 +198,13 @@ LATTICE_API lattice_norm_placement lattice_model_get_placement(const lattice_mod
  * @param model The model.
  * @param n_active 1 .. n_layers.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_set_active_layers(lattice_model *model, int n_active);
 
 /**
  * @brief The number of active layers.
- *
- * Named `lattice_model_active_layers` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int lattice_model_get_active_layers(const lattice_model *model);
 
@@ -232,7 +214,6 @@ LATTICE_API int lattice_model_get_active_layers(const lattice_model *model);
  * @param layer 0 .. n_layers - 1.
  * @param seed Seed of the draw.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int layer, uint64_t seed);
 
@@ -242,7 +223,6 @@ LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int la
  * @param dst Destination layer.
  * @param src Source layer (may equal dst: nothing changes).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_copy_layer(lattice_model *model, int dst, int src);
 
@@ -255,7 +235,6 @@ LATTICE_API lattice_status lattice_model_copy_layer(lattice_model *model, int ds
  * @param model The model.
  * @param layer The layer.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_zero_layer_outputs(lattice_model *model, int layer);
 
@@ -268,7 +247,6 @@ LATTICE_API lattice_status lattice_model_zero_layer_outputs(lattice_model *model
  * @param layer The layer index for ::LATTICE_MODEL_GROUP_LAYER, ignored otherwise.
  * @param trainable Non-zero for trainable.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_set_trainable(lattice_model *model, lattice_model_group group,
                                                        int layer, int trainable);
@@ -280,7 +258,6 @@ LATTICE_API lattice_status lattice_model_set_trainable(lattice_model *model, lat
  * @param layer The layer index for ::LATTICE_MODEL_GROUP_LAYER, ignored otherwise.
  * @param[out] trainable 1 or 0.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *model, lattice_model_group group,
                                                        int layer, int *trainable);
@@ -294,7 +271,6 @@ LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *mode
  * @param first First layer to skip.
  * @param count Number of layers; 0 clears the skip.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_set_skip(lattice_model *model, int first, int count);
 
@@ -306,18 +282,14 @@ LATTICE_API lattice_status lattice_model_set_skip(lattice_model *model, int firs
  * @param seq 1 .. max_seq.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL, sizes beyond the
  *         capacity, token ids out of range) or ::LATTICE_ERR_BACKEND.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_forward(lattice_model *model, const int32_t *tokens,
                                                  int batch, int seq);
 
 /**
  * @brief Logits of the last forward, [batch, seq, vocab_size] row-major.
- *
- * Named `lattice_model_logits` before 0.3; the old name is deprecated.
  * @param model The model.
  * @return The logits, or NULL when no forward has run.
- * @since 0.1
  */
 LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
 
@@ -325,11 +297,8 @@ LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
  * @brief The gradient of the loss with respect to the logits, [batch, seq, vocab_size].
  *
  * A loss writes it; ::lattice_model_backward reads it.
- *
- * Named `lattice_model_dlogits` before 0.3; the old name is deprecated.
  * @param model The model.
  * @return The buffer, or NULL when no forward has run.
- * @since 0.1
  */
 LATTICE_API float *lattice_model_get_dlogits(lattice_model *model);
 
@@ -343,7 +312,6 @@ LATTICE_API float *lattice_model_get_dlogits(lattice_model *model);
  * @param[out] n_counted Number of counted positions; may be NULL.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a target out of range),
  *         ::LATTICE_ERR_STATE (no forward yet) or ::LATTICE_ERR_NON_FINITE.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, const int32_t *targets,
                                                        const uint8_t *mask, float *loss,
@@ -355,7 +323,6 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
  * @param model The model.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, or the last one was
  *         ::lattice_model_forward_inference) or ::LATTICE_ERR_BACKEND.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
 
@@ -366,36 +333,27 @@ LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
  * Boundary 0 is the input of layer 0 (after the entry norm under post-norm);
  * boundary i is the output of layer i - 1; boundary n_active is the output of
  * the last active layer (before any final norm).
- *
- * Named `lattice_model_hidden` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param boundary 0 .. n_active.
  * @param[out] out The hidden state, valid until the next forward.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_get_hidden(const lattice_model *model, int boundary,
                                                 const float **out);
 
 /**
  * @brief Number of parameter tensors (over the whole capacity).
- *
- * Named `lattice_model_n_tensors` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int lattice_model_get_n_tensors(const lattice_model *model);
 
 /**
  * @brief Describe one parameter tensor.
- *
- * Named `lattice_model_tensor` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param index 0 .. n_tensors - 1.
  * @param[out] out The description.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_get_tensor(const lattice_model *model, int index,
                                                 lattice_model_tensor_info *out);
@@ -406,18 +364,14 @@ LATTICE_API lattice_status lattice_model_get_tensor(const lattice_model *model, 
  * @param name The name, e.g. "lm_head.weight".
  * @param[out] out The description.
  * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_find_tensor(const lattice_model *model, const char *name,
                                                      lattice_model_tensor_info *out);
 
 /**
  * @brief Number of parameters over the whole capacity (tied weights counted once).
- *
- * Named `lattice_model_n_params` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int64_t lattice_model_get_n_params(const lattice_model *model);
 
@@ -427,24 +381,18 @@ LATTICE_API int64_t lattice_model_get_n_params(const lattice_model *model);
  * Counts 2 * m * n * k for every GEMM the model runs (attention scores over
  * the full seq x seq square, as computed); backward includes the weight
  * gradients of trainable groups and the input gradients it propagates.
- *
- * Named `lattice_model_flops` before 0.3; the old name is deprecated.
  * @param model The model.
  * @param batch Batch size.
  * @param seq Sequence length.
  * @param with_backward Non-zero to add the backward pass.
  * @return The FLOP count (0 for NULL).
- * @since 0.1
  */
 LATTICE_API double lattice_model_get_flops(const lattice_model *model, int batch, int seq, int with_backward);
 
 /**
  * @brief Bytes held by the model's arenas (parameters, gradients, activations, scratch).
- *
- * Named `lattice_model_arena_bytes` before 0.3; the old name is deprecated.
  * @param model The model; NULL gives 0.
  * @return The size.
- * @since 0.1
  */
 LATTICE_API size_t lattice_model_get_arena_bytes(const lattice_model *model);
 
@@ -463,7 +411,6 @@ LATTICE_API size_t lattice_model_get_arena_bytes(const lattice_model *model);
  * @param model The model.
  * @param path Destination.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_IO.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const char *path);
 
@@ -480,7 +427,6 @@ LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const 
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
  *         ::LATTICE_ERR_FORMAT (a malformed file, a missing tensor, a shape that
  *         disagrees with the model).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *path);
 
@@ -509,7 +455,6 @@ LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *
  * @param[out] errmsg Receives the reason on failure when non-NULL (::LATTICE_ERRMSG_SIZE bytes).
  * @return As ::lattice_model_create and ::lattice_model_load;
  *         ::LATTICE_ERR_UNSUPPORTED for a config.json setting not implemented.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_model_create_from_file(const char *path, const char *config_path,
                                                           lattice_backend *backend, int max_batch,

@@ -26,20 +26,20 @@ extern "C" {
  * @{
  */
 
-/** Where the norms sit. Append-only. @since 0.1 */
+/** Where the norms sit. Append-only. */
 typedef enum lattice_norm_placement {
-    LATTICE_NORM_PLACEMENT_PRE = 0,  /**< Norm before each sublayer, final norm before the head. @since 0.1 */
-    LATTICE_NORM_PLACEMENT_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. @since 0.1 */
-    LATTICE_NORM_PLACEMENT_PERI = 2  /**< Norm before and after each sublayer, final norm. @since 0.1 */
+    LATTICE_NORM_PLACEMENT_PRE = 0,  /**< Norm before each sublayer, final norm before the head. */
+    LATTICE_NORM_PLACEMENT_POST = 1, /**< Norm after each residual sum, entry norm on the embedding. */
+    LATTICE_NORM_PLACEMENT_PERI = 2  /**< Norm before and after each sublayer, final norm. */
 } lattice_norm_placement;
 
-/** Which normalization. Append-only. @since 0.1 */
+/** Which normalization. Append-only. */
 typedef enum lattice_norm_kind {
-    LATTICE_NORM_KIND_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. @since 0.1 */
-    LATTICE_NORM_KIND_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. @since 0.1 */
+    LATTICE_NORM_KIND_RMS = 0,  /**< RMSNorm: x / sqrt(mean(x^2) + eps) * w. */
+    LATTICE_NORM_KIND_LAYER = 1 /**< LayerNorm: (x - mean) / sqrt(var + eps) * w + b. */
 } lattice_norm_kind;
 
-/** An opaque normalization placement. @since 0.1 */
+/** An opaque normalization placement. */
 typedef struct lattice_norm lattice_norm;
 
 /**
@@ -49,7 +49,6 @@ typedef struct lattice_norm lattice_norm;
  * @param eps Added to the variance; must be positive and finite (Qwen3: 1e-6).
  * @param[out] out The new placement, or NULL on failure.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_norm_create(lattice_norm_placement placement,
                                                lattice_norm_kind kind, float eps,
@@ -59,7 +58,6 @@ LATTICE_API lattice_status lattice_norm_create(lattice_norm_placement placement,
  * @brief Destroy a placement. NULL is ignored. Models copy what they need, so a
  *        placement may be destroyed once the models using it are created.
  * @param norm The placement.
- * @since 0.1
  */
 LATTICE_API void lattice_norm_destroy(lattice_norm *norm);
 
@@ -69,7 +67,6 @@ LATTICE_API void lattice_norm_destroy(lattice_norm *norm);
  * @param scale Positive and finite.
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT (also when the
  *         placement is not post-norm and scale is not 1).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, float scale);
 
@@ -77,7 +74,6 @@ LATTICE_API lattice_status lattice_norm_set_residual_scale(lattice_norm *norm, f
  * @brief The placement.
  * @param norm The placement handle; NULL gives ::LATTICE_NORM_PLACEMENT_PRE.
  * @return The placement.
- * @since 0.1
  */
 LATTICE_API lattice_norm_placement lattice_norm_get_placement(const lattice_norm *norm);
 
@@ -85,7 +81,6 @@ LATTICE_API lattice_norm_placement lattice_norm_get_placement(const lattice_norm
  * @brief The norm kind.
  * @param norm The placement handle; NULL gives ::LATTICE_NORM_KIND_RMS.
  * @return The kind.
- * @since 0.1
  */
 LATTICE_API lattice_norm_kind lattice_norm_get_kind(const lattice_norm *norm);
 
@@ -93,7 +88,6 @@ LATTICE_API lattice_norm_kind lattice_norm_get_kind(const lattice_norm *norm);
  * @brief The epsilon.
  * @param norm The placement handle; NULL gives 0.
  * @return eps.
- * @since 0.1
  */
 LATTICE_API float lattice_norm_get_eps(const lattice_norm *norm);
 
@@ -101,7 +95,6 @@ LATTICE_API float lattice_norm_get_eps(const lattice_norm *norm);
  * @brief The residual scale (1 unless set).
  * @param norm The placement handle; NULL gives 0.
  * @return The scale.
- * @since 0.1
  */
 LATTICE_API float lattice_norm_get_residual_scale(const lattice_norm *norm);
 
@@ -109,7 +102,6 @@ LATTICE_API float lattice_norm_get_residual_scale(const lattice_norm *norm);
  * @brief A short name: "pre", "post" or "peri".
  * @param placement The placement.
  * @return A static string ("unknown" for other values).
- * @since 0.1
  */
 LATTICE_API const char *lattice_norm_placement_name(lattice_norm_placement placement);
 
@@ -118,7 +110,6 @@ LATTICE_API const char *lattice_norm_placement_name(lattice_norm_placement place
  * @param name The name.
  * @param[out] out The placement.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NOT_FOUND.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_norm_placement_from_name(const char *name,
                                                             lattice_norm_placement *out);

@@ -32,7 +32,7 @@ extern "C" {
  * @{
  */
 
-/** An opaque optimizer. @since 0.1 */
+/** An opaque optimizer. */
 typedef struct lattice_optim lattice_optim;
 
 /** The learning rate's shape after warmup. Append-only. @since 0.4 */
@@ -41,21 +41,21 @@ typedef enum lattice_optim_lr_shape {
     LATTICE_OPTIM_LR_SHAPE_WSD = 1     /**< Held at lr, then linear to min_lr over the last decay_fraction of the steps after warmup. @since 0.4 */
 } lattice_optim_lr_shape;
 
-/** AdamW settings. Fill with ::lattice_optim_params_init. @since 0.1 */
+/** AdamW settings. Fill with ::lattice_optim_params_init. */
 typedef struct lattice_optim_params {
-    size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. @since 0.1 */
-    float lr;           /**< Peak learning rate. @since 0.1 */
-    float min_lr;       /**< Where the decay ends (cosine or WSD). @since 0.1 */
+    size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. */
+    float lr;           /**< Peak learning rate. */
+    float min_lr;       /**< Where the decay ends (cosine or WSD). */
     int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t since 0.3, as every
                                step count of the library (int in 0.1 and 0.2: a
                                struct of that layout, told by its size, is still
-                               read and written). @since 0.1 */
-    int64_t total_steps;  /**< Length of warmup plus decay. int64_t since 0.3. @since 0.1 */
-    float beta1;        /**< First-moment decay. @since 0.1 */
-    float beta2;        /**< Second-moment decay. @since 0.1 */
-    float eps;          /**< Denominator epsilon. @since 0.1 */
-    float weight_decay; /**< Decoupled weight decay. @since 0.1 */
-    float clip_norm;    /**< Global gradient-norm limit (0: no clipping). @since 0.1 */
+                               read and written). */
+    int64_t total_steps;  /**< Length of warmup plus decay. int64_t since 0.3. */
+    float beta1;        /**< First-moment decay. */
+    float beta2;        /**< Second-moment decay. */
+    float eps;          /**< Denominator epsilon. */
+    float weight_decay; /**< Decoupled weight decay. */
+    float clip_norm;    /**< Global gradient-norm limit (0: no clipping). */
     lattice_optim_lr_shape lr_shape; /**< The LR's shape after warmup (default cosine). A
                                           caller whose size ends before it gets cosine. @since 0.4 */
     float decay_fraction; /**< For ::LATTICE_OPTIM_LR_SHAPE_WSD: the share of the steps after warmup
@@ -71,7 +71,6 @@ typedef struct lattice_optim_params {
  * those built against 0.3 (a struct without lr_shape and decay_fraction)
  * at LATTICE_0.3, which fills only their struct's bytes.
  * @param[out] params The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
 
@@ -85,7 +84,6 @@ LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
  *         above lr, which 0.3 took and then trained at rates no one asked for; an
  *         unknown lr_shape or a decay_fraction outside [0, 1])
  *         or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_params *params,
                                                 lattice_optim **out);
@@ -93,7 +91,6 @@ LATTICE_API lattice_status lattice_optim_create(lattice_model *model, const latt
 /**
  * @brief Destroy an optimizer. NULL is ignored.
  * @param optim The optimizer.
- * @since 0.1
  */
 LATTICE_API void lattice_optim_destroy(lattice_optim *optim);
 
@@ -101,7 +98,6 @@ LATTICE_API void lattice_optim_destroy(lattice_optim *optim);
  * @brief The message of the last failed call ("" if none).
  * @param optim The optimizer; NULL gives a static message.
  * @return A string valid until the next call on the optimizer.
- * @since 0.1
  */
 LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
 
@@ -113,7 +109,6 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
  *        values in use, not the defaults (since 0.4: a 0.3 program that sets its
  *        lr keeps a WSD shape set by newer code or a checkpoint).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
 
@@ -128,7 +123,6 @@ LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const 
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
  *        0.1 ignored the caller's size).
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, lattice_optim_params *out);
 
@@ -144,7 +138,6 @@ LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, 
  * @param optim The optimizer.
  * @param[out] grad_norm The norm before clipping; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_optim_step(lattice_optim *optim, float *grad_norm);
 
@@ -152,27 +145,20 @@ LATTICE_API lattice_status lattice_optim_step(lattice_optim *optim, float *grad_
  * @brief Zero the moments and restart the learning-rate schedule at step 0.
  * @param optim The optimizer.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_optim_reset(lattice_optim *optim);
 
 /**
  * @brief The learning rate the next step will use.
- *
- * Named `lattice_optim_lr` before 0.3; the old name is deprecated.
  * @param optim The optimizer; NULL gives 0.
  * @return The rate.
- * @since 0.1
  */
 LATTICE_API float lattice_optim_get_lr(const lattice_optim *optim);
 
 /**
  * @brief Steps taken since creation or the last reset.
- *
- * Named `lattice_optim_steps` before 0.3; the old name is deprecated.
  * @param optim The optimizer; NULL gives 0.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int64_t lattice_optim_get_steps(const lattice_optim *optim);
 

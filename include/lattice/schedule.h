@@ -52,11 +52,11 @@ extern "C" {
  * @{
  */
 
-/** How layers switched on at a phase start are initialised. Append-only. (Named `lattice_block_init` before 0.3.) @since 0.1 */
+/** How layers switched on at a phase start are initialised. Append-only. */
 typedef enum lattice_schedule_block_init {
-    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). @since 0.1 */
-    LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). @since 0.1 */
-    LATTICE_SCHEDULE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). @since 0.1 */
+    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). */
+    LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). */
+    LATTICE_SCHEDULE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). */
 } lattice_schedule_block_init;
 
 /**
@@ -67,18 +67,15 @@ typedef enum lattice_schedule_block_init {
  * older header) gets that field's default: size = offsetof(lattice_schedule_phase,
  * rewind_data) is a 0.1 phase, which continues the data and trains the
  * boundary.
- *
- * Named `lattice_phase` before 0.3; the old name is deprecated.
- * @since 0.1
  */
 typedef struct lattice_schedule_phase {
-    size_t size;                   /**< sizeof(lattice_schedule_phase), set by the init function. @since 0.1 */
-    int64_t steps;                 /**< Step budget; 0 to use the token budget. @since 0.1 */
-    int64_t tokens;                /**< Non-padding token budget, used when steps is 0. @since 0.1 */
-    int active_layers;             /**< Layers active during the phase. @since 0.1 */
-    int train_from;                /**< First layer that trains; layers below are frozen (0: all). @since 0.1 */
-    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. @since 0.1 */
-    lattice_schedule_block_init block_init; /**< Initialisation of layers switched on at the phase start. @since 0.1 */
+    size_t size;                   /**< sizeof(lattice_schedule_phase), set by the init function. */
+    int64_t steps;                 /**< Step budget; 0 to use the token budget. */
+    int64_t tokens;                /**< Non-padding token budget, used when steps is 0. */
+    int active_layers;             /**< Layers active during the phase. */
+    int train_from;                /**< First layer that trains; layers below are frozen (0: all). */
+    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. */
+    lattice_schedule_block_init block_init; /**< Initialisation of layers switched on at the phase start. */
     int rewind_data;               /**< Non-zero: at the phase start the trainer puts the data iterator
                                         back where it stood when the run began (the shard's beginning:
                                         the same batches in the same order as the first phase); 0
@@ -88,35 +85,32 @@ typedef struct lattice_schedule_phase {
                                         is left as the caller set the embedding). @since 0.2 */
 } lattice_schedule_phase;
 
-/** Presets: every arm of the paper. Append-only. @since 0.1 */
+/** Presets: every arm of the paper. Append-only. */
 typedef enum lattice_schedule_preset {
-    LATTICE_SCHEDULE_PRESET_JOINT = 0,                /**< All layers, one phase. @since 0.1 */
-    LATTICE_SCHEDULE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. @since 0.1 */
-    LATTICE_SCHEDULE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. @since 0.1 */
-    LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. @since 0.1 */
-    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. @since 0.1 */
-    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. @since 0.1 */
+    LATTICE_SCHEDULE_PRESET_JOINT = 0,                /**< All layers, one phase. */
+    LATTICE_SCHEDULE_PRESET_GROW = 1,                 /**< Append a block per phase; all active layers train. */
+    LATTICE_SCHEDULE_PRESET_FREEZE = 2,               /**< Append a block per phase; only the new block trains. */
+    LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK = 3,         /**< The first block alone, one phase. */
+    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE = 4, /**< All layers, matched to grow on active-layer tokens. */
+    LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL = 5   /**< All layers, matched to grow on total tokens. */
 } lattice_schedule_preset;
 
-/** Counters of a run. (Named `lattice_counters` before 0.3.) @since 0.1 */
+/** Counters of a run. */
 typedef struct lattice_schedule_counters {
-    int64_t steps;               /**< Steps taken. @since 0.1 */
-    int64_t tokens;              /**< Positions processed, padding included. @since 0.1 */
-    int64_t nonpad_tokens;       /**< Non-padding positions. @since 0.1 */
-    int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. @since 0.1 */
-    double flops;                /**< FLOPs reported by the trainer (student forward and backward). @since 0.1 */
+    int64_t steps;               /**< Steps taken. */
+    int64_t tokens;              /**< Positions processed, padding included. */
+    int64_t nonpad_tokens;       /**< Non-padding positions. */
+    int64_t active_layer_tokens; /**< Sum over steps of non-padding tokens x active layers. */
+    double flops;                /**< FLOPs reported by the trainer (student forward and backward). */
 } lattice_schedule_counters;
 
-/** An opaque schedule. @since 0.1 */
+/** An opaque schedule. */
 typedef struct lattice_schedule lattice_schedule;
 
 /**
  * @brief Fill a phase with defaults: 1000 steps, 1 active layer, all train (head and
  *        boundary norm too), reset on, data continues.
- *
- * Named `lattice_phase_init` before 0.3; the old name is deprecated.
  * @param[out] phase The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_schedule_phase_init(lattice_schedule_phase *phase);
 
@@ -124,7 +118,6 @@ LATTICE_API void lattice_schedule_phase_init(lattice_schedule_phase *phase);
  * @brief Create an empty schedule (add phases with ::lattice_schedule_add_phase).
  * @param[out] out The new schedule, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
 
@@ -137,7 +130,6 @@ LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
  * @param block_init Initialisation of appended blocks.
  * @param[out] out The new schedule, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
                                                           int block_size, int64_t steps_per_phase,
@@ -147,7 +139,6 @@ LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_prese
 /**
  * @brief Destroy a schedule. NULL is ignored.
  * @param schedule The schedule.
- * @since 0.1
  */
 LATTICE_API void lattice_schedule_destroy(lattice_schedule *schedule);
 
@@ -155,7 +146,6 @@ LATTICE_API void lattice_schedule_destroy(lattice_schedule *schedule);
  * @brief The message of the last failed call ("" if none).
  * @param schedule The schedule; NULL gives a static message.
  * @return A string valid until the next call on the schedule.
- * @since 0.1
  */
 LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule);
 
@@ -165,24 +155,18 @@ LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule
  * @param phase The phase (copied): a positive budget, active_layers >= 1,
  *        0 <= train_from < active_layers.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule, const lattice_schedule_phase *phase);
 
 /**
  * @brief Number of phases.
- *
- * Named `lattice_schedule_n_phases` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
 
 /**
  * @brief One phase.
- *
- * Named `lattice_schedule_phase` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param index 0 .. n_phases - 1.
  * @param[in,out] phase The phase. Set phase->size first (::lattice_schedule_phase_init
@@ -190,7 +174,6 @@ LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
  *        the 0.1 fields are written, so a caller built against 0.1 keeps
  *        working. On return size is the number of bytes written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_get_phase(const lattice_schedule *schedule, int index,
                                                   lattice_schedule_phase *phase);
@@ -210,44 +193,32 @@ LATTICE_API lattice_status lattice_schedule_set_rewind_data(lattice_schedule *sc
 
 /**
  * @brief The largest active depth over the phases.
- *
- * Named `lattice_schedule_max_layers` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The depth.
- * @since 0.1
  */
 LATTICE_API int lattice_schedule_get_max_layers(const lattice_schedule *schedule);
 
 /**
  * @brief Total steps when every phase has a step budget, else -1.
- *
- * Named `lattice_schedule_total_steps` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 0.
  * @return The total.
- * @since 0.1
  */
 LATTICE_API int64_t lattice_schedule_get_total_steps(const lattice_schedule *schedule);
 
 /**
  * @brief The current phase and the step within it.
- *
- * Named `lattice_schedule_position` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param[out] phase Current phase index (n_phases once finished).
  * @param[out] step_in_phase Steps taken in it; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_get_position(const lattice_schedule *schedule, int *phase,
                                                      int64_t *step_in_phase);
 
 /**
  * @brief Whether every phase is complete.
- *
- * Named `lattice_schedule_finished` before 0.3; the old name is deprecated.
  * @param schedule The schedule; NULL gives 1.
  * @return 1 or 0.
- * @since 0.1
  */
 LATTICE_API int lattice_schedule_is_finished(const lattice_schedule *schedule);
 
@@ -259,7 +230,6 @@ LATTICE_API int lattice_schedule_is_finished(const lattice_schedule *schedule);
  * @param flops FLOPs of the step.
  * @param[out] phase_ended Set to 1 if the step ended its phase, else 0; may be NULL.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE (already finished).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, int64_t tokens,
                                                    int64_t nonpad_tokens, double flops,
@@ -267,12 +237,9 @@ LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, i
 
 /**
  * @brief The counters.
- *
- * Named `lattice_schedule_counters` before 0.3; the old name is deprecated.
  * @param schedule The schedule.
  * @param[out] out The counters.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_get_counters(const lattice_schedule *schedule,
                                                      lattice_schedule_counters *out);
@@ -284,7 +251,6 @@ LATTICE_API lattice_status lattice_schedule_get_counters(const lattice_schedule 
  * @param step_in_phase Steps taken in it.
  * @param counters The counters; NULL zeroes them.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *schedule, int phase,
                                                          int64_t step_in_phase,

@@ -26,12 +26,11 @@ extern "C" {
 /**
  * @brief A callback teacher: fill logits [batch, seq, vocab] for tokens [batch, seq].
  * @return 0 on success; anything else fails the call with ::LATTICE_ERR_BACKEND.
- * @since 0.1
  */
 typedef int (*lattice_teacher_fn)(void *user, const int32_t *tokens, int batch, int seq, int vocab,
                                   float *logits);
 
-/** An opaque teacher. @since 0.1 */
+/** An opaque teacher. */
 typedef struct lattice_teacher lattice_teacher;
 
 /**
@@ -39,7 +38,6 @@ typedef struct lattice_teacher lattice_teacher;
  * @param model The model; borrowed, must outlive the teacher.
  * @param[out] out The new teacher, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teacher **out);
 
@@ -52,7 +50,6 @@ LATTICE_API lattice_status lattice_teacher_create_model(lattice_model *model, la
  * @param max_seq Longest sequence it will be asked for.
  * @param[out] out The new teacher, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user,
                                                            int vocab_size, int max_batch,
@@ -61,7 +58,6 @@ LATTICE_API lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn
 /**
  * @brief Destroy a teacher. NULL is ignored.
  * @param teacher The teacher.
- * @since 0.1
  */
 LATTICE_API void lattice_teacher_destroy(lattice_teacher *teacher);
 
@@ -69,17 +65,13 @@ LATTICE_API void lattice_teacher_destroy(lattice_teacher *teacher);
  * @brief The message of the last failed call ("" if none).
  * @param teacher The teacher; NULL gives a static message.
  * @return A string valid until the next call on the teacher.
- * @since 0.1
  */
 LATTICE_API const char *lattice_teacher_errmsg(const lattice_teacher *teacher);
 
 /**
  * @brief The teacher's vocabulary size.
- *
- * Named `lattice_teacher_vocab_size` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @return The size.
- * @since 0.1
  */
 LATTICE_API int lattice_teacher_get_vocab_size(const lattice_teacher *teacher);
 
@@ -93,20 +85,16 @@ LATTICE_API int lattice_teacher_get_vocab_size(const lattice_teacher *teacher);
  *             (or, for a model teacher, the next forward of its model).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND
  *         (the callback failed) or ::LATTICE_ERR_NON_FINITE (non-finite logits).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, const int32_t *tokens,
                                                   int batch, int seq, const float **logits);
 
 /**
  * @brief FLOPs of one teacher forward over a batch (0 for callbacks: unknown).
- *
- * Named `lattice_teacher_flops` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @param batch Rows.
  * @param seq Positions.
  * @return The count.
- * @since 0.1
  */
 LATTICE_API double lattice_teacher_get_flops(const lattice_teacher *teacher, int batch, int seq);
 
@@ -123,7 +111,6 @@ LATTICE_API double lattice_teacher_get_flops(const lattice_teacher *teacher, int
  * @param student The student.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
  *         (a callback teacher, or shapes that do not match).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_init_student(lattice_teacher *teacher, lattice_model *student);
 
@@ -143,7 +130,6 @@ LATTICE_API lattice_status lattice_teacher_init_student(lattice_teacher *teacher
  * @param[out] errmsg Receives the reason on failure when non-NULL (::LATTICE_ERRMSG_SIZE bytes).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
  *         ::LATTICE_ERR_FORMAT or ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **out,
                                                        char *errmsg);
@@ -151,11 +137,8 @@ LATTICE_API lattice_status lattice_teacher_create_file(const char *path, lattice
 /**
  * @brief Whether the teacher gives top-k logits only (a top-k file); such a
  *        teacher answers ::lattice_teacher_topk, not ::lattice_teacher_logits.
- *
- * Named `lattice_teacher_topk_k` before 0.3; the old name is deprecated.
  * @param teacher The teacher; NULL gives 0.
  * @return k, or 0 for a dense teacher.
- * @since 0.1
  */
 LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
 
@@ -170,7 +153,6 @@ LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_UNSUPPORTED
  *         (a dense teacher), ::LATTICE_ERR_NOT_FOUND (no stored batch matches),
  *         ::LATTICE_ERR_IO or ::LATTICE_ERR_NON_FINITE.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const int32_t *tokens,
                                                 int batch, int seq, const int32_t **index,
@@ -190,7 +172,6 @@ LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const 
  * @param path Destination (written atomically).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
  *         ::LATTICE_ERR_OUT_OF_MEMORY or the teacher's status.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_teacher_record(lattice_teacher *teacher, lattice_data *data,
                                                   int64_t n_batches, int k, const char *path);

@@ -47,21 +47,21 @@ extern "C" {
  * @{
  */
 
-/** What one step (and, when measured, validation) gave. (Named `lattice_metrics` before 0.3.) @since 0.1 */
+/** What one step (and, when measured, validation) gave. */
 typedef struct lattice_trainer_metrics {
-    size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_trainer_metrics), then by the library to the bytes written; in a callback, the library's sizeof. @since 0.1 */
-    int64_t step;                /**< Steps taken, this one included. @since 0.1 */
-    int phase;                   /**< Phase of this step. @since 0.1 */
-    int active_layers;           /**< Active depth of this step. @since 0.1 */
-    double loss;                 /**< Training loss of the step. @since 0.1 */
-    double kl;                   /**< Its KL part (0 without a teacher). @since 0.1 */
-    double ce;                   /**< Its cross-entropy part. @since 0.1 */
-    double val_ce;               /**< Validation cross-entropy, NaN when not measured at this step. @since 0.1 */
-    double lr;                   /**< Learning rate used. @since 0.1 */
-    double grad_norm;            /**< Gradient norm before clipping. @since 0.1 */
-    int phase_end;               /**< Non-zero when this step ended its phase. @since 0.1 */
-    lattice_schedule_counters counters;   /**< Counters after the step. @since 0.1 */
-    double seconds;              /**< Wall time of the step (teacher included). @since 0.1 */
+    size_t size;                 /**< The bytes that hold fields: set by the caller of ::lattice_trainer_step to sizeof(lattice_trainer_metrics), then by the library to the bytes written; in a callback, the library's sizeof. */
+    int64_t step;                /**< Steps taken, this one included. */
+    int phase;                   /**< Phase of this step. */
+    int active_layers;           /**< Active depth of this step. */
+    double loss;                 /**< Training loss of the step. */
+    double kl;                   /**< Its KL part (0 without a teacher). */
+    double ce;                   /**< Its cross-entropy part. */
+    double val_ce;               /**< Validation cross-entropy, NaN when not measured at this step. */
+    double lr;                   /**< Learning rate used. */
+    double grad_norm;            /**< Gradient norm before clipping. */
+    int phase_end;               /**< Non-zero when this step ended its phase. */
+    lattice_schedule_counters counters;   /**< Counters after the step. */
+    double seconds;              /**< Wall time of the step (teacher included). */
 } lattice_trainer_metrics;
 
 /**
@@ -69,32 +69,29 @@ typedef struct lattice_trainer_metrics {
  * the struct it passes: its size says which fields exist (the library's
  * sizeof(lattice_trainer_metrics)); a caller compiled against an older header reads
  * only the fields it knows, one compiled against a newer header must check
- *
- * Named `lattice_metrics_fn` before 0.3; the old name is deprecated.
- * size before reading a field appended later. @since 0.1
+ * size before reading a field appended later.
  */
 typedef int (*lattice_trainer_metrics_fn)(void *user, const lattice_trainer_metrics *metrics);
 
-/** Trainer settings. Fill with ::lattice_trainer_params_init. @since 0.1 */
+/** Trainer settings. Fill with ::lattice_trainer_params_init. */
 typedef struct lattice_trainer_params {
-    size_t size;               /**< sizeof(lattice_trainer_params). @since 0.1 */
-    int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). @since 0.1 */
-    int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused since 0.4). Used by ::lattice_trainer_evaluate too. @since 0.1 */
-    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. @since 0.1 */
-    lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. @since 0.1 */
-    lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. @since 0.1 */
-    void *user;                /**< Passed to the callbacks. @since 0.1 */
+    size_t size;               /**< sizeof(lattice_trainer_params). */
+    int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). */
+    int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused since 0.4). Used by ::lattice_trainer_evaluate too. */
+    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. */
+    lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. */
+    lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. */
+    void *user;                /**< Passed to the callbacks. */
     const struct lattice_trainer_collective *collective; /**< Run data-parallel from the start (see ::lattice_trainer_set_collective); NULL: alone. The model then needs max_batch only for each rank's share of the batch. @since 0.3 */
     void *collective_user;     /**< Passed to the collective's slots. @since 0.3 */
 } lattice_trainer_params;
 
-/** An opaque trainer. @since 0.1 */
+/** An opaque trainer. */
 typedef struct lattice_trainer lattice_trainer;
 
 /**
  * @brief Fill params with defaults (validation at phase ends, all batches, no callbacks).
  * @param[out] params The struct; NULL is ignored.
- * @since 0.1
  */
 LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
 
@@ -116,7 +113,6 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  *         asked: a phase that restarts the optimizer for fewer steps than its
  *         warmup_steps, eval_every above 0 over data without validation
  *         documents, eval_batches above the data's validation batches).
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                                   lattice_distill *distill, lattice_data *data,
@@ -127,7 +123,6 @@ LATTICE_API lattice_status lattice_trainer_create(lattice_model *model, lattice_
 /**
  * @brief Destroy a trainer (not what it binds). NULL is ignored.
  * @param trainer The trainer.
- * @since 0.1
  */
 LATTICE_API void lattice_trainer_destroy(lattice_trainer *trainer);
 
@@ -135,7 +130,6 @@ LATTICE_API void lattice_trainer_destroy(lattice_trainer *trainer);
  * @brief The message of the last failed call ("" if none).
  * @param trainer The trainer; NULL gives a static message.
  * @return A string valid until the next call on the trainer.
- * @since 0.1
  */
 LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
 
@@ -152,7 +146,6 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  *         training data has counted no token, so the budget could never fill:
  *         the step is not taken), ::LATTICE_ERR_NON_FINITE (nothing changed),
  *         or the status of the object that failed.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_trainer_metrics *metrics);
 
@@ -160,7 +153,6 @@ LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattic
  * @brief Steps until the schedule finishes or a callback asks to stop.
  * @param trainer The trainer.
  * @return ::LATTICE_OK or the first failing step's status.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
 
@@ -169,7 +161,6 @@ LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
  * @param trainer The trainer.
  * @param[out] val_ce Mean over counted positions.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no validation documents) or a model status.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_evaluate(lattice_trainer *trainer, double *val_ce);
 
@@ -313,7 +304,6 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * @param path Destination.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
  *         ::LATTICE_ERR_OUT_OF_MEMORY.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trainer, const char *path);
 
@@ -339,7 +329,6 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or (since 0.3)
  *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
  *         number of ranks.
- * @since 0.1
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
 
