@@ -182,18 +182,19 @@ int main(void)
     CHECK(lattice_data_get_val_batch(data, 0, &val));
 
     /* Residual-stream RMS at each layer boundary: class 0 regular tokens,
-     * class 1 boundary tokens, entry 2 all of them. */
-    lattice_diag_rms_stats rms[5 * 3];
-    CHECK(lattice_diag_boundary_scale(diag, val.tokens, val.mask, val.batch, val.seq, NULL, 2,
-                                      rms, 5 * 3));
+     * class 1 boundary tokens, entry 2 all of them. A result struct begins
+     * with its size: the first entry's tells the library the array's stride. */
+    lattice_diag_boundary_scale_result rms[5 * 3] = {{.size = sizeof(rms[0])}};
+    CHECK(lattice_diag_measure_boundary_scale(diag, val.tokens, val.mask, val.batch, val.seq,
+                                              NULL, 2, rms, 5 * 3));
     for (int b = 0; b <= 4; b++)
         printf("boundary %d: RMS %.3f (regular tokens), %.3f (document starts)\n", b,
                rms[b * 3 + 0].mean, rms[b * 3 + 1].mean);
 
     /* What the appended block (layers 2 and 3) contributes. */
-    lattice_diag_removal removal;
-    CHECK(lattice_diag_block_removal(diag, val.tokens, val.targets, val.mask, val.batch, val.seq,
-                                     2, 2, &removal));
+    lattice_diag_block_removal_result removal = {.size = sizeof(removal)};
+    CHECK(lattice_diag_measure_block_removal(diag, val.tokens, val.targets, val.mask, val.batch,
+                                             val.seq, 2, 2, &removal));
     printf("without layers 2-3: cross-entropy %.3f -> %.3f, angle %.3f\n", removal.ce_full,
            removal.ce_removed, removal.angle);
     //! [diagnostics]

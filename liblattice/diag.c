@@ -56,6 +56,54 @@ const char *lattice_diag_errmsg(const lattice_diag *d)
     return d ? d->err : "no diagnostics context (NULL handle)";
 }
 
+/* ---- the callers' structs ------------------------------------------------------------
+ * The lattice_diag_measure_ calls fill structs that begin with their size: a
+ * lone struct through lattice__copy_out, an array at the stride its first
+ * entry's size gives. Their 0.1 and 0.4 predecessors (deprecated) fill the
+ * same figures into structs without a size. */
+
+typedef lattice_diag_boundary_scale_result scale_result;
+typedef lattice_diag_block_removal_result removal_result;
+typedef lattice_diag_loss_response_result response_result;
+typedef lattice_diag_attention_sinks_result sinks_result;
+
+/* Where a caller's array puts its entries: the size of its first entry, at
+ * least ours and a whole number of our struct's alignment, so that every
+ * entry lies aligned within the array the caller sized. */
+static lattice_status stride_of(lattice_diag *d, const char *what, const void *first, size_t ours,
+                                size_t align, size_t *stride)
+{
+    size_t theirs;
+    memcpy(&theirs, first, sizeof(theirs));
+    if (theirs < ours || theirs % align != 0)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "out[0].size %zu: set it to sizeof(%s) (%zu here) before the call", theirs,
+                    what, ours);
+    *stride = theirs;
+    return LATTICE_OK;
+}
+
+/* Entry i of an array of sized structs at stride: the figures, and its size. */
+static void put_entry(void *out, size_t stride, long i, const void *r, size_t ours)
+{
+    char *e = (char *)out + (size_t)i * stride;
+    memcpy(e, r, ours);
+    memcpy(e, &ours, sizeof(ours));
+}
+
+/* A lone sized struct: refused before any work when its size is too small. */
+static lattice_status check_size(char *errbuf, const char *fn, const void *out, size_t ours)
+{
+    size_t theirs;
+    memcpy(&theirs, out, sizeof(theirs));
+    if (theirs < ours)
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: out->size %zu is below %zu, the smallest struct this "
+                                  "library writes (set it to sizeof the struct)",
+                                  fn, theirs, ours);
+    return LATTICE_OK;
+}
+
 static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int batch, int seq)
 {
     if (!tokens)
@@ -67,7 +115,7 @@ static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int ba
 }
 
 static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, long n, int want,
-                      lattice_diag_rms_stats *s)
+                      scale_result *s)
 {
     /* want < 0: every counted token */
     double sum = 0.0, mx = 0.0;
@@ -97,14 +145,16 @@ static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, 
     s->max = mx;
 }
 
-lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *tokens,
-                                           const uint8_t *mask, int batch, int seq,
-                                           const uint8_t *classes, int n_classes,
-                                           lattice_diag_rms_stats *out, int out_len)
+/* The boundary scale into out: sized entries at stride, or (stride 0) the
+ * deprecated lattice_diag_rms_stats. */
+static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                     const uint8_t *mask, int batch, int seq,
+                                     const uint8_t *classes, int n_classes, void *out,
+                                     int out_len, size_t stride)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_boundary_scale: invalid argument: diag is NULL");
+            "%s: invalid argument: diag is NULL", fn);
     lattice_status st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
         return st;
@@ -117,6 +167,9 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
     if (!out || out_len < 1 || (int64_t)out_len < (int64_t)(k + 1) * (n_classes + 1))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %lld entries",
                     (long long)(k + 1) * (n_classes + 1));
+    if (stride && (st = stride_of(d, "lattice_diag_boundary_scale_result", out,
+                                  sizeof(scale_result), _Alignof(scale_result), &stride)) != LATTICE_OK)
+        return st;
     for (long i = 0; i < n; i++) {
         d->cls[i] = classes ? classes[i] : (uint8_t)(i % seq == 0);
         if (d->cls[i] >= n_classes)
@@ -135,11 +188,41 @@ lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *token
                 ss += (double)h[i * D + j] * h[i * D + j];
             d->rms[i] = sqrt(ss / D);
         }
-        for (int c = 0; c <= n_classes; c++)
-            summarise(d->rms, d->cls, mask, n, c == n_classes ? -1 : c,
-                      &out[b * (n_classes + 1) + c]);
+        for (int c = 0; c <= n_classes; c++) {
+            scale_result r;
+            summarise(d->rms, d->cls, mask, n, c == n_classes ? -1 : c, &r);
+            const long i = (long)b * (n_classes + 1) + c;
+            if (stride) {
+                put_entry(out, stride, i, &r, sizeof(r));
+            } else {
+                struct lattice_diag_rms_stats *o = (struct lattice_diag_rms_stats *)out + i;
+                o->count = r.count;
+                o->mean = r.mean;
+                o->std = r.std;
+                o->kurtosis = r.kurtosis;
+                o->max = r.max;
+            }
+        }
     }
     return LATTICE_OK;
+}
+
+lattice_status lattice_diag_measure_boundary_scale(lattice_diag *d, const int32_t *tokens,
+                                                   const uint8_t *mask, int batch, int seq,
+                                                   const uint8_t *classes, int n_classes,
+                                                   scale_result *out, int out_len)
+{
+    return boundary_scale(d, "lattice_diag_measure_boundary_scale", tokens, mask, batch, seq,
+                          classes, n_classes, out, out_len, 1);
+}
+
+lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *tokens,
+                                           const uint8_t *mask, int batch, int seq,
+                                           const uint8_t *classes, int n_classes,
+                                           struct lattice_diag_rms_stats *out, int out_len)
+{
+    return boundary_scale(d, "lattice_diag_boundary_scale", tokens, mask, batch, seq, classes,
+                          n_classes, out, out_len, 0);
 }
 
 static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_t *targets,
@@ -155,13 +238,13 @@ static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_
     return LATTICE_OK;
 }
 
-lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens,
-                                          const int32_t *targets, const uint8_t *mask, int batch,
-                                          int seq, int first, int count, lattice_diag_removal *out)
+static lattice_status block_removal(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                    const int32_t *targets, const uint8_t *mask, int batch,
+                                    int seq, int first, int count, removal_result *out)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_block_removal: invalid argument: diag is NULL");
+            "%s: invalid argument: diag is NULL", fn);
     lattice_status st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
         return st;
@@ -207,20 +290,51 @@ lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens
     return LATTICE_OK;
 }
 
-lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
-                                          int64_t window, int64_t horizon, lattice_diag_response *out)
+lattice_status lattice_diag_measure_block_removal(lattice_diag *d, const int32_t *tokens,
+                                                  const int32_t *targets, const uint8_t *mask,
+                                                  int batch, int seq, int first, int count,
+                                                  removal_result *out)
 {
-    if (lattice__need(NULL, "lattice_diag_loss_response", 2, (const void *)losses, "losses",
-                      (const void *)out, "out") != LATTICE_OK)
-        return LATTICE_ERR_INVALID_ARGUMENT;
+    static const char fn[] = "lattice_diag_measure_block_removal";
+    lattice_status st;
+    if (d && out && (st = check_size(d->err, fn, out, sizeof(*out))) != LATTICE_OK)
+        return st;
+    removal_result r = {.size = sizeof(r)};
+    if ((st = block_removal(d, fn, tokens, targets, mask, batch, seq, first, count,
+                            out ? &r : NULL)) != LATTICE_OK)
+        return st;
+    return lattice__copy_out(d->err, fn, out, &r, sizeof(r), sizeof(r));
+}
+
+lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens,
+                                          const int32_t *targets, const uint8_t *mask, int batch,
+                                          int seq, int first, int count,
+                                          struct lattice_diag_removal *out)
+{
+    removal_result r;
+    lattice_status st = block_removal(d, "lattice_diag_block_removal", tokens, targets, mask,
+                                      batch, seq, first, count, out ? &r : NULL);
+    if (st == LATTICE_OK) {
+        out->ce_full = r.ce_full;
+        out->ce_removed = r.ce_removed;
+        out->dce = r.dce;
+        out->angle = r.angle;
+    }
+    return st;
+}
+
+static lattice_status loss_response(const char *fn, const double *losses, int64_t n,
+                                    int64_t append_step, int64_t window, int64_t horizon,
+                                    response_result *out)
+{
     if (window < 1 || horizon < 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_loss_response: invalid argument: window %lld must be >= 1 and horizon "
-            "%lld >= 0", (long long)window, (long long)horizon);
+            "%s: invalid argument: window %lld must be >= 1 and horizon %lld >= 0", fn,
+            (long long)window, (long long)horizon);
     if (append_step < window || append_step >= n)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_loss_response: invalid argument: append_step %lld must leave a window "
-            "of %lld losses before it and lie within the %lld losses (%lld..%lld)",
+            "%s: invalid argument: append_step %lld must leave a window "
+            "of %lld losses before it and lie within the %lld losses (%lld..%lld)", fn,
             (long long)append_step, (long long)window, (long long)n, (long long)window,
             (long long)n - 1);
     double base = 0.0;
@@ -250,7 +364,59 @@ lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64
     return LATTICE_OK;
 }
 
+lattice_status lattice_diag_measure_loss_response(const double *losses, int64_t n,
+                                                  int64_t append_step, int64_t window,
+                                                  int64_t horizon, response_result *out)
+{
+    static const char fn[] = "lattice_diag_measure_loss_response";
+    if (lattice__need(NULL, fn, 2, (const void *)losses, "losses", (const void *)out, "out") !=
+        LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    lattice_status st = check_size(NULL, fn, out, sizeof(*out));
+    if (st != LATTICE_OK)
+        return st;
+    response_result r = {.size = sizeof(r)};
+    if ((st = loss_response(fn, losses, n, append_step, window, horizon, &r)) != LATTICE_OK)
+        return st;
+    return lattice__copy_out(NULL, fn, out, &r, sizeof(r), sizeof(r));
+}
+
+lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
+                                          int64_t window, int64_t horizon,
+                                          struct lattice_diag_response *out)
+{
+    static const char fn[] = "lattice_diag_loss_response";
+    if (lattice__need(NULL, fn, 2, (const void *)losses, "losses", (const void *)out, "out") !=
+        LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    response_result r;
+    lattice_status st = loss_response(fn, losses, n, append_step, window, horizon, &r);
+    if (st == LATTICE_OK) {
+        out->baseline = r.baseline;
+        out->jump = r.jump;
+        out->area = r.area;
+        out->recovery = r.recovery;
+    }
+    return st;
+}
+
 /* ---- attention sinks and massive activations ---------------------------------------- */
+
+/* Layer i's figures into out: at stride, or (stride 0) as a lattice_diag_sinks. */
+static void put_sinks(void *out, size_t stride, int i, const sinks_result *r)
+{
+    if (stride) {
+        put_entry(out, stride, i, r, sizeof(*r));
+        return;
+    }
+    struct lattice_diag_sinks *o = (struct lattice_diag_sinks *)out + i;
+    o->mass0 = r->mass0;
+    o->sink_rate = r->sink_rate;
+    o->top_ratio = r->top_ratio;
+    o->top_token = r->top_token;
+    o->top_dim = r->top_dim;
+    o->value_norm0 = r->value_norm0;
+}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -258,13 +424,16 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *tokens, int batch,
-                                            int seq, double threshold, lattice_diag_sinks *out,
-                                            int out_len, double *head_mass, int head_mass_len)
+/* The sinks into out: sized entries at stride, or (stride 0) the deprecated
+ * lattice_diag_sinks. */
+static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                      int batch, int seq, double threshold, void *out,
+                                      int out_len, double *head_mass, int head_mass_len,
+                                      size_t stride)
 {
     if (!d)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_diag_attention_sinks: invalid argument: diag is NULL");
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: diag is NULL",
+                             fn);
     lattice_model *m = d->model;
     const int L = m->n_active, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
     const int D = m->p.d_model;
@@ -279,7 +448,11 @@ lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *toke
                     head_mass_len, (long)L * H);
     if (!(threshold >= 0.0 && threshold <= 1.0))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "threshold %g not in [0, 1]", threshold);
-    lattice_status st = check_batch(d, tokens, batch, seq);
+    lattice_status st;
+    if (stride && (st = stride_of(d, "lattice_diag_attention_sinks_result", out,
+                                  sizeof(sinks_result), _Alignof(sinks_result), &stride)) != LATTICE_OK)
+        return st;
+    st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
         return st;
     if (seq < 2)
@@ -291,7 +464,7 @@ lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *toke
     const long N = (long)batch * T;
     float *scratch = d->h_in; /* N x D floats, free during this call */
     for (int i = 0; i < L; i++) {
-        lattice_diag_sinks *o = &out[i];
+        sinks_result r, *o = &r;
         memset(o, 0, sizeof(*o));
         if (i >= m->skip_first && i < m->skip_first + m->skip_count) {
             /* a skipped layer computes nothing */
@@ -300,6 +473,7 @@ lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *toke
             o->top_dim = -1;
             for (int h = 0; h < H && head_mass; h++)
                 head_mass[i * H + h] = NAN;
+            put_sinks(out, stride, i, o);
             continue;
         }
         const layer_acts *A = &m->acts[i];
@@ -351,6 +525,25 @@ lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *toke
         const long c = N * D;
         const double median = c % 2 ? scratch[c / 2] : 0.5 * ((double)scratch[c / 2 - 1] + scratch[c / 2]);
         o->top_ratio = median > 0 ? top / median : NAN;
+        put_sinks(out, stride, i, o);
     }
     return LATTICE_OK;
+}
+
+lattice_status lattice_diag_measure_attention_sinks(lattice_diag *d, const int32_t *tokens,
+                                                    int batch, int seq, double threshold,
+                                                    sinks_result *out, int out_len,
+                                                    double *head_mass, int head_mass_len)
+{
+    return attention_sinks(d, "lattice_diag_measure_attention_sinks", tokens, batch, seq,
+                           threshold, out, out_len, head_mass, head_mass_len, 1);
+}
+
+lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *tokens, int batch,
+                                            int seq, double threshold,
+                                            struct lattice_diag_sinks *out, int out_len,
+                                            double *head_mass, int head_mass_len)
+{
+    return attention_sinks(d, "lattice_diag_attention_sinks", tokens, batch, seq, threshold,
+                           out, out_len, head_mass, head_mass_len, 0);
 }

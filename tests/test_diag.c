@@ -46,12 +46,12 @@ START_TEST(test_identity_block_is_invisible)
 {
     setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 1);
     ck_assert_int_eq(lattice_model_zero_layer_outputs(s.m, 1), LATTICE_OK);
-    lattice_diag_removal r;
-    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r), LATTICE_OK);
+    lattice_diag_block_removal_result r = {.size = sizeof(r)};
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r), LATTICE_OK);
     ck_assert_double_eq(r.dce, 0.0);
     ck_assert_double_eq_tol(r.angle, 0.0, 1e-6);
     /* a real block moves the stream and the loss */
-    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 1, &r), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 1, &r), LATTICE_OK);
     ck_assert_double_gt(r.angle, 1e-3);
     ck_assert_double_ne(r.dce, 0.0);
     ck_assert_double_eq_tol(r.ce_removed - r.ce_full, r.dce, 1e-12);
@@ -79,9 +79,9 @@ START_TEST(test_scaled_stream_scales_rms)
         lattice_model_zero_layer_outputs(a.m, l);
         lattice_model_zero_layer_outputs(b.m, l);
     }
-    lattice_diag_rms_stats sa[4 * 3], sb[4 * 3];
-    ck_assert_int_eq(lattice_diag_boundary_scale(a.d, tok, NULL, 2, 5, NULL, 2, sa, 12), LATTICE_OK);
-    ck_assert_int_eq(lattice_diag_boundary_scale(b.d, tok, NULL, 2, 5, NULL, 2, sb, 12), LATTICE_OK);
+    lattice_diag_boundary_scale_result sa[4 * 3] = {{.size = sizeof(sa[0])}}, sb[4 * 3] = {{.size = sizeof(sb[0])}};
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(a.d, tok, NULL, 2, 5, NULL, 2, sa, 12), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(b.d, tok, NULL, 2, 5, NULL, 2, sb, 12), LATTICE_OK);
     for (int i = 0; i < 12; i++) {
         ck_assert_int_eq(sa[i].count, sb[i].count);
         ck_assert_double_eq_tol(sb[i].mean, c * sa[i].mean, 1e-5 * sb[i].mean);
@@ -110,8 +110,8 @@ START_TEST(test_known_rms)
         for (int j = 0; j < 8; j++)
             e.data[v * 8 + j] = v == 0 ? (j % 2 ? 5.0f : -5.0f) : 1.0f;
     uint8_t mask[10] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 0};
-    lattice_diag_rms_stats st[4 * 3];
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, mask, 2, 5, NULL, 2, st, 12), LATTICE_OK);
+    lattice_diag_boundary_scale_result st[4 * 3] = {{.size = sizeof(st[0])}};
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, mask, 2, 5, NULL, 2, st, 12), LATTICE_OK);
     ck_assert_double_eq_tol(st[1].mean, 5.0, 1e-6); /* boundary tokens: both are token 0 */
     ck_assert_double_eq_tol(st[1].std, 0.0, 1e-6);
     ck_assert_double_eq_tol(st[0].mean, 1.0, 1e-6);
@@ -123,8 +123,8 @@ START_TEST(test_known_rms)
     ck_assert_double_eq_tol(st[2].kurtosis, (p * p * p + q * q * q) / (p * q), 1e-6);
     /* custom classes */
     uint8_t cls[10] = {0, 1, 2, 0, 1, 2, 0, 1, 2, 0};
-    lattice_diag_rms_stats c3[4 * 4];
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, cls, 3, c3, 16), LATTICE_OK);
+    lattice_diag_boundary_scale_result c3[4 * 4] = {{.size = sizeof(c3[0])}};
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, cls, 3, c3, 16), LATTICE_OK);
     ck_assert_int_eq(c3[0].count + c3[1].count + c3[2].count, c3[3].count);
     close_setup(&s);
 }
@@ -149,10 +149,10 @@ START_TEST(test_attention_sinks_by_hand)
         ck_assert_int_eq(lattice_model_find_tensor(s.m, name, &w), LATTICE_OK);
         memset(w.data, 0, sizeof(float) * (size_t)(w.shape[0] * w.shape[1]));
     }
-    lattice_diag_sinks out[3];
+    lattice_diag_attention_sinks_result out[3] = {{.size = sizeof(out[0])}};
     double heads[3 * 2];
     /* mass 0.3208: every head above 0.3 */
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.3, out, 3, heads, 6), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, B, T, 0.3, out, 3, heads, 6), LATTICE_OK);
     double mass = 0; /* mean over t = 1..4 of 1 / (t + 1) */
     for (int t = 1; t < T; t++)
         mass += 1.0 / (t + 1) / (T - 1);
@@ -214,19 +214,19 @@ START_TEST(test_attention_sinks_by_hand)
     }
     /* a skipped layer: not measured */
     ck_assert_int_eq(lattice_model_set_skip(s.m, 1, 1), LATTICE_OK);
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 3, NULL, 0), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, B, T, 0.4, out, 3, NULL, 0), LATTICE_OK);
     ck_assert(isnan(out[1].mass0) && out[1].top_token == -1);
     ck_assert(!isnan(out[2].mass0));
     ck_assert_double_eq(out[2].sink_rate, 0.0); /* no head above 0.4 */
     /* bad input */
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 2, NULL, 0),
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, B, T, 0.4, out, 2, NULL, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "out holds 2 layers"));
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 1.5, out, 3, NULL, 0),
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, B, T, 1.5, out, 3, NULL, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, B, T, 0.4, out, 3, heads, 5),
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, B, T, 0.4, out, 3, heads, 5),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_attention_sinks(NULL, tok, B, T, 0.4, out, 3, NULL, 0),
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(NULL, tok, B, T, 0.4, out, 3, NULL, 0),
                      LATTICE_ERR_INVALID_ARGUMENT);
     close_setup(&s);
 }
@@ -238,8 +238,8 @@ START_TEST(test_loss_response)
     double loss[300];
     for (int i = 0; i < 300; i++)
         loss[i] = i < 100 ? 2.0 : i < 150 ? 2.5 - 0.01 * (i - 100) : 2.0;
-    lattice_diag_response r;
-    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    lattice_diag_loss_response_result r = {.size = sizeof(r)};
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
     ck_assert_double_eq_tol(r.baseline, 2.0, 1e-12);
     ck_assert_double_eq_tol(r.jump, 0.5, 1e-12);
     ck_assert_double_eq_tol(r.area, 0.01 * (50 * 51) / 2, 1e-9); /* 0.5 + 0.49 + ... + 0.01 */
@@ -249,30 +249,30 @@ START_TEST(test_loss_response)
     /* never recovers */
     for (int i = 100; i < 300; i++)
         loss[i] = 3.0;
-    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
     ck_assert_int_eq(r.recovery, -1);
-    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 10, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_loss_response(loss, 300, 300, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_loss_response(NULL, 300, 100, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 10, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 300, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(NULL, 300, 100, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
 }
 END_TEST
 
 START_TEST(test_bad_input)
 {
     setup_t s = open_setup(LATTICE_NORM_PLACEMENT_POST, 4);
-    lattice_diag_rms_stats st[16];
-    lattice_diag_removal r;
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 3, st, 16),
+    lattice_diag_boundary_scale_result st[16] = {{.size = sizeof(st[0])}};
+    lattice_diag_block_removal_result r = {.size = sizeof(r)};
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 3, st, 16),
                      LATTICE_ERR_INVALID_ARGUMENT); /* default classes are two */
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 5),
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 5),
                      LATTICE_ERR_INVALID_ARGUMENT); /* out too small */
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 3, 5, NULL, 2, st, 16),
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 3, 5, NULL, 2, st, 16),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 2, &r),
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 2, 2, &r),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, NULL, NULL, 2, 5, 0, 1, &r),
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, NULL, NULL, 2, 5, 0, 1, &r),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_diag_block_removal(NULL, tok, tgt, NULL, 2, 5, 0, 1, &r),
+    ck_assert_int_eq(lattice_diag_measure_block_removal(NULL, tok, tgt, NULL, 2, 5, 0, 1, &r),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_str_ne(lattice_diag_errmsg(s.d), "");
     lattice_diag *d;
@@ -291,22 +291,23 @@ START_TEST(test_hostile_ranges)
     const int k = lattice_model_get_active_layers(s.m);
     for (int a = 0; a < nv; a++)
         for (int b = 0; b < nv; b++) {
-            lattice_diag_removal r;
+            lattice_diag_block_removal_result r;
             memset(&r, 0, sizeof r);
+            r.size = sizeof r;
             const int64_t first = v[a], count = v[b];
             const int inside = first >= 0 && count >= 1 && first + count <= k;
-            lattice_status st = lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, v[a], v[b], &r);
+            lattice_status st = lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, v[a], v[b], &r);
             ck_assert_msg(st == (inside ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT),
                           "block_removal(%d, %d): %s", v[a], v[b], lattice_status_string(st));
             if (inside)
                 ck_assert(isfinite(r.ce_full) && isfinite(r.ce_removed) && r.angle >= 0.0 &&
                           r.angle <= 1.0);
             /* batch and seq hostile too */
-            st = lattice_diag_block_removal(s.d, tok, tgt, NULL, v[a], v[b], 0, 1, &r);
+            st = lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, v[a], v[b], 0, 1, &r);
             ck_assert_int_eq(st, v[a] >= 1 && v[a] <= 2 && v[b] >= 1 && v[b] <= 5
                                      ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT);
-            lattice_diag_rms_stats out[64];
-            st = lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, v[a], out,
+            lattice_diag_boundary_scale_result out[64] = {{.size = sizeof(out[0])}};
+            st = lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, v[a], out,
                                              v[b] > 64 ? 64 : v[b]);
             ck_assert_int_eq(st, v[a] == 2 && v[b] >= (k + 1) * 3 ? LATTICE_OK
                                                                  : LATTICE_ERR_INVALID_ARGUMENT);
@@ -318,8 +319,8 @@ START_TEST(test_hostile_ranges)
     for (int a = 0; a < nw; a++)
         for (int b = 0; b < nw; b++)
             for (int c = 0; c < nw; c++) {
-                lattice_diag_response r;
-                lattice_status st = lattice_diag_loss_response(losses, 8, w[a], w[b], w[c], &r);
+                lattice_diag_loss_response_result r = {.size = sizeof(r)};
+                lattice_status st = lattice_diag_measure_loss_response(losses, 8, w[a], w[b], w[c], &r);
                 const int ok = w[b] >= 1 && w[c] >= 0 && w[a] >= w[b] && w[a] < 8;
                 ck_assert_msg(st == (ok ? LATTICE_OK : LATTICE_ERR_INVALID_ARGUMENT),
                               "loss_response(%lld, %lld, %lld)", (long long)w[a], (long long)w[b],
@@ -330,6 +331,184 @@ START_TEST(test_hostile_ranges)
     close_setup(&s);
 }
 END_TEST
+
+/* A caller built against a later header has a larger struct: its size is the
+ * stride of its array; the library writes its own fields into each entry, says
+ * so in each entry's size, and leaves the bytes past them alone. */
+typedef struct {
+    lattice_diag_boundary_scale_result r;
+    double later[3];
+} wide_scale;
+typedef struct {
+    lattice_diag_attention_sinks_result r;
+    int64_t later[2];
+} wide_sinks;
+typedef struct {
+    lattice_diag_block_removal_result r;
+    double later;
+} wide_removal;
+
+START_TEST(test_results_by_size)
+{
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_POST, 2);
+    lattice_diag_boundary_scale_result plain[12] = {{.size = sizeof(plain[0])}};
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, plain, 12),
+                     LATTICE_OK);
+    wide_scale *w = malloc(sizeof(wide_scale) * 12); /* heap-exact: ASan sees any overrun */
+    memset(w, 0xA5, sizeof(wide_scale) * 12);
+    w[0].r.size = sizeof(wide_scale);
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, &w[0].r, 12),
+                     LATTICE_OK);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_uint_eq(plain[i].size, sizeof(lattice_diag_boundary_scale_result));
+        ck_assert_uint_eq(w[i].r.size, sizeof(lattice_diag_boundary_scale_result));
+        ck_assert_int_eq(w[i].r.count, plain[i].count);
+        ck_assert_double_eq(w[i].r.mean, plain[i].mean);
+        ck_assert_double_eq(w[i].r.kurtosis, plain[i].kurtosis);
+        for (int k = 0; k < 3; k++) {
+            uint64_t bits;
+            memcpy(&bits, &w[i].later[k], sizeof(bits));
+            ck_assert_uint_eq(bits, 0xA5A5A5A5A5A5A5A5ULL);
+        }
+    }
+    free(w);
+
+    lattice_diag_attention_sinks_result sk[3] = {{.size = sizeof(sk[0])}};
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, sk, 3, NULL, 0),
+                     LATTICE_OK);
+    wide_sinks ws[3];
+    memset(ws, 0x5A, sizeof(ws));
+    ws[0].r.size = sizeof(ws[0]);
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, &ws[0].r, 3, NULL, 0),
+                     LATTICE_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_uint_eq(ws[i].r.size, sizeof(lattice_diag_attention_sinks_result));
+        ck_assert_double_eq(ws[i].r.mass0, sk[i].mass0);
+        ck_assert_int_eq(ws[i].r.top_token, sk[i].top_token);
+        ck_assert_uint_eq((uint64_t)ws[i].later[0], 0x5A5A5A5A5A5A5A5AULL);
+    }
+
+    wide_removal wr;
+    memset(&wr, 0x5A, sizeof(wr));
+    wr.r.size = sizeof(wr);
+    lattice_diag_block_removal_result r = {.size = sizeof(r)};
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &wr.r),
+                     LATTICE_OK);
+    ck_assert_uint_eq(r.size, sizeof(r));
+    ck_assert_uint_eq(wr.r.size, sizeof(r));
+    ck_assert_double_eq(wr.r.dce, r.dce);
+    uint64_t bits;
+    memcpy(&bits, &wr.later, sizeof(bits));
+    ck_assert_uint_eq(bits, 0x5A5A5A5A5A5A5A5AULL);
+    close_setup(&s);
+}
+END_TEST
+
+/* A size the library cannot trust (unset, short, or not a whole number of the
+ * struct's alignment) is refused before anything is written. */
+START_TEST(test_results_bad_size)
+{
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 3);
+    const size_t bad[] = {0, sizeof(lattice_diag_boundary_scale_result) - 8,
+                          sizeof(lattice_diag_boundary_scale_result) + 4};
+    for (int i = 0; i < 3; i++) {
+        lattice_diag_boundary_scale_result st[12], before[12];
+        memset(st, 0x33, sizeof(st));
+        st[0].size = bad[i];
+        memcpy(before, st, sizeof(st));
+        ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 12),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(memcmp(st, before, sizeof(st)), 0);
+        ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "out[0].size"));
+        ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "lattice_diag_boundary_scale_result"));
+
+        lattice_diag_attention_sinks_result sk[3], sk0[3];
+        memset(sk, 0x33, sizeof(sk));
+        sk[0].size = i == 0 ? 0 : i == 1 ? sizeof(sk[0]) - 8 : sizeof(sk[0]) + 4;
+        memcpy(sk0, sk, sizeof(sk));
+        ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, sk, 3, NULL, 0),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(memcmp(sk, sk0, sizeof(sk)), 0);
+    }
+    lattice_diag_block_removal_result r, r0;
+    memset(&r, 0x33, sizeof(r));
+    r.size = sizeof(r) - 8;
+    r0 = r;
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(memcmp(&r, &r0, sizeof(r)), 0);
+    ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "out->size"));
+    const double loss[4] = {1, 1, 2, 1};
+    lattice_diag_loss_response_result lr = {.size = 0}, lr0;
+    lr0 = lr;
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 4, 2, 1, 2, &lr),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(memcmp(&lr, &lr0, sizeof(lr)), 0);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "out->size 0"));
+    close_setup(&s);
+}
+END_TEST
+
+/* The deprecated calls of 0.1 (and 0.4's first sinks), on their structs
+ * without a size, give the figures the lattice_diag_measure_ calls give: old
+ * programs and old sources keep working until 1.0. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+START_TEST(test_deprecated_calls_agree)
+{
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 4);
+    lattice_diag_rms_stats old_st[12];
+    lattice_diag_boundary_scale_result st[12] = {{.size = sizeof(st[0])}};
+    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, old_st, 12), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 12), LATTICE_OK);
+    for (int i = 0; i < 12; i++) {
+        ck_assert_int_eq(old_st[i].count, st[i].count);
+        ck_assert_double_eq(old_st[i].mean, st[i].mean);
+        ck_assert_double_eq(old_st[i].std, st[i].std);
+        ck_assert_double_eq(old_st[i].kurtosis, st[i].kurtosis);
+        ck_assert_double_eq(old_st[i].max, st[i].max);
+    }
+    lattice_diag_removal old_r;
+    lattice_diag_block_removal_result r = {.size = sizeof(r)};
+    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 2, &old_r), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 2, &r), LATTICE_OK);
+    ck_assert_double_eq(old_r.ce_full, r.ce_full);
+    ck_assert_double_eq(old_r.ce_removed, r.ce_removed);
+    ck_assert_double_eq(old_r.dce, r.dce);
+    ck_assert_double_eq(old_r.angle, r.angle);
+    /* flat at 1, a jump to 1.5 at step 20 falling back to 1 at step 45: the
+     * trailing 5-step mean is back at the baseline over steps 45..49 */
+    double loss[60];
+    for (int i = 0; i < 60; i++)
+        loss[i] = i < 20 ? 1.0 : fmax(1.0, 1.5 - 0.02 * (i - 20));
+    lattice_diag_response old_lr;
+    lattice_diag_loss_response_result lr = {.size = sizeof(lr)};
+    ck_assert_int_eq(lattice_diag_loss_response(loss, 60, 20, 5, 10, &old_lr), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 60, 20, 5, 10, &lr), LATTICE_OK);
+    ck_assert_double_eq(old_lr.baseline, lr.baseline);
+    ck_assert_double_eq(old_lr.jump, lr.jump);
+    ck_assert_double_eq(old_lr.area, lr.area);
+    ck_assert_int_eq(old_lr.recovery, lr.recovery);
+    ck_assert_int_eq(lr.recovery, 30);
+    lattice_diag_sinks old_sk[3];
+    lattice_diag_attention_sinks_result sk[3] = {{.size = sizeof(sk[0])}};
+    double hm_old[6], hm[6];
+    ck_assert_int_eq(lattice_model_set_skip(s.m, 1, 1), LATTICE_OK); /* a skipped layer too */
+    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, 2, 5, 0.3, old_sk, 3, hm_old, 6), LATTICE_OK);
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, sk, 3, hm, 6), LATTICE_OK);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(old_sk[i].top_token, sk[i].top_token);
+        ck_assert_int_eq(old_sk[i].top_dim, sk[i].top_dim);
+        ck_assert_int_eq(memcmp(&old_sk[i].mass0, &sk[i].mass0, sizeof(double)), 0); /* NaN too */
+        ck_assert_int_eq(memcmp(&old_sk[i].value_norm0, &sk[i].value_norm0, sizeof(double)), 0);
+    }
+    ck_assert(isnan(sk[1].mass0));
+    ck_assert_int_eq(memcmp(hm_old, hm, sizeof(hm)), 0);
+    close_setup(&s);
+}
+END_TEST
+#pragma GCC diagnostic pop
 
 int main(void)
 {
@@ -342,6 +521,9 @@ int main(void)
     tcase_add_test(tc, test_loss_response);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_hostile_ranges);
+    tcase_add_test(tc, test_results_by_size);
+    tcase_add_test(tc, test_results_bad_size);
+    tcase_add_test(tc, test_deprecated_calls_agree);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

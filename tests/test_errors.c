@@ -294,18 +294,24 @@ START_TEST(test_every_failure_says_why)
 
     /* diagnostics */
     EXPECT(lattice_diag_create, INV, "lattice_diag_create", NULL, lattice_diag_create(NULL, &dg2));
-    lattice_diag_rms_stats rs[4];
-    EXPECT(lattice_diag_boundary_scale, INV, "batch", lattice_diag_errmsg(w.dg),
-           lattice_diag_boundary_scale(w.dg, tokens, mask, 7, 4, NULL, 0, rs, 4));
-    lattice_diag_removal rm;
-    EXPECT(lattice_diag_block_removal, INV, "7", lattice_diag_errmsg(w.dg),
-           lattice_diag_block_removal(w.dg, tokens, tokens, mask, 2, 4, 7, 1, &rm));
-    lattice_diag_response resp;
-    EXPECT(lattice_diag_loss_response, INV, "lattice_diag_loss_response", NULL,
-           lattice_diag_loss_response(NULL, 0, 0, 1, 1, &resp));
-    lattice_diag_sinks sk[8];
-    EXPECT(lattice_diag_attention_sinks, INV, "at least 2 positions", lattice_diag_errmsg(w.dg),
-           lattice_diag_attention_sinks(w.dg, tokens, 1, 1, 0.5, sk, 8, NULL, 0));
+    lattice_diag_boundary_scale_result rs[4] = {{.size = sizeof(rs[0])}};
+    EXPECT(lattice_diag_measure_boundary_scale, INV, "batch", lattice_diag_errmsg(w.dg),
+           lattice_diag_measure_boundary_scale(w.dg, tokens, mask, 7, 4, NULL, 0, rs, 4));
+    lattice_diag_block_removal_result rm = {.size = sizeof(rm)};
+    EXPECT(lattice_diag_measure_block_removal, INV, "7", lattice_diag_errmsg(w.dg),
+           lattice_diag_measure_block_removal(w.dg, tokens, tokens, mask, 2, 4, 7, 1, &rm));
+    rm.size = 0;
+    EXPECT(lattice_diag_measure_block_removal, INV, "out->size 0 is below", lattice_diag_errmsg(w.dg),
+           lattice_diag_measure_block_removal(w.dg, tokens, tokens, mask, 2, 4, 0, 1, &rm));
+    lattice_diag_loss_response_result resp = {.size = sizeof(resp)};
+    EXPECT(lattice_diag_measure_loss_response, INV, "lattice_diag_measure_loss_response", NULL,
+           lattice_diag_measure_loss_response(NULL, 0, 0, 1, 1, &resp));
+    lattice_diag_attention_sinks_result sk[8] = {{.size = sizeof(sk[0])}};
+    EXPECT(lattice_diag_measure_attention_sinks, INV, "at least 2 positions", lattice_diag_errmsg(w.dg),
+           lattice_diag_measure_attention_sinks(w.dg, tokens, 1, 1, 0.5, sk, 8, NULL, 0));
+    sk[0].size = sizeof(sk[0]) - 8;
+    EXPECT(lattice_diag_measure_attention_sinks, INV, "out[0].size", lattice_diag_errmsg(w.dg),
+           lattice_diag_measure_attention_sinks(w.dg, tokens, 1, 2, 0.5, sk, 8, NULL, 0));
 
     /* trainer */
     EXPECT(lattice_trainer_create, CFG, "grows to 3 layers but the model has 2", NULL,
@@ -441,8 +447,8 @@ START_TEST(test_arguments_in_words)
     expect_words("recorded tokens", lattice_schedule_record(w.s, 4, 5, 0.0, NULL),
                  "tokens 4 and nonpad_tokens 5");
     const double losses[10] = {0};
-    lattice_diag_response r;
-    expect_words("loss response window", lattice_diag_loss_response(losses, 10, 2, 5, 0, &r),
+    lattice_diag_loss_response_result r = {.size = sizeof(r)};
+    expect_words("loss response window", lattice_diag_measure_loss_response(losses, 10, 2, 5, 0, &r),
                  "append_step 2 must leave a window of 5 losses");
     lattice_teacher *tch;
     expect_words("callback teacher shape",

@@ -58,7 +58,7 @@ extern "C" {
  * or on handles that borrow the same one, must be serialised by the caller.
  * Functions that take no handle (::lattice_status_string, the version
  * queries, the `_init` functions of params structs, ::lattice_norm_placement_name,
- * ::lattice_diag_loss_response, ::lattice_backend_has_blis) may be called from
+ * ::lattice_diag_measure_loss_response, ::lattice_backend_has_blis) may be called from
  * any thread at any time. Callbacks (a callback teacher, the trainer's
  * ::lattice_trainer_metrics_fn, a custom backend's slots) run on the thread that made
  * the call, one at a time for a given handle; the library's own parallelism

@@ -27,39 +27,13 @@ extern "C" {
  *   of layers is skipped (dCE = CE without it - CE with it), and the mean over
  *   counted tokens of the angular distance arccos(cos(h_in, h_out)) / pi
  *   between the range's input and output streams in the full model.
- * - Loss response at an append (::lattice_diag_loss_response), from a
+ * - Loss response at an append (::lattice_diag_measure_loss_response), from a
  *   training-loss series.
- * - Attention sinks and massive activations (::lattice_diag_attention_sinks):
+ * - Attention sinks and massive activations (::lattice_diag_measure_attention_sinks):
  *   attention mass on position 0 per layer and head, the share of sink heads,
  *   position 0's value norm, and the largest |activation| over the median.
  * @{
  */
-
-/** Summary of per-token RMS values over a set of tokens. */
-typedef struct lattice_diag_rms_stats {
-    int64_t count;   /**< Tokens summarised. */
-    double mean;     /**< Mean RMS. */
-    double std;      /**< Standard deviation (population). */
-    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). */
-    double max;      /**< Largest RMS. */
-} lattice_diag_rms_stats;
-
-/** What removing a block does. */
-typedef struct lattice_diag_removal {
-    double ce_full;    /**< Cross-entropy of the full model. */
-    double ce_removed; /**< Cross-entropy with the block skipped. */
-    double dce;        /**< ce_removed - ce_full. */
-    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. */
-} lattice_diag_removal;
-
-/** The loss response to an append. */
-typedef struct lattice_diag_response {
-    double baseline;       /**< Mean loss over the window steps before the append. */
-    double jump;           /**< Loss at the first step after the append minus the baseline. */
-    double area;           /**< Sum over the horizon of max(0, loss - baseline). */
-    int64_t recovery;      /**< Steps until the trailing mean over window steps is back at or
-                                below the baseline; -1 if it never is within the series. */
-} lattice_diag_response;
 
 /** An opaque diagnostics context (scratch sized for one model). */
 typedef struct lattice_diag lattice_diag;
@@ -85,6 +59,59 @@ LATTICE_API void lattice_diag_destroy(lattice_diag *diag);
  */
 LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
 
+/** Per-token RMS of the residual stream at one boundary, summarised over one
+ * class of tokens (::lattice_diag_measure_boundary_scale). @since 0.4 */
+typedef struct lattice_diag_boundary_scale_result {
+    size_t size;     /**< The bytes that hold fields. The caller sets the array's first entry's
+                          to sizeof(lattice_diag_boundary_scale_result), the array's stride; the
+                          library sets every entry's to the bytes it wrote. */
+    int64_t count;   /**< Tokens summarised. */
+    double mean;     /**< Mean RMS. */
+    double std;      /**< Standard deviation (population). */
+    double kurtosis; /**< Pearson kurtosis (0 when std is 0 or count < 2). */
+    double max;      /**< Largest RMS. */
+} lattice_diag_boundary_scale_result;
+
+/** What removing a block does (::lattice_diag_measure_block_removal). @since 0.4 */
+typedef struct lattice_diag_block_removal_result {
+    size_t size;       /**< Set by the caller to sizeof(lattice_diag_block_removal_result), then
+                            by the library to the bytes written. */
+    double ce_full;    /**< Cross-entropy of the full model. */
+    double ce_removed; /**< Cross-entropy with the block skipped. */
+    double dce;        /**< ce_removed - ce_full. */
+    double angle;      /**< Mean arccos(cos(h_in, h_out)) / pi, in [0, 1]. */
+} lattice_diag_block_removal_result;
+
+/** The loss response to an append (::lattice_diag_measure_loss_response). @since 0.4 */
+typedef struct lattice_diag_loss_response_result {
+    size_t size;      /**< Set by the caller to sizeof(lattice_diag_loss_response_result), then
+                           by the library to the bytes written. */
+    double baseline;  /**< Mean loss over the window steps before the append. */
+    double jump;      /**< Loss at the first step after the append minus the baseline. */
+    double area;      /**< Sum over the horizon of max(0, loss - baseline). */
+    int64_t recovery; /**< Steps until the trailing mean over window steps is back at or
+                           below the baseline; -1 if it never is within the series. */
+} lattice_diag_loss_response_result;
+
+/** Attention sinks and massive activations at one layer
+ * (::lattice_diag_measure_attention_sinks). @since 0.4 */
+typedef struct lattice_diag_attention_sinks_result {
+    size_t size;        /**< The bytes that hold fields. The caller sets the array's first
+                             entry's to sizeof(lattice_diag_attention_sinks_result), the array's
+                             stride; the library sets every entry's to the bytes it wrote. */
+    double mass0;       /**< Attention mass on position 0: the mean over heads, rows and query
+                             positions 1..seq-1 of the softmax weight on key 0. */
+    double sink_rate;   /**< Share of the heads whose mean mass on position 0 is above the
+                             threshold (Gu et al. 2025's sink rate). */
+    double top_ratio;   /**< The layer's output stream: its largest |activation| over the
+                             median |activation| (Sun et al. 2024's massive activations). */
+    int64_t top_token;  /**< Where the largest sits: row x seq + position. */
+    int top_dim;        /**< ... and its dimension. */
+    double value_norm0; /**< Position 0's value-vector norm over the mean norm at positions
+                             1..seq-1 (mean over rows and kv heads); a sink that does nothing has
+                             a small value (Bondarenko et al. 2023). */
+} lattice_diag_attention_sinks_result;
+
 /**
  * @brief Per-token RMS statistics at every boundary of a forward over a batch.
  *
@@ -99,14 +126,16 @@ LATTICE_API const char *lattice_diag_errmsg(const lattice_diag *diag);
  * @param classes [batch, seq] class of each token, each < n_classes; NULL
  *        for the default (1 at position 0 of each row, else 0; n_classes must be 2).
  * @param n_classes Number of classes (>= 1).
- * @param[out] out (active layers + 1) * (n_classes + 1) entries.
+ * @param[in,out] out (active layers + 1) * (n_classes + 1) entries; set out[0].size
+ *        to sizeof(lattice_diag_boundary_scale_result) first.
  * @param out_len Entries available in out.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out[0].size below 0.4's
+ *         struct or not a multiple of its alignment included) or a model status.
+ * @since 0.4
  */
-LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
-                                                       const uint8_t *mask, int batch, int seq,
-                                                       const uint8_t *classes, int n_classes,
-                                                       lattice_diag_rms_stats *out, int out_len);
+LATTICE_API lattice_status lattice_diag_measure_boundary_scale(
+    lattice_diag *diag, const int32_t *tokens, const uint8_t *mask, int batch, int seq,
+    const uint8_t *classes, int n_classes, lattice_diag_boundary_scale_result *out, int out_len);
 
 /**
  * @brief Skip layers [first, first + count) on a fixed batch and measure dCE and the angle.
@@ -120,13 +149,14 @@ LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const
  * @param seq Positions.
  * @param first First layer of the block.
  * @param count Layers in the block (first + count <= active layers).
- * @param[out] out The result.
+ * @param[in,out] out The result; set out->size to sizeof(lattice_diag_block_removal_result)
+ *        first.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @since 0.4
  */
-LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
-                                                      const int32_t *targets, const uint8_t *mask,
-                                                      int batch, int seq, int first, int count,
-                                                      lattice_diag_removal *out);
+LATTICE_API lattice_status lattice_diag_measure_block_removal(
+    lattice_diag *diag, const int32_t *tokens, const int32_t *targets, const uint8_t *mask,
+    int batch, int seq, int first, int count, lattice_diag_block_removal_result *out);
 
 /**
  * @brief The loss response to an append, from a series of training losses.
@@ -135,28 +165,14 @@ LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const 
  * @param append_step Index of the first step after the append (window <= append_step < n).
  * @param window Steps of the baseline and of the trailing mean (>= 1).
  * @param horizon Steps after the append summed into the area (clipped to the series).
- * @param[out] out The response.
+ * @param[in,out] out The response; set out->size to sizeof(lattice_diag_loss_response_result)
+ *        first.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.4
  */
-LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
-                                                      int64_t append_step, int64_t window,
-                                                      int64_t horizon, lattice_diag_response *out);
-
-/** Attention sinks and massive activations at one layer
- * (::lattice_diag_attention_sinks). @since 0.4 */
-typedef struct lattice_diag_sinks {
-    double mass0;       /**< Attention mass on position 0: the mean over heads, rows and query
-                             positions 1..seq-1 of the softmax weight on key 0. @since 0.4 */
-    double sink_rate;   /**< Share of the heads whose mean mass on position 0 is above the
-                             threshold (Gu et al. 2025's sink rate). @since 0.4 */
-    double top_ratio;   /**< The layer's output stream: its largest |activation| over the
-                             median |activation| (Sun et al. 2024's massive activations). @since 0.4 */
-    int64_t top_token;  /**< Where the largest sits: row x seq + position. @since 0.4 */
-    int top_dim;        /**< ... and its dimension. @since 0.4 */
-    double value_norm0; /**< Position 0's value-vector norm over the mean norm at positions
-                             1..seq-1 (mean over rows and kv heads); a sink that does nothing has
-                             a small value (Bondarenko et al. 2023). @since 0.4 */
-} lattice_diag_sinks;
+LATTICE_API lattice_status lattice_diag_measure_loss_response(
+    const double *losses, int64_t n, int64_t append_step, int64_t window, int64_t horizon,
+    lattice_diag_loss_response_result *out);
 
 /**
  * @brief Attention sinks and massive activations at every active layer, on a fixed batch.
@@ -173,27 +189,75 @@ typedef struct lattice_diag_sinks {
  * @param batch Rows.
  * @param seq Positions (at least 2).
  * @param threshold A head is a sink when its mean mass on position 0 is above this ([0, 1]).
- * @param[out] out One entry per active layer.
+ * @param[in,out] out One entry per active layer; set out[0].size to
+ *        sizeof(lattice_diag_attention_sinks_result) first.
  * @param out_len Entries of out (at least the active layers).
  * @param[out] head_mass Active layers x heads mean masses on position 0, layer-major; may be NULL.
  * @param head_mass_len Entries of head_mass.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
  * @since 0.4
  */
-LATTICE_API lattice_status lattice_diag_attention_sinks(lattice_diag *diag, const int32_t *tokens,
-                                                        int batch, int seq, double threshold,
-                                                        lattice_diag_sinks *out, int out_len,
-                                                        double *head_mass, int head_mass_len);
+LATTICE_API lattice_status lattice_diag_measure_attention_sinks(
+    lattice_diag *diag, const int32_t *tokens, int batch, int seq, double threshold,
+    lattice_diag_attention_sinks_result *out, int out_len, double *head_mass, int head_mass_len);
 
 /** @} */
 
 /* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
+ * doc/migrate-0.3.py rewrites a source file), and the diagnostics of 0.1 and
+ * 0.4 whose results had no size, so could never grow: deprecated in 0.4 and
+ * removed in 1.0 (each is its lattice_diag_measure_ function on the struct
+ * without the size). Define LATTICE_NO_DEPRECATED to hide them. */
 #ifndef LATTICE_NO_DEPRECATED
-typedef lattice_diag_rms_stats lattice_rms_stats LATTICE_DEPRECATED("use lattice_diag_rms_stats");
-typedef lattice_diag_removal lattice_removal LATTICE_DEPRECATED("use lattice_diag_removal");
-typedef lattice_diag_response lattice_response LATTICE_DEPRECATED("use lattice_diag_response");
+typedef struct lattice_diag_rms_stats {
+    int64_t count;
+    double mean, std, kurtosis, max;
+} lattice_diag_rms_stats LATTICE_DEPRECATED("use lattice_diag_boundary_scale_result");
+typedef struct lattice_diag_removal {
+    double ce_full, ce_removed, dce, angle;
+} lattice_diag_removal LATTICE_DEPRECATED("use lattice_diag_block_removal_result");
+typedef struct lattice_diag_response {
+    double baseline, jump, area;
+    int64_t recovery;
+} lattice_diag_response LATTICE_DEPRECATED("use lattice_diag_loss_response_result");
+typedef struct lattice_diag_sinks {
+    double mass0, sink_rate, top_ratio;
+    int64_t top_token;
+    int top_dim;
+    double value_norm0;
+} lattice_diag_sinks LATTICE_DEPRECATED("use lattice_diag_attention_sinks_result");
+typedef struct lattice_diag_rms_stats lattice_rms_stats
+    LATTICE_DEPRECATED("use lattice_diag_boundary_scale_result");
+typedef struct lattice_diag_removal lattice_removal
+    LATTICE_DEPRECATED("use lattice_diag_block_removal_result");
+typedef struct lattice_diag_response lattice_response
+    LATTICE_DEPRECATED("use lattice_diag_loss_response_result");
+LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
+                                                       const uint8_t *mask, int batch, int seq,
+                                                       const uint8_t *classes, int n_classes,
+                                                       struct lattice_diag_rms_stats *out,
+                                                       int out_len)
+    LATTICE_DEPRECATED("use lattice_diag_measure_boundary_scale, which fills "
+                       "lattice_diag_boundary_scale_result: set out[0].size first");
+LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
+                                                      const int32_t *targets, const uint8_t *mask,
+                                                      int batch, int seq, int first, int count,
+                                                      struct lattice_diag_removal *out)
+    LATTICE_DEPRECATED("use lattice_diag_measure_block_removal, which fills "
+                       "lattice_diag_block_removal_result: set out->size first");
+LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
+                                                      int64_t append_step, int64_t window,
+                                                      int64_t horizon,
+                                                      struct lattice_diag_response *out)
+    LATTICE_DEPRECATED("use lattice_diag_measure_loss_response, which fills "
+                       "lattice_diag_loss_response_result: set out->size first");
+LATTICE_API lattice_status lattice_diag_attention_sinks(lattice_diag *diag, const int32_t *tokens,
+                                                        int batch, int seq, double threshold,
+                                                        struct lattice_diag_sinks *out,
+                                                        int out_len, double *head_mass,
+                                                        int head_mass_len)
+    LATTICE_DEPRECATED("use lattice_diag_measure_attention_sinks, which fills "
+                       "lattice_diag_attention_sinks_result: set out[0].size first");
 #endif
 
 #ifdef __cplusplus

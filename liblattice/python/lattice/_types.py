@@ -537,8 +537,9 @@ class MetricsStruct(Struct):
     ]
 
 
-class RmsStatsStruct(Struct):
+class BoundaryScaleResultStruct(Struct):
     _fields_ = [
+        ("size", c_size_t),
         ("count", c_int64),
         ("mean", c_double),
         ("std", c_double),
@@ -547,8 +548,9 @@ class RmsStatsStruct(Struct):
     ]
 
 
-class RemovalStruct(Struct):
+class BlockRemovalResultStruct(Struct):
     _fields_ = [
+        ("size", c_size_t),
         ("ce_full", c_double),
         ("ce_removed", c_double),
         ("dce", c_double),
@@ -556,8 +558,9 @@ class RemovalStruct(Struct):
     ]
 
 
-class SinksStruct(Struct):
+class AttentionSinksResultStruct(Struct):
     _fields_ = [
+        ("size", c_size_t),
         ("mass0", c_double),
         ("sink_rate", c_double),
         ("top_ratio", c_double),
@@ -567,8 +570,9 @@ class SinksStruct(Struct):
     ]
 
 
-class ResponseStruct(Struct):
+class LossResponseResultStruct(Struct):
     _fields_ = [
+        ("size", c_size_t),
         ("baseline", c_double),
         ("jump", c_double),
         ("area", c_double),

@@ -3,6 +3,7 @@ attention sinks and massive activations."""
 
 from __future__ import annotations
 
+import ctypes
 from ctypes import byref, c_double, c_int32, c_uint8
 from dataclasses import dataclass
 from typing import List, Optional, Tuple
@@ -11,7 +12,8 @@ from . import _buffers as B
 from ._buffers import Floats, Ints, Mask, Tokens
 from ._handle import Handle, check, require, using
 from ._lib import lib
-from ._types import RemovalStruct, ResponseStruct, RmsStatsStruct, SinksStruct, diag_p
+from ._types import (AttentionSinksResultStruct, BlockRemovalResultStruct,
+                     BoundaryScaleResultStruct, LossResponseResultStruct, diag_p)
 from .model import Model
 
 __all__ = ["Diag", "RmsStats", "Removal", "Response", "Sinks"]
@@ -50,7 +52,8 @@ class Response:
 
 @dataclass(frozen=True)
 class Sinks:
-    """Attention sinks and massive activations at one layer (lattice_diag_sinks):
+    """Attention sinks and massive activations at one layer
+    (lattice_diag_attention_sinks_result):
     mass0, the mean attention mass queries 1..seq-1 put on position 0; sink_rate,
     the share of heads whose mass is above the threshold; head_mass, each head's
     mass; top_ratio, the layer output's largest |activation| over the median, at
@@ -99,10 +102,11 @@ class Diag(Handle):
         per = n_classes + 1
         with self._using():   # the model's too: its depth and shape are this call's
             boundaries = self.model.active_layers + 1
-            out = (RmsStatsStruct * (boundaries * per))()
+            out = (BoundaryScaleResultStruct * (boundaries * per))()
+            out[0].size = ctypes.sizeof(BoundaryScaleResultStruct)   # the array's stride
             self.model._shape = None
-            self._call(lib.lattice_diag_boundary_scale, arr, m, batch, seq, c, n_classes, out,
-                       len(out))
+            self._call(lib.lattice_diag_measure_boundary_scale, arr, m, batch, seq, c, n_classes,
+                       out, len(out))
             self.model._shape = (batch, seq)
         stats = [RmsStats(s.count, s.mean, s.std, s.kurtosis, s.max) for s in out]
         return [stats[b * per:(b + 1) * per] for b in range(boundaries)]
@@ -114,11 +118,11 @@ class Diag(Handle):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         t = B.as_input(targets, c_int32, "targets", batch * seq)
         m = B.as_mask(mask, "mask", batch * seq)
-        out = RemovalStruct()
+        out = BlockRemovalResultStruct(size=ctypes.sizeof(BlockRemovalResultStruct))
         with self._using():
             self.model._shape = None
-            self._call(lib.lattice_diag_block_removal, arr, t, m, batch, seq, first, count,
-                       byref(out))
+            self._call(lib.lattice_diag_measure_block_removal, arr, t, m, batch, seq, first,
+                       count, byref(out))
         return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
 
     def attention_sinks(self, tokens: Tokens, batch: Optional[int] = None,
@@ -130,11 +134,12 @@ class Diag(Handle):
         heads = self.model.params.n_heads
         with self._using():
             layers = self.model.active_layers
-            out = (SinksStruct * layers)()
+            out = (AttentionSinksResultStruct * layers)()
+            out[0].size = ctypes.sizeof(AttentionSinksResultStruct)   # the array's stride
             mass = (c_double * (layers * heads))()
             self.model._shape = None
-            self._call(lib.lattice_diag_attention_sinks, arr, batch, seq, float(threshold), out,
-                       layers, mass, len(mass))
+            self._call(lib.lattice_diag_measure_attention_sinks, arr, batch, seq,
+                       float(threshold), out, layers, mass, len(mass))
             self.model._shape = (batch, seq)
         return [Sinks(s.mass0, s.sink_rate, tuple(mass[i * heads:(i + 1) * heads]), s.top_ratio,
                       s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
@@ -143,9 +148,9 @@ class Diag(Handle):
     def loss_response(losses: Floats, append_step: int, window: int, horizon: int) -> Response:
         """The response to an append from a series of losses (float64 buffer or sequence)."""
         arr = B.as_input(losses, c_double, "losses")
-        out = ResponseStruct()
-        check(lib.lattice_diag_loss_response(arr, len(arr), append_step, window, horizon,
-                                             byref(out)),
+        out = LossResponseResultStruct(size=ctypes.sizeof(LossResponseResultStruct))
+        check(lib.lattice_diag_measure_loss_response(arr, len(arr), append_step, window,
+                                                     horizon, byref(out)),
               f"append_step {append_step}, window {window}, horizon {horizon} "
               f"over {len(arr)} losses")
         return Response(out.baseline, out.jump, out.area, out.recovery)
