@@ -1,23 +1,86 @@
 #!/usr/bin/python3
 """check_results: every table the docs quote from a result file is that
-file's table, verbatim, and every result file the docs name is committed.
+file's table, verbatim; every result file the docs name is committed; and
+every number the docs' prose states is found in the committed file it cites,
+or in the page's own table of the paper's numbers.
 
-In a doc page, a quoted table sits between two markers:
+usage: check_results.py [--update] [--list] ROOT DOC.md...   (exit 1 on any problem)
+
+Quoted tables
+-------------
+A quoted table sits between two markers:
 
     <!-- table from: doc/results/regime/report.md, after: ## Verdict: what reproduced -->
     | finding | ... |
-    ...
     <!-- end table -->
 
 The block must equal the first markdown table after that heading in that
-file. Links and images into results/ must point at files that exist.
+file. With --update, each quoted table is replaced by the file's table as it
+is now (after a report was regenerated): the prose around it is for a person
+to read again. Links and images into results/ must point at files that exist.
 
-usage: check_results.py [--update] ROOT DOC.md...   (exit 1 on any difference)
+Numbers in prose
+----------------
+A marker on a line of its own names the files the text below it takes its
+numbers from, until the next such marker or the next heading:
 
-With --update, each quoted table is replaced by the file's table as it is
-now (after a report was regenerated): the prose around it is for a person
-to read again.
+    <!-- numbers from: doc/results/regime/report.md doc/results/regime/results.json -->
+
+Sources are paths from ROOT (inside it), separated by spaces, or the word
+`paper`: the page's table of the paper's numbers, the markdown table right
+after the marker line `<!-- the paper's numbers -->`, with the columns
+figure | value | where in the paper (every row says where; the numbers of its
+value column are the paper's).
+
+Prose is every line that is not in a code block (fenced, or indented by 4
+after a blank line), a quoted table, the paper's table, an HTML comment, an
+inline code span or a link's target; hand-written tables and headings are
+prose. A heading is under no marker.
+
+A number is a run of digits, with thousands commas (1,736), a decimal part
+(0.0835), an exponent (3e-3), a sign (-0.084, +0.127, U+2212 too; a dash
+right after a digit or a bracket is a range, 0.25-0.28, not a sign), and a
+unit mark glued to it: % (85%), x (2.8x), k (20k), s (806s); "+-" and "+/-"
+read as the interval sign ±. Every number is checked, but these:
+
+  name     glued to a letter, digit, '_' or '.' before it, or to a letter
+           after it other than the unit marks (Qwen3, d64, 8cd7369, 8B);
+           and the number after the word arXiv;
+  version  two dots or more (0.3.21); or 0.N up to the project's version in
+           ROOT/meson.build (0.1 ... 0.4), with no sign, unit, ± or range
+           dash, followed by 's or after one of the words in, since, of, at,
+           from, to, the, than, lattice, liblattice, release, version, or
+           where a sentence or a parenthesis starts (in 0.2, 0.1's iterator,
+           "(0.4 called it"): "above 0.3" is checked;
+  year     four digits 1900-2099 without a comma after a month, a name
+           with two capitals or more, or "et al." (ICLR 2025, Aug 2026);
+  count    a one-digit integer with no sign, unit mark, time unit (s, ms,
+           min, h) or ± before it: 3 seeds, phase 2, layer 1, 2 jobs x 1
+           thread (80 steps, 24 chapters and 5 s are checked).
+
+A checked number is found in a cited file when:
+
+  - textually: the file holds the same number, read the same way, after
+    normalising the minus sign, thousands commas and a leading +: 1,736 is
+    1736; 1.40 is not 1.4 (its precision is part of it); 3e-3 is 0.003; %
+    and k must match (85% is not 85); x and s are dropped (a CSV file's
+    commas separate its fields);
+  - in a JSON file, also by rounding: a value of the file, rounded (half to
+    even, from the exact double) to the prose number's decimals, is the
+    prose number; a percentage against 100 x the value, Nk against value /
+    1000. A value whose digits past that precision are exactly 5 is a tie
+    and is not accepted: if it is itself rounded, rounding it again can
+    differ from rounding the exact value (-0.08347 -> -0.0835 -> -0.084).
+    A number rounded from a markdown table (from report.md's -0.0835 to
+    -0.084) is never found: it must be quoted as the file writes it, or
+    rounded from the precise value in results.json.
+
+A number a page computes itself (a difference, a ratio of two files'
+numbers) is found only if a file holds it. With --list every number of
+prose is printed with what became of it.
 """
+import decimal
+import json
 import os
 import re
 import sys
@@ -25,6 +88,201 @@ import sys
 BEGIN = re.compile(r"<!-- table from: (?P<path>[^,]+), after: (?P<head>.+?) -->")
 END = "<!-- end table -->"
 LINK = re.compile(r"\]\(((?:\.\./)?(?:doc/)?results/[^)\s]+)\)")
+NUMBERS_FROM = re.compile(r"^\s*<!--\s*numbers from:(?P<sources>.*?)-->\s*$")
+PAPER_TABLE = "<!-- the paper's numbers -->"
+PAPER = "paper"
+
+# a number: thousands groups, or plain digits with dotted parts (a version has
+# two), then an exponent
+NUMBER = re.compile(r"(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)*(?:[eE][+\-]?\d+)?")
+TIME_UNIT = re.compile(r"\s(?:s|ms|min|h)\b")
+# a year follows a month, a venue written with two capitals or more, or "et al."
+YEAR_BEFORE = re.compile(r"(?:\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)[a-z]*\.?"
+                         r"|\b[a-z]*[A-Z][A-Za-z]*[A-Z][A-Za-z]*|\bet al\.),?\s+$")
+# a release: after one of these words, or where a sentence or a parenthesis starts
+RELEASE_BEFORE = re.compile(r"(?:(?:^|\s)(?:in|since|of|at|from|to|the|than|lattice|liblattice"
+                            r"|release|version)\s+|(?:^|[.;:]\**\s+|\(\s*))$", re.I)
+ARXIV_BEFORE = re.compile(r"arXiv[:\s]\s*$")
+MINUS = "\u2212"
+UNIT_MARKS = "%xks"
+
+
+class Number:
+    """One number as written: its text, value, precision and unit mark."""
+
+    def __init__(self, text, sign, body, unit, interval, at):
+        self.text = text          # as written, with sign and unit
+        self.sign = sign          # '', '+' or '-'
+        self.body = body          # digits as written (commas included)
+        self.unit = unit          # '', '%', 'x', 'k' or 's'
+        self.interval = interval  # a ± stands before it
+        self.at = at              # offset in the text it was read from
+        plain = body.replace(",", "")
+        try:
+            self.value = decimal.Decimal(("-" if sign == "-" else "") + plain)
+        except decimal.InvalidOperation:
+            self.value = None     # a version: 0.3.21
+
+    @property
+    def decimals(self):
+        return max(0, -self.value.as_tuple().exponent)
+
+    def key(self):
+        """What a textual match compares: the value at its precision, and the
+        unit marks that change what the number means."""
+        return (self.value, self.value.as_tuple().exponent,
+                self.unit if self.unit in "%k" else "")
+
+
+def normalise(text):
+    return text.replace(MINUS, "-").replace("+/-", "±").replace("+-", "±")
+
+
+def read_numbers(text):
+    """Every number in text, with its sign, unit mark and context."""
+    text = normalise(text)
+    found = []
+    for m in NUMBER.finditer(text):
+        s, e = m.start(), m.end()
+        before = text[s - 1] if s else " "
+        sign = ""
+        if before in "+-" and (s < 2 or not (text[s - 2].isalnum() or text[s - 2] in ")]._")):
+            sign = before
+        after = text[e] if e < len(text) else " "
+        after2 = text[e + 1] if e + 1 < len(text) else " "
+        unit = ""
+        if after in UNIT_MARKS and (after == "%" or not (after2.isalnum() or after2 == "_")):
+            unit = after
+        start = s - len(sign)
+        back = text[:start].rstrip(" ")
+        interval = back.endswith("±")
+        found.append(Number(text[start:e + len(unit)], sign, m.group(0), unit, interval, start))
+    return found, text
+
+
+def excluded(num, text, minor_versions):
+    """Why a number of prose is not checked, or None when it is."""
+    s = num.at
+    e = num.at + len(num.text)
+    before = text[s - 1] if s else " "
+    after = text[e] if e < len(text) else " "
+    if before.isalnum() or before in "_.":
+        return "name"
+    if not num.unit and (after.isalpha() or after == "_"):
+        return "name"
+    if ARXIV_BEFORE.search(text[max(0, s - 8):s]):
+        return "name"
+    if num.value is None or num.body.count(".") >= 2:
+        return "version"
+    plain = num.body.replace(",", "")
+    spaced_unit = bool(TIME_UNIT.match(text, e))
+    ranged = before == "-" or (after == "-" and e + 1 < len(text) and text[e + 1].isdigit())
+    if (re.fullmatch(r"0\.\d", plain) and plain in minor_versions and not num.sign
+            and not num.unit and not num.interval and not ranged and not spaced_unit
+            and (text.startswith("'s", e) or RELEASE_BEFORE.search(text[max(0, s - 16):s]))):
+        return "version"
+    if (re.fullmatch(r"\d{4}", num.body) and 1900 <= int(plain) <= 2099 and not num.sign
+            and not num.unit and YEAR_BEFORE.search(text[max(0, s - 24):s])):
+        return "year"
+    if (re.fullmatch(r"\d", num.body) and not num.sign
+            and not num.unit and not num.interval and not spaced_unit):
+        return "count"
+    return None
+
+
+class Source:
+    """The numbers one cited file holds: textual keys, and for JSON the
+    numeric values that can be rounded."""
+
+    def __init__(self, path):
+        self.path = path
+        self.keys = set()
+        self.values = []          # (exact Decimal, shortest Decimal) of JSON numbers
+        self._rounded = {}
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        if path.endswith(".json"):
+            self._walk(json.loads(text))
+        elif path.endswith(".csv"):
+            for line in text.splitlines():
+                for field in line.split(","):
+                    self._text(field)
+        else:
+            self._text(text)
+
+    def _text(self, text):
+        for num in read_numbers(text)[0]:
+            if num.value is not None:
+                self.keys.add(num.key())
+
+    def _walk(self, node):
+        if isinstance(node, dict):
+            for v in node.values():
+                self._walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                self._walk(v)
+        elif isinstance(node, str):
+            self._text(node)
+        elif isinstance(node, (int, float)) and not isinstance(node, bool):
+            if isinstance(node, float) and node != node:
+                return
+            exact = decimal.Decimal(node)
+            if exact.is_finite():
+                self.values.append((exact, decimal.Decimal(repr(node))))
+
+    def rounded(self, decimals, unit):
+        """The JSON values rounded to `decimals` (scaled for % and k), and
+        those that were ties at that precision."""
+        cache = (decimals, unit)
+        if cache not in self._rounded:
+            scale = {"%": decimal.Decimal(100), "k": decimal.Decimal("0.001")}.get(unit, 1)
+            q = decimal.Decimal(1).scaleb(-decimals)
+            ctx = decimal.Context(prec=60, rounding=decimal.ROUND_HALF_EVEN)
+            hits, ties = set(), set()
+            for exact, shortest in self.values:
+                r = ctx.multiply(exact, scale).quantize(q, context=ctx)
+                t = ctx.multiply(shortest, scale).normalize(ctx).as_tuple()
+                if -t.exponent == decimals + 1 and t.digits and t.digits[-1] == 5:
+                    ties.add(r)
+                else:
+                    hits.add(r)
+            self._rounded[cache] = (hits, ties)
+        return self._rounded[cache]
+
+    def has(self, num):
+        """(found, a note on a near miss)"""
+        if num.key() in self.keys:
+            return True, None
+        if self.values:
+            hits, ties = self.rounded(num.decimals, num.unit if num.unit in "%k" else "")
+            if num.value in hits:
+                return True, None
+            if num.value in ties:
+                return False, ("%s has a value that rounds to it only from a tie (its digits "
+                               "past that precision are exactly 5): quote the precise value"
+                               % self.path)
+        # a textual number that rounds to it: the page rounded a rounded number
+        want = num.key()
+        more = [k[0] for k in self.keys
+                if k[2] == want[2] and k[1] < want[1] and abs(k[0] - num.value) < 1
+                and k[0].quantize(num.value, rounding=decimal.ROUND_HALF_EVEN) == num.value]
+        if more:
+            return False, ("%s writes %s: quote it as the file does (a number is not rounded "
+                           "again from a rounded one)" % (self.path, min(more)))
+        return False, None
+
+
+def project_minor_versions(root):
+    """0.1 ... 0.N for the project's version 0.N.x in meson.build."""
+    try:
+        with open(os.path.join(root, "meson.build")) as f:
+            m = re.search(r"version:\s*'(\d+)\.(\d+)", f.read())
+    except OSError:
+        m = None
+    if not m or m.group(1) != "0":
+        return set()
+    return {"0.%d" % n for n in range(1, int(m.group(2)) + 1)}
 
 
 def first_table_after(text, heading):
@@ -44,7 +302,213 @@ def first_table_after(text, heading):
     return table
 
 
-def check(root, doc, update=False):
+def table_cells(line):
+    return [c.strip() for c in line.strip().strip("|").split("|")]
+
+
+def strip_inline(line):
+    """A prose line without its code spans, HTML comments and link targets,
+    each replaced by spaces so that offsets stay."""
+    blank = lambda m: " " * len(m.group(0))
+    line = re.sub(r"`[^`]*`", blank, line)
+    line = re.sub(r"<!--.*?-->", blank, line)
+    line = re.sub(r"\]\([^)]*\)", lambda m: "]" + " " * (len(m.group(0)) - 1), line)
+    line = re.sub(r"<https?://[^>]*>", blank, line)
+    return line
+
+
+def prose(lines):
+    """(line number, kind, text) for each line of a page: kind is 'prose',
+    'heading', 'marker' (text: its sources), 'paper' (a row of the paper's
+    table), 'paper-marker' or None (not prose)."""
+    fence = None
+    quoted = comment = code = False
+    paper = None          # None, 'wait' (its marker seen) or 'in' (in its table)
+    prev_blank = True
+    for n, line in enumerate(lines, 1):
+        s = line.strip()
+        kind = "prose"
+        code_line = False
+        if fence:
+            fence = None if s.startswith(fence) else fence
+            kind = None
+        elif comment:
+            comment = "-->" not in line
+            kind = None
+        elif quoted:
+            quoted = s != END
+            kind = None
+        else:
+            if paper == "in" and not s.startswith("|"):
+                paper = None
+            if paper == "wait" and s and not s.startswith("|"):
+                paper = None
+            if paper:
+                if s:
+                    paper = "in"
+                kind = "paper" if s else None
+            elif s.startswith("```") or s.startswith("~~~"):
+                fence = s[:3]
+                kind = None
+            elif BEGIN.search(line):
+                quoted = True
+                kind = None
+            elif NUMBERS_FROM.match(line):
+                kind = "marker"
+                line = NUMBERS_FROM.match(line).group("sources")
+            elif s == PAPER_TABLE:
+                paper = "wait"
+                kind = "paper-marker"
+            elif s.startswith("<!--"):
+                comment = "-->" not in s
+                kind = None
+            elif (line.startswith("    ") or line.startswith("\t")) and (prev_blank or code):
+                code_line = True
+                kind = None
+            elif s.startswith("#"):
+                kind = "heading"
+        if s:
+            code = code_line
+        prev_blank = not s
+        yield n, kind, line
+
+
+def blocks(lines):
+    """(first line number, kind, text) for each block of prose (its lines
+    joined by newlines, code spans and link targets blanked), heading and
+    marker, in order."""
+    block, first = [], None
+    for n, kind, line in prose(lines):
+        if kind == "prose" and line.strip():
+            if not block:
+                first = n
+            block.append(strip_inline(line))
+            continue
+        if block:
+            yield first, "prose", "\n".join(block)
+            block = []
+        if kind == "heading":
+            yield n, kind, strip_inline(line)
+        elif kind == "marker":
+            yield n, kind, line
+    if block:
+        yield first, "prose", "\n".join(block)
+
+
+def check_numbers(root, doc, lines, minor_versions, listing=None):
+    """Problems with the numbers of a page's prose, and how many it checked."""
+    problems = []
+    sources = {}
+    paper_keys = set()
+    paper_rows = 0
+    # the paper's table first: prose anywhere on the page may cite it
+    header = None
+    paper_marker = None
+    for n, kind, line in prose(lines):
+        if kind == "paper-marker":
+            if paper_marker:
+                problems.append("%s:%d: a second table of the paper's numbers (the first is at "
+                                "line %d)" % (doc, n, paper_marker))
+            paper_marker = n
+        if kind != "paper":
+            header = None
+            continue
+        cells = table_cells(line)
+        if header is None:
+            header = cells
+            if len(cells) < 3:
+                problems.append("%s:%d: the paper's table needs the columns figure | value | "
+                                "where in the paper" % (doc, n))
+            continue
+        if all(re.fullmatch(r":?-+:?", c) for c in cells):
+            continue
+        paper_rows += 1
+        if len(cells) < 3 or not cells[2]:
+            problems.append("%s:%d: a row of the paper's table that does not say where in the "
+                            "paper it is from" % (doc, n))
+        if len(cells) >= 2:
+            for num in read_numbers(strip_inline(cells[1]))[0]:
+                if num.value is not None:
+                    paper_keys.add(num.key())
+    if paper_marker and not paper_rows:
+        problems.append("%s:%d: no table after '%s'" % (doc, paper_marker, PAPER_TABLE))
+
+    def source(path):
+        """The cited file's numbers, or a string that says why there are none."""
+        if path not in sources:
+            full = os.path.join(root, path)
+            if os.path.isabs(path) or os.path.normpath(path).split(os.sep)[0] == "..":
+                sources[path] = "is outside the repository"
+            elif not os.path.isfile(full):
+                sources[path] = "is not in the repository"
+            else:
+                try:
+                    sources[path] = Source(full)
+                except (OSError, ValueError) as e:
+                    sources[path] = "cannot be read (%s)" % e
+        return sources[path]
+
+    checked = 0
+    scope = None          # (marker line, [paths], names the paper)
+    for first, kind, block in blocks(lines):
+        if kind == "marker":
+            names = [x for x in re.split(r"[\s,]+", block.strip()) if x]
+            paths = [x for x in names if x != PAPER]
+            if not names:
+                problems.append("%s:%d: a 'numbers from:' marker that names no file"
+                                % (doc, first))
+            for p in paths:
+                if isinstance(source(p), str):
+                    problems.append("%s:%d: cites %s, which %s" % (doc, first, p, source(p)))
+            if PAPER in names and not paper_rows:
+                problems.append("%s:%d: cites the paper, but the page has no table after '%s'"
+                                % (doc, first, PAPER_TABLE))
+            scope = (first, paths, PAPER in names)
+            continue
+        if kind == "heading":
+            scope = None
+        nums, text = read_numbers(block)
+        for num in nums:
+            n = first + text.count("\n", 0, num.at)
+            why = excluded(num, text, minor_versions)
+            if why:
+                if listing is not None:
+                    listing.append("%s:%d: %s: not checked (%s)" % (doc, n, num.text, why))
+                continue
+            checked += 1
+            if scope is None:
+                problems.append("%s:%d: %s: no 'numbers from:' marker above it%s"
+                                % (doc, n, num.text,
+                                   " (a heading cites nothing)" if kind == "heading" else ""))
+                if listing is not None:
+                    listing.append("%s:%d: %s: uncited" % (doc, n, num.text))
+                continue
+            where, notes = None, []
+            if scope[2] and num.key() in paper_keys:
+                where = PAPER
+            for p in scope[1]:
+                if where:
+                    break
+                src = source(p)
+                if isinstance(src, str):
+                    continue
+                ok, note = src.has(num)
+                if ok:
+                    where = p
+                elif note:
+                    notes.append(note)
+            if listing is not None:
+                listing.append("%s:%d: %s: %s" % (doc, n, num.text,
+                                                  "found in " + where if where else "NOT FOUND"))
+            if not where:
+                cited = " ".join(scope[1] + ([PAPER] if scope[2] else []))
+                problems.append("%s:%d: %s is in none of the files cited at line %d (%s)%s"
+                                % (doc, n, num.text, scope[0], cited,
+                                   "".join(";\n  " + x for x in notes)))
+    return checked, problems
+
+
+def check(root, doc, update=False, listing=None):
     problems = []
     with open(doc) as f:
         lines = f.read().splitlines()
@@ -92,16 +556,23 @@ def check(root, doc, update=False):
             if not os.path.exists(path):
                 problems.append("%s:%d: links %s, which is not in the repository"
                                 % (doc, n, target))
+    checked, number_problems = check_numbers(root, doc, lines, project_minor_versions(root),
+                                             listing)
+    problems += number_problems
     if replaced:
         with open(doc + ".tmp", "w") as f:
             f.write("\n".join(lines) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
         os.replace(doc + ".tmp", doc)
-    return quoted, problems
+    return quoted, checked, problems
 
 
 def main(argv):
-    update = bool(argv) and argv[0] == "--update"
-    if update:
+    update = listing = False
+    while argv and argv[0] in ("--update", "--list"):
+        update = update or argv[0] == "--update"
+        listing = listing or argv[0] == "--list"
         argv = argv[1:]
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
@@ -109,11 +580,14 @@ def main(argv):
     root, docs = argv[0], argv[1:]
     all_problems = []
     for doc in docs:
-        quoted, problems = check(root, doc, update)
+        lines = [] if listing else None
+        quoted, checked, problems = check(root, doc, update, lines)
         all_problems += problems
-        print("check_results: %s: %d quoted table%s, %d problem%s"
-              % (doc, quoted, "" if quoted == 1 else "s", len(problems),
-                 "" if len(problems) == 1 else "s"))
+        for line in lines or []:
+            print(line)
+        print("check_results: %s: %d quoted table%s, %d number%s of prose checked, %d problem%s"
+              % (doc, quoted, "" if quoted == 1 else "s", checked, "" if checked == 1 else "s",
+                 len(problems), "" if len(problems) == 1 else "s"))
     for p in all_problems:
         print(p, file=sys.stderr)
     return 1 if all_problems else 0
