@@ -13,12 +13,15 @@ typedef struct lattice_attn_dims {
 } lattice_attn_dims;
 
 /* How the attention core runs. GEMM: batched backend GEMMs per query block
- * plus the row softmax; what a custom backend always gets. FUSED: one pass per
- * head with the library's own vectorised loops over the causal part only, for
- * head_dim a multiple of 8 up to LATTICE_ATTN_FUSED_MAX_HD. AUTO: FUSED for
- * the built-in backends where it is faster (measured), else GEMM. */
+ * plus the row softmax; the reference, and what a custom backend always gets.
+ * FUSED: the flash path (attention_flash.c), one kernel per kv head and its
+ * group of query heads over the causal part only, the scores kept in
+ * registers and L1 with an online softmax, backward recomputing them from
+ * each row's log-sum-exp; head_dim a multiple of 8 up to
+ * LATTICE_FLASH_MAX_HD. AUTO: FUSED for the built-in backends where it runs,
+ * else GEMM. */
 enum { LATTICE_ATTN_AUTO = 0, LATTICE_ATTN_GEMM = 1, LATTICE_ATTN_FUSED = 2 };
-#define LATTICE_ATTN_FUSED_MAX_HD 256
+#define LATTICE_FLASH_MAX_HD 128
 
 /* Whether the fused path can run this shape. */
 int lattice__attention_fused_ok(const lattice_attn_dims *d);
@@ -28,23 +31,54 @@ typedef struct lattice_attn_ptrs {
     const float **a, **b;
     float **c;
     lattice_prof *prof; /* may be NULL */
-    float *kv_t;        /* fused path: batch * n_kv_heads * head_dim * seq floats of scratch */
 } lattice_attn_ptrs;
 
-/* q[B,H,T,hd], k, v[B,KV,T,hd] -> p[B,H,T,T] (softmax probabilities, kept for
- * backward; only the causal part and the diagonal blocks are written, entries
- * above the diagonal that are written are 0) and att[B*T, H*hd] (heads side by
- * side). */
+/* q[B,H,T,hd], k, v[B,KV,T,hd] -> att[B*T, H*hd] (heads side by side) and
+ * p[B,H,T,T], what backward needs: the GEMM path's softmax probabilities
+ * (only the causal part and the diagonal blocks are written, entries above
+ * the diagonal that are written are 0), or the fused path's log-sum-exp of
+ * each row's scores (head (b, h)'s T values at the start of its T x T). */
 lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
                                           const float *q, const float *k, const float *v,
                                           const lattice_attn_dims *d, const lattice_attn_ptrs *ptr);
 
-/* From datt[B*T, H*hd] to dq[B,H,T,hd], dk, dv[B,KV,T,hd] (all =). dp[B,H,T,T]
- * is scratch. */
+/* From datt[B*T, H*hd] to dq[B,H,T,hd], dk, dv[B,KV,T,hd] (all =); att and p
+ * as the forward left them. dp[B,H,T,T] is scratch. */
 lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,
-                                           float *dp, const float *datt, const float *p,
+                                           float *dp, const float *datt, const float *att,
+                                           const float *p,
                                            const float *q, const float *k, const float *v,
                                            const lattice_attn_dims *d,
                                            const lattice_attn_ptrs *ptr);
+
+/* ---- the flash path's kernels (attention_flash.c) ----
+ * Built for AVX-512 (16 lanes), AVX2/FMA (8) and plain C, the one that runs
+ * chosen from the CPU's features (lattice__cpu_detect), or by
+ * LATTICE_ATTN_ISA=portable|avx2|avx512 in the environment at the first call
+ * (where the CPU can run it), or by lattice__attn_set_isa. Each lane is one
+ * query row (forward) or one key (backward), so every value's operations are
+ * the same at 8 and 16 lanes; the plain-C build rounds differently only where
+ * it has no FMA. */
+enum { LATTICE_ATTN_ISA_AUTO = 0, LATTICE_ATTN_ISA_PORTABLE = 1, LATTICE_ATTN_ISA_AVX2 = 2,
+       LATTICE_ATTN_ISA_AVX512 = 3 };
+const char *lattice__attn_isa_name(int isa);
+int lattice__attn_isa_supported(int isa);
+/* The instance the flash kernels run now. */
+int lattice__attn_isa(void);
+/* Force one (tests, measuring); AUTO gives the choice back. -1 where this CPU
+ * cannot run it (nothing changes). Not for use while attention runs. */
+int lattice__attn_set_isa(int isa);
+int lattice__flash_ok(int head_dim);
+
+/* att (as above) and lse: head (b, h)'s rows' log-sum-exp of their scaled
+ * scores at lse + (b H + h) lse_stride. nt threads over the batch's kv heads. */
+void lattice__flash_forward(float *att, float *lse, size_t lse_stride, const float *q,
+                            const float *k, const float *v, const lattice_attn_dims *d, int nt);
+/* dq, dk, dv (=) from datt, the forward's att and lse; dd: scratch laid out
+ * as lse. */
+void lattice__flash_backward(float *dq, float *dk, float *dv, float *dd, const float *datt,
+                             const float *att, const float *lse, size_t lse_stride,
+                             const float *q, const float *k, const float *v,
+                             const lattice_attn_dims *d, int nt);
 
 #endif

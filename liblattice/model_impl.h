@@ -104,7 +104,6 @@ struct lattice_model {
 
     /* backward scratch */
     float *d_a, *d_b, *d_in, *d_tmp, *d_raw, *dq, *dk, *dv, *dp, *d_att, *d_gu, *d_s, *red;
-    float *kv_t; /* the fused attention's keys (forward) or values (backward) transposed */
     double *rowloss;
     const float **ptr_a, **ptr_b;
     float **ptr_c;

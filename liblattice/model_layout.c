@@ -309,7 +309,6 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
     m->dk = F32(N * KV * hd);
     m->dv = F32(N * KV * hd);
     m->dp = F32(PT);
-    m->kv_t = F32(N * KV * hd);
     m->d_att = F32(N * H * hd);
     m->d_gu = F32(N * 2 * F);
     m->d_s = F32(N * F);

@@ -201,7 +201,7 @@ static lattice_status layer_forward(lattice_model *m, int i)
     PROF(LATTICE_OP_ROPE, lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw,
                                                L->qn, L->kn, m->rope, &qd, NT));
     lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
-    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof, m->kv_t};
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
     TRY(sublayer_output(m, A->mid, x, A->att, L->wo, H * hd, A->y1, A->r1, &A->st[SLOT_OUT1],
                         &L->norm[SLOT_OUT1], N, LATTICE_OP_GEMM_O));
@@ -259,9 +259,9 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
     });
     lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
-    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof, m->kv_t};
-    TRY(lattice__attention_backward(m->be, m->dq, m->dk, m->dv, m->dp, m->d_att, A->p, A->q,
-                                    A->k, A->v, &ad, &ptrs));
+    lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
+    TRY(lattice__attention_backward(m->be, m->dq, m->dk, m->dv, m->dp, m->d_att, A->att, A->p,
+                                    A->q, A->k, A->v, &ad, &ptrs));
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
     PROF(LATTICE_OP_ROPE,
          lattice__qkv_backward(m->d_raw, tr && L->qn ? lattice__grad_of(m, L->qn) : NULL,

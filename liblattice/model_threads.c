@@ -171,7 +171,6 @@ static void split_view(lattice_model *m, int t)
     v->dk = AT(m->dk, KV * hd);
     v->dv = AT(m->dv, KV * hd);
     v->dp = m->dp + pt0;
-    v->kv_t = AT(m->kv_t, KV * hd);
     v->d_att = AT(m->d_att, H * hd);
     v->d_gu = AT(m->d_gu, 2 * F);
     v->d_s = AT(m->d_s, F);

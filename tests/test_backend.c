@@ -4,6 +4,7 @@
  * per GEMM and on a whole step; versions and status strings. */
 #include "testutil.h"
 
+#include "attention.h"
 #include "backend_impl.h"
 #include <strings.h>
 
@@ -367,6 +368,102 @@ START_TEST(test_info_bad_input_and_older_structs)
 }
 END_TEST
 
+/* ---- the flash attention against the reference attention, in a model ---------- */
+
+static int ref_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                     int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    return lattice_backend_sgemm(user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) !=
+           LATTICE_OK;
+}
+
+/* max |x - y| over max |y|: the error relative to the tensor's scale */
+static double rel_err(const float *x, const float *y, long n)
+{
+    double d = 0.0, s = 0.0;
+    for (long i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)x[i] - y[i]));
+        s = fmax(s, fabs((double)y[i]));
+    }
+    return s > 0.0 ? d / s : d;
+}
+
+/* A model on the ref backend (its attention: the flash path) against the same
+ * model on a custom backend over the ref backend's sgemm (custom backends get
+ * the GEMM path, the reference attention): logits and every gradient of one
+ * forward and backward, for each placement, 1, 2 and 4 query heads per kv
+ * head, head_dim 16 over 7 and 9 positions (partial row and key blocks), with
+ * each flash instance the CPU runs. Agreement to float rounding: 1e-6 of the
+ * logits' scale, 3e-6 of each gradient's. */
+START_TEST(test_flash_model_vs_reference_attention)
+{
+    static const lattice_norm_placement pls[] = {LATTICE_NORM_PLACEMENT_PRE,
+                                                 LATTICE_NORM_PLACEMENT_POST,
+                                                 LATTICE_NORM_PLACEMENT_PERI};
+    const lattice_norm_placement pl = pls[_i % 3];
+    const int G = 1 << (_i / 3), T = 7 + (_i & 1) * 2;
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 13;
+    p.d_model = 32;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_kv_heads = 2;
+    p.n_heads = 2 * G;
+    p.head_dim = 16;
+    p.d_ff = 40;
+    p.max_batch = 2;
+    p.max_seq = T;
+    p.seed = 11;
+    p.init_std = 0.3f;
+    int32_t tok[2 * 9], tgt[2 * 9];
+    for (int i = 0; i < 2 * T; i++) {
+        tok[i] = (i * 7 + 3) % p.vocab_size;
+        tgt[i] = (i * 5 + 1) % p.vocab_size;
+    }
+    lattice_backend *ref = tu_backend("ref", 2), *gemm;
+    lattice_backend_ops ops;
+    lattice_backend_ops_init(&ops);
+    ops.user = ref;
+    ops.sgemm = ref_sgemm;
+    ck_assert_int_eq(lattice_backend_create_custom("gemm-path", &ops, &gemm), LATTICE_OK);
+    lattice_model *want = tu_model(gemm, pl, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
+    float loss;
+    ck_assert_int_eq(lattice_model_forward(want, tok, 2, T), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(want, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(want), LATTICE_OK);
+    static const int isas[] = {LATTICE_ATTN_ISA_PORTABLE, LATTICE_ATTN_ISA_AVX2,
+                               LATTICE_ATTN_ISA_AVX512};
+    int ran = 0;
+    for (int t = 0; t < 3; t++) {
+        if (lattice__attn_set_isa(isas[t]) != 0)
+            continue;
+        lattice_model *got = tu_model(ref, pl, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
+        ck_assert_int_eq(lattice_model_forward(got, tok, 2, T), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_cross_entropy(got, tgt, NULL, &loss, NULL), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_backward(got), LATTICE_OK);
+        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        const double ez = rel_err(lattice_model_get_logits(got), lattice_model_get_logits(want),
+                                  2L * T * p.vocab_size);
+        ck_assert_msg(ez <= 1e-6, "%s: logits %.3g off", lattice__attn_isa_name(isas[t]), ez);
+        for (int k = 0; k < lattice_model_get_n_tensors(want); k++) {
+            lattice_model_tensor_info x, y;
+            lattice_model_get_tensor(got, k, &x);
+            lattice_model_get_tensor(want, k, &y);
+            const double eg = rel_err(x.grad, y.grad, x.shape[0] * x.shape[1]);
+            ck_assert_msg(eg <= 3e-6, "%s: %s's gradient %.3g off", lattice__attn_isa_name(isas[t]),
+                          x.name, eg);
+        }
+        lattice_model_destroy(got);
+        ran++;
+    }
+    ck_assert_int_ge(ran, 1);
+    lattice_model_destroy(want);
+    lattice_backend_destroy(gemm);
+    lattice_backend_destroy(ref);
+}
+END_TEST
+
 /* A whole step (forward, backward, update) on an optimised backend matches the reference. */
 static void step_matches_ref(const char *name, int layer_norm)
 {
@@ -615,6 +712,7 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, test_custom_backend_fallback_and_bad_ops);
     tcase_add_test(tc, test_backend_names);
     tcase_add_test(tc, test_version_and_status);
+    tcase_add_loop_test(tc, test_flash_model_vs_reference_attention, 0, 9);
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("info");
     tcase_add_test(ti, test_default_choice);

@@ -227,11 +227,11 @@ static void attn_compute(attn_run *a, const char *backend)
     lattice_backend *be = tu_backend(backend, 2);
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, NULL}; /* the GEMM path needs no kv_t */
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
     lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att, a->p, a->q,
                                                  a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     lattice_backend_destroy(be);
@@ -299,23 +299,21 @@ enum { QB_NQ = QB_B * QB_H * QB_T * QB_HD, QB_NK = QB_B * QB_KV * QB_T * QB_HD }
 
 typedef struct qb_run {
     float q[QB_NQ], k[QB_NK], v[QB_NK], r[QB_NQ], att[QB_NQ], dq[QB_NQ], dk[QB_NK], dv[QB_NK];
-    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T], kv_t[QB_NK];
+    float p[QB_B * QB_H * QB_T * QB_T], dp[QB_B * QB_H * QB_T * QB_T];
 } qb_run;
 
 static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
 {
     const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
     float *pc[QB_B * QB_H];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, a->kv_t};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
     lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path};
     /* stale values in the scratch must not matter */
     for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
         a->p[j] = a->dp[j] = NAN;
-    for (size_t j = 0; j < sizeof a->kv_t / sizeof(float); j++)
-        a->kv_t[j] = NAN;
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->p, a->q,
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att, a->p, a->q,
                                                  a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
 }
@@ -404,9 +402,9 @@ static void fused_width_run(lattice_backend *be, int hd, int T, int path, float 
     const size_t nq = (size_t)B * H * T * hd, nk = (size_t)B * KV * T * hd, pt = (size_t)B * H * T * T;
     float *q = out, *k = q + nq, *v = k + nk, *r = v + nk, *att = r + nq, *dq = att + nq;
     float *dk = dq + nq, *dv = dk + nk;
-    float *p = malloc(sizeof(float) * (2 * pt + nk)), *dp = p + pt, *kv_t = dp + pt;
+    float *p = malloc(sizeof(float) * 2 * pt), *dp = p + pt;
     ck_assert_ptr_nonnull(p);
-    for (size_t j = 0; j < 2 * pt + nk; j++)
+    for (size_t j = 0; j < 2 * pt; j++)
         p[j] = NAN;
     tu_rng rng = {hd * 100 + T};
     tu_fill(q, (long)nq, 1.5, &rng);
@@ -415,10 +413,10 @@ static void fused_width_run(lattice_backend *be, int hd, int T, int path, float 
     tu_fill(r, (long)nq, 1.0, &rng);
     const float *pa[B * H], *pb[B * H];
     float *pc[B * H];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, kv_t};
+    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
     lattice_attn_dims d = {B, T, H, KV, hd, T, path};
     ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
+    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, att, p, q, k, v, &d, &ptrs),
                      LATTICE_OK);
     free(p);
 }
@@ -440,40 +438,122 @@ START_TEST(test_attention_fused_widths)
 }
 END_TEST
 
-/* Finite differences through the fused path (head_dim 8, 11 positions: one
- * full 8-row block and a partial one). */
-enum { FB = 1, FT = 11, FH = 2, FKV = 1, FHD = 8 };
-enum { F_NQ = FB * FH * FT * FHD, F_NK = FB * FKV * FT * FHD };
+/* ---- the flash kernels: every instance this CPU runs ------------------------ */
+
+static const int flash_isas[] = {LATTICE_ATTN_ISA_PORTABLE, LATTICE_ATTN_ISA_AVX2,
+                                 LATTICE_ATTN_ISA_AVX512};
+enum { N_FLASH_ISAS = 3 };
+
+typedef struct attn_shape {
+    int B, T, H, KV, hd;
+} attn_shape;
+
+static size_t shape_nq(const attn_shape *s) { return (size_t)s->B * s->H * s->T * s->hd; }
+static size_t shape_nk(const attn_shape *s) { return (size_t)s->B * s->KV * s->T * s->hd; }
+
+/* in: q, k, v, r (dO) back to back; out: att, dq, dk, dv. The scratch (p, dp)
+ * starts as NaN: nothing stale may be read. */
+static void attn_path_run(lattice_backend *be, const attn_shape *s, int path, const float *in,
+                          float *out)
+{
+    const size_t nq = shape_nq(s), nk = shape_nk(s), pt = (size_t)s->B * s->H * s->T * s->T;
+    const float *q = in, *k = q + nq, *v = k + nk, *r = v + nk;
+    float *att = out, *dq = att + nq, *dk = dq + nq, *dv = dk + nk;
+    float *p = malloc(sizeof(float) * 2 * pt), *dp = p + pt;
+    const float **pa = malloc(sizeof(float *) * s->B * s->H * 2);
+    float **pc = malloc(sizeof(float *) * s->B * s->H);
+    ck_assert(p && pa && pc);
+    for (size_t j = 0; j < 2 * pt; j++)
+        p[j] = NAN;
+    lattice_attn_ptrs ptrs = {pa, pa + s->B * s->H, pc, NULL};
+    lattice_attn_dims d = {s->B, s->T, s->H, s->KV, s->hd, 0, path};
+    ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
+    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, att, p, q, k, v, &d, &ptrs),
+                     LATTICE_OK);
+    free(p);
+    free(pa);
+    free(pc);
+}
+
+/* The flash path against the reference (the GEMM path on the ref backend),
+ * forward and backward, for head_dim 16/32/64/128, lengths 1, 7 and 129
+ * (one row; a partial block; a long run with a partial last block) and 1, 2
+ * and 4 query heads per kv head, with each instance the CPU can run; the
+ * AVX2 and AVX-512 instances give the same bits (each lane is one row or one
+ * key, so each value's operations do not depend on the width). */
+START_TEST(test_attention_flash_vs_reference)
+{
+    static const int hds[] = {16, 32, 64, 128}, Ts[] = {1, 7, 129}, Gs[] = {1, 2, 4};
+    const int hd = hds[_i % 4], T = Ts[_i / 4 % 3], G = Gs[_i / 12];
+    const attn_shape s = {T > 100 ? 1 : 2, T, 2 * G, 2, hd};
+    const size_t nq = shape_nq(&s), nk = shape_nk(&s), n = 2 * nq + 2 * nk;
+    float *in = malloc(sizeof(float) * n), *ref = malloc(sizeof(float) * n);
+    float *got[N_FLASH_ISAS] = {0};
+    ck_assert(in && ref);
+    tu_rng rng = {(uint64_t)(hd * 1000 + T * 10 + G)};
+    tu_fill(in, (long)(nq + 2 * nk), 1.5, &rng);
+    tu_fill(in + nq + 2 * nk, (long)nq, 1.0, &rng);
+    lattice_backend *be = tu_backend("ref", 2);
+    attn_path_run(be, &s, LATTICE_ATTN_GEMM, in, ref);
+    int ran = 0;
+    for (int t = 0; t < N_FLASH_ISAS; t++) {
+        if (lattice__attn_set_isa(flash_isas[t]) != 0)
+            continue;
+        got[t] = malloc(sizeof(float) * n);
+        ck_assert_ptr_nonnull(got[t]);
+        attn_path_run(be, &s, LATTICE_ATTN_FUSED, in, got[t]);
+        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        qb_assert_close(got[t], ref, n);
+        ran++;
+    }
+    ck_assert_int_ge(ran, 1); /* the portable build always runs */
+    if (got[1] && got[2])
+        ck_assert_msg(memcmp(got[1], got[2], sizeof(float) * n) == 0,
+                      "AVX2 and AVX-512 differ (hd %d, T %d, G %d)", hd, T, G);
+    for (int t = 0; t < N_FLASH_ISAS; t++)
+        free(got[t]);
+    lattice_backend_destroy(be);
+    free(in);
+    free(ref);
+}
+END_TEST
+
+/* Finite differences through the flash path, with each instance: head_dim
+ * 8 over 11 positions (a full 8-row block and a partial one; a partial
+ * 16-row block), head_dim 16 over 7 positions with 4 query heads per kv
+ * head, head_dim 16 over 19 positions with 2 per kv head. */
+static const attn_shape fd_shapes[] = {{1, 11, 2, 1, 8}, {1, 7, 4, 1, 16}, {1, 19, 2, 1, 16}};
 
 typedef struct fused_ctx {
+    attn_shape s;
     double *q, *k, *v, *r;
 } fused_ctx;
 
 static double fused_loss(void *ctx)
 {
     fused_ctx *c = ctx;
-    const int G = FH / FKV;
-    double loss = 0.0;
-    for (int b = 0; b < FB; b++)
-        for (int h = 0; h < FH; h++)
-            for (int i = 0; i < FT; i++) {
-                const double *qi = c->q + ((b * FH + h) * FT + i) * FHD;
-                const size_t kv = (size_t)(b * FKV + h / G) * FT * FHD;
-                double s[FT], mx = -1e300, sum = 0.0;
+    const int B = c->s.B, T = c->s.T, H = c->s.H, KV = c->s.KV, hd = c->s.hd, G = H / KV;
+    double loss = 0.0, sc[32];
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                const double *qi = c->q + ((size_t)(b * H + h) * T + i) * hd;
+                const size_t kv = (size_t)(b * KV + h / G) * T * hd;
+                double mx = -1e300, sum = 0.0;
                 for (int j = 0; j <= i; j++) {
-                    s[j] = 0.0;
-                    for (int e = 0; e < FHD; e++)
-                        s[j] += qi[e] * c->k[kv + j * FHD + e];
-                    s[j] /= sqrt((double)FHD);
-                    mx = s[j] > mx ? s[j] : mx;
+                    sc[j] = 0.0;
+                    for (int e = 0; e < hd; e++)
+                        sc[j] += qi[e] * c->k[kv + (size_t)j * hd + e];
+                    sc[j] /= sqrt((double)hd);
+                    mx = sc[j] > mx ? sc[j] : mx;
                 }
                 for (int j = 0; j <= i; j++)
-                    sum += exp(s[j] - mx);
-                for (int e = 0; e < FHD; e++) {
+                    sum += exp(sc[j] - mx);
+                for (int e = 0; e < hd; e++) {
                     double o = 0.0;
                     for (int j = 0; j <= i; j++)
-                        o += exp(s[j] - mx) / sum * c->v[kv + j * FHD + e];
-                    loss += o * c->r[(b * FT + i) * FH * FHD + h * FHD + e];
+                        o += exp(sc[j] - mx) / sum * c->v[kv + (size_t)j * hd + e];
+                    loss += o * c->r[((size_t)b * T + i) * H * hd + (size_t)h * hd + e];
                 }
             }
     return loss;
@@ -481,34 +561,71 @@ static double fused_loss(void *ctx)
 
 START_TEST(test_attention_fused_grad)
 {
-    static float q[F_NQ], k[F_NK], v[F_NK], r[F_NQ], att[F_NQ], dq[F_NQ], dk[F_NK], dv[F_NK];
-    static float p[FB * FH * FT * FT], dp[FB * FH * FT * FT], kv_t[F_NK];
-    tu_rng rng = {57};
-    tu_fill(q, F_NQ, 1.5, &rng);
-    tu_fill(k, F_NK, 1.5, &rng);
-    tu_fill(v, F_NK, 1.0, &rng);
-    tu_fill(r, F_NQ, 1.0, &rng);
+    const attn_shape s = fd_shapes[_i];
+    ck_assert_int_le(s.T, 32);
+    const size_t nq = shape_nq(&s), nk = shape_nk(&s), n = 2 * nq + 2 * nk;
+    float *in = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n);
+    double *x = malloc(sizeof(double) * n);
+    ck_assert(in && out && x);
+    tu_rng rng = {57 + (uint64_t)_i};
+    tu_fill(in, (long)(nq + 2 * nk), 1.5, &rng);
+    tu_fill(in + nq + 2 * nk, (long)nq, 1.0, &rng);
+    tu_to_double(x, in, (long)n);
+    fused_ctx c = {s, x, x + nq, x + nq + nk, x + nq + 2 * nk};
+    const double want = fused_loss(&c);
     lattice_backend *be = tu_backend("ref", 2);
-    const float *pa[FB * FH], *pb[FB * FH];
-    float *pc[FB * FH];
-    lattice_attn_ptrs ptrs = {pa, pb, pc, NULL, kv_t};
-    lattice_attn_dims d = {FB, FT, FH, FKV, FHD, 0, LATTICE_ATTN_FUSED};
-    ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, p, q, k, v, &d, &ptrs),
-                     LATTICE_OK);
+    int ran = 0;
+    for (int t = 0; t < N_FLASH_ISAS; t++) {
+        if (lattice__attn_set_isa(flash_isas[t]) != 0)
+            continue;
+        attn_path_run(be, &s, LATTICE_ATTN_FUSED, in, out);
+        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        double fwd = 0.0;
+        for (size_t j = 0; j < nq; j++)
+            fwd += (double)out[j] * in[nq + 2 * nk + j];
+        ck_assert_double_eq_tol(fwd, want, 1e-4);
+        tu_fd_input fd[] = {{"q", c.q, out + nq, (long)nq},
+                            {"k", c.k, out + 2 * nq, (long)nk},
+                            {"v", c.v, out + 2 * nq + nk, (long)nk}};
+        tu_fd_check(fused_loss, &c, fd, 3, 1e-5, 1e-4);
+        ran++;
+    }
+    ck_assert_int_ge(ran, 1);
     lattice_backend_destroy(be);
-    static double qd[F_NQ], kd[F_NK], vd[F_NK], rd[F_NQ];
-    tu_to_double(qd, q, F_NQ);
-    tu_to_double(kd, k, F_NK);
-    tu_to_double(vd, v, F_NK);
-    tu_to_double(rd, r, F_NQ);
-    fused_ctx c = {qd, kd, vd, rd};
-    double fwd = 0.0;
-    for (int j = 0; j < F_NQ; j++)
-        fwd += (double)att[j] * r[j];
-    ck_assert_double_eq_tol(fwd, fused_loss(&c), 1e-4);
-    tu_fd_input in[] = {{"q", qd, dq, F_NQ}, {"k", kd, dk, F_NK}, {"v", vd, dv, F_NK}};
-    tu_fd_check(fused_loss, &c, in, 3, 1e-5, 1e-4);
+    free(in);
+    free(out);
+    free(x);
+}
+END_TEST
+
+/* The instance choice: the portable build always runs, AUTO gives the
+ * choice back, an instance the CPU lacks is refused and changes nothing, and
+ * a head width the kernels do not take is refused by the forced path. */
+START_TEST(test_attention_flash_isa_choice)
+{
+    const int chosen = lattice__attn_isa();
+    ck_assert(lattice__attn_isa_supported(chosen));
+    ck_assert(lattice__attn_isa_supported(LATTICE_ATTN_ISA_PORTABLE));
+    for (int t = 0; t < N_FLASH_ISAS; t++) {
+        const int ok = lattice__attn_isa_supported(flash_isas[t]);
+        ck_assert_int_eq(lattice__attn_set_isa(flash_isas[t]), ok ? 0 : -1);
+        ck_assert_int_eq(lattice__attn_isa(), ok ? flash_isas[t] : chosen);
+        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        ck_assert_int_eq(lattice__attn_isa(), chosen);
+    }
+    ck_assert_int_eq(lattice__attn_set_isa(99), -1);
+    ck_assert_str_eq(lattice__attn_isa_name(LATTICE_ATTN_ISA_AVX2), "avx2");
+    lattice_backend *be = tu_backend("ref", 1);
+    float x[4 * 12] = {0}, p[16] = {0};
+    const float *pa[2];
+    float *pc[1];
+    lattice_attn_ptrs ptrs = {pa, pa + 1, pc, NULL};
+    lattice_attn_dims d = {1, 4, 1, 1, 12, 0, LATTICE_ATTN_FUSED};
+    ck_assert_int_eq(lattice__attention_forward(be, x, p, x, x, x, &d, &ptrs),
+                     LATTICE_ERR_UNSUPPORTED);
+    d.path = LATTICE_ATTN_AUTO; /* the GEMM path takes it */
+    ck_assert_int_eq(lattice__attention_forward(be, x, p, x, x, x, &d, &ptrs), LATTICE_OK);
+    lattice_backend_destroy(be);
 }
 END_TEST
 
@@ -699,7 +816,9 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_attention_blocked_vs_whole, 0, tu_n_backends());
     tcase_add_loop_test(tc, test_attention_fused_vs_gemm, 0, tu_n_backends());
     tcase_add_loop_test(tc, test_attention_fused_widths, 0, 6);
-    tcase_add_test(tc, test_attention_fused_grad);
+    tcase_add_loop_test(tc, test_attention_fused_grad, 0, 3);
+    tcase_add_loop_test(tc, test_attention_flash_vs_reference, 0, 36);
+    tcase_add_test(tc, test_attention_flash_isa_choice);
     tcase_add_test(tc, test_expf);
     tcase_add_test(tc, test_swiglu_grad);
     tcase_add_test(tc, test_embedding_grad);

@@ -1,0 +1,197 @@
+/* Causal attention without the score matrix (attention.h, "flash path"): the
+ * kernels' body (attention_flash_body.h) built for AVX-512, AVX2/FMA and
+ * plain C, one chosen at run time from the CPU's features. */
+/* float selects must if-convert; no FP-exception semantics are needed */
+#pragma GCC optimize("no-trapping-math", "no-math-errno")
+/* vectors travel only between always_inline helpers of one instance: no call
+ * crosses an ABI boundary with them */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+#include "attention.h"
+
+#include "backend_impl.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FL_MAXHD LATTICE_FLASH_MAX_HD
+#define FL_KT 32 /* keys per tile of the forward's online softmax */
+
+/* S = scale * (q . k) is rounded the same way in forward and backward: the
+ * barrier keeps the backward's product from fusing into the subtraction that
+ * follows it (one FMA instead of a rounded product). */
+#define FL_SFX portable
+#define FL_TGT
+#define FL_VW 8
+#define FL_BARRIER(v) __asm__("" : "+m"(v))
+#include "attention_flash_body.h"
+#undef FL_SFX
+#undef FL_TGT
+#undef FL_VW
+#undef FL_BARRIER
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define LATTICE_FLASH_X86 1
+
+#define FL_SFX avx2
+#define FL_TGT __attribute__((target("avx2,fma")))
+#define FL_VW 8
+#define FL_BARRIER(v) __asm__("" : "+v"(v))
+#include "attention_flash_body.h"
+#undef FL_SFX
+#undef FL_TGT
+#undef FL_VW
+#undef FL_BARRIER
+
+#define FL_SFX avx512
+#define FL_TGT __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")))
+#define FL_VW 16
+#define FL_BARRIER(v) __asm__("" : "+v"(v))
+#include "attention_flash_body.h"
+#undef FL_SFX
+#undef FL_TGT
+#undef FL_VW
+#undef FL_BARRIER
+#endif
+
+/* ---- which instance runs --------------------------------------------------- */
+
+static const char *const isa_names[] = {"auto", "portable", "avx2", "avx512"};
+
+const char *lattice__attn_isa_name(int isa)
+{
+    return isa >= 0 && isa <= LATTICE_ATTN_ISA_AVX512 ? isa_names[isa] : "unknown";
+}
+
+int lattice__attn_isa_supported(int isa)
+{
+    if (isa == LATTICE_ATTN_ISA_PORTABLE)
+        return 1;
+#ifdef LATTICE_FLASH_X86
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    if (isa == LATTICE_ATTN_ISA_AVX2)
+        return cpu.avx2_fma;
+    if (isa == LATTICE_ATTN_ISA_AVX512)
+        return cpu.avx512 && cpu.avx2_fma;
+#endif
+    return 0;
+}
+
+/* The instance the CPU's features call for, unless LATTICE_ATTN_ISA names one
+ * it can run (for measuring and for tests of whole models). */
+static int isa_detect(void)
+{
+    const char *env = getenv("LATTICE_ATTN_ISA");
+    if (env)
+        for (int isa = LATTICE_ATTN_ISA_PORTABLE; isa <= LATTICE_ATTN_ISA_AVX512; isa++)
+            if (strcmp(env, isa_names[isa]) == 0 && lattice__attn_isa_supported(isa))
+                return isa;
+    for (int isa = LATTICE_ATTN_ISA_AVX512; isa > LATTICE_ATTN_ISA_PORTABLE; isa--)
+        if (lattice__attn_isa_supported(isa))
+            return isa;
+    return LATTICE_ATTN_ISA_PORTABLE;
+}
+
+static int isa_detected = -1, isa_forced = LATTICE_ATTN_ISA_AUTO;
+
+int lattice__attn_isa(void)
+{
+    int forced = __atomic_load_n(&isa_forced, __ATOMIC_RELAXED);
+    if (forced != LATTICE_ATTN_ISA_AUTO)
+        return forced;
+    int isa = __atomic_load_n(&isa_detected, __ATOMIC_RELAXED);
+    if (isa < 0) { /* every thread that races here finds the same */
+        isa = isa_detect();
+        __atomic_store_n(&isa_detected, isa, __ATOMIC_RELAXED);
+    }
+    return isa;
+}
+
+int lattice__attn_set_isa(int isa)
+{
+    if (isa != LATTICE_ATTN_ISA_AUTO && !lattice__attn_isa_supported(isa))
+        return -1;
+    __atomic_store_n(&isa_forced, isa, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int lattice__flash_ok(int head_dim)
+{
+    return head_dim >= 8 && head_dim % 8 == 0 && head_dim <= LATTICE_FLASH_MAX_HD;
+}
+
+/* ---- the passes: kv heads of every sequence side by side -------------------- */
+
+void lattice__flash_forward(float *att, float *lse, size_t lse_stride, const float *q,
+                            const float *k, const float *v, const lattice_attn_dims *d, int nt)
+{
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
+    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa();
+    const float scale = 1.0f / sqrtf((float)hd);
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
+    for (int bk = 0; bk < nkv; bk++) {
+        const int b = bk / KV, h0 = bk % KV * G;
+        const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
+        float *o = att + (size_t)b * T * ldo + (size_t)h0 * hd, *l = lse + bh0 * lse_stride;
+        const float *qg = q + bh0 * T * hd;
+        switch (isa) {
+#ifdef LATTICE_FLASH_X86
+        case LATTICE_ATTN_ISA_AVX512:
+            fwd_group_avx512(o, ldo, l, lse_stride, qg, k + kv, v + kv, G, T, hd, scale);
+            break;
+        case LATTICE_ATTN_ISA_AVX2:
+            fwd_group_avx2(o, ldo, l, lse_stride, qg, k + kv, v + kv, G, T, hd, scale);
+            break;
+#endif
+        default:
+            fwd_group_portable(o, ldo, l, lse_stride, qg, k + kv, v + kv, G, T, hd, scale);
+        }
+    }
+}
+
+void lattice__flash_backward(float *dq, float *dk, float *dv, float *dd, const float *datt,
+                             const float *att, const float *lse, size_t lse_stride,
+                             const float *q, const float *k, const float *v,
+                             const lattice_attn_dims *d, int nt)
+{
+    const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
+    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa();
+    const float scale = 1.0f / sqrtf((float)hd);
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
+    for (int bk = 0; bk < nkv; bk++) {
+        const int b = bk / KV, h0 = bk % KV * G;
+        const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
+        const size_t orow = (size_t)b * T * ldo + (size_t)h0 * hd;
+        float *dqg = dq + bh0 * T * hd, *ddg = dd + bh0 * lse_stride;
+        memset(dqg, 0, sizeof(float) * G * T * hd);
+        for (int g = 0; g < G; g++) /* rowsum(dO * O), each row in order */
+            for (int i = 0; i < T; i++) {
+                const float *dorow = datt + orow + (size_t)i * ldo + (size_t)g * hd;
+                const float *orow_ = att + orow + (size_t)i * ldo + (size_t)g * hd;
+                float s = 0.0f;
+                for (int e = 0; e < hd; e++)
+                    s += dorow[e] * orow_[e];
+                ddg[g * lse_stride + i] = s;
+            }
+        const float *dog = datt + orow, *l = lse + bh0 * lse_stride, *qg = q + bh0 * T * hd;
+        switch (isa) {
+#ifdef LATTICE_FLASH_X86
+        case LATTICE_ATTN_ISA_AVX512:
+            bwd_group_avx512(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+                             v + kv, G, T, hd, scale);
+            break;
+        case LATTICE_ATTN_ISA_AVX2:
+            bwd_group_avx2(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+                           v + kv, G, T, hd, scale);
+            break;
+#endif
+        default:
+            bwd_group_portable(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+                               v + kv, G, T, hd, scale);
+        }
+    }
+}
