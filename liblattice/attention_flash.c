@@ -167,30 +167,21 @@ void lattice__flash_backward(float *dq, float *dk, float *dv, float *dd, const f
         const size_t bh0 = (size_t)b * H + h0, kv = (size_t)bk * T * hd;
         const size_t orow = (size_t)b * T * ldo + (size_t)h0 * hd;
         float *dqg = dq + bh0 * T * hd, *ddg = dd + bh0 * lse_stride;
-        memset(dqg, 0, sizeof(float) * G * T * hd);
-        for (int g = 0; g < G; g++) /* rowsum(dO * O), each row in order */
-            for (int i = 0; i < T; i++) {
-                const float *dorow = datt + orow + (size_t)i * ldo + (size_t)g * hd;
-                const float *orow_ = att + orow + (size_t)i * ldo + (size_t)g * hd;
-                float s = 0.0f;
-                for (int e = 0; e < hd; e++)
-                    s += dorow[e] * orow_[e];
-                ddg[g * lse_stride + i] = s;
-            }
-        const float *dog = datt + orow, *l = lse + bh0 * lse_stride, *qg = q + bh0 * T * hd;
+        const float *dog = datt + orow, *og = att + orow, *l = lse + bh0 * lse_stride;
+        const float *qg = q + bh0 * T * hd;
         switch (isa) {
 #ifdef LATTICE_FLASH_X86
         case LATTICE_ATTN_ISA_AVX512:
-            bwd_group_avx512(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+            bwd_group_avx512(dqg, dk + kv, dv + kv, ddg, dog, og, ldo, l, lse_stride, qg, k + kv,
                              v + kv, G, T, hd, scale);
             break;
         case LATTICE_ATTN_ISA_AVX2:
-            bwd_group_avx2(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+            bwd_group_avx2(dqg, dk + kv, dv + kv, ddg, dog, og, ldo, l, lse_stride, qg, k + kv,
                            v + kv, G, T, hd, scale);
             break;
 #endif
         default:
-            bwd_group_portable(dqg, dk + kv, dv + kv, ddg, dog, ldo, l, lse_stride, qg, k + kv,
+            bwd_group_portable(dqg, dk + kv, dv + kv, ddg, dog, og, ldo, l, lse_stride, qg, k + kv,
                                v + kv, G, T, hd, scale);
         }
     }

@@ -97,6 +97,27 @@ FLI VF FL(vexp)(VF x)
     return (VF)((VI)y & ~(x < -87.0f));
 }
 
+/* log(x) lane by lane for normal x > 0 (the softmax's sums, >= 1): x =
+ * 2^n m with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(f / (2 + f)), f = m -
+ * 1, to s^9 (|s| < 0.172: truncation below 1e-9 relative), n ln2 in two parts. */
+FLI VF FL(vlog)(VF x)
+{
+    const VI xi = (VI)x;
+    VI n = ((xi >> 23) & 0xff) - 127;
+    VF m = (VF)((xi & 0x007fffff) | 0x3f800000); /* [1, 2) */
+    const VI big = m > 1.41421356f;
+    m = FL(sel)(big, m * 0.5f, m);
+    n = n + (big & 1);
+    const VF f = m - 1.0f, t = f / (f + 2.0f), t2 = t * t;
+    VF p = FL(bc)(1.0f / 9.0f);
+    p = p * t2 + 1.0f / 7.0f;
+    p = p * t2 + 1.0f / 5.0f;
+    p = p * t2 + 1.0f / 3.0f;
+    p = p * t2 + 1.0f;
+    const VF nf = __builtin_convertvector(n, VF);
+    return nf * 0.693145751953125f + (2.0f * t * p + nf * 1.428606765330187045e-06f);
+}
+
 /* ---- forward ---------------------------------------------------------------- */
 
 /* Rows i0 .. i0 + nr - 1 (nr = min(FL_VW, T - i0)) of one head: o rows (stride
@@ -178,14 +199,14 @@ FLI void FL(fwd_block)(float *o, int ldo, float *lse, const float *q, const floa
             ot[e0 + 4] = o4, ot[e0 + 5] = o5, ot[e0 + 6] = o6, ot[e0 + 7] = o7;
         }
     }
-    const VF inv = 1.0f / l;
+    const VF inv = 1.0f / l, lsev = m + FL(vlog)(l);
     for (int e = 0; e < hd; e++)
         ot[e] *= inv;
     for (int r = 0; r < nr; r++) {
         float *orow = o + (size_t)(i0 + r) * ldo;
         for (int e = 0; e < hd; e++)
             orow[e] = ot[e][r];
-        lse[i0 + r] = m[r] + logf(l[r]);
+        lse[i0 + r] = lsev[r];
     }
 }
 
@@ -232,6 +253,10 @@ FL_TGT static void FL(fwd_group)(float *att, int ldo, float *lse, size_t lse_str
             ST(dq + (size_t)r * hd + e0, acc[r]);                                                  \
     }
 
+/* Query rows per backward step: the key block's kt, vt, dkt, dvt are read
+ * once for all of them (their sums still run row by row, in order). */
+#define FL_NR (FL_VW == 16 ? 8 : 4)
+
 /* NR consecutive query rows i .. i + NR - 1 of one head against the key block
  * j0 .. j0 + nk - 1 (kt, vt: the block's keys and values transposed, zero past
  * nk). q, dq: the rows' queries and dQ (stride hd); dO rows at dout (stride
@@ -242,7 +267,7 @@ FLI void FL(bwd_rows)(VF *dkt, VF *dvt, float *dq, const float *q, const float *
                       float (*vt)[FL_VW], const float *k, int i, int j0, int nk, int hd,
                       float scale, const int NR)
 {
-    VF s[4], dp[4], p[4], ds[4];
+    VF s[FL_NR], dp[FL_NR], p[FL_NR], ds[FL_NR];
     for (int r = 0; r < NR; r++)
         s[r] = dp[r] = (VF){0};
     for (int e = 0; e < hd; e++) {
@@ -253,7 +278,7 @@ FLI void FL(bwd_rows)(VF *dkt, VF *dvt, float *dq, const float *q, const float *
         }
     }
     const VI key = FL(iota)() + j0;
-    float dsf[4][FL_VW];
+    float dsf[FL_NR][FL_VW];
     for (int r = 0; r < NR; r++) {
         VF sr = s[r] * scale;
         FL_BARRIER(sr); /* rounded as the forward rounds it, not fused into the next op */
@@ -279,13 +304,25 @@ FLI void FL(bwd_rows)(VF *dkt, VF *dvt, float *dq, const float *q, const float *
 #endif
 }
 
-FLI void FL(bwd_heads)(float *dq, float *dk, float *dv, const float *dd, const float *datt,
-                       int ldo, const float *lse, size_t lse_stride, const float *q,
-                       const float *k, const float *v, int G, int T, int hd, float scale)
+FLI void FL(bwd_heads)(float *dq, float *dk, float *dv, float *dd, const float *datt,
+                       const float *att, int ldo, const float *lse, size_t lse_stride,
+                       const float *q, const float *k, const float *v, int G, int T, int hd,
+                       float scale)
 {
     float kt[FL_MAXHD][FL_VW], vt[FL_MAXHD][FL_VW];
     VF dkt[FL_MAXHD], dvt[FL_MAXHD];
     const size_t Thd = (size_t)T * hd;
+    memset(dq, 0, sizeof(float) * G * Thd);
+    for (int g = 0; g < G; g++) /* rowsum(dO * O): 8 lanes, summed in a fixed order */
+        for (int i = 0; i < T; i++) {
+            const float *dorow = datt + (size_t)i * ldo + (size_t)g * hd;
+            const float *orow = att + (size_t)i * ldo + (size_t)g * hd;
+            V8 acc = FL(ld8)(dorow) * FL(ld8)(orow);
+            for (int e = 8; e < hd; e += 8)
+                acc += FL(ld8)(dorow + e) * FL(ld8)(orow + e);
+            dd[g * lse_stride + i] =
+                ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+        }
     for (int j0 = 0; j0 < T; j0 += FL_VW) {
         const int nk = T - j0 < FL_VW ? T - j0 : FL_VW;
         memset(kt, 0, sizeof(float) * FL_VW * hd);
@@ -302,10 +339,10 @@ FLI void FL(bwd_heads)(float *dq, float *dk, float *dv, const float *dd, const f
             const float *lg = lse + g * lse_stride, *dg = dd + g * lse_stride;
             float *dqg = dq + g * Thd;
             int i = j0;
-            for (; i + 4 <= T; i += 4)
+            for (; i + FL_NR <= T; i += FL_NR)
                 FL(bwd_rows)(dkt, dvt, dqg + (size_t)i * hd, qg + (size_t)i * hd,
                              dog + (size_t)i * ldo, ldo, lg + i, dg + i, kt, vt, k, i, j0, nk, hd,
-                             scale, 4);
+                             scale, FL_NR);
             for (; i < T; i++)
                 FL(bwd_rows)(dkt, dvt, dqg + (size_t)i * hd, qg + (size_t)i * hd,
                              dog + (size_t)i * ldo, ldo, lg + i, dg + i, kt, vt, k, i, j0, nk, hd,
@@ -320,25 +357,35 @@ FLI void FL(bwd_heads)(float *dq, float *dk, float *dv, const float *dd, const f
 }
 
 /* One kv head and its G query heads: dq (G x [T, hd], =), dk, dv ([T, hd], =,
- * summed over the group) from datt (the heads' dO rows side by side, stride
- * ldo), the forward's lse (head g's at lse + g lse_stride) and dd (the
- * rowsum(dO * O) of head g's rows at dd + g lse_stride). dq must hold zeros
- * on entry. */
-FL_TGT static void FL(bwd_group)(float *dq, float *dk, float *dv, const float *dd,
-                                 const float *datt, int ldo, const float *lse, size_t lse_stride,
+ * summed over the group) from datt and att (the heads' dO and O rows side by
+ * side, stride ldo) and the forward's lse (head g's at lse + g lse_stride);
+ * dd: scratch laid out as lse, for each row's rowsum(dO * O). */
+FL_TGT static void FL(bwd_group)(float *dq, float *dk, float *dv, float *dd, const float *datt,
+                                 const float *att, int ldo, const float *lse, size_t lse_stride,
                                  const float *q, const float *k, const float *v, int G, int T,
                                  int hd, float scale)
 {
     switch (hd) {
-    case 16: FL(bwd_heads)(dq, dk, dv, dd, datt, ldo, lse, lse_stride, q, k, v, G, T, 16, scale); break;
-    case 32: FL(bwd_heads)(dq, dk, dv, dd, datt, ldo, lse, lse_stride, q, k, v, G, T, 32, scale); break;
-    case 64: FL(bwd_heads)(dq, dk, dv, dd, datt, ldo, lse, lse_stride, q, k, v, G, T, 64, scale); break;
-    case 128: FL(bwd_heads)(dq, dk, dv, dd, datt, ldo, lse, lse_stride, q, k, v, G, T, 128, scale); break;
-    default: FL(bwd_heads)(dq, dk, dv, dd, datt, ldo, lse, lse_stride, q, k, v, G, T, hd, scale); break;
+    case 16:
+        FL(bwd_heads)(dq, dk, dv, dd, datt, att, ldo, lse, lse_stride, q, k, v, G, T, 16, scale);
+        break;
+    case 32:
+        FL(bwd_heads)(dq, dk, dv, dd, datt, att, ldo, lse, lse_stride, q, k, v, G, T, 32, scale);
+        break;
+    case 64:
+        FL(bwd_heads)(dq, dk, dv, dd, datt, att, ldo, lse, lse_stride, q, k, v, G, T, 64, scale);
+        break;
+    case 128:
+        FL(bwd_heads)(dq, dk, dv, dd, datt, att, ldo, lse, lse_stride, q, k, v, G, T, 128, scale);
+        break;
+    default:
+        FL(bwd_heads)(dq, dk, dv, dd, datt, att, ldo, lse, lse_stride, q, k, v, G, T, hd, scale);
+        break;
     }
 }
 
 #undef FL_DQ_CHUNKS
+#undef FL_NR
 #undef VF
 #undef VI
 #undef VU

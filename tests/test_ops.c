@@ -231,8 +231,8 @@ static void attn_compute(attn_run *a, const char *backend)
     lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att, a->p, a->q,
-                                                 a->k, a->v, &d, &ptrs),
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att,
+                                                 a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     lattice_backend_destroy(be);
 }
@@ -313,8 +313,8 @@ static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
         a->p[j] = a->dp[j] = NAN;
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att, a->p, a->q,
-                                                 a->k, a->v, &d, &ptrs),
+    ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att,
+                                                 a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
 }
 
