@@ -206,3 +206,19 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
                                                         d, be->n_threads));
     return LATTICE_OK;
 }
+
+double lattice__attention_prob(const lattice_backend *be, const lattice_attn_dims *d,
+                               const float *p, const float *q, const float *k, int b, int h, int t,
+                               int j)
+{
+    const int T = d->seq, H = d->n_heads, hd = d->head_dim, G = H / d->n_kv_heads;
+    const size_t bh = (size_t)b * H + h;
+    if (!use_fused(be, d))
+        return p[(bh * T + t) * T + j];
+    const float *qt = q + (bh * T + t) * hd;
+    const float *kj = k + (((size_t)b * d->n_kv_heads + h / G) * T + j) * hd;
+    double s = 0.0;
+    for (int e = 0; e < hd; e++)
+        s += (double)qt[e] * kj[e];
+    return exp(s / sqrt((double)hd) - p[bh * T * T + t]);
+}

@@ -42,6 +42,13 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
                                           const float *q, const float *k, const float *v,
                                           const lattice_attn_dims *d, const lattice_attn_ptrs *ptr);
 
+/* The probability row t of head (b, h) gave key j (j <= t) in the forward
+ * that left p, on either path (the fused one recomputes it from q, k and the
+ * row's log-sum-exp). */
+double lattice__attention_prob(const lattice_backend *be, const lattice_attn_dims *d,
+                               const float *p, const float *q, const float *k, int b, int h, int t,
+                               int j);
+
 /* From datt[B*T, H*hd] to dq[B,H,T,hd], dk, dv[B,KV,T,hd] (all =); att and p
  * as the forward left them. dp[B,H,T,T] is scratch. */
 lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float *dk, float *dv,

@@ -2,6 +2,8 @@
  * block removal, the loss's response at an append, attention sinks. */
 #include "model_impl.h"
 
+#include "attention.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,13 +481,12 @@ static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int
         const layer_acts *A = &m->acts[i];
         /* mass on position 0 of queries 1..T-1, per head over rows and positions */
         int sinks = 0;
+        const lattice_attn_dims ad = {batch, T, H, KV, hd, 0, LATTICE_ATTN_AUTO};
         for (int h = 0; h < H; h++) {
             double sum = 0.0;
-            for (int b = 0; b < batch; b++) {
-                const float *ph = A->p + ((size_t)b * H + h) * T * T;
+            for (int b = 0; b < batch; b++)
                 for (int t = 1; t < T; t++)
-                    sum += ph[(size_t)t * T];
-            }
+                    sum += lattice__attention_prob(m->be, &ad, A->p, A->q, A->k, b, h, t, 0);
             const double mass = sum / ((double)batch * (T - 1));
             if (head_mass)
                 head_mass[i * H + h] = mass;
