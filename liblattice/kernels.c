@@ -150,29 +150,65 @@ void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *
     }
 }
 
+#define ALWAYS_INLINE __attribute__((always_inline)) static inline
+
+/* One row of the norm: y = Norm(x) (+ res when res is not NULL). */
+ALWAYS_INLINE void norm_row(int layer, float *y, float *mean, float *rstd, const float *x,
+                            const float *res, const float *w, const float *b, float eps, int c)
+{
+    float mu = 0.0f;
+    if (layer) {
+        mu = row_sum(x, c) / c;
+        *mean = mu;
+    }
+    const float ss = layer ? row_sq_dev(x, mu, c) : row_dot(x, x, c);
+    float r = 1.0f / sqrtf(ss / c + eps);
+    *rstd = r;
+    if (layer && res)
+        for (int j = 0; j < c; j++)
+            y[j] = (x[j] - mu) * r * w[j] + b[j] + res[j];
+    else if (layer)
+        for (int j = 0; j < c; j++)
+            y[j] = (x[j] - mu) * r * w[j] + b[j];
+    else if (res)
+        for (int j = 0; j < c; j++)
+            y[j] = x[j] * r * w[j] + res[j];
+    else
+        for (int j = 0; j < c; j++)
+            y[j] = x[j] * r * w[j];
+}
+
 VEC_CLONES
 void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, const float *in,
                            const float *w, const float *b, float eps, long n, int c, int nt)
 {
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
+    for (long i = 0; i < n; i++)
+        norm_row(layer, out + i * c, layer ? mean + i : NULL, rstd + i, in + i * c, NULL, w, b,
+                 eps, c);
+}
+
+VEC_CLONES
+void lattice__norm_join_forward(int layer, float *out, float *mean, float *rstd, float *sum,
+                                const float *x, float xa, const float *res, const float *w,
+                                const float *b, float eps, long n, int c, int nt)
+{
+    (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt) if (n * c > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
-        const float *x = in + i * c;
-        float *y = out + i * c;
-        float mu = 0.0f;
-        if (layer) {
-            mu = row_sum(x, c) / c;
-            mean[i] = mu;
+        float *s = sum + i * c;
+        if (x) {
+            const float *xi = x + i * c;
+            if (xa == 1.0f)
+                for (int j = 0; j < c; j++)
+                    s[j] = s[j] + xi[j];
+            else
+                for (int j = 0; j < c; j++)
+                    s[j] = xa * xi[j] + s[j];
         }
-        const float ss = layer ? row_sq_dev(x, mu, c) : row_dot(x, x, c);
-        float r = 1.0f / sqrtf(ss / c + eps);
-        rstd[i] = r;
-        if (layer)
-            for (int j = 0; j < c; j++)
-                y[j] = (x[j] - mu) * r * w[j] + b[j];
-        else
-            for (int j = 0; j < c; j++)
-                y[j] = x[j] * r * w[j];
+        norm_row(layer, out + i * c, layer ? mean + i : NULL, rstd + i, s, res ? res + i * c : NULL,
+                 w, b, eps, c);
     }
 }
 
@@ -250,7 +286,6 @@ void lattice__rope_table(float *rope, int seq, int head_dim, float theta)
  * without the trip-count, alias and remainder checks that cost more than the
  * arithmetic at head_dim 16 (callgrind: 27% fewer instructions). Same
  * operations, same order: same results. */
-#define ALWAYS_INLINE __attribute__((always_inline)) static inline
 #define HD_CASES(hd, call)                                                                         \
     do {                                                                                           \
         switch (hd) {                                                                              \

@@ -35,6 +35,15 @@ void lattice__embedding_backward(float *dwte, const float *dout, const int32_t *
  * (mean[N] written, bias b); otherwise RMSNorm (mean and b unused, may be NULL). */
 void lattice__norm_forward(int layer, float *out, float *mean, float *rstd, const float *in,
                            const float *w, const float *b, float eps, long n, int c, int nt);
+/* The norm with a residual join fused in, one pass over the rows (its twin:
+ * lattice__axpby and lattice__norm_forward, equal up to FMA rounding): sum[N,C] becomes
+ * sum + xa x where x is not NULL (the residual add before a norm: pre's
+ * stream into the next sublayer's input norm, post's a x + y), then out =
+ * Norm(sum), plus res where res is not NULL (peri's x + Norm(y)). out must
+ * not alias sum or res. */
+void lattice__norm_join_forward(int layer, float *out, float *mean, float *rstd, float *sum,
+                                const float *x, float xa, const float *res, const float *w,
+                                const float *b, float eps, long n, int c, int nt);
 /* din[N,C] (=, or += when accumulate) from dout; dw[C], db[C] += (either may be
  * NULL: frozen). scratch: lattice__reduce_scratch(n, 2 * c) floats. */
 void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, float *db,

@@ -53,38 +53,55 @@ static void sublayer_input_grad(lattice_model *m, float *g, const float *x, cons
                                 const norm_params *np, int tr, long n)
 {
     const long cells = n * m->p.d_model;
-    if (m->norm.residual_scale != 1.0f)
-        PROF(LATTICE_OP_ELEMWISE, lattice__scale(g, m->norm.residual_scale, cells, NT));
-    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
-        PROF(LATTICE_OP_ELEMWISE, lattice__axpby(g, 1.0f, m->d_in, cells, NT));
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST) /* g = a g + d_in, one pass */
+        PROF(LATTICE_OP_ELEMWISE, lattice__axpby(g, m->norm.residual_scale, m->d_in, cells, NT));
     else
         norm_bwd(m, g, 1, np, tr, m->d_in, x, st, n);
 }
 
+/* norm_fwd with a residual join fused in (lattice__norm_join_forward). */
+static void norm_join_fwd(lattice_model *m, float *out, norm_stats *st, float *sum,
+                          const float *x, float xa, const float *res, const norm_params *np,
+                          long n)
+{
+    PROF(LATTICE_OP_NORM,
+         lattice__norm_join_forward(m->norm.kind == LATTICE_NORM_KIND_LAYER, out, st->mean,
+                                    st->rstd, sum, x, xa, res, np->w, np->b, m->norm.eps, n,
+                                    m->p.d_model, NT));
+}
+
+/* The next sublayer's input norm, for sublayer_output to fuse its residual
+ * add into (pre-norm; NULL: none). */
+typedef struct next_norm {
+    float *out;
+    norm_stats *st;
+    const norm_params *np;
+} next_norm;
+
 /* Join a sublayer's output projection y = in W^T (W is [D, k]) to its input
- * stream x, as the placement says: pre out = x + y; peri out = x + Norm(y),
- * keeping y; post out = Norm(a x + y), keeping the sum r. */
+ * stream x, as the placement says: pre out = x + y (and, given next, the
+ * next sublayer's input Norm(out) in the same pass); peri out = x + Norm(y),
+ * keeping y; post out = Norm(a x + y), keeping the sum r. The joins run
+ * inside the norms' passes over the rows. */
 static lattice_status sublayer_output(lattice_model *m, float *out, const float *x, const float *in,
                                       const float *w, int k, float *y, float *r, norm_stats *st,
-                                      const norm_params *np, long n, lattice_op gemm_op)
+                                      const norm_params *np, long n, lattice_op gemm_op,
+                                      const next_norm *next)
 {
     const int D = m->p.d_model;
     const lattice_norm_placement pl = m->norm.placement;
-    if (pl == LATTICE_NORM_PLACEMENT_PERI) {
-        PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, y, D)));
-        norm_fwd(m, out, st, y, np, n);
+    float *proj = pl == LATTICE_NORM_PLACEMENT_PERI ? y : pl == LATTICE_NORM_PLACEMENT_POST ? r
+                                                                                          : out;
+    PROF(gemm_op,
+         TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 0.0f, proj, D)));
+    if (pl == LATTICE_NORM_PLACEMENT_PERI)
+        norm_join_fwd(m, out, st, y, NULL, 1.0f, x, np, n);
+    else if (pl == LATTICE_NORM_PLACEMENT_POST)
+        norm_join_fwd(m, out, st, r, x, m->norm.residual_scale, NULL, np, n);
+    else if (next)
+        norm_join_fwd(m, next->out, next->st, out, x, 1.0f, NULL, next->np, n);
+    else
         PROF(LATTICE_OP_ELEMWISE, lattice__axpby(out, 1.0f, x, n * D, NT));
-        return LATTICE_OK;
-    }
-    float *sum = pl == LATTICE_NORM_PLACEMENT_POST ? r : out;
-    PROF(LATTICE_OP_ELEMWISE, {
-        memcpy(sum, x, sizeof(float) * n * D);
-        if (m->norm.residual_scale != 1.0f)
-            lattice__scale(sum, m->norm.residual_scale, n * D, NT);
-    });
-    PROF(gemm_op, TRY(lattice__gemm(m->be, 0, 1, (int)n, D, k, 1.0f, in, k, w, k, 1.0f, sum, D)));
-    if (pl == LATTICE_NORM_PLACEMENT_POST)
-        norm_fwd(m, out, st, r, np, n);
     return LATTICE_OK;
 }
 
@@ -203,15 +220,19 @@ static lattice_status layer_forward(lattice_model *m, int i)
     lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
     lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
+    /* under pre-norm the MLP's input norm takes the residual add into its pass */
+    const next_norm in2 = {A->a2, &A->st[SLOT_IN2], &L->norm[SLOT_IN2]};
+    const int pre = m->norm.placement == LATTICE_NORM_PLACEMENT_PRE;
     TRY(sublayer_output(m, A->mid, x, A->att, L->wo, H * hd, A->y1, A->r1, &A->st[SLOT_OUT1],
-                        &L->norm[SLOT_OUT1], N, LATTICE_OP_GEMM_O));
+                        &L->norm[SLOT_OUT1], N, LATTICE_OP_GEMM_O, pre ? &in2 : NULL));
 
-    const float *a2 = sublayer_input(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
+    const float *a2 =
+        pre ? A->a2 : sublayer_input(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
     PROF(LATTICE_OP_GEMM_MLP, TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu,
                                                 D, 0.0f, A->gu, 2 * F)));
     PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_forward(A->s, A->gu, N, F, NT));
     return sublayer_output(m, m->hs[i + 1], A->mid, A->s, L->wd, F, A->y2, A->r2,
-                           &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N, LATTICE_OP_GEMM_MLP);
+                           &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N, LATTICE_OP_GEMM_MLP, NULL);
 }
 
 /* Backward of one layer. *g holds the gradient of the layer's output stream

@@ -629,6 +629,56 @@ START_TEST(test_attention_flash_isa_choice)
 }
 END_TEST
 
+/* ---- the norm with its residual join fused in -------------------------------- */
+
+/* lattice__norm_join_forward against its twin (lattice__axpby, then
+ * lattice__norm_forward, then lattice__axpby for a residual after the norm),
+ * RMS and LayerNorm, for each join: x + y into the norm (pre), a x + y (post,
+ * a = 0.7), x + Norm(y) (peri); 1 and 2 threads give the same bits. */
+START_TEST(test_norm_join_vs_twin)
+{
+    enum { N = 37, C = 24 };
+    const int layer = _i % 2, join = _i / 2;
+    static float x[N * C], y[N * C], w[C], b[C];
+    static float sum[N * C], out[N * C], mean[N], rstd[N];
+    static float tsum[N * C], tout[N * C], tmean[N], trstd[N], sum2[N * C], out2[N * C];
+    static float mean2[N], rstd2[N];
+    tu_rng rng = {400 + (uint64_t)_i};
+    tu_fill(x, N * C, 2.0, &rng);
+    tu_fill(y, N * C, 1.5, &rng);
+    tu_fill(w, C, 1.0, &rng);
+    tu_fill(b, C, 0.5, &rng);
+    const float xa = join == 1 ? 0.7f : 1.0f;
+    const float *jx = join < 2 ? x : NULL, *res = join == 2 ? x : NULL;
+    memcpy(sum, y, sizeof y);
+    memcpy(sum2, y, sizeof y);
+    lattice__norm_join_forward(layer, out, mean, rstd, sum, jx, xa, res, w, b, 1e-5f, N, C, 1);
+    lattice__norm_join_forward(layer, out2, mean2, rstd2, sum2, jx, xa, res, w, b, 1e-5f, N, C, 2);
+    ck_assert(memcmp(out, out2, sizeof out) == 0 && memcmp(sum, sum2, sizeof sum) == 0);
+    ck_assert(memcmp(rstd, rstd2, sizeof rstd) == 0);
+    /* the twin */
+    memcpy(tsum, y, sizeof y);
+    if (jx) {
+        float ax[N * C];
+        for (int j = 0; j < N * C; j++)
+            ax[j] = xa * x[j];
+        lattice__axpby(tsum, 1.0f, ax, N * C, 1);
+    }
+    lattice__norm_forward(layer, tout, tmean, trstd, tsum, w, b, 1e-5f, N, C, 1);
+    if (res)
+        lattice__axpby(tout, 1.0f, res, N * C, 1);
+    for (int j = 0; j < N * C; j++) {
+        ck_assert_float_eq_tol(sum[j], tsum[j], 1e-6f * (1.0f + fabsf(tsum[j])));
+        ck_assert_float_eq_tol(out[j], tout[j], 1e-6f * (1.0f + fabsf(tout[j])));
+    }
+    for (int i = 0; i < N; i++) {
+        ck_assert_float_eq_tol(rstd[i], trstd[i], 1e-6f * trstd[i]);
+        if (layer)
+            ck_assert_float_eq_tol(mean[i], tmean[i], 1e-6f * (1.0f + fabsf(tmean[i])));
+    }
+}
+END_TEST
+
 /* ---- SwiGLU ------------------------------------------------------------------ */
 
 enum { SN = 4, SF = 5 };
@@ -819,6 +869,7 @@ static Suite *ops_suite(void)
     tcase_add_loop_test(tc, test_attention_fused_grad, 0, 3);
     tcase_add_loop_test(tc, test_attention_flash_vs_reference, 0, 36);
     tcase_add_test(tc, test_attention_flash_isa_choice);
+    tcase_add_loop_test(tc, test_norm_join_vs_twin, 0, 6);
     tcase_add_test(tc, test_expf);
     tcase_add_test(tc, test_swiglu_grad);
     tcase_add_test(tc, test_embedding_grad);
