@@ -63,9 +63,10 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
  * chosen from the CPU's features (lattice__cpu_detect), or by
  * LATTICE_ATTN_ISA=portable|avx2|avx512 in the environment at the first call
  * (where the CPU can run it), or by lattice__attn_set_isa. Each lane is one
- * query row (forward) or one key (backward), so every value's operations are
- * the same at 8 and 16 lanes; the plain-C build rounds differently only where
- * it has no FMA. */
+ * query row (forward) or one key (backward), so every value's chain of
+ * operations is the same at 8 and 16 lanes; the instances may still round
+ * differently where the compiler fuses a multiply and an add in one and not
+ * the other (seen in a -O2 build, not in the -O3 release build). */
 enum { LATTICE_ATTN_ISA_AUTO = 0, LATTICE_ATTN_ISA_PORTABLE = 1, LATTICE_ATTN_ISA_AVX2 = 2,
        LATTICE_ATTN_ISA_AVX512 = 3 };
 const char *lattice__attn_isa_name(int isa);

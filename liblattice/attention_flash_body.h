@@ -21,7 +21,8 @@
  * T x T exists.
  *
  * Every lane is one row (forward) or one key (backward), so each value's
- * chain of operations does not depend on FL_VW. */
+ * chain of operations does not depend on FL_VW (its rounding still may,
+ * where the compiler contracts differently). */
 
 #define FL_CAT2(a, b) a##_##b
 #define FL_CAT(a, b) FL_CAT2(a, b)

@@ -478,9 +478,7 @@ static void attn_path_run(lattice_backend *be, const attn_shape *s, int path, co
 /* The flash path against the reference (the GEMM path on the ref backend),
  * forward and backward, for head_dim 16/32/64/128, lengths 1, 7 and 129
  * (one row; a partial block; a long run with a partial last block) and 1, 2
- * and 4 query heads per kv head, with each instance the CPU can run; the
- * AVX2 and AVX-512 instances give the same bits (each lane is one row or one
- * key, so each value's operations do not depend on the width). */
+ * and 4 query heads per kv head, with each instance the CPU can run. */
 START_TEST(test_attention_flash_vs_reference)
 {
     static const int hds[] = {16, 32, 64, 128}, Ts[] = {1, 7, 129}, Gs[] = {1, 2, 4};
@@ -507,9 +505,6 @@ START_TEST(test_attention_flash_vs_reference)
         ran++;
     }
     ck_assert_int_ge(ran, 1); /* the portable build always runs */
-    if (got[1] && got[2])
-        ck_assert_msg(memcmp(got[1], got[2], sizeof(float) * n) == 0,
-                      "AVX2 and AVX-512 differ (hd %d, T %d, G %d)", hd, T, G);
     for (int t = 0; t < N_FLASH_ISAS; t++)
         free(got[t]);
     lattice_backend_destroy(be);
