@@ -1,6 +1,8 @@
-/* Settings as canonical JSON: the same values give the same text however a
- * preset writes them (key order, spacing, 1.0 or 1, 2e-3 or 0.002), and two
- * settings that differ are told apart key by key. */
+/* Settings as canonical JSON, and the keys two settings differ in.
+ *
+ * The same values give the same text however a preset writes them (key order,
+ * spacing, 1.0 or 1, 2e-3 or 0.002), and two settings that differ are told
+ * apart key by key. */
 #ifndef REPRODUCE_CANON_H
 #define REPRODUCE_CANON_H
 

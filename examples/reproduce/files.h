@@ -1,7 +1,9 @@
-/* Files the study reads and writes, safely: names checked against one rule,
- * folders made without a shell, outputs written whole (temporary file, fsync,
- * rename) or not at all, reads of regular files only and bounded, programs run
- * from an argument vector, the output folder's lock, and xxHash checksums. */
+/* Files the study reads and writes, safely.
+ *
+ * Names checked against one rule, folders made without a shell, outputs
+ * written whole (temporary file, fsync, rename) or not at all, reads of
+ * regular files only and bounded, programs run from an argument vector, the
+ * output folder's lock, and xxHash checksums. */
 #ifndef REPRODUCE_FILES_H
 #define REPRODUCE_FILES_H
 

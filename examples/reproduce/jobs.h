@@ -1,5 +1,6 @@
-/* The hand-out of runs: one after another, side by side (--jobs), or over MPI
- * ranks; and starting and ending MPI. */
+/* The hand-out of runs: one after another, side by side (--jobs), or over MPI ranks.
+ *
+ * And starting and ending MPI. */
 #ifndef REPRODUCE_JOBS_H
 #define REPRODUCE_JOBS_H
 

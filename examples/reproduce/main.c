@@ -1,4 +1,6 @@
-/* Reproduce "Rethinking Normalization Placement for LLMs: Post-Norm under
+/* The reproduction's program: its options, and the study from teacher to report.
+ *
+ * Reproduce "Rethinking Normalization Placement for LLMs: Post-Norm under
  * Curriculum Depth Growing" (arXiv 2608.13156) end to end: train a teacher,
  * distil it into 9-layer students under every arm of the paper with paired
  * seeds, and write the tables, curves and diagnostics.
@@ -21,7 +23,9 @@
 #include "runs.h"
 #include "store.h"
 #include "teacher.h"
+#include "plot.h"
 #include "report.h"
+#include "results.h"
 #include "plan.h"
 #include "jobs.h"
 #include "files.h"

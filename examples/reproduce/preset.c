@@ -1,11 +1,10 @@
-/* The preset: parse and validate the JSON, named arms, schedules, paths, --arms, --check. */
+/* The preset: its keys, named arms, schedules, probes, paths, --arms and --check. */
 #include "preset.h"
 
 #include "files.h"
-
-#include <ctype.h>
-#include "runs.h"
 #include "plan.h"
+#include "preset_json.h"
+#include "runs.h"
 
 /* The paper's arms by name. Grow, freeze and single-block replay one shard
  * per phase (the paper's rule); the budget controls read on into fresh data
@@ -73,119 +72,6 @@ static const char *const known_keys[] = {
     "arms.*.phases.*.train_from", "arms.*.phases.*.reset_optimizer", "arms.*.phases.*.block_init",
     "arms.*.phases.*.rewind_data", "arms.*.phases.*.train_boundary",
 };
-
-static void check_keys(json_object *o, const char *path, const char *pattern)
-{
-    if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            char p2[256], pat2[256];
-            snprintf(p2, sizeof p2, "%s[%zu]", path, i);
-            snprintf(pat2, sizeof pat2, "%s.*", pattern);
-            check_keys(json_object_array_get_idx(o, i), p2, pat2);
-        }
-        return;
-    }
-    if (!json_object_is_type(o, json_type_object))
-        return;
-    json_object_object_foreach(o, key, val)
-    {
-        char pat[256], full[256];
-        snprintf(pat, sizeof pat, "%s%s%s", pattern, pattern[0] ? "." : "", key);
-        snprintf(full, sizeof full, "%s%s%s", path, path[0] ? "." : "", key);
-        int ok = 0;
-        for (size_t k = 0; k < sizeof known_keys / sizeof known_keys[0] && !ok; k++)
-            ok = strcmp(known_keys[k], pat) == 0;
-        if (!ok)
-            die("preset: unknown key '%s' (a typo? see examples/reproduce/presets/README.md)", full);
-        check_keys(val, full, pat);
-    }
-}
-
-json_object *member(json_object *o, const char *path)
-{
-    /* "a.b" walks nested objects */
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", path);
-    json_object *cur = o;
-    for (char *tok = strtok(buf, "."); tok; tok = strtok(NULL, ".")) {
-        if (!cur || !json_object_is_type(cur, json_type_object) ||
-            !json_object_object_get_ex(cur, tok, &cur))
-            return NULL;
-    }
-    return cur;
-}
-
-/* Where the keys being read sit ("arms[2].phases[1]"), for messages; "" at the top. */
-static char where_prefix[128];
-
-/* path with the current prefix, for a message. */
-static const char *full(const char *path)
-{
-    static char buf[256];
-    snprintf(buf, sizeof buf, "%s%s%s", where_prefix, where_prefix[0] ? "." : "", path);
-    return buf;
-}
-
-static int get_i(json_object *o, const char *path, int fallback, int lo, int hi)
-{
-    json_object *v = member(o, path);
-    if (!v)
-        return fallback;
-    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
-        die("preset: %s must be an integer", full(path));
-    int64_t x = json_object_get_int64(v);
-    if (x < lo || x > hi)
-        die("preset: %s = %lld outside %d..%d", full(path), (long long)x, lo, hi);
-    return (int)x;
-}
-
-static double get_d(json_object *o, const char *path, double fallback)
-{
-    json_object *v = member(o, path);
-    if (!v)
-        return fallback;
-    if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-        die("preset: %s must be a number", full(path));
-    double x = json_object_get_double(v);
-    if (!isfinite(x) || x < 0)
-        die("preset: %s must be finite and >= 0", full(path));
-    return x;
-}
-
-/* A learning rate: > 0 (a zero one trains nothing, which no study means). */
-static double get_lr(json_object *o, const char *path, double fallback)
-{
-    const double x = get_d(o, path, fallback);
-    if (!(x > 0))
-        die("preset: %s must be > 0 (a learning rate of 0 trains nothing)", full(path));
-    return x;
-}
-
-static void get_s(json_object *o, const char *path, char *dst, size_t n, const char *fallback)
-{
-    json_object *v = member(o, path);
-    if (v && !json_object_is_type(v, json_type_string))
-        die("preset: %s must be a string", full(path));
-    snprintf(dst, n, "%s", v ? json_object_get_string(v) : fallback);
-}
-
-/* A string member that must be one of names[]; returns its index, or fallback when absent. */
-static int get_enum(json_object *o, const char *key, const char *where, const char *const *names,
-                    int n, int fallback)
-{
-    char s[64];
-    if (!member(o, key))
-        return fallback;
-    get_s(o, key, s, sizeof s, "");
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    char known[256] = "";
-    for (int i = 0; i < n; i++)
-        snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", names[i]);
-    die("preset: %s.%s = '%s' is not one of: %s", where, key, s, known);
-    return -1;
-}
 
 /* A path in a preset is relative to the preset's own folder. */
 static void resolve_path(char *dst, size_t n, const char *preset_path, const char *rel)
@@ -283,7 +169,7 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     if (strlen(js) >= sizeof a->train_json)
         die("preset: %s is too long", w);
     snprintf(a->train_json, sizeof a->train_json, "%s", js);
-    snprintf(where_prefix, sizeof where_prefix, "%s", w);
+    json_at(w);
     a->lr_given = member(t, "lr") != NULL;
     a->lr = get_lr(t, "lr", p->lr);
     if (member(t, "lr_shape")) {
@@ -297,7 +183,7 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     if (a->beta2 >= 1.0)
         die("preset: %s.beta2 must be below 1", w);
     a->warmup = get_i(t, "warmup", p->warmup, 0, 1 << 30);
-    snprintf(where_prefix, sizeof where_prefix, "%s", where);
+    json_at(where);
 }
 
 static void parse_arm(preset *p, json_object *v, int index)
@@ -310,7 +196,7 @@ static void parse_arm(preset *p, json_object *v, int index)
     a->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
     char where[64];
     snprintf(where, sizeof where, "arms[%d]", index);
-    snprintf(where_prefix, sizeof where_prefix, "%s", where);
+    json_at(where);
     const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
     json_object *spec = json_object_is_type(v, json_type_object) ? v : NULL;
     if (!name && !spec)
@@ -380,7 +266,7 @@ static void parse_arm(preset *p, json_object *v, int index)
                 json_object *e = json_object_array_get_idx(ph, k);
                 char pw[96];
                 snprintf(pw, sizeof pw, "%s.phases[%zu]", where, k);
-                snprintf(where_prefix, sizeof where_prefix, "%s", pw);
+                json_at(pw);
                 if (!json_object_is_type(e, json_type_object))
                     die("preset: %s must be an object", pw);
                 lattice_schedule_phase *f = &a->phases[a->n_phases++];
@@ -400,165 +286,13 @@ static void parse_arm(preset *p, json_object *v, int index)
                 f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
                 f->train_boundary = get_i(e, "train_boundary", 1, 0, 1);
             }
-            snprintf(where_prefix, sizeof where_prefix, "%s", where);
+            json_at(where);
         } else if (a->schedule < 0) {
             die("preset: %s needs a schedule (%s, ...) or phases", where, schedule_names[0]);
         }
     }
-    where_prefix[0] = 0;
+    json_at("");
     p->n_arms++;
-}
-
-/* ---- strict JSON -------------------------------------------------------------------
- *
- * json-c's strict mode refuses trailing commas, comments and text after the
- * value; it keeps the last of duplicate keys and takes single-quoted strings
- * and NaN. The scan below refuses those too, so that a preset means exactly
- * what it says. Errors name the line and column. */
-
-static void line_col(const char *text, size_t at, int *line, int *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < at && text[i]; i++) {
-        if (text[i] == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
-
-__attribute__((noreturn)) static void json_error(const char *path, const char *text, size_t at,
-                                                 const char *what)
-{
-    int line, col;
-    line_col(text, at, &line, &col);
-    die("preset %s: line %d, column %d: %s", path, line, col, what);
-}
-
-/* Duplicate keys, single-quoted strings and bare words other than true,
- * false and null, in text json-c's strict mode has accepted. */
-static void strict_scan(const char *path, const char *text)
-{
-    enum { MAX_DEPTH = 64, MAX_KEYS = 128 };
-    struct level {
-        int object, expect_key, n;
-        size_t key_at[MAX_KEYS], key_len[MAX_KEYS];
-    };
-    static struct level st[MAX_DEPTH];
-    int depth = -1;
-    for (size_t i = 0; text[i]; i++) {
-        const char c = text[i];
-        if (c == '{' || c == '[') {
-            if (++depth >= MAX_DEPTH)
-                json_error(path, text, i, "nested too deeply");
-            st[depth].object = c == '{';
-            st[depth].expect_key = c == '{';
-            st[depth].n = 0;
-        } else if (c == '}' || c == ']') {
-            depth--;
-        } else if (c == ',' && depth >= 0) {
-            st[depth].expect_key = st[depth].object;
-        } else if (c == '\'') {
-            json_error(path, text, i, "strings take double quotes");
-        } else if (c == '"') {
-            const size_t start = i + 1;
-            for (i++; text[i] && text[i] != '"'; i++)
-                if (text[i] == '\\' && text[i + 1])
-                    i++;
-            if (depth >= 0 && st[depth].expect_key) {
-                struct level *lv = &st[depth];
-                const size_t len = i - start;
-                for (int k = 0; k < lv->n; k++)
-                    if (lv->key_len[k] == len && memcmp(text + lv->key_at[k], text + start, len) == 0) {
-                        char what[160];
-                        snprintf(what, sizeof what, "the key \"%.*s\" appears twice in one object",
-                                 (int)(len < 100 ? len : 100), text + start);
-                        json_error(path, text, start - 1, what);
-                    }
-                if (lv->n == MAX_KEYS)
-                    json_error(path, text, start - 1, "more keys in one object than a preset has");
-                lv->key_at[lv->n] = start;
-                lv->key_len[lv->n++] = len;
-                lv->expect_key = 0;
-            }
-        } else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-            size_t n = 0;
-            while (isalpha((unsigned char)text[i + n]))
-                n++;
-            const int word_ok = (n == 4 && (!strncmp(text + i, "true", 4) || !strncmp(text + i, "null", 4))) ||
-                                (n == 5 && !strncmp(text + i, "false", 5));
-            /* an exponent's e or E follows a digit */
-            const int exponent = (c == 'e' || c == 'E') && i > 0 && isdigit((unsigned char)text[i - 1]);
-            if (!word_ok && !exponent) {
-                char what[96];
-                snprintf(what, sizeof what, "'%.*s' is not a JSON value", (int)(n < 40 ? n : 40), text + i);
-                json_error(path, text, i, what);
-            }
-            i += n ? n - 1 : 0;
-        }
-    }
-}
-
-/* The preset file as a JSON object, parsed strictly; dies naming the line
- * and column of the first error. */
-static json_object *read_strict(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        die("cannot read the preset %s: %s", path, strerror(errno));
-    char *text = NULL;
-    size_t n = 0, cap = 0;
-    for (;;) {
-        if (n + 4096 + 1 > cap) {
-            cap = cap ? 2 * cap : 8192;
-            if (cap > ((size_t)1 << 26))
-                die("the preset %s is larger than 64 MiB", path);
-            char *t = realloc(text, cap);
-            if (!t)
-                die("out of memory");
-            text = t;
-        }
-        const size_t got = fread(text + n, 1, 4096, f);
-        n += got;
-        if (got < 4096)
-            break;
-    }
-    const int bad = ferror(f);
-    fclose(f);
-    if (bad)
-        die("cannot read the preset %s", path);
-    text[n] = 0;
-    if (strlen(text) != n)
-        json_error(path, text, strlen(text), "a NUL byte in the file");
-    json_tokener *tok = json_tokener_new();
-    if (!tok)
-        die("out of memory");
-    json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-    json_object *o = json_tokener_parse_ex(tok, text, (int)n + 1);
-    const enum json_tokener_error e = json_tokener_get_error(tok);
-    const size_t end = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    if (!o || e != json_tokener_success) {
-        json_object_put(o);
-        char what[160];
-        const unsigned char c = end < n ? (unsigned char)text[end] : 0;
-        if (e == json_tokener_continue || end >= n)
-            snprintf(what, sizeof what, "the text ends inside a value");
-        else if (c > ' ' && c < 127)
-            snprintf(what, sizeof what, "%s '%c' (strict JSON: no trailing commas, no comments)",
-                     json_tokener_error_desc(e), c);
-        else
-            snprintf(what, sizeof what, "%s", json_tokener_error_desc(e));
-        json_error(path, text, end, what);
-    }
-    strict_scan(path, text);
-    free(text);
-    if (!json_object_is_type(o, json_type_object))
-        die("the preset %s is not a JSON object", path);
-    return o;
 }
 
 /* Element j of list k of key (compare, interactions): one of the preset's
@@ -630,7 +364,7 @@ static void parse_probes(preset *p, json_object *list)
         snprintf(where, sizeof where, "probes[%zu]", i);
         if (!json_object_is_type(o, json_type_object))
             die("preset: %s must be an object", where);
-        snprintf(where_prefix, sizeof where_prefix, "%s", where);
+        json_at(where);
         probe *q = &p->probes[p->n_probes];
         get_s(o, "name", q->name, sizeof q->name, "");
         if (!q->name[0])
@@ -664,7 +398,7 @@ static void parse_probes(preset *p, json_object *list)
             die("preset: %s: the init std must be > 0 and beta2 below 1", where);
         p->n_probes++;
     }
-    where_prefix[0] = 0;
+    json_at("");
 }
 
 void preset_for_probe(const preset *p, const probe *q, preset *out)
@@ -727,45 +461,21 @@ static void recipe(json_object *o, const char *sect, double lr, double floor_div
     *beta2 = -1.0;
     if (!s)
         return;
-    snprintf(where_prefix, sizeof where_prefix, "%s", sect); /* messages name sect.key */
+    json_at(sect); /* messages name sect.key */
     lr_shape(s, sect, lr, floor_div, min_lr, decay);
     *weight_decay = get_d(s, "weight_decay", 0.0);
     *beta2 = member(s, "beta2") ? get_d(s, "beta2", 0.95) : -1.0;
     if (*beta2 >= 1.0)
         die("preset: %s.beta2 must be below 1", sect);
-    where_prefix[0] = 0;
-}
-
-/* A null is refused wherever it is: it would read as the key's absence (its
- * default), which is not what a preset that writes it says. */
-static void no_nulls(json_object *o, const char *path)
-{
-    char sub[256];
-    if (json_object_is_type(o, json_type_object)) {
-        json_object_object_foreach(o, key, val)
-        {
-            snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
-            if (!val)
-                die("preset: %s is null: give it a value, or leave the key out for its default",
-                    sub);
-            no_nulls(val, sub);
-        }
-    } else if (json_object_is_type(o, json_type_array)) {
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
-            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
-            if (!json_object_array_get_idx(o, i))
-                die("preset: %s is null", sub);
-            no_nulls(json_object_array_get_idx(o, i), sub);
-        }
-    }
+    json_at("");
 }
 
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
-    json_object *o = read_strict(path);
-    no_nulls(o, "");
-    check_keys(o, "", "");
+    json_object *o = read_preset_json(path);
+    no_nulls(o);
+    check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
     p->json = o;
     get_s(o, "name", p->name, sizeof p->name, "custom");
     /* the default output folder is results/NAME */

@@ -1,11 +1,9 @@
-/* The preset: parse and validate the JSON, named arms, schedules, paths, --arms, --check. */
+/* The preset: its keys, named arms, schedules, probes, paths, --arms and --check. */
 #ifndef REPRODUCE_PRESET_H
 #define REPRODUCE_PRESET_H
 
+#include "preset_json.h"
 #include "study.h"
-
-/* The member at a dotted path ("train.lr"), or NULL. */
-json_object *member(json_object *o, const char *path);
 
 /* Read, check and resolve a preset file; dies with the key path on any error. */
 void load_preset(preset *p, const char *path);

@@ -1,6 +1,7 @@
-/* Teacher recipes side by side (--probe): each of the preset's probes trains
- * a teacher, and every probe_every steps its validation CE and go/no-go
- * figures are taken; one table compares them. */
+/* Teacher recipes side by side (--probe).
+ *
+ * Each of the preset's probes trains a teacher, and every probe_every steps
+ * its validation CE and go/no-go figures are taken; one table compares them. */
 #ifndef REPRODUCE_PROBE_H
 #define REPRODUCE_PROBE_H
 

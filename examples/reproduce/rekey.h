@@ -1,5 +1,7 @@
-/* --rekey: runs and teachers kept by 0.4 and before, verified against the
- * preset they were made with and converted to the format of 0.5. */
+/* --rekey: what 0.4 kept, verified and converted to the format of 0.5.
+ *
+ * Runs and teachers kept by 0.4 and before, verified against the preset they
+ * were made with. */
 #ifndef REPRODUCE_REKEY_H
 #define REPRODUCE_REKEY_H
 

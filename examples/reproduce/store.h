@@ -1,6 +1,8 @@
-/* Runs kept: a run's record as bytes (for the MPI wire and for the output
- * folder), the settings a run's numbers depend on, and the output folder's
- * runs/ (one file per arm x seed, reused by a later run whose settings match). */
+/* Runs kept: records as bytes, their settings, the output folder's runs/.
+ *
+ * A run's record as bytes (for the MPI wire and for the output folder), the
+ * settings a run's numbers depend on, and the output folder's runs/ (one file
+ * per arm x seed, reused by a later run whose settings match). */
 #ifndef REPRODUCE_STORE_H
 #define REPRODUCE_STORE_H
 

@@ -1,7 +1,9 @@
-/* The reproduction's shared types: the preset and its arms, a run's results,
- * the progress of a run, the study (every run's results), and the limits they
- * are sized by; and what every part of the program may call: messages and
- * this process's place in an MPI job (common.c). */
+/* The reproduction's shared types and limits, and what every part may call.
+ *
+ * The preset and its arms, a run's results, the progress of a run, the study
+ * (every run's results), and the limits they are sized by; and what every
+ * part of the program may call: messages and this process's place in an MPI
+ * job (common.c). */
 #ifndef REPRODUCE_STUDY_H
 #define REPRODUCE_STUDY_H
 

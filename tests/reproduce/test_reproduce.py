@@ -440,22 +440,39 @@ class Traps(unittest.TestCase):
                 self.assertIn(why, r.stderr)
 
     def test_strict_json(self):
-        cases = [('{"name": "x",\n "arms": ["pre-joint"],\n}\n', "line 3, column 1"),
-                 ('{"name": "x", /* c */ "arms": ["pre-joint"]}', "line 1, column 15"),
+        """The library's strict parser reads the preset; its errors name the
+        line and column, what stands there, and a key given twice."""
+        rules = "(a preset is strict JSON"
+        cases = [('{"name": "x",\n "arms": ["pre-joint"],\n}\n',
+                  ["line 3, column 1: a trailing comma, at '}'", rules]),
+                 ('{"name": "x", /* c */ "arms": ["pre-joint"]}',
+                  ["line 1, column 15: a comment, at '/* c */", rules]),
                  ('{"name": "x", "seeds": 2,\n "arms": ["pre-joint"], "seeds": 3}',
-                  'line 2, column 25: the key "seeds" appears twice'),
-                 ("{\"name\": 'x', \"arms\": [\"pre-joint\"]}", "line 1, column 10"),
-                 ("{'name': \"x\", \"arms\": [\"pre-joint\"]}", "line 1, column 2: strings take double quotes"),
-                 ('{"name": "x", "seeds": NaN, "arms": ["pre-joint"]}', "'NaN' is not a JSON value"),
-                 ('{"name": "x", "arms": [', "the text ends inside a value")]
+                  ['line 2, column 25: the key "seeds" appears twice in one object, at \'"seeds": 3}\'']),
+                 ('{"name": "x", "arms": [{"name": "a", "placement": "pre",\n  "name": "b"}]}',
+                  ['line 2, column 3: the key "name" appears twice in one object']),
+                 ("{\"name\": 'x', \"arms\": [\"pre-joint\"]}",
+                  ["line 1, column 10: a single-quoted string, at ''x', ", rules]),
+                 ("{'name': \"x\", \"arms\": [\"pre-joint\"]}",
+                  ["line 1, column 2: a single-quoted key", rules]),
+                 ('{"name": "x", "seeds": NaN, "arms": ["pre-joint"]}',
+                  ["line 1, column 24: a bare word", "at 'NaN, ", rules]),
+                 ('{"name": "x", "arms": [', ["line 1, column 24: a truncated text", rules]),
+                 ('["pre-joint"]', ["line 1, column 1: no '{' where the object begins"]),
+                 ('{"name": "x\\u0000y", "arms": ["pre-joint"]}', ["\\u0000 in a string"]),
+                 ('{"name": "x\0y", "arms": ["pre-joint"]}',
+                  ["line 1, column 12: a control character (or NUL) in a string"])]
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "p.json")
-            for text, why in cases:
+            for text, whys in cases:
                 with open(path, "w") as f:
                     f.write(text)
                 r = run("--preset", path, "--check")
                 self.assertEqual(r.returncode, 1, text)
-                self.assertIn(why, r.stderr, text)
+                self.assertIn("reproduce: preset %s: " % path, r.stderr, text)
+                for why in whys:
+                    self.assertIn(why, r.stderr, text)
+                self.assertNotIn("arm ", r.stdout, text)
 
     def test_phase_errors_name_their_path(self):
         with tempfile.TemporaryDirectory() as d:

@@ -1,0 +1,46 @@
+/* The preset's JSON: read by the library's strict parser, errors by line, typed getters. */
+#ifndef REPRODUCE_PRESET_JSON_H
+#define REPRODUCE_PRESET_JSON_H
+
+#include "study.h"
+
+/* The preset file as a JSON object, parsed by the library's strict RFC 8259
+ * parser (liblattice/json.c: no comments, trailing commas, single quotes,
+ * NaN, or a key twice in one object). Dies naming the line and column of
+ * the first error, what is there, and, for a repeated key, the key. */
+json_object *read_preset_json(const char *path);
+
+/* Where the keys being read sit ("arms[2].phases[1]"; "" at the top): the
+ * getters' messages name key paths under it. */
+void json_at(const char *where);
+
+/* The member at a dotted path ("train.lr"), or NULL. */
+json_object *member(json_object *o, const char *path);
+
+/* The member at path as an int in lo..hi (a boolean is 0 or 1), or fallback when absent. */
+int get_i(json_object *o, const char *path, int fallback, int lo, int hi);
+
+/* ... as a finite number >= 0, or fallback. */
+double get_d(json_object *o, const char *path, double fallback);
+
+/* ... as a learning rate: a number > 0, or fallback. */
+double get_lr(json_object *o, const char *path, double fallback);
+
+/* ... as a string copied to dst (n bytes), or fallback. */
+void get_s(json_object *o, const char *path, char *dst, size_t n, const char *fallback);
+
+/* ... as one of names[0..n): its index, or fallback when absent; messages
+ * name the key as where.key. */
+int get_enum(json_object *o, const char *key, const char *where, const char *const *names, int n,
+             int fallback);
+
+/* Every key of o, at every depth, is one of known[0..n) by its pattern (the
+ * path with "*" for a list's elements, e.g. "arms.*.phases.*.steps"); dies
+ * naming the first one that is not. */
+void check_keys(json_object *o, const char *const *known, size_t n);
+
+/* No null anywhere in o: one would read as the key's absence (its default),
+ * which is not what a preset that writes it says. Dies naming its path. */
+void no_nulls(json_object *o);
+
+#endif
