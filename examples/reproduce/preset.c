@@ -2,6 +2,7 @@
 #include "preset.h"
 
 #include "files.h"
+#include "paper.h"
 #include "plan.h"
 #include "preset_json.h"
 #include "runs.h"
@@ -36,11 +37,6 @@ static const char *const schedule_names[] = {"joint", "grow", "freeze", "single"
                                              "joint-total"};
 static const char *const placement_names[] = {"pre", "post", "peri"};
 static const char *const block_init_names[] = {"random", "identity", "copy"};
-
-/* The paper's default gain: std 0.02 at width 4096 (0.02 * sqrt(4096)). */
-#define PAPER_GAIN 1.28
-/* The paper's LR per unit of init std: 1e-4 at std 0.02. */
-#define PAPER_LR_PER_STD (1e-4 / 0.02)
 
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
@@ -380,8 +376,8 @@ static void parse_probes(preset *p, json_object *list)
         q->warmup = get_i(o, "warmup", p->t_warmup, 0, 1 << 30);
         q->seq_len = get_i(o, "seq_len", p->t_seq_len, 2, 1 << 16);
         q->batch = get_i(o, "batch_size", p->t_batch, 1, 4096);
-        q->init_std = member(o, "init_std") ? get_d(o, "init_std", 0.02)
-                      : member(o, "init_gain") ? get_d(o, "init_gain", 1.28) / sqrt((double)p->d_model)
+        q->init_std = member(o, "init_std") ? get_d(o, "init_std", PAPER_INIT_STD)
+                      : member(o, "init_gain") ? get_d(o, "init_gain", PAPER_GAIN) / sqrt((double)p->d_model)
                                                : p->t_init_std;
         q->lr = get_lr(o, "lr", p->t_lr);
         /* no lr_shape: the teacher's shape, at this probe's LR */
@@ -492,19 +488,19 @@ void load_preset(preset *p, const char *path)
     p->kv_heads = get_i(o, "student.n_kv_heads", p->heads, 1, 1024);
     p->head_dim = get_i(o, "student.head_dim", p->d_model / p->heads, 2, 1 << 16);
     p->d_ff = get_i(o, "student.d_ff", 3 * p->d_model, 1, 1 << 20);
-    p->blocks = get_i(o, "student.blocks", 3, 1, 64);
-    p->block_size = get_i(o, "student.block_size", 3, 1, 64);
+    p->blocks = get_i(o, "student.blocks", PAPER_BLOCKS, 1, 64);
+    p->block_size = get_i(o, "student.block_size", PAPER_BLOCK_SIZE, 1, 64);
     p->qk_norm = get_i(o, "student.qk_norm", 1, 0, 1);
     p->rope_theta = get_d(o, "student.rope_theta", 10000.0);
     /* Init: a gain (std = gain / sqrt(d_model)), the paper's by default, or a
      * std given outright. */
     p->init_gain = get_d(o, "student.init_gain", PAPER_GAIN);
-    p->init_std = member(o, "student.init_std") ? get_d(o, "student.init_std", 0.02)
+    p->init_std = member(o, "student.init_std") ? get_d(o, "student.init_std", PAPER_INIT_STD)
                                                 : p->init_gain / sqrt((double)p->d_model);
     if (member(o, "student.init_std"))
         p->init_gain = p->init_std * sqrt((double)p->d_model);
     double t_gain = get_d(o, "teacher.init_gain", PAPER_GAIN);
-    p->t_init_std = member(o, "teacher.init_std") ? get_d(o, "teacher.init_std", 0.02)
+    p->t_init_std = member(o, "teacher.init_std") ? get_d(o, "teacher.init_std", PAPER_INIT_STD)
                                                   : t_gain / sqrt((double)p->d_model);
     if (!(p->init_std > 0) || !(p->t_init_std > 0))
         die("preset: the init std (or gain) must be > 0");
@@ -521,10 +517,10 @@ void load_preset(preset *p, const char *path)
     p->lr = get_lr(o, "train.lr", lr_per_std * p->init_std);
     recipe(o, "train", p->lr, 100, &p->min_lr, &p->decay, &p->weight_decay, &p->beta2);
     p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
-    p->clip = get_d(o, "train.clip", 0.5);
-    p->alpha = get_d(o, "train.alpha", 0.7);
-    p->gamma = get_d(o, "train.gamma", 0.3);
-    p->tau = get_d(o, "train.tau", 1.0);
+    p->clip = get_d(o, "train.clip", PAPER_CLIP);
+    p->alpha = get_d(o, "train.alpha", PAPER_KD_ALPHA);
+    p->gamma = get_d(o, "train.gamma", PAPER_KD_GAMMA);
+    p->tau = get_d(o, "train.tau", PAPER_KD_TAU);
     p->eval_every = get_i(o, "train.eval_every", 50, 0, 1 << 30);
     p->eval_batches = get_i(o, "train.eval_batches", 8, 0, 1 << 30);
     p->final_eval_batches = get_i(o, "train.final_eval_batches", 0, 0, 1 << 30);

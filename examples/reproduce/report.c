@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "files.h"
+#include "paper.h"
 #include "preset.h"
 #include "runs.h"
 #include "stats.h"
@@ -272,8 +273,8 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, si.mean - si.half, "%+.4f");
         fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
         fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
-                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: -0.0332.\n",
-                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s");
+                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: %+.4f.\n",
+                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION);
     }
     /* controls */
     fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
@@ -316,9 +317,9 @@ void report(FILE *f, const study *s)
         const char(*q)[48] = p->interact[k];
         if (!k)
             fprintf(f, "\n## Interactions the preset asks for (paired by seed)\n\nI = (post grow - "
-                       "pre grow) - (post joint - pre joint); paper: -0.0332.\n\n| pre joint | post "
+                       "pre grow) - (post joint - pre joint); paper: %+.4f.\n\n| pre joint | post "
                        "joint | pre grow | post grow | I (mean ± 95%% CI half-width) | 95%% CI | "
-                       "seeds |\n|---|---|---|---|---|---|---|\n");
+                       "seeds |\n|---|---|---|---|---|---|---|\n", PAPER_INTERACTION);
         double dj[MAX_SEEDS], dg[MAX_SEEDS];
         const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
         if (!n) {
@@ -337,15 +338,18 @@ void report(FILE *f, const study *s)
     }
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
-               "The paper smooths over 200 of 50k steps (0.4%% of a phase): here the baseline (mean "
+               "The paper smooths over %d of %dk steps (%.1f%% of a phase): here the baseline (mean "
                "training loss before the change) and the trailing mean span %lld steps. Jump: loss of "
                "the first step after the change minus the baseline. Area: excess over the baseline "
                "per step over the first 2%% and 10%% of a phase. Recovery: steps until the trailing "
                "mean is back at the baseline. An *append* adds layers; a *restart* (the budget "
-               "controls) only restarts the LR. Paper: jump pre ~0.023, post ~0.25-0.28; recovery pre "
-               "~100 steps, post ~20k (of 50k-step phases).\n\n"
+               "controls) only restarts the LR. Paper: jump pre ~%.3f, post ~%.2f-%.2f; recovery pre "
+               "~%.0f steps, post ~%.0fk (of %dk-step phases).\n\n"
                "| arm | change | kind | jump | area/step 2%% | area/step 10%% | recovery (steps) |\n|---|---|---|---|---|---|---|\n",
-            (long long)response_window(p));
+            PAPER_SMOOTHING_STEPS, PAPER_PHASE_STEPS / 1000,
+            100.0 * PAPER_SMOOTHING_STEPS / PAPER_PHASE_STEPS, (long long)response_window(p),
+            PAPER_JUMP_PRE, PAPER_JUMP_POST_LO, PAPER_JUMP_POST_HI, PAPER_RECOVERY_PRE,
+            PAPER_RECOVERY_POST / 1000, PAPER_PHASE_STEPS / 1000);
     for (int a = 0; a < p->n_arms; a++) {
         run_result *r0 = s->res[a][0];
         for (int k = 0; k < r0->n_appends; k++) {
@@ -367,7 +371,9 @@ void report(FILE *f, const study *s)
         }
     }
     /* block removal */
-    fprintf(f, "\n## Block removal on a fixed batch (first validation batch)\n\nPaper: pre-grow's last block dCE 0.02, angle 0.031; every post-grow block dCE >= 2.38, angle > 0.34.\n\n| arm | block | dCE (mean ± sd) | angle (mean ± sd) |\n|---|---|---|---|\n");
+    fprintf(f, "\n## Block removal on a fixed batch (first validation batch)\n\nPaper: pre-grow's last block dCE %.2f, angle %.3f; every post-grow block dCE >= %.2f, angle > %.2f.\n\n| arm | block | dCE (mean ± sd) | angle (mean ± sd) |\n|---|---|---|---|\n",
+            PAPER_REMOVAL_PRE_LAST_DCE, PAPER_REMOVAL_PRE_LAST_ANGLE, PAPER_REMOVAL_POST_DCE,
+            PAPER_REMOVAL_POST_ANGLE);
     for (int a = 0; a < p->n_arms; a++) {
         for (int k = 0; k < s->res[a][0]->n_blocks_measured; k++) {
             for (int i = 0; i < p->seeds; i++) {
@@ -382,7 +388,11 @@ void report(FILE *f, const study *s)
         }
     }
     /* boundary scale trajectory */
-    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints); row-start tokens against regular ones. Paper, pre-norm: std across tokens 5.81 -> 19.98, kurtosis > 2400, document-boundary tokens 119 -> 425 vs regular 7.1 -> 11.5; post-norm: std 0.07-0.19, both below 2.5.\n\n| arm | step | active layers | RMS std | kurtosis | RMS row-start | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n");
+    fprintf(f, "\n## Boundary scale over training (mean over seeds)\n\nAt every evaluation, the per-token RMS of the residual stream after the last active layer on the first validation batch (the paper: a trajectory over growth checkpoints); row-start tokens against regular ones. Paper, pre-norm: std across tokens %.2f -> %.2f, kurtosis > %.0f, document-boundary tokens %.0f -> %.0f vs regular %.1f -> %.1f; post-norm: std %.2f-%.2f, both below %.1f.\n\n| arm | step | active layers | RMS std | kurtosis | RMS row-start | RMS regular | ratio |\n|---|---|---|---|---|---|---|---|\n",
+            PAPER_RMS_STD_PRE_FROM, PAPER_RMS_STD_PRE_TO, PAPER_KURTOSIS_PRE,
+            PAPER_RMS_BOUNDARY_PRE_FROM, PAPER_RMS_BOUNDARY_PRE_TO, PAPER_RMS_REGULAR_PRE_FROM,
+            PAPER_RMS_REGULAR_PRE_TO, PAPER_RMS_STD_POST_LO, PAPER_RMS_STD_POST_HI,
+            PAPER_RMS_POST_BELOW);
     for (int a = 0; a < p->n_arms; a++) {
         const run_result *r0 = s->res[a][0];
         const char *nm = p->arms[a].name;

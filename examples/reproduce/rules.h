@@ -1,9 +1,11 @@
-/* The verdict rules: pure functions from the study's numbers to a verdict,
- * each claiming no more than its seeds allow. verdicts.c gathers the numbers
+/* The verdict rules: pure functions from the study's numbers to a verdict.
+ *
+ * Each claims no more than its seeds allow. verdicts.c gathers the numbers
  * and prints the table; tests/reproduce/test_rules.c tests every branch. */
 #ifndef REPRODUCE_RULES_H
 #define REPRODUCE_RULES_H
 
+#include "paper.h"
 #include "study.h"
 
 typedef enum verdict {
@@ -17,13 +19,12 @@ typedef enum verdict {
 
 const char *verdict_text(verdict v);
 
-/* The paper's grow effect, post - pre = -0.0328 nats per Qwen3 token, in
- * nats per byte: Qwen3's tokenizer averages about 4 bytes of English text
- * per token (PAPER_BYTES_PER_TOKEN), so 0.0082 nats/byte. Parity is an
- * equivalence test with this margin: a difference smaller than the effect
- * the paper reports for grow. */
-#define PAPER_GROW_EFFECT_PER_TOKEN 0.0328
-#define PAPER_BYTES_PER_TOKEN 4.0
+/* The paper's grow effect, post - pre = -0.0328 nats per Qwen3 token
+ * (paper.h), in nats per byte: Qwen3's tokenizer averages about 4 bytes of
+ * English text per token (PAPER_BYTES_PER_TOKEN), so 0.0082 nats/byte.
+ * Parity is an equivalence test with this margin: a difference smaller than
+ * the effect the paper reports for grow. */
+#define PAPER_GROW_EFFECT_PER_TOKEN (-PAPER_GROW_DELTA)
 #define PARITY_MARGIN (PAPER_GROW_EFFECT_PER_TOKEN / PAPER_BYTES_PER_TOKEN)
 
 /* Mechanism rows need phases at least this long (steps): shorter runs say

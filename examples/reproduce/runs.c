@@ -2,8 +2,9 @@
 #include "runs.h"
 
 #include <pthread.h>
-#include "preset.h"
 #include "jobs.h"
+#include "paper.h"
+#include "preset.h"
 #include "teacher.h"
 
 
@@ -249,7 +250,9 @@ const char *lr_shape_words(double lr, double min_lr, double decay, char *buf, si
 
 int64_t response_window(const preset *p)
 {
-    const int64_t w = (p->steps_per_phase * 4 + 500) / 1000;
+    /* the paper's share of a phase, rounded to the nearest step */
+    const int64_t w = (p->steps_per_phase * PAPER_SMOOTHING_STEPS + PAPER_PHASE_STEPS / 2) /
+                      PAPER_PHASE_STEPS;
     return w > 3 ? w : 3;
 }
 

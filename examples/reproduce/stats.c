@@ -1,6 +1,8 @@
 /* Statistics over seeds: summaries with t intervals, finals and paired differences. */
 #include "stats.h"
 
+#include "paper.h"
+
 /* ---- statistics ------------------------------------------------------------------ */
 
 /* Two-sided 95% Student t quantiles, df 1..30. */
@@ -60,10 +62,18 @@ int paired(const study *s, const char *arm_a, const char *arm_b, double *d)
 static const struct {
     const char *arm;
     double value;
-} paper_numbers[] = {{"pre-joint", 2.7603},  {"post-joint", 2.7607},        {"pre-grow", 2.7658},
-                     {"post-grow", 2.7330},  {"pre-single", 2.9802},        {"post-single", 2.9846},
-                     {"pre-freeze", 2.9104}, {"post-freeze", 2.8772},       {"post-joint-active", 2.7518},
-                     {"post-joint-total", 2.7428}};
+} paper_numbers[] = {
+    {"pre-joint", PAPER_CE_PRE_JOINT},
+    {"post-joint", PAPER_CE_POST_JOINT},
+    {"pre-grow", PAPER_CE_PRE_GROW},
+    {"post-grow", PAPER_CE_POST_GROW},
+    {"pre-single", PAPER_CE_PRE_SINGLE},
+    {"post-single", PAPER_CE_POST_SINGLE},
+    {"pre-freeze", PAPER_CE_PRE_FREEZE},
+    {"post-freeze", PAPER_CE_POST_FREEZE},
+    {"post-joint-active", PAPER_CE_POST_JOINT_ACTIVE},
+    {"post-joint-total", PAPER_CE_POST_JOINT_TOTAL},
+};
 
 double paper_value(const char *arm)
 {

@@ -3,6 +3,7 @@
 
 #include "canon.h"
 #include "files.h"
+#include "paper.h"
 #include "preset.h"
 #include "runs.h"
 #include "store.h"
@@ -265,10 +266,10 @@ void teacher_gonogo(const preset *p, lattice_model *teacher, gonogo *g)
     for (int k = 1; k < g->n; k++)
         fprintf(stderr, " %.2f", g->value_norm0[k]);
     fputc('\n', stderr);
-    say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach 37x)\n",
+    say("teacher go/no-go: %s (largest ratio %.2f; the paper's pre-norm streams reach %.0fx)\n",
         g->max_ratio >= 3 ? "GO, row-start tokens carry massive activations"
                           : "NO-GO, no massive row-start activations",
-        g->max_ratio);
+        g->max_ratio, PAPER_BOUNDARY_RATIO_PRE);
 }
 
 /* The other ranks' teacher: the one rank 0 left in the output folder. */

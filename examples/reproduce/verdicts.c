@@ -1,8 +1,10 @@
 /* The verdict table: the paper's findings as rules over the results. */
 #include "verdicts.h"
-#include "stats.h"
+
+#include "paper.h"
 #include "report.h"
 #include "rules.h"
+#include "stats.h"
 
 /* ---- verdicts ---------------------------------------------------------------------- */
 
@@ -15,14 +17,6 @@ static void fmt_summary(char *buf, size_t n, const summary *sm)
     else
         snprintf(buf, n, "%+.4f ± %.4f", sm->mean, sm->half);
 }
-
-/* The paper's mechanism numbers (PAPER.md, "Controls"): the loss jump
- * right after the first append (nats per token), and the steps to recover. */
-#define PAPER_JUMP_PRE 0.023
-#define PAPER_JUMP_POST_LO 0.25
-#define PAPER_JUMP_POST_HI 0.28
-#define PAPER_RECOVERY_PRE 100.0
-#define PAPER_RECOVERY_POST 20000.0
 
 /* The grow pairs: an arm pre-X on a grow schedule under pre-norm, and its
  * post-X. Returns how many, the arms' indexes in pre[] and post[]. */
@@ -142,12 +136,13 @@ void verdicts(FILE *f, const study *s)
     /* 1 joint parity */
     summary sj = paired_summary(s, "pre-joint", "post-joint", d);
     fmt_summary(ours, sizeof ours, &sj);
-    fprintf(f, "| joint: post ≈ pre | +0.0004 | %s | %s |\n", ours,
+    fprintf(f, "| joint: post ≈ pre | %+.4f | %s | %s |\n", PAPER_JOINT_DELTA, ours,
             vtext(rule_parity(&sj, PARITY_MARGIN), n));
     /* 2 post-grow < pre-grow */
     summary sg = paired_summary(s, "pre-grow", "post-grow", e);
     fmt_summary(ours, sizeof ours, &sg);
-    fprintf(f, "| grow: post < pre | -0.0328 | %s | %s |\n", ours, vtext(rule_direction(&sg, -1), n));
+    fprintf(f, "| grow: post < pre | %+.4f | %s | %s |\n", PAPER_GROW_DELTA, ours,
+            vtext(rule_direction(&sg, -1), n));
     /* 6 (first: the interaction needs it) budget controls */
     double c[MAX_SEEDS];
     summary sa = paired_summary(s, "post-grow", "post-joint-active", c);
@@ -187,7 +182,7 @@ void verdicts(FILE *f, const study *s)
                                   : " (below 0, but not at matched total compute: the row below)";
     }
     fprintf(f, "| interaction I < 0 (with the budget controls, or I at matched total compute "
-               "when it ran) | -0.0332 | %s%s | %s |\n", ours, why, vtext(vi, n));
+               "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
     fmt_summary(ours, sizeof ours, &sit);
     fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
                "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
@@ -195,17 +190,19 @@ void verdicts(FILE *f, const study *s)
     /* 4 single-block parity */
     summary ss = paired_summary(s, "pre-single", "post-single", d);
     fmt_summary(ours, sizeof ours, &ss);
-    fprintf(f, "| single block: post ≈ pre | +0.0044 | %s | %s |\n", ours,
+    fprintf(f, "| single block: post ≈ pre | %+.4f | %s | %s |\n", PAPER_SINGLE_DELTA, ours,
             vtext(rule_parity(&ss, PARITY_MARGIN), n));
     /* 5 freeze ordering */
     summary sf = paired_summary(s, "pre-freeze", "post-freeze", d);
     fmt_summary(ours, sizeof ours, &sf);
-    fprintf(f, "| freeze: post < pre | -0.0332 | %s | %s |\n", ours, vtext(rule_direction(&sf, -1), n));
+    fprintf(f, "| freeze: post < pre | %+.4f | %s | %s |\n", PAPER_FREEZE_DELTA, ours,
+            vtext(rule_direction(&sf, -1), n));
     char oa[64], ot[64];
     fmt_summary(oa, sizeof oa, &sa);
     fmt_summary(ot, sizeof ot, &st);
     fprintf(f, "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
-               "+0.0188 / +0.0098 | %s / %s | %s |\n", oa, ot, vtext(vc, n));
+               "%+.4f / %+.4f | %s / %s | %s |\n", PAPER_CONTROL_ACTIVE_DELTA,
+            PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
     /* the mechanism rows' precondition */
     const int go = s->teacher.n > 0 && isfinite(s->teacher.max_ratio) ? s->teacher.max_ratio >= 3 : -1;
     const verdict gate = rule_mechanism_gate(go, p->steps_per_phase);
@@ -303,10 +300,11 @@ void verdicts(FILE *f, const study *s)
         fprintf(f, "| block removal, %s / %s: pre's last block a near no-op, every post block "
                    "effective (rule: the per-seed ratio of pre's last dCE to post's smallest has "
                    "its interval below %.2f, post's smallest dCE above %.2f and the angle gap "
-                   "above 0) | pre last dCE 0.02, angle 0.031; post dCE >= 2.38, angle > 0.34 "
+                   "above 0) | pre last dCE %.2f, angle %.3f; post dCE >= %.2f, angle > %.2f "
                    "(nats/token) | %s | %s |\n",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, BLOCK_REMOVAL_RATIO,
-                BLOCK_REMOVAL_FLOOR, ours, vtext(vr, n));
+                BLOCK_REMOVAL_FLOOR, PAPER_REMOVAL_PRE_LAST_DCE, PAPER_REMOVAL_PRE_LAST_ANGLE,
+                PAPER_REMOVAL_POST_DCE, PAPER_REMOVAL_POST_ANGLE, ours, vtext(vr, n));
     }
     /* 9 row-start tokens at the boundaries appended blocks read, same depth and step */
     for (int g = 0; g < ng; g++) {
@@ -339,9 +337,10 @@ void verdicts(FILE *f, const study *s)
         fprintf(f, "| row-start tokens massive under pre-norm, not post, where the appended "
                    "blocks read, %s / %s (rule: pre's row-start / regular RMS ratio's interval "
                    "above 3, and post's ratio minus half of pre's, per seed, below 0) | "
-                   "document-boundary tokens 37x under pre-norm, post-norm below 2.5 | %s | "
+                   "document-boundary tokens %.0fx under pre-norm, post-norm below %.1f | %s | "
                    "%s |\n",
-                p->arms[gpre[g]].name, p->arms[gpost[g]].name, ours, vtext(vg, n));
+                p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_BOUNDARY_RATIO_PRE,
+                PAPER_RMS_POST_BELOW, ours, vtext(vg, n));
     }
     if (ng == 0)
         fprintf(f, "| loss jump, block removal, row-start tokens | (the grow arms) | n/a | not run "

@@ -1,7 +1,9 @@
 /* The reproduction's verdict rules (examples/reproduce/rules.h) on synthetic
- * numbers: every branch of every rule. */
+ * numbers: every branch of every rule; and the paper's table (paper.h) at one
+ * with itself. */
 #include <check.h>
 
+#include "../../examples/reproduce/paper.h"
 #include "../../examples/reproduce/rules.h"
 #include "../../examples/reproduce/stats.h"
 
@@ -119,6 +121,32 @@ START_TEST(test_mechanism_rows)
 }
 END_TEST
 
+/* What the paper states as a difference is the difference of the CEs it
+ * states, to its 4 decimals (a typo in one of them shows here); the
+ * reproduction's table of the paper's CEs is the paper's. */
+START_TEST(test_paper_numbers_agree)
+{
+    const double half_unit = 0.5e-4 + 1e-12;
+    ck_assert_double_eq_tol(PAPER_CE_POST_JOINT - PAPER_CE_PRE_JOINT, PAPER_JOINT_DELTA, half_unit);
+    ck_assert_double_eq_tol(PAPER_CE_POST_GROW - PAPER_CE_PRE_GROW, PAPER_GROW_DELTA, half_unit);
+    ck_assert_double_eq_tol(PAPER_GROW_DELTA - PAPER_JOINT_DELTA, PAPER_INTERACTION, half_unit);
+    ck_assert_double_eq_tol(PAPER_CE_POST_FREEZE - PAPER_CE_PRE_FREEZE, PAPER_FREEZE_DELTA,
+                            half_unit);
+    ck_assert_double_eq_tol(PAPER_GAIN, PAPER_INIT_STD * sqrt(PAPER_WIDTH), 1e-12);
+    ck_assert_double_eq_tol(PARITY_MARGIN, 0.0082, 1e-12);
+    const char *arms[] = {"pre-joint", "post-joint", "pre-grow", "post-grow", "pre-single",
+                          "post-single", "pre-freeze", "post-freeze", "post-joint-active",
+                          "post-joint-total"};
+    const double ce[] = {PAPER_CE_PRE_JOINT, PAPER_CE_POST_JOINT, PAPER_CE_PRE_GROW,
+                         PAPER_CE_POST_GROW, PAPER_CE_PRE_SINGLE, PAPER_CE_POST_SINGLE,
+                         PAPER_CE_PRE_FREEZE, PAPER_CE_POST_FREEZE, PAPER_CE_POST_JOINT_ACTIVE,
+                         PAPER_CE_POST_JOINT_TOTAL};
+    for (int i = 0; i < 10; i++)
+        ck_assert_double_eq(paper_value(arms[i]), ce[i]);
+    ck_assert(isnan(paper_value("peri-joint"))); /* the paper ran no peri-norm */
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("rules");
@@ -127,6 +155,7 @@ int main(void)
     tcase_add_test(tc, test_parity);
     tcase_add_test(tc, test_interaction_needs_controls);
     tcase_add_test(tc, test_mechanism_rows);
+    tcase_add_test(tc, test_paper_numbers_agree);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
