@@ -40,16 +40,12 @@ static void train_probe(probe_run *r)
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
     check(lattice_backend_set_threads(be, p->threads), "backend", NULL);
-    lattice_model *t;
-    lattice_data *d;
-    lattice_optim *o;
-    lattice_schedule *s;
-    teacher_parts(p, be, &t, &d, &o, &s);
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    tp.eval_every = 0;
-    lattice_trainer *tr;
-    check(lattice_trainer_create(t, NULL, NULL, d, o, s, &tp, &tr), "probe trainer", NULL);
+    /* evaluated here, every probe_every steps, not by the trainer */
+    teacher_trainer tt;
+    teacher_trainer_open(p, be, 0, NULL, "probe trainer", &tt);
+    lattice_model *t = tt.model;
+    lattice_data *d = tt.data;
+    lattice_trainer *tr = tt.trainer;
     for (int64_t step = 1; step <= p->t_steps; step++) {
         check(lattice_trainer_step(tr, NULL), r->q->name, lattice_trainer_errmsg(tr));
         if ((step % p->probe_every == 0 || step == p->t_steps) && r->n < MAX_CHECKS) {
@@ -64,11 +60,7 @@ static void train_probe(probe_run *r)
                 c->g.max_kurt, 100 * c->g.max_sink_rate, c->g.max_top_ratio);
         }
     }
-    lattice_trainer_destroy(tr);
-    lattice_schedule_destroy(s);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    lattice_model_destroy(t);
+    lattice_model_destroy(teacher_trainer_close(&tt));
     lattice_backend_destroy(be);
     r->seconds = ex_now() - t0;
 }

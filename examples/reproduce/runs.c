@@ -460,21 +460,10 @@ void check_study(const preset *p)
     lattice_backend *be;
     check(lattice_backend_create("default", &be), "backend", NULL);
     /* the teacher as it trains, on its own rows */
-    lattice_model *t;
-    lattice_data *d;
-    lattice_optim *o;
-    lattice_schedule *s;
-    teacher_parts(p, be, &t, &d, &o, &s);
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    tp.eval_batches = p->eval_batches;
-    lattice_trainer *tr;
-    check(lattice_trainer_create(t, NULL, NULL, d, o, s, &tp, &tr),
-          "the teacher's trainer (teacher.*, train.eval_batches)", NULL);
-    lattice_trainer_destroy(tr);
-    lattice_schedule_destroy(s);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
+    teacher_trainer tt;
+    teacher_trainer_open(p, be, 1, NULL, "the teacher's trainer (teacher.*, train.eval_batches)",
+                         &tt);
+    lattice_model *t = teacher_trainer_close(&tt);
     lattice_model_destroy(t);
     /* the teacher as it teaches, on the students' rows; every arm's objects */
     t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,

@@ -8,21 +8,45 @@
 #include "runs.h"
 #include "store.h"
 
-/* The teacher is cached in the output folder with the settings that made it. */
-void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, lattice_data **d,
-                   lattice_optim **o, lattice_schedule **s)
+void teacher_trainer_open(const preset *p, lattice_backend *be, int evaluate, progress *pr,
+                          const char *what, teacher_trainer *tt)
 {
-    *t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
-                        p->t_batch, p->t_seq_len, 0, 0);
-    *d = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
-    *o = new_optim(*t, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0, p->t_weight_decay,
-                   p->t_beta2, p->t_decay);
+    tt->model = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std,
+                               1000, p->t_batch, p->t_seq_len, 0, 0);
+    tt->data = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
+    tt->optim = new_optim(tt->model, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0,
+                          p->t_weight_decay, p->t_beta2, p->t_decay);
     check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, p->t_layers, 1, p->t_steps,
-                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, s),
+                                         LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &tt->schedule),
           "the teacher's schedule (teacher.layers, steps)", NULL);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = p->eval_batches;
+    if (!evaluate)
+        tp.eval_every = 0;
+    if (pr) {
+        tp.on_step = on_step;
+        tp.on_eval = on_eval;
+        tp.user = pr;
+    }
+    check(lattice_trainer_create(tt->model, NULL, NULL, tt->data, tt->optim, tt->schedule, &tp,
+                                 &tt->trainer),
+          what, NULL);
 }
 
-/* What a cached teacher must have been made with: the preset's teacher,
+lattice_model *teacher_trainer_close(teacher_trainer *tt)
+{
+    lattice_trainer_destroy(tt->trainer);
+    lattice_schedule_destroy(tt->schedule);
+    lattice_optim_destroy(tt->optim);
+    lattice_data_destroy(tt->data);
+    lattice_model *m = tt->model;
+    memset(tt, 0, sizeof *tt);
+    return m;
+}
+
+/* The teacher is cached in the output folder with the settings that made it.
+ * What a cached teacher must have been made with: the preset's teacher,
  * student and data sections, and the settings derived from them (a default
  * may change between versions). */
 json_object *teacher_want(const preset *p)
@@ -141,10 +165,6 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
         say("teacher: %s; training again\n", why);
     /* its own rows (default the students'); the copy that teaches is made
      * for the students' rows, below */
-    lattice_data *d;
-    lattice_optim *o;
-    lattice_schedule *s;
-    teacher_parts(p, be, &t, &d, &o, &s);
     run_result *r = calloc(1, sizeof(*r));
     r->losses = calloc((size_t)p->t_steps + 1, sizeof(double));
     progress pr = {0};
@@ -155,14 +175,10 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     pr.steps_total_all = pr.run_steps = p->t_steps;
     pr.start = pr.run_start = pr.last_line = ex_now();
     pr.res = r;
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    tp.eval_batches = p->eval_batches;
-    tp.on_step = on_step;
-    tp.on_eval = on_eval;
-    tp.user = &pr;
-    lattice_trainer *tr;
-    check(lattice_trainer_create(t, NULL, NULL, d, o, s, &tp, &tr), "teacher trainer", NULL);
+    teacher_trainer tt;
+    teacher_trainer_open(p, be, 1, &pr, "teacher trainer", &tt);
+    t = tt.model;
+    lattice_trainer *tr = tt.trainer;
     lattice_status st = lattice_trainer_run(tr);
     if (pr.tty)
         fputc('\n', stderr);
@@ -180,10 +196,7 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
         die("cannot read back the teacher %s: %s", path, strerror(errno));
     hex64(hex, h);
     write_teacher_meta(p, dir, hex);
-    lattice_trainer_destroy(tr);
-    lattice_schedule_destroy(s);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
+    teacher_trainer_close(&tt);
     free(r->losses);
     free(r);
     if (p->t_batch != p->batch || p->t_seq_len != p->seq_len) {

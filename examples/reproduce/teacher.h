@@ -4,10 +4,25 @@
 
 #include "study.h"
 
-/* A teacher to train (the preset's recipe, on its own rows): the model, its
- * data, optimizer and schedule. */
-void teacher_parts(const preset *p, lattice_backend *be, lattice_model **t, lattice_data **d,
-                   lattice_optim **o, lattice_schedule **s);
+/* A teacher in training: the preset's teacher recipe on its own rows. */
+typedef struct teacher_trainer {
+    lattice_model *model;
+    lattice_data *data;
+    lattice_optim *optim;
+    lattice_schedule *schedule;
+    lattice_trainer *trainer;
+} teacher_trainer;
+
+/* The teacher's model, data, optimizer and schedule (teacher.*), bound in a
+ * trainer that evaluates train.eval_batches validation batches: at the
+ * library's eval_every when evaluate is 1, only at the phase's end when 0;
+ * its steps and evaluations reported to pr (on_step, on_eval) when pr is
+ * not NULL. what names the trainer in the message when it is refused. */
+void teacher_trainer_open(const preset *p, lattice_backend *be, int evaluate, progress *pr,
+                          const char *what, teacher_trainer *tt);
+
+/* Everything teacher_trainer_open made but the model, which is returned. */
+lattice_model *teacher_trainer_close(teacher_trainer *tt);
 
 /* The teacher, from the output folder's cache when its settings match and
  * the file its checksum, else trained and saved (with teacher.json); its
