@@ -1,7 +1,8 @@
-"""The reproduction program as a user drives it: every shipped preset
-validates, a typo in a preset is an error naming its key path, paths resolve
-relative to the preset, and a tiny study on a generated corpus runs end to end
-and writes the verdict table, the trajectories and the per-step losses.
+"""The reproduction program as a user drives it: a typo in a preset is an
+error naming its key path, paths resolve relative to the preset, and a tiny
+study on a generated corpus runs end to end and writes the verdict table, the
+trajectories and the per-step losses. (Every shipped preset's --check is
+test_presets_check.py, in the long suite.)
 
 usage: test_reproduce.py REPRODUCE_BINARY PRESETS_DIR
 """
@@ -13,8 +14,8 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import (corpus, kept_file, kept_parts, results, tiny_arms_study, tiny_study, without_timings,
-                        write)
+from tiny_study import (kept_file, kept_parts, results, stand_in_env, tiny_arms_study, tiny_study,
+                        without_timings, write)
 
 BIN = PRESETS = None
 
@@ -24,32 +25,7 @@ def run(*args, cwd=None, env=None):
                           env=env)
 
 
-_STAND_IN = None
-
-
-def stand_in_env():
-    """An environment whose default corpus is a stand-in: the shipped presets
-    name no corpus, and the Austen one may not be prepared yet. --check builds
-    every object on the data, so the stand-in holds enough text for every
-    preset's validation batches."""
-    global _STAND_IN
-    if _STAND_IN is None:
-        _STAND_IN = tempfile.TemporaryDirectory()
-        for f, seed in (("train.txt", 1), ("val.txt", 2)):
-            corpus(os.path.join(_STAND_IN.name, f), 2500, seed)
-    return dict(os.environ, LATTICE_REPRODUCE_DATA=_STAND_IN.name)
-
-
 class Presets(unittest.TestCase):
-    def test_shipped_presets_validate(self):
-        names = sorted(n for n in os.listdir(PRESETS) if n.endswith(".json"))
-        self.assertIn("regime.json", names)
-        env = stand_in_env()
-        for name in names:
-            r = run("--preset", os.path.join(PRESETS, name), "--check", env=env)
-            self.assertEqual(r.returncode, 0, name + ": " + r.stderr)
-            self.assertIn("arm ", r.stdout)
-
     def test_unknown_keys_name_their_path(self):
         cases = [({"studnet": {}}, "'studnet'"),
                  ({"train": {"block_init": "copy"}}, "'train.block_init'"),
