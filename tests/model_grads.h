@@ -7,7 +7,6 @@
 
 typedef struct tiny {
     lattice_backend *be;
-    lattice_norm *norm;
     lattice_model *m;
 } tiny;
 
@@ -19,22 +18,20 @@ static inline void tiny_params(lattice_model_params *p)
     p->seed = 7;
 }
 
+/* A model alone on a backend of 2 threads: the placement, norm kind (eps
+ * 1e-5) and residual scale alpha given (testutil.h's tu_model). */
 static inline tiny tiny_open(const char *backend, lattice_norm_placement pl, lattice_norm_kind kind,
-                      float alpha, const lattice_model_params *p)
+                             float alpha, const lattice_model_params *p)
 {
     tiny t;
     t.be = tu_backend(backend, 2);
-    ck_assert_int_eq(lattice_norm_create(pl, kind, 1e-5f, &t.norm), LATTICE_OK);
-    if (alpha != 1.0f)
-        ck_assert_int_eq(lattice_norm_set_residual_scale(t.norm, alpha), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_create(p, t.norm, t.be, &t.m), LATTICE_OK);
+    t.m = tu_model(t.be, pl, kind, 1e-5f, alpha, p);
     return t;
 }
 
 static inline void tiny_close(tiny *t)
 {
     lattice_model_destroy(t->m);
-    lattice_norm_destroy(t->norm);
     lattice_backend_destroy(t->be);
 }
 

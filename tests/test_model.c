@@ -96,37 +96,43 @@ static const char *text =
     "fortune, must be in want of a wife. However little known the feelings or views of such "
     "a man may be on his first entering a neighbourhood, this truth is so well fixed.";
 
+/* A byte-level model that learns the text above by hand: forward, loss,
+ * backward and an optimizer step on four fixed rows of it. The rig builds
+ * the objects (its data and schedule go unused: no trainer is bound). */
 typedef struct trainer {
-    tiny t;
-    lattice_optim *o;
+    rig r;
     int32_t tok[4 * 32], tgt[4 * 32];
 } trainer;
 
 static void trainer_open(trainer *tr, const char *backend, lattice_norm_placement pl, int layers,
                          int active, uint64_t seed)
 {
-    lattice_model_params p;
-    lattice_model_params_init(&p);
-    p.vocab_size = 256;
-    p.d_model = 32;
-    p.n_layers = layers;
-    p.n_active_layers = active;
-    p.n_heads = 2;
-    p.n_kv_heads = 2;
-    p.head_dim = 16;
-    p.d_ff = 64;
-    p.max_batch = 4;
-    p.max_seq = 32;
-    p.seed = seed;
-    tr->t = tiny_open(backend, pl, LATTICE_NORM_KIND_RMS, 1.0f, &p);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.lr = 3e-3f;
-    op.min_lr = 3e-4f;
-    op.warmup_steps = 10;
-    op.total_steps = 200;
-    op.clip_norm = 1.0f;
-    ck_assert_int_eq(lattice_optim_create(tr->t.m, &op, &tr->o), LATTICE_OK);
+    rig_options o;
+    rig_options_init(&o);
+    o.backend = backend;
+    o.threads = 2;
+    o.placement = pl;
+    o.norm_eps = 1e-5f;
+    lattice_model_params *p = &o.model;
+    lattice_model_params_init(p);
+    p->vocab_size = 256;
+    p->d_model = 32;
+    p->n_layers = layers;
+    p->n_active_layers = active;
+    p->n_heads = 2;
+    p->n_kv_heads = 2;
+    p->head_dim = 16;
+    p->d_ff = 64;
+    p->max_batch = 4;
+    p->max_seq = 32;
+    p->seed = seed;
+    o.optim.lr = 3e-3f;
+    o.optim.min_lr = 3e-4f;
+    o.optim.warmup_steps = 10;
+    o.optim.total_steps = 200;
+    o.optim.clip_norm = 1.0f;
+    o.defer_trainer = 1;
+    tu_rig_open(&tr->r, &o);
     for (int b = 0; b < 4; b++)
         for (int s = 0; s < 32; s++) {
             tr->tok[b * 32 + s] = (unsigned char)text[b * 40 + s];
@@ -137,18 +143,15 @@ static void trainer_open(trainer *tr, const char *backend, lattice_norm_placemen
 static float trainer_step(trainer *tr)
 {
     float loss, gn;
-    ck_assert_int_eq(lattice_model_forward(tr->t.m, tr->tok, 4, 32), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(tr->t.m, tr->tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(tr->t.m), LATTICE_OK);
-    ck_assert_int_eq(lattice_optim_step(tr->o, &gn), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(tr->r.model, tr->tok, 4, 32), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(tr->r.model, tr->tgt, NULL, &loss, NULL),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(tr->r.model), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_step(tr->r.optim, &gn), LATTICE_OK);
     return loss;
 }
 
-static void trainer_close(trainer *tr)
-{
-    lattice_optim_destroy(tr->o);
-    tiny_close(&tr->t);
-}
+static void trainer_close(trainer *tr) { rig_close(&tr->r); }
 
 static const char *fast_backend(void) { return lattice_backend_has_blis() ? "blis" : "ref"; }
 
@@ -208,23 +211,23 @@ START_TEST(test_model_growth)
     trainer tr;
     trainer_open(&tr, fast_backend(), (lattice_norm_placement)_i, 4, 2, 3);
     long n;
-    float *l3_init = snapshot_layer(tr.t.m, 3, &n);
+    float *l3_init = snapshot_layer(tr.r.model, 3, &n);
     for (int s = 0; s < 20; s++)
         trainer_step(&tr);
-    float *l3_before = snapshot_layer(tr.t.m, 3, &n);
+    float *l3_before = snapshot_layer(tr.r.model, 3, &n);
     ck_assert_int_eq(memcmp(l3_init, l3_before, sizeof(float) * n), 0); /* inactive: untouched */
-    float *l0_before = snapshot_layer(tr.t.m, 0, &n);
+    float *l0_before = snapshot_layer(tr.r.model, 0, &n);
     float before = trainer_step(&tr);
-    float *l0_mid = snapshot_layer(tr.t.m, 0, &n);
+    float *l0_mid = snapshot_layer(tr.r.model, 0, &n);
     ck_assert_int_ne(memcmp(l0_before, l0_mid, sizeof(float) * n), 0);
-    ck_assert_int_eq(lattice_model_set_active_layers(tr.t.m, 4), LATTICE_OK);
-    float *l0_grown = snapshot_layer(tr.t.m, 0, &n);
+    ck_assert_int_eq(lattice_model_set_active_layers(tr.r.model, 4), LATTICE_OK);
+    float *l0_grown = snapshot_layer(tr.r.model, 0, &n);
     ck_assert_int_eq(memcmp(l0_mid, l0_grown, sizeof(float) * n), 0); /* growing keeps weights */
-    lattice_optim_reset(tr.o);
+    lattice_optim_reset(tr.r.optim);
     float after = 0.0f;
     for (int s = 0; s < 40; s++)
         after = trainer_step(&tr);
-    float *l3_after = snapshot_layer(tr.t.m, 3, &n);
+    float *l3_after = snapshot_layer(tr.r.model, 3, &n);
     ck_assert_int_ne(memcmp(l3_before, l3_after, sizeof(float) * n), 0); /* new layers train */
     ck_assert_msg(after < before, "loss after growth %.3f not below %.3f", after, before);
     free(l3_init);
@@ -265,11 +268,16 @@ START_TEST(test_model_param_count_matches_across_placements)
                 p.tie_embeddings = tied;
                 tiny c = tiny_open("ref", (lattice_norm_placement)pl, (lattice_norm_kind)kind,
                                    1.0f, &p);
+                lattice_norm *norm; /* the same norm as c's, for the estimate */
+                ck_assert_int_eq(rig_norm_create((lattice_norm_placement)pl,
+                                                 (lattice_norm_kind)kind, 1e-5f, 1.0f, &norm),
+                                 LATTICE_OK);
                 int64_t n = -1;
                 size_t bytes = 0;
-                ck_assert_int_eq(lattice_model_estimate(&p, c.norm, &n, &bytes), LATTICE_OK);
+                ck_assert_int_eq(lattice_model_estimate(&p, norm, &n, &bytes), LATTICE_OK);
                 ck_assert_int_eq(n, lattice_model_get_n_params(c.m));
                 ck_assert_uint_eq(bytes, lattice_model_get_arena_bytes(c.m));
+                lattice_norm_destroy(norm);
                 tiny_close(&c);
             }
     tiny_close(&a);
@@ -573,43 +581,51 @@ static lattice_data *eval_data(int batch_size, float val_fraction)
  * them or the first few. */
 START_TEST(test_model_evaluate_matches_trainer)
 {
-    lattice_model_params p;
-    tiny_params(&p);
-    tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
-    lattice_data *d = eval_data(2, 0.4f);
+    /* the rig's tiny run on eval_ids' documents, 3 steps a phase; trainers bound below */
+    int64_t n_ids;
+    int32_t *ids = eval_ids(&n_ids);
+    rig_options o;
+    rig_options_init(&o);
+    o.threads = 2;
+    o.norm_eps = 1e-5f;
+    tiny_params(&o.model);
+    o.data.vocab_size = 11;
+    o.data.boundary_id = 10;
+    o.data.batch_size = 2;
+    o.data.seq_len = 5;
+    o.data.val_fraction = 0.4f;
+    o.ids = ids;
+    o.n_ids = n_ids;
+    o.steps_per_phase = 3;
+    o.defer_trainer = 1;
+    rig r;
+    tu_rig_open(&r, &o);
+    free(ids);
+    lattice_model *m = r.model;
+    lattice_data *d = r.data;
     const int64_t nb = lattice_data_get_n_val_batches(d);
     ck_assert_int_ge(nb, 3);
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    op.warmup_steps = 1; /* no longer than the schedule's shortest phase */
-    lattice_optim *o;
-    ck_assert_int_eq(lattice_optim_create(t.m, &op, &o), LATTICE_OK);
-    lattice_schedule *sc;
-    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 3,
-                                                    LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, &sc),
-                     LATTICE_OK);
     /* more batches than the validation set has: the trainer refuses them (the
      * caller would believe it measured more than it did) */
     lattice_trainer_params over;
     lattice_trainer_params_init(&over);
     over.eval_batches = nb + 1;
-    lattice_trainer *refused;
-    ck_assert_int_eq(lattice_trainer_create(t.m, NULL, NULL, d, o, sc, &over, &refused),
-                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(rig_bind(&r, &over), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_null(r.trainer);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "exceeds the data's"));
     for (int limit = 0; limit < 3; limit++) {
         const int64_t max_batches = limit == 0 ? 0 : limit == 1 ? 2 : nb;
         lattice_trainer_params tp;
         lattice_trainer_params_init(&tp);
         tp.eval_batches = max_batches;
-        lattice_trainer *tr;
-        ck_assert_int_eq(lattice_trainer_create(t.m, NULL, NULL, d, o, sc, &tp, &tr), LATTICE_OK);
+        tu_rig_bind(&r, &tp);
         double want = -1.0, got = -2.0;
-        ck_assert_int_eq(lattice_trainer_evaluate(tr, &want), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_evaluate(t.m, d, max_batches, &got), LATTICE_OK);
+        ck_assert_int_eq(lattice_trainer_evaluate(r.trainer, &want), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_evaluate(m, d, max_batches, &got), LATTICE_OK);
         ck_assert_double_eq_tol(got, want, 1e-6 * want);
         ck_assert_double_gt(got, 1.0); /* ~ log 11 for a fresh model */
-        lattice_trainer_destroy(tr);
+        lattice_trainer_destroy(r.trainer);
+        r.trainer = NULL;
     }
     /* the first two batches by hand: forward, loss, weighted by counted tokens */
     double total = 0.0, got;
@@ -619,23 +635,20 @@ START_TEST(test_model_evaluate_matches_trainer)
         double ce;
         int64_t n;
         ck_assert_int_eq(lattice_data_get_val_batch(d, i, &b), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_forward(t.m, b.tokens, b.batch, b.seq), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_loss(t.m, b.targets, b.mask, &ce, &n), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_forward(m, b.tokens, b.batch, b.seq), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_loss(m, b.targets, b.mask, &ce, &n), LATTICE_OK);
         ck_assert_int_eq(n, b.n_tokens);
         total += ce * (double)n;
         count += n;
     }
-    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 2, &got), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_evaluate(m, d, 2, &got), LATTICE_OK);
     ck_assert_double_eq(got, total / (double)count);
     double one;
-    ck_assert_int_eq(lattice_model_evaluate(t.m, d, 1, &one), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_evaluate(m, d, 1, &one), LATTICE_OK);
     ck_assert_double_ne(one, got);
     /* evaluation leaves an inference forward behind */
-    ck_assert_int_eq(lattice_model_backward(t.m), LATTICE_ERR_STATE);
-    lattice_schedule_destroy(sc);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    tiny_close(&t);
+    ck_assert_int_eq(lattice_model_backward(m), LATTICE_ERR_STATE);
+    rig_close(&r);
 }
 END_TEST
 
