@@ -1,0 +1,142 @@
+"""Backends: the reference and BLAS ones, threads, a backend of callbacks.
+
+Run by `meson test` (tests/python/meson.build) with LATTICE_LIBRARY set to the
+built library and PYTHONPATH to liblattice/python; the helpers are lattice_helpers.py.
+"""
+
+import array
+import ctypes
+import os
+import unittest
+
+import lattice
+from lattice import LatticeError, Status
+from lattice import _lib
+from lattice_helpers import tiny_model
+
+
+class BackendTest(unittest.TestCase):
+    def test_builtin(self):
+        with lattice.Backend("ref", threads=2) as be:
+            self.assertEqual(be.name, "ref")
+            self.assertEqual(be.threads, 2)
+            with self.assertRaises(LatticeError) as cm:
+                be.threads = 0
+            self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn(lattice.has_blis(), (True, False))
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+        if not lattice.has_blis():
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Backend("blis")
+            self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+
+    def test_errors_say_why(self):
+        # a failure without a handle: the library's reason, not only the status
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Backend("no-such-backend")
+        self.assertIn("no backend named 'no-such-backend'", str(cm.exception))
+        self.assertIn("no-such-backend", _lib.last_error())
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Schedule.preset("grow", n_blocks=0)
+        self.assertIn("n_blocks 0", str(cm.exception))
+        # a failure on a handle whose message the call did not set before 0.2
+        with lattice.Backend("ref") as be, self.assertRaises(LatticeError) as cm:
+            be.threads = 0
+        self.assertIn("lattice_backend_set_threads", str(cm.exception))
+
+    def test_kernels(self):
+        names = ["ref", "blis", "openblas"]
+        for name in names:
+            try:
+                be = lattice.Backend(name)
+            except LatticeError as e:
+                self.assertEqual(e.code, Status.UNSUPPORTED)  # not built, or not loadable
+                continue
+            with self.subTest(name=name), be:
+                k = be.kernels
+                self.assertEqual(k.name, name)
+                self.assertTrue(k.library and k.kernels)
+                if name == "ref":
+                    self.assertEqual((k.kernels, k.optimised), ("reference", False))
+                elif name == "blis":
+                    self.assertTrue(k.library.startswith("BLIS "))
+                    self.assertEqual(k.optimised, k.kernels != "generic")
+                else:
+                    self.assertTrue(k.library.startswith("OpenBLAS "))
+                    self.assertEqual(k.optimised, k.kernels.lower() not in ("prescott", "unknown"))
+        old = os.environ.get("LATTICE_BACKEND")
+        try:
+            os.environ["LATTICE_BACKEND"] = "ref"
+            with lattice.Backend() as be:
+                self.assertEqual(be.kernels.name, "ref")
+                self.assertEqual(be.kernels.reason, "LATTICE_BACKEND=ref")
+        finally:
+            if old is None:
+                del os.environ["LATTICE_BACKEND"]
+            else:
+                os.environ["LATTICE_BACKEND"] = old
+        with lattice.Backend() as be:
+            self.assertIn(be.kernels.name, names)
+            self.assertTrue(be.kernels.reason)
+        # the struct as Python lays it out is the struct the library fills
+        info = lattice.BackendInfo()
+        info.size = ctypes.sizeof(info)
+        with lattice.Backend("ref") as be:
+            self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)), 0)
+            self.assertEqual(info.size, ctypes.sizeof(info))
+            info.size = 4
+            self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)),
+                             Status.INVALID_ARGUMENT)
+
+    def test_sgemm(self):
+        a = array.array("f", [1, 2, 3, 4, 5, 6])        # 2 x 3
+        b = array.array("f", [1, 0, 0, 1, 1, 1])        # 3 x 2
+        c = array.array("f", [0] * 4)
+        with lattice.Backend("ref") as be:
+            be.sgemm(a, b, c, 2, 2, 3)
+            self.assertEqual(list(c), [4, 5, 10, 11])
+            be.sgemm(a, a, c, 2, 2, 3, trans_b=True, alpha=0.5, beta=1.0)   # + A A^T / 2
+            self.assertEqual(list(c), [4 + 7, 5 + 16, 10 + 16, 11 + 38.5])
+            with self.assertRaises(ValueError):
+                be.sgemm(a, b, array.array("f", [0] * 3), 2, 2, 3)
+            with self.assertRaises(TypeError):
+                be.sgemm(a, b, bytes(16), 2, 2, 3)                        # wrong type, read-only
+
+    def test_custom_backend_matches_ref(self):
+        ref = lattice.Backend("ref")
+        calls = []
+
+        def sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+            calls.append((m, n, k))
+            ref.sgemm(a, b, c, m, n, k, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta,
+                      lda=lda, ldb=ldb, ldc=ldc)
+
+        threads = []
+        custom = lattice.Backend.custom("python", sgemm, set_threads=threads.append)
+        self.assertEqual(custom.name, "python")
+        custom.threads = 3
+        self.assertEqual(threads, [3])
+        tokens = array.array("i", range(8))
+        m_ref, m_custom = tiny_model(backend=ref), tiny_model(backend=custom)
+        m_ref.forward(tokens, 1, 8)
+        m_custom.forward(tokens, 1, 8)
+        self.assertTrue(calls)
+        for x, y in zip(m_ref.logits().tolist()[0], m_custom.logits().tolist()[0]):
+            for u, v in zip(x, y):
+                self.assertAlmostEqual(u, v, places=5)
+
+    def test_custom_backend_exception(self):
+        def sgemm(*args):
+            raise ZeroDivisionError("no GEMM today")
+
+        model = tiny_model(backend=lattice.Backend.custom("broken", sgemm))
+        with self.assertRaises(LatticeError) as cm:
+            model.forward(array.array("i", range(8)), 1, 8)
+        self.assertEqual(cm.exception.code, Status.BACKEND)
+        self.assertIsInstance(cm.exception.__cause__, ZeroDivisionError)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

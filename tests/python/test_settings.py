@@ -1,0 +1,190 @@
+"""Settings that once did nothing without a word (issue 29 part 2).
+
+Callbacks set after construction, params as read-only copies, mask values,
+strided inputs, gradients overwritten by backward, preset budgets.
+
+Run by `meson test` (tests/python/meson.build) with LATTICE_LIBRARY set to the
+built library and PYTHONPATH to liblattice/python; the helpers are lattice_helpers.py.
+"""
+
+import array
+import unittest
+
+import lattice
+from lattice_helpers import VOCAB, numpy, tiny_data, tiny_model
+
+
+class SilentSettingsTest(unittest.TestCase):
+    """Settings that used to do nothing without a word (issue 29 part 2)."""
+
+    def trainer(self, steps=4, **kwargs):
+        model = tiny_model()
+        schedule = lattice.Schedule.preset("joint", 1, 2, steps)
+        return lattice.Trainer(model, tiny_data(), lattice.Optim(model, warmup_steps=0),
+                               schedule, **kwargs)
+
+    def test_callbacks_set_after_construction(self):
+        trainer = self.trainer(steps=4, eval_every=2)
+        self.assertIsNone(trainer.on_step)
+        steps, evals, later = [], [], []
+        trainer.on_step = lambda m: steps.append(m.step)
+        trainer.on_eval = evals.append
+        trainer.step()
+        trainer.step()
+        self.assertEqual(steps, [1, 2])
+        self.assertEqual([m.step for m in evals], [2])
+
+        def switch(m):                   # replaced from inside a callback: the next step sees it
+            trainer.on_step = later.append
+
+        trainer.on_step = switch
+        trainer.step()
+        trainer.on_eval = None
+        trainer.run()
+        self.assertEqual([m.step for m in later], [4])
+        self.assertEqual(len(evals), 1)
+        self.assertEqual(trainer.on_step, later.append)
+        with self.assertRaisesRegex(TypeError, "on_step must be callable or None, got int"):
+            trainer.on_step = 3
+        # a callback given at construction is the attribute's value, and can be removed
+        seen = []
+        trainer = self.trainer(steps=3, on_step=seen.append)
+        self.assertEqual(trainer.on_step, seen.append)
+        trainer.step()
+        trainer.on_step = None
+        trainer.run()
+        self.assertEqual(len(seen), 1)
+        trainer.close()
+        with self.assertRaises(lattice.ClosedError):
+            trainer.on_step = print
+
+    def test_params_are_read_only_copies(self):
+        model = tiny_model()
+        with self.assertRaises(AttributeError) as cm:
+            model.params.d_model = 99
+        self.assertIn("ModelParams.d_model cannot be set: this is a read-only copy",
+                      str(cm.exception))
+        self.assertIn("lattice.Model(model.params, d_model=64)", str(cm.exception))
+        self.assertIn("model.active_layers = n", str(cm.exception))
+        self.assertEqual(model.params.d_model, 16)
+        with self.assertRaises(AttributeError):
+            model.params.update(n_layers=3)
+        # the copy is still a ModelParams: equal to one, and the base of another model
+        self.assertEqual(model.params, lattice.ModelParams.make(model.params))
+        wider = lattice.Model(model.params, d_model=32, backend="ref")
+        self.assertEqual(wider.params.d_model, 32)
+        changed = lattice.ModelParams.make(model.params, d_model=24)
+        changed.d_ff = 48                                   # a made copy is the caller's
+        self.assertEqual((changed.d_model, changed.d_ff), (24, 48))
+        optim, data, loss = lattice.Optim(model), tiny_data(), lattice.Distill()
+        schedule = lattice.Schedule.preset("grow", 2, 1, 3)
+        for settings, field, how in ((optim.params, "lr", "optim.set_params(lr=...)"),
+                                     (data.params, "batch_size", "lattice.Data.from_memory"),
+                                     (loss.params, "tau", "lattice.Distill(loss.params"),
+                                     (schedule.phase(0), "steps", "lattice.Schedule(")):
+            with self.subTest(type(settings).__name__):
+                with self.assertRaises(AttributeError) as cm:
+                    setattr(settings, field, 2)
+                self.assertIn("read-only copy", str(cm.exception))
+                self.assertIn(how, str(cm.exception))
+        optim.set_params(lr=2e-3)
+        self.assertEqual(optim.params.lr, 2e-3)
+        self.assertEqual(lattice.Schedule([schedule.phase(0)]).phase(0).steps, 3)
+
+    def test_mask_values_other_than_0_and_1(self):
+        model = tiny_model()
+        model.forward([[1, 2, 3, 4], [5, 6, 7, 8]])
+        targets = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
+        _, counted = model.cross_entropy(targets, mask=bytes([1, 0, 1, 1, 1, 1, 1, 1]))
+        self.assertEqual(counted, 7)
+        for call in (model.cross_entropy, model.loss):
+            with self.assertRaisesRegex(ValueError, r"^mask: value 2 at position 5; a mask "
+                                        r"holds 0 \(the position does not count\) or 1"):
+                call(targets, mask=bytes([1, 1, 1, 1, 1, 2, 1, 1]))
+        with self.assertRaisesRegex(ValueError, r"mask: value 255 at position 0"):
+            model.loss(targets, mask=[255, 1, 1, 1, 1, 1, 1, 1])
+        with self.assertRaisesRegex(ValueError, r"mask: value -1 at position 7"):
+            model.loss(targets, mask=array.array("b", [1] * 7 + [-1]))
+        loss = lattice.Distill()
+        s = array.array("f", [0.5] * (2 * VOCAB))
+        with self.assertRaisesRegex(ValueError, r"mask: value 3 at position 1"):
+            loss.dense(s, s, array.array("i", [1, 2]), mask=bytes([1, 3]), vocab=VOCAB)
+        diag = lattice.Diag(model)
+        with self.assertRaisesRegex(ValueError, r"mask: value 2 at position 0"):
+            diag.block_removal([[1, 2, 3, 4], [5, 6, 7, 8]], targets, 0, 1,
+                               mask=bytes([2, 1, 1, 1, 1, 1, 1, 1]))
+        if numpy is not None:
+            mask = numpy.ones((2, 4), dtype=numpy.uint8)
+            mask[1, 2] = 2
+            with self.assertRaisesRegex(ValueError, r"value 2 at position 6 \(index \(1, 2\)\)"):
+                model.loss(targets, mask=mask)
+            self.assertEqual(model.loss(targets, mask=mask == 1)[1], 7)   # bool masks
+
+    def test_strided_inputs_are_copied(self):
+        model = tiny_model()
+        rows = [[1, 2, 3, 4], [5, 6, 7, 8]]
+        model.forward(rows)
+        expected = model.logits().tolist()
+        interleaved = array.array("i", [t for row in rows for x in row for t in (x, 0)])
+        model.forward(memoryview(interleaved)[::2], batch=2, seq=4)   # a strided 1-D view
+        self.assertEqual(model.logits().tolist(), expected)
+        targets = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
+        ce = model.loss(targets)
+        spread = array.array("i", [t for x in targets for t in (x, -1)])
+        self.assertEqual(model.loss(memoryview(spread)[::2]), ce)
+        mask = bytes([1, 0] * 8)
+        self.assertEqual(model.loss(targets, mask=memoryview(mask)[::2]), ce)
+        # outputs: a copy would take what the library writes, so they are refused, saying why
+        loss = lattice.Distill()
+        grad = array.array("f", [0.0] * (2 * 8 * VOCAB))
+        with self.assertRaisesRegex(ValueError, r"dlogits: the buffer must be C-contiguous, "
+                                    r"as the library writes into it and what it wrote into "
+                                    r"a copy would be lost"):
+            loss.dense(model.logits(), model.logits(), targets,
+                       dlogits=memoryview(grad)[::2])
+        if numpy is None:
+            return
+        tok = (numpy.arange(4 * 24, dtype=numpy.int32) % (VOCAB - 1) + 1).reshape(4, 24)
+        model.forward(numpy.ascontiguousarray(tok[:2, :10]))
+        expected = model.logits().tolist()
+        model.forward(tok[:2, :10])                              # the issue's slice
+        self.assertEqual(model.logits().tolist(), expected)
+        model.forward(tok.astype(numpy.int64)[:2, :10])          # strided and converted
+        self.assertEqual(model.logits().tolist(), expected)
+        model.forward(numpy.asfortranarray(tok[:2, :10]))
+        self.assertEqual(model.logits().tolist(), expected)
+        wide = numpy.zeros((8, 2 * VOCAB), dtype=numpy.float32)
+        with self.assertRaisesRegex(ValueError, "what it wrote into a copy would be lost"):
+            loss.dense(numpy.asarray(model.logits()).reshape(-1, VOCAB)[:8],
+                       numpy.asarray(model.logits()).reshape(-1, VOCAB)[:8],
+                       numpy.arange(8, dtype=numpy.int32), dlogits=wide[:, :VOCAB])
+
+    def test_backward_overwrites_the_gradients(self):
+        doc = lattice.Model.backward.__doc__
+        self.assertIn("overwrites the gradients", doc)
+        self.assertIn("a second ``backward()``", doc)
+        model = tiny_model()
+        model.forward([[1, 2, 3, 4], [5, 6, 7, 8]])
+        model.cross_entropy(array.array("i", [2, 3, 4, 5, 6, 7, 8, 9]))
+        model.backward()
+        tensor = model.tensor(0)
+        once = tensor.grad.tolist()
+        self.assertTrue(any(any(row) for row in once))
+        model.backward()                                 # the same gradient again, not twice it
+        self.assertEqual(tensor.grad.tolist(), once)
+
+    def test_preset_budgets_are_named(self):
+        totals = {name: lattice.Schedule.preset(name, 3, 2, 30).total_steps
+                  for name in ("joint", "grow", "joint_matched_active", "joint_matched_total")}
+        self.assertEqual(totals, {"joint": 30, "grow": 90, "joint_matched_active": 60,
+                                  "joint_matched_total": 90})
+        doc = lattice.Schedule.preset.__doc__
+        for text in ('``preset("joint", 3, 2, 30)`` is one phase of', "(90 steps",
+                     '"joint_matched_active"', '"joint_matched_total"', "active-layer tokens",
+                     "total tokens"):
+            self.assertIn(text, doc)
+        self.assertIn("budget-matched", lattice.Schedule.__doc__)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
