@@ -174,20 +174,26 @@ static void rescale_backward(const lattice_model *m, float *g, const float *x)
     for (int b = 0; b < m->batch; b++) {
         const float *row = x + (long)b * T * D;
         float *grow = g + (long)b * T * D;
-        const double r0 = stream_rms(row, D, eps), s = others_rms(row, T, D, eps);
+        const double r0 = stream_rms(row, D, eps);
         double dot = 0.0;
         for (int d = 0; d < D; d++)
             dot += (double)row[d] * grow[d];
         const double c = dot / (D * r0);
-        for (int d = 0; d < D; d++)
-            grow[d] = (float)(s / r0 * (grow[d] - c * row[d] / r0));
+        /* one pass over the other positions: each one's RMS gives its term
+         * and adds to s, the mean (summed as others_rms sums it) */
+        double s = 0.0;
         for (int t = 1; t < T; t++) {
             const float *xt = row + (long)t * D;
-            const double kt = c / ((double)(T - 1) * stream_rms(xt, D, eps));
+            const double rt = stream_rms(xt, D, eps);
+            s += rt;
+            const double kt = c / ((double)(T - 1) * rt);
             float *gt = grow + (long)t * D;
             for (int d = 0; d < D; d++)
                 gt[d] = (float)(gt[d] + kt * xt[d]);
         }
+        s /= T - 1;
+        for (int d = 0; d < D; d++)
+            grow[d] = (float)(s / r0 * (grow[d] - c * row[d] / r0));
     }
 }
 
