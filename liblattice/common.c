@@ -90,8 +90,8 @@ lattice_status lattice__need(char *buf, const char *fn, int n, ...)
                               fn, missing);
 }
 
-lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
-                                 size_t ours, size_t min_size)
+lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
+                                       size_t min_size)
 {
     size_t theirs;
     memcpy(&theirs, dst, sizeof(theirs));
@@ -100,6 +100,17 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
                                   "%s: out->size %zu is below %zu, the smallest struct this "
                                   "library writes (set it to sizeof the struct)",
                                   fn, theirs, min_size);
+    return LATTICE_OK;
+}
+
+lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
+                                 size_t ours, size_t min_size)
+{
+    const lattice_status st = lattice__check_out_size(errbuf, fn, dst, min_size);
+    if (st != LATTICE_OK)
+        return st;
+    size_t theirs;
+    memcpy(&theirs, dst, sizeof(theirs));
     const size_t n = theirs < ours ? theirs : ours;
     memcpy(dst, src, n);
     memcpy(dst, &n, sizeof(n));

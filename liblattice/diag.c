@@ -93,19 +93,6 @@ static void put_entry(void *out, size_t stride, long i, const void *r, size_t ou
     memcpy(e, &ours, sizeof(ours));
 }
 
-/* A lone sized struct: refused before any work when its size is too small. */
-static lattice_status check_size(char *errbuf, const char *fn, const void *out, size_t ours)
-{
-    size_t theirs;
-    memcpy(&theirs, out, sizeof(theirs));
-    if (theirs < ours)
-        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "%s: out->size %zu is below %zu, the smallest struct this "
-                                  "library writes (set it to sizeof the struct)",
-                                  fn, theirs, ours);
-    return LATTICE_OK;
-}
-
 static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int batch, int seq)
 {
     if (!tokens)
@@ -299,7 +286,7 @@ lattice_status lattice_diag_measure_block_removal(lattice_diag *d, const int32_t
 {
     static const char fn[] = "lattice_diag_measure_block_removal";
     lattice_status st;
-    if (d && out && (st = check_size(d->err, fn, out, sizeof(*out))) != LATTICE_OK)
+    if (d && out && (st = lattice__check_out_size(d->err, fn, out, sizeof(*out))) != LATTICE_OK)
         return st;
     removal_result r = {.size = sizeof(r)};
     if ((st = block_removal(d, fn, tokens, targets, mask, batch, seq, first, count,
@@ -374,7 +361,7 @@ lattice_status lattice_diag_measure_loss_response(const double *losses, int64_t 
     if (lattice__need(NULL, fn, 2, (const void *)losses, "losses", (const void *)out, "out") !=
         LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    lattice_status st = check_size(NULL, fn, out, sizeof(*out));
+    lattice_status st = lattice__check_out_size(NULL, fn, out, sizeof(*out));
     if (st != LATTICE_OK)
         return st;
     response_result r = {.size = sizeof(r)};

@@ -28,6 +28,10 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
  * LATTICE_ERR_INVALID_ARGUMENT and nothing is written. */
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size);
+/* lattice__copy_out's refusal alone, for a call that must refuse a short
+ * struct before it does any work. */
+lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
+                                       size_t min_size);
 
 /* Argument checks that say which argument is wrong, in words. The first of
  * the n (pointer, name) pairs that is NULL is refused with "fn: invalid
