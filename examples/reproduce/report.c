@@ -421,7 +421,7 @@ void report(FILE *f, const study *s)
         for (int k = 0; k < r0->n_boundaries; k++) {
             double v[4] = {0, 0, 0, 0};
             for (int i = 0; i < p->seeds; i++) {
-                const lattice_diag_rms_stats *st = s->res[a][i]->rms[k];
+                const kept_scale *st = s->res[a][i]->rms[k];
                 v[0] += st[2].std / p->seeds;
                 v[1] += st[2].kurtosis / p->seeds;
                 v[2] += st[1].mean / p->seeds;

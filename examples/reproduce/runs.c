@@ -9,15 +9,42 @@
 
 
 /* Per-token RMS statistics after every active layer on the fixed batch:
- * out[(boundary * 3) + class], classes regular, document boundary, all. */
+ * out[(boundary * 3) + class], classes regular, row-start, all. */
 lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
-                                     const uint8_t *mask, int batch, int seq,
-                                     lattice_diag_rms_stats *out, int out_len)
+                              const uint8_t *mask, int batch, int seq, kept_scale *out,
+                              int out_len)
 {
     const int active = lattice_model_get_active_layers(m);
-    if ((active + 1) * 3 > out_len)
+    const int n = (active + 1) * 3;
+    if (n > out_len || active > 256)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    return lattice_diag_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, out, (active + 1) * 3);
+    lattice_diag_boundary_scale_result st[257 * 3];
+    st[0].size = sizeof st[0];
+    const lattice_status rc =
+        lattice_diag_measure_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, st, n);
+    for (int k = 0; rc == LATTICE_OK && k < n; k++)
+        out[k] = (kept_scale){st[k].count, st[k].mean, st[k].std, st[k].kurtosis, st[k].max};
+    return rc;
+}
+
+lattice_status attention_sinks(lattice_diag *dg, const int32_t *tokens, int batch, int seq,
+                               lattice_diag_attention_sinks_result *out, int out_len)
+{
+    out[0].size = sizeof out[0];
+    return lattice_diag_measure_attention_sinks(dg, tokens, batch, seq, SINK_THRESHOLD, out,
+                                                out_len, NULL, 0);
+}
+
+/* The loss response at an append, into the record's own struct. */
+static lattice_status loss_response(const double *losses, int64_t n, int64_t at, int64_t window,
+                                    int64_t horizon, kept_response *out)
+{
+    lattice_diag_loss_response_result x;
+    x.size = sizeof x;
+    const lattice_status rc = lattice_diag_measure_loss_response(losses, n, at, window, horizon, &x);
+    if (rc == LATTICE_OK)
+        *out = (kept_response){x.baseline, x.jump, x.area, x.recovery};
+    return rc;
 }
 
 int on_step(void *user, const lattice_trainer_metrics *m)
@@ -101,20 +128,19 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
         return 0;
     point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
                 NAN, NAN, NAN, NAN};
-    lattice_diag_rms_stats st[(256 + 1) * 3];
+    kept_scale st[(256 + 1) * 3];
     if (pr->diag && boundary_stats(pr->diag, pr->model, pr->diag_tokens, pr->diag_mask,
                                    pr->diag_batch, pr->diag_seq, st, 257 * 3) == LATTICE_OK) {
-        const lattice_diag_rms_stats *top = &st[m->active_layers * 3];
+        const kept_scale *top = &st[m->active_layers * 3];
         pt.rms_std = top[2].std;
         pt.rms_kurt = top[2].kurtosis;
         pt.rms_boundary = top[1].mean;
         pt.rms_regular = top[0].mean;
     }
     sink_point sp = {NAN, NAN, NAN, NAN};
-    lattice_diag_sinks sk[256];
-    if (pr->diag && lattice_diag_attention_sinks(pr->diag, pr->diag_tokens, pr->diag_batch,
-                                                 pr->diag_seq, SINK_THRESHOLD, sk, 256, NULL,
-                                                 0) == LATTICE_OK) {
+    lattice_diag_attention_sinks_result sk[256];
+    if (pr->diag && attention_sinks(pr->diag, pr->diag_tokens, pr->diag_batch, pr->diag_seq, sk,
+                                    256) == LATTICE_OK) {
         sp.mass0 = sp.sink_rate = sp.top_ratio = 0.0;
         sp.value_norm0 = INFINITY;
         int n = 0;
@@ -369,17 +395,23 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
 
     const int active = lattice_model_get_active_layers(m);
-    lattice_diag_rms_stats stats[257 * 3];
+    kept_scale stats[257 * 3];
     check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats, 257 * 3),
           "boundary scale", lattice_diag_errmsg(dg));
     r->n_boundaries = 0;
     for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < 8; blk++, r->n_boundaries++)
         memcpy(r->rms[r->n_boundaries], &stats[blk * p->block_size * 3], sizeof r->rms[0]);
     r->n_blocks_measured = 0;
-    for (int blk = 0; (blk + 1) * p->block_size <= active && blk < 8; blk++, r->n_blocks_measured++)
-        check(lattice_diag_block_removal(dg, fixed_tokens, fixed_targets, fixed_mask, b.batch, b.seq,
-                                         blk * p->block_size, p->block_size, &r->removal[blk]),
+    for (int blk = 0; (blk + 1) * p->block_size <= active && blk < 8;
+         blk++, r->n_blocks_measured++) {
+        lattice_diag_block_removal_result x;
+        x.size = sizeof x;
+        check(lattice_diag_measure_block_removal(dg, fixed_tokens, fixed_targets, fixed_mask,
+                                                 b.batch, b.seq, blk * p->block_size,
+                                                 p->block_size, &x),
               "block removal", lattice_diag_errmsg(dg));
+        r->removal[blk] = (kept_removal){x.ce_full, x.ce_removed, x.dce, x.angle};
+    }
     /* The paper smooths over 200 of 50k steps (0.4% of a phase): the same
      * share here, at least 3 steps; areas per step over 2% and 10% of a phase. */
     const int64_t window = response_window(p);
@@ -391,16 +423,16 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         lattice_schedule_get_phase(s, a, &ph0);
         lattice_schedule_get_phase(s, a + 1, &ph1);
         r->is_append[a] = ph1.active_layers > ph0.active_layers;
-        lattice_diag_response *rs = &r->resp[a];
-        lattice_diag_response r2, r10;
+        kept_response *rs = &r->resp[a];
+        kept_response r2, r10;
         const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;
         const int64_t h10 = p->steps_per_phase / 10 > 1 ? p->steps_per_phase / 10 : 1;
-        if (lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window,
-                                       p->steps_per_phase, rs) != LATTICE_OK ||
-            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h2,
-                                       &r2) != LATTICE_OK ||
-            lattice_diag_loss_response(r->losses, r->n_steps, r->append_steps[a], window, h10,
-                                       &r10) != LATTICE_OK) {
+        if (loss_response(r->losses, r->n_steps, r->append_steps[a], window, p->steps_per_phase,
+                          rs) != LATTICE_OK ||
+            loss_response(r->losses, r->n_steps, r->append_steps[a], window, h2, &r2) !=
+                LATTICE_OK ||
+            loss_response(r->losses, r->n_steps, r->append_steps[a], window, h10, &r10) !=
+                LATTICE_OK) {
             memset(rs, 0, sizeof(*rs));
             r->area2[a] = r->area10[a] = NAN;
             continue;

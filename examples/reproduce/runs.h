@@ -6,8 +6,12 @@
 
 /* Per-token RMS statistics after every active layer on a fixed batch. */
 lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t *tokens,
-                              const uint8_t *mask, int batch, int seq,
-                              lattice_diag_rms_stats *out, int out_len);
+                              const uint8_t *mask, int batch, int seq, kept_scale *out,
+                              int out_len);
+
+/* Attention sinks and massive activations at every active layer (threshold SINK_THRESHOLD). */
+lattice_status attention_sinks(lattice_diag *dg, const int32_t *tokens, int batch, int seq,
+                               lattice_diag_attention_sinks_result *out, int out_len);
 
 /* The trainer's callbacks: per-step losses and progress, and the evaluations
  * with their boundary statistics, into the progress's run_result. */

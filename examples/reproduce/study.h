@@ -108,12 +108,28 @@ typedef struct point {
 } point;
 
 /* Attention sinks and massive activations at an evaluation, over the active
- * layers (lattice_diag_attention_sinks on the fixed batch): the mean mass on
+ * layers (lattice_diag_measure_attention_sinks on the fixed batch): the mean mass on
  * position 0, the largest share of sink heads, the largest top/median
  * |activation|, the smallest value-norm ratio of position 0. NaN: not measured. */
 typedef struct sink_point {
     double mass0, sink_rate, top_ratio, value_norm0;
 } sink_point;
+
+/* The kept-run record (store.c) holds these by value, so their layout is the
+ * record format's, not the library's: the fields, in the order, of 0.4's diag
+ * structs, which wrote the committed runs. runs.c fills them from
+ * lattice_diag_measure_*'s sized results. */
+typedef struct kept_scale {
+    int64_t count;
+    double mean, std, kurtosis, max;
+} kept_scale;
+typedef struct kept_removal {
+    double ce_full, ce_removed, dce, angle;
+} kept_removal;
+typedef struct kept_response {
+    double baseline, jump, area;
+    int64_t recovery;
+} kept_response;
 
 typedef struct run_result {
     double final_val;
@@ -124,11 +140,11 @@ typedef struct run_result {
     int64_t *step_alt;             /* per step: active-layer tokens so far */
     int64_t n_steps, append_steps[8];
     int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
-    lattice_diag_response resp[8];
+    kept_response resp[8];
     double area2[8], area10[8]; /* excess loss per step over 2% and 10% of a phase */
-    lattice_diag_removal removal[8];
+    kept_removal removal[8];
     int n_blocks_measured;
-    lattice_diag_rms_stats rms[8][3]; /* per block boundary: regular, boundary, all */
+    kept_scale rms[8][3]; /* per block boundary: regular, boundary, all */
     int n_boundaries;
     double seconds, tokens_per_s;
     /* added in 0.4, last: a record written before (without it) is still read */
@@ -163,7 +179,7 @@ typedef struct gonogo {
     double max_ratio, max_kurt;
     int max_layer; /* where max_ratio sits (1: after the first layer) */
     /* per layer (index 1 = the first): attention sinks and massive activations
-     * (lattice_diag_attention_sinks, sink threshold SINK_THRESHOLD) */
+     * (lattice_diag_measure_attention_sinks, sink threshold SINK_THRESHOLD) */
     double mass0[257], sink_rate[257], top_ratio[257], value_norm0[257];
     int64_t top_token[257];
     int top_dim[257];

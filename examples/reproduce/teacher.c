@@ -219,7 +219,7 @@ void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
     check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     lattice_diag *dg;
     check(lattice_diag_create(m, &dg), "diagnostics", NULL);
-    lattice_diag_rms_stats st[257 * 3];
+    kept_scale st[257 * 3];
     check(boundary_stats(dg, m, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
           "teacher boundary scale", lattice_diag_errmsg(dg));
     g->n = lattice_model_get_active_layers(m) + 1;
@@ -235,12 +235,11 @@ void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
         if (k > 0 && g->kurt[k] > g->max_kurt)
             g->max_kurt = g->kurt[k];
     }
-    lattice_diag_sinks sk[256];
-    check(lattice_diag_attention_sinks(dg, b.tokens, b.batch, b.seq, SINK_THRESHOLD, sk, 256, NULL,
-                                       0),
-          "attention sinks", lattice_diag_errmsg(dg));
+    lattice_diag_attention_sinks_result sk[256];
+    check(attention_sinks(dg, b.tokens, b.batch, b.seq, sk, 256), "attention sinks",
+          lattice_diag_errmsg(dg));
     for (int k = 1; k < g->n; k++) {
-        const lattice_diag_sinks *x = &sk[k - 1];
+        const lattice_diag_attention_sinks_result *x = &sk[k - 1];
         g->mass0[k] = x->mass0;
         g->sink_rate[k] = x->sink_rate;
         g->top_ratio[k] = x->top_ratio;

@@ -58,7 +58,7 @@ static int append_shape(const preset *p, const run_result *r, double *share, dou
     const int k = first_append(r);
     if (k < 0 || r->n_steps == 0)
         return 0;
-    const lattice_diag_response *x = &r->resp[k];
+    const kept_response *x = &r->resp[k];
     *jump = x->jump;
     *share = x->jump / (r->losses[0] - x->baseline);
     *recovery = x->recovery >= 0 ? (double)x->recovery : (double)p->steps_per_phase;
@@ -267,7 +267,7 @@ void verdicts(FILE *f, const study *s)
             double ratio[MAX_SEEDS], pmin[MAX_SEEDS], agap[MAX_SEEDS], last[MAX_SEEDS];
             for (int i = 0; i < n; i++) {
                 const run_result *r = s->res[gpre[g]][i], *q = s->res[gpost[g]][i];
-                const lattice_diag_removal *lb = &r->removal[r->n_blocks_measured - 1];
+                const kept_removal *lb = &r->removal[r->n_blocks_measured - 1];
                 double md = INFINITY, ma = INFINITY;
                 for (int b = 0; b < q->n_blocks_measured; b++) {
                     md = fmin(md, q->removal[b].dce);
