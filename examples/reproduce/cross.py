@@ -133,13 +133,22 @@ def ratio_at_phase_end(res, run, k):
 
 
 def grow_pairs(res):
+    """(pre grow arm, post grow arm, intervention) of every grow pair: pre-X and
+    post-X, and each intervention's pre grow arm (block_norm or block_rescale,
+    named pre-<intervention>-grow<suffix>) against post-grow<suffix>, the plain
+    post-norm arm of its recipe."""
     specs = arm_specs(res)
     pairs = []
-    for name, (pl, sched, _) in specs.items():
-        if pl == "pre" and sched == "grow" and name.startswith("pre-"):
+    for name, (pl, sched, intervention) in specs.items():
+        if pl != "pre" or sched != "grow" or not name.startswith("pre-") or name not in res["arms"]:
+            continue
+        if intervention:
+            at = name.find("-grow")
+            partner = "post-grow" + name[at + len("-grow"):] if at >= 0 else None
+        else:
             partner = "post-" + name[4:]
-            if partner in res["arms"] and name in res["arms"]:
-                pairs.append((name, partner))
+        if partner in res["arms"]:
+            pairs.append((name, partner, intervention))
     return pairs
 
 
@@ -158,7 +167,7 @@ def main(argv):
     ap.add_argument("studies", nargs="+")
     args = ap.parse_args(argv)
     os.makedirs(args.out, exist_ok=True)
-    trend, points = [], []
+    trend, points, ipoints = [], [], []
     for folder in args.studies:
         res = load(folder)
         name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
@@ -170,17 +179,24 @@ def main(argv):
             trend.append({"study": name, "recipe": label, "steps_per_phase": spp,
                           "seeds": len(dj), "joint": summary(dj), "grow": summary(dg),
                           "I": summary([g - j for g, j in zip(dg, dj)])})
-        for pg, qg in grow_pairs(res):
+        for pg, qg, intervention in grow_pairs(res):
             for seed, (r, q) in enumerate(zip(res["arms"][pg], res["arms"][qg]), 1):
                 xs = [v for v in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
                       if v is not None]
                 if not xs or not r["block_removal"]:
                     continue
-                points.append({"study": name, "pair": "%s / %s" % (pg, qg), "seed": seed,
-                               "x": sum(xs) / len(xs), "y": q["val_ce"] - r["val_ce"],
-                               "z": r["block_removal"][-1]["dce"]})
+                (ipoints if intervention else points).append({
+                    "study": name, "pair": "%s / %s" % (pg, qg), "seed": seed,
+                    "x": sum(xs) / len(xs), "y": q["val_ce"] - r["val_ce"],
+                    "z": r["block_removal"][-1]["dce"]})
     fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
     fit_z = slope([p["x"] for p in points], [p["z"] for p in points]) if points else None
+    by_pair = {}
+    for p in ipoints:
+        by_pair.setdefault((p["study"], p["pair"]), []).append(p)
+    isum = [{"study": k[0], "pair": k[1], "seeds": len(v),
+             "x": summary([p["x"] for p in v]), "y": summary([p["y"] for p in v]),
+             "z": summary([p["z"] for p in v])} for k, v in by_pair.items()]
 
     md = ["# Across studies: the trend with training length and the dose-response", "",
           "Written by examples/reproduce/cross.py from the results.json of: " +
@@ -208,12 +224,25 @@ def main(argv):
     md += ["", "| fit | slope (95% interval) | points |", "|---|---|---|",
            "| y on x | %s | %d |" % (pm(fit_y) if fit_y else "n/a", fit_y["n"] if fit_y else 0),
            "| z on x | %s | %d |" % (pm(fit_z) if fit_z else "n/a", fit_z["n"] if fit_z else 0)]
+    if isum:
+        md += ["", "### The interventions", "",
+               "Each intervention's pre-norm grow arm against its recipe's plain post-grow "
+               "arm, paired by seed. They stay out of the fit: x is measured on the stream "
+               "after block 1 and block 2, before the block-entry operation, so it is not what "
+               "the appended block reads (the block-entry norm hands it a unit-scale stream, "
+               "the row-start rescale a row-start RMS equal to its row's mean).", "",
+               "| study | pair | seeds | x | y | z |", "|---|---|---|---|---|---|"]
+        for t in isum:
+            md.append("| %s | %s | %d | %s | %s | %s |" % (
+                t["study"], t["pair"], t["seeds"], pm(t["x"], "%.3f"), pm(t["y"]), pm(t["z"])))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
+           "interventions": isum, "intervention_points": ipoints,
            "studies": [os.path.normpath(s) for s in args.studies]}
     csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (
         p["study"], p["pair"], p["seed"], p["x"], p["y"], p["z"]) for p in points]
     write_whole(os.path.join(args.out, "points.csv"), "\n".join(csv) + "\n")
     write_whole(os.path.join(args.out, "cross.json"), json.dumps(out, indent=2) + "\n")
+    md_trend_plot = False
     if shutil.which("gnuplot") and points:
         lines = ["set terminal svg size 800,500", "set datafile separator ','",
                  "set key off", "set grid", "set output 'dose.svg'",
@@ -222,10 +251,37 @@ def main(argv):
                  "plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8"]
         if fit_y and fit_y["slope"] is not None:
             lines[-1] += ", %r + %r * x with lines lw 2" % (fit_y["intercept"], fit_y["slope"])
-        write_whole(os.path.join(args.out, "cross.gp"), "\n".join(lines) + "\nunset output\n")
+        lines.append("unset output")
+        rows = sorted(trend, key=lambda t: (t["recipe"], t["steps_per_phase"]))
+        if len({t["steps_per_phase"] for t in rows}) > 1:
+            tcsv = ["recipe,steps_per_phase,joint,joint_half,grow,grow_half,I,I_half"]
+            for t in rows:
+                tcsv.append("%s,%d,%s" % (t["recipe"].replace(",", " "), t["steps_per_phase"],
+                                          ",".join("%.6f,%.6f" % (t[k]["mean"],
+                                                                  t[k]["half"] or 0.0)
+                                                   for k in ("joint", "grow", "I"))))
+            write_whole(os.path.join(args.out, "trend.csv"), "\n".join(tcsv) + "\n")
+            plots = []
+            for rec in sorted({t["recipe"] for t in rows}):
+                r = rec.replace("'", "")
+                sel = "(strcol(1) eq \"%s\" ? $%%d : NaN)" % rec.replace("\"", "")
+                for col, what in ((3, "joint: post - pre"), (5, "grow: post - pre"), (7, "I")):
+                    plots.append("'trend.csv' every ::1 using 2:%s:%s with yerrorlines "
+                                 "title '%s, %s'" % (sel % col, sel % (col + 1), r, what))
+            lines += ["set output 'trend.svg'", "set key outside", "set logscale x 2",
+                      "set xlabel 'steps per phase (log scale)'",
+                      "set ylabel 'nats/byte, with 95% intervals'",
+                      "plot 0 with lines lc 'black' notitle, " + ", ".join(plots),
+                      "unset output"]
+            md_trend_plot = True
+        write_whole(os.path.join(args.out, "cross.gp"), "\n".join(lines) + "\n")
         subprocess.run(["gnuplot", "cross.gp"], cwd=args.out, check=False,
                        stderr=subprocess.DEVNULL)
         md += ["", "![y against x, with the fit](dose.svg)"]
+        if md_trend_plot:
+            md.insert(md.index("## Dose-response: the row-start scale pre-norm hands an "
+                               "appended block"),
+                      "![post - pre and I against steps per phase](trend.svg)\n")
     write_whole(os.path.join(args.out, "report.md"), "\n".join(md) + "\n")
     print("cross: %d trend rows, %d dose-response points -> %s" % (len(trend), len(points),
                                                                    args.out))

@@ -5,6 +5,7 @@ lie on.
 usage: test_cross.py CROSS_PY
 """
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -21,11 +22,12 @@ def run_record(val, ratio, dce, steps=10):
     return {"val_ce": val, "trajectory": traj, "block_removal": [{"dce": 1.0}, {"dce": dce}]}
 
 
-def study(d, name, steps, runs):
+def study(d, name, steps, runs, extra_arms=()):
     os.makedirs(d)
     res = {"preset": {"name": name, "train": {"steps_per_phase": steps},
                       "student": {"block_size": 1},
-                      "arms": ["pre-joint", "post-joint", "pre-grow", "post-grow"]},
+                      "arms": ["pre-joint", "post-joint", "pre-grow", "post-grow"] +
+                      list(extra_arms)},
            "arms": runs}
     with open(os.path.join(d, "results.json"), "w") as f:
         json.dump(res, f)
@@ -39,8 +41,13 @@ class Cross(unittest.TestCase):
                 runs = {"pre-joint": [run_record(2.0, 1, 0) for _ in range(3)],
                         "post-joint": [run_record(2.1 + 0.01 * i, 1, 0) for i in range(3)],
                         "pre-grow": [run_record(2.0, x, 0.1 * x, steps) for x in (1, 2, 3)],
-                        "post-grow": [run_record(2.0 + 0.5 * x - 0.5, 1, 0) for x in (1, 2, 3)]}
-                study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs)
+                        "post-grow": [run_record(2.0 + 0.5 * x - 0.5, 1, 0) for x in (1, 2, 3)],
+                        # an intervention far off the line: paired with post-grow, kept out
+                        # of the fit
+                        "pre-bnorm-grow": [run_record(1.0, 9, 0.2, steps) for _ in range(3)]}
+                bnorm = {"name": "pre-bnorm-grow", "placement": "pre", "schedule": "grow",
+                         "block_norm": 1}
+                study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs, [bnorm])
             out = os.path.join(d, "out")
             r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s0"),
                                 os.path.join(d, "s1")], capture_output=True, text=True)
@@ -56,6 +63,17 @@ class Cross(unittest.TestCase):
             self.assertAlmostEqual(res["fit_y_on_x"]["slope"], 0.5)
             self.assertAlmostEqual(res["fit_y_on_x"]["half"], 0.0, places=9)
             self.assertAlmostEqual(res["fit_z_on_x"]["slope"], 0.1)
+            self.assertEqual(len(res["intervention_points"]), 6)
+            iv = res["interventions"][0]
+            self.assertEqual((iv["pair"], iv["seeds"]), ("pre-bnorm-grow / post-grow", 3))
+            # post-grow - pre-bnorm-grow per seed: 2.0 + 0.5 x - 0.5 - 1.0, x = 1, 2, 3
+            self.assertAlmostEqual(iv["y"]["mean"], 1.5)
+            self.assertAlmostEqual(iv["x"]["mean"], 9.0)
+            if shutil.which("gnuplot"):
+                with open(os.path.join(out, "trend.csv")) as f:
+                    rows = f.read().splitlines()
+                self.assertEqual(len(rows), 3)
+                self.assertTrue(rows[1].startswith("paper's optimizer,10,0.110000,"))
             with open(os.path.join(out, "report.md")) as f:
                 self.assertIn("| y on x | +0.5000 ± 0.0000 | 6 |", f.read())
             self.assertFalse([n for n in os.listdir(out) if n.endswith(".tmp")])
