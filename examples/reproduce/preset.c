@@ -48,6 +48,7 @@ static const char *const known_keys[] = {
     "probes.*.weight_decay", "probes.*.beta2", "probes.*.decay_fraction", "probes.*.seq_len", "probes.*.batch_size",
     "probes.*.init_gain", "probes.*.init_std",
     "data.train", "data.val", "data.seq_len", "data.batch_size", "data.split_long",
+    "data.separator",
     "teacher.layers", "teacher.steps", "teacher.lr", "teacher.warmup", "teacher.init_gain",
     "teacher.init_std", "teacher.min_lr", "teacher.lr_shape", "teacher.weight_decay",
     "teacher.beta2", "teacher.seq_len", "teacher.batch_size", "teacher.decay_fraction",
@@ -483,6 +484,15 @@ void load_preset(preset *p, const char *path)
     p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);
     p->batch = get_i(o, "data.batch_size", 16, 1, 4096);
     p->split_long = get_i(o, "data.split_long", 1, 0, 1);
+    {
+        json_object *sep = member(o, "data.separator");
+        if (sep && json_object_is_type(sep, json_type_string) &&
+            (json_object_get_string_len(sep) == 0 ||
+             (size_t)json_object_get_string_len(sep) >= sizeof p->separator))
+            die("preset: data.separator must be 1 to %zu bytes (it is %d)",
+                sizeof p->separator - 1, json_object_get_string_len(sep));
+        get_s(o, "data.separator", p->separator, sizeof p->separator, "\f");
+    }
     p->d_model = get_i(o, "student.d_model", 128, 1, 1 << 16);
     p->heads = get_i(o, "student.n_heads", 4, 1, 1024);
     p->kv_heads = get_i(o, "student.n_kv_heads", p->heads, 1, 1024);

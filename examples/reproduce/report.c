@@ -146,8 +146,12 @@ static void row_start_words(FILE *f, const preset *p)
                 ? "With split_long, documents are cut into pieces of one row each, and every "
                   "piece opens with the separator token (256): most rows start in the middle of "
                   "a document, and the row-start token is that separator."
-                : "Each row is one document (right-padded), so the row-start token is the "
-                  "document's first byte.");
+                : "Each row is one document, truncated at the row's length or right-padded to "
+                  "it, so the row-start token is the boundary token (256) that opens every "
+                  "document.");
+    if (strcmp(p->separator, "\f") != 0)
+        fprintf(f, "Documents are the text between separators of %zu bytes (data.separator), "
+                   "not the corpus's chapters.\n\n", strlen(p->separator));
 }
 
 /* The students' attention sinks and massive activations at their last

@@ -174,6 +174,7 @@ lattice_data *open_data_rows(const preset *p, uint64_t seed, int batch, int seq_
     dp.batch_size = batch;
     dp.seq_len = seq_len;
     dp.split_long = p->split_long;
+    dp.separator = p->separator;
     dp.val_path = p->val;
     dp.seed = seed;
     lattice_data *d;

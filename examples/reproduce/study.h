@@ -72,6 +72,7 @@ typedef struct probe {
 typedef struct preset {
     char name[64], train[1024], val[1024];
     int seq_len, batch, split_long;
+    char separator[16]; /* between documents in the text files ("\f", the form feed) */
     int t_layers, t_steps, t_warmup;
     double t_lr, t_init_std;
     int d_model, heads, kv_heads, head_dim, d_ff, blocks, block_size, qk_norm;

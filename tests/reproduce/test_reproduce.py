@@ -222,6 +222,36 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("arms[0].block_norm needs the pre-norm placement", r.stderr)
 
+    def test_data_separator(self):
+        """data.separator makes other documents of the same text (here each
+        sentence, one per row, with split_long off): the study runs on them and
+        its report says so; an empty or overlong separator is refused."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint"])
+            with open(preset) as f:
+                p = json.load(f)
+            outs = []
+            for k, sep in enumerate((None, ". ")):
+                if sep is not None:
+                    p["data"].update({"separator": sep, "split_long": False})
+                    write(preset, p)
+                out = os.path.join(d, "out%d" % k)
+                r = run("--preset", preset, "--out", out, "--seeds", "1")
+                self.assertEqual(r.returncode, 0, r.stderr)
+                outs.append(out)
+            self.assertNotEqual(results(outs[0])["arms"]["pre-joint"][0]["val_ce"],
+                                results(outs[1])["arms"]["pre-joint"][0]["val_ce"])
+            with open(os.path.join(outs[1], "report.md")) as f:
+                report = f.read()
+            self.assertIn("separators of 2 bytes (data.separator)", report)
+            self.assertIn("Each row is one document", report)
+            for sep, why in (("", "it is 0"), ("x" * 16, "it is 16")):
+                p["data"]["separator"] = sep
+                write(preset, p)
+                r = run("--preset", preset, "--check")
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("data.separator must be 1 to 15 bytes (%s)" % why, r.stderr)
+
     def test_block_rescale_arm(self):
         """An arm that rescales the row-start token at each block entry runs,
         differs from the same arm without it and from the block-entry norm's;
