@@ -49,6 +49,16 @@ static lattice_backend *backend_alloc(const char *name)
     return be;
 }
 
+/* The CPU class where oneDNN's sgemm measured faster than OpenBLAS's at the
+ * study's GEMM shapes (doc/PERFORMANCE.md, round 4, on Zen 5: 1.24x over
+ * OpenBLAS's Cooperlake kernels, 2.0x over its Haswell ones under
+ * OPENBLAS_CORETYPE=Haswell): AVX-512 with BF16 and without AMX. Elsewhere
+ * (AVX2-only CPUs, AMX ones) it was not measured faster, so OpenBLAS stays. */
+static int onednn_measured_faster(const lattice__cpu *cpu)
+{
+    return cpu->avx512_bf16 && !cpu->amx && lattice__onednn_available();
+}
+
 /* What "default" runs, decided from the CPU's features and BLIS's kernel
  * choice, never by timing: the same machine always gets the same backend. */
 static const char *choose_default(char *reason, size_t size)
@@ -60,7 +70,15 @@ static const char *choose_default(char *reason, size_t size)
     }
     lattice__kernel_report blis;
     lattice__blis_fit fit = lattice__blis_describe(&blis);
+    lattice__cpu cpu;
+    lattice__cpu_detect(&cpu);
+    const char *faster = "oneDNN, measured faster than OpenBLAS on CPUs with AVX-512 BF16 and "
+                         "no AMX";
     if (fit == LATTICE__BLIS_ABSENT) {
+        if (onednn_measured_faster(&cpu)) {
+            snprintf(reason, size, "built without BLIS: %s", faster);
+            return "onednn";
+        }
         if (lattice__openblas_load()) {
             snprintf(reason, size, "built without BLIS");
             return "openblas";
@@ -68,8 +86,6 @@ static const char *choose_default(char *reason, size_t size)
         snprintf(reason, size, "built without BLIS, and %s", lattice__openblas_why_not());
         return "ref";
     }
-    lattice__cpu cpu;
-    lattice__cpu_detect(&cpu);
     const char *mismatch = NULL;
     if (fit == LATTICE__BLIS_GENERIC && cpu.avx2_fma)
         mismatch = "its generic reference kernels on a CPU with AVX2";
@@ -79,6 +95,11 @@ static const char *choose_default(char *reason, size_t size)
         snprintf(reason, size, "%s runs '%s' kernels, which match the CPU", blis.library,
                  blis.kernels);
         return "blis";
+    }
+    if (onednn_measured_faster(&cpu)) {
+        snprintf(reason, size, "%s would run '%s', %s: %s", blis.library, blis.kernels,
+                 mismatch, faster);
+        return "onednn";
     }
     if (lattice__openblas_load()) {
         snprintf(reason, size, "%s would run '%s', %s: OpenBLAS instead", blis.library,

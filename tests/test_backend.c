@@ -210,11 +210,13 @@ static const char *expected_default(void)
     lattice__cpu cpu;
     lattice__cpu_detect(&cpu);
     int openblas = lattice__openblas_load();
+    /* oneDNN where it measured faster than OpenBLAS: AVX-512 BF16 without AMX */
+    int onednn = cpu.avx512_bf16 && !cpu.amx && lattice__onednn_available();
     if (fit == LATTICE__BLIS_ABSENT)
-        return openblas ? "openblas" : "ref";
+        return onednn ? "onednn" : openblas ? "openblas" : "ref";
     int below_cpu = (fit == LATTICE__BLIS_GENERIC && cpu.avx2_fma) ||
                     (fit == LATTICE__BLIS_AVX2_INTEL && cpu.avx512);
-    return below_cpu && openblas ? "openblas" : "blis";
+    return below_cpu && onednn ? "onednn" : below_cpu && openblas ? "openblas" : "blis";
 }
 
 /* oneDNN's ISA against the CPU: AVX-512 kernels exactly where the CPU has

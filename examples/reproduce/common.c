@@ -118,6 +118,16 @@ uint64_t fnv(uint64_t h, const void *data, size_t n)
 }
 
 /* A regular file's bytes folded into *h; -1 (errno set) when it cannot be read. */
+lattice_backend *study_backend(int threads)
+{
+    const char *env = getenv("LATTICE_BACKEND");
+    lattice_backend *be = NULL;
+    if ((env && *env) || lattice_backend_create("openblas", &be) != LATTICE_OK)
+        check(lattice_backend_create("default", &be), "backend", NULL);
+    check(lattice_backend_set_threads(be, threads), "backend", NULL);
+    return be;
+}
+
 int fnv_file(const char *path, uint64_t *h)
 {
     const int fd = open_regular(path, NULL);

@@ -490,8 +490,7 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
 
 void check_study(const preset *p)
 {
-    lattice_backend *be;
-    check(lattice_backend_create("default", &be), "backend", NULL);
+    lattice_backend *be = study_backend(1);
     /* the teacher as it trains, on its own rows */
     teacher_trainer tt;
     teacher_trainer_open(p, be, 1, NULL, "the teacher's trainer (teacher.*, train.eval_batches)",

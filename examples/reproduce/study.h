@@ -249,6 +249,13 @@ __attribute__((format(printf, 1, 2), noreturn)) void die(const char *fmt, ...);
 /* die with what failed and why, unless st is LATTICE_OK. */
 void check(lattice_status st, const char *what, const char *detail);
 
+/* The study's backend, on threads threads: LATTICE_BACKEND's when it is set,
+ * else OpenBLAS where it loads, else the library's "default". Pinned rather
+ * than "default" (which picks oneDNN on some CPUs in 0.4): GEMM libraries
+ * round differently, and every committed kept run came from OpenBLAS, so a
+ * study resumed on another host keeps one library unless told otherwise. */
+lattice_backend *study_backend(int threads);
+
 /* FNV-1a checksums: the ranks check that they run rank 0's study. */
 #define FNV_START 1469598103934665603ULL
 uint64_t fnv(uint64_t h, const void *data, size_t n);

@@ -47,7 +47,7 @@ class BackendTest(unittest.TestCase):
         self.assertIn("lattice_backend_set_threads", str(cm.exception))
 
     def test_kernels(self):
-        names = ["ref", "blis", "openblas"]
+        names = ["ref", "blis", "openblas", "onednn"]
         for name in names:
             try:
                 be = lattice.Backend(name)
@@ -63,6 +63,9 @@ class BackendTest(unittest.TestCase):
                 elif name == "blis":
                     self.assertTrue(k.library.startswith("BLIS "))
                     self.assertEqual(k.optimised, k.kernels != "generic")
+                elif name == "onednn":
+                    self.assertTrue(k.library.startswith("oneDNN "))
+                    self.assertTrue(k.kernels.startswith(("avx2", "avx512")) or not k.optimised)
                 else:
                     self.assertTrue(k.library.startswith("OpenBLAS "))
                     self.assertEqual(k.optimised, k.kernels.lower() not in ("prescott", "unknown"))
