@@ -379,7 +379,44 @@ static void jb_str(jbuf *b, const char *p, size_t n)
     jb_put(b, "\"", 1);
 }
 
-static void jb_value(jbuf *b, json_object *o)
+/* The shortest decimal that reads back as x, laid out as Python's repr(x)
+ * (and so json.dump) lays it out: positional for exponents -4 .. 15, with
+ * ".0" when it has no fraction ("1000000.0", "0.0001"), else "1e-06",
+ * "1.5e+16". x is finite. */
+static int short_double(char *num, size_t size, double x)
+{
+    int digits = 1;
+    for (; digits < 17; digits++) {
+        snprintf(num, size, "%.*e", digits - 1, x);
+        if (strtod(num, NULL) == x)
+            break;
+    }
+    snprintf(num, size, "%.*e", digits - 1, x);
+    const int exp10 = atoi(strchr(num, 'e') + 1);
+    if (exp10 < -4 || exp10 >= 16)
+        return (int)strlen(num);
+    const int decimals = digits - 1 - exp10 > 0 ? digits - 1 - exp10 : 0;
+    int n = snprintf(num, size, "%.*f", decimals, x);
+    if (!strchr(num, '.'))
+        n += snprintf(num + n, size - (size_t)n, ".0");
+    return n;
+}
+
+/* A line break and the indent of depth levels (pretty output only). */
+static void jb_newline(jbuf *b, int indent, int depth)
+{
+    static const char spaces[] = "                                ";
+    if (!indent)
+        return;
+    jb_put(b, "\n", 1);
+    for (int left = indent * depth; left > 0; left -= (int)sizeof spaces - 1)
+        jb_put(b, spaces, (size_t)(left < (int)sizeof spaces - 1 ? left : (int)sizeof spaces - 1));
+}
+
+/* indent 0: compact, doubles as %.17g. indent > 0: one member or element a
+ * line, indented by that many spaces a level, ": " after keys, doubles as
+ * short_double (json.dump(o, indent=...)'s layout). */
+static void jb_value(jbuf *b, json_object *o, int indent, int depth)
 {
     char num[40];
     switch (json_object_get_type(o)) {
@@ -391,22 +428,30 @@ static void jb_value(jbuf *b, json_object *o)
             if (!first)
                 jb_put(b, ",", 1);
             first = 0;
+            jb_newline(b, indent, depth + 1);
             jb_str(b, k, strlen(k));
-            jb_put(b, ":", 1);
-            jb_value(b, v);
+            jb_put(b, ": ", indent ? 2 : 1);
+            jb_value(b, v, indent, depth + 1);
         }
+        if (!first)
+            jb_newline(b, indent, depth);
         jb_put(b, "}", 1);
         break;
     }
-    case json_type_array:
+    case json_type_array: {
+        const size_t n = json_object_array_length(o);
         jb_put(b, "[", 1);
-        for (size_t i = 0; i < json_object_array_length(o); i++) {
+        for (size_t i = 0; i < n; i++) {
             if (i)
                 jb_put(b, ",", 1);
-            jb_value(b, json_object_array_get_idx(o, i));
+            jb_newline(b, indent, depth + 1);
+            jb_value(b, json_object_array_get_idx(o, i), indent, depth + 1);
         }
+        if (n)
+            jb_newline(b, indent, depth);
         jb_put(b, "]", 1);
         break;
+    }
     case json_type_int:
         jb_put(b, num, (size_t)snprintf(num, sizeof num, "%lld", (long long)json_object_get_int64(o)));
         break;
@@ -414,6 +459,7 @@ static void jb_value(jbuf *b, json_object *o)
         const double x = json_object_get_double(o);
         int n = isnan(x) ? snprintf(num, sizeof num, "NaN")
                 : isinf(x) ? snprintf(num, sizeof num, x > 0 ? "Infinity" : "-Infinity")
+                : indent   ? short_double(num, sizeof num, x)
                            : snprintf(num, sizeof num, "%.17g", x);
         if (isfinite(x) && !strpbrk(num, ".e")) /* stays a double when read back */
             n += snprintf(num + n, sizeof num - (size_t)n, ".0");
@@ -431,19 +477,23 @@ static void jb_value(jbuf *b, json_object *o)
     }
 }
 
-/* Not json-c's serializer: it drops an append whose allocation fails and carries
- * on (json_object_object_to_json_string ignores printbuf_strappend's result), so
- * its text can be silently truncated, and parsing it back to check is no way
- * out, as json-c 0.16's parser crashes when an allocation of a key fails. */
-char *lattice__json_dump(json_object *o)
+static char *dump(json_object *o, int indent)
 {
     jbuf b = {NULL, 0, 0, 0};
     if (!o)
         return NULL;
-    jb_value(&b, o);
+    jb_value(&b, o, indent, 0);
     if (b.failed) {
         free(b.s);
         return NULL;
     }
     return b.s;
 }
+
+/* Not json-c's serializer: it drops an append whose allocation fails and carries
+ * on (json_object_object_to_json_string ignores printbuf_strappend's result), so
+ * its text can be silently truncated, and parsing it back to check is no way
+ * out, as json-c 0.16's parser crashes when an allocation of a key fails. */
+char *lattice__json_dump(json_object *o) { return dump(o, 0); }
+
+char *lattice__json_dump_pretty(json_object *o) { return dump(o, 2); }

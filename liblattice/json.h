@@ -33,5 +33,11 @@ int lattice__json_push(json_object *arr, json_object *val);
  * runs out. Not json-c's serializer, which ignores some failed appends: a
  * truncated text is never returned. */
 char *lattice__json_dump(json_object *o);
+/* The same for a file people read (a config.json): one member or element a
+ * line, two spaces a level, ": " after keys, and every double as the shortest
+ * decimal that reads back as it, so that the text is Python's
+ * json.dump(o, indent=2) of the same values (where strings are printable
+ * ASCII). */
+char *lattice__json_dump_pretty(json_object *o);
 
 #endif

@@ -77,6 +77,140 @@ lattice_status lattice_model_save(const lattice_model *cm, const char *path)
     return st;
 }
 
+/* x as the double of the shortest decimal that reads back as x in float
+ * ("1e-06" for 1e-6f, not 9.9999999747524271e-07), so that config.json shows
+ * the value the caller set. */
+static double float_decimal(float x)
+{
+    char num[32];
+    int digits = 1;
+    for (; digits < 9; digits++) { /* 9 always read back */
+        snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
+        if (strtof(num, NULL) == x)
+            break;
+    }
+    snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
+    return strtod(num, NULL);
+}
+
+/* What keeps m from being a Hugging Face Qwen3 model (a config.json of
+ * model_type "qwen3" would load as something else), or NULL. */
+static const char *not_qwen3(const lattice_model *m, char *why, size_t size)
+{
+    const lattice_model_params *p = &m->p;
+    if (m->norm.placement != LATTICE_NORM_PLACEMENT_PRE)
+        snprintf(why, size, "a %s-norm model (Qwen3 is pre-norm)",
+                 lattice_norm_placement_name(m->norm.placement));
+    else if (m->norm.kind != LATTICE_NORM_KIND_RMS)
+        snprintf(why, size, "a LayerNorm model (Qwen3's norms are RMSNorm)");
+    else if (!p->qk_norm)
+        snprintf(why, size, "a model without q/k norm (Qwen3 normalises queries and keys)");
+    else if (m->norm.residual_scale != 1.0f)
+        snprintf(why, size, "residual_scale %g (Qwen3 adds its residuals unscaled)",
+                 (double)m->norm.residual_scale);
+    else if (p->block_norm > 0)
+        snprintf(why, size, "block_norm %d (Qwen3 has no block-entry norm)", p->block_norm);
+    else if (p->block_rescale > 0)
+        snprintf(why, size, "block_rescale %d (Qwen3 has no block-entry rescale)",
+                 p->block_rescale);
+    else if (m->n_active != p->n_layers)
+        snprintf(why, size, "%d of %d layers active (Qwen3 runs every layer)", m->n_active,
+                 p->n_layers);
+    else
+        return NULL;
+    return why;
+}
+
+/* The config.json of save_pretrained: Qwen3's keys, then "lattice" with the
+ * settings Qwen3 has no key for. qwen3 == 0: model_type "lattice". */
+static json_object *hf_config(const lattice_model *m, int qwen3)
+{
+    const lattice_model_params *p = &m->p;
+    json_object *o = json_object_new_object(), *ours = json_object_new_object(), *arch;
+    int ok = o != NULL;
+#define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
+#define I(obj, k, v) ADD(obj, k, json_object_new_int64(v))
+#define F(obj, k, v) ADD(obj, k, json_object_new_double(float_decimal(v)))
+#define S(obj, k, v) ADD(obj, k, json_object_new_string(v))
+    if (qwen3) {
+        ADD(o, "architectures", arch = json_object_new_array());
+        ok = ok && lattice__json_push(arch, json_object_new_string("Qwen3ForCausalLM"));
+    }
+    S(o, "model_type", qwen3 ? "qwen3" : "lattice");
+    I(o, "vocab_size", p->vocab_size);
+    I(o, "hidden_size", p->d_model);
+    I(o, "intermediate_size", p->d_ff);
+    I(o, "num_hidden_layers", p->n_layers);
+    I(o, "num_attention_heads", p->n_heads);
+    I(o, "num_key_value_heads", p->n_kv_heads);
+    I(o, "head_dim", p->head_dim);
+    S(o, "hidden_act", "silu");
+    I(o, "max_position_embeddings", p->max_seq);
+    F(o, "rms_norm_eps", m->norm.eps);
+    F(o, "rope_theta", p->rope_theta);
+    ADD(o, "tie_word_embeddings", json_object_new_boolean(p->tie_embeddings != 0));
+    ADD(o, "attention_bias", json_object_new_boolean(0));
+    S(o, "torch_dtype", "float32");
+    ADD(o, "lattice", ours);
+    S(ours, "placement", lattice_norm_placement_name(m->norm.placement));
+    S(ours, "norm", m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms");
+    F(ours, "eps", m->norm.eps);
+    F(ours, "residual_scale", m->norm.residual_scale);
+    I(ours, "qk_norm", p->qk_norm);
+    I(ours, "n_active_layers", m->n_active);
+    if (p->block_norm > 0) /* only when set, as in lattice.config */
+        I(ours, "block_norm", p->block_norm);
+    if (p->block_rescale > 0)
+        I(ours, "block_rescale", p->block_rescale);
+    S(ours, "version", LATTICE_VERSION_STRING);
+#undef ADD
+#undef I
+#undef F
+#undef S
+    if (!ok) {
+        json_object_put(o);
+        return NULL;
+    }
+    return o;
+}
+
+lattice_status lattice_model_save_config(const lattice_model *cm, const char *path,
+                                         unsigned flags)
+{
+    lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
+    if (!m)
+        return lattice__set_error(LATTICE__ERRBUF(cm), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_save_config: invalid argument: model is NULL");
+    if (!path)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
+    const unsigned known = LATTICE_MODEL_CONFIG_FLAG_LATTICE;
+    if (flags & ~known)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_model_save_config: invalid argument: flags 0x%x has bits no "
+                    "lattice_model_config_flag names (0x%x)", flags, flags & ~known);
+    char why[LATTICE_ERRMSG_SIZE / 2];
+    const int qwen3 = not_qwen3(m, why, sizeof why) == NULL;
+    if (!qwen3 && !(flags & LATTICE_MODEL_CONFIG_FLAG_LATTICE))
+        return FAIL(m, LATTICE_ERR_UNSUPPORTED,
+                    "a Qwen3 config.json cannot describe %s: the weights' own metadata holds "
+                    "the whole setup, or LATTICE_MODEL_CONFIG_FLAG_LATTICE writes model_type "
+                    "\"lattice\"", why);
+    json_object *o = hf_config(m, qwen3);
+    char *text = o ? lattice__json_dump_pretty(o) : NULL;
+    json_object_put(o);
+    if (!text)
+        return FAIL(m, LATTICE_ERR_OUT_OF_MEMORY, "no memory to write the config");
+    lattice__atomic_file af;
+    lattice_status st = lattice__atomic_begin(&af, path, m->err);
+    if (st == LATTICE_OK) {
+        const size_t n = strlen(text);
+        const int ok = fwrite(text, 1, n, af.f) == n && fputc('\n', af.f) != EOF;
+        st = lattice__atomic_commit(&af, ok, path, m->err);
+    }
+    free(text);
+    return st;
+}
+
 static lattice_status load_open(lattice_model *m, const st_file *sf)
 {
     /* Placements share some tensor names with different meanings (pre's

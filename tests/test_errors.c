@@ -199,6 +199,8 @@ START_TEST(test_every_failure_says_why)
            lattice_model_save(m, "/nonexistent/dir/m.safetensors"));
     EXPECT(lattice_model_load, LATTICE_ERR_IO, "/nonexistent/m", lattice_model_errmsg(m),
            lattice_model_load(m, "/nonexistent/m.safetensors"));
+    EXPECT(lattice_model_save_config, LATTICE_ERR_IO, "/nonexistent/dir", lattice_model_errmsg(m),
+           lattice_model_save_config(m, "/nonexistent/dir/config.json", 0));
 
     /* data */
     EXPECT(lattice_data_create_text, LATTICE_ERR_IO, "/nonexistent/corpus.txt", err,

@@ -241,6 +241,177 @@ START_TEST(test_qwen3_config)
 }
 END_TEST
 
+/* The whole text of a file (the caller frees), or NULL when it does not exist. */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = calloc(1, 1 << 16);
+    ck_assert_ptr_nonnull(buf);
+    fread(buf, 1, (1 << 16) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+/* A model saved from C, weights and config.json, loads back through the
+ * Qwen3 path with the same logits; the config is exactly the text Python's
+ * save_pretrained wrote before 0.5 (json.dump(config, indent=2) and a
+ * newline), keys in its order, floats as set. _i: tied. */
+START_TEST(test_save_qwen3_config)
+{
+    lattice_model_params p;
+    tu_tiny_params(&p);
+    p.vocab_size = 13;
+    p.head_dim = 6;
+    p.max_seq = 6;
+    p.rope_theta = 1e6f;
+    p.tie_embeddings = _i;
+    p.seed = 10;
+    lattice_model *a =
+        tu_model(be, LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    ck_assert_msg(lattice_model_save_config(a, cfg, 0) == LATTICE_OK, "%s",
+                  lattice_model_errmsg(a));
+    char want[2048];
+    snprintf(want, sizeof want,
+             "{\n"
+             "  \"architectures\": [\n"
+             "    \"Qwen3ForCausalLM\"\n"
+             "  ],\n"
+             "  \"model_type\": \"qwen3\",\n"
+             "  \"vocab_size\": 13,\n"
+             "  \"hidden_size\": 8,\n"
+             "  \"intermediate_size\": 12,\n"
+             "  \"num_hidden_layers\": 2,\n"
+             "  \"num_attention_heads\": 2,\n"
+             "  \"num_key_value_heads\": 1,\n"
+             "  \"head_dim\": 6,\n"
+             "  \"hidden_act\": \"silu\",\n"
+             "  \"max_position_embeddings\": 6,\n"
+             "  \"rms_norm_eps\": 1e-06,\n"
+             "  \"rope_theta\": 1000000.0,\n"
+             "  \"tie_word_embeddings\": %s,\n"
+             "  \"attention_bias\": false,\n"
+             "  \"torch_dtype\": \"float32\",\n"
+             "  \"lattice\": {\n"
+             "    \"placement\": \"pre\",\n"
+             "    \"norm\": \"rms\",\n"
+             "    \"eps\": 1e-06,\n"
+             "    \"residual_scale\": 1.0,\n"
+             "    \"qk_norm\": 1,\n"
+             "    \"n_active_layers\": 2,\n"
+             "    \"version\": \"%s\"\n"
+             "  }\n"
+             "}\n",
+             _i ? "true" : "false", LATTICE_VERSION_STRING);
+    char *text = slurp(cfg);
+    ck_assert_str_eq(text, want);
+    free(text);
+    lattice_model *b;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err) == LATTICE_OK, "%s",
+                  err);
+    lattice_model_params q = {.size = sizeof q};
+    ck_assert_int_eq(lattice_model_get_params(b, &q), LATTICE_OK);
+    ck_assert_int_eq(q.tie_embeddings, _i);
+    ck_assert_int_eq(q.head_dim, 6);
+    ck_assert(q.rope_theta == 1e6f);
+    expect_same_logits(a, b);
+    lattice_model_destroy(b);
+    /* saved again over the first: the same bytes, and the bad flag writes nothing */
+    ck_assert_int_eq(lattice_model_save_config(a, cfg, LATTICE_MODEL_CONFIG_FLAG_LATTICE),
+                     LATTICE_OK);
+    text = slurp(cfg);
+    ck_assert_str_eq(text, want);
+    free(text);
+    ck_assert_int_eq(lattice_model_save_config(a, cfg, 6u), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(a), "flags 0x6 has bits"));
+    ck_assert_int_eq(lattice_model_save_config(a, NULL, 0), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_save_config(NULL, cfg, 0), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_save_config(a, "/nonexistent/dir/config.json", 0),
+                     LATTICE_ERR_IO);
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
+/* What a Qwen3 config cannot describe is refused, naming it, and nothing is
+ * written; LATTICE_MODEL_CONFIG_FLAG_LATTICE writes model_type "lattice",
+ * which the Qwen3 path refuses and the weights' own metadata reopens. */
+START_TEST(test_save_config_refused)
+{
+    static const struct {
+        lattice_norm_placement pl;
+        lattice_norm_kind kind;
+        float scale;
+        int qk_norm, block_norm, block_rescale, n_active;
+        const char *says, *extra;
+    } cases[] = {
+        {LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1.0f, 1, 0, 0, 4,
+         "a post-norm model (Qwen3 is pre-norm)", "\"placement\": \"post\""},
+        {LATTICE_NORM_PLACEMENT_PERI, LATTICE_NORM_KIND_RMS, 1.0f, 1, 0, 0, 4,
+         "a peri-norm model", "\"placement\": \"peri\""},
+        {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_LAYER, 1.0f, 1, 0, 0, 4,
+         "a LayerNorm model", "\"norm\": \"layer\""},
+        {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, 0, 0, 0, 4,
+         "without q/k norm", "\"qk_norm\": 0"},
+        {LATTICE_NORM_PLACEMENT_POST, LATTICE_NORM_KIND_RMS, 1.25f, 1, 0, 0, 4,
+         "a post-norm model", "\"residual_scale\": 1.25"},
+        {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, 1, 2, 0, 4,
+         "block_norm 2 (Qwen3 has no block-entry norm)", "\"block_norm\": 2"},
+        {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, 1, 0, 2, 4,
+         "block_rescale 2", "\"block_rescale\": 2"},
+        {LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, 1, 0, 0, 3,
+         "3 of 4 layers active (Qwen3 runs every layer)", "\"n_active_layers\": 3"},
+    };
+    lattice_model_params p;
+    tu_tiny_params(&p);
+    p.n_layers = 4;
+    p.n_active_layers = cases[_i].n_active;
+    p.qk_norm = cases[_i].qk_norm;
+    p.block_norm = cases[_i].block_norm;
+    p.block_rescale = cases[_i].block_rescale;
+    p.max_seq = 6;
+    p.rope_theta = 5e5f;
+    p.vocab_size = 13;
+    p.seed = 11;
+    lattice_model *a = tu_model(be, cases[_i].pl, cases[_i].kind, 1e-5f, cases[_i].scale, &p);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save_config(a, cfg, 0), LATTICE_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(lattice_model_errmsg(a), cases[_i].says), "case %d: %s", _i,
+                  lattice_model_errmsg(a));
+    ck_assert_msg(strstr(lattice_last_error(), "LATTICE_MODEL_CONFIG_FLAG_LATTICE"), "%s",
+                  lattice_last_error());
+    ck_assert_int_eq(access(cfg, F_OK), -1);
+    /* with the flag: model_type "lattice", the settings under "lattice" */
+    ck_assert_int_eq(lattice_model_save_config(a, cfg, LATTICE_MODEL_CONFIG_FLAG_LATTICE),
+                     LATTICE_OK);
+    char *text = slurp(cfg);
+    ck_assert_ptr_nonnull(strstr(text, "{\n  \"model_type\": \"lattice\",\n  \"vocab_size\": 13,"));
+    ck_assert_ptr_null(strstr(text, "architectures"));
+    ck_assert_msg(strstr(text, cases[_i].extra), "case %d: no %s in\n%s", _i, cases[_i].extra, text);
+    ck_assert_ptr_nonnull(strstr(text, "\"rms_norm_eps\": 1e-05,\n"));
+    ck_assert_ptr_nonnull(strstr(text, "\"rope_theta\": 500000.0,\n"));
+    free(text);
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    lattice_model *b = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_int_eq(lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err),
+                     LATTICE_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err, "model_type \"lattice\""));
+    ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK, "%s",
+                  err);
+    expect_same_logits(a, b);
+    lattice_model_destroy(b);
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
 /* ---- broken files -------------------------------------------------------------------- */
 
 static void expect_refused(const char *path, const char *why)
@@ -966,6 +1137,8 @@ int main(void)
     tcase_add_loop_test(tc, test_round_trip, 0, 7);
     tcase_add_loop_test(tc, test_half_precision, 0, 2);
     tcase_add_loop_test(tc, test_qwen3_config, 0, 2);
+    tcase_add_loop_test(tc, test_save_qwen3_config, 0, 2);
+    tcase_add_loop_test(tc, test_save_config_refused, 0, 8);
     tcase_add_test(tc, test_broken_corpus);
     tcase_add_test(tc, test_atomic_write_survives_kill);
     tcase_add_test(tc, test_not_regular_files);

@@ -344,6 +344,11 @@ public:
     int active_layers() const { return lattice_model_get_active_layers(get()); }
     void save(const char *path) const { check(lattice_model_save(get(), path)); }
     void load(const char *path) { check(lattice_model_load(get(), path)); }
+    /** A Hugging Face Qwen3 config.json, flags of lattice_model_config_flag (since 0.4). */
+    void save_config(const char *path, unsigned flags = 0) const
+    {
+        check(lattice_model_save_config(get(), path, flags));
+    }
 
 private:
     typedef lattice_status (*forward_fn)(lattice_model *, const int32_t *, int, int);

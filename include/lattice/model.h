@@ -461,6 +461,60 @@ LATTICE_API lattice_status lattice_model_create_from_file(const char *path, cons
                                                           int max_seq, lattice_model **out,
                                                           char *errmsg);
 
+/** Options of ::lattice_model_save_config, or-ed together. Append-only. @since 0.4 */
+typedef enum lattice_model_config_flag {
+    LATTICE_MODEL_CONFIG_FLAG_NONE = 0,   /**< A Qwen3 config, or a refusal. @since 0.4 */
+    LATTICE_MODEL_CONFIG_FLAG_LATTICE = 1 /**< A model a Qwen3 config cannot describe is
+                                               written with model_type "lattice" (and no
+                                               "architectures") instead of refused: Qwen3
+                                               loaders, this library's included, refuse
+                                               it by its model_type, and Python's
+                                               Model.from_pretrained reads the weights'
+                                               own metadata instead. What Python's
+                                               save_pretrained writes. @since 0.4 */
+} lattice_model_config_flag;
+
+/**
+ * @brief Write a Hugging Face config.json for the model, so that its weights
+ *        (::lattice_model_save) load as a Qwen3 model.
+ *
+ * The file is Qwen3's: "architectures" ["Qwen3ForCausalLM"], model_type
+ * "qwen3", vocab_size, hidden_size (d_model), intermediate_size (d_ff),
+ * num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+ * hidden_act "silu", max_position_embeddings (max_seq), rms_norm_eps,
+ * rope_theta, tie_word_embeddings, attention_bias false, torch_dtype
+ * "float32", then "lattice": the placement, norm kind, eps, residual scale,
+ * qk_norm, n_active_layers (block_norm and block_rescale when set) and the
+ * library's version, which Qwen3 loaders ignore. Floats are written as the
+ * shortest decimal that reads back as the model's float (1e-06, not
+ * 9.9999999747524271e-07), laid out as Python's json.dump(config, indent=2),
+ * with a final newline. With the weights beside it,
+ * ::lattice_model_create_from_file with both files gives the same
+ * logits, bit for bit; saved as "config.json" and "model.safetensors" in one
+ * directory, the pair is laid out as a Hugging Face Qwen3 checkpoint (the
+ * tensor names of doc/MODEL.md).
+ *
+ * A Qwen3 config describes a pre-norm RMSNorm model with q/k norm, residuals
+ * unscaled, no block-entry norm or rescale, and every layer active. Any other
+ * model is refused with ::LATTICE_ERR_UNSUPPORTED, the message naming what a
+ * Qwen3 config cannot say ("a post-norm model (Qwen3 is pre-norm)", "2 of 4
+ * layers active"): a loader of Qwen3 would compute another model from its
+ * weights. Such a model's own file reopens with
+ * ::lattice_model_create_from_file without a config;
+ * ::LATTICE_MODEL_CONFIG_FLAG_LATTICE writes it as model_type "lattice". The
+ * write is atomic, as ::lattice_model_save's.
+ * @param model The model.
+ * @param path Destination, e.g. "dir/config.json".
+ * @param flags ::lattice_model_config_flag values or-ed together (0: none).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL arguments, a bit no
+ *         flag names), ::LATTICE_ERR_UNSUPPORTED (a model a Qwen3 config cannot
+ *         describe, without ::LATTICE_MODEL_CONFIG_FLAG_LATTICE),
+ *         ::LATTICE_ERR_IO or ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @since 0.4
+ */
+LATTICE_API lattice_status lattice_model_save_config(const lattice_model *model, const char *path,
+                                                     unsigned flags);
+
 /**
  * @brief Forward pass for inference: the logits of ::lattice_model_forward, bit for bit,
  *        with the model marked so that ::lattice_model_backward refuses.

@@ -194,6 +194,8 @@ int main()
         }, LATTICE_ERR_INVALID_CONFIG, "head_dim", "model::create");
         expect_throws([&] { lattice::model::from_file("/nonexistent/m.safetensors", nullptr, backend, 1, 8); },
                       LATTICE_ERR_IO, "/nonexistent/m.safetensors", "model::from_file");
+        expect_throws([&] { model.save_config("/nonexistent/dir/config.json"); }, LATTICE_ERR_IO,
+                      "/nonexistent/dir", "model::save_config");
         model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
         try {
             model.forward(longer, 1, seq + 8); // the model's message is now about seq

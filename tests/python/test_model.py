@@ -395,6 +395,89 @@ class PretrainedTest(unittest.TestCase):
         self.assertNotIn("architectures", config)
         self.assertEqual(config["lattice"]["residual_scale"], 1.5)
 
+    @staticmethod
+    def pre_0_5_config(model, qwen3, placement, norm, eps, scale):
+        """The config.json Python's save_pretrained wrote itself before lattice_model_save_config, key for key."""
+        p = model.params
+        config = {"architectures": ["Qwen3ForCausalLM"]} if qwen3 else {}
+        config.update({
+            "model_type": "qwen3" if qwen3 else "lattice",
+            "vocab_size": p.vocab_size, "hidden_size": p.d_model,
+            "intermediate_size": p.d_ff, "num_hidden_layers": p.n_layers,
+            "num_attention_heads": p.n_heads, "num_key_value_heads": p.n_kv_heads,
+            "head_dim": p.head_dim, "hidden_act": "silu",
+            "max_position_embeddings": p.max_seq, "rms_norm_eps": eps,
+            "rope_theta": float(f"{p.rope_theta:.7g}"),
+            "tie_word_embeddings": bool(p.tie_embeddings), "attention_bias": False,
+            "torch_dtype": "float32",
+            "lattice": {"placement": placement, "norm": norm, "eps": eps,
+                        "residual_scale": scale, "qk_norm": p.qk_norm,
+                        "n_active_layers": p.n_active_layers,
+                        "version": lattice.version_string},
+        })
+        return config
+
+    def test_config_is_the_one_python_wrote(self):
+        """save_pretrained's config.json comes from C (lattice_model_save_config)
+        through the C writer: the keys, their order, the values and the layout of
+        json.dump(config, indent=2) that Python wrote before."""
+        cases = [
+            (dict(qk_norm=1, rope_theta=1e6), True, "pre", "rms", 1e-6, 1.0),
+            (dict(qk_norm=1, tie_embeddings=1, norm=lattice.Norm("pre", eps=1e-5)), True,
+             "pre", "rms", 1e-5, 1.0),
+            (dict(qk_norm=0), False, "pre", "rms", 1e-6, 1.0),
+            (dict(qk_norm=1, n_layers=3, n_active_layers=2), False, "pre", "rms", 1e-6, 1.0),
+            (dict(norm=lattice.Norm("post", "layer", 1e-5, residual_scale=1.5)), False, "post",
+             "layer", 1e-5, 1.5),
+            (dict(norm="peri", rope_theta=5e5), False, "peri", "rms", 1e-6, 1.0),
+        ]
+        for fields, qwen3, placement, norm, eps, scale in cases:
+            model = tiny_model(**fields)
+            want = self.pre_0_5_config(model, qwen3, placement, norm, eps, scale)
+            with self.subTest(fields=fields), tempfile.TemporaryDirectory() as tmp:
+                model.save_pretrained(tmp)
+                with open(os.path.join(tmp, "config.json"), encoding="utf-8") as f:
+                    text = f.read()
+                self.assertEqual(list(json.loads(text)), list(want))
+                self.assertEqual(json.loads(text), want)
+                self.assertEqual(text, json.dumps(want, indent=2) + "\n")
+
+    def test_block_norm_is_not_qwen3(self):
+        """Before the C writer a pre-norm model with a block-entry norm was written as
+        model_type "qwen3": a Qwen3 loader would have dropped the norms."""
+        model = tiny_model(qk_norm=1, n_layers=4, block_norm=2)
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            with open(os.path.join(tmp, "config.json")) as f:
+                config = json.load(f)
+            self.assertEqual(config["model_type"], "lattice")
+            self.assertEqual(config["lattice"]["block_norm"], 2)
+            with self.assertRaises(LatticeError) as cm:
+                model.save_config(os.path.join(tmp, "qwen3.json"))
+            self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+            self.assertIn("block_norm 2 (Qwen3 has no block-entry norm)", str(cm.exception))
+            self.assertFalse(os.path.exists(os.path.join(tmp, "qwen3.json")))
+            again = lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            self.assertEqual(again.params.block_norm, 2)
+
+    def test_save_config_qwen3(self):
+        """Model.save_config: weights and config reopen through the Qwen3 path."""
+        model = tiny_model(qk_norm=1)
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        with tempfile.TemporaryDirectory() as tmp:
+            weights, config = os.path.join(tmp, "w.safetensors"), os.path.join(tmp, "c.json")
+            model.save(weights)
+            model.save_config(config)
+            qwen = lattice.Model.from_file(weights, config, backend="ref", max_batch=2,
+                                           max_seq=4)
+            qwen.forward(tokens, 2, 4)
+            self.assertEqual(bytes(qwen.logits()), bytes(model.logits()))
+            with self.assertRaises(LatticeError) as cm:
+                tiny_model(norm="post").save_config(config)
+            self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+            self.assertIn("a post-norm model (Qwen3 is pre-norm)", str(cm.exception))
+
     def test_missing_weights(self):
         with tempfile.TemporaryDirectory() as tmp:
             with self.assertRaises(LatticeError) as cm:

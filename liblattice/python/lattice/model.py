@@ -13,7 +13,7 @@ from . import _buffers as B
 from ._buffers import Ints, Mask, Tokens
 from ._errors import LatticeError, Status
 from ._handle import Handle, check, require, using
-from ._lib import errmsg_buffer, lib, version_string
+from ._lib import errmsg_buffer, lib
 from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum,
                      with_fields)
 from .backend import Backend
@@ -24,6 +24,7 @@ __all__ = ["Model", "Tensor"]
 
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
+CONFIG_FLAG_LATTICE = 1  # LATTICE_MODEL_CONFIG_FLAG_LATTICE
 
 
 class Tensor:
@@ -56,14 +57,6 @@ class Tensor:
     def __repr__(self) -> str:
         return (f"Tensor({self.name!r}, shape={self.shape}, group={self.group.name}, "
                 f"layer={self.layer})")
-
-
-def _lattice_metadata(path):
-    """The "lattice.config" settings lattice_model_save wrote into a safetensors header."""
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size))
-    return json.loads(header["__metadata__"]["lattice.config"])
 
 
 def _as_backend(backend):
@@ -165,57 +158,36 @@ class Model(Handle):
         """Read every parameter from a safetensors file of the same shapes."""
         self._call(lib.lattice_model_load, os.fsencode(path))
 
+    def save_config(self, path: FilePath, *, qwen3_only: bool = True) -> None:
+        """Write a Hugging Face Qwen3 ``config.json`` for the model (lattice_model_save_config).
+
+        With :meth:`save`'s weights beside it, the pair loads as a Qwen3
+        checkpoint: :meth:`from_file` (weights, config) gives the same logits.
+        A model a Qwen3 config cannot describe (post- or peri-norm, LayerNorm,
+        no q/k norm, a residual scale, a block-entry norm or rescale, layers
+        inactive) raises LatticeError (Status.UNSUPPORTED, naming what);
+        ``qwen3_only=False`` writes it as ``model_type`` "lattice" instead,
+        as :meth:`save_pretrained` does. The "lattice" entry holds the
+        settings Qwen3 has no key for. The write is atomic.
+        """
+        self._call(lib.lattice_model_save_config, os.fsencode(path),
+                   0 if qwen3_only else CONFIG_FLAG_LATTICE)
+
     def save_pretrained(self, directory: FilePath) -> None:
         """Write ``config.json`` and ``model.safetensors`` into directory, as Hugging Face does.
 
         ``model.safetensors`` is :meth:`save`'s file (Qwen3 tensor names, the
-        exact shape and norm placement in its metadata). ``config.json`` is a
-        Qwen3 config (``model_type`` "qwen3") when the model is one (pre-norm
-        RMSNorm with q/k norm, every layer active, no residual scale), else
-        ``model_type`` "lattice"; its "lattice" entry holds the full settings.
-        Reopen with :meth:`from_pretrained`.
+        exact shape and norm placement in its metadata). ``config.json`` is
+        :meth:`save_config`'s: a Qwen3 config (``model_type`` "qwen3") when
+        the model is one (pre-norm RMSNorm with q/k norm, every layer active,
+        no residual scale, no block-entry norm or rescale), else
+        ``model_type`` "lattice"; its "lattice" entry holds the settings
+        Qwen3 has no key for. Reopen with :meth:`from_pretrained`.
         """
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
-        weights = os.path.join(directory, WEIGHTS_NAME)
-        self.save(weights)
-        config = self._hf_config(_lattice_metadata(weights))
-        tmp = os.path.join(directory, f".{CONFIG_NAME}.tmp.{os.getpid()}")
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(config, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, os.path.join(directory, CONFIG_NAME))
-
-    def _hf_config(self, meta):
-        p = self.params
-        norm = {"placement": meta["placement"], "norm": meta["norm"],
-                "eps": float(f"{meta['eps']:.7g}"),
-                "residual_scale": float(f"{meta['residual_scale']:.7g}")}
-        qwen3 = (norm["placement"] == "pre" and norm["norm"] == "rms" and p.qk_norm
-                 and p.n_active_layers == p.n_layers and norm["residual_scale"] == 1.0)
-        config = {}
-        if qwen3:
-            config["architectures"] = ["Qwen3ForCausalLM"]
-        config.update({
-            "model_type": "qwen3" if qwen3 else "lattice",
-            "vocab_size": p.vocab_size,
-            "hidden_size": p.d_model,
-            "intermediate_size": p.d_ff,
-            "num_hidden_layers": p.n_layers,
-            "num_attention_heads": p.n_heads,
-            "num_key_value_heads": p.n_kv_heads,
-            "head_dim": p.head_dim,
-            "hidden_act": "silu",
-            "max_position_embeddings": p.max_seq,
-            "rms_norm_eps": float(f"{norm['eps']:.7g}"),
-            "rope_theta": float(f"{p.rope_theta:.7g}"),
-            "tie_word_embeddings": bool(p.tie_embeddings),
-            "attention_bias": False,
-            "torch_dtype": "float32",
-            "lattice": dict(norm, qk_norm=p.qk_norm, n_active_layers=p.n_active_layers,
-                            version=version_string),
-        })
-        return config
+        self.save(os.path.join(directory, WEIGHTS_NAME))
+        self.save_config(os.path.join(directory, CONFIG_NAME), qwen3_only=False)
 
     @classmethod
     def from_pretrained(cls, directory: FilePath, *, backend: Union[Backend, str, None] = None,
