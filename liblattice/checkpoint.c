@@ -113,7 +113,8 @@ lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *t, const c
             "lattice_trainer_load_checkpoint_flags: invalid argument: trainer is NULL");
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
-    const unsigned known = LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA;
+    const unsigned known =
+        LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA | LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS;
     if (flags & ~known)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_trainer_load_checkpoint_flags: invalid argument: flags 0x%x has bits "

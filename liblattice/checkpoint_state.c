@@ -486,12 +486,14 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     json_object_put(j);
     if (!rd.ok)
         return rd.st;
-    if (ranks != t->n_ranks)
+    /* the ranks share one state, and the data position counts global
+     * batches: only the sums' rounding depends on the count */
+    if (ranks != t->n_ranks && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS))
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
                     "the checkpoint was written by a run over %lld rank%s and this run has %d: "
                     "resume it with %lld (each rank's share of a batch, and so every sum, depends "
-                    "on the rank count)", (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks,
-                    (long long)ranks);
+                    "on the rank count), or load with LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS",
+                    (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks, (long long)ranks);
     /* the optimizer settings pass the setter's own checks: set them, then put back */
     const lattice_optim_params was = t->optim->p;
     lattice_status st = lattice_optim_set_params(t->optim, &r->op);

@@ -25,7 +25,8 @@ char *lattice__checkpoint_state_json(lattice_trainer *t);
 
 /* Parse the state js (NULL: the checkpoint has none) into r and check it
  * against the run t (its schedule, its data unless flags allow other data,
- * its model's capacity, its rank count, the optimizer setter's rules).
+ * its model's capacity, its rank count unless flags allow another, the
+ * optimizer setter's rules).
  * Returns LATTICE_ERR_FORMAT (or another status) with the reason in t->err;
  * r->tr_layers is the caller's to free either way. */
 lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,

@@ -377,9 +377,9 @@ START_TEST(test_other_data_on_purpose)
         open_run_as(&r, &cases[i]);
         lattice_data_position start = {0, 1}, pos;
         ck_assert_int_eq(lattice_data_set_position(r.data, &start), LATTICE_OK);
-        ck_assert_int_eq(lattice_trainer_load_checkpoint_flags(r.trainer, path, 2u),
+        ck_assert_int_eq(lattice_trainer_load_checkpoint_flags(r.trainer, path, 4u),
                          LATTICE_ERR_INVALID_ARGUMENT);
-        ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "0x2"));
+        ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "0x4"));
         const lattice_status st = lattice_trainer_load_checkpoint_flags(
             r.trainer, path, LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA);
         ck_assert_msg(st == LATTICE_OK, "case %d: %s", i, lattice_trainer_errmsg(r.trainer));

@@ -107,9 +107,15 @@ typedef struct rank_run {
     size_t n_weights;
     lattice_status st;
     const char *save_path, *load_path; /* after the steps: save, then load and step on */
+    unsigned load_flags;                /* of lattice_trainer_load_checkpoint_flags */
     int after;                          /* steps after the load */
+    double after_loss[16];
     lattice_status save_st, load_st;
     char msg[LATTICE_ERRMSG_SIZE];
+    /* where the run ended: the data's position, the schedule's counters, optimizer steps */
+    lattice_data_position end_pos;
+    lattice_schedule_counters end_counters;
+    int64_t end_optim_steps;
 } rank_run;
 
 static void *run_rank(void *arg)
@@ -135,11 +141,17 @@ static void *run_rank(void *arg)
     if (r->save_path)
         r->save_st = lattice_trainer_save_checkpoint(w.trainer, r->save_path);
     if (r->load_path) {
-        r->load_st = lattice_trainer_load_checkpoint(w.trainer, r->load_path);
-        for (int i = 0; i < r->after && r->load_st == LATTICE_OK; i++)
-            r->load_st = lattice_trainer_step(w.trainer, NULL);
+        r->load_st = lattice_trainer_load_checkpoint_flags(w.trainer, r->load_path, r->load_flags);
+        for (int i = 0; i < r->after && r->load_st == LATTICE_OK; i++) {
+            lattice_trainer_metrics m = {.size = sizeof(m)};
+            r->load_st = lattice_trainer_step(w.trainer, &m);
+            r->after_loss[i] = m.loss;
+        }
     }
     snprintf(r->msg, sizeof r->msg, "%s", lattice_trainer_errmsg(w.trainer));
+    lattice_data_get_position(w.data, &r->end_pos);
+    lattice_schedule_get_counters(w.schedule, &r->end_counters);
+    r->end_optim_steps = lattice_optim_get_steps(w.optim);
     r->weights = rig_weights(w.model, &r->n_weights);
     rig_close(&w);
     return NULL;
@@ -525,6 +537,107 @@ START_TEST(test_checkpoint_over_ranks)
 }
 END_TEST
 
+/* The state two runs ended in is the same: weights bit for bit, the data's
+ * position, the schedule's counters and the optimizer's step count. */
+static void expect_same_state(const rank_run *a, const rank_run *b, const char *what)
+{
+    ck_assert_uint_eq(a->n_weights, b->n_weights);
+    ck_assert_msg(memcmp(a->weights, b->weights, a->n_weights * sizeof(float)) == 0,
+                  "%s: the weights differ", what);
+    ck_assert_msg(a->end_pos.epoch == b->end_pos.epoch && a->end_pos.index == b->end_pos.index,
+                  "%s: data at (%lld, %lld) and (%lld, %lld)", what, (long long)a->end_pos.epoch,
+                  (long long)a->end_pos.index, (long long)b->end_pos.epoch,
+                  (long long)b->end_pos.index);
+    ck_assert_int_eq(a->end_counters.steps, b->end_counters.steps);
+    ck_assert_int_eq(a->end_counters.tokens, b->end_counters.tokens);
+    ck_assert_int_eq(a->end_counters.nonpad_tokens, b->end_counters.nonpad_tokens);
+    ck_assert_int_eq(a->end_counters.active_layer_tokens, b->end_counters.active_layer_tokens);
+    ck_assert_int_eq(a->end_optim_steps, b->end_optim_steps);
+}
+
+/* LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS (since 0.5): a checkpoint of 2 ranks
+ * resumes on 1 and one of 1 on 2. The state loads whole (weights bit for
+ * bit, data position, counters); the run then goes on as the original count
+ * would have, to the rounding of 2 ranks against 1. Without the flag: the
+ * refusal of test_checkpoint_over_ranks, which now names the flag. */
+START_TEST(test_checkpoint_other_ranks)
+{
+    char dir[] = "/tmp/lattice-collective-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char two_ck[256], one_ck[256], unused[256];
+    snprintf(two_ck, sizeof two_ck, "%s/two.safetensors", dir);
+    snprintf(one_ck, sizeof one_ck, "%s/one.safetensors", dir);
+    snprintf(unused, sizeof unused, "%s/missing/ck.safetensors", dir);
+    const dw_config c2 = {.batch = 4, .max_batch = 2, .teacher = 1};
+    const dw_config c1 = {.batch = 4, .max_batch = 4, .teacher = 1};
+    const unsigned other = LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS;
+    fake_world fw;
+    /* 2 ranks: 8 steps, and 4 steps saved */
+    rank_run full2[2] = {{.cfg = c2, .steps = 8}, {.cfg = c2, .steps = 8}};
+    rank_run saved2[2] = {{.cfg = c2, .steps = 4, .save_path = two_ck},
+                          {.cfg = c2, .steps = 4, .save_path = unused}};
+    run_fake(&fw, full2, 2);
+    run_fake(&fw, saved2, 2);
+    ck_assert_msg(saved2[0].save_st == LATTICE_OK, "%s", saved2[0].msg);
+    /* 1 rank, without the flag: refused, nothing changed */
+    rank_run fresh = {.cfg = c1};
+    rank_run refused = {.cfg = c1, .load_path = two_ck, .load_flags = LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA};
+    run_rank(&fresh);
+    run_rank(&refused);
+    ck_assert_int_eq(refused.load_st, LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_msg(strstr(refused.msg, "over 2 ranks and this run has 1"), "%s", refused.msg);
+    ck_assert_msg(strstr(refused.msg, "LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS"), "%s", refused.msg);
+    expect_same_state(&fresh, &refused, "a refused load");
+    /* with it: the checkpoint's state, whole */
+    rank_run loaded = {.cfg = c1, .load_path = two_ck, .load_flags = other};
+    run_rank(&loaded);
+    ck_assert_msg(loaded.load_st == LATTICE_OK, "%s", loaded.msg);
+    expect_same_state(&saved2[0], &loaded, "2 ranks' checkpoint on 1");
+    /* and on: the 2-rank run's steps 4..7 to rounding, the same counters */
+    rank_run resumed = {.cfg = c1, .load_path = two_ck, .load_flags = other, .after = 4};
+    run_rank(&resumed);
+    ck_assert_msg(resumed.load_st == LATTICE_OK, "%s", resumed.msg);
+    for (int i = 0; i < 4; i++)
+        ck_assert_msg(fabs(resumed.after_loss[i] - full2[0].loss[4 + i]) <=
+                          REL_TOL * fabs(full2[0].loss[4 + i]),
+                      "step %d: loss %.9g on 2 ranks, %.9g resumed on 1", 4 + i,
+                      full2[0].loss[4 + i], resumed.after_loss[i]);
+    ck_assert_int_eq(resumed.end_counters.tokens, full2[0].end_counters.tokens);
+    ck_assert_int_eq(resumed.end_counters.active_layer_tokens,
+                     full2[0].end_counters.active_layer_tokens);
+    ck_assert_int_eq(resumed.end_pos.index, full2[0].end_pos.index);
+    /* the other way: 1 rank's checkpoint on 2 ranks */
+    rank_run saved1 = {.cfg = c1, .steps = 4, .save_path = one_ck};
+    run_rank(&saved1);
+    ck_assert_msg(saved1.save_st == LATTICE_OK, "%s", saved1.msg);
+    rank_run no2[2] = {{.cfg = c2, .load_path = one_ck}, {.cfg = c2, .load_path = one_ck}};
+    run_fake(&fw, no2, 2);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_int_eq(no2[r].load_st, LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_msg(strstr(no2[r].msg, "over 1 rank and this run has 2"), "%s", no2[r].msg);
+    }
+    rank_run on2[2] = {{.cfg = c2, .load_path = one_ck, .load_flags = other},
+                       {.cfg = c2, .load_path = one_ck, .load_flags = other}};
+    run_fake(&fw, on2, 2);
+    for (int r = 0; r < 2; r++) {
+        ck_assert_msg(on2[r].load_st == LATTICE_OK, "rank %d: %s", r, on2[r].msg);
+        expect_same_state(&saved1, &on2[r], "1 rank's checkpoint on 2");
+    }
+    free_runs(full2, 2);
+    free_runs(saved2, 2);
+    free_runs(no2, 2);
+    free_runs(on2, 2);
+    free(fresh.weights);
+    free(refused.weights);
+    free(loaded.weights);
+    free(resumed.weights);
+    free(saved1.weights);
+    unlink(two_ck);
+    unlink(one_ck);
+    rmdir(dir);
+}
+END_TEST
+
 /* Ranks bound to objects set up differently: before 0.4 they trained, each
  * on its share of another batch, without a word. Now the trainer's creation
  * (and an attach after it) is refused on every rank, naming the field. */
@@ -629,6 +742,7 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, test_failure_on_one_rank_fails_all);
     tcase_add_test(tc, test_slot_failure_is_reported);
     tcase_add_test(tc, test_checkpoint_over_ranks);
+    tcase_add_test(tc, test_checkpoint_other_ranks);
     tcase_add_loop_test(tc, test_mismatched_ranks_refused, 0, 5);
     tcase_add_test(tc, test_mismatched_ranks_refused_at_attach);
     suite_add_tcase(s, tc);

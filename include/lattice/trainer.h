@@ -328,14 +328,15 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
  *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or (since 0.3)
  *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
- *         number of ranks.
+ *         number of ranks (since 0.5 ::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
+ *         ::lattice_trainer_load_checkpoint_flags resumes it).
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
 
 /** Options of ::lattice_trainer_load_checkpoint_flags, or-ed together. Append-only. @since 0.4 */
 typedef enum lattice_trainer_load_flag {
     LATTICE_TRAINER_LOAD_FLAG_NONE = 0,      /**< As ::lattice_trainer_load_checkpoint. @since 0.4 */
-    LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA = 1 /**< Resume on data other than the checkpoint's
+    LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA = 1, /**< Resume on data other than the checkpoint's
                                                   (another corpus, data seed or data settings)
                                                   on purpose. Where the checkpoint's data
                                                   position means the same documents (the same
@@ -344,6 +345,23 @@ typedef enum lattice_trainer_load_flag {
                                                   restored; otherwise the data's iterator stays
                                                   where it stands, and phases that rewind the
                                                   data go back there. @since 0.4 */
+    LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS = 2 /**< Resume a checkpoint written over another
+                                                   number of ranks (2 ranks on 1, 1 on 4, ...).
+                                                   Data-parallel ranks hold one state, so all
+                                                   of it is restored: weights, optimizer
+                                                   moments and steps, the schedule's position
+                                                   and counters, the trainable groups, and the
+                                                   data's position and origin, which count
+                                                   global batches: every rank of the new count
+                                                   draws the same next batch as before and
+                                                   takes its share of the rows (the batch must
+                                                   divide by the new count, as for any run).
+                                                   Not kept: bit-exactness. Gradients, losses
+                                                   and validation sum each rank's share, so the
+                                                   run goes on as the original rank count would
+                                                   have to float rounding only (doc/DISTRIBUTED.md);
+                                                   it is bit-exact again for every later resume
+                                                   on the new count. @since 0.5 */
 } lattice_trainer_load_flag;
 
 /**

@@ -8,7 +8,8 @@
 The checks of tests/mpi/test_dist.c, from Python: 2 ranks of 2 rows train as
 1 process of 4 rows (distillation, growth with a token-budget phase) to 1e-5
 relative, bit-identically twice, with the same weights on both ranks;
-attaching after creation gives the same run; a hand-written loop's summed
+attaching after creation gives the same run; a checkpoint of 2 ranks
+resumes on 1 with other_ranks=True, and only so; a hand-written loop's summed
 gradients are the whole batch's; the scalar sums; refusals carry their
 reason, in LatticeError and lattice.last_error(), ranks set up unlike each
 other among them. A failure on one rank
@@ -151,6 +152,34 @@ def equivalence(lattice, d, comm):
     check(weights(model4) == mine, "attaching after creation changed the run")
 
 
+def checkpoint_other_ranks(lattice, d, comm):
+    """A checkpoint written over 2 ranks resumes on 1 with other_ranks=True (since 0.5),
+    and is refused without it."""
+    tmp = comm.bcast(tempfile.mkdtemp(prefix="lattice-ranks.") if comm.Get_rank() == 0 else None,
+                     root=0)
+    path = os.path.join(tmp, "two.safetensors")
+    two, model = world(lattice, 4, 2, dist=d)
+    for _ in range(4):
+        two.step()
+    two.save_checkpoint(path)   # rank 0 writes, both return once it has
+    saved = weights(model)
+    alone, model1 = world(lattice, 4, 4)   # no dist: one rank
+    try:
+        alone.load_checkpoint(path)
+    except lattice.LatticeError as e:
+        check(e.code == lattice.Status.INVALID_CONFIG, f"status {e.code}")
+        check("over 2 ranks and this run has 1" in str(e), f"message: {e}")
+    else:
+        raise AssertionError("a checkpoint of 2 ranks loaded on 1 without other_ranks")
+    alone.load_checkpoint(path, other_ranks=True)
+    check(weights(model1) == saved, "2 ranks' checkpoint on 1: the weights differ")
+    check(alone.schedule.counters == two.schedule.counters, "2 ranks' checkpoint on 1: counters")
+    comm.Barrier()
+    if comm.Get_rank() == 0:
+        os.remove(path)
+        os.rmdir(tmp)
+
+
 def hand_written_loop(lattice, d):
     be = lattice.Backend("ref")
     shape = dict(vocab_size=VOCAB, d_model=8, n_layers=2, n_active_layers=2, n_heads=2,
@@ -229,6 +258,7 @@ def rank_main():
             check((d.rank, d.size) == (comm.Get_rank(), 2), f"rank {d.rank} of {d.size}")
             scalar_sums(lattice, d)
             equivalence(lattice, d, comm)
+            checkpoint_other_ranks(lattice, d, comm)
             hand_written_loop(lattice, d)
             refusals(lattice, d)
         sub = comm.Split(0, comm.Get_rank())   # any communicator, not only the world

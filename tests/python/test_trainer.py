@@ -177,6 +177,22 @@ class TrainerTest(unittest.TestCase):
             with self.assertRaises(LatticeError) as cm:
                 resumed.load_checkpoint(os.path.join(d, "missing.safetensors"))
             self.assertEqual(cm.exception.code, Status.IO)
+            # other data: refused, unless asked for (other_ranks has no 1-process
+            # counterpart: tests/mpi/python_dist.py writes one over 2 ranks)
+            def on_other_data():
+                model = tiny_model(n_layers=2, n_active_layers=1)
+                schedule = lattice.Schedule.preset("grow", n_blocks=2, block_size=1,
+                                                   steps_per_phase=3)
+                return lattice.Trainer(model, tiny_data(seed=4),
+                                       lattice.Optim(model, lr=1e-2, warmup_steps=0), schedule)
+            other = on_other_data()
+            schedule = other.schedule
+            with self.assertRaises(LatticeError) as cm:
+                other.load_checkpoint(path, other_ranks=True)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            self.assertIn("data seed 3 differs from this run's 4", str(cm.exception))
+            other.load_checkpoint(path, other_data=True)
+            self.assertEqual(schedule.counters.steps, 2)
 
     def test_file_teacher(self):
         model = tiny_model()

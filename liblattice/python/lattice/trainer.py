@@ -223,9 +223,22 @@ class Trainer(Handle):
         """Save model, optimizer, schedule and data position (atomically) to path."""
         self._call(lib.lattice_trainer_save_checkpoint, os.fsencode(path))
 
-    def load_checkpoint(self, path: FilePath) -> None:
+    def load_checkpoint(self, path: FilePath, *, other_data: bool = False,
+                        other_ranks: bool = False) -> None:
         """Restore a run saved by :meth:`save_checkpoint` into this trainer's objects.
 
-        Resuming gives bit-identical losses to a run that never stopped.
+        Resuming gives bit-identical losses to a run that never stopped. A
+        checkpoint of other data, or of a run over another number of ranks,
+        is refused (LatticeError naming what differs) unless asked for:
+        ``other_data=True`` resumes on other data on purpose
+        (LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA); ``other_ranks=True`` resumes
+        a checkpoint of N ranks on this trainer's count, e.g. 2 ranks' on 1
+        (LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS, since 0.5): the whole state
+        loads, and the run goes on as the original count would have, to float
+        rounding rather than bit for bit (doc/DISTRIBUTED.md).
         """
-        self._run(lib.lattice_trainer_load_checkpoint, os.fsencode(path))
+        flags = (1 if other_data else 0) | (2 if other_ranks else 0)
+        if flags:
+            self._run(lib.lattice_trainer_load_checkpoint_flags, os.fsencode(path), flags)
+        else:
+            self._run(lib.lattice_trainer_load_checkpoint, os.fsencode(path))
