@@ -54,6 +54,15 @@ comes first on PATH (pyenv, conda), run `/usr/bin/python3`
 into that Python; `python3 -c "import numpy, mpi4py"` says whether the
 `python3` on PATH has them.
 
+Over MPI, an exception that no one catches on one rank ends the whole job
+(since 0.5): the first `Dist` installs a `sys.excepthook` that prints the
+traceback as before, then calls the communicator's `Abort(1)`, so that
+`mpirun` exits with a non-zero status instead of leaving the other ranks
+waiting in their next collective for ever. `Dist(comm,
+abort_on_exception=False)` turns it off; it is not installed over one rank
+or at an interactive prompt. `sys.exit()` on one rank is not an exception
+to it: call `comm.Abort(status)` there instead.
+
 Settings that are easy to get wrong: `Model.params` (like `Optim.params`,
 `Data.params`, `Distill.params` and `Schedule.phase()`) is a read-only copy:
 setting a field raises AttributeError saying how to change it.

@@ -115,6 +115,60 @@ def _mpi4py_world():
     return MPI.COMM_WORLD
 
 
+_guarded = None  # the communicator the abort guard aborts; one guard a process
+
+
+def _interactive():
+    """Whether exceptions reach sys.excepthook at a prompt (python -i, the REPL) rather
+    than end the program."""
+    return bool(sys.flags.interactive) or hasattr(sys, "ps1")
+
+
+def _abort(comm, rank):
+    """End the whole job: flush what was printed, say why, Abort(1) the communicator."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:   # noqa: B902 - a closed stream must not stop the abort
+            pass
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_finalized():
+        return   # MPI is gone: nothing waits on this rank's collectives any more
+    try:
+        sys.stderr.write(f"lattice.Dist: rank {rank} raised an exception no one caught: "
+                         "aborting the job (Abort(1)) so that the other ranks do not wait "
+                         "for it; lattice.Dist(comm, abort_on_exception=False) leaves it "
+                         "to the script\n")
+        sys.stderr.flush()
+    except Exception:   # noqa: B902
+        pass
+    try:
+        comm.Abort(1)
+    except Exception:   # noqa: B902 - a freed communicator: the world ends the job too
+        if mpi is not None:
+            mpi.COMM_WORLD.Abort(1)
+
+
+def _guard(comm):
+    """Install the abort guard for comm: sys.excepthook prints the traceback as before
+    (the hook it replaces), then aborts comm. Once a process, on more than one rank,
+    outside an interactive prompt. Returns whether this call installed it."""
+    global _guarded
+    if _guarded is not None or _interactive() or comm.Get_size() < 2:
+        return False
+    previous, rank = sys.excepthook, comm.Get_rank()
+
+    def abort_on_exception(kind, value, tb):
+        try:
+            previous(kind, value, tb)
+        finally:
+            _abort(comm, rank)
+
+    sys.excepthook = abort_on_exception
+    _guarded = comm
+    return True
+
+
 @dataclass(frozen=True)
 class DistStats:
     """What a Dist's collective calls cost since its creation or reset_stats()."""
@@ -151,15 +205,26 @@ class Dist(Handle):
     another python3 first on PATH, pyenv's or conda's, fails with "No module
     named 'mpi4py'"; ``python3 -c "import numpy, mpi4py"`` checks). Every call that
     communicates is collective: all ranks make it, in the same order. Close
-    the Dist (``with``) before MPI finalises, which mpi4py does at exit; a
-    rank that raises should call ``comm.Abort()`` so that the others do not
-    wait for it for ever. Needs liblattice-mpi (built with MPI) and mpi4py.
+    the Dist (``with``) before MPI finalises, which mpi4py does at exit.
+    Needs liblattice-mpi (built with MPI) and mpi4py.
+
+    An exception that no one catches ends the job (since 0.5): the first
+    Dist of a process over more than one rank installs a ``sys.excepthook``
+    that prints the traceback as before, then calls ``comm.Abort(1)``, so
+    that ``mpirun`` ends every rank with a non-zero status instead of
+    leaving the others waiting in their next collective. Not installed at an
+    interactive prompt (``python -i``, the REPL), where every exception
+    reaches the hook. ``abort_on_exception=False`` leaves the hook alone (a
+    script that aborts for itself). A ``sys.exit()`` is no exception to the
+    hook: call ``comm.Abort(status)`` before exiting on one rank only, and an
+    exception in a thread other than the main one does not end the program
+    (``threading.excepthook``).
     """
 
     _destroy = "lattice_dist_destroy"
     _errmsg = "lattice_dist_errmsg"
 
-    def __init__(self, comm: Any = None) -> None:
+    def __init__(self, comm: Any = None, *, abort_on_exception: bool = True) -> None:
         if comm is None:
             comm = _mpi4py_world()
         try:
@@ -173,6 +238,8 @@ class Dist(Handle):
         check(self._lib.lattice_dist_create(self._lib.comm_type(handle), byref(out)))
         self._adopt(out)
         self.comm = comm
+        if abort_on_exception:
+            _guard(comm)
 
     def _adopt(self, ptr, borrows=(), keep=()):  # destroyed by liblattice-mpi, not liblattice
         self._res = Resource(ptr, self._lib.lattice_dist_destroy,
