@@ -555,7 +555,7 @@ static void expect_same_state(const rank_run *a, const rank_run *b, const char *
     ck_assert_int_eq(a->end_optim_steps, b->end_optim_steps);
 }
 
-/* LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS (since 0.5): a checkpoint of 2 ranks
+/* LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS (since 0.4): a checkpoint of 2 ranks
  * resumes on 1 and one of 1 on 2. The state loads whole (weights bit for
  * bit, data position, counters); the run then goes on as the original count
  * would have, to the rounding of 2 ranks against 1. Without the flag: the

@@ -256,7 +256,7 @@ static char *slurp(const char *path)
 
 /* A model saved from C, weights and config.json, loads back through the
  * Qwen3 path with the same logits; the config is exactly the text Python's
- * save_pretrained wrote before 0.5 (json.dump(config, indent=2) and a
+ * save_pretrained wrote before the C writer (json.dump(config, indent=2) and a
  * newline), keys in its order, floats as set. _i: tied. */
 START_TEST(test_save_qwen3_config)
 {

@@ -328,7 +328,7 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
  *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or (since 0.3)
  *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
- *         number of ranks (since 0.5 ::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
+ *         number of ranks (since 0.4 ::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
  *         ::lattice_trainer_load_checkpoint_flags resumes it).
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
@@ -361,7 +361,7 @@ typedef enum lattice_trainer_load_flag {
                                                    run goes on as the original rank count would
                                                    have to float rounding only (doc/DISTRIBUTED.md);
                                                    it is bit-exact again for every later resume
-                                                   on the new count. @since 0.5 */
+                                                   on the new count. @since 0.4 */
 } lattice_trainer_load_flag;
 
 /**

@@ -55,7 +55,7 @@ into that Python; `python3 -c "import numpy, mpi4py"` says whether the
 `python3` on PATH has them.
 
 Over MPI, an exception that no one catches on one rank ends the whole job
-(since 0.5): the first `Dist` installs a `sys.excepthook` that prints the
+(since 0.4): the first `Dist` installs a `sys.excepthook` that prints the
 traceback as before, then calls the communicator's `Abort(1)`, so that
 `mpirun` exits with a non-zero status instead of leaving the other ranks
 waiting in their next collective for ever. `Dist(comm,

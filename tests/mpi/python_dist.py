@@ -153,7 +153,7 @@ def equivalence(lattice, d, comm):
 
 
 def checkpoint_other_ranks(lattice, d, comm):
-    """A checkpoint written over 2 ranks resumes on 1 with other_ranks=True (since 0.5),
+    """A checkpoint written over 2 ranks resumes on 1 with other_ranks=True (since 0.4),
     and is refused without it."""
     tmp = comm.bcast(tempfile.mkdtemp(prefix="lattice-ranks.") if comm.Get_rank() == 0 else None,
                      root=0)

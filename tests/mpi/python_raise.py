@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""An exception on one rank ends the job (lattice.Dist's abort guard, since 0.5).
+"""An exception on one rank ends the job (lattice.Dist's abort guard, since 0.4).
 
     python_raise.py MPIRUN [--no-guard]   the test: checks mpi4py, then starts itself
                                           on 2 ranks and waits at most 60 s

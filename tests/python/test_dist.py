@@ -1,5 +1,5 @@
 """lattice.Dist's parts that need no MPI: the guard that aborts the job on an
-exception no one catches (since 0.5), with a stand-in communicator.
+exception no one catches (since 0.4), with a stand-in communicator.
 
 The guard over 2 real ranks under mpirun is tests/mpi/python_raise.py.
 Run by `meson test` (tests/python/meson.build) with LATTICE_LIBRARY set to the

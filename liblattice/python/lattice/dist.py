@@ -208,7 +208,7 @@ class Dist(Handle):
     the Dist (``with``) before MPI finalises, which mpi4py does at exit.
     Needs liblattice-mpi (built with MPI) and mpi4py.
 
-    An exception that no one catches ends the job (since 0.5): the first
+    An exception that no one catches ends the job (since 0.4): the first
     Dist of a process over more than one rank installs a ``sys.excepthook``
     that prints the traceback as before, then calls ``comm.Abort(1)``, so
     that ``mpirun`` ends every rank with a non-zero status instead of

@@ -233,7 +233,7 @@ class Trainer(Handle):
         ``other_data=True`` resumes on other data on purpose
         (LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA); ``other_ranks=True`` resumes
         a checkpoint of N ranks on this trainer's count, e.g. 2 ranks' on 1
-        (LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS, since 0.5): the whole state
+        (LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS, since 0.4): the whole state
         loads, and the run goes on as the original count would have, to float
         rounding rather than bit for bit (doc/DISTRIBUTED.md).
         """
