@@ -112,6 +112,35 @@ static summary paired_summary(const study *s, const char *a, const char *b, doub
     return sm;
 }
 
+/* The interaction at matched compute on a recipe whose arms are named with
+ * suffix (pre-grow-go, pre-joint-total-go, ...; "" the paper's optimizer): a
+ * row for each budget whose four arms ran, none otherwise. With no suffix the
+ * total-token row is the one above, which the interaction row defers to. */
+static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
+{
+    static const char *const budget[2][2] = {{"joint-active", "active-layer tokens"},
+                                             {"joint-total", "total tokens"}};
+    char pg[64], qg[64], pj[64], qj[64], ours[1200];
+    snprintf(pg, sizeof pg, "pre-grow%s", suffix);
+    snprintf(qg, sizeof qg, "post-grow%s", suffix);
+    double e[MAX_SEEDS], dj[MAX_SEEDS], x[MAX_SEEDS];
+    const summary sg = paired_summary(s, pg, qg, e);
+    for (int b = 0; b < (*suffix ? 2 : 1) && sg.n; b++) {
+        snprintf(pj, sizeof pj, "pre-%s%s", budget[b][0], suffix);
+        snprintf(qj, sizeof qj, "post-%s%s", budget[b][0], suffix);
+        const summary sj = paired_summary(s, pj, qj, dj);
+        if (!sj.n || sj.n != sg.n)
+            continue;
+        for (int i = 0; i < sj.n; i++)
+            x[i] = e[i] - dj[i];
+        const summary si = summarise(x, sj.n);
+        fmt_summary(ours, sizeof ours, &si);
+        fprintf(f, "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
+                   "not run it) | %s | %s |\n",
+                budget[b][1], recipe, qg, pg, qj, pj, ours, vtext(rule_direction(&si, -1), n));
+    }
+}
+
 void verdicts(FILE *f, const study *s)
 {
     const preset *p = s->p;
@@ -187,6 +216,8 @@ void verdicts(FILE *f, const study *s)
     fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
                "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
             vtext(vit, n));
+    matched_rows(f, s, "", "the paper's optimizer", n);
+    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
     /* 4 single-block parity */
     summary ss = paired_summary(s, "pre-single", "post-single", d);
     fmt_summary(ours, sizeof ours, &ss);

@@ -222,6 +222,34 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 1)
             self.assertIn("arms[0].block_norm needs the pre-norm placement", r.stderr)
 
+    def test_matched_rows_of_another_recipe(self):
+        """The interaction at matched compute gets a verdict row on a recipe
+        named by its suffix (-go) when its four arms ran, and none when they
+        did not."""
+        def arm(name, placement, schedule):
+            return {"name": name, "placement": placement, "schedule": schedule,
+                    "train": {"lr": 3e-3, "lr_shape": "constant"}}
+        with tempfile.TemporaryDirectory() as d:
+            grow = [arm("pre-grow-go", "pre", "grow"), arm("post-grow-go", "post", "grow")]
+            total = [arm("pre-joint-total-go", "pre", "joint-total"),
+                     arm("post-joint-total-go", "post", "joint-total")]
+            for arms, want in ((grow, False), (grow + total, True)):
+                preset = tiny_arms_study(d, arms)
+                out = os.path.join(d, "out-%d" % len(arms))
+                r = run("--preset", preset, "--out", out)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                with open(os.path.join(out, "report.md")) as f:
+                    rows = [l for l in f.read().splitlines()
+                            if l.startswith("| interaction at matched total tokens, the teacher's")]
+                self.assertEqual(len(rows), 1 if want else 0, rows)
+                if want:
+                    res = results(out)["arms"]
+                    fin = {a: [x["val_ce"] for x in res[a]] for a in res}
+                    i = [(fin["post-grow-go"][k] - fin["pre-grow-go"][k]) -
+                         (fin["post-joint-total-go"][k] - fin["pre-joint-total-go"][k])
+                         for k in range(2)]
+                    self.assertIn("| %+.4f ± " % (sum(i) / 2), rows[0])
+
     def test_data_separator(self):
         """data.separator makes other documents of the same text (here each
         sentence, one per row, with split_long off): the study runs on them and
