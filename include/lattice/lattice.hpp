@@ -510,6 +510,10 @@ public:
         return schedule(p);
     }
     void add_phase(const lattice_schedule_phase &phase) { check(lattice_schedule_add_phase(get(), &phase)); }
+    /** Replay the shard: with on, every phase after the first starts the data
+     *  where the run began (lattice_schedule_set_rewind_data); off, the
+     *  iterator reads on. @since 0.4 */
+    void set_rewind_data(bool on) { check(lattice_schedule_set_rewind_data(get(), on ? 1 : 0)); }
     int n_phases() const { return lattice_schedule_get_n_phases(get()); }
     bool finished() const { return lattice_schedule_is_finished(get()) != 0; }
 };
@@ -580,6 +584,18 @@ public:
     {
         check(lattice_trainer_load_checkpoint_flags(get(), path, flags));
     }
+    /** Run data-parallel over the ranks of a collective
+     *  (lattice_trainer_set_collective): ops is copied, user is passed to its
+     *  slots and must outlive the attachment. Collective: every rank calls it,
+     *  and a setup that differs between ranks throws on every rank. Over MPI,
+     *  liblattice-mpi's table is attached with
+     *  lattice::check(lattice_dist_attach(dist, t.get())). @since 0.4 */
+    void set_collective(const lattice_trainer_collective &ops, void *user)
+    {
+        check(lattice_trainer_set_collective(get(), &ops, user));
+    }
+    /** Run alone again (lattice_trainer_set_collective with NULL). @since 0.4 */
+    void detach_collective() { check(lattice_trainer_set_collective(get(), nullptr, nullptr)); }
 };
 
 /** Diagnostics of a model. */

@@ -4,8 +4,9 @@
 // lattice` (as C++11 and as C++20, where lattice::span is std::span) and with
 // CMake's lattice::lattice; tests/consumer/meson.build builds it in the tree.
 // Trains a tiny model and prints the loss, checks the views, trains on with
-// a data object and a trainer, then provokes errors (trainer, model, data
-// create, check()) and checks their statuses and messages.
+// a data object and a trainer, sets a schedule's rewind_data and attaches an
+// in-process collective to a trainer, then provokes errors (trainer, model,
+// data create, check()) and checks their statuses and messages.
 #include <lattice/lattice.hpp>
 
 #include <cmath>
@@ -54,6 +55,54 @@ template <class F> void expect_throws(F make, lattice_status status, const char 
             failures++;
         }
     }
+}
+
+// An in-process collective of one rank (or one that claims more): it sums
+// nothing, counts the calls that reach it, and fails every slot on demand.
+struct fake_world {
+    int ranks;
+    int calls;
+    bool down;
+};
+
+fake_world &world_of(void *user) { return *static_cast<fake_world *>(user); }
+int fake_slot(void *user)
+{
+    fake_world &w = world_of(user);
+    w.calls++;
+    return w.down ? 5 : 0;
+}
+int fake_rank(void *) { return 0; }
+int fake_n_ranks(void *user) { return world_of(user).ranks; }
+int fake_sum_floats(void *user, float *, std::size_t) { return fake_slot(user); }
+int fake_sum_doubles(void *user, double *, std::size_t) { return fake_slot(user); }
+int fake_sum_int64(void *user, int64_t *, std::size_t) { return fake_slot(user); }
+int fake_barrier(void *user) { return fake_slot(user); }
+int fake_broadcast(void *user, void *, std::size_t, int) { return fake_slot(user); }
+const char *fake_errmsg(void *) { return "the fake link is down"; }
+
+lattice_trainer_collective fake_ops()
+{
+    lattice_trainer_collective ops = lattice_trainer_collective();
+    ops.size = sizeof(ops);
+    ops.rank = fake_rank;
+    ops.n_ranks = fake_n_ranks;
+    ops.sum_floats = fake_sum_floats;
+    ops.sum_doubles = fake_sum_doubles;
+    ops.sum_int64 = fake_sum_int64;
+    ops.barrier = fake_barrier;
+    ops.broadcast = fake_broadcast;
+    ops.errmsg = fake_errmsg;
+    return ops;
+}
+
+// rewind_data of phase index, as the C API reports it.
+int rewind_of(const lattice::schedule &s, int index)
+{
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice::check(lattice_schedule_get_phase(s.get(), index, &ph));
+    return ph.rewind_data;
 }
 
 } // namespace
@@ -137,6 +186,60 @@ int main()
             std::printf("caught: %s\n", e.what());
             expect(e.status() == LATTICE_ERR_STATE && e.errmsg().find("finished") != std::string::npos,
                    "the trainer's errmsg travels");
+        }
+
+        // Replaying the shard: rewind_data on every phase after the first, and off again.
+        {
+            lattice::schedule grow = lattice::schedule::preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 2);
+            expect(rewind_of(grow, 1) == 0, "no preset rewinds the data");
+            grow.set_rewind_data(true);
+            expect(rewind_of(grow, 0) == 0 && rewind_of(grow, 1) == 1,
+                   "set_rewind_data(true) sets it on the phases after the first");
+            grow.set_rewind_data(false);
+            expect(rewind_of(grow, 1) == 0, "set_rewind_data(false) clears it");
+            lattice::schedule none;
+            expect_throws([&] { none.set_rewind_data(true); }, LATTICE_ERR_INVALID_ARGUMENT,
+                          "schedule is NULL", "schedule::set_rewind_data on an empty handle");
+        }
+
+        // A collective attached from C++: a trainer over 2 (pretended) ranks
+        // sums through it, its failures come back as lattice::error, and
+        // detaching stops the sums. (With 1 rank a trainer calls no slot.)
+        {
+            lattice_model_params mp2 = mp;
+            mp2.max_batch = 2;
+            lattice::model m2 =
+                lattice::model::create(mp2, lattice::norm::create(LATTICE_NORM_PLACEMENT_PRE), backend);
+            lattice::optim o2 = lattice::optim::create(m2, op);
+            lattice_data_params dp2 = dp;
+            dp2.batch_size = 2; // the global batch: 1 row per rank
+            lattice::data shard = lattice::data::from_memory(all, dp2);
+            lattice::schedule s = lattice::schedule::preset(LATTICE_SCHEDULE_PRESET_JOINT, 1, 2, 4);
+            lattice::trainer t = lattice::trainer::create(m2, nullptr, nullptr, shard, o2, s);
+            fake_world w = {2, 0, false};
+            const lattice_trainer_collective ops = fake_ops();
+            t.set_collective(ops, &w);
+            w.calls = 0;
+            lattice_trainer_metrics m = t.step();
+            expect(w.calls > 0 && std::isfinite(m.loss), "a step sums through the collective");
+            w.down = true;
+            expect_throws([&] { t.step(); }, LATTICE_ERR_BACKEND, "the fake link is down",
+                          "a step whose collective fails");
+            w.down = false;
+            t.detach_collective();
+            const int calls = w.calls;
+            m = t.step();
+            expect(w.calls == calls && std::isfinite(m.loss), "detached, a step sums nothing");
+            lattice_trainer_collective partial = fake_ops();
+            partial.barrier = nullptr;
+            expect_throws([&] { t.set_collective(partial, &w); }, LATTICE_ERR_INVALID_ARGUMENT,
+                          "ops->barrier is NULL", "trainer::set_collective without a barrier");
+            fake_world four = {4, 0, false}; // 2 rows cannot be split over 4 ranks
+            expect_throws([&] { t.set_collective(ops, &four); }, LATTICE_ERR_INVALID_CONFIG,
+                          "does not divide by 4 ranks", "trainer::set_collective over 4 ranks");
+            lattice::trainer empty;
+            expect_throws([&] { empty.detach_collective(); }, LATTICE_ERR_INVALID_ARGUMENT,
+                          "trainer is NULL", "trainer::detach_collective on an empty handle");
         }
 
         // Inference and evaluation without a trainer.
