@@ -23,7 +23,14 @@ In a temporary directory:
 6. where BUILD_DIR has liblattice-mpi: checks that lattice/dist.h and
    lattice-mpi.pc were installed and that lattice.pc names nothing of MPI,
    builds tests/consumer/dist_user with `pkg-config --cflags --libs
-   lattice-mpi` and runs it on 2 ranks with mpirun.
+   lattice-mpi` and runs it on 2 ranks with mpirun;
+7. the CMake package's mpi component: an unknown component is refused and
+   find_package(lattice) alone makes no lattice::mpi nor looks for MPI;
+   where BUILD_DIR has liblattice-mpi, builds tests/consumer/cmake_mpi_user
+   (find_package(lattice 0.4 REQUIRED COMPONENTS mpi), lattice::mpi) and
+   runs it on 2 ranks; where it has not, checks that COMPONENTS mpi is
+   refused with the reason and OPTIONAL_COMPONENTS mpi leaves
+   lattice_mpi_FOUND false (that part of the test is then skipped).
 Every program must print a training loss that falls.
 
 A throwaway build, rather than installing BUILD_DIR itself, keeps the test
@@ -164,6 +171,90 @@ def check_public_flags(pkg):
         raise Failure("pkg-config --static --libs lattice lacks -ljson-c: " + static)
 
 
+def cmake_probe(tmp, config_dir, body, env, languages="NONE"):
+    """Configure a CMake project of body (with lattice_DIR set); its output.
+    FindMPI needs C: the mpi component's probes enable it."""
+    probe = os.path.join(tmp, "cmake-probe")
+    shutil.rmtree(probe, ignore_errors=True)
+    os.mkdir(probe)
+    with open(os.path.join(probe, "CMakeLists.txt"), "w", encoding="utf-8") as f:
+        f.write("cmake_minimum_required(VERSION 3.19)\nproject(probe %s)\n" % languages + body)
+    return run(CMAKE + ["-S", probe, "-B", os.path.join(probe, "build"),
+                        "-Dlattice_DIR=" + config_dir], env=env)
+
+
+def cmake_config_dir(prefix):
+    for root, _dirs, files in os.walk(prefix):
+        if "latticeConfig.cmake" in files:
+            return root
+    raise Failure("meson install wrote no latticeConfig.cmake under " + prefix)
+
+
+def cmake_mpi_consumer(build_dir, tmp, prefix, env):
+    """The CMake package's mpi component: lattice::mpi on 2 ranks where
+    liblattice-mpi was built; a clear refusal where it was not."""
+    config_dir = cmake_config_dir(prefix)
+    report = ('message(STATUS "lattice_FOUND=${lattice_FOUND} mpi=${lattice_mpi_FOUND}")\n'
+              'if(TARGET lattice::mpi)\n  message(STATUS "has lattice::mpi")\nendif()\n'
+              'if(DEFINED MPI_C_FOUND)\n  message(STATUS "looked for MPI")\nendif()\n'
+              'message(STATUS "why: ${lattice_NOT_FOUND_MESSAGE}")\n')
+    # an unknown component is refused; without the component no MPI is looked for
+    out = cmake_probe(tmp, config_dir, "find_package(lattice COMPONENTS nosuch QUIET)\n" + report,
+                      env)
+    if "lattice_FOUND=1" in out or "no component nosuch" not in out:
+        raise Failure("find_package(lattice COMPONENTS nosuch) was not refused:\n" + out)
+    out = cmake_probe(tmp, config_dir, "find_package(lattice REQUIRED)\n" + report, env)
+    if "has lattice::mpi" in out or "looked for MPI" in out:
+        raise Failure("find_package(lattice) without the mpi component made lattice::mpi or "
+                      "looked for MPI:\n" + out)
+    built = os.path.exists(os.path.join(build_dir, "liblattice", "liblattice-mpi.so"))
+    if not built:
+        out = cmake_probe(tmp, config_dir, "find_package(lattice COMPONENTS mpi QUIET)\n" + report,
+                          env, "C")
+        if "lattice_FOUND=1" in out or "built without MPI" not in out:
+            raise Failure("find_package(lattice COMPONENTS mpi) without liblattice-mpi was not "
+                          "refused with the reason:\n" + out)
+        out = cmake_probe(tmp, config_dir,
+                          "find_package(lattice REQUIRED OPTIONAL_COMPONENTS mpi)\n" + report,
+                          env, "C")
+        if "lattice_FOUND=1 mpi=FALSE" not in out or "has lattice::mpi" in out:
+            raise Failure("OPTIONAL_COMPONENTS mpi without liblattice-mpi:\n" + out)
+        log("CMake lattice::mpi: skipped (built without MPI); COMPONENTS mpi is refused with "
+            "the reason")
+        return
+    out = cmake_probe(tmp, config_dir, "find_package(lattice REQUIRED OPTIONAL_COMPONENTS mpi)\n" +
+                      report, env, "C")
+    if "lattice_FOUND=1 mpi=TRUE" not in out or "has lattice::mpi" not in out:
+        raise Failure("OPTIONAL_COMPONENTS mpi with liblattice-mpi installed:\n" + out)
+    build = os.path.join(tmp, "build-cmake-mpi")
+    run(CMAKE + ["-S", os.path.join(HERE, "cmake_mpi_user"), "-B", build,
+                 "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"], env=env)
+    run(CMAKE + ["--build", build, "-j", JOBS], env=env)
+    exe = os.path.join(build, "dist_consumer")
+    deps = needed(exe)
+    if deps is not None and not (any(d.startswith("liblattice-mpi.so") for d in deps) and
+                                 any(d.startswith("liblattice.so") for d in deps)):
+        raise Failure("the lattice::mpi program does not link liblattice-mpi and liblattice: " +
+                      " ".join(deps))
+    # no LD_LIBRARY_PATH: the imported targets' locations give the run path
+    if not run_ranks(exe, env, "CMake lattice::mpi (2 ranks)"):
+        log("CMake lattice::mpi: built; not run (no mpirun)")
+        return
+    log("CMake: lattice::mpi builds and runs on 2 ranks")
+
+
+def run_ranks(exe, env, name):
+    """Run exe on 2 ranks with mpirun (as root too) and check its losses; False without mpirun."""
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    if not mpirun:
+        return False
+    mpi_env = dict(env)
+    mpi_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1")
+    check_losses(name, run([mpirun, "--oversubscribe", "-np", "2", exe], env=mpi_env))
+    return True
+
+
 def cmake_consumer(tmp, prefix, env):
     """The CMake project, then find_package's verdict on several requested versions."""
     build = os.path.join(tmp, "build-cmake")
@@ -174,10 +265,7 @@ def cmake_consumer(tmp, prefix, env):
     check_losses("CMake C", run([os.path.join(build, "consumer")], env=env))
     if os.path.exists(os.path.join(build, "consumer_cpp")):
         check_losses("CMake C++", run([os.path.join(build, "consumer_cpp")], env=env))
-    config_dir = None
-    for root, _dirs, files in os.walk(prefix):
-        if "latticeConfig.cmake" in files:
-            config_dir = root
+    config_dir = cmake_config_dir(prefix)
     # SameMajorVersion (0.x keeps 0.1's ABI), never older than asked; a range
     # must stay inside the major series
     with open(os.path.join(config_dir, "latticeConfigVersion.cmake"), encoding="utf-8") as f:
@@ -190,15 +278,8 @@ def cmake_consumer(tmp, prefix, env):
     if m > 0:
         requests += [("%d.%d" % (M, m - 1), True), ("%d.%d.0 EXACT" % (M, m - 1), False)]
     for request, found in requests:
-        probe = os.path.join(tmp, "cmake-probe")
-        shutil.rmtree(probe, ignore_errors=True)
-        os.mkdir(probe)
-        with open(os.path.join(probe, "CMakeLists.txt"), "w", encoding="utf-8") as f:
-            f.write("cmake_minimum_required(VERSION 3.19)\nproject(probe NONE)\n"
-                    "find_package(lattice %s QUIET)\n"
-                    "message(STATUS \"lattice_FOUND=${lattice_FOUND}\")\n" % request)
-        out = run(CMAKE + ["-S", probe, "-B", os.path.join(probe, "build"),
-                           "-Dlattice_DIR=" + config_dir], env=env)
+        out = cmake_probe(tmp, config_dir, "find_package(lattice %s QUIET)\n"
+                          "message(STATUS \"lattice_FOUND=${lattice_FOUND}\")\n" % request, env)
         if ("lattice_FOUND=1" in out) != found:
             raise Failure("find_package(lattice %s) %s %s:\n%s"
                           % (request, "did not find" if found else "found", version, out))
@@ -235,15 +316,8 @@ def dist_consumer(build_dir, tmp, prefix, pc_dir, env, shared_env, cc):
     log("pkg-config --cflags --libs lattice-mpi: " + " ".join(flags))
     exe = os.path.join(tmp, "dist_consumer")
     run(cc + [os.path.join(HERE, "dist_user", "dist_consumer.c"), "-o", exe] + flags, env=env)
-    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
-    if not mpirun:
+    if not run_ranks(exe, shared_env, "liblattice-mpi (2 ranks)"):
         log("liblattice-mpi: built; not run (no mpirun)")
-        return
-    mpi_env = dict(shared_env)
-    mpi_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1")
-    check_losses("liblattice-mpi (2 ranks)",
-                 run([mpirun, "--oversubscribe", "-np", "2", exe], env=mpi_env))
 
 
 def main():
@@ -320,6 +394,7 @@ def main():
 
         if CMAKE:
             cmake_consumer(tmp, prefix, env)
+            cmake_mpi_consumer(build_dir, tmp, prefix, env)
         else:
             log("CMake: skipped (no cmake)")
 
