@@ -6,6 +6,7 @@
  * seeds, and write the tables, curves and diagnostics.
  *
  *   reproduce --preset examples/reproduce/presets/quick.json [--out DIR]
+ *   reproduce --preset quick            (a shipped preset by name)
  *
  * A preset is a JSON file (copy one and edit it). Everything the run measures
  * lands in DIR: results.json, curves.csv, report.md, and plots when gnuplot is
@@ -137,10 +138,14 @@ static void report_view(const study *s, preset *rp, study *rs, char *missing, si
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: " PROG " --preset FILE [options]\n"
+            "usage: " PROG " --preset FILE|NAME [options]\n"
             "Reproduce the joint-vs-curriculum study of arXiv 2608.13156 with a preset\n"
             "(examples/reproduce/presets/*.json; see presets/README.md for every key).\n\n"
             "  --preset FILE       the study: data, teacher, student, training, arms (required)\n"
+            "  --preset NAME       a shipped preset by name (quick, small, regime, paper, ...):\n"
+            "                      NAME.json in the presets folder (installed: share/lattice/\n"
+            "                      presets beside bin/; a build's own program: the source\n"
+            "                      tree's). A FILE has a '/' or ends in .json\n"
             "  --out DIR           where results go (default results/<preset name>): report.md,\n"
             "                      results.json, curves.csv (every step's training loss, and\n"
             "                      validation CE and boundary statistics at evaluations),\n"
@@ -266,6 +271,9 @@ int main(int argc, char **argv)
     if (rank > 0 && (check_only || estimate_only || teacher_only))
         die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
             rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
+    char preset_buf[4096];
+    preset_file(preset_buf, sizeof preset_buf, preset_path);
+    preset_path = preset_buf;
     preset p;
     load_preset(&p, preset_path);
     if (threads > 0)

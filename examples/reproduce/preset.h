@@ -5,6 +5,12 @@
 #include "preset_json.h"
 #include "study.h"
 
+/* The file --preset ARG names, into dst: ARG itself when it holds a '/' or
+ * ends in .json (a path), else the preset of that name in the presets folder
+ * (PRESETS/ARG.json; see presets_dir in preset.c). Dies when a name breaks
+ * NAME_RULE or holds "..", or no such preset is there (naming those that are). */
+void preset_file(char *dst, size_t n, const char *arg);
+
 /* Read, check and resolve a preset file; dies with the key path on any error. */
 void load_preset(preset *p, const char *path);
 

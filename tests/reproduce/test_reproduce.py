@@ -330,6 +330,30 @@ class Jobs(unittest.TestCase):
                 self.assertEqual(r.returncode, 2, r.stderr)
                 self.assertIn("--progress", r.stderr)
 
+    def test_preset_by_name(self):
+        """--preset NAME is NAME.json of the presets folder (the source tree's for
+        the build's own program); a name never leaves the folder, and a path
+        (a '/', or .json) is read as before."""
+        with tempfile.TemporaryDirectory() as d:
+            r = run("--preset", "quick", "--check", cwd=d, env=stand_in_env())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("preset quick\n", r.stdout)
+            r = run("--preset", "nosuch", "--check", cwd=d)
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("no preset named 'nosuch' in %s (there: " % PRESETS, r.stderr)
+            self.assertIn(", quick, ", r.stderr)
+            for bad in ("..", "a..b", ".quick", "quick\\x", "x y", ""):
+                r = run("--preset", bad, "--check", cwd=d)
+                self.assertEqual(r.returncode, 1, (bad, r.stderr))
+                self.assertIn("--preset %s: a preset name is 1 to 47 characters" % bad, r.stderr)
+            # a file in the working folder: by a path, never by a name
+            write(os.path.join(d, "mine"), {"name": "mine", "arms": ["pre-joint"]})
+            r = run("--preset", "mine", "--check", cwd=d)
+            self.assertIn("no preset named 'mine'", r.stderr)
+            r = run("--preset", "./mine", "--check", cwd=d, env=stand_in_env())
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("preset mine\n", r.stdout)
+
     def test_bad_jobs(self):
         for bad in ("0", "-1", "x", "257"):
             r = run("--preset", os.path.join(PRESETS, "quick.json"), "--check", "--jobs", bad)
