@@ -3,7 +3,7 @@ set key outside right noenhanced
 set grid
 set ylabel 'validation CE (nats/byte)'
 set terminal pngcairo size 1200,650
-set output 'curves_steps.png.10008.tmp'
+set output 'curves_steps.png.32639.tmp'
 set xlabel 'steps'
 set title 'mean over 3 seeds, band = min..max'
 unset arrow
@@ -11,13 +11,13 @@ set arrow from 3472, graph 0 to 3472, graph 1 nohead dt 2 lc 'gray'
 set arrow from 6944, graph 0 to 6944, graph 1 nohead dt 2 lc 'gray'
 plot 
 set terminal pngcairo size 1200,650
-set output 'curves_active_layer_tokens.png.10008.tmp'
+set output 'curves_active_layer_tokens.png.32639.tmp'
 set xlabel 'active-layer tokens'
 set title 'mean over 3 seeds, band = min..max'
 unset arrow
 plot 
 set terminal svg size 1200,650
-set output 'curves_steps.svg.10008.tmp'
+set output 'curves_steps.svg.32639.tmp'
 set xlabel 'steps'
 set title 'mean over 3 seeds, band = min..max'
 unset arrow
@@ -25,7 +25,7 @@ set arrow from 3472, graph 0 to 3472, graph 1 nohead dt 2 lc 'gray'
 set arrow from 6944, graph 0 to 6944, graph 1 nohead dt 2 lc 'gray'
 plot 
 set terminal svg size 1200,650
-set output 'curves_active_layer_tokens.svg.10008.tmp'
+set output 'curves_active_layer_tokens.svg.32639.tmp'
 set xlabel 'active-layer tokens'
 set title 'mean over 3 seeds, band = min..max'
 unset arrow
