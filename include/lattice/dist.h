@@ -10,6 +10,15 @@
 #ifndef LATTICE_DIST_H
 #define LATTICE_DIST_H
 
+/* From C++, Open MPI's and MPICH's mpi.h would pull in their deprecated C++
+ * bindings, which live in a library (libmpi_cxx) that liblattice-mpi's
+ * pkg-config and CMake files do not link: this header uses the C API only. */
+#if defined(__cplusplus) && !defined(OMPI_SKIP_MPICXX)
+#define OMPI_SKIP_MPICXX 1
+#endif
+#if defined(__cplusplus) && !defined(MPICH_SKIP_MPICXX)
+#define MPICH_SKIP_MPICXX 1
+#endif
 #include <mpi.h>
 
 #include <lattice/lattice.h>

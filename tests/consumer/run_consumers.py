@@ -241,6 +241,21 @@ def cmake_mpi_consumer(build_dir, tmp, prefix, env):
         log("CMake lattice::mpi: built; not run (no mpirun)")
         return
     log("CMake: lattice::mpi builds and runs on 2 ranks")
+    # a C++-only project: FindMPI's C component would need C enabled, and mpi.h
+    # from C++ would pull in MPI's C++ bindings, which nothing links
+    build = os.path.join(tmp, "build-cmake-mpi-cxx")
+    run(CMAKE + ["-S", os.path.join(HERE, "cmake_mpi_cxx_user"), "-B", build,
+                 "-DCMAKE_PREFIX_PATH=" + prefix, "-DCMAKE_BUILD_TYPE=Release"], env=env)
+    run(CMAKE + ["--build", build, "-j", JOBS], env=env)
+    mpi_env = dict(env)
+    mpi_env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMP_NUM_THREADS="1")
+    out = run([shutil.which("mpirun") or shutil.which("mpiexec"), "--oversubscribe", "-np", "2",
+               os.path.join(build, "dist_sum")], env=mpi_env)
+    if sorted(line for line in out.splitlines() if line.startswith("rank ")) != [
+            "rank 0 of 2: sum 3.0", "rank 1 of 2: sum 3.0"]:
+        raise Failure("the C++-only lattice::mpi program:\n" + out)
+    log("CMake: lattice::mpi from a C++-only project builds and runs on 2 ranks")
 
 
 def run_ranks(exe, env, name):
