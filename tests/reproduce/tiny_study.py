@@ -10,8 +10,10 @@ import struct
 import tempfile
 
 
-def corpus(path, n_docs, seed):
-    """English-like text from a small grammar: documents separated by form feeds."""
+def corpus(path, n_docs, seed, paragraphs=False):
+    """English-like text from a small grammar: documents separated by form feeds;
+    with paragraphs, each document's sentences in paragraphs of two or three,
+    separated by blank lines (for presets whose documents are paragraphs)."""
     rng = random.Random(seed)
     words = ("the lady said that mr darcy was not at home but her sister walked "
              "to the house in the morning and wrote a letter to elizabeth").split()
@@ -21,7 +23,10 @@ def corpus(path, n_docs, seed):
         for _ in range(rng.randint(3, 8)):
             s = " ".join(rng.choice(words) for _ in range(rng.randint(4, 12)))
             sents.append(s.capitalize() + ".")
-        docs.append(" ".join(sents))
+        if paragraphs:
+            docs.append("\n\n".join(" ".join(sents[i:i + 3]) for i in range(0, len(sents), 3)))
+        else:
+            docs.append(" ".join(sents))
     with open(path, "w") as f:
         f.write("\f".join(docs))
 
@@ -38,7 +43,7 @@ def stand_in_env():
     if _STAND_IN is None:
         _STAND_IN = tempfile.TemporaryDirectory()
         for f, seed in (("train.txt", 1), ("val.txt", 2)):
-            corpus(os.path.join(_STAND_IN.name, f), 2500, seed)
+            corpus(os.path.join(_STAND_IN.name, f), 2500, seed, paragraphs=True)
     return dict(os.environ, LATTICE_REPRODUCE_DATA=_STAND_IN.name)
 
 
