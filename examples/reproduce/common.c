@@ -117,7 +117,6 @@ uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-/* A regular file's bytes folded into *h; -1 (errno set) when it cannot be read. */
 lattice_backend *study_backend(int threads)
 {
     const char *env = getenv("LATTICE_BACKEND");
@@ -128,6 +127,7 @@ lattice_backend *study_backend(int threads)
     return be;
 }
 
+/* A regular file's bytes folded into *h; -1 (errno set) when it cannot be read. */
 int fnv_file(const char *path, uint64_t *h)
 {
     const int fd = open_regular(path, NULL);

@@ -112,6 +112,22 @@ static summary paired_summary(const study *s, const char *a, const char *b, doub
     return sm;
 }
 
+/* I = (qg - pg) - (qj - pj), paired by seed; n 0 unless all four arms ran
+ * with the same seeds. */
+static summary interaction(const study *s, const char *pj, const char *qj, const char *pg,
+                           const char *qg)
+{
+    double dj[MAX_SEEDS], dg[MAX_SEEDS], x[MAX_SEEDS];
+    const summary sj = paired_summary(s, pj, qj, dj), sg = paired_summary(s, pg, qg, dg);
+    summary si = {0, 0, NAN, 0};
+    if (sj.n && sg.n && sj.n == sg.n) {
+        for (int i = 0; i < sj.n; i++)
+            x[i] = dg[i] - dj[i];
+        si = summarise(x, sj.n);
+    }
+    return si;
+}
+
 /* The interaction at matched compute on a recipe whose arms are named with
  * suffix (pre-grow-go, pre-joint-total-go, ...; "" the paper's optimizer): a
  * row for each budget whose four arms ran, none otherwise. With no suffix the
@@ -123,17 +139,12 @@ static void matched_rows(FILE *f, const study *s, const char *suffix, const char
     char pg[64], qg[64], pj[64], qj[64], ours[1200];
     snprintf(pg, sizeof pg, "pre-grow%s", suffix);
     snprintf(qg, sizeof qg, "post-grow%s", suffix);
-    double e[MAX_SEEDS], dj[MAX_SEEDS], x[MAX_SEEDS];
-    const summary sg = paired_summary(s, pg, qg, e);
-    for (int b = 0; b < (*suffix ? 2 : 1) && sg.n; b++) {
+    for (int b = 0; b < (*suffix ? 2 : 1); b++) {
         snprintf(pj, sizeof pj, "pre-%s%s", budget[b][0], suffix);
         snprintf(qj, sizeof qj, "post-%s%s", budget[b][0], suffix);
-        const summary sj = paired_summary(s, pj, qj, dj);
-        if (!sj.n || sj.n != sg.n)
+        const summary si = interaction(s, pj, qj, pg, qg);
+        if (!si.n)
             continue;
-        for (int i = 0; i < sj.n; i++)
-            x[i] = e[i] - dj[i];
-        const summary si = summarise(x, sj.n);
         fmt_summary(ours, sizeof ours, &si);
         fprintf(f, "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
                    "not run it) | %s | %s |\n",
@@ -178,25 +189,10 @@ void verdicts(FILE *f, const study *s)
     summary st = paired_summary(s, "post-grow", "post-joint-total", c);
     const verdict vc = rule_controls(&sa, &st);
     /* 3 interaction */
-    summary si = {0, 0, NAN, 0};
-    if (sj.n && sg.n && sj.n == sg.n) {
-        double x[MAX_SEEDS];
-        for (int i = 0; i < sj.n; i++)
-            x[i] = e[i] - d[i];
-        si = summarise(x, sj.n);
-    }
+    const summary si = interaction(s, "pre-joint", "post-joint", "pre-grow", "post-grow");
     /* the interaction at matched total compute: joint given grow's total tokens */
-    summary sit = {0, 0, NAN, 0};
-    {
-        double dt[MAX_SEEDS];
-        const summary sjt = paired_summary(s, "pre-joint-total", "post-joint-total", dt);
-        if (sjt.n && sg.n && sjt.n == sg.n) {
-            double x[MAX_SEEDS];
-            for (int i = 0; i < sjt.n; i++)
-                x[i] = e[i] - dt[i];
-            sit = summarise(x, sjt.n);
-        }
-    }
+    const summary sit =
+        interaction(s, "pre-joint-total", "post-joint-total", "pre-grow", "post-grow");
     const verdict vit = rule_direction(&sit, -1);
     fmt_summary(ours, sizeof ours, &si);
     /* with I at matched total compute measured, it decides; else the controls do */
