@@ -7,7 +7,9 @@
  * lattice_backend_sgemm, to see how close the step comes to the backend's GEMM
  * throughput on its own shapes, and the roofline: the best sgemm rate over
  * the GEMM libraries (blis, openblas, onednn) at the step's projection and
- * head GEMMs, measured in the same run, and the step's rate over it.
+ * head GEMMs, measured in the same run (--rounds: alternating with rounds of
+ * steps), and the step's rate over it; the core's FMA peak, and the floor
+ * it puts under the fused attention.
  *
  * Results are "key value" lines (step_ms, tokens_per_s, op_<name>_ms, step_gflops,
  * sgemm_gflops, ratio, arena_mib, peak_rss_mib, roofline_gflops, roofline_ratio,
@@ -36,6 +38,7 @@
 #include "model_impl.h" /* private: lattice__model_profile */
 #include "roofline.h"
 #define WARMUP_STEPS 2
+#define MAX_ROUNDS 20
 #define TOKEN_SEED 20240611ULL
 
 static double peak_rss_mib(void)
@@ -236,8 +239,9 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 
 /* The roofline: the best sgemm rate over the GEMM libraries at the step's
  * own projection and head GEMMs (what a step with fused attention sends to a
- * GEMM library), measured now, and the step's rate over it. */
-static lattice_status roofline_lines(replay *r, int threads, int cpu_clock, double step_gflops)
+ * GEMM library), measured now into *res; *about gets a line for people. */
+static lattice_status roofline_measure(replay *r, int threads, int cpu_clock, rl_result *res,
+                                       char *about, size_t about_size)
 {
     rl_list list = {0};
     r->record = &list;
@@ -252,29 +256,113 @@ static lattice_status roofline_lines(replay *r, int threads, int cpu_clock, doub
     /* about 60 GFLOP per library, at least 3 rounds */
     int rounds = flop > 0 ? (int)ceil(60e9 / flop) : 3;
     rounds = rounds < 3 ? 3 : rounds > 50 ? 50 : rounds;
-    rl_result res;
-    st = rl_measure(&list, threads, rounds, cpu_clock, 1, &res);
+    st = rl_measure(&list, threads, rounds, cpu_clock, 1, res);
     long calls = 0;
     for (size_t i = 0; i < list.n; i++)
         calls += list.g[i].count;
     rl_free(&list);
     if (st != LATTICE_OK)
         return st;
-    printf("# roofline: the step's %ld projection and head GEMMs (%.2f GFLOP), %d rounds, the "
-           "libraries interleaved, %d thread(s), %s time:", calls, flop / 1e9, rounds, threads,
-           cpu_clock ? "CPU" : "wall");
-    for (int j = 0; j < res.n_libs; j++)
-        printf("%s %s (%s)", j ? ";" : "", res.lib[j].name, res.lib[j].kernels);
-    printf("\n");
-    for (int j = 0; j < res.n_libs; j++)
-        if (res.lib[j].available)
-            printf("roofline_%s_gflops %.1f\n", res.lib[j].name, res.lib[j].gflops_median);
-    if (res.best < 0)
-        return LATTICE_ERR_UNSUPPORTED;
-    printf("roofline_gflops %.1f\n", res.lib[res.best].gflops_median);
-    printf("roofline_library %s\n", res.lib[res.best].name);
-    printf("roofline_ratio %.3f\n", step_gflops / res.lib[res.best].gflops_median);
-    return LATTICE_OK;
+    int len = snprintf(about, about_size,
+                       "# roofline: the step's %ld projection and head GEMMs (%.2f GFLOP), %d "
+                       "rounds, the libraries interleaved, %d thread(s), %s time:",
+                       calls, flop / 1e9, rounds, threads, cpu_clock ? "CPU" : "wall");
+    for (int j = 0; j < res->n_libs && len >= 0 && (size_t)len < about_size; j++)
+        len += snprintf(about + len, about_size - (size_t)len, "%s %s (%s)", j ? ";" : "",
+                        res->lib[j].name, res->lib[j].kernels);
+    return res->best < 0 ? LATTICE_ERR_UNSUPPORTED : LATTICE_OK;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(const double *x, int n)
+{
+    double s[MAX_ROUNDS];
+    memcpy(s, x, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(double), cmp_double);
+    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+/* The roofline lines from n measurements (one per round of timed steps,
+ * step_gflops[i] the round's rate): each library's median rate, the best
+ * library's, and the step's rate over it. With several rounds each round's
+ * ratio is its own steps' rate over the roofline measured right after them,
+ * and roofline_ratio is their median. */
+static void roofline_lines(const rl_result *res, int n, const double *step_gflops,
+                           const char *about)
+{
+    printf("%s\n", about);
+    double lib_rate[RL_MAX_LIBS] = {0}, best[MAX_ROUNDS] = {0}, ratio[MAX_ROUNDS] = {0};
+    double v[MAX_ROUNDS] = {0};
+    int wins[RL_MAX_LIBS] = {0};
+    for (int j = 0; j < res[0].n_libs; j++) {
+        if (!res[0].lib[j].available)
+            continue;
+        for (int i = 0; i < n; i++)
+            v[i] = res[i].lib[j].gflops_median;
+        lib_rate[j] = median(v, n);
+        printf("roofline_%s_gflops %.1f\n", res[0].lib[j].name, lib_rate[j]);
+    }
+    for (int i = 0; i < n; i++) {
+        best[i] = res[i].lib[res[i].best].gflops_median;
+        ratio[i] = step_gflops[i] / best[i];
+        wins[res[i].best]++;
+    }
+    int lib = 0;
+    for (int j = 1; j < res[0].n_libs; j++)
+        lib = wins[j] > wins[lib] ? j : lib;
+    printf("roofline_gflops %.1f\n", median(best, n));
+    printf("roofline_library %s\n", res[0].lib[lib].name);
+    printf("roofline_ratio %.3f\n", median(ratio, n));
+    if (n < 2)
+        return;
+    double lo = ratio[0], hi = ratio[0];
+    for (int i = 0; i < n; i++) {
+        printf("round_%d_step_gflops %.1f\n", i + 1, step_gflops[i]);
+        printf("round_%d_roofline_gflops %.1f\n", i + 1, best[i]);
+        printf("round_%d_roofline_ratio %.3f\n", i + 1, ratio[i]);
+        lo = ratio[i] < lo ? ratio[i] : lo;
+        hi = ratio[i] > hi ? ratio[i] : hi;
+    }
+    printf("roofline_ratio_min %.3f\n", lo);
+    printf("roofline_ratio_max %.3f\n", hi);
+}
+
+/* The core's FMA peak on one thread, and what it says of the fused attention:
+ * its kernels' multiply-adds (7 per causal score and head element: forward
+ * q.k and p v, backward the score again, dP, dV, dK and dQ), at that peak on
+ * every thread, against the step's other ops as timed. */
+static void fma_lines(const ex_shape *sh, int threads, int cpu_clock, double step_ms,
+                      double attn_ms)
+{
+    const char *isa;
+    const double peak = rl_fma_peak(5, cpu_clock, &isa);
+    printf("fma_isa %s\n", isa);
+    printf("fma_peak_gflops %.1f\n", peak);
+    if (!(attn_ms > 0))
+        return; /* no fused attention ran (or no per-op counters) */
+    const double T = sh->seq, causal = T * (T + 1) / 2;
+    const double flop = 14.0 * causal * sh->head_dim * sh->heads * sh->batch * sh->layers;
+    const double floor_ms = 1e3 * flop / (peak * 1e9 * threads);
+    printf("attn_causal_gflop %.4f\n", flop / 1e9);
+    printf("attn_causal_gflops %.1f\n", flop / attn_ms / 1e6);
+    printf("attn_floor_ms %.3f\n", floor_ms);
+    printf("attn_floor_share %.3f\n", floor_ms / (floor_ms + step_ms - attn_ms));
+}
+
+static int replay_setup(replay *r, lattice_backend *be, const ex_shape *sh,
+                        lattice_norm_placement placement)
+{
+    r->be = be;
+    r->B = sh->batch, r->T = sh->seq, r->D = sh->d_model, r->H = sh->heads;
+    r->KV = sh->kv_heads, r->hd = sh->head_dim, r->F = sh->d_ff, r->V = sh->vocab;
+    r->L = sh->layers;
+    r->beta_res = placement != LATTICE_NORM_PLACEMENT_PERI;
+    return replay_alloc(r);
 }
 
 /* ---- main --------------------------------------------------------------- */
@@ -310,6 +398,10 @@ static void usage(FILE *f)
             "                    study trains (default); ce: cross-entropy only\n"
             "  --threads N       threads (2)\n"
             "  --steps N         timed steps, after %d warmup steps (10)\n"
+            "  --rounds N        N rounds of --steps timed steps (1; at most %d), each\n"
+            "                    followed by a roofline measurement, so that the step and the\n"
+            "                    core's sgemm alternate A B A B: roofline_ratio is the median\n"
+            "                    of the rounds' ratios, each round's is printed\n"
             "  --no-sgemm        skip the sgemm replay and the roofline (faster; no sgemm_*,\n"
             "                    ratio or roofline_* lines)\n"
             "  --no-profile      time the steps without the per-op counters\n"
@@ -324,7 +416,7 @@ static void usage(FILE *f)
             "Output: one 'key value' line per figure (e.g. 'tokens_per_s 15000', 'step_ms 136.5',\n"
             "'op_gemm_mlp_ms 30.1', 'op_gemm_mlp_share 0.221', 'backend blis'); lines starting\n"
             "with '#' are comments for people. Per-op times are means per timed step.\n",
-            WARMUP_STEPS);
+            WARMUP_STEPS, MAX_ROUNDS);
 }
 
 static int fail(const char *what, lattice_status st, const char *detail)
@@ -335,14 +427,15 @@ static int fail(const char *what, lattice_status st, const char *detail)
 }
 
 enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_DFF, OPT_VOCAB,
-       OPT_BATCH, OPT_SEQ, OPT_QKNORM, OPT_NO_SGEMM, OPT_NO_PROFILE, OPT_CPU_CLOCK, OPT_LOSS };
+       OPT_BATCH, OPT_SEQ, OPT_QKNORM, OPT_NO_SGEMM, OPT_NO_PROFILE, OPT_CPU_CLOCK, OPT_LOSS,
+       OPT_ROUNDS };
 
 int main(int argc, char **argv)
 {
     ex_prefer_passive_openmp(argv);
     lattice_norm_placement placement = LATTICE_NORM_PLACEMENT_PRE;
     const char *backend_name = "default";
-    int threads = 2, steps = 10, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;
+    int threads = 2, steps = 10, rounds = 1, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;
     ex_shape sh = EX_PRESET_D256;
     /* Shape options given explicitly, applied over whichever preset comes. */
     int given[OPT_QKNORM - OPT_LAYERS + 1], *field[OPT_QKNORM - OPT_LAYERS + 1];
@@ -353,6 +446,7 @@ int main(int argc, char **argv)
         {"backend", required_argument, NULL, 'b'},
         {"threads", required_argument, NULL, 't'},
         {"steps", required_argument, NULL, 's'},
+        {"rounds", required_argument, NULL, OPT_ROUNDS},
         {"preset", required_argument, NULL, OPT_PRESET},
         {"layers", required_argument, NULL, OPT_LAYERS},
         {"d-model", required_argument, NULL, OPT_DMODEL},
@@ -387,6 +481,10 @@ int main(int argc, char **argv)
             break;
         case 's':
             if (ex_parse_int("steps", optarg, 1, 1000000, &steps))
+                return 2;
+            break;
+        case OPT_ROUNDS:
+            if (ex_parse_int("rounds", optarg, 1, MAX_ROUNDS, &rounds))
                 return 2;
             break;
         case OPT_PRESET:
@@ -540,54 +638,86 @@ int main(int argc, char **argv)
     fflush(stdout);
 
     double t_fwd = 0, t_bwd = 0, t_opt = 0, loss_first = NAN, loss_last = NAN;
-    for (int i = 0; i < WARMUP_STEPS + steps; i++) {
-        float loss = NAN;
-        const char *what = NULL;
-        if (i == WARMUP_STEPS)
-            lattice__model_profile(model, do_profile ? (cpu_clock ? LATTICE_PROF_CPU
-                                                                  : LATTICE_PROF_WALL) : 0);
-        double t0 = step_clock(cpu_clock);
-        if ((st = lattice_model_forward(model, tokens, BATCH, SEQ)) != LATTICE_OK)
-            what = "forward";
-        else if (!distill &&
-                 (st = lattice_model_cross_entropy(model, targets, NULL, &loss, NULL)) != LATTICE_OK)
-            what = "cross-entropy";
-        else if (distill) {
-            lattice_distill_result res;
-            /* through the model: the loss runs on the backend's threads */
-            if ((st = lattice_distill_model(dloss, model, teacher_logits, VOCAB, targets, NULL,
-                                            &res)) != LATTICE_OK) {
-                rc = fail("distillation loss", st, lattice_distill_errmsg(dloss));
+    double op_secs[LATTICE_OP_COUNT] = {0}, rss_mib = NAN;
+    int rows_threads = 1;
+    /* Rounds of timed steps, each after the first followed by a roofline
+     * measurement (and one untimed step, to warm the caches again): the
+     * step's rate and the core's sgemm rate side by side, A B A B. */
+    double round_s[MAX_ROUNDS];
+    rl_result round_res[MAX_ROUNDS];
+    char about[600] = "";
+    int n_step = 0;
+    for (int round = 0; round < rounds; round++) {
+        const int untimed = round == 0 ? WARMUP_STEPS : 1;
+        const double before = t_fwd + t_bwd + t_opt;
+        for (int i = 0; i < untimed + steps; i++, n_step++) {
+            float loss = NAN;
+            const char *what = NULL;
+            if (i == untimed)
+                lattice__model_profile(model, do_profile ? (cpu_clock ? LATTICE_PROF_CPU
+                                                                      : LATTICE_PROF_WALL) : 0);
+            double t0 = step_clock(cpu_clock);
+            if ((st = lattice_model_forward(model, tokens, BATCH, SEQ)) != LATTICE_OK)
+                what = "forward";
+            else if (!distill && (st = lattice_model_cross_entropy(model, targets, NULL, &loss,
+                                                                   NULL)) != LATTICE_OK)
+                what = "cross-entropy";
+            else if (distill) {
+                lattice_distill_result res;
+                /* through the model: the loss runs on the backend's threads */
+                if ((st = lattice_distill_model(dloss, model, teacher_logits, VOCAB, targets, NULL,
+                                                &res)) != LATTICE_OK) {
+                    rc = fail("distillation loss", st, lattice_distill_errmsg(dloss));
+                    goto out;
+                }
+                loss = (float)res.loss;
+            }
+            double t1 = step_clock(cpu_clock);
+            if (!what && (st = lattice_model_backward(model)) != LATTICE_OK)
+                what = "backward";
+            if (what) {
+                rc = fail(what, st, lattice_model_errmsg(model));
                 goto out;
             }
-            loss = (float)res.loss;
+            double t2 = step_clock(cpu_clock);
+            if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
+                rc = fail("optimizer step", st, lattice_optim_errmsg(optim));
+                goto out;
+            }
+            double t3 = step_clock(cpu_clock);
+            if (n_step == 0)
+                loss_first = loss;
+            loss_last = loss;
+            if (i >= untimed) {
+                t_fwd += t1 - t0;
+                t_bwd += t2 - t1;
+                t_opt += t3 - t2;
+            }
         }
-        double t1 = step_clock(cpu_clock);
-        if (!what && (st = lattice_model_backward(model)) != LATTICE_OK)
-            what = "backward";
-        if (what) {
-            rc = fail(what, st, lattice_model_errmsg(model));
+        const lattice_prof *prof = lattice__model_profile_get(model);
+        for (int op = 0; op < LATTICE_OP_COUNT; op++)
+            op_secs[op] += prof->secs[op];
+        rows_threads = prof->rows_threads;
+        lattice__model_profile(model, 0);
+        round_s[round] = (t_fwd + t_bwd + t_opt - before) / steps;
+        if (round == 0)
+            rss_mib = peak_rss_mib(); /* before the sgemm buffers below */
+        if (rounds == 1 || !do_sgemm)
+            continue;
+        if (round == 0 && replay_setup(&r, backend, &sh, placement)) {
+            fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");
             goto out;
         }
-        double t2 = step_clock(cpu_clock);
-        if ((st = lattice_optim_step(optim, NULL)) != LATTICE_OK) {
-            rc = fail("optimizer step", st, lattice_optim_errmsg(optim));
+        if ((st = roofline_measure(&r, threads, cpu_clock, &round_res[round], about,
+                                   sizeof about)) != LATTICE_OK) {
+            rc = fail("roofline", st, st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
             goto out;
-        }
-        double t3 = step_clock(cpu_clock);
-        if (i == 0)
-            loss_first = loss;
-        loss_last = loss;
-        if (i >= WARMUP_STEPS) {
-            t_fwd += t1 - t0;
-            t_bwd += t2 - t1;
-            t_opt += t3 - t2;
         }
     }
+    steps *= rounds; /* the means below are over every timed step */
     const double step_s = (t_fwd + t_bwd + t_opt) / steps;
     const double step_flops = lattice_model_get_flops(model, BATCH, SEQ, 1);
     const double step_gflops = step_flops / step_s / 1e9;
-    const double rss_mib = peak_rss_mib(); /* before the sgemm buffers below */
     const double arena_mib = (double)lattice_model_get_arena_bytes(model) / (1024.0 * 1024.0);
 
     printf("loss_first %.4f\n", loss_first);
@@ -600,23 +730,22 @@ int main(int argc, char **argv)
     printf("step_gflop %.2f\n", step_flops / 1e9);
     printf("step_gflops %.1f\n", step_gflops);
     /* how the passes used the threads (doc/PERFORMANCE.md, "Threads") */
-    const int rows_threads = lattice__model_profile_get(model)->rows_threads;
     printf("parallel %s\n", rows_threads > 1 ? "rows" : "ops");
     printf("parallel_rows_threads %d\n", rows_threads);
     if (do_profile) {
-        const lattice_prof *prof = lattice__model_profile_get(model);
         double sum = 0.0;
         for (int op = 0; op < LATTICE_OP_COUNT; op++)
-            sum += prof->secs[op];
+            sum += op_secs[op];
         for (int op = 0; op < LATTICE_OP_COUNT; op++) {
             const char *name = lattice__op_name((lattice_op)op);
-            printf("op_%s_ms %.2f\n", name, 1e3 * prof->secs[op] / steps);
-            printf("op_%s_share %.3f\n", name, prof->secs[op] / (step_s * steps));
+            printf("op_%s_ms %.2f\n", name, 1e3 * op_secs[op] / steps);
+            printf("op_%s_share %.3f\n", name, op_secs[op] / (step_s * steps));
         }
         /* what no category covers: the calls' own checks, copies, dispatch */
         printf("op_other_ms %.2f\n", 1e3 * (step_s * steps - sum) / steps);
-        lattice__model_profile(model, 0);
     }
+    fma_lines(&sh, threads, cpu_clock, 1e3 * step_s,
+              do_profile ? 1e3 * op_secs[LATTICE_OP_ATTN_FUSED] / steps : 0.0);
     fflush(stdout);
     if (!do_sgemm) {
         rc = 0;
@@ -624,11 +753,7 @@ int main(int argc, char **argv)
     }
 
     /* The same GEMMs alone, on the same backend and threads. */
-    r.be = backend;
-    r.B = BATCH, r.T = SEQ, r.D = sh.d_model, r.H = sh.heads, r.KV = sh.kv_heads;
-    r.hd = sh.head_dim, r.F = sh.d_ff, r.V = VOCAB, r.L = sh.layers;
-    r.beta_res = placement != LATTICE_NORM_PLACEMENT_PERI;
-    if (replay_alloc(&r)) {
+    if (rounds == 1 && replay_setup(&r, backend, &sh, placement)) {
         fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");
         goto out;
     }
@@ -664,9 +789,19 @@ int main(int argc, char **argv)
     printf("peak_rss_mib %.1f\n", rss_mib);
     printf("rss_over_arena %.3f\n", rss_mib / arena_mib);
     fflush(stdout);
-    if ((st = roofline_lines(&r, threads, cpu_clock, step_gflops)) != LATTICE_OK) {
-        rc = fail("roofline", st, st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
-        goto out;
+    if (rounds == 1) {
+        if ((st = roofline_measure(&r, threads, cpu_clock, &round_res[0], about, sizeof about)) !=
+            LATTICE_OK) {
+            rc = fail("roofline", st,
+                      st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
+            goto out;
+        }
+        roofline_lines(round_res, 1, &step_gflops, about);
+    } else {
+        double round_gflops[MAX_ROUNDS];
+        for (int i = 0; i < rounds; i++)
+            round_gflops[i] = step_flops / round_s[i] / 1e9;
+        roofline_lines(round_res, rounds, round_gflops, about);
     }
     rc = 0;
 

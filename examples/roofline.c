@@ -187,3 +187,85 @@ done:
     free(secs);
     return st;
 }
+
+/* ---- the core's FMA peak ---------------------------------------------------- */
+
+/* Twelve independent chains of a = a m + c: more than the FMA units' latency
+ * times their count on every x86 core seen (4 cycles x 2 units), so the units
+ * never wait for a result. The chains converge to c / (1 - m), far from
+ * overflow and from subnormals. */
+#define RL_CHAINS(T, SET, FMA, ADD)                                                                \
+    T a0 = SET(0.5f), a1 = SET(0.6f), a2 = SET(0.7f), a3 = SET(0.8f), a4 = SET(0.9f);            \
+    T a5 = SET(1.0f), a6 = SET(1.1f), a7 = SET(1.2f), a8 = SET(1.3f), a9 = SET(1.4f);            \
+    T a10 = SET(1.5f), a11 = SET(1.6f);                                                            \
+    const T m = SET(0.9999f), c = SET(1e-4f);                                                      \
+    for (long n = 0; n < iters; n++) {                                                             \
+        a0 = FMA(a0, m, c), a1 = FMA(a1, m, c), a2 = FMA(a2, m, c), a3 = FMA(a3, m, c);            \
+        a4 = FMA(a4, m, c), a5 = FMA(a5, m, c), a6 = FMA(a6, m, c), a7 = FMA(a7, m, c);            \
+        a8 = FMA(a8, m, c), a9 = FMA(a9, m, c), a10 = FMA(a10, m, c), a11 = FMA(a11, m, c);        \
+    }                                                                                              \
+    T s = ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7)));                       \
+    s = ADD(s, ADD(ADD(a8, a9), ADD(a10, a11)))
+
+static float fma_loop_portable(long iters)
+{
+#define RL_SET(x) (x)
+#define RL_FMA(a, b, c) ((a) * (b) + (c))
+#define RL_ADD(a, b) ((a) + (b))
+    RL_CHAINS(float, RL_SET, RL_FMA, RL_ADD);
+    return s;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+__attribute__((target("avx2,fma"))) static float fma_loop_avx2(long iters)
+{
+    RL_CHAINS(__m256, _mm256_set1_ps, _mm256_fmadd_ps, _mm256_add_ps);
+    float out[8];
+    _mm256_storeu_ps(out, s);
+    return out[0] + out[7];
+}
+
+__attribute__((target("avx512f"))) static float fma_loop_avx512(long iters)
+{
+    RL_CHAINS(__m512, _mm512_set1_ps, _mm512_fmadd_ps, _mm512_add_ps);
+    float out[16];
+    _mm512_storeu_ps(out, s);
+    return out[0] + out[15];
+}
+#endif
+
+double rl_fma_peak(int reps, int cpu_clock, const char **isa)
+{
+    float (*loop)(long) = fma_loop_portable;
+    int lanes = 1;
+    *isa = "portable";
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        loop = fma_loop_avx512, lanes = 16, *isa = "avx512";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        loop = fma_loop_avx2, lanes = 8, *isa = "avx2";
+#endif
+    volatile float sink = 0.0f;
+    long iters = 1 << 16;
+    double secs = 0.0;
+    for (;;) { /* a loop of at least 50 ms */
+        const double t0 = now(cpu_clock);
+        sink += loop(iters);
+        secs = now(cpu_clock) - t0;
+        if (secs >= 0.05 || iters > (1L << 40))
+            break;
+        iters *= secs > 0.005 ? (long)(0.06 / secs) + 1 : 10;
+    }
+    double best = secs;
+    for (int r = 0; r < reps; r++) {
+        const double t0 = now(cpu_clock);
+        sink += loop(iters);
+        const double t = now(cpu_clock) - t0;
+        best = t < best ? t : best;
+    }
+    (void)sink;
+    return 2.0 * 12.0 * lanes * (double)iters / best / 1e9;
+}

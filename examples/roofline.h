@@ -58,4 +58,11 @@ typedef struct rl_result {
 lattice_status rl_measure(const rl_list *l, int threads, int rounds, int cpu_clock,
                           int only_optimised, rl_result *out);
 
+/* The core's peak rate of fused multiply-adds on one thread, in GFLOP/s (2 per
+ * lane per FMA), for the widest vectors this CPU runs (*isa: avx512, avx2,
+ * else portable, plain C): the best of 1 + reps timed loops of at least 50
+ * ms, of independent FMAs and nothing else. What a kernel made of FMAs
+ * could reach at most; a GEMM library's rate over it is its efficiency. */
+double rl_fma_peak(int reps, int cpu_clock, const char **isa);
+
 #endif

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""bench_step's own lines: rounds of steps alternating with the roofline
+(roofline_ratio the median of the rounds' ratios, each within [min, max]),
+the FMA peak and the fused attention's floor, and its refusals. A small
+student so that the test is quick; what is checked is the arithmetic of the
+lines and their presence, not any speed."""
+import math
+import statistics
+import subprocess
+import sys
+
+BENCH = sys.argv[1]
+SMALL = ["--preset", "study", "--layers", "2", "--batch", "2", "--seq", "40",
+         "--threads", "1", "--steps", "1"]
+
+
+def run(*extra):
+    p = subprocess.run([BENCH, *SMALL, *extra], capture_output=True, text=True, timeout=240)
+    return p.returncode, p.stdout, p.stderr
+
+
+def lines(out):
+    kv = {}
+    for line in out.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        key, _, value = line.partition(" ")
+        kv[key] = value
+    return kv
+
+
+def check(cond, what):
+    if not cond:
+        print("FAIL:", what)
+        sys.exit(1)
+
+
+rc, out, err = run("--rounds", "3")
+check(rc == 0, f"--rounds 3 exits 0 (rc {rc}, stderr {err!r})")
+kv = lines(out)
+ratios = [float(kv[f"round_{i}_roofline_ratio"]) for i in (1, 2, 3)]
+check("round_4_roofline_ratio" not in kv, "three rounds, not four")
+for i in (1, 2, 3):
+    step, roof = float(kv[f"round_{i}_step_gflops"]), float(kv[f"round_{i}_roofline_gflops"])
+    check(step > 0 and roof > 0, f"round {i}: rates > 0")
+    check(abs(step / roof - ratios[i - 1]) <= 0.002 + 0.001 * ratios[i - 1],
+          f"round {i}: ratio {ratios[i - 1]} = {step} / {roof}")
+ratio = float(kv["roofline_ratio"])
+check(abs(ratio - statistics.median(ratios)) <= 0.0011,
+      f"roofline_ratio {ratio} is the median of {ratios}")
+check(float(kv["roofline_ratio_min"]) == min(ratios), "roofline_ratio_min")
+check(float(kv["roofline_ratio_max"]) == max(ratios), "roofline_ratio_max")
+check(kv["roofline_library"] in ("blis", "openblas", "onednn"), "roofline_library named")
+
+check(kv["fma_isa"] in ("avx512", "avx2", "portable"), "fma_isa named")
+peak = float(kv["fma_peak_gflops"])
+check(peak > 0 and math.isfinite(peak), "fma_peak_gflops > 0")
+# 7 multiply-adds (14 FLOP) per causal score and head element, every head, row and layer
+T, hd, heads, batch, layers = 40, 16, 4, 2, 2
+want = 14 * T * (T + 1) / 2 * hd * heads * batch * layers / 1e9
+check(abs(float(kv["attn_causal_gflop"]) - want) <= 0.00006,
+      f"attn_causal_gflop {kv['attn_causal_gflop']} = {want:.4f}")
+floor_ms = float(kv["attn_floor_ms"])
+check(abs(floor_ms - want * 1e3 / peak) <= 0.0006 + 0.001 * floor_ms,
+      f"attn_floor_ms {floor_ms} = FLOP over the peak")
+share = float(kv["attn_floor_share"])
+check(0 < share < 1, f"attn_floor_share {share} in (0, 1)")
+step_ms, attn_ms = float(kv["step_ms"]), float(kv["op_attn_fused_ms"])
+# the printed figures are rounded (step_ms to 0.1, op times to 0.01): the share within what they allow
+lo = (floor_ms - 0.0005) / (floor_ms - 0.0005 + step_ms + 0.05 - (attn_ms - 0.005))
+hi = (floor_ms + 0.0005) / (floor_ms + 0.0005 + step_ms - 0.05 - (attn_ms + 0.005))
+check(lo - 0.0005 <= share <= hi + 0.0005,
+      f"attn_floor_share {share} = floor / (floor + the step's other ops), in [{lo:.4f}, {hi:.4f}]")
+
+rc, out, err = run()
+check(rc == 0, "one round exits 0")
+kv = lines(out)
+check("roofline_ratio" in kv and "round_1_roofline_ratio" not in kv,
+      "one round: roofline_ratio, no round lines")
+
+for bad in ("0", "21", "x"):
+    rc, out, err = run("--rounds", bad)
+    check(rc == 2 and "rounds" in err, f"--rounds {bad} refused with exit 2 and a message")
+
+print("ok: rounds", ratios, "median", ratio, "fma peak", peak, "attention floor share", share)
