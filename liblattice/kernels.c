@@ -16,6 +16,7 @@
 #define CHUNK LATTICE_REDUCE_CHUNK
 
 #define VEC_CLONES LATTICE_VEC_CLONES
+#define VEC_CLONES_V3 LATTICE_VEC_CLONES_V3
 /* Below this many inner iterations a kernel runs on the calling thread: waking
  * a team (asleep under OMP_WAIT_POLICY=PASSIVE) costs more than it saves. At
  * the study's shape (2048 x 64 rows) two threads made the norms and RoPE
@@ -394,7 +395,7 @@ ALWAYS_INLINE void qkv_backward_row(float *draw, float *pq, float *pk, const flo
     }
 }
 
-VEC_CLONES
+VEC_CLONES_V3
 void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rstd_k,
                           const float *raw, const float *qw, const float *kw, const float *rope,
                           const lattice_qkv_dims *d, int nt)
@@ -411,7 +412,7 @@ void lattice__qkv_forward(float *q, float *k, float *v, float *rstd_q, float *rs
     }
 }
 
-VEC_CLONES
+VEC_CLONES_V3
 void lattice__qkv_backward(float *draw, float *dqw, float *dkw, const float *dq, const float *dk,
                            const float *dv, const float *raw, const float *qw, const float *kw,
                            const float *rstd_q, const float *rstd_k, const float *rope,

@@ -7,15 +7,22 @@
 
 #include <stdint.h>
 
-/* Hot row kernels are built twice on x86-64 with GCC: for AVX2/FMA
- * (x86-64-v3) and for the baseline, chosen once at load time (ifunc). Their
- * loops are short vectorised passes, about twice as fast at 8 lanes with FMA.
- * Results differ from the baseline build only by float rounding (FMA), and a
- * given machine always runs the same one. */
+/* Hot row kernels are built three times on x86-64 with GCC: for AVX-512
+ * (x86-64-v4), for AVX2/FMA (x86-64-v3) and for the baseline, chosen once at
+ * load time (ifunc). Their loops are short vectorised passes, about twice as
+ * fast at 8 lanes with FMA as without, and the norms, SwiGLU and the losses
+ * faster again at 16. The q/k norm and RoPE kernels stop at AVX2
+ * (LATTICE_VEC_CLONES_V3): at head widths of 16 their 16-lane code was
+ * slower than the 8-lane one (doc/PERFORMANCE.md, round 7). Results differ
+ * between the builds only by float rounding (FMA, the order of a row's
+ * sums), and a given machine always runs the same one. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define LATTICE_VEC_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define LATTICE_VEC_CLONES                                                                         \
+    __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#define LATTICE_VEC_CLONES_V3 __attribute__((target_clones("arch=x86-64-v3", "default")))
 #else
 #define LATTICE_VEC_CLONES
+#define LATTICE_VEC_CLONES_V3
 #endif
 
 /* Rows per chunk of a deterministic column reduction. */

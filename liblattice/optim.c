@@ -2,6 +2,7 @@
 #include "optim_impl.h"
 
 #include "backend_impl.h"
+#include "kernels.h"
 #include "model_impl.h"
 
 #include <limits.h>
@@ -374,6 +375,9 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
     return st;
 }
 
+/* Built per instruction set like the row kernels (kernels.h): the update's
+ * loop is one vectorised pass over each tensor. */
+LATTICE_VEC_CLONES
 static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm)
 {
     const int nt = m->be->n_threads;
