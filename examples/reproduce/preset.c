@@ -311,6 +311,9 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (!a->name[0])
             die("preset: %s needs a name", where);
     } else {
+        if (strlen(name) >= sizeof a->name)
+            die("preset: %s: the arm name is %zu bytes long, at most %zu", where, strlen(name),
+                sizeof a->name - 1);
         snprintf(a->name, sizeof a->name, "%s", name);
     }
     /* a name becomes a file name (runs/NAME.seedN.run) and a plot title */
@@ -599,7 +602,7 @@ void load_preset(preset *p, const char *path)
              (size_t)json_object_get_string_len(sep) >= sizeof p->separator))
             die("preset: data.separator must be 1 to %zu bytes (it is %d)",
                 sizeof p->separator - 1, json_object_get_string_len(sep));
-        get_s(o, "data.separator", p->separator, sizeof p->separator, "\f");
+        get_s(o, "data.separator", p->separator, sizeof p->separator, "\f"); /* NUL: refused */
     }
     p->d_model = get_i(o, "student.d_model", 128, 1, 1 << 16);
     p->heads = get_i(o, "student.n_heads", 4, 1, 1024);

@@ -243,7 +243,14 @@ void get_s(json_object *o, const char *path, char *dst, size_t n, const char *fa
     json_object *v = member(o, path);
     if (v && !json_object_is_type(v, json_type_string))
         die("preset: %s must be a string", full(path));
-    snprintf(dst, n, "%s", v ? json_object_get_string(v) : fallback);
+    const char *s = v ? json_object_get_string(v) : fallback;
+    const size_t len = v ? (size_t)json_object_get_string_len(v) : strlen(fallback);
+    /* never cut short: a shortened name or path would name something else */
+    if (len >= n)
+        die("preset: %s is %zu bytes long, at most %zu", full(path), len, n - 1);
+    if (strlen(s) != len)
+        die("preset: %s holds a NUL byte (\\u0000)", full(path));
+    memcpy(dst, s, len + 1);
 }
 
 int get_enum(json_object *o, const char *key, const char *where, const char *const *names, int n,

@@ -43,6 +43,26 @@ class Presets(unittest.TestCase):
                 self.assertNotEqual(r.returncode, 0)
                 self.assertIn("unknown key " + key, r.stderr)
 
+    def test_long_strings_refused(self):
+        """A string longer than its field is refused with its length, never
+        cut short (a shortened name or path names something else)."""
+        cases = [({"name": "n" * 64}, "preset: name is 64 bytes long, at most 63"),
+                 ({"data": {"train": "d/" * 600}}, "preset: data.train is 1200 bytes long"),
+                 ({"arms": ["x" * 48]}, "preset: arms[0]: the arm name is 48 bytes long, at most 47"),
+                 ({"arms": [{"name": "y" * 50, "schedule": "joint"}]},
+                  "preset: arms[0].name is 50 bytes long, at most 47")]
+        with tempfile.TemporaryDirectory() as d:
+            for extra, why in cases:
+                p = {"name": "long", "arms": ["pre-joint"]}
+                p.update(extra)
+                write(os.path.join(d, "p.json"), p)
+                r = run("--preset", os.path.join(d, "p.json"), "--check")
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(why, r.stderr)
+            write(os.path.join(d, "p.json"), {"name": "n" * 63, "arms": ["pre-joint"]})
+            r = run("--preset", os.path.join(d, "p.json"), "--check", env=stand_in_env())
+            self.assertNotIn("bytes long", r.stderr)
+
     def test_too_big_fails(self):
         with tempfile.TemporaryDirectory() as d:
             r = run("--preset", os.path.join(PRESETS, "paper.json"), "--out", d,
