@@ -47,7 +47,8 @@ static const char *const plot_names[4] = {"curves_steps.png", "curves_active_lay
  * green), line styles by schedule, so arms that coincide in a phase (the first
  * phases of grow and freeze) stay distinguishable. gnuplot runs from an
  * argument vector in the output folder, on a script that names files by
- * their names there; it writes each plot to a temporary name, and the plots
+ * their names there; it writes each plot to a temporary name (given on its
+ * command line; the script alone names the plots themselves), and the plots
  * replace the old ones only when it succeeded. */
 void plot(const char *dir, const study *s)
 {
@@ -65,13 +66,24 @@ void plot(const char *dir, const study *s)
     static const char *const shades[3][4] = {{"#1f4e9c", "#4a86e8", "#7fb2ff", "#0b2a5b"},
                                              {"#b3261e", "#e06666", "#f4a09a", "#6d1410"},
                                              {"#2e7d32", "#66bb6a", "#a5d6a7", "#1b4d1e"}};
+    /* The script names the plots by their own names: `gnuplot curves.gp` in the
+     * folder draws them again. This program sets plot_0 .. plot_3 to the
+     * temporary names on gnuplot's command line instead. */
+    fprintf(f, "# gnuplot curves.gp, in this folder, draws");
+    for (int k = 0; k < 4; k++)
+        fprintf(f, " %s%s", plot_names[k], k < 3 ? "," : "\n");
+    for (int k = 0; k < 4; k++) {
+        fprintf(f, "if (!exists(\"plot_%d\")) plot_%d = ", k, k);
+        gp_string(f, plot_names[k]);
+        fputc('\n', f);
+    }
     fprintf(f, "set datafile separator ','\nset key outside right noenhanced\nset grid\n"
                "set ylabel 'validation CE (nats/byte)'\n");
     for (int fmt = 0; fmt < 2; fmt++) {
         for (int x = 0; x < 2; x++) {
-            fprintf(f, "set terminal %s size 1200,650\nset output ", fmt ? "svg" : "pngcairo");
-            gp_string(f, tmp[fmt * 2 + x]);
-            fprintf(f, "\nset xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
+            fprintf(f, "set terminal %s size 1200,650\nset output plot_%d\n",
+                    fmt ? "svg" : "pngcairo", fmt * 2 + x);
+            fprintf(f, "set xlabel '%s'\nset title 'mean over %d seed%s, band = min..max'\n",
                     x ? "active-layer tokens" : "steps", s->p->seeds, s->p->seeds == 1 ? "" : "s");
             fprintf(f, "unset arrow\n");
             if (!x)
@@ -99,7 +111,11 @@ void plot(const char *dir, const study *s)
     }
     fprintf(f, "unset output\n"); /* every plot closed before gnuplot exits */
     out_commit(&o);
-    char *argv[] = {"gnuplot", "curves.gp", NULL};
+    /* the temporary names: this program's own (a plot's name, the pid), never a user's */
+    char names[512];
+    snprintf(names, sizeof names, "plot_0='%s'; plot_1='%s'; plot_2='%s'; plot_3='%s'", tmp[0],
+             tmp[1], tmp[2], tmp[3]);
+    char *argv[] = {"gnuplot", "-e", names, "curves.gp", NULL};
     const int rc = run_program(dir, argv, 1);
     char from[2400], to[2400];
     for (int k = 0; k < 4; k++) {

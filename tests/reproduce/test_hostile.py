@@ -9,6 +9,7 @@ usage: test_hostile.py REPRODUCE_BINARY
 import fcntl
 import json
 import os
+import shutil
 import resource
 import signal
 import stat
@@ -66,7 +67,8 @@ class Injection(unittest.TestCase):
                 r = run("--preset", preset, "--out", os.path.join(d, "a", "b", "out"), cwd=d)
                 self.assertEqual(r.returncode, 1, (bad, r.stderr))
                 self.assertIn("arms[0]", r.stderr)
-                self.assertIn("letters, digits and - _ . +, not starting with a dot"
+                self.assertIn("is 48 bytes long, at most 47" if len(bad) == 48 else
+                              "letters, digits and - _ . +, not starting with a dot"
                               if bad else "needs a name", r.stderr)
             self.assertFalse(os.path.exists(os.path.join(d, "GPWNED")))
             self.assertFalse(any("TRAVERSED" in f for f in all_files(d)))
@@ -95,6 +97,16 @@ class Injection(unittest.TestCase):
             if "gnuplot not found" not in r.stderr:
                 self.assertTrue(os.path.getsize(os.path.join(out, "curves_steps.svg")) > 0)
             self.assertFalse([f for f in all_files(out) if f.endswith(".tmp")])
+            # the script names the plots themselves, not the temporary files drawn first
+            self.assertNotIn(".tmp", script)
+            self.assertIn("if (!exists(\"plot_0\")) plot_0 = 'curves_steps.png'", script)
+            self.assertIn("set output plot_2", script)
+            if shutil.which("gnuplot"):  # run by hand, it draws the plots again
+                os.unlink(os.path.join(out, "curves_steps.svg"))
+                g = subprocess.run(["gnuplot", "curves.gp"], cwd=out, capture_output=True,
+                                   text=True, timeout=120)
+                self.assertEqual(g.returncode, 0, g.stderr)
+                self.assertTrue(os.path.getsize(os.path.join(out, "curves_steps.svg")) > 0)
 
 
 class KeptRuns(unittest.TestCase):
