@@ -168,9 +168,17 @@ FLI void FL(fwd_block)(float *o, int ldo, float *lse, const float *q, const floa
                 for (int c = 0; c < 8; c++)
                     sc[c] = FL(sel)(row < j0 + c0 + c, ninf, sc[c]);
         }
-        VF mt = s[0];
-        for (int c = 1; c < nc; c++)
-            mt = FL(vmax)(mt, s[c]);
+        /* the tile's max in 8 independent chains, then a tree: one chain of
+         * nc compare-and-selects was the forward's longest wait (max is exact:
+         * the same result in any order, up to the sign of a zero, which no
+         * use of it sees) */
+        VF mx[8];
+        for (int c = 0; c < 8; c++)
+            mx[c] = s[c];
+        for (int c = 8; c < nc; c++)
+            mx[c & 7] = FL(vmax)(mx[c & 7], s[c]);
+        const VF mt = FL(vmax)(FL(vmax)(FL(vmax)(mx[0], mx[1]), FL(vmax)(mx[2], mx[3])),
+                               FL(vmax)(FL(vmax)(mx[4], mx[5]), FL(vmax)(mx[6], mx[7])));
         const VF mn = FL(vmax)(m, mt);
         const VF alpha = FL(vexp)(m - mn); /* 0 on the first tile (m = -inf) */
         VF ls = {0};
