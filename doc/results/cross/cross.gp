@@ -5,7 +5,7 @@ set grid
 set output 'dose.svg'
 set xlabel 'pre-norm row-start / regular RMS where appended blocks read'
 set ylabel 'post-grow - pre-grow (nats/byte)'
-plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.016937637979236524 + -0.0018889217191123753 * x with lines lw 2
+plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.07388518920149904 + -0.042640336399748686 * x with lines lw 2
 unset output
 set output 'trend.svg'
 set key outside
