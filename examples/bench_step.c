@@ -239,37 +239,60 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 
 /* The roofline: the best sgemm rate over the GEMM libraries at the step's
  * own projection and head GEMMs (what a step with fused attention sends to a
- * GEMM library), measured now into *res; *about gets a line for people. */
-static lattice_status roofline_measure(replay *r, int threads, int cpu_clock, rl_result *res,
-                                       char *about, size_t about_size)
+ * GEMM library), split over the threads as the step split them, measured now
+ * into *res; *about gets a line for people. parts: the step's rows-split
+ * thread count (each thread its block of sequences, one-thread GEMMs, all at
+ * once), or 1 for the ops split (each GEMM shared by `threads`). */
+static lattice_status roofline_measure(replay *r, int threads, int parts, int cpu_clock,
+                                       rl_result *res, char *about, size_t about_size)
 {
-    rl_list list = {0};
-    r->record = &list;
+    enum { MAX_PARTS = 64 };
+    rl_list list[MAX_PARTS];
+    memset(list, 0, sizeof list);
+    parts = parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : parts;
+    const int B = r->B;
+    lattice_status st = LATTICE_OK;
     r->cats = CAT_PROJ;
-    lattice_status st = replay_step(r);
-    r->record = NULL;
-    if (st != LATTICE_OK) {
-        rl_free(&list);
-        return st;
+    for (int t = 0; t < parts && st == LATTICE_OK; t++) {
+        /* the model's blocks: sequences [B t / parts, B (t + 1) / parts) */
+        r->B = (int)((long)B * (t + 1) / parts) - (int)((long)B * t / parts);
+        r->record = &list[t];
+        st = replay_step(r);
     }
-    const double flop = rl_flop(&list);
-    /* about 60 GFLOP per library, at least 3 rounds */
-    int rounds = flop > 0 ? (int)ceil(60e9 / flop) : 3;
-    rounds = rounds < 3 ? 3 : rounds > 50 ? 50 : rounds;
-    st = rl_measure(&list, threads, rounds, cpu_clock, 1, res);
+    r->B = B;
+    r->record = NULL;
+    double flop = 0.0;
     long calls = 0;
-    for (size_t i = 0; i < list.n; i++)
-        calls += list.g[i].count;
-    rl_free(&list);
+    for (int t = 0; t < parts; t++) {
+        flop += rl_flop(&list[t]);
+        for (size_t i = 0; i < list[t].n; i++)
+            calls += list[t].g[i].count;
+    }
+    if (st == LATTICE_OK) {
+        /* about 60 GFLOP per library, at least 3 rounds */
+        int rounds = flop > 0 ? (int)ceil(60e9 / flop) : 3;
+        rounds = rounds < 3 ? 3 : rounds > 50 ? 50 : rounds;
+        st = parts > 1 ? rl_measure_rows(list, parts, 1, rounds, cpu_clock, 1, res)
+                       : rl_measure(&list[0], threads, rounds, cpu_clock, 1, res);
+        char split[96];
+        if (parts > 1)
+            snprintf(split, sizeof split, "split as the step's rows: %d threads at once, each on "
+                     "its block with one-thread calls", parts);
+        else
+            snprintf(split, sizeof split, "%d thread(s) sharing each call", threads);
+        int len = snprintf(about, about_size,
+                           "# roofline: the step's %ld projection and head GEMMs (%.2f GFLOP), "
+                           "%d rounds, the libraries interleaved, %s, %s time:",
+                           calls, flop / 1e9, rounds, split,
+                           cpu_clock && parts < 2 ? "CPU" : "wall");
+        for (int j = 0; j < res->n_libs && len >= 0 && (size_t)len < about_size; j++)
+            len += snprintf(about + len, about_size - (size_t)len, "%s %s (%s)", j ? ";" : "",
+                            res->lib[j].name, res->lib[j].kernels);
+    }
+    for (int t = 0; t < parts; t++)
+        rl_free(&list[t]);
     if (st != LATTICE_OK)
         return st;
-    int len = snprintf(about, about_size,
-                       "# roofline: the step's %ld projection and head GEMMs (%.2f GFLOP), %d "
-                       "rounds, the libraries interleaved, %d thread(s), %s time:",
-                       calls, flop / 1e9, rounds, threads, cpu_clock ? "CPU" : "wall");
-    for (int j = 0; j < res->n_libs && len >= 0 && (size_t)len < about_size; j++)
-        len += snprintf(about + len, about_size - (size_t)len, "%s %s (%s)", j ? ";" : "",
-                        res->lib[j].name, res->lib[j].kernels);
     return res->best < 0 ? LATTICE_ERR_UNSUPPORTED : LATTICE_OK;
 }
 
@@ -343,6 +366,11 @@ static void fma_lines(const ex_shape *sh, int threads, int cpu_clock, double ste
     const double peak = rl_fma_peak(5, cpu_clock, &isa);
     printf("fma_isa %s\n", isa);
     printf("fma_peak_gflops %.1f\n", peak);
+    if (threads > 1) { /* how far the cores' FMA units scale: SMT siblings share theirs */
+        const double all = rl_fma_peak_threads(threads, 5, &isa);
+        printf("fma_peak_all_threads_gflops %.1f\n", all);
+        printf("fma_peak_scaling %.2f\n", all / peak);
+    }
     if (!(attn_ms > 0))
         return; /* no fused attention ran (or no per-op counters) */
     const double T = sh->seq, causal = T * (T + 1) / 2;
@@ -708,7 +736,7 @@ int main(int argc, char **argv)
             fprintf(stderr, PROG ": out of memory for the sgemm buffers\n");
             goto out;
         }
-        if ((st = roofline_measure(&r, threads, cpu_clock, &round_res[round], about,
+        if ((st = roofline_measure(&r, threads, rows_threads, cpu_clock, &round_res[round], about,
                                    sizeof about)) != LATTICE_OK) {
             rc = fail("roofline", st, st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
             goto out;
@@ -790,8 +818,8 @@ int main(int argc, char **argv)
     printf("rss_over_arena %.3f\n", rss_mib / arena_mib);
     fflush(stdout);
     if (rounds == 1) {
-        if ((st = roofline_measure(&r, threads, cpu_clock, &round_res[0], about, sizeof about)) !=
-            LATTICE_OK) {
+        if ((st = roofline_measure(&r, threads, rows_threads, cpu_clock, &round_res[0], about,
+                                   sizeof about)) != LATTICE_OK) {
             rc = fail("roofline", st,
                       st == LATTICE_ERR_UNSUPPORTED ? "no GEMM library ran" : NULL);
             goto out;

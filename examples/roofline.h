@@ -58,11 +58,27 @@ typedef struct rl_result {
 lattice_status rl_measure(const rl_list *l, int threads, int rounds, int cpu_clock,
                           int only_optimised, rl_result *out);
 
+/* The same with the work split as a rows-split step splits it: parts threads
+ * at once, thread w running lists[w] (its block of the batch's rows) whole on
+ * its own one-thread backend and operands (threads must be 1 when parts > 1);
+ * a round's rate is the FLOP of every list over the time from the start to
+ * the last thread's end, in wall time whatever cpu_clock says when parts > 1.
+ * rl_measure is this with one part. */
+lattice_status rl_measure_rows(const rl_list *lists, int parts, int threads, int rounds,
+                               int cpu_clock, int only_optimised, rl_result *out);
+
 /* The core's peak rate of fused multiply-adds on one thread, in GFLOP/s (2 per
  * lane per FMA), for the widest vectors this CPU runs (*isa: avx512, avx2,
  * else portable, plain C): the best of 1 + reps timed loops of at least 50
  * ms, of independent FMAs and nothing else. What a kernel made of FMAs
  * could reach at most; a GEMM library's rate over it is its efficiency. */
 double rl_fma_peak(int reps, int cpu_clock, const char **isa);
+
+/* The same loop on `threads` threads at once, in wall time: their FLOP over
+ * the best of 1 + reps rounds' time to the last one's end. Near threads x
+ * rl_fma_peak where every thread has a core of its own; near 1 x where two
+ * threads share one core's FMA units (SMT siblings). 0 when a thread could
+ * not start. */
+double rl_fma_peak_threads(int threads, int reps, const char **isa);
 
 #endif

@@ -78,6 +78,36 @@ kv = lines(out)
 check("roofline_ratio" in kv and "round_1_roofline_ratio" not in kv,
       "one round: roofline_ratio, no round lines")
 
+def about_roofline(out):
+    got = [l for l in out.splitlines() if l.startswith("# roofline:")]
+    check(len(got) == 1, "one '# roofline:' line")
+    return got[0]
+
+
+# 2 threads on 2 sequences: the rows split, and the roofline split as the step
+# was (each thread its sequence's GEMMs, one-thread calls, both at once), over
+# the same GEMM FLOP as the 1-thread roofline; the FMA loop on both threads.
+one_about = about_roofline(out)
+p2 = subprocess.run([BENCH, *SMALL[:-4], "--threads", "2", "--steps", "1"],
+                    capture_output=True, text=True, timeout=240)
+rc, out2, err = p2.returncode, p2.stdout, p2.stderr
+check(rc == 0, f"--threads 2 exits 0 (rc {rc}, stderr {err!r})")
+kv2 = lines(out2)
+check(kv2["parallel"] == "rows" and kv2["parallel_rows_threads"] == "2", "2 threads: rows split")
+about2 = about_roofline(out2)
+check("split as the step's rows: 2 threads at once" in about2,
+      f"2 threads: the roofline says it is split as the step's rows ({about2!r})")
+check("1 thread(s) sharing each call" in one_about, f"1 thread: the roofline says so ({one_about!r})")
+gflop = lambda a: a.split("GEMMs (")[1].split(" GFLOP")[0]
+calls = lambda a: int(a.split("the step's ")[1].split(" ")[0])
+check(gflop(about2) == gflop(one_about), "the rows-split roofline times the step's whole GEMM FLOP")
+check(calls(about2) == 2 * calls(one_about), "each of the 2 threads runs every GEMM on its rows")
+all_peak, one_peak = float(kv2["fma_peak_all_threads_gflops"]), float(kv2["fma_peak_gflops"])
+check(all_peak > 0 and one_peak > 0, "FMA peaks > 0")
+check(abs(float(kv2["fma_peak_scaling"]) - all_peak / one_peak) <= 0.006,
+      "fma_peak_scaling = all threads' peak over one's")
+check("fma_peak_all_threads_gflops" not in kv, "1 thread: no all-threads FMA line")
+
 for bad in ("0", "21", "x"):
     rc, out, err = run("--rounds", bad)
     check(rc == 2 and "rounds" in err, f"--rounds {bad} refused with exit 2 and a message")
