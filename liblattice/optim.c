@@ -8,13 +8,19 @@
 #include <limits.h>
 #include <stddef.h>
 #include <math.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <stdlib.h>
 #include <string.h>
 
-/* Tensors smaller than this update on the calling thread: at the study's
- * shape most tensors are 64 x 64, and waking a team per tensor cost more
- * than the update (bench_step op_optim_ms, 2 threads). */
+/* A gradient norm's sum over fewer floats than this runs on the calling
+ * thread: waking a team per tensor cost more than the sum (at the study's
+ * shape most tensors are 64 x 64; bench_step op_optim_ms, 2 threads). */
 #define OPTIM_SERIAL (1L << 18)
+/* The update wakes a team once for all tensors above this many weights in
+ * all (the study's student: 0.48M). */
+#define OPTIM_TEAM (1L << 16)
 
 
 void lattice_optim_params_init(lattice_optim_params *p)
@@ -350,8 +356,15 @@ double lattice__sum_squares(const float *g, long n, int nt)
         for (int c = 0; c < nc; c++) {
             const long a = (c0 + c) * NORM_CHUNK;
             const long e = a + NORM_CHUNK < n ? a + NORM_CHUNK : n;
-            double s = 0.0;
-            for (long j = a; j < e; j++)
+            /* 8 lanes, added in a fixed tree: it vectorises (one chain of
+             * double adds ran at its latency, 4 cycles a float) */
+            double l[8] = {0};
+            long j = a;
+            for (; j + 8 <= e; j += 8)
+                for (int k = 0; k < 8; k++)
+                    l[k] += (double)g[j + k] * g[j + k];
+            double s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+            for (; j < e; j++)
                 s += (double)g[j] * g[j];
             part[c] = s;
         }
@@ -402,38 +415,65 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
     const float b1 = o->p.beta1, b2 = o->p.beta2, eps = o->p.eps;
     long kept = 0;       /* weights whose update was not finite */
     int first_bad = -1;  /* the tensor of the first of them */
-    for (int i = 0; i < m->n_tensors; i++) {
-        const tensor_entry *t = &m->tensors[i];
-        if (!lattice__tensor_updatable(m, t))
-            continue;
-        int64_t step = ++o->t_tensor[i];
-        const float c1 = (float)(1.0 - pow(b1, (double)step));
-        const float c2 = (float)(1.0 - pow(b2, (double)step));
-        const float inv_c1 = 1.0f / c1, inv_c2 = 1.0f / c2;
-        const float wd = t->ndim == 2 ? o->p.weight_decay : 0.0f;
-        float *w = t->data;
-        const float *g = lattice__grad_of(m, w);
-        float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
-        long n = (long)(t->rows * t->cols);
-        long bad = 0;
-#pragma omp parallel for schedule(static) reduction(+ : bad) num_threads(nt) if (n > OPTIM_SERIAL)
-        for (long j = 0; j < n; j++) {
-            float gj = g[j] * clip;
-            m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
-            m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
-            float mh = m1[j] * inv_c1, vh = m2[j] * inv_c2;
-            const float next = w[j] - lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
-            /* a weight that would overflow keeps its value: the caller hears
-             * of it below rather than training on through Inf and NaN */
-            if (isfinite(next))
-                w[j] = next;
-            else
-                bad++;
+    long total = 0;
+    for (int i = 0; i < m->n_tensors; i++)
+        if (lattice__tensor_updatable(m, &m->tensors[i]))
+            total += (long)(m->tensors[i].rows * m->tensors[i].cols);
+    /* One team for every tensor, each split in contiguous thirds, halves...
+     * with no join between tensors; each weight's update is the same
+     * arithmetic on any thread, so the bits do not depend on the count. */
+    const int team = nt > 1 && total > OPTIM_TEAM ? nt : 1;
+    (void)team;
+#pragma omp parallel num_threads(team) if (team > 1)
+    {
+        int th = 0, T = 1;
+#ifdef _OPENMP
+        th = omp_get_thread_num(), T = omp_get_num_threads();
+#endif
+        long my_bad = 0;
+        int my_first = -1;
+        for (int i = 0; i < m->n_tensors; i++) {
+            const tensor_entry *t = &m->tensors[i];
+            if (!lattice__tensor_updatable(m, t))
+                continue;
+            const int64_t step = o->t_tensor[i] + 1;
+            const float c1 = (float)(1.0 - pow(b1, (double)step));
+            const float c2 = (float)(1.0 - pow(b2, (double)step));
+            const float inv_c1 = 1.0f / c1, inv_c2 = 1.0f / c2;
+            const float wd = t->ndim == 2 ? o->p.weight_decay : 0.0f;
+            float *w = t->data;
+            const float *g = lattice__grad_of(m, w);
+            float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
+            const long n = (long)(t->rows * t->cols);
+            const long lo = n * th / T, hi = n * (th + 1) / T;
+            long bad = 0;
+            for (long j = lo; j < hi; j++) {
+                float gj = g[j] * clip;
+                m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
+                m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
+                float mh = m1[j] * inv_c1, vh = m2[j] * inv_c2;
+                const float next = w[j] - lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
+                /* a weight that would overflow keeps its value: the caller hears
+                 * of it below rather than training on through Inf and NaN */
+                if (isfinite(next))
+                    w[j] = next;
+                else
+                    bad++;
+            }
+            if (bad && my_first < 0)
+                my_first = i;
+            my_bad += bad;
         }
-        if (bad && first_bad < 0)
-            first_bad = i;
-        kept += bad;
+#pragma omp critical(lattice_optim_bad)
+        {
+            kept += my_bad;
+            if (my_first >= 0 && (first_bad < 0 || my_first < first_bad))
+                first_bad = my_first;
+        }
     }
+    for (int i = 0; i < m->n_tensors; i++)
+        if (lattice__tensor_updatable(m, &m->tensors[i]))
+            o->t_tensor[i]++;
     o->step++;
     if (kept)
         return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,

@@ -454,6 +454,87 @@ START_TEST(test_norm_same_bits_any_threads)
 }
 END_TEST
 
+/* A student above the size where the update wakes a team for all its tensors
+ * (the study's width: 0.1M weights): 1 and 2 threads give the same bits, step
+ * after step, and the overflow of one weight in a late tensor (on the second
+ * thread's half) is reported by that tensor's name, the others updated. */
+static fixture open_wide(int threads)
+{
+    fixture f;
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 257;
+    p.d_model = 64;
+    p.n_layers = 2;
+    p.n_active_layers = 2;
+    p.n_heads = 4;
+    p.n_kv_heads = 2;
+    p.head_dim = 16;
+    p.d_ff = 192;
+    p.max_batch = 2;
+    p.max_seq = 8;
+    f.be = tu_backend("ref", threads);
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f,
+                                         &f.norm), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_create(&p, f.norm, f.be, &f.m), LATTICE_OK);
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.lr = 1e-2f;
+    op.warmup_steps = 1;
+    op.weight_decay = 0.1f;
+    op.clip_norm = 1.0f;
+    ck_assert_int_eq(lattice_optim_create(f.m, &op, &f.o), LATTICE_OK);
+    return f;
+}
+
+START_TEST(test_update_same_bits_any_threads)
+{
+    fixture a = open_wide(1), b = open_wide(2);
+    const int nt = lattice_model_get_n_tensors(a.m);
+    long total = 0;
+    for (int t = 0; t < nt; t++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(a.m, t, &ti);
+        total += (long)(ti.shape[0] * ti.shape[1]);
+    }
+    ck_assert_int_gt(total, 65536); /* above OPTIM_TEAM: 2 threads share the update */
+    for (int s = 0; s < 3; s++) {
+        set_grads(a.m, s, 0.1f);
+        set_grads(b.m, s, 0.1f);
+        float ga, gb;
+        ck_assert_int_eq(lattice_optim_step(a.o, &ga), LATTICE_OK);
+        ck_assert_int_eq(lattice_optim_step(b.o, &gb), LATTICE_OK);
+        ck_assert(memcmp(&ga, &gb, sizeof ga) == 0);
+        for (int t = 0; t < nt; t++) {
+            lattice_model_tensor_info ta, tb;
+            lattice_model_get_tensor(a.m, t, &ta);
+            lattice_model_get_tensor(b.m, t, &tb);
+            const size_t bytes = sizeof(float) * (size_t)(ta.shape[0] * ta.shape[1]);
+            ck_assert_msg(memcmp(ta.data, tb.data, bytes) == 0, "step %d: %s differs", s, ta.name);
+        }
+    }
+    /* one weight at the end of the last tensor about to overflow */
+    lattice_optim_params op;
+    ck_assert_int_eq(lattice_optim_get_params(b.o, &op), LATTICE_OK);
+    op.lr = op.min_lr = 3e38f;
+    op.warmup_steps = 0;
+    op.clip_norm = 0.0f;
+    op.weight_decay = 0.0f;
+    ck_assert_int_eq(lattice_optim_set_params(b.o, &op), LATTICE_OK);
+    set_grads(b.m, 9, 1.0f);
+    lattice_model_tensor_info last;
+    ck_assert_int_eq(lattice_model_get_tensor(b.m, nt - 1, &last), LATTICE_OK);
+    const long n = (long)(last.shape[0] * last.shape[1]);
+    const float doomed = last.grad[n - 1] > 0 ? -3e38f : 3e38f;
+    last.data[n - 1] = doomed;
+    ck_assert_int_eq(lattice_optim_step(b.o, NULL), LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(b.o), last.name));
+    ck_assert_float_eq(last.data[n - 1], doomed);
+    close_fixture(&a);
+    close_fixture(&b);
+}
+END_TEST
+
 /* Callers built against 0.1/0.2 pass lattice_optim_params with int step
  * counts (0.3 widened them to int64_t): told apart by size, read and written
  * in their own layout; a size that is neither layout is refused. */
@@ -563,6 +644,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_rate_traps);
     tcase_add_test(tc, test_params_0_2_layout);
     tcase_add_test(tc, test_norm_same_bits_any_threads);
+    tcase_add_test(tc, test_update_same_bits_any_threads);
     tcase_add_test(tc, test_decay_and_overflow);
     suite_add_tcase(s, tc);
     return s;
