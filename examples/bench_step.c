@@ -668,6 +668,7 @@ int main(int argc, char **argv)
     double t_fwd = 0, t_bwd = 0, t_opt = 0, loss_first = NAN, loss_last = NAN;
     double op_secs[LATTICE_OP_COUNT] = {0}, rss_mib = NAN;
     int rows_threads = 1;
+    double rows_wait = 0.0, rows_fork = 0.0; /* rows-split passes: thread 0's waits, the team's cost */
     /* Rounds of timed steps, each after the first followed by a roofline
      * measurement (and one untimed step, to warm the caches again): the
      * step's rate and the core's sgemm rate side by side, A B A B. */
@@ -725,6 +726,8 @@ int main(int argc, char **argv)
         const lattice_prof *prof = lattice__model_profile_get(model);
         for (int op = 0; op < LATTICE_OP_COUNT; op++)
             op_secs[op] += prof->secs[op];
+        rows_wait += prof->rows_wait_secs;
+        rows_fork += prof->rows_fork_secs;
         rows_threads = prof->rows_threads;
         lattice__model_profile(model, 0);
         round_s[round] = (t_fwd + t_bwd + t_opt - before) / steps;
@@ -771,6 +774,10 @@ int main(int argc, char **argv)
         }
         /* what no category covers: the calls' own checks, copies, dispatch */
         printf("op_other_ms %.2f\n", 1e3 * (step_s * steps - sum) / steps);
+        if (rows_threads > 1 && !cpu_clock) { /* two parts of other */
+            printf("rows_wait_ms %.2f\n", 1e3 * rows_wait / steps);
+            printf("rows_fork_ms %.2f\n", 1e3 * rows_fork / steps);
+        }
     }
     fma_lines(&sh, threads, cpu_clock, 1e3 * step_s,
               do_profile ? 1e3 * op_secs[LATTICE_OP_ATTN_FUSED] / steps : 0.0);

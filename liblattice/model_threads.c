@@ -235,15 +235,30 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     model_split *ws = &m->split;
     for (int t = 0; t < nt; t++)
         split_view(m, t);
+    const int clock = m->prof.on == LATTICE_PROF_WALL ? LATTICE_PROF_WALL : 0; /* CPU time sums the team */
+    double busy[64] = {0}; /* each thread's time on its views, when profiling */
+    const double t0 = clock ? lattice__prof_clock(clock) : 0.0;
 #pragma omp parallel num_threads(nt)
     {
         int t, T;
         team_place(&t, &T);
+        const double b0 = clock ? lattice__prof_clock(clock) : 0.0;
         for (int k = t; k < nt; k += T) /* every view, however many threads came */
             ws->status[k] = pass(&ws->views[k]);
+        if (clock && t < 64)
+            busy[t] = lattice__prof_clock(clock) - b0;
     }
+    const double region = clock ? lattice__prof_clock(clock) - t0 : 0.0;
+    const double wait = m->prof.rows_wait_secs, fork = m->prof.rows_fork_secs;
     m->prof = ws->views[0].prof;
     m->prof.rows_threads = nt;
+    if (clock) {
+        double slowest = 0.0;
+        for (int t = 0; t < nt && t < 64; t++)
+            slowest = busy[t] > slowest ? busy[t] : slowest;
+        m->prof.rows_wait_secs = wait + (slowest - busy[0]);
+        m->prof.rows_fork_secs = fork + (region > slowest ? region - slowest : 0.0);
+    }
     for (int t = 0; t < nt; t++)
         if (ws->status[t] != LATTICE_OK)
             return ws->status[t];

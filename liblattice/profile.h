@@ -34,6 +34,11 @@ typedef struct lattice_prof {
      * whole layers on its rows); 1 when each op was split instead. With a
      * rows split the op times are thread 0's. */
     int rows_threads;
+    /* Of the rows-split passes while on, in the profile's clock: thread 0's
+     * waits for the team's last thread to finish its rows (the threads'
+     * imbalance, a slower core's), and the time the team took beyond its
+     * slowest thread's pass (waking and joining it). Not in secs[]. */
+    double rows_wait_secs, rows_fork_secs;
 } lattice_prof;
 
 /* Wall-clock time, or the process's CPU time (all threads summed: on a

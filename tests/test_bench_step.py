@@ -107,6 +107,11 @@ check(all_peak > 0 and one_peak > 0, "FMA peaks > 0")
 check(abs(float(kv2["fma_peak_scaling"]) - all_peak / one_peak) <= 0.006,
       "fma_peak_scaling = all threads' peak over one's")
 check("fma_peak_all_threads_gflops" not in kv, "1 thread: no all-threads FMA line")
+# thread 0's waits for the other and the team's own cost are parts of what no op covers
+wait, fork, other = (float(kv2[k]) for k in ("rows_wait_ms", "rows_fork_ms", "op_other_ms"))
+check(wait >= 0 and fork >= 0, f"rows_wait_ms {wait}, rows_fork_ms {fork} >= 0")
+check(wait + fork <= other + 0.02, f"rows_wait_ms + rows_fork_ms {wait + fork} within op_other_ms {other}")
+check("rows_wait_ms" not in kv, "1 thread: no rows_wait_ms")
 
 for bad in ("0", "21", "x"):
     rc, out, err = run("--rounds", bad)
