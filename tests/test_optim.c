@@ -515,6 +515,7 @@ START_TEST(test_update_same_bits_any_threads)
     }
     /* one weight at the end of the last tensor about to overflow */
     lattice_optim_params op;
+    lattice_optim_params_init(&op); /* sets op.size, which get_params reads */
     ck_assert_int_eq(lattice_optim_get_params(b.o, &op), LATTICE_OK);
     op.lr = op.min_lr = 3e38f;
     op.warmup_steps = 0;
