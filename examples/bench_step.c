@@ -814,6 +814,10 @@ int main(int argc, char **argv)
     attn_1t_gflops = r.flops[CAT_ATTN] / r.secs[CAT_ATTN] / 1e9;
     lattice_backend_set_threads(backend, threads);
 
+    if (rows_threads > 1) /* the replay shares each call; the step did not */
+        printf("# sgemm_* and ratio: the step's GEMMs replayed with each call shared by the %d "
+               "threads (the ops split), while the step ran the rows split: the roofline "
+               "lines below are split as the step was\n", threads);
     printf("sgemm_ms %.1f\n", 1e3 * (proj_s + attn_s) / steps);
     printf("sgemm_gflops %.1f\n", sgemm_gflops);
     printf("sgemm_proj_gflops %.1f\n", proj_f / proj_s / 1e9);
