@@ -246,10 +246,10 @@ static lattice_status replay_time(replay *r, int cats, int rounds)
 static lattice_status roofline_measure(replay *r, int threads, int parts, int cpu_clock,
                                        rl_result *res, char *about, size_t about_size)
 {
-    enum { MAX_PARTS = 64 };
-    rl_list list[MAX_PARTS];
-    memset(list, 0, sizeof list);
-    parts = parts < 1 ? 1 : parts > MAX_PARTS ? MAX_PARTS : parts;
+    parts = parts < 1 ? 1 : parts;
+    rl_list *list = calloc((size_t)parts, sizeof(rl_list));
+    if (!list)
+        return LATTICE_ERR_OUT_OF_MEMORY;
     const int B = r->B;
     lattice_status st = LATTICE_OK;
     r->cats = CAT_PROJ;
@@ -291,6 +291,7 @@ static lattice_status roofline_measure(replay *r, int threads, int parts, int cp
     }
     for (int t = 0; t < parts; t++)
         rl_free(&list[t]);
+    free(list);
     if (st != LATTICE_OK)
         return st;
     return res->best < 0 ? LATTICE_ERR_UNSUPPORTED : LATTICE_OK;

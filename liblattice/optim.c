@@ -397,10 +397,12 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
     (void)nt;
     /* The global norm in double, tensor by tensor in a fixed order. */
     double ss = 0.0;
+    long total = 0; /* weights to update */
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
         if (!lattice__tensor_updatable(m, t))
             continue;
+        total += (long)(t->rows * t->cols);
         ss += lattice__sum_squares(lattice__grad_of(m, t->data), (long)(t->rows * t->cols), nt);
     }
     double norm = sqrt(ss);
@@ -415,10 +417,9 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
     const float b1 = o->p.beta1, b2 = o->p.beta2, eps = o->p.eps;
     long kept = 0;       /* weights whose update was not finite */
     int first_bad = -1;  /* the tensor of the first of them */
-    long total = 0;
-    for (int i = 0; i < m->n_tensors; i++)
+    for (int i = 0; i < m->n_tensors; i++) /* this update's step, per tensor */
         if (lattice__tensor_updatable(m, &m->tensors[i]))
-            total += (long)(m->tensors[i].rows * m->tensors[i].cols);
+            o->t_tensor[i]++;
     /* One team for every tensor, each split in contiguous thirds, halves...
      * with no join between tensors; each weight's update is the same
      * arithmetic on any thread, so the bits do not depend on the count. */
@@ -436,7 +437,7 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
             const tensor_entry *t = &m->tensors[i];
             if (!lattice__tensor_updatable(m, t))
                 continue;
-            const int64_t step = o->t_tensor[i] + 1;
+            const int64_t step = o->t_tensor[i];
             const float c1 = (float)(1.0 - pow(b1, (double)step));
             const float c2 = (float)(1.0 - pow(b2, (double)step));
             const float inv_c1 = 1.0f / c1, inv_c2 = 1.0f / c2;
@@ -471,9 +472,6 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
                 first_bad = my_first;
         }
     }
-    for (int i = 0; i < m->n_tensors; i++)
-        if (lattice__tensor_updatable(m, &m->tensors[i]))
-            o->t_tensor[i]++;
     o->step++;
     if (kept)
         return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,
