@@ -62,6 +62,7 @@ typedef struct model_split {
     layer_acts *acts; /* n x L */
     struct lattice_backend *be; /* n single-thread copies of the model's backend */
     lattice_status *status;     /* each view's pass */
+    double *busy;               /* each thread's time on its views, when profiling */
 } model_split;
 
 /* How the passes use more than one thread: chosen by shape unless forced. */

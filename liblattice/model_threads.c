@@ -58,6 +58,7 @@ void lattice__model_split_free(model_split *ws)
     free(ws->acts);
     free(ws->be);
     free(ws->status);
+    free(ws->busy);
     memset(ws, 0, sizeof(*ws));
 }
 
@@ -85,7 +86,9 @@ static lattice_status split_alloc(lattice_model *m, int nt)
     ws->acts = calloc((size_t)nt * p->n_layers, sizeof(layer_acts));
     ws->be = calloc((size_t)nt, sizeof(struct lattice_backend));
     ws->status = calloc((size_t)nt, sizeof(lattice_status));
-    if (!ws->grads || !ws->red || !ws->views || !ws->hs || !ws->acts || !ws->be || !ws->status) {
+    ws->busy = calloc((size_t)nt, sizeof(double));
+    if (!ws->grads || !ws->red || !ws->views || !ws->hs || !ws->acts || !ws->be || !ws->status ||
+        !ws->busy) {
         lattice__model_split_free(ws);
         return FAIL(m, LATTICE_ERR_OUT_OF_MEMORY,
                     "out of memory for the %d threads' gradient arenas of the rows split", nt);
@@ -235,8 +238,10 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     model_split *ws = &m->split;
     for (int t = 0; t < nt; t++)
         split_view(m, t);
-    const int clock = m->prof.on == LATTICE_PROF_WALL ? LATTICE_PROF_WALL : 0; /* CPU time sums the team */
-    double busy[64] = {0}; /* each thread's time on its views, when profiling */
+    /* wall time only: the process's CPU time sums the team */
+    const int clock = m->prof.on == LATTICE_PROF_WALL ? LATTICE_PROF_WALL : 0;
+    double *busy = ws->busy;
+    memset(busy, 0, sizeof(double) * (size_t)nt);
     const double t0 = clock ? lattice__prof_clock(clock) : 0.0;
 #pragma omp parallel num_threads(nt)
     {
@@ -245,7 +250,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
         const double b0 = clock ? lattice__prof_clock(clock) : 0.0;
         for (int k = t; k < nt; k += T) /* every view, however many threads came */
             ws->status[k] = pass(&ws->views[k]);
-        if (clock && t < 64)
+        if (clock)
             busy[t] = lattice__prof_clock(clock) - b0;
     }
     const double region = clock ? lattice__prof_clock(clock) - t0 : 0.0;
@@ -254,7 +259,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     m->prof.rows_threads = nt;
     if (clock) {
         double slowest = 0.0;
-        for (int t = 0; t < nt && t < 64; t++)
+        for (int t = 0; t < nt; t++)
             slowest = busy[t] > slowest ? busy[t] : slowest;
         m->prof.rows_wait_secs = wait + (slowest - busy[0]);
         m->prof.rows_fork_secs = fork + (region > slowest ? region - slowest : 0.0);
