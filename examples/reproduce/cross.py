@@ -21,6 +21,13 @@ Each STUDY_DIR is a study's output folder (its results.json). Writes, whole
 - trend.svg and dose.svg when gnuplot is installed (run from an argument
   vector, in DIR, on a script that names its files relative to DIR).
 
+What a results.json holds is data, never a command: every arm name (and the
+study's name) must follow the study's name rule (1 to 47 characters: letters,
+digits and - _ . +, not starting with a dot), as the study itself enforces, or
+the folder is refused before anything is written. The few words the gnuplot
+script takes from them are single-quoted with quotes doubled (gnuplot expands
+neither backticks nor macros there), and its rows are picked by number.
+
 Nothing here trains: it reads what the studies kept. Python 3's standard
 library only.
 """
@@ -28,6 +35,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,9 +83,51 @@ def pm(s, fmt="%+.4f"):
     return (fmt % v) + " ± " + (fmt % s["half"]).lstrip("+")
 
 
+NAME_RULE = "1 to 47 characters: letters, digits and - _ . +, not starting with a dot"
+NAME_RE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,46}")
+
+
+class Refused(Exception):
+    pass
+
+
+def name_ok(name):
+    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
+
+
+def check_names(res, folder):
+    """Refuse a results.json whose arm or study names break the name rule."""
+    where = os.path.join(folder, "results.json")
+    if not isinstance(res, dict) or not isinstance(res.get("arms"), dict) or \
+            not isinstance(res.get("preset"), dict):
+        raise Refused("%s: not a study's results (an object with 'preset' and 'arms')" % where)
+    names = list(res["arms"])
+    for a in res["preset"].get("arms", []) or []:
+        names.append(a.get("name") if isinstance(a, dict) else a)
+    bad = [n for n in names if not name_ok(n)]
+    if bad:
+        raise Refused("%s: the arm name%s %s not allowed: a name is %s" % (
+            where, "s" if len(bad) > 1 else "", ", ".join(repr(n) for n in bad), NAME_RULE))
+    if "name" in res["preset"] and not name_ok(res["preset"]["name"]):
+        raise Refused("%s: the study name %r is not allowed: a name is %s" % (
+            where, res["preset"]["name"], NAME_RULE))
+
+
 def load(folder):
-    with open(os.path.join(folder, "results.json")) as f:
-        return json.load(f)
+    where = os.path.join(folder, "results.json")
+    try:
+        with open(where) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Refused("%s: %s" % (where, e))
+    check_names(res, folder)
+    return res
+
+
+def gp_str(s):
+    """s as a single-quoted gnuplot string: quotes doubled, no line breaks."""
+    s = "".join(c if c >= " " and c != "\x7f" else " " for c in s)
+    return "'" + s.replace("'", "''") + "'"
 
 
 def arm_specs(res):
@@ -166,10 +216,14 @@ def main(argv):
     ap.add_argument("--out", required=True)
     ap.add_argument("studies", nargs="+")
     args = ap.parse_args(argv)
+    try:
+        studies = [(folder, load(folder)) for folder in args.studies]
+    except Refused as e:
+        print("cross: %s; nothing written" % e, file=sys.stderr)
+        return 1
     os.makedirs(args.out, exist_ok=True)
     trend, points, ipoints = [], [], []
-    for folder in args.studies:
-        res = load(folder)
+    for folder, res in studies:
         name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
         spp = res["preset"]["train"].get("steps_per_phase")
         for label, pj, qj, pg, qg in four_arm_sets(res):
@@ -262,12 +316,14 @@ def main(argv):
                                                    for k in ("joint", "grow", "I"))))
             write_whole(os.path.join(args.out, "trend.csv"), "\n".join(tcsv) + "\n")
             plots = []
+            first = 1  # the rows of one recipe follow each other (sorted), after the header
             for rec in sorted({t["recipe"] for t in rows}):
-                r = rec.replace("'", "")
-                sel = "(strcol(1) eq \"%s\" ? $%%d : NaN)" % rec.replace("\"", "")
+                n = sum(1 for t in rows if t["recipe"] == rec)
                 for col, what in ((3, "joint: post - pre"), (5, "grow: post - pre"), (7, "I")):
-                    plots.append("'trend.csv' every ::1 using 2:%s:%s with yerrorlines "
-                                 "title '%s, %s'" % (sel % col, sel % (col + 1), r, what))
+                    plots.append("'trend.csv' every ::%d::%d using 2:%d:%d with yerrorlines "
+                                 "title %s" % (first, first + n - 1, col, col + 1,
+                                               gp_str("%s, %s" % (rec, what))))
+                first += n
             lines += ["set output 'trend.svg'", "set key outside", "set logscale x 2",
                       "set xlabel 'steps per phase (log scale)'",
                       "set ylabel 'nats/byte, with 95% intervals'",

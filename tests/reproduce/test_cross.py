@@ -79,6 +79,62 @@ class Cross(unittest.TestCase):
             self.assertFalse([n for n in os.listdir(out) if n.endswith(".tmp")])
 
 
+    def test_hostile_names(self):
+        """Arm names from a results.json never reach gnuplot as commands: a name
+        that breaks the study's name rule (backticks, quotes, system(), newlines)
+        is refused with a message naming it, nothing is written, nothing runs."""
+        hostile = ['pre-joint-a`touch PWNED0`', 'pre-joint-b"; system("touch PWNED1"); "',
+                   "pre-joint-c'; system('touch PWNED2'); '",
+                   'pre-joint-d\n!touch PWNED3\nx', 'pre-joint-e\nsystem("touch PWNED4")']
+        for bad in hostile:
+            with self.subTest(name=bad), tempfile.TemporaryDirectory() as d:
+                suf = bad[len("pre-joint"):]
+                for k, steps in enumerate((10, 20)):
+                    runs = {}
+                    for n in ("pre-joint", "post-joint", "pre-grow", "post-grow"):
+                        for name in (n, n + suf):
+                            runs[name] = [run_record(2.0 + 0.1 * x, x, 0.1 * x, steps)
+                                          for x in (1, 2, 3)]
+                    study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs,
+                          [{"name": n + suf, "placement": n.split("-")[0],
+                            "schedule": n.split("-")[1]}
+                           for n in ("pre-joint", "post-joint", "pre-grow", "post-grow")])
+                out = os.path.join(d, "out")
+                r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s0"),
+                                    os.path.join(d, "s1")], capture_output=True, text=True,
+                                   cwd=d)
+                pwned = [n for n in os.listdir(d) + (os.listdir(out) if os.path.isdir(out)
+                                                     else []) if "PWNED" in n]
+                self.assertEqual(pwned, [], "a name ran a command: %r" % bad)
+                self.assertNotEqual(r.returncode, 0, "refused")
+                self.assertIn("arm name", r.stderr)
+                self.assertIn(repr(bad), r.stderr)
+                self.assertIn(os.path.join(d, "s0"), r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(out, "cross.gp")))
+                self.assertFalse(os.path.exists(os.path.join(out, "report.md")))
+
+    def test_recipe_title_quoted(self):
+        """The recipe names gnuplot gets are single-quoted, quotes doubled (the
+        paper's optimizer keeps its apostrophe), and select rows by number."""
+        if not shutil.which("gnuplot"):
+            self.skipTest("no gnuplot")
+        with tempfile.TemporaryDirectory() as d:
+            for k, steps in enumerate((10, 20)):
+                runs = {n: [run_record(2.0 + 0.1 * x, x, 0.1 * x, steps) for x in (1, 2, 3)]
+                        for n in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+                study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s0"),
+                                os.path.join(d, "s1")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.gp")) as f:
+                gp = f.read()
+            self.assertIn("title 'paper''s optimizer, joint: post - pre'", gp)
+            self.assertNotIn('"', gp)
+            self.assertTrue(os.path.exists(os.path.join(out, "trend.svg")))
+
+
 if __name__ == "__main__":
     CROSS = os.path.abspath(sys.argv[1])
     unittest.main(argv=sys.argv[:1], verbosity=2)
