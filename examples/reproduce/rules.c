@@ -9,6 +9,9 @@ const char *verdict_text(verdict v)
     case V_INCONCLUSIVE: return "inconclusive";
     case V_NOT_APPLICABLE: return "not applicable";
     case V_NOT_AVAILABLE: return "not available";
+    case V_EQUIVALENT: return "equivalent";
+    case V_BELOW_ZERO: return "below 0";
+    case V_ABOVE_ZERO: return "above 0";
     case V_NOT_RUN: break;
     }
     return "not run";
@@ -59,6 +62,78 @@ verdict rule_parity(const summary *d, double margin)
     if (d->mean - d->half > margin || d->mean + d->half < -margin)
         return V_NOT_REPRODUCED;
     return V_INCONCLUSIVE;
+}
+
+int interval90(const summary *d, double *lo, double *hi)
+{
+    if (d->n < 2 || !isfinite(d->mean) || !isfinite(d->sd))
+        return 0;
+    const double h90 = t90(d->n - 1) * d->sd / sqrt((double)d->n);
+    *lo = d->mean - h90;
+    *hi = d->mean + h90;
+    return 1;
+}
+
+verdict rule_effect(const summary *d, double margin)
+{
+    const int early = before_interval(d);
+    if (early >= 0)
+        return (verdict)early;
+    double lo, hi;
+    if (!isfinite(d->sd) || !interval90(d, &lo, &hi))
+        return V_NOT_AVAILABLE;
+    if (d->mean + d->half < 0)
+        return V_BELOW_ZERO;
+    if (d->mean - d->half > 0)
+        return V_ABOVE_ZERO;
+    return lo > -margin && hi < margin ? V_EQUIVALENT : V_INCONCLUSIVE;
+}
+
+char *effect_allows(char *buf, size_t n, const summary *d, double margin)
+{
+    if (d->n == 0)
+        snprintf(buf, n, "not run");
+    else if (!isfinite(d->mean) || (d->n >= 2 && !isfinite(d->half)))
+        snprintf(buf, n, "n/a");
+    else if (d->n < 2)
+        snprintf(buf, n, "one seed: no interval");
+    else {
+        const double lo = d->mean - d->half, hi = d->mean + d->half;
+        snprintf(buf, n, "allows effects from %+.4f to %+.4f, up to %.1fx the margin", lo, hi,
+                 fmax(fabs(lo), fabs(hi)) / margin);
+    }
+    return buf;
+}
+
+char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign)
+{
+    const verdict v = rule_effect(d, margin);
+    double lo = 0, hi = 0;
+    char allows[160];
+    switch (v) {
+    case V_BELOW_ZERO:
+    case V_ABOVE_ZERO:
+        if (sign == 0)
+            snprintf(buf, n, "%s", verdict_text(v));
+        else
+            snprintf(buf, n, "%s (%s)",
+                     (v == V_BELOW_ZERO) == (sign < 0) ? "reproduced" : "not reproduced",
+                     verdict_text(v));
+        break;
+    case V_EQUIVALENT:
+        interval90(d, &lo, &hi);
+        snprintf(buf, n, "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)", lo, hi, margin);
+        break;
+    case V_INCONCLUSIVE:
+        if (d->n < 2)
+            snprintf(buf, n, "inconclusive (1 seed)");
+        else
+            snprintf(buf, n, "inconclusive: %s", effect_allows(allows, sizeof allows, d, margin));
+        break;
+    default:
+        snprintf(buf, n, "%s", verdict_text(v));
+    }
+    return buf;
 }
 
 verdict rule_controls(const summary *active, const summary *total)

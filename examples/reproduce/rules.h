@@ -14,7 +14,11 @@ typedef enum verdict {
     V_NOT_REPRODUCED,
     V_INCONCLUSIVE,   /* the interval cannot tell (one seed always) */
     V_NOT_APPLICABLE, /* a mechanism row without its precondition (GO teacher, long enough runs) */
-    V_NOT_AVAILABLE   /* a diagnostic failed (NaN): never a pass */
+    V_NOT_AVAILABLE,  /* a diagnostic failed (NaN): never a pass */
+    /* rule_effect's (appended): */
+    V_EQUIVALENT,     /* the 90% interval inside +-EQUIVALENCE_MARGIN: no effect that large */
+    V_BELOW_ZERO,     /* the 95% interval below 0: a direction shown */
+    V_ABOVE_ZERO      /* the 95% interval above 0 */
 } verdict;
 
 const char *verdict_text(verdict v);
@@ -26,6 +30,13 @@ const char *verdict_text(verdict v);
  * the effect the paper reports for grow. */
 #define PAPER_GROW_EFFECT_PER_TOKEN (-PAPER_GROW_DELTA)
 #define PARITY_MARGIN (PAPER_GROW_EFFECT_PER_TOKEN / PAPER_BYTES_PER_TOKEN)
+
+/* The one margin of every equivalence test (delta): 0.0082 nats/byte, the
+ * parity margin above. The paper's interaction, -0.0332 nats/token, is
+ * 0.0083 nats/byte at the same 4 bytes per token: the two differ by 1%, and
+ * one margin keeps the parity rows' verdicts as they were. A result may be
+ * called absent only when its 90% interval lies inside +-EQUIVALENCE_MARGIN. */
+#define EQUIVALENCE_MARGIN PARITY_MARGIN
 
 /* Mechanism rows need phases at least this long (steps): shorter runs say
  * nothing about what training grows. */
@@ -81,6 +92,33 @@ verdict rule_block_removal(const summary *ratio, const summary *post_min, const 
  * above 3 and half_gap's below 0. Not reproduced: pre_ratio's below 1.5,
  * or half_gap's above 0. Else inconclusive. */
 verdict rule_boundary(const summary *pre_ratio, const summary *half_gap);
+
+/* An interaction, comparison, intervention or trend row, with no side
+ * expected: direction shown (V_BELOW_ZERO / V_ABOVE_ZERO) when the 95%
+ * interval excludes 0; else equivalent (V_EQUIVALENT) when the 90% interval
+ * lies strictly inside +-margin (two one-sided tests at 5%); else
+ * inconclusive. A shown direction is never equivalent, however small: only
+ * an equivalent row may be called absent ("gone", "flat", "level with", "no
+ * effect"). No seeds: not run; a NaN: not available; one seed (no
+ * interval): inconclusive. */
+verdict rule_effect(const summary *d, double margin);
+
+/* The 90% interval of a summary (the one rule_effect's and rule_parity's
+ * equivalence test reads): 0 with no interval (fewer than 2 seeds, NaN). */
+int interval90(const summary *d, double *lo, double *hi);
+
+/* What the 95% interval still allows, in words: "allows effects from
+ * -0.0204 to +0.0021, up to 2.5x the margin" (the larger end's size over the
+ * margin); "one seed: no interval" with one seed, "not run" with none, "n/a"
+ * on a NaN. Returns buf. */
+char *effect_allows(char *buf, size_t n, const summary *d, double margin);
+
+/* A row's verdict cell from rule_effect: "below 0" / "above 0"; with sign
+ * (the side a finding expects, -1 or +1; 0 for none) "reproduced (below 0)"
+ * or "not reproduced (above 0)"; "equivalent (90% CI [-0.0050, +0.0040]
+ * inside ±0.0082)"; "inconclusive: " and effect_allows(); "inconclusive (1
+ * seed)", "not run", "not available". Returns buf. */
+char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign);
 
 /* The interval of a summary wholly above (+1) or below (-1) x; 0 when it
  * straddles x or has no interval. */

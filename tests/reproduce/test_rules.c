@@ -121,6 +121,95 @@ START_TEST(test_mechanism_rows)
 }
 END_TEST
 
+/* The effect rule: a direction shown, equivalence within the margin, or
+ * inconclusive, with its edges, one seed, none and NaN. */
+START_TEST(test_effect)
+{
+    const double m = EQUIVALENCE_MARGIN;
+    ck_assert_double_eq_tol(m, 0.0082, 1e-12); /* one margin: the parity margin */
+    ck_assert_double_eq_tol(-PAPER_INTERACTION / PAPER_BYTES_PER_TOKEN, 0.0083, 1e-12);
+    const double below[3] = {-0.05, -0.04, -0.06}, above[3] = {0.05, 0.04, 0.06};
+    const double tight[4] = {0.001, -0.001, 0.0005, 0.0}, wide[3] = {0.02, -0.02, 0.0};
+    summary s = summarise(below, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_BELOW_ZERO);
+    s = summarise(above, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_ABOVE_ZERO);
+    s = summarise(tight, 4);
+    ck_assert_int_eq(rule_effect(&s, m), V_EQUIVALENT);
+    s = summarise(wide, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_INCONCLUSIVE);
+    /* a direction shown stays a direction, however small (inside the margin) */
+    const double small[3] = {0.001, 0.0011, 0.0012};
+    s = summarise(small, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_ABOVE_ZERO);
+    /* all seeds equal: no spread, the interval is the point */
+    const double same[3] = {0.0, 0.0, 0.0}, same_far[3] = {0.05, 0.05, 0.05};
+    s = summarise(same, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_EQUIVALENT);
+    s = summarise(same_far, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_ABOVE_ZERO);
+    /* one seed, none, NaN */
+    const double one[1] = {0.0};
+    s = summarise(one, 1);
+    ck_assert_int_eq(rule_effect(&s, m), V_INCONCLUSIVE);
+    summary none = {0, 0, NAN, 0};
+    ck_assert_int_eq(rule_effect(&none, m), V_NOT_RUN);
+    const double nan3[3] = {NAN, 0.1, 0.2};
+    s = summarise(nan3, 3);
+    ck_assert_int_eq(rule_effect(&s, m), V_NOT_AVAILABLE);
+    summary nansd = {0.0, NAN, 0.01, 3}; /* a half-width without an sd */
+    ck_assert_int_eq(rule_effect(&nansd, m), V_NOT_AVAILABLE);
+    /* the 95% interval's end at 0 exactly shows no direction */
+    summary edge0 = {-0.01, 0.004, 0.01, 3};
+    ck_assert_int_eq(rule_effect(&edge0, 1.0), V_EQUIVALENT);
+    ck_assert_int_eq(rule_effect(&edge0, 0.001), V_INCONCLUSIVE);
+    /* the 90% interval's end at the margin exactly is not inside it */
+    double lo, hi;
+    s = summarise(wide, 3);
+    ck_assert(interval90(&s, &lo, &hi));
+    ck_assert_double_eq_tol(hi, 2.920 * 0.02 / sqrt(3.0), 1e-12);
+    ck_assert_double_eq(lo, -hi);
+    ck_assert_int_eq(rule_effect(&s, hi), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_effect(&s, nextafter(hi, 1.0)), V_EQUIVALENT);
+    s = summarise(one, 1);
+    ck_assert(!interval90(&s, &lo, &hi));
+    /* the paper's interval at matched total compute (issue 37): inconclusive */
+    summary itot = {-0.0091, 0.0113 / 4.303 * sqrt(3.0), 0.0113, 3};
+    ck_assert_int_eq(rule_effect(&itot, m), V_INCONCLUSIVE);
+}
+END_TEST
+
+START_TEST(test_effect_words)
+{
+    const double m = EQUIVALENCE_MARGIN;
+    char buf[256];
+    summary itot = {-0.0091, 0.0113 / 4.303 * sqrt(3.0), 0.0113, 3};
+    ck_assert_str_eq(effect_allows(buf, sizeof buf, &itot, m),
+                     "allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &itot, m, 0),
+                     "inconclusive: allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &itot, m, -1),
+                     "inconclusive: allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
+    const summary down = {-0.05, 0.005, 0.01, 3}, up = {0.05, 0.005, 0.01, 3};
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &down, m, 0), "below 0");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &up, m, 0), "above 0");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &down, m, -1), "reproduced (below 0)");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &up, m, -1), "not reproduced (above 0)");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &up, m, +1), "reproduced (above 0)");
+    const summary eq = {0.001, 0.001, 0.0024843, 3}; /* 90% half-width 2.920 x sd / sqrt(3) */
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &eq, m, 0),
+                     "equivalent (90% CI [-0.0007, +0.0027] inside ±0.0082)");
+    const summary one = {0.3, 0, NAN, 1}, none = {0, 0, NAN, 0}, nan = {NAN, 0.1, 0.1, 3};
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &one, m, 0), "inconclusive (1 seed)");
+    ck_assert_str_eq(effect_allows(buf, sizeof buf, &one, m), "one seed: no interval");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &none, m, 0), "not run");
+    ck_assert_str_eq(effect_allows(buf, sizeof buf, &none, m), "not run");
+    ck_assert_str_eq(effect_cell(buf, sizeof buf, &nan, m, 0), "not available");
+    ck_assert_str_eq(effect_allows(buf, sizeof buf, &nan, m), "n/a");
+    ck_assert_str_eq(verdict_text(V_EQUIVALENT), "equivalent");
+}
+END_TEST
+
 /* What the paper states as a difference is the difference of the CEs it
  * states, to its 4 decimals (a typo in one of them shows here); the
  * reproduction's table of the paper's CEs is the paper's. */
@@ -155,6 +244,8 @@ int main(void)
     tcase_add_test(tc, test_parity);
     tcase_add_test(tc, test_interaction_needs_controls);
     tcase_add_test(tc, test_mechanism_rows);
+    tcase_add_test(tc, test_effect);
+    tcase_add_test(tc, test_effect_words);
     tcase_add_test(tc, test_paper_numbers_agree);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
