@@ -6,6 +6,7 @@
 #include "files.h"
 #include "paper.h"
 #include "preset.h"
+#include "rules.h"
 #include "runs.h"
 #include "stats.h"
 #include "verdicts.h"
@@ -253,7 +254,16 @@ void report(FILE *f, const study *s)
         fprintf(f, "| %s | %s | %d | %.0f | %s |\n", p->arms[a].name, ms, p->seeds, tps, b1);
     }
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
-    fprintf(f, "\n## Table 1 analogue\n\n| regime | pre | post | post - pre (95%% CI) | paper post - pre |\n|---|---|---|---|---|\n");
+    char cell[256];
+    fprintf(f, "\n## Table 1 analogue\n\nThe verdict column of this table and of the comparison "
+               "and interaction tables below: below 0 or above 0 when the 95%% interval excludes 0; equivalent when the 90%% interval lies within ±%.4f "
+               "nats/byte (the equivalence margin, examples/reproduce/rules.h: the paper's grow "
+               "effect per byte; its interaction is %.4f nats/byte); else inconclusive, with the "
+               "effects the 95%% interval still allows in multiples of that margin. Only an "
+               "equivalent row shows an effect absent.\n\n",
+            EQUIVALENCE_MARGIN, -PAPER_INTERACTION / PAPER_BYTES_PER_TOKEN);
+    fprintf(f, "| regime | pre | post | post - pre (95%% CI) | paper post - pre | verdict "
+               "|\n|---|---|---|---|---|---|\n");
     const char *regimes[2][3] = {{"joint", "pre-joint", "post-joint"}, {"grow", "pre-grow", "post-grow"}};
     double delta[2][MAX_SEEDS];
     int have[2] = {0, 0};
@@ -267,8 +277,9 @@ void report(FILE *f, const study *s)
         summary sx = summarise(x, p->seeds), sy = summarise(y, p->seeds),
                 sd = summarise(delta[r], p->seeds);
         fmt_num(b1, sizeof b1, sd.half, "%.4f");
-        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f |\n", regimes[r][0], sx.mean, sy.mean,
-                sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]));
+        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f | %s |\n", regimes[r][0], sx.mean,
+                sy.mean, sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]),
+                effect_cell(cell, sizeof cell, &sd, EQUIVALENCE_MARGIN, 0));
     }
     if (have[0] && have[1]) {
         for (int i = 0; i < p->seeds; i++)
@@ -277,8 +288,10 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, si.mean - si.half, "%+.4f");
         fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
         fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
-                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: %+.4f.\n",
-                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION);
+                   "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: %+.4f; "
+                   "verdict: %s.\n",
+                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION,
+                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0));
     }
     /* controls */
     fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
@@ -298,11 +311,13 @@ void report(FILE *f, const study *s)
     /* the comparisons the preset asks for, paired by seed */
     if (p->n_compare > 0) {
         fprintf(f, "\n## Comparisons the preset asks for (paired by seed)\n\n| arm | reference | "
-                   "arm - reference (mean ± 95%% CI half-width) | 95%% CI | seeds |\n|---|---|---|---|---|\n");
+                   "arm - reference (mean ± 95%% CI half-width) | 95%% CI | seeds | verdict "
+                   "|\n|---|---|---|---|---|---|\n");
         for (int k = 0; k < p->n_compare; k++) {
             const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
             if (!n) {
-                fprintf(f, "| %s | %s | not run | | 0 |\n", p->compare[k][1], p->compare[k][0]);
+                fprintf(f, "| %s | %s | not run | | 0 | not run |\n", p->compare[k][1],
+                        p->compare[k][0]);
                 continue;
             }
             summary sm = summarise(d, n);
@@ -310,8 +325,9 @@ void report(FILE *f, const study *s)
             fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
             char half[32];
             fmt_num(half, sizeof half, sm.half, "%.4f");
-            fprintf(f, "| %s | %s | %+.4f ± %s | [%s, %s] | %d |\n", p->compare[k][1],
-                    p->compare[k][0], sm.mean, half, b1, b2, n);
+            fprintf(f, "| %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", p->compare[k][1],
+                    p->compare[k][0], sm.mean, half, b1, b2, n,
+                    effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
         }
         fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
                    "difference from seed noise.\n");
@@ -323,11 +339,11 @@ void report(FILE *f, const study *s)
             fprintf(f, "\n## Interactions the preset asks for (paired by seed)\n\nI = (post grow - "
                        "pre grow) - (post joint - pre joint); paper: %+.4f.\n\n| pre joint | post "
                        "joint | pre grow | post grow | I (mean ± 95%% CI half-width) | 95%% CI | "
-                       "seeds |\n|---|---|---|---|---|---|---|\n", PAPER_INTERACTION);
+                       "seeds | verdict |\n|---|---|---|---|---|---|---|---|\n", PAPER_INTERACTION);
         double dj[MAX_SEEDS], dg[MAX_SEEDS];
         const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
         if (!n) {
-            fprintf(f, "| %s | %s | %s | %s | not run | | 0 |\n", q[0], q[1], q[2], q[3]);
+            fprintf(f, "| %s | %s | %s | %s | not run | | 0 | not run |\n", q[0], q[1], q[2], q[3]);
             continue;
         }
         for (int i = 0; i < n; i++)
@@ -337,8 +353,9 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
         fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
         fmt_num(half, sizeof half, sm.half, "%.4f");
-        fprintf(f, "| %s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d |\n", q[0], q[1], q[2], q[3],
-                sm.mean, half, b1, b2, n);
+        fprintf(f, "| %s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", q[0], q[1], q[2],
+                q[3], sm.mean, half, b1, b2, n,
+                effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
     }
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"

@@ -127,8 +127,11 @@ char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign
     case V_INCONCLUSIVE:
         if (d->n < 2)
             snprintf(buf, n, "inconclusive (1 seed)");
-        else
-            snprintf(buf, n, "inconclusive: %s", effect_allows(allows, sizeof allows, d, margin));
+        else {
+            interval90(d, &lo, &hi);
+            snprintf(buf, n, "inconclusive: 90%% CI [%+.4f, %+.4f] not inside ±%.4f; %s", lo, hi,
+                     margin, effect_allows(allows, sizeof allows, d, margin));
+        }
         break;
     default:
         snprintf(buf, n, "%s", verdict_text(v));

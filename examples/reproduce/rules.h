@@ -116,7 +116,8 @@ char *effect_allows(char *buf, size_t n, const summary *d, double margin);
 /* A row's verdict cell from rule_effect: "below 0" / "above 0"; with sign
  * (the side a finding expects, -1 or +1; 0 for none) "reproduced (below 0)"
  * or "not reproduced (above 0)"; "equivalent (90% CI [-0.0050, +0.0040]
- * inside ±0.0082)"; "inconclusive: " and effect_allows(); "inconclusive (1
+ * inside ±0.0082)"; "inconclusive: 90% CI [-0.0170, +0.0010] not inside
+ * ±0.0082; " and effect_allows(); "inconclusive (1
  * seed)", "not run", "not available". Returns buf. */
 char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign);
 

@@ -132,7 +132,7 @@ static summary interaction(const study *s, const char *pj, const char *qj, const
  * suffix (pre-grow-go, pre-joint-total-go, ...; "" the paper's optimizer): a
  * row for each budget whose four arms ran, none otherwise. With no suffix the
  * total-token row is the one above, which the interaction row defers to. */
-static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
+static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe)
 {
     static const char *const budget[2][2] = {{"joint-active", "active-layer tokens"},
                                              {"joint-total", "total tokens"}};
@@ -145,10 +145,12 @@ static void matched_rows(FILE *f, const study *s, const char *suffix, const char
         const summary si = interaction(s, pj, qj, pg, qg);
         if (!si.n)
             continue;
+        char cell[256];
         fmt_summary(ours, sizeof ours, &si);
         fprintf(f, "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
                    "not run it) | %s | %s |\n",
-                budget[b][1], recipe, qg, pg, qj, pj, ours, vtext(rule_direction(&si, -1), n));
+                budget[b][1], recipe, qg, pg, qj, pj, ours,
+                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1));
     }
 }
 
@@ -169,10 +171,15 @@ void verdicts(FILE *f, const study *s)
                "at %.0f bytes per token), not reproduced when the 95%% interval lies outside it. "
                "The interaction is reproduced only with both budget controls reproduced (else the "
                "compute confound is open); where the arms matched on total compute ran, only when "
-               "I at matched total compute is below 0 too. Mechanism rows need a GO teacher and phases of at least "
+               "I at matched total compute is below 0 too. The rows at matched compute, which the paper did not "
+               "run, are read with no threshold of their own: reproduced or not reproduced when the 95%% "
+               "interval excludes 0, equivalent when the 90%% interval lies within ±%.4f nats/byte (the "
+               "margin above: no interaction of the paper's size), else inconclusive, with the effects "
+               "its 95%% interval still allows in multiples of that margin. Mechanism rows need a GO teacher and phases of at least "
                "%d steps (else not applicable); a diagnostic that failed is not available.\n\n"
                "| finding | paper | ours | verdict |\n|---|---|---|---|\n",
-            PARITY_MARGIN, PAPER_GROW_EFFECT_PER_TOKEN, PAPER_BYTES_PER_TOKEN, MECHANISM_MIN_STEPS);
+            PARITY_MARGIN, PAPER_GROW_EFFECT_PER_TOKEN, PAPER_BYTES_PER_TOKEN, EQUIVALENCE_MARGIN,
+            MECHANISM_MIN_STEPS);
     /* 1 joint parity */
     summary sj = paired_summary(s, "pre-joint", "post-joint", d);
     fmt_summary(ours, sizeof ours, &sj);
@@ -208,12 +215,13 @@ void verdicts(FILE *f, const study *s)
     }
     fprintf(f, "| interaction I < 0 (with the budget controls, or I at matched total compute "
                "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
+    char cell[256];
     fmt_summary(ours, sizeof ours, &sit);
     fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
                "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
-            vtext(vit, n));
-    matched_rows(f, s, "", "the paper's optimizer", n);
-    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
+            sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n));
+    matched_rows(f, s, "", "the paper's optimizer");
+    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)");
     /* 4 single-block parity */
     summary ss = paired_summary(s, "pre-single", "post-single", d);
     fmt_summary(ours, sizeof ours, &ss);

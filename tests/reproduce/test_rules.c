@@ -187,9 +187,11 @@ START_TEST(test_effect_words)
     ck_assert_str_eq(effect_allows(buf, sizeof buf, &itot, m),
                      "allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &itot, m, 0),
-                     "inconclusive: allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
+                     "inconclusive: 90% CI [-0.0168, -0.0014] not inside ±0.0082; allows effects "
+                     "from -0.0204 to +0.0022, up to 2.5x the margin");
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &itot, m, -1),
-                     "inconclusive: allows effects from -0.0204 to +0.0022, up to 2.5x the margin");
+                     "inconclusive: 90% CI [-0.0168, -0.0014] not inside ±0.0082; allows effects "
+                     "from -0.0204 to +0.0022, up to 2.5x the margin");
     const summary down = {-0.05, 0.005, 0.01, 3}, up = {0.05, 0.005, 0.01, 3};
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &down, m, 0), "below 0");
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &up, m, 0), "above 0");
