@@ -78,6 +78,22 @@ A checked number is found in a cited file when:
 A number a page computes itself (a difference, a ratio of two files'
 numbers) is found only if a file holds it. With --list every number of
 prose is printed with what became of it.
+
+Absence words
+-------------
+A result may be called absent only where an equivalence test shows it (the
+90% interval inside the margin, examples/reproduce/rules.h): a sentence of
+prose that uses one of the words
+
+    gone, does/do/did not survive, changes/change nothing, flat,
+    level with, no effect
+
+must hold a checked number that, in the markdown files its marker cites, is
+found only in table rows whose verdict is "equivalent" (a cell that starts
+with that word), and in one such row at least. A number that is also in a row
+with another verdict (the margin, a shared mean) proves nothing. A word in
+quotes ("gone", a mention) or right after not, never or nor ("not flat") is
+not a claim of absence.
 """
 import decimal
 import json
@@ -508,6 +524,94 @@ def check_numbers(root, doc, lines, minor_versions, listing=None):
     return checked, problems
 
 
+ABSENCE = re.compile(r"\b(?:gone|(?:does|do|did) not survive|changes? nothing|flat|level with"
+                     r"|no effect)\b", re.I)
+NEGATED = re.compile(r"\b(?:not|never|nor)\s+$", re.I)
+QUOTED = re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d]*\u201d")
+SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[^a-z0-9])|\n\s*\n|\n(?=\s*[-*] )")
+VERDICT_EQUIVALENT = "equivalent"
+
+
+def table_verdicts(path):
+    """{number key: set of (is the row equivalent)} over a markdown file's
+    table rows; {} for a file that is not markdown or cannot be read."""
+    if not path.endswith(".md"):
+        return {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    keys = {}
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = table_cells(line)
+        equivalent = any(c.lower().startswith(VERDICT_EQUIVALENT) for c in cells)
+        for num in read_numbers(line)[0]:
+            if num.value is not None:
+                keys.setdefault(num.key(), set()).add(equivalent)
+    return keys
+
+
+def absence_claims(text):
+    """(offset, word) of each absence word of a block of prose that claims an
+    absence: not quoted, not negated."""
+    quoted = [m.span() for m in QUOTED.finditer(text)]
+    for m in ABSENCE.finditer(text):
+        if any(a <= m.start() < b for a, b in quoted):
+            continue
+        if NEGATED.search(text[max(0, m.start() - 8):m.start()]):
+            continue
+        yield m.start(), m.group(0)
+
+
+def sentences(text):
+    """(offset, sentence) of a block of prose."""
+    at = 0
+    for m in SENTENCE_END.finditer(text):
+        yield at, text[at:m.start()]
+        at = m.end()
+    yield at, text[at:]
+
+
+def check_absence(root, doc, lines, minor_versions):
+    """Problems with the absence words of a page's prose (module docstring)."""
+    problems = []
+    verdicts = {}
+    scope = None
+    for first, kind, block in blocks(lines):
+        if kind == "marker":
+            scope = [x for x in re.split(r"[\s,]+", block.strip()) if x and x != PAPER]
+            continue
+        if kind == "heading":
+            scope = None
+        for at, sentence in sentences(normalise(block)):
+            claims = list(absence_claims(sentence))
+            if not claims:
+                continue
+            n = first + block.count("\n", 0, at + claims[0][0])
+            words = ", ".join('"%s"' % w for _, w in claims)
+            rows = {}
+            for path in scope or []:
+                if path not in verdicts:
+                    full = os.path.join(root, path)
+                    inside = not (os.path.isabs(path) or
+                                  os.path.normpath(path).split(os.sep)[0] == "..")
+                    verdicts[path] = table_verdicts(full) if inside else {}
+                for key, eq in verdicts[path].items():
+                    rows.setdefault(key, set()).update(eq)
+            nums, text = read_numbers(sentence)
+            shown = [num.text for num in nums
+                     if not excluded(num, text, minor_versions) and rows.get(num.key()) == {True}]
+            if not shown:
+                problems.append("%s:%d: %s claims an absence, but no number of its sentence is "
+                                "in a row the cited report calls %s (only an equivalence test "
+                                "shows an absence: say what the interval allows)"
+                                % (doc, n, words, VERDICT_EQUIVALENT))
+    return problems
+
+
 def check(root, doc, update=False, listing=None):
     problems = []
     with open(doc) as f:
@@ -559,6 +663,7 @@ def check(root, doc, update=False, listing=None):
     checked, number_problems = check_numbers(root, doc, lines, project_minor_versions(root),
                                              listing)
     problems += number_problems
+    problems += check_absence(root, doc, lines, project_minor_versions(root))
     if replaced:
         with open(doc + ".tmp", "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -1,7 +1,8 @@
 """doc/check_results.py's check of the numbers in prose, on made-up pages and
 files: a number found (as written, and as the rounding of a JSON value), not
 found, rounded twice, a paper number, an uncited paragraph, and what is not
-a number to check.
+a number to check; and its check of absence words (gone, flat, level with,
+...): allowed only where the cited row's verdict is equivalent.
 
 usage: test_check_results.py PATH/TO/check_results.py
 """
@@ -192,6 +193,93 @@ class Numbers(unittest.TestCase):
                           "50%"])
         self.assertTrue(nums[3].interval)
         self.assertEqual(nums[6].key(), cr.read_numbers("0.003")[0][0].key())
+
+
+ROWS = """# Reproduction
+
+## Comparisons
+
+| arm | reference | arm - reference | seeds | verdict |
+|---|---|---|---|---|
+| a | b | -0.0019 ± 0.0075 | 3 | equivalent (90% CI [-0.0070, +0.0032] inside ±0.0082) |
+| c | d | +0.0029 ± 0.0098 | 3 | inconclusive: 90% CI [-0.0037, +0.0096] not inside ±0.0082; allows effects from -0.0068 to +0.0127, up to 1.5x the margin |
+| e | f | -0.0019 ± 0.0300 | 3 | inconclusive: 90% CI [-0.0300, +0.0262] not inside ±0.0082; allows effects from -0.0319 to +0.0281, up to 3.9x the margin |
+| g | h | +0.0008 ± 0.0164 | 3 | below 0 |
+"""
+
+
+class Absence(unittest.TestCase):
+    """A sentence that calls a result absent cites a row whose verdict is
+    equivalent, and only such rows."""
+
+    MARK = "<!-- numbers from: doc/results/s/report.md -->\n"
+
+    def setUp(self):
+        self.cr = load()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        os.makedirs(os.path.join(self.root, "doc", "results", "s"))
+        with open(os.path.join(self.root, "meson.build"), "w") as f:
+            f.write("project('x', 'c', version: '0.4.0')\n")
+        with open(os.path.join(self.root, "doc", "results", "s", "report.md"), "w") as f:
+            f.write(ROWS)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def problems(self, page):
+        doc = os.path.join(self.root, "doc", "PAGE.md")
+        with open(doc, "w") as f:
+            f.write(page)
+        return [p for p in self.cr.check(self.root, doc)[2] if "absence" in p]
+
+    def test_equivalent_row_allows_the_word(self):
+        self.assertEqual(self.problems(self.MARK + "The rescale changes nothing in joint: "
+                                       "90% CI [-0.0070, +0.0032].\n"), [])
+        # the 95% interval's words are the row's too
+        self.assertEqual(self.problems(self.MARK + "It is level with b\n(+0.0032 at most).\n"),
+                         [])
+
+    def test_inconclusive_row_refuses_it(self):
+        for word in ("is gone", "does not survive", "changes nothing", "is flat",
+                     "is level with d", "has no effect", "did not survive", "is Gone"):
+            problems = self.problems(self.MARK + "The gap %s: +0.0029 ± 0.0098.\n" % word)
+            self.assertEqual(len(problems), 1, word)
+            self.assertIn("PAGE.md:2:", problems[0])
+        # a shown direction is not an absence either
+        self.assertEqual(len(self.problems(self.MARK + "I is flat, +0.0008 ± 0.0164.\n")), 1)
+
+    def test_a_number_of_other_rows_too_proves_nothing(self):
+        # -0.0019 is in an equivalent row and an inconclusive one; the margin in all
+        self.assertEqual(len(self.problems(self.MARK + "It is gone (-0.0019).\n")), 1)
+        self.assertEqual(len(self.problems(self.MARK + "It is gone within ±0.0082.\n")), 1)
+
+    def test_no_number_or_no_marker(self):
+        self.assertEqual(len(self.problems(self.MARK + "The effect is gone.\n")), 1)
+        self.assertEqual(len(self.problems("The effect is gone.\n")), 1)
+        # the paper's table is not a report: nothing in it is equivalent
+        self.assertEqual(len(self.problems("<!-- numbers from: paper -->\nIt is gone.\n")), 1)
+
+    def test_the_sentence_is_the_unit(self):
+        # the equivalent number in the next sentence does not cover this one
+        page = self.MARK + "The gap is gone. The rescale: 90% CI [-0.0070, +0.0032].\n"
+        self.assertEqual(len(self.problems(page)), 1)
+        # a list item is a sentence of its own
+        page = self.MARK + "- the gap is flat\n- [-0.0070, +0.0032]\n"
+        self.assertEqual(len(self.problems(page)), 1)
+        # a sentence across lines is one sentence; decimals do not end it
+        page = self.MARK + "The joint gap\nchanges nothing (-0.0070 to\n+0.0032).\n"
+        self.assertEqual(self.problems(page), [])
+
+    def test_mentions_and_negations_are_not_claims(self):
+        page = self.MARK + ('The earlier "gone" was withdrawn; the gap is not flat, never '
+                            'level with d, nor gone, and \u201cdoes not survive\u201d '
+                            'said more than +0.0029 ± 0.0098 allows.\n')
+        self.assertEqual(self.problems(page), [])
+
+    def test_words_inside_other_words_are_not_claims(self):
+        page = self.MARK + "Flatten it; the flats undergone, a flatter curve: +0.0029.\n"
+        self.assertEqual(self.problems(page), [])
 
 
 if __name__ == "__main__":

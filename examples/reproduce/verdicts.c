@@ -112,12 +112,12 @@ static summary paired_summary(const study *s, const char *a, const char *b, doub
     return sm;
 }
 
-/* I = (qg - pg) - (qj - pj), paired by seed; n 0 unless all four arms ran
- * with the same seeds. */
-static summary interaction(const study *s, const char *pj, const char *qj, const char *pg,
-                           const char *qg)
+/* I = (qg - pg) - (qj - pj), paired by seed, its per-seed values in x; n 0
+ * unless all four arms ran with the same seeds. */
+static summary interaction_x(const study *s, const char *pj, const char *qj, const char *pg,
+                             const char *qg, double *x)
 {
-    double dj[MAX_SEEDS], dg[MAX_SEEDS], x[MAX_SEEDS];
+    double dj[MAX_SEEDS], dg[MAX_SEEDS];
     const summary sj = paired_summary(s, pj, qj, dj), sg = paired_summary(s, pg, qg, dg);
     summary si = {0, 0, NAN, 0};
     if (sj.n && sg.n && sj.n == sg.n) {
@@ -128,11 +128,63 @@ static summary interaction(const study *s, const char *pj, const char *qj, const
     return si;
 }
 
+static summary interaction(const study *s, const char *pj, const char *qj, const char *pg,
+                           const char *qg)
+{
+    double x[MAX_SEEDS];
+    return interaction_x(s, pj, qj, pg, qg, x);
+}
+
+/* How matching the joint arms' compute moves I: I matched - I unmatched,
+ * paired by seed, appended to ours as "; matching moves I by m ± h (verdict)"
+ * (nothing when the unmatched arms did not run with the same seeds). */
+static void matching_moves(char *ours, size_t n, const study *s, const char *suffix,
+                           const char *pj, const char *qj)
+{
+    char pg[64], qg[64], uj[64], vj[64], cell[256], fm[160];
+    snprintf(pg, sizeof pg, "pre-grow%s", suffix);
+    snprintf(qg, sizeof qg, "post-grow%s", suffix);
+    snprintf(uj, sizeof uj, "pre-joint%s", suffix);
+    snprintf(vj, sizeof vj, "post-joint%s", suffix);
+    double xm[MAX_SEEDS], xu[MAX_SEEDS];
+    const summary sm = interaction_x(s, pj, qj, pg, qg, xm),
+                  su = interaction_x(s, uj, vj, pg, qg, xu);
+    if (!sm.n || sm.n != su.n)
+        return;
+    for (int i = 0; i < sm.n; i++)
+        xm[i] -= xu[i];
+    const summary d = summarise(xm, sm.n);
+    fmt_summary(fm, sizeof fm, &d);
+    snprintf(ours + strlen(ours), n - strlen(ours), "; matching moves I by %s (%s)", fm,
+             effect_cell(cell, sizeof cell, &d, EQUIVALENCE_MARGIN, 0));
+}
+
+/* The budget controls on a recipe named by suffix (-go): post-joint matched
+ * on active-layer and on total tokens against post-grow, each with its
+ * effect verdict; no row unless the three arms ran. */
+static void controls_row(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
+{
+    char qg[64], qa[64], qt[64], oa[64], ot[64], ca[256], ct[256];
+    double c[MAX_SEEDS];
+    snprintf(qg, sizeof qg, "post-grow%s", suffix);
+    snprintf(qa, sizeof qa, "post-joint-active%s", suffix);
+    snprintf(qt, sizeof qt, "post-joint-total%s", suffix);
+    const summary sa = paired_summary(s, qg, qa, c), st = paired_summary(s, qg, qt, c);
+    if (!sa.n || !st.n)
+        return;
+    fmt_summary(oa, sizeof oa, &sa);
+    fmt_summary(ot, sizeof ot, &st);
+    fprintf(f, "| budget controls, %s: %s / %s - %s > 0 | (the paper did not run it) | %s / %s "
+               "(active: %s; total: %s) | %s |\n",
+            recipe, qa, qt, qg, oa, ot, effect_cell(ca, sizeof ca, &sa, EQUIVALENCE_MARGIN, 0),
+            effect_cell(ct, sizeof ct, &st, EQUIVALENCE_MARGIN, 0), vtext(rule_controls(&sa, &st), n));
+}
+
 /* The interaction at matched compute on a recipe whose arms are named with
  * suffix (pre-grow-go, pre-joint-total-go, ...; "" the paper's optimizer): a
  * row for each budget whose four arms ran, none otherwise. With no suffix the
  * total-token row is the one above, which the interaction row defers to. */
-static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe)
+static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
 {
     static const char *const budget[2][2] = {{"joint-active", "active-layer tokens"},
                                              {"joint-total", "total tokens"}};
@@ -147,11 +199,14 @@ static void matched_rows(FILE *f, const study *s, const char *suffix, const char
             continue;
         char cell[256];
         fmt_summary(ours, sizeof ours, &si);
+        matching_moves(ours, sizeof ours, s, suffix, pj, qj);
         fprintf(f, "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
                    "not run it) | %s | %s |\n",
                 budget[b][1], recipe, qg, pg, qj, pj, ours,
                 effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1));
     }
+    if (*suffix) /* the paper's optimizer's controls are the budget controls row */
+        controls_row(f, s, suffix, recipe, n);
 }
 
 void verdicts(FILE *f, const study *s)
@@ -217,11 +272,12 @@ void verdicts(FILE *f, const study *s)
                "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
     char cell[256];
     fmt_summary(ours, sizeof ours, &sit);
+    matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
     fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
                "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
             sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n));
-    matched_rows(f, s, "", "the paper's optimizer");
-    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)");
+    matched_rows(f, s, "", "the paper's optimizer", n);
+    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
     /* 4 single-block parity */
     summary ss = paired_summary(s, "pre-single", "post-single", d);
     fmt_summary(ours, sizeof ours, &ss);
