@@ -5,6 +5,7 @@
 
 #include "kernels.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,10 +87,13 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     m->acts = calloc((size_t)L, sizeof(layer_acts));
     m->hs = calloc((size_t)L + 1, sizeof(float *));
     m->tensors = calloc((size_t)L * 20 + 8, sizeof(tensor_entry));
-    if (!m->trainable_layer || !m->layers || !m->acts || !m->hs || !m->tensors)
+    m->ref_pending = malloc((size_t)L * sizeof(double));
+    if (!m->trainable_layer || !m->layers || !m->acts || !m->hs || !m->tensors || !m->ref_pending)
         goto oom;
-    for (int i = 0; i < L; i++)
+    for (int i = 0; i < L; i++) {
         m->trainable_layer[i] = 1;
+        m->ref_pending[i] = NAN;
+    }
 
     size_t pbytes = lattice__model_layout_params(m, NULL, NULL);
     m->params = aligned_alloc(64, (pbytes + 63) / 64 * 64);
@@ -130,6 +134,7 @@ void lattice_model_destroy(lattice_model *m)
     free(m->acts);
     free(m->hs);
     free(m->tensors);
+    free(m->ref_pending);
     lattice__model_split_free(&m->split);
     free(m);
 }
@@ -236,6 +241,7 @@ static int *trainable_flag(lattice_model *m, lattice_model_group group, int laye
     case LATTICE_MODEL_GROUP_HEAD: return m->p.tie_embeddings ? &m->trainable_embedding : &m->trainable_head;
     case LATTICE_MODEL_GROUP_LAYER:
         return layer >= 0 && layer < m->p.n_layers ? &m->trainable_layer[layer] : NULL;
+    case LATTICE_MODEL_GROUP_STATISTIC: return NULL; /* never trainable */
     }
     return NULL;
 }
@@ -246,6 +252,9 @@ lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_model_set_trainable: invalid argument: model is NULL");
+    if (group == LATTICE_MODEL_GROUP_STATISTIC)
+        return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "group %d (statistic) is never trainable",
+                    (int)group);
     int *f = trainable_flag(m, group, layer);
     if (!f)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "no parameter group %d (layer %d)", (int)group,
@@ -260,6 +269,10 @@ lattice_status lattice_model_get_trainable(const lattice_model *m, lattice_model
     if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_get_trainable", 2,
                       (const void *)m, "model", (const void *)trainable, "trainable") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
+    if (group == LATTICE_MODEL_GROUP_STATISTIC && layer >= 0 && layer < m->p.n_layers) {
+        *trainable = 0; /* a statistic is never trained */
+        return LATTICE_OK;
+    }
     int *f = trainable_flag((lattice_model *)m, group, layer);
     if (!f)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -285,6 +298,7 @@ int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
     case LATTICE_MODEL_GROUP_BOUNDARY_NORM: return m->trainable_boundary;
     case LATTICE_MODEL_GROUP_HEAD: return m->trainable_head;
     case LATTICE_MODEL_GROUP_LAYER: return t->layer < m->n_active && m->trainable_layer[t->layer];
+    case LATTICE_MODEL_GROUP_STATISTIC: return 0;
     }
     return 0;
 }

@@ -22,6 +22,8 @@ typedef struct layer_params {
     float *wd;    /* [D, F] */
     norm_params norm[N_SLOTS];
     norm_params bnorm; /* the block-entry norm (block_norm): w NULL on other layers */
+    float *ref_rms;    /* the running regular RMS of the stream the layer reads (1 value, a
+                          LATTICE_MODEL_GROUP_STATISTIC tensor), NULL unless lattice__model_has_ref */
 } layer_params;
 
 typedef struct norm_stats {
@@ -102,6 +104,7 @@ struct lattice_model {
     layer_acts *acts;
     float *final_out, *logits, *dlogits;
     float *rope;
+    double *ref_pending; /* [L]: each ref_rms layer's measurement by the last forward (NaN: none) */
 
     /* backward scratch */
     float *d_a, *d_b, *d_in, *d_tmp, *d_raw, *dq, *dk, *dv, *dp, *d_att, *d_gu, *d_s, *red;
@@ -125,6 +128,24 @@ static inline int lattice__block_rescaled(const lattice_model *m, int i)
 {
     return m->p.block_rescale > 0 && i > 0 && i % m->p.block_rescale == 0;
 }
+
+/* Whether the stream entering layer i gets the induced row-start offset (massive_offset). */
+static inline int lattice__massive_at(const lattice_model *m, int i)
+{
+    return m->p.massive_offset > 0.0f && i == m->p.massive_layer;
+}
+
+/* Whether layer i keeps a running regular RMS of the stream it reads. */
+static inline int lattice__model_has_ref(const lattice_model *m, int i)
+{
+    return lattice__block_rescaled(m, i) || lattice__massive_at(m, i);
+}
+
+/* Measure each running regular RMS from the last forward's streams (model_pass.c). */
+void lattice__model_measure_refs(lattice_model *m);
+
+/* Take the last forward's measurements into the running values (an optimizer step). */
+void lattice__model_commit_refs(lattice_model *m);
 
 /* Gradient of a parameter pointer (same offset in the gradient arena). */
 static inline float *lattice__grad_of(const lattice_model *m, const float *param)

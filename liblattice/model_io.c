@@ -30,6 +30,10 @@ static char *config_json(const lattice_model *m)
         I("block_norm", p->block_norm);
     if (p->block_rescale > 0)
         I("block_rescale", p->block_rescale);
+    if (p->massive_offset > 0.0f) {
+        I("massive_layer", p->massive_layer);
+        I("massive_channel", p->massive_channel);
+    }
 #undef I
 #define D(k, v) ok = ok && lattice__json_add(o, k, json_object_new_double(v))
 #define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
@@ -38,6 +42,8 @@ static char *config_json(const lattice_model *m)
     S("norm", m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms");
     D("eps", m->norm.eps);
     D("residual_scale", m->norm.residual_scale);
+    if (p->massive_offset > 0.0f)
+        D("massive_offset", p->massive_offset);
 #undef D
 #undef S
     char *s = ok ? lattice__json_dump(o) : NULL;
@@ -113,6 +119,9 @@ static const char *not_qwen3(const lattice_model *m, char *why, size_t size)
     else if (p->block_rescale > 0)
         snprintf(why, size, "block_rescale %d (Qwen3 has no block-entry rescale)",
                  p->block_rescale);
+    else if (p->massive_offset > 0.0f)
+        snprintf(why, size, "massive_offset %g (Qwen3 has no induced row-start offset)",
+                 (double)p->massive_offset);
     else if (m->n_active != p->n_layers)
         snprintf(why, size, "%d of %d layers active (Qwen3 runs every layer)", m->n_active,
                  p->n_layers);
@@ -162,6 +171,11 @@ static json_object *hf_config(const lattice_model *m, int qwen3)
         I(ours, "block_norm", p->block_norm);
     if (p->block_rescale > 0)
         I(ours, "block_rescale", p->block_rescale);
+    if (p->massive_offset > 0.0f) {
+        F(ours, "massive_offset", p->massive_offset);
+        I(ours, "massive_layer", p->massive_layer);
+        I(ours, "massive_channel", p->massive_channel);
+    }
     S(ours, "version", LATTICE_VERSION_STRING);
 #undef ADD
 #undef I
@@ -450,6 +464,13 @@ static lattice_status parse_config(json_object *o, int qwen, lattice_model_param
     p->block_rescale = 0;
     if (!get_int(o, "block_rescale", &p->block_rescale, 0))
         BADCFG("lattice.config's block_rescale is not an integer");
+    p->massive_offset = 0.0f;
+    p->massive_layer = 1;
+    p->massive_channel = 0;
+    if (!get_num(o, "massive_offset", &p->massive_offset) ||
+        !get_int(o, "massive_layer", &p->massive_layer, 0) ||
+        !get_int(o, "massive_channel", &p->massive_channel, 0))
+        BADCFG("lattice.config's massive_offset, massive_layer or massive_channel is not a number");
     const char *pn = get_str(o, "placement"), *kn = get_str(o, "norm");
     if (!pn || lattice_norm_placement_from_name(pn, pl) != LATTICE_OK)
         BADCFG("unknown placement");
@@ -522,9 +543,11 @@ static lattice_status check_file_tensors(const st_file *sf, const char *path,
     s.head_dim = 2;
     s.d_ff = 5;
     s.max_batch = s.max_seq = 1;
-    const int64_t small[] = {7, 3, 4 * 2, 2 * 2, 2, 5};
+    s.massive_channel = 0; /* where the offset goes changes no tensor */
+    /* 1: a statistic's one value (input_regular_rms) */
+    const int64_t small[] = {7, 3, 4 * 2, 2 * 2, 2, 5, 1};
     const int64_t real[] = {p->vocab_size, p->d_model, (int64_t)p->n_heads * p->head_dim,
-                            (int64_t)p->n_kv_heads * p->head_dim, p->head_dim, p->d_ff};
+                            (int64_t)p->n_kv_heads * p->head_dim, p->head_dim, p->d_ff, 1};
     int64_t n_params = 0, matched = 0;
     lattice_model *sk = NULL;
     lattice_status st = lattice_model_estimate(p, norm, &n_params, NULL);

@@ -33,7 +33,42 @@ void lattice_model_params_init(lattice_model_params *p)
     p->init_std = 0.02f;
     p->block_norm = 0;
     p->block_rescale = 0;
+    p->massive_offset = 0.0f;
+    p->massive_layer = 1;
+    p->massive_channel = 0;
 }
+
+#ifdef LATTICE_SYMVER
+/* Programs built against 0.1-0.3 bind lattice_model_params_init at the
+ * symbol version LATTICE_0.1 and have 80 bytes (the fields up to init_std);
+ * those built against 0.4, LATTICE_0.4 and 88 (up to block_rescale); those
+ * built now the default, LATTICE_0.5. Each gets its own layout's defaults and
+ * size, never more bytes than it has. */
+static void params_init_prefix(void *p, size_t size, size_t end)
+{
+    if (!p)
+        return;
+    lattice_model_params now;
+    lattice_model_params_init(&now);
+    now.size = size;
+    memset(p, 0, size);
+    memcpy(p, &now, end);
+}
+
+void compat_model_params_init_0_1(void *p) __attribute__((visibility("default")));
+__asm__(".symver compat_model_params_init_0_1, lattice_model_params_init@LATTICE_0.1");
+void compat_model_params_init_0_1(void *p)
+{
+    params_init_prefix(p, MODEL_PARAMS_0_3_SIZE, MODEL_PARAMS_0_3_END);
+}
+
+void compat_model_params_init_0_4(void *p) __attribute__((visibility("default")));
+__asm__(".symver compat_model_params_init_0_4, lattice_model_params_init@LATTICE_0.4");
+void compat_model_params_init_0_4(void *p)
+{
+    params_init_prefix(p, MODEL_PARAMS_0_4_SIZE, MODEL_PARAMS_0_4_END);
+}
+#endif
 
 static int has_slot(lattice_norm_placement pl, int slot)
 {
@@ -95,6 +130,14 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     if (p->block_norm > 0 && p->block_rescale > 0)
         BAD("block_norm %d and block_rescale %d are both set: the block-entry norm rescales "
             "every position already; set one", p->block_norm, p->block_rescale);
+    if (!(p->massive_offset >= 0.0f) || !isfinite(p->massive_offset) || p->massive_offset > 1e6f)
+        BAD("massive_offset %g must be finite and in 0..1e6: the induced row-start offset as a "
+            "multiple of the stream's regular RMS, or 0 for none", (double)p->massive_offset);
+    if (p->massive_offset > 0.0f && (p->massive_layer < 1 || p->massive_layer >= p->n_layers))
+        BAD("massive_layer %d not in 1..%d (n_layers - 1): the offset goes on the stream a "
+            "later layer reads", p->massive_layer, p->n_layers - 1);
+    if (p->massive_offset > 0.0f && (p->massive_channel < 0 || p->massive_channel >= p->d_model))
+        BAD("massive_channel %d not in 0..%d (d_model - 1)", p->massive_channel, p->d_model - 1);
     /* Everything sized from these must fit comfortably in memory arithmetic. */
     double n = (double)p->max_batch * p->max_seq;
     double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
@@ -222,6 +265,11 @@ size_t lattice__model_layout_params(lattice_model *m, char *base, size_t *n_floa
                 snprintf(name, sizeof name, "%s.%d.block_entry_norm.bias", pfx, i);
                 T1(L->bnorm.b, name, D, LATTICE_MODEL_GROUP_LAYER, i, INIT_ZEROS, k0 + 31);
             }
+        }
+        L->ref_rms = NULL;
+        if (lattice__model_has_ref(m, i)) {
+            snprintf(name, sizeof name, "%s.%d.input_regular_rms", pfx, i);
+            T1(L->ref_rms, name, 1, LATTICE_MODEL_GROUP_STATISTIC, i, INIT_ZEROS, k0 + 32);
         }
     }
 #undef T1
@@ -351,8 +399,20 @@ lattice_status lattice__model_adopt_params(lattice_model_params *dst,
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0)");
+    if (src->size != MODEL_PARAMS_0_3_SIZE && src->size != MODEL_PARAMS_0_4_SIZE &&
+        src->size < sizeof(*dst))
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params size %zu matches no layout of lattice_model_params "
+                                  "(%zu, %zu or %zu bytes): not initialised: call "
+                                  "lattice_model_params_init", src->size,
+                                  (size_t)MODEL_PARAMS_0_3_SIZE, (size_t)MODEL_PARAMS_0_4_SIZE,
+                                  sizeof(*dst));
     lattice_model_params_init(dst);
-    memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+    /* an older layout's fields, never its padding */
+    memcpy(dst, src,
+           src->size == MODEL_PARAMS_0_3_SIZE   ? MODEL_PARAMS_0_3_END
+           : src->size == MODEL_PARAMS_0_4_SIZE ? MODEL_PARAMS_0_4_END
+                                                : sizeof(*dst));
     dst->size = sizeof(*dst);
     return check_params(dst, err);
 }

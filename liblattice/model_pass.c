@@ -145,17 +145,19 @@ static double others_rms(const float *row, int T, int D, float eps)
 }
 
 /* y = x, except each row's position 0: y0 = x0 * s / r0, with r0 its RMS and
- * s the mean RMS of the row's other positions. */
-static void rescale_forward(const lattice_model *m, float *y, const float *x)
+ * s the layer's running regular RMS (earlier steps' statistic: causal). Before
+ * s is measured (0) the row start passes unchanged. */
+static void rescale_forward(const lattice_model *m, int i, float *y, const float *x)
 {
     const int T = m->seq, D = m->p.d_model;
     const float eps = m->norm.eps;
+    const double s = m->layers[i].ref_rms[0];
     memcpy(y, x, sizeof(float) * (size_t)m->batch * T * D);
-    if (T < 2)
+    if (!(s > 0.0))
         return;
     for (int b = 0; b < m->batch; b++) {
         const float *row = x + (long)b * T * D;
-        const double k = others_rms(row, T, D, eps) / stream_rms(row, D, eps);
+        const double k = s / stream_rms(row, D, eps);
         float *y0 = y + (long)b * T * D;
         for (int d = 0; d < D; d++)
             y0[d] = (float)(row[d] * k);
@@ -163,13 +165,14 @@ static void rescale_forward(const lattice_model *m, float *y, const float *x)
 }
 
 /* In place: g, the gradient of y, becomes the gradient of x. With
- * c = x0.g0 / (D r0), dL/dx0 = (s / r0) (g0 - c x0 / r0) and, through s,
- * dL/dxt = gt + c xt / ((T - 1) rt) for t > 0. */
-static void rescale_backward(const lattice_model *m, float *g, const float *x)
+ * c = x0.g0 / (D r0), dL/dx0 = (s / r0) (g0 - c x0 / r0); s is a constant of
+ * the pass and the other positions pass unchanged. */
+static void rescale_backward(const lattice_model *m, int i, float *g, const float *x)
 {
     const int T = m->seq, D = m->p.d_model;
     const float eps = m->norm.eps;
-    if (T < 2)
+    const double s = m->layers[i].ref_rms[0];
+    if (!(s > 0.0))
         return;
     for (int b = 0; b < m->batch; b++) {
         const float *row = x + (long)b * T * D;
@@ -179,21 +182,48 @@ static void rescale_backward(const lattice_model *m, float *g, const float *x)
         for (int d = 0; d < D; d++)
             dot += (double)row[d] * grow[d];
         const double c = dot / (D * r0);
-        /* one pass over the other positions: each one's RMS gives its term
-         * and adds to s, the mean (summed as others_rms sums it) */
-        double s = 0.0;
-        for (int t = 1; t < T; t++) {
-            const float *xt = row + (long)t * D;
-            const double rt = stream_rms(xt, D, eps);
-            s += rt;
-            const double kt = c / ((double)(T - 1) * rt);
-            float *gt = grow + (long)t * D;
-            for (int d = 0; d < D; d++)
-                gt[d] = (float)(gt[d] + kt * xt[d]);
-        }
-        s /= T - 1;
         for (int d = 0; d < D; d++)
             grow[d] = (float)(s / r0 * (grow[d] - c * row[d] / r0));
+    }
+}
+
+/* The induced massive activation (massive_offset): position 0 of every row
+ * of hs[i] gets k sqrt(D) s on one channel. A constant of the pass: its
+ * gradient is the identity, and backward has nothing to do. */
+static void massive_forward(lattice_model *m, int i)
+{
+    const double s = m->layers[i].ref_rms[0];
+    if (!(s > 0.0))
+        return;
+    const int T = m->seq, D = m->p.d_model;
+    const float add = (float)(m->p.massive_offset * sqrt((double)D) * s);
+    for (int b = 0; b < m->batch; b++)
+        m->hs[i][(long)b * T * D + m->p.massive_channel] += add;
+}
+
+void lattice__model_measure_refs(lattice_model *m)
+{
+    const int T = m->seq, D = m->p.d_model;
+    for (int i = 0; i < m->p.n_layers; i++) {
+        m->ref_pending[i] = NAN;
+        if (!m->layers[i].ref_rms || i > m->n_active || T < 2 || !m->batch)
+            continue;
+        double s = 0.0;
+        for (int b = 0; b < m->batch; b++)
+            s += others_rms(m->hs[i] + (long)b * T * D, T, D, m->norm.eps);
+        m->ref_pending[i] = s / m->batch;
+    }
+}
+
+void lattice__model_commit_refs(lattice_model *m)
+{
+    for (int i = 0; i < m->p.n_layers; i++) {
+        float *s = m->layers[i].ref_rms;
+        const double x = m->ref_pending[i];
+        m->ref_pending[i] = NAN;
+        if (!s || !isfinite(x))
+            continue;
+        s[0] = s[0] > 0.0f ? (float)(0.99 * s[0] + 0.01 * x) : (float)x;
     }
 }
 
@@ -213,7 +243,7 @@ static lattice_status layer_forward(lattice_model *m, int i)
         norm_fwd(m, A->bn, &A->bst, x, &L->bnorm, N);
         x = A->bn;
     } else if (lattice__block_rescaled(m, i)) { /* the same, with only the row starts rescaled */
-        PROF(LATTICE_OP_NORM, rescale_forward(m, A->bn, x));
+        PROF(LATTICE_OP_NORM, rescale_forward(m, i, A->bn, x));
         x = A->bn;
     }
 
@@ -313,7 +343,7 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
         *g = *spare;
         *spare = tmp;
     } else if (rescaled) {
-        PROF(LATTICE_OP_NORM, rescale_backward(m, *g, m->hs[i]));
+        PROF(LATTICE_OP_NORM, rescale_backward(m, i, *g, m->hs[i]));
     }
     return LATTICE_OK;
 }
@@ -340,6 +370,8 @@ static lattice_status forward_rows(lattice_model *m)
             PROF(LATTICE_OP_ELEMWISE, memcpy(m->hs[i + 1], m->hs[i], sizeof(float) * N * D));
         else
             st = layer_forward(m, i);
+        if (st == LATTICE_OK && i + 1 < m->p.n_layers && lattice__massive_at(m, i + 1))
+            PROF(LATTICE_OP_ELEMWISE, massive_forward(m, i + 1));
     }
     if (st == LATTICE_OK && m->norm.placement != LATTICE_NORM_PLACEMENT_POST)
         norm_fwd(m, m->final_out, &m->bst, m->hs[m->n_active], &m->bnorm, N);
@@ -441,6 +473,8 @@ lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, in
     m->batch = batch;
     m->seq = seq;
     lattice_status st = lattice__model_run_pass(m, forward_rows, 0);
+    if (st == LATTICE_OK)
+        lattice__model_measure_refs(m);
     if (st != LATTICE_OK) {
         m->batch = m->seq = 0; /* nothing of this pass can be read */
         return st == LATTICE_ERR_OUT_OF_MEMORY ? st : FAIL(m, st, "the backend failed during forward");
@@ -482,8 +516,11 @@ lattice_status lattice_model_forward_inference(lattice_model *m, const int32_t *
                                                int seq)
 {
     lattice_status st = lattice_model_forward(m, tokens, batch, seq);
-    if (st == LATTICE_OK)
+    if (st == LATTICE_OK) {
         m->inference = 1;
+        for (int i = 0; i < m->p.n_layers; i++) /* evaluation never moves a running RMS */
+            m->ref_pending[i] = NAN;
+    }
     return st;
 }
 

@@ -473,6 +473,7 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
         }
     }
     o->step++;
+    lattice__model_commit_refs(m);
     if (kept)
         return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,
                                   "the update of %ld weights (the first in '%s') was not finite; "

@@ -85,6 +85,9 @@ static void model_part(const lattice_model *m, int with_state, lattice__setup *s
     INT(s, p->qk_norm, "qk_norm");
     INT(s, p->block_norm, "block_norm");
     INT(s, p->block_rescale, "block_rescale");
+    REAL(s, p->massive_offset, "massive_offset");
+    INT(s, p->massive_layer, "massive_layer");
+    INT(s, p->massive_channel, "massive_channel");
     INT(s, p->tie_embeddings, "tie_embeddings");
     INT(s, m->norm.placement, "placement");
     INT(s, m->norm.kind, "norm_kind");

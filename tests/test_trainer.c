@@ -85,6 +85,9 @@ START_TEST(test_trainer_freeze)
         case LATTICE_MODEL_GROUP_EMBEDDING: /* frozen by init_student, as the paper */
             ck_assert_msg(same, "%s moved", ti.name);
             break;
+        case LATTICE_MODEL_GROUP_STATISTIC: /* the plain model of this test has none */
+            ck_abort_msg("%s: a statistic in a plain model", ti.name);
+            break;
         case LATTICE_MODEL_GROUP_HEAD:
         case LATTICE_MODEL_GROUP_BOUNDARY_NORM:
             ck_assert_msg(same == freeze, "%s: same %d under %s", ti.name, same,

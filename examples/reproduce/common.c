@@ -117,12 +117,25 @@ uint64_t fnv(uint64_t h, const void *data, size_t n)
     return h;
 }
 
-lattice_backend *study_backend(int threads)
+void study_backend_resolve(preset *p, const char *want)
 {
     const char *env = getenv("LATTICE_BACKEND");
+    const char *name = env && *env ? env : want && *want ? want : "openblas";
     lattice_backend *be = NULL;
-    if ((env && *env) || lattice_backend_create("openblas", &be) != LATTICE_OK)
+    if (lattice_backend_create(name, &be) != LATTICE_OK) {
+        if ((env && *env) || (want && *want)) /* asked for by name: it must exist */
+            check(lattice_backend_create(name, &be), env && *env ? "LATTICE_BACKEND" : "preset's backend",
+                  lattice_last_error());
         check(lattice_backend_create("default", &be), "backend", NULL);
+    }
+    snprintf(p->backend, sizeof p->backend, "%s", lattice_backend_get_name(be));
+    lattice_backend_destroy(be);
+}
+
+lattice_backend *study_backend(const preset *p, int threads)
+{
+    lattice_backend *be = NULL;
+    check(lattice_backend_create(p->backend, &be), "backend", lattice_last_error());
     check(lattice_backend_set_threads(be, threads), "backend", NULL);
     return be;
 }

@@ -118,7 +118,7 @@ void run_study_jobs(study *s, const char *teacher_path, int jobs, const progress
     verify_teacher(teacher_path, s->teacher_hex);
     for (int j = 0; j < jobs; j++) {
         w[j].pl = pl;
-        w[j].be = study_backend(p->threads);
+        w[j].be = study_backend(p, p->threads);
         char err[LATTICE_ERRMSG_SIZE];
         if (lattice_model_create_from_file(teacher_path, NULL, w[j].be, p->batch, p->seq_len,
                                            &w[j].teacher, err) != LATTICE_OK)

@@ -359,7 +359,7 @@ int main(int argc, char **argv)
     if (jobs > s.n_todo)
         jobs = s.n_todo > 0 ? s.n_todo : 1;
 
-    lattice_backend *be = study_backend(p.threads);
+    lattice_backend *be = study_backend(&p, p.threads);
     lattice_backend_info bi;
     bi.size = sizeof bi;
     check(lattice_backend_get_info(be, &bi), "backend info", NULL);

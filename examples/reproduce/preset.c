@@ -44,7 +44,7 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
 static const char *const known_keys[] = {
-    "name", "about", "seeds", "threads", "data", "teacher", "student", "train", "arms", "compare",
+    "name", "about", "seeds", "threads", "backend", "data", "teacher", "student", "train", "arms", "compare",
     "interactions",
     "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
@@ -64,7 +64,8 @@ static const char *const known_keys[] = {
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
-    "arms.*.block_norm", "arms.*.block_rescale",
+    "arms.*.block_norm", "arms.*.block_rescale", "arms.*.massive_offset", "arms.*.massive_layer",
+    "arms.*.massive_channel",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
     "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
     "arms.*.train.warmup",
@@ -359,6 +360,14 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (a->block_rescale && a->block_norm)
             die("preset: %s has both block_norm and block_rescale: the block-entry norm "
                 "rescales every position already; give one", where);
+        a->massive_offset = get_d(spec, "massive_offset", 0);
+        if (!(a->massive_offset >= 0) || a->massive_offset > 1e6)
+            die("preset: %s.massive_offset must be in 0..1e6 (a multiple of the stream's regular "
+                "RMS; 0 for none)", where);
+        a->massive_layer = get_i(spec, "massive_layer", 1, 1, 4095);
+        a->massive_channel = get_i(spec, "massive_channel", 0, 0, 1 << 20);
+        if (!a->massive_offset && (member(spec, "massive_layer") || member(spec, "massive_channel")))
+            die("preset: %s sets massive_layer or massive_channel without massive_offset", where);
         arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph && member(spec, "schedule"))
@@ -647,6 +656,9 @@ void load_preset(preset *p, const char *path)
     p->final_eval_batches = get_i(o, "train.final_eval_batches", 0, 0, 1 << 30);
     p->seeds = get_i(o, "seeds", 3, 1, MAX_SEEDS);
     p->threads = get_i(o, "threads", 2, 1, 256);
+    char want_backend[32];
+    get_s(o, "backend", want_backend, sizeof want_backend, "");
+    study_backend_resolve(p, want_backend);
     json_object *arms = member(o, "arms");
     if (arms && !json_object_is_type(arms, json_type_array))
         die("preset: arms must be a list");
@@ -737,6 +749,9 @@ void print_preset(const preset *p)
             printf(" with a block-entry norm every %d layers", p->block_size);
         if (am->block_rescale)
             printf(" with the row-start token rescaled every %d layers", p->block_size);
+        if (am->massive_offset > 0)
+            printf(" with an induced row-start offset of %g x the regular RMS after layer %d "
+                   "(channel %d)", am->massive_offset, am->massive_layer, am->massive_channel);
         printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
         for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
             lattice_schedule_phase ph;

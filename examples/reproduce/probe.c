@@ -37,7 +37,7 @@ static void train_probe(probe_run *r)
 {
     const preset *p = &r->p;
     const double t0 = ex_now();
-    lattice_backend *be = study_backend(p->threads);
+    lattice_backend *be = study_backend(p, p->threads);
     /* evaluated here, every probe_every steps, not by the trainer */
     teacher_trainer tt;
     teacher_trainer_open(p, be, 0, NULL, "probe trainer", &tt);

@@ -217,21 +217,25 @@ lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_plac
                          double residual_scale, int layers, double init_std, uint64_t seed)
 {
     return new_model_rows(p, be, pl, residual_scale, layers, init_std, seed, p->batch, p->seq_len,
-                          0, 0);
+                          NULL);
 }
 
 lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                               double residual_scale, int layers, double init_std, uint64_t seed,
-                              int batch, int seq_len, int block_norm,
-                              int block_rescale)
+                              int batch, int seq_len, const arm *kind)
 {
     lattice_norm *norm;
     check(lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &norm), "norm", NULL);
     if (residual_scale != 1.0)
         check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
     lattice_model_params mp = model_shape_rows(p, layers, init_std, seed, batch, seq_len);
-    mp.block_norm = block_norm;
-    mp.block_rescale = block_rescale;
+    if (kind) { /* the arm's interventions, at every block of the curriculum */
+        mp.block_norm = kind->block_norm ? p->block_size : 0;
+        mp.block_rescale = kind->block_rescale ? p->block_size : 0;
+        mp.massive_offset = (float)kind->massive_offset;
+        mp.massive_layer = kind->massive_layer;
+        mp.massive_channel = kind->massive_channel;
+    }
     char err[LATTICE_ERRMSG_SIZE];
     check(lattice_model_params_check(&mp, err), "model", err);
     lattice_model *m;
@@ -297,12 +301,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_schedule *s = arm_schedule(p, kind);
     /* Paired seeds: pre and post of one seed share initial weights and data order. */
     const double std = arm_std(p, kind);
-    /* the block-entry norm or rescale, when the arm asks for it, at every block of the
-     * curriculum */
     lattice_model *m = new_model_rows(p, be, kind->placement, kind->residual_scale, L, std,
-                                      100 + (uint64_t)seed, p->batch, p->seq_len,
-                                      kind->block_norm ? p->block_size : 0,
-                                      kind->block_rescale ? p->block_size : 0);
+                                      100 + (uint64_t)seed, p->batch, p->seq_len, kind);
     lattice_teacher *t;
     check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
@@ -490,7 +490,7 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
 
 void check_study(const preset *p)
 {
-    lattice_backend *be = study_backend(1);
+    lattice_backend *be = study_backend(p, 1);
     /* the teacher as it trains, on its own rows */
     teacher_trainer tt;
     teacher_trainer_open(p, be, 1, NULL, "the teacher's trainer (teacher.*, train.eval_batches)",
@@ -499,7 +499,7 @@ void check_study(const preset *p)
     lattice_model_destroy(t);
     /* the teacher as it teaches, on the students' rows; every arm's objects */
     t = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000,
-                       p->batch, p->seq_len, 0, 0);
+                       p->batch, p->seq_len, NULL);
     for (int a = 0; a < p->n_arms; a++) {
         progress pr;
         memset(&pr, 0, sizeof pr);

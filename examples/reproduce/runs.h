@@ -26,18 +26,17 @@ lattice_data *open_data_rows(const preset *p, uint64_t seed, int batch, int seq_
 
 /* The student's (or the teacher's, by layers) model parameters. */
 lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed);
-/* ... for at most batch x seq_len rows. */
+/* ... for at most batch x seq_len rows, with the arm's interventions (kind, or NULL for none). */
 lattice_model_params model_shape_rows(const preset *p, int layers, double init_std, uint64_t seed,
                                       int batch, int seq_len);
 
 /* A model of the preset's shape with this placement, depth and init. */
 lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                          double residual_scale, int layers, double init_std, uint64_t seed);
-/* ... for at most batch x seq_len rows. */
+/* ... for at most batch x seq_len rows, with the arm's interventions (kind, or NULL for none). */
 lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                               double residual_scale, int layers, double init_std, uint64_t seed,
-                              int batch, int seq_len, int block_norm,
-                              int block_rescale);
+                              int batch, int seq_len, const arm *kind);
 
 /* AdamW with linear warmup, then cosine decay to min_lr (constant when
  * min_lr = lr), or with decay >= 0 warmup-stable-decay spending that share of

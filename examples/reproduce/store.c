@@ -110,7 +110,7 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
 
 static const char *const NOT_SETTINGS[] = {"name",        "about",    "seeds",      "arms",
                                            "compare",     "probes",   "probe_every", "require_go",
-                                           "interactions", "threads"};
+                                           "interactions", "threads", "backend"};
 
 /* The arm's entry in the preset's list: its name, or its object. */
 static json_object *arm_spec(const preset *p, const char *name)
@@ -159,8 +159,16 @@ static json_object *arm_resolved(const arm *a)
     json_object_object_add(o, "init_gain", num(a->init_gain));
     if (a->block_norm) /* only when set: the settings of every arm without it stay as they were */
         json_object_object_add(o, "block_norm", json_object_new_int(a->block_norm));
-    if (a->block_rescale) /* likewise */
+    if (a->block_rescale) { /* likewise; "rescale" names 0.5's causal rule (a running RMS of
+                             * earlier steps), so 0.4's runs (the row's own positions) rerun */
         json_object_object_add(o, "block_rescale", json_object_new_int(a->block_rescale));
+        json_object_object_add(o, "rescale", json_object_new_string("running"));
+    }
+    if (a->massive_offset > 0) { /* likewise */
+        json_object_object_add(o, "massive_offset", num(a->massive_offset));
+        json_object_object_add(o, "massive_layer", json_object_new_int(a->massive_layer));
+        json_object_object_add(o, "massive_channel", json_object_new_int(a->massive_channel));
+    }
     json_object_object_add(o, "lr", num(a->lr));
     json_object_object_add(o, "min_lr", num(a->min_lr));
     json_object_object_add(o, "decay", num(a->decay));
@@ -184,6 +192,9 @@ char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const 
     }
     json_object_object_add(o, "preset", rest);
     json_object_object_add(o, "threads", json_object_new_int(p->threads));
+    if (strcmp(p->backend, "openblas") != 0) /* only when not OpenBLAS, the backend of every
+                                              * run kept through 0.4: their settings stay */
+        json_object_object_add(o, "backend", json_object_new_string(p->backend));
     json_object *am = json_object_new_object();
     json_object *spec = arm_spec(p, a->name);
     json_object_object_add(am, "spec", spec ? json_object_get(spec) : json_object_new_string(a->name));

@@ -51,6 +51,8 @@ typedef struct arm {
     double init_gain;             /* <= 0: the preset's student gain */
     int block_norm;               /* 1: a block-entry norm at every block after the first (pre-norm) */
     int block_rescale;            /* 1: the row-start token rescaled there instead (pre-norm) */
+    double massive_offset;        /* k > 0: an induced row-start offset (lattice_model_params) */
+    int massive_layer, massive_channel; /* where it goes: after this many layers, on this channel */
     /* the optimizer recipe, the preset's train section unless the arm has its
      * own "train" object (then train_json is that object, hashed into its runs) */
     char train_json[512];
@@ -71,6 +73,7 @@ typedef struct probe {
 
 typedef struct preset {
     char name[64], train[1024], val[1024];
+    char backend[32]; /* the backend every run uses, as the library names it (study_backend) */
     int seq_len, batch, split_long;
     char separator[16]; /* between documents in the text files ("\f", the form feed) */
     int t_layers, t_steps, t_warmup;
@@ -254,7 +257,11 @@ void check(lattice_status st, const char *what, const char *detail);
  * than "default" (which picks oneDNN on some CPUs in 0.4): GEMM libraries
  * round differently, and every committed kept run came from OpenBLAS, so a
  * study resumed on another host keeps one library unless told otherwise. */
-lattice_backend *study_backend(int threads);
+lattice_backend *study_backend(const preset *p, int threads);
+/* Resolve p->backend: LATTICE_BACKEND when set, else the preset's "backend"
+ * (given in want, "" for none), else OpenBLAS (the study's kept runs through
+ * 0.4), else the library's default; as the library names what it made. */
+void study_backend_resolve(preset *p, const char *want);
 
 /* FNV-1a checksums: the ranks check that they run rank 0's study. */
 #define FNV_START 1469598103934665603ULL

@@ -12,7 +12,7 @@ void teacher_trainer_open(const preset *p, lattice_backend *be, int evaluate, pr
                           const char *what, teacher_trainer *tt)
 {
     tt->model = new_model_rows(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std,
-                               1000, p->t_batch, p->t_seq_len, 0, 0);
+                               1000, p->t_batch, p->t_seq_len, NULL);
     tt->data = open_data_rows(p, 1000, p->t_batch, p->t_seq_len);
     tt->optim = new_optim(tt->model, p->t_lr, p->t_min_lr, p->t_warmup, p->t_steps, 1.0,
                           p->t_weight_decay, p->t_beta2, p->t_decay);

@@ -29,6 +29,18 @@ extern "C" {
  * A step is: ::lattice_model_forward, a loss that fills
  * ::lattice_model_get_dlogits (::lattice_model_cross_entropy, or a distillation
  * loss), ::lattice_model_backward, then an optimizer step.
+ *
+ * The running regular RMS. A layer whose entry has a block_rescale, or whose
+ * input stream gets the massive_offset, keeps one non-trainable value s: the
+ * mean RMS (with the norm's eps) of every position but each row's first
+ * (padding included) of the stream it reads, averaged over training steps.
+ * Each ::lattice_model_forward measures it; the next successful
+ * ::lattice_optim_step takes it in (the first measurement as it is, then
+ * s = 0.99 s + 0.01 measured). ::lattice_model_forward_inference, evaluation
+ * and a failed step leave s as it is: at evaluation it is frozen, and no
+ * output ever depends on a later position of its row. s is the 1-value
+ * tensor "model.layers.N.input_regular_rms" (never trained, no gradient,
+ * saved, loaded and checkpointed with the weights); 0 means not measured yet.
  * @{
  */
 
@@ -68,14 +80,30 @@ typedef struct lattice_model_params {
                                block-entry norm too. 0 (the default): none. @since 0.4 */
     int block_rescale;    /**< Pre-norm only: B > 0 rescales, at the entry of layers B, 2B, 3B,
                                ..., only each row's first position (the row-start token): its
-                               stream is multiplied by the mean RMS of the row's other positions
-                               over its own RMS (each RMS with the norm's eps), with no
-                               parameters; the other positions pass unchanged, and the stream goes
-                               on from the rescaled one. It separates the scale of the row-start
-                               token from that of the whole stream, which block_norm sets. A row
-                               of one position is left as it is; a skipped layer skips its
-                               rescale too. Not together with block_norm. 0 (the default): none.
-                               @since 0.4 */
+                               stream is multiplied by s / r0, with r0 its own RMS (with the
+                               norm's eps) and s the layer's running regular RMS (see
+                               the group's text), so
+                               that the row start enters the block at the scale the other
+                               positions have had. Causal: s is a statistic of earlier training
+                               steps, never of the row being computed. Before the first update
+                               of s the row start passes unchanged. No trainable parameters;
+                               the other positions pass unchanged, and the stream goes on from
+                               the rescaled one. A skipped layer skips its rescale too. Not
+                               together with block_norm. 0 (the default): none. @since 0.4 */
+    /** Experimental (research options may change between releases): an induced massive activation. k > 0 adds a
+        fixed, non-trainable offset to position 0 (the row-start token) of the residual stream
+        after the first massive_layer layers (the stream layer massive_layer reads), on the
+        one channel massive_channel: k * sqrt(d_model) * s, with s that layer's running regular
+        RMS (see the group's text). Position 0's RMS there becomes about sqrt(r0^2 + k^2 s^2), so the
+        row-start / regular RMS ratio where it is added is about k (for k well above 1); later
+        layers may carry it on or undo it. Causal, the same under every placement; no
+        gradient flows into s. Before the first update of s it adds nothing. 0 (the
+        default): none. @since 0.5 */
+    float massive_offset;
+    int massive_layer;    /**< The offset's stream: after this many layers, 1 .. n_layers - 1
+                               (default 1: after the first layer, where a trained teacher's own
+                               massive activation appears). @since 0.5 */
+    int massive_channel;  /**< The offset's channel, 0 .. d_model - 1 (default 0). @since 0.5 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. */
@@ -83,7 +111,8 @@ typedef enum lattice_model_group {
     LATTICE_MODEL_GROUP_EMBEDDING = 0,     /**< The token embedding. */
     LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). */
     LATTICE_MODEL_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). */
-    LATTICE_MODEL_GROUP_HEAD = 3           /**< The LM head; when tied it is the embedding, and its flag is the embedding's. */
+    LATTICE_MODEL_GROUP_HEAD = 3,          /**< The LM head; when tied it is the embedding, and its flag is the embedding's. */
+    LATTICE_MODEL_GROUP_STATISTIC = 4      /**< A statistic the model keeps, never trained and never trainable (a layer's running regular RMS: the group's text); its layer is the layer that reads it. @since 0.5 */
 } lattice_model_group;
 
 /**

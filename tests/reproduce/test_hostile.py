@@ -55,6 +55,9 @@ class Injection(unittest.TestCase):
             out = os.path.join(d, "q'; touch PWN2; echo '")
             r = run("--preset", preset, "--out", out, "--estimate", cwd=d)
             self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertFalse(os.path.exists(out))  # --estimate makes nothing (issue 38)
+            r = run("--preset", preset, "--out", out, "--teacher-only", cwd=d)
+            self.assertEqual(r.returncode, 0, r.stderr)
             self.assertTrue(os.path.isdir(out))
             self.assertFalse(os.path.exists(os.path.join(d, "PWN2")))
 

@@ -58,12 +58,14 @@ class NormKind(Enum):
 
 class Group(Enum):
     """A group of parameters, trained or frozen together (``Model.set_trainable``):
-    the embedding, one layer, the boundary norm (final or entry) and the LM head."""
+    the embedding, one layer, the boundary norm (final or entry) and the LM head;
+    STATISTIC holds what the model keeps but never trains (a layer's running regular RMS)."""
 
     EMBEDDING = 0
     LAYER = 1
     BOUNDARY_NORM = 2
     HEAD = 3
+    STATISTIC = 4
 
 
 class KLDirection(Enum):
@@ -372,7 +374,8 @@ class ModelParams(Params):
     """lattice_model_params: a model's shape and initialisation."""
 
     _init = "lattice_model_params_init"
-    _since = {"block_norm": 400, "block_rescale": 400}
+    _since = {"block_norm": 400, "block_rescale": 400, "massive_offset": 500,
+              "massive_layer": 500, "massive_channel": 500}
     _fields_ = [
         ("size", c_size_t),
         ("vocab_size", c_int),
@@ -392,6 +395,9 @@ class ModelParams(Params):
         ("init_std", c_float),
         ("block_norm", c_int),  # since 0.4
         ("block_rescale", c_int),  # since 0.4
+        ("massive_offset", c_float),  # since 0.5, experimental
+        ("massive_layer", c_int),  # since 0.5, experimental
+        ("massive_channel", c_int),  # since 0.5, experimental
     ]
 
 
