@@ -13,7 +13,9 @@
  * installed. */
 #include "study.h"
 
+#include <fcntl.h>
 #include <getopt.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #ifdef LATTICE_HAVE_MPI
 #include <mpi.h>
@@ -37,8 +39,10 @@
 /* What to run: load the kept runs that match (against the cached teacher's
  * checksum; none when the teacher will be trained again), and list the
  * selected arms' other jobs, seeds outermost. With fresh, the selected arms'
- * kept runs are not loaded: they run again, and replace them as they end. */
-static void runs_to_do(study *s, int retrain, int fresh, int quiet)
+ * kept runs are not loaded: they run again, and replace them as they end.
+ * Why there is no cached teacher to use goes to why (when not NULL). */
+static void runs_to_do(study *s, const char *backend, int retrain, int fresh, int quiet,
+                       char *why_teacher, size_t why_size)
 {
     const preset *p = s->p;
     for (int a = 0; a < p->n_arms; a++)
@@ -47,10 +51,13 @@ static void runs_to_do(study *s, int retrain, int fresh, int quiet)
             s->res[a][i] = NULL;
         }
     char why[1300];
-    const int have_teacher =
-        !retrain && cached_teacher(p, s->dir, s->teacher_hex, why, sizeof why);
+    why[0] = 0;
+    const int have_teacher = !retrain && cached_teacher(p, s->dir, s->corpus_hex, backend,
+                                                        s->teacher_hex, why, sizeof why);
     if (!have_teacher)
         snprintf(s->teacher_hex, sizeof s->teacher_hex, "none");
+    if (why_teacher)
+        snprintf(why_teacher, why_size, "%s", why);
     for (int a = 0; a < p->n_arms; a++) {
         free(s->settings[a]);
         s->settings[a] = run_settings(p, &p->arms[a], s->corpus_hex, s->teacher_hex);
@@ -133,6 +140,92 @@ static void report_view(const study *s, preset *rp, study *rs, char *missing, si
                      p->arms[a].name, have, p->seeds);
         }
     }
+}
+
+/* --report-only never replaces an output with less: every arm DIR/results.json
+ * reports, with its seed count, must be reported again (rp, from the runs
+ * kept with these settings), and a report of no arm at all replaces none of
+ * the study's files. Else the study ends, naming the arms and why, with the
+ * files as they were. */
+static void report_only_holds(const study *s, const preset *rp)
+{
+    const preset *p = s->p;
+    char path[1200], lost[4096];
+    lost[0] = 0;
+    snprintf(path, sizeof path, "%s/results.json", s->dir);
+    char *text = NULL;
+    size_t len;
+    json_object *prev = NULL;
+    if (read_regular(path, (uint64_t)1 << 30, &text, &len) == 0) {
+        prev = json_tokener_parse(text);
+        free(text);
+    } else if (errno != ENOENT) {
+        die("--report-only: cannot read %s: %s (nothing was written)", path, strerror(errno));
+    }
+    json_object *arms = member(prev, "arms");
+    if (arms && json_object_is_type(arms, json_type_object)) {
+        json_object_object_foreach(arms, name, runs)
+        {
+            const int had = json_object_is_type(runs, json_type_array)
+                                ? (int)json_object_array_length(runs)
+                                : 0;
+            int now = -1, in_preset = -1;
+            for (int a = 0; a < rp->n_arms; a++)
+                if (strcmp(rp->arms[a].name, name) == 0)
+                    now = rp->seeds;
+            for (int a = 0; a < p->n_arms; a++)
+                if (strcmp(p->arms[a].name, name) == 0)
+                    in_preset = a;
+            if (now >= had && now > 0)
+                continue;
+            const size_t at = strlen(lost);
+            if (in_preset < 0) {
+                snprintf(lost + at, sizeof lost - at, "%s%s (%d seed%s reported; it is not in "
+                         "the preset now)", at ? ", " : "", name, had, had == 1 ? "" : "s");
+            } else if (now > 0) {
+                snprintf(lost + at, sizeof lost - at, "%s%s (%d seeds reported, %d now)",
+                         at ? ", " : "", name, had, now);
+            } else {
+                int kept = 0;
+                for (int i = 0; i < p->seeds; i++)
+                    kept += s->res[in_preset][i] != NULL;
+                snprintf(lost + at, sizeof lost - at, "%s%s (%d seed%s reported; %d of %d "
+                         "kept with these settings)", at ? ", " : "", name, had,
+                         had == 1 ? "" : "s", kept, p->seeds);
+            }
+        }
+    }
+    json_object_put(prev);
+    if (lost[0])
+        die("--report-only: the report would hold less than %s does: %s. The runs kept in %s/"
+            "runs/ were made with other settings, or are missing or damaged (each is named "
+            "above); report.md, results.json and curves.csv are left as they were. A run "
+            "without --report-only runs them again",
+            path, lost, s->dir);
+    if (rp->n_arms == 0)
+        die("--report-only: no arm has every seed kept in %s/runs/ with these settings (each "
+            "run is named above): nothing to report, and nothing was written",
+            s->dir);
+}
+
+/* --estimate takes no lock (it writes nothing), but says when another study
+ * holds the folder: its lock is looked at, never created or written. */
+static void check_study_dir_free(const char *dir)
+{
+    char path[2100];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0)
+        return; /* no lock file (or no folder): no study holds it */
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+        char holder[32] = "";
+        const ssize_t k = pread(fd, holder, sizeof holder - 1, 0);
+        holder[k > 0 ? k : 0] = 0;
+        holder[strcspn(holder, "\n")] = 0;
+        die("another study (pid %s) is using %s: wait for it to end, or give this one another "
+            "--out", holder[0] ? holder : "unknown", dir);
+    }
+    close(fd);
 }
 
 static void usage(FILE *f)
@@ -314,11 +407,14 @@ int main(int argc, char **argv)
     if (!out)
         snprintf(dir, sizeof dir, "results/%s", p.name); /* p.name follows the name rule */
     char failed[1100];
-    if (rank == 0 && make_dirs(dir, failed, sizeof failed) != 0)
+    /* --estimate changes nothing on disk: no folder made, no lock taken */
+    if (rank == 0 && !estimate_only && make_dirs(dir, failed, sizeof failed) != 0)
         die("cannot create %s: %s", failed, strerror(errno));
     /* one study per folder at a time: held to the end of the process */
-    if (rank == 0)
+    if (rank == 0 && !estimate_only)
         lock_study_dir(dir);
+    if (rank == 0 && estimate_only)
+        check_study_dir_free(dir);
     study_dir = dir;
     catch_interrupts();
     if (rekey) {
@@ -344,22 +440,44 @@ int main(int argc, char **argv)
     study s;
     memset(&s, 0, sizeof s);
     s.p = &p;
+    /* the teacher's settings name the backend: made before the first look */
+    lattice_backend *be = study_backend(&p, p.threads);
+    /* --report-only runs nothing: a kept run it cannot use is "not used" */
+    if (report_only)
+        for (int a = 0; a < p.n_arms; a++)
+            p.arms[a].selected = 0;
     if (rank == 0) {
         s.dir = dir;
         corpus_checksum(&p, s.corpus_hex);
         if (report_only && (retrain || fresh))
             die("--report-only trains nothing: it cannot be given with --retrain-teacher or "
                 "--fresh");
-        runs_to_do(&s, retrain, fresh, 1);
-        if (report_only && strcmp(s.teacher_hex, "none") == 0)
-            die("--report-only: %s holds no teacher to report with (nothing was trained)", dir);
-        if (report_only)
+        char why[1300];
+        runs_to_do(&s, lattice_backend_get_name(be), retrain, fresh, !report_only, why,
+                   sizeof why);
+        if (report_only && strcmp(s.teacher_hex, "none") == 0) {
+            if (strncmp(why, "none", 4) == 0)
+                die("--report-only: %s holds no teacher to report with (nothing was trained "
+                    "or written)", dir);
+            if (!strstr(why, "other settings"))
+                die("--report-only: %s holds no teacher to report with: %s (nothing was "
+                    "trained or written)", dir, why);
+            die("--report-only: the teacher in %s cannot report with these settings: %s. "
+                "Nothing was trained or written (a run without --report-only trains the "
+                "teacher again, and its runs)", dir, why);
+        }
+        if (report_only) {
             s.n_todo = 0;
+            preset rp;
+            study rs;
+            char missing[2048];
+            report_view(&s, &rp, &rs, missing, sizeof missing);
+            report_only_holds(&s, &rp);
+        }
     }
     if (jobs > s.n_todo)
         jobs = s.n_todo > 0 ? s.n_todo : 1;
 
-    lattice_backend *be = study_backend(&p, p.threads);
     lattice_backend_info bi;
     bi.size = sizeof bi;
     check(lattice_backend_get_info(be, &bi), "backend info", NULL);
@@ -389,14 +507,15 @@ int main(int argc, char **argv)
          * the same numbers, however many runs go side by side */
         if (!teacher_only)
             check_outputs(&s);
-        teacher = get_teacher(&p, be, dir, retrain, s.teacher_hex);
+        teacher = get_teacher(&p, be, dir, retrain, s.corpus_hex, s.teacher_hex);
         teacher_gonogo(&p, teacher, &s.teacher);
         if (p.require_go && !teacher_only && !(s.teacher.max_ratio >= 3))
             die("the teacher is NO-GO (largest boundary/regular RMS ratio %.2f, below 3): the "
                 "students would test a mechanism that is not there; stopping before any runs "
                 "(require_go; probe teacher recipes with --probe)",
                 s.teacher.max_ratio);
-        runs_to_do(&s, 0, fresh, 0); /* against the teacher as it now is */
+        /* against the teacher as it now is (--report-only: the same, named above) */
+        runs_to_do(&s, lattice_backend_get_name(be), 0, fresh, report_only, NULL, 0);
         if (report_only)
             s.n_todo = 0;
         if (!teacher_only)

@@ -1,6 +1,8 @@
 /* The teacher: trained or loaded from the cache in the output folder, and its go/no-go. */
 #include "teacher.h"
 
+#include <dirent.h>
+
 #include "canon.h"
 #include "files.h"
 #include "paper.h"
@@ -65,16 +67,29 @@ json_object *teacher_want(const preset *p)
     return want;
 }
 
+/* What the teacher is made on besides the preset's settings: the corpus, the
+ * threads and the backend (the name the library reports), as teacher.json
+ * records them since issue 38. */
+json_object *teacher_record_want(const preset *p, const char *corpus_hex, const char *backend)
+{
+    json_object *want = teacher_want(p);
+    json_object_object_add(want, "corpus", json_object_new_string(corpus_hex));
+    json_object_object_add(want, "threads", json_object_new_int(p->threads));
+    json_object_object_add(want, "backend", json_object_new_string(backend));
+    return want;
+}
+
 /* teacher.json (format 2, since 0.5): {"format": 2, "settings": what
- * teacher_want gives, as canonical JSON, "safetensors_xxh64": the file's
+ * teacher_want gives (since issue 38 with teacher_record_want's corpus,
+ * threads and backend), as canonical JSON, "safetensors_xxh64": the file's
  * checksum}, written whole after the file. */
-void write_teacher_meta(const preset *p, const char *dir, const char *hex)
+static void write_meta(const char *dir, json_object *settings, const char *hex)
 {
     char meta[2048];
     snprintf(meta, sizeof meta, "%s/teacher.json", dir);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "format", json_object_new_int(2));
-    json_object_object_add(o, "settings", teacher_want(p));
+    json_object_object_add(o, "settings", settings);
     json_object_object_add(o, "safetensors_xxh64", json_object_new_string(hex));
     char *text = canon_json(o);
     json_object_put(o);
@@ -82,7 +97,100 @@ void write_teacher_meta(const preset *p, const char *dir, const char *hex)
     free(text);
 }
 
-int cached_teacher(const preset *p, const char *dir, char *hex, char *why, size_t why_size)
+void write_teacher_meta(const preset *p, const char *dir, const char *hex)
+{
+    write_meta(dir, teacher_want(p), hex);
+}
+
+void write_teacher_record(const preset *p, const char *dir, const char *hex,
+                          const char *corpus_hex, const char *backend)
+{
+    write_meta(dir, teacher_record_want(p, corpus_hex, backend), hex);
+}
+
+/* A kept run's settings (DIR/runs/NAME; format 2, see store.c: the magic, a
+ * head of 80 bytes whose settings_len is at 56, the settings) as a new JSON
+ * object, or NULL. Not checked against the file's checksum: a witness only. */
+static json_object *kept_settings(const char *path)
+{
+    static const char magic[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 2};
+    const int fd = open_regular(path, NULL);
+    if (fd < 0)
+        return NULL;
+    unsigned char head[8 + 80];
+    json_object *o = NULL;
+    if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
+        memcmp(head, magic, sizeof magic) == 0) {
+        uint64_t len;
+        memcpy(&len, head + 8 + 56, sizeof len);
+        char *text = len > 0 && len <= (1 << 20) ? malloc(len + 1) : NULL;
+        if (text && pread(fd, text, len, sizeof head) == (ssize_t)len) {
+            text[len] = 0;
+            o = json_tokener_parse(text);
+        }
+        free(text);
+    }
+    close(fd);
+    return o;
+}
+
+/* A teacher.json written before issue 38 does not say the corpus, threads or
+ * backend the teacher was made with. What it lacks is filled in:
+ * - corpus and threads: as the runs kept in DIR/runs/ with this teacher file
+ *   (their settings name it by its checksum) record them: the current value
+ *   when one of them was made with it, else the value they were made with;
+ *   the current value when no kept run names the teacher;
+ * - backend (no run records it): the current backend.
+ * So a committed study's teacher and its kept runs are reused as they were,
+ * and a changed corpus or thread count trains the teacher again. */
+static void fill_old_record(json_object *have, json_object *want, const char *dir,
+                            const char *hex)
+{
+    static const char *const keys[] = {"corpus", "threads", "backend"};
+    int lacks = 0;
+    for (size_t k = 0; k < 3; k++)
+        lacks |= !member(have, keys[k]);
+    if (!lacks)
+        return;
+    json_object *seen[2] = {NULL, NULL}; /* corpus, threads: another value a run was made with */
+    int current[2] = {0, 0};
+    char runs[2100];
+    snprintf(runs, sizeof runs, "%s/runs", dir);
+    DIR *d = opendir(runs);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const size_t n = strlen(e->d_name);
+        if (n < 5 || strcmp(e->d_name + n - 4, ".run") != 0 || e->d_name[0] == '.')
+            continue;
+        char path[2400];
+        snprintf(path, sizeof path, "%s/%s", runs, e->d_name);
+        json_object *rs = kept_settings(path);
+        json_object *t = member(rs, "teacher");
+        if (t && json_object_is_type(t, json_type_string) &&
+            strcmp(json_object_get_string(t), hex) == 0)
+            for (int k = 0; k < 2; k++) {
+                json_object *v = member(rs, keys[k]), *w = member(want, keys[k]);
+                if (!v)
+                    continue;
+                if (json_object_equal(v, w))
+                    current[k] = 1;
+                else if (!seen[k])
+                    seen[k] = json_object_get(v);
+            }
+        json_object_put(rs);
+    }
+    if (d)
+        closedir(d);
+    for (size_t k = 0; k < 3; k++) {
+        json_object *v = k < 2 && !current[k] && seen[k] ? seen[k] : member(want, keys[k]);
+        if (!member(have, keys[k]))
+            json_object_object_add(have, keys[k], json_object_get(v));
+    }
+    for (int k = 0; k < 2; k++)
+        json_object_put(seen[k]);
+}
+
+int cached_teacher(const preset *p, const char *dir, const char *corpus_hex, const char *backend,
+                   char *hex, char *why, size_t why_size)
 {
     char path[2048], meta[2048];
     snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
@@ -109,14 +217,16 @@ int cached_teacher(const preset *p, const char *dir, char *hex, char *why, size_
             " --rekey` verifies the teacher against the runs kept with it and records one (or "
             "--retrain-teacher trains a new one; the kept runs then run again)", meta);
     }
-    if (json_object_get_int(fmt) != 2 || !settings || !sum ||
+    if (json_object_get_int(fmt) != 2 || !settings ||
+        !json_object_is_type(settings, json_type_object) || !sum ||
         !json_object_is_type(sum, json_type_string) ||
         strlen(json_object_get_string(sum)) != 16) {
         json_object_put(have);
         die("%s is not a teacher record this version knows: restore it, or run with "
             "--retrain-teacher", meta);
     }
-    json_object *want = teacher_want(p);
+    json_object *want = teacher_record_want(p, corpus_hex, backend);
+    fill_old_record(settings, want, dir, json_object_get_string(sum));
     char *a = canon_json(settings), *b = canon_json(want);
     json_object_put(want);
     int same = strcmp(a, b) == 0;
@@ -148,12 +258,13 @@ int cached_teacher(const preset *p, const char *dir, char *hex, char *why, size_
 }
 
 lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir, int retrain,
-                           char *hex)
+                           const char *corpus_hex, char *hex)
 {
     char path[2048], why[1300];
     snprintf(path, sizeof path, "%s/teacher.safetensors", dir);
     lattice_model *t = NULL;
-    if (!retrain && cached_teacher(p, dir, hex, why, sizeof why)) {
+    const char *backend = lattice_backend_get_name(be);
+    if (!retrain && cached_teacher(p, dir, corpus_hex, backend, hex, why, sizeof why)) {
         char err[LATTICE_ERRMSG_SIZE];
         if (lattice_model_create_from_file(path, NULL, be, p->batch, p->seq_len, &t, err) != LATTICE_OK)
             die("cannot load the teacher %s, although it matches its checksum: %s (run with "
@@ -195,7 +306,7 @@ lattice_model *get_teacher(const preset *p, lattice_backend *be, const char *dir
     if (xxh_file(path, &h) != 0)
         die("cannot read back the teacher %s: %s", path, strerror(errno));
     hex64(hex, h);
-    write_teacher_meta(p, dir, hex);
+    write_teacher_record(p, dir, hex, corpus_hex, backend);
     teacher_trainer_close(&tt);
     free(r->losses);
     free(r);
