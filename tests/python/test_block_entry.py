@@ -1,6 +1,6 @@
-"""The block-entry interventions from Python: ModelParams.block_norm and
-block_rescale reach the library, act on the stream, and are refused where
-the library refuses them."""
+"""The block-entry interventions from Python: ModelParams.block_norm,
+block_rescale and the induced massive activation (massive_offset) reach the
+library, act on the stream, and are refused where the library refuses them."""
 import unittest
 
 import lattice
@@ -30,13 +30,30 @@ class BlockEntry(unittest.TestCase):
 
     def test_the_rescale_acts_at_the_block_entry(self):
         with tiny() as plain, tiny(block_rescale=1) as rescaled:
-            # the same weights (same seed, no parameters added): the stream
-            # layer 1 receives is the same, what it hands on is not, and at
-            # each row start (position 0 reads only itself) too
+            # the same weights (same seed; the rescale adds one statistic, its
+            # running regular RMS, 0 until a step measures it): the stream layer
+            # 1 receives is the same, and what it hands on too while the
+            # statistic is 0; set as after training, each row start changes
+            stat = rescaled.tensor("model.layers.1.input_regular_rms")
+            self.assertEqual(stat.group, lattice.Group.STATISTIC)
             self.assertEqual(self.forward_hidden(plain, 1), self.forward_hidden(rescaled, 1))
+            self.assertEqual(self.forward_hidden(plain, 2), self.forward_hidden(rescaled, 2))
+            stat.data[0] = 2.0
             a, b = self.forward_hidden(plain, 2), self.forward_hidden(rescaled, 2)
         for row in range(2):
             self.assertNotEqual(a[row][0], b[row][0])
+
+    def test_the_massive_offset_acts_on_one_channel(self):
+        with tiny() as plain, tiny(massive_offset=4.0, massive_channel=5) as induced:
+            self.assertEqual(induced.params.massive_offset, 4.0)
+            induced.tensor("model.layers.1.input_regular_rms").data[0] = 0.5
+            a, b = self.forward_hidden(plain, 1), self.forward_hidden(induced, 1)
+        add = 4.0 * 8 ** 0.5 * 0.5
+        for row in range(2):
+            for t in range(6):
+                for d in range(8):
+                    want = a[row][t][d] + (add if t == 0 and d == 5 else 0.0)
+                    self.assertAlmostEqual(b[row][t][d], want, places=5)
 
     def test_refused(self):
         with self.assertRaisesRegex(lattice.LatticeError, "block_rescale 1 needs the pre-norm"):
@@ -45,6 +62,8 @@ class BlockEntry(unittest.TestCase):
                           max_batch=2, max_seq=6, block_rescale=1)
         with self.assertRaisesRegex(lattice.LatticeError, "both set"):
             tiny(block_norm=1, block_rescale=1)
+        with self.assertRaisesRegex(lattice.LatticeError, "massive_channel 8 not in 0..7"):
+            tiny(massive_offset=4.0, massive_channel=8)
 
 
 if __name__ == "__main__":
