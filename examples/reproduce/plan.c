@@ -1,6 +1,7 @@
 /* Size and time before running: memory and FLOPs, cost of an arm, the plan of jobs, estimate. */
 #include "plan.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include "preset.h"
 #include "runs.h"
@@ -100,40 +101,139 @@ static double makespan(const double *secs, const int *order, int n, int jobs)
     return end;
 }
 
+/* One job of the calibration: a student of the study's shape with a teacher
+ * of the preset's, the study's distillation loss and data, and the two
+ * trainers a run steps (distilled) and that a plain step would use. */
+typedef struct timing_job {
+    const preset *p;
+    lattice_backend *be;
+    lattice_model *stu, *tm;
+    lattice_teacher *t;
+    lattice_distill *loss;
+    lattice_data *d;
+    lattice_optim *o;
+    lattice_schedule *s;
+    lattice_trainer *distilled, *plain;
+    pthread_barrier_t *bar;
+    double distilled_s, plain_s, eval_s; /* per step; per validation batch */
+} timing_job;
+
+#define TIMING_STEPS 3
+#define TIMING_EVAL_BATCHES 2
+
+static void timing_open(timing_job *j, const preset *p, lattice_backend *be)
+{
+    const int L = p->blocks * p->block_size;
+    j->p = p;
+    j->be = be;
+    j->stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
+    j->tm = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, p->t_layers, p->t_init_std, 1000);
+    check(lattice_teacher_create_model(j->tm, &j->t), "timing teacher", NULL);
+    lattice_distill_params dp;
+    lattice_distill_params_init(&dp);
+    dp.alpha = (float)p->alpha;
+    dp.gamma = (float)p->gamma;
+    dp.tau = (float)p->tau;
+    check(lattice_distill_create(&dp, &j->loss), "timing loss", NULL);
+    j->d = open_data(p, 1);
+    j->o = new_optim(j->stu, p->lr, p->min_lr, 1, 100, p->clip, p->weight_decay, p->beta2,
+                     p->decay);
+    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, L, 1, 1000, 0, &j->s),
+          "schedule", NULL);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    tp.eval_batches = TIMING_EVAL_BATCHES;
+    check(lattice_trainer_create(j->stu, j->t, j->loss, j->d, j->o, j->s, &tp, &j->distilled),
+          "timing trainer", NULL);
+    check(lattice_trainer_create(j->stu, NULL, NULL, j->d, j->o, j->s, &tp, &j->plain),
+          "timing trainer", NULL);
+}
+
+static void timing_close(timing_job *j)
+{
+    lattice_trainer_destroy(j->plain);
+    lattice_trainer_destroy(j->distilled);
+    lattice_schedule_destroy(j->s);
+    lattice_optim_destroy(j->o);
+    lattice_data_destroy(j->d);
+    lattice_distill_destroy(j->loss);
+    lattice_teacher_destroy(j->t);
+    lattice_model_destroy(j->tm);
+    lattice_model_destroy(j->stu);
+}
+
+static double timed_steps(lattice_trainer *tr)
+{
+    const double t0 = ex_now();
+    for (int i = 0; i < TIMING_STEPS; i++)
+        check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
+    return (ex_now() - t0) / TIMING_STEPS;
+}
+
+/* Every job steps at once, as the runs will side by side: a warm-up step,
+ * then distilled steps, plain steps and an evaluation, each phase started
+ * together. */
+static void *timing_worker(void *arg)
+{
+    timing_job *j = arg;
+    check(lattice_trainer_step(j->distilled, NULL), "timing step",
+          lattice_trainer_errmsg(j->distilled));
+    pthread_barrier_wait(j->bar);
+    j->distilled_s = timed_steps(j->distilled);
+    pthread_barrier_wait(j->bar);
+    j->plain_s = timed_steps(j->plain);
+    pthread_barrier_wait(j->bar);
+    double loss;
+    const double t0 = ex_now();
+    check(lattice_trainer_evaluate(j->distilled, &loss), "timing evaluation",
+          lattice_trainer_errmsg(j->distilled));
+    j->eval_s = (ex_now() - t0) / TIMING_EVAL_BATCHES;
+    return NULL;
+}
+
 double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs,
                      const int *todo, int n_todo)
 {
     const int L = p->blocks * p->block_size;
-    lattice_model *stu = new_model(p, be, LATTICE_NORM_PLACEMENT_PRE, 1.0, L, p->init_std, 1);
-    lattice_data *d = open_data(p, 1);
-    lattice_optim *o = new_optim(stu, p->lr, p->min_lr, 1, 100, p->clip, p->weight_decay, p->beta2,
-                                 p->decay);
-    lattice_schedule *s;
-    check(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT, L, 1, 5, 0, &s), "schedule", NULL);
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    tp.eval_batches = 1;
-    lattice_trainer *tr;
-    check(lattice_trainer_create(stu, NULL, NULL, d, o, s, &tp, &tr), "trainer", NULL);
-    check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
-    double t0 = ex_now();
-    for (int i = 0; i < 3; i++)
-        check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
-    double step = (ex_now() - t0) / 3;
-    lattice_trainer_destroy(tr);
-    lattice_schedule_destroy(s);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    lattice_model_destroy(stu);
-    /* a distilled step adds the teacher's forward: a third of a step per layer */
-    const double with_teacher = step * (1.0 + p->t_layers / (3.0 * L));
-    /* the teacher trains alone, on the runs' thread count */
+    /* Calibrate as the runs will run: jobs students side by side, each with
+     * its teacher's forward and the distillation loss (a distilled step, and a
+     * plain one: the student's own part, which scales with its active layers),
+     * and a validation batch's evaluation. */
+    const int nj = jobs > 1 ? (jobs < n_todo ? jobs : (n_todo > 1 ? n_todo : 1)) : 1;
+    timing_job tj[MAX_JOBS];
+    pthread_t th[MAX_JOBS];
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, (unsigned)nj);
+    for (int k = 0; k < nj; k++) {
+        timing_open(&tj[k], p, k ? study_backend(p, p->threads) : be);
+        tj[k].bar = &bar;
+    }
+    for (int k = 1; k < nj; k++)
+        if (pthread_create(&th[k], NULL, timing_worker, &tj[k]) != 0)
+            die("the estimate cannot start a thread");
+    timing_worker(&tj[0]);
+    for (int k = 1; k < nj; k++)
+        pthread_join(th[k], NULL);
+    pthread_barrier_destroy(&bar);
+    double distilled = 0, plain = 0, eval = 0;
+    for (int k = 0; k < nj; k++) {
+        distilled += tj[k].distilled_s / nj;
+        plain += tj[k].plain_s / nj;
+        eval += tj[k].eval_s / nj;
+        lattice_backend *own = k ? tj[k].be : NULL;
+        timing_close(&tj[k]);
+        lattice_backend_destroy(own);
+    }
+    /* the teacher's forward and the loss: what a distilled step adds, every
+     * step, whatever the student's active depth */
+    const double extra = distilled > plain ? distilled - plain : 0;
+    const double step = plain;
+    /* the teacher trains alone, on the runs' thread count: plain steps of its depth */
     double teacher = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
-    /* evaluation: a forward (a third of a step) per validation batch */
+    double run_s[MAX_ARMS * MAX_SEEDS], serial = 0;
     lattice_data *dv = open_data(p, 1);
     double n_val = (double)lattice_data_get_n_val_batches(dv);
     lattice_data_destroy(dv);
-    double run_s[MAX_ARMS * MAX_SEEDS], serial = 0;
     for (int a = 0; a < p->n_arms; a++) {
         lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
         int64_t steps = lattice_schedule_get_total_steps(sa);
@@ -142,7 +242,8 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
                        (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
         lattice_schedule_destroy(sa);
         for (int i = 0; i < p->seeds; i++)
-            run_s[i * p->n_arms + a] = with_teacher * arm_cost(p, &p->arms[a]) + evals * step / 3;
+            run_s[i * p->n_arms + a] =
+                step * arm_cost(p, &p->arms[a]) + extra * (double)steps + evals * eval;
     }
     for (int k = 0; k < n_todo; k++)
         serial += run_s[todo[k]];
@@ -152,13 +253,14 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     char e[32];
     ex_format_duration(e, sizeof e, total);
     const int kept = p->n_arms * p->seeds - n_todo;
-    say("estimated wall time %s for %d run%s with %d job%s x %d thread%s (a full-depth step "
-        "takes %.0f ms here at %d thread%s, timed now, on this machine as loaded now%s%s%s)\n",
+    say("estimated wall time %s for %d run%s with %d job%s x %d thread%s (timed now with %d "
+        "student%s stepping side by side at %d thread%s, on this machine as loaded now: a "
+        "full-depth step %.0f ms, the teacher's forward and the loss %.0f ms more, a validation "
+        "batch %.0f ms%s%s%s)\n",
         e, n_todo, n_todo == 1 ? "" : "s", jobs, jobs > 1 ? "s" : "", p->threads,
-        p->threads > 1 ? "s" : "", step * 1e3, p->threads, p->threads > 1 ? "s" : "",
-        jobs > 1 ? "; it assumes the jobs side by side each run at that speed, which holds only "
-                   "on as many idle cores"
-                 : "",
+        p->threads > 1 ? "s" : "", nj, nj > 1 ? "s" : "", p->threads, p->threads > 1 ? "s" : "",
+        step * 1e3, extra * 1e3, eval * 1e3,
+        jobs > nj ? "; more jobs than runs to time side by side" : "",
         teacher_cached ? "; the teacher is cached" : "",
         kept > 0 ? "; the other runs are kept or not selected" : "");
     return total;
