@@ -1,11 +1,12 @@
 #!/bin/sh
-# The README's first command: install the Debian packages, build, prepare the
+# The README's first command: install the Debian packages the main job needs
+# (.ci/deps-run; the tests need more: .ci/deps), build, prepare the
 # corpus (Jane Austen's novels from Debian's r-cran-janeaustenr), and run the
 # main job: the reproduction of the study on its quick preset.
 # Arguments go to the reproduction, e.g. --preset examples/reproduce/presets/small.json
 set -eu
 cd "$(dirname "$0")/.."
-sh .ci/deps
+sh .ci/deps-run
 if [ ! -f build/build.ninja ]; then
     meson setup build
 fi
