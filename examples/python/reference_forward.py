@@ -184,7 +184,7 @@ def forward(tensors, config, tokens):
 
 def main(argv):
     if len(argv) < 3:
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
+        print("usage: reference_forward.py MODEL.safetensors TOKEN [TOKEN ...]", file=sys.stderr)
         return 2
     tensors, config = load(argv[1])
     logits = forward(tensors, config, [[int(x) for x in argv[2:]]])[0]
