@@ -247,6 +247,11 @@ static void usage(FILE *f)
             "                      them (each replaces its kept file when it ends; other arms'\n"
             "                      are kept). By default a run whose settings match is reused:\n"
             "                      a rerun with --arms or more --seeds adds to the earlier ones\n"
+            "  --save-students     save the final model of every run that runs now as\n"
+            "                      DIR/students/ARM.seedN.safetensors (the weights and their\n"
+            "                      lattice.config: lattice_model_create_from_file, Python\n"
+            "                      lattice.Model.from_file); kept runs were not saved: add\n"
+            "                      --fresh to run them again\n"
             "  --report-only       write the report and its files from the runs kept in\n"
             "                      DIR/runs/ and the cached teacher, and train nothing (the\n"
             "                      arms missing a seed are named, not run)\n"
@@ -295,11 +300,12 @@ int main(int argc, char **argv)
 #endif
     const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
     int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0, report_only = 0;
+    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0, report_only = 0, save_students = 0;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
                                          {"fresh", no_argument, 0, 'F'},
+                                         {"save-students", no_argument, 0, 'S'},
                                          {"rekey", no_argument, 0, 'K'},
                                          {"progress", required_argument, 0, 'g'},
                                          {"report-only", no_argument, 0, 'R'},
@@ -319,6 +325,7 @@ int main(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'r': retrain = 1; break;
         case 'F': fresh = 1; break;
+        case 'S': save_students = 1; break;
         case 'K': rekey = 1; break;
         case 'R': report_only = 1; break;
         case 'g': {
@@ -416,6 +423,14 @@ int main(int argc, char **argv)
     if (rank == 0 && estimate_only)
         check_study_dir_free(dir);
     study_dir = dir;
+    if (save_students) {
+        if (report_only || estimate_only || check_only || teacher_only || probe_only || rekey)
+            die("--save-students saves the models of runs that run: not with --report-only, "
+                "--estimate, --check, --teacher-only, --probe or --rekey");
+        snprintf(p.students, sizeof p.students, "%s/students", dir);
+        if (rank == 0 && make_dirs(p.students, failed, sizeof failed) != 0)
+            die("cannot create %s: %s", failed, strerror(errno));
+    }
     catch_interrupts();
     if (rekey) {
         if (n_ranks > 1)

@@ -394,6 +394,11 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_trainer_destroy(tr);
     check(lattice_trainer_create(m, t, loss, d, o, s, &full, &tr), "trainer", NULL);
     check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
+    if (p->students[0]) { /* --save-students: written whole (the library's save is atomic) */
+        char path[1300];
+        snprintf(path, sizeof path, "%s/%s.seed%d.safetensors", p->students, kind->name, seed);
+        check(lattice_model_save(m, path), "--save-students", lattice_model_errmsg(m));
+    }
 
     const int active = lattice_model_get_active_layers(m);
     kept_scale stats[257 * 3];

@@ -74,6 +74,8 @@ typedef struct probe {
 typedef struct preset {
     char name[64], train[1024], val[1024];
     char backend[32]; /* the backend every run uses, as the library names it (study_backend) */
+    char students[1100]; /* --save-students: DIR/students, where each run that runs saves its
+                          * final model; "" for none */
     int seq_len, batch, split_long;
     char separator[16]; /* between documents in the text files ("\f", the form feed) */
     int t_layers, t_steps, t_warmup;

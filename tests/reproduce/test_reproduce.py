@@ -8,6 +8,7 @@ usage: test_reproduce.py REPRODUCE_BINARY PRESETS_DIR
 """
 import csv
 import json
+import math
 import os
 import subprocess
 import sys
@@ -328,6 +329,68 @@ class Jobs(unittest.TestCase):
                                   "arms[0] has both block_norm and block_rescale")):
                 r = run("--preset", tiny_arms_study(d, [arm]), "--check")
                 self.assertEqual(r.returncode, 1)
+                self.assertIn(message, r.stderr)
+
+    def test_massive_offset_arm_and_saved_students(self):
+        """An arm with an induced row-start offset runs under pre and post and
+        differs from its plain arm; --save-students saves each run's final
+        model with its settings, and only of runs that run; the offset's keys
+        are checked; the backend is named in the run settings when it is not
+        OpenBLAS."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-grow", "post-grow",
+                                         {"name": "pre-grow-k8", "placement": "pre",
+                                          "schedule": "grow", "massive_offset": 8},
+                                         {"name": "post-grow-k8", "placement": "post",
+                                          "schedule": "grow", "massive_offset": 8,
+                                          "massive_channel": 2}])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("arm post-grow-k8: post-norm with an induced row-start offset of 8 x "
+                          "the regular RMS after layer 1 (channel 2)", r.stdout)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "1", "--save-students",
+                    "--arms", "pre-grow,pre-grow-k8,post-grow-k8")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            ce = {k: v[0]["val_ce"] for k, v in results(out)["arms"].items()}
+            self.assertNotEqual(ce["pre-grow"], ce["pre-grow-k8"])
+            saved = sorted(os.listdir(os.path.join(out, "students")))
+            self.assertEqual(saved, ["post-grow-k8.seed1.safetensors",
+                                     "pre-grow-k8.seed1.safetensors",
+                                     "pre-grow.seed1.safetensors"])
+            with open(os.path.join(out, "students", "post-grow-k8.seed1.safetensors"), "rb") as f:
+                head = f.read(65536)
+            self.assertIn(b"massive_offset", head)
+            self.assertIn(b"input_regular_rms", head)
+            # a second call saves only what runs now: the kept runs are not saved again
+            os.remove(os.path.join(out, "students", "pre-grow.seed1.safetensors"))
+            r = run("--preset", preset, "--out", out, "--seeds", "1", "--save-students",
+                    "--arms", "pre-grow,post-grow")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(sorted(os.listdir(os.path.join(out, "students"))),
+                             ["post-grow-k8.seed1.safetensors", "post-grow.seed1.safetensors",
+                              "pre-grow-k8.seed1.safetensors"])
+            r = run("--preset", preset, "--out", out, "--report-only", "--save-students")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("--save-students saves the models of runs that run", r.stderr)
+            # another backend is another run: the kept OpenBLAS runs are not reused
+            env = dict(os.environ, LATTICE_BACKEND="ref")
+            r = run("--preset", preset, "--out", out, "--seeds", "1", "--estimate",
+                    "--arms", "pre-grow", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("for 1 run ", r.stderr)
+            for arm, message in (({"name": "x", "placement": "pre", "schedule": "grow",
+                                   "massive_offset": -1},
+                                  "arms[0].massive_offset must be"),
+                                 ({"name": "x", "placement": "pre", "schedule": "grow",
+                                   "massive_channel": 3},
+                                  "arms[0] sets massive_layer or massive_channel without "
+                                  "massive_offset"),
+                                 ({"name": "x", "placement": "pre", "schedule": "grow",
+                                   "massive_offset": 4, "massive_layer": 9},
+                                  "massive_layer 9 not in 1..")):
+                r = run("--preset", tiny_arms_study(d, [arm]), "--check")
+                self.assertEqual(r.returncode, 1, r.stdout)
                 self.assertIn(message, r.stderr)
 
     def test_progress_lines_off_a_terminal(self):
@@ -719,6 +782,101 @@ class Traps(unittest.TestCase):
                           r.stderr)
 
 
+class Statistics(unittest.TestCase):
+    def test_results_json_statistics_and_baseline(self):
+        """results.json carries each run's seed, the comparisons and
+        interactions with their intervals and verdicts as report.md prints
+        them, the verdict table's rows, and the unigram baseline with the
+        arms that did not learn (issue 39)."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, ["pre-joint", "post-joint", "pre-grow", "post-grow"],
+                                     [["pre-grow", "post-grow"]])
+            with open(preset) as f:
+                p = json.load(f)
+            p["interactions"] = [["pre-joint", "post-joint", "pre-grow", "post-grow"]]
+            p["train"]["final_eval_batches"] = 0  # the whole held-out text, as the baseline below
+            write(preset, p)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            res = results(out)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            for runs in res["arms"].values():
+                self.assertEqual([x["seed"] for x in runs], [1, 2])
+            ce = {a: [x["val_ce"] for x in runs] for a, runs in res["arms"].items()}
+            t95, t90 = 12.706, 6.314  # df 1
+
+            def check(entry, diffs):
+                n = len(diffs)
+                mean = sum(diffs) / n
+                sd = (sum((x - mean) ** 2 for x in diffs) / (n - 1)) ** 0.5
+                self.assertEqual(entry["n"], n)
+                self.assertAlmostEqual(entry["mean"], mean, places=12)
+                self.assertAlmostEqual(entry["sd"], sd, places=12)
+                half = t95 * sd / n ** 0.5
+                self.assertAlmostEqual(entry["half_width_95"], half, places=9)
+                for got, want in zip(entry["ci95"], (mean - half, mean + half)):
+                    self.assertAlmostEqual(got, want, places=9)
+                for got, want in zip(entry["ci90"], (mean - t90 * sd / n ** 0.5,
+                                                     mean + t90 * sd / n ** 0.5)):
+                    self.assertAlmostEqual(got, want, places=9)
+                self.assertIn(" | %d | %s |" % (n, entry["verdict"]), report)
+                self.assertTrue(entry["verdict"].startswith(entry["verdict_kind"]), entry)
+
+            cmp = [(c["from"], c["reference"], c["arm"]) for c in res["comparisons"]]
+            self.assertEqual(cmp, [("table 1", "pre-joint", "post-joint"),
+                                   ("table 1", "pre-grow", "post-grow"),
+                                   ("preset", "pre-grow", "post-grow")])
+            for c in res["comparisons"]:
+                diffs = [b - a for a, b in zip(ce[c["reference"]], ce[c["arm"]])]
+                if c["from"] == "preset":
+                    check(c, diffs)
+                else:  # Table 1's verdict cell ends its row
+                    self.assertIn(" | %s |\n" % c["verdict"], report)
+            self.assertEqual([(i["from"], i["arms"]) for i in res["interactions"]],
+                             [("table 1", p["interactions"][0]), ("preset", p["interactions"][0])])
+            q = p["interactions"][0]
+            inter = [(g1 - g0) - (j1 - j0) for j0, j1, g0, g1 in
+                     zip(ce[q[0]], ce[q[1]], ce[q[2]], ce[q[3]])]
+            check(res["interactions"][1], inter)
+            self.assertAlmostEqual(res["interactions"][0]["mean"], sum(inter) / 2, places=12)
+            # the verdict table's rows, cell for cell
+            table = report.split("| finding | paper | ours | verdict |\n|---|---|---|---|\n")[1]
+            rows = [line[2:-2].split(" | ") for line in table.split("\n\n")[0].splitlines()]
+            self.assertEqual([[v["finding"], v["paper"], v["ours"], v["verdict"]]
+                              for v in res["verdicts"]], rows)
+            self.assertEqual(res["verdicts"][0]["finding"], "joint: post ≈ pre")
+            # the baseline: byte frequencies of the training text on the held-out
+            # text's bytes but its form feeds (each document's row-start token
+            # is an input, never a target)
+            b = res["baseline"]
+            with open(os.path.join(d, "train.txt"), "rb") as f:
+                train = f.read()
+            with open(os.path.join(d, "val.txt"), "rb") as f:
+                val = f.read()
+            counts = [train.count(bytes([k])) + 1 for k in range(256)]
+            counts[12] = 1  # the form feed separates documents: no target
+            val = val.replace(b"\f", b"")
+            rough = -sum(math.log(counts[c] / (sum(counts) + 1)) for c in val) / len(val)
+            self.assertLess(abs(b["unigram_ce"] - rough), 1e-3, (b["unigram_ce"], rough))
+            self.assertEqual(b["margin"], 0.1)
+            self.assertAlmostEqual(b["threshold"], b["unigram_ce"] - 0.1, places=12)
+            flagged = [a for a in res["arms"]
+                       if not sum(ce[a]) / 2 < b["unigram_ce"] - b["margin"]]
+            self.assertEqual(b["did_not_learn"], flagged)
+            self.assertTrue(flagged)  # 4 steps from a random init learn nothing
+            for a in res["arms"]:
+                self.assertEqual(res["arm_summaries"][a]["did_not_learn"], a in flagged)
+                self.assertAlmostEqual(res["arm_summaries"][a]["mean"], sum(ce[a]) / 2, places=12)
+                self.assertEqual(", **did not learn** | 2 |" in
+                                 next(x for x in report.splitlines() if x.startswith("| %s | " % a)),
+                                 a in flagged)
+            self.assertIn("Baseline: the unigram CE of the held-out text is **%.4f** nats/byte"
+                          % b["unigram_ce"], report)
+            self.assertIn("here these did not learn: `%s` (" % flagged[0], report)
+
+
 if __name__ == "__main__":
     BIN, PRESETS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-    unittest.main(argv=sys.argv[:1], verbosity=2)
+    unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)
