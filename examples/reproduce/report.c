@@ -6,6 +6,7 @@
 #include "files.h"
 #include "paper.h"
 #include "preset.h"
+#include "results.h"
 #include "rules.h"
 #include "runs.h"
 #include "stats.h"
@@ -195,6 +196,35 @@ static void students_sinks(FILE *f, const study *s)
                    "figures yet; a kept run cannot gain them without running again.\n");
 }
 
+/* The unigram baseline under the table of every arm, and the arms that did
+ * not learn by its rule (results.h). */
+static void baseline_words(FILE *f, const study *s, double unigram)
+{
+    const preset *p = s->p;
+    char u[32], t[32];
+    fmt_num(u, sizeof u, unigram, "%.4f");
+    fmt_num(t, sizeof t, unigram - LEARN_MARGIN, "%.4f");
+    fprintf(f, "\nBaseline: the unigram CE of the held-out text is **%s** nats/byte, the "
+               "cross-entropy of its targets under the byte (token) frequencies of one pass over "
+               "the training text at the students' rows (add-one smoothed over the 257 tokens), "
+               "counted as the final evaluation counts (its batches, padding masked, "
+               "token-weighted): what a model of byte frequencies alone scores. An arm whose mean "
+               "val CE is above the unigram CE minus %.1f nats/byte (%s) did not learn, and is "
+               "flagged so in the table; ",
+            u, LEARN_MARGIN, t);
+    int flagged = 0;
+    for (int a = 0; a < p->n_arms; a++) {
+        double x[MAX_SEEDS];
+        const summary sm = summarise(x, finals(s, p->arms[a].name, x));
+        if (did_not_learn(sm.mean, unigram))
+            fprintf(f, "%s`%s` (%.4f)", flagged++ ? ", " : "here these did not learn: ",
+                    p->arms[a].name, sm.mean);
+    }
+    fprintf(f, "%s.\n", flagged ? " (a comparison with one of them sets a model that barely "
+                                   "learned beside one that did)"
+                                 : "here every arm learned");
+}
+
 void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
@@ -241,6 +271,7 @@ void report(FILE *f, const study *s)
                 s->teacher.kurt[k], s->teacher.mass0[k], 100 * s->teacher.sink_rate[k],
                 s->teacher.top_ratio[k], (long long)s->teacher.top_token[k], s->teacher.top_dim[k],
                 s->teacher.value_norm0[k]);
+    const double unigram = unigram_ce(p);
     fprintf(f, "\n## Every arm\n\n| arm | val CE (mean ± sd) | seeds | tokens/s | paper (nats/token, Qwen3 tokens) |\n|---|---|---|---|---|\n");
     for (int a = 0; a < p->n_arms; a++) {
         finals(s, p->arms[a].name, x);
@@ -251,8 +282,10 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, paper_value(p->arms[a].name), "%.4f");
         char ms[64];
         mean_sd(ms, sizeof ms, &sm);
-        fprintf(f, "| %s | %s | %d | %.0f | %s |\n", p->arms[a].name, ms, p->seeds, tps, b1);
+        fprintf(f, "| %s | %s%s | %d | %.0f | %s |\n", p->arms[a].name, ms,
+                did_not_learn(sm.mean, unigram) ? ", **did not learn**" : "", p->seeds, tps, b1);
     }
+    baseline_words(f, s, unigram);
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
     char cell[256];
     fprintf(f, "\n## Table 1 analogue\n\nThe verdict column of this table and of the comparison "

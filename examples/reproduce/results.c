@@ -3,7 +3,73 @@
 
 #include "files.h"
 #include "preset.h"
+#include "rules.h"
+#include "runs.h"
 #include "stats.h"
+#include "verdicts.h"
+
+#define VOCAB 257 /* bytes and the separator (runs.c's model_shape) */
+
+/* Each counted target of a batch added to counts. */
+static void count_targets(const lattice_data_batch *b, double *counts)
+{
+    for (int64_t k = 0; k < (int64_t)b->batch * b->seq; k++)
+        if (b->mask[k] && b->targets[k] >= 0 && b->targets[k] < VOCAB)
+            counts[b->targets[k]] += 1;
+}
+
+double unigram_ce(const preset *p)
+{
+    static const preset *done;
+    static double ce;
+    if (done == p)
+        return ce;
+    lattice_data *d = open_data(p, 1);
+    lattice_data_batch b;
+    lattice_data_position pos = {0, 0};
+    double train[VOCAB] = {0}, last[VOCAB];
+    int64_t n = 0;
+    /* one pass, as report.c's batches_per_pass walks it: a batch that turns
+     * the epoch after a pass of whole batches is all next pass's */
+    while (pos.epoch == 0) {
+        check(lattice_data_next(d, &b), "data", lattice_data_errmsg(d));
+        check(lattice_data_get_position(d, &pos), "data", lattice_data_errmsg(d));
+        memset(last, 0, sizeof last);
+        count_targets(&b, last);
+        for (int t = 0; t < VOCAB; t++)
+            train[t] += last[t];
+        n++;
+    }
+    if (pos.index == p->batch && n > 1)
+        for (int t = 0; t < VOCAB; t++)
+            train[t] -= last[t];
+    double total = 0;
+    for (int t = 0; t < VOCAB; t++)
+        total += train[t] + 1;
+    /* the final evaluation's batches: final_eval_batches of them, else all */
+    int64_t nb = lattice_data_get_n_val_batches(d);
+    if (p->final_eval_batches > 0 && p->final_eval_batches < nb)
+        nb = p->final_eval_batches;
+    double sum = 0, count = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        check(lattice_data_get_val_batch(d, i, &b), "validation batch", lattice_data_errmsg(d));
+        double val[VOCAB] = {0};
+        count_targets(&b, val);
+        for (int t = 0; t < VOCAB; t++) {
+            sum -= val[t] * log((train[t] + 1) / total);
+            count += val[t];
+        }
+    }
+    lattice_data_destroy(d);
+    ce = count > 0 ? sum / count : NAN;
+    done = p;
+    return ce;
+}
+
+int did_not_learn(double mean_ce, double unigram)
+{
+    return isfinite(unigram) && !(mean_ce < unigram - LEARN_MARGIN);
+}
 
 /* One row per training step of every run: its training loss, and at the
  * steps that were evaluated, the validation CE and the boundary statistics
@@ -46,6 +112,154 @@ void write_csv(const char *path, const study *s)
 
 static json_object *jd(double v) { return isfinite(v) ? json_object_new_double(v) : NULL; }
 
+static json_object *interval_json(int ok, double lo, double hi)
+{
+    if (!ok || !isfinite(lo) || !isfinite(hi))
+        return NULL;
+    json_object *a = json_object_new_array();
+    json_object_array_add(a, json_object_new_double(lo));
+    json_object_array_add(a, json_object_new_double(hi));
+    return a;
+}
+
+/* A paired difference over seeds as report.md's comparison and interaction
+ * tables give it: n, mean, sd, the 95% half-width, the 95% and 90% intervals
+ * (null without one: fewer than 2 seeds), and rule_effect's verdict, as a
+ * word (verdict_kind) and as the table's cell (verdict). */
+static json_object *effect_json(json_object *o, const summary *sm)
+{
+    char cell[256];
+    double lo90 = NAN, hi90 = NAN;
+    const int has90 = interval90(sm, &lo90, &hi90);
+    json_object_object_add(o, "n", json_object_new_int(sm->n));
+    json_object_object_add(o, "mean", sm->n ? jd(sm->mean) : NULL);
+    json_object_object_add(o, "sd", sm->n > 1 ? jd(sm->sd) : NULL);
+    json_object_object_add(o, "half_width_95", sm->n > 1 ? jd(sm->half) : NULL);
+    json_object_object_add(o, "ci95", interval_json(sm->n > 1, sm->mean - sm->half,
+                                                    sm->mean + sm->half));
+    json_object_object_add(o, "ci90", interval_json(has90, lo90, hi90));
+    json_object_object_add(o, "verdict_kind",
+                           json_object_new_string(verdict_text(rule_effect(sm, EQUIVALENCE_MARGIN))));
+    json_object_object_add(o, "verdict", json_object_new_string(effect_cell(
+                                             cell, sizeof cell, sm, EQUIVALENCE_MARGIN, 0)));
+    return o;
+}
+
+static json_object *names_json(const char *const *names, int n)
+{
+    json_object *a = json_object_new_array();
+    for (int k = 0; k < n; k++)
+        json_object_array_add(a, json_object_new_string(names[k]));
+    return a;
+}
+
+/* arm - reference, paired by seed: a comparisons entry. */
+static void add_comparison(json_object *list, const study *s, const char *reference,
+                           const char *arm, const char *from)
+{
+    double d[MAX_SEEDS];
+    summary sm = {0, 0, NAN, 0};
+    const int n = paired(s, reference, arm, d);
+    if (n)
+        sm = summarise(d, n);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "from", json_object_new_string(from));
+    json_object_object_add(o, "arm", json_object_new_string(arm));
+    json_object_object_add(o, "reference", json_object_new_string(reference));
+    json_object_object_add(o, "difference", json_object_new_string("arm - reference"));
+    json_object_array_add(list, effect_json(o, &sm));
+}
+
+/* I = (q[3] - q[2]) - (q[1] - q[0]), paired by seed: an interactions entry. */
+static void add_interaction(json_object *list, const study *s, const char *const q[4],
+                            const char *from)
+{
+    double dj[MAX_SEEDS], dg[MAX_SEEDS];
+    summary sm = {0, 0, NAN, 0};
+    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? s->p->seeds : 0;
+    for (int i = 0; i < n; i++)
+        dg[i] -= dj[i];
+    if (n)
+        sm = summarise(dg, n);
+    json_object *o = json_object_new_object();
+    json_object_object_add(o, "from", json_object_new_string(from));
+    json_object_object_add(o, "arms", names_json(q, 4));
+    json_object_object_add(o, "interaction",
+                           json_object_new_string("(arms[3] - arms[2]) - (arms[1] - arms[0])"));
+    json_object_array_add(list, effect_json(o, &sm));
+}
+
+/* The unigram baseline, and each arm's final val CE over seeds against it. */
+static void add_baseline(json_object *o, const study *s)
+{
+    const preset *p = s->p;
+    const double u = unigram_ce(p);
+    char rule[400];
+    json_object *b = json_object_new_object(), *flagged = json_object_new_array(),
+                *summaries = json_object_new_object();
+    snprintf(rule, sizeof rule, "an arm did not learn when its mean final val_ce over seeds is "
+                                "above unigram_ce - margin (%g nats/byte)", LEARN_MARGIN);
+    json_object_object_add(b, "unigram_ce", jd(u));
+    json_object_object_add(
+        b, "what",
+        json_object_new_string("cross-entropy (nats/byte) of the held-out targets under the "
+                               "token frequencies of one pass over the training text (the "
+                               "students' rows), add-one smoothed over 257 tokens; over the "
+                               "final evaluation's batches with its padding mask, token-weighted"));
+    json_object_object_add(b, "margin", json_object_new_double(LEARN_MARGIN));
+    json_object_object_add(b, "threshold", jd(u - LEARN_MARGIN));
+    json_object_object_add(b, "rule", json_object_new_string(rule));
+    for (int a = 0; a < p->n_arms; a++) {
+        double x[MAX_SEEDS];
+        const int n = finals(s, p->arms[a].name, x);
+        const summary sm = summarise(x, n);
+        const int dnl = did_not_learn(sm.mean, u);
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "n", json_object_new_int(n));
+        json_object_object_add(e, "mean", jd(sm.mean));
+        json_object_object_add(e, "sd", n > 1 ? jd(sm.sd) : NULL);
+        json_object_object_add(e, "half_width_95", n > 1 ? jd(sm.half) : NULL);
+        json_object_object_add(e, "ci95", interval_json(n > 1, sm.mean - sm.half, sm.mean + sm.half));
+        json_object_object_add(e, "below_unigram", jd(u - sm.mean));
+        json_object_object_add(e, "did_not_learn", json_object_new_boolean(dnl));
+        json_object_object_add(summaries, p->arms[a].name, e);
+        if (dnl)
+            json_object_array_add(flagged, json_object_new_string(p->arms[a].name));
+    }
+    json_object_object_add(b, "did_not_learn", flagged);
+    json_object_object_add(o, "baseline", b);
+    json_object_object_add(o, "arm_summaries", summaries);
+}
+
+/* The statistics report.md prints, for programs: Table 1's pairs and the
+ * preset's comparisons, Table 1's interaction and the preset's, the verdict
+ * table's rows. */
+static void add_statistics(json_object *o, const study *s)
+{
+    const preset *p = s->p;
+    json_object *cmp = json_object_new_array(), *inter = json_object_new_array();
+    static const char *const table1[4] = {"pre-joint", "post-joint", "pre-grow", "post-grow"};
+    int have = 0;
+    for (int r = 0; r < 2; r++)
+        if (arm_index(s, table1[2 * r]) >= 0 && arm_index(s, table1[2 * r + 1]) >= 0) {
+            add_comparison(cmp, s, table1[2 * r], table1[2 * r + 1], "table 1");
+            have++;
+        }
+    for (int k = 0; k < p->n_compare; k++)
+        add_comparison(cmp, s, p->compare[k][0], p->compare[k][1], "preset");
+    if (have == 2)
+        add_interaction(inter, s, table1, "table 1");
+    for (int k = 0; k < p->n_interact; k++) {
+        const char *q[4] = {p->interact[k][0], p->interact[k][1], p->interact[k][2],
+                            p->interact[k][3]};
+        add_interaction(inter, s, q, "preset");
+    }
+    json_object_object_add(o, "comparisons", cmp);
+    json_object_object_add(o, "interactions", inter);
+    json_object_object_add(o, "equivalence_margin", json_object_new_double(EQUIVALENCE_MARGIN));
+    json_object_object_add(o, "verdicts", verdict_rows(s));
+}
+
 void write_json(const char *path, const study *s, double wall)
 {
     json_object *o = json_object_new_object();
@@ -73,6 +287,7 @@ void write_json(const char *path, const study *s, double wall)
         for (int i = 0; i < s->p->seeds; i++) {
             const run_result *r = s->res[a][i];
             json_object *ro = json_object_new_object();
+            json_object_object_add(ro, "seed", json_object_new_int(i + 1)); /* curves.csv's */
             json_object_object_add(ro, "val_ce", jd(r->final_val));
             json_object_object_add(ro, "seconds", json_object_new_double(r->seconds));
             json_object_object_add(ro, "tokens_per_s", json_object_new_double(r->tokens_per_s));
@@ -126,6 +341,8 @@ void write_json(const char *path, const study *s, double wall)
         json_object_object_add(arms, s->p->arms[a].name, seeds);
     }
     json_object_object_add(o, "arms", arms);
+    add_baseline(o, s);
+    add_statistics(o, s);
     outfile out;
     out_open(&out, path);
     fputs(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY), out.f);

@@ -458,3 +458,41 @@ void verdicts(FILE *f, const study *s)
                 ? " The phases are shorter than the mechanism rows need: they are not applicable."
                 : "");
 }
+
+/* The rows are read back from the table verdicts() prints, so that the two
+ * can never disagree: every cell is printed without " | " inside it. */
+json_object *verdict_rows(const study *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f)
+        die("verdict rows: %s", strerror(errno));
+    verdicts(f, s);
+    fclose(f);
+    json_object *rows = json_object_new_array();
+    static const char *const keys[4] = {"finding", "paper", "ours", "verdict"};
+    const char *head = strstr(text, "|---|---|---|---|\n");
+    for (char *line = head ? strchr(head, '\n') + 1 : NULL; line && strncmp(line, "| ", 2) == 0;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = 0;
+        const size_t n = strlen(line);
+        if (n >= 4 && strcmp(line + n - 2, " |") == 0) {
+            line[n - 2] = 0;
+            json_object *row = json_object_new_object();
+            char *cell = line + 2;
+            for (int k = 0; k < 4; k++) {
+                char *bar = k < 3 ? strstr(cell, " | ") : NULL;
+                if (bar)
+                    *bar = 0;
+                json_object_object_add(row, keys[k], json_object_new_string(cell));
+                cell = bar ? bar + 3 : cell + strlen(cell);
+            }
+            json_object_array_add(rows, row);
+        }
+        line = end ? end + 1 : NULL;
+    }
+    free(text);
+    return rows;
+}
