@@ -616,6 +616,16 @@ void load_preset(preset *p, const char *path)
     p->d_model = get_i(o, "student.d_model", 128, 1, 1 << 16);
     p->heads = get_i(o, "student.n_heads", 4, 1, 1024);
     p->kv_heads = get_i(o, "student.n_kv_heads", p->heads, 1, 1024);
+    if (!member(o, "student.head_dim")) {
+        /* the default, d_model / n_heads, must be a head width RoPE can rotate: say so
+         * in the preset's own terms, not as a head_dim the preset never wrote */
+        const int hd = p->d_model / p->heads;
+        if (p->d_model % p->heads || hd < 2 || hd % 2)
+            die("preset: student.head_dim is not given and its default, student.d_model / "
+                "student.n_heads = %d / %d, is %s: give student.head_dim (an even number)",
+                p->d_model, p->heads,
+                p->d_model % p->heads ? "not a whole number" : hd < 2 ? "below 2" : "odd");
+    }
     p->head_dim = get_i(o, "student.head_dim", p->d_model / p->heads, 2, 1 << 16);
     p->d_ff = get_i(o, "student.d_ff", 3 * p->d_model, 1, 1 << 20);
     p->blocks = get_i(o, "student.blocks", PAPER_BLOCKS, 1, 64);

@@ -56,7 +56,7 @@ extern "C" {
 typedef enum lattice_schedule_block_init {
     LATTICE_SCHEDULE_BLOCK_INIT_RANDOM = 0,   /**< Keep the random weights drawn at model creation (the paper). */
     LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY = 1, /**< Zero the attention and MLP output projections (LLaMA-Pro style). */
-    LATTICE_SCHEDULE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking). */
+    LATTICE_SCHEDULE_BLOCK_INIT_COPY = 2      /**< Copy the block below (stacking): a phase that grows the active layers from P to Q makes each new layer i a copy of layer i - (Q - P) (of layer i mod P when Q - P > P), as ::lattice_model_copy_layer copies. */
 } lattice_schedule_block_init;
 
 /**

@@ -579,6 +579,16 @@ class Traps(unittest.TestCase):
                 self.assertEqual(r.returncode, 1, r.stderr)
                 self.assertIn("the student's shape", r.stderr)
                 self.assertIn(why, r.stderr)
+            # a default the preset never wrote is named as what it is made of
+            for student, why in (({"d_model": 60, "n_heads": 4}, "60 / 4, is odd"),
+                                 ({"d_model": 30, "n_heads": 4}, "30 / 4, is not a whole number")):
+                write(os.path.join(d, "p.json"),
+                      {"name": "p", "student": student, "arms": ["pre-joint"]})
+                r = run("--preset", os.path.join(d, "p.json"), "--check")
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("student.head_dim is not given and its default, student.d_model / "
+                              "student.n_heads = " + why, r.stderr)
+                self.assertNotIn("head_dim 15", r.stderr)
 
     def test_strict_json(self):
         """The library's strict parser reads the preset; its errors name the
