@@ -4,6 +4,9 @@
  * to its new name. */
 #include "internal.h"
 
+#include <stddef.h>
+#include <string.h>
+
 const char *lattice_backend_name(const lattice_backend *backend)
 {
     return lattice_backend_get_name(backend);
@@ -98,6 +101,28 @@ void lattice_phase_init(lattice_schedule_phase *phase)
 {
     lattice_schedule_phase_init(phase);
 }
+
+#ifdef LATTICE_SYMVER
+/* Every program built against 0.1-0.4 binds lattice_phase_init at the symbol
+ * version LATTICE_0.1, and one built against 0.1 has a 40-byte lattice_phase
+ * (0.2 appended rewind_data and train_boundary without a new version): this
+ * version fills those 40 bytes only, and says so in size, so that no old
+ * program's stack is written past its struct. A program built against 0.2-0.4
+ * that sets rewind_data or train_boundary after it gets their defaults
+ * (continue the data, train the boundary); lattice_schedule_phase_init fills
+ * its whole struct. Programs built now bind the default, LATTICE_0.5. */
+void compat_phase_init_0_1(void *phase) __attribute__((visibility("default")));
+__asm__(".symver compat_phase_init_0_1, lattice_phase_init@LATTICE_0.1");
+void compat_phase_init_0_1(void *phase)
+{
+    if (!phase)
+        return;
+    lattice_schedule_phase now;
+    lattice_schedule_phase_init(&now);
+    now.size = offsetof(lattice_schedule_phase, rewind_data);
+    memcpy(phase, &now, now.size);
+}
+#endif
 
 int lattice_schedule_n_phases(const lattice_schedule *schedule)
 {
