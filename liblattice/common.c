@@ -117,6 +117,15 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
     return LATTICE_OK;
 }
 
+int lattice__params_blank(const void *params, size_t size)
+{
+    const unsigned char *b = params;
+    for (size_t i = sizeof(size_t); i < size; i++)
+        if (b[i])
+            return 0;
+    return 1;
+}
+
 uint64_t lattice__hash(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *b = p;

@@ -82,7 +82,20 @@ static lattice_status copy_params(lattice_data_params *dst, const lattice_data_p
                                   int text, char *err)
 {
     if (!src || src->size == 0)
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params missing or not initialised (size 0): call "
+                                  "lattice_data_params_init");
+    /* every release's lattice_data_params has had this one layout; a larger
+     * size is a newer caller's, whose fields past ours are not read */
+    if (src->size < sizeof(*dst))
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params size %zu matches no layout of lattice_data_params "
+                                  "(%zu bytes): not initialised: call lattice_data_params_init",
+                                  src->size, sizeof(*dst));
+    if (lattice__params_blank(src, sizeof(*dst)))
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params hold only their size (every field 0): not initialised: "
+                                  "call lattice_data_params_init");
     lattice_data_params_init(dst);
     memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
     dst->size = sizeof(*dst);

@@ -69,7 +69,19 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
             "lattice_distill_create: invalid argument: params is NULL");
     if (params->size == 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument: params->size is 0: call lattice_distill_params_init first");
+            "lattice_distill_create: invalid argument: params->size is 0: call "
+            "lattice_distill_params_init first");
+    /* every release's lattice_distill_params has had this one layout; a
+     * larger size is a newer caller's, whose fields past ours are not read */
+    if (params->size < sizeof(lattice_distill_params))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_create: invalid argument: params size %zu matches no layout of "
+            "lattice_distill_params (%zu bytes): not initialised: call lattice_distill_params_init",
+            params->size, sizeof(lattice_distill_params));
+    if (lattice__params_blank(params, sizeof(lattice_distill_params)))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_distill_create: invalid argument: params hold only their size (every field "
+            "0): not initialised: call lattice_distill_params_init");
     lattice_distill_params p;
     lattice_distill_params_init(&p);
     memcpy(&p, params, params->size < sizeof(p) ? params->size : sizeof(p));

@@ -28,6 +28,11 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
  * LATTICE_ERR_INVALID_ARGUMENT and nothing is written. */
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size);
+/* Non-zero when every byte of a caller's params struct after its size field,
+ * up to size bytes, is zero: a struct set to {0} and given only its size,
+ * which no _init leaves and (where the caller says so) no valid settings are. */
+int lattice__params_blank(const void *params, size_t size);
+
 /* lattice__copy_out's refusal alone, for a call that must refuse a short
  * struct before it does any work. */
 lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,

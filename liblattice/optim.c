@@ -174,11 +174,12 @@ void compat_optim_params_init_0_3(optim_params_0_3 *p)
 }
 #endif
 
-/* A caller's struct size this library reads: up to 0.2's, 0.3's exactly, or
- * 0.4's and above (a newer caller's; the bytes past ours are not read). */
+/* A caller's struct size this library reads: 0.1/0.2's, 0.3's, or 0.4's and
+ * above (a newer caller's; the bytes past ours are not read). Any other size
+ * is a struct no _init filled. */
 static int size_known(size_t size)
 {
-    return size <= sizeof(optim_params_0_2) || size == sizeof(optim_params_0_3) ||
+    return size == sizeof(optim_params_0_2) || size == sizeof(optim_params_0_3) ||
            size >= sizeof(lattice_optim_params);
 }
 
@@ -190,7 +191,9 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
                                   const lattice_optim_params *base, char *err)
 {
     if (!src || src->size == 0)
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "params not initialised");
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params missing or not initialised (size 0): call "
+                                  "lattice_optim_params_init");
     lattice_optim_params tmp;
     if (base)
         tmp = *base;
@@ -198,16 +201,19 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         lattice_optim_params_init(&tmp);
     if (!size_known(src->size))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params->size %zu is neither a 0.1/0.2 struct (at most %zu bytes), "
-                                  "a 0.3 one (%zu) nor a 0.4 one (at least %zu): set it to sizeof "
-                                  "the struct",
+                                  "params size %zu matches no layout of lattice_optim_params (%zu, "
+                                  "%zu or at least %zu bytes): not initialised: call "
+                                  "lattice_optim_params_init",
                                   src->size, sizeof(optim_params_0_2), sizeof(optim_params_0_3),
                                   sizeof(lattice_optim_params));
-    if (src->size <= sizeof(optim_params_0_2)) {
-        /* a 0.1/0.2 caller: its layout, as much of it as it has */
+    if (lattice__params_blank(src, src->size < sizeof(tmp) ? src->size : sizeof(tmp)))
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "params hold only their size (every field 0): not initialised: "
+                                  "call lattice_optim_params_init");
+    if (src->size == sizeof(optim_params_0_2)) {
+        /* a 0.1/0.2 caller: its layout */
         optim_params_0_2 old;
-        to_0_2(&old, &tmp);
-        memcpy(&old, src, src->size < sizeof(old) ? src->size : sizeof(old));
+        memcpy(&old, src, sizeof(old));
         from_0_2(&tmp, &old);
     } else {
         /* 0.3 and later: the fields the caller has; a 0.3 struct's padding

@@ -52,7 +52,19 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_sch
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_add_phase: invalid argument: schedule is NULL");
     if (!phase || phase->size == 0)
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "phase missing or not initialised");
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "phase missing or not initialised (size 0): call lattice_schedule_phase_init");
+    /* 0.1's phase ends before rewind_data; 0.2's and later's is ours or a
+     * newer caller's (the bytes past ours are not read) */
+    if (phase->size != PHASE_SIZE_0_1 && phase->size < sizeof(*phase))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "phase size %zu matches no layout of lattice_schedule_phase (%zu or %zu "
+                    "bytes): not initialised: call lattice_schedule_phase_init",
+                    phase->size, (size_t)PHASE_SIZE_0_1, sizeof(*phase));
+    if (lattice__params_blank(phase, phase->size < sizeof(*phase) ? phase->size : sizeof(*phase)))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "phase holds only its size (every field 0): not initialised: call "
+                    "lattice_schedule_phase_init");
     lattice_schedule_phase p;
     lattice_schedule_phase_init(&p);
     memcpy(&p, phase, phase->size < sizeof(p) ? phase->size : sizeof(p));

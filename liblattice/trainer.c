@@ -14,6 +14,10 @@
 #include <string.h>
 #include <time.h>
 
+/* The struct as 0.1 and 0.2 laid it out: everything before 0.3's collective. */
+#define TRAINER_PARAMS_0_2_SIZE offsetof(lattice_trainer_params, collective)
+_Static_assert(TRAINER_PARAMS_0_2_SIZE == 56, "0.2's lattice_trainer_params had 56 bytes (LP64)");
+
 void lattice_trainer_params_init(lattice_trainer_params *p)
 {
     if (!p)
@@ -33,7 +37,7 @@ void compat_trainer_params_init_0_2(lattice_trainer_params *p)
 {
     if (!p)
         return;
-    const size_t n = offsetof(lattice_trainer_params, collective);
+    const size_t n = TRAINER_PARAMS_0_2_SIZE;
     memset(p, 0, n);
     p->size = n;
 }
@@ -100,6 +104,14 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_create: invalid argument: params->size is 0: call "
             "lattice_trainer_params_init first (or pass NULL for the defaults)");
+    /* 0.1 and 0.2's struct ends before collective; 0.3's and later's is ours
+     * or a newer caller's (the bytes past ours are not read) */
+    if (params && params->size != TRAINER_PARAMS_0_2_SIZE && params->size < sizeof(*params))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_create: invalid argument: params size %zu matches no layout of "
+            "lattice_trainer_params (%zu or %zu bytes): not initialised: call "
+            "lattice_trainer_params_init (or pass NULL for the defaults)",
+            params->size, (size_t)TRAINER_PARAMS_0_2_SIZE, sizeof(*params));
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
