@@ -190,6 +190,29 @@ lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t se
     return LATTICE_OK;
 }
 
+/* A layer tensor's role: its name after "model.layers.N." (the whole name if
+ * it has no such prefix). */
+static const char *layer_role(const tensor_entry *t)
+{
+    static const char prefix[] = "model.layers.";
+    if (strncmp(t->name, prefix, sizeof prefix - 1) != 0)
+        return t->name;
+    const char *dot = strchr(t->name + sizeof prefix - 1, '.');
+    return dot ? dot + 1 : t->name;
+}
+
+/* Layer layer's trainable tensor of that role, or NULL. */
+static const tensor_entry *layer_tensor(const lattice_model *m, int layer, const char *role)
+{
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        if (t->group == LATTICE_MODEL_GROUP_LAYER && t->layer == layer &&
+            strcmp(layer_role(t), role) == 0)
+            return t;
+    }
+    return NULL;
+}
+
 lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
 {
     if (!m)
@@ -200,22 +223,27 @@ lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
                     m->p.n_layers - 1);
     if (dst == src)
         return LATTICE_OK;
-    /* Every layer registers the same tensors in the same order. */
-    int s0 = -1, d0 = -1, count = 0;
-    for (int i = 0; i < m->n_tensors; i++) {
-        const tensor_entry *t = &m->tensors[i];
-        if (t->group != LATTICE_MODEL_GROUP_LAYER)
-            continue;
-        if (t->layer == src && s0 < 0)
-            s0 = i;
-        if (t->layer == dst && d0 < 0)
-            d0 = i;
-        count += t->layer == src;
-    }
-    for (int j = 0; j < count; j++) {
-        const tensor_entry *from = &m->tensors[s0 + j], *to = &m->tensors[d0 + j];
-        memcpy(to->data, from->data, sizeof(float) * from->rows * from->cols);
-    }
+    /* Tensor by tensor, matched by role (the name after "model.layers.N."):
+     * layers differ in what they hold (a block-entry norm, a running RMS). A
+     * statistic describes the stream its layer reads, not the layer's
+     * weights: it stays. A role only one of the two layers has is left alone.
+     * Every shape is checked before anything is written. */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->n_tensors; i++) {
+            const tensor_entry *to = &m->tensors[i];
+            if (to->group != LATTICE_MODEL_GROUP_LAYER || to->layer != dst)
+                continue;
+            const tensor_entry *from = layer_tensor(m, src, layer_role(to));
+            if (!from)
+                continue;
+            if (pass == 0 && (from->rows != to->rows || from->cols != to->cols))
+                return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT,
+                            "layers %d <- %d: tensor '%s' is [%lld, %lld] and '%s' [%lld, %lld]",
+                            dst, src, to->name, (long long)to->rows, (long long)to->cols,
+                            from->name, (long long)from->rows, (long long)from->cols);
+            if (pass == 1)
+                memcpy(to->data, from->data, sizeof(float) * (size_t)(from->rows * from->cols));
+        }
     return LATTICE_OK;
 }
 

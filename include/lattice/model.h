@@ -248,6 +248,17 @@ LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int la
 
 /**
  * @brief Copy every weight of one layer onto another (stacking a block).
+ *
+ * Tensor by tensor, matched by role (the name after "model.layers.N.", e.g.
+ * "self_attn.q_proj.weight"), since layers need not hold the same tensors
+ * (since 0.5; before, a model with block_norm, block_rescale or
+ * massive_offset could be corrupted or crash). A weight the destination has
+ * and the source lacks (a block-entry norm of block_norm) keeps its value;
+ * one only the source has is not copied. A layer's running regular RMS
+ * (::LATTICE_MODEL_GROUP_STATISTIC) is a statistic of the stream it reads,
+ * not a weight: it is never copied. Shapes of a role agree within a model;
+ * a pair that did not would be refused, naming the tensor, before anything
+ * is written.
  * @param model The model.
  * @param dst Destination layer.
  * @param src Source layer (may equal dst: nothing changes).
