@@ -48,8 +48,12 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
                 *dt = json_object_new_object();
     /* since 0.4: the data's settings and corpus, the whole schedule (their
      * names are constant keys: the list outlives j) */
-    lattice__setup data;
+    lattice__setup data, model;
     int ok = lattice__setup_of(t, LATTICE__PART_DATA, 0, &data);
+    /* since 0.5: the model's setup (setup.c's model part), which a load compares */
+    json_object *arch = json_object_new_object();
+    ok = lattice__setup_of(t, LATTICE__PART_MODEL, 0, &model) && ok;
+    ok = lattice__json_add(md, "setup", arch) && ok;
     /* the containers join j first, so that one put of j frees whatever was built */
     ok = lattice__json_add(md, "trainable_layers", layers) && ok;
     ok = lattice__json_add(sc, "phases", phases) && ok;
@@ -94,6 +98,8 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
     }
     for (int i = 0; ok && i < data.n; i++)
         ADD(dt, data.f[i].name, field_json(&data.f[i]));
+    for (int i = 0; ok && i < model.n; i++)
+        ADD(arch, model.f[i].name, field_json(&model.f[i]));
     ADD(md, "n_active", i64(m->n_active));
     ADD(md, "trainable_embedding", i64(m->trainable_embedding));
     ADD(md, "trainable_boundary", i64(m->trainable_boundary));
@@ -113,6 +119,7 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
     char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
     lattice__setup_free(&data);
+    lattice__setup_free(&model);
     return out;
 }
 
@@ -252,22 +259,13 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const 
     lattice__setup_free(&want);
 }
 
-/* The checkpoint's data (since 0.4: its settings and corpus) against this
- * run's. Other data is refused unless flags allow it; then the iterator
- * keeps its own position unless the checkpoint's means the same documents
- * (same corpus, split, seed and packing). */
-static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_restored *r)
+/* The checkpoint's values (the JSON object obj, named what) of this run's
+ * fields want, in want's order, into have. */
+static void read_fields(reader *rd, json_object *dt, const char *what, const lattice__setup *want,
+                        lattice__setup *have)
 {
-    if (!rd->ok)
-        return;
-    lattice__setup want, have = {0};
-    if (!lattice__setup_of(rd->t, LATTICE__PART_DATA, 0, &want)) {
-        lattice__setup_free(&want);
-        no_memory(rd, "compare the checkpoint's data");
-        return;
-    }
-    for (int i = 0; rd->ok && i < want.n; i++) {
-        const lattice__setup_field *f = &want.f[i];
+    for (int i = 0; rd->ok && i < want->n; i++) {
+        const lattice__setup_field *f = &want->f[i];
         json_object *x;
         int64_t v = 0;
         double d = 0.0;
@@ -283,12 +281,57 @@ static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_r
             got = get64(dt, f->name, &v);
         }
         if (!got)
-            refuse(rd, "the checkpoint's state lacks data.%s, or it is not %s", f->name,
+            refuse(rd, "the checkpoint's state lacks %s.%s, or it is not %s", what, f->name,
                    f->kind == LATTICE__SETUP_HASH ? "16 hex digits" : "a number");
-        lattice__setup_add(&have, (lattice__setup_kind)f->kind, v, "%s", f->name);
+        lattice__setup_add(have, (lattice__setup_kind)f->kind, v, "%s", f->name);
     }
-    if (have.failed)
+    if (have->failed)
+        no_memory(rd, "compare the checkpoint's setup");
+}
+
+/* The checkpoint's model (since 0.5: its setup, model.setup) against this
+ * run's: every option of the architecture, named with both values where
+ * they first differ. A checkpoint from before has its tensors' shapes only. */
+static void check_model(reader *rd, json_object *md)
+{
+    json_object *arch;
+    if (!rd->ok || !json_object_object_get_ex(md, "setup", &arch))
+        return;
+    if (!json_object_is_type(arch, json_type_object)) {
+        refuse(rd, "the checkpoint's model.setup is not an object");
+        return;
+    }
+    lattice__setup want, have = {0};
+    if (!lattice__setup_of(rd->t, LATTICE__PART_MODEL, 0, &want))
+        no_memory(rd, "compare the checkpoint's model");
+    read_fields(rd, arch, "model.setup", &want, &have);
+    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    if (at >= 0) {
+        char what[LATTICE_ERRMSG_SIZE];
+        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run",
+                                LATTICE__PART_MODEL, &have, &want, at);
+        refuse(rd, "%s: another model (resume into a model set up as the checkpoint's was)",
+               what);
+    }
+    lattice__setup_free(&have);
+    lattice__setup_free(&want);
+}
+
+/* The checkpoint's data (since 0.4: its settings and corpus) against this
+ * run's. Other data is refused unless flags allow it; then the iterator
+ * keeps its own position unless the checkpoint's means the same documents
+ * (same corpus, split, seed and packing). */
+static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_restored *r)
+{
+    if (!rd->ok)
+        return;
+    lattice__setup want, have = {0};
+    if (!lattice__setup_of(rd->t, LATTICE__PART_DATA, 0, &want)) {
+        lattice__setup_free(&want);
         no_memory(rd, "compare the checkpoint's data");
+        return;
+    }
+    read_fields(rd, dt, "data", &want, &have);
     const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
     if (at >= 0 && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA)) {
         char what[LATTICE_ERRMSG_SIZE];
@@ -418,6 +461,7 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
         refuse(&rd, "the checkpoint is of a model with a capacity of %lld layers "
                     "(model.trainable_layers) and this run's model has %d: another model",
                (long long)capacity, m->p.n_layers);
+    check_model(&rd, md);
     if (rd.ok) {
         r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
         if (!r->tr_layers)

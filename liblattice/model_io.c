@@ -225,7 +225,102 @@ lattice_status lattice_model_save_config(const lattice_model *cm, const char *pa
     return st;
 }
 
-static lattice_status load_open(lattice_model *m, const st_file *sf)
+/* The file's lattice.config o against the model: every setting config_json
+ * writes but n_active_layers (where a run stands, not what the model is).
+ * Tensors of the same names and shapes can mean another model (a block-entry
+ * rescale has no tensor of its own, a residual scale none at all), and a
+ * tensor the model lacks is never read: the settings decide. A key a file
+ * lacks reads as config_json's default when it writes it only when set, and
+ * is not compared otherwise (a file from before the key). */
+static lattice_status same_architecture(lattice_model *m, json_object *o)
+{
+    const lattice_model_params *p = &m->p;
+    json_object *v;
+    const struct {
+        const char *key;
+        int64_t model;
+        int has_default;
+        int64_t dflt;
+    } ints[] = {
+        {"vocab_size", p->vocab_size, 0, 0},       {"d_model", p->d_model, 0, 0},
+        {"n_layers", p->n_layers, 0, 0},           {"n_heads", p->n_heads, 0, 0},
+        {"n_kv_heads", p->n_kv_heads, 0, 0},       {"head_dim", p->head_dim, 0, 0},
+        {"d_ff", p->d_ff, 0, 0},                   {"qk_norm", p->qk_norm != 0, 0, 0},
+        {"tie_embeddings", p->tie_embeddings != 0, 0, 0},
+        {"block_norm", p->block_norm, 1, 0},       {"block_rescale", p->block_rescale, 1, 0},
+    };
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        int64_t file = ints[i].dflt;
+        if (json_object_object_get_ex(o, ints[i].key, &v)) {
+            if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
+                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not an integer", ints[i].key);
+            file = json_object_get_int64(v);
+            if (!strcmp(ints[i].key, "qk_norm") || !strcmp(ints[i].key, "tie_embeddings"))
+                file = file != 0;
+        } else if (!ints[i].has_default) {
+            continue;
+        }
+        if (file != ints[i].model)
+            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, the model's %lld: another "
+                        "model", ints[i].key, (long long)file, (long long)ints[i].model);
+    }
+    const char *kind = m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms";
+    if (json_object_object_get_ex(o, "norm", &v) &&
+        (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), kind)))
+        return FAIL(m, LATTICE_ERR_FORMAT, "the file's norm is %s, the model's %s: another model",
+                    json_object_get_string(v), kind);
+    const float massive = p->massive_offset;
+    const struct {
+        const char *key;
+        float model;
+        int has_default;
+        float dflt;
+    } reals[] = {
+        {"rope_theta", p->rope_theta, 0, 0.0f},
+        {"eps", m->norm.eps, 0, 0.0f},
+        {"residual_scale", m->norm.residual_scale, 0, 0.0f},
+        {"massive_offset", massive, 1, 0.0f},
+    };
+    float file_massive = 0.0f;
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        float file = reals[i].dflt;
+        if (json_object_object_get_ex(o, reals[i].key, &v)) {
+            if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not a number", reals[i].key);
+            file = (float)json_object_get_double(v);
+        } else if (!reals[i].has_default) {
+            continue;
+        }
+        if (!strcmp(reals[i].key, "massive_offset"))
+            file_massive = file;
+        if (file != reals[i].model)
+            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %.9g, the model's %.9g: another "
+                        "model", reals[i].key, (double)file, (double)reals[i].model);
+    }
+    /* where the offset goes matters only where there is one (the file writes
+     * them only then) */
+    if (file_massive > 0.0f) {
+        const struct {
+            const char *key;
+            int model;
+        } at[] = {{"massive_layer", p->massive_layer}, {"massive_channel", p->massive_channel}};
+        for (size_t i = 0; i < 2; i++) {
+            if (!json_object_object_get_ex(o, at[i].key, &v))
+                continue;
+            if (!json_object_is_type(v, json_type_int))
+                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not an integer", at[i].key);
+            if (json_object_get_int64(v) != at[i].model)
+                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, the model's %d: "
+                            "another model", at[i].key, (long long)json_object_get_int64(v),
+                            at[i].model);
+        }
+    }
+    return LATTICE_OK;
+}
+
+/* compare: the file's lattice.config must describe m (a config.json given
+ * beside a file overrides its settings, the placement apart). */
+static lattice_status load_open(lattice_model *m, const st_file *sf, int compare)
 {
     /* Placements share some tensor names with different meanings (pre's
      * post_attention_layernorm sits before the MLP, peri's after attention):
@@ -239,8 +334,10 @@ static lattice_status load_open(lattice_model *m, const st_file *sf)
     const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
                                                                         : NULL;
     if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
-        st = FAIL(m, LATTICE_ERR_FORMAT, "the file holds a %s-norm model, this one is %s-norm", pl,
-                  lattice_norm_placement_name(m->norm.placement));
+        st = FAIL(m, LATTICE_ERR_FORMAT, "the file's placement is %s, the model's %s: the file "
+                  "holds a %s-norm model", pl, lattice_norm_placement_name(m->norm.placement), pl);
+    if (st == LATTICE_OK && o && compare)
+        st = same_architecture(m, o);
     json_object_put(o);
     if (st != LATTICE_OK)
         return st;
@@ -276,7 +373,7 @@ lattice_status lattice_model_load(lattice_model *m, const char *path)
     lattice_status st = lattice__st_open(&sf, path, m->err);
     if (st != LATTICE_OK)
         return st;
-    st = load_open(m, &sf);
+    st = load_open(m, &sf, 1);
     lattice__st_close(&sf);
     m->batch = m->seq = 0;
     return st;
@@ -646,7 +743,7 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
         st = check_file_tensors(&sf, path, &p, norm, backend, err);
     if (st == LATTICE_OK && (st = lattice_model_create(&p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
-    if (st == LATTICE_OK && (st = load_open(m, &sf)) != LATTICE_OK)
+    if (st == LATTICE_OK && (st = load_open(m, &sf, config_path == NULL)) != LATTICE_OK)
         snprintf(err, LATTICE_ERRMSG_MAX, "%s", m->err);
     lattice__st_close(&sf);
     json_object_put(cfg);

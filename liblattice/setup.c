@@ -86,8 +86,10 @@ static void model_part(const lattice_model *m, int with_state, lattice__setup *s
     INT(s, p->block_norm, "block_norm");
     INT(s, p->block_rescale, "block_rescale");
     REAL(s, p->massive_offset, "massive_offset");
-    INT(s, p->massive_layer, "massive_layer");
-    INT(s, p->massive_channel, "massive_channel");
+    /* where an offset goes means nothing without one: 0, so that models
+     * without it compare equal whatever these say */
+    INT(s, p->massive_offset > 0.0f ? p->massive_layer : 0, "massive_layer");
+    INT(s, p->massive_offset > 0.0f ? p->massive_channel : 0, "massive_channel");
     INT(s, p->tie_embeddings, "tie_embeddings");
     INT(s, m->norm.placement, "placement");
     INT(s, m->norm.kind, "norm_kind");

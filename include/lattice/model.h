@@ -459,6 +459,15 @@ LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const 
  *
  * Every tensor of the model must be present with the same shape (F32, F16,
  * BF16 or F64; converted to float). Other tensors in the file are ignored.
+ * A file written by ::lattice_model_save says what model it holds
+ * ("lattice.config"): since 0.5 every setting in it must be the model's
+ * (placement, norm kind, eps, residual scale, rope_theta, qk_norm,
+ * tie_embeddings, block_norm, block_rescale, massive_offset and, with an
+ * offset, massive_layer and massive_channel, and the shape: vocab_size,
+ * d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff), or the load is
+ * refused with ::LATTICE_ERR_FORMAT before any weight is read, naming the
+ * setting and both values ("the file's block_rescale is 2, the model's 0").
+ * The active layer count is not compared: it is where a run stands.
  * The file is treated as hostile: bounds, sizes, overlaps, dtypes and JSON
  * are checked before anything is read, and a failed load leaves a clear
  * message (the model's weights may then be partly overwritten).

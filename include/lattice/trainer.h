@@ -287,7 +287,13 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * of its corpus (token and document counts, the training split, a digest of
  * the token ids) and every phase of the schedule, so that a checkpoint
  * resumes only the run it was written by (see
- * ::lattice_trainer_load_checkpoint).
+ * ::lattice_trainer_load_checkpoint). Since 0.5 it records the model's
+ * setup too ("model.setup": the shape, placement, norm kind and eps,
+ * residual scale, rope_theta, qk_norm, tie_embeddings, block_norm,
+ * block_rescale, massive_offset and, with an offset, where it goes), which a
+ * load compares field by field ("the checkpoint's model block_rescale 2
+ * differs from this run's 0"); an older checkpoint is checked by its
+ * tensors' shapes alone.
  *
  * A run stopped at any step and resumed from its checkpoint, with objects
  * created as for the original run, gives bit-identical losses to one that
