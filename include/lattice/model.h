@@ -307,6 +307,9 @@ LATTICE_API lattice_status lattice_model_get_trainable(const lattice_model *mode
  *        input passes through unchanged); count 0 skips nothing.
  *
  * Used by diagnostics that remove a block. Backward treats skipped layers as identity.
+ * A skipped layer skips its block-entry norm or rescale too; the
+ * massive_offset belongs to the stream between layers, not to a layer, and
+ * is added whether or not the layers around it are skipped.
  * @param model The model.
  * @param first First layer to skip.
  * @param count Number of layers; 0 clears the skip.
