@@ -233,7 +233,9 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: " PROG " --preset FILE|NAME [options]\n"
             "Reproduce the joint-vs-curriculum study of arXiv 2608.13156 with a preset\n"
-            "(examples/reproduce/presets/*.json; see presets/README.md for every key).\n\n"
+            "(examples/reproduce/presets/*.json; see presets/README.md for every key, and\n"
+            "its \"Designs\" for factors of your own). Studies are read together by\n"
+            "examples/reproduce/cross.py --out DIR STUDY_DIR...\n\n"
             "  --preset FILE       the study: data, teacher, student, training, arms (required)\n"
             "  --preset NAME       a shipped preset by name (quick, small, regime, paper, ...):\n"
             "                      NAME.json in the presets folder (installed: share/lattice/\n"

@@ -1,6 +1,8 @@
 /* The preset: its keys, named arms, schedules, probes, paths, --arms and --check. */
 #include "preset.h"
 
+#include "design.h"
+
 #include "files.h"
 #include "paper.h"
 #include "plan.h"
@@ -44,7 +46,7 @@ static const char *const block_init_names[] = {"random", "identity", "copy"};
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
 static const char *const known_keys[] = {
-    "name", "about", "seeds", "threads", "backend", "data", "teacher", "student", "train", "arms", "compare",
+    "name", "about", "seeds", "threads", "backend", "design", "data", "teacher", "student", "train", "arms", "compare",
     "interactions",
     "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
@@ -64,7 +66,7 @@ static const char *const known_keys[] = {
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
-    "arms.*.block_norm", "arms.*.block_rescale", "arms.*.massive_offset", "arms.*.massive_layer",
+    "arms.*.from", "arms.*.block_norm", "arms.*.block_rescale", "arms.*.massive_offset", "arms.*.massive_layer",
     "arms.*.massive_channel",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
     "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
@@ -321,10 +323,18 @@ static void parse_arm(preset *p, json_object *v, int index)
     if (!name_ok(spec ? json_object_get_string(member(spec, "name")) : name))
         die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, where,
             spec ? json_object_get_string(member(spec, "name")) : name);
+    /* an arm object starts from the named arm of its name, or of its "from" */
+    char from[48];
+    snprintf(from, sizeof from, "%s", a->name);
+    if (spec && member(spec, "from"))
+        get_s(spec, "from", from, sizeof from, "");
     int named = -1;
     for (int i = 0; i < N_NAMED && named < 0; i++)
-        if (strcmp(named_arms[i].name, a->name) == 0)
+        if (strcmp(named_arms[i].name, from) == 0)
             named = i;
+    if (spec && member(spec, "from") && named < 0)
+        die("preset: %s.from = '%s' is not a named arm (pre-/post- joint, grow, single, freeze, "
+            "joint-active, joint-total, peri-joint, peri-grow)", where, from);
     if (!spec && named < 0)
         die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, joint-active, "
             "joint-total, peri-joint, peri-grow; or give an object with placement and schedule)",
@@ -339,7 +349,8 @@ static void parse_arm(preset *p, json_object *v, int index)
         a->placement = (lattice_norm_placement)get_enum(spec, "placement", where, placement_names, 3,
                                                         named >= 0 ? (int)a->placement : -1);
         if ((int)a->placement < 0)
-            die("preset: %s needs a placement (pre, post or peri)", where);
+            die("preset: %s needs a placement (pre, post or peri), or \"from\": a named arm to "
+                "start from (\"from\": \"post-grow\")", where);
         a->residual_scale = get_d(spec, "residual_scale", 1.0);
         if (a->residual_scale <= 0)
             die("preset: %s.residual_scale must be > 0", where);
@@ -593,6 +604,11 @@ void load_preset(preset *p, const char *path)
     json_object *o = read_preset_json(path);
     no_nulls(o);
     check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
+    /* a design's arms, comparisons and interactions join the preset's own, and
+     * are checked as any arm is */
+    design_expand(o, &p->design);
+    if (p->design.n_factors)
+        check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
     p->json = o;
     get_s(o, "name", p->name, sizeof p->name, "custom");
     /* the default output folder is results/NAME */

@@ -1,6 +1,8 @@
 /* report.md: the study in words and tables beside the paper's numbers, and its files. */
 #include "report.h"
 
+#include "design.h"
+
 #include <sys/stat.h>
 
 #include "files.h"
@@ -134,6 +136,139 @@ static void mean_sd(char *buf, size_t n, const summary *sm)
     else
         snprintf(buf, n, "%.4f ± %.4f", sm->mean, sm->sd);
 }
+
+/* Whether a, b, c, d are the paper's four main arms (under one suffix:
+ * pre-joint-go, post-joint-go, pre-grow-go, post-grow-go). */
+static int paper_quadruple(const char (*q)[48])
+{
+    static const char *const base[4] = {"pre-joint", "post-joint", "pre-grow", "post-grow"};
+    const char *suffix = NULL;
+    for (int j = 0; j < 4; j++) {
+        const size_t n = strlen(base[j]);
+        if (strncmp(q[j], base[j], n) != 0)
+            return 0;
+        if (j == 0)
+            suffix = q[j] + n;
+        else if (strcmp(q[j] + n, suffix) != 0)
+            return 0;
+        if (*suffix && *suffix != '-')
+            return 0;
+    }
+    return 1;
+}
+
+/* Row k of the comparisons, paired by seed; label: the design's label first. */
+static void comparison_row(FILE *f, const study *s, int k, int label)
+{
+    const preset *p = s->p;
+    double d[MAX_SEEDS];
+    char b1[64], b2[64], half[32], cell[256], lab[256] = "";
+    if (label)
+        snprintf(lab, sizeof lab, "%s | ", design_compare_label(p, k));
+    const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
+    if (!n) {
+        fprintf(f, "| %s%s | %s | not run | | 0 | not run |\n", lab, p->compare[k][1],
+                p->compare[k][0]);
+        return;
+    }
+    summary sm = summarise(d, n);
+    fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
+    fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
+    fmt_num(half, sizeof half, sm.half, "%.4f");
+    fprintf(f, "| %s%s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", lab, p->compare[k][1],
+            p->compare[k][0], sm.mean, half, b1, b2, n,
+            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
+}
+
+/* Row k of the interactions, paired by seed: I = (d - c) - (b - a); the
+ * paper's number only on its own arms; label: the design's label first (and
+ * no paper column). */
+static void interaction_row(FILE *f, const study *s, int k, int label)
+{
+    const preset *p = s->p;
+    const char(*q)[48] = p->interact[k];
+    char b1[64], b2[64], half[32], cell[256], lab[256] = "", paper[32] = "";
+    if (label)
+        snprintf(lab, sizeof lab, "%s | ", design_interact_label(p, k));
+    else
+        snprintf(paper, sizeof paper, paper_quadruple(q) ? " %+.4f |" : " |", PAPER_INTERACTION);
+    double dj[MAX_SEEDS], dg[MAX_SEEDS];
+    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
+    if (!n) {
+        fprintf(f, "| %s%s | %s | %s | %s | not run | | 0 | not run |%s\n", lab, q[0], q[1], q[2],
+                q[3], paper);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        dg[i] -= dj[i];
+    summary sm = summarise(dg, n);
+    fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
+    fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
+    fmt_num(half, sizeof half, sm.half, "%.4f");
+    fprintf(f, "| %s%s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |%s\n", lab, q[0], q[1],
+            q[2], q[3], sm.mean, half, b1, b2, n,
+            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0), paper);
+}
+
+/* A design's own tables: its arms by level, its comparisons and its
+ * interactions, labelled with its factors and levels. */
+static void design_tables(FILE *f, const study *s)
+{
+    const preset *p = s->p;
+    const design *d = &p->design;
+    double x[MAX_SEEDS];
+    fprintf(f, "\n## The design\n\nFactors:");
+    for (int g = 0; g < d->n_factors; g++) {
+        fprintf(f, "%s %s (", g ? ";" : "", d->factor[g]);
+        for (int l = 0; l < d->n_levels[g]; l++)
+            fprintf(f, "%s%s%s", l ? ", " : "", d->level[g][l], l ? "" : ", the reference");
+        fprintf(f, ")");
+    }
+    fprintf(f, ". Each arm is one level of each factor, named by its levels.\n\n|");
+    for (int g = 0; g < d->n_factors; g++)
+        fprintf(f, " %s |", d->factor[g]);
+    fprintf(f, " arm | val CE (mean ± sd) | seeds |\n|");
+    for (int g = 0; g < d->n_factors + 3; g++)
+        fprintf(f, "---|");
+    fprintf(f, "\n");
+    for (int k = 0; k < d->n_cells; k++) {
+        char name[64] = "";
+        fprintf(f, "|");
+        for (int g = 0; g < d->n_factors; g++) {
+            fprintf(f, " %s |", d->level[g][d->cell[k][g]]);
+            snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", g ? "-" : "",
+                     d->level[g][d->cell[k][g]]);
+        }
+        const int n = finals(s, name, x);
+        char ms[64] = "not run";
+        if (n) {
+            summary sm = summarise(x, n);
+            mean_sd(ms, sizeof ms, &sm);
+        }
+        fprintf(f, " %s | %s | %d |\n", name, ms, n);
+    }
+    if (d->n_compare) {
+        fprintf(f, "\n### The design's comparisons (paired by seed)\n\nEach factor's levels "
+                   "against its first, the other factors held at the levels named.\n\n| "
+                   "contrast | arm | reference | arm - reference (mean ± 95%% CI half-width) | "
+                   "95%% CI | seeds | verdict |\n|---|---|---|---|---|---|---|\n");
+        for (int k = d->compare_from; k < d->compare_from + d->n_compare; k++)
+            comparison_row(f, s, k, 1);
+    }
+    if (d->n_interact) {
+        fprintf(f, "\n### The design's interactions (paired by seed)\n\nFor factors F and G, "
+                   "the arms a (both at their first level), b (F moved), c (G moved) and d "
+                   "(both moved): I = (d - c) - (b - a), how much F's effect changes when G "
+                   "moves.\n\n| interaction | a | b | c | d | I (mean ± 95%% CI half-width) | "
+                   "95%% CI | seeds | verdict |\n|---|---|---|---|---|---|---|---|---|\n");
+        for (int k = d->interact_from; k < d->interact_from + d->n_interact; k++)
+            interaction_row(f, s, k, 1);
+    }
+    if (p->seeds == 1)
+        fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
+                   "difference from seed noise.\n");
+}
+
 
 /* What the row-start token is here, and how it stands to the paper's
  * document-boundary tokens. */
@@ -288,15 +423,20 @@ void report(FILE *f, const study *s)
     baseline_words(f, s, unigram);
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
     char cell[256];
-    fprintf(f, "\n## Table 1 analogue\n\nThe verdict column of this table and of the comparison "
+    const int table1 = arm_index(s, "pre-joint") >= 0 || arm_index(s, "post-joint") >= 0 ||
+                       arm_index(s, "pre-grow") >= 0 || arm_index(s, "post-grow") >= 0;
+    fprintf(f, "\n## %s\n\nThe verdict column of %s comparison "
                "and interaction tables below: below 0 or above 0 when the 95%% interval excludes 0; equivalent when the 90%% interval lies within ±%.4f "
                "nats/byte (the equivalence margin, examples/reproduce/rules.h: the paper's grow "
                "effect per byte; its interaction is %.4f nats/byte); else inconclusive, with the "
                "effects the 95%% interval still allows in multiples of that margin. Only an "
                "equivalent row shows an effect absent.\n\n",
+            table1 ? "Table 1 analogue" : "How the tables below read",
+            table1 ? "this table and of the" : "the",
             EQUIVALENCE_MARGIN, -PAPER_INTERACTION / PAPER_BYTES_PER_TOKEN);
-    fprintf(f, "| regime | pre | post | post - pre (95%% CI) | paper post - pre | verdict "
-               "|\n|---|---|---|---|---|---|\n");
+    if (table1)
+        fprintf(f, "| regime | pre | post | post - pre (95%% CI) | paper post - pre | verdict "
+                   "|\n|---|---|---|---|---|---|\n");
     const char *regimes[2][3] = {{"joint", "pre-joint", "post-joint"}, {"grow", "pre-grow", "post-grow"}};
     double delta[2][MAX_SEEDS];
     int have[2] = {0, 0};
@@ -326,10 +466,11 @@ void report(FILE *f, const study *s)
                 si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION,
                 effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0));
     }
-    /* controls */
-    fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
-    for (int a = 0; a < p->n_arms; a++) {
+    /* controls: the arms of neither Table 1 nor a design */
+    for (int a = 0, told = 0; a < p->n_arms; a++) {
         const char *nm = p->arms[a].name;
+        if (a >= p->n_arms - p->design.n_cells)
+            continue; /* the design's arms come last, in a table of their own */
         if (strstr(nm, "-joint") && !strstr(nm, "joint-") && strncmp(nm, "peri", 4) != 0)
             continue; /* the main arms are above (peri-norm's are not) */
         if (strstr(nm, "-grow") && !strchr(strstr(nm, "-grow") + 5, '-') && strncmp(nm, "peri", 4) != 0)
@@ -339,57 +480,38 @@ void report(FILE *f, const study *s)
         fmt_num(b1, sizeof b1, paper_value(nm), "%.4f");
         char ms[64];
         mean_sd(ms, sizeof ms, &sm);
+        if (!told++)
+            fprintf(f, "\n## Controls\n\n| control | val CE (mean ± sd) | paper |\n|---|---|---|\n");
         fprintf(f, "| %s | %s | %s |\n", nm, ms, b1);
     }
-    /* the comparisons the preset asks for, paired by seed */
-    if (p->n_compare > 0) {
+    /* the comparisons the preset asks for, paired by seed; a design's in a table of its own */
+    const int own_cmp = p->design.n_factors ? p->design.compare_from : p->n_compare;
+    const int own_int = p->design.n_factors ? p->design.interact_from : p->n_interact;
+    if (own_cmp > 0) {
         fprintf(f, "\n## Comparisons the preset asks for (paired by seed)\n\n| arm | reference | "
                    "arm - reference (mean ± 95%% CI half-width) | 95%% CI | seeds | verdict "
                    "|\n|---|---|---|---|---|---|\n");
-        for (int k = 0; k < p->n_compare; k++) {
-            const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
-            if (!n) {
-                fprintf(f, "| %s | %s | not run | | 0 | not run |\n", p->compare[k][1],
-                        p->compare[k][0]);
-                continue;
-            }
-            summary sm = summarise(d, n);
-            fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
-            fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
-            char half[32];
-            fmt_num(half, sizeof half, sm.half, "%.4f");
-            fprintf(f, "| %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", p->compare[k][1],
-                    p->compare[k][0], sm.mean, half, b1, b2, n,
-                    effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
-        }
-        fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
-                   "difference from seed noise.\n");
+        for (int k = 0; k < own_cmp; k++)
+            comparison_row(f, s, k, 0);
+        if (p->seeds == 1)
+            fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
+                       "difference from seed noise.\n");
     }
     /* the interactions the preset asks for, paired by seed */
-    for (int k = 0; k < p->n_interact; k++) {
-        const char(*q)[48] = p->interact[k];
-        if (!k)
-            fprintf(f, "\n## Interactions the preset asks for (paired by seed)\n\nI = (post grow - "
-                       "pre grow) - (post joint - pre joint); paper: %+.4f.\n\n| pre joint | post "
-                       "joint | pre grow | post grow | I (mean ± 95%% CI half-width) | 95%% CI | "
-                       "seeds | verdict |\n|---|---|---|---|---|---|---|---|\n", PAPER_INTERACTION);
-        double dj[MAX_SEEDS], dg[MAX_SEEDS];
-        const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
-        if (!n) {
-            fprintf(f, "| %s | %s | %s | %s | not run | | 0 | not run |\n", q[0], q[1], q[2], q[3]);
-            continue;
+    for (int k = 0; k < own_int; k++) {
+        if (!k) {
+            fprintf(f, "\n## Interactions the preset asks for (paired by seed)\n\nEach row lists "
+                       "its arms as a, b, c, d: I = (d - c) - (b - a), the change from a to b "
+                       "and from c to d compared (for the paper's arms, a to d are pre joint, "
+                       "post joint, pre grow, post grow: I = (post grow - pre grow) - (post "
+                       "joint - pre joint)). The paper's column holds its number only on its "
+                       "own arms.\n\n| a | b | c | d | I (mean ± 95%% CI half-width) | 95%% CI | "
+                       "seeds | verdict | paper |\n|---|---|---|---|---|---|---|---|---|\n");
         }
-        for (int i = 0; i < n; i++)
-            dg[i] -= dj[i];
-        summary sm = summarise(dg, n);
-        char half[32];
-        fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
-        fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
-        fmt_num(half, sizeof half, sm.half, "%.4f");
-        fprintf(f, "| %s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", q[0], q[1], q[2],
-                q[3], sm.mean, half, b1, b2, n,
-                effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
+        interaction_row(f, s, k, 0);
     }
+    if (p->design.n_factors)
+        design_tables(f, s);
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
                "The paper smooths over %d of %dk steps (%.1f%% of a phase): here the baseline (mean "

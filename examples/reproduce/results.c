@@ -1,6 +1,8 @@
 /* The study's numbers for other programs: curves.csv, bands.csv, results.json. */
 #include "results.h"
 
+#include "design.h"
+
 #include "files.h"
 #include "preset.h"
 #include "rules.h"
@@ -245,14 +247,25 @@ static void add_statistics(json_object *o, const study *s)
             add_comparison(cmp, s, table1[2 * r], table1[2 * r + 1], "table 1");
             have++;
         }
-    for (int k = 0; k < p->n_compare; k++)
-        add_comparison(cmp, s, p->compare[k][0], p->compare[k][1], "preset");
+    for (int k = 0; k < p->n_compare; k++) {
+        const char *label = design_compare_label(p, k);
+        add_comparison(cmp, s, p->compare[k][0], p->compare[k][1], label ? "design" : "preset");
+        if (label) /* the design's contrast, in its factor's and levels' words */
+            json_object_object_add(json_object_array_get_idx(
+                                       cmp, json_object_array_length(cmp) - 1),
+                                   "label", json_object_new_string(label));
+    }
     if (have == 2)
         add_interaction(inter, s, table1, "table 1");
     for (int k = 0; k < p->n_interact; k++) {
         const char *q[4] = {p->interact[k][0], p->interact[k][1], p->interact[k][2],
                             p->interact[k][3]};
-        add_interaction(inter, s, q, "preset");
+        const char *label = design_interact_label(p, k);
+        add_interaction(inter, s, q, label ? "design" : "preset");
+        if (label)
+            json_object_object_add(json_object_array_get_idx(
+                                       inter, json_object_array_length(inter) - 1),
+                                   "label", json_object_new_string(label));
     }
     json_object_object_add(o, "comparisons", cmp);
     json_object_object_add(o, "interactions", inter);

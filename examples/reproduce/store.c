@@ -110,7 +110,7 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
 
 static const char *const NOT_SETTINGS[] = {"name",        "about",    "seeds",      "arms",
                                            "compare",     "probes",   "probe_every", "require_go",
-                                           "interactions", "threads", "backend"};
+                                           "interactions", "threads", "backend", "design"};
 
 /* The arm's entry in the preset's list: its name, or its object. */
 static json_object *arm_spec(const preset *p, const char *name)

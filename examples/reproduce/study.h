@@ -33,7 +33,28 @@
 
 #define MAX_ARMS 32
 #define MAX_PHASES 16
-#define MAX_INTERACT 8
+#define MAX_INTERACT 16
+#define MAX_FACTORS 4
+#define MAX_LEVELS 8
+
+/* A preset's factorial design (design.c): factors of labelled levels, each
+ * level a set of arm keys; its arms are the cells (every combination, or a
+ * listed subset), named by their labels joined with '-'. The comparisons and
+ * interactions it adds to the preset's come after the preset's own (from
+ * compare_from and interact_from), each with its label. */
+typedef struct design {
+    int n_factors;
+    char factor[MAX_FACTORS][32];
+    int n_levels[MAX_FACTORS];
+    char level[MAX_FACTORS][MAX_LEVELS][32];
+    char key[MAX_FACTORS][64];                 /* a factor whose levels are values of one key */
+    json_object *set[MAX_FACTORS][MAX_LEVELS]; /* what each level sets (a value with key) */
+    int cell[MAX_ARMS][MAX_FACTORS];           /* each arm's level of each factor */
+    int n_cells;
+    int compare_from, n_compare, interact_from, n_interact;
+    char compare_label[MAX_ARMS][200];
+    char interact_label[MAX_INTERACT][200];
+} design;
 
 /* An arm: a placement, a schedule (a preset or explicit phases), how appended
  * blocks start, what the freeze arm freezes, how the data iterator behaves at
@@ -100,6 +121,7 @@ typedef struct preset {
     /* interactions the preset asks for: [pre joint, post joint, pre grow, post grow] */
     char interact[MAX_INTERACT][4][48];
     int n_interact;
+    design design; /* n_factors 0: the preset has no design block */
     json_object *json; /* the whole preset, recorded with the results */
 } preset;
 /* ---- results ------------------------------------------------------------------ */

@@ -215,6 +215,24 @@ void verdicts(FILE *f, const study *s)
     const int n = p->seeds;
     double d[MAX_SEEDS], e[MAX_SEEDS];
     char ours[1200];
+    /* a study of other arms (a design of its own) has none of the paper's rows to fill,
+     * or only its grow pairs' */
+    static const char *const main_arms[] = {"pre-joint", "post-joint", "pre-grow", "post-grow",
+                                            "pre-single", "post-single", "pre-freeze",
+                                            "post-freeze"};
+    int any = 0;
+    for (size_t k = 0; k < sizeof main_arms / sizeof main_arms[0]; k++)
+        any |= arm_index(s, main_arms[k]) >= 0;
+    {
+        int gp[MAX_ARMS], gq[MAX_ARMS];
+        if (!any && grow_pairs(s, gp, gq) == 0) {
+            fprintf(f, "## Verdict: what reproduced\n\nThe paper's findings are about its arms "
+                       "(pre-joint, post-joint, pre-grow, post-grow, ...; or a pre-/post- pair of "
+                       "grow arms of one name): this study has none of them, so no row of the "
+                       "paper's applies. Its own comparisons and interactions are below.\n\n");
+            return;
+        }
+    }
     fprintf(f, "## Verdict: what reproduced\n\n"
                "One row per finding of the paper. Differences are paired by seed (post minus pre, "
                "nats/byte), ± the half-width of the 95%% t interval over the seeds. Rules "
@@ -235,65 +253,71 @@ void verdicts(FILE *f, const study *s)
                "| finding | paper | ours | verdict |\n|---|---|---|---|\n",
             PARITY_MARGIN, PAPER_GROW_EFFECT_PER_TOKEN, PAPER_BYTES_PER_TOKEN, EQUIVALENCE_MARGIN,
             MECHANISM_MIN_STEPS);
-    /* 1 joint parity */
-    summary sj = paired_summary(s, "pre-joint", "post-joint", d);
-    fmt_summary(ours, sizeof ours, &sj);
-    fprintf(f, "| joint: post ≈ pre | %+.4f | %s | %s |\n", PAPER_JOINT_DELTA, ours,
-            vtext(rule_parity(&sj, PARITY_MARGIN), n));
-    /* 2 post-grow < pre-grow */
-    summary sg = paired_summary(s, "pre-grow", "post-grow", e);
-    fmt_summary(ours, sizeof ours, &sg);
-    fprintf(f, "| grow: post < pre | %+.4f | %s | %s |\n", PAPER_GROW_DELTA, ours,
-            vtext(rule_direction(&sg, -1), n));
-    /* 6 (first: the interaction needs it) budget controls */
-    double c[MAX_SEEDS];
-    summary sa = paired_summary(s, "post-grow", "post-joint-active", c);
-    summary st = paired_summary(s, "post-grow", "post-joint-total", c);
-    const verdict vc = rule_controls(&sa, &st);
-    /* 3 interaction */
-    const summary si = interaction(s, "pre-joint", "post-joint", "pre-grow", "post-grow");
-    /* the interaction at matched total compute: joint given grow's total tokens */
-    const summary sit =
-        interaction(s, "pre-joint-total", "post-joint-total", "pre-grow", "post-grow");
-    const verdict vit = rule_direction(&sit, -1);
-    fmt_summary(ours, sizeof ours, &si);
-    /* with I at matched total compute measured, it decides; else the controls do */
-    verdict vi = rule_interaction(&si, vc);
-    const char *why = vi == V_INCONCLUSIVE && rule_direction(&si, -1) == V_REPRODUCED
-                          ? " (below 0, but the budget controls are not all reproduced: the "
-                            "compute confound is open)"
-                          : "";
-    if (sit.n > 0 && rule_direction(&si, -1) == V_REPRODUCED) {
-        vi = vit;
-        why = vit == V_REPRODUCED ? " (and below 0 at matched total compute)"
-                                  : " (below 0, but not at matched total compute: the row below)";
+    if (any) { /* the paper's main arms' rows; a study of grow pairs alone has only theirs */
+        /* 1 joint parity */
+        summary sj = paired_summary(s, "pre-joint", "post-joint", d);
+        fmt_summary(ours, sizeof ours, &sj);
+        fprintf(f, "| joint: post ≈ pre | %+.4f | %s | %s |\n", PAPER_JOINT_DELTA, ours,
+                vtext(rule_parity(&sj, PARITY_MARGIN), n));
+        /* 2 post-grow < pre-grow */
+        summary sg = paired_summary(s, "pre-grow", "post-grow", e);
+        fmt_summary(ours, sizeof ours, &sg);
+        fprintf(f, "| grow: post < pre | %+.4f | %s | %s |\n", PAPER_GROW_DELTA, ours,
+                vtext(rule_direction(&sg, -1), n));
+        /* 6 (first: the interaction needs it) budget controls */
+        double c[MAX_SEEDS];
+        summary sa = paired_summary(s, "post-grow", "post-joint-active", c);
+        summary st = paired_summary(s, "post-grow", "post-joint-total", c);
+        const verdict vc = rule_controls(&sa, &st);
+        /* 3 interaction */
+        const summary si = interaction(s, "pre-joint", "post-joint", "pre-grow", "post-grow");
+        /* the interaction at matched total compute: joint given grow's total tokens */
+        const summary sit =
+            interaction(s, "pre-joint-total", "post-joint-total", "pre-grow", "post-grow");
+        const verdict vit = rule_direction(&sit, -1);
+        fmt_summary(ours, sizeof ours, &si);
+        /* with I at matched total compute measured, it decides; else the controls do */
+        verdict vi = rule_interaction(&si, vc);
+        const char *why = vi == V_INCONCLUSIVE && rule_direction(&si, -1) == V_REPRODUCED
+                              ? " (below 0, but the budget controls are not all reproduced: the "
+                                "compute confound is open)"
+                              : "";
+        if (sit.n > 0 && rule_direction(&si, -1) == V_REPRODUCED) {
+            vi = vit;
+            why = vit == V_REPRODUCED ? " (and below 0 at matched total compute)"
+                                      : " (below 0, but not at matched total compute: the row below)";
+        }
+        fprintf(f, "| interaction I < 0 (with the budget controls, or I at matched total compute "
+                   "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
+        char cell[256];
+        fmt_summary(ours, sizeof ours, &sit);
+        matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
+        fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
+                   "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
+                sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n));
+        matched_rows(f, s, "", "the paper's optimizer", n);
+        matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
+        /* 4 single-block parity */
+        summary ss = paired_summary(s, "pre-single", "post-single", d);
+        fmt_summary(ours, sizeof ours, &ss);
+        fprintf(f, "| single block: post ≈ pre | %+.4f | %s | %s |\n", PAPER_SINGLE_DELTA, ours,
+                vtext(rule_parity(&ss, PARITY_MARGIN), n));
+        /* 5 freeze ordering */
+        summary sf = paired_summary(s, "pre-freeze", "post-freeze", d);
+        fmt_summary(ours, sizeof ours, &sf);
+        fprintf(f, "| freeze: post < pre | %+.4f | %s | %s |\n", PAPER_FREEZE_DELTA, ours,
+                vtext(rule_direction(&sf, -1), n));
+        char oa[64], ot[64];
+        fmt_summary(oa, sizeof oa, &sa);
+        fmt_summary(ot, sizeof ot, &st);
+        fprintf(f, "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
+                   "%+.4f / %+.4f | %s / %s | %s |\n", PAPER_CONTROL_ACTIVE_DELTA,
+                PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
     }
-    fprintf(f, "| interaction I < 0 (with the budget controls, or I at matched total compute "
-               "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
-    char cell[256];
-    fmt_summary(ours, sizeof ours, &sit);
-    matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
-    fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
-               "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
-            sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n));
-    matched_rows(f, s, "", "the paper's optimizer", n);
-    matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
-    /* 4 single-block parity */
-    summary ss = paired_summary(s, "pre-single", "post-single", d);
-    fmt_summary(ours, sizeof ours, &ss);
-    fprintf(f, "| single block: post ≈ pre | %+.4f | %s | %s |\n", PAPER_SINGLE_DELTA, ours,
-            vtext(rule_parity(&ss, PARITY_MARGIN), n));
-    /* 5 freeze ordering */
-    summary sf = paired_summary(s, "pre-freeze", "post-freeze", d);
-    fmt_summary(ours, sizeof ours, &sf);
-    fprintf(f, "| freeze: post < pre | %+.4f | %s | %s |\n", PAPER_FREEZE_DELTA, ours,
-            vtext(rule_direction(&sf, -1), n));
-    char oa[64], ot[64];
-    fmt_summary(oa, sizeof oa, &sa);
-    fmt_summary(ot, sizeof ot, &st);
-    fprintf(f, "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
-               "%+.4f / %+.4f | %s / %s | %s |\n", PAPER_CONTROL_ACTIVE_DELTA,
-            PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
+    if (!any) { /* the interaction at matched compute of a recipe whose four arms ran */
+        matched_rows(f, s, "", "the paper's optimizer", n);
+        matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
+    }
     /* the mechanism rows' precondition */
     const int go = s->teacher.n > 0 && isfinite(s->teacher.max_ratio) ? s->teacher.max_ratio >= 3 : -1;
     const verdict gate = rule_mechanism_gate(go, p->steps_per_phase);

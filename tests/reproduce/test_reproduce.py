@@ -887,6 +887,145 @@ class Statistics(unittest.TestCase):
             self.assertIn("here these did not learn: `%s` (" % flagged[0], report)
 
 
+class Designs(unittest.TestCase):
+    """A preset's design block: factors with labelled levels become arms, each
+    factor's comparisons and each pair's interactions, labelled in the
+    report and results.json with the user's words; the paper's rows and
+    numbers appear only where the paper's arms are."""
+
+    def design_study(self, d, design, arms=None):
+        preset = tiny_arms_study(d, arms or [])
+        with open(preset) as f:
+            p = json.load(f)
+        if not arms:
+            del p["arms"]
+        p["design"] = design
+        write(preset, p)
+        return preset
+
+    FACTORS = [{"name": "placement", "key": "placement", "levels": ["pre", "post", "peri"]},
+               {"name": "init", "levels": [{"label": "random", "set": {"block_init": "random"}},
+                                          {"label": "copy", "set": {"block_init": "copy"}}]}]
+
+    def test_a_design_runs_and_reports_in_its_own_words(self):
+        with tempfile.TemporaryDirectory() as d:
+            preset = self.design_study(d, {"base": {"schedule": "grow"}, "factors": self.FACTORS})
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            names = [line.split(":")[0][4:] for line in r.stdout.splitlines()
+                     if line.startswith("arm ")]
+            self.assertEqual(names, ["pre-random", "pre-copy", "post-random", "post-copy",
+                                     "peri-random", "peri-copy"])
+            self.assertIn("phase 1: 4 steps, 2 active, train_from 0, reset 1, block_init copy",
+                          r.stdout)
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "2")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("Factors: placement (pre, the reference, post, peri); init (random, "
+                          "the reference, copy)", report)
+            self.assertIn("| placement: peri - pre | init copy | peri-copy | pre-copy |", report)
+            self.assertIn("| init: copy - random | placement post | post-copy | post-random |",
+                          report)
+            self.assertIn("| placement (post - pre) x init (copy - random) | pre-random | "
+                          "post-random | pre-copy | post-copy |", report)
+            # no row of the paper's main arms, and its number nowhere beside the design's
+            self.assertNotIn("| not run |", report)
+            self.assertNotIn("-0.0332", report.split("## The design")[1].split("## Loss")[0])
+            self.assertNotIn("## Table 1 analogue", report)
+            self.assertNotIn("## Controls", report)
+            self.assertNotIn("With one seed there is no interval", report)
+            # the grow pairs pre-X / post-X keep the paper's mechanism rows
+            self.assertIn("| loss jump at the first append, pre-random / post-random", report)
+            res = results(out)
+            labels = [c.get("label") for c in res["comparisons"] if c["from"] == "design"]
+            self.assertEqual(len(labels), 7)
+            self.assertIn("placement: post - pre | init random", labels)
+            inter = [c for c in res["interactions"] if c["from"] == "design"]
+            self.assertEqual([c["label"] for c in inter],
+                             ["placement (post - pre) x init (copy - random)",
+                              "placement (peri - pre) x init (copy - random)"])
+            # the design itself is not part of a run's settings: adding a level keeps the runs
+            factors = json.loads(json.dumps(self.FACTORS))
+            factors[1]["levels"].append({"label": "identity", "set": {"block_init": "identity"}})
+            preset = self.design_study(d, {"base": {"schedule": "grow"}, "factors": factors})
+            r = run("--preset", preset, "--out", out, "--seeds", "2", "--estimate")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("for 6 runs ", r.stderr)
+
+    def test_a_listed_subset_and_a_sweep(self):
+        """design.arms lists the cells; a factor's levels may be values of any arm key
+        (train.lr here): the labels become names."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = self.design_study(d, {
+                "base": {"schedule": "joint"},
+                "factors": [self.FACTORS[0], {"name": "lr", "key": "train.lr",
+                                              "levels": [0.001, 0.003]}],
+                "arms": [["pre", "0p001"], ["post", "0p001"], ["pre", "0p003"]]})
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            names = [line.split(":")[0][4:] for line in r.stdout.splitlines()
+                     if line.startswith("arm ")]
+            self.assertEqual(names, ["pre-0p001", "post-0p001", "pre-0p003"])
+            out = os.path.join(d, "out")
+            r = run("--preset", preset, "--out", out, "--seeds", "1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| lr: 0p003 - 0p001 | placement pre | pre-0p003 | pre-0p001 |", report)
+            self.assertNotIn("The design's interactions", report)  # post-0p003 is not a cell
+            self.assertIn("With one seed there is no interval", report)
+
+    def test_design_errors_name_their_place(self):
+        cases = [({"factors": [{"name": "placement", "levls": ["pre"]}]},
+                  "unknown key 'design.factors[0].levls'"),
+                 ({"factors": [{"name": "placement", "key": "placement", "levels": ["pre"]}]},
+                  "design.factors[0].levels must be a list of 2 to 8 levels"),
+                 ({"factors": [{"name": "p", "key": "placement", "levels": ["pre", "pre"]}]},
+                  "the label 'pre' is given twice"),
+                 ({"factors": [{"name": "p", "key": "placement", "levels": ["pre", "a b"]}]},
+                  "the label 'a b' is not allowed"),
+                 ({"factors": [{"name": "p", "levels": ["pre", "post"]}]},
+                  "or the factor needs a key"),
+                 ({"factors": [self.FACTORS[0]], "arms": [["pre"], ["mid"]]},
+                  "design.arms[1][0] must be a level of placement"),
+                 ({"factors": [self.FACTORS[0]], "base": {"placement": "pre"}},
+                  "sets 'placement' twice"),
+                 ({"factors": [{"name": "p", "key": "placement", "levels": ["pre", "post"]}],
+                   "base": {"schedule": "grow", "shedule": 1}},
+                  "unknown key 'arms[0].shedule'")]
+        with tempfile.TemporaryDirectory() as d:
+            for design, message in cases:
+                r = run("--preset", self.design_study(d, design), "--check")
+                self.assertEqual(r.returncode, 1, (design, r.stdout))
+                self.assertIn(message, r.stderr)
+            # a design's arm may not take a listed arm's name
+            r = run("--preset", self.design_study(
+                d, {"base": {"schedule": "grow"}, "factors": [
+                    {"name": "p", "key": "placement", "levels": ["pre", "post"]},
+                    {"name": "s", "key": "block_init", "levels": ["random", "copy"]}]},
+                arms=[{"name": "pre-random", "from": "pre-grow"}]), "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arm 'pre-random' is listed twice", r.stderr)
+
+    def test_an_arm_may_start_from_a_named_arm(self):
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_arms_study(d, [{"name": "post-grow-copy", "from": "post-grow",
+                                          "block_init": "copy"}])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("arm post-grow-copy: post-norm", r.stdout)
+            self.assertIn("block_init copy", r.stdout)
+            r = run("--preset", tiny_arms_study(d, [{"name": "x", "block_init": "copy"}]),
+                    "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arms[0] needs a placement (pre, post or peri), or \"from\"", r.stderr)
+            r = run("--preset", tiny_arms_study(d, [{"name": "x", "from": "mid-grow"}]),
+                    "--check")
+            self.assertEqual(r.returncode, 1)
+            self.assertIn("arms[0].from = 'mid-grow' is not a named arm", r.stderr)
+
 if __name__ == "__main__":
     BIN, PRESETS = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     unittest.main(argv=sys.argv[:1] + sys.argv[3:], verbosity=2)

@@ -1,0 +1,357 @@
+/* A preset's factorial design: factors with labelled levels, expanded into
+ * arms, the paired comparisons of each factor and the interactions of each
+ * pair of factors (design.h). */
+#include "design.h"
+
+#include "files.h"
+#include "preset_json.h"
+
+/* Set key (a path "a.b": nested objects made as needed) of spec to a copy of v. */
+static void set_path(json_object *spec, const char *path, json_object *v, const char *where)
+{
+    char buf[128];
+    if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
+        die("preset: %s: the key '%s' is too long", where, path);
+    json_object *cur = spec;
+    char *dot;
+    char *key = buf;
+    while ((dot = strchr(key, '.')) != NULL) {
+        *dot = 0;
+        json_object *next;
+        if (!json_object_object_get_ex(cur, key, &next)) {
+            next = json_object_new_object();
+            json_object_object_add(cur, key, next);
+        } else if (!json_object_is_type(next, json_type_object)) {
+            die("preset: %s: '%s' is set twice, as a value and as an object", where, path);
+        }
+        cur = next;
+        key = dot + 1;
+    }
+    if (json_object_object_get_ex(cur, key, NULL))
+        die("preset: %s sets '%s' twice (two factors, or a factor and design.base)", where, path);
+    json_object *copy = NULL;
+    json_object_deep_copy(v, &copy, NULL);
+    json_object_object_add(cur, key, copy);
+}
+
+/* Every key of set (an object of arm keys, "train" nested) into spec. */
+static void set_all(json_object *spec, json_object *set, const char *where)
+{
+    json_object_object_foreach(set, key, val)
+    {
+        if (json_object_is_type(val, json_type_object) && strcmp(key, "train") == 0) {
+            json_object_object_foreach(val, k2, v2)
+            {
+                char path[96];
+                snprintf(path, sizeof path, "train.%s", k2);
+                set_path(spec, path, v2, where);
+            }
+        } else {
+            set_path(spec, key, val, where);
+        }
+    }
+}
+
+/* Only these keys in o (where names it). */
+static void only_keys(json_object *o, const char *where, const char *const *keys, int n)
+{
+    json_object_object_foreach(o, key, val)
+    {
+        (void)val;
+        int ok = 0;
+        for (int k = 0; k < n && !ok; k++)
+            ok = strcmp(keys[k], key) == 0;
+        if (!ok)
+            die("preset: unknown key '%s.%s' (a typo? see examples/reproduce/presets/README.md, "
+                "\"Designs\")", where, key);
+    }
+}
+
+static void read_factor(design *d, json_object *fo, int fi)
+{
+    char where[64];
+    snprintf(where, sizeof where, "design.factors[%d]", fi);
+    if (!json_object_is_type(fo, json_type_object))
+        die("preset: %s must be an object: {\"name\": ..., \"levels\": [...]}", where);
+    static const char *const factor_keys[] = {"name", "key", "levels"};
+    only_keys(fo, where, factor_keys, 3);
+    json_object *name = member(fo, "name"), *levels = member(fo, "levels"),
+                *key = member(fo, "key");
+    if (!name || !json_object_is_type(name, json_type_string) ||
+        !name_ok(json_object_get_string(name)) ||
+        strlen(json_object_get_string(name)) >= sizeof d->factor[0])
+        die("preset: %s.name must be a short name (" NAME_RULE ")", where);
+    snprintf(d->factor[fi], sizeof d->factor[fi], "%s", json_object_get_string(name));
+    if (key && (!json_object_is_type(key, json_type_string) ||
+                strlen(json_object_get_string(key)) >= 64))
+        die("preset: %s.key must be an arm key (placement, block_init, train.lr, ...)", where);
+    if (!levels || !json_object_is_type(levels, json_type_array) ||
+        json_object_array_length(levels) < 2 || json_object_array_length(levels) > MAX_LEVELS)
+        die("preset: %s.levels must be a list of 2 to %d levels", where, MAX_LEVELS);
+    d->n_levels[fi] = (int)json_object_array_length(levels);
+    for (int l = 0; l < d->n_levels[fi]; l++) {
+        json_object *lv = json_object_array_get_idx(levels, l);
+        char lw[96];
+        snprintf(lw, sizeof lw, "%s.levels[%d]", where, l);
+        json_object *label = NULL, *set = NULL;
+        if (json_object_is_type(lv, json_type_object)) { /* {"label": ..., "set": {...}} */
+            static const char *const level_keys[] = {"label", "set"};
+            only_keys(lv, lw, level_keys, 2);
+            label = member(lv, "label");
+            set = member(lv, "set");
+            if (!set || !json_object_is_type(set, json_type_object))
+                die("preset: %s.set must be an object of arm keys", lw);
+            if (key)
+                die("preset: %s: a factor with a key takes plain values as levels", lw);
+        } else if (key) { /* a value of the factor's key: its label is the value */
+            set = lv;
+        } else {
+            die("preset: %s must be {\"label\": ..., \"set\": {arm keys}} (or the factor needs "
+                "a key, and its levels are values of it)", lw);
+        }
+        char lab[40];
+        if (label) {
+            if (!json_object_is_type(label, json_type_string))
+                die("preset: %s.label must be a string", lw);
+            snprintf(lab, sizeof lab, "%s", json_object_get_string(label));
+        } else if (json_object_is_type(lv, json_type_string)) {
+            snprintf(lab, sizeof lab, "%s", json_object_get_string(lv));
+        } else if (json_object_is_type(lv, json_type_int) || json_object_is_type(lv, json_type_double)) {
+            snprintf(lab, sizeof lab, "%s", json_object_to_json_string_ext(lv, JSON_C_TO_STRING_PLAIN));
+            for (char *c = lab; *c; c++) /* 3e-3 -> 3e-3, 0.003 -> 0p003: a name's characters */
+                if (*c == '.')
+                    *c = 'p';
+        } else {
+            die("preset: %s needs a label", lw);
+        }
+        if (!name_ok(lab) || strlen(lab) >= sizeof d->level[0][0])
+            die("preset: %s: the label '%s' is not allowed: a label is part of an arm's name, "
+                "and a name is " NAME_RULE, lw, lab);
+        for (int k = 0; k < l; k++)
+            if (strcmp(d->level[fi][k], lab) == 0)
+                die("preset: %s: the label '%s' is given twice", lw, lab);
+        snprintf(d->level[fi][l], sizeof d->level[fi][l], "%s", lab);
+        json_object_get(set);
+        d->set[fi][l] = set;
+        if (key)
+            snprintf(d->key[fi], sizeof d->key[fi], "%s", json_object_get_string(key));
+    }
+}
+
+/* The arm name of levels lv: the labels joined by '-'. */
+static void arm_name(const design *d, const int *lv, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int f = 0; f < d->n_factors; f++)
+        snprintf(out + strlen(out), n - strlen(out), "%s%s", f ? "-" : "", d->level[f][lv[f]]);
+}
+
+/* Whether the combination lv is one of the design's arms. */
+static int have(const design *d, const int *lv)
+{
+    for (int k = 0; k < d->n_cells; k++)
+        if (!memcmp(d->cell[k], lv, sizeof(int) * (size_t)d->n_factors))
+            return 1;
+    return 0;
+}
+
+/* "init copy, steps 2x": the levels of every factor but skip (and skip2). */
+static void context(const design *d, const int *lv, int skip, int skip2, char *out, size_t n)
+{
+    out[0] = 0;
+    for (int f = 0; f < d->n_factors; f++)
+        if (f != skip && f != skip2)
+            snprintf(out + strlen(out), n - strlen(out), "%s%s %s", out[0] ? ", " : "",
+                     d->factor[f], d->level[f][lv[f]]);
+}
+
+static void add_pair(json_object *list, const char *a, const char *b)
+{
+    json_object *e = json_object_new_array();
+    json_object_array_add(e, json_object_new_string(a));
+    json_object_array_add(e, json_object_new_string(b));
+    json_object_array_add(list, e);
+}
+
+void design_expand(json_object *o, design *d)
+{
+    memset(d, 0, sizeof(*d));
+    json_object *dz = member(o, "design");
+    if (!dz)
+        return;
+    if (!json_object_is_type(dz, json_type_object))
+        die("preset: design must be an object: {\"factors\": [...], \"base\": {...}}");
+    static const char *const design_keys[] = {"factors", "base", "arms"};
+    only_keys(dz, "design", design_keys, 3);
+    json_object *factors = member(dz, "factors"), *base = member(dz, "base"),
+                *cells = member(dz, "arms");
+    if (!factors || !json_object_is_type(factors, json_type_array) ||
+        json_object_array_length(factors) < 1 || json_object_array_length(factors) > MAX_FACTORS)
+        die("preset: design.factors must be a list of 1 to %d factors", MAX_FACTORS);
+    if (base && !json_object_is_type(base, json_type_object))
+        die("preset: design.base must be an object of arm keys");
+    d->n_factors = (int)json_object_array_length(factors);
+    for (int f = 0; f < d->n_factors; f++) {
+        read_factor(d, json_object_array_get_idx(factors, f), f);
+        for (int g = 0; g < f; g++)
+            if (strcmp(d->factor[f], d->factor[g]) == 0)
+                die("preset: design.factors[%d]: the factor '%s' is given twice", f, d->factor[f]);
+    }
+    /* the cells: every combination, or the listed ones */
+    if (cells) {
+        if (!json_object_is_type(cells, json_type_array))
+            die("preset: design.arms must be a list of level lists, one label per factor");
+        for (size_t k = 0; k < json_object_array_length(cells); k++) {
+            json_object *c = json_object_array_get_idx(cells, k);
+            if (!json_object_is_type(c, json_type_array) ||
+                (int)json_object_array_length(c) != d->n_factors)
+                die("preset: design.arms[%zu] must list one level label per factor (%d)", k,
+                    d->n_factors);
+            if (d->n_cells >= MAX_ARMS)
+                die("preset: the design has more than %d arms", MAX_ARMS);
+            for (int f = 0; f < d->n_factors; f++) {
+                json_object *lab = json_object_array_get_idx(c, (size_t)f);
+                int found = -1;
+                for (int l = 0; lab && json_object_is_type(lab, json_type_string) &&
+                                l < d->n_levels[f] && found < 0; l++)
+                    if (strcmp(d->level[f][l], json_object_get_string(lab)) == 0)
+                        found = l;
+                if (found < 0)
+                    die("preset: design.arms[%zu][%d] must be a level of %s", k, f, d->factor[f]);
+                d->cell[d->n_cells][f] = found;
+            }
+            if (have(d, d->cell[d->n_cells]))
+                die("preset: design.arms[%zu] is listed twice", k);
+            d->n_cells++;
+        }
+    } else {
+        int lv[MAX_FACTORS] = {0};
+        for (;;) {
+            if (d->n_cells >= MAX_ARMS)
+                die("preset: the design's product has more than %d arms: list a subset in "
+                    "design.arms", MAX_ARMS);
+            memcpy(d->cell[d->n_cells++], lv, sizeof lv);
+            int f = d->n_factors - 1;
+            while (f >= 0 && ++lv[f] == d->n_levels[f])
+                lv[f--] = 0;
+            if (f < 0)
+                break;
+        }
+    }
+    /* the arms, after the preset's own */
+    json_object *arms = member(o, "arms");
+    if (!arms) {
+        arms = json_object_new_array();
+        json_object_object_add(o, "arms", arms);
+    }
+    for (int k = 0; k < d->n_cells; k++) {
+        json_object *spec = json_object_new_object();
+        char name[48], where[96];
+        arm_name(d, d->cell[k], name, sizeof name);
+        if (strlen(name) >= 47)
+            die("preset: the design's arm '%s' has a name too long (47 bytes at most)", name);
+        snprintf(where, sizeof where, "the design's arm %s", name);
+        json_object_object_add(spec, "name", json_object_new_string(name));
+        if (base)
+            set_all(spec, base, where);
+        for (int f = 0; f < d->n_factors; f++) {
+            json_object *set = d->set[f][d->cell[k][f]];
+            if (d->key[f][0])
+                set_path(spec, d->key[f], set, where);
+            else
+                set_all(spec, set, where);
+        }
+        json_object_array_add(arms, spec);
+    }
+    /* comparisons: each factor's levels against its first, the others held */
+    json_object *cmp = member(o, "compare"), *inter = member(o, "interactions");
+    if (!cmp) {
+        cmp = json_object_new_array();
+        json_object_object_add(o, "compare", cmp);
+    }
+    if (!inter) {
+        inter = json_object_new_array();
+        json_object_object_add(o, "interactions", inter);
+    }
+    d->compare_from = (int)json_object_array_length(cmp);
+    d->interact_from = (int)json_object_array_length(inter);
+    for (int f = 0; f < d->n_factors; f++)
+        for (int k = 0; k < d->n_cells; k++) {
+            if (d->cell[k][f] == 0)
+                continue;
+            int ref[MAX_FACTORS];
+            memcpy(ref, d->cell[k], sizeof ref);
+            ref[f] = 0;
+            if (!have(d, ref))
+                continue;
+            char a[48], b[48], ctx[160];
+            arm_name(d, ref, a, sizeof a);
+            arm_name(d, d->cell[k], b, sizeof b);
+            context(d, d->cell[k], f, -1, ctx, sizeof ctx);
+            if (d->n_compare >= MAX_ARMS)
+                die("preset: the design has more than %d comparisons: list a subset of its arms",
+                    MAX_ARMS);
+            char lab[sizeof d->compare_label[0]];
+            snprintf(lab, sizeof lab, "%s: %s - %s%s%s", d->factor[f],
+                     d->level[f][d->cell[k][f]], d->level[f][0], ctx[0] ? " | " : "", ctx);
+            memcpy(d->compare_label[d->n_compare++], lab, sizeof lab);
+            add_pair(cmp, a, b);
+        }
+    /* interactions: each pair of factors, each level against the first, the others held */
+    for (int f = 0; f < d->n_factors; f++)
+        for (int g = f + 1; g < d->n_factors; g++)
+            for (int k = 0; k < d->n_cells; k++) {
+                const int *c = d->cell[k];
+                if (c[f] == 0 || c[g] == 0)
+                    continue;
+                int q[4][MAX_FACTORS]; /* [f0 g0, f1 g0, f0 g1, f1 g1] */
+                for (int j = 0; j < 4; j++) {
+                    memcpy(q[j], c, sizeof q[j]);
+                    q[j][f] = j & 1 ? c[f] : 0;
+                    q[j][g] = j & 2 ? c[g] : 0;
+                }
+                if (!have(d, q[0]) || !have(d, q[1]) || !have(d, q[2]))
+                    continue;
+                if (d->n_interact >= MAX_INTERACT)
+                    die("preset: the design has more than %d interactions: list a subset of its "
+                        "arms", MAX_INTERACT);
+                json_object *e = json_object_new_array();
+                for (int j = 0; j < 4; j++) {
+                    char nm[48];
+                    arm_name(d, q[j], nm, sizeof nm);
+                    json_object_array_add(e, json_object_new_string(nm));
+                }
+                json_object_array_add(inter, e);
+                char ctx[160];
+                context(d, c, f, g, ctx, sizeof ctx);
+                char lab[sizeof d->interact_label[0]];
+                snprintf(lab, sizeof lab, "%s (%s - %s) x %s (%s - %s)%s%s", d->factor[f],
+                         d->level[f][c[f]], d->level[f][0], d->factor[g], d->level[g][c[g]],
+                         d->level[g][0], ctx[0] ? " | " : "", ctx);
+                memcpy(d->interact_label[d->n_interact++], lab, sizeof lab);
+            }
+}
+
+void design_free(design *d)
+{
+    for (int f = 0; f < d->n_factors; f++)
+        for (int l = 0; l < d->n_levels[f]; l++)
+            json_object_put(d->set[f][l]);
+    memset(d, 0, sizeof(*d));
+}
+
+const char *design_compare_label(const preset *p, int k)
+{
+    const design *d = &p->design;
+    return d->n_factors && k >= d->compare_from && k - d->compare_from < d->n_compare
+               ? d->compare_label[k - d->compare_from]
+               : NULL;
+}
+
+const char *design_interact_label(const preset *p, int k)
+{
+    const design *d = &p->design;
+    return d->n_factors && k >= d->interact_from && k - d->interact_from < d->n_interact
+               ? d->interact_label[k - d->interact_from]
+               : NULL;
+}
