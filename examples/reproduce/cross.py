@@ -74,6 +74,32 @@ def slope(xs, ys):
     return {"slope": b, "half": t95(n - 2) * se, "intercept": a, "n": n}
 
 
+def clustered_slope(points, key):
+    """The slope of key on x with seeds as clusters: the points of one seed
+    (every configuration run with that seed: one initialisation and data
+    order) give that seed's least-squares slope; the mean of the seeds'
+    slopes with its 95% t interval over the seeds (seeds - 1 df), since the
+    points of one seed are not independent draws. None where fewer than 2
+    seeds have 2 distinct x."""
+    by_seed = {}
+    for p in points:
+        by_seed.setdefault(p["seed"], []).append(p)
+    slopes = []
+    for seed in sorted(by_seed):
+        pts = by_seed[seed]
+        xs, ys = [p["x"] for p in pts], [p[key] for p in pts]
+        mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+        sxx = sum((x - mx) ** 2 for x in xs)
+        if len(pts) >= 2 and sxx > 0:
+            slopes.append(sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx)
+    if len(slopes) < 2:
+        return {"slope": None, "half": None, "seeds": len(slopes), "per_seed": slopes}
+    s = summary(slopes)
+    xs = [p["x"] for p in points]
+    return {"slope": s["mean"], "half": s["half"], "seeds": len(slopes), "per_seed": slopes,
+            "x_range": [min(xs), max(xs)]}
+
+
 def pm(s, fmt="%+.4f"):
     if s is None or s.get("mean", s.get("slope")) is None:
         return "n/a"
@@ -230,9 +256,10 @@ def main(argv):
             dj, dg = paired(res, pj, qj), paired(res, pg, qg)
             if not dj or not dg:
                 continue
+            di = [g - j for g, j in zip(dg, dj)]
             trend.append({"study": name, "recipe": label, "steps_per_phase": spp,
                           "seeds": len(dj), "joint": summary(dj), "grow": summary(dg),
-                          "I": summary([g - j for g, j in zip(dg, dj)])})
+                          "I": summary(di), "per_seed": {"joint": dj, "grow": dg, "I": di}})
         for pg, qg, intervention in grow_pairs(res):
             for seed, (r, q) in enumerate(zip(res["arms"][pg], res["arms"][qg]), 1):
                 xs = [v for v in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
@@ -245,6 +272,30 @@ def main(argv):
                     "z": r["block_removal"][-1]["dce"]})
     fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
     fit_z = slope([p["x"] for p in points], [p["z"] for p in points]) if points else None
+    cl_y = clustered_slope(points, "y") if points else None
+    cl_z = clustered_slope(points, "z") if points else None
+    # the change with training length, paired by seed: each recipe's longest
+    # phases against its shortest, where both studies ran the same seeds
+    changes = []
+    by_recipe = {}
+    for t in trend:
+        by_recipe.setdefault(t["recipe"], []).append(t)
+    for rec, rows in sorted(by_recipe.items()):
+        rows = sorted(rows, key=lambda t: t["steps_per_phase"])
+        short = rows[0]
+        for long_ in rows[1:]:
+            if long_["steps_per_phase"] == short["steps_per_phase"]:
+                continue
+            n = min(len(short["per_seed"]["joint"]), len(long_["per_seed"]["joint"]))
+            if n < 1:
+                continue
+            ch = {"recipe": rec, "from": short["study"], "to": long_["study"],
+                  "steps_from": short["steps_per_phase"], "steps_to": long_["steps_per_phase"],
+                  "seeds": n}
+            for k in ("joint", "grow", "I"):
+                ch[k] = summary([long_["per_seed"][k][i] - short["per_seed"][k][i]
+                                 for i in range(n)])
+            changes.append(ch)
     by_pair = {}
     for p in ipoints:
         by_pair.setdefault((p["study"], p["pair"]), []).append(p)
@@ -264,6 +315,17 @@ def main(argv):
         md.append("| %s | %s | %d | %d | %s | %s | %s |" % (
             t["study"], t["recipe"], t["steps_per_phase"], t["seeds"], pm(t["joint"]),
             pm(t["grow"]), pm(t["I"])))
+    if changes:
+        md += ["", "### The change with training length, paired by seed", "",
+               "Each recipe's longer phases against its shortest: per seed, the longer "
+               "study's difference minus the shorter's (seed N of both is one initialisation "
+               "and one data order), over the seeds both ran.", "",
+               "| recipe | from | to | seeds | joint gap | grow gap | I |",
+               "|---|---|---|---|---|---|---|"]
+        for c in changes:
+            md.append("| %s | %s (%d steps) | %s (%d steps) | %d | %s | %s | %s |" % (
+                c["recipe"], c["from"], c["steps_from"], c["to"], c["steps_to"], c["seeds"],
+                pm(c["joint"]), pm(c["grow"]), pm(c["I"])))
     md += ["", "## Dose-response: the row-start scale pre-norm hands an appended block", "",
            "One point per seed of every grow pair: x, pre-norm's row-start / regular RMS where "
            "the appended blocks read the stream (after block 1 at the end of phase 0 and after "
@@ -275,9 +337,21 @@ def main(argv):
     for p in points:
         md.append("| %s | %s | %d | %.3f | %+.4f | %+.4f |" % (p["study"], p["pair"], p["seed"],
                                                                p["x"], p["y"], p["z"]))
-    md += ["", "| fit | slope (95% interval) | points |", "|---|---|---|",
-           "| y on x | %s | %d |" % (pm(fit_y) if fit_y else "n/a", fit_y["n"] if fit_y else 0),
-           "| z on x | %s | %d |" % (pm(fit_z) if fit_z else "n/a", fit_z["n"] if fit_z else 0)]
+    def cl(c):
+        return pm(c) if c and c["slope"] is not None else "n/a"
+    md += ["", "The fit's interval treats seeds as clusters: each seed's points (one "
+           "initialisation and data order across the configurations) give that seed's slope, "
+           "and the interval is the t interval of the seeds' slopes (seeds - 1 degrees of "
+           "freedom); the pooled least-squares slope over every point is beside it, its "
+           "interval counting the points as independent, which they are not.", "",
+           "| fit | slope, seeds as clusters (95% interval) | seeds | pooled slope (points as "
+           "independent) | points |", "|---|---|---|---|---|",
+           "| y on x | %s | %d | %s | %d |" % (cl(cl_y), cl_y["seeds"] if cl_y else 0,
+                                              pm(fit_y) if fit_y else "n/a",
+                                              fit_y["n"] if fit_y else 0),
+           "| z on x | %s | %d | %s | %d |" % (cl(cl_z), cl_z["seeds"] if cl_z else 0,
+                                              pm(fit_z) if fit_z else "n/a",
+                                              fit_z["n"] if fit_z else 0)]
     if isum:
         md += ["", "### The interventions", "",
                "Each intervention's pre-norm grow arm against its recipe's plain post-grow "
@@ -290,6 +364,8 @@ def main(argv):
             md.append("| %s | %s | %d | %s | %s | %s |" % (
                 t["study"], t["pair"], t["seeds"], pm(t["x"], "%.3f"), pm(t["y"]), pm(t["z"])))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
+           "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
+           "change_with_training_length": changes,
            "interventions": isum, "intervention_points": ipoints,
            "studies": [os.path.normpath(s) for s in args.studies]}
     csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (

@@ -75,9 +75,54 @@ class Cross(unittest.TestCase):
                 self.assertEqual(len(rows), 3)
                 self.assertTrue(rows[1].startswith("paper's optimizer,10,0.110000,"))
             with open(os.path.join(out, "report.md")) as f:
-                self.assertIn("| y on x | +0.5000 ± 0.0000 | 6 |", f.read())
+                # each seed has one x in both studies: no slope within a seed
+                self.assertIn("| y on x | n/a | 0 | +0.5000 ± 0.0000 | 6 |", f.read())
+            self.assertIsNone(res["fit_y_on_x_seeds_as_clusters"]["slope"])
             self.assertFalse([n for n in os.listdir(out) if n.endswith(".tmp")])
 
+
+    def test_seeds_as_clusters_and_the_change_paired_by_seed(self):
+        """Seed i's points lie on y = c_i + b_i x with b = 0.4, 0.5, 0.6: the
+        clustered slope is their mean with a t interval over 3 seeds (2 df),
+        not over the 6 points; the change from the shorter phases to the
+        longer is paired by seed."""
+        with tempfile.TemporaryDirectory() as d:
+            b = (0.4, 0.5, 0.6)
+            for k, steps in enumerate((10, 20)):
+                xs = [1.0 + k + 0.5 * i for i in range(3)]  # seed i's x differs by study
+                runs = {"pre-joint": [run_record(2.0, 1, 0) for _ in range(3)],
+                        "post-joint": [run_record(2.1 + 0.01 * i + 0.1 * k, 1, 0)
+                                       for i in range(3)],
+                        "pre-grow": [run_record(2.0, xs[i], 0.1, steps) for i in range(3)],
+                        "post-grow": [run_record(2.0 + 0.1 * i + b[i] * xs[i], 1, 0)
+                                      for i in range(3)]}
+                study(os.path.join(d, "s%d" % k), "s%d" % k, steps, runs)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s0"),
+                                os.path.join(d, "s1")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                res = json.load(f)
+            cl = res["fit_y_on_x_seeds_as_clusters"]
+            self.assertEqual(cl["seeds"], 3)
+            for got, want in zip(cl["per_seed"], b):
+                self.assertAlmostEqual(got, want)
+            self.assertAlmostEqual(cl["slope"], 0.5)
+            self.assertAlmostEqual(cl["half"], 4.303 * 0.1 / 3 ** 0.5)
+            ch = res["change_with_training_length"]
+            self.assertEqual(len(ch), 1)
+            self.assertEqual((ch[0]["from"], ch[0]["to"], ch[0]["seeds"]), ("s0", "s1", 3))
+            # joint gap: +0.1 more at the longer phases, the same for every seed
+            self.assertAlmostEqual(ch[0]["joint"]["mean"], 0.1)
+            self.assertAlmostEqual(ch[0]["joint"]["half"], 0.0, places=9)
+            # grow gap moves by b_i (x_i one more): I by b_i - 0.1
+            self.assertAlmostEqual(ch[0]["grow"]["mean"], 0.5)
+            self.assertAlmostEqual(ch[0]["I"]["mean"], 0.4)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| paper's optimizer | s0 (10 steps) | s1 (20 steps) | 3 | +0.1000 ± "
+                          "0.0000 | +0.5000 ± 0.2484 | +0.4000 ± 0.2484 |", report)
+            self.assertIn("| y on x | +0.5000 ± 0.2484 | 3 |", report)
 
     def test_hostile_names(self):
         """Arm names from a results.json never reach gnuplot as commands: a name
