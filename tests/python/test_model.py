@@ -484,6 +484,91 @@ class PretrainedTest(unittest.TestCase):
                 lattice.Model.from_pretrained(tmp)
             self.assertEqual(cm.exception.code, Status.NOT_FOUND)
 
+    @staticmethod
+    def drop_metadata(weights):
+        """Rewrite a safetensors file without its __metadata__ (as some converters do)."""
+        with open(weights, "rb") as f:
+            blob = f.read()
+        n = int.from_bytes(blob[:8], "little")
+        header = json.loads(blob[8:8 + n])
+        header.pop("__metadata__", None)
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        with open(weights, "wb") as f:
+            f.write(len(text).to_bytes(8, "little") + text + blob[8 + n:])
+
+    def test_bad_config_json(self):
+        """A config.json that is not an object, or names a model_type the library
+        cannot load, is refused naming the file and what is wrong (issue 38 part 5:
+        5 and null raised a raw TypeError; gpt2 loaded, the config ignored)."""
+        model = tiny_model(qk_norm=1)
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            path = os.path.join(tmp, "config.json")
+            with open(path) as f:
+                good = json.load(f)
+
+            def refused(config, code, *words):
+                with open(path, "w") as f:
+                    json.dump(config, f)
+                with self.subTest(config=config):
+                    with self.assertRaises(LatticeError) as cm:
+                        lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+                    self.assertEqual(cm.exception.code, code)
+                    self.assertIn(path, str(cm.exception))
+                    for w in words:
+                        self.assertIn(w, str(cm.exception))
+
+            refused(5, Status.FORMAT, "not a JSON object", "int")
+            refused(None, Status.FORMAT, "not a JSON object", "null")
+            refused([good], Status.FORMAT, "not a JSON object", "array")
+            refused("qwen3", Status.FORMAT, "not a JSON object", "string")
+            for ours in (True, False):  # with our "lattice" entry or without
+                cfg = dict(good, model_type="gpt2")
+                if not ours:
+                    del cfg["lattice"]
+                refused(cfg, Status.UNSUPPORTED, 'model_type "gpt2"', '"qwen3"', '"lattice"')
+            refused(dict(good, model_type=3), Status.FORMAT, "model_type", "not a string")
+            refused(dict(good, lattice=[1]), Status.FORMAT, '"lattice"', "not a JSON object")
+
+    def test_weights_without_metadata(self):
+        """Weights that lost their lattice.config metadata load through a valid Qwen3
+        config.json beside them (issue 38 part 5: refused); a model_type "lattice"
+        config cannot give the shape, and says so naming both files."""
+        model = tiny_model(qk_norm=1)
+        tokens = array.array("i", [1, 5, 9, 2, 7, 3, 3, 8])
+        model.forward(tokens, 2, 4)
+        with tempfile.TemporaryDirectory() as tmp:
+            model.save_pretrained(tmp)
+            weights, config = os.path.join(tmp, "model.safetensors"), os.path.join(tmp, "config.json")
+            self.drop_metadata(weights)
+            again = lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            again.forward(tokens, 2, 4)
+            self.assertEqual(bytes(again.logits()), bytes(model.logits()))
+            # The "lattice" entry beside Qwen3's keys must mean a Qwen3 model.
+            with open(config) as f:
+                good = json.load(f)
+            bad = json.loads(json.dumps(good))
+            bad["lattice"]["placement"] = "post"
+            with open(config, "w") as f:
+                json.dump(bad, f)
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            self.assertIn("lattice.placement", str(cm.exception))
+            self.assertIn(weights, str(cm.exception))
+        post = tiny_model(norm="post")
+        with tempfile.TemporaryDirectory() as tmp:
+            post.save_pretrained(tmp)
+            weights = os.path.join(tmp, "model.safetensors")
+            self.drop_metadata(weights)
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
+            self.assertEqual(cm.exception.code, Status.FORMAT)
+            for w in (weights, os.path.join(tmp, "config.json"), "no lattice.config metadata",
+                      'model_type "lattice"'):
+                self.assertIn(w, str(cm.exception))
+
 
 class InferenceTest(unittest.TestCase):
     """Evaluation without a trainer: forward_inference, loss and evaluate (since 0.2)."""

@@ -197,7 +197,12 @@ class Model(Handle):
         A directory written by :meth:`save_pretrained` reopens exactly (the
         settings in the weights file's metadata); a Hugging Face Qwen3
         checkpoint (a single ``model.safetensors``) loads through its
-        config.json. max_batch and max_seq default to ModelParams' defaults.
+        config.json, and so do weights written by save_pretrained whose
+        metadata was lost when config.json is model_type "qwen3".
+        max_batch and max_seq default to ModelParams' defaults. A config.json
+        that is not a JSON object raises LatticeError (Status.FORMAT), one of
+        a model_type other than "qwen3" or "lattice" Status.UNSUPPORTED, both
+        naming the file.
         """
         directory = os.fspath(directory)
         weights = os.path.join(directory, WEIGHTS_NAME)
@@ -208,14 +213,19 @@ class Model(Handle):
                 " (sharded checkpoints are not supported)" if sharded else ""))
         config = None
         if os.path.isfile(config_path):
-            with open(config_path, encoding="utf-8") as f:
-                try:
-                    ours = "lattice" in json.load(f)
-                except ValueError as e:
-                    raise LatticeError(Status.FORMAT, f"bad format: {config_path}: {e}") from None
-            config = None if ours else config_path
-        return cls.from_file(weights, config, backend=backend, max_batch=max_batch,
-                             max_seq=max_seq)
+            config = _read_config(config_path)
+            if "lattice" in config:  # save_pretrained's: the weights' metadata is the setup
+                if _has_lattice_metadata(weights):
+                    config = None
+                elif config.get("model_type") == "qwen3":
+                    _check_qwen3_entry(config, config_path, weights)
+                else:
+                    raise LatticeError(Status.FORMAT, (
+                        f"bad format: {weights} has no lattice.config metadata and {config_path} "
+                        f"is model_type \"lattice\", which cannot give the shape (only a Qwen3 "
+                        f"config.json can): save the model again with save_pretrained"))
+        return cls.from_file(weights, None if config is None else config_path, backend=backend,
+                             max_batch=max_batch, max_seq=max_seq)
 
     # ---- shape and settings ---------------------------------------------------------
 
@@ -534,3 +544,69 @@ class Model(Handle):
             self._shape = None  # the batches' forwards leave their shapes unknown here
             self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out))
         return out.value
+
+
+# ---- from_pretrained's config.json ----------------------------------------------------
+
+_MODEL_TYPES = ("qwen3", "lattice")  # what from_pretrained can load
+
+
+def _json_kind(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", int: "int",
+            float: "number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _read_config(path: str) -> dict:
+    """config.json as a dict, its model_type one this library loads, or LatticeError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise LatticeError(Status.FORMAT, f"bad format: {path}: {e}") from None
+    if not isinstance(config, dict):
+        raise LatticeError(Status.FORMAT, f"bad format: {path} is not a JSON object "
+                                          f"(a {_json_kind(config)})")
+    model_type = config.get("model_type")
+    if "model_type" in config and not isinstance(model_type, str):
+        raise LatticeError(Status.FORMAT, f"bad format: {path}: model_type is not a string "
+                                          f"(a {_json_kind(model_type)})")
+    if model_type is not None and model_type not in _MODEL_TYPES:
+        raise LatticeError(Status.UNSUPPORTED, (
+            f"unsupported: {path}: model_type \"{model_type}\" cannot be loaded (only \"qwen3\" "
+            f"and this library's own \"lattice\")"))
+    if "lattice" in config and not isinstance(config["lattice"], dict):
+        raise LatticeError(Status.FORMAT, f"bad format: {path}: \"lattice\" is not a JSON object "
+                                          f"(a {_json_kind(config['lattice'])})")
+    return config
+
+
+def _has_lattice_metadata(weights: str) -> bool:
+    """Whether a safetensors file's header holds lattice.config metadata.
+
+    True where the header cannot be read: the library then reports what is wrong.
+    """
+    try:
+        with open(weights, "rb") as f:
+            n = int.from_bytes(f.read(8), "little")
+            if n > (100 << 20):
+                return True
+            header = json.loads(f.read(n))
+        return "lattice.config" in (header.get("__metadata__") or {})
+    except (OSError, ValueError, AttributeError, TypeError):
+        return True
+
+
+def _check_qwen3_entry(config: dict, path: str, weights: str) -> None:
+    """A model_type "qwen3" config.json read for weights without metadata: its
+    "lattice" entry (save_pretrained's) must describe a Qwen3 model, or the
+    weights would load as another."""
+    ours = config["lattice"]
+    qwen3 = {"placement": "pre", "norm": "rms", "residual_scale": 1.0, "qk_norm": 1,
+             "n_active_layers": config.get("num_hidden_layers"), "block_norm": 0,
+             "block_rescale": 0, "massive_offset": 0.0}
+    for key, want in qwen3.items():
+        got = ours.get(key, want)
+        if got != want:
+            raise LatticeError(Status.FORMAT, (
+                f"bad format: {weights} has no lattice.config metadata and {path}, read as "
+                f"Qwen3, says lattice.{key} {json.dumps(got)} (Qwen3 means {json.dumps(want)})"))
