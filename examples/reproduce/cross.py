@@ -17,6 +17,10 @@ Each STUDY_DIR is a study's output folder (its results.json). Writes, whole
     after block 2 at the end of phase 1, their mean); y, post-grow - pre-grow
     (val CE); z, pre-grow's last-block dCE; and the least-squares slope of y
     on x (and of z on x) with a 95% t interval;
+  * the change with training length paired by seed, and the slopes with
+    seeds as clusters;
+  * each study's own design contrasts and interactions (results.json's
+    "from": "design" rows), in their labels;
 - cross.json with every number, and points.csv;
 - trend.svg and dose.svg when gnuplot is installed (run from an argument
   vector, in DIR, on a script that names its files relative to DIR).
@@ -352,6 +356,16 @@ def main(argv):
            "| z on x | %s | %d | %s | %d |" % (cl(cl_z), cl_z["seeds"] if cl_z else 0,
                                               pm(fit_z) if fit_z else "n/a",
                                               fit_z["n"] if fit_z else 0)]
+    # the designs' own contrasts and interactions, in their labels, study by study
+    designed = []
+    for folder, res in studies:
+        name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+        for kind in ("comparisons", "interactions"):
+            for c in res.get(kind, []):
+                if c.get("from") == "design" and c.get("label"):
+                    designed.append({"study": name, "kind": kind[:-1], "label": c["label"],
+                                     "n": c.get("n", 0), "mean": c.get("mean"),
+                                     "half": c.get("half_width_95"), "verdict": c.get("verdict", "")})
     if isum:
         md += ["", "### The interventions", "",
                "Each intervention's pre-norm grow arm against its recipe's plain post-grow "
@@ -363,7 +377,21 @@ def main(argv):
         for t in isum:
             md.append("| %s | %s | %d | %s | %s | %s |" % (
                 t["study"], t["pair"], t["seeds"], pm(t["x"], "%.3f"), pm(t["y"]), pm(t["z"])))
+    if designed:
+        md += ["", "## The designs' contrasts", "",
+               "Each study's own design (its preset's factors and levels), as its report gives "
+               "them: a comparison is a level against its factor's reference, an interaction "
+               "how one factor's effect changes with another's.", "",
+               "| study | kind | contrast | seeds | mean ± 95% half-width | verdict |",
+               "|---|---|---|---|---|---|"]
+        for c in designed:
+            mh = "n/a" if c["mean"] is None else (
+                "%+.4f" % c["mean"] + ("" if c["half"] is None else " ± %.4f" % c["half"]))
+            md.append("| %s | %s | %s | %d | %s | %s |" % (
+                c["study"], c["kind"], c["label"].replace("|", "/"), c["n"], mh,
+                str(c["verdict"]).replace("|", "/")))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
+           "design_contrasts": designed,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
            "change_with_training_length": changes,
            "interventions": isum, "intervention_points": ipoints,

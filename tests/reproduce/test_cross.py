@@ -124,6 +124,34 @@ class Cross(unittest.TestCase):
                           "0.0000 | +0.5000 ± 0.2484 | +0.4000 ± 0.2484 |", report)
             self.assertIn("| y on x | +0.5000 ± 0.2484 | 3 |", report)
 
+    def test_design_contrasts_in_their_labels(self):
+        with tempfile.TemporaryDirectory() as d:
+            runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
+                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+            study(os.path.join(d, "s"), "s", 10, runs)
+            with open(os.path.join(d, "s", "results.json")) as f:
+                res = json.load(f)
+            res["comparisons"] = [{"from": "design", "label": "init: copy - random | place pre",
+                                   "n": 2, "mean": -0.0123, "half_width_95": 0.0456,
+                                   "verdict": "inconclusive"},
+                                  {"from": "preset", "n": 2, "mean": 1.0}]
+            res["interactions"] = [{"from": "design", "label": "place (post - pre) x init "
+                                    "(copy - random)", "n": 2, "mean": 0.5,
+                                    "half_width_95": None, "verdict": "above 0"}]
+            with open(os.path.join(d, "s", "results.json"), "w") as f:
+                json.dump(res, f)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| s | comparison | init: copy - random / place pre | 2 | -0.0123 ± "
+                          "0.0456 | inconclusive |", report)
+            self.assertIn("| s | interaction | place (post - pre) x init (copy - random) | 2 | "
+                          "+0.5000 | above 0 |", report)
+            self.assertEqual(report.count("| s | comparison |"), 1)  # the preset's own stay out
+
     def test_hostile_names(self):
         """Arm names from a results.json never reach gnuplot as commands: a name
         that breaks the study's name rule (backticks, quotes, system(), newlines)
