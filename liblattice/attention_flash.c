@@ -12,6 +12,7 @@
 #include "backend_impl.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,19 +80,56 @@ int lattice__attn_isa_supported(int isa)
     return 0;
 }
 
-/* The instance the CPU's features call for, unless LATTICE_ATTN_ISA names one
- * it can run (for measuring and for tests of whole models). */
-static int isa_detect(void)
+/* LATTICE_ATTN_ISA as an instance: AUTO where it is unset, empty or "auto",
+ * -1 where it names none. */
+static int isa_from_env(const char **env)
 {
-    const char *env = getenv("LATTICE_ATTN_ISA");
-    if (env)
-        for (int isa = LATTICE_ATTN_ISA_PORTABLE; isa <= LATTICE_ATTN_ISA_AVX512; isa++)
-            if (strcmp(env, isa_names[isa]) == 0 && lattice__attn_isa_supported(isa))
-                return isa;
+    *env = getenv("LATTICE_ATTN_ISA");
+    if (!*env || !**env)
+        return LATTICE_ATTN_ISA_AUTO;
+    for (int isa = LATTICE_ATTN_ISA_AUTO; isa <= LATTICE_ATTN_ISA_AVX512; isa++)
+        if (strcmp(*env, isa_names[isa]) == 0)
+            return isa;
+    return -1;
+}
+
+/* The instance the CPU's features call for. */
+static int isa_best(void)
+{
     for (int isa = LATTICE_ATTN_ISA_AVX512; isa > LATTICE_ATTN_ISA_PORTABLE; isa--)
         if (lattice__attn_isa_supported(isa))
             return isa;
     return LATTICE_ATTN_ISA_PORTABLE;
+}
+
+/* The instance the CPU's features call for, unless LATTICE_ATTN_ISA names one
+ * it can run (for measuring and for tests of whole models). A value that names
+ * none never gets here: lattice__attn_isa_env refuses it at backend creation. */
+static int isa_detect(void)
+{
+    const char *env;
+    const int isa = isa_from_env(&env);
+    return isa > LATTICE_ATTN_ISA_AUTO && lattice__attn_isa_supported(isa) ? isa : isa_best();
+}
+
+int lattice__attn_isa_env(char *note, size_t size)
+{
+    const char *env;
+    const int isa = isa_from_env(&env);
+    note[0] = 0;
+    if (isa < 0) {
+        snprintf(note, size, "LATTICE_ATTN_ISA=%.40s names no attention kernel (auto, portable, "
+                 "avx2 or avx512)", env);
+        return -1;
+    }
+    if (isa == LATTICE_ATTN_ISA_AUTO)
+        return 0;
+    if (lattice__attn_isa_supported(isa))
+        snprintf(note, size, "attention: LATTICE_ATTN_ISA=%s", env);
+    else
+        snprintf(note, size, "attention: LATTICE_ATTN_ISA=%s ignored, the CPU cannot run it (%s "
+                 "runs)", env, isa_names[isa_best()]);
+    return 1;
 }
 
 static int isa_detected = -1, isa_forced = LATTICE_ATTN_ISA_AUTO;

@@ -61,10 +61,11 @@ static int onednn_measured_faster(const lattice__cpu *cpu)
 
 /* What "default" runs, decided from the CPU's features and BLIS's kernel
  * choice, never by timing: the same machine always gets the same backend. */
-static const char *choose_default(char *reason, size_t size)
+static const char *choose_default(char *reason, size_t size, int *from_env)
 {
     const char *env = getenv("LATTICE_BACKEND");
-    if (env && *env && strcmp(env, "default") != 0) {
+    *from_env = env && *env && strcmp(env, "default") != 0;
+    if (*from_env) {
         snprintf(reason, size, "LATTICE_BACKEND=%s", env);
         return env;
     }
@@ -121,17 +122,27 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create: invalid argument: name is NULL");
     char reason[LATTICE_BACKEND_INFO_REASONLEN] = "";
+    int from_env = 0;
     if (strcmp(name, "default") == 0)
-        name = choose_default(reason, sizeof reason);
+        name = choose_default(reason, sizeof reason, &from_env);
+    /* a name from the environment says where it came from */
+    const char *from = from_env ? " (from LATTICE_BACKEND, in the environment)" : "";
     int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
     int onednn = strcmp(name, "onednn") == 0;
     if (!blis && !openblas && !onednn && strcmp(name, "ref") != 0)
         return lattice__fail(LATTICE_ERR_NOT_FOUND,
-            "lattice_backend_create: no backend named '%s'", name);
+            "lattice_backend_create: no backend named '%.64s'%s: the names are default, ref, "
+            "blis, openblas and onednn", name, from);
     if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()) ||
         (onednn && !lattice__onednn_available()))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
-            "lattice_backend_create: backend '%s' is not available in this build or system", name);
+            "lattice_backend_create: backend '%s'%s is not available in this build or system",
+            name, from);
+    /* every built-in backend runs the flash attention: a LATTICE_ATTN_ISA that
+     * names no kernel is refused here, where the user sees it */
+    char isa_note[160];
+    if (lattice__attn_isa_env(isa_note, sizeof isa_note) < 0)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG, "lattice_backend_create: %s", isa_note);
     lattice_backend *be = backend_alloc(name);
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -148,11 +159,13 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
     } else if (onednn) {
         lattice__onednn_fill(&be->ops, be); /* its reason: how its ISA was chosen */
     }
-    if (*reason) {
-        /* the choice first, then how the chosen library set itself up; cut to fit */
-        char both[2 * LATTICE_BACKEND_INFO_REASONLEN + 2];
-        snprintf(both, sizeof both, "%s%s%s", reason, *be->report.reason ? "; " : "",
-                 be->report.reason);
+    if (*reason || *isa_note) {
+        /* the choice first, then how the chosen library set itself up, then
+         * the attention's kernels when forced; cut to fit */
+        char both[2 * LATTICE_BACKEND_INFO_REASONLEN + sizeof isa_note + 4];
+        snprintf(both, sizeof both, "%s%s%s%s%s", reason,
+                 *reason && *be->report.reason ? "; " : "", be->report.reason,
+                 (*reason || *be->report.reason) && *isa_note ? "; " : "", isa_note);
         snprintf(be->report.reason, sizeof(be->report.reason), "%.*s",
                  (int)sizeof(be->report.reason) - 1, both);
     }

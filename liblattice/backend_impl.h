@@ -89,4 +89,11 @@ void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be);
 /* Why the load failed (or how the core was chosen), for the reason of "default". */
 const char *lattice__openblas_why_not(void);
 
+/* LATTICE_ATTN_ISA against the flash kernels (attention_flash.c), for the
+ * built-in backends' creation: -1 where it names no instance (note: the
+ * message, naming the valid values); 1 where it is set to one (note: for the
+ * info reason, saying when the CPU cannot run it and it is ignored); 0 where
+ * it is unset, empty or "auto" (note empty). */
+int lattice__attn_isa_env(char *note, size_t size);
+
 #endif

@@ -282,6 +282,12 @@ START_TEST(test_default_choice)
     lattice_backend_destroy(be);
     setenv("LATTICE_BACKEND", "no-such", 1);
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_NOT_FOUND);
+    /* the message names the variable, not only the name (issue 38 part 5) */
+    ck_assert_str_eq(lattice_last_error(),
+                     "lattice_backend_create: no backend named 'no-such' (from LATTICE_BACKEND, "
+                     "in the environment): the names are default, ref, blis, openblas and onednn");
+    ck_assert_int_eq(lattice_backend_create("no-such", &be), LATTICE_ERR_NOT_FOUND);
+    ck_assert_ptr_null(strstr(lattice_last_error(), "LATTICE_BACKEND"));
     setenv("LATTICE_BACKEND", "default", 1); /* not a loop: the rule applies */
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
     ck_assert_str_eq(lattice_backend_get_name(be), expected_default());
@@ -290,6 +296,74 @@ START_TEST(test_default_choice)
         setenv("LATTICE_BACKEND", keep, 1);
     else
         unsetenv("LATTICE_BACKEND");
+}
+END_TEST
+
+/* LATTICE_ATTN_ISA that names no flash kernel fails every built-in backend's
+ * creation, naming the variable and its values; one the CPU cannot run is
+ * said in the reason to be ignored (0.4 fell back silently in both). */
+START_TEST(test_attn_isa_from_the_environment)
+{
+    const char *saved = getenv("LATTICE_ATTN_ISA");
+    char keep[64] = "";
+    if (saved)
+        snprintf(keep, sizeof keep, "%s", saved);
+    static const char *const names[] = {"ref", "blis", "openblas", "onednn"};
+    lattice_backend *be;
+    lattice_backend_info info;
+    setenv("LATTICE_ATTN_ISA", "avx9", 1);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        lattice_status st = lattice_backend_create(names[i], &be);
+        if (st == LATTICE_ERR_UNSUPPORTED) /* not in this build */
+            continue;
+        ck_assert_int_eq(st, LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_ptr_null(be);
+        ck_assert_str_eq(lattice_last_error(),
+                         "lattice_backend_create: LATTICE_ATTN_ISA=avx9 names no attention kernel "
+                         "(auto, portable, avx2 or avx512)");
+    }
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_INVALID_CONFIG);
+    /* a custom backend keeps the GEMM path: the variable means nothing to it */
+    lattice_backend_ops ops;
+    lattice_backend_ops_init(&ops);
+    ck_assert_int_eq(lattice_backend_create_custom("mine", &ops, &be), LATTICE_OK);
+    lattice_backend_destroy(be);
+    /* unset, empty or auto: nothing to say */
+    static const char *const quiet[] = {"", "auto"};
+    for (int i = 0; i < 2; i++) {
+        setenv("LATTICE_ATTN_ISA", quiet[i], 1);
+        ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
+        get_info(be, &info);
+        ck_assert_str_eq(info.reason, "");
+        lattice_backend_destroy(be);
+    }
+    /* a kernel's name: in the reason, "ignored" where the CPU cannot run it */
+    static const int isas[] = {LATTICE_ATTN_ISA_PORTABLE, LATTICE_ATTN_ISA_AVX2,
+                               LATTICE_ATTN_ISA_AVX512};
+    for (int i = 0; i < 3; i++) {
+        const char *isa = lattice__attn_isa_name(isas[i]);
+        setenv("LATTICE_ATTN_ISA", isa, 1);
+        ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
+        get_info(be, &info);
+        char want[128];
+        snprintf(want, sizeof want, "attention: LATTICE_ATTN_ISA=%s", isa);
+        ck_assert_msg(strncmp(info.reason, want, strlen(want)) == 0, "%s: reason '%s'", isa,
+                      info.reason);
+        ck_assert_int_eq(strstr(info.reason, "ignored, the CPU cannot run it") != NULL,
+                         !lattice__attn_isa_supported(isas[i]));
+        lattice_backend_destroy(be);
+    }
+    /* after the choice of "default" and how the library set itself up */
+    setenv("LATTICE_ATTN_ISA", "portable", 1);
+    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
+    get_info(be, &info);
+    ck_assert_msg(strstr(info.reason, "; attention: LATTICE_ATTN_ISA=portable") != NULL,
+                  "reason '%s'", info.reason);
+    lattice_backend_destroy(be);
+    if (saved)
+        setenv("LATTICE_ATTN_ISA", keep, 1);
+    else
+        unsetenv("LATTICE_ATTN_ISA");
 }
 END_TEST
 
@@ -718,6 +792,7 @@ static Suite *backend_suite(void)
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("info");
     tcase_add_test(ti, test_default_choice);
+    tcase_add_test(ti, test_attn_isa_from_the_environment);
     tcase_add_test(ti, test_info_of_each_backend);
     tcase_add_test(ti, test_info_bad_input_and_older_structs);
     tcase_add_test(ti, test_cpu_to_core);

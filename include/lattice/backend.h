@@ -109,9 +109,14 @@ LATTICE_API void lattice_backend_ops_init(lattice_backend_ops *ops);
  * @param name "ref", "blis", "openblas" (since 0.2), or "default" (see
  *        @ref backend for how it chooses, and `LATTICE_BACKEND`).
  * @param[out] out The new backend, or NULL on failure.
- * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name,
+ * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name (the
+ *         message says when it came from `LATTICE_BACKEND`),
  *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS, or
- *         "openblas" in a build without it or when OpenBLAS cannot be loaded.
+ *         "openblas" in a build without it or when OpenBLAS cannot be loaded,
+ *         ::LATTICE_ERR_INVALID_CONFIG (since 0.5) when `LATTICE_ATTN_ISA` is
+ *         set to a value that names no attention kernel (auto, portable, avx2,
+ *         avx512). A kernel the CPU cannot run is ignored, and the info reason
+ *         says so.
  */
 LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_backend **out);
 

@@ -75,6 +75,13 @@ class BackendTest(unittest.TestCase):
             with lattice.Backend() as be:
                 self.assertEqual(be.kernels.name, "ref")
                 self.assertEqual(be.kernels.reason, "LATTICE_BACKEND=ref")
+            # an unknown name from the environment names the variable (issue 38 part 5)
+            os.environ["LATTICE_BACKEND"] = "nope"
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Backend()
+            self.assertEqual(cm.exception.code, Status.NOT_FOUND)
+            self.assertIn("no backend named 'nope' (from LATTICE_BACKEND, in the environment)",
+                          str(cm.exception))
         finally:
             if old is None:
                 del os.environ["LATTICE_BACKEND"]
