@@ -346,11 +346,27 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
     return rc;
 }
 
+/* BLAS's rule, kept here for every backend (custom ones included) rather than
+ * trusted to each library: where alpha is 0 or k is 0, A and B are not read and
+ * C = beta C; where beta is also 0, C is not read either and becomes 0. (A
+ * backend that multiplied out would give NaN from a NaN in A or B; oneDNN 2.6
+ * returns at k = 0 leaving C as it was.) beta == 0 with alpha != 0 is each
+ * slot's to keep: lattice_backend_ops.sgemm says so. */
+static int gemm_no_product(int k, float alpha, int m, int n, float beta, float *c, int ldc)
+{
+    if (alpha != 0.0f && k > 0)
+        return 0;
+    for (int i = 0; i < m; i++)
+        for (int j = 0; j < n; j++)
+            c[(long)i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[(long)i * ldc + j];
+    return 1;
+}
+
 lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, int k,
                              float alpha, const float *a, int lda, const float *b, int ldb,
                              float beta, float *c, int ldc)
 {
-    if (m == 0 || n == 0)
+    if (m == 0 || n == 0 || gemm_no_product(k, alpha, m, n, beta, c, ldc))
         return LATTICE_OK;
     int nt = gemm_threads(be, m, n, k);
     int rc = nt > 1 ? split_sgemm(be, nt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
@@ -385,6 +401,11 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
 {
     if (m == 0 || n == 0 || count == 0)
         return LATTICE_OK;
+    if (alpha == 0.0f || k <= 0) {
+        for (int i = 0; i < count; i++)
+            gemm_no_product(k, alpha, m, n, beta, c[i], ldc);
+        return LATTICE_OK;
+    }
     int rc = lattice__backend_builtin(be) ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
                                               c, ldc, count)
              : be->ops.sgemm_batched

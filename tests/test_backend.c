@@ -710,6 +710,96 @@ START_TEST(test_onednn_batched_vs_ref)
 }
 END_TEST
 
+/* One rule for alpha and beta on every backend, BLAS's: alpha == 0 means A and
+ * B are not read (C = beta C), beta == 0 that C is not read (C = alpha AB). 0.4's
+ * reference propagated NaN from A at alpha 0 where the BLAS backends skipped
+ * it. Loop index: the backend (ref, blis, openblas, onednn, a custom one), one
+ * thread and two (a split call); one call and a batch of them. */
+static const char *const rule_backends[] = {"ref", "blis", "openblas", "onednn", "custom"};
+
+static int rule_calls;
+static int rule_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha, const float *a,
+                      int lda, const float *b, int ldb, float beta, float *c, int ldc)
+{
+    rule_calls++;
+    return lattice__ref_sgemm(user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+START_TEST(test_alpha_beta_zero_on_every_backend)
+{
+    const char *name = rule_backends[_i / 2];
+    const int threads = 1 + _i % 2;
+    lattice_backend *be = NULL;
+    rule_calls = 0;
+    if (strcmp(name, "custom") == 0) {
+        lattice_backend_ops ops;
+        lattice_backend_ops_init(&ops);
+        ops.sgemm = rule_sgemm;
+        ck_assert_int_eq(lattice_backend_create_custom("rule", &ops, &be), LATTICE_OK);
+        ck_assert_int_eq(lattice_backend_set_threads(be, threads), LATTICE_OK);
+    } else {
+        if (lattice_backend_create(name, &be) == LATTICE_ERR_UNSUPPORTED)
+            return; /* not in this build or system */
+        lattice_backend_destroy(be);
+        be = tu_backend(name, threads);
+    }
+    /* 64^3 multiply-adds: split over 2 threads by backend.c */
+    enum { N = 64, B = 3 };
+    static float a[N * N], b[N * N], c[N * N], want[N * N];
+    tu_rng rng = {29 + _i};
+    for (int ta = 0; ta < 2; ta++) {
+        /* alpha 0: A and B unread (all NaN), C = beta C */
+        for (int i = 0; i < N * N; i++)
+            a[i] = b[i] = NAN;
+        tu_fill(c, N * N, 1.0, &rng);
+        for (int i = 0; i < N * N; i++)
+            want[i] = -0.5f * c[i];
+        ck_assert_int_eq(lattice_backend_sgemm(be, ta, !ta, N, N, N, 0.0f, a, N, b, N, -0.5f, c, N),
+                         LATTICE_OK);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(c[i] == want[i], "%s, %d threads: alpha 0, beta -0.5: C[%d] = %g, not "
+                          "%g", name, threads, i, (double)c[i], (double)want[i]);
+        /* alpha 0 and beta 0: nothing read, C = 0 */
+        for (int i = 0; i < N * N; i++)
+            c[i] = NAN;
+        ck_assert_int_eq(lattice_backend_sgemm(be, ta, !ta, N, N, N, -0.0f, a, N, b, N, 0.0f, c, N),
+                         LATTICE_OK);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(c[i] == 0.0f, "%s: alpha 0, beta 0: C[%d] = %g", name, i, (double)c[i]);
+        /* beta 0: C unread (NaN), C = alpha AB, finite */
+        tu_fill(a, N * N, 1.0, &rng);
+        tu_fill(b, N * N, 1.0, &rng);
+        for (int i = 0; i < N * N; i++)
+            c[i] = NAN;
+        ck_assert_int_eq(lattice_backend_sgemm(be, ta, !ta, N, N, N, 0.5f, a, N, b, N, 0.0f, c, N),
+                         LATTICE_OK);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(isfinite(c[i]), "%s: beta 0: C[%d] = %g", name, i, (double)c[i]);
+        /* the same in a batch (attention's heads): alpha 0 with NaN A and B */
+        const float *pa[B], *pb[B];
+        float *pc[B];
+        for (int h = 0; h < B; h++) {
+            pa[h] = a + h * 8;
+            pb[h] = b + h * 8;
+            pc[h] = c + h * 16 * N;
+        }
+        for (int i = 0; i < N * N; i++)
+            a[i] = b[i] = NAN;
+        tu_fill(c, N * N, 1.0, &rng);
+        memcpy(want, c, sizeof c);
+        ck_assert_int_eq(lattice__gemm_batched(be, ta, !ta, 16, N, 8, 0.0f, pa, N, pb, N, 2.0f, pc,
+                                               N, B),
+                         LATTICE_OK);
+        for (int i = 0; i < N * N; i++)
+            ck_assert_msg(c[i] == (i < B * 16 * N ? 2.0f * want[i] : want[i]),
+                          "%s: batched alpha 0: C[%d] = %g", name, i, (double)c[i]);
+    }
+    if (strcmp(name, "custom") == 0) /* the rule is the library's: the slot is not asked */
+        ck_assert_int_eq(rule_calls, 2); /* the two beta-0 calls, one per ta */
+    lattice_backend_destroy(be);
+}
+END_TEST
+
 /* On this host the core OpenBLAS runs is the one the CPU's features call for,
  * unless the user forced one or OpenBLAS was in the process before us. */
 START_TEST(test_openblas_core_from_features)
@@ -789,6 +879,8 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, test_backend_names);
     tcase_add_test(tc, test_version_and_status);
     tcase_add_loop_test(tc, test_flash_model_vs_reference_attention, 0, 9);
+    tcase_add_loop_test(tc, test_alpha_beta_zero_on_every_backend, 0,
+                        2 * (int)(sizeof rule_backends / sizeof rule_backends[0]));
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("info");
     tcase_add_test(ti, test_default_choice);
