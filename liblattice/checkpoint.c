@@ -16,7 +16,7 @@
 
 static lattice_status write_checkpoint(lattice_trainer *t, const char *path);
 
-lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
+static lattice_status save_checkpoint(lattice_trainer *t, const char *path)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -105,8 +105,7 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     return lattice_trainer_load_checkpoint_flags(t, path, 0);
 }
 
-lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *t, const char *path,
-                                                     unsigned flags)
+static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path, unsigned flags)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -291,4 +290,18 @@ lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *t, const c
     free(r.tr_layers);
     lattice__st_close(&sf);
     return st;
+}
+
+/* ---- the public calls, each holding what the trainer binds (handle.h) ---- */
+
+lattice_status lattice_trainer_save_checkpoint(lattice_trainer *t, const char *path)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_save_checkpoint", save_checkpoint(t, path));
+}
+
+lattice_status lattice_trainer_load_checkpoint_flags(lattice_trainer *t, const char *path,
+                                                     unsigned flags)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_load_checkpoint_flags",
+                          load_checkpoint_flags(t, path, flags));
 }

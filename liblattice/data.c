@@ -1,6 +1,7 @@
 /* Token streams: byte-level text or token-id files, documents, the train and
  * validation splits, batches (padded or packed) in a seeded order. */
 #include "data_impl.h"
+#include "handle.h"
 
 #include "atomic_file.h"
 
@@ -29,6 +30,7 @@ struct lattice_data {
     uint64_t corpus_hash; /* lattice__data_corpus_hash, computed at its first call */
     int have_hash;
     char err[LATTICE_ERRMSG_MAX];
+    lattice_borrow borrow; /* by its trainer */
 };
 
 void lattice_data_params_init(lattice_data_params *p)
@@ -102,10 +104,8 @@ static lattice_status copy_params(lattice_data_params *dst, const lattice_data_p
     return check_params(dst, text, err);
 }
 
-void lattice_data_destroy(lattice_data *d)
+static void data_free(lattice_data *d)
 {
-    if (!d)
-        return;
     free(d->ids);
     free(d->doc_start);
     free(d->perm);
@@ -115,6 +115,23 @@ void lattice_data_destroy(lattice_data *d)
     free(d->tgt);
     free(d->mask);
     free(d);
+}
+
+void lattice_data_destroy(lattice_data *d)
+{
+    if (d && lattice__destroy_now(&d->borrow, "lattice_data_destroy", "data"))
+        data_free(d);
+}
+
+lattice_status lattice__data_borrow(lattice_data *d, const char *fn)
+{
+    return lattice__borrow(&d->borrow, fn, "data");
+}
+
+void lattice__data_unborrow(lattice_data *d)
+{
+    if (d && lattice__unborrow(&d->borrow))
+        data_free(d);
 }
 
 /* Read a whole file; *len gets its size. */

@@ -13,4 +13,9 @@ int64_t lattice__data_pass_length(const lattice_data *d);
  * splitting, and where the validation split begins (data.c). Computed once. */
 uint64_t lattice__data_corpus_hash(lattice_data *d);
 
+/* The trainer borrows it (handle.h): add a borrower (refused once its destroy
+ * was asked), drop one (freeing it when its destroy waits for that). */
+lattice_status lattice__data_borrow(lattice_data *d, const char *fn);
+void lattice__data_unborrow(lattice_data *d);
+
 #endif

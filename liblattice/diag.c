@@ -29,6 +29,11 @@ lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
     if (!d)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_diag_create: out of memory");
+    lattice_status st = lattice__borrow(&model->borrow, "lattice_diag_create", "model");
+    if (st != LATTICE_OK) {
+        free(d);
+        return st;
+    }
     size_t n = (size_t)model->p.max_batch * model->p.max_seq;
     d->model = model;
     d->rms = malloc(sizeof(double) * n);
@@ -47,10 +52,12 @@ void lattice_diag_destroy(lattice_diag *d)
 {
     if (!d)
         return;
+    lattice_model *m = d->model;
     free(d->rms);
     free(d->cls);
     free(d->h_in);
     free(d);
+    lattice__model_unborrow(m);
 }
 
 const char *lattice_diag_errmsg(const lattice_diag *d)
@@ -136,10 +143,10 @@ static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, 
 
 /* The boundary scale into out: sized entries at stride, or (stride 0) the
  * deprecated lattice_diag_rms_stats. */
-static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int32_t *tokens,
-                                     const uint8_t *mask, int batch, int seq,
-                                     const uint8_t *classes, int n_classes, void *out,
-                                     int out_len, size_t stride)
+static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                          const uint8_t *mask, int batch, int seq,
+                                          const uint8_t *classes, int n_classes, void *out,
+                                          int out_len, size_t stride)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -196,6 +203,16 @@ static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int3
     return LATTICE_OK;
 }
 
+/* The measure inside the model's busy section: it runs the model's passes. */
+static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                     const uint8_t *mask, int batch, int seq,
+                                     const uint8_t *classes, int n_classes, void *out,
+                                     int out_len, size_t stride)
+{
+    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+                    boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes, out, out_len, stride));
+}
+
 lattice_status lattice_diag_measure_boundary_scale(lattice_diag *d, const int32_t *tokens,
                                                    const uint8_t *mask, int batch, int seq,
                                                    const uint8_t *classes, int n_classes,
@@ -227,9 +244,9 @@ static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_
     return LATTICE_OK;
 }
 
-static lattice_status block_removal(lattice_diag *d, const char *fn, const int32_t *tokens,
-                                    const int32_t *targets, const uint8_t *mask, int batch,
-                                    int seq, int first, int count, removal_result *out)
+static lattice_status block_removal_held(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                         const int32_t *targets, const uint8_t *mask, int batch,
+                                         int seq, int first, int count, removal_result *out)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -277,6 +294,15 @@ static lattice_status block_removal(lattice_diag *d, const char *fn, const int32
         return st;
     out->dce = out->ce_removed - out->ce_full;
     return LATTICE_OK;
+}
+
+/* The measure inside the model's busy section: it runs the model's passes. */
+static lattice_status block_removal(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                    const int32_t *targets, const uint8_t *mask, int batch,
+                                    int seq, int first, int count, removal_result *out)
+{
+    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+                    block_removal_held(d, fn, tokens, targets, mask, batch, seq, first, count, out));
 }
 
 lattice_status lattice_diag_measure_block_removal(lattice_diag *d, const int32_t *tokens,
@@ -415,10 +441,10 @@ static int cmp_float(const void *a, const void *b)
 
 /* The sinks into out: sized entries at stride, or (stride 0) the deprecated
  * lattice_diag_sinks. */
-static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int32_t *tokens,
-                                      int batch, int seq, double threshold, void *out,
-                                      int out_len, double *head_mass, int head_mass_len,
-                                      size_t stride)
+static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                           int batch, int seq, double threshold, void *out,
+                                           int out_len, double *head_mass, int head_mass_len,
+                                           size_t stride)
 {
     if (!d)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: diag is NULL",
@@ -516,6 +542,16 @@ static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int
         put_sinks(out, stride, i, o);
     }
     return LATTICE_OK;
+}
+
+/* The measure inside the model's busy section: it runs the model's passes. */
+static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int32_t *tokens,
+                                      int batch, int seq, double threshold, void *out,
+                                      int out_len, double *head_mass, int head_mass_len,
+                                      size_t stride)
+{
+    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+                    attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len, head_mass, head_mass_len, stride));
 }
 
 lattice_status lattice_diag_measure_attention_sinks(lattice_diag *d, const int32_t *tokens,

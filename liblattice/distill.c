@@ -28,6 +28,7 @@ struct lattice_distill {
     size_t exps_len;
     int run_threads; /* > 0 while a call through a model runs: its backend's count */
     char err[LATTICE_ERRMSG_MAX];
+    lattice_borrow borrow; /* by its trainer */
 };
 
 /* Threads are a backend setting: a loss computed for a model (through
@@ -104,14 +105,29 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
     return LATTICE_OK;
 }
 
-void lattice_distill_destroy(lattice_distill *d)
+static void distill_free(lattice_distill *d)
 {
-    if (!d)
-        return;
     free(d->stamp);
     free(d->rows);
     free(d->exps);
     free(d);
+}
+
+void lattice_distill_destroy(lattice_distill *d)
+{
+    if (d && lattice__destroy_now(&d->borrow, "lattice_distill_destroy", "distill loss"))
+        distill_free(d);
+}
+
+lattice_status lattice__distill_borrow(lattice_distill *d, const char *fn)
+{
+    return lattice__borrow(&d->borrow, fn, "distill loss");
+}
+
+void lattice__distill_unborrow(lattice_distill *d)
+{
+    if (d && lattice__unborrow(&d->borrow))
+        distill_free(d);
 }
 
 const char *lattice_distill_errmsg(const lattice_distill *d)
@@ -432,10 +448,10 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
 }
 
-lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
-                                     const float *teacher, int teacher_vocab,
-                                     const int32_t *targets, const uint8_t *mask,
-                                     lattice_distill_result *result)
+static lattice_status distill_model(lattice_distill *d, lattice_model *student,
+                                    const float *teacher, int teacher_vocab,
+                                    const int32_t *targets, const uint8_t *mask,
+                                    lattice_distill_result *result)
 {
     if (!d)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
@@ -455,4 +471,15 @@ lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
                                               student->p.vocab_size, student->dlogits, result);
     d->run_threads = 0;
     return st;
+}
+
+/* Inside the student's busy section (handle.h): it reads its logits and
+ * writes its dlogits. */
+lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
+                                     const float *teacher, int teacher_vocab,
+                                     const int32_t *targets, const uint8_t *mask,
+                                     lattice_distill_result *result)
+{
+    LATTICE__INSIDE(student, "lattice_distill_model", "model",
+                    distill_model(d, student, teacher, teacher_vocab, targets, mask, result));
 }

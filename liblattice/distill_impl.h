@@ -9,4 +9,9 @@
  * its n_threads (distill.c). */
 void lattice__distill_set_run_threads(lattice_distill *d, int n);
 
+/* The trainer borrows it (handle.h): add a borrower (refused once its destroy
+ * was asked), drop one (freeing it when its destroy waits for that). */
+lattice_status lattice__distill_borrow(lattice_distill *d, const char *fn);
+void lattice__distill_unborrow(lattice_distill *d);
+
 #endif

@@ -122,10 +122,8 @@ oom:
         "lattice_model_create: out of memory");
 }
 
-void lattice_model_destroy(lattice_model *m)
+static void model_free(lattice_model *m)
 {
-    if (!m)
-        return;
     free(m->params);
     free(m->grads);
     free(m->acts_base);
@@ -137,6 +135,18 @@ void lattice_model_destroy(lattice_model *m)
     free(m->ref_pending);
     lattice__model_split_free(&m->split);
     free(m);
+}
+
+void lattice_model_destroy(lattice_model *m)
+{
+    if (m && lattice__destroy_now(&m->borrow, "lattice_model_destroy", "model"))
+        model_free(m);
+}
+
+void lattice__model_unborrow(lattice_model *m)
+{
+    if (m && lattice__unborrow(&m->borrow))
+        model_free(m);
 }
 
 const char *lattice_model_errmsg(const lattice_model *m)
@@ -161,7 +171,7 @@ lattice_norm_placement lattice_model_get_placement(const lattice_model *m)
     return m ? m->norm.placement : LATTICE_NORM_PLACEMENT_PRE;
 }
 
-lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
+static lattice_status model_set_active_layers(lattice_model *m, int n_active)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -176,7 +186,7 @@ lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
 
 int lattice_model_get_active_layers(const lattice_model *m) { return m ? m->n_active : 0; }
 
-lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
+static lattice_status model_init_layer(lattice_model *m, int layer, uint64_t seed)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -213,7 +223,7 @@ static const tensor_entry *layer_tensor(const lattice_model *m, int layer, const
     return NULL;
 }
 
-lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
+static lattice_status model_copy_layer(lattice_model *m, int dst, int src)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -247,7 +257,7 @@ lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
+static lattice_status model_zero_layer_outputs(lattice_model *m, int layer)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -274,8 +284,8 @@ static int *trainable_flag(lattice_model *m, lattice_model_group group, int laye
     return NULL;
 }
 
-lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
-                                           int trainable)
+static lattice_status model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
+                                          int trainable)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -331,7 +341,7 @@ int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
     return 0;
 }
 
-lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
+static lattice_status model_set_skip(lattice_model *m, int first, int count)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -444,4 +454,43 @@ size_t lattice_model_get_arena_bytes(const lattice_model *m)
         return 0;
     /* as allocated: each parameter-sized arena rounded up to 64 bytes */
     return 2 * ((m->n_params * sizeof(float) + 63) / 64 * 64) + m->acts_bytes + m->split.bytes;
+}
+
+/* ---- the public calls, each inside the model's busy section (handle.h) ---- */
+
+lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
+{
+    LATTICE__INSIDE(m, "lattice_model_set_active_layers", "model",
+                    model_set_active_layers(m, n_active));
+}
+
+lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
+{
+    LATTICE__INSIDE(m, "lattice_model_init_layer", "model",
+                    model_init_layer(m, layer, seed));
+}
+
+lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
+{
+    LATTICE__INSIDE(m, "lattice_model_copy_layer", "model",
+                    model_copy_layer(m, dst, src));
+}
+
+lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
+{
+    LATTICE__INSIDE(m, "lattice_model_zero_layer_outputs", "model",
+                    model_zero_layer_outputs(m, layer));
+}
+
+lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
+                                           int trainable)
+{
+    LATTICE__INSIDE(m, "lattice_model_set_trainable", "model",
+                    model_set_trainable(m, group, layer, trainable));
+}
+
+lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
+{
+    LATTICE__INSIDE(m, "lattice_model_set_skip", "model",
+                    model_set_skip(m, first, count));
 }

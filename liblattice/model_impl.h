@@ -2,6 +2,7 @@
 #ifndef LATTICE_MODEL_IMPL_H
 #define LATTICE_MODEL_IMPL_H
 
+#include "handle.h"
 #include "internal.h"
 #include "norm_impl.h"
 #include "profile.h"
@@ -115,7 +116,14 @@ struct lattice_model {
     lattice_prof prof; /* per-op timing, off unless lattice__model_profile turns it on */
     model_parallel parallel; /* LATTICE_PARALLEL at create */
     model_split split;
+
+    lattice_busy busy;     /* the thread inside a call that reads or writes the model */
+    lattice_borrow borrow; /* its teacher, optimizer, diag and trainer (handle.h) */
 };
+
+/* Drop a borrower of the model (the borrower's destroy): frees it when it was
+ * the last and the model's destroy was asked. */
+void lattice__model_unborrow(lattice_model *m);
 
 /* Whether layer i opens a block whose entry is normalised (block_norm). */
 static inline int lattice__block_entry(const lattice_model *m, int i)

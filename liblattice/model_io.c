@@ -51,7 +51,7 @@ static char *config_json(const lattice_model *m)
     return s;
 }
 
-lattice_status lattice_model_save(const lattice_model *cm, const char *path)
+static lattice_status model_save(const lattice_model *cm, const char *path)
 {
     lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
     if (!m)
@@ -188,8 +188,8 @@ static json_object *hf_config(const lattice_model *m, int qwen3)
     return o;
 }
 
-lattice_status lattice_model_save_config(const lattice_model *cm, const char *path,
-                                         unsigned flags)
+static lattice_status model_save_config(const lattice_model *cm, const char *path,
+                                        unsigned flags)
 {
     lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
     if (!m)
@@ -362,7 +362,7 @@ static lattice_status load_open(lattice_model *m, const st_file *sf, int compare
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_load(lattice_model *m, const char *path)
+static lattice_status model_load(lattice_model *m, const char *path)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -754,4 +754,24 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     }
     *out = m;
     return LATTICE_OK;
+}
+
+/* ---- the public calls, each inside the model's busy section (handle.h) ---- */
+
+lattice_status lattice_model_save(const lattice_model *cm, const char *path)
+{
+    LATTICE__INSIDE(cm, "lattice_model_save", "model",
+                    model_save(cm, path));
+}
+
+lattice_status lattice_model_save_config(const lattice_model *cm, const char *path, unsigned flags)
+{
+    LATTICE__INSIDE(cm, "lattice_model_save_config", "model",
+                    model_save_config(cm, path, flags));
+}
+
+lattice_status lattice_model_load(lattice_model *m, const char *path)
+{
+    LATTICE__INSIDE(m, "lattice_model_load", "model",
+                    model_load(m, path));
 }

@@ -449,7 +449,7 @@ done:
 
 /* ---- the passes ---------------------------------------------------------- */
 
-lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
+static lattice_status model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -489,7 +489,7 @@ const float *lattice_model_get_logits(const lattice_model *m)
 
 float *lattice_model_get_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
 
-lattice_status lattice_model_backward(lattice_model *m)
+static lattice_status model_backward(lattice_model *m)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -512,8 +512,8 @@ lattice_status lattice_model_backward(lattice_model *m)
  * one, and the mark is what it adds: an evaluation run between a training
  * forward and its backward overwrites the activations, and backward must then
  * refuse rather than compute gradients of the evaluation batch. */
-lattice_status lattice_model_forward_inference(lattice_model *m, const int32_t *tokens, int batch,
-                                               int seq)
+static lattice_status model_forward_inference(lattice_model *m, const int32_t *tokens, int batch,
+                                              int seq)
 {
     lattice_status st = lattice_model_forward(m, tokens, batch, seq);
     if (st == LATTICE_OK) {
@@ -537,8 +537,8 @@ static lattice_status check_targets(lattice_model *m, const int32_t *targets, co
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targets,
-                                           const uint8_t *mask, float *loss, int64_t *n_counted)
+static lattice_status model_cross_entropy(lattice_model *m, const int32_t *targets,
+                                          const uint8_t *mask, float *loss, int64_t *n_counted)
 {
     if (!m)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
@@ -560,8 +560,8 @@ lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targ
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, const uint8_t *mask,
-                                  double *ce, int64_t *n_counted)
+static lattice_status model_loss(lattice_model *m, const int32_t *targets, const uint8_t *mask,
+                                 double *ce, int64_t *n_counted)
 {
     if (!m)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_loss: no model (NULL)");
@@ -582,8 +582,8 @@ lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, cons
     return LATTICE_OK;
 }
 
-lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int64_t max_batches,
-                                      double *val_ce)
+static lattice_status model_evaluate(lattice_model *m, lattice_data *data, int64_t max_batches,
+                                     double *val_ce)
 {
     if (!m)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_evaluate: no model (NULL)");
@@ -633,4 +633,46 @@ lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int6
     }
     *val_ce = count ? total / (double)count : 0.0;
     return LATTICE_OK;
+}
+
+/* ---- the public calls, each inside the model's busy section (handle.h) ---- */
+
+lattice_status lattice_model_forward(lattice_model *m, const int32_t *tokens, int batch, int seq)
+{
+    LATTICE__INSIDE(m, "lattice_model_forward", "model",
+                    model_forward(m, tokens, batch, seq));
+}
+
+lattice_status lattice_model_backward(lattice_model *m)
+{
+    LATTICE__INSIDE(m, "lattice_model_backward", "model",
+                    model_backward(m));
+}
+
+lattice_status lattice_model_forward_inference(lattice_model *m, const int32_t *tokens, int batch,
+                                               int seq)
+{
+    LATTICE__INSIDE(m, "lattice_model_forward_inference", "model",
+                    model_forward_inference(m, tokens, batch, seq));
+}
+
+lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targets,
+                                           const uint8_t *mask, float *loss, int64_t *n_counted)
+{
+    LATTICE__INSIDE(m, "lattice_model_cross_entropy", "model",
+                    model_cross_entropy(m, targets, mask, loss, n_counted));
+}
+
+lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, const uint8_t *mask,
+                                  double *ce, int64_t *n_counted)
+{
+    LATTICE__INSIDE(m, "lattice_model_loss", "model",
+                    model_loss(m, targets, mask, ce, n_counted));
+}
+
+lattice_status lattice_model_evaluate(lattice_model *m, lattice_data *data, int64_t max_batches,
+                                      double *val_ce)
+{
+    LATTICE__INSIDE(m, "lattice_model_evaluate", "model",
+                    model_evaluate(m, data, max_batches, val_ce));
 }

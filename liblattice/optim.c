@@ -246,6 +246,10 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
         free(o);
         return st;
     }
+    if ((st = lattice__borrow(&model->borrow, "lattice_optim_create", "model")) != LATTICE_OK) {
+        free(o);
+        return st;
+    }
     o->model = model;
     o->m1 = calloc(model->n_params, sizeof(float));
     o->m2 = calloc(model->n_params, sizeof(float));
@@ -259,14 +263,31 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
     return LATTICE_OK;
 }
 
-void lattice_optim_destroy(lattice_optim *o)
+static void optim_free(lattice_optim *o)
 {
-    if (!o)
-        return;
+    lattice_model *m = o->model;
     free(o->m1);
     free(o->m2);
     free(o->t_tensor);
     free(o);
+    lattice__model_unborrow(m);
+}
+
+void lattice_optim_destroy(lattice_optim *o)
+{
+    if (o && lattice__destroy_now(&o->borrow, "lattice_optim_destroy", "optimizer"))
+        optim_free(o);
+}
+
+lattice_status lattice__optim_borrow(lattice_optim *o, const char *fn)
+{
+    return lattice__borrow(&o->borrow, fn, "optimizer");
+}
+
+void lattice__optim_unborrow(lattice_optim *o)
+{
+    if (o && lattice__unborrow(&o->borrow))
+        optim_free(o);
 }
 
 const char *lattice_optim_errmsg(const lattice_optim *o)
@@ -388,9 +409,14 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_step: invalid argument: optim is NULL");
     lattice_model *m = o->model;
+    /* the step writes the model's weights and its running statistics */
+    lattice_status st = lattice__busy_enter(&m->busy, "lattice_optim_step", "model");
+    if (st != LATTICE_OK)
+        return st;
     double t0 = lattice__prof_begin(&m->prof);
-    lattice_status st = optim_update(o, m, grad_norm);
+    st = optim_update(o, m, grad_norm);
     lattice__prof_end(&m->prof, LATTICE_OP_OPTIM, t0);
+    lattice__busy_leave(&m->busy);
     return st;
 }
 

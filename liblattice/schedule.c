@@ -33,12 +33,27 @@ lattice_status lattice_schedule_create(lattice_schedule **out)
     return LATTICE_OK;
 }
 
-void lattice_schedule_destroy(lattice_schedule *s)
+static void schedule_free(lattice_schedule *s)
 {
-    if (!s)
-        return;
     free(s->phases);
     free(s);
+}
+
+void lattice_schedule_destroy(lattice_schedule *s)
+{
+    if (s && lattice__destroy_now(&s->borrow, "lattice_schedule_destroy", "schedule"))
+        schedule_free(s);
+}
+
+lattice_status lattice__schedule_borrow(lattice_schedule *s, const char *fn)
+{
+    return lattice__borrow(&s->borrow, fn, "schedule");
+}
+
+void lattice__schedule_unborrow(lattice_schedule *s)
+{
+    if (s && lattice__unborrow(&s->borrow))
+        schedule_free(s);
 }
 
 const char *lattice_schedule_errmsg(const lattice_schedule *s)

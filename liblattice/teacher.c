@@ -22,6 +22,8 @@ struct lattice_teacher {
     int32_t *stored_tokens, *ibuf;
     const st_tensor *t_logits, *t_index, *t_value;
     char err[LATTICE_ERRMSG_MAX];
+    lattice_busy busy;     /* the thread inside a call that asks the teacher */
+    lattice_borrow borrow; /* by its trainer */
 };
 
 lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teacher **out)
@@ -37,6 +39,11 @@ lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teache
     if (!t)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_teacher_create_model: out of memory");
+    lattice_status st = lattice__borrow(&model->borrow, "lattice_teacher_create_model", "model");
+    if (st != LATTICE_OK) {
+        free(t);
+        return st;
+    }
     t->model = model;
     t->vocab = model->p.vocab_size;
     t->max_batch = model->p.max_batch;
@@ -82,16 +89,50 @@ lattice_status lattice_teacher_create_callback(lattice_teacher_fn fn, void *user
     return LATTICE_OK;
 }
 
-void lattice_teacher_destroy(lattice_teacher *t)
+static void teacher_free(lattice_teacher *t)
 {
-    if (!t)
-        return;
+    lattice_model *m = t->model;
     if (t->is_file)
         lattice__st_close(&t->sf);
     free(t->buf);
     free(t->stored_tokens);
     free(t->ibuf);
     free(t);
+    lattice__model_unborrow(m);
+}
+
+void lattice_teacher_destroy(lattice_teacher *t)
+{
+    if (t && lattice__destroy_now(&t->borrow, "lattice_teacher_destroy", "teacher"))
+        teacher_free(t);
+}
+
+lattice_status lattice__teacher_borrow(lattice_teacher *t, const char *fn)
+{
+    return lattice__borrow(&t->borrow, fn, "teacher");
+}
+
+void lattice__teacher_unborrow(lattice_teacher *t)
+{
+    if (t && lattice__unborrow(&t->borrow))
+        teacher_free(t);
+}
+
+lattice_status lattice__teacher_enter(lattice_teacher *t, const char *fn)
+{
+    lattice_status st = lattice__busy_enter(&t->busy, fn, "teacher");
+    if (st != LATTICE_OK || !t->model)
+        return st;
+    if ((st = lattice__busy_enter(&t->model->busy, fn, "model")) != LATTICE_OK)
+        lattice__busy_leave(&t->busy);
+    return st;
+}
+
+void lattice__teacher_leave(lattice_teacher *t)
+{
+    if (t->model)
+        lattice__busy_leave(&t->model->busy);
+    lattice__busy_leave(&t->busy);
 }
 
 /* Check a file tensor's dims against [n, batch, seq, last]. */
@@ -258,8 +299,8 @@ static lattice_status check_request(lattice_teacher *t, const int32_t *tokens, i
     return LATTICE_OK;
 }
 
-lattice_status lattice_teacher_topk(lattice_teacher *t, const int32_t *tokens, int batch, int seq,
-                                    const int32_t **index, const float **value)
+static lattice_status teacher_topk(lattice_teacher *t, const int32_t *tokens, int batch, int seq,
+                                   const int32_t **index, const float **value)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -300,8 +341,8 @@ const char *lattice_teacher_errmsg(const lattice_teacher *t)
 
 int lattice_teacher_get_vocab_size(const lattice_teacher *t) { return t ? t->vocab : 0; }
 
-lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens, int batch,
-                                      int seq, const float **logits)
+static lattice_status teacher_logits(lattice_teacher *t, const int32_t *tokens, int batch,
+                                     int seq, const float **logits)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -351,7 +392,7 @@ static void copy_floats(float *dst, const float *src, size_t n)
     memcpy(dst, src, sizeof(float) * n);
 }
 
-lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s)
+static lattice_status teacher_init_student(lattice_teacher *t, lattice_model *s)
 {
     if (lattice__need(LATTICE__ERRBUF(t), "lattice_teacher_init_student", 2,
                       (const void *)t, "teacher", (const void *)s, "s") != LATTICE_OK)
@@ -396,8 +437,8 @@ static void top_k(const float *z, int v, int k, int32_t *idx, float *val)
     }
 }
 
-lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, int64_t n_batches,
-                                      int k, const char *path)
+static lattice_status teacher_record(lattice_teacher *t, lattice_data *data, int64_t n_batches,
+                                     int k, const char *path)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -453,4 +494,55 @@ lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, in
     free(val);
     free(idx);
     return st;
+}
+
+/* ---- the public calls, each holding the teacher and its model (handle.h) ---- */
+
+static lattice_status init_student_held(lattice_teacher *t, lattice_model *s)
+{
+    if (!t)
+        return teacher_init_student(t, s);
+    lattice_status st = lattice__teacher_enter(t, "lattice_teacher_init_student");
+    if (st != LATTICE_OK)
+        return st;
+    st = teacher_init_student(t, s);
+    lattice__teacher_leave(t);
+    return st;
+}
+
+#define TEACHER_HELD(t, fn, expr)                                                                  \
+    do {                                                                                           \
+        if (!(t))                                                                                  \
+            return (expr);                                                                         \
+        lattice_status held_st_ = lattice__teacher_enter((t), (fn));                               \
+        if (held_st_ != LATTICE_OK)                                                                \
+            return held_st_;                                                                       \
+        held_st_ = (expr);                                                                         \
+        lattice__teacher_leave(t);                                                                 \
+        return held_st_;                                                                           \
+    } while (0)
+
+lattice_status lattice_teacher_topk(lattice_teacher *t, const int32_t *tokens, int batch, int seq,
+                                    const int32_t **index, const float **value)
+{
+    TEACHER_HELD(t, "lattice_teacher_topk", teacher_topk(t, tokens, batch, seq, index, value));
+}
+
+lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens, int batch,
+                                      int seq, const float **logits)
+{
+    TEACHER_HELD(t, "lattice_teacher_logits", teacher_logits(t, tokens, batch, seq, logits));
+}
+
+lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s)
+{
+    /* the student's weights are written: it is held too */
+    LATTICE__INSIDE(s, "lattice_teacher_init_student", "model",
+                    init_student_held(t, s));
+}
+
+lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, int64_t n_batches,
+                                      int k, const char *path)
+{
+    TEACHER_HELD(t, "lattice_teacher_record", teacher_record(t, data, n_batches, k, path));
 }

@@ -14,4 +14,15 @@ int lattice__teacher_is_file(const lattice_teacher *t);
  * (teacher.c). */
 uint64_t lattice__teacher_identity(const lattice_teacher *t, int *kind);
 
+/* The trainer borrows it (handle.h): add a borrower (refused once its destroy
+ * was asked), drop one (freeing it when its destroy waits for that). */
+lattice_status lattice__teacher_borrow(lattice_teacher *t, const char *fn);
+void lattice__teacher_unborrow(lattice_teacher *t);
+
+/* Hold the teacher and its model (if it has one) for call fn, as a trainer's
+ * step does while it reads the teacher's answer; every LATTICE_OK is paired
+ * with one lattice__teacher_leave. */
+lattice_status lattice__teacher_enter(lattice_teacher *t, const char *fn);
+void lattice__teacher_leave(lattice_teacher *t);
+
 #endif

@@ -6,6 +6,8 @@
 #include "data_impl.h"
 #include "distill_impl.h"
 #include "model_impl.h"
+#include "optim_impl.h"
+#include "schedule_impl.h"
 #include "teacher_impl.h"
 
 #include <math.h>
@@ -83,6 +85,51 @@ static lattice_status check_run(lattice_data *data, lattice_optim *optim,
     return LATTICE_OK;
 }
 
+/* What a trainer binds it borrows (handle.h): their destroys wait for the
+ * trainer's. Its optimizer borrows the model again, a teacher its own model. */
+static void unborrow_all(lattice_model *model, lattice_teacher *teacher, lattice_distill *distill,
+                         lattice_data *data, lattice_optim *optim, lattice_schedule *schedule)
+{
+    lattice__model_unborrow(model);
+    lattice__teacher_unborrow(teacher);
+    lattice__distill_unborrow(distill);
+    lattice__data_unborrow(data);
+    lattice__optim_unborrow(optim);
+    lattice__schedule_unborrow(schedule);
+}
+
+static lattice_status borrow_all(lattice_model *model, lattice_teacher *teacher,
+                                 lattice_distill *distill, lattice_data *data,
+                                 lattice_optim *optim, lattice_schedule *schedule)
+{
+    static const char fn[] = "lattice_trainer_create";
+    lattice_status st = lattice__borrow(&model->borrow, fn, "model");
+    if (st != LATTICE_OK)
+        return st;
+    if (teacher && (st = lattice__teacher_borrow(teacher, fn)) != LATTICE_OK)
+        goto no_teacher;
+    if (distill && (st = lattice__distill_borrow(distill, fn)) != LATTICE_OK)
+        goto no_distill;
+    if ((st = lattice__data_borrow(data, fn)) != LATTICE_OK)
+        goto no_data;
+    if ((st = lattice__optim_borrow(optim, fn)) != LATTICE_OK)
+        goto no_optim;
+    if ((st = lattice__schedule_borrow(schedule, fn)) != LATTICE_OK)
+        goto no_schedule;
+    return LATTICE_OK;
+no_schedule:
+    lattice__optim_unborrow(optim);
+no_optim:
+    lattice__data_unborrow(data);
+no_data:
+    lattice__distill_unborrow(distill);
+no_distill:
+    lattice__teacher_unborrow(teacher);
+no_teacher:
+    lattice__model_unborrow(model);
+    return st;
+}
+
 lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                       lattice_distill *distill, lattice_data *data,
                                       lattice_optim *optim, lattice_schedule *schedule,
@@ -152,10 +199,14 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     lattice_status st = check_run(data, optim, schedule, &tp);
     if (st != LATTICE_OK)
         return st;
+    if ((st = borrow_all(model, teacher, distill, data, optim, schedule)) != LATTICE_OK)
+        return st;
     lattice_trainer *t = calloc(1, sizeof(*t));
-    if (!t)
+    if (!t) {
+        unborrow_all(model, teacher, distill, data, optim, schedule);
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_trainer_create: out of memory");
+    }
     t->model = model;
     t->teacher = teacher;
     t->distill = distill;
@@ -170,7 +221,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
     t->n_ranks = 1;
     t->undo_trainable = calloc((size_t)mp.n_layers, sizeof(int));
     if (!t->undo_trainable) {
-        free(t);
+        lattice_trainer_destroy(t);
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_trainer_create: out of memory");
     }
@@ -193,7 +244,25 @@ void lattice_trainer_destroy(lattice_trainer *t)
     free(t->undo_trainable);
     free(t->undo_weights);
     free(t->rank_status);
+    unborrow_all(t->model, t->teacher, t->distill, t->data, t->optim, t->schedule);
     free(t);
+}
+
+lattice_status lattice__trainer_enter(lattice_trainer *t, const char *fn)
+{
+    lattice_status st = lattice__busy_enter(&t->model->busy, fn, "model");
+    if (st != LATTICE_OK || !t->teacher)
+        return st;
+    if ((st = lattice__teacher_enter(t->teacher, fn)) != LATTICE_OK)
+        lattice__busy_leave(&t->model->busy);
+    return st;
+}
+
+void lattice__trainer_leave(lattice_trainer *t)
+{
+    if (t->teacher)
+        lattice__teacher_leave(t->teacher);
+    lattice__busy_leave(&t->model->busy);
 }
 
 const char *lattice_trainer_errmsg(const lattice_trainer *t)
@@ -401,7 +470,7 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
+static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
     if (lattice__need(LATTICE__ERRBUF(t), "lattice_trainer_evaluate", 2,
                       (const void *)t, "trainer", (const void *)val_ce, "val_ce") != LATTICE_OK)
@@ -426,7 +495,9 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
         b = lattice__trainer_share_of(t, &b); /* over ranks, a last short batch may leave a rank no rows */
         if (b.batch == 0)
             continue;
-        st = lattice_model_forward(t->model, b.tokens, b.batch, b.seq);
+        /* an inference forward: what the validation batches measure (a running
+         * RMS's pending value) never reaches the next optimizer step */
+        st = lattice_model_forward_inference(t->model, b.tokens, b.batch, b.seq);
         if (st == LATTICE_OK)
             st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, &n);
         if (st != LATTICE_OK) {
@@ -581,7 +652,7 @@ static lattice_status check_budget_can_fill(lattice_trainer *t, int phase)
     return LATTICE_OK;
 }
 
-lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
+static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -656,7 +727,7 @@ lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics 
     return LATTICE_OK;
 }
 
-lattice_status lattice_trainer_run(lattice_trainer *t)
+static lattice_status trainer_run(lattice_trainer *t)
 {
     if (!t)
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
@@ -678,4 +749,21 @@ lattice_status lattice_trainer_run(lattice_trainer *t)
         }
     }
     return LATTICE_OK;
+}
+
+/* ---- the public calls, each holding what the trainer binds (handle.h) ---- */
+
+lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_evaluate", trainer_evaluate(t, val_ce));
+}
+
+lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_step", trainer_step(t, out));
+}
+
+lattice_status lattice_trainer_run(lattice_trainer *t)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_run", trainer_run(t));
 }

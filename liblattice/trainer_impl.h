@@ -60,4 +60,26 @@ lattice_data_batch lattice__trainer_share_of(const lattice_trainer *t, const lat
 lattice_status lattice__trainer_reduce_step(lattice_trainer *t, const lattice_data_batch *b,
                                             int64_t n_local, lattice_trainer_metrics *m);
 
+/* Hold the trainer's model and teacher (and the teacher's model) for call fn
+ * (handle.h): a second thread's call on the trainer, or on what it binds, is
+ * refused while one is inside. The thread inside may nest calls: the step's
+ * callbacks run held, and may evaluate or save on their trainer. Every
+ * LATTICE_OK is paired with one lattice__trainer_leave. */
+lattice_status lattice__trainer_enter(lattice_trainer *t, const char *fn);
+void lattice__trainer_leave(lattice_trainer *t);
+
+/* Return expr (a call's body) run held, or the refusal; a NULL trainer runs
+ * expr alone, which refuses it. */
+#define LATTICE__TRAINER_HELD(t, fn, expr)                                                         \
+    do {                                                                                           \
+        if (!(t))                                                                                  \
+            return (expr);                                                                         \
+        lattice_status held_st_ = lattice__trainer_enter((t), (fn));                               \
+        if (held_st_ != LATTICE_OK)                                                                \
+            return held_st_;                                                                       \
+        held_st_ = (expr);                                                                         \
+        lattice__trainer_leave(t);                                                                 \
+        return held_st_;                                                                           \
+    } while (0)
+
 #endif

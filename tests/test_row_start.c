@@ -4,6 +4,7 @@
  * gradients against central differences, files, refusals, and that no logit
  * depends on a later position of its row under every model option. */
 #include "model_grads.h"
+#include "rig.h"
 
 #include <unistd.h>
 
@@ -131,6 +132,34 @@ START_TEST(test_running_rms_taken_in_by_steps_only)
     ck_assert_float_eq(ref_of(t.m, 1), s2);
     lattice_optim_destroy(o);
     tiny_close(&t);
+}
+END_TEST
+
+START_TEST(test_trainer_evaluate_measures_nothing)
+{
+    /* lattice_trainer_evaluate ran the training forward: the validation
+     * batches' measurement was left pending, and the next optimizer step took
+     * it in; now an evaluation leaves the statistic to the training batches */
+    rig_options o;
+    rig_options_init(&o);
+    massive_params(&o.model, 2, 4.0f);
+    o.data.val_fraction = 0.2f;
+    o.optim.lr = 0.0f;
+    o.optim.min_lr = 0.0f;
+    o.optim.weight_decay = 0.0f;
+    rig r;
+    ck_assert_int_eq(rig_open(&r, &o), LATTICE_OK);
+    train_forward_backward(r.model);
+    ck_assert_int_eq(lattice_optim_step(r.optim, NULL), LATTICE_OK);
+    const float s = ref_of(r.model, 1);
+    ck_assert(s > 0.0f);
+    double ce;
+    ck_assert_int_eq(lattice_trainer_evaluate(r.trainer, &ce), LATTICE_OK);
+    ck_assert_int_eq(lattice_optim_step(r.optim, NULL), LATTICE_OK); /* no training forward since */
+    ck_assert_float_eq(ref_of(r.model, 1), s);
+    /* and the evaluation is an inference forward: nothing for backward */
+    ck_assert_int_eq(lattice_model_backward(r.model), LATTICE_ERR_STATE);
+    rig_close(&r);
 }
 END_TEST
 
@@ -378,6 +407,7 @@ int main(void)
     TCase *c = tcase_create("row_start");
     tcase_set_timeout(c, 120);
     tcase_add_test(c, test_running_rms_taken_in_by_steps_only);
+    tcase_add_test(c, test_trainer_evaluate_measures_nothing);
     tcase_add_test(c, test_massive_offset_by_hand);
     tcase_add_loop_test(c, test_row_start_gradients, 0, 4);
     tcase_add_test(c, test_rescale_by_hand);
