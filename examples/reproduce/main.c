@@ -284,25 +284,18 @@ static void usage(FILE *f)
             "  -h, --help          this help\n");
 }
 
-int main(int argc, char **argv)
+/* The command line. */
+typedef struct options {
+    const char *preset_path, *out, *only_arms;
+    int retrain, threads, seeds, jobs, fresh, save_students;
+    /* the mode: at most one of these stops before the runs */
+    int teacher_only, estimate_only, check_only, probe_only, rekey, report_only;
+} options;
+
+/* Parse argv into o: 0, or the exit status to finish with (usage, --help). */
+static int parse_options(int argc, char **argv, options *o)
 {
-    ex_prefer_passive_openmp(argv);
-    ranks_init(&argc, &argv);
-    /* The other ranks wait while rank 0 checks the options and the preset and
-     * trains the teacher: a flag that stops there (--check, --estimate,
-     * --teacher-only, a usage error) stops them too, quietly. */
-    uint64_t setup_sum = 0, teacher_sum = 0;
-#ifdef LATTICE_HAVE_MPI
-    if (rank > 0) {
-        const int gate = await_gate(&setup_sum, &teacher_sum);
-        if (gate != GATE_GO)
-            return finish(gate);
-        owes_rank0 = 1;
-    }
-#endif
-    const char *preset_path = NULL, *out = NULL, *only_arms = NULL;
-    int retrain = 0, threads = 0, seeds = 0, teacher_only = 0, estimate_only = 0, check_only = 0;
-    int jobs = 0, fresh = 0, probe_only = 0, rekey = 0, report_only = 0, save_students = 0;
+    memset(o, 0, sizeof(*o));
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
@@ -323,13 +316,13 @@ int main(int argc, char **argv)
                                          {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
         switch (c) {
-        case 'p': preset_path = optarg; break;
-        case 'o': out = optarg; break;
-        case 'r': retrain = 1; break;
-        case 'F': fresh = 1; break;
-        case 'S': save_students = 1; break;
-        case 'K': rekey = 1; break;
-        case 'R': report_only = 1; break;
+        case 'p': o->preset_path = optarg; break;
+        case 'o': o->out = optarg; break;
+        case 'r': o->retrain = 1; break;
+        case 'F': o->fresh = 1; break;
+        case 'S': o->save_students = 1; break;
+        case 'K': o->rekey = 1; break;
+        case 'R': o->report_only = 1; break;
         case 'g': {
             char *end;
             errno = 0;
@@ -337,276 +330,202 @@ int main(int argc, char **argv)
             if (errno || end == optarg || *end || !(v >= 0 && v <= 86400)) {
                 fprintf(stderr, PROG ": --progress: '%s' is not a number of seconds from 0 to "
                                 "86400\n", optarg);
-                return finish(2);
+                return 2;
             }
             progress_every = v;
             break;
         }
-        case 'P': probe_only = 1; break;
-        case 'T': teacher_only = 1; break;
-        case 'E': estimate_only = 1; break;
-        case 'C': check_only = 1; break;
-        case 'A': only_arms = optarg; break;
+        case 'P': o->probe_only = 1; break;
+        case 'T': o->teacher_only = 1; break;
+        case 'E': o->estimate_only = 1; break;
+        case 'C': o->check_only = 1; break;
+        case 'A': o->only_arms = optarg; break;
         case 't':
-            if (ex_parse_int("threads", optarg, 1, 256, &threads))
-                return finish(2);
+            if (ex_parse_int("threads", optarg, 1, 256, &o->threads))
+                return 2;
             break;
         case 'j':
-            if (ex_parse_int("jobs", optarg, 1, MAX_JOBS, &jobs))
-                return finish(2);
+            if (ex_parse_int("jobs", optarg, 1, MAX_JOBS, &o->jobs))
+                return 2;
             break;
         case 's':
-            if (ex_parse_int("seeds", optarg, 1, MAX_SEEDS, &seeds))
-                return finish(2);
+            if (ex_parse_int("seeds", optarg, 1, MAX_SEEDS, &o->seeds))
+                return 2;
             break;
-        case 'h': usage(stdout); return finish(0);
-        default: usage(stderr); return finish(2);
+        case 'h': usage(stdout); return -1;
+        default: usage(stderr); return 2;
         }
     }
-    if (!preset_path || optind != argc) {
+    if (!o->preset_path || optind != argc) {
         usage(stderr);
-        return finish(2);
+        return 2;
     }
-    /* rank 0 got none of these (it let this rank through): the ranks' options differ */
-    if (report_only && n_ranks > 1)
-        die("--report-only runs in one process, not over MPI ranks");
-    if (rank > 0 && (check_only || estimate_only || teacher_only))
-        die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
-            rank, check_only ? "--check" : estimate_only ? "--estimate" : "--teacher-only");
-    char preset_buf[4096];
-    preset_file(preset_buf, sizeof preset_buf, preset_path);
-    preset_path = preset_buf;
-    preset p;
-    load_preset(&p, preset_path);
-    if (threads > 0)
-        p.threads = threads;
-    if (seeds > 0)
-        p.seeds = seeds > MAX_SEEDS ? MAX_SEEDS : seeds;
-    if (only_arms)
-        select_arms(&p, only_arms);
-    if (jobs > 1 && n_ranks > 1)
-        die("--jobs %d with %d MPI ranks: spread the runs over more ranks instead (each rank "
-            "runs one at a time)", jobs, n_ranks);
-    if (jobs == 0)
-        jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
-    if (check_only) {
-        print_preset(&p);
-        check_preset_files(&p);
-        if (!fits_here(&p, &jobs)) {
-            printf("the preset's keys are valid, but its study does not fit in this machine's "
-                   "memory: its objects were not built here (--check on a machine that holds "
-                   "it builds them)\n");
-        } else {
-            check_study(&p);
-            printf("every object the study builds was built on the real shapes and data: the "
-                   "preset is valid\n");
-        }
-        json_object_put(p.json);
-        return finish(0);
+    return 0;
+}
+
+/* --check: the preset as understood, every object built on the real shapes. */
+static int mode_check(preset *p, int jobs)
+{
+    print_preset(p);
+    check_preset_files(p);
+    if (!fits_here(p, &jobs)) {
+        printf("the preset's keys are valid, but its study does not fit in this machine's "
+               "memory: its objects were not built here (--check on a machine that holds "
+               "it builds them)\n");
+    } else {
+        check_study(p);
+        printf("every object the study builds was built on the real shapes and data: the "
+               "preset is valid\n");
     }
-    check_preset_files(&p);
-    if (rank == 0 && !fits_here(&p, &jobs)) {
-        say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
-        json_object_put(p.json);
-        return finish(1);
-    }
-    char dir[1024];
-    if ((size_t)snprintf(dir, sizeof dir, "%s", out ? out : "") >= sizeof dir)
-        die("--out: the path is longer than %zu bytes", sizeof dir - 1);
-    if (!out)
-        snprintf(dir, sizeof dir, "results/%s", p.name); /* p.name follows the name rule */
+    return 0;
+}
+
+/* The output folder: made (and locked) unless only estimating. */
+static void open_study_dir(const options *o, const preset *p, char *dir, size_t n)
+{
+    if ((size_t)snprintf(dir, n, "%s", o->out ? o->out : "") >= n)
+        die("--out: the path is longer than %zu bytes", n - 1);
+    if (!o->out)
+        snprintf(dir, n, "results/%s", p->name); /* p->name follows the name rule */
     char failed[1100];
     /* --estimate changes nothing on disk: no folder made, no lock taken */
-    if (rank == 0 && !estimate_only && make_dirs(dir, failed, sizeof failed) != 0)
+    if (rank == 0 && !o->estimate_only && make_dirs(dir, failed, sizeof failed) != 0)
         die("cannot create %s: %s", failed, strerror(errno));
     /* one study per folder at a time: held to the end of the process */
-    if (rank == 0 && !estimate_only)
+    if (rank == 0 && !o->estimate_only)
         lock_study_dir(dir);
-    if (rank == 0 && estimate_only)
+    if (rank == 0 && o->estimate_only)
         check_study_dir_free(dir);
     study_dir = dir;
-    if (save_students) {
-        if (report_only || estimate_only || check_only || teacher_only || probe_only || rekey)
-            die("--save-students saves the models of runs that run: not with --report-only, "
-                "--estimate, --check, --teacher-only, --probe or --rekey");
-        snprintf(p.students, sizeof p.students, "%s/students", dir);
-        if (rank == 0 && make_dirs(p.students, failed, sizeof failed) != 0)
-            die("cannot create %s: %s", failed, strerror(errno));
-    }
-    catch_interrupts();
-    if (rekey) {
-        if (n_ranks > 1)
-            die("--rekey runs in one process, not over MPI ranks");
-        const int bad = rekey_study(&p, dir);
-        json_object_put(p.json);
-        return finish(bad ? 1 : 0);
-    }
-    if (probe_only) {
-        if (n_ranks > 1)
-            die("--probe runs in one process (--jobs), not over MPI ranks");
-        run_probes(&p, dir, jobs);
-        json_object_put(p.json);
-        return finish(0);
-    }
-    char tpath[1200];
-    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
+}
 
-    /* The runs kept from earlier runs in DIR whose settings match are reused
-     * (rank 0 keeps them); the runs to do are the selected arms' others. A
-     * first look, for the plan and the estimate: the teacher may change. */
-    study s;
-    memset(&s, 0, sizeof s);
-    s.p = &p;
-    /* the teacher's settings name the backend: made before the first look */
-    lattice_backend *be = study_backend(&p, p.threads);
+/* --save-students: the folder the runs save their models in. */
+static void open_students_dir(const options *o, preset *p, const char *dir)
+{
+    if (!o->save_students)
+        return;
+    if (o->report_only || o->estimate_only || o->check_only || o->teacher_only ||
+        o->probe_only || o->rekey)
+        die("--save-students saves the models of runs that run: not with --report-only, "
+            "--estimate, --check, --teacher-only, --probe or --rekey");
+    char failed[1100];
+    snprintf(p->students, sizeof p->students, "%s/students", dir);
+    if (rank == 0 && make_dirs(p->students, failed, sizeof failed) != 0)
+        die("cannot create %s: %s", failed, strerror(errno));
+}
+
+/* Rank 0's first look at the folder (the runs kept, the teacher), before the
+ * plan; --report-only stops here when it cannot report. */
+static void first_look(const options *o, study *s, const char *dir, lattice_backend *be)
+{
+    preset *p = (preset *)s->p;
     /* --report-only runs nothing: a kept run it cannot use is "not used" */
-    if (report_only)
-        for (int a = 0; a < p.n_arms; a++)
-            p.arms[a].selected = 0;
-    if (rank == 0) {
-        s.dir = dir;
-        corpus_checksum(&p, s.corpus_hex);
-        if (report_only && (retrain || fresh))
-            die("--report-only trains nothing: it cannot be given with --retrain-teacher or "
-                "--fresh");
-        char why[1300];
-        runs_to_do(&s, lattice_backend_get_name(be), retrain, fresh, !report_only, why,
-                   sizeof why);
-        if (report_only && strcmp(s.teacher_hex, "none") == 0) {
-            if (strncmp(why, "none", 4) == 0)
-                die("--report-only: %s holds no teacher to report with (nothing was trained "
-                    "or written)", dir);
-            if (!strstr(why, "other settings"))
-                die("--report-only: %s holds no teacher to report with: %s (nothing was "
-                    "trained or written)", dir, why);
-            die("--report-only: the teacher in %s cannot report with these settings: %s. "
-                "Nothing was trained or written (a run without --report-only trains the "
-                "teacher again, and its runs)", dir, why);
-        }
-        if (report_only) {
-            s.n_todo = 0;
-            preset rp;
-            study rs;
-            char missing[2048];
-            report_view(&s, &rp, &rs, missing, sizeof missing);
-            report_only_holds(&s, &rp);
-        }
+    if (o->report_only)
+        for (int a = 0; a < p->n_arms; a++)
+            p->arms[a].selected = 0;
+    if (rank != 0)
+        return;
+    s->dir = dir;
+    corpus_checksum(p, s->corpus_hex);
+    if (o->report_only && (o->retrain || o->fresh))
+        die("--report-only trains nothing: it cannot be given with --retrain-teacher or "
+            "--fresh");
+    char why[1300];
+    runs_to_do(s, lattice_backend_get_name(be), o->retrain, o->fresh, !o->report_only, why,
+               sizeof why);
+    if (!o->report_only)
+        return;
+    if (strcmp(s->teacher_hex, "none") == 0) {
+        if (strncmp(why, "none", 4) == 0)
+            die("--report-only: %s holds no teacher to report with (nothing was trained "
+                "or written)", dir);
+        if (!strstr(why, "other settings"))
+            die("--report-only: %s holds no teacher to report with: %s (nothing was "
+                "trained or written)", dir, why);
+        die("--report-only: the teacher in %s cannot report with these settings: %s. "
+            "Nothing was trained or written (a run without --report-only trains the "
+            "teacher again, and its runs)", dir, why);
     }
-    if (jobs > s.n_todo)
-        jobs = s.n_todo > 0 ? s.n_todo : 1;
+    s->n_todo = 0;
+    preset rp;
+    study rs;
+    char missing[2048];
+    report_view(s, &rp, &rs, missing, sizeof missing);
+    report_only_holds(s, &rp);
+}
 
+/* "OpenBLAS 0.3.21, Haswell kernels": what the backend runs. */
+static void kernels_words(lattice_backend *be, char *out, size_t n, char *reason, size_t rn)
+{
     lattice_backend_info bi;
     bi.size = sizeof bi;
     check(lattice_backend_get_info(be, &bi), "backend info", NULL);
-    char kernels[512];
-    snprintf(kernels, sizeof kernels, "%s, %s kernels%s", bi.library, bi.kernels,
+    snprintf(out, n, "%s, %s kernels%s", bi.library, bi.kernels,
              bi.optimised ? "" : " (NOT optimised for this CPU)");
-    char plan[128];
-    snprintf(plan, sizeof plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "", p.threads,
-             p.threads > 1 ? "s" : "");
-    if (rank == 0)
-        say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
-            lattice_backend_get_name(be), kernels, p.threads, p.threads == 1 ? "" : "s",
-            n_ranks > 1 ? " per rank" : " per run",
-            plan, bi.reason[0] ? "; " : "", bi.reason);
-    if (rank == 0 && !teacher_only)
-        estimate_wall(&p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
-    if (estimate_only) {
-        study_free(&s);
-        lattice_backend_destroy(be);
-        json_object_put(p.json);
-        return finish(0);
-    }
-    double t0 = ex_now();
-    lattice_model *teacher;
-    if (rank == 0) {
-        /* on the runs' thread count, whatever the plan: the same teacher, so
-         * the same numbers, however many runs go side by side */
-        if (!teacher_only)
-            check_outputs(&s);
-        teacher = get_teacher(&p, be, dir, retrain, s.corpus_hex, s.teacher_hex);
-        teacher_gonogo(&p, teacher, &s.teacher);
-        if (p.require_go && !teacher_only && !(s.teacher.max_ratio >= 3))
-            die("the teacher is NO-GO (largest boundary/regular RMS ratio %.2f, below 3): the "
-                "students would test a mechanism that is not there; stopping before any runs "
-                "(require_go; probe teacher recipes with --probe)",
-                s.teacher.max_ratio);
-        /* against the teacher as it now is (--report-only: the same, named above) */
-        runs_to_do(&s, lattice_backend_get_name(be), 0, fresh, report_only, NULL, 0);
-        if (report_only)
-            s.n_todo = 0;
-        if (!teacher_only)
-            check_outputs(&s);
-        if (teacher_only) {
-            study_free(&s);
-            lattice_model_destroy(teacher);
-            lattice_backend_destroy(be);
-            json_object_put(p.json);
-            return finish(0);
-        }
-#ifdef LATTICE_HAVE_MPI
-        if (n_ranks > 1) {
-            teacher_sum = FNV_START;
-            if (fnv_file(tpath, &teacher_sum) != 0)
-                die("cannot read back %s: %s", tpath, strerror(errno));
-            open_gate(GATE_GO, setup_checksum(&p), teacher_sum);
-        }
-#endif
-    } else {
-        if (setup_checksum(&p) != setup_sum)
+    snprintf(reason, rn, "%s", bi.reason);
+}
+
+/* The teacher, on rank 0 trained or loaded, its go/no-go, and the runs to do
+ * against it; on other ranks, rank 0's. */
+static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend *be,
+                                     const char *dir, const char *tpath, uint64_t setup_sum,
+                                     uint64_t teacher_sum)
+{
+    const preset *p = s->p;
+    (void)tpath;
+    if (rank != 0) {
+        if (setup_checksum(p) != setup_sum)
             die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
                 "rank must run the same study",
-                preset_path, p.train, p.val);
-        teacher = load_teacher(&p, be, dir, teacher_sum);
+                o->preset_path, p->train, p->val);
+        return load_teacher(p, be, dir, teacher_sum);
     }
-    double teacher_s = ex_now() - t0;
-
-    int n_runs = s.n_todo, n_kept = 0;
-    for (int a = 0; a < p.n_arms; a++)
-        for (int i = 0; i < p.seeds; i++)
-            n_kept += s.res[a][i] != NULL;
-    int64_t all_steps = 0;
-    for (int k = 0; k < s.n_todo; k++) {
-        lattice_schedule *sc = arm_schedule(&p, &p.arms[s.todo[k] % p.n_arms]);
-        all_steps += lattice_schedule_get_total_steps(sc);
-        lattice_schedule_destroy(sc);
-    }
-    if (rank == 0 && n_kept > 0)
-        say("%d run%s kept in %s/runs/ reused; %d to run\n", n_kept, n_kept == 1 ? "" : "s", dir,
-            n_runs);
-    progress pr = {0};
-    pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
-    pr.start = ex_now();
-    pr.steps_total_all = all_steps;
-    pr.n_runs = n_runs;
+    /* on the runs' thread count, whatever the plan: the same teacher, so the same
+     * numbers, however many runs go side by side */
+    if (!o->teacher_only)
+        check_outputs(s);
+    lattice_model *teacher = get_teacher(p, be, dir, o->retrain, s->corpus_hex, s->teacher_hex);
+    teacher_gonogo(p, teacher, &s->teacher);
+    if (p->require_go && !o->teacher_only && !(s->teacher.max_ratio >= 3))
+        die("the teacher is NO-GO (largest boundary/regular RMS ratio %.2f, below 3): the "
+            "students would test a mechanism that is not there; stopping before any runs "
+            "(require_go; probe teacher recipes with --probe)",
+            s->teacher.max_ratio);
+    /* against the teacher as it now is (--report-only: the same, named above) */
+    runs_to_do(s, lattice_backend_get_name(be), 0, o->fresh, o->report_only, NULL, 0);
+    if (o->report_only)
+        s->n_todo = 0;
+    if (!o->teacher_only)
+        check_outputs(s);
 #ifdef LATTICE_HAVE_MPI
-    if (rank > 0) {
-        work_for_rank0(&p, be, teacher, &pr);
-        owes_rank0 = 0;
-        lattice_model_destroy(teacher);
-        lattice_backend_destroy(be);
-        json_object_put(p.json);
-        /* rank 0's word that the files are written: waiting for it here, and
-         * not in MPI_Finalize, costs no CPU while rank 0 finishes its runs */
-        return finish(await_gate(&setup_sum, &teacher_sum));
+    if (n_ranks > 1 && !o->teacher_only) {
+        uint64_t sum = FNV_START;
+        if (fnv_file(tpath, &sum) != 0)
+            die("cannot read back %s: %s", tpath, strerror(errno));
+        open_gate(GATE_GO, setup_checksum(p), sum);
     }
-    if (n_ranks > 1)
-        run_study_ranks(&s, be, teacher, &pr);
 #endif
-    if (n_ranks == 1 && jobs > 1)
-        run_study_jobs(&s, tpath, jobs, &pr);
-    /* seeds outermost: an interrupted run still has complete pairs */
-    for (int k = 0; k < s.n_todo && n_ranks == 1 && jobs == 1; k++)
-        keep_run(&s, s.todo[k], run_job(&p, be, teacher, s.todo[k], k + 1, &pr));
-    if (pr.tty)
-        fputs("\r\033[K", stderr);
-    double wall = ex_now() - t0;
+    return teacher;
+}
 
+/* What a run's outputs say of how it ran. */
+typedef struct run_words {
+    double wall, teacher_s;
+    int n_runs, n_kept, jobs;
+    char kernels[512], plan[128];
+} run_words;
+
+/* curves.csv, bands.csv, results.json, the plots and report.md (written
+ * whole), then the report on stdout. */
+static void write_outputs(const study *s, const char *dir, lattice_backend *be,
+                          const run_words *w)
+{
+    const preset *p = s->p;
     /* the report: every arm with all its seeds, run now or kept */
     preset rp;
     study rs;
     char missing[2048];
-    report_view(&s, &rp, &rs, missing, sizeof missing);
+    report_view(s, &rp, &rs, missing, sizeof missing);
     char path[1200];
     /* the data and plots first: report.md links them */
     snprintf(path, sizeof path, "%s/curves.csv", dir);
@@ -614,31 +533,31 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/bands.csv", dir);
     write_bands(path, &rs);
     snprintf(path, sizeof path, "%s/results.json", dir);
-    write_json(path, &rs, wall);
+    write_json(path, &rs, w->wall);
     plot(dir, &rs);
     snprintf(path, sizeof path, "%s/report.md", dir);
     outfile rep;
     out_open(&rep, path);
     FILE *f = rep.f;
     report(f, &rs);
-    if (n_runs > 0)
+    if (w->n_runs > 0)
         fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d thread%s%s.\n",
-                wall, teacher_s, lattice_version_string(), lattice_backend_get_name(be), kernels,
-                p.threads, p.threads == 1 ? "" : "s",
-                n_ranks > 1 ? " on each rank" : jobs > 1 ? " per run" : "");
+                w->wall, w->teacher_s, lattice_version_string(), lattice_backend_get_name(be),
+                w->kernels, p->threads, p->threads == 1 ? "" : "s",
+                n_ranks > 1 ? " on each rank" : w->jobs > 1 ? " per run" : "");
     else
         fprintf(f, "\nNothing ran now: every run reported was kept from an earlier run in this "
                    "folder (each run's own seconds and tokens/s are in results.json). Report "
                    "written by lattice %s, backend %s (%s).\n",
-                lattice_version_string(), lattice_backend_get_name(be), kernels);
-    if (jobs > 1)
-        fprintf(f, "The runs went %d side by side (%s).\n", jobs, plan);
+                lattice_version_string(), lattice_backend_get_name(be), w->kernels);
+    if (w->jobs > 1)
+        fprintf(f, "The runs went %d side by side (%s).\n", w->jobs, w->plan);
     if (n_ranks > 1)
         fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
-    if (n_kept > 0)
+    if (w->n_kept > 0)
         fprintf(f, "%d of the runs were kept from earlier runs in this folder (runs/; same "
                    "settings, corpus and teacher); %d ran now.\n",
-                n_kept, n_runs);
+                w->n_kept, w->n_runs);
     if (missing[0])
         fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
     report_files(f, dir);
@@ -646,12 +565,173 @@ int main(int argc, char **argv)
     report(stdout, &rs);
     if (missing[0])
         printf("\nNot reported (not every seed has run): %s.\n", missing);
-    printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", wall, teacher_s, dir);
+    printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", w->wall, w->teacher_s, dir);
+}
 
+/* Every run to do: over the ranks, side by side in jobs, or one after another. */
+static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const char *tpath,
+                    int jobs, run_words *w)
+{
+    const preset *p = s->p;
+    w->n_runs = s->n_todo;
+    for (int a = 0; a < p->n_arms; a++)
+        for (int i = 0; i < p->seeds; i++)
+            w->n_kept += s->res[a][i] != NULL;
+    int64_t all_steps = 0;
+    for (int k = 0; k < s->n_todo; k++) {
+        lattice_schedule *sc = arm_schedule(p, &p->arms[s->todo[k] % p->n_arms]);
+        all_steps += lattice_schedule_get_total_steps(sc);
+        lattice_schedule_destroy(sc);
+    }
+    if (rank == 0 && w->n_kept > 0)
+        say("%d run%s kept in %s/runs/ reused; %d to run\n", w->n_kept,
+            w->n_kept == 1 ? "" : "s", s->dir, w->n_runs);
+    progress pr = {0};
+    pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
+    pr.start = ex_now();
+    pr.steps_total_all = all_steps;
+    pr.n_runs = w->n_runs;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        work_for_rank0(p, be, teacher, &pr);
+        owes_rank0 = 0;
+        return;
+    }
+    if (n_ranks > 1)
+        run_study_ranks(s, be, teacher, &pr);
+#endif
+    if (n_ranks == 1 && jobs > 1)
+        run_study_jobs(s, tpath, jobs, &pr);
+    /* seeds outermost: an interrupted run still has complete pairs */
+    for (int k = 0; k < s->n_todo && n_ranks == 1 && jobs == 1; k++)
+        keep_run(s, s->todo[k], run_job(p, be, teacher, s->todo[k], k + 1, &pr));
+    if (pr.tty)
+        fputs("\r\033[K", stderr);
+}
+
+/* The study (and --estimate, --teacher-only, --report-only, which stop on the
+ * way): the first look at the folder, the plan, the teacher, the runs, the
+ * outputs. The exit status. */
+static int mode_study(const options *o, preset *p, int jobs, const char *dir,
+                      uint64_t setup_sum, uint64_t teacher_sum)
+{
+    char tpath[1200];
+    snprintf(tpath, sizeof tpath, "%s/teacher.safetensors", dir);
+    study s;
+    memset(&s, 0, sizeof s);
+    s.p = p;
+    /* the teacher's settings name the backend: made before the first look */
+    lattice_backend *be = study_backend(p, p->threads);
+    first_look(o, &s, dir, be);
+    if (jobs > s.n_todo)
+        jobs = s.n_todo > 0 ? s.n_todo : 1;
+    run_words w;
+    memset(&w, 0, sizeof w);
+    w.jobs = jobs;
+    char reason[sizeof ((lattice_backend_info *)0)->reason];
+    kernels_words(be, w.kernels, sizeof w.kernels, reason, sizeof reason);
+    snprintf(w.plan, sizeof w.plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "",
+             p->threads, p->threads > 1 ? "s" : "");
+    if (rank == 0)
+        say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
+            lattice_backend_get_name(be), w.kernels, p->threads, p->threads == 1 ? "" : "s",
+            n_ranks > 1 ? " per rank" : " per run", w.plan, reason[0] ? "; " : "", reason);
+    if (rank == 0 && !o->teacher_only)
+        estimate_wall(p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
+    lattice_model *teacher = NULL;
+    int status = 0;
+    if (!o->estimate_only) {
+        const double t0 = ex_now();
+        teacher = obtain_teacher(o, &s, be, dir, tpath, setup_sum, teacher_sum);
+        w.teacher_s = ex_now() - t0;
+        if (!o->teacher_only) {
+            run_all(&s, be, teacher, tpath, jobs, &w);
+            w.wall = ex_now() - t0;
+#ifdef LATTICE_HAVE_MPI
+            /* rank 0's word that the files are written: waiting for it here, and not
+             * in MPI_Finalize, costs no CPU while rank 0 finishes its runs */
+            if (rank > 0)
+                status = await_gate(&setup_sum, &teacher_sum);
+#endif
+            if (rank == 0)
+                write_outputs(&s, dir, be, &w);
+        }
+    }
     study_free(&s);
     lattice_model_destroy(teacher);
     lattice_backend_destroy(be);
-    json_object_put(p.json);
-    return finish(0);
+    return status;
 }
 
+int main(int argc, char **argv)
+{
+    ex_prefer_passive_openmp(argv);
+    ranks_init(&argc, &argv);
+    /* The other ranks wait while rank 0 checks the options and the preset and
+     * trains the teacher: a flag that stops there (--check, --estimate,
+     * --teacher-only, a usage error) stops them too, quietly. */
+    uint64_t setup_sum = 0, teacher_sum = 0;
+#ifdef LATTICE_HAVE_MPI
+    if (rank > 0) {
+        const int gate = await_gate(&setup_sum, &teacher_sum);
+        if (gate != GATE_GO)
+            return finish(gate);
+        owes_rank0 = 1;
+    }
+#endif
+    options o;
+    const int bad = parse_options(argc, argv, &o);
+    if (bad)
+        return finish(bad < 0 ? 0 : bad);
+    /* rank 0 got none of these (it let this rank through): the ranks' options differ */
+    if (o.report_only && n_ranks > 1)
+        die("--report-only runs in one process, not over MPI ranks");
+    if (rank > 0 && (o.check_only || o.estimate_only || o.teacher_only))
+        die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
+            rank, o.check_only ? "--check" : o.estimate_only ? "--estimate" : "--teacher-only");
+    char preset_buf[4096];
+    preset_file(preset_buf, sizeof preset_buf, o.preset_path);
+    o.preset_path = preset_buf;
+    preset p;
+    load_preset(&p, o.preset_path);
+    if (o.threads > 0)
+        p.threads = o.threads;
+    if (o.seeds > 0)
+        p.seeds = o.seeds > MAX_SEEDS ? MAX_SEEDS : o.seeds;
+    if (o.only_arms)
+        select_arms(&p, o.only_arms);
+    int jobs = o.jobs;
+    if (jobs > 1 && n_ranks > 1)
+        die("--jobs %d with %d MPI ranks: spread the runs over more ranks instead (each rank "
+            "runs one at a time)", jobs, n_ranks);
+    if (jobs == 0)
+        jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
+    int status = 0;
+    if (o.check_only) {
+        status = mode_check(&p, jobs);
+    } else {
+        check_preset_files(&p);
+        if (rank == 0 && !fits_here(&p, &jobs)) {
+            say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
+            status = 1;
+        } else {
+            char dir[1024];
+            open_study_dir(&o, &p, dir, sizeof dir);
+            open_students_dir(&o, &p, dir);
+            catch_interrupts();
+            if (o.rekey) {
+                if (n_ranks > 1)
+                    die("--rekey runs in one process, not over MPI ranks");
+                status = rekey_study(&p, dir) ? 1 : 0;
+            } else if (o.probe_only) {
+                if (n_ranks > 1)
+                    die("--probe runs in one process (--jobs), not over MPI ranks");
+                run_probes(&p, dir, jobs);
+            } else {
+                status = mode_study(&o, &p, jobs, dir, setup_sum, teacher_sum);
+            }
+        }
+    }
+    json_object_put(p.json);
+    return finish(status);
+}
