@@ -310,7 +310,9 @@ static int gemm_threads(const lattice_backend *be, int m, int n, int k)
     if (omp_in_parallel())
         return 1;
 #endif
-    int blocks = ((m > n ? m : n) + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN;
+    const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
+    const int len = be->split_rows_only || m >= n ? m : n;
+    int blocks = (len + align - 1) / align;
     return nt < blocks ? nt : blocks;
 }
 
@@ -318,8 +320,9 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
                        float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                        float *c, int ldc)
 {
-    const int rows = m >= n, len = rows ? m : n;
-    const int blocks = (len + GEMM_SPLIT_ALIGN - 1) / GEMM_SPLIT_ALIGN;
+    const int rows = be->split_rows_only || m >= n, len = rows ? m : n;
+    const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
+    const int blocks = (len + align - 1) / align;
     int rc = 0;
     (void)nt;
 #pragma omp parallel num_threads(nt) reduction(| : rc)
@@ -329,8 +332,8 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
         t = omp_get_thread_num();
         T = omp_get_num_threads();
 #endif
-        int lo = (int)((long)blocks * t / T) * GEMM_SPLIT_ALIGN;
-        int hi = (int)((long)blocks * (t + 1) / T) * GEMM_SPLIT_ALIGN;
+        int lo = (int)((long)blocks * t / T) * align;
+        int hi = (int)((long)blocks * (t + 1) / T) * align;
         if (hi > len)
             hi = len;
         if (hi > lo) {

@@ -18,6 +18,10 @@ struct lattice_backend {
     lattice_backend_ops ops; /* resolved: every slot non-NULL */
     lattice_backend_ops user_ops; /* as given (custom backends only) */
     lattice__kernel_report report;
+    /* How backend.c splits a call over threads (backend.c, "Threads"): blocks
+     * start on multiples of split_align; rows_only: never by columns. 0: the
+     * defaults (16, rows or columns, whichever C has more of). */
+    int split_align, split_rows_only;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */

@@ -193,6 +193,15 @@ void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
     ops->user = be;
     ops->sgemm = openblas_sgemm;
     be->report = openblas.report;
+    /* The Haswell kernels (cores Haswell, Zen) take C's columns as OpenBLAS
+     * sees them, our rows, 12 at a time and sum each element in an order that
+     * depends on where the 12 fall; its rows (our columns) in an order that
+     * depends on their count. Splitting our rows on multiples of 48 (12 and
+     * the AVX-512 kernels' 16) and never our columns keeps every element's
+     * sum the serial call's on every core measured (OpenBLAS 0.3.21: Haswell,
+     * Zen, SkylakeX, Cooperlake; doc/CHANGES.md 0.5). */
+    be->split_align = 48;
+    be->split_rows_only = 1;
 }
 
 const char *lattice__openblas_why_not(void)
