@@ -85,9 +85,9 @@ class MesonInstall(unittest.TestCase):
         summary = summary[1]
         self.assertRegex(summary, r"package\s*: " + re.escape(os.path.join(installed, "lattice")))
         if installed in sys.path:
-            self.assertRegex(summary, r"import\s*: found without PYTHONPATH")
+            self.assertRegex(summary, r"import after meson install\s*: found without PYTHONPATH")
         else:
-            self.assertRegex(summary, r"import\s*: export PYTHONPATH=" + re.escape(installed))
+            self.assertRegex(summary, r"import after meson install\s*: export PYTHONPATH=" + re.escape(installed))
 
     def test_import_finds_the_installed_library(self):
         r = probe(self.site, self.tmp)
