@@ -118,7 +118,7 @@ int main(int argc, char **argv)
     lattice_optim *optim;
     lattice_schedule *sched;
     lattice_trainer *trainer;
-    TRY("backend", lattice_backend_create(backend_name, &be), lattice_last_error());
+    TRY("backend", ex_backend_create(backend_name, &be), lattice_last_error());
     TRY("threads", lattice_backend_set_threads(be, threads), lattice_last_error());
     TRY("norm", lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f, &norm),
         lattice_last_error());

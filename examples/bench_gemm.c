@@ -174,7 +174,7 @@ int main(int argc, char **argv)
     int32_t *tokens = NULL;
     lattice_status st;
     const char *what = "backend";
-    if ((st = lattice_backend_create("default", &rec.inner)) != LATTICE_OK)
+    if ((st = ex_backend_create("default", &rec.inner)) != LATTICE_OK)
         goto fail;
     lattice_backend_ops ops;
     lattice_backend_ops_init(&ops);

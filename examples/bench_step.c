@@ -575,7 +575,7 @@ int main(int argc, char **argv)
     replay r = {0};
     lattice_status st;
 
-    st = lattice_backend_create(backend_name, &backend);
+    st = ex_backend_create(backend_name, &backend);
     if (st != LATTICE_OK) {
         fprintf(stderr, PROG ": backend '%s': %s%s\n", backend_name, lattice_status_string(st),
                 st == LATTICE_ERR_UNSUPPORTED ? " (not available in this build or system)" :

@@ -116,4 +116,62 @@ static inline void ex_prefer_passive_openmp(char **argv)
     unsetenv("OMP_WAIT_POLICY");
 }
 
+/* The examples' environment, which the library never reads: LATTICE_BACKEND
+ * names the backend where the program asks for "default"; LATTICE_PARALLEL
+ * (auto, ops, rows) and LATTICE_ATTN_ISA (auto, portable, avx2, avx512) set
+ * the backend's options. Applied to a backend made by name; 0, or -1 after
+ * saying on stderr what is wrong, naming the variable. */
+static inline int ex_backend_env_name(const char **name)
+{
+    const char *env = getenv("LATTICE_BACKEND");
+    if (strcmp(*name, "default") == 0 && env && *env)
+        *name = env;
+    return 0;
+}
+
+static inline int ex_backend_env_options(lattice_backend *be)
+{
+    const char *par = getenv("LATTICE_PARALLEL");
+    if (par && *par) {
+        const lattice_backend_parallel mode = strcmp(par, "ops") == 0    ? LATTICE_BACKEND_PARALLEL_OPS
+                                              : strcmp(par, "rows") == 0 ? LATTICE_BACKEND_PARALLEL_ROWS
+                                              : strcmp(par, "auto") == 0 ? LATTICE_BACKEND_PARALLEL_AUTO
+                                                                         : (lattice_backend_parallel)-1;
+        if ((int)mode < 0) {
+            fprintf(stderr, "LATTICE_PARALLEL=%s (in the environment) is not auto, ops or rows\n",
+                    par);
+            return -1;
+        }
+        lattice_backend_set_parallel(be, mode);
+    }
+    const char *isa = getenv("LATTICE_ATTN_ISA");
+    if (isa && *isa && lattice_backend_set_attention_kernel(be, isa) != LATTICE_OK) {
+        fprintf(stderr, "LATTICE_ATTN_ISA=%s (in the environment): %s\n", isa,
+                lattice_last_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* lattice_backend_create with the examples' environment: the status; on an
+ * error the message (lattice_last_error, or the variable's) is said. */
+static inline lattice_status ex_backend_create(const char *name, lattice_backend **out)
+{
+    const char *asked = name;
+    ex_backend_env_name(&name);
+    lattice_status st = lattice_backend_create(name, out);
+    if (st != LATTICE_OK) {
+        if (name != asked)
+            fprintf(stderr, "LATTICE_BACKEND=%s (in the environment): %s\n", name,
+                    lattice_last_error());
+        return st;
+    }
+    if (ex_backend_env_options(*out) != 0) {
+        lattice_backend_destroy(*out);
+        *out = NULL;
+        return LATTICE_ERR_INVALID_CONFIG;
+    }
+    return LATTICE_OK;
+}
+
 #endif

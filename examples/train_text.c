@@ -342,7 +342,7 @@ int main(int argc, char **argv)
     if (n_val_batches == 0)
         fprintf(stderr, PROG ": note: no validation split (--val-fraction 0): val_loss is nan\n");
 
-    st = lattice_backend_create(o.backend, &backend);
+    st = ex_backend_create(o.backend, &backend);
     if (st != LATTICE_OK) {
         fprintf(stderr, PROG ": backend '%s': %s%s\n", o.backend, lattice_status_string(st),
                 st == LATTICE_ERR_UNSUPPORTED ? " (this build has no BLIS)" :

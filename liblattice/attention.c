@@ -178,6 +178,15 @@ static lattice_status gemm_backward(lattice_backend *be, float *dq, float *dk, f
     return LATTICE_OK;
 }
 
+/* d with the backend's kernel choice where d makes none. */
+static lattice_attn_dims with_backend_isa(const lattice_backend *be, const lattice_attn_dims *d)
+{
+    lattice_attn_dims dd = *d;
+    if (dd.isa == LATTICE_ATTN_ISA_AUTO)
+        dd.isa = be->attn_isa;
+    return dd;
+}
+
 lattice_status lattice__attention_forward(lattice_backend *be, float *att, float *p,
                                           const float *q, const float *k, const float *v,
                                           const lattice_attn_dims *d, const lattice_attn_ptrs *ptr)
@@ -187,7 +196,8 @@ lattice_status lattice__attention_forward(lattice_backend *be, float *att, float
     if (!lattice__attention_fused_ok(d))
         return LATTICE_ERR_UNSUPPORTED;
     const size_t TT = (size_t)d->seq * d->seq;
-    PROF(LATTICE_OP_ATTN_FUSED, lattice__flash_forward(att, p, TT, q, k, v, d, be->n_threads));
+    const lattice_attn_dims dd = with_backend_isa(be, d);
+    PROF(LATTICE_OP_ATTN_FUSED, lattice__flash_forward(att, p, TT, q, k, v, &dd, be->n_threads));
     return LATTICE_OK;
 }
 
@@ -202,8 +212,9 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
     if (!lattice__attention_fused_ok(d))
         return LATTICE_ERR_UNSUPPORTED;
     const size_t TT = (size_t)d->seq * d->seq;
+    const lattice_attn_dims dd = with_backend_isa(be, d);
     PROF(LATTICE_OP_ATTN_FUSED, lattice__flash_backward(dq, dk, dv, dp, datt, att, p, TT, q, k, v,
-                                                        d, be->n_threads));
+                                                        &dd, be->n_threads));
     return LATTICE_OK;
 }
 

@@ -10,6 +10,8 @@ typedef struct lattice_attn_dims {
     int batch, seq, n_heads, n_kv_heads, head_dim;
     int q_block; /* query rows per block of the GEMM path (0: the default); seq or more: one block */
     int path;    /* LATTICE_ATTN_AUTO, _GEMM or _FUSED */
+    int isa;     /* the fused path's kernels: LATTICE_ATTN_ISA_* (AUTO, 0: the backend's
+                  * lattice_backend_set_attention_kernel, else the CPU's best) */
 } lattice_attn_dims;
 
 /* How the attention core runs. GEMM: batched backend GEMMs per query block
@@ -60,9 +62,9 @@ lattice_status lattice__attention_backward(lattice_backend *be, float *dq, float
 
 /* ---- the flash path's kernels (attention_flash.c) ----
  * Built for AVX-512 (16 lanes), AVX2/FMA (8) and plain C, the one that runs
- * chosen from the CPU's features (lattice__cpu_detect), or by
- * LATTICE_ATTN_ISA=portable|avx2|avx512 in the environment at the first call
- * (where the CPU can run it), or by lattice__attn_set_isa. Each lane is one
+ * chosen from the CPU's features (lattice__cpu_detect), or by the dims' isa
+ * (a backend's lattice_backend_set_attention_kernel) where the CPU can run
+ * it. Each lane is one
  * query row (forward) or one key (backward), so every value's chain of
  * operations is the same at 8 and 16 lanes; the instances may still round
  * differently where the compiler fuses a multiply and an add in one and not
@@ -71,11 +73,9 @@ enum { LATTICE_ATTN_ISA_AUTO = 0, LATTICE_ATTN_ISA_PORTABLE = 1, LATTICE_ATTN_IS
        LATTICE_ATTN_ISA_AVX512 = 3 };
 const char *lattice__attn_isa_name(int isa);
 int lattice__attn_isa_supported(int isa);
-/* The instance the flash kernels run now. */
-int lattice__attn_isa(void);
-/* Force one (tests, measuring); AUTO gives the choice back. -1 where this CPU
- * cannot run it (nothing changes). Not for use while attention runs. */
-int lattice__attn_set_isa(int isa);
+/* The instance that runs for a request: it, where the CPU can run it; else
+ * (AUTO too) the CPU's best. */
+int lattice__attn_isa_resolve(int requested);
 int lattice__flash_ok(int head_dim);
 
 /* att (as above) and lse: head (b, h)'s rows' log-sum-exp of their scaled

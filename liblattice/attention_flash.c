@@ -80,19 +80,6 @@ int lattice__attn_isa_supported(int isa)
     return 0;
 }
 
-/* LATTICE_ATTN_ISA as an instance: AUTO where it is unset, empty or "auto",
- * -1 where it names none. */
-static int isa_from_env(const char **env)
-{
-    *env = getenv("LATTICE_ATTN_ISA");
-    if (!*env || !**env)
-        return LATTICE_ATTN_ISA_AUTO;
-    for (int isa = LATTICE_ATTN_ISA_AUTO; isa <= LATTICE_ATTN_ISA_AVX512; isa++)
-        if (strcmp(*env, isa_names[isa]) == 0)
-            return isa;
-    return -1;
-}
-
 /* The instance the CPU's features call for. */
 static int isa_best(void)
 {
@@ -102,57 +89,20 @@ static int isa_best(void)
     return LATTICE_ATTN_ISA_PORTABLE;
 }
 
-/* The instance the CPU's features call for, unless LATTICE_ATTN_ISA names one
- * it can run (for measuring and for tests of whole models). A value that names
- * none never gets here: lattice__attn_isa_env refuses it at backend creation. */
-static int isa_detect(void)
-{
-    const char *env;
-    const int isa = isa_from_env(&env);
-    return isa > LATTICE_ATTN_ISA_AUTO && lattice__attn_isa_supported(isa) ? isa : isa_best();
-}
+/* The CPU's answer, found once: a fact of the machine, the same for every
+ * thread that races to find it. */
+static int isa_detected = -1;
 
-int lattice__attn_isa_env(char *note, size_t size)
+int lattice__attn_isa_resolve(int requested)
 {
-    const char *env;
-    const int isa = isa_from_env(&env);
-    note[0] = 0;
-    if (isa < 0) {
-        snprintf(note, size, "LATTICE_ATTN_ISA=%.40s names no attention kernel (auto, portable, "
-                 "avx2 or avx512)", env);
-        return -1;
-    }
-    if (isa == LATTICE_ATTN_ISA_AUTO)
-        return 0;
-    if (lattice__attn_isa_supported(isa))
-        snprintf(note, size, "attention: LATTICE_ATTN_ISA=%s", env);
-    else
-        snprintf(note, size, "attention: LATTICE_ATTN_ISA=%s ignored, the CPU cannot run it (%s "
-                 "runs)", env, isa_names[isa_best()]);
-    return 1;
-}
-
-static int isa_detected = -1, isa_forced = LATTICE_ATTN_ISA_AUTO;
-
-int lattice__attn_isa(void)
-{
-    int forced = __atomic_load_n(&isa_forced, __ATOMIC_RELAXED);
-    if (forced != LATTICE_ATTN_ISA_AUTO)
-        return forced;
+    if (requested > LATTICE_ATTN_ISA_AUTO && lattice__attn_isa_supported(requested))
+        return requested;
     int isa = __atomic_load_n(&isa_detected, __ATOMIC_RELAXED);
-    if (isa < 0) { /* every thread that races here finds the same */
-        isa = isa_detect();
+    if (isa < 0) {
+        isa = isa_best();
         __atomic_store_n(&isa_detected, isa, __ATOMIC_RELAXED);
     }
     return isa;
-}
-
-int lattice__attn_set_isa(int isa)
-{
-    if (isa != LATTICE_ATTN_ISA_AUTO && !lattice__attn_isa_supported(isa))
-        return -1;
-    __atomic_store_n(&isa_forced, isa, __ATOMIC_RELAXED);
-    return 0;
 }
 
 int lattice__flash_ok(int head_dim)
@@ -166,7 +116,7 @@ void lattice__flash_forward(float *att, float *lse, size_t lse_stride, const flo
                             const float *k, const float *v, const lattice_attn_dims *d, int nt)
 {
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
-    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa();
+    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa_resolve(d->isa);
     const float scale = 1.0f / sqrtf((float)hd);
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)
@@ -196,7 +146,7 @@ void lattice__flash_backward(float *dq, float *dk, float *dv, float *dd, const f
                              const lattice_attn_dims *d, int nt)
 {
     const int T = d->seq, hd = d->head_dim, H = d->n_heads, KV = d->n_kv_heads, G = H / KV;
-    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa();
+    const int ldo = H * hd, nkv = d->batch * KV, isa = lattice__attn_isa_resolve(d->isa);
     const float scale = 1.0f / sqrtf((float)hd);
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (nkv > 1)

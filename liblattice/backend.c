@@ -2,6 +2,8 @@
  * the GEMM entry points every op goes through (backend_impl.h). */
 #include "backend_impl.h"
 
+#include "attention.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,14 +63,8 @@ static int onednn_measured_faster(const lattice__cpu *cpu)
 
 /* What "default" runs, decided from the CPU's features and BLIS's kernel
  * choice, never by timing: the same machine always gets the same backend. */
-static const char *choose_default(char *reason, size_t size, int *from_env)
+static const char *choose_default(char *reason, size_t size)
 {
-    const char *env = getenv("LATTICE_BACKEND");
-    *from_env = env && *env && strcmp(env, "default") != 0;
-    if (*from_env) {
-        snprintf(reason, size, "LATTICE_BACKEND=%s", env);
-        return env;
-    }
     lattice__kernel_report blis;
     lattice__blis_fit fit = lattice__blis_describe(&blis);
     lattice__cpu cpu;
@@ -122,27 +118,19 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create: invalid argument: name is NULL");
     char reason[LATTICE_BACKEND_INFO_REASONLEN] = "";
-    int from_env = 0;
     if (strcmp(name, "default") == 0)
-        name = choose_default(reason, sizeof reason, &from_env);
-    /* a name from the environment says where it came from */
-    const char *from = from_env ? " (from LATTICE_BACKEND, in the environment)" : "";
+        name = choose_default(reason, sizeof reason);
     int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
     int onednn = strcmp(name, "onednn") == 0;
     if (!blis && !openblas && !onednn && strcmp(name, "ref") != 0)
         return lattice__fail(LATTICE_ERR_NOT_FOUND,
-            "lattice_backend_create: no backend named '%.64s'%s: the names are default, ref, "
-            "blis, openblas and onednn", name, from);
+            "lattice_backend_create: no backend named '%.64s': the names are default, ref, "
+            "blis, openblas and onednn", name);
     if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()) ||
         (onednn && !lattice__onednn_available()))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
-            "lattice_backend_create: backend '%s'%s is not available in this build or system",
-            name, from);
-    /* every built-in backend runs the flash attention: a LATTICE_ATTN_ISA that
-     * names no kernel is refused here, where the user sees it */
-    char isa_note[160];
-    if (lattice__attn_isa_env(isa_note, sizeof isa_note) < 0)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG, "lattice_backend_create: %s", isa_note);
+            "lattice_backend_create: backend '%s' is not available in this build or system",
+            name);
     lattice_backend *be = backend_alloc(name);
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -159,13 +147,11 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
     } else if (onednn) {
         lattice__onednn_fill(&be->ops, be); /* its reason: how its ISA was chosen */
     }
-    if (*reason || *isa_note) {
-        /* the choice first, then how the chosen library set itself up, then
-         * the attention's kernels when forced; cut to fit */
-        char both[2 * LATTICE_BACKEND_INFO_REASONLEN + sizeof isa_note + 4];
-        snprintf(both, sizeof both, "%s%s%s%s%s", reason,
-                 *reason && *be->report.reason ? "; " : "", be->report.reason,
-                 (*reason || *be->report.reason) && *isa_note ? "; " : "", isa_note);
+    if (*reason) {
+        /* the choice first, then how the chosen library set itself up; cut to fit */
+        char both[2 * LATTICE_BACKEND_INFO_REASONLEN + 4];
+        snprintf(both, sizeof both, "%s%s%s", reason, *reason && *be->report.reason ? "; " : "",
+                 be->report.reason);
         snprintf(be->report.reason, sizeof(be->report.reason), "%.*s",
                  (int)sizeof(be->report.reason) - 1, both);
     }
@@ -240,6 +226,53 @@ lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threa
     if (backend->user_ops.set_threads)
         backend->user_ops.set_threads(backend->user_ops.user, n_threads);
     return LATTICE_OK;
+}
+
+lattice_status lattice_backend_set_parallel(lattice_backend *backend,
+                                            lattice_backend_parallel mode)
+{
+    if (!backend)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_parallel: invalid argument: backend is NULL");
+    if (mode != LATTICE_BACKEND_PARALLEL_AUTO && mode != LATTICE_BACKEND_PARALLEL_OPS &&
+        mode != LATTICE_BACKEND_PARALLEL_ROWS)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_parallel: invalid argument: mode %d is not auto (0), ops (1) "
+            "or rows (2)", (int)mode);
+    backend->parallel = (int)mode;
+    return LATTICE_OK;
+}
+
+lattice_backend_parallel lattice_backend_get_parallel(const lattice_backend *backend)
+{
+    return backend ? (lattice_backend_parallel)backend->parallel : LATTICE_BACKEND_PARALLEL_AUTO;
+}
+
+lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend, const char *name)
+{
+    if (lattice__need(NULL, "lattice_backend_set_attention_kernel", 2, (const void *)backend,
+                      "backend", (const void *)name, "name") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int isa = -1;
+    for (int i = LATTICE_ATTN_ISA_AUTO; i <= LATTICE_ATTN_ISA_AVX512 && isa < 0; i++)
+        if (strcmp(name, lattice__attn_isa_name(i)) == 0)
+            isa = i;
+    if (isa < 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_attention_kernel: '%.40s' names no attention kernel (auto, "
+            "portable, avx2 or avx512)", name);
+    if (isa != LATTICE_ATTN_ISA_AUTO && !lattice__attn_isa_supported(isa))
+        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
+            "lattice_backend_set_attention_kernel: this CPU cannot run the %s kernels (%s runs "
+            "here)", name, lattice__attn_isa_name(lattice__attn_isa_resolve(LATTICE_ATTN_ISA_AUTO)));
+    backend->attn_isa = isa;
+    return LATTICE_OK;
+}
+
+const char *lattice_backend_get_attention_kernel(const lattice_backend *backend)
+{
+    return lattice__attn_isa_name(
+        lattice__attn_isa_resolve(backend ? backend->attn_isa : LATTICE_ATTN_ISA_AUTO));
 }
 
 lattice_status lattice_backend_get_info(const lattice_backend *backend,

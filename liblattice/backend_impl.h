@@ -22,6 +22,9 @@ struct lattice_backend {
      * start on multiples of split_align; rows_only: never by columns. 0: the
      * defaults (16, rows or columns, whichever C has more of). */
     int split_align, split_rows_only;
+    /* lattice_backend_set_parallel and _set_attention_kernel: how a model's
+     * passes use the threads, which flash kernels run (0: chosen) */
+    int parallel, attn_isa;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */
@@ -93,11 +96,5 @@ void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be);
 /* Why the load failed (or how the core was chosen), for the reason of "default". */
 const char *lattice__openblas_why_not(void);
 
-/* LATTICE_ATTN_ISA against the flash kernels (attention_flash.c), for the
- * built-in backends' creation: -1 where it names no instance (note: the
- * message, naming the valid values); 1 where it is set to one (note: for the
- * info reason, saying when the CPU cannot run it and it is ignored); 0 where
- * it is unset, empty or "auto" (note empty). */
-int lattice__attn_isa_env(char *note, size_t size);
 
 #endif

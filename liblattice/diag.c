@@ -494,7 +494,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
         const layer_acts *A = &m->acts[i];
         /* mass on position 0 of queries 1..T-1, per head over rows and positions */
         int sinks = 0;
-        const lattice_attn_dims ad = {batch, T, H, KV, hd, 0, LATTICE_ATTN_AUTO};
+        const lattice_attn_dims ad = {batch, T, H, KV, hd, 0, LATTICE_ATTN_AUTO, 0};
         for (int h = 0; h < H; h++) {
             double sum = 0.0;
             for (int b = 0; b < batch; b++)

@@ -68,10 +68,6 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
             "lattice_model_create: out of memory");
     m->norm = *norm;
     m->be = backend;
-    const char *par = getenv("LATTICE_PARALLEL");
-    m->parallel = par && strcmp(par, "ops") == 0    ? PARALLEL_OPS
-                  : par && strcmp(par, "rows") == 0 ? PARALLEL_ROWS
-                                                    : PARALLEL_AUTO;
     lattice_status st = lattice__model_adopt_params(&m->p, params, NULL);
     if (st == LATTICE_OK)
         st = lattice__model_check_block_norm(&m->p, norm, "lattice_model_create");

@@ -68,9 +68,6 @@ typedef struct model_split {
     double *busy;               /* each thread's time on its views, when profiling */
 } model_split;
 
-/* How the passes use more than one thread: chosen by shape unless forced. */
-typedef enum model_parallel { PARALLEL_AUTO, PARALLEL_OPS, PARALLEL_ROWS } model_parallel;
-
 struct lattice_model {
     lattice_model_params p;
     struct lattice_norm norm;
@@ -114,7 +111,6 @@ struct lattice_model {
     float **ptr_c;
 
     lattice_prof prof; /* per-op timing, off unless lattice__model_profile turns it on */
-    model_parallel parallel; /* LATTICE_PARALLEL at create */
     model_split split;
 
     lattice_busy busy;     /* the thread inside a call that reads or writes the model */

@@ -253,7 +253,7 @@ static lattice_status layer_forward(lattice_model *m, int i)
     lattice_qkv_dims qd = {m->batch, m->seq, H, KV, hd, p->qk_norm, m->norm.eps};
     PROF(LATTICE_OP_ROPE, lattice__qkv_forward(A->q, A->k, A->v, A->rstd_q, A->rstd_k, A->raw,
                                                L->qn, L->kn, m->rope, &qd, NT));
-    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO, 0};
     lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_forward(m->be, A->att, A->p, A->q, A->k, A->v, &ad, &ptrs));
     /* under pre-norm the MLP's input norm takes the residual add into its pass */
@@ -315,7 +315,7 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
                               lattice__grad_of(m, L->wo), Hd));
         TRY(lattice__gemm(m->be, 0, 0, (int)N, Hd, D, 1.0f, dy, D, L->wo, Hd, 0.0f, m->d_att, Hd));
     });
-    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO};
+    lattice_attn_dims ad = {m->batch, m->seq, H, KV, hd, 0, LATTICE_ATTN_AUTO, 0};
     lattice_attn_ptrs ptrs = {m->ptr_a, m->ptr_b, m->ptr_c, &m->prof};
     TRY(lattice__attention_backward(m->be, m->dq, m->dk, m->dv, m->dp, m->d_att, A->att, A->p,
                                     A->q, A->k, A->v, &ad, &ptrs));

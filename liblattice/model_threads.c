@@ -35,7 +35,7 @@ static int rows_threads(const lattice_model *m)
 {
     const lattice_model_params *p = &m->p;
     int nt = m->be->n_threads;
-    if (nt < 2 || m->batch < 2 || m->parallel == PARALLEL_OPS || !lattice__backend_builtin(m->be))
+    if (nt < 2 || m->batch < 2 || m->be->parallel == LATTICE_BACKEND_PARALLEL_OPS || !lattice__backend_builtin(m->be))
         return 1;
 #ifdef _OPENMP
     if (omp_in_parallel()) /* a caller's thread: no team to split over */
@@ -44,7 +44,7 @@ static int rows_threads(const lattice_model *m)
     const long W = (long)(p->n_heads + 2 * p->n_kv_heads) * p->head_dim;
     const long row_macs =
         (long)p->d_model * (W + (long)p->n_heads * p->head_dim + 3L * p->d_ff);
-    if (m->parallel == PARALLEL_AUTO && row_macs >= ROWS_SPLIT_MAX_ROW_MACS)
+    if (m->be->parallel == LATTICE_BACKEND_PARALLEL_AUTO && row_macs >= ROWS_SPLIT_MAX_ROW_MACS)
         return 1;
     return nt < m->batch ? nt : m->batch;
 }

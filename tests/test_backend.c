@@ -273,25 +273,16 @@ START_TEST(test_default_choice)
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
     ck_assert_str_eq(lattice_backend_get_name(be), expected_default());
     lattice_backend_destroy(be);
-    /* LATTICE_BACKEND overrides it, and says so */
+    /* the library reads no environment of its own (issue 40): LATTICE_BACKEND is
+     * the programs' to map (the examples', the Python package's) */
     setenv("LATTICE_BACKEND", "ref", 1);
-    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
-    get_info(be, &info);
-    ck_assert_str_eq(info.name, "ref");
-    ck_assert_str_eq(info.reason, "LATTICE_BACKEND=ref");
-    lattice_backend_destroy(be);
-    setenv("LATTICE_BACKEND", "no-such", 1);
-    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_NOT_FOUND);
-    /* the message names the variable, not only the name (issue 38 part 5) */
-    ck_assert_str_eq(lattice_last_error(),
-                     "lattice_backend_create: no backend named 'no-such' (from LATTICE_BACKEND, "
-                     "in the environment): the names are default, ref, blis, openblas and onednn");
-    ck_assert_int_eq(lattice_backend_create("no-such", &be), LATTICE_ERR_NOT_FOUND);
-    ck_assert_ptr_null(strstr(lattice_last_error(), "LATTICE_BACKEND"));
-    setenv("LATTICE_BACKEND", "default", 1); /* not a loop: the rule applies */
     ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
     ck_assert_str_eq(lattice_backend_get_name(be), expected_default());
     lattice_backend_destroy(be);
+    ck_assert_int_eq(lattice_backend_create("no-such", &be), LATTICE_ERR_NOT_FOUND);
+    ck_assert_str_eq(lattice_last_error(),
+                     "lattice_backend_create: no backend named 'no-such': the names are default, "
+                     "ref, blis, openblas and onednn");
     if (saved)
         setenv("LATTICE_BACKEND", keep, 1);
     else
@@ -299,71 +290,52 @@ START_TEST(test_default_choice)
 }
 END_TEST
 
-/* LATTICE_ATTN_ISA that names no flash kernel fails every built-in backend's
- * creation, naming the variable and its values; one the CPU cannot run is
- * said in the reason to be ignored (0.4 fell back silently in both). */
-START_TEST(test_attn_isa_from_the_environment)
+/* The attention kernels are a backend's option (issue 40: the library reads
+ * no LATTICE_ATTN_ISA): a name that is none is refused, a build the CPU
+ * cannot run is refused saying which runs, "auto" gives the choice back, and
+ * each backend keeps its own. */
+START_TEST(test_attention_kernel_option)
 {
-    const char *saved = getenv("LATTICE_ATTN_ISA");
-    char keep[64] = "";
-    if (saved)
-        snprintf(keep, sizeof keep, "%s", saved);
-    static const char *const names[] = {"ref", "blis", "openblas", "onednn"};
-    lattice_backend *be;
-    lattice_backend_info info;
-    setenv("LATTICE_ATTN_ISA", "avx9", 1);
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        lattice_status st = lattice_backend_create(names[i], &be);
-        if (st == LATTICE_ERR_UNSUPPORTED) /* not in this build */
-            continue;
-        ck_assert_int_eq(st, LATTICE_ERR_INVALID_CONFIG);
-        ck_assert_ptr_null(be);
-        ck_assert_str_eq(lattice_last_error(),
-                         "lattice_backend_create: LATTICE_ATTN_ISA=avx9 names no attention kernel "
-                         "(auto, portable, avx2 or avx512)");
-    }
-    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_ERR_INVALID_CONFIG);
-    /* a custom backend keeps the GEMM path: the variable means nothing to it */
-    lattice_backend_ops ops;
-    lattice_backend_ops_init(&ops);
-    ck_assert_int_eq(lattice_backend_create_custom("mine", &ops, &be), LATTICE_OK);
-    lattice_backend_destroy(be);
-    /* unset, empty or auto: nothing to say */
-    static const char *const quiet[] = {"", "auto"};
-    for (int i = 0; i < 2; i++) {
-        setenv("LATTICE_ATTN_ISA", quiet[i], 1);
-        ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
-        get_info(be, &info);
-        ck_assert_str_eq(info.reason, "");
-        lattice_backend_destroy(be);
-    }
-    /* a kernel's name: in the reason, "ignored" where the CPU cannot run it */
+    lattice_backend *a = tu_backend("ref", 1), *b = tu_backend("ref", 1);
+    const char *best = lattice_backend_get_attention_kernel(a);
+    ck_assert(strcmp(best, "portable") == 0 || strcmp(best, "avx2") == 0 ||
+              strcmp(best, "avx512") == 0);
+    ck_assert_int_eq(lattice_backend_set_attention_kernel(a, "avx9"), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_str_eq(lattice_last_error(), "lattice_backend_set_attention_kernel: 'avx9' names no "
+                                           "attention kernel (auto, portable, avx2 or avx512)");
+    ck_assert_int_eq(lattice_backend_set_attention_kernel(a, NULL), LATTICE_ERR_INVALID_ARGUMENT);
     static const int isas[] = {LATTICE_ATTN_ISA_PORTABLE, LATTICE_ATTN_ISA_AVX2,
                                LATTICE_ATTN_ISA_AVX512};
     for (int i = 0; i < 3; i++) {
-        const char *isa = lattice__attn_isa_name(isas[i]);
-        setenv("LATTICE_ATTN_ISA", isa, 1);
-        ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
-        get_info(be, &info);
-        char want[128];
-        snprintf(want, sizeof want, "attention: LATTICE_ATTN_ISA=%s", isa);
-        ck_assert_msg(strncmp(info.reason, want, strlen(want)) == 0, "%s: reason '%s'", isa,
-                      info.reason);
-        ck_assert_int_eq(strstr(info.reason, "ignored, the CPU cannot run it") != NULL,
-                         !lattice__attn_isa_supported(isas[i]));
-        lattice_backend_destroy(be);
+        const char *name = lattice__attn_isa_name(isas[i]);
+        const lattice_status st = lattice_backend_set_attention_kernel(a, name);
+        if (lattice__attn_isa_supported(isas[i])) {
+            ck_assert_int_eq(st, LATTICE_OK);
+            ck_assert_str_eq(lattice_backend_get_attention_kernel(a), name);
+        } else {
+            ck_assert_int_eq(st, LATTICE_ERR_UNSUPPORTED);
+            ck_assert_ptr_nonnull(strstr(lattice_last_error(), "this CPU cannot run"));
+        }
+        ck_assert_str_eq(lattice_backend_get_attention_kernel(b), best); /* b keeps its own */
     }
-    /* after the choice of "default" and how the library set itself up */
-    setenv("LATTICE_ATTN_ISA", "portable", 1);
-    ck_assert_int_eq(lattice_backend_create("default", &be), LATTICE_OK);
-    get_info(be, &info);
-    ck_assert_msg(strstr(info.reason, "; attention: LATTICE_ATTN_ISA=portable") != NULL,
-                  "reason '%s'", info.reason);
-    lattice_backend_destroy(be);
-    if (saved)
-        setenv("LATTICE_ATTN_ISA", keep, 1);
-    else
-        unsetenv("LATTICE_ATTN_ISA");
+    ck_assert_int_eq(lattice_backend_set_attention_kernel(a, "auto"), LATTICE_OK);
+    ck_assert_str_eq(lattice_backend_get_attention_kernel(a), best);
+    /* the environment means nothing to the library */
+    setenv("LATTICE_ATTN_ISA", "avx9", 1);
+    lattice_backend *c;
+    ck_assert_int_eq(lattice_backend_create("ref", &c), LATTICE_OK);
+    ck_assert_str_eq(lattice_backend_get_attention_kernel(c), best);
+    unsetenv("LATTICE_ATTN_ISA");
+    /* the threads' use, likewise an option */
+    ck_assert_int_eq(lattice_backend_get_parallel(c), LATTICE_BACKEND_PARALLEL_AUTO);
+    ck_assert_int_eq(lattice_backend_set_parallel(c, LATTICE_BACKEND_PARALLEL_ROWS), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_get_parallel(c), LATTICE_BACKEND_PARALLEL_ROWS);
+    ck_assert_int_eq(lattice_backend_set_parallel(c, (lattice_backend_parallel)7),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_backend_get_parallel(c), LATTICE_BACKEND_PARALLEL_ROWS);
+    lattice_backend_destroy(c);
+    lattice_backend_destroy(b);
+    lattice_backend_destroy(a);
 }
 END_TEST
 
@@ -512,13 +484,13 @@ START_TEST(test_flash_model_vs_reference_attention)
                                LATTICE_ATTN_ISA_AVX512};
     int ran = 0;
     for (int t = 0; t < 3; t++) {
-        if (lattice__attn_set_isa(isas[t]) != 0)
+        if (lattice_backend_set_attention_kernel(ref, lattice__attn_isa_name(isas[t])) != LATTICE_OK)
             continue;
         lattice_model *got = tu_model(ref, pl, LATTICE_NORM_KIND_RMS, 1e-6f, 1.0f, &p);
         ck_assert_int_eq(lattice_model_forward(got, tok, 2, T), LATTICE_OK);
         ck_assert_int_eq(lattice_model_cross_entropy(got, tgt, NULL, &loss, NULL), LATTICE_OK);
         ck_assert_int_eq(lattice_model_backward(got), LATTICE_OK);
-        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        ck_assert_int_eq(lattice_backend_set_attention_kernel(ref, "auto"), LATTICE_OK);
         const double ez = rel_err(lattice_model_get_logits(got), lattice_model_get_logits(want),
                                   2L * T * p.vocab_size);
         ck_assert_msg(ez <= 1e-6, "%s: logits %.3g off", lattice__attn_isa_name(isas[t]), ez);
@@ -928,7 +900,7 @@ static Suite *backend_suite(void)
     suite_add_tcase(s, tc);
     TCase *ti = tcase_create("info");
     tcase_add_test(ti, test_default_choice);
-    tcase_add_test(ti, test_attn_isa_from_the_environment);
+    tcase_add_test(ti, test_attention_kernel_option);
     tcase_add_test(ti, test_info_of_each_backend);
     tcase_add_test(ti, test_info_bad_input_and_older_structs);
     tcase_add_test(ti, test_cpu_to_core);

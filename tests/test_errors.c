@@ -137,6 +137,10 @@ START_TEST(test_every_failure_says_why)
            lattice_backend_create_custom("mine", NULL, &be2));
     EXPECT(lattice_backend_set_threads, INV, "n_threads", NULL,
            lattice_backend_set_threads(w.be, 0));
+    EXPECT(lattice_backend_set_parallel, INV, "mode 9 is not auto (0), ops (1) or rows (2)", NULL,
+           lattice_backend_set_parallel(w.be, (lattice_backend_parallel)9));
+    EXPECT(lattice_backend_set_attention_kernel, INV, "'avx9' names no attention kernel", NULL,
+           lattice_backend_set_attention_kernel(w.be, "avx9"));
     EXPECT(lattice_backend_sgemm, INV, "lattice_backend_sgemm", NULL,
            lattice_backend_sgemm(w.be, 0, 0, 2, 2, 2, 1.0f, NULL, 2, NULL, 2, 0.0f, logits, 2));
     EXPECT(lattice_backend_get_info, INV, "lattice_backend_get_info", NULL,

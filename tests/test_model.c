@@ -698,7 +698,7 @@ typedef struct split_run {
     int rows_threads;
 } split_run;
 
-/* A model made with LATTICE_PARALLEL = how, one forward, loss and backward of
+/* A model on a backend whose parallel mode is how ("auto", "ops", "rows"), one forward, loss and backward of
  * 3 sequences x 6; its logits, every gradient, and how the passes split. */
 static split_run split_step(const char *backend, int threads, const char *how,
                             lattice_norm_placement pl)
@@ -710,9 +710,11 @@ static split_run split_step(const char *backend, int threads, const char *how,
     p.max_batch = 3;
     p.max_seq = 6;
     p.qk_norm = 1;
-    setenv("LATTICE_PARALLEL", how, 1);
     tiny t = tiny_open(backend, pl, LATTICE_NORM_KIND_RMS, 1.0f, &p);
-    unsetenv("LATTICE_PARALLEL");
+    const lattice_backend_parallel mode = strcmp(how, "ops") == 0    ? LATTICE_BACKEND_PARALLEL_OPS
+                                          : strcmp(how, "rows") == 0 ? LATTICE_BACKEND_PARALLEL_ROWS
+                                                                     : LATTICE_BACKEND_PARALLEL_AUTO;
+    ck_assert_int_eq(lattice_backend_set_parallel(t.be, mode), LATTICE_OK);
     ck_assert_int_eq(lattice_backend_set_threads(t.be, threads), LATTICE_OK);
     ck_assert_int_eq(lattice_model_set_trainable(t.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
     int32_t tok[18], tgt[18];
@@ -813,7 +815,6 @@ START_TEST(test_model_split_by_shape)
         p.head_dim = hd[k];
         p.n_heads = 4;
         p.n_kv_heads = kv[k];
-        unsetenv("LATTICE_PARALLEL");
         tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
         const int32_t tok[8] = {1, 2, 3, 4, 5, 6, 7, 8};
         lattice__model_profile(t.m, LATTICE_PROF_WALL);

@@ -228,7 +228,7 @@ static void attn_compute(attn_run *a, const char *backend)
     const float *pa[AB * AH], *pb[AB * AH];
     float *pc[AB * AH];
     lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
-    lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM};
+    lattice_attn_dims d = {AB, AT, AH, AKV, AHD, AQB, LATTICE_ATTN_GEMM, 0};
     ck_assert_int_eq(lattice__attention_forward(be, a->att, a->p, a->q, a->k, a->v, &d, &ptrs),
                      LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, a->dq, a->dk, a->dv, a->dp, a->r, a->att,
@@ -307,7 +307,7 @@ static void qb_compute(qb_run *a, lattice_backend *be, int q_block, int path)
     const float *pa[QB_B * QB_H], *pb[QB_B * QB_H];
     float *pc[QB_B * QB_H];
     lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
-    lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path};
+    lattice_attn_dims d = {QB_B, QB_T, QB_H, QB_KV, QB_HD, q_block, path, 0};
     /* stale values in the scratch must not matter */
     for (size_t j = 0; j < sizeof a->p / sizeof(float); j++)
         a->p[j] = a->dp[j] = NAN;
@@ -414,7 +414,7 @@ static void fused_width_run(lattice_backend *be, int hd, int T, int path, float 
     const float *pa[B * H], *pb[B * H];
     float *pc[B * H];
     lattice_attn_ptrs ptrs = {pa, pb, pc, NULL};
-    lattice_attn_dims d = {B, T, H, KV, hd, T, path};
+    lattice_attn_dims d = {B, T, H, KV, hd, T, path, 0};
     ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, att, p, q, k, v, &d, &ptrs),
                      LATTICE_OK);
@@ -466,7 +466,7 @@ static void attn_path_run(lattice_backend *be, const attn_shape *s, int path, co
     for (size_t j = 0; j < 2 * pt; j++)
         p[j] = NAN;
     lattice_attn_ptrs ptrs = {pa, pa + s->B * s->H, pc, NULL};
-    lattice_attn_dims d = {s->B, s->T, s->H, s->KV, s->hd, 0, path};
+    lattice_attn_dims d = {s->B, s->T, s->H, s->KV, s->hd, 0, path, 0};
     ck_assert_int_eq(lattice__attention_forward(be, att, p, q, k, v, &d, &ptrs), LATTICE_OK);
     ck_assert_int_eq(lattice__attention_backward(be, dq, dk, dv, dp, r, att, p, q, k, v, &d, &ptrs),
                      LATTICE_OK);
@@ -495,12 +495,13 @@ START_TEST(test_attention_flash_vs_reference)
     attn_path_run(be, &s, LATTICE_ATTN_GEMM, in, ref);
     int ran = 0;
     for (int t = 0; t < N_FLASH_ISAS; t++) {
-        if (lattice__attn_set_isa(flash_isas[t]) != 0)
+        if (lattice_backend_set_attention_kernel(be, lattice__attn_isa_name(flash_isas[t])) !=
+            LATTICE_OK)
             continue;
         got[t] = malloc(sizeof(float) * n);
         ck_assert_ptr_nonnull(got[t]);
         attn_path_run(be, &s, LATTICE_ATTN_FUSED, in, got[t]);
-        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        ck_assert_int_eq(lattice_backend_set_attention_kernel(be, "auto"), LATTICE_OK);
         qb_assert_close(got[t], ref, n);
         ran++;
     }
@@ -571,10 +572,11 @@ START_TEST(test_attention_fused_grad)
     lattice_backend *be = tu_backend("ref", 2);
     int ran = 0;
     for (int t = 0; t < N_FLASH_ISAS; t++) {
-        if (lattice__attn_set_isa(flash_isas[t]) != 0)
+        if (lattice_backend_set_attention_kernel(be, lattice__attn_isa_name(flash_isas[t])) !=
+            LATTICE_OK)
             continue;
         attn_path_run(be, &s, LATTICE_ATTN_FUSED, in, out);
-        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
+        ck_assert_int_eq(lattice_backend_set_attention_kernel(be, "auto"), LATTICE_OK);
         double fwd = 0.0;
         for (size_t j = 0; j < nq; j++)
             fwd += (double)out[j] * in[nq + 2 * nk + j];
@@ -593,29 +595,26 @@ START_TEST(test_attention_fused_grad)
 }
 END_TEST
 
-/* The instance choice: the portable build always runs, AUTO gives the
- * choice back, an instance the CPU lacks is refused and changes nothing, and
- * a head width the kernels do not take is refused by the forced path. */
+/* The instance choice: the portable build always runs, AUTO is the CPU's
+ * best, an instance the CPU lacks resolves to it, and a head width the
+ * kernels do not take is refused by the forced path. */
 START_TEST(test_attention_flash_isa_choice)
 {
-    const int chosen = lattice__attn_isa();
+    const int chosen = lattice__attn_isa_resolve(LATTICE_ATTN_ISA_AUTO);
     ck_assert(lattice__attn_isa_supported(chosen));
     ck_assert(lattice__attn_isa_supported(LATTICE_ATTN_ISA_PORTABLE));
     for (int t = 0; t < N_FLASH_ISAS; t++) {
         const int ok = lattice__attn_isa_supported(flash_isas[t]);
-        ck_assert_int_eq(lattice__attn_set_isa(flash_isas[t]), ok ? 0 : -1);
-        ck_assert_int_eq(lattice__attn_isa(), ok ? flash_isas[t] : chosen);
-        ck_assert_int_eq(lattice__attn_set_isa(LATTICE_ATTN_ISA_AUTO), 0);
-        ck_assert_int_eq(lattice__attn_isa(), chosen);
+        ck_assert_int_eq(lattice__attn_isa_resolve(flash_isas[t]), ok ? flash_isas[t] : chosen);
     }
-    ck_assert_int_eq(lattice__attn_set_isa(99), -1);
+    ck_assert_int_eq(lattice__attn_isa_resolve(99), chosen);
     ck_assert_str_eq(lattice__attn_isa_name(LATTICE_ATTN_ISA_AVX2), "avx2");
     lattice_backend *be = tu_backend("ref", 1);
     float x[4 * 12] = {0}, p[16] = {0};
     const float *pa[2];
     float *pc[1];
     lattice_attn_ptrs ptrs = {pa, pa + 1, pc, NULL};
-    lattice_attn_dims d = {1, 4, 1, 1, 12, 0, LATTICE_ATTN_FUSED};
+    lattice_attn_dims d = {1, 4, 1, 1, 12, 0, LATTICE_ATTN_FUSED, 0};
     ck_assert_int_eq(lattice__attention_forward(be, x, p, x, x, x, &d, &ptrs),
                      LATTICE_ERR_UNSUPPORTED);
     d.path = LATTICE_ATTN_AUTO; /* the GEMM path takes it */

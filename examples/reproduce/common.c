@@ -137,6 +137,8 @@ lattice_backend *study_backend(const preset *p, int threads)
     lattice_backend *be = NULL;
     check(lattice_backend_create(p->backend, &be), "backend", lattice_last_error());
     check(lattice_backend_set_threads(be, threads), "backend", NULL);
+    if (ex_backend_env_options(be) != 0) /* LATTICE_PARALLEL, LATTICE_ATTN_ISA */
+        die("the environment's backend options are not valid (above)");
     return be;
 }
 

@@ -28,10 +28,10 @@ extern "C" {
  * library, the kernel configuration and whether it is optimised for this CPU.
  *
  * **"default"** picks, deterministically from the CPU's features and the
- * kernels BLIS selects (never by timing):
- * - the environment variable `LATTICE_BACKEND`, when set (and not "default"),
- *   names the backend outright;
- * - otherwise BLIS, when its kernels match the CPU (e.g. zen3 on AMD, skx on
+ * kernels BLIS selects (never by timing; the library reads no environment
+ * variable of its own: a program maps `LATTICE_BACKEND` to the name it
+ * passes, as the examples and the Python package do):
+ * - BLIS, when its kernels match the CPU (e.g. zen3 on AMD, skx on
  *   AVX-512 Intel);
  * - OpenBLAS instead when BLIS would run its `generic` reference kernels on
  *   a CPU with AVX2, or an AVX2-only Intel configuration (haswell,
@@ -108,17 +108,12 @@ LATTICE_API void lattice_backend_ops_init(lattice_backend_ops *ops);
 
 /**
  * @brief Create a built-in backend by name.
- * @param name "ref", "blis", "openblas" (since 0.2), or "default" (see
- *        @ref backend for how it chooses, and `LATTICE_BACKEND`).
+ * @param name "ref", "blis", "openblas" (since 0.2), "onednn", or "default"
+ *        (see @ref backend for how it chooses).
  * @param[out] out The new backend, or NULL on failure.
- * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name (the
- *         message says when it came from `LATTICE_BACKEND`),
+ * @return ::LATTICE_OK, ::LATTICE_ERR_NOT_FOUND for an unknown name,
  *         ::LATTICE_ERR_UNSUPPORTED for "blis" in a build without BLIS, or
- *         "openblas" in a build without it or when OpenBLAS cannot be loaded,
- *         ::LATTICE_ERR_INVALID_CONFIG (since 0.5) when `LATTICE_ATTN_ISA` is
- *         set to a value that names no attention kernel (auto, portable, avx2,
- *         avx512). A kernel the CPU cannot run is ignored, and the info reason
- *         says so.
+ *         "openblas" in a build without it or when OpenBLAS cannot be loaded.
  */
 LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_backend **out);
 
@@ -163,6 +158,57 @@ LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend,
  * @return The number of threads.
  */
 LATTICE_API int lattice_backend_get_threads(const lattice_backend *backend);
+
+/** How a model's passes use a backend's threads. @since 0.5 */
+typedef enum lattice_backend_parallel {
+    LATTICE_BACKEND_PARALLEL_AUTO = 0, /**< By shape: a small model's batch split in blocks of sequences, one per thread (the rows split, doc/PERFORMANCE.md); a larger one's every op split over the threads. @since 0.5 */
+    LATTICE_BACKEND_PARALLEL_OPS = 1,  /**< Every op split over the threads, whatever the shape. @since 0.5 */
+    LATTICE_BACKEND_PARALLEL_ROWS = 2  /**< The rows split whatever the shape (built-in backends, 2 or more sequences). @since 0.5 */
+} lattice_backend_parallel;
+
+/**
+ * @brief How the models on this backend use its threads (for measuring; the
+ *        default, AUTO, chooses by shape). The examples map the environment
+ *        variable `LATTICE_PARALLEL` (auto, ops, rows) to it.
+ * @param backend The backend.
+ * @param mode One of ::lattice_backend_parallel.
+ * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @since 0.5
+ */
+LATTICE_API lattice_status lattice_backend_set_parallel(lattice_backend *backend,
+                                                        lattice_backend_parallel mode);
+
+/**
+ * @brief The mode ::lattice_backend_set_parallel set.
+ * @param backend The backend; NULL gives AUTO.
+ * @return The mode.
+ * @since 0.5
+ */
+LATTICE_API lattice_backend_parallel lattice_backend_get_parallel(const lattice_backend *backend);
+
+/**
+ * @brief Which build of the fused attention kernels the models on this
+ *        backend run: "auto" (the default: the best the CPU runs), "portable"
+ *        (plain C), "avx2" or "avx512" (for measuring and for comparing the
+ *        builds). A custom backend's GEMM path does not use them. The examples
+ *        map the environment variable `LATTICE_ATTN_ISA` to it.
+ * @param backend The backend.
+ * @param name One of the four names.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a name that is
+ *         none of them, ::LATTICE_ERR_UNSUPPORTED for a build this CPU cannot
+ *         run (the message says which runs); the choice is unchanged on error.
+ * @since 0.5
+ */
+LATTICE_API lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend,
+                                                                const char *name);
+
+/**
+ * @brief The build of the fused attention kernels that runs on this backend.
+ * @param backend The backend; NULL gives the CPU's best.
+ * @return "portable", "avx2" or "avx512" (never "auto"); a static string.
+ * @since 0.5
+ */
+LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backend *backend);
 
 /**
  * @brief Run one GEMM through the backend (see ::lattice_backend_ops::sgemm).

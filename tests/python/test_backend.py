@@ -69,24 +69,45 @@ class BackendTest(unittest.TestCase):
                 else:
                     self.assertTrue(k.library.startswith("OpenBLAS "))
                     self.assertEqual(k.optimised, k.kernels.lower() not in ("prescott", "unknown"))
-        old = os.environ.get("LATTICE_BACKEND")
+        saved = {k: os.environ.get(k) for k in ("LATTICE_BACKEND", "LATTICE_PARALLEL",
+                                                 "LATTICE_ATTN_ISA")}
         try:
+            # the package maps the environment (the library reads none of it)
             os.environ["LATTICE_BACKEND"] = "ref"
             with lattice.Backend() as be:
                 self.assertEqual(be.kernels.name, "ref")
-                self.assertEqual(be.kernels.reason, "LATTICE_BACKEND=ref")
+            with lattice.Backend(environment=False) as be:
+                self.assertIn(be.kernels.name, names)  # the library's own choice
             # an unknown name from the environment names the variable (issue 38 part 5)
             os.environ["LATTICE_BACKEND"] = "nope"
             with self.assertRaises(LatticeError) as cm:
                 lattice.Backend()
             self.assertEqual(cm.exception.code, Status.NOT_FOUND)
-            self.assertIn("no backend named 'nope' (from LATTICE_BACKEND, in the environment)",
+            self.assertIn("backend 'nope' (from LATTICE_BACKEND, in the environment)",
                           str(cm.exception))
+            del os.environ["LATTICE_BACKEND"]
+            os.environ["LATTICE_PARALLEL"] = "rows"
+            os.environ["LATTICE_ATTN_ISA"] = "portable"
+            with lattice.Backend("ref") as be:
+                self.assertEqual(be.parallel, "rows")
+                self.assertEqual(be.attention_kernel, "portable")
+                be.parallel = "ops"
+                be.attention_kernel = "auto"
+                self.assertEqual(be.parallel, "ops")
+                self.assertIn(be.attention_kernel, ("portable", "avx2", "avx512"))
+            os.environ["LATTICE_ATTN_ISA"] = "avx9"
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Backend("ref")
+            self.assertIn("LATTICE_ATTN_ISA='avx9' (in the environment)", str(cm.exception))
+            os.environ["LATTICE_PARALLEL"] = "sideways"
+            with self.assertRaises(ValueError):
+                lattice.Backend("ref")
         finally:
-            if old is None:
-                del os.environ["LATTICE_BACKEND"]
-            else:
-                os.environ["LATTICE_BACKEND"] = old
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
         with lattice.Backend() as be:
             self.assertIn(be.kernels.name, names)
             self.assertTrue(be.kernels.reason)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import ctypes
+import os
 from ctypes import byref, c_float
 from dataclasses import dataclass
 from typing import Callable, Optional
 
 from . import _buffers as B
 from ._buffers import Floats, WritableBuffer
-from ._errors import store_pending
+from ._errors import LatticeError, store_pending
 from ._handle import Handle, check
 from ._lib import lib
 from ._types import BackendInfo, BackendOps, SetThreadsFn, SgemmFn, backend_p
@@ -55,7 +56,15 @@ class Backend(Handle):
 
     ``Backend("ref")``, ``Backend("blis")``, ``Backend()`` for the build's
     default; ``threads`` sets the thread count of GEMMs and kernels.
+
+    The library reads no environment variable; this package maps three, as the
+    C examples do: ``LATTICE_BACKEND`` names the backend ``Backend()`` (and
+    ``Backend("default")``) makes, ``LATTICE_PARALLEL`` (auto, ops, rows) sets
+    ``parallel`` and ``LATTICE_ATTN_ISA`` (auto, portable, avx2, avx512)
+    ``attention_kernel``; ``environment=False`` leaves them out.
     """
+
+    PARALLEL_MODES = ("auto", "ops", "rows")
 
     _destroy = "lattice_backend_destroy"
 
@@ -63,10 +72,27 @@ class Backend(Handle):
         threads = self.threads
         return f"{self.name} {threads} thread{'' if threads == 1 else 's'}"
 
-    def __init__(self, name: str = "default", threads: Optional[int] = None) -> None:
+    def __init__(self, name: str = "default", threads: Optional[int] = None, *,
+                 environment: bool = True) -> None:
+        what = f"backend {name!r}"
+        env = os.environ if environment else {}
+        if name == "default" and env.get("LATTICE_BACKEND"):
+            name = env["LATTICE_BACKEND"]
+            what = f"backend {name!r} (from LATTICE_BACKEND, in the environment)"
         out = backend_p()
-        check(lib.lattice_backend_create(name.encode(), byref(out)), f"backend {name!r}")
+        check(lib.lattice_backend_create(name.encode(), byref(out)), what)
         self._adopt(out)
+        if env.get("LATTICE_PARALLEL"):
+            if env["LATTICE_PARALLEL"] not in self.PARALLEL_MODES:
+                raise ValueError(f"LATTICE_PARALLEL={env['LATTICE_PARALLEL']!r} (in the "
+                                 f"environment) is not one of {', '.join(self.PARALLEL_MODES)}")
+            self.parallel = env["LATTICE_PARALLEL"]
+        if env.get("LATTICE_ATTN_ISA"):
+            try:
+                self.attention_kernel = env["LATTICE_ATTN_ISA"]
+            except LatticeError as e:
+                raise LatticeError(e.code, f"LATTICE_ATTN_ISA={env['LATTICE_ATTN_ISA']!r} (in "
+                                   f"the environment): {e.message}") from None
         if threads is not None:
             self.threads = threads
 
@@ -143,6 +169,27 @@ class Backend(Handle):
     @threads.setter
     def threads(self, n_threads: int) -> None:
         self._call(lib.lattice_backend_set_threads, int(n_threads))
+
+    @property
+    def parallel(self) -> str:
+        """How models use the threads: "auto" (by shape), "ops" or "rows"; settable."""
+        return self.PARALLEL_MODES[self._get(lib.lattice_backend_get_parallel)]
+
+    @parallel.setter
+    def parallel(self, mode: str) -> None:
+        if mode not in self.PARALLEL_MODES:
+            raise ValueError(f"parallel must be one of {', '.join(self.PARALLEL_MODES)}")
+        self._call(lib.lattice_backend_set_parallel, self.PARALLEL_MODES.index(mode))
+
+    @property
+    def attention_kernel(self) -> str:
+        """The fused attention kernels that run: "portable", "avx2" or "avx512";
+        set "auto" (the CPU's best) or one of those."""
+        return self._get(lib.lattice_backend_get_attention_kernel).decode()
+
+    @attention_kernel.setter
+    def attention_kernel(self, name: str) -> None:
+        self._call(lib.lattice_backend_set_attention_kernel, str(name).encode())
 
     def sgemm(self, a: Floats, b: Floats, c: WritableBuffer, m: int, n: int, k: int, *,
               trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0,
