@@ -117,22 +117,7 @@ static void data_free(lattice_data *d)
     free(d);
 }
 
-void lattice_data_destroy(lattice_data *d)
-{
-    if (d && lattice__destroy_now(&d->borrow, "lattice_data_destroy", "data"))
-        data_free(d);
-}
-
-lattice_status lattice__data_borrow(lattice_data *d, const char *fn)
-{
-    return lattice__borrow(&d->borrow, fn, "data");
-}
-
-void lattice__data_unborrow(lattice_data *d)
-{
-    if (d && lattice__unborrow(&d->borrow))
-        data_free(d);
-}
+LATTICE__BORROWABLE(lattice_data, data, "data", data_free)
 
 /* Read a whole file; *len gets its size. */
 static lattice_status read_file(const char *path, unsigned char **buf, int64_t *len, char *err)

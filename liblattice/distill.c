@@ -113,22 +113,7 @@ static void distill_free(lattice_distill *d)
     free(d);
 }
 
-void lattice_distill_destroy(lattice_distill *d)
-{
-    if (d && lattice__destroy_now(&d->borrow, "lattice_distill_destroy", "distill loss"))
-        distill_free(d);
-}
-
-lattice_status lattice__distill_borrow(lattice_distill *d, const char *fn)
-{
-    return lattice__borrow(&d->borrow, fn, "distill loss");
-}
-
-void lattice__distill_unborrow(lattice_distill *d)
-{
-    if (d && lattice__unborrow(&d->borrow))
-        distill_free(d);
-}
+LATTICE__BORROWABLE(lattice_distill, distill, "distill loss", distill_free)
 
 const char *lattice_distill_errmsg(const lattice_distill *d)
 {

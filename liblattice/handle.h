@@ -68,4 +68,25 @@ int lattice__destroy_now(lattice_borrow *b, const char *fn, const char *what);
  * destroy was asked: the caller frees it. */
 int lattice__unborrow(lattice_borrow *b);
 
+/* The destroy, borrow and unborrow of handle type T (a struct with a
+ * lattice_borrow borrow) called NAME: lattice_NAME_destroy (deferred while
+ * borrowed), lattice__NAME_borrow and lattice__NAME_unborrow (the last
+ * borrower of a destroyed handle frees it with free_fn); what names it in
+ * messages ("distill loss"). */
+#define LATTICE__BORROWABLE(T, NAME, what, free_fn)                                                \
+    void lattice_##NAME##_destroy(T *h)                                                            \
+    {                                                                                              \
+        if (h && lattice__destroy_now(&h->borrow, "lattice_" #NAME "_destroy", what))              \
+            free_fn(h);                                                                            \
+    }                                                                                              \
+    lattice_status lattice__##NAME##_borrow(T *h, const char *fn)                                  \
+    {                                                                                              \
+        return lattice__borrow(&h->borrow, fn, what);                                              \
+    }                                                                                              \
+    void lattice__##NAME##_unborrow(T *h)                                                          \
+    {                                                                                              \
+        if (h && lattice__unborrow(&h->borrow))                                                    \
+            free_fn(h);                                                                            \
+    }
+
 #endif

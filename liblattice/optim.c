@@ -273,22 +273,7 @@ static void optim_free(lattice_optim *o)
     lattice__model_unborrow(m);
 }
 
-void lattice_optim_destroy(lattice_optim *o)
-{
-    if (o && lattice__destroy_now(&o->borrow, "lattice_optim_destroy", "optimizer"))
-        optim_free(o);
-}
-
-lattice_status lattice__optim_borrow(lattice_optim *o, const char *fn)
-{
-    return lattice__borrow(&o->borrow, fn, "optimizer");
-}
-
-void lattice__optim_unborrow(lattice_optim *o)
-{
-    if (o && lattice__unborrow(&o->borrow))
-        optim_free(o);
-}
+LATTICE__BORROWABLE(lattice_optim, optim, "optimizer", optim_free)
 
 const char *lattice_optim_errmsg(const lattice_optim *o)
 {

@@ -39,22 +39,7 @@ static void schedule_free(lattice_schedule *s)
     free(s);
 }
 
-void lattice_schedule_destroy(lattice_schedule *s)
-{
-    if (s && lattice__destroy_now(&s->borrow, "lattice_schedule_destroy", "schedule"))
-        schedule_free(s);
-}
-
-lattice_status lattice__schedule_borrow(lattice_schedule *s, const char *fn)
-{
-    return lattice__borrow(&s->borrow, fn, "schedule");
-}
-
-void lattice__schedule_unborrow(lattice_schedule *s)
-{
-    if (s && lattice__unborrow(&s->borrow))
-        schedule_free(s);
-}
+LATTICE__BORROWABLE(lattice_schedule, schedule, "schedule", schedule_free)
 
 const char *lattice_schedule_errmsg(const lattice_schedule *s)
 {

@@ -101,22 +101,7 @@ static void teacher_free(lattice_teacher *t)
     lattice__model_unborrow(m);
 }
 
-void lattice_teacher_destroy(lattice_teacher *t)
-{
-    if (t && lattice__destroy_now(&t->borrow, "lattice_teacher_destroy", "teacher"))
-        teacher_free(t);
-}
-
-lattice_status lattice__teacher_borrow(lattice_teacher *t, const char *fn)
-{
-    return lattice__borrow(&t->borrow, fn, "teacher");
-}
-
-void lattice__teacher_unborrow(lattice_teacher *t)
-{
-    if (t && lattice__unborrow(&t->borrow))
-        teacher_free(t);
-}
+LATTICE__BORROWABLE(lattice_teacher, teacher, "teacher", teacher_free)
 
 lattice_status lattice__teacher_enter(lattice_teacher *t, const char *fn)
 {
