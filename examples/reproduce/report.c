@@ -24,7 +24,7 @@ void fmt_num(char *buf, size_t n, double v, const char *f)
 
 /* Batches in one pass over the training text at the students' rows: the
  * batch that ends the pass counts whole. */
-static int64_t batches_per_pass(const preset *p)
+int64_t batches_per_pass(const preset *p)
 {
     lattice_data *d = open_data(p, 1);
     lattice_data_batch b;
@@ -42,7 +42,7 @@ static int64_t batches_per_pass(const preset *p)
 }
 
 /* The most batches an arm reads from one place in the text without a rewind. */
-static int64_t longest_read(const preset *p, const arm *a)
+int64_t longest_read(const preset *p, const arm *a)
 {
     lattice_schedule *sc = arm_schedule(p, a);
     int64_t run = 0, most = 0;

@@ -14,4 +14,10 @@ void report(FILE *f, const study *s);
  * what it shows, and the data files. */
 void report_files(FILE *f, const char *dir);
 
+/* Batches in one pass over the training text at the students' rows. */
+int64_t batches_per_pass(const preset *p);
+
+/* The most batches an arm reads from one place in the text without a rewind. */
+int64_t longest_read(const preset *p, const arm *a);
+
 #endif

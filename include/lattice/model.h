@@ -133,6 +133,15 @@ typedef struct lattice_model_tensor_info {
  *        9 layers, d_model 256, 4 heads of 64, d_ff 768, batch 16 x 256) over the
  *        byte vocabulary of text data: vocab 257, the 256 bytes and the boundary token
  *        (::lattice_data_params_init's defaults fit this model as they are).
+ *
+ * Every default: size sizeof(lattice_model_params), vocab_size 257, d_model
+ * 256, n_layers 9, n_active_layers 9, n_heads 4, n_kv_heads 4 (no grouping),
+ * head_dim 64, d_ff 768, rope_theta 1e6 (Qwen3's), qk_norm 1, tie_embeddings
+ * 0 (an untied head), max_batch 16, max_seq 256, seed 0, init_std 0.02,
+ * block_norm 0, block_rescale 0, massive_offset 0, massive_layer 1,
+ * massive_channel 0. The norm is not a field: a model gets the placement,
+ * kind and eps of the ::lattice_norm it is created with (doc/MODEL.md has
+ * the same table).
  * @param[out] params The struct; NULL is ignored.
  */
 LATTICE_API void lattice_model_params_init(lattice_model_params *params);

@@ -152,6 +152,19 @@ class ReferenceForward(unittest.TestCase):
             # as float32, the fields' type (init_std 0.02)
             self.assertEqual(np.float32(listed[n]), np.float32(getattr(defaults, n)), n)
 
+    def test_params_defaults_in_the_header(self):
+        # model.h lists every default of lattice_model_params_init beside its declaration
+        with open(os.path.join(SOURCE, "include", "lattice", "model.h"), encoding="utf-8") as f:
+            text = f.read()
+        block = text.split(" * Every default: ", 1)[1].split(". The norm is not a field", 1)[0]
+        block = re.sub(r"\s*\n\s*\*\s*", " ", block)
+        listed = dict(re.findall(r"(\w+) ([-0-9.e]+)", block))
+        defaults = lattice.ModelParams.defaults()
+        names = [n for n, _ in lattice.ModelParams._fields_ if n != "size"]
+        self.assertEqual(sorted(listed), sorted(names))
+        for n in names:
+            self.assertEqual(np.float32(listed[n]), np.float32(getattr(defaults, n)), n)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -568,6 +568,20 @@ class Traps(unittest.TestCase):
             self.assertIn("data.train: cannot read %s/sub/../t.txt" % d, r.stderr)
             self.assertIn("taken from the preset's folder", r.stderr)
 
+    def test_check_warns_of_a_second_pass(self):
+        """--check says which arms read past the end of the training text (their
+        "fresh" data repeats), and not of an arm that rewinds each phase."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(d, "t", 40, {"steps_per_phase": 100, "warmup": 1, "eval_every": 4,
+                                             "eval_batches": 1, "final_eval_batches": 1},
+                                ["post-joint-total", "pre-grow"])
+            r = run("--preset", preset, "--check")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            warned = [l for l in r.stdout.splitlines() if l.startswith("warning: ")]
+            self.assertEqual(len(warned), 1, warned)
+            self.assertRegex(warned[0], r"^warning: arm post-joint-total reads 200 batches without "
+                                        r"a rewind, 1\.\d\d passes over the training text")
+
     def test_shapes_checked(self):
         cases = [({"n_heads": 4, "n_kv_heads": 3}, "n_heads 4 is not divisible by n_kv_heads 3"),
                  ({"head_dim": 15}, "head_dim 15")]
