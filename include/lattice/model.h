@@ -151,8 +151,11 @@ LATTICE_API void lattice_model_params_init(lattice_model_params *params);
  * @param params The shape.
  * @param[out] errmsg Receives the reason on failure when non-NULL
  *             (::LATTICE_ERRMSG_SIZE bytes).
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
- *         (the same status ::lattice_model_create would give).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG:
+ *         the status ::lattice_model_create would give for the params alone. What
+ *         depends on the norm it is not given (block_norm and block_rescale need
+ *         the pre-norm placement) is checked by ::lattice_model_create and
+ *         ::lattice_model_estimate, which take the norm.
  */
 LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params *params,
                                                       char *errmsg);
