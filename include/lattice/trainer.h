@@ -78,7 +78,12 @@ typedef struct lattice_trainer_params {
     size_t size;               /**< sizeof(lattice_trainer_params). */
     int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). */
     int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused since 0.4). Used by ::lattice_trainer_evaluate too. */
-    uint64_t seed;             /**< Reserved for stochastic choices; recorded in checkpoints. */
+    uint64_t seed;             /**< A seed for the trainer's own stochastic choices, of which
+                                    it makes none yet: no number depends on it. It is part of
+                                    the trainer's settings all the same: recorded in
+                                    checkpoints, and compared across ranks by
+                                    ::lattice_trainer_set_collective, so that a run's setup
+                                    says what it would use. */
     lattice_trainer_metrics_fn on_step;/**< Called after every step (progress, logging); may be NULL. */
     lattice_trainer_metrics_fn on_eval;/**< Called after each step that measured validation; may be NULL. */
     void *user;                /**< Passed to the callbacks. */
