@@ -131,8 +131,7 @@ static void read_factor(design *d, json_object *fo, int fi)
             if (strcmp(d->level[fi][k], lab) == 0)
                 die("preset: %s: the label '%s' is given twice", lw, lab);
         snprintf(d->level[fi][l], sizeof d->level[fi][l], "%s", lab);
-        json_object_get(set);
-        d->set[fi][l] = set;
+        d->set[fi][l] = set; /* a part of the preset's JSON, which outlives the design */
         if (key)
             snprintf(d->key[fi], sizeof d->key[fi], "%s", json_object_get_string(key));
     }
@@ -332,13 +331,6 @@ void design_expand(json_object *o, design *d)
             }
 }
 
-void design_free(design *d)
-{
-    for (int f = 0; f < d->n_factors; f++)
-        for (int l = 0; l < d->n_levels[f]; l++)
-            json_object_put(d->set[f][l]);
-    memset(d, 0, sizeof(*d));
-}
 
 const char *design_compare_label(const preset *p, int k)
 {

@@ -10,9 +10,6 @@
  * lists (after the preset's own), and fill d; dies naming what is wrong. */
 void design_expand(json_object *o, design *d);
 
-/* Release what d holds. */
-void design_free(design *d);
-
 /* A comparison's or interaction's label: the design's for the rows it made,
  * else NULL. */
 const char *design_compare_label(const preset *p, int k);

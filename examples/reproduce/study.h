@@ -48,7 +48,8 @@ typedef struct design {
     int n_levels[MAX_FACTORS];
     char level[MAX_FACTORS][MAX_LEVELS][32];
     char key[MAX_FACTORS][64];                 /* a factor whose levels are values of one key */
-    json_object *set[MAX_FACTORS][MAX_LEVELS]; /* what each level sets (a value with key) */
+    json_object *set[MAX_FACTORS][MAX_LEVELS]; /* what each level sets (a value with key):
+                                                * parts of the preset's JSON, not owned */
     int cell[MAX_ARMS][MAX_FACTORS];           /* each arm's level of each factor */
     int n_cells;
     int compare_from, n_compare, interact_from, n_interact;
