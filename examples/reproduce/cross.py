@@ -19,6 +19,12 @@ Each STUDY_DIR is a study's output folder (its results.json). Writes, whole
     on x (and of z on x) with a 95% t interval;
   * the change with training length paired by seed, and the slopes with
     seeds as clusters;
+  * the induced dose: in a study whose four-arm sets differ only in the
+    row-start offset (massive_offset, K), per K the joint and grow gaps, I,
+    and pre-grow's last-block dCE and angle; their slopes on x with seeds as
+    clusters, and the change across x's range tested as the study's rules
+    test an effect (below/above 0 at 95%, or equivalent: the 90% interval
+    inside the margin of examples/reproduce/rules.h);
   * each study's own design contrasts and interactions (results.json's
     "from": "design" rows), in their labels;
 - cross.json with every number, and points.csv;
@@ -50,8 +56,22 @@ T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.
        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 
+# One-sided 95% t quantiles (a two-sided 90% interval, the equivalence test's), df 1..30.
+T90 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.796, 1.782,
+       1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
+       1.708, 1.706, 1.703, 1.701, 1.699, 1.697]
+
+# The equivalence margin, EQUIVALENCE_MARGIN of examples/reproduce/rules.h:
+# the paper's grow effect, 0.0328 nats/token, at 4 bytes per token.
+MARGIN = 0.0328 / 4
+
+
 def t95(df):
     return T95[df - 1] if 1 <= df <= len(T95) else 1.96
+
+
+def t90(df):
+    return T90[df - 1] if 1 <= df <= len(T90) else 1.645
 
 
 def summary(xs):
@@ -232,6 +252,63 @@ def grow_pairs(res):
     return pairs
 
 
+def arm_dose(res, name):
+    """An arm's induced row-start offset (massive_offset, 0 without one) and
+    the rest of its preset entry (what must match across doses)."""
+    for a in res["preset"].get("arms", []):
+        if isinstance(a, dict) and a.get("name") == name:
+            rest = {k: v for k, v in a.items() if k not in ("name", "massive_offset")}
+            return a.get("massive_offset", 0), rest
+    return 0, {"name": name}
+
+
+def dose_sets(res):
+    """The study's four-arm sets that differ only in the induced offset: per
+    set, (K, pre joint, post joint, pre grow, post grow). Empty unless at least
+    two doses, every set on the same recipe and model options otherwise."""
+    sets, shape = [], None
+    for _label, pj, qj, pg, qg in four_arm_sets(res):
+        doses = [arm_dose(res, n) for n in (pj, qj, pg, qg)]
+        ks = {k for k, _ in doses}
+        if len(ks) != 1:
+            continue
+        this = json.dumps([r for _, r in doses], sort_keys=True)
+        if shape is None:
+            shape = this
+        elif this != shape:
+            return []
+        sets.append((ks.pop(), pj, qj, pg, qg))
+    return sets if len({k for k, *_ in sets}) >= 2 else []
+
+
+def dose_change(c, margin):
+    """The change a clustered slope implies across its x range, with its 95%
+    and 90% intervals and the verdict of examples/reproduce/rules.c's effect
+    rule: below or above 0 (95%), equivalent (90% inside +-margin) or
+    inconclusive; without a margin (a quantity not in nats/byte), below or
+    above 0, or an interval that includes 0."""
+    if not c or c["slope"] is None or len(c["per_seed"]) < 2:
+        return None
+    span = c["x_range"][1] - c["x_range"][0]
+    n = len(c["per_seed"])
+    m = c["slope"] * span
+    sd = math.sqrt(sum((b * span - m) ** 2 for b in c["per_seed"]) / (n - 1))
+    half, h90 = t95(n - 1) * sd / math.sqrt(n), t90(n - 1) * sd / math.sqrt(n)
+    if m + half < 0:
+        verdict = "below 0"
+    elif m - half > 0:
+        verdict = "above 0"
+    elif margin is None:
+        verdict = "includes 0 (tested against 0 only)"
+    elif m - h90 > -margin and m + h90 < margin:
+        verdict = "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)" % (m - h90, m + h90, margin)
+    else:
+        verdict = ("inconclusive: allows %+.4f to %+.4f, up to %.1fx the margin"
+                   % (m - half, m + half, max(abs(m - half), abs(m + half)) / margin))
+    return {"span": span, "mean": m, "half": half, "lo90": m - h90, "hi90": m + h90,
+            "verdict": verdict}
+
+
 def write_whole(path, text):
     tmp = "%s.%d.tmp" % (path, os.getpid())
     with open(tmp, "w") as f:
@@ -274,6 +351,43 @@ def main(argv):
                     "study": name, "pair": "%s / %s" % (pg, qg), "seed": seed,
                     "x": sum(xs) / len(xs), "y": q["val_ce"] - r["val_ce"],
                     "z": r["block_removal"][-1]["dce"]})
+    # the induced dose, within one study: the configurations differ only in
+    # the offset, so x is set by hand and a slope over them is causal
+    doses = []
+    for folder, res in studies:
+        name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+        dpoints, rows = [], []
+        for k, pj, qj, pg, qg in dose_sets(res):
+            dj, dg = paired(res, pj, qj), paired(res, pg, qg)
+            if not dj or not dg:
+                continue
+            xs, zs, angles = [], [], []
+            for seed, r in enumerate(res["arms"][pg], 1):
+                v = [t for t in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
+                     if t is not None]
+                if not v or not r["block_removal"] or seed > len(dj):
+                    continue
+                x = sum(v) / len(v)
+                xs.append(x)
+                zs.append(r["block_removal"][-1]["dce"])
+                angles.append(r["block_removal"][-1].get("angle"))
+                dpoints.append({"K": k, "seed": seed, "x": x, "grow": dg[seed - 1],
+                                "joint": dj[seed - 1], "I": dg[seed - 1] - dj[seed - 1],
+                                "z": zs[-1], "angle": angles[-1]})
+            if xs:
+                rows.append({"K": k, "seeds": len(xs), "x": summary(xs), "joint": summary(dj),
+                             "grow": summary(dg), "I": summary([g - j for g, j in zip(dg, dj)]),
+                             "z": summary(zs),
+                             "angle": None if None in angles else summary(angles)})
+        if len(rows) >= 2:
+            keys = ["I", "grow", "joint", "z"]
+            if all(p["angle"] is not None for p in dpoints):
+                keys.append("angle")
+            fits = {key: clustered_slope(dpoints, key) for key in keys}
+            doses.append({"study": name, "rows": sorted(rows, key=lambda r: r["K"]),
+                          "points": dpoints, "fits": fits,
+                          "changes": {k: dose_change(f, MARGIN if k in ("I", "grow", "joint") else None)
+                                      for k, f in fits.items()}})
     fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
     fit_z = slope([p["x"] for p in points], [p["z"] for p in points]) if points else None
     cl_y = clustered_slope(points, "y") if points else None
@@ -356,6 +470,34 @@ def main(argv):
            "| z on x | %s | %d | %s | %d |" % (cl(cl_z), cl_z["seeds"] if cl_z else 0,
                                               pm(fit_z) if fit_z else "n/a",
                                               fit_z["n"] if fit_z else 0)]
+    for d in doses:
+        md += ["", "### The induced dose: %s" % d["study"], "",
+               "Its four-arm sets differ only in the row-start offset added after layer 1 "
+               "(`massive_offset`, K times the regular RMS; 0 is none), so here x is set by hand "
+               "and how the differences move with it is causal. Per K: x as above (pre-grow's "
+               "ratio), the paired differences, and pre-grow's last-block dCE and angle, 95% "
+               "intervals over the seeds.", "",
+               "| K | seeds | x | joint: post - pre | grow: post - pre | I | pre-grow last dCE | "
+               "pre-grow last angle |", "|---|---|---|---|---|---|---|---|"]
+        for r in d["rows"]:
+            md.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+                r["K"], r["seeds"], pm(r["x"], "%.3f"), pm(r["joint"]), pm(r["grow"]),
+                pm(r["I"]), pm(r["z"]), pm(r["angle"])))
+        md += ["", "Slopes on x with seeds as clusters (each seed's slope over its doses, a t "
+               "interval over the seeds), and the change they imply across x's range, tested "
+               "as the study's rules test an effect: below or above 0 when the 95%% interval "
+               "excludes 0, equivalent when the 90%% interval lies inside ±%.4f nats/byte (the "
+               "study's equivalence margin: the paper's grow effect per byte), otherwise "
+               "inconclusive; dCE and angle are tested against 0 only." % MARGIN, "",
+               "| on x | slope (95%) | seeds | x range | change across it (95%) | verdict |",
+               "|---|---|---|---|---|---|"]
+        for key, what in (("I", "I"), ("grow", "grow gap"), ("joint", "joint gap"),
+                          ("z", "pre-grow last dCE"), ("angle", "pre-grow last angle")):
+            f, c = d["fits"].get(key), d["changes"].get(key)
+            if c is None:
+                continue
+            md.append("| %s | %s | %d | %.3f to %.3f | %s | %s |" % (
+                what, pm(f), f["seeds"], f["x_range"][0], f["x_range"][1], pm(c), c["verdict"]))
     # the designs' own contrasts and interactions, in their labels, study by study
     designed = []
     for folder, res in studies:
@@ -394,7 +536,7 @@ def main(argv):
            "design_contrasts": designed,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
            "change_with_training_length": changes,
-           "interventions": isum, "intervention_points": ipoints,
+           "interventions": isum, "intervention_points": ipoints, "induced_dose": doses,
            "studies": [os.path.normpath(s) for s in args.studies]}
     csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (
         p["study"], p["pair"], p["seed"], p["x"], p["y"], p["z"]) for p in points]

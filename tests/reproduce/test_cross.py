@@ -124,6 +124,77 @@ class Cross(unittest.TestCase):
                           "0.0000 | +0.5000 ± 0.2484 | +0.4000 ± 0.2484 |", report)
             self.assertIn("| y on x | +0.5000 ± 0.2484 | 3 |", report)
 
+    def test_induced_dose(self):
+        """Four-arm sets that differ only in massive_offset (K = 0, 4, 16) form
+        the induced dose: per seed, I = -0.049 + b_i x with b = -0.004, -0.005,
+        -0.006 and the grow gap flat at 0.001 (x = 1, 2, 4 at the three
+        doses); the slopes are clustered by seed, the change across x's range
+        is tested against the margin, and a set whose recipe differs too
+        turns the dose off."""
+        b = (-0.004, -0.005, -0.006)
+        xs = {0: 1.0, 4: 2.0, 16: 4.0}
+
+        def make(d, other_lr=False):
+            runs, arms = {}, []
+            for k, x in xs.items():
+                suf = "" if k == 0 else "-k%d" % k
+                runs["pre-joint" + suf] = [run_record(2.0, 1, 0) for _ in range(3)]
+                runs["post-joint" + suf] = [run_record(2.05 - b[i] * x, 1, 0) for i in range(3)]
+                runs["pre-grow" + suf] = [run_record(2.0, x, 0.01 * x, 10) for _ in range(3)]
+                runs["post-grow" + suf] = [run_record(2.001, 1, 0) for _ in range(3)]
+                for n in ("pre-joint", "post-joint", "pre-grow", "post-grow"):
+                    arm = {"name": n + suf, "placement": n.split("-")[0],
+                           "schedule": n.split("-")[1]}
+                    if k:
+                        arm["massive_offset"] = k
+                    if other_lr and k == 16:
+                        arm["train"] = {"lr": 0.1}
+                    arms.append(arm)
+            study(d, "dose", 10, runs)
+            with open(os.path.join(d, "results.json")) as f:
+                res = json.load(f)
+            res["preset"]["arms"] = arms
+            with open(os.path.join(d, "results.json"), "w") as f:
+                json.dump(res, f)
+
+        with tempfile.TemporaryDirectory() as d:
+            make(os.path.join(d, "s"))
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                res = json.load(f)
+            self.assertEqual(len(res["induced_dose"]), 1)
+            dose = res["induced_dose"][0]
+            self.assertEqual([row["K"] for row in dose["rows"]], [0, 4, 16])
+            self.assertAlmostEqual(dose["rows"][2]["I"]["mean"], 0.001 - 0.05 - 0.005 * 4)
+            fi = dose["fits"]["I"]
+            for got, want in zip(fi["per_seed"], b):
+                self.assertAlmostEqual(got, want)
+            self.assertAlmostEqual(fi["slope"], -0.005)
+            self.assertAlmostEqual(fi["half"], 4.303 * 0.001 / 3 ** 0.5)
+            ch = dose["changes"]["I"]
+            self.assertAlmostEqual(ch["span"], 3.0)
+            self.assertAlmostEqual(ch["mean"], -0.015)
+            self.assertAlmostEqual(ch["hi90"], -0.015 + 2.920 * 0.003 / 3 ** 0.5)
+            self.assertTrue(ch["verdict"].startswith("below 0"), ch["verdict"])
+            g = dose["changes"]["grow"]
+            self.assertAlmostEqual(g["mean"], 0.0)
+            self.assertTrue(g["verdict"].startswith("equivalent"), g["verdict"])
+            self.assertEqual(dose["changes"]["z"]["verdict"][:7], "above 0")
+            self.assertNotIn("angle", dose["fits"])  # these records have no angle
+            with open(os.path.join(out, "report.md")) as f:
+                self.assertIn("| 16 | 3 | 4.000 ± 0.000 |", f.read())
+        with tempfile.TemporaryDirectory() as d:
+            make(os.path.join(d, "s"), other_lr=True)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                self.assertEqual(json.load(f)["induced_dose"], [])
+
     def test_design_contrasts_in_their_labels(self):
         with tempfile.TemporaryDirectory() as d:
             runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
