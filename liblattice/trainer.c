@@ -45,6 +45,23 @@ void compat_trainer_params_init_0_2(lattice_trainer_params *p)
 }
 #endif
 
+/* The steps a phase's optimizer restart runs the LR schedule over: its step
+ * budget, or for a token budget the steps that budget takes without padding,
+ * ceil(tokens / (batch_size x seq_len)); padding makes such a phase longer,
+ * and its last steps keep the schedule's final LR. 0 when the data's batch
+ * has no positions. */
+static int64_t phase_lr_steps(const lattice_data *data, const lattice_schedule_phase *ph)
+{
+    if (ph->steps > 0)
+        return ph->steps;
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    if (lattice_data_get_params(data, &dp) != LATTICE_OK)
+        return 0;
+    const int64_t per_step = (int64_t)dp.batch_size * dp.seq_len;
+    return per_step > 0 ? ph->tokens / per_step + (ph->tokens % per_step != 0) : 0;
+}
+
 /* Settings that each pass on their own but together would train, or measure,
  * other than the caller asked, with no error at any step. */
 static lattice_status check_run(lattice_data *data, lattice_optim *optim,
@@ -57,13 +74,16 @@ static lattice_status check_run(lattice_data *data, lattice_optim *optim,
         lattice_schedule_phase_init(&ph);
         lattice_schedule_get_phase(schedule, i, &ph);
         /* the phase's restart makes its step count the optimizer's total_steps */
-        if (ph.reset_optimizer && ph.steps > 0 && op.warmup_steps > ph.steps)
+        const int64_t lr_steps = phase_lr_steps(data, &ph);
+        if (ph.reset_optimizer && lr_steps > 0 && op.warmup_steps > lr_steps)
             return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                                  "lattice_trainer_create: phase %d restarts the optimizer for "
-                                 "%lld steps, fewer than its warmup_steps %lld: the learning rate "
-                                 "would never leave warmup (make warmup_steps at most the "
+                                 "%lld steps%s, fewer than its warmup_steps %lld: the learning "
+                                 "rate would never leave warmup (make warmup_steps at most the "
                                  "shortest such phase's steps)",
-                                 i, (long long)ph.steps, (long long)op.warmup_steps);
+                                 i, (long long)lr_steps,
+                                 ph.steps > 0 ? "" : " (its token budget over full batches)",
+                                 (long long)op.warmup_steps);
     }
     const int64_t n_val = lattice_data_get_n_val_batches(data);
     if (params->eval_every < 0 || params->eval_batches < 0)
@@ -341,8 +361,9 @@ static lattice_status restart_optimizer(lattice_trainer *t, int index)
     if (!ph.reset_optimizer)
         return LATTICE_OK;
     lattice_optim_params op = t->base_optim;
-    if (ph.steps > 0)
-        op.total_steps = (int)(ph.steps < INT32_MAX ? ph.steps : INT32_MAX);
+    const int64_t lr_steps = phase_lr_steps(t->data, &ph);
+    if (lr_steps > 0)
+        op.total_steps = lr_steps;
     lattice_status st;
     if ((st = lattice_optim_set_params(t->optim, &op)) != LATTICE_OK ||
         (st = lattice_optim_reset(t->optim)) != LATTICE_OK)

@@ -255,6 +255,52 @@ START_TEST(test_trainer_rewind_data)
 }
 END_TEST
 
+START_TEST(test_trainer_lr_restart_length)
+{
+    /* A phase's optimizer restart runs the LR schedule over the phase: its
+     * steps, in 64 bits (no clamp to INT32_MAX), or for a token budget the
+     * steps it takes over full batches, rounded up. A token budget shorter
+     * than warmup_steps is refused at create, as a step budget is. */
+    rig_options o;
+    study_options(&o, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_GROW);
+    const int64_t per_step = (int64_t)o.model.max_batch * o.model.max_seq;
+    lattice_schedule_phase ph[2];
+    for (int b = 0; b < 2; b++) {
+        lattice_schedule_phase_init(&ph[b]);
+        ph[b].active_layers = 2 * (b + 1);
+    }
+    ph[0].steps = 3;
+    ph[1].steps = 0;
+    ph[1].tokens = 4 * per_step - 1; /* 4 full batches, the last one short */
+    o.phases = ph;
+    o.n_phases = 2;
+    rig w;
+    tu_rig_open(&w, &o);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
+    ck_assert_int_eq(rig_bind(&w, &tp), LATTICE_OK);
+    lattice_optim_params op = {.size = sizeof(op)};
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    lattice_optim_get_params(w.optim, &op);
+    ck_assert_int_eq(op.total_steps, 3);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK); /* phase 1 starts */
+    lattice_optim_get_params(w.optim, &op);
+    ck_assert_int_eq(op.total_steps, 4);
+    ck_assert_int_eq(lattice_optim_get_steps(w.optim), 1);
+    rig_close(&w);
+
+    o.optim.warmup_steps = 5;
+    ph[0].steps = 6;
+    tu_rig_open(&w, &o);
+    ck_assert_int_eq(rig_bind(&w, &tp), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_msg(strstr(lattice_last_error(), "phase 1 restarts the optimizer for 4 steps (its "
+                                                "token budget over full batches)") != NULL,
+                  "%s", lattice_last_error());
+    rig_close(&w);
+}
+END_TEST
+
 START_TEST(test_trainer_non_finite_leaves_model)
 {
     cb_state s = {0};
@@ -487,6 +533,7 @@ int main(void)
     tcase_add_loop_test(tr, test_trainer_freeze, 0, 4);
     tcase_add_test(tr, test_trainer_boundary_flags);
     tcase_add_loop_test(tr, test_trainer_rewind_data, 0, 3);
+    tcase_add_test(tr, test_trainer_lr_restart_length);
     tcase_add_test(tr, test_trainer_non_finite_leaves_model);
     tcase_add_loop_test(tr, test_trainer_non_finite_phase_start, 0, 6);
     tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);

@@ -74,7 +74,10 @@ typedef struct lattice_schedule_phase {
     int64_t tokens;                /**< Non-padding token budget, used when steps is 0. */
     int active_layers;             /**< Layers active during the phase. */
     int train_from;                /**< First layer that trains; layers below are frozen (0: all). */
-    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start. */
+    int reset_optimizer;           /**< Non-zero: reset moments and restart the LR at the phase start,
+                                        its schedule (the optimizer's total_steps) run over the phase:
+                                        its steps, or for a token budget the steps the budget takes
+                                        without padding, ceil(tokens / (batch_size x seq_len)). */
     lattice_schedule_block_init block_init; /**< Initialisation of layers switched on at the phase start. */
     int rewind_data;               /**< Non-zero: at the phase start the trainer puts the data iterator
                                         back where it stood when the run began (the shard's beginning:
