@@ -315,11 +315,8 @@ static lattice_status apply_boundary(lattice_trainer *t, const lattice_schedule_
 
 /* The phase start: depth, frozen prefix and boundary, new layers, data rewind,
  * optimizer restart. */
-static lattice_status apply_phase(lattice_trainer *t, int index)
+static lattice_status apply_phase(lattice_trainer *t, int index, const lattice_schedule_phase *ph)
 {
-    lattice_schedule_phase ph;
-    lattice_schedule_phase_init(&ph);
-    lattice_schedule_get_phase(t->schedule, index, &ph);
     int current;
     int64_t step_in_phase = 0;
     lattice_schedule_get_position(t->schedule, &current, &step_in_phase);
@@ -328,23 +325,23 @@ static lattice_status apply_phase(lattice_trainer *t, int index)
         lattice_data_get_position(t->data, &t->data_origin);
         t->have_origin = 1;
     }
-    const int prev = t->applied_phase < 0 ? ph.active_layers : lattice_model_get_active_layers(t->model);
-    lattice_status st = lattice_model_set_active_layers(t->model, ph.active_layers);
-    const int added = ph.active_layers - prev;
-    for (int i = prev; i < ph.active_layers && st == LATTICE_OK; i++) {
-        if (ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY)
+    const int prev = t->applied_phase < 0 ? ph->active_layers : lattice_model_get_active_layers(t->model);
+    lattice_status st = lattice_model_set_active_layers(t->model, ph->active_layers);
+    const int added = ph->active_layers - prev;
+    for (int i = prev; i < ph->active_layers && st == LATTICE_OK; i++) {
+        if (ph->block_init == LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY)
             st = lattice_model_zero_layer_outputs(t->model, i);
-        else if (ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_COPY)
+        else if (ph->block_init == LATTICE_SCHEDULE_BLOCK_INIT_COPY)
             st = lattice_model_copy_layer(t->model, i, i - added >= 0 ? i - added : i % prev);
     }
-    for (int i = 0; i < ph.active_layers && st == LATTICE_OK; i++)
-        st = lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, i >= ph.train_from);
+    for (int i = 0; i < ph->active_layers && st == LATTICE_OK; i++)
+        st = lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, i >= ph->train_from);
     if (st == LATTICE_OK)
-        st = apply_boundary(t, &ph);
+        st = apply_boundary(t, ph);
     if (st != LATTICE_OK)
         return FAIL(t, st, "phase %d: %s", index, lattice_model_errmsg(t->model));
     /* only at the phase's true start: a run bound mid-phase reads on */
-    if (ph.rewind_data && step_in_phase == 0 &&
+    if (ph->rewind_data && step_in_phase == 0 &&
         (st = lattice_data_set_position(t->data, &t->data_origin)) != LATTICE_OK)
         return FAIL(t, st, "phase %d: rewinding the data: %s", index, lattice_data_errmsg(t->data));
     t->applied_phase = index;
@@ -353,15 +350,13 @@ static lattice_status apply_phase(lattice_trainer *t, int index)
 
 /* The phase start's optimizer restart: it cannot be undone without a copy of
  * the moments, so it runs only once the step's gradients are known finite. */
-static lattice_status restart_optimizer(lattice_trainer *t, int index)
+static lattice_status restart_optimizer(lattice_trainer *t, int index,
+                                        const lattice_schedule_phase *ph)
 {
-    lattice_schedule_phase ph;
-    lattice_schedule_phase_init(&ph);
-    lattice_schedule_get_phase(t->schedule, index, &ph);
-    if (!ph.reset_optimizer)
+    if (!ph->reset_optimizer)
         return LATTICE_OK;
     lattice_optim_params op = t->base_optim;
-    const int64_t lr_steps = phase_lr_steps(t->data, &ph);
+    const int64_t lr_steps = phase_lr_steps(t->data, ph);
     if (lr_steps > 0)
         op.total_steps = lr_steps;
     lattice_status st;
@@ -400,7 +395,8 @@ static void copy_layers(lattice_trainer *t, int first, int last, int save)
     }
 }
 
-static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
+static lattice_status save_for_undo(lattice_trainer *t, int phase, const lattice_schedule_phase *ph,
+                                    step_undo *u)
 {
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_model_get_params(t->model, &mp);
@@ -414,15 +410,12 @@ static lattice_status save_for_undo(lattice_trainer *t, int phase, step_undo *u)
     for (int i = 0; i < mp.n_layers; i++)
         lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, &t->undo_trainable[i]);
     /* the layers the start will initialise (apply_phase: prev .. active) */
-    lattice_schedule_phase ph;
-    lattice_schedule_phase_init(&ph);
-    lattice_schedule_get_phase(t->schedule, phase, &ph);
     u->first = u->last = 0;
-    if (t->applied_phase < 0 || ph.block_init == LATTICE_SCHEDULE_BLOCK_INIT_RANDOM ||
-        ph.active_layers <= u->active)
+    if (t->applied_phase < 0 || ph->block_init == LATTICE_SCHEDULE_BLOCK_INIT_RANDOM ||
+        ph->active_layers <= u->active)
         return LATTICE_OK;
     u->first = u->active;
-    u->last = ph.active_layers;
+    u->last = ph->active_layers;
     size_t need = 0;
     for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
         lattice_model_tensor_info ti;
@@ -548,15 +541,16 @@ static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
 /* A step's work on this rank, up to its gradients: the phase start, the
  * batch (this rank's share of it), the teacher, forward, loss, backward.
  * b is the global batch, n_local the share's counted tokens. */
-static lattice_status step_local(lattice_trainer *t, int phase, int start, step_undo *u,
-                                 lattice_data_batch *b, lattice_trainer_metrics *m, int64_t *n_local)
+static lattice_status step_local(lattice_trainer *t, int phase, const lattice_schedule_phase *ph,
+                                 int start, step_undo *u, lattice_data_batch *b,
+                                 lattice_trainer_metrics *m, int64_t *n_local)
 {
     lattice_status st;
-    if (start && (st = save_for_undo(t, phase, u)) != LATTICE_OK) {
+    if (start && (st = save_for_undo(t, phase, ph, u)) != LATTICE_OK) {
         u->phase_start = 0; /* nothing was changed, and its copy is incomplete */
         return st;
     }
-    if (start && (st = apply_phase(t, phase)) != LATTICE_OK)
+    if (start && (st = apply_phase(t, phase, ph)) != LATTICE_OK)
         return st;
     if ((st = lattice_data_next(t->data, b)) != LATTICE_OK)
         return FAIL(t, st, "data: %s", lattice_data_errmsg(t->data));
@@ -625,12 +619,10 @@ static lattice_status step_local(lattice_trainer *t, int phase, int start, step_
  * pass over the training data has gone by without a counted token, the next
  * step is refused. The data position tells a pass, whatever the batch size,
  * the shuffle or the ranks (every rank reads the same global batches). */
-static void note_empty_batch(lattice_trainer *t, int phase, const lattice_data_batch *b)
+static void note_empty_batch(lattice_trainer *t, int phase, const lattice_schedule_phase *ph,
+                             const lattice_data_batch *b)
 {
-    lattice_schedule_phase ph;
-    lattice_schedule_phase_init(&ph);
-    lattice_schedule_get_phase(t->schedule, phase, &ph);
-    if (ph.steps != 0 || b->n_tokens != 0) {
+    if (ph->steps != 0 || b->n_tokens != 0) {
         t->empty_phase = -1;
         return;
     }
@@ -642,7 +634,8 @@ static void note_empty_batch(lattice_trainer *t, int phase, const lattice_data_b
     }
 }
 
-static lattice_status check_budget_can_fill(lattice_trainer *t, int phase)
+static lattice_status check_budget_can_fill(lattice_trainer *t, int phase,
+                                            const lattice_schedule_phase *ph)
 {
     if (t->empty_phase != phase)
         return LATTICE_OK;
@@ -659,15 +652,12 @@ static lattice_status check_budget_can_fill(lattice_trainer *t, int phase)
     const int64_t pass = lattice__data_pass_length(t->data);
     const int64_t first_whole = from.index == 0 ? from.epoch : from.epoch + 1;
     if (now.epoch > first_whole || (now.epoch == first_whole && now.index >= pass)) {
-        lattice_schedule_phase ph;
-        lattice_schedule_phase_init(&ph);
-        lattice_schedule_get_phase(t->schedule, phase, &ph);
         return FAIL(t, LATTICE_ERR_STATE,
                     "phase %d has a budget of %lld counted tokens, but a whole pass over the "
                     "training data (%lld documents) counted none: every training document is too "
                     "short to predict from (a document needs 2 tokens or more); the step was not "
                     "taken",
-                    phase, (long long)ph.tokens,
+                    phase, (long long)ph->tokens,
                     (long long)lattice_data_get_n_documents(t->data, LATTICE_DATA_SPLIT_TRAIN));
     }
     return LATTICE_OK;
@@ -687,8 +677,12 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     lattice_schedule_get_position(t->schedule, &phase, NULL);
     if (lattice_schedule_is_finished(t->schedule))
         return FAIL(t, LATTICE_ERR_STATE, "the schedule has finished");
+    /* the phase, read once for the whole step */
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    lattice_schedule_get_phase(t->schedule, phase, &ph);
     lattice_status st;
-    if ((st = check_budget_can_fill(t, phase)) != LATTICE_OK)
+    if ((st = check_budget_can_fill(t, phase, &ph)) != LATTICE_OK)
         return st;
     /* Until the optimizer step, a failure (a non-finite loss or gradient among
      * them) puts back the data position and the phase start: the step changed
@@ -705,7 +699,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     const double t0 = now_seconds();
     lattice_data_batch b;
     int64_t n_local = 0;
-    st = step_local(t, phase, start, &u, &b, &m, &n_local);
+    st = step_local(t, phase, &ph, start, &u, &b, &m, &n_local);
     if (lattice__trainer_distributed(t)) {
         /* every rank fails the step, or none; then the sum over ranks */
         st = lattice__trainer_agree(t, st);
@@ -720,7 +714,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
                          FAIL(t, LATTICE_ERR_NON_FINITE,
                               "phase %d's first step: a gradient is not finite; nothing changed",
                               phase));
-    if (start && (st = restart_optimizer(t, phase)) != LATTICE_OK)
+    if (start && (st = restart_optimizer(t, phase, &ph)) != LATTICE_OK)
         return undo_step(t, &u, st);
     m.lr = lattice_optim_get_lr(t->optim);
     float gn;
@@ -729,7 +723,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
         return undo_step(t, &u, FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim)));
     m.grad_norm = gn;
     double flops = lattice_model_get_flops(t->model, b.batch, b.seq, 1);
-    note_empty_batch(t, phase, &b);
+    note_empty_batch(t, phase, &ph, &b);
     lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
     lattice_schedule_get_counters(t->schedule, &m.counters);
     m.step = m.counters.steps;
