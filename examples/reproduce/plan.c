@@ -45,7 +45,7 @@ int fits_here(const preset *p, int *jobs)
     double N = (double)p->batch * p->seq_len, D = p->d_model, W = (p->heads + 2.0 * p->kv_heads) * p->head_dim;
     double per_layer = 2 * N * D * (W + p->heads * (double)p->head_dim + 3.0 * p->d_ff) +
                        4.0 * p->batch * p->heads * (double)p->seq_len * p->seq_len * p->head_dim;
-    double step = 3 * (per_layer * p->blocks * p->block_size + 2 * N * D * 257);
+    double step = 3 * (per_layer * p->blocks * p->block_size + 2 * N * D * VOCAB);
     double need = (double)bytes + 8.0 * (double)params + (double)tbytes;
     double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
     int grow = -1;

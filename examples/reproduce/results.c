@@ -10,7 +10,6 @@
 #include "stats.h"
 #include "verdicts.h"
 
-#define VOCAB 257 /* bytes and the separator (runs.c's model_shape) */
 
 /* Each counted target of a batch added to counts. */
 static void count_targets(const lattice_data_batch *b, double *counts)

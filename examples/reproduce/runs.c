@@ -16,9 +16,9 @@ lattice_status boundary_stats(lattice_diag *dg, lattice_model *m, const int32_t 
 {
     const int active = lattice_model_get_active_layers(m);
     const int n = (active + 1) * 3;
-    if (n > out_len || active > 256)
+    if (n > out_len || active > MAX_LAYERS)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    lattice_diag_boundary_scale_result st[257 * 3];
+    lattice_diag_boundary_scale_result st[(MAX_LAYERS + 1) * 3];
     st[0].size = sizeof st[0];
     const lattice_status rc =
         lattice_diag_measure_boundary_scale(dg, tokens, mask, batch, seq, NULL, 2, st, n);
@@ -73,7 +73,7 @@ int on_step(void *user, const lattice_trainer_metrics *m)
     if (pr->dispatch)
         serve_ranks(pr->dispatch, 0);
 #endif
-    if (m->phase_end && r->n_appends < 8 && m->step < pr->run_steps)
+    if (m->phase_end && r->n_appends < MAX_PHASE_CHANGES && m->step < pr->run_steps)
         r->append_steps[r->n_appends++] = m->step; /* index of the next phase's first step */
     pr->nonpad_tokens += (double)m->counters.nonpad_tokens;
     double el = ex_now() - pr->start;
@@ -128,9 +128,9 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
         return 0;
     point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
                 NAN, NAN, NAN, NAN};
-    kept_scale st[(256 + 1) * 3];
+    kept_scale st[(MAX_LAYERS + 1) * 3];
     if (pr->diag && boundary_stats(pr->diag, pr->model, pr->diag_tokens, pr->diag_mask,
-                                   pr->diag_batch, pr->diag_seq, st, 257 * 3) == LATTICE_OK) {
+                                   pr->diag_batch, pr->diag_seq, st, (MAX_LAYERS + 1) * 3) == LATTICE_OK) {
         const kept_scale *top = &st[m->active_layers * 3];
         pt.rms_std = top[2].std;
         pt.rms_kurt = top[2].kurtosis;
@@ -138,9 +138,9 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
         pt.rms_regular = top[0].mean;
     }
     sink_point sp = {NAN, NAN, NAN, NAN};
-    lattice_diag_attention_sinks_result sk[256];
+    lattice_diag_attention_sinks_result sk[MAX_LAYERS];
     if (pr->diag && attention_sinks(pr->diag, pr->diag_tokens, pr->diag_batch, pr->diag_seq, sk,
-                                    256) == LATTICE_OK) {
+                                    MAX_LAYERS) == LATTICE_OK) {
         sp.mass0 = sp.sink_rate = sp.top_ratio = 0.0;
         sp.value_norm0 = INFINITY;
         int n = 0;
@@ -196,7 +196,7 @@ lattice_model_params model_shape_rows(const preset *p, int layers, double init_s
 {
     lattice_model_params mp;
     lattice_model_params_init(&mp);
-    mp.vocab_size = 257;
+    mp.vocab_size = VOCAB;
     mp.d_model = p->d_model;
     mp.n_layers = layers;
     mp.n_active_layers = layers;
@@ -401,14 +401,16 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     }
 
     const int active = lattice_model_get_active_layers(m);
-    kept_scale stats[257 * 3];
-    check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats, 257 * 3),
+    kept_scale stats[(MAX_LAYERS + 1) * 3];
+    check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats,
+                         (MAX_LAYERS + 1) * 3),
           "boundary scale", lattice_diag_errmsg(dg));
     r->n_boundaries = 0;
-    for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < 8; blk++, r->n_boundaries++)
+    for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < MAX_BLOCKS;
+         blk++, r->n_boundaries++)
         memcpy(r->rms[r->n_boundaries], &stats[blk * p->block_size * 3], sizeof r->rms[0]);
     r->n_blocks_measured = 0;
-    for (int blk = 0; (blk + 1) * p->block_size <= active && blk < 8;
+    for (int blk = 0; (blk + 1) * p->block_size <= active && blk < MAX_BLOCKS;
          blk++, r->n_blocks_measured++) {
         lattice_diag_block_removal_result x;
         x.size = sizeof x;

@@ -36,6 +36,16 @@
 #define MAX_INTERACT 16
 #define MAX_FACTORS 4
 #define MAX_LEVELS 8
+/* The study's byte-level vocabulary: the 256 byte values and the separator. */
+#define VOCAB 257
+/* The deepest model whose per-layer statistics a measurement keeps (its
+ * boundaries: the embedding's output and each layer's, MAX_LAYERS + 1). */
+#define MAX_LAYERS 256
+/* Per run: the phase changes whose loss response is kept, and the blocks
+ * whose removal and boundary scale are (a kept run's record holds these
+ * many; changing one changes the record's layout). */
+#define MAX_PHASE_CHANGES 8
+#define MAX_BLOCKS 8
 
 /* A preset's factorial design (design.c): factors of labelled levels, each
  * level a set of arm keys; its arms are the cells (every combination, or a
@@ -167,13 +177,13 @@ typedef struct run_result {
     double *losses; /* per step */
     int *step_phase, *step_active; /* per step */
     int64_t *step_alt;             /* per step: active-layer tokens so far */
-    int64_t n_steps, append_steps[8];
-    int n_appends, is_append[8]; /* a phase change that adds layers (else a restart) */
-    kept_response resp[8];
-    double area2[8], area10[8]; /* excess loss per step over 2% and 10% of a phase */
-    kept_removal removal[8];
+    int64_t n_steps, append_steps[MAX_PHASE_CHANGES];
+    int n_appends, is_append[MAX_PHASE_CHANGES]; /* a phase change that adds layers (else a restart) */
+    kept_response resp[MAX_PHASE_CHANGES];
+    double area2[MAX_PHASE_CHANGES], area10[MAX_PHASE_CHANGES]; /* excess loss per step over 2% and 10% of a phase */
+    kept_removal removal[MAX_BLOCKS];
     int n_blocks_measured;
-    kept_scale rms[8][3]; /* per block boundary: regular, boundary, all */
+    kept_scale rms[MAX_BLOCKS][3]; /* per block boundary: regular, boundary, all */
     int n_boundaries;
     double seconds, tokens_per_s;
     /* added in 0.4, last: a record written before (without it) is still read */
@@ -204,14 +214,16 @@ typedef struct progress {
  * activations on document-boundary tokens. Measure them in the teacher. */
 typedef struct gonogo {
     int n;                      /* boundaries measured (layers + 1) */
-    double ratio[257], kurt[257], boundary[257], regular[257];
+    double ratio[MAX_LAYERS + 1], kurt[MAX_LAYERS + 1], boundary[MAX_LAYERS + 1],
+        regular[MAX_LAYERS + 1];
     double max_ratio, max_kurt;
     int max_layer; /* where max_ratio sits (1: after the first layer) */
     /* per layer (index 1 = the first): attention sinks and massive activations
      * (lattice_diag_measure_attention_sinks, sink threshold SINK_THRESHOLD) */
-    double mass0[257], sink_rate[257], top_ratio[257], value_norm0[257];
-    int64_t top_token[257];
-    int top_dim[257];
+    double mass0[MAX_LAYERS + 1], sink_rate[MAX_LAYERS + 1], top_ratio[MAX_LAYERS + 1],
+        value_norm0[MAX_LAYERS + 1];
+    int64_t top_token[MAX_LAYERS + 1];
+    int top_dim[MAX_LAYERS + 1];
     double max_top_ratio, max_sink_rate;
 } gonogo;
 

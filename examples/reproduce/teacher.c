@@ -330,8 +330,8 @@ void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
     check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
     lattice_diag *dg;
     check(lattice_diag_create(m, &dg), "diagnostics", NULL);
-    kept_scale st[257 * 3];
-    check(boundary_stats(dg, m, b.tokens, b.mask, b.batch, b.seq, st, 257 * 3),
+    kept_scale st[(MAX_LAYERS + 1) * 3];
+    check(boundary_stats(dg, m, b.tokens, b.mask, b.batch, b.seq, st, (MAX_LAYERS + 1) * 3),
           "teacher boundary scale", lattice_diag_errmsg(dg));
     g->n = lattice_model_get_active_layers(m) + 1;
     for (int k = 0; k < g->n; k++) {
@@ -346,8 +346,8 @@ void measure_gonogo(lattice_model *m, lattice_data *d, gonogo *g)
         if (k > 0 && g->kurt[k] > g->max_kurt)
             g->max_kurt = g->kurt[k];
     }
-    lattice_diag_attention_sinks_result sk[256];
-    check(attention_sinks(dg, b.tokens, b.batch, b.seq, sk, 256), "attention sinks",
+    lattice_diag_attention_sinks_result sk[MAX_LAYERS];
+    check(attention_sinks(dg, b.tokens, b.batch, b.seq, sk, MAX_LAYERS), "attention sinks",
           lattice_diag_errmsg(dg));
     for (int k = 1; k < g->n; k++) {
         const lattice_diag_attention_sinks_result *x = &sk[k - 1];
