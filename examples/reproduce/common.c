@@ -12,27 +12,10 @@
 
 #include "files.h"
 
-/* This process's place in an MPI job: rank 0 of 1 when started without a
- * launcher (or built without MPI). */
-int rank = 0, n_ranks = 1;
-/* The name messages start with: the program's, and its rank when there are several. */
-char who[48] = PROG;
-#ifdef LATTICE_HAVE_MPI
-int mpi_on; /* MPI_Init was called */
-/* A rank other than 0 that rank 0 has let through its gate: rank 0 now waits
- * for it to ask for runs, so it may not end quietly until it has been told
- * that none are left. */
-int owes_rank0;
-#endif
-
-/* LATTICE_REPRODUCE_FAIL_RANK=R (a test hook, honoured only with several
- * ranks): rank R fails at the second training step of its first run (or, when
- * it gets no run at all, when it is told so), so that the tests can watch one
- * rank's error end the whole job. */
-int fail_here;
-
-/* --progress S (main.c): a plain line every S seconds per run off a terminal. */
-double progress_every = 60;
+/* The process's one description, written where main.c and jobs.c set it up
+ * (its rank, the option --progress, the output folder) and read by the
+ * messages and the hooks. */
+process proc = {.rank = 0, .n_ranks = 1, .who = PROG, .progress_every = 60};
 
 /* A message on stderr, prefixed with who. */
 /* who, then the message, in one write: the lines of other ranks (and mpirun's
@@ -40,7 +23,7 @@ double progress_every = 60;
 static void say_line(const char *fmt, va_list ap, int newline)
 {
     char buf[4096];
-    int n = snprintf(buf, sizeof buf, "%s: ", who);
+    int n = snprintf(buf, sizeof buf, "%s: ", proc.who);
     if (n < 0 || (size_t)n >= sizeof buf)
         n = 0;
     int m = vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
@@ -65,7 +48,6 @@ _Thread_local int in_worker;
 atomic_int workers_stop;
 /* Set by SIGINT or SIGTERM: the study stops at the next step (see stop_if_interrupted). */
 volatile sig_atomic_t interrupted;
-const char *study_dir;
 
 /* The message, then the end of the whole job: with several ranks MPI_Abort,
  * so that no rank waits for one that has gone. In a --jobs worker, the end
@@ -83,9 +65,9 @@ void die(const char *fmt, ...)
         pthread_exit(NULL);
     }
 #ifdef LATTICE_HAVE_MPI
-    if (mpi_on && n_ranks > 1)
+    if (proc.mpi_on && proc.n_ranks > 1)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    if (mpi_on)
+    if (proc.mpi_on)
         MPI_Finalize();
 #endif
     exit(1);
@@ -197,9 +179,9 @@ void say_interrupted(const char *dir)
         "missing\n",
         interrupted == SIGTERM ? "SIGTERM" : "SIGINT", dir ? dir : ".");
 #ifdef LATTICE_HAVE_MPI
-    if (mpi_on && n_ranks > 1)
+    if (proc.mpi_on && proc.n_ranks > 1)
         MPI_Abort(MPI_COMM_WORLD, 130);
-    if (mpi_on)
+    if (proc.mpi_on)
         MPI_Finalize();
 #endif
     /* at once: every file was written whole, and the runs in progress (their memory

@@ -192,7 +192,7 @@ static void await(MPI_Request *rq)
 void open_gate(int code, uint64_t setup_sum, uint64_t teacher_sum)
 {
     int64_t msg[3] = {code, (int64_t)setup_sum, (int64_t)teacher_sum};
-    for (int r = 1; r < n_ranks; r++)
+    for (int r = 1; r < proc.n_ranks; r++)
         MPI_Send(msg, 3, MPI_INT64_T, r, TAG_GATE, MPI_COMM_WORLD);
 }
 
@@ -212,7 +212,7 @@ static void dispatch_init(dispatch *d, study *s)
     d->s = s;
     d->n_jobs = s->n_todo;
     d->next = 0;
-    d->workers_left = n_ranks - 1;
+    d->workers_left = proc.n_ranks - 1;
     longest_first(s->p, s->todo, s->n_todo, d->order);
 }
 
@@ -305,9 +305,9 @@ void work_for_rank0(const preset *p, lattice_backend *be, lattice_model *teacher
         MPI_Request rq;
         MPI_Irecv(job, 2, MPI_INT, 0, TAG_JOB, MPI_COMM_WORLD, &rq);
         await(&rq);
-        if (job[0] < 0 && fail_here && !ran)
+        if (job[0] < 0 && proc.fail_here && !ran)
             die("failing on purpose: no run for this rank (LATTICE_REPRODUCE_FAIL_RANK=%d, a test "
-                "hook)", rank);
+                "hook)", proc.rank);
         if (job[0] < 0)
             return;
         if (job[0] >= n_jobs)
@@ -359,20 +359,20 @@ void ranks_init(int *argc, char ***argv)
         fprintf(stderr, PROG ": MPI_Init failed\n");
         exit(1);
     }
-    mpi_on = 1;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &n_ranks);
-    if (n_ranks > 1)
-        snprintf(who, sizeof who, PROG "[rank %d]", rank);
+    proc.mpi_on = 1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &proc.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &proc.n_ranks);
+    if (proc.n_ranks > 1)
+        snprintf(proc.who, sizeof proc.who, PROG "[rank %d]", proc.rank);
     if (provided < MPI_THREAD_FUNNELED)
         die("this MPI library provides thread level %d, below MPI_THREAD_FUNNELED (%d), which "
             "the backend's threads beside MPI need",
             provided, MPI_THREAD_FUNNELED);
-    if (n_ranks > 1) {
+    if (proc.n_ranks > 1) {
         const char *f = getenv("LATTICE_REPRODUCE_FAIL_RANK");
         char *end;
-        if (f && f[0] && strtol(f, &end, 10) == rank && !*end)
-            fail_here = 1;
+        if (f && f[0] && strtol(f, &end, 10) == proc.rank && !*end)
+            proc.fail_here = 1;
     }
 #else
     (void)argc;
@@ -389,12 +389,12 @@ void ranks_init(int *argc, char ***argv)
 int finish(int status)
 {
 #ifdef LATTICE_HAVE_MPI
-    if (mpi_on && owes_rank0)
+    if (proc.mpi_on && proc.owes_rank0)
         die("rank %d stopped (status %d) before asking rank 0 for runs; ending the whole job "
             "(every rank must be given the same options)",
-            rank, status);
-    if (mpi_on) {
-        if (rank == 0)
+            proc.rank, status);
+    if (proc.mpi_on) {
+        if (proc.rank == 0)
             open_gate(status, 0, 0);
         MPI_Finalize();
     }

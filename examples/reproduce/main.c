@@ -332,7 +332,7 @@ static int parse_options(int argc, char **argv, options *o)
                                 "86400\n", optarg);
                 return 2;
             }
-            progress_every = v;
+            proc.progress_every = v;
             break;
         }
         case 'P': o->probe_only = 1; break;
@@ -400,14 +400,14 @@ static void open_study_dir(const options *o, const preset *p, char *dir, size_t 
         snprintf(dir, n, "results/%s", p->name); /* p->name follows the name rule */
     char failed[1100];
     /* --estimate changes nothing on disk: no folder made, no lock taken */
-    if (rank == 0 && !o->estimate_only && make_dirs(dir, failed, sizeof failed) != 0)
+    if (proc.rank == 0 && !o->estimate_only && make_dirs(dir, failed, sizeof failed) != 0)
         die("cannot create %s: %s", failed, strerror(errno));
     /* one study per folder at a time: held to the end of the process */
-    if (rank == 0 && !o->estimate_only)
+    if (proc.rank == 0 && !o->estimate_only)
         lock_study_dir(dir);
-    if (rank == 0 && o->estimate_only)
+    if (proc.rank == 0 && o->estimate_only)
         check_study_dir_free(dir);
-    study_dir = dir;
+    proc.study_dir = dir;
 }
 
 /* --save-students: the folder the runs save their models in. */
@@ -421,7 +421,7 @@ static void open_students_dir(const options *o, preset *p, const char *dir)
             "--estimate, --check, --teacher-only, --probe or --rekey");
     char failed[1100];
     snprintf(p->students, sizeof p->students, "%s/students", dir);
-    if (rank == 0 && make_dirs(p->students, failed, sizeof failed) != 0)
+    if (proc.rank == 0 && make_dirs(p->students, failed, sizeof failed) != 0)
         die("cannot create %s: %s", failed, strerror(errno));
 }
 
@@ -434,7 +434,7 @@ static void first_look(const options *o, study *s, const char *dir, lattice_back
     if (o->report_only)
         for (int a = 0; a < p->n_arms; a++)
             p->arms[a].selected = 0;
-    if (rank != 0)
+    if (proc.rank != 0)
         return;
     s->dir = dir;
     corpus_checksum(p, s->corpus_hex);
@@ -484,7 +484,7 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
 {
     const preset *p = s->p;
     (void)tpath;
-    if (rank != 0) {
+    if (proc.rank != 0) {
         if (setup_checksum(p) != setup_sum)
             die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
                 "rank must run the same study",
@@ -509,7 +509,7 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
     if (!o->teacher_only)
         check_outputs(s);
 #ifdef LATTICE_HAVE_MPI
-    if (n_ranks > 1 && !o->teacher_only) {
+    if (proc.n_ranks > 1 && !o->teacher_only) {
         uint64_t sum = FNV_START;
         if (fnv_file(tpath, &sum) != 0)
             die("cannot read back %s: %s", tpath, strerror(errno));
@@ -555,7 +555,7 @@ static void write_outputs(const study *s, const char *dir, lattice_backend *be,
         fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d thread%s%s.\n",
                 w->wall, w->teacher_s, lattice_version_string(), lattice_backend_get_name(be),
                 w->kernels, p->threads, p->threads == 1 ? "" : "s",
-                n_ranks > 1 ? " on each rank" : w->jobs > 1 ? " per run" : "");
+                proc.n_ranks > 1 ? " on each rank" : w->jobs > 1 ? " per run" : "");
     else
         fprintf(f, "\nNothing ran now: every run reported was kept from an earlier run in this "
                    "folder (each run's own seconds and tokens/s are in results.json). Report "
@@ -563,8 +563,8 @@ static void write_outputs(const study *s, const char *dir, lattice_backend *be,
                 lattice_version_string(), lattice_backend_get_name(be), w->kernels);
     if (w->jobs > 1)
         fprintf(f, "The runs went %d side by side (%s).\n", w->jobs, w->plan);
-    if (n_ranks > 1)
-        fprintf(f, "The runs were spread over %d MPI ranks.\n", n_ranks);
+    if (proc.n_ranks > 1)
+        fprintf(f, "The runs were spread over %d MPI ranks.\n", proc.n_ranks);
     if (w->n_kept > 0)
         fprintf(f, "%d of the runs were kept from earlier runs in this folder (runs/; same "
                    "settings, corpus and teacher); %d ran now.\n",
@@ -594,27 +594,27 @@ static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const
         all_steps += lattice_schedule_get_total_steps(sc);
         lattice_schedule_destroy(sc);
     }
-    if (rank == 0 && w->n_kept > 0)
+    if (proc.rank == 0 && w->n_kept > 0)
         say("%d run%s kept in %s/runs/ reused; %d to run\n", w->n_kept,
             w->n_kept == 1 ? "" : "s", s->dir, w->n_runs);
     progress pr = {0};
-    pr.tty = n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
+    pr.tty = proc.n_ranks == 1 && isatty(2); /* several ranks' progress lines would overwrite each other */
     pr.start = ex_now();
     pr.steps_total_all = all_steps;
     pr.n_runs = w->n_runs;
 #ifdef LATTICE_HAVE_MPI
-    if (rank > 0) {
+    if (proc.rank > 0) {
         work_for_rank0(p, be, teacher, &pr);
-        owes_rank0 = 0;
+        proc.owes_rank0 = 0;
         return;
     }
-    if (n_ranks > 1)
+    if (proc.n_ranks > 1)
         run_study_ranks(s, be, teacher, &pr);
 #endif
-    if (n_ranks == 1 && jobs > 1)
+    if (proc.n_ranks == 1 && jobs > 1)
         run_study_jobs(s, tpath, jobs, &pr);
     /* seeds outermost: an interrupted run still has complete pairs */
-    for (int k = 0; k < s->n_todo && n_ranks == 1 && jobs == 1; k++)
+    for (int k = 0; k < s->n_todo && proc.n_ranks == 1 && jobs == 1; k++)
         keep_run(s, s->todo[k], run_job(p, be, teacher, s->todo[k], k + 1, &pr));
     if (pr.tty)
         fputs("\r\033[K", stderr);
@@ -643,11 +643,11 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
     kernels_words(be, w.kernels, sizeof w.kernels, reason, sizeof reason);
     snprintf(w.plan, sizeof w.plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "",
              p->threads, p->threads > 1 ? "s" : "");
-    if (rank == 0)
+    if (proc.rank == 0)
         say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
             lattice_backend_get_name(be), w.kernels, p->threads, p->threads == 1 ? "" : "s",
-            n_ranks > 1 ? " per rank" : " per run", w.plan, reason[0] ? "; " : "", reason);
-    if (rank == 0 && !o->teacher_only)
+            proc.n_ranks > 1 ? " per rank" : " per run", w.plan, reason[0] ? "; " : "", reason);
+    if (proc.rank == 0 && !o->teacher_only)
         estimate_wall(p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
     lattice_model *teacher = NULL;
     int status = 0;
@@ -661,10 +661,10 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
 #ifdef LATTICE_HAVE_MPI
             /* rank 0's word that the files are written: waiting for it here, and not
              * in MPI_Finalize, costs no CPU while rank 0 finishes its runs */
-            if (rank > 0)
+            if (proc.rank > 0)
                 status = await_gate(&setup_sum, &teacher_sum);
 #endif
-            if (rank == 0)
+            if (proc.rank == 0)
                 write_outputs(&s, dir, be, &w);
         }
     }
@@ -683,11 +683,11 @@ int main(int argc, char **argv)
      * --teacher-only, a usage error) stops them too, quietly. */
     uint64_t setup_sum = 0, teacher_sum = 0;
 #ifdef LATTICE_HAVE_MPI
-    if (rank > 0) {
+    if (proc.rank > 0) {
         const int gate = await_gate(&setup_sum, &teacher_sum);
         if (gate != GATE_GO)
             return finish(gate);
-        owes_rank0 = 1;
+        proc.owes_rank0 = 1;
     }
 #endif
     options o;
@@ -695,11 +695,11 @@ int main(int argc, char **argv)
     if (bad)
         return finish(bad < 0 ? 0 : bad);
     /* rank 0 got none of these (it let this rank through): the ranks' options differ */
-    if (o.report_only && n_ranks > 1)
+    if (o.report_only && proc.n_ranks > 1)
         die("--report-only runs in one process, not over MPI ranks");
-    if (rank > 0 && (o.check_only || o.estimate_only || o.teacher_only))
+    if (proc.rank > 0 && (o.check_only || o.estimate_only || o.teacher_only))
         die("rank %d was given %s, but rank 0 was not: every rank must be given the same options",
-            rank, o.check_only ? "--check" : o.estimate_only ? "--estimate" : "--teacher-only");
+            proc.rank, o.check_only ? "--check" : o.estimate_only ? "--estimate" : "--teacher-only");
     char preset_buf[4096];
     preset_file(preset_buf, sizeof preset_buf, o.preset_path);
     o.preset_path = preset_buf;
@@ -712,17 +712,17 @@ int main(int argc, char **argv)
     if (o.only_arms)
         select_arms(&p, o.only_arms);
     int jobs = o.jobs;
-    if (jobs > 1 && n_ranks > 1)
+    if (jobs > 1 && proc.n_ranks > 1)
         die("--jobs %d with %d MPI ranks: spread the runs over more ranks instead (each rank "
-            "runs one at a time)", jobs, n_ranks);
+            "runs one at a time)", jobs, proc.n_ranks);
     if (jobs == 0)
-        jobs = n_ranks > 1 ? 1 : default_jobs(p.threads);
+        jobs = proc.n_ranks > 1 ? 1 : default_jobs(p.threads);
     int status = 0;
     if (o.check_only) {
         status = mode_check(&p, jobs);
     } else {
         check_preset_files(&p);
-        if (rank == 0 && !fits_here(&p, &jobs)) {
+        if (proc.rank == 0 && !fits_here(&p, &jobs)) {
             say("preset '%s' does not fit on this machine; nothing was run\n", p.name);
             status = 1;
         } else {
@@ -731,11 +731,11 @@ int main(int argc, char **argv)
             open_students_dir(&o, &p, dir);
             catch_interrupts();
             if (o.rekey) {
-                if (n_ranks > 1)
+                if (proc.n_ranks > 1)
                     die("--rekey runs in one process, not over MPI ranks");
                 status = rekey_study(&p, dir) ? 1 : 0;
             } else if (o.probe_only) {
-                if (n_ranks > 1)
+                if (proc.n_ranks > 1)
                     die("--probe runs in one process (--jobs), not over MPI ranks");
                 run_probes(&p, dir, jobs);
             } else {

@@ -61,14 +61,14 @@ int on_step(void *user, const lattice_trainer_metrics *m)
     }
     if (in_worker && atomic_load(&workers_stop))
         pthread_exit(NULL); /* another worker failed: this run is not kept */
-    stop_if_interrupted(study_dir);
+    stop_if_interrupted(proc.study_dir);
     if (getenv("LATTICE_REPRODUCE_FAIL_JOB") && in_worker && m->step >= 2 &&
         pr->run_index == atoi(getenv("LATTICE_REPRODUCE_FAIL_JOB")))
         die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_JOB, a test "
             "hook)", (long long)m->step, pr->arm, pr->seed);
-    if (fail_here && m->step >= 2)
+    if (proc.fail_here && m->step >= 2)
         die("failing on purpose at step %lld of %s seed %d (LATTICE_REPRODUCE_FAIL_RANK=%d, a "
-            "test hook)", (long long)m->step, pr->arm, pr->seed, rank);
+            "test hook)", (long long)m->step, pr->arm, pr->seed, proc.rank);
 #ifdef LATTICE_HAVE_MPI
     if (pr->dispatch)
         serve_ranks(pr->dispatch, 0);
@@ -93,11 +93,11 @@ int on_step(void *user, const lattice_trainer_metrics *m)
                 (long long)m->step, (long long)pr->run_steps, m->loss, val, val[0] ? "  " : "",
                 tps, e);
         fflush(stderr);
-    } else if (progress_every > 0) {
+    } else if (proc.progress_every > 0) {
         const double now = ex_now();
         if (pr->last_line == 0)
             pr->last_line = now;
-        if (now - pr->last_line >= progress_every) {
+        if (now - pr->last_line >= proc.progress_every) {
             /* this run's own ETA: others may run beside it */
             const double run_el = now - pr->run_start;
             char re[32];
@@ -489,7 +489,7 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
         else /* a rank other than 0 does not know how many runs there are */
             snprintf(idx, sizeof idx, "[run %d]", run_index);
         fprintf(stderr, "%s%s%s %s seed %d: val CE %.4f (%.1fs, %.0f tokens/s)\n",
-                n_ranks > 1 ? who : "", n_ranks > 1 ? ": " : "", idx, p->arms[a].name, i + 1,
+                proc.n_ranks > 1 ? proc.who : "", proc.n_ranks > 1 ? ": " : "", idx, p->arms[a].name, i + 1,
                 r->final_val, r->seconds, r->tokens_per_s);
     }
     return r;

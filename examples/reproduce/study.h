@@ -249,23 +249,35 @@ typedef struct study {
     char corpus_hex[17];            /* the corpus's XXH64 */
 } study;
 
-/* --progress S: a plain progress line every S seconds per run when stderr is
- * not a terminal, or several runs go side by side (0: none). */
-extern double progress_every;
-
 /* ---- messages and ranks (common.c) ------------------------------------------------ */
 
-/* This process's place in an MPI job: rank 0 of 1 when started without a
- * launcher (or built without MPI). */
-extern int rank, n_ranks;
-/* The name messages start with: the program's, and its rank when there are several. */
-extern char who[48];
-/* The test hook LATTICE_REPRODUCE_FAIL_RANK names this rank (common.c). */
-extern int fail_here;
-#ifdef LATTICE_HAVE_MPI
-extern int mpi_on;     /* MPI_Init was called */
-extern int owes_rank0; /* see common.c */
-#endif
+/* The process: what the messages, the MPI teardown and the test hooks read.
+ * Set up once before any run starts (main.c's options, jobs.c's MPI start),
+ * read-only afterwards; the flags a signal handler and the --jobs workers
+ * set are below, apart, since they change while runs go. */
+typedef struct process {
+    /* this process's place in an MPI job: rank 0 of 1 when started without a
+     * launcher (or built without MPI) */
+    int rank, n_ranks;
+    /* the name messages start with: the program's, and its rank when there
+     * are several */
+    char who[48];
+    /* LATTICE_REPRODUCE_FAIL_RANK=R (a test hook, honoured only with several
+     * ranks): rank R fails at the second training step of its first run (or,
+     * when it gets no run at all, when it is told so), so that the tests can
+     * watch one rank's error end the whole job */
+    int fail_here;
+    /* MPI_Init was called; and a rank other than 0 that rank 0 has let
+     * through its gate: rank 0 now waits for it to ask for runs, so it may not
+     * end quietly until it has been told that none are left */
+    int mpi_on, owes_rank0;
+    /* --progress S: a plain progress line every S seconds per run when stderr
+     * is not a terminal, or several runs go side by side (0: none) */
+    double progress_every;
+    /* the output folder, for the messages that say what was kept */
+    const char *study_dir;
+} process;
+extern process proc;
 
 /* A --jobs worker thread (die ends the worker, not the process) and the
  * flag a failed worker sets for the others (common.c). */
@@ -279,8 +291,6 @@ extern volatile sig_atomic_t interrupted;
 void catch_interrupts(void);
 void stop_if_interrupted(const char *dir);
 __attribute__((noreturn)) void say_interrupted(const char *dir);
-/* The output folder, for the message (main.c sets it). */
-extern const char *study_dir;
 
 /* A message on stderr, prefixed with who. */
 __attribute__((format(printf, 1, 2))) void say(const char *fmt, ...);
