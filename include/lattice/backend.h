@@ -80,8 +80,8 @@ typedef struct lattice_backend_ops {
      * C[m,n] = alpha * op(A) * op(B) + beta * C, row-major; op(X) is X or its
      * transpose when trans_x is non-zero. A is m x k after op, B is k x n after op.
      * When beta is 0, C's prior contents (even NaN) must be ignored. Calls
-     * with alpha 0 or k 0 never reach the slot (since 0.5): the library sets
-     * C = beta C itself, reading neither A nor B, as BLAS does.
+     * with alpha 0 or k 0 never reach the slot: the library sets C = beta C
+     * itself, reading neither A nor B, as BLAS does.
      */
     int (*sgemm)(void *user, int trans_a, int trans_b, int m, int n, int k,
                  float alpha, const float *a, int lda, const float *b, int ldb,
@@ -221,7 +221,7 @@ LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backe
  * @param n Columns of C.
  * @param k Inner dimension.
  * @param alpha Scale of the product (0: A and B are not read, C = beta C,
- *        on every backend since 0.5).
+ *        on every backend).
  * @param a Matrix A.
  * @param lda Leading dimension of A.
  * @param b Matrix B.

@@ -34,11 +34,11 @@ extern "C" {
  * split_long on, the fraction counts pieces, so a single long text file gets
  * one too.
  *
- * Long documents are cut into rows by default (split_long, since 0.2): a
- * plain text file without separators is one document, and without splitting
- * only its first seq_len + 1 bytes would ever be trained on. Token sources
- * with boundary_id -1 have no token to open the pieces with: set split_long
- * to 0 there (otherwise create fails with ::LATTICE_ERR_INVALID_CONFIG).
+ * Long documents are cut into rows by default (split_long): a plain text
+ * file without separators is one document, and without splitting only its
+ * first seq_len + 1 bytes would ever be trained on. Token sources with
+ * boundary_id -1 have no token to open the pieces with: set split_long to 0
+ * there (otherwise create fails with ::LATTICE_ERR_INVALID_CONFIG).
  * With split_long 0, each document is one row truncated at seq_len + 1 tokens,
  * as in the paper.
  *
@@ -73,7 +73,7 @@ typedef struct lattice_data_params {
     int pad_id;             /**< Id written into padding (masked out; 0). */
     const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
                                  val_fraction must then be 0). Borrowed during create. */
-    int split_long;         /**< Non-zero (default since 0.2; 0 before): cut documents longer
+    int split_long;         /**< Non-zero (the default): cut documents longer
                                  than seq_len + 1 tokens into pieces of seq_len + 1, each after
                                  the first opening with the boundary token, so that no text is
                                  lost to truncation. Needs boundary_id >= 0. */
@@ -177,8 +177,7 @@ LATTICE_API const char *lattice_data_errmsg(const lattice_data *data);
  *        was compiled with, or ::lattice_data_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
  *        below the struct's 0.1 size (0 included) is refused with
- *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
- *        0.1 ignored the caller's size).
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_data_get_params(const lattice_data *data, lattice_data_params *out);

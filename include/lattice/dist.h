@@ -123,17 +123,16 @@ LATTICE_API int lattice_dist_get_size(const lattice_dist *dist);
  *
  * ::lattice_trainer_set_collective with this handle's operations: call it on
  * every rank, each with a trainer bound to identically configured objects
- * (since 0.4 the ranks check that they are: the call is collective).
+ * (the ranks check that they are: the call is collective).
  * The handle must outlive the attachment.
  * @param dist The handle.
  * @param trainer The trainer.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, or
  *         ::LATTICE_ERR_INVALID_CONFIG (the data's batch_size does not divide
- *         by the rank count, or a share exceeds the model's max_batch; since
- *         0.4 also a rank whose model, data, schedule, optimizer or trainer
- *         settings differ from rank 0's, refused on every rank with the
- *         first differing field named); the reason is in both handles'
- *         messages.
+ *         by the rank count, a share exceeds the model's max_batch, or a
+ *         rank's model, data, schedule, optimizer or trainer settings
+ *         differ from rank 0's, refused on every rank with the first
+ *         differing field named); the reason is in both handles' messages.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_attach(lattice_dist *dist, lattice_trainer *trainer);

@@ -47,8 +47,8 @@ typedef struct lattice_distill_params {
     lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. */
     int n_threads;                  /**< Threads over positions in the raw-pointer calls
                                          (::lattice_distill_dense, ::lattice_distill_topk
-                                         called directly); 0 (the default since 0.3) is
-                                         one. A loss computed for a model
+                                         called directly); 0 (the default) is one.
+                                         A loss computed for a model
                                          (::lattice_distill_model, the trainer) runs with
                                          the thread count of the model's backend
                                          (::lattice_backend_set_threads), whatever this
@@ -102,8 +102,7 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
  *        was compiled with, or ::lattice_distill_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
  *        below the struct's 0.1 size (0 included) is refused with
- *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
- *        0.1 ignored the caller's size).
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *distill,

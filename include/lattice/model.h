@@ -52,8 +52,8 @@ typedef struct lattice_model lattice_model;
  */
 typedef struct lattice_model_params {
     size_t size;          /**< sizeof(lattice_model_params), set by the init function (or the caller); ::lattice_model_get_params reads it as the bytes the caller has and sets it to the bytes written. */
-    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. Default 257 (since 0.2; 256
-                               before): the 256 bytes plus the boundary token of
+    int vocab_size;       /**< Token ids are 0 .. vocab_size - 1. Default 257: the
+                               256 bytes plus the boundary token of
                                ::lattice_data_create_text, so default model and data agree.
                                */
     int d_model;          /**< Width of the residual stream. */
@@ -212,8 +212,7 @@ LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
  *        was compiled with, or ::lattice_model_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
  *        below the struct's 0.1 size (0 included) is refused with
- *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
- *        0.1 ignored the caller's size).
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_model_get_params(const lattice_model *model,
@@ -263,10 +262,10 @@ LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int la
  *
  * Tensor by tensor, matched by role (the name after "model.layers.N.", e.g.
  * "self_attn.q_proj.weight"), since layers need not hold the same tensors
- * (since 0.5; before, a model with block_norm, block_rescale or
- * massive_offset could be corrupted or crash). A weight the destination has
- * and the source lacks (a block-entry norm of block_norm) keeps its value;
- * one only the source has is not copied. A layer's running regular RMS
+ * (block_norm, block_rescale and massive_offset give some layers tensors
+ * that others lack). A weight the destination has and the source lacks (a
+ * block-entry norm of block_norm) keeps its value; one only the source has
+ * is not copied. A layer's running regular RMS
  * (::LATTICE_MODEL_GROUP_STATISTIC) is a statistic of the stream it reads,
  * not a weight: it is never copied. Shapes of a role agree within a model;
  * a pair that did not would be refused, naming the tensor, before anything
@@ -475,11 +474,11 @@ LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const 
  * Every tensor of the model must be present with the same shape (F32, F16,
  * BF16 or F64; converted to float). Other tensors in the file are ignored.
  * A file written by ::lattice_model_save says what model it holds
- * ("lattice.config"): since 0.5 every setting in it must be the model's
- * (placement, norm kind, eps, residual scale, rope_theta, qk_norm,
- * tie_embeddings, block_norm, block_rescale, massive_offset and, with an
- * offset, massive_layer and massive_channel, and the shape: vocab_size,
- * d_model, n_layers, n_heads, n_kv_heads, head_dim, d_ff), or the load is
+ * ("lattice.config"): every setting in it must be the model's (placement,
+ * norm kind, eps, residual scale, rope_theta, qk_norm, tie_embeddings,
+ * block_norm, block_rescale, massive_offset and, with an offset,
+ * massive_layer and massive_channel, and the shape: vocab_size, d_model,
+ * n_layers, n_heads, n_kv_heads, head_dim, d_ff), or the load is
  * refused with ::LATTICE_ERR_FORMAT before any weight is read, naming the
  * setting and both values ("the file's block_rescale is 2, the model's 0").
  * The active layer count is not compared: it is where a run stands.

@@ -18,8 +18,8 @@ extern "C" {
  * AdamW over a model's trainable groups. The learning rate at schedule step s
  * (0-based) is lr * (s + 1) / warmup_steps during warmup. After it, with
  * n = total_steps - warmup_steps steps left, it takes the shape of lr_shape:
- * - ::LATTICE_OPTIM_LR_SHAPE_COSINE (the default, and the only shape before
- *   0.4): min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2 with
+ * - ::LATTICE_OPTIM_LR_SHAPE_COSINE (the default):
+ *   min_lr + (lr - min_lr) * (1 + cos(pi * p)) / 2 with
  *   p = (s - warmup_steps) / n clamped to [0, 1].
  * - ::LATTICE_OPTIM_LR_SHAPE_WSD (warmup, stable, decay): lr for the first
  *   n - d steps, d = round(decay_fraction * n), then a straight line from lr
@@ -46,11 +46,11 @@ typedef struct lattice_optim_params {
     size_t size;        /**< sizeof(lattice_optim_params), set by the init function (or the caller); ::lattice_optim_get_params reads it as the bytes the caller has and sets it to the bytes written. */
     float lr;           /**< Peak learning rate. */
     float min_lr;       /**< Where the decay ends (cosine or WSD). */
-    int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t since 0.3, as every
-                               step count of the library (int in 0.1 and 0.2: a
-                               struct of that layout, told by its size, is still
-                               read and written). */
-    int64_t total_steps;  /**< Length of warmup plus decay. int64_t since 0.3. */
+    int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t, as every step
+                               count of the library; a struct of the 0.1 and 0.2
+                               layout (int step counts), told by its size, is
+                               still read and written. */
+    int64_t total_steps;  /**< Length of warmup plus decay. */
     float beta1;        /**< First-moment decay. */
     float beta2;        /**< Second-moment decay. */
     float eps;          /**< Denominator epsilon. */
@@ -80,8 +80,7 @@ LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
  * @param params The settings.
  * @param[out] out The new optimizer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG
- *         (among others, since 0.4: warmup_steps above total_steps, or min_lr
- *         above lr, which 0.3 took and then trained at rates no one asked for; an
+ *         (among others: warmup_steps above total_steps, min_lr above lr, an
  *         unknown lr_shape or a decay_fraction outside [0, 1])
  *         or ::LATTICE_ERR_OUT_OF_MEMORY.
  */
@@ -106,8 +105,8 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
  * @param optim The optimizer.
  * @param params The settings, checked as ::lattice_optim_create checks them. Fields
  *        past params->size (a caller built against an older header) keep the
- *        values in use, not the defaults (since 0.4: a 0.3 program that sets its
- *        lr keeps a WSD shape set by newer code or a checkpoint).
+ *        values in use, not the defaults (a program built against 0.3 that sets
+ *        its lr keeps a WSD shape set by newer code or a checkpoint).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  */
 LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
@@ -120,8 +119,7 @@ LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const 
  *        was compiled with, or ::lattice_optim_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
  *        below the struct's 0.1 size (0 included) is refused with
- *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written (since 0.2;
- *        0.1 ignored the caller's size).
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, lattice_optim_params *out);
@@ -132,9 +130,9 @@ LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, 
  *
  * The global gradient norm over the trainable active groups is measured, then
  * gradients are clipped to clip_norm. A non-finite norm updates nothing. A
- * weight whose update would not be finite (since 0.2) keeps its value, the
- * rest are updated, and the call returns ::LATTICE_ERR_NON_FINITE: no weight
- * is ever left Inf or NaN.
+ * weight whose update would not be finite keeps its value, the rest are
+ * updated, and the call returns ::LATTICE_ERR_NON_FINITE: no weight is ever
+ * left Inf or NaN.
  * @param optim The optimizer.
  * @param[out] grad_norm The norm before clipping; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.

@@ -77,7 +77,7 @@ typedef int (*lattice_trainer_metrics_fn)(void *user, const lattice_trainer_metr
 typedef struct lattice_trainer_params {
     size_t size;               /**< sizeof(lattice_trainer_params). */
     int64_t eval_every;        /**< Validation every this many steps (0: only at phase ends). */
-    int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused since 0.4). Used by ::lattice_trainer_evaluate too. */
+    int64_t eval_batches;      /**< Validation batches to use (0: all of them; more than the data has is refused). Used by ::lattice_trainer_evaluate too. */
     uint64_t seed;             /**< A seed for the trainer's own stochastic choices, of which
                                     it makes none yet: no number depends on it. It is part of
                                     the trainer's settings all the same: recorded in
@@ -109,13 +109,13 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  * @param optim The optimizer of the student.
  * @param schedule The schedule (its depth must fit the student's capacity).
  * @param params The settings; NULL for defaults. With params->collective
- *        (since 0.3) the trainer is created as ::lattice_trainer_set_collective
- *        would leave it, and the batch is checked per rank.
+ *        the trainer is created as ::lattice_trainer_set_collective would
+ *        leave it, and the batch is checked per rank.
  * @param[out] out The new trainer, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG
- *         (vocabularies or batch shapes that do not fit, an empty schedule;
- *         since 0.4 also settings that would train or measure other than
- *         asked: a phase that restarts the optimizer for fewer steps than its
+ *         (vocabularies or batch shapes that do not fit, an empty schedule,
+ *         or settings that would train or measure other than asked: a
+ *         phase that restarts the optimizer for fewer steps than its
  *         warmup_steps, eval_every above 0 over data without validation
  *         documents, eval_batches above the data's validation batches).
  */
@@ -145,11 +145,11 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  *        metrics->size to sizeof(lattice_trainer_metrics) as it was compiled; the
  *        library writes no more than that and sets size to the bytes it
  *        wrote. A size below the 0.1 struct's (0 included) is refused with
- *        ::LATTICE_ERR_INVALID_ARGUMENT before the step runs (since 0.2).
- * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished; or,
- *         since 0.4, the phase has a token budget and a whole pass over the
- *         training data has counted no token, so the budget could never fill:
- *         the step is not taken), ::LATTICE_ERR_NON_FINITE (nothing changed),
+ *        ::LATTICE_ERR_INVALID_ARGUMENT before the step runs.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished, or
+ *         the phase has a token budget and a whole pass over the training
+ *         data has counted no token, so the budget could never fill: the
+ *         step is not taken), ::LATTICE_ERR_NON_FINITE (nothing changed),
  *         or the status of the object that failed.
  */
 LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_trainer_metrics *metrics);
@@ -218,10 +218,10 @@ typedef struct lattice_trainer_collective {
  * are collective: every rank must make the same calls in the same order.
  * With one rank the trainer computes exactly as without a collective.
  *
- * Attaching is collective too (since 0.4): every rank compares a digest of
- * its setup with rank 0's, in parts: the model (its architecture, active
- * depth, trainable groups and weights), the data (its settings, its
- * corpus's identity and its position), the schedule (every phase and the
+ * Attaching is collective too: every rank compares a digest of its setup
+ * with rank 0's, in parts: the model (its architecture, active depth,
+ * trainable groups and weights), the data (its settings, its corpus's
+ * identity and its position), the schedule (every phase and the
  * position), the optimizer (its settings, step and moments) and the trainer
  * (eval_every, eval_batches, seed, the teacher and the distillation loss).
  * A rank that differs is refused on every rank, with
@@ -244,8 +244,8 @@ typedef struct lattice_trainer_collective {
  *         below 0.3's, a rank outside 0 .. n_ranks - 1: returned at once, on
  *         this rank only), ::LATTICE_ERR_INVALID_CONFIG (a batch that does
  *         not divide by the number of ranks, a share larger than the model's
- *         max_batch, since 0.4 a setup that differs between ranks, or a
- *         detach that would leave the model a batch larger than it holds),
+ *         max_batch, a setup that differs between ranks, or a detach
+ *         that would leave the model a batch larger than it holds),
  *         ::LATTICE_ERR_OUT_OF_MEMORY, or ::LATTICE_ERR_BACKEND (a slot
  *         failed while the ranks compared their setups).
  * @since 0.3
@@ -288,17 +288,17 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * Data order is a function of the data seed and the pass number, so the
  * position is all the random state there is.
  *
- * Since 0.4 the metadata also records the data's settings and the identity
- * of its corpus (token and document counts, the training split, a digest of
- * the token ids) and every phase of the schedule, so that a checkpoint
+ * The metadata also records the data's settings and the identity of its
+ * corpus (token and document counts, the training split, a digest of the
+ * token ids), every phase of the schedule, and the model's setup
+ * ("model.setup": the shape, placement, norm kind and eps, residual scale,
+ * rope_theta, qk_norm, tie_embeddings, block_norm, block_rescale,
+ * massive_offset and, with an offset, where it goes), so that a checkpoint
  * resumes only the run it was written by (see
- * ::lattice_trainer_load_checkpoint). Since 0.5 it records the model's
- * setup too ("model.setup": the shape, placement, norm kind and eps,
- * residual scale, rope_theta, qk_norm, tie_embeddings, block_norm,
- * block_rescale, massive_offset and, with an offset, where it goes), which a
- * load compares field by field ("the checkpoint's model block_rescale 2
- * differs from this run's 0"); an older checkpoint is checked by its
- * tensors' shapes alone.
+ * ::lattice_trainer_load_checkpoint). A load compares the setup field by
+ * field ("the checkpoint's model block_rescale 2 differs from this run's
+ * 0"); a checkpoint without "model.setup" (written before 0.5) is checked
+ * by its tensors' shapes alone.
  *
  * A run stopped at any step and resumed from its checkpoint, with objects
  * created as for the original run, gives bit-identical losses to one that
@@ -327,9 +327,9 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * capacity of 8 layers ... and this run's model has 6", "the checkpoint's
  * schedule phase 0 steps 17 differs from this run's 20"). Refused with
  * ::LATTICE_ERR_FORMAT: another model (capacity, tensor shapes), another
- * schedule (since 0.4 every phase is compared; a checkpoint written before
- * 0.4 records only the phase count and the position, which must fit), and
- * since 0.4 other data: another corpus (its token or document counts, its
+ * schedule (every phase is compared; a checkpoint written before 0.4
+ * records only the phase count and the position, which must fit), and
+ * other data: another corpus (its token or document counts, its
  * training split or its token ids), another data seed or other data
  * settings (batch_size, seq_len, ...). To resume on other data on purpose,
  * see ::lattice_trainer_load_checkpoint_flags. Checkpoints written before
@@ -337,9 +337,9 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * @param trainer The trainer.
  * @param path The checkpoint.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
- *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or (since 0.3)
+ *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or
  *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
- *         number of ranks (since 0.4 ::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
+ *         number of ranks (::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
  *         ::lattice_trainer_load_checkpoint_flags resumes it).
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
