@@ -93,18 +93,114 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_sch
     return LATTICE_OK;
 }
 
-static lattice_status add(lattice_schedule *s, int64_t steps, int active, int train_from,
-                          int train_boundary, lattice_schedule_block_init init)
+/* Phase k of a preset (0 <= k < preset_count), as create_preset adds it. */
+static lattice_schedule_phase preset_phase(lattice_schedule_preset preset, int n_blocks,
+                                           int block_size, int64_t steps_per_phase,
+                                           lattice_schedule_block_init block_init, int64_t k)
 {
+    const int full = n_blocks * block_size;
     lattice_schedule_phase p;
     lattice_schedule_phase_init(&p);
-    p.steps = steps;
-    p.active_layers = active;
-    p.train_from = train_from;
-    p.train_boundary = train_boundary;
+    p.steps = steps_per_phase;
+    p.active_layers = full;
+    p.train_from = 0;
+    p.train_boundary = 1;
     p.reset_optimizer = 1;
-    p.block_init = init;
-    return lattice_schedule_add_phase(s, &p);
+    p.block_init = block_init;
+    switch (preset) {
+    case LATTICE_SCHEDULE_PRESET_GROW:
+        p.active_layers = (int)(k + 1) * block_size;
+        break;
+    case LATTICE_SCHEDULE_PRESET_FREEZE:
+        /* the paper's freeze arm: after phase 0 only the newest block moves, so
+         * its input (earlier blocks and the boundary norm) and the head are fixed */
+        p.active_layers = (int)(k + 1) * block_size;
+        p.train_from = (int)k * block_size;
+        p.train_boundary = k == 0;
+        break;
+    case LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK:
+        p.active_layers = block_size;
+        break;
+    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE: {
+        /* grow spends steps * block_size * (1 + 2 + ... + n) active-layer
+         * steps: (n + 1) / 2 phases' worth at full depth, the last one short */
+        const int64_t total = steps_per_phase * (n_blocks + 1) / 2, done = k * steps_per_phase;
+        p.steps = total - done < steps_per_phase ? total - done : steps_per_phase;
+        break;
+    }
+    default: /* joint, and joint matched on total tokens: full depth */
+        break;
+    }
+    return p;
+}
+
+/* The number of phases of a preset; -1 for an unknown preset. */
+static int64_t preset_count(lattice_schedule_preset preset, int n_blocks, int64_t steps_per_phase)
+{
+    switch (preset) {
+    case LATTICE_SCHEDULE_PRESET_JOINT:
+    case LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK:
+        return 1;
+    case LATTICE_SCHEDULE_PRESET_GROW:
+    case LATTICE_SCHEDULE_PRESET_FREEZE:
+    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL:
+        return n_blocks;
+    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE: {
+        const int64_t total = steps_per_phase * (n_blocks + 1) / 2;
+        return (total + steps_per_phase - 1) / steps_per_phase;
+    }
+    default:
+        return -1;
+    }
+}
+
+/* The shared checks of the preset calls: the shape, then the preset. */
+static lattice_status check_preset(const char *fn, lattice_schedule_preset preset, int n_blocks,
+                                   int block_size, int64_t steps_per_phase)
+{
+    if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
+        block_size > 4096)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "%s: n_blocks %d, block_size %d, steps_per_phase %lld: needs "
+                             "n_blocks and block_size in 1..4096 and steps_per_phase >= 1",
+                             fn, n_blocks, block_size, (long long)steps_per_phase);
+    if (preset_count(preset, n_blocks, steps_per_phase) < 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: unknown preset %d", fn,
+                             (int)preset);
+    return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_get_preset_phases(lattice_schedule_preset preset, int n_blocks,
+                                                  int block_size, int64_t steps_per_phase,
+                                                  lattice_schedule_block_init block_init,
+                                                  lattice_schedule_phase *phases, int capacity,
+                                                  int *n_phases)
+{
+    static const char fn[] = "lattice_schedule_get_preset_phases";
+    if (!n_phases)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "%s: invalid argument: n_phases is NULL", fn);
+    *n_phases = 0;
+    if (capacity < 0 || (!phases && capacity > 0))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "%s: invalid argument: capacity %d with phases %s (give phases "
+                             "room for capacity >= 0 phases, or NULL and 0 to ask for the count)",
+                             fn, capacity, phases ? "given" : "NULL");
+    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase);
+    if (st != LATTICE_OK)
+        return st;
+    const int64_t n = preset_count(preset, n_blocks, steps_per_phase);
+    *n_phases = (int)n; /* at most 4096 */
+    if (!phases)
+        return LATTICE_OK;
+    if (capacity < n)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "%s: invalid argument: the preset has %lld phases, capacity is %d "
+                             "(nothing written; *n_phases says how many)",
+                             fn, (long long)n, capacity);
+    for (int64_t k = 0; k < n; k++)
+        phases[k] = preset_phase(preset, n_blocks, block_size, steps_per_phase, block_init, k);
+    return LATTICE_OK;
 }
 
 lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, int n_blocks,
@@ -112,54 +208,22 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
                                               lattice_schedule_block_init block_init,
                                               lattice_schedule **out)
 {
+    static const char fn[] = "lattice_schedule_create_preset";
     if (!out)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_schedule_create_preset: invalid argument: out is NULL");
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: out is NULL",
+                             fn);
     *out = NULL;
-    if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
-        block_size > 4096)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_schedule_create_preset: n_blocks %d, block_size %d, "
-                             "steps_per_phase %lld: needs n_blocks and block_size in 1..4096 "
-                             "and steps_per_phase >= 1",
-                             n_blocks, block_size, (long long)steps_per_phase);
-    lattice_schedule *s;
-    lattice_status st = lattice_schedule_create(&s);
+    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase);
     if (st != LATTICE_OK)
         return st;
-    const int full = n_blocks * block_size;
-    switch (preset) {
-    case LATTICE_SCHEDULE_PRESET_JOINT:
-        st = add(s, steps_per_phase, full, 0, 1, block_init);
-        break;
-    case LATTICE_SCHEDULE_PRESET_GROW:
-        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
-            st = add(s, steps_per_phase, (b + 1) * block_size, 0, 1, block_init);
-        break;
-    case LATTICE_SCHEDULE_PRESET_FREEZE:
-        /* the paper's freeze arm: after phase 0 only the newest block moves, so
-         * its input (earlier blocks and the boundary norm) and the head are fixed */
-        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
-            st = add(s, steps_per_phase, (b + 1) * block_size, b * block_size, b == 0, block_init);
-        break;
-    case LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK:
-        st = add(s, steps_per_phase, block_size, 0, 1, block_init);
-        break;
-    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE: {
-        /* grow spends steps * block_size * (1 + 2 + ... + n) active-layer steps */
-        int64_t total = steps_per_phase * (n_blocks + 1) / 2;
-        for (int64_t done = 0; done < total && st == LATTICE_OK; done += steps_per_phase)
-            st = add(s, total - done < steps_per_phase ? total - done : steps_per_phase, full, 0,
-                     1, block_init);
-        break;
-    }
-    case LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL:
-        for (int b = 0; b < n_blocks && st == LATTICE_OK; b++)
-            st = add(s, steps_per_phase, full, 0, 1, block_init);
-        break;
-    default:
-        st = lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-                           "lattice_schedule_create_preset: unknown preset %d", (int)preset);
+    lattice_schedule *s;
+    if ((st = lattice_schedule_create(&s)) != LATTICE_OK)
+        return st;
+    const int64_t n = preset_count(preset, n_blocks, steps_per_phase);
+    for (int64_t k = 0; k < n && st == LATTICE_OK; k++) {
+        const lattice_schedule_phase p =
+            preset_phase(preset, n_blocks, block_size, steps_per_phase, block_init, k);
+        st = lattice_schedule_add_phase(s, &p);
     }
     if (st != LATTICE_OK) {
         lattice_schedule_destroy(s);

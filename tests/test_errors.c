@@ -246,6 +246,14 @@ START_TEST(test_every_failure_says_why)
     EXPECT(lattice_schedule_create_preset, CFG, "n_blocks 0", NULL,
            lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 1, LATTICE_SCHEDULE_BLOCK_INIT_RANDOM,
                                           &s2));
+    int n_phases;
+    EXPECT(lattice_schedule_get_preset_phases, INV, "n_phases is NULL", NULL,
+           lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 1,
+                                              LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, NULL, 0, NULL));
+    EXPECT(lattice_schedule_get_preset_phases, CFG, "n_blocks 0", NULL,
+           lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 1,
+                                              LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, NULL, 0,
+                                              &n_phases));
     EXPECT(lattice_schedule_add_phase, INV, "phase missing",
            lattice_schedule_errmsg(w.s), lattice_schedule_add_phase(w.s, NULL));
     lattice_schedule_phase ph;

@@ -174,6 +174,78 @@ START_TEST(test_token_budget_and_bad_phases)
 }
 END_TEST
 
+/* lattice_schedule_get_preset_phases gives, phase for phase, what
+ * lattice_schedule_create_preset's schedule holds, for every preset over
+ * several shapes (matched-active's short last phase among them); the count
+ * alone for NULL and 0; and refuses a short array, NULL n_phases, a bad shape
+ * or an unknown preset, writing nothing. */
+START_TEST(test_preset_phases)
+{
+    static const struct { int blocks, size; int64_t steps; } shapes[] = {
+        {1, 1, 1}, {3, 3, 100}, {4, 2, 7}, {5, 1, 3}, {2, 4, 1}};
+    for (int pr = LATTICE_SCHEDULE_PRESET_JOINT; pr <= LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL;
+         pr++)
+        for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+            lattice_schedule *s;
+            const lattice_schedule_block_init init = (lattice_schedule_block_init)(k % 3);
+            ck_assert_int_eq(lattice_schedule_create_preset((lattice_schedule_preset)pr,
+                                                            shapes[k].blocks, shapes[k].size,
+                                                            shapes[k].steps, init, &s),
+                             LATTICE_OK);
+            int n = -1;
+            ck_assert_int_eq(lattice_schedule_get_preset_phases((lattice_schedule_preset)pr,
+                                                                shapes[k].blocks, shapes[k].size,
+                                                                shapes[k].steps, init, NULL, 0, &n),
+                             LATTICE_OK);
+            ck_assert_int_eq(n, lattice_schedule_get_n_phases(s));
+            lattice_schedule_phase got[8];
+            memset(got, 0xab, sizeof got);
+            ck_assert_int_eq(lattice_schedule_get_preset_phases((lattice_schedule_preset)pr,
+                                                                shapes[k].blocks, shapes[k].size,
+                                                                shapes[k].steps, init, got, 8, &n),
+                             LATTICE_OK);
+            ck_assert_int_eq(n, lattice_schedule_get_n_phases(s));
+            for (int i = 0; i < n; i++) {
+                lattice_schedule_phase want;
+                lattice_schedule_phase_init(&want);
+                lattice_schedule_get_phase(s, i, &want);
+                ck_assert_msg(memcmp(&got[i], &want, sizeof want) == 0,
+                              "preset %d shape %zu phase %d differs from the schedule's", pr, k, i);
+            }
+            if (n > 1) { /* one short: refused, nothing written, the count given */
+                lattice_schedule_phase few[8];
+                memset(few, 0xcd, sizeof few);
+                int m = -1;
+                ck_assert_int_eq(lattice_schedule_get_preset_phases((lattice_schedule_preset)pr,
+                                                                    shapes[k].blocks, shapes[k].size,
+                                                                    shapes[k].steps, init, few,
+                                                                    n - 1, &m),
+                                 LATTICE_ERR_INVALID_ARGUMENT);
+                ck_assert_int_eq(m, n);
+                ck_assert_int_eq(few[0].active_layers, (int)0xcdcdcdcd);
+                ck_assert_ptr_nonnull(strstr(lattice_last_error(), "capacity is"));
+            }
+            lattice_schedule_destroy(s);
+        }
+    lattice_schedule_phase ph[4];
+    int n = 7;
+    ck_assert_int_eq(lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 10, 0,
+                                                        ph, 4, NULL),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 10, 0,
+                                                        ph, 4, &n),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(n, 0);
+    ck_assert_int_eq(lattice_schedule_get_preset_phases((lattice_schedule_preset)42, 3, 1, 10, 0,
+                                                        ph, 4, &n),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "unknown preset 42"));
+    ck_assert_int_eq(lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 10, 0,
+                                                        NULL, 4, &n),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
 /* ---- a token budget the trainer cannot fill ------------------------------------ */
 
 /* Documents of one token predict nothing: a token budget over them never
@@ -243,6 +315,7 @@ int main(void)
     Suite *s = suite_create("schedule");
     TCase *sc = tcase_create("schedule");
     tcase_add_test(sc, test_presets);
+    tcase_add_test(sc, test_preset_phases);
     tcase_add_test(sc, test_counters_and_matching);
     tcase_add_test(sc, test_token_budget_and_bad_phases);
     tcase_add_test(sc, test_phase_of_an_older_caller);

@@ -590,9 +590,9 @@ static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const
             w->n_kept += s->res[a][i] != NULL;
     int64_t all_steps = 0;
     for (int k = 0; k < s->n_todo; k++) {
-        lattice_schedule *sc = arm_schedule(p, &p->arms[s->todo[k] % p->n_arms]);
-        all_steps += lattice_schedule_get_total_steps(sc);
-        lattice_schedule_destroy(sc);
+        lattice_schedule_phase ph[MAX_PHASES];
+        const int n = arm_phases(p, &p->arms[s->todo[k] % p->n_arms], ph);
+        all_steps += phases_steps(ph, n);
     }
     if (proc.rank == 0 && w->n_kept > 0)
         say("%d run%s kept in %s/runs/ reused; %d to run\n", w->n_kept,

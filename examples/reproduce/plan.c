@@ -12,16 +12,12 @@
 /* Active-layer steps of an arm, in units of full-depth steps. */
 double arm_cost(const preset *p, const arm *a)
 {
-    lattice_schedule *s = arm_schedule(p, a);
+    lattice_schedule_phase ph[MAX_PHASES];
+    const int n = arm_phases(p, a, ph);
     double c = 0;
     const int L = p->blocks * p->block_size;
-    for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
-        lattice_schedule_phase ph;
-        lattice_schedule_phase_init(&ph);
-        lattice_schedule_get_phase(s, i, &ph);
-        c += (double)ph.steps * ph.active_layers / L;
-    }
-    lattice_schedule_destroy(s);
+    for (int i = 0; i < n; i++)
+        c += (double)ph[i].steps * ph[i].active_layers / L;
     return c;
 }
 
@@ -235,12 +231,12 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     double n_val = (double)lattice_data_get_n_val_batches(dv);
     lattice_data_destroy(dv);
     for (int a = 0; a < p->n_arms; a++) {
-        lattice_schedule *sa = arm_schedule(p, &p->arms[a]);
-        int64_t steps = lattice_schedule_get_total_steps(sa);
-        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + lattice_schedule_get_n_phases(sa);
+        lattice_schedule_phase ph[MAX_PHASES];
+        const int n_phases = arm_phases(p, &p->arms[a], ph);
+        int64_t steps = phases_steps(ph, n_phases);
+        double ev = (p->eval_every ? (double)steps / p->eval_every : 0) + n_phases;
         double evals = ev * (p->eval_batches ? fmin(p->eval_batches, n_val) : n_val) +
                        (p->final_eval_batches ? fmin(p->final_eval_batches, n_val) : n_val);
-        lattice_schedule_destroy(sa);
         for (int i = 0; i < p->seeds; i++)
             run_s[i * p->n_arms + a] =
                 step * arm_cost(p, &p->arms[a]) + extra * (double)steps + evals * eval;

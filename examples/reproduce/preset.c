@@ -412,7 +412,10 @@ static void parse_arm(preset *p, json_object *v, int index)
                 f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", pw, block_init_names,
                                                              3, (int)a->block_init);
                 f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
-                f->train_boundary = get_i(e, "train_boundary", 1, 0, 1);
+                /* the arm's train_boundary (phases after the first) is each phase's default */
+                f->train_boundary =
+                    get_i(e, "train_boundary", k > 0 && a->train_boundary >= 0 ? a->train_boundary : 1,
+                          0, 1);
             }
             json_at(where);
         } else if (a->schedule < 0) {
@@ -704,32 +707,39 @@ void load_preset(preset *p, const char *path)
     check_shapes(p);
 }
 
-/* The schedule of an arm: the preset's phases (or the explicit ones), with
- * the arm's block init, data rule and boundary freeze applied. */
-lattice_schedule *arm_schedule(const preset *p, const arm *a)
+int arm_phases(const preset *p, const arm *a, lattice_schedule_phase ph[MAX_PHASES])
 {
-    lattice_schedule_phase ph[MAX_PHASES];
-    int n = a->n_phases;
-    if (a->schedule >= 0) {
-        lattice_schedule *s;
-        if (lattice_schedule_create_preset((lattice_schedule_preset)a->schedule, p->blocks,
-                                           p->block_size, p->steps_per_phase, a->block_init,
-                                           &s) != LATTICE_OK)
-            die("arm %s: the schedule preset does not fit the student", a->name);
-        n = lattice_schedule_get_n_phases(s);
-        if (n > MAX_PHASES)
-            die("arm %s: too many phases", a->name);
-        for (int i = 0; i < n; i++) {
-            lattice_schedule_phase_init(&ph[i]);
-            lattice_schedule_get_phase(s, i, &ph[i]);
-            ph[i].rewind_data = i > 0 && a->replay;
-            if (i > 0 && a->train_boundary >= 0)
-                ph[i].train_boundary = a->train_boundary;
-        }
-        lattice_schedule_destroy(s);
-    } else {
-        memcpy(ph, a->phases, sizeof(ph[0]) * (size_t)n);
+    if (a->schedule < 0) { /* explicit: parse_arm applied the arm's rules */
+        memcpy(ph, a->phases, sizeof(ph[0]) * (size_t)a->n_phases);
+        return a->n_phases;
     }
+    int n = 0;
+    if (lattice_schedule_get_preset_phases((lattice_schedule_preset)a->schedule, p->blocks,
+                                           p->block_size, p->steps_per_phase, a->block_init, ph,
+                                           MAX_PHASES, &n) != LATTICE_OK)
+        die("arm %s: the schedule preset does not fit the student: %s", a->name,
+            lattice_last_error());
+    for (int i = 1; i < n; i++) {
+        ph[i].rewind_data = a->replay;
+        if (a->train_boundary >= 0)
+            ph[i].train_boundary = a->train_boundary;
+    }
+    return n;
+}
+
+int64_t phases_steps(const lattice_schedule_phase *ph, int n)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (ph[i].steps == 0)
+            return -1;
+        total += ph[i].steps;
+    }
+    return total;
+}
+
+lattice_schedule *phases_schedule(const arm *a, const lattice_schedule_phase *ph, int n)
+{
     lattice_schedule *s;
     if (lattice_schedule_create(&s) != LATTICE_OK)
         die("out of memory");
@@ -767,7 +777,8 @@ void print_preset(const preset *p)
         const arm *am = &p->arms[a];
         if (!am->selected)
             continue;
-        lattice_schedule *s = arm_schedule(p, am);
+        lattice_schedule_phase phs[MAX_PHASES];
+        const int n_phases = arm_phases(p, am, phs);
         printf("arm %s: %s-norm", am->name, placement_names[am->placement]);
         if (am->residual_scale != 1.0)
             printf(" (residual scale %g)", am->residual_scale);
@@ -779,16 +790,13 @@ void print_preset(const preset *p)
             printf(" with an induced row-start offset of %g x the regular RMS after layer %d "
                    "(channel %d)", am->massive_offset, am->massive_layer, am->massive_channel);
         printf(", init std %.6g, cost %.4g full-depth steps\n", arm_std(p, am), arm_cost(p, am));
-        for (int i = 0; i < lattice_schedule_get_n_phases(s); i++) {
-            lattice_schedule_phase ph;
-            lattice_schedule_phase_init(&ph);
-            lattice_schedule_get_phase(s, i, &ph);
+        for (int i = 0; i < n_phases; i++) {
+            const lattice_schedule_phase ph = phs[i];
             printf("  phase %d: %lld steps, %d active, train_from %d, reset %d, block_init %s, "
                    "rewind_data %d, train_boundary %d\n",
                    i, (long long)ph.steps, ph.active_layers, ph.train_from, ph.reset_optimizer,
                    block_init_names[ph.block_init], ph.rewind_data, ph.train_boundary);
         }
-        lattice_schedule_destroy(s);
     }
 }
 

@@ -14,8 +14,17 @@ void preset_file(char *dst, size_t n, const char *arg);
 /* Read, check and resolve a preset file; dies with the key path on any error. */
 void load_preset(preset *p, const char *path);
 
-/* The schedule of an arm: its preset or its explicit phases, with the preset's sizes. */
-lattice_schedule *arm_schedule(const preset *p, const arm *a);
+/* An arm's phases, resolved once: its schedule preset's (the library's
+ * lattice_schedule_get_preset_phases, at the preset's sizes) or its explicit
+ * ones, with the arm's block init, data rule and boundary freeze. Returns
+ * their count (at most MAX_PHASES). */
+int arm_phases(const preset *p, const arm *a, lattice_schedule_phase ph[MAX_PHASES]);
+
+/* A schedule of arm a's n phases (arm_phases), for a run to train on. */
+lattice_schedule *phases_schedule(const arm *a, const lattice_schedule_phase *ph, int n);
+
+/* The steps of n phases; -1 when one of them has a token budget. */
+int64_t phases_steps(const lattice_schedule_phase *ph, int n);
 
 /* Select only the named arms (a comma-separated list) to run; the others stay
  * in the study (their kept runs are reported). */

@@ -44,16 +44,13 @@ int64_t batches_per_pass(const preset *p)
 /* The most batches an arm reads from one place in the text without a rewind. */
 int64_t longest_read(const preset *p, const arm *a)
 {
-    lattice_schedule *sc = arm_schedule(p, a);
+    lattice_schedule_phase ph[MAX_PHASES];
+    const int n = arm_phases(p, a, ph);
     int64_t run = 0, most = 0;
-    for (int k = 0; k < lattice_schedule_get_n_phases(sc); k++) {
-        lattice_schedule_phase ph;
-        lattice_schedule_phase_init(&ph);
-        lattice_schedule_get_phase(sc, k, &ph);
-        run = (ph.rewind_data ? 0 : run) + ph.steps;
+    for (int k = 0; k < n; k++) {
+        run = (ph[k].rewind_data ? 0 : run) + ph[k].steps;
         most = run > most ? run : most;
     }
-    lattice_schedule_destroy(sc);
     return most;
 }
 

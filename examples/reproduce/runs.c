@@ -298,7 +298,9 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
                     const arm *kind, int seed, progress *pr, run_result *r, int dry)
 {
     const int L = p->blocks * p->block_size;
-    lattice_schedule *s = arm_schedule(p, kind);
+    lattice_schedule_phase phases[MAX_PHASES];
+    const int n_phases = arm_phases(p, kind, phases);
+    lattice_schedule *s = phases_schedule(kind, phases, n_phases);
     /* Paired seeds: pre and post of one seed share initial weights and data order. */
     const double std = arm_std(p, kind);
     lattice_model *m = new_model_rows(p, be, kind->placement, kind->residual_scale, L, std,
@@ -323,7 +325,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_optim *o = new_optim(m, kind->lr * lr_scale, kind->min_lr * lr_scale, kind->warmup,
                                  p->steps_per_phase, p->clip, kind->weight_decay, kind->beta2,
                                  kind->decay);
-    int64_t total = lattice_schedule_get_total_steps(s);
+    int64_t total = phases_steps(phases, n_phases);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);
     r->losses = calloc((size_t)total + 1, sizeof(double));
@@ -334,7 +336,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         die("out of memory");
     pr->res = r;
     pr->run_steps = total;
-    pr->n_phases = lattice_schedule_get_n_phases(s);
+    pr->n_phases = n_phases;
     /* diagnostics on a fixed batch: the first validation batch */
     lattice_diag *dg;
     check(lattice_diag_create(m, &dg), "diagnostics", NULL);
@@ -425,12 +427,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     const int64_t window = response_window(p);
     for (int a = 0; a < r->n_appends; a++) {
         /* the a-th phase change: from phase a to a + 1 */
-        lattice_schedule_phase ph0, ph1;
-        lattice_schedule_phase_init(&ph0);
-        lattice_schedule_phase_init(&ph1);
-        lattice_schedule_get_phase(s, a, &ph0);
-        lattice_schedule_get_phase(s, a + 1, &ph1);
-        r->is_append[a] = ph1.active_layers > ph0.active_layers;
+        r->is_append[a] = phases[a + 1].active_layers > phases[a].active_layers;
         kept_response *rs = &r->resp[a];
         kept_response r2, r10;
         const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;

@@ -140,6 +140,35 @@ LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_prese
                                                           lattice_schedule **out);
 
 /**
+ * @brief The phases of a preset, without a schedule: phase for phase what
+ *        ::lattice_schedule_create_preset's schedule holds, for a caller that
+ *        edits them (a data rule, a boundary freeze) before it builds its own
+ *        schedule with ::lattice_schedule_add_phase.
+ * @param preset The arm.
+ * @param n_blocks Blocks of the full model.
+ * @param block_size Layers per block.
+ * @param steps_per_phase Steps of each phase.
+ * @param block_init Initialisation of appended blocks.
+ * @param[out] phases Room for capacity phases, each written whole (its size is
+ *        sizeof(lattice_schedule_phase)); NULL with capacity 0 asks for the
+ *        count alone.
+ * @param capacity The phases that fit in phases.
+ * @param[out] n_phases The preset's number of phases, also when capacity is too
+ *        small (0 on any other failure).
+ * @return ::LATTICE_OK; ::LATTICE_ERR_INVALID_ARGUMENT for a NULL n_phases, an
+ *         unknown preset, phases NULL with a capacity, or a capacity below the
+ *         count (nothing is written); ::LATTICE_ERR_INVALID_CONFIG for a shape
+ *         ::lattice_schedule_create_preset refuses.
+ * @since 0.5
+ */
+LATTICE_API lattice_status lattice_schedule_get_preset_phases(lattice_schedule_preset preset,
+                                                              int n_blocks, int block_size,
+                                                              int64_t steps_per_phase,
+                                                              lattice_schedule_block_init block_init,
+                                                              lattice_schedule_phase *phases,
+                                                              int capacity, int *n_phases);
+
+/**
  * @brief Destroy a schedule. NULL is ignored.
  * @param schedule The schedule.
  */

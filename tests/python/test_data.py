@@ -96,6 +96,19 @@ class ScheduleTest(unittest.TestCase):
             lattice.Schedule.preset("grow", 0, 3, 10)
         self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
 
+    def test_preset_phases_without_a_schedule(self):
+        for name in ("joint", "grow", "freeze", "single_block", "joint_matched_active",
+                     "joint_matched_total"):
+            phases = lattice.Schedule.preset_phases(name, 3, 2, 7, block_init="copy")
+            held = lattice.Schedule.preset(name, 3, 2, 7, block_init="copy").phases
+            self.assertEqual([bytes(p) for p in phases], [bytes(p) for p in held], name)
+        edited = [lattice.Phase.make(p, rewind_data=1)
+                  for p in lattice.Schedule.preset_phases("grow", 2, 1, 4)]
+        self.assertEqual([p.rewind_data for p in lattice.Schedule(edited).phases], [1, 1])
+        with self.assertRaises(LatticeError) as cm:
+            lattice.Schedule.preset_phases("grow", 0, 3, 10)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+
     def test_phase_fields_of_0_2(self):
         grow = lattice.Schedule.preset("grow", 3, 3, 10)
         self.assertEqual([p.rewind_data for p in grow.phases], [0, 0, 0])   # reads on

@@ -10,6 +10,7 @@ import csv
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -104,7 +105,13 @@ class Presets(unittest.TestCase):
                 "train": {"steps_per_phase": 10},
                 "arms": ["pre-grow", "post-freeze", "post-joint-total",
                          {"name": "peri-copy", "placement": "peri", "schedule": "grow",
-                          "block_init": "copy", "data": "continue"}]})
+                          "block_init": "copy", "data": "continue"},
+                         # the arm's train_boundary is its explicit phases' default after
+                         # the first, as for a schedule preset; a phase's own key wins
+                         {"name": "pre-explicit", "placement": "pre", "train_boundary": 0,
+                          "phases": [{"steps": 5, "active_layers": 2},
+                                     {"steps": 5, "active_layers": 4},
+                                     {"steps": 5, "active_layers": 4, "train_boundary": 1}]}]})
             r = run("--preset", os.path.join(d, "p.json"), "--check")
             # printed as understood, then the missing corpus is an error
             self.assertEqual(r.returncode, 1, r.stderr)
@@ -115,7 +122,7 @@ class Presets(unittest.TestCase):
             # std = gain / sqrt(d_model); LR in the paper's proportion (1e-4 at 0.02)
             self.assertIn("student init_std 0.16 (gain 1.28), lr 0.0008", out)
             arms = out.split("arm ")[1:]
-            grow, freeze, total, peri = arms
+            grow, freeze, total, peri, explicit = arms
             self.assertIn("phase 1: 10 steps, 4 active, train_from 0", grow)
             self.assertIn("rewind_data 1", grow)  # the paper's shard replay
             self.assertIn("phase 1: 10 steps, 4 active, train_from 2", freeze)
@@ -123,6 +130,8 @@ class Presets(unittest.TestCase):
             self.assertNotIn("rewind_data 1", total)  # budget controls read fresh data
             self.assertIn("block_init copy", peri)
             self.assertNotIn("rewind_data 1", peri)
+            self.assertEqual(re.findall(r"phase (\d): .*train_boundary (\d)", explicit),
+                             [("0", "1"), ("1", "0"), ("2", "1")])
 
 
 class TinyStudy(unittest.TestCase):

@@ -291,6 +291,8 @@ PROTOTYPES = {
     "lattice_schedule_create": (STATUS, [POINTER(T.schedule_p)]),
     "lattice_schedule_create_preset": (STATUS, [c_int, c_int, c_int, c_int64, c_int,
                                                 POINTER(T.schedule_p)]),
+    "lattice_schedule_get_preset_phases": (STATUS, [c_int, c_int, c_int, c_int64, c_int,
+                                                    POINTER(T.Phase), c_int, POINTER(c_int)]),
     "lattice_schedule_destroy": (None, [T.schedule_p]),
     "lattice_schedule_errmsg": (c_char_p, [T.schedule_p]),
     "lattice_schedule_add_phase": (STATUS, [T.schedule_p, POINTER(T.Phase)]),

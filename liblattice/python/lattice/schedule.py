@@ -51,6 +51,22 @@ class Schedule(Handle):
             else:
                 self.add_phase(phase)
 
+    @staticmethod
+    def preset_phases(preset: Union[Preset, str, int], n_blocks: int = 3, block_size: int = 3,
+                      steps_per_phase: int = 50000,
+                      block_init: Union[BlockInit, str, int] = BlockInit.RANDOM) -> List[Phase]:
+        """The phases :meth:`preset` would hold, as Phases to edit before building a
+        schedule of one's own (``Schedule(phases)``), with no schedule made."""
+        args = (to_enum(Preset, preset), n_blocks, block_size, steps_per_phase,
+                to_enum(BlockInit, block_init))
+        what = (f"preset {preset!r} with {n_blocks} x {block_size} layers, "
+                f"{steps_per_phase} steps per phase")
+        n = c_int(0)
+        check(lib.lattice_schedule_get_preset_phases(*args, None, 0, byref(n)), what)
+        out = (Phase * n.value)()
+        check(lib.lattice_schedule_get_preset_phases(*args, out, n.value, byref(n)), what)
+        return [Phase.make(p) for p in out]
+
     @classmethod
     def preset(cls, preset: Union[Preset, str, int], n_blocks: int = 3, block_size: int = 3,
                steps_per_phase: int = 50000,
