@@ -166,4 +166,12 @@ uint64_t lattice__model_hash(const lattice_model *m, const float *arena, uint64_
 /* Whether tensor t's group is trainable and (for layers) active. */
 int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t);
 
+/* The one evaluation loop: the sums of nats and counted positions over the
+ * first nb validation batches, each cut by share(ctx, batch) when share is
+ * given (model_pass.c; lattice_model_evaluate and lattice_trainer_evaluate). */
+lattice_status lattice__model_val_sums(lattice_model *m, lattice_data *data, int64_t nb,
+                                       lattice_data_batch (*share)(const void *ctx,
+                                                                   const lattice_data_batch *b),
+                                       const void *ctx, double *total, int64_t *count);
+
 #endif

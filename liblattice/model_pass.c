@@ -582,6 +582,43 @@ static lattice_status model_loss(lattice_model *m, const int32_t *targets, const
     return LATTICE_OK;
 }
 
+/* The one evaluation loop (lattice_model_evaluate and lattice_trainer_evaluate):
+ * over the first nb validation batches (each cut to this rank's rows by share,
+ * when given; a share with no rows is skipped), an inference forward and the
+ * double-precision loss; total is the sum of nats over the counted positions,
+ * count their number. Messages name the batch, in the model's errmsg. */
+lattice_status lattice__model_val_sums(lattice_model *m, lattice_data *data, int64_t nb,
+                                       lattice_data_batch (*share)(const void *ctx,
+                                                                   const lattice_data_batch *b),
+                                       const void *ctx, double *total, int64_t *count)
+{
+    *total = 0.0;
+    *count = 0;
+    for (int64_t i = 0; i < nb; i++) {
+        lattice_data_batch b;
+        double ce;
+        int64_t n = 0;
+        lattice_status st = lattice_data_get_val_batch(data, i, &b);
+        if (st != LATTICE_OK)
+            return FAIL(m, st, "validation batch %lld: %s", (long long)i,
+                        lattice_data_errmsg(data));
+        if (share && (b = share(ctx, &b)).batch == 0)
+            continue;
+        /* an inference forward: what the validation batches measure (a running
+         * RMS's pending value) never reaches the next optimizer step */
+        if ((st = lattice_model_forward_inference(m, b.tokens, b.batch, b.seq)) == LATTICE_OK)
+            st = lattice_model_loss(m, b.targets, b.mask, &ce, &n);
+        if (st != LATTICE_OK) {
+            char why[LATTICE_ERRMSG_MAX];
+            snprintf(why, sizeof why, "%s", m->err);
+            return FAIL(m, st, "validation batch %lld: %s", (long long)i, why);
+        }
+        *total += ce * (double)n;
+        *count += n;
+    }
+    return LATTICE_OK;
+}
+
 static lattice_status model_evaluate(lattice_model *m, lattice_data *data, int64_t max_batches,
                                      double *val_ce)
 {
@@ -609,28 +646,11 @@ static lattice_status model_evaluate(lattice_model *m, lattice_data *data, int64
         return FAIL(m, LATTICE_ERR_STATE, "the data has no validation documents");
     if (max_batches > 0 && max_batches < nb)
         nb = max_batches;
-    /* Weighted by counted positions, as lattice_trainer_evaluate does, so the
-     * two agree on the same batches. */
     double total = 0.0;
     int64_t count = 0;
-    for (int64_t i = 0; i < nb; i++) {
-        lattice_data_batch b;
-        double ce;
-        int64_t n = 0;
-        lattice_status st = lattice_data_get_val_batch(data, i, &b);
-        if (st != LATTICE_OK)
-            return FAIL(m, st, "validation batch %lld: %s", (long long)i,
-                        lattice_data_errmsg(data));
-        if ((st = lattice_model_forward_inference(m, b.tokens, b.batch, b.seq)) == LATTICE_OK)
-            st = lattice_model_loss(m, b.targets, b.mask, &ce, &n);
-        if (st != LATTICE_OK) {
-            char why[LATTICE_ERRMSG_MAX];
-            snprintf(why, sizeof why, "%s", m->err);
-            return FAIL(m, st, "validation batch %lld: %s", (long long)i, why);
-        }
-        total += ce * (double)n;
-        count += n;
-    }
+    lattice_status st = lattice__model_val_sums(m, data, nb, NULL, NULL, &total, &count);
+    if (st != LATTICE_OK)
+        return st;
     *val_ce = count ? total / (double)count : 0.0;
     return LATTICE_OK;
 }

@@ -484,6 +484,12 @@ static double now_seconds(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* This rank's rows of a validation batch (the loop's share). */
+static lattice_data_batch eval_share(const void *t, const lattice_data_batch *b)
+{
+    return lattice__trainer_share_of((const lattice_trainer *)t, b);
+}
+
 static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
 {
     if (lattice__need(LATTICE__ERRBUF(t), "lattice_trainer_evaluate", 2,
@@ -494,33 +500,14 @@ static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
         return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
     if (t->p.eval_batches > 0 && t->p.eval_batches < nb)
         nb = t->p.eval_batches;
+    /* over ranks, a last short batch may leave a rank no rows */
     double total = 0.0;
     int64_t count = 0;
-    lattice_status st = LATTICE_OK;
-    for (int64_t i = 0; i < nb && st == LATTICE_OK; i++) {
-        lattice_data_batch b;
-        float loss;
-        int64_t n;
-        st = lattice_data_get_val_batch(t->data, i, &b);
-        if (st != LATTICE_OK) {
-            FAIL(t, st, "validation batch %lld: %s", (long long)i, lattice_data_errmsg(t->data));
-            break;
-        }
-        b = lattice__trainer_share_of(t, &b); /* over ranks, a last short batch may leave a rank no rows */
-        if (b.batch == 0)
-            continue;
-        /* an inference forward: what the validation batches measure (a running
-         * RMS's pending value) never reaches the next optimizer step */
-        st = lattice_model_forward_inference(t->model, b.tokens, b.batch, b.seq);
-        if (st == LATTICE_OK)
-            st = lattice_model_cross_entropy(t->model, b.targets, b.mask, &loss, &n);
-        if (st != LATTICE_OK) {
-            FAIL(t, st, "validation batch %lld: %s", (long long)i, lattice_model_errmsg(t->model));
-            break;
-        }
-        total += (double)loss * (double)n;
-        count += n;
-    }
+    lattice_status st = lattice__model_val_sums(t->model, t->data, nb,
+                                                lattice__trainer_distributed(t) ? eval_share : NULL,
+                                                t, &total, &count);
+    if (st != LATTICE_OK)
+        FAIL(t, st, "%s", lattice_model_errmsg(t->model));
     if (lattice__trainer_distributed(t)) {
         /* token-weighted: the sums of every rank's sums */
         if ((st = lattice__trainer_agree(t, st)) != LATTICE_OK)

@@ -368,15 +368,11 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     snprintf(what, sizeof what, "arm %s: the trainer (train.eval_every, eval_batches, the "
              "schedule, the recipe)", kind->name);
     check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), what, NULL);
+    /* the final evaluation's batches, checked before the run trains */
+    if (p->final_eval_batches > lattice_data_get_n_val_batches(d))
+        die("arm %s: train.final_eval_batches %d is more than the held-out text's %lld batches",
+            kind->name, p->final_eval_batches, (long long)lattice_data_get_n_val_batches(d));
     if (dry) {
-        lattice_trainer_params full = tp;
-        full.eval_batches = p->final_eval_batches;
-        full.on_eval = NULL;
-        lattice_trainer *fin;
-        snprintf(what, sizeof what, "arm %s: the final evaluation (train.final_eval_batches)",
-                 kind->name);
-        check(lattice_trainer_create(m, t, loss, d, o, s, &full, &fin), what, NULL);
-        lattice_trainer_destroy(fin);
         pr->diag = NULL;
         goto done; /* every object built: the run's own teardown */
     }
@@ -390,12 +386,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     r->tokens_per_s = (double)c.tokens / r->seconds;
     /* the reported number: validation CE at the scheduled end, over the whole
      * held-out set unless the preset caps it */
-    lattice_trainer_params full = tp;
-    full.eval_batches = p->final_eval_batches;
-    full.on_eval = NULL;
-    lattice_trainer_destroy(tr);
-    check(lattice_trainer_create(m, t, loss, d, o, s, &full, &tr), "trainer", NULL);
-    check(lattice_trainer_evaluate(tr, &r->final_val), "evaluation", lattice_trainer_errmsg(tr));
+    check(lattice_model_evaluate(m, d, p->final_eval_batches, &r->final_val), "evaluation",
+          lattice_model_errmsg(m));
     if (p->students[0]) { /* --save-students: written whole (the library's save is atomic) */
         char path[1300];
         snprintf(path, sizeof path, "%s/%s.seed%d.safetensors", p->students, kind->name, seed);

@@ -627,8 +627,8 @@ LATTICE_API lattice_status lattice_model_loss(lattice_model *model, const int32_
  * Runs ::lattice_model_forward_inference and ::lattice_model_loss over
  * validation batches 0 .. max_batches - 1 (::lattice_data_get_val_batch) and
  * averages the loss over every counted (unmasked) position, so a batch
- * weighs by its counted tokens: the number ::lattice_trainer_evaluate reports
- * for the same batches. Needs no optimizer, schedule or trainer. The
+ * weighs by its counted tokens: the number, to the bit,
+ * ::lattice_trainer_evaluate reports for the same batches on one rank. Needs no optimizer, schedule or trainer. The
  * model's activations are those of the last batch afterwards, and backward
  * refuses until the next ::lattice_model_forward.
  * @param model The model.

@@ -163,6 +163,10 @@ LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
 
 /**
  * @brief Validation cross-entropy of the student as it is now, over the active layers.
+ *
+ * The loop of ::lattice_model_evaluate over the trainer's eval_batches (each
+ * rank over its rows of every batch, the sums then added over the ranks): on
+ * one rank the two give the same bits for the same batches.
  * @param trainer The trainer.
  * @param[out] val_ce Mean over counted positions.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no validation documents) or a model status.
