@@ -267,11 +267,8 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
         memcpy(o->t_tensor, steps, sizeof(int64_t) * (size_t)nt);
         o->p = r.op;
         o->step = r.optim_step;
-        lattice_schedule *s = t->schedule;
-        s->phase = (int)r.phase;
-        s->step_in_phase = r.step_in_phase;
-        s->nonpad_in_phase = r.nonpad_in_phase;
-        s->counters = r.counters;
+        lattice__schedule_restore(t->schedule, (int)r.phase, r.step_in_phase, r.nonpad_in_phase,
+                                  &r.counters);
         m->n_active = (int)r.n_active;
         m->trainable_embedding = r.tr_emb != 0;
         m->trainable_boundary = r.tr_bnd != 0;

@@ -2,6 +2,8 @@
  * read back with every value checked before anything changes. */
 #include "checkpoint_state.h"
 
+#include "fields.h"
+
 #include "json.h"
 #include "model_impl.h"
 #include "optim_impl.h"
@@ -63,17 +65,7 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
     ok = lattice__json_add(j, "data", dt) && ok;
 #define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
     ADD(op, "step", i64(o->step));
-    ADD(op, "lr", dbl(o->p.lr));
-    ADD(op, "min_lr", dbl(o->p.min_lr));
-    ADD(op, "warmup_steps", i64(o->p.warmup_steps));
-    ADD(op, "total_steps", i64(o->p.total_steps));
-    ADD(op, "beta1", dbl(o->p.beta1));
-    ADD(op, "beta2", dbl(o->p.beta2));
-    ADD(op, "eps", dbl(o->p.eps));
-    ADD(op, "weight_decay", dbl(o->p.weight_decay));
-    ADD(op, "clip_norm", dbl(o->p.clip_norm));
-    ADD(op, "lr_shape", i64(o->p.lr_shape));
-    ADD(op, "decay_fraction", dbl(o->p.decay_fraction));
+    ok = ok && lattice__fields_to_json(&lattice__optim_fields, &o->p, op);
     ADD(sc, "n_phases", i64(s->n_phases));
     ADD(sc, "phase", i64(s->phase));
     ADD(sc, "step_in_phase", i64(s->step_in_phase));
@@ -86,15 +78,7 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
     for (int i = 0; ok && i < s->n_phases; i++) {
         const lattice_schedule_phase *ph = &s->phases[i];
         json_object *o = json_object_new_object();
-        ok = lattice__json_push(phases, o);
-        ADD(o, "steps", i64(ph->steps));
-        ADD(o, "tokens", i64(ph->tokens));
-        ADD(o, "active_layers", i64(ph->active_layers));
-        ADD(o, "train_from", i64(ph->train_from));
-        ADD(o, "reset_optimizer", i64(ph->reset_optimizer != 0));
-        ADD(o, "block_init", i64(ph->block_init));
-        ADD(o, "rewind_data", i64(ph->rewind_data != 0));
-        ADD(o, "train_boundary", i64(ph->train_boundary != 0));
+        ok = lattice__json_push(phases, o) && lattice__fields_to_json(&lattice__phase_fields, ph, o);
     }
     for (int i = 0; ok && i < data.n; i++)
         ADD(dt, data.f[i].name, field_json(&data.f[i]));
@@ -222,23 +206,14 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const 
             return;
         }
         for (int64_t i = 0; rd->ok && i < n_phases; i++) {
-            json_object *o = json_object_array_get_idx(arr, (size_t)i);
-            int64_t v[8] = {0};
-            static const char *const keys[8] = {"steps", "tokens", "active_layers", "train_from",
-                                                "reset_optimizer", "block_init", "rewind_data",
-                                                "train_boundary"};
-            for (int k = 0; rd->ok && k < 8; k++)
-                if (!json_object_is_type(o, json_type_object) || !get64(o, keys[k], &v[k]))
-                    refuse(rd, "the checkpoint's schedule phase %lld lacks %s, or it is not an "
-                               "integer", (long long)i, keys[k]);
-            ph[i].steps = v[0];
-            ph[i].tokens = v[1];
-            ph[i].active_layers = (int)(v[2] < INT32_MIN ? INT32_MIN : v[2] > INT32_MAX ? INT32_MAX : v[2]);
-            ph[i].train_from = (int)(v[3] < INT32_MIN ? INT32_MIN : v[3] > INT32_MAX ? INT32_MAX : v[3]);
-            ph[i].reset_optimizer = v[4] != 0;
-            ph[i].block_init = (lattice_schedule_block_init)(v[5] < 0 || v[5] > INT32_MAX ? -1 : v[5]);
-            ph[i].rewind_data = v[6] != 0;
-            ph[i].train_boundary = v[7] != 0;
+            char what[48], why[LATTICE_ERRMSG_SIZE];
+            snprintf(what, sizeof what, "schedule.phases[%lld]", (long long)i);
+            lattice_schedule_phase_init(&ph[i]);
+            /* every field: a record's phases were first written by 0.4 */
+            if (!lattice__fields_from_json(&lattice__phase_fields,
+                                           json_object_array_get_idx(arr, (size_t)i), what, 4,
+                                           &ph[i], why, sizeof why))
+                refuse(rd, "the checkpoint's state %s", why);
         }
         if (rd->ok)
             lattice__setup_phases(ph, (int)n_phases, &have);
@@ -376,18 +351,15 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     op = need_object(&rd, j, "optim");
     sc = need_object(&rd, j, "schedule");
     md = need_object(&rd, j, "model");
-    int64_t n_phases = -1, ws = 0, ts = 0;
-    double d[8] = {0};
+    int64_t n_phases = -1;
     need64(&rd, op, "optim", "step", &r->optim_step);
-    needd(&rd, op, "optim", "lr", &d[0]);
-    needd(&rd, op, "optim", "min_lr", &d[1]);
-    need64(&rd, op, "optim", "warmup_steps", &ws);
-    need64(&rd, op, "optim", "total_steps", &ts);
-    needd(&rd, op, "optim", "beta1", &d[2]);
-    needd(&rd, op, "optim", "beta2", &d[3]);
-    needd(&rd, op, "optim", "eps", &d[4]);
-    needd(&rd, op, "optim", "weight_decay", &d[5]);
-    needd(&rd, op, "optim", "clip_norm", &d[6]);
+    lattice_optim_params_init(&r->op); /* a 0.3 record lacks lr_shape and decay_fraction */
+    if (rd.ok) {
+        char why[LATTICE_ERRMSG_SIZE];
+        if (!lattice__fields_from_json(&lattice__optim_fields, op, "optim", 1, &r->op, why,
+                                       sizeof why))
+            refuse(&rd, "the checkpoint's state %s", why);
+    }
     need64(&rd, sc, "schedule", "n_phases", &n_phases);
     need64(&rd, sc, "schedule", "phase", &r->phase);
     need64(&rd, sc, "schedule", "step_in_phase", &r->step_in_phase);
@@ -437,8 +409,6 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     const int64_t big = (int64_t)1 << 50;
     const lattice_schedule_counters *c = &r->counters;
     in_range(&rd, "optim.step", r->optim_step, 0, big);
-    in_range(&rd, "optim.warmup_steps", ws, 0, big);
-    in_range(&rd, "optim.total_steps", ts, 1, big);
     in_range(&rd, "schedule.step_in_phase", r->step_in_phase, 0, big);
     in_range(&rd, "schedule.nonpad_in_phase", r->nonpad_in_phase, 0, big);
     in_range(&rd, "schedule.steps", c->steps, 0, big);
@@ -473,33 +443,6 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
             r->tr_layers[i] = json_object_get_int64(x);
         }
     }
-    if (rd.ok) {
-        lattice_optim_params_init(&r->op);
-        r->op.lr = (float)d[0];
-        r->op.min_lr = (float)d[1];
-        r->op.warmup_steps = ws;
-        r->op.total_steps = ts;
-        r->op.beta1 = (float)d[2];
-        r->op.beta2 = (float)d[3];
-        r->op.eps = (float)d[4];
-        r->op.weight_decay = (float)d[5];
-        r->op.clip_norm = (float)d[6];
-        /* since 0.4, both or neither; a 0.3 checkpoint has neither: cosine */
-        int64_t shape = LATTICE_OPTIM_LR_SHAPE_COSINE;
-        d[7] = r->op.decay_fraction;
-        const int has_shape = json_object_object_get_ex(op, "lr_shape", NULL);
-        if (has_shape != json_object_object_get_ex(op, "decay_fraction", NULL))
-            refuse(&rd, "the checkpoint's state has optim.%s without optim.%s",
-                   has_shape ? "lr_shape" : "decay_fraction",
-                   has_shape ? "decay_fraction" : "lr_shape");
-        if (has_shape) {
-            need64(&rd, op, "optim", "lr_shape", &shape);
-            in_range(&rd, "optim.lr_shape", shape, 0, INT32_MAX);
-            needd(&rd, op, "optim", "decay_fraction", &d[7]);
-        }
-        r->op.lr_shape = (lattice_optim_lr_shape)shape;
-        r->op.decay_fraction = (float)d[7];
-    }
     /* since 0.4, the whole schedule and the data, both or neither */
     const int has_phases = rd.ok && json_object_object_get_ex(sc, "phases", NULL);
     const int has_data = rd.ok && json_object_object_get_ex(j, "data", NULL);
@@ -511,20 +454,11 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     /* the setup it was written with against this run's */
     check_schedule(&rd, sc, n_phases, s);
     /* the position inside a phase must be one the schedule can reach */
-    if (rd.ok && r->phase == s->n_phases && (r->step_in_phase != 0 || r->nonpad_in_phase != 0))
-        refuse(&rd, "the checkpoint's schedule has finished but records %lld steps and %lld "
-                    "tokens into a phase after the last", (long long)r->step_in_phase,
-               (long long)r->nonpad_in_phase);
-    else if (rd.ok && r->phase < s->n_phases && s->phases[r->phase].steps &&
-             r->step_in_phase >= s->phases[r->phase].steps)
-        refuse(&rd, "the checkpoint's schedule stands at step %lld of phase %lld, which has %lld "
-                    "steps in this run's schedule", (long long)r->step_in_phase,
-               (long long)r->phase, (long long)s->phases[r->phase].steps);
-    else if (rd.ok && r->phase < s->n_phases && !s->phases[r->phase].steps &&
-             r->nonpad_in_phase >= s->phases[r->phase].tokens)
-        refuse(&rd, "the checkpoint's schedule stands at %lld tokens into phase %lld, whose "
-                    "budget is %lld tokens in this run's schedule", (long long)r->nonpad_in_phase,
-               (long long)r->phase, (long long)s->phases[r->phase].tokens);
+    char why[LATTICE_ERRMSG_SIZE];
+    if (rd.ok && !lattice__schedule_check_position(s, r->phase, r->step_in_phase,
+                                                   r->nonpad_in_phase, why, sizeof why))
+        refuse(&rd, "the checkpoint's schedule position is not one of this run's schedule: %s",
+               why);
     if (dt)
         check_data(&rd, dt, flags, r);
     json_object_put(j);

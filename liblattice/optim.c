@@ -1,6 +1,8 @@
 /* AdamW: warmup and cosine decay, global-norm clipping, state resets, frozen groups. */
 #include "optim_impl.h"
 
+#include "fields.h"
+
 #include "backend_impl.h"
 #include "kernels.h"
 #include "model_impl.h"
@@ -22,6 +24,31 @@
  * all (the study's student: 0.48M). */
 #define OPTIM_TEAM (1L << 16)
 
+
+/* The settings' fields, once: the setup digest the ranks compare, a
+ * checkpoint's optim object and its reading back derive from this table
+ * (fields.h). The step counts stay far from overflow (and exact as
+ * doubles): a run adds to them. */
+#define OPTIM_FIELD(f, type, since, lo, hi) \
+    {#f, type, offsetof(lattice_optim_params, f), since, lo, hi}
+#define STEPS_MAX ((int64_t)1 << 50)
+static const lattice__field optim_fields[] = {
+    OPTIM_FIELD(lr, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(min_lr, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(warmup_steps, LATTICE__F_I64, 1, 0, STEPS_MAX),
+    OPTIM_FIELD(total_steps, LATTICE__F_I64, 1, 1, STEPS_MAX),
+    OPTIM_FIELD(beta1, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(beta2, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(eps, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(weight_decay, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(clip_norm, LATTICE__F_FLOAT, 1, 1, 0),
+    OPTIM_FIELD(lr_shape, LATTICE__F_ENUM, 4, 0, INT32_MAX),
+    OPTIM_FIELD(decay_fraction, LATTICE__F_FLOAT, 4, 1, 0),
+};
+#undef OPTIM_FIELD
+#undef STEPS_MAX
+const lattice__fields lattice__optim_fields = {optim_fields,
+                                               (int)(sizeof optim_fields / sizeof optim_fields[0])};
 
 void lattice_optim_params_init(lattice_optim_params *p)
 {

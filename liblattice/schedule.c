@@ -1,12 +1,33 @@
 /* Depth schedules: phases, the paper's presets, and where a run stands in them. */
 #include "schedule_impl.h"
 
+#include "fields.h"
+
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* A phase as a caller built against 0.1 knows it: everything before rewind_data. */
 #define PHASE_SIZE_0_1 offsetof(lattice_schedule_phase, rewind_data)
+
+/* The phase's fields, once: the setup digest the ranks compare, a
+ * checkpoint's schedule.phases and its reading back derive from this table
+ * (fields.h). A record's phases carry every field: they were first written
+ * by 0.4. */
+#define PHASE_FIELD(f, type, since) {#f, type, offsetof(lattice_schedule_phase, f), since, 1, 0}
+static const lattice__field phase_fields[] = {
+    PHASE_FIELD(steps, LATTICE__F_I64, 1),
+    PHASE_FIELD(tokens, LATTICE__F_I64, 1),
+    PHASE_FIELD(active_layers, LATTICE__F_INT, 1),
+    PHASE_FIELD(train_from, LATTICE__F_INT, 1),
+    PHASE_FIELD(reset_optimizer, LATTICE__F_FLAG, 1),
+    PHASE_FIELD(block_init, LATTICE__F_ENUM, 1),
+    PHASE_FIELD(rewind_data, LATTICE__F_FLAG, 2),
+    PHASE_FIELD(train_boundary, LATTICE__F_FLAG, 2),
+};
+#undef PHASE_FIELD
+const lattice__fields lattice__phase_fields = {phase_fields,
+                                               (int)(sizeof phase_fields / sizeof phase_fields[0])};
 
 void lattice_schedule_phase_init(lattice_schedule_phase *p)
 {
@@ -338,23 +359,54 @@ lattice_status lattice_schedule_get_counters(const lattice_schedule *s, lattice_
     return LATTICE_OK;
 }
 
+int lattice__schedule_check_position(const lattice_schedule *s, int64_t phase,
+                                     int64_t step_in_phase, int64_t nonpad_in_phase, char *why,
+                                     size_t n)
+{
+    if (phase < 0 || phase > s->n_phases)
+        snprintf(why, n, "phase %lld is not one of the schedule's 0..%d (%d: finished)",
+                 (long long)phase, s->n_phases, s->n_phases);
+    else if (step_in_phase < 0 || nonpad_in_phase < 0)
+        snprintf(why, n, "%lld steps and %lld tokens into phase %lld: a count below 0",
+                 (long long)step_in_phase, (long long)nonpad_in_phase, (long long)phase);
+    else if (phase == s->n_phases && (step_in_phase != 0 || nonpad_in_phase != 0))
+        snprintf(why, n, "the schedule has finished, but %lld steps and %lld tokens into a phase "
+                 "after the last", (long long)step_in_phase, (long long)nonpad_in_phase);
+    else if (phase < s->n_phases && s->phases[phase].steps &&
+             step_in_phase >= s->phases[phase].steps)
+        snprintf(why, n, "step %lld of phase %lld, which has %lld steps",
+                 (long long)step_in_phase, (long long)phase, (long long)s->phases[phase].steps);
+    else if (phase < s->n_phases && !s->phases[phase].steps &&
+             nonpad_in_phase >= s->phases[phase].tokens)
+        snprintf(why, n, "%lld tokens into phase %lld, whose budget is %lld tokens",
+                 (long long)nonpad_in_phase, (long long)phase, (long long)s->phases[phase].tokens);
+    else
+        return 1;
+    return 0;
+}
+
+void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_phase,
+                               int64_t nonpad_in_phase, const lattice_schedule_counters *counters)
+{
+    s->phase = phase;
+    s->step_in_phase = step_in_phase;
+    s->nonpad_in_phase = nonpad_in_phase;
+    if (counters)
+        s->counters = *counters;
+    else
+        memset(&s->counters, 0, sizeof(s->counters));
+}
+
 lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int64_t step_in_phase,
                                              const lattice_schedule_counters *counters)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_set_position: invalid argument: schedule is NULL");
-    if (phase < 0 || phase > s->n_phases || step_in_phase < 0 ||
-        (phase == s->n_phases && step_in_phase != 0) ||
-        (phase < s->n_phases && s->phases[phase].steps && step_in_phase >= s->phases[phase].steps))
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "position (%d, %lld) outside the schedule",
-                    phase, (long long)step_in_phase);
-    s->phase = phase;
-    s->step_in_phase = step_in_phase;
-    s->nonpad_in_phase = 0;
-    if (counters)
-        s->counters = *counters;
-    else
-        memset(&s->counters, 0, sizeof(s->counters));
+    char why[160];
+    if (!lattice__schedule_check_position(s, phase, step_in_phase, 0, why, sizeof why))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "position (%d, %lld) outside the schedule: %s",
+                    phase, (long long)step_in_phase, why);
+    lattice__schedule_restore(s, phase, step_in_phase, 0, counters);
     return LATTICE_OK;
 }

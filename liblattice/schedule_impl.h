@@ -22,5 +22,17 @@ struct lattice_schedule {
 lattice_status lattice__schedule_borrow(lattice_schedule *s, const char *fn);
 void lattice__schedule_unborrow(lattice_schedule *s);
 
+/* A position the schedule can stand at: 1, or 0 with the reason in why
+ * ("step 5 of phase 1, which has 4 steps"). The one rule of
+ * lattice_schedule_set_position and a checkpoint's load. */
+int lattice__schedule_check_position(const lattice_schedule *s, int64_t phase,
+                                     int64_t step_in_phase, int64_t nonpad_in_phase, char *why,
+                                     size_t n);
+
+/* Put the schedule at a checked position (a checkpoint's commit: nothing
+ * fails), its tokens into the phase and counters with it. */
+void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_phase,
+                               int64_t nonpad_in_phase, const lattice_schedule_counters *counters);
+
 
 #endif

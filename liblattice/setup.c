@@ -3,6 +3,8 @@
  * checkpoint and the run that loads it (checkpoint.c). */
 #include "setup.h"
 
+#include "fields.h"
+
 #include "data_impl.h"
 #include "model_impl.h"
 #include "optim_impl.h"
@@ -153,14 +155,9 @@ void lattice__setup_phases(const lattice_schedule_phase *ph, int n, lattice__set
 {
     INT(s, n, "n_phases");
     for (int i = 0; i < n; i++) {
-        INT(s, ph[i].steps, "phase %d steps", i);
-        INT(s, ph[i].tokens, "phase %d tokens", i);
-        INT(s, ph[i].active_layers, "phase %d active_layers", i);
-        INT(s, ph[i].train_from, "phase %d train_from", i);
-        INT(s, ph[i].reset_optimizer != 0, "phase %d reset_optimizer", i);
-        INT(s, ph[i].block_init, "phase %d block_init", i);
-        INT(s, ph[i].rewind_data != 0, "phase %d rewind_data", i);
-        INT(s, ph[i].train_boundary != 0, "phase %d train_boundary", i);
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "phase %d ", i);
+        lattice__fields_setup(&lattice__phase_fields, &ph[i], prefix, s);
     }
 }
 
@@ -181,18 +178,7 @@ static void schedule_part(const lattice_schedule *sc, int with_state, lattice__s
 static void optim_part(const lattice_optim *o, const lattice_model *m, int with_state,
                        lattice__setup *s)
 {
-    const lattice_optim_params *p = &o->p;
-    REAL(s, p->lr, "lr");
-    REAL(s, p->min_lr, "min_lr");
-    INT(s, p->warmup_steps, "warmup_steps");
-    INT(s, p->total_steps, "total_steps");
-    REAL(s, p->beta1, "beta1");
-    REAL(s, p->beta2, "beta2");
-    REAL(s, p->eps, "eps");
-    REAL(s, p->weight_decay, "weight_decay");
-    REAL(s, p->clip_norm, "clip_norm");
-    INT(s, p->lr_shape, "lr_shape");
-    REAL(s, p->decay_fraction, "decay_fraction");
+    lattice__fields_setup(&lattice__optim_fields, &o->p, "", s);
     if (!with_state)
         return;
     INT(s, o->step, "step");

@@ -3,6 +3,7 @@
  * token budget over documents that count no token. */
 #include "testutil.h"
 #include "layout_0_2.h"
+#include "fields.h"
 
 static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
                           const int *train_from, const int64_t *steps, const int *train_boundary)
@@ -246,6 +247,110 @@ START_TEST(test_preset_phases)
 }
 END_TEST
 
+/* The one description of the phase's and the optimizer settings' fields
+ * (fields.h) covers each struct: every field after size, in order, each where
+ * the one before ends (up to its alignment), the last ending at sizeof; and
+ * what it writes as JSON reads back to the same bytes, a later release's
+ * fields absent together or not at all. */
+static size_t field_width(const lattice__field *f)
+{
+    return f->type == LATTICE__F_I64 ? 8 : 4;
+}
+
+static void expect_covers(const lattice__fields *fs, size_t size, const char *what)
+{
+    size_t end = sizeof(size_t);
+    for (int i = 0; i < fs->n; i++) {
+        const size_t w = field_width(&fs->f[i]);
+        const size_t at = (end + w - 1) / w * w;
+        ck_assert_msg(fs->f[i].offset == at, "%s.%s at %zu, expected %zu", what, fs->f[i].name,
+                      fs->f[i].offset, at);
+        end = at + w;
+    }
+    ck_assert_msg((end + 7) / 8 * 8 == size, "%s: the table ends at %zu of %zu bytes", what, end,
+                  size);
+}
+
+START_TEST(test_field_tables)
+{
+    expect_covers(&lattice__phase_fields, sizeof(lattice_schedule_phase), "phase");
+    expect_covers(&lattice__optim_fields, sizeof(lattice_optim_params), "optim");
+    lattice_schedule_phase ph, back;
+    lattice_schedule_phase_init(&ph);
+    ph.steps = (int64_t)1 << 40;
+    ph.tokens = 77;
+    ph.active_layers = 6;
+    ph.train_from = 3;
+    ph.reset_optimizer = 0;
+    ph.block_init = LATTICE_SCHEDULE_BLOCK_INIT_COPY;
+    ph.rewind_data = 1;
+    ph.train_boundary = 0;
+    json_object *o = json_object_new_object();
+    ck_assert(lattice__fields_to_json(&lattice__phase_fields, &ph, o));
+    lattice_schedule_phase_init(&back);
+    char why[256];
+    ck_assert(lattice__fields_from_json(&lattice__phase_fields, o, "p", 4, &back, why, sizeof why));
+    ck_assert(memcmp(&ph, &back, sizeof ph) == 0);
+    json_object_object_del(o, "rewind_data");
+    ck_assert(!lattice__fields_from_json(&lattice__phase_fields, o, "p", 4, &back, why, sizeof why));
+    ck_assert_str_eq(why, "lacks p.rewind_data, or it is not an integer");
+    json_object_put(o);
+
+    lattice_optim_params op, oback;
+    lattice_optim_params_init(&op);
+    op.lr = 3e-3f;
+    op.warmup_steps = 12;
+    op.lr_shape = LATTICE_OPTIM_LR_SHAPE_WSD;
+    op.decay_fraction = 0.25f;
+    o = json_object_new_object();
+    ck_assert(lattice__fields_to_json(&lattice__optim_fields, &op, o));
+    lattice_optim_params_init(&oback);
+    ck_assert(lattice__fields_from_json(&lattice__optim_fields, o, "optim", 1, &oback, why,
+                                        sizeof why));
+    ck_assert(memcmp(&op, &oback, sizeof op) == 0);
+    /* a 0.3 record: neither 0.4 field, the defaults stay; one alone is damage */
+    json_object_object_del(o, "decay_fraction");
+    lattice_optim_params_init(&oback);
+    ck_assert(!lattice__fields_from_json(&lattice__optim_fields, o, "optim", 1, &oback, why,
+                                         sizeof why));
+    ck_assert_str_eq(why, "has optim.lr_shape without optim.decay_fraction");
+    json_object_object_del(o, "lr_shape");
+    lattice_optim_params_init(&oback);
+    ck_assert(lattice__fields_from_json(&lattice__optim_fields, o, "optim", 1, &oback, why,
+                                        sizeof why));
+    ck_assert_int_eq(oback.lr_shape, LATTICE_OPTIM_LR_SHAPE_COSINE);
+    ck_assert_int_eq(oback.warmup_steps, 12);
+    json_object_object_add(o, "warmup_steps", json_object_new_int64(-1));
+    ck_assert(!lattice__fields_from_json(&lattice__optim_fields, o, "optim", 1, &oback, why,
+                                         sizeof why));
+    ck_assert_ptr_nonnull(strstr(why, "optim.warmup_steps -1 is out of range"));
+    json_object_put(o);
+}
+END_TEST
+
+/* One rule for where a schedule can stand (lattice_schedule_set_position and
+ * a checkpoint's load): its message says why. */
+START_TEST(test_position_rule)
+{
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 2, 1, 10, 0, &s),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_set_position(s, 0, 10, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "step 10 of phase 0, which has 10 steps"));
+    ck_assert_int_eq(lattice_schedule_set_position(s, 3, 0, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "phase 3 is not one of the schedule's 0..2"));
+    ck_assert_int_eq(lattice_schedule_set_position(s, 2, 1, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "the schedule has finished"));
+    ck_assert_int_eq(lattice_schedule_set_position(s, 1, 9, NULL), LATTICE_OK);
+    int phase;
+    int64_t step;
+    lattice_schedule_get_position(s, &phase, &step);
+    ck_assert_int_eq(phase, 1);
+    ck_assert_int_eq(step, 9);
+    lattice_schedule_destroy(s);
+}
+END_TEST
+
 /* ---- a token budget the trainer cannot fill ------------------------------------ */
 
 /* Documents of one token predict nothing: a token budget over them never
@@ -316,6 +421,8 @@ int main(void)
     TCase *sc = tcase_create("schedule");
     tcase_add_test(sc, test_presets);
     tcase_add_test(sc, test_preset_phases);
+    tcase_add_test(sc, test_field_tables);
+    tcase_add_test(sc, test_position_rule);
     tcase_add_test(sc, test_counters_and_matching);
     tcase_add_test(sc, test_token_budget_and_bad_phases);
     tcase_add_test(sc, test_phase_of_an_older_caller);
