@@ -370,8 +370,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), what, NULL);
     /* the final evaluation's batches, checked before the run trains */
     if (p->final_eval_batches > lattice_data_get_n_val_batches(d))
-        die("arm %s: the final evaluation (train.final_eval_batches) asks for %d batches, more "
-            "than the held-out text's %lld", kind->name, p->final_eval_batches,
+        die("arm %s: the final evaluation (train.final_eval_batches): final_eval_batches %d "
+            "exceeds the data's %lld validation batches", kind->name, p->final_eval_batches,
             (long long)lattice_data_get_n_val_batches(d));
     if (dry) {
         pr->diag = NULL;
