@@ -8,9 +8,9 @@ function, type, field, enum value or parameter), then reads the XML it wrote
 and holds every public entity (functions, macros, typedefs, enums and their
 values, structs and their fields) to the @since rule, as zstd marks its API:
 what 0.1 had carries no @since; what came later says since when. Checked
-against 0.1's ABI (tests/abi/liblattice-0.1.abi, read through the 0.3 renames
-of doc/renames-0.3.txt, so a renamed name counts as its 0.1 one) and 0.1's
-macros:
+against what 0.1 had (doc/since-0.1.txt, taken from 0.1's ABI, read through
+the 0.3 renames of doc/renames-0.3.txt, so a renamed name counts as its 0.1
+one) and 0.1's macros:
 
 - an entity without @since must be in 0.1, or be a field or value of a struct
   or enum that has a later @since (it came with its parent);
@@ -25,7 +25,7 @@ import xml.etree.ElementTree as ET
 
 MEMBER_KINDS = {"function", "define", "typedef", "enum", "variable"}
 HERE = os.path.dirname(os.path.abspath(__file__))
-ABI_0_1 = os.path.join(HERE, "..", "tests", "abi", "liblattice-0.1.abi")
+SINCE_0_1 = os.path.join(HERE, "since-0.1.txt")
 RENAMES = os.path.join(HERE, "renames-0.3.txt")
 # The macros 0.1's public headers defined (488c4a9), include guards aside:
 # macros are not in an ABI.
@@ -46,19 +46,18 @@ class Release01:
     """What 0.1 had: functions, types, each struct's fields, enum values."""
 
     def __init__(self):
-        root = ET.parse(ABI_0_1).getroot()
         self.names = set(MACROS_0_1)
         self.fields = {}
-        for e in root.iter():
-            name = e.get("name")
-            if not name:
-                continue
-            if e.tag in ("elf-symbol", "function-decl", "typedef-decl", "enum-decl", "enumerator"):
-                self.names.add(name)
-            elif e.tag == "class-decl":
-                self.names.add(name)
-                members = {v.get("name") for d in e.findall("data-member") for v in d.findall("var-decl")}
-                self.fields.setdefault(name, set()).update(members)
+        with open(SINCE_0_1, encoding="utf-8") as f:
+            for line in f:
+                line = line.strip()
+                if not line or line.startswith("#"):
+                    continue
+                struct, _, field = line.partition(".")
+                if field:
+                    self.fields.setdefault(struct, set()).add(field)
+                else:
+                    self.names.add(struct)
         self.old_name = {}
         with open(RENAMES, encoding="utf-8") as f:
             for line in f:

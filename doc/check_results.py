@@ -47,7 +47,8 @@ read as the interval sign ±. Every number is checked, but these:
            after it other than the unit marks (Qwen3, d64, 8cd7369, 8B);
            and the number after the word arXiv;
   version  two dots or more (0.3.21); or 0.N up to the project's version in
-           ROOT/meson.build (0.1 ... 0.4), with no sign, unit, ± or range
+           ROOT/meson.build (0.1 ... 0.4 for 0.4.x; every 0.x release,
+           0.1 ... 0.5, from 1.0 on), with no sign, unit, ± or range
            dash, followed by 's or after one of the words in, since, of, at,
            from, to, the, than, lattice, liblattice, release, version, or
            where a sentence or a parenthesis starts (in 0.2, 0.1's iterator,
@@ -289,16 +290,22 @@ class Source:
         return False, None
 
 
+# The last release of the 0.x series: 1.0 followed it.
+LAST_0X_MINOR = 5
+
+
 def project_minor_versions(root):
-    """0.1 ... 0.N for the project's version 0.N.x in meson.build."""
+    """0.1 ... 0.N for the project's version 0.N.x in meson.build; from 1.0 on,
+    every 0.x release (0.1 ... 0.5)."""
     try:
         with open(os.path.join(root, "meson.build")) as f:
             m = re.search(r"version:\s*'(\d+)\.(\d+)", f.read())
     except OSError:
         m = None
-    if not m or m.group(1) != "0":
+    if not m:
         return set()
-    return {"0.%d" % n for n in range(1, int(m.group(2)) + 1)}
+    last = int(m.group(2)) if m.group(1) == "0" else LAST_0X_MINOR
+    return {"0.%d" % n for n in range(1, last + 1)}
 
 
 def first_table_after(text, heading):

@@ -11,9 +11,6 @@
 #include <omp.h>
 #endif
 
-/* Smallest ops struct a caller may pass: everything up to and including destroy. */
-#define OPS_V1_SIZE (offsetof(lattice_backend_ops, destroy) + sizeof(void (*)(void *)))
-
 void lattice_backend_ops_init(lattice_backend_ops *ops)
 {
     if (!ops)
@@ -169,11 +166,9 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
     if (!ops)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops is NULL");
-    if (ops->size < OPS_V1_SIZE)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_create_custom: invalid argument: ops->size %zu is below %zu, the "
-            "table's first size (set it to sizeof(lattice_backend_ops))",
-            ops->size, (size_t)OPS_V1_SIZE);
+    if (ops->size < sizeof(*ops))
+        return lattice__size_refused(NULL, "lattice_backend_create_custom", "ops->size",
+                                     "lattice_backend_ops", ops->size, sizeof(*ops));
     if (ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops->version %d is not one this "
@@ -183,8 +178,8 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_backend_create_custom: out of memory");
-    /* Copy only what the caller's struct holds; later slots stay NULL. */
-    memcpy(&be->user_ops, ops, ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
+    /* ours, or a newer caller's (the slots past ours are not read) */
+    memcpy(&be->user_ops, ops, sizeof(*ops));
     be->ops = be->user_ops;
     be->ops.size = sizeof(be->ops);
     snprintf(be->report.kernels, sizeof(be->report.kernels), "custom");
@@ -278,15 +273,12 @@ const char *lattice_backend_get_attention_kernel(const lattice_backend *backend)
 lattice_status lattice_backend_get_info(const lattice_backend *backend,
                                         lattice_backend_info *info)
 {
-    /* The smallest struct worth filling: size and name. */
-    const size_t min_size = offsetof(lattice_backend_info, name) + sizeof(info->name);
     if (lattice__need(NULL, "lattice_backend_get_info", 2, (const void *)backend, "backend",
                       (const void *)info, "info") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (info->size < min_size)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_get_info: invalid argument: info->size %zu is below %zu, the "
-            "struct's first size (set it to sizeof(lattice_backend_info))", info->size, min_size);
+    if (info->size < sizeof(*info))
+        return lattice__size_refused(NULL, "lattice_backend_get_info", "info->size",
+                                     "lattice_backend_info", info->size, sizeof(*info));
     lattice_backend_info full;
     memset(&full, 0, sizeof full);
     snprintf(full.name, sizeof full.name, "%s", backend->name);

@@ -90,16 +90,23 @@ lattice_status lattice__need(char *buf, const char *fn, int n, ...)
                               fn, missing);
 }
 
+lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
+                                     const char *type, size_t theirs, size_t ours)
+{
+    return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                              "%s: invalid argument: %s %zu is below %zu, this library's "
+                              "sizeof(%s): the struct of a program built against a release "
+                              "before 1.0 (rebuild it), or a size never set",
+                              fn, field, theirs, ours, type ? type : "the struct");
+}
+
 lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
                                        size_t min_size)
 {
     size_t theirs;
     memcpy(&theirs, dst, sizeof(theirs));
     if (theirs < min_size)
-        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "%s: out->size %zu is below %zu, the smallest struct this "
-                                  "library writes (set it to sizeof the struct)",
-                                  fn, theirs, min_size);
+        return lattice__size_refused(errbuf, fn, "out->size", NULL, theirs, min_size);
     return LATTICE_OK;
 }
 

@@ -81,25 +81,21 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
 }
 
 static lattice_status copy_params(lattice_data_params *dst, const lattice_data_params *src,
-                                  int text, char *err)
+                                  int text, const char *fn, char *err)
 {
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0): call "
                                   "lattice_data_params_init");
-    /* every release's lattice_data_params has had this one layout; a larger
-     * size is a newer caller's, whose fields past ours are not read */
+    /* ours, or a newer caller's (the bytes past ours are not read) */
     if (src->size < sizeof(*dst))
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params size %zu matches no layout of lattice_data_params "
-                                  "(%zu bytes): not initialised: call lattice_data_params_init",
-                                  src->size, sizeof(*dst));
+        return lattice__size_refused(err, fn, "params->size", "lattice_data_params", src->size,
+                                     sizeof(*dst));
     if (lattice__params_blank(src, sizeof(*dst)))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params hold only their size (every field 0): not initialised: "
                                   "call lattice_data_params_init");
-    lattice_data_params_init(dst);
-    memcpy(dst, src, src->size < sizeof(*dst) ? src->size : sizeof(*dst));
+    memcpy(dst, src, sizeof(*dst));
     dst->size = sizeof(*dst);
     return check_params(dst, text, err);
 }
@@ -256,19 +252,19 @@ static lattice_status finish_create(lattice_data *d, int32_t *ids, int64_t n, in
     return LATTICE_OK;
 }
 
-static lattice_status create_common(const lattice_data_params *params, int text,
+static lattice_status create_common(const char *fn, const lattice_data_params *params, int text,
                                     lattice_data **out, char *errmsg, lattice_data **d)
 {
     if (errmsg)
         errmsg[0] = 0;
     if (!out)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "create_common: invalid argument: out is NULL");
+            "%s: invalid argument: out is NULL", fn);
     *out = NULL;
     *d = calloc(1, sizeof(**d));
     if (!*d)
         return lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the data");
-    return copy_params(&(*d)->p, params, text, errmsg);
+    return copy_params(&(*d)->p, params, text, fn, errmsg);
 }
 
 static lattice_status conclude(lattice_data *d, lattice_status st, lattice_data **out)
@@ -325,7 +321,7 @@ lattice_status lattice_data_create_text(const char *path, const lattice_data_par
                                         lattice_data **out, char *errmsg)
 {
     lattice_data *d = NULL;
-    lattice_status st = create_common(params, 1, out, errmsg, &d);
+    lattice_status st = create_common("lattice_data_create_text", params, 1, out, errmsg, &d);
     if (st == LATTICE_OK && !path)
         st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     int32_t *ids = NULL;
@@ -362,7 +358,7 @@ lattice_status lattice_data_create_tokens(const char *path, int bytes_per_id,
                                           char *errmsg)
 {
     lattice_data *d = NULL;
-    lattice_status st = create_common(params, 0, out, errmsg, &d);
+    lattice_status st = create_common("lattice_data_create_tokens", params, 0, out, errmsg, &d);
     if (st == LATTICE_OK && (!path || (bytes_per_id != 2 && bytes_per_id != 4)))
         st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT,
                                 "need a path and 2 or 4 bytes per id");
@@ -408,7 +404,7 @@ lattice_status lattice_data_create_memory(const int32_t *src, int64_t n,
                                           char *errmsg)
 {
     lattice_data *d = NULL;
-    lattice_status st = create_common(params, 0, out, errmsg, &d);
+    lattice_status st = create_common("lattice_data_create_memory", params, 0, out, errmsg, &d);
     if (st == LATTICE_OK && (!src || n < 1))
         st = lattice__set_error(errmsg, n == 0 ? LATTICE_ERR_FORMAT : LATTICE_ERR_INVALID_ARGUMENT,
                                 "no token ids given");
@@ -431,7 +427,6 @@ lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_param
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_params", 2,
                       (const void *)d, "data", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    /* no field was added since 0.1: its size is today's */
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_data_get_params", out, &d->p, sizeof(d->p),
                              sizeof(lattice_data_params));
 }

@@ -68,8 +68,7 @@ const char *lattice_diag_errmsg(const lattice_diag *d)
 /* ---- the callers' structs ------------------------------------------------------------
  * The lattice_diag_measure_ calls fill structs that begin with their size: a
  * lone struct through lattice__copy_out, an array at the stride its first
- * entry's size gives. Their 0.1 and 0.4 predecessors (deprecated) fill the
- * same figures into structs without a size. */
+ * entry's size gives. */
 
 typedef lattice_diag_boundary_scale_result scale_result;
 typedef lattice_diag_block_removal_result removal_result;
@@ -79,12 +78,14 @@ typedef lattice_diag_attention_sinks_result sinks_result;
 /* Where a caller's array puts its entries: the size of its first entry, at
  * least ours and a whole number of our struct's alignment, so that every
  * entry lies aligned within the array the caller sized. */
-static lattice_status stride_of(lattice_diag *d, const char *what, const void *first, size_t ours,
-                                size_t align, size_t *stride)
+static lattice_status stride_of(lattice_diag *d, const char *fn, const char *what,
+                                const void *first, size_t ours, size_t align, size_t *stride)
 {
     size_t theirs;
     memcpy(&theirs, first, sizeof(theirs));
-    if (theirs < ours || theirs % align != 0)
+    if (theirs < ours)
+        return lattice__size_refused(d->err, fn, "out[0].size", what, theirs, ours);
+    if (theirs % align != 0)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "out[0].size %zu: set it to sizeof(%s) (%zu here) before the call", theirs,
                     what, ours);
@@ -141,12 +142,11 @@ static void summarise(const double *x, const uint8_t *cls, const uint8_t *mask, 
     s->max = mx;
 }
 
-/* The boundary scale into out: sized entries at stride, or (stride 0) the
- * deprecated lattice_diag_rms_stats. */
+/* The boundary scale into out: sized entries at the stride of out[0].size. */
 static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const int32_t *tokens,
                                           const uint8_t *mask, int batch, int seq,
                                           const uint8_t *classes, int n_classes, void *out,
-                                          int out_len, size_t stride)
+                                          int out_len)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -163,8 +163,9 @@ static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const
     if (!out || out_len < 1 || (int64_t)out_len < (int64_t)(k + 1) * (n_classes + 1))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out needs %lld entries",
                     (long long)(k + 1) * (n_classes + 1));
-    if (stride && (st = stride_of(d, "lattice_diag_boundary_scale_result", out,
-                                  sizeof(scale_result), _Alignof(scale_result), &stride)) != LATTICE_OK)
+    size_t stride = 0;
+    if ((st = stride_of(d, fn, "lattice_diag_boundary_scale_result", out, sizeof(scale_result),
+                        _Alignof(scale_result), &stride)) != LATTICE_OK)
         return st;
     for (long i = 0; i < n; i++) {
         d->cls[i] = classes ? classes[i] : (uint8_t)(i % seq == 0);
@@ -188,16 +189,7 @@ static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const
             scale_result r;
             summarise(d->rms, d->cls, mask, n, c == n_classes ? -1 : c, &r);
             const long i = (long)b * (n_classes + 1) + c;
-            if (stride) {
-                put_entry(out, stride, i, &r, sizeof(r));
-            } else {
-                struct lattice_diag_rms_stats *o = (struct lattice_diag_rms_stats *)out + i;
-                o->count = r.count;
-                o->mean = r.mean;
-                o->std = r.std;
-                o->kurtosis = r.kurtosis;
-                o->max = r.max;
-            }
+            put_entry(out, stride, i, &r, sizeof(r));
         }
     }
     return LATTICE_OK;
@@ -207,10 +199,10 @@ static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const
 static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int32_t *tokens,
                                      const uint8_t *mask, int batch, int seq,
                                      const uint8_t *classes, int n_classes, void *out,
-                                     int out_len, size_t stride)
+                                     int out_len)
 {
     LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
-                    boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes, out, out_len, stride));
+                    boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes, out, out_len));
 }
 
 lattice_status lattice_diag_measure_boundary_scale(lattice_diag *d, const int32_t *tokens,
@@ -219,16 +211,7 @@ lattice_status lattice_diag_measure_boundary_scale(lattice_diag *d, const int32_
                                                    scale_result *out, int out_len)
 {
     return boundary_scale(d, "lattice_diag_measure_boundary_scale", tokens, mask, batch, seq,
-                          classes, n_classes, out, out_len, 1);
-}
-
-lattice_status lattice_diag_boundary_scale(lattice_diag *d, const int32_t *tokens,
-                                           const uint8_t *mask, int batch, int seq,
-                                           const uint8_t *classes, int n_classes,
-                                           struct lattice_diag_rms_stats *out, int out_len)
-{
-    return boundary_scale(d, "lattice_diag_boundary_scale", tokens, mask, batch, seq, classes,
-                          n_classes, out, out_len, 0);
+                          classes, n_classes, out, out_len);
 }
 
 static lattice_status ce_of(lattice_diag *d, const int32_t *tokens, const int32_t *targets,
@@ -321,23 +304,6 @@ lattice_status lattice_diag_measure_block_removal(lattice_diag *d, const int32_t
     return lattice__copy_out(d->err, fn, out, &r, sizeof(r), sizeof(r));
 }
 
-lattice_status lattice_diag_block_removal(lattice_diag *d, const int32_t *tokens,
-                                          const int32_t *targets, const uint8_t *mask, int batch,
-                                          int seq, int first, int count,
-                                          struct lattice_diag_removal *out)
-{
-    removal_result r;
-    lattice_status st = block_removal(d, "lattice_diag_block_removal", tokens, targets, mask,
-                                      batch, seq, first, count, out ? &r : NULL);
-    if (st == LATTICE_OK) {
-        out->ce_full = r.ce_full;
-        out->ce_removed = r.ce_removed;
-        out->dce = r.dce;
-        out->angle = r.angle;
-    }
-    return st;
-}
-
 static lattice_status loss_response(const char *fn, const double *losses, int64_t n,
                                     int64_t append_step, int64_t window, int64_t horizon,
                                     response_result *out)
@@ -396,42 +362,7 @@ lattice_status lattice_diag_measure_loss_response(const double *losses, int64_t 
     return lattice__copy_out(NULL, fn, out, &r, sizeof(r), sizeof(r));
 }
 
-lattice_status lattice_diag_loss_response(const double *losses, int64_t n, int64_t append_step,
-                                          int64_t window, int64_t horizon,
-                                          struct lattice_diag_response *out)
-{
-    static const char fn[] = "lattice_diag_loss_response";
-    if (lattice__need(NULL, fn, 2, (const void *)losses, "losses", (const void *)out, "out") !=
-        LATTICE_OK)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    response_result r;
-    lattice_status st = loss_response(fn, losses, n, append_step, window, horizon, &r);
-    if (st == LATTICE_OK) {
-        out->baseline = r.baseline;
-        out->jump = r.jump;
-        out->area = r.area;
-        out->recovery = r.recovery;
-    }
-    return st;
-}
-
 /* ---- attention sinks and massive activations ---------------------------------------- */
-
-/* Layer i's figures into out: at stride, or (stride 0) as a lattice_diag_sinks. */
-static void put_sinks(void *out, size_t stride, int i, const sinks_result *r)
-{
-    if (stride) {
-        put_entry(out, stride, i, r, sizeof(*r));
-        return;
-    }
-    struct lattice_diag_sinks *o = (struct lattice_diag_sinks *)out + i;
-    o->mass0 = r->mass0;
-    o->sink_rate = r->sink_rate;
-    o->top_ratio = r->top_ratio;
-    o->top_token = r->top_token;
-    o->top_dim = r->top_dim;
-    o->value_norm0 = r->value_norm0;
-}
 
 static int cmp_float(const void *a, const void *b)
 {
@@ -439,12 +370,10 @@ static int cmp_float(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The sinks into out: sized entries at stride, or (stride 0) the deprecated
- * lattice_diag_sinks. */
+/* The sinks into out: sized entries at the stride of out[0].size. */
 static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, const int32_t *tokens,
                                            int batch, int seq, double threshold, void *out,
-                                           int out_len, double *head_mass, int head_mass_len,
-                                           size_t stride)
+                                           int out_len, double *head_mass, int head_mass_len)
 {
     if (!d)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: diag is NULL",
@@ -464,8 +393,9 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
     if (!(threshold >= 0.0 && threshold <= 1.0))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "threshold %g not in [0, 1]", threshold);
     lattice_status st;
-    if (stride && (st = stride_of(d, "lattice_diag_attention_sinks_result", out,
-                                  sizeof(sinks_result), _Alignof(sinks_result), &stride)) != LATTICE_OK)
+    size_t stride = 0;
+    if ((st = stride_of(d, fn, "lattice_diag_attention_sinks_result", out, sizeof(sinks_result),
+                        _Alignof(sinks_result), &stride)) != LATTICE_OK)
         return st;
     st = check_batch(d, tokens, batch, seq);
     if (st != LATTICE_OK)
@@ -488,7 +418,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
             o->top_dim = -1;
             for (int h = 0; h < H && head_mass; h++)
                 head_mass[i * H + h] = NAN;
-            put_sinks(out, stride, i, o);
+            put_entry(out, stride, i, o, sizeof(*o));
             continue;
         }
         const layer_acts *A = &m->acts[i];
@@ -539,7 +469,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
         const long c = N * D;
         const double median = c % 2 ? scratch[c / 2] : 0.5 * ((double)scratch[c / 2 - 1] + scratch[c / 2]);
         o->top_ratio = median > 0 ? top / median : NAN;
-        put_sinks(out, stride, i, o);
+        put_entry(out, stride, i, o, sizeof(*o));
     }
     return LATTICE_OK;
 }
@@ -547,11 +477,10 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
 /* The measure inside the model's busy section: it runs the model's passes. */
 static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int32_t *tokens,
                                       int batch, int seq, double threshold, void *out,
-                                      int out_len, double *head_mass, int head_mass_len,
-                                      size_t stride)
+                                      int out_len, double *head_mass, int head_mass_len)
 {
     LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
-                    attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len, head_mass, head_mass_len, stride));
+                    attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len, head_mass, head_mass_len));
 }
 
 lattice_status lattice_diag_measure_attention_sinks(lattice_diag *d, const int32_t *tokens,
@@ -560,14 +489,5 @@ lattice_status lattice_diag_measure_attention_sinks(lattice_diag *d, const int32
                                                     double *head_mass, int head_mass_len)
 {
     return attention_sinks(d, "lattice_diag_measure_attention_sinks", tokens, batch, seq,
-                           threshold, out, out_len, head_mass, head_mass_len, 1);
-}
-
-lattice_status lattice_diag_attention_sinks(lattice_diag *d, const int32_t *tokens, int batch,
-                                            int seq, double threshold,
-                                            struct lattice_diag_sinks *out, int out_len,
-                                            double *head_mass, int head_mass_len)
-{
-    return attention_sinks(d, "lattice_diag_attention_sinks", tokens, batch, seq, threshold,
-                           out, out_len, head_mass, head_mass_len, 0);
+                           threshold, out, out_len, head_mass, head_mass_len);
 }

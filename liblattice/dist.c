@@ -331,16 +331,17 @@ lattice_status lattice_dist_attach(lattice_dist *d, lattice_trainer *t)
 
 lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_params *params)
 {
-    const size_t min_size = offsetof(lattice_trainer_params, collective_user) + sizeof(void *);
     if (!d || !params)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_trainer_params: invalid argument: %s is NULL",
                     !d ? "dist" : "params");
-    if (params->size < min_size)
+    if (params->size < sizeof(*params))
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_trainer_params: invalid argument: params->size %zu is below "
-                    "%zu, the 0.3 struct's: call lattice_trainer_params_init first",
-                    params->size, min_size);
+                    "%zu, this library's sizeof(lattice_trainer_params): the struct of a "
+                    "program built against a release before 1.0 (rebuild it), or a size never "
+                    "set (call lattice_trainer_params_init)",
+                    params->size, sizeof(*params));
     params->collective = &dist_ops;
     params->collective_user = d;
     return LATTICE_OK;
@@ -369,14 +370,15 @@ lattice_status lattice_dist_allreduce_gradients(lattice_dist *d, lattice_model *
 
 lattice_status lattice_dist_get_stats(const lattice_dist *d, lattice_dist_stats *stats)
 {
-    const size_t min_size = offsetof(lattice_dist_stats, other_seconds) + sizeof(double);
     if (!d || !stats)
         return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_get_stats: invalid argument: %s is NULL", !d ? "dist" : "stats");
-    if (stats->size < min_size)
+    if (stats->size < sizeof(*stats))
         return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_get_stats: invalid argument: stats->size %zu is below %zu, the "
-                    "0.3 struct's (set it to sizeof(lattice_dist_stats))", stats->size, min_size);
+                    "lattice_dist_get_stats: invalid argument: stats->size %zu is below %zu, "
+                    "this library's sizeof(lattice_dist_stats): the struct of a program built "
+                    "against a release before 1.0 (rebuild it), or a size never set",
+                    stats->size, sizeof(*stats));
     const size_t n = stats->size < sizeof(d->stats) ? stats->size : sizeof(d->stats);
     memcpy(stats, &d->stats, n);
     stats->size = n;

@@ -72,20 +72,17 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: params->size is 0: call "
             "lattice_distill_params_init first");
-    /* every release's lattice_distill_params has had this one layout; a
-     * larger size is a newer caller's, whose fields past ours are not read */
+    /* ours, or a newer caller's (the bytes past ours are not read) */
     if (params->size < sizeof(lattice_distill_params))
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument: params size %zu matches no layout of "
-            "lattice_distill_params (%zu bytes): not initialised: call lattice_distill_params_init",
-            params->size, sizeof(lattice_distill_params));
+        return lattice__size_refused(NULL, "lattice_distill_create", "params->size",
+                                     "lattice_distill_params", params->size,
+                                     sizeof(lattice_distill_params));
     if (lattice__params_blank(params, sizeof(lattice_distill_params)))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: params hold only their size (every field "
             "0): not initialised: call lattice_distill_params_init");
     lattice_distill_params p;
-    lattice_distill_params_init(&p);
-    memcpy(&p, params, params->size < sizeof(p) ? params->size : sizeof(p));
+    memcpy(&p, params, sizeof(p));
     p.size = sizeof(p);
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
         !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 0 ||
@@ -125,7 +122,6 @@ lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_dist
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_distill_get_params", 2,
                       (const void *)d, "distill", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    /* no field was added since 0.1: its size is today's */
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_distill_get_params", out, &d->p, sizeof(d->p),
                              sizeof(lattice_distill_params));
 }

@@ -21,11 +21,21 @@ lattice_status lattice__set_error(char *buf, lattice_status status, const char *
 lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* The rule for a struct that begins with its size (size_t size): one whose
+ * size is below ours, sizeof the struct in this library, is refused with
+ * LATTICE_ERR_INVALID_ARGUMENT and a message that names both sizes: it comes
+ * from a program built against a release before 1.0, whose layouts this
+ * library does not read or write (it must be rebuilt), or its size was never
+ * set. field names the size in the message ("params->size"), type the
+ * struct (NULL: "the struct"). */
+lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
+                                     const char *type, size_t theirs, size_t ours);
+
 /* Copy the library's versioned struct src (ours bytes, starting with its
  * size_t size) into the caller's dst, whose size field says how many bytes
  * the caller has: min(that, ours) are written and dst->size becomes the bytes
- * written. A size below min_size (the struct's 0.1 layout) is refused with
- * LATTICE_ERR_INVALID_ARGUMENT and nothing is written. */
+ * written. A size below min_size (sizeof the struct) is refused by
+ * lattice__size_refused and nothing is written. */
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size);
 /* Non-zero when every byte of a caller's params struct after its size field,

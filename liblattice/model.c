@@ -21,7 +21,7 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
             "lattice_model_estimate: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model m;
     memset(&m, 0, sizeof(m));
-    lattice_status st = lattice__model_adopt_params(&m.p, params, NULL);
+    lattice_status st = lattice__model_adopt_params(&m.p, params, "lattice_model_estimate", NULL);
     if (st == LATTICE_OK)
         st = lattice__model_check_block_norm(&m.p, norm, "lattice_model_estimate");
     if (st != LATTICE_OK)
@@ -68,7 +68,7 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
             "lattice_model_create: out of memory");
     m->norm = *norm;
     m->be = backend;
-    lattice_status st = lattice__model_adopt_params(&m->p, params, NULL);
+    lattice_status st = lattice__model_adopt_params(&m->p, params, "lattice_model_create", NULL);
     if (st == LATTICE_OK)
         st = lattice__model_check_block_norm(&m->p, norm, "lattice_model_create");
     if (st != LATTICE_OK) {
@@ -157,7 +157,6 @@ lattice_status lattice_model_get_params(const lattice_model *m, lattice_model_pa
         return LATTICE_ERR_INVALID_ARGUMENT;
     lattice_model_params p = m->p;
     p.n_active_layers = m->n_active;
-    /* no field was added since 0.1: its size is today's */
     return lattice__copy_out(LATTICE__ERRBUF(m), "lattice_model_get_params", out, &p, sizeof(p),
                              sizeof(p));
 }

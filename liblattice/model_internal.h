@@ -29,22 +29,11 @@ static inline int lattice__model_head_trains(const lattice_model *m)
 
 /* ---- params and layout (model_layout.c) ---- */
 
-/* lattice_model_params in earlier releases: 0.1-0.3's ended at init_std
- * (80 bytes with its padding), 0.4's at block_rescale (88). Only the fields
- * (the END bytes) are read from or written to such a struct, never its
- * padding. */
-#define MODEL_PARAMS_0_3_SIZE 80
-#define MODEL_PARAMS_0_3_END offsetof(lattice_model_params, block_norm)
-#define MODEL_PARAMS_0_4_SIZE 88
-#define MODEL_PARAMS_0_4_END offsetof(lattice_model_params, massive_offset)
-_Static_assert(MODEL_PARAMS_0_3_END == 76 && MODEL_PARAMS_0_4_END == 84 &&
-                   sizeof(lattice_model_params) > MODEL_PARAMS_0_4_SIZE,
-               "the released layouts of lattice_model_params do not move");
-
-/* The caller's params over the defaults into dst, checked: an older, shorter
- * struct keeps the defaults of the fields it lacks. */
+/* The caller's params into dst, checked; fn names the call in a refusal of
+ * the struct's size. */
 lattice_status lattice__model_adopt_params(lattice_model_params *dst,
-                                           const lattice_model_params *src, char *err);
+                                           const lattice_model_params *src, const char *fn,
+                                           char *err);
 
 /* Refuses a block-entry norm outside the pre-norm placement, naming fn. */
 lattice_status lattice__model_check_block_norm(const lattice_model_params *p,

@@ -38,38 +38,6 @@ void lattice_model_params_init(lattice_model_params *p)
     p->massive_channel = 0;
 }
 
-#ifdef LATTICE_SYMVER
-/* Programs built against 0.1-0.3 bind lattice_model_params_init at the
- * symbol version LATTICE_0.1 and have 80 bytes (the fields up to init_std);
- * those built against 0.4, LATTICE_0.4 and 88 (up to block_rescale); those
- * built now the default, LATTICE_0.5. Each gets its own layout's defaults and
- * size, never more bytes than it has. */
-static void params_init_prefix(void *p, size_t size, size_t end)
-{
-    if (!p)
-        return;
-    lattice_model_params now;
-    lattice_model_params_init(&now);
-    now.size = size;
-    memset(p, 0, size);
-    memcpy(p, &now, end);
-}
-
-void compat_model_params_init_0_1(void *p) __attribute__((visibility("default")));
-__asm__(".symver compat_model_params_init_0_1, lattice_model_params_init@LATTICE_0.1");
-void compat_model_params_init_0_1(void *p)
-{
-    params_init_prefix(p, MODEL_PARAMS_0_3_SIZE, MODEL_PARAMS_0_3_END);
-}
-
-void compat_model_params_init_0_4(void *p) __attribute__((visibility("default")));
-__asm__(".symver compat_model_params_init_0_4, lattice_model_params_init@LATTICE_0.4");
-void compat_model_params_init_0_4(void *p)
-{
-    params_init_prefix(p, MODEL_PARAMS_0_4_SIZE, MODEL_PARAMS_0_4_END);
-}
-#endif
-
 static int has_slot(lattice_norm_placement pl, int slot)
 {
     switch (pl) {
@@ -391,28 +359,18 @@ void lattice__model_init_tensor(lattice_model *m, const tensor_entry *t, uint64_
     }
 }
 
-/* The caller's params over the defaults: an older, shorter struct keeps the
- * defaults of the fields it lacks. */
+/* The caller's params: ours, or a newer caller's (the bytes past ours are not read). */
 lattice_status lattice__model_adopt_params(lattice_model_params *dst,
-                                           const lattice_model_params *src, char *err)
+                                           const lattice_model_params *src, const char *fn,
+                                           char *err)
 {
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0)");
-    if (src->size != MODEL_PARAMS_0_3_SIZE && src->size != MODEL_PARAMS_0_4_SIZE &&
-        src->size < sizeof(*dst))
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params size %zu matches no layout of lattice_model_params "
-                                  "(%zu, %zu or %zu bytes): not initialised: call "
-                                  "lattice_model_params_init", src->size,
-                                  (size_t)MODEL_PARAMS_0_3_SIZE, (size_t)MODEL_PARAMS_0_4_SIZE,
-                                  sizeof(*dst));
-    lattice_model_params_init(dst);
-    /* an older layout's fields, never its padding */
-    memcpy(dst, src,
-           src->size == MODEL_PARAMS_0_3_SIZE   ? MODEL_PARAMS_0_3_END
-           : src->size == MODEL_PARAMS_0_4_SIZE ? MODEL_PARAMS_0_4_END
-                                                : sizeof(*dst));
+    if (src->size < sizeof(*dst))
+        return lattice__size_refused(err, fn, "params->size", "lattice_model_params", src->size,
+                                     sizeof(*dst));
+    memcpy(dst, src, sizeof(*dst));
     dst->size = sizeof(*dst);
     return check_params(dst, err);
 }
@@ -439,5 +397,5 @@ lattice_status lattice_model_params_check(const lattice_model_params *params, ch
     lattice_model_params p;
     if (errmsg)
         errmsg[0] = 0;
-    return lattice__model_adopt_params(&p, params, errmsg);
+    return lattice__model_adopt_params(&p, params, "lattice_model_params_check", errmsg);
 }

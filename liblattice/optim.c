@@ -7,7 +7,6 @@
 #include "kernels.h"
 #include "model_impl.h"
 
-#include <limits.h>
 #include <stddef.h>
 #include <math.h>
 #ifdef _OPENMP
@@ -110,143 +109,24 @@ static lattice_status check(const lattice_optim_params *p, char *err)
 #undef BAD
 }
 
-/* The struct as 0.1 and 0.2 laid it out, with int step counts. 0.3 widened
- * them to int64_t, which moved the fields after them; the struct's size tells
- * the layouts apart (48 and 56 bytes on LP64), and a caller built against the
- * old headers is read and written in its own layout. */
-typedef struct {
-    size_t size;
-    float lr, min_lr;
-    int warmup_steps, total_steps;
-    float beta1, beta2, eps, weight_decay, clip_norm;
-} optim_params_0_2;
-
-_Static_assert(sizeof(optim_params_0_2) < sizeof(lattice_optim_params),
-               "the 0.2 layout of lattice_optim_params must be the smaller one");
-
-/* The struct as 0.3 laid it out: 0.4 appended lr_shape and decay_fraction. A
- * caller's size from here up to the 0.4 size (exclusive) is a 0.3 struct, whose
- * bytes past clip_norm are padding, never read. */
-typedef struct {
-    size_t size;
-    float lr, min_lr;
-    int64_t warmup_steps, total_steps;
-    float beta1, beta2, eps, weight_decay, clip_norm;
-} optim_params_0_3;
-
-#define OPTIM_0_3_BYTES offsetof(lattice_optim_params, lr_shape)
-_Static_assert(offsetof(optim_params_0_3, clip_norm) == offsetof(lattice_optim_params, clip_norm) &&
-               OPTIM_0_3_BYTES <= sizeof(optim_params_0_3) &&
-               sizeof(optim_params_0_3) < sizeof(lattice_optim_params),
-               "0.4 appended to the 0.3 layout of lattice_optim_params");
-
-static void from_0_2(lattice_optim_params *p, const optim_params_0_2 *o)
-{
-    p->lr = o->lr;
-    p->min_lr = o->min_lr;
-    p->warmup_steps = o->warmup_steps;
-    p->total_steps = o->total_steps;
-    p->beta1 = o->beta1;
-    p->beta2 = o->beta2;
-    p->eps = o->eps;
-    p->weight_decay = o->weight_decay;
-    p->clip_norm = o->clip_norm;
-}
-
-static void to_0_2(optim_params_0_2 *o, const lattice_optim_params *p)
-{
-    o->size = sizeof(*o);
-    o->lr = p->lr;
-    o->min_lr = p->min_lr;
-    o->warmup_steps = p->warmup_steps > INT_MAX ? INT_MAX : (int)p->warmup_steps;
-    o->total_steps = p->total_steps > INT_MAX ? INT_MAX : (int)p->total_steps;
-    o->beta1 = p->beta1;
-    o->beta2 = p->beta2;
-    o->eps = p->eps;
-    o->weight_decay = p->weight_decay;
-    o->clip_norm = p->clip_norm;
-}
-
-#ifdef LATTICE_SYMVER
-/* Programs built against 0.1 and 0.2 call lattice_optim_params_init at the
- * symbol version LATTICE_0.1: they get the struct in their layout and size
- * (48 bytes, not 0.3's 56), which the calls above tell apart by its size.
- * Programs built against 0.3 bind LATTICE_0.3 (below), those built now the
- * default version, LATTICE_0.4. */
-void compat_optim_params_init_0_2(optim_params_0_2 *p) __attribute__((visibility("default")));
-__asm__(".symver compat_optim_params_init_0_2, lattice_optim_params_init@LATTICE_0.1");
-void compat_optim_params_init_0_2(optim_params_0_2 *p)
-{
-    if (!p)
-        return;
-    lattice_optim_params now;
-    lattice_optim_params_init(&now);
-    memset(p, 0, sizeof(*p));
-    to_0_2(p, &now);
-}
-
-/* Programs built against 0.3 bind it at LATTICE_0.3: 0.3's struct, 8 bytes
- * short of 0.4's. */
-void compat_optim_params_init_0_3(optim_params_0_3 *p) __attribute__((visibility("default")));
-__asm__(".symver compat_optim_params_init_0_3, lattice_optim_params_init@LATTICE_0.3");
-void compat_optim_params_init_0_3(optim_params_0_3 *p)
-{
-    if (!p)
-        return;
-    lattice_optim_params now;
-    lattice_optim_params_init(&now);
-    memset(p, 0, sizeof(*p));
-    memcpy(p, &now, OPTIM_0_3_BYTES);
-    p->size = sizeof(*p);
-}
-#endif
-
-/* A caller's struct size this library reads: 0.1/0.2's, 0.3's, or 0.4's and
- * above (a newer caller's; the bytes past ours are not read). Any other size
- * is a struct no _init filled. */
-static int size_known(size_t size)
-{
-    return size == sizeof(optim_params_0_2) || size == sizeof(optim_params_0_3) ||
-           size >= sizeof(lattice_optim_params);
-}
-
-/* Read the caller's params into *dst when they pass check(). Fields past the
- * caller's size come from base: the defaults for create, the settings in use
- * for set (a 0.3 program that edits lr must not turn a WSD optimizer into a
- * cosine one). */
+/* Read the caller's params into *dst when they pass check(): ours, or a newer
+ * caller's (the bytes past ours are not read). */
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
-                                  const lattice_optim_params *base, char *err)
+                                  const char *fn, char *err)
 {
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0): call "
                                   "lattice_optim_params_init");
-    lattice_optim_params tmp;
-    if (base)
-        tmp = *base;
-    else
-        lattice_optim_params_init(&tmp);
-    if (!size_known(src->size))
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params size %zu matches no layout of lattice_optim_params (%zu, "
-                                  "%zu or at least %zu bytes): not initialised: call "
-                                  "lattice_optim_params_init",
-                                  src->size, sizeof(optim_params_0_2), sizeof(optim_params_0_3),
-                                  sizeof(lattice_optim_params));
-    if (lattice__params_blank(src, src->size < sizeof(tmp) ? src->size : sizeof(tmp)))
+    if (src->size < sizeof(*dst))
+        return lattice__size_refused(err, fn, "params->size", "lattice_optim_params", src->size,
+                                     sizeof(*dst));
+    if (lattice__params_blank(src, sizeof(*dst)))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params hold only their size (every field 0): not initialised: "
                                   "call lattice_optim_params_init");
-    if (src->size == sizeof(optim_params_0_2)) {
-        /* a 0.1/0.2 caller: its layout */
-        optim_params_0_2 old;
-        memcpy(&old, src, sizeof(old));
-        from_0_2(&tmp, &old);
-    } else {
-        /* 0.3 and later: the fields the caller has; a 0.3 struct's padding
-         * where 0.4 put lr_shape is not read */
-        memcpy(&tmp, src, src->size == sizeof(optim_params_0_3) ? OPTIM_0_3_BYTES : sizeof(tmp));
-    }
+    lattice_optim_params tmp;
+    memcpy(&tmp, src, sizeof(tmp));
     tmp.size = sizeof(tmp);
     lattice_status st = check(&tmp, err);
     if (st == LATTICE_OK)
@@ -268,7 +148,7 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
     if (!o)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_optim_create: out of memory");
-    lattice_status st = copy_params(&o->p, params, NULL, NULL);
+    lattice_status st = copy_params(&o->p, params, "lattice_optim_create", NULL);
     if (st != LATTICE_OK) {
         free(o);
         return st;
@@ -312,7 +192,7 @@ lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_pa
     if (!o)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_set_params: invalid argument: optim is NULL");
-    return copy_params(&o->p, params, &o->p, o->err);
+    return copy_params(&o->p, params, "lattice_optim_set_params", o->err);
 }
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
@@ -320,23 +200,8 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
     if (lattice__need(LATTICE__ERRBUF(o), "lattice_optim_get_params", 2,
                       (const void *)o, "optim", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    size_t theirs;
-    memcpy(&theirs, out, sizeof(theirs));
-    if (theirs == sizeof(optim_params_0_2)) {
-        /* a 0.1/0.2 caller: write its layout */
-        optim_params_0_2 old;
-        to_0_2(&old, &o->p);
-        return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &old,
-                                 sizeof(old), sizeof(old));
-    }
-    if (theirs > sizeof(optim_params_0_3) && !size_known(theirs))
-        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
-                                  "lattice_optim_get_params: out->size %zu is neither a 0.3 struct "
-                                  "(%zu bytes) nor a 0.4 one (at least %zu): set it to sizeof the "
-                                  "struct", theirs, sizeof(optim_params_0_3),
-                                  sizeof(lattice_optim_params));
     return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
-                             sizeof(optim_params_0_3));
+                             sizeof(o->p));
 }
 
 static double lr_at(const lattice_optim_params *p, int64_t s)

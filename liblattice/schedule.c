@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A phase as a caller built against 0.1 knows it: everything before rewind_data. */
-#define PHASE_SIZE_0_1 offsetof(lattice_schedule_phase, rewind_data)
-
 /* The phase's fields, once: the setup digest the ranks compare, a
  * checkpoint's schedule.phases and its reading back derive from this table
  * (fields.h). A record's phases carry every field: they were first written
@@ -75,20 +72,16 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_sch
     if (!phase || phase->size == 0)
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
                     "phase missing or not initialised (size 0): call lattice_schedule_phase_init");
-    /* 0.1's phase ends before rewind_data; 0.2's and later's is ours or a
-     * newer caller's (the bytes past ours are not read) */
-    if (phase->size != PHASE_SIZE_0_1 && phase->size < sizeof(*phase))
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "phase size %zu matches no layout of lattice_schedule_phase (%zu or %zu "
-                    "bytes): not initialised: call lattice_schedule_phase_init",
-                    phase->size, (size_t)PHASE_SIZE_0_1, sizeof(*phase));
-    if (lattice__params_blank(phase, phase->size < sizeof(*phase) ? phase->size : sizeof(*phase)))
+    /* ours, or a newer caller's (the bytes past ours are not read) */
+    if (phase->size < sizeof(*phase))
+        return lattice__size_refused(s->err, "lattice_schedule_add_phase", "phase->size",
+                                     "lattice_schedule_phase", phase->size, sizeof(*phase));
+    if (lattice__params_blank(phase, sizeof(*phase)))
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
                     "phase holds only its size (every field 0): not initialised: call "
                     "lattice_schedule_phase_init");
     lattice_schedule_phase p;
-    lattice_schedule_phase_init(&p);
-    memcpy(&p, phase, phase->size < sizeof(p) ? phase->size : sizeof(p));
+    memcpy(&p, phase, sizeof(p));
     p.size = sizeof(p);
     p.rewind_data = p.rewind_data != 0;
     p.train_boundary = p.train_boundary != 0;
@@ -265,12 +258,9 @@ lattice_status lattice_schedule_get_phase(const lattice_schedule *s, int index, 
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_schedule_get_phase: invalid argument: index %d is not a phase of "
                     "this schedule (0..%d)", index, s->n_phases - 1);
-    /* An output struct's size is only trusted when it is exactly this version's:
-     * a 0.1 caller may leave it unset, and anything else could overrun its struct. */
-    const size_t n = phase->size == sizeof(lattice_schedule_phase) ? sizeof(lattice_schedule_phase) : PHASE_SIZE_0_1;
-    memcpy(phase, &s->phases[index], n);
-    phase->size = n;
-    return LATTICE_OK;
+    return lattice__copy_out(LATTICE__ERRBUF(s), "lattice_schedule_get_phase", phase,
+                             &s->phases[index], sizeof(lattice_schedule_phase),
+                             sizeof(lattice_schedule_phase));
 }
 
 lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)

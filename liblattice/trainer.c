@@ -16,10 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-/* The struct as 0.1 and 0.2 laid it out: everything before 0.3's collective. */
-#define TRAINER_PARAMS_0_2_SIZE offsetof(lattice_trainer_params, collective)
-_Static_assert(TRAINER_PARAMS_0_2_SIZE == 56, "0.2's lattice_trainer_params had 56 bytes (LP64)");
-
 void lattice_trainer_params_init(lattice_trainer_params *p)
 {
     if (!p)
@@ -27,23 +23,6 @@ void lattice_trainer_params_init(lattice_trainer_params *p)
     memset(p, 0, sizeof(*p));
     p->size = sizeof(*p);
 }
-
-#ifdef LATTICE_SYMVER
-/* Programs built against 0.1 and 0.2 call lattice_trainer_params_init at the
- * symbol version LATTICE_0.1, and have a struct that ends before 0.3's
- * collective fields: it is filled to that size only. */
-void compat_trainer_params_init_0_2(lattice_trainer_params *p)
-    __attribute__((visibility("default")));
-__asm__(".symver compat_trainer_params_init_0_2, lattice_trainer_params_init@LATTICE_0.1");
-void compat_trainer_params_init_0_2(lattice_trainer_params *p)
-{
-    if (!p)
-        return;
-    const size_t n = TRAINER_PARAMS_0_2_SIZE;
-    memset(p, 0, n);
-    p->size = n;
-}
-#endif
 
 /* The steps a phase's optimizer restart runs the LR schedule over: its step
  * budget, or for a token budget the steps that budget takes without padding,
@@ -171,14 +150,10 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_create: invalid argument: params->size is 0: call "
             "lattice_trainer_params_init first (or pass NULL for the defaults)");
-    /* 0.1 and 0.2's struct ends before collective; 0.3's and later's is ours
-     * or a newer caller's (the bytes past ours are not read) */
-    if (params && params->size != TRAINER_PARAMS_0_2_SIZE && params->size < sizeof(*params))
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_trainer_create: invalid argument: params size %zu matches no layout of "
-            "lattice_trainer_params (%zu or %zu bytes): not initialised: call "
-            "lattice_trainer_params_init (or pass NULL for the defaults)",
-            params->size, (size_t)TRAINER_PARAMS_0_2_SIZE, sizeof(*params));
+    /* ours, or a newer caller's (the bytes past ours are not read) */
+    if (params && params->size < sizeof(*params))
+        return lattice__size_refused(NULL, "lattice_trainer_create", "params->size",
+                                     "lattice_trainer_params", params->size, sizeof(*params));
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
@@ -189,7 +164,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
                              dp.vocab_size, mp.vocab_size);
     /* with a collective from the start, set_collective checks each rank's share */
     const lattice_trainer_collective *coll = NULL;
-    if (params && params->size >= offsetof(lattice_trainer_params, collective_user) + sizeof(void *))
+    if (params)
         coll = params->collective;
     if (dp.batch_size > mp.max_batch && !coll)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
@@ -210,11 +185,11 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
                              lattice_schedule_get_max_layers(schedule), mp.n_layers);
-    /* a caller's struct may be shorter than this version's: the rest defaults */
+    /* the caller's struct is ours or a newer one: the bytes past ours are not read */
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     if (params)
-        memcpy(&tp, params, params->size < sizeof(tp) ? params->size : sizeof(tp));
+        memcpy(&tp, params, sizeof(tp));
     tp.size = sizeof(tp);
     lattice_status st = check_run(data, optim, schedule, &tp);
     if (st != LATTICE_OK)
@@ -657,9 +632,9 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
             "lattice_trainer_step: invalid argument: trainer is NULL");
     /* checked before the step, which cannot be taken back once it has run */
     if (out && out->size < sizeof(lattice_trainer_metrics))
-        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
-                    "metrics->size %zu is below %zu, the struct's 0.1 size (set it to "
-                    "sizeof(lattice_trainer_metrics))", out->size, sizeof(lattice_trainer_metrics));
+        return lattice__size_refused(t->err, "lattice_trainer_step", "metrics->size",
+                                     "lattice_trainer_metrics", out->size,
+                                     sizeof(lattice_trainer_metrics));
     int phase;
     lattice_schedule_get_position(t->schedule, &phase, NULL);
     if (lattice_schedule_is_finished(t->schedule))

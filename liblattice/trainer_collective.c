@@ -34,9 +34,6 @@ lattice_status lattice__trainer_agree(lattice_trainer *t, lattice_status st)
     return LATTICE_OK;
 }
 
-/* The 0.3 table: every slot up to broadcast. */
-#define COLLECTIVE_V03_SIZE (offsetof(lattice_trainer_collective, broadcast) + sizeof(void (*)(void)))
-
 lattice_status lattice_trainer_set_collective(lattice_trainer *t,
                                               const lattice_trainer_collective *ops, void *user)
 {
@@ -63,13 +60,11 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
         return LATTICE_OK;
     }
     lattice_trainer_collective c;
-    memset(&c, 0, sizeof(c));
-    if (ops->size < COLLECTIVE_V03_SIZE)
-        return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_trainer_set_collective: ops->size %zu is below %zu, the table's 0.3 "
-                    "size (set it to sizeof(lattice_trainer_collective))",
-                    ops->size, (size_t)COLLECTIVE_V03_SIZE);
-    memcpy(&c, ops, ops->size < sizeof(c) ? ops->size : sizeof(c));
+    if (ops->size < sizeof(c))
+        return lattice__size_refused(t->err, "lattice_trainer_set_collective", "ops->size",
+                                     "lattice_trainer_collective", ops->size, sizeof(c));
+    /* ours, or a newer caller's (the slots past ours are not read) */
+    memcpy(&c, ops, sizeof(c));
     c.size = sizeof(c);
     const char *missing = !c.rank          ? "rank"
                           : !c.n_ranks     ? "n_ranks"
@@ -171,11 +166,9 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
     if (lattice__need(NULL, fn, 2, (const void *)ops, "ops", (const void *)model, "model") !=
         LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (ops->size < COLLECTIVE_V03_SIZE)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-                             "%s: invalid argument: ops->size %zu is below %zu, the table's 0.3 "
-                             "size (set it to sizeof(lattice_trainer_collective))", fn, ops->size,
-                             (size_t)COLLECTIVE_V03_SIZE);
+    if (ops->size < sizeof(*ops))
+        return lattice__size_refused(NULL, fn, "ops->size", "lattice_trainer_collective", ops->size,
+                                     sizeof(*ops));
     if (!ops->sum_floats)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
                              "%s: invalid argument: ops->sum_floats is NULL", fn);
@@ -184,7 +177,7 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
                              "%s: invalid argument: weight %g is not finite", fn, weight);
     const int rc = reduce_gradients(ops, user, model, weight);
     if (rc) {
-        const char *why = ops->size >= sizeof(*ops) && ops->errmsg ? ops->errmsg(user) : NULL;
+        const char *why = ops->errmsg ? ops->errmsg(user) : NULL;
         return lattice__fail(LATTICE_ERR_BACKEND,
                              "lattice_trainer_collective_reduce_gradients: the collective's "
                              "sum_floats failed (%d)%s%s", rc, why && why[0] ? ": " : "",

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The library against an earlier release's ABI (tests/abi/liblattice-X.Y.abi).
 
-The baselines were written by abidw from the release built with debug
+The baseline was written by abidw from the release built with debug
 information (`abidw --headers-dir include/lattice --no-corpus-path
---drop-private-types`): 0.1 from 488c4a9, 0.2 from 24dd2cc.
+--drop-private-types`), from 1.0 built with -Dbuildtype=debugoptimized.
 abidiff's exit status is a bit set: 1 error, 2 usage error, 4 an ABI change,
 8 an incompatible one (a removed or changed symbol, a struct that moved or
 shrank). Added symbols are left out (--no-added-syms) and an appended struct

@@ -11,7 +11,7 @@ for line in out.splitlines():
     if len(parts) < 3:
         continue
     kind, name = parts[1], parts[2].split("@")[0]
-    if kind == "A":  # version nodes such as LATTICE_0.1
+    if kind == "A":  # version nodes such as LATTICE_1.0
         continue
     if name.startswith("lattice_"):
         good += 1

@@ -60,7 +60,6 @@ typedef struct rig_options {
      * than any phase (since 0.4 a phase that restarts the optimizer for fewer
      * steps than its warmup is refused) */
     lattice_optim_params optim;
-    const lattice_optim_params *optim_as_given; /* an older caller's struct, used as it is */
 
     /* the schedule: a preset, or phases of one's own */
     lattice_schedule_preset preset; /* grow */
@@ -74,7 +73,6 @@ typedef struct rig_options {
 
     /* the trainer */
     lattice_trainer_params trainer;
-    const lattice_trainer_params *trainer_as_given; /* an older caller's struct, used as it is */
     int defer_trainer; /* no trainer: the test binds one with rig_bind (after changes of its own) */
 } rig_options;
 
@@ -282,11 +280,10 @@ static inline lattice_status rig_open(rig *r, const rig_options *o)
     if (r->teacher)
         RIG_TRY(lattice_distill_create(&o->distill, &r->distill));
     RIG_TRY(rig_data_create(r, o));
-    RIG_TRY(lattice_optim_create(r->model, o->optim_as_given ? o->optim_as_given : &o->optim,
-                                 &r->optim));
+    RIG_TRY(lattice_optim_create(r->model, &o->optim, &r->optim));
     RIG_TRY(rig_schedule_create(r, o));
     if (!o->defer_trainer)
-        RIG_TRY(rig_bind(r, o->trainer_as_given ? o->trainer_as_given : &o->trainer));
+        RIG_TRY(rig_bind(r, &o->trainer));
 #undef RIG_TRY
     return LATTICE_OK;
 }

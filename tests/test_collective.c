@@ -191,10 +191,20 @@ START_TEST(test_table_checked)
     fake_world fw = {.n = 2, .solo = 1};
     fake_rank fr = {&fw, 0};
     lattice_trainer_collective ops = fake_ops;
-    ops.size = offsetof(lattice_trainer_collective, broadcast);
-    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &ops, &fr),
-                     LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "0.3 size"));
+    /* a table that ends before ours (0.3's, up to broadcast, among them) */
+    const size_t shorter[] = {offsetof(lattice_trainer_collective, broadcast),
+                              TU_COLLECTIVE_0_3_SIZE};
+    ck_assert_uint_eq(TU_COLLECTIVE_0_3_SIZE, offsetof(lattice_trainer_collective, errmsg));
+    for (int k = 0; k < 2; k++) {
+        ops.size = shorter[k];
+        ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &ops, &fr),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("set_collective", shorter[k], sizeof ops);
+        ck_assert_str_eq(lattice_trainer_errmsg(w.trainer), lattice_last_error());
+        ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&ops, &fr, w.model, 1.0),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("reduce_gradients", shorter[k], sizeof ops);
+    }
     ops = fake_ops;
     ops.sum_doubles = NULL;
     ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &ops, &fr),

@@ -450,65 +450,33 @@ START_TEST(test_results_bad_size)
 }
 END_TEST
 
-/* The deprecated calls of 0.1 (and 0.4's first sinks), on their structs
- * without a size, give the figures the lattice_diag_measure_ calls give: old
- * programs and old sources keep working until 1.0. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-START_TEST(test_deprecated_calls_agree)
+/* Figures known by hand: a loss that jumps at step 20 and falls back; a
+ * skipped layer's sinks are NaN (its head masses too). */
+START_TEST(test_response_and_skipped_sinks)
 {
     setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 4);
-    lattice_diag_rms_stats old_st[12];
-    lattice_diag_boundary_scale_result st[12] = {{.size = sizeof(st[0])}};
-    ck_assert_int_eq(lattice_diag_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, old_st, 12), LATTICE_OK);
-    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 12), LATTICE_OK);
-    for (int i = 0; i < 12; i++) {
-        ck_assert_int_eq(old_st[i].count, st[i].count);
-        ck_assert_double_eq(old_st[i].mean, st[i].mean);
-        ck_assert_double_eq(old_st[i].std, st[i].std);
-        ck_assert_double_eq(old_st[i].kurtosis, st[i].kurtosis);
-        ck_assert_double_eq(old_st[i].max, st[i].max);
-    }
-    lattice_diag_removal old_r;
-    lattice_diag_block_removal_result r = {.size = sizeof(r)};
-    ck_assert_int_eq(lattice_diag_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 2, &old_r), LATTICE_OK);
-    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 2, &r), LATTICE_OK);
-    ck_assert_double_eq(old_r.ce_full, r.ce_full);
-    ck_assert_double_eq(old_r.ce_removed, r.ce_removed);
-    ck_assert_double_eq(old_r.dce, r.dce);
-    ck_assert_double_eq(old_r.angle, r.angle);
     /* flat at 1, a jump to 1.5 at step 20 falling back to 1 at step 45: the
      * trailing 5-step mean is back at the baseline over steps 45..49 */
     double loss[60];
     for (int i = 0; i < 60; i++)
         loss[i] = i < 20 ? 1.0 : fmax(1.0, 1.5 - 0.02 * (i - 20));
-    lattice_diag_response old_lr;
     lattice_diag_loss_response_result lr = {.size = sizeof(lr)};
-    ck_assert_int_eq(lattice_diag_loss_response(loss, 60, 20, 5, 10, &old_lr), LATTICE_OK);
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 60, 20, 5, 10, &lr), LATTICE_OK);
-    ck_assert_double_eq(old_lr.baseline, lr.baseline);
-    ck_assert_double_eq(old_lr.jump, lr.jump);
-    ck_assert_double_eq(old_lr.area, lr.area);
-    ck_assert_int_eq(old_lr.recovery, lr.recovery);
+    ck_assert_double_eq(lr.baseline, 1.0);
+    ck_assert_double_eq_tol(lr.jump, 0.5, 1e-12);
     ck_assert_int_eq(lr.recovery, 30);
-    lattice_diag_sinks old_sk[3];
     lattice_diag_attention_sinks_result sk[3] = {{.size = sizeof(sk[0])}};
-    double hm_old[6], hm[6];
-    ck_assert_int_eq(lattice_model_set_skip(s.m, 1, 1), LATTICE_OK); /* a skipped layer too */
-    ck_assert_int_eq(lattice_diag_attention_sinks(s.d, tok, 2, 5, 0.3, old_sk, 3, hm_old, 6), LATTICE_OK);
+    double hm[6];
+    ck_assert_int_eq(lattice_model_set_skip(s.m, 1, 1), LATTICE_OK);
     ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, sk, 3, hm, 6), LATTICE_OK);
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_eq(old_sk[i].top_token, sk[i].top_token);
-        ck_assert_int_eq(old_sk[i].top_dim, sk[i].top_dim);
-        ck_assert_int_eq(memcmp(&old_sk[i].mass0, &sk[i].mass0, sizeof(double)), 0); /* NaN too */
-        ck_assert_int_eq(memcmp(&old_sk[i].value_norm0, &sk[i].value_norm0, sizeof(double)), 0);
-    }
     ck_assert(isnan(sk[1].mass0));
-    ck_assert_int_eq(memcmp(hm_old, hm, sizeof(hm)), 0);
+    ck_assert(isnan(sk[1].value_norm0));
+    ck_assert_int_eq(sk[1].top_token, -1);
+    ck_assert(isnan(hm[2]) && isnan(hm[3]));
+    ck_assert(!isnan(sk[0].mass0) && !isnan(sk[2].mass0));
     close_setup(&s);
 }
 END_TEST
-#pragma GCC diagnostic pop
 
 int main(void)
 {
@@ -523,7 +491,7 @@ int main(void)
     tcase_add_test(tc, test_hostile_ranges);
     tcase_add_test(tc, test_results_by_size);
     tcase_add_test(tc, test_results_bad_size);
-    tcase_add_test(tc, test_deprecated_calls_agree);
+    tcase_add_test(tc, test_response_and_skipped_sinks);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -537,7 +537,7 @@ START_TEST(test_getters_honour_size)
 {
     world w;
     open_world(&w);
-    /* none of these structs has grown since 0.1: its 0.1 size is its sizeof */
+    /* each is refused below its sizeof, the 1.0 rule */
     expect_honours_size("model params", get_model, w.m, sizeof(lattice_model_params));
     expect_honours_size("data params", get_data, w.d, sizeof(lattice_data_params));
     expect_honours_size("optim params", get_optim, w.o, sizeof(lattice_optim_params));

@@ -2,7 +2,6 @@
  * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
 #include <limits.h>
 #include "testutil.h"
-#include "layout_0_2.h"
 #include "optim_impl.h"
 
 typedef struct fixture {
@@ -148,66 +147,67 @@ START_TEST(test_schedule_wsd)
 }
 END_TEST
 
-/* A 0.3 caller's struct ends before lr_shape, with padding where 0.4 put it:
- * whatever the padding holds, it gets the cosine; read back, nothing is
- * written past its size. */
-START_TEST(test_params_0_3_layout)
+/* A struct smaller than this library's (0.1/0.2's 48 bytes with int step
+ * counts, 0.3's 56 without lr_shape, sizes between, one byte short) is a
+ * program built against a release before 1.0: create, set and get refuse it
+ * and name both sizes; nothing is read past it or written into it (each is
+ * heap-exact, so that the sanitizer build sees a byte too far). */
+START_TEST(test_params_before_1_0)
 {
     lattice_optim_params op;
     lattice_optim_params_init(&op);
+    op.lr = 2e-3f;
     fixture f = open_fixture(&op);
-    struct optim_params_0_3 *old = malloc(sizeof(*old));
-    memset(old, 0x7f, sizeof(*old)); /* padding: lr_shape would read as 0x7f7f7f7f */
-    old->size = sizeof(*old);
-    old->lr = 2e-3f;
-    old->min_lr = 2e-4f;
-    old->warmup_steps = 2;
-    old->total_steps = 12;
-    old->beta1 = 0.9f;
-    old->beta2 = 0.95f;
-    old->eps = 1e-8f;
-    old->weight_decay = 0.0f;
-    old->clip_norm = 1.0f;
-    lattice_optim *o;
-    ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
-                     LATTICE_OK);
+    const size_t ours = sizeof(lattice_optim_params);
+    const size_t sizes[] = {TU_OPTIM_PARAMS_0_2_SIZE, TU_OPTIM_PARAMS_0_2_SIZE + 4,
+                            TU_OPTIM_PARAMS_0_3_SIZE, ours - 1};
+    for (int k = 0; k < 4; k++) {
+        unsigned char *old = malloc(sizes[k]);
+        memcpy(old, &op, sizes[k]);
+        memcpy(old, &sizes[k], sizeof(size_t));
+        lattice_optim *o = (lattice_optim *)(void *)old; /* anything but NULL */
+        ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_null(o);
+        tu_expect_pre_1_0("create", sizes[k], ours);
+        ck_assert_int_eq(lattice_optim_set_params(f.o, (const lattice_optim_params *)(void *)old),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("set_params", sizes[k], ours);
+        ck_assert_str_eq(lattice_optim_errmsg(f.o), lattice_last_error());
+        memset(old, 0xA5, sizes[k]);
+        memcpy(old, &sizes[k], sizeof(size_t));
+        ck_assert_int_eq(lattice_optim_get_params(f.o, (lattice_optim_params *)(void *)old),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("get_params", sizes[k], ours);
+        size_t kept;
+        memcpy(&kept, old, sizeof(kept));
+        ck_assert_uint_eq(kept, sizes[k]);
+        for (size_t b = sizeof(size_t); b < sizes[k]; b++)
+            ck_assert_int_eq(old[b], 0xA5);
+        free(old);
+    }
+    /* the settings in use did not move */
     lattice_optim_params now = {.size = sizeof(now)};
-    ck_assert_int_eq(lattice_optim_get_params(o, &now), LATTICE_OK);
-    ck_assert_int_eq(now.lr_shape, LATTICE_OPTIM_LR_SHAPE_COSINE);
-    ck_assert_float_eq(now.decay_fraction, 0.2f);
-    ck_assert_int_eq(now.total_steps, 12);
-    now.lr_shape = LATTICE_OPTIM_LR_SHAPE_WSD;
-    ck_assert_int_eq(lattice_optim_set_params(o, &now), LATTICE_OK);
-    memset(old, 0, sizeof(*old));
-    old->size = sizeof(*old);
-    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)old), LATTICE_OK);
-    ck_assert_uint_le(old->size, sizeof(*old));
-    ck_assert_int_eq(old->total_steps, 12);
-    ck_assert_float_eq(old->clip_norm, 1.0f);
-    free(old);
-
-    /* a 0.3 caller's set keeps the fields it does not have: still WSD */
-    struct optim_params_0_3 *set03 = malloc(sizeof(*set03));
-    memcpy(set03, &now, sizeof(*set03));
-    set03->size = sizeof(*set03);
-    set03->lr = 1e-3f;
-    ck_assert_int_eq(lattice_optim_set_params(o, (const lattice_optim_params *)(void *)set03),
-                     LATTICE_OK);
-    free(set03);
-    lattice_optim_params kept = {.size = sizeof(kept)};
-    ck_assert_int_eq(lattice_optim_get_params(o, &kept), LATTICE_OK);
-    ck_assert_float_eq(kept.lr, 1e-3f);
-    ck_assert_int_eq(kept.lr_shape, LATTICE_OPTIM_LR_SHAPE_WSD);
-
-    /* between 0.3's size and 0.4's: neither, both ways */
-    lattice_optim_params *mid = calloc(1, sizeof(*mid));
-    mid->size = sizeof(struct optim_params_0_3) + 4;
-    ck_assert_int_eq(lattice_optim_set_params(o, mid), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(o), "matches no layout"));
-    ck_assert_int_eq(lattice_optim_get_params(o, mid), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_uint_eq(mid->size, sizeof(struct optim_params_0_3) + 4);
-    free(mid);
-    lattice_optim_destroy(o);
+    ck_assert_int_eq(lattice_optim_get_params(f.o, &now), LATTICE_OK);
+    ck_assert_float_eq(now.lr, 2e-3f);
+    ck_assert_int_eq(now.total_steps, op.total_steps);
+    /* a newer caller's larger struct: read up to ours, written up to ours */
+    struct {
+        lattice_optim_params p;
+        unsigned char beyond[16];
+    } newer;
+    memset(&newer, 0xA5, sizeof newer);
+    newer.p = op;
+    newer.p.size = sizeof newer;
+    newer.p.lr = 3e-3f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &newer.p), LATTICE_OK);
+    memset(&newer, 0xA5, sizeof newer);
+    newer.p.size = sizeof newer;
+    ck_assert_int_eq(lattice_optim_get_params(f.o, &newer.p), LATTICE_OK);
+    ck_assert_uint_eq(newer.p.size, ours);
+    ck_assert_float_eq(newer.p.lr, 3e-3f);
+    for (size_t b = 0; b < sizeof newer.beyond; b++)
+        ck_assert_int_eq(newer.beyond[b], 0xA5);
     close_fixture(&f);
 }
 END_TEST
@@ -536,56 +536,6 @@ START_TEST(test_update_same_bits_any_threads)
 }
 END_TEST
 
-/* Callers built against 0.1/0.2 pass lattice_optim_params with int step
- * counts (0.3 widened them to int64_t): told apart by size, read and written
- * in their own layout; a size that is neither layout is refused. */
-START_TEST(test_params_0_2_layout)
-{
-    lattice_optim_params op;
-    lattice_optim_params_init(&op);
-    fixture f = open_fixture(&op);
-    struct optim_params_0_2 *old = malloc(sizeof(*old));
-    *old = (struct optim_params_0_2){sizeof(*old), 3e-3f, 3e-5f, 7, 99, 0.8f, 0.9f, 1e-7f, 0.01f, 2.0f};
-    lattice_optim *o;
-    ck_assert_int_eq(lattice_optim_create(f.m, (const lattice_optim_params *)(void *)old, &o),
-                     LATTICE_OK);
-    lattice_optim_params now = {.size = sizeof(now)};
-    ck_assert_int_eq(lattice_optim_get_params(o, &now), LATTICE_OK);
-    ck_assert_int_eq(now.warmup_steps, 7);
-    ck_assert_int_eq(now.total_steps, 99);
-    ck_assert_float_eq(now.lr, 3e-3f);
-    ck_assert_float_eq(now.clip_norm, 2.0f);
-    ck_assert_float_eq(lattice_optim_get_lr(o), 3e-3f * 1 / 7);
-
-    /* read back in the old layout (heap-exact: ASan sees a write past it) */
-    now.warmup_steps = 5;
-    now.total_steps = (int64_t)INT_MAX + 10; /* does not fit an int: saturates */
-    ck_assert_int_eq(lattice_optim_set_params(o, &now), LATTICE_OK);
-    memset(old, 0, sizeof(*old));
-    old->size = sizeof(*old);
-    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)old), LATTICE_OK);
-    ck_assert_uint_eq(old->size, sizeof(*old));
-    ck_assert_int_eq(old->warmup_steps, 5);
-    ck_assert_int_eq(old->total_steps, INT_MAX);
-    ck_assert_float_eq(old->beta1, 0.8f);
-    ck_assert_float_eq(old->clip_norm, 2.0f);
-    free(old);
-
-    /* between the layouts: neither */
-    unsigned char *mid = calloc(1, sizeof(lattice_optim_params));
-    const size_t mid_size = sizeof(struct optim_params_0_2) + 4;
-    memcpy(mid, &mid_size, sizeof(mid_size));
-    ck_assert_int_eq(lattice_optim_set_params(o, (const lattice_optim_params *)(void *)mid),
-                     LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(o), "matches no layout"));
-    ck_assert_int_eq(lattice_optim_get_params(o, (lattice_optim_params *)(void *)mid),
-                     LATTICE_ERR_INVALID_ARGUMENT);
-    free(mid);
-    lattice_optim_destroy(o);
-    close_fixture(&f);
-}
-END_TEST
-
 /* Decay factors outside [0, 1] are refused; a step whose update overflows
  * says so and leaves the weight finite. */
 START_TEST(test_decay_and_overflow)
@@ -637,13 +587,12 @@ static Suite *optim_suite(void)
     TCase *tc = tcase_create("adamw");
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_schedule_wsd);
-    tcase_add_test(tc, test_params_0_3_layout);
+    tcase_add_test(tc, test_params_before_1_0);
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
     tcase_add_test(tc, test_optim_bad_input);
     tcase_add_test(tc, test_rate_traps);
-    tcase_add_test(tc, test_params_0_2_layout);
     tcase_add_test(tc, test_norm_same_bits_any_threads);
     tcase_add_test(tc, test_update_same_bits_any_threads);
     tcase_add_test(tc, test_decay_and_overflow);

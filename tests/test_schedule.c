@@ -2,7 +2,6 @@
  * the counters and matched budgets, token budgets and phases refused, and a
  * token budget over documents that count no token. */
 #include "testutil.h"
-#include "layout_0_2.h"
 #include "fields.h"
 
 static void expect_phases(lattice_schedule_preset preset, int n, const int *active,
@@ -50,55 +49,76 @@ START_TEST(test_presets)
 }
 END_TEST
 
-/* The phase struct grew in 0.2; a caller built against 0.1 passes the shorter
- * one (PHASE_SIZE_0_1, layout_0_2.h). */
-START_TEST(test_phase_of_an_older_caller)
+/* A phase is read and written at this library's size: a smaller one (a
+ * program built against a release before 1.0) is refused both ways, a
+ * larger one (a newer caller) is read and written up to ours. */
+START_TEST(test_phase_size)
 {
     lattice_schedule_phase def;
     lattice_schedule_phase_init(&def);
     ck_assert_int_eq(def.size, sizeof(lattice_schedule_phase));
     ck_assert_int_eq(def.rewind_data, 0);
     ck_assert_int_eq(def.train_boundary, 1);
-    /* add: the bytes past a 0.1 struct are not the caller's and must not be read */
-    lattice_schedule_phase old = def;
-    old.size = PHASE_SIZE_0_1;
-    old.steps = 7;
-    old.active_layers = 2;
-    old.rewind_data = 1;    /* stands for whatever lies past the caller's struct */
-    old.train_boundary = 0;
     lattice_schedule *s;
     ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_OK);
+    /* add: 0.1's 40 bytes, and one byte short, are refused */
+    const size_t short_sizes[] = {TU_PHASE_0_1_SIZE, sizeof(lattice_schedule_phase) - 1};
+    for (int k = 0; k < 2; k++) {
+        lattice_schedule_phase old = def;
+        old.size = short_sizes[k];
+        old.steps = 7;
+        ck_assert_int_eq(lattice_schedule_add_phase(s, &old), LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("add_phase", short_sizes[k], sizeof(lattice_schedule_phase));
+        ck_assert_str_eq(lattice_schedule_errmsg(s), lattice_last_error());
+    }
+    ck_assert_int_eq(lattice_schedule_get_n_phases(s), 0);
+    /* the caller's fields are taken; a newer caller's bytes past ours are not read */
+    struct {
+        lattice_schedule_phase phase;
+        unsigned char beyond[16];
+    } newer;
+    memset(&newer, 0xA5, sizeof newer);
+    newer.phase = def;
+    newer.phase.size = sizeof newer;
+    newer.phase.steps = 7;
+    newer.phase.active_layers = 2;
+    newer.phase.rewind_data = 5; /* any non-zero */
+    newer.phase.train_boundary = 0;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &def), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &newer.phase), LATTICE_OK);
     lattice_schedule_phase got;
     lattice_schedule_phase_init(&got);
     ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &got), LATTICE_OK);
+    ck_assert_int_eq(got.size, sizeof got);
     ck_assert_int_eq(got.steps, 7);
     ck_assert_int_eq(got.active_layers, 2);
-    ck_assert_int_eq(got.rewind_data, 0);    /* 0.1 behaviour: the data reads on */
-    ck_assert_int_eq(got.train_boundary, 1); /* and the boundary trains */
-    /* a 0.2 caller's fields are taken */
-    lattice_schedule_phase now = def;
-    now.rewind_data = 5; /* any non-zero */
-    now.train_boundary = 0;
-    ck_assert_int_eq(lattice_schedule_add_phase(s, &now), LATTICE_OK);
-    lattice_schedule_get_phase(s, 2, &got);
     ck_assert_int_eq(got.rewind_data, 1);
     ck_assert_int_eq(got.train_boundary, 0);
-    /* get: an output whose size is not this version's gets only the 0.1 fields */
-    const size_t sizes[] = {0, PHASE_SIZE_0_1, 12345};
-    for (int k = 0; k < 3; k++) {
+    /* get: below ours is refused with nothing written; a newer caller's
+     * struct gets ours, its size says so, and the bytes past ours stay */
+    const size_t sizes[] = {0, TU_PHASE_0_1_SIZE, sizeof(lattice_schedule_phase) - 1, 12345};
+    for (int k = 0; k < 4; k++) {
         struct {
             lattice_schedule_phase phase;
             unsigned char beyond[16];
         } out;
         memset(&out, 0xA5, sizeof out);
         out.phase.size = sizes[k];
-        ck_assert_int_eq(lattice_schedule_get_phase(s, 2, &out.phase), LATTICE_OK);
-        ck_assert_int_eq(out.phase.size, PHASE_SIZE_0_1);
-        ck_assert_int_eq(out.phase.steps, 1000);
         const unsigned char *bytes = (const unsigned char *)&out;
-        for (size_t b = PHASE_SIZE_0_1; b < sizeof out; b++)
+        if (sizes[k] < sizeof(lattice_schedule_phase)) {
+            ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &out.phase),
+                             LATTICE_ERR_INVALID_ARGUMENT);
+            tu_expect_pre_1_0("get_phase", sizes[k], sizeof(lattice_schedule_phase));
+            ck_assert_uint_eq(out.phase.size, sizes[k]);
+            for (size_t b = sizeof(size_t); b < sizeof out; b++)
+                ck_assert_int_eq(bytes[b], 0xA5);
+            continue;
+        }
+        ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &out.phase), LATTICE_OK);
+        ck_assert_uint_eq(out.phase.size, sizeof(lattice_schedule_phase));
+        ck_assert_int_eq(out.phase.steps, 7);
+        ck_assert_int_eq(out.phase.train_boundary, 0);
+        for (size_t b = sizeof(lattice_schedule_phase); b < sizeof out; b++)
             ck_assert_int_eq(bytes[b], 0xA5);
     }
     lattice_schedule_destroy(s);
@@ -425,7 +445,7 @@ int main(void)
     tcase_add_test(sc, test_position_rule);
     tcase_add_test(sc, test_counters_and_matching);
     tcase_add_test(sc, test_token_budget_and_bad_phases);
-    tcase_add_test(sc, test_phase_of_an_older_caller);
+    tcase_add_test(sc, test_phase_size);
     tcase_add_loop_test(sc, test_token_budget_without_tokens, 0, 4);
     suite_add_tcase(s, sc);
     return tu_run(s);

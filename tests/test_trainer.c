@@ -2,7 +2,6 @@
  * the boundary's flags, data rewound or read on, a non-finite teacher (the
  * step and a phase's start undone), cross-entropy alone and bad bindings; and
  * a run resumed from its checkpoint, bit-exact. */
-#include "layout_0_2.h"
 #include "study_run.h"
 
 #include <unistd.h>
@@ -202,8 +201,8 @@ static int position_after(lattice_data_position a, lattice_data_position b)
 START_TEST(test_trainer_rewind_data)
 {
     /* _i: grow as the preset comes (reads on); with rewind on (replays phase 0's
-     * batches); phases of a 0.1 caller whose bytes past its struct say "rewind"
-     * (read on, as 0.1 did) */
+     * batches); phases of one's own at their defaults (read on, train the
+     * boundary) */
     static tape tp; /* 12 KiB: off the stack */
     memset(&tp, 0, sizeof tp);
     rig_options o;
@@ -212,17 +211,14 @@ START_TEST(test_trainer_rewind_data)
     o.teacher_fn = taping_teacher;
     o.teacher_user = &tp;
     o.rewind_data = _i == 1;
-    lattice_schedule_phase old[2];
+    lattice_schedule_phase own[2];
     for (int b = 0; b < 2; b++) {
-        lattice_schedule_phase_init(&old[b]);
-        old[b].size = PHASE_SIZE_0_1;
-        old[b].steps = 6;
-        old[b].active_layers = 2 * (b + 1);
-        old[b].rewind_data = 1;
-        old[b].train_boundary = 0;
+        lattice_schedule_phase_init(&own[b]);
+        own[b].steps = 6;
+        own[b].active_layers = 2 * (b + 1);
     }
     if (_i == 2) {
-        o.phases = old;
+        o.phases = own;
         o.n_phases = 2;
     }
     rig w;
@@ -247,7 +243,7 @@ START_TEST(test_trainer_rewind_data)
             ck_assert(position_after(pos[k], pos[k - 1]));
         int boundary;
         lattice_model_get_trainable(w.model, LATTICE_MODEL_GROUP_HEAD, -1, &boundary);
-        ck_assert_int_eq(boundary, 1); /* a 0.1 phase trains the head */
+        ck_assert_int_eq(boundary, 1); /* a phase at its defaults trains the head */
     }
     /* the batches within phase 0 were distinct, so equality above means replay */
     ck_assert(!same_batch(&tp, 1, 0));

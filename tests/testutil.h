@@ -151,6 +151,32 @@ static inline void tu_fd_check(double (*f)(void *), void *ctx, const tu_fd_input
     }
 }
 
+/* The sizes of structs in releases before 1.0 (LP64), written out here apart
+ * from the library: what a program built against those headers passes,
+ * which 1.0 refuses. */
+enum {
+    TU_MODEL_PARAMS_0_3_SIZE = 80,   /* 0.1-0.3: up to init_std */
+    TU_MODEL_PARAMS_0_4_SIZE = 88,   /* 0.4: up to block_rescale */
+    TU_OPTIM_PARAMS_0_2_SIZE = 48,   /* 0.1, 0.2: int step counts */
+    TU_OPTIM_PARAMS_0_3_SIZE = 56,   /* 0.3: before lr_shape */
+    TU_PHASE_0_1_SIZE = 40,          /* 0.1: before rewind_data */
+    TU_TRAINER_PARAMS_0_2_SIZE = 56, /* 0.1, 0.2: before collective */
+    TU_COLLECTIVE_0_3_SIZE = 64      /* up to broadcast, without errmsg */
+};
+
+/* The last failing call refused a struct of theirs bytes, below ours, as a
+ * struct of a program built against a release before 1.0. */
+static inline void tu_expect_pre_1_0(const char *what, size_t theirs, size_t ours)
+{
+    const char *msg = lattice_last_error();
+    char sizes[64];
+    snprintf(sizes, sizeof sizes, "%zu is below %zu", theirs, ours);
+    ck_assert_msg(strstr(msg, sizes) && strstr(msg, "built against a release before 1.0") &&
+                      strstr(msg, "rebuild it"),
+                  "%s: '%s' does not refuse %zu bytes as a pre-1.0 struct of %zu", what, msg,
+                  theirs, ours);
+}
+
 /* Run a suite the Check way (CK_ENV: CK_FORK, CK_RUN_CASE...) and give main's status. */
 static inline int tu_run(Suite *suite)
 {

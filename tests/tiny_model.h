@@ -1,6 +1,6 @@
 /* The tiny model shape the tests share, apart from testutil.h so that rig.h
  * (built into the MPI tests and the fuzz targets, which do not link Check)
- * and compat_0_2.c can use it too. */
+ * can use it too. */
 #ifndef LATTICE_TINY_MODEL_H
 #define LATTICE_TINY_MODEL_H
 

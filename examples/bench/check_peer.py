@@ -7,7 +7,7 @@ same weights copied in run one step on bench_step's kind of batch; the logits,
 the loss, every gradient and the weights after one AdamW update must agree to
 float32 rounding. Needs torch and numpy, and a built liblattice:
 
-    /usr/bin/python3 examples/bench/check_peer.py [--library build/liblattice/liblattice.so.0]
+    /usr/bin/python3 examples/bench/check_peer.py [--library build/liblattice/liblattice.so.1]
 
 Exit status 0 when every case agrees, 1 otherwise.
 """
@@ -132,7 +132,7 @@ def check_case(placement, qk_norm, lattice, torch, np, torch_step):
 def main(argv):
     parser = argparse.ArgumentParser(prog="check_peer", description=__doc__.split("\n\n")[0])
     parser.add_argument("--library", default=os.path.join(ROOT, "build", "liblattice",
-                                                          "liblattice.so.0"),
+                                                          "liblattice.so.1"),
                         help="liblattice to load (default %(default)s)")
     args = parser.parse_args(argv)
     os.environ["LATTICE_LIBRARY"] = args.library

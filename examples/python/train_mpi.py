@@ -4,11 +4,11 @@ share of each batch, gradients summed over the ranks (lattice.Dist, which is
 liblattice-mpi over an mpi4py communicator). The same script on N ranks
 trains as one process with N times the rows per rank, to rounding.
 
-    LATTICE_LIBRARY=build/liblattice/liblattice.so.0 PYTHONPATH=liblattice/python \\
+    LATTICE_LIBRARY=build/liblattice/liblattice.so.1 PYTHONPATH=liblattice/python \\
         mpirun -np 2 python3 examples/python/train_mpi.py [TRAIN.txt VAL.txt] [--steps N]
 
 Needs mpi4py (Debian: python3-mpi4py) and a liblattice built with MPI
-(libopenmpi-dev), whose liblattice-mpi.so.0 sits beside liblattice.so.0.
+(libopenmpi-dev), whose liblattice-mpi.so.1 sits beside liblattice.so.1.
 As root, Open MPI also wants OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 """

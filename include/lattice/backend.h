@@ -123,7 +123,7 @@ LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_back
  * @param ops The operations (copied; ops->user is borrowed until destroy).
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when ops is NULL, its
- *         size is too small to hold the version-1 slots, or its version is unknown.
+ *         size is below sizeof(lattice_backend_ops), or its version is unknown.
  */
 LATTICE_API lattice_status lattice_backend_create_custom(const char *name,
                                                          const lattice_backend_ops *ops,
@@ -277,15 +277,6 @@ LATTICE_API lattice_status lattice_backend_get_info(const lattice_backend *backe
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-LATTICE_API const char *lattice_backend_name(const lattice_backend *backend)
-    LATTICE_DEPRECATED("use lattice_backend_get_name");
-LATTICE_API int lattice_backend_threads(const lattice_backend *backend)
-    LATTICE_DEPRECATED("use lattice_backend_get_threads");
-#endif
 
 #ifdef __cplusplus
 }

@@ -29,9 +29,10 @@
 #endif
 
 /**
- * @brief Marks a name kept from an earlier release: using it draws a compiler
- *        warning that names its replacement (GCC and Clang). Define
- *        LATTICE_NO_DEPRECATED to hide the old names altogether.
+ * @brief Marks a name that a later major release removes: using it draws a
+ *        compiler warning that names its replacement (GCC and Clang). A
+ *        header declares such names only without LATTICE_NO_DEPRECATED
+ *        (1.0 has none).
  * @since 0.3
  */
 #if defined(__GNUC__)
@@ -63,6 +64,16 @@ extern "C" {
  * ::lattice_trainer_metrics_fn, a custom backend's slots) run on the thread that made
  * the call, one at a time for a given handle; the library's own parallelism
  * (OpenMP, BLIS) stays inside each call.
+ *
+ * Structs that begin with `size_t size` (params, phases, results, the
+ * operation tables) grow only at their end. The caller sets size to sizeof
+ * the struct as it was compiled (the `_init` functions do). A size below
+ * this library's sizeof of the struct, as from a program built against a
+ * release before 1.0, is refused with ::LATTICE_ERR_INVALID_ARGUMENT and a
+ * message naming both sizes; nothing is read or written then. A larger size
+ * is a program built against a later header: the library reads none of the
+ * bytes past its own struct, and where it fills a struct it writes its own
+ * and sets size to the bytes written.
  * @{
  */
 

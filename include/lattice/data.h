@@ -176,7 +176,7 @@ LATTICE_API const char *lattice_data_errmsg(const lattice_data *data);
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_data_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below the struct's 0.1 size (0 included) is refused with
+ *        below this library's sizeof(the struct) (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
@@ -240,23 +240,6 @@ LATTICE_API lattice_status lattice_data_set_position(lattice_data *data, const l
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-typedef lattice_data_batch lattice_batch LATTICE_DEPRECATED("use lattice_data_batch");
-typedef lattice_data_split lattice_split LATTICE_DEPRECATED("use lattice_data_split");
-#define LATTICE_SPLIT_TRAIN LATTICE_DATA_SPLIT_TRAIN
-#define LATTICE_SPLIT_VAL LATTICE_DATA_SPLIT_VAL
-LATTICE_API int64_t lattice_data_n_documents(const lattice_data *data, lattice_data_split split)
-    LATTICE_DEPRECATED("use lattice_data_get_n_documents");
-LATTICE_API int64_t lattice_data_n_tokens(const lattice_data *data, lattice_data_split split)
-    LATTICE_DEPRECATED("use lattice_data_get_n_tokens");
-LATTICE_API int64_t lattice_data_n_val_batches(const lattice_data *data)
-    LATTICE_DEPRECATED("use lattice_data_get_n_val_batches");
-LATTICE_API lattice_status lattice_data_val_batch(lattice_data *data, int64_t index, lattice_data_batch *batch)
-    LATTICE_DEPRECATED("use lattice_data_get_val_batch");
-#endif
 
 #ifdef __cplusplus
 }

@@ -129,8 +129,9 @@ typedef struct lattice_diag_attention_sinks_result {
  * @param[in,out] out (active layers + 1) * (n_classes + 1) entries; set out[0].size
  *        to sizeof(lattice_diag_boundary_scale_result) first.
  * @param out_len Entries available in out.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out[0].size below 0.4's
- *         struct or not a multiple of its alignment included) or a model status.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out[0].size below
+ *         sizeof(lattice_diag_boundary_scale_result) or not a multiple of its
+ *         alignment included) or a model status.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_boundary_scale(
@@ -203,62 +204,6 @@ LATTICE_API lattice_status lattice_diag_measure_attention_sinks(
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file), and the diagnostics of 0.1 and
- * 0.4 whose results had no size, so could never grow: deprecated in 0.4 and
- * removed in 1.0 (each is its lattice_diag_measure_ function on the struct
- * without the size). Define LATTICE_NO_DEPRECATED to hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-typedef struct lattice_diag_rms_stats {
-    int64_t count;
-    double mean, std, kurtosis, max;
-} lattice_diag_rms_stats LATTICE_DEPRECATED("use lattice_diag_boundary_scale_result");
-typedef struct lattice_diag_removal {
-    double ce_full, ce_removed, dce, angle;
-} lattice_diag_removal LATTICE_DEPRECATED("use lattice_diag_block_removal_result");
-typedef struct lattice_diag_response {
-    double baseline, jump, area;
-    int64_t recovery;
-} lattice_diag_response LATTICE_DEPRECATED("use lattice_diag_loss_response_result");
-typedef struct lattice_diag_sinks {
-    double mass0, sink_rate, top_ratio;
-    int64_t top_token;
-    int top_dim;
-    double value_norm0;
-} lattice_diag_sinks LATTICE_DEPRECATED("use lattice_diag_attention_sinks_result");
-typedef struct lattice_diag_rms_stats lattice_rms_stats
-    LATTICE_DEPRECATED("use lattice_diag_boundary_scale_result");
-typedef struct lattice_diag_removal lattice_removal
-    LATTICE_DEPRECATED("use lattice_diag_block_removal_result");
-typedef struct lattice_diag_response lattice_response
-    LATTICE_DEPRECATED("use lattice_diag_loss_response_result");
-LATTICE_API lattice_status lattice_diag_boundary_scale(lattice_diag *diag, const int32_t *tokens,
-                                                       const uint8_t *mask, int batch, int seq,
-                                                       const uint8_t *classes, int n_classes,
-                                                       struct lattice_diag_rms_stats *out,
-                                                       int out_len)
-    LATTICE_DEPRECATED("use lattice_diag_measure_boundary_scale, which fills "
-                       "lattice_diag_boundary_scale_result: set out[0].size first");
-LATTICE_API lattice_status lattice_diag_block_removal(lattice_diag *diag, const int32_t *tokens,
-                                                      const int32_t *targets, const uint8_t *mask,
-                                                      int batch, int seq, int first, int count,
-                                                      struct lattice_diag_removal *out)
-    LATTICE_DEPRECATED("use lattice_diag_measure_block_removal, which fills "
-                       "lattice_diag_block_removal_result: set out->size first");
-LATTICE_API lattice_status lattice_diag_loss_response(const double *losses, int64_t n,
-                                                      int64_t append_step, int64_t window,
-                                                      int64_t horizon,
-                                                      struct lattice_diag_response *out)
-    LATTICE_DEPRECATED("use lattice_diag_measure_loss_response, which fills "
-                       "lattice_diag_loss_response_result: set out->size first");
-LATTICE_API lattice_status lattice_diag_attention_sinks(lattice_diag *diag, const int32_t *tokens,
-                                                        int batch, int seq, double threshold,
-                                                        struct lattice_diag_sinks *out,
-                                                        int out_len, double *head_mass,
-                                                        int head_mass_len)
-    LATTICE_DEPRECATED("use lattice_diag_measure_attention_sinks, which fills "
-                       "lattice_diag_attention_sinks_result: set out[0].size first");
-#endif
 
 #ifdef __cplusplus
 }

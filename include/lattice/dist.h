@@ -144,8 +144,9 @@ LATTICE_API lattice_status lattice_dist_attach(lattice_dist *dist, lattice_train
  * then checked against the model per rank: a model needs max_batch rows for
  * one rank's share only (batch_size / ranks), not for the whole batch.
  * @param dist The handle (must outlive the trainer).
- * @param[in,out] params Filled by ::lattice_trainer_params_init (or with a
- *        size that covers the 0.3 fields); its collective fields are set.
+ * @param[in,out] params Filled by ::lattice_trainer_params_init (a size
+ *        below sizeof(lattice_trainer_params) is refused); its collective
+ *        fields are set.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.3
  */
@@ -211,7 +212,8 @@ LATTICE_API lattice_status lattice_dist_sum_int64(lattice_dist *dist, int64_t *v
 /**
  * @brief What the handle's collective calls have cost since creation or the last reset.
  * @param dist The handle.
- * @param[in,out] stats size set by the caller (at least the 0.3 struct's).
+ * @param[in,out] stats size set by the caller to sizeof(lattice_dist_stats)
+ *        (a smaller size is refused); on return, the bytes filled.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.3
  */

@@ -101,7 +101,7 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_distill_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below the struct's 0.1 size (0 included) is refused with
+ *        below this library's sizeof(the struct) (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
@@ -180,14 +180,6 @@ LATTICE_API lattice_status lattice_distill_model(lattice_distill *distill, latti
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-typedef lattice_distill_kl_direction lattice_kl_direction LATTICE_DEPRECATED("use lattice_distill_kl_direction");
-#define LATTICE_KL_FORWARD LATTICE_DISTILL_KL_FORWARD
-#define LATTICE_KL_REVERSE LATTICE_DISTILL_KL_REVERSE
-#endif
 
 #ifdef __cplusplus
 }

@@ -48,6 +48,20 @@ extern "C" {
 typedef struct lattice_model lattice_model;
 
 /**
+ * @brief Names an experimental field of ::lattice_model_params (doc/API.md,
+ *        "Experimental options": outside 1.0's stability promise): the field
+ *        itself where LATTICE_EXPERIMENTAL is defined before the headers are
+ *        included, a reserved name elsewhere. The struct's layout is the same
+ *        either way; only a source that opts in can name the field.
+ * @since 1.0
+ */
+#if defined(LATTICE_EXPERIMENTAL) || defined(LATTICE_BUILDING)
+#  define LATTICE_EXPERIMENTAL_FIELD(name) name
+#else
+#  define LATTICE_EXPERIMENTAL_FIELD(name) lattice_reserved_##name
+#endif
+
+/**
  * @brief A model's shape and initialisation. Fill with ::lattice_model_params_init.
  */
 typedef struct lattice_model_params {
@@ -70,7 +84,8 @@ typedef struct lattice_model_params {
     int max_seq;          /**< Longest sequence a forward may take. */
     uint64_t seed;        /**< Seed of the initial weights. */
     float init_std;       /**< Std of the normal init of linear and embedding weights (0.02). */
-    int block_norm;       /**< Pre-norm only: B > 0 puts a block-entry norm (the model's norm
+    int LATTICE_EXPERIMENTAL_FIELD(block_norm); /**< Experimental (LATTICE_EXPERIMENTAL).
+                               Pre-norm only: B > 0 puts a block-entry norm (the model's norm
                                kind, its own trainable weight initialised to 1, in the layer's
                                parameter group) on the residual stream at the entry of layers
                                B, 2B, 3B, ...: each block of B layers after the first reads a
@@ -78,7 +93,8 @@ typedef struct lattice_model_params {
                                An intervention on the stream's scale where appended blocks read it;
                                set it to the curriculum's block size. A skipped layer skips its
                                block-entry norm too. 0 (the default): none. @since 0.4 */
-    int block_rescale;    /**< Pre-norm only: B > 0 rescales, at the entry of layers B, 2B, 3B,
+    int LATTICE_EXPERIMENTAL_FIELD(block_rescale); /**< Experimental (LATTICE_EXPERIMENTAL).
+                               Pre-norm only: B > 0 rescales, at the entry of layers B, 2B, 3B,
                                ..., only each row's first position (the row-start token): its
                                stream is multiplied by s / r0, with r0 its own RMS (with the
                                norm's eps) and s the layer's running regular RMS (see
@@ -90,7 +106,7 @@ typedef struct lattice_model_params {
                                the other positions pass unchanged, and the stream goes on from
                                the rescaled one. A skipped layer skips its rescale too. Not
                                together with block_norm. 0 (the default): none. @since 0.4 */
-    /** Experimental (research options may change between releases): an induced massive activation. k > 0 adds a
+    /** Experimental (LATTICE_EXPERIMENTAL): an induced massive activation. k > 0 adds a
         fixed, non-trainable offset to position 0 (the row-start token) of the residual stream
         after the first massive_layer layers (the stream layer massive_layer reads), on the
         one channel massive_channel: k * sqrt(d_model) * s, with s that layer's running regular
@@ -99,11 +115,11 @@ typedef struct lattice_model_params {
         layers may carry it on or undo it. Causal, the same under every placement; no
         gradient flows into s. Before the first update of s it adds nothing. 0 (the
         default): none. @since 0.5 */
-    float massive_offset;
-    int massive_layer;    /**< The offset's stream: after this many layers, 1 .. n_layers - 1
+    float LATTICE_EXPERIMENTAL_FIELD(massive_offset);
+    int LATTICE_EXPERIMENTAL_FIELD(massive_layer); /**< Experimental (LATTICE_EXPERIMENTAL). The offset's stream: after this many layers, 1 .. n_layers - 1
                                (default 1: after the first layer, where a trained teacher's own
                                massive activation appears). @since 0.5 */
-    int massive_channel;  /**< The offset's channel, 0 .. d_model - 1 (default 0). @since 0.5 */
+    int LATTICE_EXPERIMENTAL_FIELD(massive_channel); /**< Experimental (LATTICE_EXPERIMENTAL). The offset's channel, 0 .. d_model - 1 (default 0). @since 0.5 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. */
@@ -211,7 +227,7 @@ LATTICE_API const char *lattice_model_errmsg(const lattice_model *model);
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_model_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below the struct's 0.1 size (0 included) is refused with
+ *        below this library's sizeof(the struct) (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
@@ -646,36 +662,6 @@ LATTICE_API lattice_status lattice_model_evaluate(lattice_model *model, lattice_
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-typedef lattice_model_group lattice_group LATTICE_DEPRECATED("use lattice_model_group");
-typedef lattice_model_tensor_info lattice_tensor_info LATTICE_DEPRECATED("use lattice_model_tensor_info");
-#define LATTICE_GROUP_EMBEDDING LATTICE_MODEL_GROUP_EMBEDDING
-#define LATTICE_GROUP_LAYER LATTICE_MODEL_GROUP_LAYER
-#define LATTICE_GROUP_HEAD LATTICE_MODEL_GROUP_HEAD
-LATTICE_API lattice_norm_placement lattice_model_placement(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_placement");
-LATTICE_API int lattice_model_active_layers(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_active_layers");
-LATTICE_API const float *lattice_model_logits(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_logits");
-LATTICE_API float *lattice_model_dlogits(lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_dlogits");
-LATTICE_API lattice_status lattice_model_hidden(const lattice_model *model, int boundary, const float **out)
-    LATTICE_DEPRECATED("use lattice_model_get_hidden");
-LATTICE_API int lattice_model_n_tensors(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_n_tensors");
-LATTICE_API lattice_status lattice_model_tensor(const lattice_model *model, int index, lattice_model_tensor_info *out)
-    LATTICE_DEPRECATED("use lattice_model_get_tensor");
-LATTICE_API int64_t lattice_model_n_params(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_n_params");
-LATTICE_API double lattice_model_flops(const lattice_model *model, int batch, int seq, int with_backward)
-    LATTICE_DEPRECATED("use lattice_model_get_flops");
-LATTICE_API size_t lattice_model_arena_bytes(const lattice_model *model)
-    LATTICE_DEPRECATED("use lattice_model_get_arena_bytes");
-#endif
 
 #ifdef __cplusplus
 }

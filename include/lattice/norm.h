@@ -116,16 +116,6 @@ LATTICE_API lattice_status lattice_norm_placement_from_name(const char *name,
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-#define LATTICE_NORM_PRE LATTICE_NORM_PLACEMENT_PRE
-#define LATTICE_NORM_POST LATTICE_NORM_PLACEMENT_POST
-#define LATTICE_NORM_PERI LATTICE_NORM_PLACEMENT_PERI
-#define LATTICE_NORM_RMS LATTICE_NORM_KIND_RMS
-#define LATTICE_NORM_LAYER LATTICE_NORM_KIND_LAYER
-#endif
 
 #ifdef __cplusplus
 }

@@ -47,17 +47,14 @@ typedef struct lattice_optim_params {
     float lr;           /**< Peak learning rate. */
     float min_lr;       /**< Where the decay ends (cosine or WSD). */
     int64_t warmup_steps; /**< Linear warmup length (0: none). int64_t, as every step
-                               count of the library; a struct of the 0.1 and 0.2
-                               layout (int step counts), told by its size, is
-                               still read and written. */
+                               count of the library. */
     int64_t total_steps;  /**< Length of warmup plus decay. */
     float beta1;        /**< First-moment decay. */
     float beta2;        /**< Second-moment decay. */
     float eps;          /**< Denominator epsilon. */
     float weight_decay; /**< Decoupled weight decay. */
     float clip_norm;    /**< Global gradient-norm limit (0: no clipping). */
-    lattice_optim_lr_shape lr_shape; /**< The LR's shape after warmup (default cosine). A
-                                          caller whose size ends before it gets cosine. @since 0.4 */
+    lattice_optim_lr_shape lr_shape; /**< The LR's shape after warmup (default cosine). @since 0.4 */
     float decay_fraction; /**< For ::LATTICE_OPTIM_LR_SHAPE_WSD: the share of the steps after warmup
                                over which the LR decays, in [0, 1] (default 0.2). @since 0.4 */
 } lattice_optim_params;
@@ -66,10 +63,6 @@ typedef struct lattice_optim_params {
  * @brief Fill params with the paper's settings: lr 1e-4 to 1e-6, warmup 750 of
  *        50000 steps, betas (0.9, 0.95), eps 1e-8, no weight decay, clip 0.5,
  *        cosine shape (decay_fraction 0.2, used by the WSD shape only).
- *
- * Programs built against 0.4 bind this function at version LATTICE_0.4;
- * those built against 0.3 (a struct without lr_shape and decay_fraction)
- * at LATTICE_0.3, which fills only their struct's bytes.
  * @param[out] params The struct; NULL is ignored.
  */
 LATTICE_API void lattice_optim_params_init(lattice_optim_params *params);
@@ -103,10 +96,8 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
 /**
  * @brief Replace the settings (the moments and the schedule position are kept).
  * @param optim The optimizer.
- * @param params The settings, checked as ::lattice_optim_create checks them. Fields
- *        past params->size (a caller built against an older header) keep the
- *        values in use, not the defaults (a program built against 0.3 that sets
- *        its lr keeps a WSD shape set by newer code or a checkpoint).
+ * @param params The settings, checked as ::lattice_optim_create checks them; a
+ *        params->size below sizeof(lattice_optim_params) is refused.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  */
 LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
@@ -118,7 +109,7 @@ LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const 
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_optim_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below the struct's 0.1 size (0 included) is refused with
+ *        below this library's sizeof(the struct) (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
@@ -162,15 +153,6 @@ LATTICE_API int64_t lattice_optim_get_steps(const lattice_optim *optim);
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-LATTICE_API float lattice_optim_lr(const lattice_optim *optim)
-    LATTICE_DEPRECATED("use lattice_optim_get_lr");
-LATTICE_API int64_t lattice_optim_steps(const lattice_optim *optim)
-    LATTICE_DEPRECATED("use lattice_optim_get_steps");
-#endif
 
 #ifdef __cplusplus
 }

@@ -63,10 +63,7 @@ typedef enum lattice_schedule_block_init {
  * @brief One phase. Fill with ::lattice_schedule_phase_init.
  *
  * The struct grows at its end; size says which version the caller was built
- * against. A phase whose size ends before a field (a caller built against an
- * older header) gets that field's default: size = offsetof(lattice_schedule_phase,
- * rewind_data) is a 0.1 phase, which continues the data and trains the
- * boundary.
+ * against. A size below sizeof(lattice_schedule_phase) is refused.
  */
 typedef struct lattice_schedule_phase {
     size_t size;                   /**< sizeof(lattice_schedule_phase), set by the init function. */
@@ -201,10 +198,12 @@ LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
  * @brief One phase.
  * @param schedule The schedule.
  * @param index 0 .. n_phases - 1.
- * @param[in,out] phase The phase. Set phase->size first (::lattice_schedule_phase_init
- *        does) to receive the fields added after 0.1; with any other size only
- *        the 0.1 fields are written, so a caller built against 0.1 keeps
- *        working. On return size is the number of bytes written.
+ * @param[in,out] phase The phase. The caller sets phase->size to the bytes it
+ *        has (sizeof the struct it was compiled with, or
+ *        ::lattice_schedule_phase_init); the library writes no more than that
+ *        and sets phase->size to the bytes it wrote. A size below this
+ *        library's sizeof(lattice_schedule_phase) (0 included) is refused with
+ *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_schedule_get_phase(const lattice_schedule *schedule, int index,
@@ -290,35 +289,6 @@ LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *sched
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-typedef lattice_schedule_phase lattice_phase LATTICE_DEPRECATED("use lattice_schedule_phase");
-typedef lattice_schedule_counters lattice_counters LATTICE_DEPRECATED("use lattice_schedule_counters");
-typedef lattice_schedule_block_init lattice_block_init LATTICE_DEPRECATED("use lattice_schedule_block_init");
-#define LATTICE_PRESET_JOINT_MATCHED_ACTIVE LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE
-#define LATTICE_PRESET_JOINT_MATCHED_TOTAL LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL
-#define LATTICE_PRESET_JOINT LATTICE_SCHEDULE_PRESET_JOINT
-#define LATTICE_PRESET_GROW LATTICE_SCHEDULE_PRESET_GROW
-#define LATTICE_PRESET_FREEZE LATTICE_SCHEDULE_PRESET_FREEZE
-#define LATTICE_PRESET_SINGLE_BLOCK LATTICE_SCHEDULE_PRESET_SINGLE_BLOCK
-#define LATTICE_BLOCK_INIT_RANDOM LATTICE_SCHEDULE_BLOCK_INIT_RANDOM
-#define LATTICE_BLOCK_INIT_IDENTITY LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY
-#define LATTICE_BLOCK_INIT_COPY LATTICE_SCHEDULE_BLOCK_INIT_COPY
-LATTICE_API void lattice_phase_init(lattice_schedule_phase *phase)
-    LATTICE_DEPRECATED("use lattice_schedule_phase_init");
-LATTICE_API int lattice_schedule_n_phases(const lattice_schedule *schedule)
-    LATTICE_DEPRECATED("use lattice_schedule_get_n_phases");
-LATTICE_API int lattice_schedule_max_layers(const lattice_schedule *schedule)
-    LATTICE_DEPRECATED("use lattice_schedule_get_max_layers");
-LATTICE_API int64_t lattice_schedule_total_steps(const lattice_schedule *schedule)
-    LATTICE_DEPRECATED("use lattice_schedule_get_total_steps");
-LATTICE_API lattice_status lattice_schedule_position(const lattice_schedule *schedule, int *phase, int64_t *step_in_phase)
-    LATTICE_DEPRECATED("use lattice_schedule_get_position");
-LATTICE_API int lattice_schedule_finished(const lattice_schedule *schedule)
-    LATTICE_DEPRECATED("use lattice_schedule_is_finished");
-#endif
 
 #ifdef __cplusplus
 }

@@ -178,17 +178,6 @@ LATTICE_API lattice_status lattice_teacher_record(lattice_teacher *teacher, latt
 
 /** @} */
 
-/* Names from 0.1 and 0.2, deprecated in 0.3 and removed in 1.0 (doc/API.md;
- * doc/migrate-0.3.py rewrites a source file). Define LATTICE_NO_DEPRECATED to
- * hide them. */
-#ifndef LATTICE_NO_DEPRECATED
-LATTICE_API int lattice_teacher_vocab_size(const lattice_teacher *teacher)
-    LATTICE_DEPRECATED("use lattice_teacher_get_vocab_size");
-LATTICE_API double lattice_teacher_flops(const lattice_teacher *teacher, int batch, int seq)
-    LATTICE_DEPRECATED("use lattice_teacher_get_flops");
-LATTICE_API int lattice_teacher_topk_k(const lattice_teacher *teacher)
-    LATTICE_DEPRECATED("use lattice_teacher_get_k");
-#endif
 
 #ifdef __cplusplus
 }

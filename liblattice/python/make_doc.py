@@ -1,6 +1,6 @@
 """Write doc/python.md, the Python API reference, from the package's signatures and docstrings.
 
-    LATTICE_LIBRARY=build/liblattice/liblattice.so.0 PYTHONPATH=liblattice/python \
+    LATTICE_LIBRARY=build/liblattice/liblattice.so.1 PYTHONPATH=liblattice/python \
         python3 liblattice/python/make_doc.py doc/python.md
 
 Markdown of this package's own definitions: a heading per class and function,
@@ -37,7 +37,7 @@ Install: `meson install` (with the library), or
 system Python is externally managed). The package finds the library through
 `LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded,
 pkg-config's `lattice.pc` (`PKG_CONFIG_PATH`), then the SONAME
-`liblattice.so.0` through the system's loader (`LD_LIBRARY_PATH`).
+`liblattice.so.1` through the system's loader (`LD_LIBRARY_PATH`).
 
 After `meson setup --prefix P` with a prefix of your own (not `/usr` or
 `/usr/local`), `meson install` puts the package in
@@ -450,7 +450,7 @@ def render_function(name, fn, links):
 VALUES = {
     "version_number": "The loaded library's `lattice_version_number()`: "
                       "major * 10000 + minor * 100 + patch.",
-    "version_string": "The loaded library's version, \"0.4.0\" (also `lattice.__version__`).",
+    "version_string": "The loaded library's version, \"1.0.0\" (also `lattice.__version__`).",
     "ERRMSG_SIZE": "`LATTICE_ERRMSG_SIZE`, the bytes of an error message buffer.",
     "library_path": "The file of the library loaded (the SONAME itself where the system's "
                     "loader found it).",

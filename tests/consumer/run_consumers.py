@@ -15,7 +15,7 @@ In a temporary directory:
    at the installed lattice.pc), runs them with LD_LIBRARY_PATH, and links the
    C consumer statically with `pkg-config --static --libs lattice` and runs it
    without;
-4. builds tests/consumer/cmake_user with cmake (find_package(lattice 0.3),
+4. builds tests/consumer/cmake_user with cmake (find_package(lattice 1.0),
    lattice::lattice) against the prefix, runs its programs, and checks which
    versions find_package accepts;
 5. builds tests/consumer/subproject_user with the source tree as its
@@ -27,7 +27,7 @@ In a temporary directory:
 7. the CMake package's mpi component: an unknown component is refused and
    find_package(lattice) alone makes no lattice::mpi nor looks for MPI;
    where BUILD_DIR has liblattice-mpi, builds tests/consumer/cmake_mpi_user
-   (find_package(lattice 0.4 REQUIRED COMPONENTS mpi), lattice::mpi) and
+   (find_package(lattice 1.0 REQUIRED COMPONENTS mpi), lattice::mpi) and
    runs it on 2 ranks; where it has not, checks that COMPONENTS mpi is
    refused with the reason and OPTIONAL_COMPONENTS mpi leaves
    lattice_mpi_FOUND false (that part of the test is then skipped).
@@ -281,7 +281,7 @@ def cmake_consumer(tmp, prefix, env):
     if os.path.exists(os.path.join(build, "consumer_cpp")):
         check_losses("CMake C++", run([os.path.join(build, "consumer_cpp")], env=env))
     config_dir = cmake_config_dir(prefix)
-    # SameMajorVersion (0.x keeps 0.1's ABI), never older than asked; a range
+    # SameMajorVersion (1.x keeps 1.0's ABI), never older than asked; a range
     # must stay inside the major series
     with open(os.path.join(config_dir, "latticeConfigVersion.cmake"), encoding="utf-8") as f:
         version = re.search(r'set\(PACKAGE_VERSION "([0-9.]+)"\)', f.read()).group(1)

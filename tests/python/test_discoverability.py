@@ -211,18 +211,14 @@ class DiscoverabilityTest(unittest.TestCase):
             thread.join()
         self.assertEqual(repr(model), "<lattice.Model pre 2/2 layers d16>")
 
-    def test_set_active_layers_is_a_deprecated_alias(self):
+    def test_active_layers_has_one_spelling(self):
         import warnings
         model = tiny_model()
-        with self.assertWarnsRegex(DeprecationWarning, "model.active_layers = n") as cm:
-            model.set_active_layers(1)
-        self.assertEqual(cm.filename, __file__)   # the warning points at the caller
-        self.assertEqual(model.active_layers, 1)
-        self.assertIn("Deprecated", lattice.Model.set_active_layers.__doc__)
+        self.assertFalse(hasattr(lattice.Model, "set_active_layers"))  # 0.4's alias, gone in 1.0
         with warnings.catch_warnings():
             warnings.simplefilter("error")
-            model.active_layers = 2            # the one spelling: no warning
-        self.assertEqual(model.active_layers, 2)
+            model.active_layers = 1            # the one spelling: no warning
+        self.assertEqual(model.active_layers, 1)
 
     def test_readme_python_example_runs(self):
         readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",

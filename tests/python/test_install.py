@@ -94,7 +94,7 @@ class MesonInstall(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         path, version = r.stdout.split()
         self.assertTrue(path.startswith(self.destdir + os.sep), path)
-        self.assertRegex(os.path.basename(path), r"^liblattice\.so\.0$")
+        self.assertRegex(os.path.basename(path), r"^liblattice\.so\.1$")
         self.assertRegex(version, r"^\d+\.\d+\.\d+$")
 
     def test_recorded_absolute_libdir(self):

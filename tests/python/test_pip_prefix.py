@@ -21,7 +21,7 @@ MESON, BUILD, SOURCE, PREFIX = sys.argv[1:5]
 del sys.argv[1:5]
 SYSTEM_PYTHON = "/usr/bin/python3"
 WHEELS = "/usr/share/python-wheels"   # Debian's python3-*-whl packages
-SONAME = "liblattice.so.0"
+SONAME = "liblattice.so.1"
 PROBE = """
 import lattice
 m = lattice.Model(vocab_size=11, d_model=16, n_layers=1, n_active_layers=1, n_heads=2,

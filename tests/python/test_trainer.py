@@ -115,18 +115,6 @@ class TrainerTest(unittest.TestCase):
         self.assertIn("decay_fraction 2 must lie in [0, 1]", str(cm.exception))
         with self.assertRaises(ValueError):
             lattice.Optim(model, lr_shape="linear")
-        # under a 0.3 library the new fields would be ignored: refused
-        from lattice import _lib
-        real = _lib.version_number
-        try:
-            _lib.version_number = 300
-            lattice.OptimParams.make(lr=1e-3)
-            with self.assertRaises(TypeError) as cm:
-                lattice.OptimParams.make(lr_shape="wsd")
-            self.assertIn("OptimParams.lr_shape is newer than the loaded liblattice",
-                          str(cm.exception))
-        finally:
-            _lib.version_number = real
 
     def test_warmup_fits_the_run(self):
         model = tiny_model()

@@ -275,7 +275,7 @@ class Handle:
                 raise_for(status, "")
                 return
             text = status_string(status)
-            # from 0.2 every failure records its reason for this thread, fresh
+            # every failure records its reason for this thread, fresh
             reason = last_error()
             if reason:
                 raise_for(status, text, reason)

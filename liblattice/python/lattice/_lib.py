@@ -37,7 +37,7 @@ from . import _types as T
 from ._errors import LatticeError, Status
 
 # The ABI this package was written for: lattice_version_number() // 10000.
-MAJOR = 0
+MAJOR = 1
 
 STATUS = c_int  # lattice_status, converted by the callers (they add the handle's message)
 
@@ -438,12 +438,7 @@ def status_string(status: int) -> str:
 
 
 def last_error() -> str:
-    """lattice_last_error: why this thread's latest failing call failed.
-
-    "" from a library older than 0.2, which does not record it.
-    """
-    if isinstance(lib.lattice_last_error, _Missing):
-        return ""
+    """lattice_last_error: why this thread's latest failing call failed."""
     return (lib.lattice_last_error() or b"").decode(errors="replace")
 
 

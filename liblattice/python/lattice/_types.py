@@ -212,7 +212,7 @@ class Struct(ctypes.Structure):
     """A C struct with a readable repr and a dict view; float32 fields read as they were set."""
 
     _enums = {}
-    _since = {}  # field -> the lattice_version_number() that added it (after 0.3)
+    _since = {}  # field -> the lattice_version_number() that added it (after 1.0)
 
     def __setattr__(self, name, value):
         how = self.__dict__.get("_read_only")
@@ -371,11 +371,13 @@ def with_fields(params_cls: Type[Params]) -> Callable[[Callable], Callable]:
 
 
 class ModelParams(Params):
-    """lattice_model_params: a model's shape and initialisation."""
+    """lattice_model_params: a model's shape and initialisation.
+
+    block_norm, block_rescale, massive_offset, massive_layer and
+    massive_channel are experimental (doc/API.md, "Experimental options"):
+    outside 1.0's stability promise, a 1.x release may change what they do."""
 
     _init = "lattice_model_params_init"
-    _since = {"block_norm": 400, "block_rescale": 400, "massive_offset": 500,
-              "massive_layer": 500, "massive_channel": 500}
     _fields_ = [
         ("size", c_size_t),
         ("vocab_size", c_int),
@@ -393,8 +395,8 @@ class ModelParams(Params):
         ("max_seq", c_int),
         ("seed", c_uint64),
         ("init_std", c_float),
-        ("block_norm", c_int),  # since 0.4
-        ("block_rescale", c_int),  # since 0.4
+        ("block_norm", c_int),  # since 0.4, experimental
+        ("block_rescale", c_int),  # since 0.4, experimental
         ("massive_offset", c_float),  # since 0.5, experimental
         ("massive_layer", c_int),  # since 0.5, experimental
         ("massive_channel", c_int),  # since 0.5, experimental
@@ -419,7 +421,6 @@ class OptimParams(Params):
 
     _init = "lattice_optim_params_init"
     _enums = {"lr_shape": LRShape}
-    _since = {"lr_shape": 400, "decay_fraction": 400}
     _fields_ = [
         ("size", c_size_t),
         ("lr", c_float),

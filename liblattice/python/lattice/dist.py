@@ -67,7 +67,7 @@ _mpi_lib = None
 
 
 def _library_names():
-    # liblattice.so.0 -> liblattice-mpi.so.0, liblattice.0.dylib, lattice-0.dll alike
+    # liblattice.so.1 -> liblattice-mpi.so.1, liblattice.1.dylib, lattice-1.dll alike
     return [name.replace("lattice", "lattice-mpi", 1) for name in _lib._library_names(_lib.MAJOR)]
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ctypes
 import json
 import os
-import warnings
 from ctypes import byref, c_double, c_float, c_int, c_int32, c_int64, c_size_t, c_void_p
 from typing import Any, List, Optional, Tuple, Union
 
@@ -306,16 +305,6 @@ class Model(Handle):
         with self._using():
             self._shape = None  # the stored activations no longer match
             self._call(lib.lattice_model_set_active_layers, int(n_active))
-
-    def set_active_layers(self, n_active: int) -> None:
-        """Deprecated since 0.4: set :attr:`active_layers` (``model.active_layers = n``).
-
-        The same operation under a second name; it warns (DeprecationWarning)
-        and will go in a later major version.
-        """
-        warnings.warn("Model.set_active_layers(n) is deprecated: set model.active_layers = n",
-                      DeprecationWarning, stacklevel=2)
-        self.active_layers = n_active
 
     def init_layer(self, layer: int, seed: int) -> None:
         """Re-draw one layer's weights from seed (linear N(0, init_std^2), norms 1 and 0)."""
