@@ -39,6 +39,50 @@ typedef struct layer_acts {
     norm_stats bst; /* its statistics */
 } layer_acts;
 
+/* The one list of a layer's row-indexed activation buffers (model_layout.c):
+ * where each sits in layer_acts, its floats per row, and when a layer has it.
+ * The arena's layout (lattice__model_layout_acts) and the rows split's views
+ * (model_threads.c) both walk it, in this order. */
+typedef enum act_width {
+    ACT_D,     /* d_model */
+    ACT_W,     /* (n_heads + 2 n_kv_heads) head_dim: the fused q, k, v projection */
+    ACT_Q,     /* n_heads head_dim */
+    ACT_KV,    /* n_kv_heads head_dim */
+    ACT_H,     /* n_heads */
+    ACT_KVH,   /* n_kv_heads */
+    ACT_PROBS, /* n_heads x seq: a row's attention probabilities */
+    ACT_GU,    /* 2 d_ff: SwiGLU's gate and up */
+    ACT_F,     /* d_ff */
+    ACT_ONE    /* 1: a norm's statistic */
+} act_width;
+
+typedef enum act_when {
+    ACT_ALWAYS,
+    ACT_NOT_POST,    /* pre and peri: the sublayers' normalised inputs */
+    ACT_PERI,        /* the sublayers' normalised outputs */
+    ACT_POST,        /* the residual sums before the norm */
+    ACT_QK_NORM,     /* the q/k norms' statistics */
+    ACT_BLOCK_INPUT, /* the layer's own input: a block-entry norm's or rescale's output */
+    ACT_BLOCK_ENTRY, /* the block-entry norm's statistics */
+    ACT_LAYER_NORM,  /* a LayerNorm's means (the statistics of an RMSNorm have none) */
+    ACT_SLOT         /* a norm slot's statistic, where the placement has the slot */
+} act_when;
+
+typedef struct act_buffer {
+    size_t offset; /* of its float pointer in layer_acts */
+    act_width width;
+    act_when when, also; /* both must hold (also ACT_ALWAYS: only when) */
+    int slot;            /* ACT_SLOT's slot */
+} act_buffer;
+
+extern const act_buffer lattice__act_buffers[];
+extern const int lattice__n_act_buffers;
+
+/* The floats per row of a width, with seq the sequence length rows come in. */
+size_t lattice__act_width(const lattice_model *m, act_width w, size_t seq);
+/* Whether layer i has the buffer. */
+int lattice__act_present(const lattice_model *m, int i, const act_buffer *b);
+
 typedef enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;
 
 typedef struct tensor_entry {

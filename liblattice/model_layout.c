@@ -247,6 +247,85 @@ size_t lattice__model_layout_params(lattice_model *m, char *base, size_t *n_floa
     return ar.used;
 }
 
+/* A layer's activation buffers, in the order the arena holds them. */
+#define ACT(f, w, when) {offsetof(layer_acts, f), (w), (when), ACT_ALWAYS, 0}
+#define ACT_STATS(f, when, slot)                                                                   \
+    {offsetof(layer_acts, f.mean), ACT_ONE, (when), ACT_LAYER_NORM, (slot)},                     \
+    {offsetof(layer_acts, f.rstd), ACT_ONE, (when), ACT_ALWAYS, (slot)}
+const act_buffer lattice__act_buffers[] = {
+    ACT_STATS(st[SLOT_IN1], ACT_SLOT, SLOT_IN1),
+    ACT_STATS(st[SLOT_OUT1], ACT_SLOT, SLOT_OUT1),
+    ACT_STATS(st[SLOT_IN2], ACT_SLOT, SLOT_IN2),
+    ACT_STATS(st[SLOT_OUT2], ACT_SLOT, SLOT_OUT2),
+    ACT(a1, ACT_D, ACT_NOT_POST),
+    ACT(a2, ACT_D, ACT_NOT_POST),
+    ACT(raw, ACT_W, ACT_ALWAYS),
+    ACT(q, ACT_Q, ACT_ALWAYS),
+    ACT(k, ACT_KV, ACT_ALWAYS),
+    ACT(v, ACT_KV, ACT_ALWAYS),
+    ACT(rstd_q, ACT_H, ACT_QK_NORM),
+    ACT(rstd_k, ACT_KVH, ACT_QK_NORM),
+    ACT(p, ACT_PROBS, ACT_ALWAYS),
+    ACT(att, ACT_Q, ACT_ALWAYS),
+    ACT(y1, ACT_D, ACT_PERI),
+    ACT(y2, ACT_D, ACT_PERI),
+    ACT(r1, ACT_D, ACT_POST),
+    ACT(r2, ACT_D, ACT_POST),
+    ACT(mid, ACT_D, ACT_ALWAYS),
+    ACT(gu, ACT_GU, ACT_ALWAYS),
+    ACT(s, ACT_F, ACT_ALWAYS),
+    ACT(bn, ACT_D, ACT_BLOCK_INPUT),
+    ACT_STATS(bst, ACT_BLOCK_ENTRY, 0),
+};
+#undef ACT
+#undef ACT_STATS
+const int lattice__n_act_buffers = (int)(sizeof lattice__act_buffers / sizeof lattice__act_buffers[0]);
+/* layer_acts holds float pointers only: each in the list, once */
+_Static_assert(sizeof lattice__act_buffers / sizeof lattice__act_buffers[0] * sizeof(float *) ==
+                   sizeof(layer_acts),
+               "every buffer of layer_acts is in lattice__act_buffers");
+
+size_t lattice__act_width(const lattice_model *m, act_width w, size_t seq)
+{
+    const lattice_model_params *p = &m->p;
+    const size_t hd = (size_t)p->head_dim, H = (size_t)p->n_heads, KV = (size_t)p->n_kv_heads;
+    switch (w) {
+    case ACT_D: return (size_t)p->d_model;
+    case ACT_W: return (H + 2 * KV) * hd;
+    case ACT_Q: return H * hd;
+    case ACT_KV: return KV * hd;
+    case ACT_H: return H;
+    case ACT_KVH: return KV;
+    case ACT_PROBS: return H * seq;
+    case ACT_GU: return 2 * (size_t)p->d_ff;
+    case ACT_F: return (size_t)p->d_ff;
+    case ACT_ONE: return 1;
+    }
+    return 0;
+}
+
+static int act_holds(const lattice_model *m, int i, act_when when, int slot)
+{
+    const lattice_norm_placement pl = m->norm.placement;
+    switch (when) {
+    case ACT_ALWAYS: return 1;
+    case ACT_NOT_POST: return pl != LATTICE_NORM_PLACEMENT_POST;
+    case ACT_PERI: return pl == LATTICE_NORM_PLACEMENT_PERI;
+    case ACT_POST: return pl == LATTICE_NORM_PLACEMENT_POST;
+    case ACT_QK_NORM: return m->p.qk_norm != 0;
+    case ACT_BLOCK_INPUT: return lattice__block_entry(m, i) || lattice__block_rescaled(m, i);
+    case ACT_BLOCK_ENTRY: return lattice__block_entry(m, i);
+    case ACT_LAYER_NORM: return m->norm.kind == LATTICE_NORM_KIND_LAYER;
+    case ACT_SLOT: return has_slot(pl, slot);
+    }
+    return 0;
+}
+
+int lattice__act_present(const lattice_model *m, int i, const act_buffer *b)
+{
+    return act_holds(m, i, b->when, b->slot) && act_holds(m, i, b->also, b->slot);
+}
+
 /* Carve the activation and scratch arena (base NULL: measure). Buffers a
  * placement does not use are not allocated. */
 size_t lattice__model_layout_acts(lattice_model *m, char *base)
@@ -276,40 +355,12 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
     for (int i = 0; i < p->n_layers; i++) {
         layer_acts *A = &m->acts[i];
         memset(A, 0, sizeof(*A));
-        for (int s = 0; s < N_SLOTS; s++)
-            if (has_slot(pl, s))
-                STATS(A->st[s]);
-        if (pl != LATTICE_NORM_PLACEMENT_POST) {
-            A->a1 = F32(N * D);
-            A->a2 = F32(N * D);
+        for (int k = 0; k < lattice__n_act_buffers; k++) {
+            const act_buffer *b = &lattice__act_buffers[k];
+            if (lattice__act_present(m, i, b))
+                *(float **)((char *)A + b->offset) =
+                    F32(N * lattice__act_width(m, b->width, (size_t)p->max_seq));
         }
-        A->raw = F32(N * W);
-        A->q = F32(N * H * hd);
-        A->k = F32(N * KV * hd);
-        A->v = F32(N * KV * hd);
-        if (p->qk_norm) {
-            A->rstd_q = F32(N * H);
-            A->rstd_k = F32(N * KV);
-        }
-        A->p = F32(PT);
-        A->att = F32(N * H * hd);
-        if (pl == LATTICE_NORM_PLACEMENT_PERI) {
-            A->y1 = F32(N * D);
-            A->y2 = F32(N * D);
-        }
-        if (pl == LATTICE_NORM_PLACEMENT_POST) {
-            A->r1 = F32(N * D);
-            A->r2 = F32(N * D);
-        }
-        A->mid = F32(N * D);
-        A->gu = F32(N * 2 * F);
-        A->s = F32(N * F);
-        if (lattice__block_entry(m, i)) {
-            A->bn = F32(N * D);
-            STATS(A->bst);
-        }
-        if (lattice__block_rescaled(m, i))
-            A->bn = F32(N * D);
     }
     m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
     m->logits = F32(N * V);

@@ -135,32 +135,15 @@ static void split_view(lattice_model *m, int t)
         v->hs[i] = AT(m->hs[i], D);
     v->acts = ws->acts + (size_t)t * L;
     for (int i = 0; i < L; i++) {
-        const layer_acts *A = &m->acts[i];
-        layer_acts *B = &v->acts[i];
-        B->a1 = AT(A->a1, D);
-        B->raw = AT(A->raw, W);
-        B->q = AT(A->q, H * hd);
-        B->k = AT(A->k, KV * hd);
-        B->v = AT(A->v, KV * hd);
-        B->rstd_q = AT(A->rstd_q, H);
-        B->rstd_k = AT(A->rstd_k, KV);
-        B->p = A->p + pt0;
-        B->att = AT(A->att, H * hd);
-        B->y1 = AT(A->y1, D);
-        B->r1 = AT(A->r1, D);
-        B->mid = AT(A->mid, D);
-        B->a2 = AT(A->a2, D);
-        B->gu = AT(A->gu, 2 * F);
-        B->s = AT(A->s, F);
-        B->y2 = AT(A->y2, D);
-        B->r2 = AT(A->r2, D);
-        for (int k = 0; k < N_SLOTS; k++) {
-            B->st[k].mean = AT(A->st[k].mean, 1);
-            B->st[k].rstd = AT(A->st[k].rstd, 1);
+        /* every buffer of the layer, from the one list of them (model_layout.c) */
+        const char *A = (const char *)&m->acts[i];
+        char *B = (char *)&v->acts[i];
+        for (int k = 0; k < lattice__n_act_buffers; k++) {
+            const act_buffer *b = &lattice__act_buffers[k];
+            float *const *from = (float *const *)(A + b->offset);
+            *(float **)(B + b->offset) =
+                AT(*from, (long)lattice__act_width(m, b->width, (size_t)T));
         }
-        B->bn = AT(A->bn, D);
-        B->bst.mean = AT(A->bst.mean, 1);
-        B->bst.rstd = AT(A->bst.rstd, 1);
     }
     v->final_out = AT(m->final_out, D);
     v->logits = AT(m->logits, V);
