@@ -27,7 +27,10 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
  * from a program built against a release before 1.0, whose layouts this
  * library does not read or write (it must be rebuilt), or its size was never
  * set. field names the size in the message ("params->size"), type the
- * struct (NULL: "the struct"). */
+ * struct (NULL: "the struct"). In 1.0 "ours" is sizeof the struct; when a
+ * 1.x release appends fields, the floor stays the 1.0 struct's size (a
+ * program built against 1.0 keeps working: the fields past its size take
+ * their defaults), and the message's words change with it. */
 lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
                                      const char *type, size_t theirs, size_t ours);
 
