@@ -291,9 +291,9 @@ def dose_change(c, margin):
         return None
     span = c["x_range"][1] - c["x_range"][0]
     n = len(c["per_seed"])
-    m = c["slope"] * span
-    sd = math.sqrt(sum((b * span - m) ** 2 for b in c["per_seed"]) / (n - 1))
-    half, h90 = t95(n - 1) * sd / math.sqrt(n), t90(n - 1) * sd / math.sqrt(n)
+    s = summary([b * span for b in c["per_seed"]])
+    m, half = s["mean"], s["half"]
+    h90 = half * t90(n - 1) / t95(n - 1)
     if m + half < 0:
         verdict = "below 0"
     elif m - half > 0:
