@@ -59,10 +59,8 @@ void lattice__fields_setup(const lattice__fields *fs, const void *obj, const cha
         if (is_int(f)) {
             lattice__setup_add(s, LATTICE__SETUP_INT, get_int(f, obj), "%s%s", prefix, f->name);
         } else {
-            const double d = get_real(f, obj);
-            int64_t bits;
-            memcpy(&bits, &d, sizeof bits);
-            lattice__setup_add(s, LATTICE__SETUP_REAL, bits, "%s%s", prefix, f->name);
+            lattice__setup_add(s, LATTICE__SETUP_REAL, lattice__setup_real_bits(get_real(f, obj)),
+                               "%s%s", prefix, f->name);
         }
     }
 }

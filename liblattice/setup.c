@@ -57,7 +57,7 @@ void lattice__setup_free(lattice__setup *s)
     memset(s, 0, sizeof(*s));
 }
 
-static int64_t real_bits(double v)
+int64_t lattice__setup_real_bits(double v)
 {
     int64_t b;
     memcpy(&b, &v, sizeof(b));
@@ -66,7 +66,7 @@ static int64_t real_bits(double v)
 
 #define INT(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_INT, (int64_t)(v), __VA_ARGS__)
 #define UINT(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_UINT, (int64_t)(uint64_t)(v), __VA_ARGS__)
-#define REAL(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_REAL, real_bits(v), __VA_ARGS__)
+#define REAL(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_REAL, lattice__setup_real_bits(v), __VA_ARGS__)
 #define HASH(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_HASH, (int64_t)(v), __VA_ARGS__)
 
 /* The architecture, and with state the depth, the trainable groups and the

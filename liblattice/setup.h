@@ -46,6 +46,9 @@ enum {
 /* The part's name in messages ("model", "data", ...). */
 const char *lattice__setup_part_name(int part);
 
+/* A REAL field's value: the double's bits. */
+int64_t lattice__setup_real_bits(double v);
+
 /* Append one field (name printf-style); a failed allocation marks s->failed. */
 void lattice__setup_add(lattice__setup *s, lattice__setup_kind kind, int64_t value,
                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
