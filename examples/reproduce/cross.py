@@ -27,6 +27,9 @@ Each STUDY_DIR is a study's output folder (its results.json). Writes, whole
     inside the margin of examples/reproduce/rules.h);
   * each study's own design contrasts and interactions (results.json's
     "from": "design" rows), in their labels;
+  * seeds to decide each row: for every comparison and interaction the
+    studies report, and each change with training length, its sd over seeds
+    and the seeds a 95% interval narrower than the margin would need;
 - cross.json with every number, and points.csv;
 - trend.svg and dose.svg when gnuplot is installed (run from an argument
   vector, in DIR, on a script that names its files relative to DIR).
@@ -50,7 +53,7 @@ import shutil
 import subprocess
 import sys
 
-# Two-sided 95% t quantiles, df 1..30 (beyond: the normal's 1.96).
+# Two-sided 95% t quantiles, df 1..30 (beyond: t_quantile's expansion).
 T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
        2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
        2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
@@ -66,12 +69,34 @@ T90 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.7
 MARGIN = 0.0328 / 4
 
 
+def t_quantile(z, df):
+    """The t quantile at the normal's quantile z for df > 30: the first three
+    terms of its expansion in 1/df (Cornish-Fisher), within 1e-3 there."""
+    return (z + (z ** 3 + z) / (4 * df) +
+            (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2))
+
+
 def t95(df):
-    return T95[df - 1] if 1 <= df <= len(T95) else 1.96
+    return T95[df - 1] if 1 <= df <= len(T95) else t_quantile(1.959964, df)
 
 
 def t90(df):
-    return T90[df - 1] if 1 <= df <= len(T90) else 1.645
+    return T90[df - 1] if 1 <= df <= len(T90) else t_quantile(1.644854, df)
+
+
+# The most seeds seeds_needed looks at; beyond it, it says so.
+MAX_SEEDS = 1000
+
+
+def seeds_needed(sd, margin):
+    """The fewest seeds n (at least 2) whose 95% t interval, at this sd over
+    seeds, has a half-width below margin: t95(n - 1) * sd / sqrt(n) < margin.
+    A planning figure: the sd is itself estimated from the seeds run. None
+    when more than MAX_SEEDS would be needed."""
+    for n in range(2, MAX_SEEDS + 1):
+        if t95(n - 1) * sd / math.sqrt(n) < margin:
+            return n
+    return None
 
 
 def summary(xs):
@@ -79,9 +104,9 @@ def summary(xs):
     n = len(xs)
     m = sum(xs) / n
     if n < 2:
-        return {"mean": m, "half": None, "n": n}
+        return {"mean": m, "half": None, "n": n, "sd": None}
     sd = math.sqrt(sum((x - m) ** 2 for x in xs) / (n - 1))
-    return {"mean": m, "half": t95(n - 1) * sd / math.sqrt(n), "n": n}
+    return {"mean": m, "half": t95(n - 1) * sd / math.sqrt(n), "n": n, "sd": sd}
 
 
 def slope(xs, ys):
@@ -281,12 +306,29 @@ def dose_sets(res):
     return sets if len({k for k, *_ in sets}) >= 2 else []
 
 
+def effect_verdict(s, margin):
+    """The verdict of examples/reproduce/rules.c's effect rule on a summary
+    (mean, 95% half-width, n): below or above 0 (95%), equivalent (90% inside
+    +-margin) or inconclusive, with what its 95% interval allows; without a
+    margin (a quantity not in nats/byte), below or above 0, or an interval
+    that includes 0."""
+    m, half, n = s["mean"], s["half"], s["n"]
+    h90 = half * t90(n - 1) / t95(n - 1)
+    if m + half < 0:
+        return "below 0"
+    if m - half > 0:
+        return "above 0"
+    if margin is None:
+        return "includes 0 (tested against 0 only)"
+    if m - h90 > -margin and m + h90 < margin:
+        return "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)" % (m - h90, m + h90, margin)
+    return ("inconclusive: allows %+.4f to %+.4f, up to %.1fx the margin"
+            % (m - half, m + half, max(abs(m - half), abs(m + half)) / margin))
+
+
 def dose_change(c, margin):
     """The change a clustered slope implies across its x range, with its 95%
-    and 90% intervals and the verdict of examples/reproduce/rules.c's effect
-    rule: below or above 0 (95%), equivalent (90% inside +-margin) or
-    inconclusive; without a margin (a quantity not in nats/byte), below or
-    above 0, or an interval that includes 0."""
+    and 90% intervals and effect_verdict's verdict."""
     if not c or c["slope"] is None or len(c["per_seed"]) < 2:
         return None
     span = c["x_range"][1] - c["x_range"][0]
@@ -294,19 +336,8 @@ def dose_change(c, margin):
     s = summary([b * span for b in c["per_seed"]])
     m, half = s["mean"], s["half"]
     h90 = half * t90(n - 1) / t95(n - 1)
-    if m + half < 0:
-        verdict = "below 0"
-    elif m - half > 0:
-        verdict = "above 0"
-    elif margin is None:
-        verdict = "includes 0 (tested against 0 only)"
-    elif m - h90 > -margin and m + h90 < margin:
-        verdict = "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)" % (m - h90, m + h90, margin)
-    else:
-        verdict = ("inconclusive: allows %+.4f to %+.4f, up to %.1fx the margin"
-                   % (m - half, m + half, max(abs(m - half), abs(m + half)) / margin))
     return {"span": span, "mean": m, "half": half, "lo90": m - h90, "hi90": m + h90,
-            "verdict": verdict}
+            "verdict": effect_verdict(s, margin)}
 
 
 def write_whole(path, text):
@@ -532,8 +563,63 @@ def main(argv):
             md.append("| %s | %s | %s | %d | %s | %s |" % (
                 c["study"], c["kind"], c["label"].replace("|", "/"), c["n"], mh,
                 str(c["verdict"]).replace("|", "/")))
+    # what each row would need: seeds for a 95% interval narrower than the margin
+    to_decide = []
+    for folder, res in studies:
+        name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+        seen = set()
+        for kind in ("comparisons", "interactions"):
+            for c in res.get(kind, []):
+                if c.get("label"):
+                    what = c["label"]
+                elif kind == "comparisons":
+                    what = "%s - %s" % (c.get("arm"), c.get("reference"))
+                else:
+                    a = c.get("arms") or ["?"] * 4
+                    what = "(%s - %s) - (%s - %s)" % (a[3], a[2], a[1], a[0])
+                if what in seen or c.get("sd") is None or c.get("n", 0) < 2:
+                    continue
+                seen.add(what)
+                to_decide.append({"study": name, "kind": kind[:-1], "contrast": what,
+                                  "n": c["n"], "mean": c.get("mean"),
+                                  "half": c.get("half_width_95"), "sd": c["sd"],
+                                  "verdict": c.get("verdict_kind", c.get("verdict", "")),
+                                  "seeds_needed": seeds_needed(c["sd"], MARGIN)})
+    for ch in changes:
+        for k, what in (("joint", "joint gap"), ("grow", "grow gap"), ("I", "I")):
+            sm = ch[k]
+            if sm["half"] is None:
+                continue
+            to_decide.append({"study": "%s -> %s" % (ch["from"], ch["to"]),
+                              "kind": "change with length", "contrast": what,
+                              "n": sm["n"], "mean": sm["mean"], "half": sm["half"],
+                              "sd": sm["sd"], "verdict": effect_verdict(sm, MARGIN),
+                              "seeds_needed": seeds_needed(sm["sd"], MARGIN)})
+    md_seeds = []
+    if to_decide:
+        md_seeds += [
+            "", "## Seeds to decide each row", "",
+            "Every comparison and interaction the studies report, and each change with "
+            "training length: its seeds, mean ± 95%% half-width, the sd over seeds, its "
+            "verdict, and how many seeds would give, at that sd, a 95%% interval whose "
+            "half-width is below the study's margin, %.4f nats/byte (the paper's grow effect "
+            "per byte). The count is for precision, not power: with it, an effect of the "
+            "margin's size has its interval exclude 0 about half the time and one of twice "
+            "that size nearly always, while a true effect of 0 passes the equivalence test "
+            "only about a quarter of the time (80%% power for that takes about 2.2 times the "
+            "count). The sd is estimated from the seeds run, so with 3 seeds the count is a "
+            "rough plan, not a promise. A study's rows give its verdict's kind; its report "
+            "gives what an inconclusive one allows." % MARGIN,
+            "", "| study | kind | contrast | seeds | mean ± 95% half-width | sd | verdict | "
+            "seeds for a half-width below the margin |", "|---|---|---|---|---|---|---|---|"]
+        for r in to_decide:
+            need = ("more than %d" % MAX_SEEDS if r["seeds_needed"] is None
+                    else "%d" % r["seeds_needed"])
+            md_seeds.append("| %s | %s | %s | %d | %+.4f ± %.4f | %.4f | %s | %s |" % (
+                r["study"], r["kind"], r["contrast"].replace("|", "/"), r["n"], r["mean"],
+                r["half"], r["sd"], str(r["verdict"]).replace("|", "/"), need))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
-           "design_contrasts": designed,
+           "design_contrasts": designed, "seeds_to_decide": to_decide,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
            "change_with_training_length": changes,
            "interventions": isum, "intervention_points": ipoints, "induced_dose": doses,
@@ -584,7 +670,7 @@ def main(argv):
             md.insert(md.index("## Dose-response: the row-start scale pre-norm hands an "
                                "appended block"),
                       "![post - pre and I against steps per phase](trend.svg)\n")
-    write_whole(os.path.join(args.out, "report.md"), "\n".join(md) + "\n")
+    write_whole(os.path.join(args.out, "report.md"), "\n".join(md + md_seeds) + "\n")
     print("cross: %d trend rows, %d dose-response points -> %s" % (len(trend), len(points),
                                                                    args.out))
     return 0

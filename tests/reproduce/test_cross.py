@@ -15,6 +15,7 @@ import unittest
 CROSS = None
 
 
+
 def run_record(val, ratio, dce, steps=10):
     # the trajectory points where the appended blocks read: ends of phases 0 and 1
     traj = [{"step": steps, "active_layers": 1, "rms_boundary": ratio, "rms_regular": 1.0},
@@ -123,6 +124,20 @@ class Cross(unittest.TestCase):
             self.assertIn("| paper's optimizer | s0 (10 steps) | s1 (20 steps) | 3 | +0.1000 ± "
                           "0.0000 | +0.5000 ± 0.2484 | +0.4000 ± 0.2484 |", report)
             self.assertIn("| y on x | +0.5000 ± 0.2484 | 3 |", report)
+            # the changes are rows of the seeds-to-decide table too: the joint gap's
+            # change is the same on every seed (sd 0), the grow gap's spreads by 0.1
+            chg = {r["contrast"]: r for r in res["seeds_to_decide"]
+                   if r["kind"] == "change with length"}
+            self.assertEqual(chg["joint gap"]["seeds_needed"], 2)
+            self.assertEqual(chg["joint gap"]["verdict"], "above 0")
+            self.assertAlmostEqual(chg["grow gap"]["sd"], 0.1)
+            # at sd 0.1: n with t(n - 1) 0.1 / sqrt(n) just below 0.0082, about 574
+            n = chg["grow gap"]["seeds_needed"]
+            sys.path.insert(0, os.path.dirname(CROSS))
+            import cross
+            self.assertLess(cross.t95(n - 1) * 0.1 / n ** 0.5, 0.0328 / 4)
+            self.assertGreater(cross.t95(n - 2) * 0.1 / (n - 1) ** 0.5, 0.0328 / 4)
+            self.assertTrue(560 < n < 590, n)
 
     def test_induced_dose(self):
         """Four-arm sets that differ only in massive_offset (K = 0, 4, 16) form
@@ -222,6 +237,55 @@ class Cross(unittest.TestCase):
             self.assertIn("| s | interaction | place (post - pre) x init (copy - random) | 2 | "
                           "+0.5000 | above 0 |", report)
             self.assertEqual(report.count("| s | comparison |"), 1)  # the preset's own stay out
+
+    def test_seeds_to_decide(self):
+        """Each reported row once, with the seeds a 95% half-width below the
+        margin (0.0082) needs at its sd: sd 0.0082 needs 7 (t(6) / sqrt(7) =
+        0.925 < 1, t(5) / sqrt(6) = 1.05 > 1), sd 0 needs 2, sd 1 more than the
+        search's 1000; a row without an sd stays out."""
+        sys.path.insert(0, os.path.dirname(CROSS))
+        import cross
+        self.assertEqual(cross.seeds_needed(0.0082, 0.0082), 7)
+        self.assertEqual(cross.seeds_needed(0.0, 0.0082), 2)
+        self.assertIsNone(cross.seeds_needed(1.0, 0.0082))
+        # beyond the table: t(40) is 2.021, t(100) 1.984 (to 1e-3)
+        self.assertAlmostEqual(cross.t95(40), 2.021, places=3)
+        self.assertAlmostEqual(cross.t95(100), 1.984, places=3)
+        self.assertAlmostEqual(cross.t90(60), 1.671, places=3)
+        with tempfile.TemporaryDirectory() as d:
+            runs = {a: [run_record(2.0, 1, 0) for _ in range(3)]
+                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+            study(os.path.join(d, "s"), "s", 10, runs)
+            with open(os.path.join(d, "s", "results.json")) as f:
+                res = json.load(f)
+            four = ["pre-joint", "post-joint", "pre-grow", "post-grow"]
+            res["interactions"] = [
+                {"from": "table 1", "arms": four, "n": 3, "mean": -0.01, "sd": 0.0082,
+                 "half_width_95": 0.0204, "verdict_kind": "inconclusive"},
+                {"from": "preset", "arms": four, "n": 3, "mean": -0.01, "sd": 0.0082,
+                 "half_width_95": 0.0204, "verdict_kind": "inconclusive"}]
+            res["comparisons"] = [
+                {"from": "preset", "arm": "post-grow", "reference": "pre-grow", "n": 3,
+                 "mean": 0.5, "sd": 1.0, "half_width_95": 2.48, "verdict_kind": "inconclusive"},
+                {"from": "preset", "arm": "post-joint", "reference": "pre-joint", "n": 3,
+                 "mean": 0.5, "half_width_95": None, "verdict_kind": "above 0"}]
+            with open(os.path.join(d, "s", "results.json"), "w") as f:
+                json.dump(res, f)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                rows = json.load(f)["seeds_to_decide"]
+            self.assertEqual([(r["kind"], r["contrast"], r["seeds_needed"]) for r in rows],
+                             [("comparison", "post-grow - pre-grow", None),
+                              ("interaction", "(post-grow - pre-grow) - (post-joint - "
+                               "pre-joint)", 7)])
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| s | interaction | (post-grow - pre-grow) - (post-joint - pre-joint) "
+                          "| 3 | -0.0100 ± 0.0204 | 0.0082 | inconclusive | 7 |", report)
+            self.assertIn("| 1.0000 | inconclusive | more than 1000 |", report)
 
     def test_hostile_names(self):
         """Arm names from a results.json never reach gnuplot as commands: a name
