@@ -337,7 +337,7 @@ def dose_change(c, margin):
     m, half = s["mean"], s["half"]
     h90 = half * t90(n - 1) / t95(n - 1)
     return {"span": span, "mean": m, "half": half, "lo90": m - h90, "hi90": m + h90,
-            "verdict": effect_verdict(s, margin)}
+            "sd": s["sd"], "n": n, "verdict": effect_verdict(s, margin)}
 
 
 def write_whole(path, text):
@@ -595,12 +595,21 @@ def main(argv):
                               "n": sm["n"], "mean": sm["mean"], "half": sm["half"],
                               "sd": sm["sd"], "verdict": effect_verdict(sm, MARGIN),
                               "seeds_needed": seeds_needed(sm["sd"], MARGIN)})
+    for d in doses:
+        for k, what in (("joint", "joint gap"), ("grow", "grow gap"), ("I", "I")):
+            c = d["changes"].get(k)
+            if c is None:
+                continue
+            to_decide.append({"study": d["study"], "kind": "change across the induced dose",
+                              "contrast": what, "n": c["n"], "mean": c["mean"],
+                              "half": c["half"], "sd": c["sd"], "verdict": c["verdict"],
+                              "seeds_needed": seeds_needed(c["sd"], MARGIN)})
     md_seeds = []
     if to_decide:
         md_seeds += [
             "", "## Seeds to decide each row", "",
-            "Every comparison and interaction the studies report, and each change with "
-            "training length: its seeds, mean ± 95%% half-width, the sd over seeds, its "
+            "Every comparison and interaction the studies report, each change with "
+            "training length and each change across an induced dose: its seeds, mean ± 95%% half-width, the sd over seeds, its "
             "verdict, and how many seeds would give, at that sd, a 95%% interval whose "
             "half-width is below the study's margin, %.4f nats/byte (the paper's grow effect "
             "per byte). The count is for precision, not power: with it, an effect of the "

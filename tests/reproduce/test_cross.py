@@ -199,6 +199,13 @@ class Cross(unittest.TestCase):
             self.assertTrue(g["verdict"].startswith("equivalent"), g["verdict"])
             self.assertEqual(dose["changes"]["z"]["verdict"][:7], "above 0")
             self.assertNotIn("angle", dose["fits"])  # these records have no angle
+            # the change in I across the dose, -0.012 -0.015 -0.018 by seed (sd 0.003):
+            # 3 seeds give 4.303 * 0.003 / sqrt(3) = 0.0075, below the margin; 2 do not
+            dc = {r["contrast"]: r for r in res["seeds_to_decide"]
+                  if r["kind"] == "change across the induced dose"}
+            self.assertEqual(sorted(dc), ["I", "grow gap", "joint gap"])
+            self.assertAlmostEqual(dc["I"]["sd"], 0.003)
+            self.assertEqual(dc["I"]["seeds_needed"], 3)
             with open(os.path.join(out, "report.md")) as f:
                 self.assertIn("| 16 | 3 | 4.000 ± 0.000 |", f.read())
         with tempfile.TemporaryDirectory() as d:
