@@ -564,7 +564,7 @@ static lattice_status model_loss(lattice_model *m, const int32_t *targets, const
                                  double *ce, int64_t *n_counted)
 {
     if (!m)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_loss: no model (NULL)");
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "lattice_model_cross_entropy_value: no model (NULL)");
     if (!targets || !ce)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "targets and ce must not be NULL");
     if (!m->batch)
@@ -607,7 +607,7 @@ lattice_status lattice__model_val_sums(lattice_model *m, lattice_data *data, int
         /* an inference forward: what the validation batches measure (a running
          * RMS's pending value) never reaches the next optimizer step */
         if ((st = lattice_model_forward_inference(m, b.tokens, b.batch, b.seq)) == LATTICE_OK)
-            st = lattice_model_loss(m, b.targets, b.mask, &ce, &n);
+            st = lattice_model_cross_entropy_value(m, b.targets, b.mask, &ce, &n);
         if (st != LATTICE_OK) {
             char why[LATTICE_ERRMSG_MAX];
             snprintf(why, sizeof why, "%s", m->err);
@@ -683,10 +683,11 @@ lattice_status lattice_model_cross_entropy(lattice_model *m, const int32_t *targ
                     model_cross_entropy(m, targets, mask, loss, n_counted));
 }
 
-lattice_status lattice_model_loss(lattice_model *m, const int32_t *targets, const uint8_t *mask,
-                                  double *ce, int64_t *n_counted)
+lattice_status lattice_model_cross_entropy_value(lattice_model *m, const int32_t *targets,
+                                                 const uint8_t *mask, double *ce,
+                                                 int64_t *n_counted)
 {
-    LATTICE__INSIDE(m, "lattice_model_loss", "model",
+    LATTICE__INSIDE(m, "lattice_model_cross_entropy_value", "model",
                     model_loss(m, targets, mask, ce, n_counted));
 }
 

@@ -18,6 +18,11 @@ int threads_and_tokens(lattice_backend *b, lattice_data *d)
     (void)batch;
     return lattice_backend_threads(b) + (int)lattice_data_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN);
 }
+
+int value(lattice_model *m, const int32_t *targets, double *ce)
+{
+    return (int)lattice_model_loss(m, targets, 0, ce, 0);
+}
 """
 
 OLD_REMOVED = """#include <lattice/lattice.h>
@@ -48,7 +53,8 @@ def main(script, inc, gen_inc, cc):
             failed.append("renames only: exit %d, want 0\n%s%s" % (r.returncode, r.stdout,
                                                                   r.stderr))
         for want in ("lattice_data_batch batch", "lattice_backend_get_threads(b)",
-                     "lattice_data_get_n_tokens(d,"):
+                     "lattice_data_get_n_tokens(d,",
+                     "(int)lattice_model_cross_entropy_value(m, targets,"):
             if want not in new:
                 failed.append("renames only: %r not in the rewritten source:\n%s" % (want, new))
         c = subprocess.run(cc + ["-std=c99", "-fsyntax-only", "-Werror", "-I", inc, "-I", gen_inc,

@@ -161,8 +161,8 @@ START_TEST(test_every_failure_says_why)
     EXPECT(lattice_model_get_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
            lattice_model_get_hidden(m, 0, &hidden));
     double ce_;
-    EXPECT(lattice_model_loss, LATTICE_ERR_STATE, "forward pass first", lattice_model_errmsg(m),
-           lattice_model_loss(m, tokens, NULL, &ce_, NULL));
+    EXPECT(lattice_model_cross_entropy_value, LATTICE_ERR_STATE, "forward pass first", lattice_model_errmsg(m),
+           lattice_model_cross_entropy_value(m, tokens, NULL, &ce_, NULL));
     EXPECT(lattice_model_evaluate, INV, "data and val_ce", lattice_model_errmsg(m),
            lattice_model_evaluate(m, NULL, 0, &ce_));
     EXPECT(lattice_model_forward_inference, INV, "batch", lattice_model_errmsg(m),

@@ -494,7 +494,7 @@ START_TEST(test_model_loss_no_gradient)
         for (int i = 0; i < 110; i++)
             dz[i] = 7.0f;
         double ce = -1.0;
-        ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, mask, &ce, &n), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, grad_targets, mask, &ce, &n), LATTICE_OK);
         for (int i = 0; i < 110; i++)
             ck_assert_msg(dz[i] == 7.0f, "dlogits[%d] written by the loss", i);
         ck_assert_int_eq(n, n_ce);
@@ -508,28 +508,28 @@ START_TEST(test_model_loss_no_gradient)
     memcpy(bad, grad_targets, sizeof bad);
     bad[4] = 99;
     double ce;
-    ck_assert_int_eq(lattice_model_loss(t.m, bad, grad_mask, &ce, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, bad, grad_mask, &ce, NULL), LATTICE_OK);
     ck_assert_double_eq_tol(ce, ref, 1e-5);
-    ck_assert_int_eq(lattice_model_loss(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(t.m), "vocabulary"));
     bad[4] = -1;
-    ck_assert_int_eq(lattice_model_loss(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_model_loss(t.m, NULL, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, NULL, NULL),
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, bad, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, NULL, NULL, &ce, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, grad_targets, NULL, NULL, NULL),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_model_loss(NULL, grad_targets, NULL, &ce, NULL),
+    ck_assert_int_eq(lattice_model_cross_entropy_value(NULL, grad_targets, NULL, &ce, NULL),
                      LATTICE_ERR_INVALID_ARGUMENT);
     /* a NaN weight: a clear status */
     lattice_model_tensor_info ti;
     ck_assert_int_eq(lattice_model_find_tensor(t.m, "lm_head.weight", &ti), LATTICE_OK);
     ti.data[0] = NAN;
     ck_assert_int_eq(lattice_model_forward_inference(t.m, grad_tokens, 2, 5), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, &ce, NULL),
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, grad_targets, NULL, &ce, NULL),
                      LATTICE_ERR_NON_FINITE);
     tiny_close(&t);
     /* before any forward */
     t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
-    ck_assert_int_eq(lattice_model_loss(t.m, grad_targets, NULL, &ce, NULL), LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_model_cross_entropy_value(t.m, grad_targets, NULL, &ce, NULL), LATTICE_ERR_STATE);
     ck_assert_int_eq(lattice_model_forward_inference(NULL, grad_tokens, 2, 5),
                      LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_model_forward_inference(t.m, NULL, 2, 5), LATTICE_ERR_INVALID_ARGUMENT);
@@ -636,7 +636,7 @@ START_TEST(test_model_evaluate_matches_trainer)
         int64_t n;
         ck_assert_int_eq(lattice_data_get_val_batch(d, i, &b), LATTICE_OK);
         ck_assert_int_eq(lattice_model_forward(m, b.tokens, b.batch, b.seq), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_loss(m, b.targets, b.mask, &ce, &n), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_cross_entropy_value(m, b.targets, b.mask, &ce, &n), LATTICE_OK);
         ck_assert_int_eq(n, b.n_tokens);
         total += ce * (double)n;
         count += n;

@@ -12,14 +12,14 @@
 #include <dirent.h>
 #include <sys/stat.h>
 
-/* The paper's arms by name. Grow, freeze and single-block replay one shard
- * per phase (the paper's rule); the budget controls read on into fresh data
- * (the paper: "fresh data"). */
+/* The paper's arms by name. Grow, freeze and single-block rewind the data to
+ * the shard's start at every phase (the paper's rule: one shard, replayed);
+ * the budget controls read on into fresh data (the paper: "fresh data"). */
 static const struct {
     const char *name;
     lattice_norm_placement placement;
     lattice_schedule_preset schedule;
-    int replay;
+    int rewind_data;
 } named_arms[] = {
     {"pre-joint", LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, 1},
     {"post-joint", LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT, 1},
@@ -65,7 +65,8 @@ static const char *const known_keys[] = {
     "train.eval_batches", "train.final_eval_batches", "train.lr_shape", "train.weight_decay",
     "train.beta2", "train.decay_fraction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
-    "arms.*.block_init", "arms.*.train_boundary", "arms.*.data", "arms.*.init_gain",
+    "arms.*.block_init", "arms.*.train_boundary", "arms.*.rewind_data", "arms.*.data",
+    "arms.*.init_gain",
     "arms.*.from", "arms.*.block_norm", "arms.*.block_rescale", "arms.*.massive_offset", "arms.*.massive_layer",
     "arms.*.massive_channel",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
@@ -341,7 +342,7 @@ static void parse_arm(preset *p, json_object *v, int index)
             a->name);
     a->placement = named >= 0 ? named_arms[named].placement : LATTICE_NORM_PLACEMENT_PRE;
     a->schedule = named >= 0 ? (int)named_arms[named].schedule : -1;
-    a->replay = named >= 0 ? named_arms[named].replay : 1;
+    a->rewind_data = named >= 0 ? named_arms[named].rewind_data : 1;
     for (int i = 0; i < p->n_arms; i++)
         if (strcmp(p->arms[i].name, a->name) == 0)
             die("preset: arm '%s' is listed twice", a->name);
@@ -357,8 +358,10 @@ static void parse_arm(preset *p, json_object *v, int index)
         a->schedule = get_enum(spec, "schedule", where, schedule_names, 6, a->schedule);
         a->block_init = (lattice_schedule_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
         a->train_boundary = member(spec, "train_boundary") ? get_i(spec, "train_boundary", 1, 0, 1) : -1;
-        static const char *const data_modes[] = {"continue", "replay"};
-        a->replay = get_enum(spec, "data", where, data_modes, 2, a->replay);
+        if (member(spec, "data")) /* 0.x's name for rewind_data */
+            die("preset: %s.data is rewind_data since 1.0, the library's name: \"rewind_data\": "
+                "1 for \"replay\", 0 for \"continue\"", where);
+        a->rewind_data = get_i(spec, "rewind_data", a->rewind_data, 0, 1);
         a->init_gain = get_d(spec, "init_gain", 0);
         a->block_norm = get_i(spec, "block_norm", 0, 0, 1);
         if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
@@ -411,7 +414,7 @@ static void parse_arm(preset *p, json_object *v, int index)
                 f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
                 f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", pw, block_init_names,
                                                              3, (int)a->block_init);
-                f->rewind_data = get_i(e, "rewind_data", k > 0 && a->replay, 0, 1);
+                f->rewind_data = get_i(e, "rewind_data", k > 0 && a->rewind_data, 0, 1);
                 /* the arm's train_boundary (phases after the first) is each phase's default */
                 f->train_boundary =
                     get_i(e, "train_boundary", k > 0 && a->train_boundary >= 0 ? a->train_boundary : 1,
@@ -720,7 +723,7 @@ int arm_phases(const preset *p, const arm *a, lattice_schedule_phase ph[MAX_PHAS
         die("arm %s: the schedule preset does not fit the student: %s", a->name,
             lattice_last_error());
     for (int i = 1; i < n; i++) {
-        ph[i].rewind_data = a->replay;
+        ph[i].rewind_data = a->rewind_data;
         if (a->train_boundary >= 0)
             ph[i].train_boundary = a->train_boundary;
     }

@@ -51,7 +51,7 @@ static uint64_t settings_0_4(const preset *p, const arm *a, uint64_t teacher_sum
     }
     h = fnv_int(h, a->block_init);
     h = fnv_int(h, a->train_boundary);
-    h = fnv_int(h, a->replay);
+    h = fnv_int(h, a->rewind_data);
     h = fnv_dbl(h, a->init_gain);
     if (a->train_json[0])
         h = fnv(h, a->train_json, strlen(a->train_json));

@@ -128,6 +128,26 @@ static json_object *arm_spec(const preset *p, const char *name)
     return NULL;
 }
 
+/* The arm's spec as kept runs hold it: an arm object's rewind_data in 0.x's
+ * spelling ("data": "replay" or "continue"), so that the runs kept before 1.0
+ * renamed the key stay this arm's. A new reference. */
+static json_object *spec_as_kept(json_object *spec)
+{
+    json_object *rw = json_object_is_type(spec, json_type_object) ? member(spec, "rewind_data")
+                                                                   : NULL;
+    if (!rw)
+        return json_object_get(spec);
+    json_object *o = json_object_new_object();
+    json_object_object_foreach(spec, key, val)
+    {
+        if (strcmp(key, "rewind_data") != 0)
+            json_object_object_add(o, key, json_object_get(val));
+    }
+    json_object_object_add(o, "data",
+                           json_object_new_string(json_object_get_int(rw) ? "replay" : "continue"));
+    return o;
+}
+
 static json_object *num(double v) { return json_object_new_double(v); }
 
 /* The arm as resolved, field by field: what its runs are made with, whether
@@ -155,7 +175,8 @@ static json_object *arm_resolved(const arm *a)
     json_object_object_add(o, "phases", ph);
     json_object_object_add(o, "block_init", json_object_new_int(a->block_init));
     json_object_object_add(o, "train_boundary", json_object_new_int(a->train_boundary));
-    json_object_object_add(o, "replay", json_object_new_int(a->replay));
+    /* "replay": 0.x's name, kept in the settings so that kept runs stay theirs */
+    json_object_object_add(o, "replay", json_object_new_int(a->rewind_data));
     json_object_object_add(o, "init_gain", num(a->init_gain));
     if (a->block_norm) /* only when set: the settings of every arm without it stay as they were */
         json_object_object_add(o, "block_norm", json_object_new_int(a->block_norm));
@@ -197,7 +218,7 @@ char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const 
         json_object_object_add(o, "backend", json_object_new_string(p->backend));
     json_object *am = json_object_new_object();
     json_object *spec = arm_spec(p, a->name);
-    json_object_object_add(am, "spec", spec ? json_object_get(spec) : json_object_new_string(a->name));
+    json_object_object_add(am, "spec", spec ? spec_as_kept(spec) : json_object_new_string(a->name));
     json_object_object_add(am, "resolved", arm_resolved(a));
     json_object_object_add(o, "arm", am);
     json_object_object_add(o, "corpus", json_object_new_string(corpus_hex));

@@ -79,7 +79,8 @@ typedef struct arm {
     int n_phases;                 /* explicit phases */
     lattice_schedule_block_init block_init;
     int train_boundary;           /* -1: the schedule's rule; 0/1 forces it on phases after the first */
-    int replay;                   /* 1: every phase restarts at the shard's beginning */
+    int rewind_data;              /* 1: every phase after the first restarts at the shard's
+                                   * beginning (the phases' rewind_data) */
     double init_gain;             /* <= 0: the preset's student gain */
     int block_norm;               /* 1: a block-entry norm at every block after the first (pre-norm) */
     int block_rescale;            /* 1: the row-start token rescaled there instead (pre-norm) */

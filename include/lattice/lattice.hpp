@@ -297,13 +297,15 @@ public:
         run_forward(lattice_model_forward_inference, "forward_inference", tokens, batch, seq);
     }
     /** Mean cross-entropy of the last forward, in double, without a gradient. */
-    double loss(span<const int32_t> targets, span<const uint8_t> mask = span<const uint8_t>(),
-                int64_t *n_counted = nullptr)
+    double cross_entropy_value(span<const int32_t> targets,
+                               span<const uint8_t> mask = span<const uint8_t>(),
+                               int64_t *n_counted = nullptr)
     {
-        check_targets("loss", targets, mask);
+        check_targets("cross_entropy_value", targets, mask);
         double ce = 0.0;
-        check(lattice_model_loss(get(), targets.data(), mask.empty() ? nullptr : mask.data(), &ce,
-                                 n_counted));
+        check(lattice_model_cross_entropy_value(get(), targets.data(),
+                                                mask.empty() ? nullptr : mask.data(), &ce,
+                                                n_counted));
         return ce;
     }
     /** Validation cross-entropy over batches 0 .. max_batches - 1 of the data's validation split. */

@@ -603,7 +603,7 @@ LATTICE_API lattice_status lattice_model_save_config(const lattice_model *model,
  * this call ::lattice_model_backward fails with ::LATTICE_ERR_STATE until a
  * ::lattice_model_forward succeeds, so an evaluation run between a training
  * forward and its backward is caught instead of giving the gradients of the
- * wrong batch. Losses (::lattice_model_loss, ::lattice_model_cross_entropy)
+ * wrong batch. Losses (::lattice_model_cross_entropy_value, ::lattice_model_cross_entropy)
  * and ::lattice_model_get_hidden read its results as after a training forward.
  * A call that fails its argument checks changes nothing.
  * @param model The model.
@@ -621,8 +621,8 @@ LATTICE_API lattice_status lattice_model_forward_inference(lattice_model *model,
  * @brief Mean cross-entropy of the last forward's logits against targets, without
  *        a gradient: ::lattice_model_get_dlogits is not written.
  *
- * The same loss as ::lattice_model_cross_entropy (up to float rounding in the
- * sums), in double.
+ * The value of ::lattice_model_cross_entropy (up to float rounding in the
+ * sums), in double: the one name for the loss, with a gradient or without.
  * @param model The model.
  * @param targets batch * seq target ids (only counted positions are checked).
  * @param mask batch * seq flags, non-zero where the position counts; NULL counts all.
@@ -631,16 +631,17 @@ LATTICE_API lattice_status lattice_model_forward_inference(lattice_model *model,
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL targets or ce, a
  *         target out of range), ::LATTICE_ERR_STATE (no forward yet) or
  *         ::LATTICE_ERR_NON_FINITE.
- * @since 0.2
+ * @since 1.0
  */
-LATTICE_API lattice_status lattice_model_loss(lattice_model *model, const int32_t *targets,
-                                              const uint8_t *mask, double *ce,
-                                              int64_t *n_counted);
+LATTICE_API lattice_status lattice_model_cross_entropy_value(lattice_model *model,
+                                                             const int32_t *targets,
+                                                             const uint8_t *mask, double *ce,
+                                                             int64_t *n_counted);
 
 /**
  * @brief Validation cross-entropy of the model over a data object's validation split.
  *
- * Runs ::lattice_model_forward_inference and ::lattice_model_loss over
+ * Runs ::lattice_model_forward_inference and ::lattice_model_cross_entropy_value over
  * validation batches 0 .. max_batches - 1 (::lattice_data_get_val_batch) and
  * averages the loss over every counted (unmasked) position, so a batch
  * weighs by its counted tokens: the number, to the bit,

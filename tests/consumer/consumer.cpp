@@ -247,8 +247,8 @@ int main()
         const float train_ce = model.cross_entropy(all.subspan(1, static_cast<std::size_t>(seq)));
         model.forward_inference(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
         int64_t counted = 0;
-        const double infer_ce = model.loss(all.subspan(1, static_cast<std::size_t>(seq)),
-                                           lattice::span<const uint8_t>(), &counted);
+        const double infer_ce = model.cross_entropy_value(
+            all.subspan(1, static_cast<std::size_t>(seq)), lattice::span<const uint8_t>(), &counted);
         expect(counted == seq && std::fabs(infer_ce - train_ce) < 1e-4 * (1.0 + train_ce),
                "forward_inference + loss match forward + cross_entropy");
         try {

@@ -599,25 +599,25 @@ class InferenceTest(unittest.TestCase):
     def test_loss(self):
         model = tiny_model()
         with self.assertRaises(LatticeError) as cm:
-            model.loss(self.TARGETS)
+            model.cross_entropy_value(self.TARGETS)
         self.assertEqual(cm.exception.code, Status.STATE)
         model.forward_inference(self.TOKENS)
         loss, counted = model.cross_entropy(self.TARGETS, mask=self.MASK)
         d = model.dlogits_view()
         before = model.dlogits().tolist()
-        ce, n = model.loss(self.TARGETS, mask=self.MASK)
+        ce, n = model.cross_entropy_value(self.TARGETS, mask=self.MASK)
         self.assertEqual(n, counted)
         self.assertEqual(n, 6)
         self.assertAlmostEqual(ce, loss, delta=1e-6 * abs(ce))
         self.assertEqual(d.tolist(), before)                 # no gradient written
-        ce_all, n_all = model.loss(self.TARGETS)
+        ce_all, n_all = model.cross_entropy_value(self.TARGETS)
         self.assertEqual(n_all, 8)
         self.assertNotEqual(ce_all, ce)
         with self.assertRaises(LatticeError) as cm:
-            model.loss(array.array("i", [VOCAB] * 8))
+            model.cross_entropy_value(array.array("i", [VOCAB] * 8))
         self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
         with self.assertRaises((ValueError, TypeError)):
-            model.loss(array.array("i", [1, 2, 3]))          # wrong size
+            model.cross_entropy_value(array.array("i", [1, 2, 3]))          # wrong size
 
     def test_evaluate(self):
         model = tiny_model()
@@ -641,7 +641,7 @@ class InferenceTest(unittest.TestCase):
         # by hand: the first batch alone
         b = data.val_batch(0)
         model.forward_inference(b.tokens, b.batch, b.seq)
-        ce, n = model.loss(b.targets, b.mask)
+        ce, n = model.cross_entropy_value(b.targets, b.mask)
         self.assertAlmostEqual(model.evaluate(data, 1), ce, delta=1e-12 * ce)
         with self.assertRaises(LatticeError) as cm:
             model.backward()                                   # evaluate ran inference forwards

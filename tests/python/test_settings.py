@@ -97,14 +97,14 @@ class SilentSettingsTest(unittest.TestCase):
         targets = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
         _, counted = model.cross_entropy(targets, mask=bytes([1, 0, 1, 1, 1, 1, 1, 1]))
         self.assertEqual(counted, 7)
-        for call in (model.cross_entropy, model.loss):
+        for call in (model.cross_entropy, model.cross_entropy_value):
             with self.assertRaisesRegex(ValueError, r"^mask: value 2 at position 5; a mask "
                                         r"holds 0 \(the position does not count\) or 1"):
                 call(targets, mask=bytes([1, 1, 1, 1, 1, 2, 1, 1]))
         with self.assertRaisesRegex(ValueError, r"mask: value 255 at position 0"):
-            model.loss(targets, mask=[255, 1, 1, 1, 1, 1, 1, 1])
+            model.cross_entropy_value(targets, mask=[255, 1, 1, 1, 1, 1, 1, 1])
         with self.assertRaisesRegex(ValueError, r"mask: value -1 at position 7"):
-            model.loss(targets, mask=array.array("b", [1] * 7 + [-1]))
+            model.cross_entropy_value(targets, mask=array.array("b", [1] * 7 + [-1]))
         loss = lattice.Distill()
         s = array.array("f", [0.5] * (2 * VOCAB))
         with self.assertRaisesRegex(ValueError, r"mask: value 3 at position 1"):
@@ -117,8 +117,8 @@ class SilentSettingsTest(unittest.TestCase):
             mask = numpy.ones((2, 4), dtype=numpy.uint8)
             mask[1, 2] = 2
             with self.assertRaisesRegex(ValueError, r"value 2 at position 6 \(index \(1, 2\)\)"):
-                model.loss(targets, mask=mask)
-            self.assertEqual(model.loss(targets, mask=mask == 1)[1], 7)   # bool masks
+                model.cross_entropy_value(targets, mask=mask)
+            self.assertEqual(model.cross_entropy_value(targets, mask=mask == 1)[1], 7)   # bool masks
 
     def test_strided_inputs_are_copied(self):
         model = tiny_model()
@@ -129,11 +129,11 @@ class SilentSettingsTest(unittest.TestCase):
         model.forward(memoryview(interleaved)[::2], batch=2, seq=4)   # a strided 1-D view
         self.assertEqual(model.logits().tolist(), expected)
         targets = array.array("i", [2, 3, 4, 5, 6, 7, 8, 9])
-        ce = model.loss(targets)
+        ce = model.cross_entropy_value(targets)
         spread = array.array("i", [t for x in targets for t in (x, -1)])
-        self.assertEqual(model.loss(memoryview(spread)[::2]), ce)
+        self.assertEqual(model.cross_entropy_value(memoryview(spread)[::2]), ce)
         mask = bytes([1, 0] * 8)
-        self.assertEqual(model.loss(targets, mask=memoryview(mask)[::2]), ce)
+        self.assertEqual(model.cross_entropy_value(targets, mask=memoryview(mask)[::2]), ce)
         # outputs: a copy would take what the library writes, so they are refused, saying why
         loss = lattice.Distill()
         grad = array.array("f", [0.0] * (2 * 8 * VOCAB))

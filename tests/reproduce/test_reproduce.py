@@ -87,8 +87,12 @@ class Presets(unittest.TestCase):
                  ([{"name": "a", "placement": "post"}], "needs a schedule"),
                  (["pre-jiont"], "unknown arm 'pre-jiont'"),
                  (["pre-joint", "pre-joint"], "listed twice"),
-                 ([{"name": "a", "placement": "pre", "schedule": "grow", "data": "again"}],
-                  "arms[0].data")]
+                 # 0.x's key: refused with the name that replaced it
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "data": "continue"}],
+                  'arms[0].data is rewind_data since 1.0, the library\'s name: "rewind_data": 1 '
+                  'for "replay", 0 for "continue"'),
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "rewind_data": 2}],
+                  "rewind_data")]
         with tempfile.TemporaryDirectory() as d:
             for arms, msg in cases:
                 write(os.path.join(d, "p.json"), {"name": "bad", "arms": arms})
@@ -105,7 +109,7 @@ class Presets(unittest.TestCase):
                 "train": {"steps_per_phase": 10},
                 "arms": ["pre-grow", "post-freeze", "post-joint-total",
                          {"name": "peri-copy", "placement": "peri", "schedule": "grow",
-                          "block_init": "copy", "data": "continue"},
+                          "block_init": "copy", "rewind_data": 0},
                          # the arm's train_boundary is its explicit phases' default after
                          # the first, as for a schedule preset; a phase's own key wins
                          {"name": "pre-explicit", "placement": "pre", "train_boundary": 0,

@@ -358,7 +358,7 @@ PROTOTYPES = {
                                                       c_int, POINTER(c_double), c_int]),
     # model.h, since 0.2
     "lattice_model_forward_inference": (STATUS, [T.model_p, T.int32_p, c_int, c_int]),
-    "lattice_model_loss": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_double),
+    "lattice_model_cross_entropy_value": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_double),
                                     POINTER(c_int64)]),
     "lattice_model_evaluate": (STATUS, [T.model_p, T.data_p, c_int64, POINTER(c_double)]),
     # A header added later: its functions go here, its structs into

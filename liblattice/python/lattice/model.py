@@ -517,11 +517,12 @@ class Model(Handle):
         (``Status.STATE``) until the next :meth:`forward`."""
         self._forward(lib.lattice_model_forward_inference, tokens, batch, seq)
 
-    def loss(self, targets: Ints, mask: Mask = None) -> Tuple[float, int]:
+    def cross_entropy_value(self, targets: Ints, mask: Mask = None) -> Tuple[float, int]:
         """Mean cross-entropy of the last forward against int32 targets (uint8 mask, or
         None for all), without writing dlogits. Returns (ce, n_counted)."""
         ce, counted = c_double(), c_int64()
-        self._targets_call(lib.lattice_model_loss, "loss", targets, mask, ce, counted)
+        self._targets_call(lib.lattice_model_cross_entropy_value,
+                           "cross_entropy_value", targets, mask, ce, counted)
         return ce.value, counted.value
 
     def evaluate(self, data: Data, max_batches: int = 0) -> float:
