@@ -295,6 +295,19 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     json_at(where);
 }
 
+/* An arm's block_norm or block_rescale: as the library's, every this many
+ * layers (0: none), up to the student's depth. 0.4's presets wrote 1 for
+ * "every block_size layers"; that 1 is refused unless the blocks are 1 layer,
+ * so that no 0.4 preset silently means every layer. */
+static int block_every(const preset *p, json_object *spec, const char *key, const char *where)
+{
+    const int v = get_i(spec, key, 0, 0, p->blocks * p->block_size);
+    if (v == 1 && p->block_size != 1)
+        die("preset: %s.%s is a layer count since 1.0, as in lattice_model_params: 0.4's 1 "
+            "(every block) is the student's block_size, %d", where, key, p->block_size);
+    return v;
+}
+
 static void parse_arm(preset *p, json_object *v, int index)
 {
     arm *a = &p->arms[p->n_arms];
@@ -363,11 +376,11 @@ static void parse_arm(preset *p, json_object *v, int index)
                 "1 for \"replay\", 0 for \"continue\"", where);
         a->rewind_data = get_i(spec, "rewind_data", a->rewind_data, 0, 1);
         a->init_gain = get_d(spec, "init_gain", 0);
-        a->block_norm = get_i(spec, "block_norm", 0, 0, 1);
+        a->block_norm = block_every(p, spec, "block_norm", where);
         if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
             die("preset: %s.block_norm needs the pre-norm placement (post- and peri-norm "
                 "normalise the stream already)", where);
-        a->block_rescale = get_i(spec, "block_rescale", 0, 0, 1);
+        a->block_rescale = block_every(p, spec, "block_rescale", where);
         if (a->block_rescale && a->placement != LATTICE_NORM_PLACEMENT_PRE)
             die("preset: %s.block_rescale needs the pre-norm placement (post- and peri-norm "
                 "normalise the stream already)", where);
@@ -786,9 +799,9 @@ void print_preset(const preset *p)
         if (am->residual_scale != 1.0)
             printf(" (residual scale %g)", am->residual_scale);
         if (am->block_norm)
-            printf(" with a block-entry norm every %d layers", p->block_size);
+            printf(" with a block-entry norm every %d layers", am->block_norm);
         if (am->block_rescale)
-            printf(" with the row-start token rescaled every %d layers", p->block_size);
+            printf(" with the row-start token rescaled every %d layers", am->block_rescale);
         if (am->massive_offset > 0)
             printf(" with an induced row-start offset of %g x the regular RMS after layer %d "
                    "(channel %d)", am->massive_offset, am->massive_layer, am->massive_channel);

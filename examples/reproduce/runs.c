@@ -230,8 +230,8 @@ lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm
         check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
     lattice_model_params mp = model_shape_rows(p, layers, init_std, seed, batch, seq_len);
     if (kind) { /* the arm's interventions, at every block of the curriculum */
-        mp.block_norm = kind->block_norm ? p->block_size : 0;
-        mp.block_rescale = kind->block_rescale ? p->block_size : 0;
+        mp.block_norm = kind->block_norm;
+        mp.block_rescale = kind->block_rescale;
         mp.massive_offset = (float)kind->massive_offset;
         mp.massive_layer = kind->massive_layer;
         mp.massive_channel = kind->massive_channel;

@@ -128,23 +128,35 @@ static json_object *arm_spec(const preset *p, const char *name)
     return NULL;
 }
 
-/* The arm's spec as kept runs hold it: an arm object's rewind_data in 0.x's
- * spelling ("data": "replay" or "continue"), so that the runs kept before 1.0
- * renamed the key stay this arm's. A new reference. */
-static json_object *spec_as_kept(json_object *spec)
+/* An arm's block_norm or block_rescale as kept runs hold it: 0.4 wrote 1 for
+ * "every block_size layers", which 1.0 writes as the layer count. */
+static int every_as_kept(const preset *p, int layers)
 {
-    json_object *rw = json_object_is_type(spec, json_type_object) ? member(spec, "rewind_data")
-                                                                   : NULL;
-    if (!rw)
+    return layers == p->block_size ? 1 : layers;
+}
+
+/* The arm's spec as kept runs hold it, in 0.x's spelling where 1.0 renamed a
+ * key or changed a value's unit (rewind_data was "data": "replay" or
+ * "continue"; block_norm and block_rescale were 1 for every block), so that
+ * the runs kept before 1.0 stay this arm's. A new reference. */
+static json_object *spec_as_kept(const preset *p, json_object *spec)
+{
+    if (!json_object_is_type(spec, json_type_object) ||
+        !(member(spec, "rewind_data") || member(spec, "block_norm") ||
+          member(spec, "block_rescale")))
         return json_object_get(spec);
     json_object *o = json_object_new_object();
     json_object_object_foreach(spec, key, val)
     {
-        if (strcmp(key, "rewind_data") != 0)
+        if (strcmp(key, "rewind_data") == 0)
+            json_object_object_add(o, "data", json_object_new_string(
+                                                  json_object_get_int(val) ? "replay" : "continue"));
+        else if (strcmp(key, "block_norm") == 0 || strcmp(key, "block_rescale") == 0)
+            json_object_object_add(o, key,
+                                   json_object_new_int(every_as_kept(p, json_object_get_int(val))));
+        else
             json_object_object_add(o, key, json_object_get(val));
     }
-    json_object_object_add(o, "data",
-                           json_object_new_string(json_object_get_int(rw) ? "replay" : "continue"));
     return o;
 }
 
@@ -152,7 +164,7 @@ static json_object *num(double v) { return json_object_new_double(v); }
 
 /* The arm as resolved, field by field: what its runs are made with, whether
  * the preset said it or a default did. */
-static json_object *arm_resolved(const arm *a)
+static json_object *arm_resolved(const preset *p, const arm *a)
 {
     json_object *o = json_object_new_object();
     json_object_object_add(o, "placement", json_object_new_int(a->placement));
@@ -179,10 +191,12 @@ static json_object *arm_resolved(const arm *a)
     json_object_object_add(o, "replay", json_object_new_int(a->rewind_data));
     json_object_object_add(o, "init_gain", num(a->init_gain));
     if (a->block_norm) /* only when set: the settings of every arm without it stay as they were */
-        json_object_object_add(o, "block_norm", json_object_new_int(a->block_norm));
+        json_object_object_add(o, "block_norm",
+                               json_object_new_int(every_as_kept(p, a->block_norm)));
     if (a->block_rescale) { /* likewise; "rescale" names 0.5's causal rule (a running RMS of
                              * earlier steps), so 0.4's runs (the row's own positions) rerun */
-        json_object_object_add(o, "block_rescale", json_object_new_int(a->block_rescale));
+        json_object_object_add(o, "block_rescale",
+                               json_object_new_int(every_as_kept(p, a->block_rescale)));
         json_object_object_add(o, "rescale", json_object_new_string("running"));
     }
     if (a->massive_offset > 0) { /* likewise */
@@ -218,8 +232,8 @@ char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const 
         json_object_object_add(o, "backend", json_object_new_string(p->backend));
     json_object *am = json_object_new_object();
     json_object *spec = arm_spec(p, a->name);
-    json_object_object_add(am, "spec", spec ? spec_as_kept(spec) : json_object_new_string(a->name));
-    json_object_object_add(am, "resolved", arm_resolved(a));
+    json_object_object_add(am, "spec", spec ? spec_as_kept(p, spec) : json_object_new_string(a->name));
+    json_object_object_add(am, "resolved", arm_resolved(p, a));
     json_object_object_add(o, "arm", am);
     json_object_object_add(o, "corpus", json_object_new_string(corpus_hex));
     json_object_object_add(o, "teacher", json_object_new_string(teacher_hex));

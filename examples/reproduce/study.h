@@ -82,8 +82,8 @@ typedef struct arm {
     int rewind_data;              /* 1: every phase after the first restarts at the shard's
                                    * beginning (the phases' rewind_data) */
     double init_gain;             /* <= 0: the preset's student gain */
-    int block_norm;               /* 1: a block-entry norm at every block after the first (pre-norm) */
-    int block_rescale;            /* 1: the row-start token rescaled there instead (pre-norm) */
+    int block_norm;               /* B > 0: a block-entry norm every B layers (pre-norm) */
+    int block_rescale;            /* B > 0: the row-start token rescaled there instead (pre-norm) */
     double massive_offset;        /* k > 0: an induced row-start offset (lattice_model_params) */
     int massive_layer, massive_channel; /* where it goes: after this many layers, on this channel */
     /* the optimizer recipe, the preset's train section unless the arm has its

@@ -92,7 +92,15 @@ class Presets(unittest.TestCase):
                   'arms[0].data is rewind_data since 1.0, the library\'s name: "rewind_data": 1 '
                   'for "replay", 0 for "continue"'),
                  ([{"name": "a", "placement": "pre", "schedule": "grow", "rewind_data": 2}],
-                  "rewind_data")]
+                  "rewind_data"),
+                 # 0.4's 1 for "every block" is a layer count now: refused, not read as 1
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "block_norm": 1}],
+                  "arms[0].block_norm is a layer count since 1.0, as in lattice_model_params: "
+                  "0.4's 1 (every block) is the student's block_size, 3"),
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "block_rescale": 1}],
+                  "arms[0].block_rescale is a layer count since 1.0"),
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "block_norm": 10}],
+                  "block_norm")]
         with tempfile.TemporaryDirectory() as d:
             for arms, msg in cases:
                 write(os.path.join(d, "p.json"), {"name": "bad", "arms": arms})
@@ -136,6 +144,21 @@ class Presets(unittest.TestCase):
             self.assertNotIn("rewind_data 1", peri)
             self.assertEqual(re.findall(r"phase (\d): .*train_boundary (\d)", explicit),
                              [("0", "1"), ("1", "0"), ("2", "1")])
+
+    def test_block_norm_is_a_layer_count(self):
+        """An arm's block_norm and block_rescale count layers, as the library's
+        fields do: 2 on a student of 2-layer blocks is every block, 1 would be
+        0.4's "every block" and is refused there."""
+        with tempfile.TemporaryDirectory() as d:
+            for key, what in (("block_norm", "a block-entry norm"),
+                              ("block_rescale", "the row-start token rescaled")):
+                write(os.path.join(d, "p.json"), {
+                    "name": "x", "student": {"blocks": 3, "block_size": 2},
+                    "arms": [{"name": "a", "placement": "pre", "schedule": "grow", key: 2},
+                             {"name": "b", "placement": "pre", "schedule": "grow", key: 3}]})
+                r = run("--preset", os.path.join(d, "p.json"), "--check")
+                self.assertIn("arm a: pre-norm with %s every 2 layers" % what, r.stdout)
+                self.assertIn("arm b: pre-norm with %s every 3 layers" % what, r.stdout)
 
 
 class TinyStudy(unittest.TestCase):
