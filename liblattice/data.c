@@ -1,6 +1,7 @@
 /* Token streams: byte-level text or token-id files, documents, the train and
  * validation splits, batches (padded or packed) in a seeded order. */
 #include "data_impl.h"
+#include "setup.h"
 #include "handle.h"
 
 #include "atomic_file.h"
@@ -646,4 +647,36 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
     d->epoch = pos->epoch;
     d->index = pos->index;
     return LATTICE_OK;
+}
+
+/* The data's settings and the corpus's identity; with state, where the
+ * iterator stands. Names are the checkpoint's keys. */
+void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s)
+{
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    lattice_data_get_params(d, &dp);
+    SETUP_INT(s, dp.vocab_size, "vocab_size");
+    SETUP_INT(s, dp.boundary_id, "boundary_id");
+    SETUP_INT(s, dp.batch_size, "batch_size");
+    SETUP_INT(s, dp.seq_len, "seq_len");
+    SETUP_INT(s, dp.pack, "pack");
+    SETUP_INT(s, dp.trim != 0, "trim");
+    SETUP_REAL(s, dp.val_fraction, "val_fraction");
+    SETUP_UINT(s, dp.seed, "seed");
+    SETUP_INT(s, dp.pad_id, "pad_id");
+    SETUP_INT(s, dp.split_long != 0, "split_long");
+    const int64_t docs = lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN);
+    SETUP_INT(s, lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN) +
+               lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL),
+        "corpus_tokens");
+    SETUP_INT(s, docs + lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), "corpus_documents");
+    SETUP_INT(s, docs, "train_documents");
+    SETUP_HASH(s, lattice__data_corpus_hash(d), "corpus_hash");
+    if (!with_state)
+        return;
+    lattice_data_position pos;
+    lattice_data_get_position(d, &pos);
+    SETUP_INT(s, pos.epoch, "position_epoch");
+    SETUP_INT(s, pos.index, "position_index");
 }

@@ -2,6 +2,7 @@
  * groups, skipped layers, layer edits), and inspection (tensors, hidden
  * states, sizes, FLOPs). The passes are in model_pass.c. */
 #include "model_internal.h"
+#include "setup.h"
 
 #include "kernels.h"
 
@@ -488,4 +489,49 @@ lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
 {
     LATTICE__INSIDE(m, "lattice_model_set_skip", "model",
                     model_set_skip(m, first, count));
+}
+
+/* The architecture, and with state the depth, the trainable groups and the
+ * weights. max_batch and max_seq only size the arenas: a rank may hold
+ * another share. The seed made the weights: said beside them, not compared
+ * (weights loaded from a file make it moot). */
+void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s)
+{
+    const lattice_model_params *p = &m->p;
+    SETUP_INT(s, p->vocab_size, "vocab_size");
+    SETUP_INT(s, p->d_model, "d_model");
+    SETUP_INT(s, p->n_layers, "n_layers");
+    SETUP_INT(s, p->n_heads, "n_heads");
+    SETUP_INT(s, p->n_kv_heads, "n_kv_heads");
+    SETUP_INT(s, p->head_dim, "head_dim");
+    SETUP_INT(s, p->d_ff, "d_ff");
+    SETUP_REAL(s, p->rope_theta, "rope_theta");
+    SETUP_INT(s, p->qk_norm, "qk_norm");
+    SETUP_INT(s, p->block_norm, "block_norm");
+    SETUP_INT(s, p->block_rescale, "block_rescale");
+    SETUP_REAL(s, p->massive_offset, "massive_offset");
+    /* where an offset goes means nothing without one: 0, so that models
+     * without it compare equal whatever these say */
+    SETUP_INT(s, p->massive_offset > 0.0f ? p->massive_layer : 0, "massive_layer");
+    SETUP_INT(s, p->massive_offset > 0.0f ? p->massive_channel : 0, "massive_channel");
+    SETUP_INT(s, p->tie_embeddings, "tie_embeddings");
+    SETUP_INT(s, m->norm.placement, "placement");
+    SETUP_INT(s, m->norm.kind, "norm_kind");
+    SETUP_REAL(s, m->norm.eps, "norm_eps");
+    SETUP_REAL(s, m->norm.residual_scale, "residual_scale");
+    if (!with_state)
+        return;
+    SETUP_INT(s, m->n_active, "active_layers");
+    SETUP_INT(s, m->trainable_embedding, "trainable_embedding");
+    SETUP_INT(s, m->trainable_boundary, "trainable_boundary");
+    SETUP_INT(s, m->trainable_head, "trainable_head");
+    for (int i = 0; i < p->n_layers; i++)
+        SETUP_INT(s, m->trainable_layer[i], "layer %d trainable", i);
+    SETUP_HASH(s, lattice__model_hash(m, m->params, LATTICE__HASH_START), "weights_hash");
+    if (!s->failed) {
+        lattice__setup_field *f = &s->f[s->n - 1];
+        f->has_note = 1;
+        snprintf(f->note_name, sizeof(f->note_name), "seed");
+        f->note = (int64_t)p->seed;
+    }
 }

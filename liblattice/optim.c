@@ -390,3 +390,16 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
                                   kept, m->tensors[first_bad].name);
     return LATTICE_OK;
 }
+
+void lattice__optim_setup(const lattice_optim *o, const lattice_model *m, int with_state,
+                          lattice__setup *s)
+{
+    lattice__fields_setup(&lattice__optim_fields, &o->p, "", s);
+    if (!with_state)
+        return;
+    SETUP_INT(s, o->step, "step");
+    uint64_t h = lattice__model_hash(m, o->m1, LATTICE__HASH_START);
+    h = lattice__model_hash(m, o->m2, h);
+    h = lattice__hash(h, o->t_tensor, sizeof(int64_t) * (size_t)m->n_tensors);
+    SETUP_HASH(s, h, "moments_hash");
+}

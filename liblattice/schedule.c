@@ -400,3 +400,27 @@ lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int
     lattice__schedule_restore(s, phase, step_in_phase, 0, counters);
     return LATTICE_OK;
 }
+
+void lattice__setup_phases(const lattice_schedule_phase *ph, int n, lattice__setup *s)
+{
+    SETUP_INT(s, n, "n_phases");
+    for (int i = 0; i < n; i++) {
+        char prefix[32];
+        snprintf(prefix, sizeof prefix, "phase %d ", i);
+        lattice__fields_setup(&lattice__phase_fields, &ph[i], prefix, s);
+    }
+}
+
+void lattice__schedule_setup(const lattice_schedule *sc, int with_state, lattice__setup *s)
+{
+    lattice__setup_phases(sc->phases, sc->n_phases, s);
+    if (!with_state)
+        return;
+    SETUP_INT(s, sc->phase, "phase");
+    SETUP_INT(s, sc->step_in_phase, "step_in_phase");
+    SETUP_INT(s, sc->nonpad_in_phase, "nonpad_in_phase");
+    SETUP_INT(s, sc->counters.steps, "steps");
+    SETUP_INT(s, sc->counters.tokens, "tokens");
+    SETUP_INT(s, sc->counters.nonpad_tokens, "nonpad_tokens");
+    SETUP_INT(s, sc->counters.active_layer_tokens, "active_layer_tokens");
+}

@@ -53,12 +53,32 @@ int64_t lattice__setup_real_bits(double v);
 void lattice__setup_add(lattice__setup *s, lattice__setup_kind kind, int64_t value,
                         const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* One part of a trainer's setup; with state, also where the run stands (data
- * and schedule positions, weights, moments, trainable flags). Returns 0 when
- * memory ran out. */
+/* One field of each kind, value then name (printf-style). */
+#define SETUP_INT(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_INT, (int64_t)(v), __VA_ARGS__)
+#define SETUP_UINT(s, v, ...) \
+    lattice__setup_add((s), LATTICE__SETUP_UINT, (int64_t)(uint64_t)(v), __VA_ARGS__)
+#define SETUP_REAL(s, v, ...) \
+    lattice__setup_add((s), LATTICE__SETUP_REAL, lattice__setup_real_bits(v), __VA_ARGS__)
+#define SETUP_HASH(s, v, ...) lattice__setup_add((s), LATTICE__SETUP_HASH, (int64_t)(v), __VA_ARGS__)
+
+/* Each object's part, listed behind its own .c; with state, also where it
+ * stands. */
+void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s); /* model.c */
+void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s);         /* data.c */
+void lattice__schedule_setup(const lattice_schedule *sc, int with_state,
+                             lattice__setup *s); /* schedule.c */
+void lattice__optim_setup(const lattice_optim *o, const lattice_model *m, int with_state,
+                          lattice__setup *s); /* optim.c */
+
+/* A list's digest: its names, kinds and values (never notes). */
+uint64_t lattice__setup_digest(const lattice__setup *s);
+
+/* One part of a trainer's setup (trainer_collective.c); with state, also
+ * where the run stands (data and schedule positions, weights, moments,
+ * trainable flags). Returns 0 when memory ran out. */
 int lattice__setup_of(lattice_trainer *t, int part, int with_state, lattice__setup *out);
 
-/* The schedule part of a list of phases (without a position). */
+/* The schedule part of a list of phases (without a position; schedule.c). */
 void lattice__setup_phases(const lattice_schedule_phase *phases, int n, lattice__setup *out);
 
 void lattice__setup_free(lattice__setup *s);
@@ -75,7 +95,7 @@ void lattice__setup_value(const lattice__setup_field *f, char *buf, size_t n);
 void lattice__setup_describe(char *buf, size_t n, const char *a, const char *b, int part,
                              const lattice__setup *have, const lattice__setup *want, int i);
 
-/* At attach: every rank's setup against rank 0's (setup.c), over the
+/* At attach: every rank's setup against rank 0's (trainer_collective.c), over the
  * collective c of n ranks that the trainer is not yet attached to. local is
  * this rank's own verdict on the attachment (its message in t->err). Every
  * rank gets the same answer: LATTICE_OK, or the refusal (a setup that differs

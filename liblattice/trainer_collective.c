@@ -1,8 +1,11 @@
 /* The trainer over ranks: attaching a collective, agreeing on a status,
- * each rank's share of a batch, and the sums of the gradients and losses. */
+ * each rank's share of a batch, and the sums of the gradients and losses;
+ * and the trainer's setup, the parts every rank must share, gathered from
+ * each object's own list and compared across the ranks. */
 #include "trainer_impl.h"
 
 #include "setup.h"
+#include "teacher_impl.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -230,4 +233,187 @@ lattice_status lattice__trainer_reduce_step(lattice_trainer *t, const lattice_da
     m->kl = sums[1] * inv;
     m->ce = sums[2] * inv;
     return LATTICE_OK;
+}
+
+/* Settings whose difference would make one rank call the collective where
+ * another does not (validation), and the teacher and loss. */
+static void trainer_part(const lattice_trainer *t, int with_state, lattice__setup *s)
+{
+    SETUP_INT(s, t->p.eval_every, "eval_every");
+    SETUP_INT(s, t->p.eval_batches, "eval_batches");
+    SETUP_UINT(s, t->p.seed, "seed");
+    int kind;
+    const uint64_t h = lattice__teacher_identity(t->teacher, &kind);
+    SETUP_INT(s, kind, "teacher_kind"); /* 0 none, 1 a model, 2 a callback, 3 a file */
+    if (t->teacher) {
+        SETUP_INT(s, lattice_teacher_get_k(t->teacher), "teacher_k");
+        SETUP_INT(s, lattice_teacher_get_vocab_size(t->teacher), "teacher_vocab_size");
+        SETUP_HASH(s, h, "teacher_hash");
+        lattice_distill_params kp;
+        lattice_distill_params_init(&kp);
+        lattice_distill_get_params(t->distill, &kp);
+        SETUP_REAL(s, kp.alpha, "distill alpha");
+        SETUP_REAL(s, kp.gamma, "distill gamma");
+        SETUP_REAL(s, kp.tau, "distill tau");
+        SETUP_INT(s, kp.direction, "distill direction");
+    }
+    if (with_state)
+        SETUP_INT(s, t->applied_phase, "applied_phase");
+}
+
+int lattice__setup_of(lattice_trainer *t, int part, int with_state, lattice__setup *out)
+{
+    memset(out, 0, sizeof(*out));
+    switch (part) {
+    case LATTICE__PART_MODEL: lattice__model_setup(t->model, with_state, out); break;
+    case LATTICE__PART_DATA:
+        lattice__data_setup(t->data, with_state, out);
+        if (with_state) { /* where the run began is the trainer's */
+            SETUP_INT(out, t->have_origin, "has_origin");
+            if (t->have_origin) {
+                SETUP_INT(out, t->data_origin.epoch, "origin_epoch");
+                SETUP_INT(out, t->data_origin.index, "origin_index");
+            }
+        }
+        break;
+    case LATTICE__PART_SCHEDULE: lattice__schedule_setup(t->schedule, with_state, out); break;
+    case LATTICE__PART_OPTIM: lattice__optim_setup(t->optim, t->model, with_state, out); break;
+    default: trainer_part(t, with_state, out); break;
+    }
+    return !out->failed;
+}
+
+/* ---- ranks ------------------------------------------------------------------ */
+
+static lattice_status slot_failed(lattice_trainer *t, const lattice_trainer_collective *c,
+                                  void *user, int rank, int n, const char *slot, int rc)
+{
+    const char *why = c->errmsg ? c->errmsg(user) : NULL;
+    return lattice__set_error(t->err, LATTICE_ERR_BACKEND,
+                              "lattice_trainer_set_collective: rank %d of %d: comparing the ranks' "
+                              "setups, the collective's %s failed (%d)%s%s",
+                              rank, n, slot, rc, why && why[0] ? ": " : "", why ? why : "");
+}
+
+/* Fields sent per broadcast while looking for the first difference: a fixed
+ * buffer, so that no rank can fail to take part for want of memory. */
+#define CHUNK 32
+
+lattice_status lattice__trainer_agree_setup(lattice_trainer *t, const lattice_trainer_collective *c,
+                                            void *user, int rank, int n, lattice_status local)
+{
+    lattice__setup parts[LATTICE__N_PARTS];
+    uint64_t mine[LATTICE__N_PARTS], root[LATTICE__N_PARTS];
+    int built = 1;
+    for (int p = 0; p < LATTICE__N_PARTS; p++) {
+        built &= lattice__setup_of(t, p, 1, &parts[p]);
+        mine[p] = root[p] = lattice__setup_digest(&parts[p]);
+    }
+    if (!built && local == LATTICE_OK)
+        local = lattice__set_error(t->err, LATTICE_ERR_OUT_OF_MEMORY,
+                                   "lattice_trainer_set_collective: no memory to compare this "
+                                   "rank's setup with the others'");
+    lattice_status st = LATTICE_OK;
+    /* every rank learns rank 0's digests, then every rank's verdict: its own
+     * status and the first part where it differs from rank 0 */
+    int64_t rows_small[2 * 8], *rows = n <= 8 ? rows_small : calloc((size_t)n * 2, sizeof(int64_t));
+    int rc;
+    if (!rows) {
+        st = lattice__set_error(t->err, LATTICE_ERR_OUT_OF_MEMORY,
+                                "lattice_trainer_set_collective: out of memory");
+        goto done;
+    }
+    memset(rows, 0, sizeof(int64_t) * 2 * (size_t)n);
+    if ((rc = c->broadcast(user, root, sizeof(root), 0)) != 0) {
+        st = slot_failed(t, c, user, rank, n, "broadcast", rc);
+        goto done;
+    }
+    int bad = -1;
+    for (int p = 0; p < LATTICE__N_PARTS && bad < 0; p++)
+        if (mine[p] != root[p])
+            bad = p;
+    rows[2 * rank] = local;
+    rows[2 * rank + 1] = bad + 1;
+    if ((rc = c->sum_int64(user, rows, 2 * (size_t)n)) != 0) {
+        st = slot_failed(t, c, user, rank, n, "sum_int64", rc);
+        goto done;
+    }
+    int first = -1, others = 0;
+    for (int r = 1; r < n; r++)
+        if (rows[2 * r + 1] != 0) {
+            if (first < 0)
+                first = r;
+            else
+                others++;
+        }
+    if (first < 0) {
+        /* the same setup everywhere: a refusal of this rank's own stands (with
+         * its message), else the first refusing rank's */
+        st = local;
+        for (int r = 0; r < n && st == LATTICE_OK; r++)
+            if (rows[2 * r] != LATTICE_OK)
+                st = lattice__set_error(t->err, (lattice_status)rows[2 * r],
+                                        "lattice_trainer_set_collective: rank %d refused the "
+                                        "collective (%s), so this rank (%d) did too; rank %d's "
+                                        "message says why", r,
+                                        lattice_status_string((lattice_status)rows[2 * r]), rank, r);
+        goto done;
+    }
+    /* Rank 0's and the first differing rank's fields of the part, in chunks
+     * sent to every rank, up to the first difference: every rank then says
+     * the same. */
+    const int part = (int)rows[2 * first + 1] - 1;
+    const lattice__setup *own = &parts[part];
+    int64_t counts[2] = {rank == 0 ? own->n : 0, rank == first ? own->n : 0};
+    if ((rc = c->broadcast(user, &counts[0], sizeof(int64_t), 0)) != 0 ||
+        (rc = c->broadcast(user, &counts[1], sizeof(int64_t), first)) != 0) {
+        st = slot_failed(t, c, user, rank, n, "broadcast", rc);
+        goto done;
+    }
+    lattice__setup_field fa[CHUNK], fb[CHUNK];
+    lattice__setup a = {fa, 0, CHUNK, 0}, b = {fb, 0, CHUNK, 0};
+    int at = -1;
+    for (int64_t k = 0; at < 0 && (k < counts[0] || k < counts[1]); k += CHUNK) {
+        a.n = (int)(counts[0] - k < 0 ? 0 : counts[0] - k < CHUNK ? counts[0] - k : CHUNK);
+        b.n = (int)(counts[1] - k < 0 ? 0 : counts[1] - k < CHUNK ? counts[1] - k : CHUNK);
+        memset(fa, 0, sizeof(fa));
+        memset(fb, 0, sizeof(fb));
+        if (rank == 0)
+            memcpy(fa, own->f + k, sizeof(*fa) * (size_t)a.n);
+        if (rank == first)
+            memcpy(fb, own->f + k, sizeof(*fb) * (size_t)b.n);
+        if ((a.n && (rc = c->broadcast(user, fa, sizeof(*fa) * (size_t)a.n, 0)) != 0) ||
+            (b.n && (rc = c->broadcast(user, fb, sizeof(*fb) * (size_t)b.n, first)) != 0)) {
+            st = slot_failed(t, c, user, rank, n, "broadcast", rc);
+            goto done;
+        }
+        for (int i = 0; i < a.n; i++)
+            fa[i].name[sizeof(fa->name) - 1] = fa[i].note_name[sizeof(fa->note_name) - 1] = 0;
+        for (int i = 0; i < b.n; i++)
+            fb[i].name[sizeof(fb->name) - 1] = fb[i].note_name[sizeof(fb->note_name) - 1] = 0;
+        at = lattice__setup_first_difference(&b, &a);
+    }
+    char what[LATTICE_ERRMSG_SIZE], first_name[16];
+    snprintf(first_name, sizeof first_name, "rank %d", first);
+    if (at >= 0 && at < a.n && at < b.n)
+        lattice__setup_describe(what, sizeof what, first_name, "rank 0", part, &b, &a, at);
+    else if (at >= 0)
+        snprintf(what, sizeof what, "rank %d's %s settings have %lld values and rank 0's %lld",
+                 first, lattice__setup_part_name(part), (long long)counts[1], (long long)counts[0]);
+    else /* the fields agree but the digests did not: an incomplete list */
+        snprintf(what, sizeof what, "rank %d's %s settings differ from rank 0's", first,
+                 lattice__setup_part_name(part));
+    char more[64] = "";
+    if (others)
+        snprintf(more, sizeof more, " (and %d more rank%s differ%s)", others, others == 1 ? "" : "s",
+                 others == 1 ? "s" : "");
+    st = lattice__set_error(t->err, LATTICE_ERR_INVALID_CONFIG,
+                            "lattice_trainer_set_collective: %s%s; refused on every rank (the "
+                            "ranks must bind identically set-up objects)", what, more);
+done:
+    if (rows != rows_small)
+        free(rows);
+    for (int p = 0; p < LATTICE__N_PARTS; p++)
+        lattice__setup_free(&parts[p]);
+    return st;
 }
