@@ -7,7 +7,8 @@
  * are derived from the table, so a field added to the struct and its table
  * reaches all three, and no list of names is written twice. The tables live
  * beside their objects: lattice__phase_fields in schedule.c, lattice__optim_fields
- * in optim.c. */
+ * in optim.c, lattice__model_fields in model.c (the setup digest only: a
+ * checkpoint keeps the model's part as its setup list). */
 #ifndef LATTICE_FIELDS_H
 #define LATTICE_FIELDS_H
 
@@ -39,6 +40,8 @@ typedef struct lattice__fields {
 
 extern const lattice__fields lattice__phase_fields; /* lattice_schedule_phase (schedule.c) */
 extern const lattice__fields lattice__optim_fields; /* lattice_optim_params (optim.c) */
+extern const lattice__fields lattice__model_fields; /* lattice_model_params' architecture
+                                                     * (model.c) */
 
 /* Each field of obj into the setup s, named prefix + name: integers, flags and
  * enums as INT, floats as REAL (their double's bits). */

@@ -2,11 +2,13 @@
  * groups, skipped layers, layer edits), and inspection (tensors, hidden
  * states, sizes, FLOPs). The passes are in model_pass.c. */
 #include "model_internal.h"
+#include "fields.h"
 #include "setup.h"
 
 #include "kernels.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -495,26 +497,42 @@ lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
  * weights. max_batch and max_seq only size the arenas: a rank may hold
  * another share. The seed made the weights: said beside them, not compared
  * (weights loaded from a file make it moot). */
+/* The architecture's fields, in the order a setup lists them (a count
+ * before what it multiplies). Not here: n_active_layers (the state part's
+ * active_layers), max_batch and max_seq (they only size the arenas: a rank
+ * may hold another share), seed and init_std (they made the weights, which
+ * the state part digests). */
+#define MODEL_FIELD(f, type, since) {#f, type, offsetof(lattice_model_params, f), since, 1, 0}
+static const lattice__field model_fields[] = {
+    MODEL_FIELD(vocab_size, LATTICE__F_INT, 1),
+    MODEL_FIELD(d_model, LATTICE__F_INT, 1),
+    MODEL_FIELD(n_layers, LATTICE__F_INT, 1),
+    MODEL_FIELD(n_heads, LATTICE__F_INT, 1),
+    MODEL_FIELD(n_kv_heads, LATTICE__F_INT, 1),
+    MODEL_FIELD(head_dim, LATTICE__F_INT, 1),
+    MODEL_FIELD(d_ff, LATTICE__F_INT, 1),
+    MODEL_FIELD(rope_theta, LATTICE__F_FLOAT, 1),
+    MODEL_FIELD(qk_norm, LATTICE__F_INT, 1),
+    MODEL_FIELD(block_norm, LATTICE__F_INT, 4),
+    MODEL_FIELD(block_rescale, LATTICE__F_INT, 4),
+    MODEL_FIELD(massive_offset, LATTICE__F_FLOAT, 5),
+    MODEL_FIELD(massive_layer, LATTICE__F_INT, 5),
+    MODEL_FIELD(massive_channel, LATTICE__F_INT, 5),
+    MODEL_FIELD(tie_embeddings, LATTICE__F_INT, 1),
+};
+#undef MODEL_FIELD
+const lattice__fields lattice__model_fields = {model_fields,
+                                               (int)(sizeof model_fields / sizeof model_fields[0])};
+
 void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s)
 {
-    const lattice_model_params *p = &m->p;
-    SETUP_INT(s, p->vocab_size, "vocab_size");
-    SETUP_INT(s, p->d_model, "d_model");
-    SETUP_INT(s, p->n_layers, "n_layers");
-    SETUP_INT(s, p->n_heads, "n_heads");
-    SETUP_INT(s, p->n_kv_heads, "n_kv_heads");
-    SETUP_INT(s, p->head_dim, "head_dim");
-    SETUP_INT(s, p->d_ff, "d_ff");
-    SETUP_REAL(s, p->rope_theta, "rope_theta");
-    SETUP_INT(s, p->qk_norm, "qk_norm");
-    SETUP_INT(s, p->block_norm, "block_norm");
-    SETUP_INT(s, p->block_rescale, "block_rescale");
-    SETUP_REAL(s, p->massive_offset, "massive_offset");
-    /* where an offset goes means nothing without one: 0, so that models
-     * without it compare equal whatever these say */
-    SETUP_INT(s, p->massive_offset > 0.0f ? p->massive_layer : 0, "massive_layer");
-    SETUP_INT(s, p->massive_offset > 0.0f ? p->massive_channel : 0, "massive_channel");
-    SETUP_INT(s, p->tie_embeddings, "tie_embeddings");
+    lattice_model_params p = m->p;
+    if (!(p.massive_offset > 0.0f)) { /* where an offset goes means nothing without one: 0, so
+                                       * that models without it compare equal whatever these say */
+        p.massive_layer = 0;
+        p.massive_channel = 0;
+    }
+    lattice__fields_setup(&lattice__model_fields, &p, "", s);
     SETUP_INT(s, m->norm.placement, "placement");
     SETUP_INT(s, m->norm.kind, "norm_kind");
     SETUP_REAL(s, m->norm.eps, "norm_eps");
@@ -525,13 +543,13 @@ void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup
     SETUP_INT(s, m->trainable_embedding, "trainable_embedding");
     SETUP_INT(s, m->trainable_boundary, "trainable_boundary");
     SETUP_INT(s, m->trainable_head, "trainable_head");
-    for (int i = 0; i < p->n_layers; i++)
+    for (int i = 0; i < p.n_layers; i++)
         SETUP_INT(s, m->trainable_layer[i], "layer %d trainable", i);
     SETUP_HASH(s, lattice__model_hash(m, m->params, LATTICE__HASH_START), "weights_hash");
     if (!s->failed) {
         lattice__setup_field *f = &s->f[s->n - 1];
         f->has_note = 1;
         snprintf(f->note_name, sizeof(f->note_name), "seed");
-        f->note = (int64_t)p->seed;
+        f->note = (int64_t)p.seed;
     }
 }
