@@ -40,9 +40,11 @@ typedef struct layer_acts {
 } layer_acts;
 
 /* The one list of a layer's row-indexed activation buffers (model_layout.c):
- * where each sits in layer_acts, its floats per row, and when a layer has it.
- * The arena's layout (lattice__model_layout_acts) and the rows split's views
- * (model_threads.c) both walk it, in this order. */
+ * where each sits in layer_acts, its floats per row, and when a layer has it;
+ * and the one list of the model's own (lattice__model_act_buffers: where each
+ * sits in struct lattice_model). The arena's layout
+ * (lattice__model_layout_acts) and the rows split's views (model_threads.c)
+ * both walk them, in this order. */
 typedef enum act_width {
     ACT_D,     /* d_model */
     ACT_W,     /* (n_heads + 2 n_kv_heads) head_dim: the fused q, k, v projection */
@@ -53,7 +55,8 @@ typedef enum act_width {
     ACT_PROBS, /* n_heads x seq: a row's attention probabilities */
     ACT_GU,    /* 2 d_ff: SwiGLU's gate and up */
     ACT_F,     /* d_ff */
-    ACT_ONE    /* 1: a norm's statistic */
+    ACT_ONE,   /* 1: a norm's statistic */
+    ACT_V      /* vocab_size: logits */
 } act_width;
 
 typedef enum act_when {
@@ -69,7 +72,7 @@ typedef enum act_when {
 } act_when;
 
 typedef struct act_buffer {
-    size_t offset; /* of its float pointer in layer_acts */
+    size_t offset; /* of its float pointer in layer_acts (or in struct lattice_model) */
     act_width width;
     act_when when, also; /* both must hold (also ACT_ALWAYS: only when) */
     int slot;            /* ACT_SLOT's slot */
@@ -77,10 +80,12 @@ typedef struct act_buffer {
 
 extern const act_buffer lattice__act_buffers[];
 extern const int lattice__n_act_buffers;
+extern const act_buffer lattice__model_act_buffers[]; /* the model's, not a layer's */
+extern const int lattice__n_model_act_buffers;
 
 /* The floats per row of a width, with seq the sequence length rows come in. */
 size_t lattice__act_width(const lattice_model *m, act_width w, size_t seq);
-/* Whether layer i has the buffer. */
+/* Whether layer i has the buffer (a model's buffer: any i). */
 int lattice__act_present(const lattice_model *m, int i, const act_buffer *b);
 
 typedef enum init_kind { INIT_NORMAL, INIT_ONES, INIT_ZEROS } init_kind;

@@ -280,6 +280,37 @@ const act_buffer lattice__act_buffers[] = {
 #undef ACT
 #undef ACT_STATS
 const int lattice__n_act_buffers = (int)(sizeof lattice__act_buffers / sizeof lattice__act_buffers[0]);
+
+/* The model's own row-indexed buffers, in the order the arena holds them
+ * (after the layers'): the embedding's output and the boundary norm's
+ * statistics, the final norm's output, the logits and their gradient, and
+ * the backward pass's scratch. Post-norm alone keeps the embedding apart: the
+ * others read it from the stream entering layer 0 (lattice__model_layout_acts
+ * points emb there). */
+#define ACT(f, w, when) {offsetof(struct lattice_model, f), (w), (when), ACT_ALWAYS, 0}
+const act_buffer lattice__model_act_buffers[] = {
+    ACT(emb, ACT_D, ACT_POST),
+    {offsetof(struct lattice_model, bst.mean), ACT_ONE, ACT_LAYER_NORM, ACT_ALWAYS, 0},
+    ACT(bst.rstd, ACT_ONE, ACT_ALWAYS),
+    ACT(final_out, ACT_D, ACT_NOT_POST),
+    ACT(logits, ACT_V, ACT_ALWAYS),
+    ACT(dlogits, ACT_V, ACT_ALWAYS),
+    ACT(d_a, ACT_D, ACT_ALWAYS),
+    ACT(d_b, ACT_D, ACT_ALWAYS),
+    ACT(d_in, ACT_D, ACT_ALWAYS),
+    ACT(d_tmp, ACT_D, ACT_PERI),
+    ACT(d_raw, ACT_W, ACT_ALWAYS),
+    ACT(dq, ACT_Q, ACT_ALWAYS),
+    ACT(dk, ACT_KV, ACT_ALWAYS),
+    ACT(dv, ACT_KV, ACT_ALWAYS),
+    ACT(dp, ACT_PROBS, ACT_ALWAYS),
+    ACT(d_att, ACT_Q, ACT_ALWAYS),
+    ACT(d_gu, ACT_GU, ACT_ALWAYS),
+    ACT(d_s, ACT_F, ACT_ALWAYS),
+};
+#undef ACT
+const int lattice__n_model_act_buffers =
+    (int)(sizeof lattice__model_act_buffers / sizeof lattice__model_act_buffers[0]);
 /* layer_acts holds float pointers only: each in the list, once */
 _Static_assert(sizeof lattice__act_buffers / sizeof lattice__act_buffers[0] * sizeof(float *) ==
                    sizeof(layer_acts),
@@ -300,6 +331,7 @@ size_t lattice__act_width(const lattice_model *m, act_width w, size_t seq)
     case ACT_GU: return 2 * (size_t)p->d_ff;
     case ACT_F: return (size_t)p->d_ff;
     case ACT_ONE: return 1;
+    case ACT_V: return (size_t)p->vocab_size;
     }
     return 0;
 }
@@ -333,25 +365,12 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
     const lattice_model_params *p = &m->p;
     lattice_arena ar = {base, 0, 0};
     const size_t N = (size_t)p->max_batch * p->max_seq;
-    const size_t D = p->d_model, hd = p->head_dim, H = p->n_heads, KV = p->n_kv_heads;
-    const size_t F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
-    const size_t PT = (size_t)p->max_batch * H * p->max_seq * p->max_seq;
-    const lattice_norm_placement pl = m->norm.placement;
-    const int ln = m->norm.kind == LATTICE_NORM_KIND_LAYER;
+    const size_t D = p->d_model, hd = p->head_dim, H = p->n_heads;
 #define F32(n) lattice__arena_floats(&ar, (n))
-#define STATS(st)                                                                                  \
-    do {                                                                                           \
-        (st).mean = ln ? F32(N) : NULL;                                                            \
-        (st).rstd = F32(N);                                                                        \
-    } while (0)
 
     m->tokens = lattice__arena_bytes(&ar, N * sizeof(int32_t));
-    m->emb = pl == LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
-    STATS(m->bst);
     for (int i = 0; i <= p->n_layers; i++)
         m->hs[i] = F32(N * D);
-    if (pl != LATTICE_NORM_PLACEMENT_POST)
-        m->emb = m->hs[0];
     for (int i = 0; i < p->n_layers; i++) {
         layer_acts *A = &m->acts[i];
         memset(A, 0, sizeof(*A));
@@ -362,23 +381,16 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
                     F32(N * lattice__act_width(m, b->width, (size_t)p->max_seq));
         }
     }
-    m->final_out = pl != LATTICE_NORM_PLACEMENT_POST ? F32(N * D) : NULL;
-    m->logits = F32(N * V);
-    m->dlogits = F32(N * V);
+    for (int k = 0; k < lattice__n_model_act_buffers; k++) {
+        const act_buffer *b = &lattice__model_act_buffers[k];
+        *(float **)((char *)m + b->offset) =
+            lattice__act_present(m, 0, b)
+                ? F32(N * lattice__act_width(m, b->width, (size_t)p->max_seq))
+                : NULL;
+    }
+    if (m->norm.placement != LATTICE_NORM_PLACEMENT_POST)
+        m->emb = m->hs[0];
     m->rope = F32((size_t)p->max_seq * hd);
-
-    m->d_a = F32(N * D);
-    m->d_b = F32(N * D);
-    m->d_in = F32(N * D);
-    m->d_tmp = pl == LATTICE_NORM_PLACEMENT_PERI ? F32(N * D) : NULL;
-    m->d_raw = F32(N * W);
-    m->dq = F32(N * H * hd);
-    m->dk = F32(N * KV * hd);
-    m->dv = F32(N * KV * hd);
-    m->dp = F32(PT);
-    m->d_att = F32(N * H * hd);
-    m->d_gu = F32(N * 2 * F);
-    m->d_s = F32(N * F);
     long red_d = lattice__reduce_scratch((long)N, 2 * (long)D);
     long red_h = lattice__reduce_scratch((long)N, 2 * (long)hd);
     m->red = F32((size_t)(red_d > red_h ? red_d : red_h));
@@ -387,7 +399,6 @@ size_t lattice__model_layout_acts(lattice_model *m, char *base)
     m->ptr_a = lattice__arena_bytes(&ar, nptr * sizeof(float *));
     m->ptr_b = lattice__arena_bytes(&ar, nptr * sizeof(float *));
     m->ptr_c = lattice__arena_bytes(&ar, nptr * sizeof(float *));
-#undef STATS
 #undef F32
     return ar.used;
 }

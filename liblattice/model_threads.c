@@ -107,10 +107,9 @@ static void split_view(lattice_model *m, int t)
     model_split *ws = &m->split;
     const lattice_model_params *p = &m->p;
     const int nt = ws->n, L = p->n_layers, T = m->seq;
-    const long D = p->d_model, H = p->n_heads, KV = p->n_kv_heads, hd = p->head_dim;
-    const long F = p->d_ff, V = p->vocab_size, W = (H + 2 * KV) * hd;
+    const long D = p->d_model, H = p->n_heads;
     const int b0 = (int)((long)m->batch * t / nt), b1 = (int)((long)m->batch * (t + 1) / nt);
-    const long r0 = (long)b0 * T, pt0 = (long)b0 * H * T * T;
+    const long r0 = (long)b0 * T;
     lattice_model *v = &ws->views[t];
     *v = *m;
     v->batch = b1 - b0;
@@ -127,9 +126,6 @@ static void split_view(lattice_model *m, int t)
     }
 #define AT(ptr, width) ((ptr) ? (ptr) + r0 * (width) : NULL)
     v->tokens = m->tokens + r0;
-    v->emb = AT(m->emb, D);
-    v->bst.mean = AT(m->bst.mean, 1);
-    v->bst.rstd = AT(m->bst.rstd, 1);
     v->hs = ws->hs + (size_t)t * (L + 1);
     for (int i = 0; i <= L; i++)
         v->hs[i] = AT(m->hs[i], D);
@@ -145,21 +141,12 @@ static void split_view(lattice_model *m, int t)
                 AT(*from, (long)lattice__act_width(m, b->width, (size_t)T));
         }
     }
-    v->final_out = AT(m->final_out, D);
-    v->logits = AT(m->logits, V);
-    v->dlogits = AT(m->dlogits, V);
-    v->d_a = AT(m->d_a, D);
-    v->d_b = AT(m->d_b, D);
-    v->d_in = AT(m->d_in, D);
-    v->d_tmp = AT(m->d_tmp, D);
-    v->d_raw = AT(m->d_raw, W);
-    v->dq = AT(m->dq, H * hd);
-    v->dk = AT(m->dk, KV * hd);
-    v->dv = AT(m->dv, KV * hd);
-    v->dp = m->dp + pt0;
-    v->d_att = AT(m->d_att, H * hd);
-    v->d_gu = AT(m->d_gu, 2 * F);
-    v->d_s = AT(m->d_s, F);
+    for (int k = 0; k < lattice__n_model_act_buffers; k++) { /* and the model's own */
+        const act_buffer *b = &lattice__model_act_buffers[k];
+        float *const *from = (float *const *)((const char *)m + b->offset);
+        *(float **)((char *)v + b->offset) =
+            AT(*from, (long)lattice__act_width(m, b->width, (size_t)T));
+    }
     v->rowloss = m->rowloss + r0;
     v->ptr_a = m->ptr_a + (long)b0 * H;
     v->ptr_b = m->ptr_b + (long)b0 * H;
