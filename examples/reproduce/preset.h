@@ -7,9 +7,15 @@
 
 /* The file --preset ARG names, into dst: ARG itself when it holds a '/' or
  * ends in .json (a path), else the preset of that name in the presets folder
- * (PRESETS/ARG.json; see presets_dir in preset.c). Dies when a name breaks
+ * (PRESETS/ARG.json; see presets_dir in preset_paths.c). Dies when a name breaks
  * NAME_RULE or holds "..", or no such preset is there (naming those that are). */
 void preset_file(char *dst, size_t n, const char *arg);
+
+/* The file of a preset's data key (o's key: a path relative to the preset's
+ * folder), or, without the key, file in the default corpus's folder
+ * (LATTICE_REPRODUCE_DATA or examples/data/austen), into dst. */
+void preset_data_path(char *dst, size_t n, json_object *o, const char *key,
+                      const char *preset_path, const char *file);
 
 /* Read, check and resolve a preset file; dies with the key path on any error. */
 void load_preset(preset *p, const char *path);
