@@ -35,6 +35,17 @@ def study(d, name, steps, runs, extra_arms=()):
 
 
 class Cross(unittest.TestCase):
+    def cross_over(self, d, res):
+        """Write res as study d/s's results.json, run cross.py on it alone into
+        d/out, and return d/out."""
+        with open(os.path.join(d, "s", "results.json"), "w") as f:
+            json.dump(res, f)
+        out = os.path.join(d, "out")
+        r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                           capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return out
+
     def test_known_answers(self):
         with tempfile.TemporaryDirectory() as d:
             # y = post-grow - pre-grow = 0.5 * x - 0.5 exactly, for x = 1, 2, 3
@@ -231,12 +242,7 @@ class Cross(unittest.TestCase):
             res["interactions"] = [{"from": "design", "label": "place (post - pre) x init "
                                     "(copy - random)", "n": 2, "mean": 0.5,
                                     "half_width_95": None, "verdict": "above 0"}]
-            with open(os.path.join(d, "s", "results.json"), "w") as f:
-                json.dump(res, f)
-            out = os.path.join(d, "out")
-            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
-                               capture_output=True, text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            out = self.cross_over(d, res)
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
             self.assertIn("| s | comparison | init: copy - random / place pre | 2 | -0.0123 ± "
@@ -276,12 +282,7 @@ class Cross(unittest.TestCase):
                  "mean": 0.5, "sd": 1.0, "half_width_95": 2.48, "verdict_kind": "inconclusive"},
                 {"from": "preset", "arm": "post-joint", "reference": "pre-joint", "n": 3,
                  "mean": 0.5, "half_width_95": None, "verdict_kind": "above 0"}]
-            with open(os.path.join(d, "s", "results.json"), "w") as f:
-                json.dump(res, f)
-            out = os.path.join(d, "out")
-            r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
-                               capture_output=True, text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
+            out = self.cross_over(d, res)
             with open(os.path.join(out, "cross.json")) as f:
                 rows = json.load(f)["seeds_to_decide"]
             self.assertEqual([(r["kind"], r["contrast"], r["seeds_needed"]) for r in rows],
