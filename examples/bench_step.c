@@ -35,7 +35,7 @@
 #define PROG "bench_step"
 
 #include "example_util.h"
-#include "model_impl.h" /* private: lattice__model_profile */
+#include "profile.h" /* private: lattice__model_profile */
 #include "roofline.h"
 #define WARMUP_STEPS 2
 #define MAX_ROUNDS 20

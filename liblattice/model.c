@@ -553,3 +553,11 @@ void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup
         f->note = (int64_t)p.seed;
     }
 }
+
+void lattice__model_profile(lattice_model *m, int on)
+{
+    memset(&m->prof, 0, sizeof(m->prof));
+    m->prof.on = on;
+}
+
+const lattice_prof *lattice__model_profile_get(const lattice_model *m) { return &m->prof; }

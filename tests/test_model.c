@@ -3,7 +3,7 @@
  * and bad input. */
 #include "testutil.h"
 
-#include "model_impl.h" /* private: the profile says how a pass was split */
+#include "profile.h" /* private: the profile says how a pass was split */
 
 #include <limits.h>
 
