@@ -7,7 +7,7 @@
 
 #include "internal.h"
 #include "kernels.h"
-#include "model_impl.h"
+#include "model_access.h"
 #include "backend_impl.h"
 
 #include <math.h>
@@ -440,16 +440,16 @@ static lattice_status distill_model(lattice_distill *d, lattice_model *student,
     if (!student || !teacher)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_distill_model: %s is NULL",
                     student ? "teacher" : "student");
-    if (!student->batch)
+    lattice__model_pass pass;
+    if (lattice__model_last_pass(student, &pass) != LATTICE_OK)
         return FAIL(d, LATTICE_ERR_STATE, "the student has run no forward pass");
-    if (teacher_vocab != student->p.vocab_size)
+    if (teacher_vocab != pass.vocab)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "the teacher's logits are %d wide but the student's vocab_size is %d",
-                    teacher_vocab, student->p.vocab_size);
-    d->run_threads = student->be->n_threads;
-    lattice_status st = lattice_distill_dense(d, student->logits, teacher, targets, mask,
-                                              (int64_t)student->batch * student->seq,
-                                              student->p.vocab_size, student->dlogits, result);
+                    teacher_vocab, pass.vocab);
+    d->run_threads = pass.threads;
+    lattice_status st = lattice_distill_dense(d, pass.logits, teacher, targets, mask, pass.rows,
+                                              pass.vocab, pass.dlogits, result);
     d->run_threads = 0;
     return st;
 }
@@ -461,6 +461,6 @@ lattice_status lattice_distill_model(lattice_distill *d, lattice_model *student,
                                      const int32_t *targets, const uint8_t *mask,
                                      lattice_distill_result *result)
 {
-    LATTICE__INSIDE(student, "lattice_distill_model", "model",
-                    distill_model(d, student, teacher, teacher_vocab, targets, mask, result));
+    LATTICE__INSIDE_BUSY(lattice__model_busy(student), "lattice_distill_model", "model",
+                         distill_model(d, student, teacher, teacher_vocab, targets, mask, result));
 }

@@ -32,8 +32,13 @@ void lattice__busy_leave(lattice_busy *b);
  * of handle h (a pointer to a struct with a lattice_busy busy; const or not),
  * or the refusal. A NULL h runs expr alone, which refuses the NULL handle. */
 #define LATTICE__INSIDE(h, fn, what, expr)                                                         \
+    LATTICE__INSIDE_BUSY((h) ? (lattice_busy *)&(h)->busy : NULL, fn, what, expr)
+
+/* The same, given the handle's busy word (NULL: no handle), for an object
+ * whose body another file does not see (lattice__model_busy). */
+#define LATTICE__INSIDE_BUSY(busy, fn, what, expr)                                                 \
     do {                                                                                           \
-        lattice_busy *busy_ = (h) ? (lattice_busy *)&(h)->busy : NULL;                             \
+        lattice_busy *busy_ = (busy);                                                              \
         if (!busy_)                                                                                \
             return (expr);                                                                         \
         lattice_status inside_st_ = lattice__busy_enter(busy_, (fn), (what));                      \

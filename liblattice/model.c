@@ -2,7 +2,9 @@
  * groups, skipped layers, layer edits), and inspection (tensors, hidden
  * states, sizes, FLOPs). The passes are in model_pass.c. */
 #include "model_internal.h"
+#include "backend_impl.h"
 #include "fields.h"
+#include "model_access.h"
 #include "setup.h"
 
 #include "kernels.h"
@@ -561,3 +563,17 @@ void lattice__model_profile(lattice_model *m, int on)
 }
 
 const lattice_prof *lattice__model_profile_get(const lattice_model *m) { return &m->prof; }
+
+lattice_busy *lattice__model_busy(lattice_model *m) { return m ? &m->busy : NULL; }
+
+lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *out)
+{
+    if (!m->batch)
+        return LATTICE_ERR_STATE;
+    out->rows = (int64_t)m->batch * m->seq;
+    out->vocab = m->p.vocab_size;
+    out->threads = m->be->n_threads;
+    out->logits = m->logits;
+    out->dlogits = m->dlogits;
+    return LATTICE_OK;
+}
