@@ -577,3 +577,48 @@ lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *o
     out->dlogits = m->dlogits;
     return LATTICE_OK;
 }
+
+lattice_status lattice__model_borrow(lattice_model *m, const char *fn)
+{
+    return lattice__borrow(&m->borrow, fn, "model");
+}
+
+const lattice_model_params *lattice__model_params(const lattice_model *m) { return &m->p; }
+
+uint64_t lattice__model_identity(const lattice_model *m, uint64_t h)
+{
+    h = lattice__model_hash(m, m->params, h);
+    return lattice__hash(h, &m->n_active, sizeof(m->n_active));
+}
+
+static void copy_floats(float *dst, const float *src, size_t n)
+{
+    memcpy(dst, src, sizeof(float) * n);
+}
+
+lattice_status lattice__model_take_ends(lattice_model *s, const lattice_model *m, char *why,
+                                        size_t n)
+{
+    if (m->p.vocab_size != s->p.vocab_size || m->p.d_model != s->p.d_model) {
+        snprintf(why, n, "teacher (vocab %d, d_model %d) and student (vocab %d, d_model %d) differ",
+                 m->p.vocab_size, m->p.d_model, s->p.vocab_size, s->p.d_model);
+        return LATTICE_ERR_INVALID_CONFIG;
+    }
+    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST) {
+        snprintf(why, n, "a post-norm teacher has no final norm to copy");
+        return LATTICE_ERR_INVALID_CONFIG;
+    }
+    if (m->norm.kind != s->norm.kind) {
+        snprintf(why, n, "teacher and student norm kinds differ");
+        return LATTICE_ERR_INVALID_CONFIG;
+    }
+    const size_t vd = (size_t)s->p.vocab_size * s->p.d_model, d = (size_t)s->p.d_model;
+    copy_floats(s->wte, m->wte, vd);
+    if (s->whead != s->wte)
+        copy_floats(s->whead, m->whead, vd);
+    copy_floats(s->bnorm.w, m->bnorm.w, d);
+    if (s->bnorm.b)
+        copy_floats(s->bnorm.b, m->bnorm.b, d);
+    s->trainable_embedding = 0;
+    return LATTICE_OK;
+}

@@ -166,9 +166,7 @@ struct lattice_model {
     lattice_borrow borrow; /* its teacher, optimizer, diag and trainer (handle.h) */
 };
 
-/* Drop a borrower of the model (the borrower's destroy): frees it when it was
- * the last and the model's destroy was asked. */
-void lattice__model_unborrow(lattice_model *m);
+#include "model_access.h" /* lattice__model_unborrow, and what other objects ask */
 
 /* Whether layer i opens a block whose entry is normalised (block_norm). */
 static inline int lattice__block_entry(const lattice_model *m, int i)

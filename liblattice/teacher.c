@@ -2,7 +2,8 @@
  * file), and recording a model's into such a file. */
 #include "teacher_impl.h"
 
-#include "model_impl.h"
+#include "handle.h"
+#include "model_access.h"
 #include "safetensors.h"
 
 #include <math.h>
@@ -39,15 +40,16 @@ lattice_status lattice_teacher_create_model(lattice_model *model, lattice_teache
     if (!t)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_teacher_create_model: out of memory");
-    lattice_status st = lattice__borrow(&model->borrow, "lattice_teacher_create_model", "model");
+    lattice_status st = lattice__model_borrow(model, "lattice_teacher_create_model");
     if (st != LATTICE_OK) {
         free(t);
         return st;
     }
     t->model = model;
-    t->vocab = model->p.vocab_size;
-    t->max_batch = model->p.max_batch;
-    t->max_seq = model->p.max_seq;
+    const lattice_model_params *mp = lattice__model_params(model);
+    t->vocab = mp->vocab_size;
+    t->max_batch = mp->max_batch;
+    t->max_seq = mp->max_seq;
     *out = t;
     return LATTICE_OK;
 }
@@ -108,7 +110,7 @@ lattice_status lattice__teacher_enter(lattice_teacher *t, const char *fn)
     lattice_status st = lattice__busy_enter(&t->busy, fn, "teacher");
     if (st != LATTICE_OK || !t->model)
         return st;
-    if ((st = lattice__busy_enter(&t->model->busy, fn, "model")) != LATTICE_OK)
+    if ((st = lattice__busy_enter(lattice__model_busy(t->model), fn, "model")) != LATTICE_OK)
         lattice__busy_leave(&t->busy);
     return st;
 }
@@ -116,7 +118,7 @@ lattice_status lattice__teacher_enter(lattice_teacher *t, const char *fn)
 void lattice__teacher_leave(lattice_teacher *t)
 {
     if (t->model)
-        lattice__busy_leave(&t->model->busy);
+        lattice__busy_leave(lattice__model_busy(t->model));
     lattice__busy_leave(&t->busy);
 }
 
@@ -215,9 +217,7 @@ uint64_t lattice__teacher_identity(const lattice_teacher *t, int *kind)
     uint64_t h = LATTICE__HASH_START;
     *kind = !t ? 0 : t->is_file ? 3 : t->model ? 1 : 2;
     if (*kind == 1) {
-        const lattice_model *m = t->model;
-        h = lattice__model_hash(m, m->params, h);
-        h = lattice__hash(h, &m->n_active, sizeof(m->n_active));
+        h = lattice__model_identity(t->model, h);
     } else if (*kind == 3) {
         /* the batches it answers for (a callback is known only by its address,
          * which differs between processes) */
@@ -372,36 +372,16 @@ double lattice_teacher_get_flops(const lattice_teacher *t, int batch, int seq)
     return t && t->model ? lattice_model_get_flops(t->model, batch, seq, 0) : 0.0;
 }
 
-static void copy_floats(float *dst, const float *src, size_t n)
-{
-    memcpy(dst, src, sizeof(float) * n);
-}
-
 static lattice_status teacher_init_student(lattice_teacher *t, lattice_model *s)
 {
     if (lattice__need(LATTICE__ERRBUF(t), "lattice_teacher_init_student", 2,
                       (const void *)t, "teacher", (const void *)s, "s") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    lattice_model *m = t->model;
-    if (!m)
+    if (!t->model)
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "only a model teacher can initialise a student");
-    if (m->p.vocab_size != s->p.vocab_size || m->p.d_model != s->p.d_model)
-        return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
-                    "teacher (vocab %d, d_model %d) and student (vocab %d, d_model %d) differ",
-                    m->p.vocab_size, m->p.d_model, s->p.vocab_size, s->p.d_model);
-    if (m->norm.placement == LATTICE_NORM_PLACEMENT_POST)
-        return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "a post-norm teacher has no final norm to copy");
-    if (m->norm.kind != s->norm.kind)
-        return FAIL(t, LATTICE_ERR_INVALID_CONFIG, "teacher and student norm kinds differ");
-    const size_t vd = (size_t)s->p.vocab_size * s->p.d_model, d = (size_t)s->p.d_model;
-    copy_floats(s->wte, m->wte, vd);
-    if (s->whead != s->wte)
-        copy_floats(s->whead, m->whead, vd);
-    copy_floats(s->bnorm.w, m->bnorm.w, d);
-    if (s->bnorm.b)
-        copy_floats(s->bnorm.b, m->bnorm.b, d);
-    s->trainable_embedding = 0;
-    return LATTICE_OK;
+    char why[160];
+    const lattice_status st = lattice__model_take_ends(s, t->model, why, sizeof why);
+    return st == LATTICE_OK ? st : FAIL(t, st, "%s", why);
 }
 
 /* The k largest of z[0..v) into idx/val, largest first. */
@@ -522,8 +502,8 @@ lattice_status lattice_teacher_logits(lattice_teacher *t, const int32_t *tokens,
 lattice_status lattice_teacher_init_student(lattice_teacher *t, lattice_model *s)
 {
     /* the student's weights are written: it is held too */
-    LATTICE__INSIDE(s, "lattice_teacher_init_student", "model",
-                    init_student_held(t, s));
+    LATTICE__INSIDE_BUSY(lattice__model_busy(s), "lattice_teacher_init_student", "model",
+                         init_student_held(t, s));
 }
 
 lattice_status lattice_teacher_record(lattice_teacher *t, lattice_data *data, int64_t n_batches,

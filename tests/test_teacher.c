@@ -27,6 +27,10 @@ START_TEST(test_init_student)
     lattice_teacher *self;
     lattice_teacher_create_model(w.model, &self);
     ck_assert_int_eq(lattice_teacher_init_student(self, w.teacher_model), LATTICE_ERR_INVALID_CONFIG);
+    const char *why = lattice_teacher_errmsg(self); /* the model's reason, in the teacher's words */
+    ck_assert_msg(strstr(why, "no final norm to copy") || strstr(why, ") differ") ||
+                      strstr(why, "norm kinds differ"),
+                  "%s", why);
     lattice_teacher_destroy(self);
     free(te);
     free(th);
