@@ -1,7 +1,7 @@
 /* Token streams: byte-level text or token-id files, documents, the train and
  * validation splits, batches (padded or packed) in a seeded order. */
 #include "data_impl.h"
-#include "setup.h"
+#include "fields.h"
 #include "handle.h"
 
 #include "atomic_file.h"
@@ -651,21 +651,27 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
 
 /* The data's settings and the corpus's identity; with state, where the
  * iterator stands. Names are the checkpoint's keys. */
+/* The data's settings, in the order a setup lists them. Not here: separator
+ * and val_path (text only, borrowed during create: the corpus's digest
+ * stands for what they made). */
+#define DATA_FIELD(f, type) {#f, type, offsetof(lattice_data_params, f), 1, 1, 0}
+static const lattice__field data_fields[] = {
+    DATA_FIELD(vocab_size, LATTICE__F_INT),   DATA_FIELD(boundary_id, LATTICE__F_INT),
+    DATA_FIELD(batch_size, LATTICE__F_INT),   DATA_FIELD(seq_len, LATTICE__F_INT),
+    DATA_FIELD(pack, LATTICE__F_INT),         DATA_FIELD(trim, LATTICE__F_FLAG),
+    DATA_FIELD(val_fraction, LATTICE__F_FLOAT), DATA_FIELD(seed, LATTICE__F_U64),
+    DATA_FIELD(pad_id, LATTICE__F_INT),       DATA_FIELD(split_long, LATTICE__F_FLAG),
+};
+#undef DATA_FIELD
+const lattice__fields lattice__data_fields = {data_fields,
+                                              (int)(sizeof data_fields / sizeof data_fields[0])};
+
 void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s)
 {
     lattice_data_params dp;
     lattice_data_params_init(&dp);
     lattice_data_get_params(d, &dp);
-    SETUP_INT(s, dp.vocab_size, "vocab_size");
-    SETUP_INT(s, dp.boundary_id, "boundary_id");
-    SETUP_INT(s, dp.batch_size, "batch_size");
-    SETUP_INT(s, dp.seq_len, "seq_len");
-    SETUP_INT(s, dp.pack, "pack");
-    SETUP_INT(s, dp.trim != 0, "trim");
-    SETUP_REAL(s, dp.val_fraction, "val_fraction");
-    SETUP_UINT(s, dp.seed, "seed");
-    SETUP_INT(s, dp.pad_id, "pad_id");
-    SETUP_INT(s, dp.split_long != 0, "split_long");
+    lattice__fields_setup(&lattice__data_fields, &dp, "", s);
     const int64_t docs = lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN);
     SETUP_INT(s, lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN) +
                lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL),

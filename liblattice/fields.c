@@ -11,7 +11,7 @@ static int is_int(const lattice__field *f) { return f->type != LATTICE__F_FLOAT;
 static int64_t get_int(const lattice__field *f, const void *obj)
 {
     const char *p = (const char *)obj + f->offset;
-    if (f->type == LATTICE__F_I64) {
+    if (f->type == LATTICE__F_I64 || f->type == LATTICE__F_U64) {
         int64_t v;
         memcpy(&v, p, sizeof v);
         return v;
@@ -24,7 +24,7 @@ static int64_t get_int(const lattice__field *f, const void *obj)
 static void set_int(const lattice__field *f, void *obj, int64_t v)
 {
     char *p = (char *)obj + f->offset;
-    if (f->type == LATTICE__F_I64) {
+    if (f->type == LATTICE__F_I64 || f->type == LATTICE__F_U64) {
         memcpy(p, &v, sizeof v);
         return;
     }
@@ -57,7 +57,8 @@ void lattice__fields_setup(const lattice__fields *fs, const void *obj, const cha
     for (int i = 0; i < fs->n; i++) {
         const lattice__field *f = &fs->f[i];
         if (is_int(f)) {
-            lattice__setup_add(s, LATTICE__SETUP_INT, get_int(f, obj), "%s%s", prefix, f->name);
+            lattice__setup_add(s, f->type == LATTICE__F_U64 ? LATTICE__SETUP_UINT : LATTICE__SETUP_INT,
+                               get_int(f, obj), "%s%s", prefix, f->name);
         } else {
             lattice__setup_add(s, LATTICE__SETUP_REAL, lattice__setup_real_bits(get_real(f, obj)),
                                "%s%s", prefix, f->name);

@@ -7,8 +7,10 @@
  * are derived from the table, so a field added to the struct and its table
  * reaches all three, and no list of names is written twice. The tables live
  * beside their objects: lattice__phase_fields in schedule.c, lattice__optim_fields
- * in optim.c, lattice__model_fields in model.c (the setup digest only: a
- * checkpoint keeps the model's part as its setup list). */
+ * in optim.c; and, for the setup digest only (a checkpoint keeps these
+ * parts as their setup lists), lattice__model_fields in model.c,
+ * lattice__data_fields in data.c and lattice__trainer_fields in
+ * trainer_collective.c. */
 #ifndef LATTICE_FIELDS_H
 #define LATTICE_FIELDS_H
 
@@ -22,7 +24,9 @@ typedef enum lattice__ftype {
     LATTICE__F_I64 = 1,  /* int64_t */
     LATTICE__F_FLAG = 2, /* int used as a flag: 0 or 1 everywhere it travels */
     LATTICE__F_ENUM = 3, /* an enum stored as int; read back -1 outside 0..INT32_MAX */
-    LATTICE__F_FLOAT = 4 /* float, travelling as a double */
+    LATTICE__F_FLOAT = 4, /* float, travelling as a double */
+    LATTICE__F_U64 = 5    /* uint64_t (a seed): its bits, a setup's UINT; in JSON its bits as
+                           * an int64 */
 } lattice__ftype;
 
 typedef struct lattice__field {
@@ -42,9 +46,13 @@ extern const lattice__fields lattice__phase_fields; /* lattice_schedule_phase (s
 extern const lattice__fields lattice__optim_fields; /* lattice_optim_params (optim.c) */
 extern const lattice__fields lattice__model_fields; /* lattice_model_params' architecture
                                                      * (model.c) */
+extern const lattice__fields lattice__data_fields;  /* lattice_data_params but its paths
+                                                     * (data.c) */
+extern const lattice__fields lattice__trainer_fields; /* lattice_trainer_params' settings
+                                                       * (trainer_collective.c) */
 
 /* Each field of obj into the setup s, named prefix + name: integers, flags and
- * enums as INT, floats as REAL (their double's bits). */
+ * enums as INT, uint64s as UINT, floats as REAL (their double's bits). */
 void lattice__fields_setup(const lattice__fields *fs, const void *obj, const char *prefix,
                            lattice__setup *s);
 

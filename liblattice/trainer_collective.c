@@ -4,7 +4,7 @@
  * each object's own list and compared across the ranks. */
 #include "trainer_impl.h"
 
-#include "setup.h"
+#include "fields.h"
 #include "teacher_impl.h"
 
 #include <math.h>
@@ -235,13 +235,24 @@ lattice_status lattice__trainer_reduce_step(lattice_trainer *t, const lattice_da
     return LATTICE_OK;
 }
 
+/* The trainer's own settings, in the order a setup lists them. Not here: the
+ * callbacks and their user pointer (a rank's own), and the collective (being
+ * agreed on). */
+#define TRAINER_FIELD(f, type) {#f, type, offsetof(lattice_trainer_params, f), 1, 1, 0}
+static const lattice__field trainer_fields[] = {
+    TRAINER_FIELD(eval_every, LATTICE__F_I64),
+    TRAINER_FIELD(eval_batches, LATTICE__F_I64),
+    TRAINER_FIELD(seed, LATTICE__F_U64),
+};
+#undef TRAINER_FIELD
+const lattice__fields lattice__trainer_fields = {
+    trainer_fields, (int)(sizeof trainer_fields / sizeof trainer_fields[0])};
+
 /* Settings whose difference would make one rank call the collective where
  * another does not (validation), and the teacher and loss. */
 static void trainer_part(const lattice_trainer *t, int with_state, lattice__setup *s)
 {
-    SETUP_INT(s, t->p.eval_every, "eval_every");
-    SETUP_INT(s, t->p.eval_batches, "eval_batches");
-    SETUP_UINT(s, t->p.seed, "seed");
+    lattice__fields_setup(&lattice__trainer_fields, &t->p, "", s);
     int kind;
     const uint64_t h = lattice__teacher_identity(t->teacher, &kind);
     SETUP_INT(s, kind, "teacher_kind"); /* 0 none, 1 a model, 2 a callback, 3 a file */
