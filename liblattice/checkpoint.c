@@ -4,7 +4,7 @@
 
 #include "checkpoint_state.h"
 #include "data_impl.h"
-#include "model_impl.h"
+#include "model_access.h"
 #include "optim_impl.h"
 #include "safetensors.h"
 #include "schedule_impl.h"
@@ -42,7 +42,7 @@ static lattice_status save_checkpoint(lattice_trainer *t, const char *path)
 static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
 {
     const lattice_model *m = t->model;
-    const int nt = m->n_tensors;
+    const int nt = lattice_model_get_n_tensors(m);
     st_entry *e = calloc((size_t)(3 * nt + 1), sizeof(*e));
     char *names = malloc((size_t)2 * nt * 112);
     char *state = lattice__checkpoint_state_json(t);
@@ -53,22 +53,22 @@ static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
         return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the checkpoint");
     }
     for (int i = 0; i < nt; i++) {
-        const tensor_entry *te = &m->tensors[i];
-        const size_t off = (size_t)(te->data - m->params);
+        lattice__model_tensor te;
+        lattice__model_tensor_at(m, i, &te);
         for (int k = 0; k < 3; k++) {
             st_entry *x = &e[k * nt + i];
             x->dtype = ST_F32;
-            x->ndim = te->ndim;
-            x->shape[0] = te->rows;
-            x->shape[1] = te->cols;
+            x->ndim = te.ndim;
+            x->shape[0] = te.rows;
+            x->shape[1] = te.cols;
             if (k == 0) {
-                x->name = te->name;
-                x->data = te->data;
+                x->name = te.name;
+                x->data = te.data;
             } else {
                 char *nm = names + ((size_t)(k - 1) * nt + i) * 112;
-                snprintf(nm, 112, "optim.m%d.%s", k, te->name);
+                snprintf(nm, 112, "optim.m%d.%s", k, te.name);
                 x->name = nm;
-                x->data = (k == 1 ? t->optim->m1 : t->optim->m2) + off;
+                x->data = (k == 1 ? t->optim->m1 : t->optim->m2) + te.offset;
             }
         }
     }
@@ -92,7 +92,7 @@ static uint64_t state_hash(const lattice_model *m, const float *params, const fl
     uint64_t h = lattice__model_hash(m, params, LATTICE__HASH_START);
     h = lattice__model_hash(m, m1, h);
     h = lattice__model_hash(m, m2, h);
-    h = lattice__hash(h, steps, sizeof(int64_t) * (size_t)m->n_tensors);
+    h = lattice__hash(h, steps, sizeof(int64_t) * (size_t)lattice_model_get_n_tensors(m));
     const int64_t pos[5] = {r->optim_step, r->phase, r->step_in_phase, r->pos.epoch, r->pos.index};
     return lattice__hash(h, pos, sizeof(pos));
 }
@@ -129,20 +129,21 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
     st = lattice__checkpoint_parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), flags,
                                          &r);
     /* Read into scratch first: a bad file must leave the run untouched. */
-    const int nt = m->n_tensors;
+    const int nt = lattice_model_get_n_tensors(m);
+    const size_t arena = lattice__model_arena_floats(m);
     float *params = NULL, *m1 = NULL, *m2 = NULL;
     int64_t *steps = NULL;
     if (st == LATTICE_OK) {
-        params = malloc(sizeof(float) * m->n_params);
-        m1 = malloc(sizeof(float) * m->n_params);
-        m2 = malloc(sizeof(float) * m->n_params);
+        params = malloc(sizeof(float) * arena);
+        m1 = malloc(sizeof(float) * arena);
+        m2 = malloc(sizeof(float) * arena);
         steps = malloc(sizeof(int64_t) * (size_t)nt);
         if (!params || !m1 || !m2 || !steps)
             st = FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to restore the checkpoint");
     }
     for (int i = 0; st == LATTICE_OK && i < nt; i++) {
-        const tensor_entry *te = &m->tensors[i];
-        const size_t off = (size_t)(te->data - m->params);
+        lattice__model_tensor tensor, *te = &tensor;
+        lattice__model_tensor_at(m, i, te);
         const int64_t count = te->rows * te->cols;
         for (int k = 0; st == LATTICE_OK && k < 3; k++) {
             char name[128];
@@ -151,7 +152,7 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
             else
                 snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
             const st_tensor *ft = lattice__st_find(&sf, name);
-            float *dst = (k == 0 ? params : k == 1 ? m1 : m2) + off;
+            float *dst = (k == 0 ? params : k == 1 ? m1 : m2) + te->offset;
             if (!ft) {
                 st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
                 break;
@@ -189,8 +190,9 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
      * averages: one far beyond the other's root came from no run, and its update
      * m1 / (sqrt(m2) + eps) would overflow the weights */
     for (int i = 0; st == LATTICE_OK && i < nt; i++) {
-        const tensor_entry *te = &m->tensors[i];
-        const size_t off = (size_t)(te->data - m->params), n = (size_t)(te->rows * te->cols);
+        lattice__model_tensor tensor, *te = &tensor;
+        lattice__model_tensor_at(m, i, te);
+        const size_t off = te->offset, n = (size_t)(te->rows * te->cols);
         for (size_t j = off; st == LATTICE_OK && j < off + n; j++)
             if (fabsf(m1[j]) > 1e6f * (sqrtf(m2[j]) + r.op.eps))
                 st = FAIL(t, LATTICE_ERR_FORMAT,
@@ -257,10 +259,10 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
     if (st == LATTICE_OK) {
         /* commit: nothing below can fail */
         for (int i = 0; i < nt; i++) {
-            const tensor_entry *te = &m->tensors[i];
-            const size_t off = (size_t)(te->data - m->params);
-            const size_t bytes = sizeof(float) * (size_t)(te->rows * te->cols);
-            memcpy(te->data, params + off, bytes);
+            lattice__model_tensor te;
+            lattice__model_tensor_at(m, i, &te);
+            const size_t off = te.offset, bytes = sizeof(float) * (size_t)(te.rows * te.cols);
+            memcpy(te.data, params + off, bytes);
             memcpy(o->m1 + off, m1 + off, bytes);
             memcpy(o->m2 + off, m2 + off, bytes);
         }
@@ -269,13 +271,9 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
         o->step = r.optim_step;
         lattice__schedule_restore(t->schedule, (int)r.phase, r.step_in_phase, r.nonpad_in_phase,
                                   &r.counters);
-        m->n_active = (int)r.n_active;
-        m->trainable_embedding = r.tr_emb != 0;
-        m->trainable_boundary = r.tr_bnd != 0;
-        m->trainable_head = r.tr_head != 0;
-        for (int i = 0; i < m->p.n_layers; i++)
-            m->trainable_layer[i] = r.tr_layers[i] != 0;
-        m->batch = m->seq = 0;
+        lattice__model_set_run(m, &(lattice__model_run){(int)r.n_active, r.tr_emb != 0,
+                                                         r.tr_bnd != 0, r.tr_head != 0,
+                                                         r.tr_layers});
         t->applied_phase = (int)r.applied_phase;
         t->have_origin = r.have_origin;
         t->data_origin = r.origin;

@@ -5,7 +5,7 @@
 #include "fields.h"
 
 #include "json.h"
-#include "model_impl.h"
+#include "model_access.h"
 #include "optim_impl.h"
 #include "schedule_impl.h"
 #include "setup.h"
@@ -84,12 +84,14 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
         ADD(dt, data.f[i].name, field_json(&data.f[i]));
     for (int i = 0; ok && i < model.n; i++)
         ADD(arch, model.f[i].name, field_json(&model.f[i]));
-    ADD(md, "n_active", i64(m->n_active));
-    ADD(md, "trainable_embedding", i64(m->trainable_embedding));
-    ADD(md, "trainable_boundary", i64(m->trainable_boundary));
-    ADD(md, "trainable_head", i64(m->trainable_head));
-    for (int i = 0; ok && i < m->p.n_layers; i++)
-        ok = lattice__json_push(layers, i64(m->trainable_layer[i]));
+    lattice__model_run run;
+    lattice__model_get_run(m, &run);
+    ADD(md, "n_active", i64(run.n_active));
+    ADD(md, "trainable_embedding", i64(run.trainable_embedding));
+    ADD(md, "trainable_boundary", i64(run.trainable_boundary));
+    ADD(md, "trainable_head", i64(run.trainable_head));
+    for (int i = 0; ok && i < lattice__model_params(m)->n_layers; i++)
+        ok = lattice__json_push(layers, i64(run.trainable_layer[i]));
     ADD(j, "data_epoch", i64(pos.epoch));
     ADD(j, "data_index", i64(pos.index));
     ADD(j, "applied_phase", i64(t->applied_phase));
@@ -425,22 +427,22 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     in_range(&rd, "applied_phase", r->applied_phase, -1, n_phases - 1);
     const int64_t capacity = rd.ok ? (int64_t)json_object_array_length(layers) : 0;
     in_range(&rd, "model.n_active", r->n_active, 1, capacity);
-    const lattice_model *m = t->model;
+    const int n_layers = lattice__model_params(t->model)->n_layers;
     const lattice_schedule *s = t->schedule;
-    if (rd.ok && capacity != m->p.n_layers)
+    if (rd.ok && capacity != n_layers)
         refuse(&rd, "the checkpoint is of a model with a capacity of %lld layers "
                     "(model.trainable_layers) and this run's model has %d: another model",
-               (long long)capacity, m->p.n_layers);
+               (long long)capacity, n_layers);
     check_model(&rd, md);
     if (rd.ok) {
-        r->tr_layers = calloc((size_t)m->p.n_layers, sizeof(int64_t));
+        r->tr_layers = calloc((size_t)n_layers, sizeof(int));
         if (!r->tr_layers)
             no_memory(&rd, "restore the checkpoint");
-        for (int i = 0; rd.ok && i < m->p.n_layers; i++) {
+        for (int i = 0; rd.ok && i < n_layers; i++) {
             json_object *x = json_object_array_get_idx(layers, i);
             if (!json_object_is_type(x, json_type_int))
                 refuse(&rd, "the checkpoint's model.trainable_layers[%d] is not an integer", i);
-            r->tr_layers[i] = json_object_get_int64(x);
+            r->tr_layers[i] = json_object_get_int64(x) != 0;
         }
     }
     /* since 0.4, the whole schedule and the data, both or neither */

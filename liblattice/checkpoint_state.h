@@ -16,7 +16,7 @@ typedef struct checkpoint_restored {
     int have_origin;
     lattice_data_position origin;
     int64_t applied_phase, n_active, tr_emb, tr_bnd, tr_head;
-    int64_t *tr_layers;
+    int *tr_layers; /* each layer's trainable flag, 0 or 1 */
     int keep_data_position; /* other data, allowed: the iterator stays where it is */
 } checkpoint_restored;
 

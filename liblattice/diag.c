@@ -1,8 +1,8 @@
 /* Boundary diagnostics: the residual stream's scale at each block boundary,
  * block removal, the loss's response at an append, attention sinks. */
-#include "model_impl.h"
-
 #include "attention.h"
+#include "internal.h"
+#include "model_access.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -29,16 +29,17 @@ lattice_status lattice_diag_create(lattice_model *model, lattice_diag **out)
     if (!d)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_diag_create: out of memory");
-    lattice_status st = lattice__borrow(&model->borrow, "lattice_diag_create", "model");
+    lattice_status st = lattice__model_borrow(model, "lattice_diag_create");
     if (st != LATTICE_OK) {
         free(d);
         return st;
     }
-    size_t n = (size_t)model->p.max_batch * model->p.max_seq;
+    const lattice_model_params *p = lattice__model_params(model);
+    size_t n = (size_t)p->max_batch * p->max_seq;
     d->model = model;
     d->rms = malloc(sizeof(double) * n);
     d->cls = malloc(n);
-    d->h_in = malloc(sizeof(float) * n * (size_t)model->p.d_model);
+    d->h_in = malloc(sizeof(float) * n * (size_t)p->d_model);
     if (!d->rms || !d->cls || !d->h_in) {
         lattice_diag_destroy(d);
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -105,9 +106,10 @@ static lattice_status check_batch(lattice_diag *d, const int32_t *tokens, int ba
 {
     if (!tokens)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "tokens is NULL");
-    if (batch < 1 || seq < 1 || batch > d->model->p.max_batch || seq > d->model->p.max_seq)
+    const lattice_model_params *p = lattice__model_params(d->model);
+    if (batch < 1 || seq < 1 || batch > p->max_batch || seq > p->max_seq)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "batch %d x %d beyond the model's %d x %d",
-                    batch, seq, d->model->p.max_batch, d->model->p.max_seq);
+                    batch, seq, p->max_batch, p->max_seq);
     return LATTICE_OK;
 }
 
@@ -155,7 +157,7 @@ static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const
     if (st != LATTICE_OK)
         return st;
     lattice_model *m = d->model;
-    const int k = m->n_active, D = m->p.d_model;
+    const int k = lattice_model_get_active_layers(m), D = lattice__model_params(m)->d_model;
     const long n = (long)batch * seq;
     if (n_classes < 1 || n_classes > 255 || (!classes && n_classes != 2))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
@@ -201,7 +203,7 @@ static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int3
                                      const uint8_t *classes, int n_classes, void *out,
                                      int out_len)
 {
-    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+    LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
                     boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes, out, out_len));
 }
 
@@ -239,12 +241,12 @@ static lattice_status block_removal_held(lattice_diag *d, const char *fn, const 
         return st;
     lattice_model *m = d->model;
     /* compared without adding: first + count can overflow */
-    if (!targets || !out || first < 0 || count < 1 || first > m->n_active ||
-        count > m->n_active - first)
+    const int active = lattice_model_get_active_layers(m);
+    if (!targets || !out || first < 0 || count < 1 || first > active || count > active - first)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "block of %d layers from %d must lie within the %d active layers", count,
-                    first, m->n_active);
-    const int D = m->p.d_model;
+                    first, active);
+    const int D = lattice__model_params(m)->d_model;
     const long n = (long)batch * seq;
     lattice_model_set_skip(m, 0, 0);
     if ((st = ce_of(d, tokens, targets, mask, batch, seq, &out->ce_full)) != LATTICE_OK)
@@ -284,7 +286,7 @@ static lattice_status block_removal(lattice_diag *d, const char *fn, const int32
                                     const int32_t *targets, const uint8_t *mask, int batch,
                                     int seq, int first, int count, removal_result *out)
 {
-    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+    LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
                     block_removal_held(d, fn, tokens, targets, mask, batch, seq, first, count, out));
 }
 
@@ -379,8 +381,9 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: diag is NULL",
                              fn);
     lattice_model *m = d->model;
-    const int L = m->n_active, H = m->p.n_heads, KV = m->p.n_kv_heads, hd = m->p.head_dim;
-    const int D = m->p.d_model;
+    const lattice_model_params *p = lattice__model_params(m);
+    const int L = lattice_model_get_active_layers(m), H = p->n_heads, KV = p->n_kv_heads;
+    const int hd = p->head_dim, D = p->d_model;
     if (!out)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "out is NULL");
     if (out_len < L)
@@ -411,7 +414,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
     for (int i = 0; i < L; i++) {
         sinks_result r, *o = &r;
         memset(o, 0, sizeof(*o));
-        if (i >= m->skip_first && i < m->skip_first + m->skip_count) {
+        if (lattice__model_skips(m, i)) {
             /* a skipped layer computes nothing */
             o->mass0 = o->sink_rate = o->top_ratio = o->value_norm0 = NAN;
             o->top_token = -1;
@@ -421,7 +424,12 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
             put_entry(out, stride, i, o, sizeof(*o));
             continue;
         }
-        const layer_acts *A = &m->acts[i];
+        lattice__model_attention a;
+        const float *stream = NULL;
+        if (lattice__model_layer_attention(m, i, &a) != LATTICE_OK ||
+            lattice_model_get_hidden(m, i + 1, &stream) != LATTICE_OK)
+            return FAIL(d, LATTICE_ERR_STATE, "layer %d kept no attention in its forward", i);
+        const lattice_backend *be = lattice__model_backend(m);
         /* mass on position 0 of queries 1..T-1, per head over rows and positions */
         int sinks = 0;
         const lattice_attn_dims ad = {batch, T, H, KV, hd, 0, LATTICE_ATTN_AUTO, 0};
@@ -429,7 +437,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
             double sum = 0.0;
             for (int b = 0; b < batch; b++)
                 for (int t = 1; t < T; t++)
-                    sum += lattice__attention_prob(m->be, &ad, A->p, A->q, A->k, b, h, t, 0);
+                    sum += lattice__attention_prob(be, &ad, a.p, a.q, a.k, b, h, t, 0);
             const double mass = sum / ((double)batch * (T - 1));
             if (head_mass)
                 head_mass[i * H + h] = mass;
@@ -441,7 +449,7 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
         double n0 = 0.0, nr = 0.0;
         for (int b = 0; b < batch; b++)
             for (int g = 0; g < KV; g++) {
-                const float *v = A->v + ((size_t)b * KV + g) * T * hd;
+                const float *v = a.v + ((size_t)b * KV + g) * T * hd;
                 for (int t = 0; t < T; t++) {
                     double s = 0.0;
                     for (int j = 0; j < hd; j++)
@@ -454,13 +462,12 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
             }
         o->value_norm0 = nr > 0 ? n0 / nr : NAN;
         /* the layer's output stream: its largest |activation| over the median */
-        const float *h = m->hs[i + 1];
         float top = -1.0f;
         for (long k = 0; k < N * D; k++) {
-            const float a = fabsf(h[k]);
-            scratch[k] = a;
-            if (a > top) {
-                top = a;
+            const float x = fabsf(stream[k]);
+            scratch[k] = x;
+            if (x > top) {
+                top = x;
                 o->top_token = k / D;
                 o->top_dim = (int)(k % D);
             }
@@ -479,7 +486,7 @@ static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int
                                       int batch, int seq, double threshold, void *out,
                                       int out_len, double *head_mass, int head_mass_len)
 {
-    LATTICE__INSIDE(d ? d->model : NULL, fn, "model",
+    LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
                     attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len, head_mass, head_mass_len));
 }
 

@@ -585,6 +585,60 @@ lattice_status lattice__model_borrow(lattice_model *m, const char *fn)
 
 const lattice_model_params *lattice__model_params(const lattice_model *m) { return &m->p; }
 
+const struct lattice_backend *lattice__model_backend(const lattice_model *m) { return m->be; }
+
+lattice_prof *lattice__model_prof(lattice_model *m) { return &m->prof; }
+
+size_t lattice__model_arena_floats(const lattice_model *m) { return m->n_params; }
+
+void lattice__model_tensor_at(const lattice_model *m, int i, lattice__model_tensor *out)
+{
+    const tensor_entry *t = &m->tensors[i];
+    out->name = t->name;
+    out->data = t->data;
+    out->grad = lattice__grad_of(m, t->data);
+    out->offset = (size_t)(t->data - m->params);
+    out->rows = t->rows;
+    out->cols = t->cols;
+    out->ndim = t->ndim;
+    out->updatable = lattice__tensor_updatable(m, t);
+}
+
+void lattice__model_get_run(const lattice_model *m, lattice__model_run *out)
+{
+    out->n_active = m->n_active;
+    out->trainable_embedding = m->trainable_embedding;
+    out->trainable_boundary = m->trainable_boundary;
+    out->trainable_head = m->trainable_head;
+    out->trainable_layer = m->trainable_layer;
+}
+
+void lattice__model_set_run(lattice_model *m, const lattice__model_run *r)
+{
+    m->n_active = r->n_active;
+    m->trainable_embedding = r->trainable_embedding != 0;
+    m->trainable_boundary = r->trainable_boundary != 0;
+    m->trainable_head = r->trainable_head != 0;
+    for (int i = 0; i < m->p.n_layers; i++)
+        m->trainable_layer[i] = r->trainable_layer[i] != 0;
+    m->batch = m->seq = 0; /* the stored activations no longer match */
+}
+
+int lattice__model_skips(const lattice_model *m, int layer) { return lattice__model_skipped(m, layer); }
+
+lattice_status lattice__model_layer_attention(const lattice_model *m, int layer,
+                                              lattice__model_attention *out)
+{
+    if (!m->batch || layer < 0 || layer >= m->n_active || lattice__model_skipped(m, layer))
+        return LATTICE_ERR_STATE;
+    const layer_acts *a = &m->acts[layer];
+    out->p = a->p;
+    out->q = a->q;
+    out->k = a->k;
+    out->v = a->v;
+    return LATTICE_OK;
+}
+
 uint64_t lattice__model_identity(const lattice_model *m, uint64_t h)
 {
     h = lattice__model_hash(m, m->params, h);

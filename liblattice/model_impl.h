@@ -1,4 +1,5 @@
-/* The model's private body, shared with the optimizer (which walks its tensors). */
+/* The model's private body: the model's own files' alone (model_internal.h
+ * and model_io.c); other objects ask through model_access.h. */
 #ifndef LATTICE_MODEL_IMPL_H
 #define LATTICE_MODEL_IMPL_H
 
@@ -195,30 +196,13 @@ static inline int lattice__model_has_ref(const lattice_model *m, int i)
 /* Measure each running regular RMS from the last forward's streams (model_pass.c). */
 void lattice__model_measure_refs(lattice_model *m);
 
-/* Take the last forward's measurements into the running values (an optimizer step). */
-void lattice__model_commit_refs(lattice_model *m);
-
 /* Gradient of a parameter pointer (same offset in the gradient arena). */
 static inline float *lattice__grad_of(const lattice_model *m, const float *param)
 {
     return m->grads + (param - m->params);
 }
 
-/* A digest (lattice__hash, from h) of the tensors' values in arena, a buffer
- * laid out like the parameter arena (the parameters, a moment, a copy):
- * tensor by tensor, so that the arena's alignment padding, never written,
- * does not count. */
-uint64_t lattice__model_hash(const lattice_model *m, const float *arena, uint64_t h);
-
 /* Whether tensor t's group is trainable and (for layers) active. */
 int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t);
-
-/* The one evaluation loop: the sums of nats and counted positions over the
- * first nb validation batches, each cut by share(ctx, batch) when share is
- * given (model_pass.c; lattice_model_evaluate and lattice_trainer_evaluate). */
-lattice_status lattice__model_val_sums(lattice_model *m, lattice_data *data, int64_t nb,
-                                       lattice_data_batch (*share)(const void *ctx,
-                                                                   const lattice_data_batch *b),
-                                       const void *ctx, double *total, int64_t *count);
 
 #endif

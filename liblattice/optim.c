@@ -5,7 +5,7 @@
 
 #include "backend_impl.h"
 #include "kernels.h"
-#include "model_impl.h"
+#include "model_access.h"
 
 #include <stddef.h>
 #include <math.h>
@@ -153,14 +153,14 @@ lattice_status lattice_optim_create(lattice_model *model, const lattice_optim_pa
         free(o);
         return st;
     }
-    if ((st = lattice__borrow(&model->borrow, "lattice_optim_create", "model")) != LATTICE_OK) {
+    if ((st = lattice__model_borrow(model, "lattice_optim_create")) != LATTICE_OK) {
         free(o);
         return st;
     }
     o->model = model;
-    o->m1 = calloc(model->n_params, sizeof(float));
-    o->m2 = calloc(model->n_params, sizeof(float));
-    o->t_tensor = calloc((size_t)model->n_tensors, sizeof(int64_t));
+    o->m1 = calloc(lattice__model_arena_floats(model), sizeof(float));
+    o->m2 = calloc(lattice__model_arena_floats(model), sizeof(float));
+    o->t_tensor = calloc((size_t)lattice_model_get_n_tensors(model), sizeof(int64_t));
     if (!o->m1 || !o->m2 || !o->t_tensor) {
         lattice_optim_destroy(o);
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -234,9 +234,9 @@ lattice_status lattice_optim_reset(lattice_optim *o)
     if (!o)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_reset: invalid argument: optim is NULL");
-    memset(o->m1, 0, o->model->n_params * sizeof(float));
-    memset(o->m2, 0, o->model->n_params * sizeof(float));
-    memset(o->t_tensor, 0, (size_t)o->model->n_tensors * sizeof(int64_t));
+    memset(o->m1, 0, lattice__model_arena_floats(o->model) * sizeof(float));
+    memset(o->m2, 0, lattice__model_arena_floats(o->model) * sizeof(float));
+    memset(o->t_tensor, 0, (size_t)lattice_model_get_n_tensors(o->model) * sizeof(int64_t));
     o->step = 0;
     return LATTICE_OK;
 }
@@ -287,13 +287,14 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
             "lattice_optim_step: invalid argument: optim is NULL");
     lattice_model *m = o->model;
     /* the step writes the model's weights and its running statistics */
-    lattice_status st = lattice__busy_enter(&m->busy, "lattice_optim_step", "model");
+    lattice_status st = lattice__busy_enter(lattice__model_busy(m), "lattice_optim_step", "model");
     if (st != LATTICE_OK)
         return st;
-    double t0 = lattice__prof_begin(&m->prof);
+    lattice_prof *prof = lattice__model_prof(m);
+    double t0 = lattice__prof_begin(prof);
     st = optim_update(o, m, grad_norm);
-    lattice__prof_end(&m->prof, LATTICE_OP_OPTIM, t0);
-    lattice__busy_leave(&m->busy);
+    lattice__prof_end(prof, LATTICE_OP_OPTIM, t0);
+    lattice__busy_leave(lattice__model_busy(m));
     return st;
 }
 
@@ -302,17 +303,18 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 LATTICE_VEC_CLONES
 static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm)
 {
-    const int nt = m->be->n_threads;
+    const int nt = lattice__model_backend(m)->n_threads, n_tensors = lattice_model_get_n_tensors(m);
     (void)nt;
     /* The global norm in double, tensor by tensor in a fixed order. */
     double ss = 0.0;
     long total = 0; /* weights to update */
-    for (int i = 0; i < m->n_tensors; i++) {
-        const tensor_entry *t = &m->tensors[i];
-        if (!lattice__tensor_updatable(m, t))
+    for (int i = 0; i < n_tensors; i++) {
+        lattice__model_tensor t;
+        lattice__model_tensor_at(m, i, &t);
+        if (!t.updatable)
             continue;
-        total += (long)(t->rows * t->cols);
-        ss += lattice__sum_squares(lattice__grad_of(m, t->data), (long)(t->rows * t->cols), nt);
+        total += (long)(t.rows * t.cols);
+        ss += lattice__sum_squares(t.grad, (long)(t.rows * t.cols), nt);
     }
     double norm = sqrt(ss);
     if (grad_norm)
@@ -326,9 +328,12 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
     const float b1 = o->p.beta1, b2 = o->p.beta2, eps = o->p.eps;
     long kept = 0;       /* weights whose update was not finite */
     int first_bad = -1;  /* the tensor of the first of them */
-    for (int i = 0; i < m->n_tensors; i++) /* this update's step, per tensor */
-        if (lattice__tensor_updatable(m, &m->tensors[i]))
+    for (int i = 0; i < n_tensors; i++) { /* this update's step, per tensor */
+        lattice__model_tensor t;
+        lattice__model_tensor_at(m, i, &t);
+        if (t.updatable)
             o->t_tensor[i]++;
+    }
     /* One team for every tensor, each split in contiguous thirds, halves...
      * with no join between tensors; each weight's update is the same
      * arithmetic on any thread, so the bits do not depend on the count. */
@@ -342,19 +347,20 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
 #endif
         long my_bad = 0;
         int my_first = -1;
-        for (int i = 0; i < m->n_tensors; i++) {
-            const tensor_entry *t = &m->tensors[i];
-            if (!lattice__tensor_updatable(m, t))
+        for (int i = 0; i < n_tensors; i++) {
+            lattice__model_tensor t;
+            lattice__model_tensor_at(m, i, &t);
+            if (!t.updatable)
                 continue;
             const int64_t step = o->t_tensor[i];
             const float c1 = (float)(1.0 - pow(b1, (double)step));
             const float c2 = (float)(1.0 - pow(b2, (double)step));
             const float inv_c1 = 1.0f / c1, inv_c2 = 1.0f / c2;
-            const float wd = t->ndim == 2 ? o->p.weight_decay : 0.0f;
-            float *w = t->data;
-            const float *g = lattice__grad_of(m, w);
-            float *m1 = o->m1 + (w - m->params), *m2 = o->m2 + (w - m->params);
-            const long n = (long)(t->rows * t->cols);
+            const float wd = t.ndim == 2 ? o->p.weight_decay : 0.0f;
+            float *w = t.data;
+            const float *g = t.grad;
+            float *m1 = o->m1 + t.offset, *m2 = o->m2 + t.offset;
+            const long n = (long)(t.rows * t.cols);
             const long lo = n * th / T, hi = n * (th + 1) / T;
             long bad = 0;
             for (long j = lo; j < hi; j++) {
@@ -383,11 +389,14 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
     }
     o->step++;
     lattice__model_commit_refs(m);
-    if (kept)
+    if (kept) {
+        lattice__model_tensor bad;
+        lattice__model_tensor_at(m, first_bad, &bad);
         return lattice__set_error(o->err, LATTICE_ERR_NON_FINITE,
                                   "the update of %ld weights (the first in '%s') was not finite; "
                                   "they kept their values",
-                                  kept, m->tensors[first_bad].name);
+                                  kept, bad.name);
+    }
     return LATTICE_OK;
 }
 
@@ -400,6 +409,6 @@ void lattice__optim_setup(const lattice_optim *o, const lattice_model *m, int wi
     SETUP_INT(s, o->step, "step");
     uint64_t h = lattice__model_hash(m, o->m1, LATTICE__HASH_START);
     h = lattice__model_hash(m, o->m2, h);
-    h = lattice__hash(h, o->t_tensor, sizeof(int64_t) * (size_t)m->n_tensors);
+    h = lattice__hash(h, o->t_tensor, sizeof(int64_t) * (size_t)lattice_model_get_n_tensors(m));
     SETUP_HASH(s, h, "moments_hash");
 }

@@ -5,7 +5,7 @@
 #include "backend_impl.h"
 #include "data_impl.h"
 #include "distill_impl.h"
-#include "model_impl.h"
+#include "model_access.h"
 #include "optim_impl.h"
 #include "schedule_impl.h"
 #include "teacher_impl.h"
@@ -102,7 +102,7 @@ static lattice_status borrow_all(lattice_model *model, lattice_teacher *teacher,
                                  lattice_optim *optim, lattice_schedule *schedule)
 {
     static const char fn[] = "lattice_trainer_create";
-    lattice_status st = lattice__borrow(&model->borrow, fn, "model");
+    lattice_status st = lattice__model_borrow(model, fn);
     if (st != LATTICE_OK)
         return st;
     if (teacher && (st = lattice__teacher_borrow(teacher, fn)) != LATTICE_OK)
@@ -245,11 +245,11 @@ void lattice_trainer_destroy(lattice_trainer *t)
 
 lattice_status lattice__trainer_enter(lattice_trainer *t, const char *fn)
 {
-    lattice_status st = lattice__busy_enter(&t->model->busy, fn, "model");
+    lattice_status st = lattice__busy_enter(lattice__model_busy(t->model), fn, "model");
     if (st != LATTICE_OK || !t->teacher)
         return st;
     if ((st = lattice__teacher_enter(t->teacher, fn)) != LATTICE_OK)
-        lattice__busy_leave(&t->model->busy);
+        lattice__busy_leave(lattice__model_busy(t->model));
     return st;
 }
 
@@ -257,7 +257,7 @@ void lattice__trainer_leave(lattice_trainer *t)
 {
     if (t->teacher)
         lattice__teacher_leave(t->teacher);
-    lattice__busy_leave(&t->model->busy);
+    lattice__busy_leave(lattice__model_busy(t->model));
 }
 
 const char *lattice_trainer_errmsg(const lattice_trainer *t)
@@ -550,7 +550,7 @@ static lattice_status step_local(lattice_trainer *t, int phase, const lattice_sc
         const int64_t n = (int64_t)sb.batch * sb.seq;
         if (k) {
             /* the model's backend sets the loss's threads, as lattice_distill_model does */
-            lattice__distill_set_run_threads(t->distill, t->model->be->n_threads);
+            lattice__distill_set_run_threads(t->distill, lattice__model_backend(t->model)->n_threads);
             st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
                                       sb.targets, sb.mask, n, vocab,
                                       lattice_model_get_dlogits(t->model), &r);
