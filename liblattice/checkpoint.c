@@ -3,11 +3,11 @@
 #include "trainer_impl.h"
 
 #include "checkpoint_state.h"
-#include "data_impl.h"
+#include "data_access.h"
 #include "model_access.h"
-#include "optim_impl.h"
+#include "optim_access.h"
 #include "safetensors.h"
-#include "schedule_impl.h"
+#include "schedule_access.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -46,6 +46,8 @@ static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
     st_entry *e = calloc((size_t)(3 * nt + 1), sizeof(*e));
     char *names = malloc((size_t)2 * nt * 112);
     char *state = lattice__checkpoint_state_json(t);
+    lattice__optim_moments mo;
+    lattice__optim_get_moments(t->optim, &mo);
     if (!e || !names || !state) {
         free(e);
         free(names);
@@ -68,11 +70,11 @@ static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
                 char *nm = names + ((size_t)(k - 1) * nt + i) * 112;
                 snprintf(nm, 112, "optim.m%d.%s", k, te.name);
                 x->name = nm;
-                x->data = (k == 1 ? t->optim->m1 : t->optim->m2) + te.offset;
+                x->data = (k == 1 ? mo.m1 : mo.m2) + te.offset;
             }
         }
     }
-    e[3 * nt] = (st_entry){"optim.steps", ST_I64, 1, {nt}, t->optim->t_tensor};
+    e[3 * nt] = (st_entry){"optim.steps", ST_I64, 1, {nt}, mo.t_tensor};
     const char *meta[] = {"format", "pt", "lattice.version", LATTICE_VERSION_STRING,
                           "lattice.checkpoint", state, NULL};
     lattice_status st = lattice__st_write(path, e, 3 * nt + 1, meta, t->err);
@@ -120,6 +122,8 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
                     "no lattice_trainer_load_flag names (0x%x)", flags, flags & ~known);
     lattice_model *m = t->model;
     lattice_optim *o = t->optim;
+    lattice__optim_moments mo;
+    lattice__optim_get_moments(o, &mo);
     st_file sf;
     lattice_status st = lattice__st_open(&sf, path, t->err);
     if (st != LATTICE_OK)
@@ -263,12 +267,11 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
             lattice__model_tensor_at(m, i, &te);
             const size_t off = te.offset, bytes = sizeof(float) * (size_t)(te.rows * te.cols);
             memcpy(te.data, params + off, bytes);
-            memcpy(o->m1 + off, m1 + off, bytes);
-            memcpy(o->m2 + off, m2 + off, bytes);
+            memcpy(mo.m1 + off, m1 + off, bytes);
+            memcpy(mo.m2 + off, m2 + off, bytes);
         }
-        memcpy(o->t_tensor, steps, sizeof(int64_t) * (size_t)nt);
-        o->p = r.op;
-        o->step = r.optim_step;
+        memcpy(mo.t_tensor, steps, sizeof(int64_t) * (size_t)nt);
+        lattice__optim_restore(o, &r.op, r.optim_step);
         lattice__schedule_restore(t->schedule, (int)r.phase, r.step_in_phase, r.nonpad_in_phase,
                                   &r.counters);
         lattice__model_set_run(m, &(lattice__model_run){(int)r.n_active, r.tr_emb != 0,

@@ -6,8 +6,8 @@
 
 #include "json.h"
 #include "model_access.h"
-#include "optim_impl.h"
-#include "schedule_impl.h"
+#include "optim_access.h"
+#include "schedule_access.h"
 #include "setup.h"
 
 #include <math.h>
@@ -41,7 +41,8 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
 {
     const lattice_model *m = t->model;
     const lattice_optim *o = t->optim;
-    const lattice_schedule *s = t->schedule;
+    lattice__schedule_at s;
+    lattice__schedule_where(t->schedule, &s);
     lattice_data_position pos;
     lattice_data_get_position(t->data, &pos);
     json_object *j = json_object_new_object(), *op = json_object_new_object(),
@@ -64,19 +65,19 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
     ok = lattice__json_add(j, "model", md) && ok;
     ok = lattice__json_add(j, "data", dt) && ok;
 #define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
-    ADD(op, "step", i64(o->step));
-    ok = ok && lattice__fields_to_json(&lattice__optim_fields, &o->p, op);
-    ADD(sc, "n_phases", i64(s->n_phases));
-    ADD(sc, "phase", i64(s->phase));
-    ADD(sc, "step_in_phase", i64(s->step_in_phase));
-    ADD(sc, "nonpad_in_phase", i64(s->nonpad_in_phase));
-    ADD(sc, "steps", i64(s->counters.steps));
-    ADD(sc, "tokens", i64(s->counters.tokens));
-    ADD(sc, "nonpad_tokens", i64(s->counters.nonpad_tokens));
-    ADD(sc, "active_layer_tokens", i64(s->counters.active_layer_tokens));
-    ADD(sc, "flops", dbl(s->counters.flops));
-    for (int i = 0; ok && i < s->n_phases; i++) {
-        const lattice_schedule_phase *ph = &s->phases[i];
+    ADD(op, "step", i64(lattice_optim_get_steps(o)));
+    ok = ok && lattice__fields_to_json(&lattice__optim_fields, lattice__optim_params(o), op);
+    ADD(sc, "n_phases", i64(s.n_phases));
+    ADD(sc, "phase", i64(s.phase));
+    ADD(sc, "step_in_phase", i64(s.step_in_phase));
+    ADD(sc, "nonpad_in_phase", i64(s.nonpad_in_phase));
+    ADD(sc, "steps", i64(s.counters.steps));
+    ADD(sc, "tokens", i64(s.counters.tokens));
+    ADD(sc, "nonpad_tokens", i64(s.counters.nonpad_tokens));
+    ADD(sc, "active_layer_tokens", i64(s.counters.active_layer_tokens));
+    ADD(sc, "flops", dbl(s.counters.flops));
+    for (int i = 0; ok && i < s.n_phases; i++) {
+        const lattice_schedule_phase *ph = &s.phases[i];
         json_object *o = json_object_new_object();
         ok = lattice__json_push(phases, o) && lattice__fields_to_json(&lattice__phase_fields, ph, o);
     }
@@ -186,8 +187,11 @@ static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_
 }
 
 /* The checkpoint's schedule (since 0.4: every phase) against this run's. */
-static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const lattice_schedule *s)
+static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
+                           const lattice_schedule *schedule)
 {
+    lattice__schedule_at now;
+    lattice__schedule_where(schedule, &now);
     json_object *arr;
     if (!rd->ok)
         return;
@@ -195,7 +199,7 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const 
     if (!json_object_object_get_ex(sc, "phases", &arr)) {
         /* a checkpoint from before 0.4 has the phase count only */
         lattice__setup_add(&have, LATTICE__SETUP_INT, n_phases, "n_phases");
-        lattice__setup_add(&want, LATTICE__SETUP_INT, s->n_phases, "n_phases");
+        lattice__setup_add(&want, LATTICE__SETUP_INT, now.n_phases, "n_phases");
     } else if (!json_object_is_type(arr, json_type_array) ||
                (int64_t)json_object_array_length(arr) != n_phases) {
         refuse(rd, "the checkpoint's schedule.phases is not an array of schedule.n_phases (%lld) "
@@ -220,7 +224,7 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases, const 
         if (rd->ok)
             lattice__setup_phases(ph, (int)n_phases, &have);
         free(ph);
-        lattice__setup_phases(s->phases, s->n_phases, &want);
+        lattice__setup_phases(now.phases, now.n_phases, &want);
     }
     if (have.failed || want.failed)
         no_memory(rd, "compare the checkpoint's schedule");
@@ -475,11 +479,8 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
                     "on the rank count), or load with LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS",
                     (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks, (long long)ranks);
     /* the optimizer settings pass the setter's own checks: set them, then put back */
-    const lattice_optim_params was = t->optim->p;
-    lattice_status st = lattice_optim_set_params(t->optim, &r->op);
-    t->optim->p = was;
-    if (st != LATTICE_OK)
-        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s",
-                    lattice_optim_errmsg(t->optim));
+    char bad[LATTICE_ERRMSG_MAX];
+    if (lattice__optim_check_params(&r->op, bad) != LATTICE_OK)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s", bad);
     return LATTICE_OK;
 }

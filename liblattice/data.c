@@ -1,6 +1,6 @@
 /* Token streams: byte-level text or token-id files, documents, the train and
  * validation splits, batches (padded or packed) in a seeded order. */
-#include "data_impl.h"
+#include "data_access.h"
 #include "fields.h"
 #include "handle.h"
 

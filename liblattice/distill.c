@@ -3,7 +3,7 @@
 /* float selects in the row maxima must if-convert to vectorise (see kernels.c) */
 #pragma GCC optimize("no-trapping-math", "no-math-errno")
 
-#include "distill_impl.h"
+#include "distill_access.h"
 
 #include "internal.h"
 #include "kernels.h"

@@ -15,6 +15,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The model's copy of a norm's settings. */
+static lattice__norm_spec norm_spec(const lattice_norm *n)
+{
+    return (lattice__norm_spec){lattice_norm_get_placement(n), lattice_norm_get_kind(n),
+                                lattice_norm_get_eps(n), lattice_norm_get_residual_scale(n)};
+}
+
 lattice_status lattice_model_estimate(const lattice_model_params *params, const lattice_norm *norm,
                                       int64_t *n_params, size_t *arena_bytes)
 {
@@ -31,7 +38,7 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
         st = lattice__model_check_block_norm(&m.p, norm, "lattice_model_estimate");
     if (st != LATTICE_OK)
         return st;
-    m.norm = *norm;
+    m.norm = norm_spec(norm);
     const int L = m.p.n_layers;
     m.layers = calloc((size_t)L, sizeof(layer_params));
     m.acts = calloc((size_t)L, sizeof(layer_acts));
@@ -71,7 +78,7 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     if (!m)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_model_create: out of memory");
-    m->norm = *norm;
+    m->norm = norm_spec(norm);
     m->be = backend;
     lattice_status st = lattice__model_adopt_params(&m->p, params, "lattice_model_create", NULL);
     if (st == LATTICE_OK)

@@ -5,12 +5,20 @@
 
 #include "handle.h"
 #include "internal.h"
-#include "norm_impl.h"
 #include "profile.h"
 
 /* Norm slots of a layer: which exist depends on the placement.
  * pre: IN1, IN2. post: OUT1, OUT2 (on the residual sums). peri: all four. */
 enum { SLOT_IN1 = 0, SLOT_OUT1 = 1, SLOT_IN2 = 2, SLOT_OUT2 = 3, N_SLOTS = 4 };
+
+/* The norm a model was created with, as its passes read it: a copy of the
+ * lattice_norm's settings (norm.c), taken through its getters. */
+typedef struct lattice__norm_spec {
+    lattice_norm_placement placement;
+    lattice_norm_kind kind;
+    float eps;
+    float residual_scale;
+} lattice__norm_spec;
 
 typedef struct norm_params {
     float *w, *b; /* b only for LayerNorm */
@@ -120,7 +128,7 @@ typedef struct model_split {
 
 struct lattice_model {
     lattice_model_params p;
-    struct lattice_norm norm;
+    lattice__norm_spec norm;
     lattice_backend *be;
     char err[LATTICE_ERRMSG_MAX];
 

@@ -443,11 +443,11 @@ lattice_status lattice__model_adopt_params(lattice_model_params *dst,
 lattice_status lattice__model_check_block_norm(const lattice_model_params *p,
                                                const lattice_norm *norm, const char *fn)
 {
-    if (p->block_norm > 0 && norm->placement != LATTICE_NORM_PLACEMENT_PRE)
+    if (p->block_norm > 0 && lattice_norm_get_placement(norm) != LATTICE_NORM_PLACEMENT_PRE)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "%s: block_norm %d needs the pre-norm placement (post- and peri-norm "
                              "normalise the stream already)", fn, p->block_norm);
-    if (p->block_rescale > 0 && norm->placement != LATTICE_NORM_PLACEMENT_PRE)
+    if (p->block_rescale > 0 && lattice_norm_get_placement(norm) != LATTICE_NORM_PLACEMENT_PRE)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "%s: block_rescale %d needs the pre-norm placement (post- and "
                              "peri-norm normalise the stream already)", fn, p->block_rescale);

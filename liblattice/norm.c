@@ -1,9 +1,16 @@
 /* Normalization placements: pre, post, peri; RMS or LayerNorm; eps and the residual scale. */
-#include "norm_impl.h"
+#include "internal.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct lattice_norm {
+    lattice_norm_placement placement;
+    lattice_norm_kind kind;
+    float eps;
+    float residual_scale;
+};
 
 lattice_status lattice_norm_create(lattice_norm_placement placement, lattice_norm_kind kind,
                                    float eps, lattice_norm **out)

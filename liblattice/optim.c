@@ -1,5 +1,5 @@
 /* AdamW: warmup and cosine decay, global-norm clipping, state resets, frozen groups. */
-#include "optim_impl.h"
+#include "optim_access.h"
 
 #include "fields.h"
 
@@ -14,6 +14,16 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+
+struct lattice_optim {
+    lattice_model *model;
+    lattice_optim_params p;
+    float *m1, *m2;    /* moments, laid out like the model's parameter arena */
+    int64_t *t_tensor; /* updates each tensor has had since the last reset */
+    int64_t step;      /* schedule position */
+    char err[LATTICE_ERRMSG_MAX];
+    lattice_borrow borrow; /* by its trainer */
+};
 
 /* A gradient norm's sum over fewer floats than this runs on the calling
  * thread: waking a team per tensor cost more than the sum (at the study's
@@ -228,6 +238,27 @@ static double lr_at(const lattice_optim_params *p, int64_t s)
 float lattice_optim_get_lr(const lattice_optim *o) { return o ? (float)lr_at(&o->p, o->step) : 0.0f; }
 
 int64_t lattice_optim_get_steps(const lattice_optim *o) { return o ? o->step : 0; }
+
+void lattice__optim_get_moments(lattice_optim *o, lattice__optim_moments *out)
+{
+    out->m1 = o->m1;
+    out->m2 = o->m2;
+    out->t_tensor = o->t_tensor;
+}
+
+const lattice_optim_params *lattice__optim_params(const lattice_optim *o) { return &o->p; }
+
+lattice_status lattice__optim_check_params(const lattice_optim_params *p, char *err)
+{
+    lattice_optim_params tmp;
+    return copy_params(&tmp, p, "lattice_optim_set_params", err);
+}
+
+void lattice__optim_restore(lattice_optim *o, const lattice_optim_params *p, int64_t step)
+{
+    o->p = *p;
+    o->step = step;
+}
 
 lattice_status lattice_optim_reset(lattice_optim *o)
 {

@@ -1,11 +1,22 @@
 /* Depth schedules: phases, the paper's presets, and where a run stands in them. */
-#include "schedule_impl.h"
+#include "schedule_access.h"
 
 #include "fields.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+struct lattice_schedule {
+    lattice_schedule_phase *phases;
+    int n_phases, cap;
+    int phase;                /* current phase (n_phases once finished) */
+    int64_t step_in_phase;
+    int64_t nonpad_in_phase;
+    lattice_schedule_counters counters;
+    char err[LATTICE_ERRMSG_MAX];
+    lattice_borrow borrow; /* by its trainer */
+};
 
 /* The phase's fields, once: the setup digest the ranks compare, a
  * checkpoint's schedule.phases and its reading back derive from this table
@@ -373,6 +384,16 @@ int lattice__schedule_check_position(const lattice_schedule *s, int64_t phase,
     else
         return 1;
     return 0;
+}
+
+void lattice__schedule_where(const lattice_schedule *s, lattice__schedule_at *out)
+{
+    out->phases = s->phases;
+    out->n_phases = s->n_phases;
+    out->phase = s->phase;
+    out->step_in_phase = s->step_in_phase;
+    out->nonpad_in_phase = s->nonpad_in_phase;
+    out->counters = s->counters;
 }
 
 void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_phase,

@@ -1,6 +1,6 @@
 /* Teachers: where teacher logits come from (a model, a callback, a recorded
  * file), and recording a model's into such a file. */
-#include "teacher_impl.h"
+#include "teacher_access.h"
 
 #include "handle.h"
 #include "model_access.h"

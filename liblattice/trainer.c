@@ -3,12 +3,12 @@
 #include "trainer_impl.h"
 
 #include "backend_impl.h"
-#include "data_impl.h"
-#include "distill_impl.h"
+#include "data_access.h"
+#include "distill_access.h"
 #include "model_access.h"
-#include "optim_impl.h"
-#include "schedule_impl.h"
-#include "teacher_impl.h"
+#include "optim_access.h"
+#include "schedule_access.h"
+#include "teacher_access.h"
 
 #include <math.h>
 #include <stddef.h>

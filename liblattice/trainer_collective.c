@@ -5,7 +5,7 @@
 #include "trainer_impl.h"
 
 #include "fields.h"
-#include "teacher_impl.h"
+#include "teacher_access.h"
 
 #include <math.h>
 #include <stddef.h>

@@ -2,7 +2,7 @@
  * cosine schedule, clipping, resets, frozen groups and non-finite gradients. */
 #include <limits.h>
 #include "testutil.h"
-#include "optim_impl.h"
+#include "optim_access.h"
 
 typedef struct fixture {
     lattice_backend *be;

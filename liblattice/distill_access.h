@@ -1,7 +1,8 @@
-/* The distillation loss's private side: what the trainer asks of it that is
+/* What another object may ask of the distillation loss, as functions over its opaque
+ * handle (distill.c): what the trainer asks of it that is
  * not API. */
-#ifndef LATTICE_DISTILL_IMPL_H
-#define LATTICE_DISTILL_IMPL_H
+#ifndef LATTICE_DISTILL_ACCESS_H
+#define LATTICE_DISTILL_ACCESS_H
 
 #include "internal.h"
 

@@ -1,7 +1,8 @@
-/* The teacher's private side: what the trainer and its setup ask of it that
+/* What another object may ask of the teacher, as functions over its opaque
+ * handle (teacher.c): what the trainer and its setup ask of it that
  * is not API. */
-#ifndef LATTICE_TEACHER_IMPL_H
-#define LATTICE_TEACHER_IMPL_H
+#ifndef LATTICE_TEACHER_ACCESS_H
+#define LATTICE_TEACHER_ACCESS_H
 
 #include "internal.h"
 

@@ -1,7 +1,8 @@
-/* The data object's private side: what the trainer and its checkpoints ask
+/* What another object may ask of the data object, as functions over its opaque
+ * handle (data.c): what the trainer and its checkpoints ask
  * of it that is not API. */
-#ifndef LATTICE_DATA_IMPL_H
-#define LATTICE_DATA_IMPL_H
+#ifndef LATTICE_DATA_ACCESS_H
+#define LATTICE_DATA_ACCESS_H
 
 #include "internal.h"
 

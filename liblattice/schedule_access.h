@@ -1,21 +1,22 @@
-/* The schedule's private body, shared with the trainer's checkpoints (which
- * save and restore where it stands). */
-#ifndef LATTICE_SCHEDULE_IMPL_H
-#define LATTICE_SCHEDULE_IMPL_H
+/* What another object may ask of a schedule, as functions over its opaque
+ * handle (schedule.c): where it stands and its phases, which checkpoints
+ * save and restore, and its borrow. */
+#ifndef LATTICE_SCHEDULE_ACCESS_H
+#define LATTICE_SCHEDULE_ACCESS_H
 
 #include "handle.h"
 #include "internal.h"
 
-struct lattice_schedule {
-    lattice_schedule_phase *phases;
-    int n_phases, cap;
-    int phase;                /* current phase (n_phases once finished) */
-    int64_t step_in_phase;
-    int64_t nonpad_in_phase;
+/* Where the schedule stands, as a checkpoint saves it: its phases (its own:
+ * read only), the current phase (n_phases once finished), the steps and
+ * non-padding tokens into it, and the run's counters. */
+typedef struct lattice__schedule_at {
+    const lattice_schedule_phase *phases;
+    int n_phases, phase;
+    int64_t step_in_phase, nonpad_in_phase;
     lattice_schedule_counters counters;
-    char err[LATTICE_ERRMSG_MAX];
-    lattice_borrow borrow; /* by its trainer */
-};
+} lattice__schedule_at;
+void lattice__schedule_where(const lattice_schedule *s, lattice__schedule_at *out);
 
 /* The trainer borrows it (handle.h): add a borrower (refused once its destroy
  * was asked), drop one (freeing it when its destroy waits for that). */
