@@ -204,7 +204,8 @@ static lattice_status boundary_scale(lattice_diag *d, const char *fn, const int3
                                      int out_len)
 {
     LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
-                    boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes, out, out_len));
+                         boundary_scale_held(d, fn, tokens, mask, batch, seq, classes, n_classes,
+                                             out, out_len));
 }
 
 lattice_status lattice_diag_measure_boundary_scale(lattice_diag *d, const int32_t *tokens,
@@ -287,7 +288,8 @@ static lattice_status block_removal(lattice_diag *d, const char *fn, const int32
                                     int seq, int first, int count, removal_result *out)
 {
     LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
-                    block_removal_held(d, fn, tokens, targets, mask, batch, seq, first, count, out));
+                         block_removal_held(d, fn, tokens, targets, mask, batch, seq, first, count,
+                                            out));
 }
 
 lattice_status lattice_diag_measure_block_removal(lattice_diag *d, const int32_t *tokens,
@@ -487,7 +489,8 @@ static lattice_status attention_sinks(lattice_diag *d, const char *fn, const int
                                       int out_len, double *head_mass, int head_mass_len)
 {
     LATTICE__INSIDE_BUSY(d ? lattice__model_busy(d->model) : NULL, fn, "model",
-                    attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len, head_mass, head_mass_len));
+                         attention_sinks_held(d, fn, tokens, batch, seq, threshold, out, out_len,
+                                              head_mass, head_mass_len));
 }
 
 lattice_status lattice_diag_measure_attention_sinks(lattice_diag *d, const int32_t *tokens,

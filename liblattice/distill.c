@@ -8,7 +8,6 @@
 #include "internal.h"
 #include "kernels.h"
 #include "model_access.h"
-#include "backend_impl.h"
 
 #include <math.h>
 #include <stdint.h>

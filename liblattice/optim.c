@@ -3,7 +3,6 @@
 
 #include "fields.h"
 
-#include "backend_impl.h"
 #include "kernels.h"
 #include "model_access.h"
 
@@ -334,7 +333,8 @@ lattice_status lattice_optim_step(lattice_optim *o, float *grad_norm)
 LATTICE_VEC_CLONES
 static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *grad_norm)
 {
-    const int nt = lattice__model_backend(m)->n_threads, n_tensors = lattice_model_get_n_tensors(m);
+    const int nt = lattice_backend_get_threads(lattice__model_backend(m));
+    const int n_tensors = lattice_model_get_n_tensors(m);
     (void)nt;
     /* The global norm in double, tensor by tensor in a fixed order. */
     double ss = 0.0;

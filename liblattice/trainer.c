@@ -2,7 +2,6 @@
  * and whole runs; over ranks through trainer_collective.c. */
 #include "trainer_impl.h"
 
-#include "backend_impl.h"
 #include "data_access.h"
 #include "distill_access.h"
 #include "model_access.h"
@@ -550,7 +549,8 @@ static lattice_status step_local(lattice_trainer *t, int phase, const lattice_sc
         const int64_t n = (int64_t)sb.batch * sb.seq;
         if (k) {
             /* the model's backend sets the loss's threads, as lattice_distill_model does */
-            lattice__distill_set_run_threads(t->distill, lattice__model_backend(t->model)->n_threads);
+            lattice__distill_set_run_threads(
+                t->distill, lattice_backend_get_threads(lattice__model_backend(t->model)));
             st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
                                       sb.targets, sb.mask, n, vocab,
                                       lattice_model_get_dlogits(t->model), &r);
