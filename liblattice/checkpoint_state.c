@@ -190,11 +190,11 @@ static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_
 static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
                            const lattice_schedule *schedule)
 {
-    lattice__schedule_at now;
-    lattice__schedule_where(schedule, &now);
     json_object *arr;
     if (!rd->ok)
         return;
+    lattice__schedule_at now;
+    lattice__schedule_where(schedule, &now);
     lattice__setup have = {0}, want = {0};
     if (!json_object_object_get_ex(sc, "phases", &arr)) {
         /* a checkpoint from before 0.4 has the phase count only */
@@ -478,7 +478,7 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
                     "resume it with %lld (each rank's share of a batch, and so every sum, depends "
                     "on the rank count), or load with LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS",
                     (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks, (long long)ranks);
-    /* the optimizer settings pass the setter's own checks: set them, then put back */
+    /* the optimizer settings pass the setter's own checks (nothing is set here) */
     char bad[LATTICE_ERRMSG_MAX];
     if (lattice__optim_check_params(&r->op, bad) != LATTICE_OK)
         return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s", bad);
