@@ -154,8 +154,74 @@ static int paper_quadruple(const char (*q)[48])
     return 1;
 }
 
-/* Row k of the comparisons, paired by seed; label: the design's label first. */
-static void comparison_row(FILE *f, const study *s, int k, int label)
+/* The paired differences of comparison k (arm - reference) and interaction
+ * k (I), summarised; n 0 when an arm did not run. */
+static summary comparison_summary(const study *s, int k)
+{
+    double d[MAX_SEEDS];
+    summary sm = {0, 0, NAN, 0};
+    const int n = paired(s, s->p->compare[k][0], s->p->compare[k][1], d);
+    if (n)
+        sm = summarise(d, n);
+    return sm;
+}
+
+static summary interaction_summary(const study *s, int k)
+{
+    const char(*q)[48] = s->p->interact[k];
+    double dj[MAX_SEEDS], dg[MAX_SEEDS];
+    summary sm = {0, 0, NAN, 0};
+    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? s->p->seeds : 0;
+    for (int i = 0; i < n; i++)
+        dg[i] -= dj[i];
+    if (n)
+        sm = summarise(dg, n);
+    return sm;
+}
+
+/* The preset's comparisons and interactions (its own and its design's) as
+ * one family: each row's p (effect_p at the margin) and Holm's adjustment
+ * over all of them, comparisons first in adj[0..n_compare), then the
+ * interactions. Returns the family's size. */
+static int contrast_family(const study *s, double *adj)
+{
+    const preset *p = s->p;
+    double pv[2 * MAX_ARMS + 64];
+    int n = 0;
+    for (int k = 0; k < p->n_compare; k++) {
+        const summary sm = comparison_summary(s, k);
+        pv[n++] = effect_p(&sm, EQUIVALENCE_MARGIN);
+    }
+    for (int k = 0; k < p->n_interact; k++) {
+        const summary sm = interaction_summary(s, k);
+        pv[n++] = effect_p(&sm, EQUIVALENCE_MARGIN);
+    }
+    return holm(pv, n, adj);
+}
+
+/* "p 0.0012, Holm 0.0150" (n/a without an interval). */
+static void p_cell(char *buf, size_t n, const summary *sm, double adj)
+{
+    const double pv = effect_p(sm, EQUIVALENCE_MARGIN);
+    if (isnan(pv) || isnan(adj)) {
+        snprintf(buf, n, "n/a");
+        return;
+    }
+    char a[32], b[32];
+    if (pv < 0.0001)
+        snprintf(a, sizeof a, "< 0.0001");
+    else
+        snprintf(a, sizeof a, "%.4f", pv);
+    if (adj < 0.0001)
+        snprintf(b, sizeof b, "< 0.0001");
+    else
+        snprintf(b, sizeof b, "%.4f", adj);
+    snprintf(buf, n, "p %s, Holm %s", a, b);
+}
+
+/* Row k of the comparisons, paired by seed; label: the design's label first;
+ * adj: its Holm-adjusted p (contrast_family). */
+static void comparison_row(FILE *f, const study *s, int k, int label, double adj)
 {
     const preset *p = s->p;
     double d[MAX_SEEDS];
@@ -164,23 +230,25 @@ static void comparison_row(FILE *f, const study *s, int k, int label)
         snprintf(lab, sizeof lab, "%s | ", design_compare_label(p, k));
     const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
     if (!n) {
-        fprintf(f, "| %s%s | %s | not run | | 0 | not run |\n", lab, p->compare[k][1],
-                p->compare[k][0]);
+        fprintf(f, "| %s%s | %s | not run | | 0 | not run | not run | n/a |\n", lab,
+                p->compare[k][1], p->compare[k][0]);
         return;
     }
     summary sm = summarise(d, n);
+    char hc[160], pc[96];
     fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
     fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
     fmt_num(half, sizeof half, sm.half, "%.4f");
-    fprintf(f, "| %s%s | %s | %+.4f ± %s | [%s, %s] | %d | %s |\n", lab, p->compare[k][1],
+    fprintf(f, "| %s%s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |\n", lab, p->compare[k][1],
             p->compare[k][0], sm.mean, half, b1, b2, n,
-            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0));
+            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
+            half_cell(hc, sizeof hc, &sm), (p_cell(pc, sizeof pc, &sm, adj), pc));
 }
 
 /* Row k of the interactions, paired by seed: I = (d - c) - (b - a); the
  * paper's number only on its own arms; label: the design's label first (and
  * no paper column). */
-static void interaction_row(FILE *f, const study *s, int k, int label)
+static void interaction_row(FILE *f, const study *s, int k, int label, double adj)
 {
     const preset *p = s->p;
     const char(*q)[48] = p->interact[k];
@@ -192,24 +260,26 @@ static void interaction_row(FILE *f, const study *s, int k, int label)
     double dj[MAX_SEEDS], dg[MAX_SEEDS];
     const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
     if (!n) {
-        fprintf(f, "| %s%s | %s | %s | %s | not run | | 0 | not run |%s\n", lab, q[0], q[1], q[2],
-                q[3], paper);
+        fprintf(f, "| %s%s | %s | %s | %s | not run | | 0 | not run | not run | n/a |%s\n", lab,
+                q[0], q[1], q[2], q[3], paper);
         return;
     }
     for (int i = 0; i < n; i++)
         dg[i] -= dj[i];
     summary sm = summarise(dg, n);
+    char hc[160], pc[96];
     fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
     fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
     fmt_num(half, sizeof half, sm.half, "%.4f");
-    fprintf(f, "| %s%s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s |%s\n", lab, q[0], q[1],
-            q[2], q[3], sm.mean, half, b1, b2, n,
-            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0), paper);
+    fprintf(f, "| %s%s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |%s\n", lab,
+            q[0], q[1], q[2], q[3], sm.mean, half, b1, b2, n,
+            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
+            half_cell(hc, sizeof hc, &sm), (p_cell(pc, sizeof pc, &sm, adj), pc), paper);
 }
 
 /* A design's own tables: its arms by level, its comparisons and its
  * interactions, labelled with its factors and levels. */
-static void design_tables(FILE *f, const study *s)
+static void design_tables(FILE *f, const study *s, const double *adj)
 {
     const preset *p = s->p;
     const design *d = &p->design;
@@ -248,18 +318,20 @@ static void design_tables(FILE *f, const study *s)
         fprintf(f, "\n### The design's comparisons (paired by seed)\n\nEach factor's levels "
                    "against its first, the other factors held at the levels named.\n\n| "
                    "contrast | arm | reference | arm - reference (mean ± 95%% CI half-width) | "
-                   "95%% CI | seeds | verdict |\n|---|---|---|---|---|---|---|\n");
+                   "95%% CI | seeds | verdict | at ±%.4f | p (Holm) |\n|---|---|---|---|---|---|---|---|---|\n",
+                ABSENCE_MARGIN);
         for (int k = d->compare_from; k < d->compare_from + d->n_compare; k++)
-            comparison_row(f, s, k, 1);
+            comparison_row(f, s, k, 1, adj[k]);
     }
     if (d->n_interact) {
         fprintf(f, "\n### The design's interactions (paired by seed)\n\nFor factors F and G, "
                    "the arms a (both at their first level), b (F moved), c (G moved) and d "
                    "(both moved): I = (d - c) - (b - a), how much F's effect changes when G "
                    "moves.\n\n| interaction | a | b | c | d | I (mean ± 95%% CI half-width) | "
-                   "95%% CI | seeds | verdict |\n|---|---|---|---|---|---|---|---|---|\n");
+                   "95%% CI | seeds | verdict | at ±%.4f | p (Holm) |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                ABSENCE_MARGIN);
         for (int k = d->interact_from; k < d->interact_from + d->n_interact; k++)
-            interaction_row(f, s, k, 1);
+            interaction_row(f, s, k, 1, adj[p->n_compare + k]);
     }
     if (p->seeds == 1)
         fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
@@ -419,21 +491,31 @@ void report(FILE *f, const study *s)
     }
     baseline_words(f, s, unigram);
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
-    char cell[256];
+    char cell[256], hc[160];
     const int table1 = arm_index(s, "pre-joint") >= 0 || arm_index(s, "post-joint") >= 0 ||
                        arm_index(s, "pre-grow") >= 0 || arm_index(s, "post-grow") >= 0;
+    double adj[2 * MAX_ARMS + 64];
+    const int family = contrast_family(s, adj);
     fprintf(f, "\n## %s\n\nThe verdict column of %s comparison "
-               "and interaction tables below: below 0 or above 0 when the 95%% interval excludes 0; equivalent when the 90%% interval lies within ±%.4f "
-               "nats/byte (the equivalence margin, examples/reproduce/rules.h: the paper's grow "
-               "effect per byte; its interaction is %.4f nats/byte); else inconclusive, with the "
-               "effects the 95%% interval still allows in multiples of that margin. Only an "
-               "equivalent row shows an effect absent.\n\n",
+               "and interaction tables below: below 0 or above 0 when the 95%% interval excludes 0; within the paper's effect when the 90%% interval lies within ±%.4f "
+               "nats/byte (delta, the equivalence margin, examples/reproduce/rules.h: the paper's grow "
+               "effect of %.4f nats per Qwen3 token at an assumed %.0f bytes per token; its interaction is %.4f nats/byte): smaller than the "
+               "paper's effect, not absent; else inconclusive, with the "
+               "effects the 95%% interval still allows in multiples of that margin. The next column "
+               "reads the same interval at half the margin, ±%.4f: only a row equivalent there shows "
+               "an effect absent. The comparisons and interactions the preset asks for are one "
+               "family of %d: each row's p is that of the test its verdict reads (the two-sided t "
+               "test against 0 for a direction, the two one-sided tests at ±%.4f for a row within it, "
+               "for an undecided row the smaller of the two), beside Holm's adjustment over the "
+               "family; a verdict holds for the family only where its Holm p is below 0.05.\n\n",
             table1 ? "Table 1 analogue" : "How the tables below read",
             table1 ? "this table and of the" : "the",
-            EQUIVALENCE_MARGIN, -PAPER_INTERACTION / PAPER_BYTES_PER_TOKEN);
+            EQUIVALENCE_MARGIN, PAPER_GROW_EFFECT_PER_TOKEN, PAPER_BYTES_PER_TOKEN,
+            -PAPER_INTERACTION / PAPER_BYTES_PER_TOKEN, ABSENCE_MARGIN, family,
+            EQUIVALENCE_MARGIN);
     if (table1)
         fprintf(f, "| regime | pre | post | post - pre (95%% CI) | paper post - pre | verdict "
-                   "|\n|---|---|---|---|---|---|\n");
+                   "| at ±%.4f |\n|---|---|---|---|---|---|---|\n", ABSENCE_MARGIN);
     const char *regimes[2][3] = {{"joint", "pre-joint", "post-joint"}, {"grow", "pre-grow", "post-grow"}};
     double delta[2][MAX_SEEDS];
     int have[2] = {0, 0};
@@ -447,9 +529,10 @@ void report(FILE *f, const study *s)
         summary sx = summarise(x, p->seeds), sy = summarise(y, p->seeds),
                 sd = summarise(delta[r], p->seeds);
         fmt_num(b1, sizeof b1, sd.half, "%.4f");
-        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f | %s |\n", regimes[r][0], sx.mean,
+        fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f | %s | %s |\n", regimes[r][0], sx.mean,
                 sy.mean, sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]),
-                effect_cell(cell, sizeof cell, &sd, EQUIVALENCE_MARGIN, 0));
+                effect_cell(cell, sizeof cell, &sd, EQUIVALENCE_MARGIN, 0),
+                half_cell(hc, sizeof hc, &sd));
     }
     if (have[0] && have[1]) {
         for (int i = 0; i < p->seeds; i++)
@@ -459,9 +542,10 @@ void report(FILE *f, const study *s)
         fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
         fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
                    "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: %+.4f; "
-                   "verdict: %s.\n",
+                   "verdict: %s; at ±%.4f: %s.\n",
                 si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION,
-                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0));
+                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0), ABSENCE_MARGIN,
+                half_cell(hc, sizeof hc, &si));
     }
     /* controls: the arms of neither Table 1 nor a design */
     for (int a = 0, told = 0; a < p->n_arms; a++) {
@@ -487,9 +571,9 @@ void report(FILE *f, const study *s)
     if (own_cmp > 0) {
         fprintf(f, "\n## Comparisons the preset asks for (paired by seed)\n\n| arm | reference | "
                    "arm - reference (mean ± 95%% CI half-width) | 95%% CI | seeds | verdict "
-                   "|\n|---|---|---|---|---|---|\n");
+                   "| at ±%.4f | p (Holm) |\n|---|---|---|---|---|---|---|---|\n", ABSENCE_MARGIN);
         for (int k = 0; k < own_cmp; k++)
-            comparison_row(f, s, k, 0);
+            comparison_row(f, s, k, 0, adj[k]);
         if (p->seeds == 1)
             fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
                        "difference from seed noise.\n");
@@ -503,12 +587,13 @@ void report(FILE *f, const study *s)
                        "post joint, pre grow, post grow: I = (post grow - pre grow) - (post "
                        "joint - pre joint)). The paper's column holds its number only on its "
                        "own arms.\n\n| a | b | c | d | I (mean ± 95%% CI half-width) | 95%% CI | "
-                       "seeds | verdict | paper |\n|---|---|---|---|---|---|---|---|---|\n");
+                       "seeds | verdict | at ±%.4f | p (Holm) | paper |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
+                    ABSENCE_MARGIN);
         }
-        interaction_row(f, s, k, 0);
+        interaction_row(f, s, k, 0, adj[p->n_compare + k]);
     }
     if (p->design.n_factors)
-        design_tables(f, s);
+        design_tables(f, s, adj);
     /* loss response at phase changes */
     fprintf(f, "\n## Loss response at each phase change (mean over seeds)\n\n"
                "The paper smooths over %d of %dk steps (%.1f%% of a phase): here the baseline (mean "

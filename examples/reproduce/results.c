@@ -140,9 +140,22 @@ static json_object *effect_json(json_object *o, const summary *sm)
                                                     sm->mean + sm->half));
     json_object_object_add(o, "ci90", interval_json(has90, lo90, hi90));
     json_object_object_add(o, "verdict_kind",
-                           json_object_new_string(verdict_text(rule_effect(sm, EQUIVALENCE_MARGIN))));
+                           json_object_new_string(effect_kind(sm, EQUIVALENCE_MARGIN)));
     json_object_object_add(o, "verdict", json_object_new_string(effect_cell(
                                              cell, sizeof cell, sm, EQUIVALENCE_MARGIN, 0)));
+    /* the same interval at half the margin: only "equivalent" there shows an absence */
+    json_object_object_add(o, "absence_margin", json_object_new_double(ABSENCE_MARGIN));
+    json_object_object_add(o, "verdict_kind_half",
+                           json_object_new_string(effect_kind(sm, ABSENCE_MARGIN)));
+    json_object_object_add(o, "verdict_half", json_object_new_string(half_cell(cell, sizeof cell, sm)));
+    /* the p of the test the verdict reads, and of each test (report.md adjusts
+     * them over the preset's contrasts by Holm) */
+    json_object_object_add(o, "p", sm->n > 1 ? jd(effect_p(sm, EQUIVALENCE_MARGIN)) : NULL);
+    json_object_object_add(o, "p_zero", sm->n > 1 ? jd(p_against(sm, 0)) : NULL);
+    json_object_object_add(o, "p_within_margin",
+                           sm->n > 1 ? jd(p_tost(sm, EQUIVALENCE_MARGIN)) : NULL);
+    json_object_object_add(o, "p_within_half_margin",
+                           sm->n > 1 ? jd(p_tost(sm, ABSENCE_MARGIN)) : NULL);
     return o;
 }
 
@@ -269,6 +282,7 @@ static void add_statistics(json_object *o, const study *s)
     json_object_object_add(o, "comparisons", cmp);
     json_object_object_add(o, "interactions", inter);
     json_object_object_add(o, "equivalence_margin", json_object_new_double(EQUIVALENCE_MARGIN));
+    json_object_object_add(o, "absence_margin", json_object_new_double(ABSENCE_MARGIN));
     json_object_object_add(o, "verdicts", verdict_rows(s));
 }
 

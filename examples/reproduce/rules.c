@@ -1,6 +1,8 @@
 /* The verdict rules: pure functions of the study's numbers (rules.h). */
 #include "rules.h"
 
+#include "stats.h"
+
 const char *verdict_text(verdict v)
 {
     switch (v) {
@@ -9,7 +11,7 @@ const char *verdict_text(verdict v)
     case V_INCONCLUSIVE: return "inconclusive";
     case V_NOT_APPLICABLE: return "not applicable";
     case V_NOT_AVAILABLE: return "not available";
-    case V_EQUIVALENT: return "equivalent";
+    case V_EQUIVALENT: return "within the margin";
     case V_BELOW_ZERO: return "below 0";
     case V_ABOVE_ZERO: return "above 0";
     case V_NOT_RUN: break;
@@ -122,7 +124,8 @@ char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign
         break;
     case V_EQUIVALENT:
         interval90(d, &lo, &hi);
-        snprintf(buf, n, "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)", lo, hi, margin);
+        snprintf(buf, n, "%s (90%% CI [%+.4f, %+.4f] inside ±%.4f)", effect_kind(d, margin), lo,
+                 hi, margin);
         break;
     case V_INCONCLUSIVE:
         if (d->n < 2)
@@ -137,6 +140,40 @@ char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign
         snprintf(buf, n, "%s", verdict_text(v));
     }
     return buf;
+}
+
+const char *effect_kind(const summary *d, double margin)
+{
+    const verdict v = rule_effect(d, margin);
+    if (v != V_EQUIVALENT)
+        return verdict_text(v);
+    return margin <= ABSENCE_MARGIN * (1 + 1e-9) ? "equivalent" : "within the paper's effect";
+}
+
+char *half_cell(char *buf, size_t n, const summary *d)
+{
+    const verdict v = rule_effect(d, ABSENCE_MARGIN);
+    double lo = 0, hi = 0;
+    if (v == V_INCONCLUSIVE && d->n >= 2) {
+        interval90(d, &lo, &hi);
+        snprintf(buf, n, "not inside ±%.4f (90%% CI [%+.4f, %+.4f])", ABSENCE_MARGIN, lo, hi);
+        return buf;
+    }
+    if (v == V_EQUIVALENT || v == V_INCONCLUSIVE || v == V_NOT_RUN || v == V_NOT_AVAILABLE)
+        return effect_cell(buf, n, d, ABSENCE_MARGIN, 0);
+    snprintf(buf, n, "%s", verdict_text(v));
+    return buf;
+}
+
+double effect_p(const summary *d, double margin)
+{
+    const verdict v = rule_effect(d, margin);
+    const double pz = p_against(d, 0), pe = p_tost(d, margin);
+    if (v == V_BELOW_ZERO || v == V_ABOVE_ZERO)
+        return pz;
+    if (v == V_EQUIVALENT)
+        return pe;
+    return fmin(pz, pe);
 }
 
 verdict rule_controls(const summary *active, const summary *total)
@@ -202,6 +239,18 @@ verdict rule_jump_shape(const summary *share_gap, const summary *log_recovery)
     if (a < 0 || b < 0)
         return V_NOT_REPRODUCED;
     return a > 0 && b > 0 ? V_REPRODUCED : V_INCONCLUSIVE;
+}
+
+verdict rule_crossover(const summary *last, const summary *change)
+{
+    const summary *all[] = {last, change};
+    const int e = early_of(all, 2);
+    if (e >= 0)
+        return (verdict)e;
+    const int a = interval_side(last, 0), b = interval_side(change, 0);
+    if (a > 0 || b > 0)
+        return V_NOT_REPRODUCED;
+    return a < 0 && b < 0 ? V_REPRODUCED : V_INCONCLUSIVE;
 }
 
 verdict rule_block_removal(const summary *ratio, const summary *post_min, const summary *angle_gap,

@@ -27,16 +27,29 @@ const char *verdict_text(verdict v);
  * (paper.h), in nats per byte: Qwen3's tokenizer averages about 4 bytes of
  * English text per token (PAPER_BYTES_PER_TOKEN), so 0.0082 nats/byte.
  * Parity is an equivalence test with this margin: a difference smaller than
- * the effect the paper reports for grow. */
+ * the effect the paper reports for grow.
+ *
+ * The bytes per token are an assumption, not a measurement of the paper's
+ * text: at b bytes per token the margin is 0.0328 / b. A verdict that reads
+ * the margin holds only over the range of b it survives: the 4-pass grow
+ * gap's exclusion of the paper's effect (its 95% interval's lower end above
+ * -0.0328 / b) holds up to 4.65 bytes per token, and the cross report
+ * (examples/reproduce/cross.py) prints that bound, from the kept runs, beside
+ * the claim. */
 #define PAPER_GROW_EFFECT_PER_TOKEN (-PAPER_GROW_DELTA)
 #define PARITY_MARGIN (PAPER_GROW_EFFECT_PER_TOKEN / PAPER_BYTES_PER_TOKEN)
 
-/* The one margin of every equivalence test (delta): 0.0082 nats/byte, the
- * parity margin above. The paper's interaction, -0.0332 nats/token, is
- * 0.0083 nats/byte at the same 4 bytes per token: the two differ by 1%, and
- * one margin keeps the parity rows' verdicts as they were. A result may be
- * called absent only when its 90% interval lies inside +-EQUIVALENCE_MARGIN. */
+/* The margin of every equivalence test (delta): 0.0082 nats/byte, the parity
+ * margin above. The paper's interaction, -0.0332 nats/token, is 0.0083
+ * nats/byte at the same 4 bytes per token. delta is the paper's own effect,
+ * so a row equivalent at delta is "within the paper's effect (±delta)":
+ * smaller than what the paper reports, never absent. */
 #define EQUIVALENCE_MARGIN PARITY_MARGIN
+
+/* The second margin, delta / 2 = 0.0041 nats/byte: only a row whose 90%
+ * interval lies inside +-ABSENCE_MARGIN may be called absent ("gone", "level",
+ * "closed", "flat", "no effect"); its verdict is "equivalent". */
+#define ABSENCE_MARGIN (EQUIVALENCE_MARGIN / 2)
 
 /* Mechanism rows need phases at least this long (steps): shorter runs say
  * nothing about what training grows. */
@@ -93,6 +106,14 @@ verdict rule_block_removal(const summary *ratio, const summary *post_min, const 
  * or half_gap's above 0. Else inconclusive. */
 verdict rule_boundary(const summary *pre_ratio, const summary *half_gap);
 
+/* The paper's crossover: post-norm behind or level on the single block, ahead
+ * once blocks are appended. last: post - pre at the last phase's end, paired
+ * by seed; change: that minus post - pre at the end of phase 0. Reproduced:
+ * both 95% intervals below 0 (post ends ahead, and gained across the
+ * appends). Not reproduced: either above 0. Else, and with one seed,
+ * inconclusive. */
+verdict rule_crossover(const summary *last, const summary *change);
+
 /* An interaction, comparison, intervention or trend row, with no side
  * expected: direction shown (V_BELOW_ZERO / V_ABOVE_ZERO) when the 95%
  * interval excludes 0; else equivalent (V_EQUIVALENT) when the 90% interval
@@ -113,13 +134,31 @@ int interval90(const summary *d, double *lo, double *hi);
  * on a NaN. Returns buf. */
 char *effect_allows(char *buf, size_t n, const summary *d, double margin);
 
-/* A row's verdict cell from rule_effect: "below 0" / "above 0"; with sign
- * (the side a finding expects, -1 or +1; 0 for none) "reproduced (below 0)"
- * or "not reproduced (above 0)"; "equivalent (90% CI [-0.0050, +0.0040]
- * inside ±0.0082)"; "inconclusive: 90% CI [-0.0170, +0.0010] not inside
- * ±0.0082; " and effect_allows(); "inconclusive (1
- * seed)", "not run", "not available". Returns buf. */
+/* A row's verdict cell from rule_effect at margin: "below 0" / "above 0";
+ * with sign (the side a finding expects, -1 or +1; 0 for none) "reproduced
+ * (below 0)" or "not reproduced (above 0)"; inside the margin, at
+ * EQUIVALENCE_MARGIN "within the paper's effect (90% CI [-0.0050, +0.0040]
+ * inside ±0.0082)", at ABSENCE_MARGIN "equivalent (90% CI ... inside
+ * ±0.0041)"; "inconclusive: 90% CI [-0.0170, +0.0010] not inside ±0.0082; "
+ * and effect_allows(); "inconclusive (1 seed)", "not run", "not available".
+ * Returns buf. */
 char *effect_cell(char *buf, size_t n, const summary *d, double margin, int sign);
+
+/* The verdict at ABSENCE_MARGIN in a few words: "below 0" / "above 0",
+ * "equivalent (90% CI [..] inside ±0.0041)", "not inside ±0.0041", "inconclusive
+ * (1 seed)", "not run", "not available". Returns buf. */
+char *half_cell(char *buf, size_t n, const summary *d);
+
+/* The verdict word at a margin: verdict_text(rule_effect()), but
+ * "equivalent" only at ABSENCE_MARGIN or below ("within the paper's effect"
+ * at a larger margin). */
+const char *effect_kind(const summary *d, double margin);
+
+/* The p of the test rule_effect's verdict reads: the two-sided t test
+ * against 0 for a shown direction, the equivalence test at margin for a row
+ * inside it, and for an undecided row the smaller of the two (the test
+ * nearest to deciding it). NaN without an interval. */
+double effect_p(const summary *d, double margin);
 
 /* The interval of a summary wholly above (+1) or below (-1) x; 0 when it
  * straddles x or has no interval. */

@@ -29,6 +29,99 @@ summary summarise(const double *x, int n)
 }
 
 
+/* The continued fraction of the incomplete beta function (modified Lentz). */
+static double beta_cf(double a, double b, double x)
+{
+    const double tiny = 1e-300;
+    double c = 1, d = 1 - (a + b) * x / (a + 1);
+    d = 1 / (fabs(d) < tiny ? tiny : d);
+    double h = d;
+    for (int m = 1; m <= 300; m++) {
+        const double m2 = 2.0 * m;
+        double aa = m * (b - m) * x / ((a + m2 - 1) * (a + m2));
+        d = 1 + aa * d;
+        d = 1 / (fabs(d) < tiny ? tiny : d);
+        c = 1 + aa / c;
+        c = fabs(c) < tiny ? tiny : c;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1));
+        d = 1 + aa * d;
+        d = 1 / (fabs(d) < tiny ? tiny : d);
+        c = 1 + aa / c;
+        c = fabs(c) < tiny ? tiny : c;
+        const double del = d * c;
+        h *= del;
+        if (fabs(del - 1) < 1e-15)
+            break;
+    }
+    return h;
+}
+
+/* The regularized incomplete beta function I_x(a, b). */
+static double beta_reg(double a, double b, double x)
+{
+    if (x <= 0)
+        return 0;
+    if (x >= 1)
+        return 1;
+    const double front =
+        exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log(1 - x));
+    return x < (a + 1) / (a + b + 2) ? front * beta_cf(a, b, x) / a
+                                     : 1 - front * beta_cf(b, a, 1 - x) / b;
+}
+
+double t_cdf(double t, int df)
+{
+    if (df < 1 || isnan(t))
+        return NAN;
+    const double tail = 0.5 * beta_reg(0.5 * df, 0.5, df / (df + t * t)); /* P(T > |t|) */
+    return t > 0 ? 1 - tail : tail;
+}
+
+double p_against(const summary *d, double x)
+{
+    if (d->n < 2 || !isfinite(d->mean) || !isfinite(d->sd))
+        return NAN;
+    if (d->sd == 0)
+        return d->mean == x ? 1 : 0;
+    const double t = (d->mean - x) / (d->sd / sqrt((double)d->n));
+    return fmin(1, 2 * t_cdf(-fabs(t), d->n - 1));
+}
+
+double p_tost(const summary *d, double margin)
+{
+    if (d->n < 2 || !isfinite(d->mean) || !isfinite(d->sd))
+        return NAN;
+    if (d->sd == 0)
+        return fabs(d->mean) < margin ? 0 : 1;
+    const double se = d->sd / sqrt((double)d->n);
+    const double lower = 1 - t_cdf((d->mean + margin) / se, d->n - 1), /* H0: mean <= -margin */
+        upper = t_cdf((d->mean - margin) / se, d->n - 1);              /* H0: mean >= margin */
+    return fmax(lower, upper);
+}
+
+int holm(const double *p, int n, double *adj)
+{
+    int order[n > 0 ? n : 1], m = 0;
+    for (int i = 0; i < n; i++) {
+        adj[i] = NAN;
+        if (!isnan(p[i]))
+            order[m++] = i;
+    }
+    for (int i = 1; i < m; i++) /* by p, ties in their order */
+        for (int j = i; j > 0 && p[order[j]] < p[order[j - 1]]; j--) {
+            const int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    double run = 0;
+    for (int k = 0; k < m; k++) {
+        run = fmax(run, fmin(1, (m - k) * p[order[k]]));
+        adj[order[k]] = run;
+    }
+    return m;
+}
+
 int arm_index(const study *s, const char *name)
 {
     for (int a = 0; a < s->p->n_arms; a++)

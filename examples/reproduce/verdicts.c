@@ -1,6 +1,8 @@
 /* The verdict table: the paper's findings as rules over the results. */
 #include "verdicts.h"
 
+#include <stdarg.h>
+
 #include "paper.h"
 #include "report.h"
 #include "rules.h"
@@ -16,6 +18,90 @@ static void fmt_summary(char *buf, size_t n, const summary *sm)
         snprintf(buf, n, "%+.4f", sm->mean);
     else
         snprintf(buf, n, "%+.4f ± %.4f", sm->mean, sm->half);
+}
+
+/* The verdict table's rows, collected so that the p of each can be adjusted
+ * over all of them (Holm) before the table is printed. */
+typedef struct vtable {
+    char *row[64];
+    double p[64];
+    int n;
+} vtable;
+
+/* A row "| a | b | ... |" (its last cell, the p, is added when printed) and
+ * the p of the test its verdict reads (NaN: no test, not in the family). */
+static void vrow(vtable *t, double p, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    const int len = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (t->n >= (int)(sizeof t->row / sizeof t->row[0]) || len < 0)
+        die("verdict table: too many rows");
+    char *buf = malloc((size_t)len + 1);
+    if (!buf)
+        die("verdict table: out of memory");
+    va_start(ap, fmt);
+    vsnprintf(buf, (size_t)len + 1, fmt, ap);
+    va_end(ap);
+    t->row[t->n] = buf;
+    t->p[t->n++] = p;
+}
+
+/* A p as the tables print it. */
+static void fmt_p(char *buf, size_t n, double p)
+{
+    if (isnan(p))
+        snprintf(buf, n, "n/a");
+    else if (p < 0.0001)
+        snprintf(buf, n, "< 0.0001");
+    else
+        snprintf(buf, n, "%.4f", p);
+}
+
+/* The rows with their last cell, "p 0.0012, Holm 0.0150": the p of the test
+ * each verdict reads, and Holm's adjustment over the table's rows that have
+ * one (the table's family, its size said in the header's note). */
+static void vflush(FILE *f, vtable *t)
+{
+    double adj[64];
+    holm(t->p, t->n, adj);
+    for (int k = 0; k < t->n; k++) {
+        char a[32], b[32];
+        fmt_p(a, sizeof a, t->p[k]);
+        fmt_p(b, sizeof b, adj[k]);
+        if (isnan(t->p[k]))
+            fprintf(f, "%s n/a |\n", t->row[k]);
+        else
+            fprintf(f, "%s p %s, Holm %s |\n", t->row[k], a, b);
+        free(t->row[k]);
+    }
+    t->n = 0;
+}
+
+/* The p of a verdict that either of two sides decides: the "reproduced" side
+ * needs every one of its tests (the largest of their p), the "not
+ * reproduced" side any one of its own (the smallest); an undecided row gets
+ * the nearer of the two. */
+static double sided_p(verdict v, double p_yes, double p_no)
+{
+    if (v == V_REPRODUCED)
+        return p_yes;
+    if (v == V_NOT_REPRODUCED)
+        return p_no;
+    if (v == V_INCONCLUSIVE)
+        return fmin(p_yes, p_no);
+    return NAN;
+}
+
+/* The p of rule_parity's verdict: the equivalence test, or the interval
+ * outside the margin (against the nearer end). */
+static double parity_p(const summary *d, double margin)
+{
+    if (d->n < 2 || !isfinite(d->mean))
+        return NAN;
+    return sided_p(rule_parity(d, margin), p_tost(d, margin),
+                   p_against(d, d->mean > 0 ? margin : -margin));
 }
 
 /* The grow pairs: an arm pre-X on a grow schedule under pre-norm, and its
@@ -74,6 +160,18 @@ static double ratio_at_phase_end(const preset *p, const run_result *r, int k)
     for (int j = 0; j < r->n_pts; j++)
         if (r->pts[j].step == step && r->pts[j].active == (k + 1) * p->block_size)
             return r->pts[j].rms_boundary / r->pts[j].rms_regular;
+    return NAN;
+}
+
+/* A run's validation CE at its evaluation at the end of phase k (the
+ * trajectory's point at that step with the phase's layers active: the
+ * evaluation batches, not the final evaluation); NaN when it has none. */
+static double val_at_phase_end(const preset *p, const run_result *r, int k)
+{
+    const int64_t step = (int64_t)(k + 1) * p->steps_per_phase;
+    for (int j = 0; j < r->n_pts; j++)
+        if (r->pts[j].step == step && r->pts[j].active == (k + 1) * p->block_size)
+            return r->pts[j].val_ce;
     return NAN;
 }
 
@@ -162,7 +260,7 @@ static void matching_moves(char *ours, size_t n, const study *s, const char *suf
 /* The budget controls on a recipe named by suffix (-go): post-joint matched
  * on active-layer and on total tokens against post-grow, each with its
  * effect verdict; no row unless the three arms ran. */
-static void controls_row(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
+static void controls_row(vtable *t, const study *s, const char *suffix, const char *recipe, int n)
 {
     char qg[64], qa[64], qt[64], oa[64], ot[64], ca[256], ct[256];
     double c[MAX_SEEDS];
@@ -174,17 +272,20 @@ static void controls_row(FILE *f, const study *s, const char *suffix, const char
         return;
     fmt_summary(oa, sizeof oa, &sa);
     fmt_summary(ot, sizeof ot, &st);
-    fprintf(f, "| budget controls, %s: %s / %s - %s > 0 | (the paper did not run it) | %s / %s "
-               "(active: %s; total: %s) | %s |\n",
+    const verdict vc = rule_controls(&sa, &st);
+    const double pa = p_against(&sa, 0), pt = p_against(&st, 0);
+    vrow(t, sided_p(vc, fmax(pa, pt), fmin(pa, pt)),
+         "| budget controls, %s: %s / %s - %s > 0 | (the paper did not run it) | %s / %s "
+               "(active: %s; total: %s) | %s |",
             recipe, qa, qt, qg, oa, ot, effect_cell(ca, sizeof ca, &sa, EQUIVALENCE_MARGIN, 0),
-            effect_cell(ct, sizeof ct, &st, EQUIVALENCE_MARGIN, 0), vtext(rule_controls(&sa, &st), n));
+            effect_cell(ct, sizeof ct, &st, EQUIVALENCE_MARGIN, 0), vtext(vc, n));
 }
 
 /* The interaction at matched compute on a recipe whose arms are named with
  * suffix (pre-grow-go, pre-joint-total-go, ...; "" the paper's optimizer): a
  * row for each budget whose four arms ran, none otherwise. With no suffix the
  * total-token row is the one above, which the interaction row defers to. */
-static void matched_rows(FILE *f, const study *s, const char *suffix, const char *recipe, int n)
+static void matched_rows(vtable *t, const study *s, const char *suffix, const char *recipe, int n)
 {
     static const char *const budget[2][2] = {{"joint-active", "active-layer tokens"},
                                              {"joint-total", "total tokens"}};
@@ -200,13 +301,16 @@ static void matched_rows(FILE *f, const study *s, const char *suffix, const char
         char cell[256];
         fmt_summary(ours, sizeof ours, &si);
         matching_moves(ours, sizeof ours, s, suffix, pj, qj);
-        fprintf(f, "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
-                   "not run it) | %s | %s |\n",
-                budget[b][1], recipe, qg, pg, qj, pj, ours,
-                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1));
+        char half[160];
+        vrow(t, effect_p(&si, EQUIVALENCE_MARGIN),
+             "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
+             "not run it) | %s | %s; at ±%.4f: %s |",
+             budget[b][1], recipe, qg, pg, qj, pj, ours,
+             effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1), ABSENCE_MARGIN,
+             half_cell(half, sizeof half, &si));
     }
     if (*suffix) /* the paper's optimizer's controls are the budget controls row */
-        controls_row(f, s, suffix, recipe, n);
+        controls_row(t, s, suffix, recipe, n);
 }
 
 void verdicts(FILE *f, const study *s)
@@ -246,24 +350,32 @@ void verdicts(FILE *f, const study *s)
                "compute confound is open); where the arms matched on total compute ran, only when "
                "I at matched total compute is below 0 too. The rows at matched compute, which the paper did not "
                "run, are read with no threshold of their own: reproduced or not reproduced when the 95%% "
-               "interval excludes 0, equivalent when the 90%% interval lies within ±%.4f nats/byte (the "
-               "margin above: no interaction of the paper's size), else inconclusive, with the effects "
+               "interval excludes 0, within the paper's effect when the 90%% interval lies within ±%.4f "
+               "nats/byte (the margin above: no interaction as large as the paper's), else inconclusive, with the effects "
                "its 95%% interval still allows in multiples of that margin. Mechanism rows need a GO teacher and phases of at least "
                "%d steps (else not applicable); a diagnostic that failed is not available.\n\n"
-               "| finding | paper | ours | verdict |\n|---|---|---|---|\n",
+               "Each row's last cell is the p of the test its verdict reads (two-sided t tests over "
+               "the seeds; a rule of several intervals has the largest p of those its "
+               "verdict needs, an undecided row the p of the side nearest to deciding it) and "
+               "Holm's adjustment over the rows of this table that have one: a verdict "
+               "reproduced or not reproduced holds for the table as a family only where its "
+               "Holm p is below 0.05. A row within ±%.4f is within the paper's effect, "
+               "not shown absent: only a row equivalent at ±%.4f (half the margin) is.\n\n"
+               "| finding | paper | ours | verdict | p (Holm) |\n|---|---|---|---|---|\n",
             PARITY_MARGIN, PAPER_GROW_EFFECT_PER_TOKEN, PAPER_BYTES_PER_TOKEN, EQUIVALENCE_MARGIN,
-            MECHANISM_MIN_STEPS);
+            MECHANISM_MIN_STEPS, EQUIVALENCE_MARGIN, ABSENCE_MARGIN);
+    vtable tab = {.n = 0}, *t = &tab;
     if (any) { /* the paper's main arms' rows; a study of grow pairs alone has only theirs */
         /* 1 joint parity */
         summary sj = paired_summary(s, "pre-joint", "post-joint", d);
         fmt_summary(ours, sizeof ours, &sj);
-        fprintf(f, "| joint: post ≈ pre | %+.4f | %s | %s |\n", PAPER_JOINT_DELTA, ours,
-                vtext(rule_parity(&sj, PARITY_MARGIN), n));
+        vrow(t, parity_p(&sj, PARITY_MARGIN), "| joint: post ≈ pre | %+.4f | %s | %s |",
+             PAPER_JOINT_DELTA, ours, vtext(rule_parity(&sj, PARITY_MARGIN), n));
         /* 2 post-grow < pre-grow */
         summary sg = paired_summary(s, "pre-grow", "post-grow", e);
         fmt_summary(ours, sizeof ours, &sg);
-        fprintf(f, "| grow: post < pre | %+.4f | %s | %s |\n", PAPER_GROW_DELTA, ours,
-                vtext(rule_direction(&sg, -1), n));
+        vrow(t, p_against(&sg, 0), "| grow: post < pre | %+.4f | %s | %s |", PAPER_GROW_DELTA,
+             ours, vtext(rule_direction(&sg, -1), n));
         /* 6 (first: the interaction needs it) budget controls */
         double c[MAX_SEEDS];
         summary sa = paired_summary(s, "post-grow", "post-joint-active", c);
@@ -287,36 +399,47 @@ void verdicts(FILE *f, const study *s)
             why = vit == V_REPRODUCED ? " (and below 0 at matched total compute)"
                                       : " (below 0, but not at matched total compute: the row below)";
         }
-        fprintf(f, "| interaction I < 0 (with the budget controls, or I at matched total compute "
-                   "when it ran) | %+.4f | %s%s | %s |\n", PAPER_INTERACTION, ours, why, vtext(vi, n));
+        const double pi = p_against(&si, 0), pit = p_against(&sit, 0), pa = p_against(&sa, 0),
+                     pt = p_against(&st, 0);
+        const double p_yes = sit.n > 0 ? fmax(pi, pit) : fmax(pi, fmax(pa, pt));
+        vrow(t, si.n ? sided_p(vi, p_yes, fmin(pi, sit.n > 0 ? pit : fmin(pa, pt))) : NAN,
+             "| interaction I < 0 (with the budget controls, or I at matched total compute "
+             "when it ran) | %+.4f | %s%s | %s |", PAPER_INTERACTION, ours, why, vtext(vi, n));
         char cell[256];
         fmt_summary(ours, sizeof ours, &sit);
         matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
-        fprintf(f, "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
-                   "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s |\n", ours,
-                sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n));
-        matched_rows(f, s, "", "the paper's optimizer", n);
-        matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
+        char half[160] = "";
+        if (sit.n)
+            snprintf(half, sizeof half, "; at ±%.4f: ", ABSENCE_MARGIN),
+                half_cell(half + strlen(half), sizeof half - strlen(half), &sit);
+        vrow(t, sit.n ? effect_p(&sit, EQUIVALENCE_MARGIN) : NAN,
+             "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
+             "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s%s |",
+             ours, sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n),
+             half);
+        matched_rows(t, s, "", "the paper's optimizer", n);
+        matched_rows(t, s, "-go", "the teacher's recipe (the -go arms)", n);
         /* 4 single-block parity */
         summary ss = paired_summary(s, "pre-single", "post-single", d);
         fmt_summary(ours, sizeof ours, &ss);
-        fprintf(f, "| single block: post ≈ pre | %+.4f | %s | %s |\n", PAPER_SINGLE_DELTA, ours,
-                vtext(rule_parity(&ss, PARITY_MARGIN), n));
+        vrow(t, parity_p(&ss, PARITY_MARGIN), "| single block: post ≈ pre | %+.4f | %s | %s |",
+             PAPER_SINGLE_DELTA, ours, vtext(rule_parity(&ss, PARITY_MARGIN), n));
         /* 5 freeze ordering */
         summary sf = paired_summary(s, "pre-freeze", "post-freeze", d);
         fmt_summary(ours, sizeof ours, &sf);
-        fprintf(f, "| freeze: post < pre | %+.4f | %s | %s |\n", PAPER_FREEZE_DELTA, ours,
-                vtext(rule_direction(&sf, -1), n));
+        vrow(t, p_against(&sf, 0), "| freeze: post < pre | %+.4f | %s | %s |",
+             PAPER_FREEZE_DELTA, ours, vtext(rule_direction(&sf, -1), n));
         char oa[64], ot[64];
         fmt_summary(oa, sizeof oa, &sa);
         fmt_summary(ot, sizeof ot, &st);
-        fprintf(f, "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
-                   "%+.4f / %+.4f | %s / %s | %s |\n", PAPER_CONTROL_ACTIVE_DELTA,
-                PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
+        vrow(t, sided_p(vc, fmax(pa, pt), fmin(pa, pt)),
+             "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
+             "%+.4f / %+.4f | %s / %s | %s |", PAPER_CONTROL_ACTIVE_DELTA,
+             PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
     }
     if (!any) { /* the interaction at matched compute of a recipe whose four arms ran */
-        matched_rows(f, s, "", "the paper's optimizer", n);
-        matched_rows(f, s, "-go", "the teacher's recipe (the -go arms)", n);
+        matched_rows(t, s, "", "the paper's optimizer", n);
+        matched_rows(t, s, "-go", "the teacher's recipe (the -go arms)", n);
     }
     /* the mechanism rows' precondition */
     const int go = s->teacher.n > 0 && isfinite(s->teacher.max_ratio) ? s->teacher.max_ratio >= 3 : -1;
@@ -334,6 +457,7 @@ void verdicts(FILE *f, const study *s)
                                   &rc[w][i]);
         summary ssh[2], sjp[2], src[2], sgap = {0, 0, NAN, 0}, slrec = {0, 0, NAN, 0};
         verdict v = V_NOT_RUN;
+        double pv = NAN;
         if (ok) {
             for (int i = 0; i < n; i++) {
                 gap[i] = sh[1][i] - sh[0][i];
@@ -347,6 +471,8 @@ void verdicts(FILE *f, const study *s)
             sgap = summarise(gap, n);
             slrec = summarise(lrec, n);
             v = gate != V_REPRODUCED ? gate : rule_jump_shape(&sgap, &slrec);
+            const double p1 = p_against(&sgap, 0), p2 = p_against(&slrec, 0);
+            pv = sided_p(v, fmax(p1, p2), fmin(p1, p2));
             char a1[140], a2[140], a3[140], r1[140], r2[140], j1[140], j2[140];
             fmt_pm(a1, sizeof a1, &ssh[0], "%.0f%%", 100);
             fmt_pm(a2, sizeof a2, &ssh[1], "%.0f%%", 100);
@@ -366,10 +492,10 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        fprintf(f, "| loss jump at the first append, %s / %s: post loses more of phase 0's "
+        vrow(t, pv, "| loss jump at the first append, %s / %s: post loses more of phase 0's "
                    "learning and recovers more slowly (rule: both paired differences' intervals "
                    "above 0) | jump pre %.3f, post %.2f-%.2f nats/token; recovery pre ~%.0f, "
-                   "post ~%.0fk steps (%.0fx) | %s | %s |\n",
+                   "post ~%.0fk steps (%.0fx) | %s | %s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_JUMP_PRE, PAPER_JUMP_POST_LO,
                 PAPER_JUMP_POST_HI, PAPER_RECOVERY_PRE, PAPER_RECOVERY_POST / 1000,
                 PAPER_RECOVERY_POST / PAPER_RECOVERY_PRE, ours, vtext(v, n));
@@ -378,6 +504,7 @@ void verdicts(FILE *f, const study *s)
     for (int g = 0; g < ng; g++) {
         const run_result *r0 = s->res[gpre[g]][0], *q0 = s->res[gpost[g]][0];
         verdict vr = V_NOT_RUN;
+        double pv = NAN;
         if (r0->n_blocks_measured > 0 && q0->n_blocks_measured > 0) {
             double ratio[MAX_SEEDS], pmin[MAX_SEEDS], agap[MAX_SEEDS], last[MAX_SEEDS];
             for (int i = 0; i < n; i++) {
@@ -397,6 +524,9 @@ void verdicts(FILE *f, const study *s)
                           sa = summarise(agap, n), sl = summarise(last, n);
             vr = gate != V_REPRODUCED ? gate
                                       : rule_block_removal(&sr, &sm, &sa, BLOCK_REMOVAL_FLOOR);
+            const double p1 = p_against(&sr, BLOCK_REMOVAL_RATIO),
+                         p2 = p_against(&sm, BLOCK_REMOVAL_FLOOR), p3 = p_against(&sa, 0);
+            pv = sided_p(vr, fmax(p1, fmax(p2, p3)), fmin(p1, fmin(p2, p3)));
             char t1[140], t2[140], t3[140], t4[140];
             fmt_pm(t1, sizeof t1, &sl, "%.3f", 1);
             fmt_pm(t2, sizeof t2, &sm, "%.3f", 1);
@@ -412,11 +542,11 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        fprintf(f, "| block removal, %s / %s: pre's last block a near no-op, every post block "
+        vrow(t, pv, "| block removal, %s / %s: pre's last block a near no-op, every post block "
                    "effective (rule: the per-seed ratio of pre's last dCE to post's smallest has "
                    "its interval below %.2f, post's smallest dCE above %.2f and the angle gap "
                    "above 0) | pre last dCE %.2f, angle %.3f; post dCE >= %.2f, angle > %.2f "
-                   "(nats/token) | %s | %s |\n",
+                   "(nats/token) | %s | %s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, BLOCK_REMOVAL_RATIO,
                 BLOCK_REMOVAL_FLOOR, PAPER_REMOVAL_PRE_LAST_DCE, PAPER_REMOVAL_PRE_LAST_ANGLE,
                 PAPER_REMOVAL_POST_DCE, PAPER_REMOVAL_POST_ANGLE, ours, vtext(vr, n));
@@ -434,10 +564,13 @@ void verdicts(FILE *f, const study *s)
             ok = isfinite(pr[i]) && isfinite(po[i]);
         }
         verdict vg = V_NOT_RUN;
+        double pv = NAN;
         if (ok) {
             const summary spr = summarise(pr, n), shg = summarise(hg, n), spo = summarise(po, n),
                           spr2 = summarise(pr2, n), spo2 = summarise(po2, n);
             vg = gate != V_REPRODUCED ? gate : rule_boundary(&spr, &shg);
+            const double ph = p_against(&shg, 0);
+            pv = sided_p(vg, fmax(p_against(&spr, 3), ph), fmin(p_against(&spr, 1.5), ph));
             char t1[140], t2[140], t3[140], t4[140];
             fmt_pm(t1, sizeof t1, &spr, "%.2fx", 1);
             fmt_pm(t2, sizeof t2, &spo, "%.2fx", 1);
@@ -449,17 +582,75 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        fprintf(f, "| row-start tokens massive under pre-norm, not post, where the appended "
+        vrow(t, pv, "| row-start tokens massive under pre-norm, not post, where the appended "
                    "blocks read, %s / %s (rule: pre's row-start / regular RMS ratio's interval "
                    "above 3, and post's ratio minus half of pre's, per seed, below 0) | "
                    "document-boundary tokens %.0fx under pre-norm, post-norm below %.1f | %s | "
-                   "%s |\n",
+                   "%s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_BOUNDARY_RATIO_PRE,
                 PAPER_RMS_POST_BELOW, ours, vtext(vg, n));
     }
+    /* 10 the crossover: post - pre at each phase's end, paired by seed, and its
+     * change across each append, per grow pair */
+    for (int g = 0; g < ng; g++) {
+        const int phases = p->blocks;
+        double dd[MAX_BLOCKS][MAX_SEEDS];
+        int ok = phases >= 2;
+        for (int k = 0; k < phases && ok; k++)
+            for (int i = 0; i < n && ok; i++) {
+                dd[k][i] = val_at_phase_end(p, s->res[gpost[g]][i], k) -
+                           val_at_phase_end(p, s->res[gpre[g]][i], k);
+                ok = isfinite(dd[k][i]);
+            }
+        verdict vx = V_NOT_RUN;
+        double pv = NAN;
+        if (ok) {
+            char t1[140];
+            ours[0] = 0;
+            for (int k = 0; k < phases; k++) {
+                const summary sk = summarise(dd[k], n);
+                int ahead = 0;
+                for (int i = 0; i < n; i++)
+                    ahead += dd[k][i] < 0;
+                fmt_pm(t1, sizeof t1, &sk, "%+.4f", 1);
+                snprintf(ours + strlen(ours), sizeof ours - strlen(ours),
+                         "%safter phase %d (%d layers): %s (post ahead on %d of %d)",
+                         k ? "; " : "", k, (k + 1) * p->block_size, t1, ahead, n);
+            }
+            double ch[MAX_SEEDS];
+            for (int k = 1; k < phases; k++) {
+                for (int i = 0; i < n; i++)
+                    ch[i] = dd[k][i] - dd[k - 1][i];
+                const summary sc = summarise(ch, n);
+                fmt_pm(t1, sizeof t1, &sc, "%+.4f", 1);
+                snprintf(ours + strlen(ours), sizeof ours - strlen(ours),
+                         "; change across append %d: %s", k, t1);
+            }
+            for (int i = 0; i < n; i++)
+                ch[i] = dd[phases - 1][i] - dd[0][i];
+            const summary sl = summarise(dd[phases - 1], n), sc = summarise(ch, n);
+            vx = rule_crossover(&sl, &sc);
+            const double p1 = p_against(&sl, 0), p2 = p_against(&sc, 0);
+            pv = sided_p(vx, fmax(p1, p2), fmin(p1, p2));
+            fmt_pm(t1, sizeof t1, &sc, "%+.4f", 1);
+            snprintf(ours + strlen(ours), sizeof ours - strlen(ours),
+                     "; from phase 0's end to the last: %s", t1);
+        } else {
+            snprintf(ours, sizeof ours, "n/a");
+        }
+        vrow(t, pv, "| crossover, %s / %s: post - pre at each phase's end, paired by seed, on the "
+                    "evaluations during training (the first %d batches of the held-out text, "
+                    "not the final evaluation over all of it); post-norm behind or level on the "
+                    "single block, ahead once blocks are appended (rule: post - pre at the last "
+                    "phase's end and its change from phase 0's end both below 0) | single block "
+                    "%+.4f, grow %+.4f (post takes the lead once blocks are appended) | %s | %s |",
+             p->arms[gpre[g]].name, p->arms[gpost[g]].name, p->eval_batches, PAPER_SINGLE_DELTA,
+             PAPER_GROW_DELTA, ours, vtext(vx, n));
+    }
     if (ng == 0)
-        fprintf(f, "| loss jump, block removal, row-start tokens | (the grow arms) | n/a | not run "
-                   "|\n");
+        vrow(t, NAN, "| loss jump, block removal, row-start tokens | (the grow arms) | n/a | not run "
+                     "|");
+    vflush(f, t);
     char b1[64], layers[512] = "", go_at[256] = "";
     fmt_num(b1, sizeof b1, s->teacher.max_ratio, "%.2f");
     for (int k = 1; k < s->teacher.n; k++) {
@@ -495,8 +686,8 @@ json_object *verdict_rows(const study *s)
     verdicts(f, s);
     fclose(f);
     json_object *rows = json_object_new_array();
-    static const char *const keys[4] = {"finding", "paper", "ours", "verdict"};
-    const char *head = strstr(text, "|---|---|---|---|\n");
+    static const char *const keys[5] = {"finding", "paper", "ours", "verdict", "p"};
+    const char *head = strstr(text, "|---|---|---|---|---|\n");
     for (char *line = head ? strchr(head, '\n') + 1 : NULL; line && strncmp(line, "| ", 2) == 0;) {
         char *end = strchr(line, '\n');
         if (end)
@@ -506,8 +697,8 @@ json_object *verdict_rows(const study *s)
             line[n - 2] = 0;
             json_object *row = json_object_new_object();
             char *cell = line + 2;
-            for (int k = 0; k < 4; k++) {
-                char *bar = k < 3 ? strstr(cell, " | ") : NULL;
+            for (int k = 0; k < 5; k++) {
+                char *bar = k < 4 ? strstr(cell, " | ") : NULL;
                 if (bar)
                     *bar = 0;
                 json_object_object_add(row, keys[k], json_object_new_string(cell));

@@ -200,7 +200,18 @@ START_TEST(test_effect_words)
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &up, m, +1), "reproduced (above 0)");
     const summary eq = {0.001, 0.001, 0.0024843, 3}; /* 90% half-width 2.920 x sd / sqrt(3) */
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &eq, m, 0),
-                     "equivalent (90% CI [-0.0007, +0.0027] inside ±0.0082)");
+                     "within the paper's effect (90% CI [-0.0007, +0.0027] inside ±0.0082)");
+    /* only at half the margin is it "equivalent", the one word that shows an absence */
+    ck_assert_str_eq(half_cell(buf, sizeof buf, &eq), "equivalent (90% CI [-0.0007, +0.0027] "
+                                                      "inside ±0.0041)");
+    ck_assert_str_eq(effect_kind(&eq, ABSENCE_MARGIN), "equivalent");
+    ck_assert_str_eq(effect_kind(&eq, m), "within the paper's effect");
+    const summary wide = {-0.0033, 0.0045, 0.0045 * 2.365 / sqrt(8.0), 8}; /* the 4-pass grow gap */
+    ck_assert_int_eq(rule_effect(&wide, m), V_EQUIVALENT);
+    ck_assert_int_eq(rule_effect(&wide, ABSENCE_MARGIN), V_INCONCLUSIVE);
+    ck_assert_str_eq(half_cell(buf, sizeof buf, &wide),
+                     "not inside ±0.0041 (90% CI [-0.0063, -0.0003])");
+    ck_assert_str_eq(half_cell(buf, sizeof buf, &down), "below 0");
     const summary one = {0.3, 0, NAN, 1}, none = {0, 0, NAN, 0}, nan = {NAN, 0.1, 0.1, 3};
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &one, m, 0), "inconclusive (1 seed)");
     ck_assert_str_eq(effect_allows(buf, sizeof buf, &one, m), "one seed: no interval");
@@ -208,7 +219,54 @@ START_TEST(test_effect_words)
     ck_assert_str_eq(effect_allows(buf, sizeof buf, &none, m), "not run");
     ck_assert_str_eq(effect_cell(buf, sizeof buf, &nan, m, 0), "not available");
     ck_assert_str_eq(effect_allows(buf, sizeof buf, &nan, m), "n/a");
-    ck_assert_str_eq(verdict_text(V_EQUIVALENT), "equivalent");
+    ck_assert_str_eq(verdict_text(V_EQUIVALENT), "within the margin");
+    ck_assert_str_eq(half_cell(buf, sizeof buf, &one), "inconclusive (1 seed)");
+    ck_assert_str_eq(half_cell(buf, sizeof buf, &none), "not run");
+}
+END_TEST
+
+/* The p values: the t distribution against known quantiles, each test's p at
+ * its interval's edge, Holm's step-down. */
+START_TEST(test_p_values)
+{
+    ck_assert_double_eq_tol(t_cdf(2.365, 7), 0.975, 2e-4);
+    ck_assert_double_eq_tol(t_cdf(-2.262, 9), 0.025, 2e-4);
+    ck_assert_double_eq_tol(t_cdf(12.706, 1), 0.975, 2e-4);
+    ck_assert_double_eq_tol(t_cdf(0, 5), 0.5, 1e-12);
+    ck_assert_double_eq_tol(t_cdf(1.895, 7), 0.95, 2e-4);
+    /* a 95% interval that just touches 0 has p 0.05 */
+    const summary edge = {0.01, 0.01 / 2.365 * sqrt(8.0) , 0.01, 8};
+    ck_assert_double_eq_tol(p_against(&edge, 0), 0.05, 5e-4);
+    /* a 90% interval whose end is the margin has the equivalence p 0.05 */
+    const double sd = 0.002 * sqrt(8.0) / 1.895;
+    const summary eq = {EQUIVALENCE_MARGIN - 0.002, sd, 2.365 * sd / sqrt(8.0), 8};
+    ck_assert_double_eq_tol(p_tost(&eq, EQUIVALENCE_MARGIN), 0.05, 5e-4);
+    ck_assert_double_eq_tol(effect_p(&eq, EQUIVALENCE_MARGIN), p_against(&eq, 0), 1e-12);
+    const summary one = {0.3, 0, NAN, 1};
+    ck_assert(isnan(p_against(&one, 0)) && isnan(p_tost(&one, 0.1)));
+    /* Holm: sorted, scaled by m, m - 1, ..., kept monotone, capped at 1; NaN out */
+    const double pv[5] = {0.01, 0.04, NAN, 0.03, 0.5};
+    double adj[5];
+    ck_assert_int_eq(holm(pv, 5, adj), 4);
+    ck_assert_double_eq_tol(adj[0], 0.04, 1e-12);
+    ck_assert_double_eq_tol(adj[3], 0.09, 1e-12);
+    ck_assert_double_eq_tol(adj[1], 0.09, 1e-12);
+    ck_assert_double_eq_tol(adj[4], 0.5, 1e-12);
+    ck_assert(isnan(adj[2]));
+}
+END_TEST
+
+/* The crossover: post ends ahead and gained across the appends. */
+START_TEST(test_crossover)
+{
+    const summary below = {-0.03, 0.005, 0.005, 8}, above = {0.03, 0.005, 0.005, 8},
+                  across = {0.001, 0.01, 0.01, 8}, one = {-0.03, 0, NAN, 1}, none = {0, 0, NAN, 0};
+    ck_assert_int_eq(rule_crossover(&below, &below), V_REPRODUCED);
+    ck_assert_int_eq(rule_crossover(&above, &below), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_crossover(&below, &above), V_NOT_REPRODUCED);
+    ck_assert_int_eq(rule_crossover(&below, &across), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_crossover(&one, &one), V_INCONCLUSIVE);
+    ck_assert_int_eq(rule_crossover(&none, &below), V_NOT_RUN);
 }
 END_TEST
 
@@ -249,6 +307,8 @@ int main(void)
     tcase_add_test(tc, test_effect);
     tcase_add_test(tc, test_effect_words);
     tcase_add_test(tc, test_paper_numbers_agree);
+    tcase_add_test(tc, test_p_values);
+    tcase_add_test(tc, test_crossover);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
