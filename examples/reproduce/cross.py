@@ -64,9 +64,93 @@ T90 = [6.314, 2.920, 2.353, 2.132, 2.015, 1.943, 1.895, 1.860, 1.833, 1.812, 1.7
        1.771, 1.761, 1.753, 1.746, 1.740, 1.734, 1.729, 1.725, 1.721, 1.717, 1.714, 1.711,
        1.708, 1.706, 1.703, 1.701, 1.699, 1.697]
 
-# The equivalence margin, EQUIVALENCE_MARGIN of examples/reproduce/rules.h:
-# the paper's grow effect, 0.0328 nats/token, at 4 bytes per token.
-MARGIN = 0.0328 / 4
+# The equivalence margin, EQUIVALENCE_MARGIN of examples/reproduce/rules.h
+# (delta): the paper's grow effect, 0.0328 nats/token, at an assumed 4 bytes
+# per token. A row inside it is "within the paper's effect", never absent.
+PAPER_GROW_PER_TOKEN = 0.0328
+BYTES_PER_TOKEN = 4
+MARGIN = PAPER_GROW_PER_TOKEN / BYTES_PER_TOKEN
+# The second margin, ABSENCE_MARGIN (delta / 2): only a row inside it is
+# "equivalent", the one verdict that shows an absence.
+HALF_MARGIN = MARGIN / 2
+# Holm's family is tested at this level.
+ALPHA = 0.05
+
+
+def _beta_cf(a, b, x):
+    """The continued fraction of the incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 301):
+        m2 = 2 * m
+        for aa in (m * (b - m) * x / ((a + m2 - 1) * (a + m2)),
+                   -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1))):
+            d = 1 + aa * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + aa / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1) < 1e-15:
+            break
+    return h
+
+
+def t_cdf(t, df):
+    """The t distribution's CDF (the regularized incomplete beta function),
+    as examples/reproduce/stats.c computes it."""
+    a, b, x = 0.5 * df, 0.5, df / (df + t * t)
+    if x <= 0:
+        tail = 0.0
+    elif x >= 1:
+        tail = 0.5
+    else:
+        front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) +
+                         a * math.log(x) + b * math.log(1 - x))
+        ib = (front * _beta_cf(a, b, x) / a if x < (a + 1) / (a + b + 2)
+              else 1 - front * _beta_cf(b, a, 1 - x) / b)
+        tail = 0.5 * ib
+    return 1 - tail if t > 0 else tail
+
+
+def p_against(s, x):
+    """Two-sided p of a summary's mean against x (a t test over its seeds):
+    below 0.05 exactly when its 95% t interval excludes x. None without an
+    interval."""
+    if s is None or s.get("sd") is None or s["n"] < 2:
+        return None
+    if s["sd"] == 0:
+        return 1.0 if s["mean"] == x else 0.0
+    t = (s["mean"] - x) / (s["sd"] / math.sqrt(s["n"]))
+    return min(1.0, 2 * t_cdf(-abs(t), s["n"] - 1))
+
+
+def p_tost(s, margin):
+    """The equivalence test's p at +-margin (the larger of the two one-sided
+    t tests'): below 0.05 exactly when the 90% interval lies inside it."""
+    if s is None or s.get("sd") is None or s["n"] < 2:
+        return None
+    if s["sd"] == 0:
+        return 0.0 if abs(s["mean"]) < margin else 1.0
+    se = s["sd"] / math.sqrt(s["n"])
+    return max(1 - t_cdf((s["mean"] + margin) / se, s["n"] - 1),
+               t_cdf((s["mean"] - margin) / se, s["n"] - 1))
+
+
+def holm(ps):
+    """Holm's step-down adjustment: the i-th smallest p times (m - i + 1),
+    kept from falling, at most 1; None stays None (not in the family)."""
+    order = sorted((i for i, p in enumerate(ps) if p is not None), key=lambda i: ps[i])
+    m, run, adj = len(order), 0.0, [None] * len(ps)
+    for k, i in enumerate(order):
+        run = max(run, min(1.0, (m - k) * ps[i]))
+        adj[i] = run
+    return adj
+
+
+def fmt_p(p):
+    return "n/a" if p is None else "< 0.0001" if p < 0.0001 else "%.4f" % p
 
 
 def t_quantile(z, df):
@@ -321,9 +405,27 @@ def effect_verdict(s, margin):
     if margin is None:
         return "includes 0 (tested against 0 only)"
     if m - h90 > -margin and m + h90 < margin:
-        return "equivalent (90%% CI [%+.4f, %+.4f] inside ±%.4f)" % (m - h90, m + h90, margin)
+        return "%s (90%% CI [%+.4f, %+.4f] inside ±%.4f)" % (
+            "equivalent" if margin <= HALF_MARGIN * (1 + 1e-9) else "within the paper's effect",
+            m - h90, m + h90, margin)
+    if margin <= HALF_MARGIN * (1 + 1e-9):
+        return "not inside ±%.4f (90%% CI [%+.4f, %+.4f])" % (margin, m - h90, m + h90)
     return ("inconclusive: allows %+.4f to %+.4f, up to %.1fx the margin"
             % (m - half, m + half, max(abs(m - half), abs(m + half)) / margin))
+
+
+def verdict_kind(s, margin):
+    """effect_verdict's verdict in its first words: below 0, above 0, within
+    the paper's effect, equivalent (at half the margin), inconclusive, not
+    inside."""
+    if s.get("half") is None or s.get("n", 0) < 2:
+        return "inconclusive (1 seed)"
+    return effect_verdict(s, margin).split(" (")[0].split(":")[0]
+
+
+def half_verdict(s):
+    """effect_verdict at half the margin (rules.h's ABSENCE_MARGIN)."""
+    return effect_verdict(s, HALF_MARGIN)
 
 
 def dose_change(c, margin):
@@ -337,7 +439,224 @@ def dose_change(c, margin):
     m, half = s["mean"], s["half"]
     h90 = half * t90(n - 1) / t95(n - 1)
     return {"span": span, "mean": m, "half": half, "lo90": m - h90, "hi90": m + h90,
-            "sd": s["sd"], "n": n, "verdict": effect_verdict(s, margin)}
+            "sd": s["sd"], "n": n, "verdict": effect_verdict(s, margin),
+            "verdict_half": half_verdict(s) if margin is not None else None,
+            "per_seed": [b * span for b in c["per_seed"]]}
+
+
+def study_name(folder, res):
+    return res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+
+
+def val_at_phase_end(res, run, k):
+    """A run's validation CE at its evaluation at the end of phase k (the
+    trajectory's point at that step with the phase's layers active: the
+    evaluation batches during training, not the final evaluation)."""
+    spp = res["preset"]["train"].get("steps_per_phase", 1000)
+    bs = res["preset"].get("student", {}).get("block_size", 3)
+    for p in run.get("trajectory", []):
+        if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
+            return p.get("val_ce")
+    return None
+
+
+def crossover(res, pre, post):
+    """post - pre at each phase's end, paired by seed, from the trajectories;
+    None unless every seed has every phase's end."""
+    blocks = res["preset"].get("student", {}).get("blocks", 3)
+    rows = []
+    for k in range(blocks):
+        d = []
+        for r, q in zip(res["arms"].get(pre, []), res["arms"].get(post, [])):
+            a, b = val_at_phase_end(res, r, k), val_at_phase_end(res, q, k)
+            if a is None or b is None:
+                return None
+            d.append(b - a)
+        if len(d) < 1:
+            return None
+        rows.append(d)
+    return rows if len(rows) >= 2 else None
+
+
+def summary_at(s, n):
+    """The summary s would have with n seeds at the same mean and sd."""
+    return {"mean": s["mean"], "sd": s["sd"], "n": n,
+            "half": t95(n - 1) * s["sd"] / math.sqrt(n)}
+
+
+def claim_p(test, s):
+    """The p of a claim's test on a summary of its per-seed values."""
+    if test == "direction":
+        return p_against(s, 0)
+    if test == "within":
+        return p_tost(s, MARGIN)
+    if test == "excludes_paper":  # post ahead by the paper's effect (-delta) excluded at 95%
+        return p_against(s, -MARGIN) if s["mean"] > -MARGIN else 1.0
+    raise Refused("family: unknown test %r" % test)
+
+
+def bytes_bound(test, s):
+    """The most bytes per token at which the claim still holds at this
+    interval (the margin is 0.0328 / bytes per token)."""
+    if test == "excludes_paper":
+        lo = s["mean"] - s["half"]
+        return PAPER_GROW_PER_TOKEN / -lo if lo < 0 else None
+    if test == "within":
+        h90 = s["half"] * t90(s["n"] - 1) / t95(s["n"] - 1)
+        return PAPER_GROW_PER_TOKEN / max(abs(s["mean"] - h90), abs(s["mean"] + h90))
+    return None
+
+
+def headline(family, studies, doses):
+    """The declared headline family: each claim's per-seed values from the
+    studies' results.json, its p, Holm's adjustment over the family, and for a
+    claim that fails it the seeds that would pass it at the mean and sd seen."""
+    by_name = {study_name(f, r): r for f, r in studies}
+    rows = []
+    for c in family["claims"]:
+        test = c.get("test", "direction")
+        parts = []  # (test, per-seed values)
+        p_given = None
+        if "terms" in c:
+            vals = None
+            for st, arm, coef in c["terms"]:
+                if st not in by_name or arm not in by_name[st]["arms"]:
+                    raise Refused("family: %s has no arm %s" % (st, arm))
+                f = finals(by_name[st], arm)
+                vals = [coef * x for x in f] if vals is None else \
+                    [v + coef * x for v, x in zip(vals, f)]
+            parts.append((test, vals))
+        elif "block_removal" in c:
+            st, pre, post = c["block_removal"]
+            res = by_name[st]
+            ratio, pmin, agap = [], [], []
+            for r, q in zip(res["arms"][pre], res["arms"][post]):
+                last = r["block_removal"][-1]
+                md = min(b["dce"] for b in q["block_removal"])
+                ma = min(b["angle"] for b in q["block_removal"])
+                ratio.append(last["dce"] / md)
+                pmin.append(md)
+                agap.append(ma - last["angle"])
+            parts += [("below 0.25", ratio), ("above 0.05", pmin), ("above 0", agap)]
+        elif "crossover" in c:
+            st, pre, post = c["crossover"]
+            cx = crossover(by_name[st], pre, post)
+            if cx is None:
+                raise Refused("family: %s has no phase ends for %s / %s" % (st, pre, post))
+            parts.append((test, [b - a for a, b in zip(cx[0], cx[-1])]))
+        elif "dose" in c:
+            st, key = c["dose"]
+            ch = next((d["changes"].get(key) for d in doses if d["study"] == st), None)
+            if ch is None:
+                raise Refused("family: no induced dose %s in %s" % (key, st))
+            parts.append((test, ch["per_seed"]))
+        elif "verdict_row" in c:
+            st, prefix = c["verdict_row"]
+            row = next((v for v in by_name[st].get("verdicts", [])
+                        if v["finding"].startswith(prefix)), None)
+            m = re.match(r"p (< )?([0-9.]+)", (row or {}).get("p", ""))
+            if not m:
+                raise Refused("family: %s's verdict row %r has no p" % (st, prefix))
+            p_given = float(m.group(2))
+        else:
+            raise Refused("family: a claim with nothing to test: %r" % c.get("claim"))
+        sums, ps = [], []
+        for t, vals in parts:
+            sm = summary(vals)
+            sums.append((t, sm))
+            if t in ("below 0.25", "above 0.05", "above 0"):
+                x = {"below 0.25": 0.25, "above 0.05": 0.05, "above 0": 0.0}[t]
+                ps.append(p_against(sm, x))
+            else:
+                ps.append(claim_p(t, sm))
+        p = p_given if p_given is not None else max(ps)
+        first = sums[0][1] if sums else None
+        label = ("block removal: ratio below 0.25, smallest post dCE above 0.05, angle gap "
+                 "above 0" if "block_removal" in c else
+                 "verdict row (%s's report.md)" % c["verdict_row"][0] if "verdict_row" in c else
+                 "within (dose change)" if "dose" in c else
+                 "direction (phase-end change)" if "crossover" in c else test)
+        rows.append({"claim": c["claim"], "test": label, "source": c.get("source", ""), "p": p,
+                     "p_is_bound": p_given is not None and "<" in (m.group(0) if p_given is not None else ""),
+                     "n": first["n"] if first else None,
+                     "mean": first["mean"] if first else None,
+                     "half": first["half"] if first else None,
+                     "sd": first["sd"] if first else None,
+                     "parts": [{"test": t, "n": sm["n"], "mean": sm["mean"], "sd": sm["sd"],
+                                "half": sm["half"]} for t, sm in sums],
+                     "bytes_per_token_bound": bytes_bound(test, first) if first and "terms" in c
+                     else None})
+    adj = holm([r["p"] for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["p"])
+    m = len(rows)
+    for rank, i in enumerate(order):
+        r = rows[i]
+        r["holm"] = adj[i]
+        r["holds"] = adj[i] < family.get("alpha", ALPHA)
+        r["seeds_to_pass"] = None
+        if not r["holds"] and r["parts"]:
+            level = family.get("alpha", ALPHA) / (m - rank)
+            need = 0
+            for part in r["parts"]:
+                if part["sd"] is None:
+                    need = None
+                    break
+                t = part["test"]
+                n_ok = None
+                for n in range(2, MAX_SEEDS + 1):
+                    sm = summary_at(part, n)
+                    if t in ("below 0.25", "above 0.05", "above 0"):
+                        pp = p_against(sm, {"below 0.25": 0.25, "above 0.05": 0.05,
+                                            "above 0": 0.0}[t])
+                    else:
+                        pp = claim_p(t, sm)
+                    if pp < level:
+                        n_ok = n
+                        break
+                if n_ok is None:
+                    need = None
+                    break
+                need = max(need, n_ok)
+            r["seeds_to_pass"] = need
+            r["level"] = level
+    return rows
+
+
+def headline_md(family, rows):
+    md = ["", "## The headline family, corrected for multiplicity (Holm)", "",
+          family.get("what", "The claims declared in the family file.") + " Each claim's p is "
+          "that of the test its verdict reads, computed here from the studies' results.json: "
+          "a direction, the two-sided t test against 0 over the paired seeds; *within*, the "
+          "two one-sided t tests at ±%.4f nats/byte (delta: the paper's grow effect, %.4f "
+          "nats per Qwen3 token, at an assumed %d bytes per token); *excludes the paper's "
+          "effect*, the two-sided t test against -%.4f (post-grow ahead by delta); block "
+          "removal, the largest p of its rule's three intervals; a verdict row, the p its "
+          "study's report.md prints. Holm's step-down adjustment over the %d claims: a claim "
+          "holds for the family when its Holm p is below %.2f; one that fails is not decided, "
+          "and the last column gives the seeds that would pass it at its place in Holm's "
+          "order, at the mean and sd seen, were every claim before it in that order to pass "
+          "(a plan, not a promise; the step-down stops at the first claim that fails, so a "
+          "claim after it fails with it). For a claim that reads the "
+          "margin, the most bytes per token at which its interval still holds."
+          % (MARGIN, PAPER_GROW_PER_TOKEN, BYTES_PER_TOKEN, MARGIN, len(rows),
+             family.get("alpha", ALPHA)), "",
+          "| claim | test | seeds | mean ± 95% half-width | p | Holm p | verdict | holds up to "
+          "(bytes per token) | seeds to pass Holm |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        mh = "n/a" if r["mean"] is None else pm(r)
+        bound = "" if r["bytes_per_token_bound"] is None else "%.2f" % r["bytes_per_token_bound"]
+        if r["holds"]:
+            need = ""
+        elif r["seeds_to_pass"] is None:
+            need = "n/a" if not r["parts"] else "none at the mean seen"
+        else:
+            need = "%d" % r["seeds_to_pass"]
+        md.append("| %s | %s | %s | %s | %s%s | %s | %s | %s | %s |" % (
+            r["claim"].replace("|", "/"), r["test"], "" if r["n"] is None else r["n"], mh,
+            "< " if r["p_is_bound"] else "", fmt_p(r["p"]).lstrip("< ") if r["p_is_bound"]
+            else fmt_p(r["p"]), fmt_p(r["holm"]),
+            "holds" if r["holds"] else "fails Holm: not decided", bound, need))
+    return md
 
 
 def write_whole(path, text):
@@ -352,11 +671,17 @@ def write_whole(path, text):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--family", help="a JSON file declaring the headline family: its claims, "
+                    "each Holm-adjusted over all of them")
     ap.add_argument("studies", nargs="+")
     args = ap.parse_args(argv)
     try:
         studies = [(folder, load(folder)) for folder in args.studies]
-    except Refused as e:
+        family = None
+        if args.family:
+            with open(args.family) as f:
+                family = json.load(f)
+    except (Refused, OSError, ValueError) as e:
         print("cross: %s; nothing written" % e, file=sys.stderr)
         return 1
     os.makedirs(args.out, exist_ok=True)
@@ -517,18 +842,22 @@ def main(argv):
         md += ["", "Slopes on x with seeds as clusters (each seed's slope over its doses, a t "
                "interval over the seeds), and the change they imply across x's range, tested "
                "as the study's rules test an effect: below or above 0 when the 95%% interval "
-               "excludes 0, equivalent when the 90%% interval lies inside ±%.4f nats/byte (the "
-               "study's equivalence margin: the paper's grow effect per byte), otherwise "
-               "inconclusive; dCE and angle are tested against 0 only." % MARGIN, "",
-               "| on x | slope (95%) | seeds | x range | change across it (95%) | verdict |",
-               "|---|---|---|---|---|---|"]
+               "excludes 0, within the paper's effect when the 90%% interval lies inside ±%.4f "
+               "nats/byte (the study's equivalence margin: the paper's grow effect per byte; "
+               "smaller than the paper's effect, not absent), otherwise inconclusive; the last "
+               "column reads the same interval at half the margin, ±%.4f, where only "
+               "\"equivalent\" shows an absence; dCE and angle are tested against 0 only."
+               % (MARGIN, HALF_MARGIN), "",
+               "| on x | slope (95%%) | seeds | x range | change across it (95%%) | verdict | "
+               "at ±%.4f |" % HALF_MARGIN, "|---|---|---|---|---|---|---|"]
         for key, what in (("I", "I"), ("grow", "grow gap"), ("joint", "joint gap"),
                           ("z", "pre-grow last dCE"), ("angle", "pre-grow last angle")):
             f, c = d["fits"].get(key), d["changes"].get(key)
             if c is None:
                 continue
-            md.append("| %s | %s | %d | %.3f to %.3f | %s | %s |" % (
-                what, pm(f), f["seeds"], f["x_range"][0], f["x_range"][1], pm(c), c["verdict"]))
+            md.append("| %s | %s | %d | %.3f to %.3f | %s | %s | %s |" % (
+                what, pm(f), f["seeds"], f["x_range"][0], f["x_range"][1], pm(c), c["verdict"],
+                c["verdict_half"] or "(against 0 only)"))
     # the designs' own contrasts and interactions, in their labels, study by study
     designed = []
     for folder, res in studies:
@@ -580,10 +909,13 @@ def main(argv):
                 if what in seen or c.get("sd") is None or c.get("n", 0) < 2:
                     continue
                 seen.add(what)
+                sm = {"mean": c.get("mean"), "half": c.get("half_width_95"), "n": c["n"],
+                      "sd": c["sd"]}
                 to_decide.append({"study": name, "kind": kind[:-1], "contrast": what,
                                   "n": c["n"], "mean": c.get("mean"),
                                   "half": c.get("half_width_95"), "sd": c["sd"],
-                                  "verdict": c.get("verdict_kind", c.get("verdict", "")),
+                                  "verdict": verdict_kind(sm, MARGIN),
+                                  "verdict_half": verdict_kind(sm, HALF_MARGIN),
                                   "seeds_needed": seeds_needed(c["sd"], MARGIN)})
     for ch in changes:
         for k, what in (("joint", "joint gap"), ("grow", "grow gap"), ("I", "I")):
@@ -594,6 +926,7 @@ def main(argv):
                               "kind": "change with length", "contrast": what,
                               "n": sm["n"], "mean": sm["mean"], "half": sm["half"],
                               "sd": sm["sd"], "verdict": effect_verdict(sm, MARGIN),
+                              "verdict_half": verdict_kind(sm, HALF_MARGIN),
                               "seeds_needed": seeds_needed(sm["sd"], MARGIN)})
     for d in doses:
         for k, what in (("joint", "joint gap"), ("grow", "grow gap"), ("I", "I")):
@@ -603,7 +936,68 @@ def main(argv):
             to_decide.append({"study": d["study"], "kind": "change across the induced dose",
                               "contrast": what, "n": c["n"], "mean": c["mean"],
                               "half": c["half"], "sd": c["sd"], "verdict": c["verdict"],
+                              "verdict_half": verdict_kind(c, HALF_MARGIN),
                               "seeds_needed": seeds_needed(c["sd"], MARGIN)})
+    # the paper's crossover, from the trajectories: post - pre at each phase's end
+    cross_rows = []
+    for folder, res in studies:
+        name = study_name(folder, res)
+        bs = res["preset"].get("student", {}).get("block_size", 3)
+        for pg, qg, intervention in grow_pairs(res):
+            cx = None if intervention else crossover(res, pg, qg)
+            if cx is None:
+                continue
+            ends = [summary(d) for d in cx]
+            changes_x = [summary([b - a for a, b in zip(cx[k - 1], cx[k])])
+                         for k in range(1, len(cx))]
+            total = summary([b - a for a, b in zip(cx[0], cx[-1])])
+            last = ends[-1]
+            sides = [0 if x["half"] is None else (1 if x["mean"] - x["half"] > 0 else
+                                                  -1 if x["mean"] + x["half"] < 0 else 0)
+                     for x in (last, total)]
+            verdict = ("inconclusive (1 seed)" if last["half"] is None else
+                       "not reproduced" if max(sides) > 0 else
+                       "reproduced" if sides == [-1, -1] else "inconclusive")
+            cross_rows.append({"study": name, "pair": "%s / %s" % (pg, qg), "seeds": len(cx[0]),
+                               "block_size": bs, "ends": ends,
+                               "ahead": [sum(1 for v in d if v < 0) for d in cx],
+                               "changes": changes_x, "total": total, "verdict": verdict,
+                               "p": max(p_against(last, 0) or 0, p_against(total, 0) or 0)
+                               if verdict == "reproduced" else
+                               min(p_against(last, 0) or 1, p_against(total, 0) or 1)})
+    if cross_rows:
+        phases = max(len(r["ends"]) for r in cross_rows)
+        md += ["", "## The crossover: post - pre at each phase's end, paired by seed", "",
+               "The paper: \"the ranking crosses over during the curriculum: post-norm takes "
+               "the lead once blocks are appended\" (single block post - pre +0.0044, grow "
+               "-0.0328 nats/token). Per grow pair, post-grow - pre-grow at the evaluation that "
+               "ends each phase (from results.json's trajectories: the evaluation batches "
+               "during training, a fixed prefix of the held-out text, so the last phase's "
+               "value is not the final evaluation's over all of it), with the seeds on which "
+               "post-norm is ahead; the change across each append; and the study's rule "
+               "(examples/reproduce/rules.h, rule_crossover): reproduced when post - pre at "
+               "the last phase's end and its change from phase 0's end are both below 0, not "
+               "reproduced when either is above 0.", "",
+               "| study | pair | seeds | " + " | ".join("after phase %d" % k for k in range(phases))
+               + " | " + " | ".join("across append %d" % k for k in range(1, phases)) +
+               " | phase 0's end to the last | verdict | p |",
+               "|" + "---|" * (3 + 2 * phases - 1 + 3)]
+        for r in cross_rows:
+            cells = ["%s (post ahead on %d)" % (pm(e), a) for e, a in zip(r["ends"], r["ahead"])]
+            cells += [""] * (phases - len(r["ends"]))
+            ch = [pm(c) for c in r["changes"]] + [""] * (phases - 1 - len(r["changes"]))
+            md.append("| %s | %s | %d | %s | %s | %s | %s | %s |" % (
+                r["study"], r["pair"], r["seeds"], " | ".join(cells), " | ".join(ch),
+                pm(r["total"]), r["verdict"], fmt_p(r["p"])))
+    family_rows = []
+    if family is not None:
+        try:
+            family_rows = headline(family, studies, doses)
+        except (Refused, KeyError, TypeError, ValueError) as e:
+            print("cross: %s: %s; nothing written" % (args.family, e), file=sys.stderr)
+            return 1
+        at = md.index("## The trend with training length")
+        md[at:at] = headline_md(family, family_rows)[1:] + [""]
     md_seeds = []
     if to_decide:
         md_seeds += [
@@ -618,20 +1012,26 @@ def main(argv):
             "only about a quarter of the time (80%% power for that takes about 2.2 times the "
             "count). The sd is estimated from the seeds run, so with 3 seeds the count is a "
             "rough plan, not a promise. A study's rows give its verdict's kind; its report "
-            "gives what an inconclusive one allows." % MARGIN,
-            "", "| study | kind | contrast | seeds | mean ± 95% half-width | sd | verdict | "
-            "seeds for a half-width below the margin |", "|---|---|---|---|---|---|---|---|"]
+            "gives what an inconclusive one allows. The verdict at half the margin, ±%.4f, is "
+            "beside it: only \"equivalent\" there shows an absence." % (MARGIN, HALF_MARGIN),
+            "", "| study | kind | contrast | seeds | mean ± 95%% half-width | sd | verdict | at "
+            "±%.4f | seeds for a half-width below the margin |" % HALF_MARGIN,
+            "|---|---|---|---|---|---|---|---|---|"]
         for r in to_decide:
             need = ("more than %d" % MAX_SEEDS if r["seeds_needed"] is None
                     else "%d" % r["seeds_needed"])
-            md_seeds.append("| %s | %s | %s | %d | %+.4f ± %.4f | %.4f | %s | %s |" % (
+            md_seeds.append("| %s | %s | %s | %d | %+.4f ± %.4f | %.4f | %s | %s | %s |" % (
                 r["study"], r["kind"], r["contrast"].replace("|", "/"), r["n"], r["mean"],
-                r["half"], r["sd"], str(r["verdict"]).replace("|", "/"), need))
+                r["half"], r["sd"], str(r["verdict"]).replace("|", "/"),
+                str(r["verdict_half"]).replace("|", "/"), need))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
            "design_contrasts": designed, "seeds_to_decide": to_decide,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
            "change_with_training_length": changes,
            "interventions": isum, "intervention_points": ipoints, "induced_dose": doses,
+           "crossover": cross_rows, "headline_family": family_rows,
+           "margins": {"equivalence": MARGIN, "absence": HALF_MARGIN,
+                       "bytes_per_token": BYTES_PER_TOKEN},
            "studies": [os.path.normpath(s) for s in args.studies]}
     csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (
         p["study"], p["pair"], p["seed"], p["x"], p["y"], p["z"]) for p in points]

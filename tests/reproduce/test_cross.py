@@ -34,6 +34,14 @@ def study(d, name, steps, runs, extra_arms=()):
         json.dump(res, f)
 
 
+def load_cross():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("cross", CROSS)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 class Cross(unittest.TestCase):
     def cross_over(self, d, res):
         """Write res as study d/s's results.json, run cross.py on it alone into
@@ -207,7 +215,10 @@ class Cross(unittest.TestCase):
             self.assertTrue(ch["verdict"].startswith("below 0"), ch["verdict"])
             g = dose["changes"]["grow"]
             self.assertAlmostEqual(g["mean"], 0.0)
-            self.assertTrue(g["verdict"].startswith("equivalent"), g["verdict"])
+            # inside the margin (delta) is "within the paper's effect"; only inside half of
+            # it is a row "equivalent", the one word that shows an absence
+            self.assertTrue(g["verdict"].startswith("within the paper's effect"), g["verdict"])
+            self.assertTrue(g["verdict_half"].startswith("equivalent"), g["verdict_half"])
             self.assertEqual(dose["changes"]["z"]["verdict"][:7], "above 0")
             self.assertNotIn("angle", dose["fits"])  # these records have no angle
             # the change in I across the dose, -0.012 -0.015 -0.018 by seed (sd 0.003):
@@ -292,8 +303,82 @@ class Cross(unittest.TestCase):
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
             self.assertIn("| s | interaction | (post-grow - pre-grow) - (post-joint - pre-joint) "
-                          "| 3 | -0.0100 ± 0.0204 | 0.0082 | inconclusive | 7 |", report)
-            self.assertIn("| 1.0000 | inconclusive | more than 1000 |", report)
+                          "| 3 | -0.0100 ± 0.0204 | 0.0082 | inconclusive | not inside ±0.0041 | 7 |", report)
+            self.assertIn("| 1.0000 | inconclusive | not inside ±0.0041 | more than 1000 |", report)
+
+    def test_p_values_and_holm(self):
+        """The t distribution, each test's p at its interval's edge, and Holm's
+        step-down, as examples/reproduce/stats.c computes them."""
+        mod = load_cross()
+        self.assertAlmostEqual(mod.t_cdf(2.365, 7), 0.975, delta=2e-4)
+        self.assertAlmostEqual(mod.t_cdf(-2.262, 9), 0.025, delta=2e-4)
+        self.assertAlmostEqual(mod.t_cdf(0.0, 4), 0.5)
+        edge = {"mean": 0.01, "sd": 0.01 / 2.365 * 8 ** 0.5, "n": 8}
+        self.assertAlmostEqual(mod.p_against(edge, 0), 0.05, delta=5e-4)
+        sd = 0.002 * 8 ** 0.5 / 1.895
+        eq = {"mean": mod.MARGIN - 0.002, "sd": sd, "n": 8}
+        self.assertAlmostEqual(mod.p_tost(eq, mod.MARGIN), 0.05, delta=5e-4)
+        self.assertEqual(mod.holm([0.01, 0.04, None, 0.03, 0.5]),
+                         [0.04, 0.09, None, 0.09, 0.5])
+        self.assertAlmostEqual(mod.HALF_MARGIN, mod.MARGIN / 2)
+
+    def test_family_and_crossover(self):
+        """A declared family: each claim's p from the per-seed values, Holm over
+        the family, the seeds a failing claim would need; the crossover from
+        the trajectories' phase ends."""
+        with tempfile.TemporaryDirectory() as d:
+            def rec(val, ends):
+                traj = [{"step": 10 * (k + 1), "active_layers": k + 1, "val_ce": v,
+                         "rms_boundary": 1.0, "rms_regular": 1.0} for k, v in enumerate(ends)]
+                return {"val_ce": val, "trajectory": traj,
+                        "block_removal": [{"dce": 1.0, "angle": 0.5}, {"dce": 0.01, "angle": 0.1}]}
+            big = [0.10, 0.11, 0.12, 0.10, 0.11]   # post - pre: far above 0
+            small = [0.001, 0.004, -0.001, 0.003, 0.002]  # p about 0.07
+            runs = {"pre-joint": [rec(2.0, [3, 2.5, 2.0]) for _ in big],
+                    "post-joint": [rec(2.0 + b, [3, 2.5, 2.0 + b]) for b in big],
+                    "pre-grow": [rec(2.0, [3, 2.5, 2.0]) for _ in big],
+                    # post ahead after phase 0, behind at the end: crosses the other way
+                    "post-grow": [rec(2.0 + x, [2.9 + x, 2.5 + b, 2.0 + b])
+                                  for x, b in zip(small, big)]}
+            os.makedirs(os.path.join(d, "s"))
+            res = {"preset": {"name": "s", "train": {"steps_per_phase": 10},
+                              "student": {"block_size": 1, "blocks": 3},
+                              "arms": ["pre-joint", "post-joint", "pre-grow", "post-grow"]},
+                   "arms": runs}
+            family = {"what": "A test family.", "claims": [
+                {"claim": "joint gap", "test": "direction",
+                 "terms": [["s", "post-joint", 1], ["s", "pre-joint", -1]]},
+                {"claim": "grow gap", "test": "direction",
+                 "terms": [["s", "post-grow", 1], ["s", "pre-grow", -1]]},
+                {"claim": "crossover", "test": "direction", "crossover": ["s", "pre-grow",
+                                                                          "post-grow"]}]}
+            with open(os.path.join(d, "family.json"), "w") as f:
+                json.dump(family, f)
+            with open(os.path.join(d, "s", "results.json"), "w") as f:
+                json.dump(res, f)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--family", os.path.join(d, "family.json"),
+                                "--out", out, os.path.join(d, "s")], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                got = json.load(f)
+            rows = {x["claim"]: x for x in got["headline_family"]}
+            mod = load_cross()
+            ps = [rows[c]["p"] for c in ("joint gap", "grow gap", "crossover")]
+            self.assertEqual([rows[c]["holm"] for c in ("joint gap", "grow gap", "crossover")],
+                             mod.holm(ps))
+            self.assertTrue(rows["joint gap"]["holds"])
+            self.assertFalse(rows["grow gap"]["holds"])
+            self.assertGreater(rows["grow gap"]["seeds_to_pass"], 5)
+            cx = got["crossover"][0]
+            self.assertEqual(cx["ahead"], [5, 0, 0])
+            self.assertEqual(cx["verdict"], "not reproduced")
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("## The headline family, corrected for multiplicity (Holm)", report)
+            self.assertIn("fails Holm: not decided", report)
+            self.assertIn("## The crossover", report)
 
     def test_hostile_names(self):
         """Arm names from a results.json never reach gnuplot as commands: a name
