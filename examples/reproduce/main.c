@@ -26,6 +26,7 @@
 #include "runs.h"
 #include "store.h"
 #include "teacher.h"
+#include "logits_cache.h"
 #include "plot.h"
 #include "report.h"
 #include "results.h"
@@ -281,6 +282,13 @@ static void usage(FILE *f)
             "                      results are those of one run after another\n"
             "  --seeds N           paired seeds (default: the preset's, else 3)\n"
             "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
+            "  --teacher-logits M  where the runs' teacher logits come from: file (default)\n"
+            "                      computes every training row's once, into\n"
+            "                      DIR/teacher_logits.bin (kept for the teacher, corpus,\n"
+            "                      backend and threads), and every run reads them; step runs\n"
+            "                      the teacher in every step (where the disk cannot hold the\n"
+            "                      file, file does that too); verify reads the file and runs\n"
+            "                      the teacher, and stops at the first logit that differs\n"
             "  -h, --help          this help\n");
 }
 
@@ -290,6 +298,7 @@ typedef struct options {
     int retrain, threads, seeds, jobs, fresh, save_students;
     /* the mode: at most one of these stops before the runs */
     int teacher_only, estimate_only, check_only, probe_only, rekey, report_only;
+    logits_mode logits; /* --teacher-logits */
 } options;
 
 /* Parse argv into o: 0, or the exit status to finish with (usage, --help). */
@@ -312,6 +321,7 @@ static int parse_options(int argc, char **argv, options *o)
                                          {"threads", required_argument, 0, 't'},
                                          {"jobs", required_argument, 0, 'j'},
                                          {"seeds", required_argument, 0, 's'},
+                                         {"teacher-logits", required_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
@@ -340,6 +350,19 @@ static int parse_options(int argc, char **argv, options *o)
         case 'E': o->estimate_only = 1; break;
         case 'C': o->check_only = 1; break;
         case 'A': o->only_arms = optarg; break;
+        case 'L':
+            if (strcmp(optarg, "file") == 0)
+                o->logits = LOGITS_CACHE;
+            else if (strcmp(optarg, "step") == 0)
+                o->logits = LOGITS_STEP;
+            else if (strcmp(optarg, "verify") == 0)
+                o->logits = LOGITS_VERIFY;
+            else {
+                fprintf(stderr, PROG ": --teacher-logits: '%s' is not file, step or verify\n",
+                        optarg);
+                return 2;
+            }
+            break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 256, &o->threads))
                 return 2;
@@ -483,13 +506,22 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
                                      uint64_t teacher_sum)
 {
     const preset *p = s->p;
-    (void)tpath;
     if (proc.rank != 0) {
         if (setup_checksum(p) != setup_sum)
             die("this rank's preset, options or corpus differ from rank 0's (%s, %s, %s): every "
                 "rank must run the same study",
                 o->preset_path, p->train, p->val);
-        return load_teacher(p, be, dir, teacher_sum);
+        lattice_model *t = load_teacher(p, be, dir, teacher_sum);
+        if (o->logits != LOGITS_STEP) { /* rank 0 made it before it let this rank through */
+            char thex[17], chex[17];
+            uint64_t h;
+            if (xxh_file(tpath, &h) != 0)
+                die("cannot read the teacher %s: %s", tpath, strerror(errno));
+            hex64(thex, h);
+            corpus_checksum(p, chex);
+            study_logits = logits_cache_get(p, t, be, dir, thex, chex, 0);
+        }
+        return t;
     }
     /* on the runs' thread count, whatever the plan: the same teacher, so the same
      * numbers, however many runs go side by side */
@@ -508,6 +540,11 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
         s->n_todo = 0;
     if (!o->teacher_only)
         check_outputs(s);
+    /* the teacher's logits for every training row, once for all the runs (on the
+     * runs' backend and threads: the kernels a run's own forward would use) */
+    study_logits_mode = o->logits;
+    if (s->n_todo > 0 && !o->teacher_only && o->logits != LOGITS_STEP)
+        study_logits = logits_cache_get(p, teacher, be, dir, s->teacher_hex, s->corpus_hex, 1);
 #ifdef LATTICE_HAVE_MPI
     if (proc.n_ranks > 1 && !o->teacher_only) {
         uint64_t sum = FNV_START;
@@ -523,6 +560,7 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
 typedef struct run_words {
     double wall, teacher_s;
     int n_runs, n_kept, jobs;
+    int64_t logits_file, logits_computed; /* this process's runs' teacher batches */
     char kernels[512], plan[128];
 } run_words;
 
@@ -563,6 +601,10 @@ static void write_outputs(const study *s, const char *dir, lattice_backend *be,
                 lattice_version_string(), lattice_backend_get_name(be), w->kernels);
     if (w->jobs > 1)
         fprintf(f, "The runs went %d side by side (%s).\n", w->jobs, w->plan);
+    if (w->logits_file > 0)
+        fprintf(f, "The teacher's logits came from teacher_logits.bin, computed once for every "
+                   "run (%lld batches read, %lld computed by the teacher).\n",
+                (long long)w->logits_file, (long long)w->logits_computed);
     if (proc.n_ranks > 1)
         fprintf(f, "The runs were spread over %d MPI ranks.\n", proc.n_ranks);
     if (w->n_kept > 0)
@@ -618,6 +660,10 @@ static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const
         keep_run(s, s->todo[k], run_job(p, be, teacher, s->todo[k], k + 1, &pr));
     if (pr.tty)
         fputs("\r\033[K", stderr);
+    logits_counts(&w->logits_file, &w->logits_computed);
+    if (study_logits && proc.rank == 0)
+        say("the teacher's logits: %lld batches read from the file, %lld computed by the "
+            "teacher\n", (long long)w->logits_file, (long long)w->logits_computed);
 }
 
 /* The study (and --estimate, --teacher-only, --report-only, which stop on the
@@ -669,6 +715,8 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
         }
     }
     study_free(&s);
+    logits_cache_close(study_logits);
+    study_logits = NULL;
     lattice_model_destroy(teacher);
     lattice_backend_destroy(be);
     return status;

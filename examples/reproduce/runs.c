@@ -6,6 +6,7 @@
 #include "paper.h"
 #include "preset.h"
 #include "teacher.h"
+#include "logits_cache.h"
 
 
 /* Per-token RMS statistics after every active layer on the fixed batch:
@@ -308,6 +309,9 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_teacher *t;
     check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
+    /* the logits the student learns from: the study's file, or the teacher's forward */
+    run_teacher *rt;
+    lattice_teacher *teach = run_teacher_wrap(t, p->batch, p->seq_len, &rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
     dp.alpha = (float)p->alpha;
@@ -367,7 +371,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_trainer *tr;
     snprintf(what, sizeof what, "arm %s: the trainer (train.eval_every, eval_batches, the "
              "schedule, the recipe)", kind->name);
-    check(lattice_trainer_create(m, t, loss, d, o, s, &tp, &tr), what, NULL);
+    check(lattice_trainer_create(m, teach, loss, d, o, s, &tp, &tr), what, NULL);
     /* the final evaluation's batches, checked before the run trains */
     if (p->final_eval_batches > lattice_data_get_n_val_batches(d))
         die("arm %s: the final evaluation (train.final_eval_batches): final_eval_batches %d "
@@ -447,6 +451,7 @@ done:
     lattice_optim_destroy(o);
     lattice_data_destroy(d);
     lattice_distill_destroy(loss);
+    run_teacher_destroy(rt);
     lattice_teacher_destroy(t);
     lattice_model_destroy(m);
     lattice_schedule_destroy(s);

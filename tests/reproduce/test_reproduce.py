@@ -219,6 +219,59 @@ class TinyStudy(unittest.TestCase):
 
 
 class Jobs(unittest.TestCase):
+    def test_teacher_logits_once_per_study(self):
+        """The teacher's logits computed once into teacher_logits.bin and read by
+        every run give what the teacher's forward in every step gives; the file
+        is reused, verified, replaced when damaged, and --teacher-logits verify
+        compares it with the forward bit for bit."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(
+                d, "tiny-logits", 60,
+                {"steps_per_phase": 8, "warmup": 1, "eval_every": 4, "eval_batches": 2,
+                 "final_eval_batches": 2},
+                ["pre-joint", "post-grow"])
+            step, cached = os.path.join(d, "step"), os.path.join(d, "file")
+
+            def results_of(out):
+                with open(os.path.join(out, "results.json")) as f:
+                    return without_timings(json.load(f))
+
+            r = run("--preset", preset, "--out", step, "--teacher-logits", "step")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("teacher_logits.bin", r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(step, "teacher_logits.bin")))
+            want = results_of(step)
+            r = run("--preset", preset, "--out", cached, "--jobs", "2")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("once for every run", r.stderr)
+            m = re.search(r"logits: (\d+) batches read from the file, 0 computed", r.stderr)
+            self.assertTrue(m and int(m.group(1)) > 0, r.stderr)
+            self.assertEqual(results_of(cached), want)
+            with open(os.path.join(cached, "report.md")) as f:
+                self.assertIn("came from teacher_logits.bin", f.read())
+            # kept: the next study in the folder reads it without computing it
+            r = run("--preset", preset, "--out", cached, "--fresh")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("once for every run", r.stderr)
+            self.assertEqual(results_of(cached), want)
+            # a damaged file is never read: it is computed again
+            path = os.path.join(cached, "teacher_logits.bin")
+            with open(path, "r+b") as f:
+                f.seek(5000)
+                byte = f.read(1)
+                f.seek(5000)
+                f.write(bytes([byte[0] ^ 0x40]))
+            r = run("--preset", preset, "--out", cached, "--fresh")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("is replaced (its checksum does not match its bytes)", r.stderr)
+            self.assertEqual(results_of(cached), want)
+            r = run("--preset", preset, "--out", cached, "--fresh", "--teacher-logits", "verify")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(results_of(cached), want)
+            r = run("--preset", preset, "--out", cached, "--teacher-logits", "sometimes")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("'sometimes' is not file, step or verify", r.stderr)
+
     def test_side_by_side_same_numbers(self):
         """--jobs 2 hands the runs out longest first to two workers in one
         process, and writes what one run after another writes."""

@@ -1,0 +1,58 @@
+/* The teacher's logits for every training row, computed once per study.
+ *
+ * The teacher and the training rows are the same for every arm and seed of a
+ * study: only the rows' order changes. A row's logits depend on that row
+ * alone (causal attention within a row, rows never packed), so the study
+ * computes them once, into DIR/teacher_logits.bin beside the cached teacher,
+ * and every run (every --jobs worker, every MPI rank sharing the folder)
+ * maps the file and copies a batch's rows out of it instead of running the
+ * teacher. The file is keyed by the teacher file's checksum, the corpus's,
+ * the backend and its threads (the kernels that computed the logits), and
+ * written whole (temporary file, fsync, rename) or not at all. A row the
+ * file does not hold is computed by the teacher as before, so the file can
+ * only make a run faster, never change what it computes. */
+#ifndef REPRODUCE_LOGITS_CACHE_H
+#define REPRODUCE_LOGITS_CACHE_H
+
+#include "study.h"
+
+/* How a study's runs get their teacher logits (--teacher-logits). */
+typedef enum logits_mode {
+    LOGITS_CACHE = 0, /* from the file, made when missing (the default) */
+    LOGITS_STEP = 1,  /* the teacher's forward in every step, as before 1.1 */
+    LOGITS_VERIFY = 2 /* from the file, and the teacher's forward too: a run dies on
+                         any logit that differs in a single bit */
+} logits_mode;
+
+typedef struct logits_cache logits_cache;
+
+/* The study's file in dir: opened when it was made for this teacher, corpus,
+ * backend and thread count, else computed with the teacher (on rank 0 only:
+ * build 0 on the others, which only open it). NULL, with the reason said,
+ * when it cannot be used: too little room on the disk, a file that does not
+ * match, or a read that failed. */
+logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_backend *be,
+                               const char *dir, const char *teacher_hex, const char *corpus_hex,
+                               int build);
+
+/* Unmap and free. NULL is ignored. */
+void logits_cache_close(logits_cache *c);
+
+/* The study's cache and mode for its runs: set once before any run starts. */
+extern logits_cache *study_logits;
+extern logits_mode study_logits_mode;
+
+/* One run's teacher: with study_logits, a teacher that answers from the file
+ * (and asks model_teacher, a model teacher, for a batch holding a row the
+ * file lacks, or for every batch under LOGITS_VERIFY), with *rt set; without,
+ * model_teacher itself and *rt NULL. Dies when it cannot be made. */
+typedef struct run_teacher run_teacher;
+lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int seq_len,
+                                  run_teacher **rt);
+/* The batches of every run that has ended in this process: answered from
+ * the file, and computed by the teacher's forward (a row the file lacks). */
+void logits_counts(int64_t *from_file, int64_t *computed);
+/* Destroy the teacher run_teacher_wrap made (not model_teacher). NULL is ignored. */
+void run_teacher_destroy(run_teacher *rt);
+
+#endif
