@@ -87,14 +87,26 @@ A result may be called absent only where an equivalence test shows it (the
 prose that uses one of the words
 
     gone, does/do/did not survive, changes/change nothing, flat,
-    level with, no effect
+    level, level with, close/closes/closed/closing, no effect
 
 must hold a checked number that, in the markdown files its marker cites, is
 found only in table rows whose verdict is "equivalent" (a cell that starts
 with that word), and in one such row at least. A number that is also in a row
 with another verdict (the margin, a shared mean) proves nothing. A word in
 quotes ("gone", a mention) or right after not, never or nor ("not flat") is
-not a claim of absence.
+not a claim of absence; nor is "level" in "confidence level", "in level" or
+"level of". The margin here is delta / 2 (examples/reproduce/rules.h's
+ABSENCE_MARGIN): the reports call a row "equivalent" only there, and a row
+inside delta "within the paper's effect", which is no absence.
+
+Verdict words
+-------------
+"near no-op" (a no-op, nearly a no-op) needs a number of its sentence in a
+cited table row that names a no-op and whose verdict is reproduced (a block
+removal row); "decided" a number only in rows that decided (below or above
+0, reproduced or not, within the margin, equivalent, holds); "not decided"
+(undecided) a number only in rows that did not (inconclusive, fails Holm). A
+word in bold (a list's label) or in quotes is a name, not a claim.
 """
 import decimal
 import json
@@ -532,7 +544,10 @@ def check_numbers(root, doc, lines, minor_versions, listing=None):
 
 
 ABSENCE = re.compile(r"\b(?:gone|(?:does|do|did) not survive|changes? nothing|flat|level with"
-                     r"|no effect)\b", re.I)
+                     r"|level|close[sd]?|closing|no effect)\b", re.I)
+# "level" that is not a claim of parity: a confidence level, a level of something
+NOT_PARITY_LEVEL = re.compile(r"(?:confidence|significance|\bin|%)\s+level\b|\blevel\s+of\b",
+                              re.I)
 NEGATED = re.compile(r"\b(?:not|never|nor)\s+$", re.I)
 QUOTED = re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d]*\u201d")
 SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[^a-z0-9])|\n\s*\n|\n(?=\s*[-*] )")
@@ -570,7 +585,121 @@ def absence_claims(text):
             continue
         if NEGATED.search(text[max(0, m.start() - 8):m.start()]):
             continue
+        if m.group(0).lower() == "level" and any(
+                a <= m.start() < b for a, b in (x.span() for x in NOT_PARITY_LEVEL.finditer(text))):
+            continue
         yield m.start(), m.group(0)
+
+
+# Words that say what a row decided: "near no-op" needs a block-removal row
+# (one that names a no-op) whose verdict is reproduced; "decided" a row that
+# decided (not inconclusive, not failing Holm); "not decided" a row that did
+# not. A word in bold (a list's label: **Not decided.**) or in quotes is a
+# name, not a claim.
+NO_OP = re.compile(r"\b(?:near(?:ly)? (?:a )?no-op|(?:a|an) no-op)\b", re.I)
+DECIDED = re.compile(r"\b(?:(?:not|un)\s*decided|decided|decides?)\b", re.I)
+BOLD = re.compile(r"\*\*[^*]*\*\*")
+UNDECIDED_CELL = re.compile(r"^(?:inconclusive|fails holm|not decided|not inside)", re.I)
+DECIDED_CELL = re.compile(r"^(?:below 0|above 0|reproduced|not reproduced|equivalent|within the "
+                          r"paper's effect|holds)", re.I)
+
+
+def row_kinds(path):
+    """{number key: set of the kinds of rows it is in} over a markdown file's
+    table rows: 'no-op' (a row that names a no-op and says reproduced),
+    'decided', 'undecided' (a verdict cell that is inconclusive or fails
+    Holm), 'other'."""
+    if not path.endswith(".md"):
+        return {}
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError:
+        return {}
+    keys = {}
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = table_cells(line)
+        kinds = set()
+        undecided = any(UNDECIDED_CELL.match(c) or "fails Holm" in c for c in cells)
+        decided = not undecided and any(DECIDED_CELL.match(c) for c in cells)
+        kinds.add("undecided" if undecided else "decided" if decided else "other")
+        if "no-op" in line and not undecided and any(
+                c.lower().startswith("reproduced") or c.lower() == "holds" for c in cells):
+            kinds.add("no-op")
+        for num in read_numbers(line)[0]:
+            if num.value is not None:
+                keys.setdefault(num.key(), set()).update(kinds)
+    return keys
+
+
+def verdict_word_claims(text):
+    """(offset, word, the row kind it needs) of each verdict word of a
+    sentence that claims something: not quoted, not in bold."""
+    skip = [m.span() for m in QUOTED.finditer(text)] + [m.span() for m in BOLD.finditer(text)]
+    for rx, kind in ((NO_OP, "no-op"), (DECIDED, None)):
+        for m in rx.finditer(text):
+            if any(a <= m.start() < b for a, b in skip):
+                continue
+            if kind is None:
+                kind = ("undecided" if re.match(r"(?:not|un)", m.group(0), re.I)
+                        else "decided")
+                if kind == "decided" and NEGATED.search(text[max(0, m.start() - 8):m.start()]):
+                    kind = "undecided"
+                yield m.start(), m.group(0), kind
+                kind = None
+            else:
+                yield m.start(), m.group(0), kind
+
+
+def check_verdict_words(root, doc, lines, minor_versions):
+    """Problems with the verdict words of a page's prose: "near no-op",
+    "decided" and "not decided" need a number of their sentence in a cited
+    row whose verdict says so, and in no row that says otherwise."""
+    problems = []
+    cache = {}
+    scope = None
+    for first, kind, block in blocks(lines):
+        if kind == "marker":
+            scope = [x for x in re.split(r"[\s,]+", block.strip()) if x and x != PAPER]
+            continue
+        if kind == "heading":
+            scope = None
+        for at, sentence in sentences(normalise(block)):
+            claims = list(verdict_word_claims(sentence))
+            if not claims:
+                continue
+            rows = {}
+            for path in scope or []:
+                if path not in cache:
+                    full = os.path.join(root, path)
+                    inside = not (os.path.isabs(path) or
+                                  os.path.normpath(path).split(os.sep)[0] == "..")
+                    cache[path] = row_kinds(full) if inside else {}
+                for key, k in cache[path].items():
+                    rows.setdefault(key, set()).update(k)
+            nums, text = read_numbers(sentence)
+            keys = [rows.get(num.key(), set()) for num in nums
+                    if not excluded(num, text, minor_versions)]
+            for off, word, need in claims:
+                if need == "no-op":
+                    ok = any("no-op" in k for k in keys)
+                elif need == "decided":
+                    ok = any(k and "undecided" not in k and "decided" in k for k in keys)
+                else:
+                    ok = any(k and "undecided" in k and "decided" not in k for k in keys)
+                if not ok:
+                    n = first + block.count("\n", 0, at + off)
+                    problems.append(
+                        "%s:%d: \"%s\" needs a number of its sentence in a cited row whose "
+                        "verdict %s (and in no row that says otherwise)"
+                        % (doc, n, word, {"no-op": "is a reproduced block removal (a no-op)",
+                                          "decided": "decided it (below or above 0, "
+                                                     "reproduced, within the margin, holds)",
+                                          "undecided": "left it undecided (inconclusive, fails "
+                                                       "Holm)"}[need]))
+    return problems
 
 
 def sentences(text):
@@ -671,6 +800,7 @@ def check(root, doc, update=False, listing=None):
                                              listing)
     problems += number_problems
     problems += check_absence(root, doc, lines, project_minor_versions(root))
+    problems += check_verdict_words(root, doc, lines, project_minor_versions(root))
     if replaced:
         with open(doc + ".tmp", "w") as f:
             f.write("\n".join(lines) + "\n")

@@ -282,6 +282,68 @@ class Absence(unittest.TestCase):
         self.assertEqual(self.problems(page), [])
 
 
+    def test_closes_and_level_are_absence_words(self):
+        for word in ("closes", "closed", "is level", "close"):
+            problems = self.problems(self.MARK + "The gap %s: +0.0029 ± 0.0098.\n" % word)
+            self.assertEqual(len(problems), 1, word)
+        self.assertEqual(self.problems(self.MARK + "It closes: [-0.0070, +0.0032].\n"), [])
+        # a confidence level, a level of something, a difference in level: no claim
+        page = self.MARK + ("At the 95% confidence level, a level of noise, not comparable "
+                            "in level: +0.0029 ± 0.0098.\n")
+        self.assertEqual(self.problems(page), [])
+
+
+VERDICT_ROWS = """# Reproduction
+
+| finding | ours | verdict | p (Holm) |
+|---|---|---|---|
+| block removal: pre's last block a near no-op | ratio 0.175 ± 0.053 | reproduced | p 0.01, Holm 0.02 |
+| block removal: pre's last block a near no-op | ratio 0.236 ± 0.038 | inconclusive | p 0.2, Holm 0.4 |
+| grow | +0.0049 ± 0.0037 | above 0 | p 0.0158, Holm 0.0865 |
+| I_total | -0.0107 ± 0.0080 | fails Holm: not decided | |
+| joint | +0.1043 ± 0.0249 | holds | |
+"""
+
+
+class VerdictWords(unittest.TestCase):
+    """"near no-op", "decided" and "not decided" need the cited row's verdict."""
+
+    MARK = "<!-- numbers from: doc/results/s/report.md -->\n"
+
+    def setUp(self):
+        self.cr = load()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.root = self.tmp.name
+        os.makedirs(os.path.join(self.root, "doc", "results", "s"))
+        with open(os.path.join(self.root, "meson.build"), "w") as f:
+            f.write("project('x', 'c', version: '0.4.0')\n")
+        with open(os.path.join(self.root, "doc", "results", "s", "report.md"), "w") as f:
+            f.write(VERDICT_ROWS)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def problems(self, page):
+        doc = os.path.join(self.root, "doc", "PAGE.md")
+        with open(doc, "w") as f:
+            f.write(page)
+        return [p for p in self.cr.check(self.root, doc)[2] if "needs a number" in p]
+
+    def test_no_op(self):
+        self.assertEqual(self.problems(self.MARK + "A near no-op: 0.175 ± 0.053.\n"), [])
+        self.assertEqual(len(self.problems(self.MARK + "A near no-op: 0.236 ± 0.038.\n")), 1)
+        self.assertEqual(len(self.problems(self.MARK + "It stays a no-op.\n")), 1)
+        self.assertEqual(len(self.problems(self.MARK + "A no-op, +0.1043 ± 0.0249.\n")), 1)
+
+    def test_decided(self):
+        self.assertEqual(self.problems(self.MARK + "Decided: +0.1043 ± 0.0249.\n"), [])
+        self.assertEqual(len(self.problems(self.MARK + "Decided: -0.0107 ± 0.0080.\n")), 1)
+        self.assertEqual(self.problems(self.MARK + "Not decided: -0.0107 ± 0.0080.\n"), [])
+        self.assertEqual(len(self.problems(self.MARK + "Not decided: +0.1043 ± 0.0249.\n")), 1)
+        # a label in bold names a list, it claims nothing
+        self.assertEqual(self.problems(self.MARK + "**Not decided.** Below.\n"), [])
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         print(__doc__, file=sys.stderr)
