@@ -166,9 +166,8 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
     if (!ops)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops is NULL");
-    if (ops->size < sizeof(*ops))
-        return lattice__size_refused(NULL, "lattice_backend_create_custom", "ops->size",
-                                     "lattice_backend_ops", ops->size, sizeof(*ops));
+    TRY(lattice__check_size(NULL, "lattice_backend_create_custom", "ops->size",
+                            "lattice_backend_ops", ops->size, sizeof(*ops)));
     if (ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops->version %d is not one this "
@@ -276,9 +275,8 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
     if (lattice__need(NULL, "lattice_backend_get_info", 2, (const void *)backend, "backend",
                       (const void *)info, "info") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (info->size < sizeof(*info))
-        return lattice__size_refused(NULL, "lattice_backend_get_info", "info->size",
-                                     "lattice_backend_info", info->size, sizeof(*info));
+    TRY(lattice__check_size(NULL, "lattice_backend_get_info", "info->size",
+                            "lattice_backend_info", info->size, sizeof(*info)));
     lattice_backend_info full;
     memset(&full, 0, sizeof full);
     snprintf(full.name, sizeof full.name, "%s", backend->name);

@@ -100,14 +100,32 @@ lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *f
                               fn, field, theirs, ours, type ? type : "the struct");
 }
 
+lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
+                                   const char *type, size_t theirs, size_t ours)
+{
+    if (theirs < ours)
+        return lattice__size_refused(errbuf, fn, field, type, theirs, ours);
+    if (theirs > LATTICE__SIZE_MAX(ours))
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: invalid argument: %s %zu is above %zu, twice this "
+                                  "library's sizeof(%s) (no 1.x struct grows to twice its 1.0 "
+                                  "size): a size never set",
+                                  fn, field, theirs, LATTICE__SIZE_MAX(ours),
+                                  type ? type : "the struct");
+    return LATTICE_OK;
+}
+
 lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
                                        size_t min_size)
 {
     size_t theirs;
     memcpy(&theirs, dst, sizeof(theirs));
-    if (theirs < min_size)
-        return lattice__size_refused(errbuf, fn, "out->size", NULL, theirs, min_size);
-    return LATTICE_OK;
+    return lattice__check_size(errbuf, fn, "out->size", NULL, theirs, min_size);
+}
+
+int lattice__count_fits(int64_t n, size_t elem)
+{
+    return n >= 0 && (uint64_t)n <= (uint64_t)PTRDIFF_MAX / elem;
 }
 
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,

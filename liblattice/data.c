@@ -89,9 +89,8 @@ static lattice_status copy_params(lattice_data_params *dst, const lattice_data_p
                                   "params missing or not initialised (size 0): call "
                                   "lattice_data_params_init");
     /* ours, or a newer caller's (the bytes past ours are not read) */
-    if (src->size < sizeof(*dst))
-        return lattice__size_refused(err, fn, "params->size", "lattice_data_params", src->size,
-                                     sizeof(*dst));
+    TRY(lattice__check_size(err, fn, "params->size", "lattice_data_params", src->size,
+                            sizeof(*dst)));
     if (lattice__params_blank(src, sizeof(*dst)))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params hold only their size (every field 0): not initialised: "
@@ -409,6 +408,9 @@ lattice_status lattice_data_create_memory(const int32_t *src, int64_t n,
     if (st == LATTICE_OK && (!src || n < 1))
         st = lattice__set_error(errmsg, n == 0 ? LATTICE_ERR_FORMAT : LATTICE_ERR_INVALID_ARGUMENT,
                                 "no token ids given");
+    if (st == LATTICE_OK && !lattice__count_fits(n, sizeof(int32_t)))
+        st = lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT,
+                                "n %lld token ids cannot be in memory", (long long)n);
     if (st != LATTICE_OK)
         return conclude(d, st, out);
     int32_t *ids = malloc(sizeof(int32_t) * (size_t)n);

@@ -76,16 +76,16 @@ typedef lattice_diag_block_removal_result removal_result;
 typedef lattice_diag_loss_response_result response_result;
 typedef lattice_diag_attention_sinks_result sinks_result;
 
-/* Where a caller's array puts its entries: the size of its first entry, at
- * least ours and a whole number of our struct's alignment, so that every
- * entry lies aligned within the array the caller sized. */
+/* Where a caller's array puts its entries: the size of its first entry,
+ * within lattice__check_size's bounds (an unset size would stride past the
+ * caller's array) and a whole number of our struct's alignment, so that
+ * every entry lies aligned within the array the caller sized. */
 static lattice_status stride_of(lattice_diag *d, const char *fn, const char *what,
                                 const void *first, size_t ours, size_t align, size_t *stride)
 {
     size_t theirs;
     memcpy(&theirs, first, sizeof(theirs));
-    if (theirs < ours)
-        return lattice__size_refused(d->err, fn, "out[0].size", what, theirs, ours);
+    TRY(lattice__check_size(d->err, fn, "out[0].size", what, theirs, ours));
     if (theirs % align != 0)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "out[0].size %zu: set it to sizeof(%s) (%zu here) before the call", theirs,

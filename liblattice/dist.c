@@ -342,6 +342,12 @@ lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_para
                     "program built against a release before 1.0 (rebuild it), or a size never "
                     "set (call lattice_trainer_params_init)",
                     params->size, sizeof(*params));
+    if (params->size > 2 * sizeof(*params)) /* internal.h's LATTICE__SIZE_MAX */
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_trainer_params: invalid argument: params->size %zu is above "
+                    "%zu, twice this library's sizeof(lattice_trainer_params) (no 1.x struct "
+                    "grows to twice its 1.0 size): a size never set",
+                    params->size, 2 * sizeof(*params));
     params->collective = &dist_ops;
     params->collective_user = d;
     return LATTICE_OK;
@@ -379,6 +385,12 @@ lattice_status lattice_dist_get_stats(const lattice_dist *d, lattice_dist_stats 
                     "this library's sizeof(lattice_dist_stats): the struct of a program built "
                     "against a release before 1.0 (rebuild it), or a size never set",
                     stats->size, sizeof(*stats));
+    if (stats->size > 2 * sizeof(*stats)) /* internal.h's LATTICE__SIZE_MAX */
+        return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_get_stats: invalid argument: stats->size %zu is above %zu, "
+                    "twice this library's sizeof(lattice_dist_stats) (no 1.x struct grows to "
+                    "twice its 1.0 size): a size never set",
+                    stats->size, 2 * sizeof(*stats));
     const size_t n = stats->size < sizeof(d->stats) ? stats->size : sizeof(d->stats);
     memcpy(stats, &d->stats, n);
     stats->size = n;

@@ -72,10 +72,9 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
             "lattice_distill_create: invalid argument: params->size is 0: call "
             "lattice_distill_params_init first");
     /* ours, or a newer caller's (the bytes past ours are not read) */
-    if (params->size < sizeof(lattice_distill_params))
-        return lattice__size_refused(NULL, "lattice_distill_create", "params->size",
-                                     "lattice_distill_params", params->size,
-                                     sizeof(lattice_distill_params));
+    TRY(lattice__check_size(NULL, "lattice_distill_create", "params->size",
+                            "lattice_distill_params", params->size,
+                            sizeof(lattice_distill_params)));
     if (lattice__params_blank(params, sizeof(lattice_distill_params)))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: params hold only their size (every field "
@@ -196,8 +195,12 @@ static lattice_status check_common(lattice_distill *d, const float *student,
                                    const int32_t *targets, const uint8_t *mask, int64_t n,
                                    int vocab, lattice_distill_result *result, int64_t *count)
 {
+    *count = 0;
     if (!student || !result || n < 0 || vocab < 1)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "NULL logits or result, or a bad size");
+    if (!lattice__count_fits(n, sizeof(float) * (size_t)vocab))
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "%lld positions of %d logits cannot be in memory", (long long)n, vocab);
     if (!targets && d->p.gamma > 0.0f)
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "labels are needed when gamma > 0");
     int64_t c = 0;

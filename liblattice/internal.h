@@ -34,11 +34,24 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
 lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
                                      const char *type, size_t theirs, size_t ours);
 
+/* The whole rule for a caller's struct size, both bounds: below ours is
+ * refused by lattice__size_refused; above LATTICE__SIZE_MAX(ours) too, as a
+ * size never set (stack garbage: an array's stride from it would write past
+ * the caller's array). No 1.x struct grows to twice its 1.0 size, so a
+ * program built against a later 1.x header stays within the bound. */
+#define LATTICE__SIZE_MAX(ours) (2 * (ours))
+lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
+                                   const char *type, size_t theirs, size_t ours);
+
+/* Whether n elements of elem bytes each can exist in memory (n * elem fits
+ * in ptrdiff_t): a caller's count beyond it is refused, not multiplied. */
+int lattice__count_fits(int64_t n, size_t elem);
+
 /* Copy the library's versioned struct src (ours bytes, starting with its
  * size_t size) into the caller's dst, whose size field says how many bytes
  * the caller has: min(that, ours) are written and dst->size becomes the bytes
- * written. A size below min_size (sizeof the struct) is refused by
- * lattice__size_refused and nothing is written. */
+ * written. A size outside lattice__check_size's bounds (min_size: sizeof the
+ * struct) is refused and nothing is written. */
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
                                  size_t ours, size_t min_size);
 /* Non-zero when every byte of a caller's params struct after its size field,
@@ -46,8 +59,8 @@ lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const 
  * which no _init leaves and (where the caller says so) no valid settings are. */
 int lattice__params_blank(const void *params, size_t size);
 
-/* lattice__copy_out's refusal alone, for a call that must refuse a short
- * struct before it does any work. */
+/* lattice__copy_out's refusal alone (lattice__check_size of "out->size"), for
+ * a call that must refuse a size before it does any work. */
 lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
                                        size_t min_size);
 

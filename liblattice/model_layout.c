@@ -429,9 +429,8 @@ lattice_status lattice__model_adopt_params(lattice_model_params *dst,
     if (!src || src->size == 0)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0)");
-    if (src->size < sizeof(*dst))
-        return lattice__size_refused(err, fn, "params->size", "lattice_model_params", src->size,
-                                     sizeof(*dst));
+    TRY(lattice__check_size(err, fn, "params->size", "lattice_model_params", src->size,
+                            sizeof(*dst)));
     memcpy(dst, src, sizeof(*dst));
     dst->size = sizeof(*dst);
     return check_params(dst, err);

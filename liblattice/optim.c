@@ -127,9 +127,8 @@ static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params missing or not initialised (size 0): call "
                                   "lattice_optim_params_init");
-    if (src->size < sizeof(*dst))
-        return lattice__size_refused(err, fn, "params->size", "lattice_optim_params", src->size,
-                                     sizeof(*dst));
+    TRY(lattice__check_size(err, fn, "params->size", "lattice_optim_params", src->size,
+                            sizeof(*dst)));
     if (lattice__params_blank(src, sizeof(*dst)))
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
                                   "params hold only their size (every field 0): not initialised: "

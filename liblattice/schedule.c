@@ -84,9 +84,8 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_sch
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
                     "phase missing or not initialised (size 0): call lattice_schedule_phase_init");
     /* ours, or a newer caller's (the bytes past ours are not read) */
-    if (phase->size < sizeof(*phase))
-        return lattice__size_refused(s->err, "lattice_schedule_add_phase", "phase->size",
-                                     "lattice_schedule_phase", phase->size, sizeof(*phase));
+    TRY(lattice__check_size(s->err, "lattice_schedule_add_phase", "phase->size",
+                            "lattice_schedule_phase", phase->size, sizeof(*phase)));
     if (lattice__params_blank(phase, sizeof(*phase)))
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
                     "phase holds only its size (every field 0): not initialised: call "

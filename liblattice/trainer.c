@@ -150,9 +150,9 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
             "lattice_trainer_create: invalid argument: params->size is 0: call "
             "lattice_trainer_params_init first (or pass NULL for the defaults)");
     /* ours, or a newer caller's (the bytes past ours are not read) */
-    if (params && params->size < sizeof(*params))
-        return lattice__size_refused(NULL, "lattice_trainer_create", "params->size",
-                                     "lattice_trainer_params", params->size, sizeof(*params));
+    if (params)
+        TRY(lattice__check_size(NULL, "lattice_trainer_create", "params->size",
+                                "lattice_trainer_params", params->size, sizeof(*params)));
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
@@ -631,10 +631,10 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
         return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_step: invalid argument: trainer is NULL");
     /* checked before the step, which cannot be taken back once it has run */
-    if (out && out->size < sizeof(lattice_trainer_metrics))
-        return lattice__size_refused(t->err, "lattice_trainer_step", "metrics->size",
-                                     "lattice_trainer_metrics", out->size,
-                                     sizeof(lattice_trainer_metrics));
+    if (out)
+        TRY(lattice__check_size(t->err, "lattice_trainer_step", "metrics->size",
+                                "lattice_trainer_metrics", out->size,
+                                sizeof(lattice_trainer_metrics)));
     int phase;
     lattice_schedule_get_position(t->schedule, &phase, NULL);
     if (lattice_schedule_is_finished(t->schedule))

@@ -63,9 +63,8 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
         return LATTICE_OK;
     }
     lattice_trainer_collective c;
-    if (ops->size < sizeof(c))
-        return lattice__size_refused(t->err, "lattice_trainer_set_collective", "ops->size",
-                                     "lattice_trainer_collective", ops->size, sizeof(c));
+    TRY(lattice__check_size(t->err, "lattice_trainer_set_collective", "ops->size",
+                            "lattice_trainer_collective", ops->size, sizeof(c)));
     /* ours, or a newer caller's (the slots past ours are not read) */
     memcpy(&c, ops, sizeof(c));
     c.size = sizeof(c);
@@ -169,9 +168,8 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
     if (lattice__need(NULL, fn, 2, (const void *)ops, "ops", (const void *)model, "model") !=
         LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (ops->size < sizeof(*ops))
-        return lattice__size_refused(NULL, fn, "ops->size", "lattice_trainer_collective", ops->size,
-                                     sizeof(*ops));
+    TRY(lattice__check_size(NULL, fn, "ops->size", "lattice_trainer_collective", ops->size,
+                            sizeof(*ops)));
     if (!ops->sum_floats)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
                              "%s: invalid argument: ops->sum_floats is NULL", fn);

@@ -450,6 +450,49 @@ START_TEST(test_results_bad_size)
 }
 END_TEST
 
+/* An array whose first size was never set (an uninitialised array: stack
+ * garbage) is refused: its stride would write past the caller's array
+ * (issue 48 part 1: a size of 4096 wrote 45 KiB past a 12-entry array).
+ * The arrays are large enough for the stride, so that before the bound the
+ * call returned LATTICE_OK instead of crashing the test. */
+START_TEST(test_results_size_bounded)
+{
+    setup_t s = open_setup(LATTICE_NORM_PLACEMENT_PRE, 3);
+    const size_t bad[] = {4096, 2 * sizeof(lattice_diag_attention_sinks_result) + 8};
+    for (int i = 0; i < 2; i++) {
+        const size_t bytes = 12 * bad[i];
+        unsigned char *buf = malloc(bytes), *before = malloc(bytes);
+        memset(buf, 0x33, bytes);
+        memcpy(buf, &bad[i], sizeof bad[i]);
+        memcpy(before, buf, bytes);
+        ck_assert_int_eq(lattice_diag_measure_boundary_scale(
+                             s.d, tok, NULL, 2, 5, NULL, 2,
+                             (lattice_diag_boundary_scale_result *)(void *)buf, 12),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "never set"));
+        ck_assert_int_eq(memcmp(buf, before, bytes), 0);
+        ck_assert_int_eq(lattice_diag_measure_attention_sinks(
+                             s.d, tok, 2, 5, 0.3,
+                             (lattice_diag_attention_sinks_result *)(void *)buf, 3, NULL, 0),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "out[0].size"));
+        ck_assert_int_eq(memcmp(buf, before, bytes), 0);
+        lattice_diag_block_removal_result *r = (lattice_diag_block_removal_result *)(void *)buf;
+        ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 1, 1, r),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(memcmp(buf, before, bytes), 0);
+        const double loss[4] = {1, 1, 2, 1};
+        ck_assert_int_eq(lattice_diag_measure_loss_response(
+                             loss, 4, 2, 1, 2, (lattice_diag_loss_response_result *)(void *)buf),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(memcmp(buf, before, bytes), 0);
+        free(buf);
+        free(before);
+    }
+    close_setup(&s);
+}
+END_TEST
+
 /* Figures known by hand: a loss that jumps at step 20 and falls back; a
  * skipped layer's sinks are NaN (its head masses too). */
 START_TEST(test_response_and_skipped_sinks)
@@ -491,6 +534,7 @@ int main(void)
     tcase_add_test(tc, test_hostile_ranges);
     tcase_add_test(tc, test_results_by_size);
     tcase_add_test(tc, test_results_bad_size);
+    tcase_add_test(tc, test_results_size_bounded);
     tcase_add_test(tc, test_response_and_skipped_sinks);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -559,6 +559,128 @@ START_TEST(test_getters_honour_size)
 }
 END_TEST
 
+/* ---- every caller's size bounded from above too (issue 48 part 1) ---- */
+
+/* A size no program sets: stack garbage, a pointer's bits. Each call that
+ * reads a struct's size refuses it, naming the size ("never set"); before,
+ * only sizes below ours were refused, and an unset size was taken as a newer
+ * caller's. */
+START_TEST(test_sizes_bounded_above)
+{
+    world w;
+    open_world(&w);
+    const size_t garbage[] = {4096, (size_t)0x7ffd12345678ULL, SIZE_MAX};
+    for (int g = 0; g < 3; g++) {
+        const size_t bad = garbage[g];
+        /* inputs */
+        lattice_model_params mp;
+        lattice_model_params_init(&mp);
+        mp.size = bad;
+        lattice_model *m = NULL;
+        EXPECT(lattice_model_create, INV, "never set", NULL,
+               lattice_model_create(&mp, w.norm, w.be, &m));
+        lattice_data_params dp;
+        lattice_data_params_init(&dp);
+        dp.size = bad;
+        lattice_data *d = NULL;
+        const int32_t ids[4] = {0, 1, 2, 3};
+        EXPECT(lattice_data_create_memory, INV, "never set", NULL,
+               lattice_data_create_memory(ids, 4, &dp, &d, NULL));
+        lattice_optim_params op;
+        lattice_optim_params_init(&op);
+        op.size = bad;
+        EXPECT(lattice_optim_set_params, INV, "never set", lattice_optim_errmsg(w.o),
+               lattice_optim_set_params(w.o, &op));
+        lattice_distill_params kp;
+        lattice_distill_params_init(&kp);
+        kp.size = bad;
+        lattice_distill *ds = NULL;
+        EXPECT(lattice_distill_create, INV, "never set", NULL, lattice_distill_create(&kp, &ds));
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        ph.size = bad;
+        EXPECT(lattice_schedule_add_phase, INV, "never set", lattice_schedule_errmsg(w.big),
+               lattice_schedule_add_phase(w.big, &ph));
+        lattice_trainer_params tp;
+        lattice_trainer_params_init(&tp);
+        tp.size = bad;
+        lattice_trainer *t = NULL;
+        EXPECT(lattice_trainer_create, INV, "never set", NULL,
+               lattice_trainer_create(w.m, NULL, NULL, w.d, w.o, w.s, &tp, &t));
+        lattice_backend_ops ops;
+        lattice_backend_ops_init(&ops);
+        ops.size = bad;
+        lattice_backend *be = NULL;
+        EXPECT(lattice_backend_create_custom, INV, "never set", NULL,
+               lattice_backend_create_custom("garbage", &ops, &be));
+        /* outputs: nothing is written */
+        lattice_backend_info info;
+        memset(&info, 0x5A, sizeof info);
+        info.size = bad;
+        EXPECT(lattice_backend_get_info, INV, "never set", NULL,
+               lattice_backend_get_info(w.be, &info));
+        ck_assert_uint_eq(info.size, bad);
+        ck_assert_int_eq((unsigned char)info.name[0], 0x5A);
+        lattice_model_params got;
+        memset(&got, 0x5A, sizeof got);
+        got.size = bad;
+        EXPECT(lattice_model_get_params, INV, "never set", lattice_model_errmsg(w.m),
+               lattice_model_get_params(w.m, &got));
+        ck_assert_uint_eq(got.size, bad);
+        lattice_trainer_metrics tm;
+        memset(&tm, 0, sizeof tm);
+        tm.size = bad;
+        lattice_schedule_counters before, after;
+        lattice_schedule_get_counters(w.s, &before);
+        EXPECT(lattice_trainer_step, INV, "never set", lattice_trainer_errmsg(w.t),
+               lattice_trainer_step(w.t, &tm));
+        lattice_schedule_get_counters(w.s, &after);
+        ck_assert_int_eq(after.steps, before.steps); /* refused before the step */
+        ck_assert_ptr_null(m);
+        ck_assert_ptr_null(d);
+        ck_assert_ptr_null(ds);
+        ck_assert_ptr_null(t);
+        ck_assert_ptr_null(be);
+    }
+    /* twice ours is the largest a later 1.x header can have */
+    lattice_model_params *wide = calloc(2, sizeof(lattice_model_params));
+    wide->size = 2 * sizeof(lattice_model_params);
+    ck_assert_int_eq(lattice_model_get_params(w.m, wide), LATTICE_OK);
+    ck_assert_uint_eq(wide->size, sizeof(lattice_model_params));
+    free(wide);
+    close_world(&w);
+}
+END_TEST
+
+/* Counts a caller passes beside its buffers: one whose bytes cannot exist is
+ * refused before any multiplication by it (which wrapped around: 2^62 + 1 ids
+ * became a copy of 4 bytes, then a read of 2^62 + 1). */
+START_TEST(test_counts_bounded)
+{
+    const int32_t ids[4] = {0, 1, 2, 3};
+    lattice_data_params dp;
+    lattice_data_params_init(&dp);
+    dp.vocab_size = 4;
+    dp.boundary_id = 0;
+    lattice_data *d = NULL;
+    char err[LATTICE_ERRMSG_SIZE];
+    EXPECT(lattice_data_create_memory, INV, "cannot be in memory", NULL,
+           lattice_data_create_memory(ids, ((int64_t)1 << 62) + 1, &dp, &d, err));
+    ck_assert_ptr_null(d);
+    lattice_distill_params kp;
+    lattice_distill_params_init(&kp);
+    kp.gamma = 0.0f;
+    lattice_distill *ds = NULL;
+    ck_assert_int_eq(lattice_distill_create(&kp, &ds), LATTICE_OK);
+    float logits[8] = {0}, dl[8];
+    const uint8_t mask[2] = {0, 0};
+    lattice_distill_result res;
+    EXPECT(lattice_distill_dense, INV, "cannot be in memory", lattice_distill_errmsg(ds),
+           lattice_distill_dense(ds, logits, logits, NULL, mask, (int64_t)1 << 61, 4, dl, &res));
+    lattice_distill_destroy(ds);
+}
+END_TEST
+
 /* ---- raw pointers checked against the model ---- */
 
 START_TEST(test_distill_model_checks_widths)
@@ -636,6 +758,8 @@ int main(void)
     tcase_add_test(tc, test_arguments_in_words);
     tcase_add_test(tc, test_threads_do_not_mix);
     tcase_add_test(tc, test_getters_honour_size);
+    tcase_add_test(tc, test_sizes_bounded_above);
+    tcase_add_test(tc, test_counts_bounded);
     tcase_add_test(tc, test_distill_model_checks_widths);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
