@@ -307,8 +307,13 @@ static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, i
  * worth sharing is split here, over the library's own OpenMP team: C's rows
  * (or its columns, when it has more of them) in contiguous blocks, one per
  * thread, each block computed whole by one serial call. No two threads write
- * the same element and each element's sum runs in the serial kernel's order,
- * so the result does not depend on the thread count. The team's waits are
+ * the same element, and each backend's slot sums an element in the same
+ * order whatever block of C its call covers (OpenBLAS's only for blocks of
+ * 48 rows, its split_align; BLIS's only off its small-matrix path, so a call
+ * the split may take runs ops.sgemm and one it never takes sgemm_whole,
+ * decided by the shape alone), so the result does not depend on the thread
+ * count: the same bits on 1, 2 or more threads, on every built-in backend
+ * (test_threads_give_the_same_bits). The team's waits are
  * OpenMP's, which give up the core (OMP_WAIT_POLICY, GOMP_SPINCOUNT); BLIS's
  * own barrier spins without bound (upstream issue #604) and two programs on
  * the same cores would stall each other inside it. Custom backends' own slots
@@ -324,18 +329,26 @@ int lattice__backend_builtin(const lattice_backend *be)
 /* Blocks start on multiples of this many rows or columns (a micro-tile). */
 #define GEMM_SPLIT_ALIGN 16
 
-static int gemm_threads(const lattice_backend *be, int m, int n, int k)
+/* The blocks a call is split into on enough threads: 1 for a call never
+ * split, by its shape alone. */
+static int gemm_blocks(const lattice_backend *be, int m, int n, int k)
+{
+    if (!lattice__backend_builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
+        return 1;
+    const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
+    const int len = be->split_rows_only || m >= n ? m : n;
+    return (len + align - 1) / align;
+}
+
+static int gemm_threads(const lattice_backend *be, int blocks)
 {
     int nt = be->n_threads;
-    if (nt < 2 || !lattice__backend_builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
+    if (nt < 2 || blocks < 2)
         return 1;
 #ifdef _OPENMP
     if (omp_in_parallel())
         return 1;
 #endif
-    const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
-    const int len = be->split_rows_only || m >= n ? m : n;
-    int blocks = (len + align - 1) / align;
     return nt < blocks ? nt : blocks;
 }
 
@@ -394,10 +407,11 @@ lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, 
 {
     if (m == 0 || n == 0 || gemm_no_product(k, alpha, m, n, beta, c, ldc))
         return LATTICE_OK;
-    int nt = gemm_threads(be, m, n, k);
+    const int blocks = gemm_blocks(be, m, n, k), nt = gemm_threads(be, blocks);
+    const lattice__sgemm_fn whole =
+        blocks < 2 && be->sgemm_whole ? be->sgemm_whole : be->ops.sgemm;
     int rc = nt > 1 ? split_sgemm(be, nt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
-                    : be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
-                                    c, ldc);
+                    : whole(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
     if (rc)
         return lattice__fail(LATTICE_ERR_BACKEND, "backend '%s': sgemm %dx%dx%d returned %d",
                              be->name, m, n, k, rc);
@@ -413,10 +427,11 @@ static int team_sgemm_batched(lattice_backend *be, int ta, int tb, int m, int n,
 {
     int nt = be->n_threads < count ? be->n_threads : count, rc = 0;
     (void)nt;
+    /* each problem whole, on one thread */
+    const lattice__sgemm_fn whole = be->sgemm_whole ? be->sgemm_whole : be->ops.sgemm;
 #pragma omp parallel for schedule(static) num_threads(nt) reduction(| : rc) if (nt > 1)
     for (int i = 0; i < count; i++)
-        rc |= be->ops.sgemm(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta,
-                            c[i], ldc);
+        rc |= whole(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta, c[i], ldc);
     return rc;
 }
 

@@ -12,6 +12,11 @@ typedef struct lattice__kernel_report {
     char reason[LATTICE_BACKEND_INFO_REASONLEN];
 } lattice__kernel_report;
 
+/* A backend's GEMM slot (lattice_backend_ops.sgemm). */
+typedef int (*lattice__sgemm_fn)(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                                 const float *a, int lda, const float *b, int ldb, float beta,
+                                 float *c, int ldc);
+
 struct lattice_backend {
     char name[64];
     int n_threads;
@@ -22,6 +27,10 @@ struct lattice_backend {
      * start on multiples of split_align; rows_only: never by columns. 0: the
      * defaults (16, rows or columns, whichever C has more of). */
     int split_align, split_rows_only;
+    /* A built-in backend's GEMM for the calls backend.c never splits (by
+     * their shape alone: small ones, a batch's problems), where ops.sgemm
+     * must give the same bits split or whole; NULL: ops.sgemm. */
+    lattice__sgemm_fn sgemm_whole;
     /* lattice_backend_set_parallel and _set_attention_kernel: how a model's
      * passes use the threads, which flash kernels run (0: chosen) */
     int parallel, attn_isa;

@@ -146,6 +146,14 @@ LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend)
 
 /**
  * @brief Set the number of threads for GEMMs and kernels (default 1).
+ *
+ * On every built-in backend ("ref", "blis", "openblas", "onednn") a GEMM's
+ * result has the same bits whatever the thread count: the library splits a
+ * call into blocks whose elements each backend sums in the serial call's
+ * order. So do a model's passes with every op split
+ * (::LATTICE_BACKEND_PARALLEL_OPS); the rows split differs from one thread
+ * by float rounding (doc/PERFORMANCE.md). A custom backend's own slots get
+ * every call whole: their threads are theirs to make deterministic.
  * @param backend The backend.
  * @param n_threads At least 1.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
