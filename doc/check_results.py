@@ -546,7 +546,7 @@ def check_numbers(root, doc, lines, minor_versions, listing=None):
 ABSENCE = re.compile(r"\b(?:gone|(?:does|do|did) not survive|changes? nothing|flat|level with"
                      r"|level|close[sd]?|closing|no effect)\b", re.I)
 # "level" that is not a claim of parity: a confidence level, a level of something
-NOT_PARITY_LEVEL = re.compile(r"(?:confidence|significance|\bin|%)\s+level\b|\blevel\s+of\b",
+NOT_PARITY_LEVEL = re.compile(r"(?:confidence|significance|\bin|%)\s+level\b|\blevel\s+of\b|-level\b",
                               re.I)
 NEGATED = re.compile(r"\b(?:not|never|nor)\s+$", re.I)
 QUOTED = re.compile(r"\"[^\"\n]*\"|\u201c[^\u201d]*\u201d")
