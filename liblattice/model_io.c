@@ -225,14 +225,16 @@ static lattice_status model_save_config(const lattice_model *cm, const char *pat
     return st;
 }
 
-/* The file's lattice.config o against the model: every setting config_json
- * writes but n_active_layers (where a run stands, not what the model is).
+/* The file's lattice.config o against the model (named ours in messages:
+ * "the model", or the config.json it was made from): every setting
+ * config_json writes but n_active_layers (where a run stands, not what the
+ * model is).
  * Tensors of the same names and shapes can mean another model (a block-entry
  * rescale has no tensor of its own, a residual scale none at all), and a
  * tensor the model lacks is never read: the settings decide. A key a file
  * lacks reads as config_json's default when it writes it only when set, and
  * is not compared otherwise (a file from before the key). */
-static lattice_status same_architecture(lattice_model *m, json_object *o)
+static lattice_status same_architecture(lattice_model *m, json_object *o, const char *ours)
 {
     const lattice_model_params *p = &m->p;
     json_object *v;
@@ -261,14 +263,14 @@ static lattice_status same_architecture(lattice_model *m, json_object *o)
             continue;
         }
         if (file != ints[i].model)
-            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, the model's %lld: another "
-                        "model", ints[i].key, (long long)file, (long long)ints[i].model);
+            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, %s's %lld: another "
+                        "model", ints[i].key, (long long)file, ours, (long long)ints[i].model);
     }
     const char *kind = m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms";
     if (json_object_object_get_ex(o, "norm", &v) &&
         (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), kind)))
-        return FAIL(m, LATTICE_ERR_FORMAT, "the file's norm is %s, the model's %s: another model",
-                    json_object_get_string(v), kind);
+        return FAIL(m, LATTICE_ERR_FORMAT, "the file's norm is %s, %s's %s: another model",
+                    json_object_get_string(v), ours, kind);
     const float massive = p->massive_offset;
     const struct {
         const char *key;
@@ -294,8 +296,8 @@ static lattice_status same_architecture(lattice_model *m, json_object *o)
         if (!strcmp(reals[i].key, "massive_offset"))
             file_massive = file;
         if (file != reals[i].model)
-            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %.9g, the model's %.9g: another "
-                        "model", reals[i].key, (double)file, (double)reals[i].model);
+            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %.9g, %s's %.9g: another "
+                        "model", reals[i].key, (double)file, ours, (double)reals[i].model);
     }
     /* where the offset goes matters only where there is one (the file writes
      * them only then) */
@@ -310,17 +312,20 @@ static lattice_status same_architecture(lattice_model *m, json_object *o)
             if (!json_object_is_type(v, json_type_int))
                 return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not an integer", at[i].key);
             if (json_object_get_int64(v) != at[i].model)
-                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, the model's %d: "
-                            "another model", at[i].key, (long long)json_object_get_int64(v),
+                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, %s's %d: "
+                            "another model", at[i].key, (long long)json_object_get_int64(v), ours,
                             at[i].model);
         }
     }
     return LATTICE_OK;
 }
 
-/* compare: the file's lattice.config must describe m (a config.json given
- * beside a file overrides its settings, the placement apart). */
-static lattice_status load_open(lattice_model *m, const st_file *sf, int compare)
+/* The file's lattice.config, where it has one, must describe m in every
+ * setting, whether m was made by the caller, from the file itself or from a
+ * config.json given beside it (named ours in messages): weights of a
+ * block_rescale model loaded under a plain Qwen3 config.json gave other
+ * logits without a word. */
+static lattice_status load_open(lattice_model *m, const st_file *sf, const char *ours)
 {
     /* Placements share some tensor names with different meanings (pre's
      * post_attention_layernorm sits before the MLP, peri's after attention):
@@ -334,10 +339,11 @@ static lattice_status load_open(lattice_model *m, const st_file *sf, int compare
     const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
                                                                         : NULL;
     if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
-        st = FAIL(m, LATTICE_ERR_FORMAT, "the file's placement is %s, the model's %s: the file "
-                  "holds a %s-norm model", pl, lattice_norm_placement_name(m->norm.placement), pl);
-    if (st == LATTICE_OK && o && compare)
-        st = same_architecture(m, o);
+        st = FAIL(m, LATTICE_ERR_FORMAT, "the file's placement is %s, %s's %s: the file "
+                  "holds a %s-norm model", pl, ours, lattice_norm_placement_name(m->norm.placement),
+                  pl);
+    if (st == LATTICE_OK && o)
+        st = same_architecture(m, o, ours);
     json_object_put(o);
     if (st != LATTICE_OK)
         return st;
@@ -373,7 +379,7 @@ static lattice_status model_load(lattice_model *m, const char *path)
     lattice_status st = lattice__st_open(&sf, path, m->err);
     if (st != LATTICE_OK)
         return st;
-    st = load_open(m, &sf, 1);
+    st = load_open(m, &sf, "the model");
     lattice__st_close(&sf);
     m->batch = m->seq = 0;
     return st;
@@ -743,7 +749,8 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
         st = check_file_tensors(&sf, path, &p, norm, backend, err);
     if (st == LATTICE_OK && (st = lattice_model_create(&p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
-    if (st == LATTICE_OK && (st = load_open(m, &sf, config_path == NULL)) != LATTICE_OK)
+    if (st == LATTICE_OK &&
+        (st = load_open(m, &sf, config_path ? "the config.json" : "the model")) != LATTICE_OK)
         snprintf(err, LATTICE_ERRMSG_MAX, "%s", m->err);
     lattice__st_close(&sf);
     json_object_put(cfg);

@@ -222,6 +222,64 @@ START_TEST(test_save_config_refused)
 }
 END_TEST
 
+/* A Qwen3 config.json beside weights whose own lattice.config says more: every
+ * setting both describe must agree, or the load is refused by name. 0.4 and
+ * 1.0 until issue 48 part 5 compared the placement alone: the weights of a
+ * block_rescale, massive_offset, eps or rope_theta model loaded as plain
+ * Qwen3 and gave other logits. */
+START_TEST(test_config_json_agrees_with_file)
+{
+    static const struct {
+        int block_rescale;
+        float massive_offset, eps, rope_theta, scale;
+        int config_tied;
+        const char *says;
+    } cases[] = {
+        {2, 0.0f, 1e-6f, 1e6f, 1.0f, 0, "the file's block_rescale is 2, the config.json's 0"},
+        {0, 4.0f, 1e-6f, 1e6f, 1.0f, 0, "the file's massive_offset is 4, the config.json's 0"},
+        {0, 0.0f, 1e-5f, 1e6f, 1.0f, 0, "the file's eps is 9.99999975e-06, the config.json's"},
+        {0, 0.0f, 1e-6f, 5e5f, 1.0f, 0, "the file's rope_theta is 500000, the config.json's 1000000"},
+        /* a tied config over an untied file: its lm_head was never read */
+        {0, 0.0f, 1e-6f, 1e6f, 1.0f, 1, "the file's tie_embeddings is 0, the config.json's 1"},
+    };
+    lattice_model_params p;
+    tu_tiny_params(&p);
+    p.vocab_size = 13;
+    p.head_dim = 6;
+    p.max_seq = 6;
+    p.seed = 9;
+    p.rope_theta = cases[_i].rope_theta;
+    p.block_rescale = cases[_i].block_rescale;
+    p.massive_offset = cases[_i].massive_offset;
+    lattice_model *a = tu_model(be, LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS,
+                                cases[_i].eps, cases[_i].scale, &p);
+    char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
+    ck_assert_int_eq(lattice_model_save(a, path), LATTICE_OK);
+    /* the plain Qwen3 of the same shape: its settings written out */
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "{\"model_type\": \"qwen3\", \"hidden_size\": 8, \"intermediate_size\": 12, "
+               "\"num_hidden_layers\": 2, \"num_attention_heads\": 2, \"num_key_value_heads\": 1, "
+               "\"head_dim\": 6, \"vocab_size\": 13, \"rope_theta\": 1000000, "
+               "\"rms_norm_eps\": 1e-06, \"tie_word_embeddings\": %s}",
+            cases[_i].config_tied ? "true" : "false");
+    fclose(f);
+    lattice_model *b = NULL;
+    char err[LATTICE_ERRMSG_SIZE] = "";
+    ck_assert_int_eq(lattice_model_create_from_file(path, cfg, be, 2, 6, &b, err),
+                     LATTICE_ERR_FORMAT);
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(err, cases[_i].says), "case %d: '%s'", _i, err);
+    /* the file alone still says what it holds */
+    ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK,
+                  "%s", err);
+    expect_same_logits(a, b);
+    lattice_model_destroy(b);
+    unlink(path);
+    unlink(cfg);
+    lattice_model_destroy(a);
+}
+END_TEST
+
 START_TEST(test_strict_config_json)
 {
     /* config.json files are held to the same rules as the headers */
@@ -295,8 +353,9 @@ START_TEST(test_qwen3_unsupported)
         {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"default\"}", LATTICE_OK, "same"},
         {"\"rope_parameters\": {\"rope_theta\": 1000000.0, \"rope_type\": \"default\"}, "
          "\"rope_theta\": 1000000", LATTICE_OK, "same"},
-        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}", LATTICE_OK,
-         "different"},
+        /* read, and then refused: the file says 1e6 (issue 48 part 5) */
+        {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}",
+         LATTICE_ERR_FORMAT, "the file's rope_theta is 1000000, the config.json's 10000"},
         {"\"rope_parameters\": {\"rope_theta\": 10000, \"rope_type\": \"default\"}, "
          "\"rope_theta\": 1000000", LATTICE_ERR_FORMAT, "disagree"},
         {"\"rope_parameters\": {\"rope_theta\": 1000000, \"rope_type\": \"yarn\", \"factor\": 4.0}",
@@ -362,6 +421,7 @@ int main(void)
     tcase_add_loop_test(tc, test_qwen3_config, 0, 2);
     tcase_add_loop_test(tc, test_save_qwen3_config, 0, 2);
     tcase_add_loop_test(tc, test_save_config_refused, 0, 8);
+    tcase_add_loop_test(tc, test_config_json_agrees_with_file, 0, 5);
     tcase_add_test(tc, test_strict_config_json);
     tcase_add_test(tc, test_qwen3_unsupported);
     suite_add_tcase(s, tc);

@@ -517,7 +517,13 @@ LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *
  * num_attention_heads, num_key_value_heads, head_dim, vocab_size, rope_theta,
  * rms_norm_eps, tie_word_embeddings; pre-norm RMSNorm with q/k norm), so real
  * Qwen3 weights load as a teacher; otherwise from the file's own
- * "lattice.config" metadata (files written by ::lattice_model_save). The RoPE
+ * "lattice.config" metadata (files written by ::lattice_model_save). A file
+ * that has its own "lattice.config" must agree with a config.json in every
+ * setting both describe (as ::lattice_model_load compares them; a Qwen3
+ * config.json describes a plain pre-norm RMSNorm model with q/k norm,
+ * residual scale 1, no block_norm, block_rescale or massive_offset), or the
+ * load is refused with ::LATTICE_ERR_FORMAT naming the setting and both
+ * values ("the file's block_rescale is 2, the config.json's 0"). The RoPE
  * base is read from "rope_theta" or from "rope_parameters" ({"rope_theta": ...,
  * "rope_type": "default"}); both present must agree. Settings that are not
  * implemented are refused with ::LATTICE_ERR_UNSUPPORTED and the key named in
