@@ -25,7 +25,7 @@
 
 #include "../example_util.h"
 
-#define MAX_SEEDS 16
+#define MAX_SEEDS 32
 #define MAX_JOBS 256
 #define MAX_POINTS 4096
 
