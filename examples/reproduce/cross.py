@@ -254,6 +254,29 @@ def name_ok(name):
     return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
 
 
+# A row that rests on an arm that did not learn (results.json's baseline) has no
+# verdict but this one, as in report.md.
+NOT_LEARNED = "not applicable (did not learn)"
+
+
+def unlearned(res):
+    """The study's arms that did not learn (results.json's baseline)."""
+    return set((res.get("baseline") or {}).get("did_not_learn") or [])
+
+
+def arms_as_run(res):
+    """The arms as the study ran them: results.json's arms_as_run (a design's
+    cells among them), or, from a study written before it, the preset's."""
+    return res.get("arms_as_run") or res["preset"].get("arms", []) or []
+
+
+def arm_spp(res, arm):
+    """An arm's steps per phase: its own (results.json's arm_settings), else
+    the preset's."""
+    own = (res.get("arm_settings") or {}).get(arm) or {}
+    return own.get("steps_per_phase") or res["preset"]["train"].get("steps_per_phase", 1000)
+
+
 def check_names(res, folder):
     """Refuse a results.json whose arm or study names break the name rule."""
     where = os.path.join(folder, "results.json")
@@ -261,7 +284,7 @@ def check_names(res, folder):
             not isinstance(res.get("preset"), dict):
         raise Refused("%s: not a study's results (an object with 'preset' and 'arms')" % where)
     names = list(res["arms"])
-    for a in res["preset"].get("arms", []) or []:
+    for a in list(res["preset"].get("arms", []) or []) + list(res.get("arms_as_run") or []):
         names.append(a.get("name") if isinstance(a, dict) else a)
     bad = [n for n in names if not name_ok(n)]
     if bad:
@@ -293,7 +316,7 @@ def arm_specs(res):
     """Each arm's placement and schedule, from the preset's arm list."""
     named = {"joint", "grow", "freeze", "single", "joint-active", "joint-total"}
     out = {}
-    for a in res["preset"].get("arms", []):
+    for a in arms_as_run(res):
         if isinstance(a, str):
             pl, rest = a.split("-", 1)
             out[a] = (pl, rest if rest in named else None, False)
@@ -329,10 +352,9 @@ def four_arm_sets(res):
     return sets
 
 
-def ratio_at_phase_end(res, run, k):
+def ratio_at_phase_end(res, run, k, arm=None):
     """pre-norm's row-start / regular RMS after block k + 1 at the end of phase k."""
-    tr = res["preset"]["train"]
-    spp = tr.get("steps_per_phase", 1000)
+    spp = arm_spp(res, arm)
     bs = res["preset"].get("student", {}).get("block_size", 3)
     for p in run["trajectory"]:
         if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
@@ -364,7 +386,7 @@ def grow_pairs(res):
 def arm_dose(res, name):
     """An arm's induced row-start offset (massive_offset, 0 without one) and
     the rest of its preset entry (what must match across doses)."""
-    for a in res["preset"].get("arms", []):
+    for a in arms_as_run(res):
         if isinstance(a, dict) and a.get("name") == name:
             rest = {k: v for k, v in a.items() if k not in ("name", "massive_offset")}
             return a.get("massive_offset", 0), rest
@@ -448,11 +470,11 @@ def study_name(folder, res):
     return res["preset"].get("name", os.path.basename(folder.rstrip("/")))
 
 
-def val_at_phase_end(res, run, k):
+def val_at_phase_end(res, run, k, arm=None):
     """A run's validation CE at its evaluation at the end of phase k (the
     trajectory's point at that step with the phase's layers active: the
     evaluation batches during training, not the final evaluation)."""
-    spp = res["preset"]["train"].get("steps_per_phase", 1000)
+    spp = arm_spp(res, arm)
     bs = res["preset"].get("student", {}).get("block_size", 3)
     for p in run.get("trajectory", []):
         if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
@@ -468,7 +490,7 @@ def crossover(res, pre, post):
     for k in range(blocks):
         d = []
         for r, q in zip(res["arms"].get(pre, []), res["arms"].get(post, [])):
-            a, b = val_at_phase_end(res, r, k), val_at_phase_end(res, q, k)
+            a, b = val_at_phase_end(res, r, k, pre), val_at_phase_end(res, q, k, post)
             if a is None or b is None:
                 return None
             d.append(b - a)
@@ -711,10 +733,11 @@ def main(argv):
             di = [g - j for g, j in zip(dg, dj)]
             trend.append({"study": name, "recipe": label, "steps_per_phase": spp,
                           "seeds": len(dj), "joint": summary(dj), "grow": summary(dg),
-                          "I": summary(di), "per_seed": {"joint": dj, "grow": dg, "I": di}})
+                          "I": summary(di), "per_seed": {"joint": dj, "grow": dg, "I": di},
+                          "did_not_learn": sorted(unlearned(res) & {pj, qj, pg, qg})})
         for pg, qg, intervention in grow_pairs(res):
             for seed, (r, q) in enumerate(zip(res["arms"][pg], res["arms"][qg]), 1):
-                xs = [v for v in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
+                xs = [v for v in (ratio_at_phase_end(res, r, 0, pg), ratio_at_phase_end(res, r, 1, pg))
                       if v is not None]
                 if not xs or not r["block_removal"]:
                     continue
@@ -734,7 +757,7 @@ def main(argv):
                 continue
             xs, zs, angles = [], [], []
             for seed, r in enumerate(res["arms"][pg], 1):
-                v = [t for t in (ratio_at_phase_end(res, r, 0), ratio_at_phase_end(res, r, 1))
+                v = [t for t in (ratio_at_phase_end(res, r, 0, pg), ratio_at_phase_end(res, r, 1, pg))
                      if t is not None]
                 if not v or not r["block_removal"] or seed > len(dj):
                     continue
@@ -802,8 +825,9 @@ def main(argv):
           "I = grow - joint |", "|---|---|---|---|---|---|---|"]
     for t in sorted(trend, key=lambda t: (t["recipe"], t["steps_per_phase"])):
         md.append("| %s | %s | %d | %d | %s | %s | %s |" % (
-            t["study"], t["recipe"], t["steps_per_phase"], t["seeds"], pm(t["joint"]),
-            pm(t["grow"]), pm(t["I"])))
+            t["study"], t["recipe"] + ("" if not t["did_not_learn"] else " (%s: %s)" % (
+                NOT_LEARNED, ", ".join(t["did_not_learn"]))), t["steps_per_phase"], t["seeds"],
+            pm(t["joint"]), pm(t["grow"]), pm(t["I"])))
     if changes:
         md += ["", "### The change with training length, paired by seed", "",
                "Each recipe's longer phases against its shortest: per seed, the longer "
@@ -891,9 +915,13 @@ def main(argv):
         for kind in ("comparisons", "interactions"):
             for c in res.get(kind, []):
                 if c.get("from") == "design" and c.get("label"):
+                    dnl = c.get("did_not_learn") or []
                     designed.append({"study": name, "kind": kind[:-1], "label": c["label"],
+                                     "order": c.get("order", 2 if kind == "interactions" else 1),
                                      "n": c.get("n", 0), "mean": c.get("mean"),
-                                     "half": c.get("half_width_95"), "verdict": c.get("verdict", "")})
+                                     "half": c.get("half_width_95"), "did_not_learn": dnl,
+                                     "verdict": "%s: %s" % (NOT_LEARNED, ", ".join(dnl))
+                                     if dnl else c.get("verdict", "")})
     if isum:
         md += ["", "### The interventions", "",
                "Each intervention's pre-norm grow arm against its recipe's plain post-grow "
@@ -937,11 +965,14 @@ def main(argv):
                 seen.add(what)
                 sm = {"mean": c.get("mean"), "half": c.get("half_width_95"), "n": c["n"],
                       "sd": c["sd"]}
+                dnl = c.get("did_not_learn") or []
                 to_decide.append({"study": name, "kind": kind[:-1], "contrast": what,
                                   "n": c["n"], "mean": c.get("mean"),
                                   "half": c.get("half_width_95"), "sd": c["sd"],
-                                  "verdict": verdict_kind(sm, MARGIN),
-                                  "verdict_half": verdict_kind(sm, HALF_MARGIN),
+                                  "verdict": NOT_LEARNED if dnl else verdict_kind(sm, MARGIN),
+                                  "verdict_half": "not applicable" if dnl
+                                  else verdict_kind(sm, HALF_MARGIN),
+                                  "did_not_learn": dnl,
                                   "seeds_needed": seeds_needed(c["sd"], MARGIN)})
     for ch in changes:
         for k, what in (("joint", "joint gap"), ("grow", "grow gap"), ("I", "I")):
@@ -984,12 +1015,16 @@ def main(argv):
             verdict = ("inconclusive (1 seed)" if last["half"] is None else
                        "not reproduced" if max(sides) > 0 else
                        "reproduced" if sides == [-1, -1] else "inconclusive")
+            dnl = sorted(unlearned(res) & {pg, qg})
+            if dnl:
+                verdict = "%s: %s" % (NOT_LEARNED, ", ".join(dnl))
             cross_rows.append({"study": name, "pair": "%s / %s" % (pg, qg), "seeds": len(cx[0]),
                                "block_size": bs, "ends": ends,
                                "ahead": [sum(1 for v in d if v < 0) for d in cx],
                                "changes": changes_x, "total": total, "verdict": verdict,
                                "p": max(p_against(last, 0) or 0, p_against(total, 0) or 0)
                                if verdict == "reproduced" else
+                               None if verdict.startswith(NOT_LEARNED) else
                                min(p_against(last, 0) or 1, p_against(total, 0) or 1)})
     if cross_rows:
         phases = max(len(r["ends"]) for r in cross_rows)

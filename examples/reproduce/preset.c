@@ -41,6 +41,8 @@ static const char *const schedule_names[] = {"joint", "grow", "freeze", "single"
                                              "joint-total"};
 static const char *const placement_names[] = {"pre", "post", "peri"};
 static const char *const block_init_names[] = {"random", "identity", "copy"};
+/* lattice_distill_kl_direction's values by name */
+static const char *const kl_names[] = {"forward", "reverse"};
 
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
@@ -62,7 +64,7 @@ static const char *const known_keys[] = {
     "train.steps_per_phase", "train.lr", "train.lr_per_std", "train.min_lr", "train.warmup",
     "train.clip", "train.alpha", "train.gamma", "train.tau", "train.eval_every",
     "train.eval_batches", "train.final_eval_batches", "train.lr_shape", "train.weight_decay",
-    "train.beta2", "train.decay_fraction",
+    "train.beta2", "train.decay_fraction", "train.kl_direction",
     "arms.*.name", "arms.*.placement", "arms.*.residual_scale", "arms.*.schedule", "arms.*.phases",
     "arms.*.block_init", "arms.*.train_boundary", "arms.*.rewind_data", "arms.*.data",
     "arms.*.init_gain",
@@ -70,7 +72,8 @@ static const char *const known_keys[] = {
     "arms.*.massive_channel",
     "arms.*.train", "arms.*.train.lr", "arms.*.train.min_lr", "arms.*.train.lr_shape",
     "arms.*.train.decay_fraction", "arms.*.train.weight_decay", "arms.*.train.beta2",
-    "arms.*.train.warmup",
+    "arms.*.train.warmup", "arms.*.train.clip", "arms.*.train.alpha", "arms.*.train.gamma",
+    "arms.*.train.tau", "arms.*.train.kl_direction", "arms.*.train.steps_per_phase",
     "arms.*.phases.*.steps", "arms.*.phases.*.tokens", "arms.*.phases.*.active_layers",
     "arms.*.phases.*.train_from", "arms.*.phases.*.reset_optimizer", "arms.*.phases.*.block_init",
     "arms.*.phases.*.rewind_data", "arms.*.phases.*.train_boundary",
@@ -86,14 +89,14 @@ static void lr_shape(json_object *o, const char *where, double lr, double floor_
     static const char *const shapes[] = {"cosine", "constant", "wsd"};
     const int shape = get_enum(o, "lr_shape", where, shapes, 3, 0);
     if (shape == 1 && member(o, "min_lr"))
-        die("preset: %s.min_lr with lr_shape constant: a constant LR has no floor", where);
+        die("preset: %s with lr_shape constant: a constant LR has no floor", json_said_at(where, "min_lr"));
     if (shape != 2 && member(o, "decay_fraction"))
-        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
-            "warmup spent decaying)", where);
+        die("preset: %s needs lr_shape wsd (the share of the steps after "
+            "warmup spent decaying)", json_said_at(where, "decay_fraction"));
     *min_lr = shape == 1 ? lr : get_d(o, "min_lr", lr / floor_div);
     *decay = shape == 2 ? get_d(o, "decay_fraction", 0.2) : -1.0;
     if (shape == 2 && !(*decay >= 0.0 && *decay <= 1.0))
-        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, *decay);
+        die("preset: %s %g must lie in [0, 1]", json_said_at(where, "decay_fraction"), *decay);
 }
 
 /* Without lr_shape in o, the inherited shape: its decay fraction (< 0 unless
@@ -103,11 +106,11 @@ static double inherit_decay(json_object *o, const char *where, double decay)
     if (!member(o, "decay_fraction"))
         return decay;
     if (decay < 0)
-        die("preset: %s.decay_fraction needs lr_shape wsd (the share of the steps after "
-            "warmup spent decaying)", where);
+        die("preset: %s needs lr_shape wsd (the share of the steps after "
+            "warmup spent decaying)", json_said_at(where, "decay_fraction"));
     decay = get_d(o, "decay_fraction", decay);
     if (!(decay >= 0.0 && decay <= 1.0))
-        die("preset: %s.decay_fraction %g must lie in [0, 1]", where, decay);
+        die("preset: %s %g must lie in [0, 1]", json_said_at(where, "decay_fraction"), decay);
     return decay;
 }
 
@@ -125,15 +128,22 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     a->beta2 = p->beta2;
     a->warmup = p->warmup;
     a->lr_given = 0;
+    a->clip = p->clip;
+    a->alpha = p->alpha;
+    a->gamma = p->gamma;
+    a->tau = p->tau;
+    a->kl_direction = p->kl_direction;
+    a->steps_per_phase = p->steps_per_phase;
+    a->own_settings = 0;
     if (!t)
         return;
     char w[96];
     snprintf(w, sizeof w, "%s.train", where);
     if (!json_object_is_type(t, json_type_object))
-        die("preset: %s must be an object", w);
+        die("preset: %s must be an object", json_said(w));
     const char *js = json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN);
     if (strlen(js) >= sizeof a->train_json)
-        die("preset: %s is too long", w);
+        die("preset: %s is too long", json_said(w));
     snprintf(a->train_json, sizeof a->train_json, "%s", js);
     json_at(w);
     a->lr_given = member(t, "lr") != NULL;
@@ -147,8 +157,21 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     a->weight_decay = get_d(t, "weight_decay", p->weight_decay);
     a->beta2 = member(t, "beta2") ? get_d(t, "beta2", 0.95) : p->beta2;
     if (a->beta2 >= 1.0)
-        die("preset: %s.beta2 must be below 1", w);
+        die("preset: %s must be below 1", json_said_at(w, "beta2"));
     a->warmup = get_i(t, "warmup", p->warmup, 0, 1 << 30);
+    /* the loss, the clip and the phase length: the preset's unless the arm sets them */
+    static const char *const own[] = {"clip", "alpha", "gamma", "tau", "kl_direction",
+                                      "steps_per_phase"};
+    for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
+        a->own_settings |= member(t, own[k]) != NULL;
+    a->clip = get_d(t, "clip", p->clip);
+    a->alpha = get_d(t, "alpha", p->alpha);
+    a->gamma = get_d(t, "gamma", p->gamma);
+    a->tau = get_d(t, "tau", p->tau);
+    if (member(t, "tau") && !(a->tau > 0))
+        die("preset: %s must be > 0 (the distillation temperature)", json_path("tau"));
+    a->kl_direction = get_enum(t, "kl_direction", w, kl_names, 2, p->kl_direction);
+    a->steps_per_phase = get_i(t, "steps_per_phase", p->steps_per_phase, 1, 1 << 30);
     json_at(where);
 }
 
@@ -160,8 +183,8 @@ static int block_every(const preset *p, json_object *spec, const char *key, cons
 {
     const int v = get_i(spec, key, 0, 0, p->blocks * p->block_size);
     if (v == 1 && p->block_size != 1)
-        die("preset: %s.%s is a layer count since 1.0, as in lattice_model_params: 0.4's 1 "
-            "(every block) is the student's block_size, %d", where, key, p->block_size);
+        die("preset: %s is a layer count since 1.0, as in lattice_model_params: 0.4's 1 "
+            "(every block) is the student's block_size, %d", json_said_at(where, key), p->block_size);
     return v;
 }
 
@@ -179,20 +202,20 @@ static void parse_arm(preset *p, json_object *v, int index)
     const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
     json_object *spec = json_object_is_type(v, json_type_object) ? v : NULL;
     if (!name && !spec)
-        die("preset: %s must be an arm's name or an object", where);
+        die("preset: %s must be an arm's name or an object", json_said(where));
     if (spec) {
         get_s(spec, "name", a->name, sizeof a->name, "");
         if (!a->name[0])
-            die("preset: %s needs a name", where);
+            die("preset: %s needs a name", json_said(where));
     } else {
         if (strlen(name) >= sizeof a->name)
-            die("preset: %s: the arm name is %zu bytes long, at most %zu", where, strlen(name),
+            die("preset: %s: the arm name is %zu bytes long, at most %zu", json_said(where), strlen(name),
                 sizeof a->name - 1);
         snprintf(a->name, sizeof a->name, "%s", name);
     }
     /* a name becomes a file name (runs/NAME.seedN.run) and a plot title */
     if (!name_ok(spec ? json_object_get_string(member(spec, "name")) : name))
-        die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, where,
+        die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, json_said(where),
             spec ? json_object_get_string(member(spec, "name")) : name);
     /* an arm object starts from the named arm of its name, or of its "from" */
     char from[48];
@@ -204,8 +227,8 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (strcmp(named_arms[i].name, from) == 0)
             named = i;
     if (spec && member(spec, "from") && named < 0)
-        die("preset: %s.from = '%s' is not a named arm (pre-/post- joint, grow, single, freeze, "
-            "joint-active, joint-total, peri-joint, peri-grow)", where, from);
+        die("preset: %s = '%s' is not a named arm (pre-/post- joint, grow, single, freeze, "
+            "joint-active, joint-total, peri-joint, peri-grow)", json_said_at(where, "from"), from);
     if (!spec && named < 0)
         die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, joint-active, "
             "joint-total, peri-joint, peri-grow; or give an object with placement and schedule)",
@@ -221,46 +244,46 @@ static void parse_arm(preset *p, json_object *v, int index)
                                                         named >= 0 ? (int)a->placement : -1);
         if ((int)a->placement < 0)
             die("preset: %s needs a placement (pre, post or peri), or \"from\": a named arm to "
-                "start from (\"from\": \"post-grow\")", where);
+                "start from (\"from\": \"post-grow\")", json_said(where));
         a->residual_scale = get_d(spec, "residual_scale", 1.0);
         if (a->residual_scale <= 0)
-            die("preset: %s.residual_scale must be > 0", where);
+            die("preset: %s must be > 0", json_said_at(where, "residual_scale"));
         a->schedule = get_enum(spec, "schedule", where, schedule_names, 6, a->schedule);
         a->block_init = (lattice_schedule_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
         a->train_boundary = member(spec, "train_boundary") ? get_i(spec, "train_boundary", 1, 0, 1) : -1;
         if (member(spec, "data")) /* 0.x's name for rewind_data */
-            die("preset: %s.data is rewind_data since 1.0, the library's name: \"rewind_data\": "
-                "1 for \"replay\", 0 for \"continue\"", where);
+            die("preset: %s is rewind_data since 1.0, the library's name: \"rewind_data\": "
+                "1 for \"replay\", 0 for \"continue\"", json_said_at(where, "data"));
         a->rewind_data = get_i(spec, "rewind_data", a->rewind_data, 0, 1);
         a->init_gain = get_d(spec, "init_gain", 0);
         a->block_norm = block_every(p, spec, "block_norm", where);
         if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
-            die("preset: %s.block_norm needs the pre-norm placement (post- and peri-norm "
-                "normalise the stream already)", where);
+            die("preset: %s needs the pre-norm placement (post- and peri-norm "
+                "normalise the stream already)", json_said_at(where, "block_norm"));
         a->block_rescale = block_every(p, spec, "block_rescale", where);
         if (a->block_rescale && a->placement != LATTICE_NORM_PLACEMENT_PRE)
-            die("preset: %s.block_rescale needs the pre-norm placement (post- and peri-norm "
-                "normalise the stream already)", where);
+            die("preset: %s needs the pre-norm placement (post- and peri-norm "
+                "normalise the stream already)", json_said_at(where, "block_rescale"));
         if (a->block_rescale && a->block_norm)
             die("preset: %s has both block_norm and block_rescale: the block-entry norm "
-                "rescales every position already; give one", where);
+                "rescales every position already; give one", json_said(where));
         a->massive_offset = get_d(spec, "massive_offset", 0);
         if (!(a->massive_offset >= 0) || a->massive_offset > 1e6)
-            die("preset: %s.massive_offset must be in 0..1e6 (a multiple of the stream's regular "
-                "RMS; 0 for none)", where);
+            die("preset: %s must be in 0..1e6 (a multiple of the stream's regular "
+                "RMS; 0 for none)", json_said_at(where, "massive_offset"));
         a->massive_layer = get_i(spec, "massive_layer", 1, 1, 4095);
         a->massive_channel = get_i(spec, "massive_channel", 0, 0, 1 << 20);
         if (!a->massive_offset && (member(spec, "massive_layer") || member(spec, "massive_channel")))
-            die("preset: %s sets massive_layer or massive_channel without massive_offset", where);
+            die("preset: %s sets massive_layer or massive_channel without massive_offset", json_said(where));
         arm_recipe(p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph && member(spec, "schedule"))
             die("preset: %s has both a schedule and phases: give one (the phases would replace "
-                "the schedule)", where);
+                "the schedule)", json_said(where));
         if (ph) {
             if (!json_object_is_type(ph, json_type_array) || json_object_array_length(ph) == 0 ||
                 json_object_array_length(ph) > MAX_PHASES)
-                die("preset: %s.phases must be a list of 1..%d phases", where, MAX_PHASES);
+                die("preset: %s must be a list of 1..%d phases", json_said_at(where, "phases"), MAX_PHASES);
             a->schedule = -1;
             const int L = p->blocks * p->block_size;
             for (size_t k = 0; k < json_object_array_length(ph); k++) {
@@ -269,14 +292,14 @@ static void parse_arm(preset *p, json_object *v, int index)
                 snprintf(pw, sizeof pw, "%s.phases[%zu]", where, k);
                 json_at(pw);
                 if (!json_object_is_type(e, json_type_object))
-                    die("preset: %s must be an object", pw);
+                    die("preset: %s must be an object", json_said(pw));
                 lattice_schedule_phase *f = &a->phases[a->n_phases++];
                 lattice_schedule_phase_init(f);
-                f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : p->steps_per_phase, 0, 1 << 30);
+                f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : a->steps_per_phase, 0, 1 << 30);
                 const double tok = get_d(e, "tokens", 0);
                 /* in range before the conversion: a double beyond int64_t's is undefined */
                 if (tok > 4e18 || tok != floor(tok))
-                    die("preset: %s.tokens = %g must be a whole number of tokens up to 4e18", pw,
+                    die("preset: %s = %g must be a whole number of tokens up to 4e18", json_said_at(pw, "tokens"),
                         tok);
                 f->tokens = (int64_t)tok;
                 f->active_layers = get_i(e, "active_layers", L, 1, L);
@@ -292,7 +315,7 @@ static void parse_arm(preset *p, json_object *v, int index)
             }
             json_at(where);
         } else if (a->schedule < 0) {
-            die("preset: %s needs a schedule (%s, ...) or phases", where, schedule_names[0]);
+            die("preset: %s needs a schedule (%s, ...) or phases", json_said(where), schedule_names[0]);
         }
     }
     json_at("");
@@ -372,7 +395,7 @@ static void parse_probes(preset *p, json_object *list)
         probe *q = &p->probes[p->n_probes];
         get_s(o, "name", q->name, sizeof q->name, "");
         if (!q->name[0])
-            die("preset: %s needs a name", where);
+            die("preset: %s needs a name", json_said(where));
         if (!name_ok(json_object_get_string(member(o, "name"))))
             die("preset: %s: the probe name '%s' is not allowed: a name is " NAME_RULE, where,
                 json_object_get_string(member(o, "name")));
@@ -474,15 +497,160 @@ static void recipe(json_object *o, const char *sect, double lr, double floor_div
     json_at("");
 }
 
+/* The design whose arms messages name as the user wrote them, and the
+ * index of its first arm (after the preset's own). */
+static const design *naming_design;
+static json_object *naming_base;
+static int naming_from;
+static int valued[MAX_FACTORS]; /* label_numeric_levels' factors */
+
+/* A path of the preset as read, as the user wrote it: a design's arm's key
+ * (arms[N].K, N a cell of the design) is named where the design sets it:
+ * design.factors[F].levels[L].set.K, design.factors[F].levels[L] (its key
+ * K) for a factor of one key's values, or design.base.K; a path the design
+ * did not write (a default's message) by the arm's name. */
+static void design_namer(char *buf, size_t n, const char *path)
+{
+    const design *d = naming_design;
+    int idx, used = 0;
+    if (!d || sscanf(path, "arms[%d]%n", &idx, &used) != 1 || used == 0 || idx < naming_from ||
+        idx - naming_from >= d->n_cells || (path[used] && path[used] != '.')) {
+        snprintf(buf, n, "%s", path);
+        return;
+    }
+    const int k = idx - naming_from;
+    const char *key = path[used] ? path + used + 1 : "";
+    char name[64] = "";
+    for (int f = 0; f < d->n_factors; f++)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", f ? "-" : "",
+                 d->level[f][d->cell[k][f]]);
+    if (key[0]) {
+        const size_t kl = strlen(key);
+        for (int f = 0; f < d->n_factors; f++) {
+            const int l = d->cell[k][f];
+            const size_t fl = strlen(d->key[f]);
+            if (d->key[f][0] && (strcmp(key, d->key[f]) == 0 ||
+                                 (kl > fl && strncmp(key, d->key[f], fl) == 0 && key[fl] == '.'))) {
+                snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's arm "
+                         "%s)", f, l, key, name);
+                return;
+            }
+            if (!d->key[f][0] && d->set[f][l] && strchr(key, '[') == NULL &&
+                member(d->set[f][l], key)) {
+                if (valued[f]) /* a value of the factor's key */
+                    snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's "
+                             "arm %s)", f, l, key, name);
+                else
+                    snprintf(buf, n, "design.factors[%d].levels[%d].set.%s", f, l, key);
+                return;
+            }
+        }
+        if (strchr(key, '[') == NULL && member(naming_base, key)) {
+            snprintf(buf, n, "design.base.%s", key);
+            return;
+        }
+    }
+    snprintf(buf, n, "the design's arm %s%s%s", name, key[0] ? ": " : "", key);
+}
+
+/* A factor of one key's numeric values ("key": "train.lr", "levels": [0.001,
+ * 0.003]) is read as levels labelled by the values as written ("0.001", the
+ * arms pre-0.001, ...): each level becomes {"label": "0.001", "set": {"train":
+ * {"lr": 0.001}}} before the design is expanded. valued[f] marks them, for
+ * messages. */
+
+static void label_numeric_levels(json_object *o)
+{
+    memset(valued, 0, sizeof valued);
+    json_object *factors = member(o, "design.factors");
+    if (!factors || !json_object_is_type(factors, json_type_array))
+        return;
+    for (size_t f = 0; f < json_object_array_length(factors) && f < MAX_FACTORS; f++) {
+        json_object *fo = json_object_array_get_idx(factors, f), *key, *levels;
+        if (!json_object_is_type(fo, json_type_object) ||
+            !json_object_object_get_ex(fo, "key", &key) ||
+            !json_object_is_type(key, json_type_string) ||
+            !json_object_object_get_ex(fo, "levels", &levels) ||
+            !json_object_is_type(levels, json_type_array) || json_object_array_length(levels) < 1)
+            continue;
+        int numeric = 1;
+        for (size_t l = 0; l < json_object_array_length(levels) && numeric; l++) {
+            json_object *v = json_object_array_get_idx(levels, l);
+            numeric = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+        }
+        const char *k = json_object_get_string(key);
+        if (!numeric || !k[0] || k[0] == '.' || k[strlen(k) - 1] == '.' || strstr(k, ".."))
+            continue; /* design.c names what is wrong with it */
+        json_object *now = json_object_new_array();
+        for (size_t l = 0; l < json_object_array_length(levels); l++) {
+            json_object *v = json_object_array_get_idx(levels, l), *set = json_object_new_object(),
+                        *at = set, *lv = json_object_new_object();
+            char path[128];
+            snprintf(path, sizeof path, "%s", k);
+            char *part = path, *dot;
+            while ((dot = strchr(part, '.')) != NULL) { /* "train.lr": {"train": {"lr": v}} */
+                *dot = 0;
+                json_object *next = json_object_new_object();
+                json_object_object_add(at, part, next);
+                at = next;
+                part = dot + 1;
+            }
+            json_object_object_add(at, part, json_object_get(v));
+            json_object_object_add(
+                lv, "label",
+                json_object_new_string(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)));
+            json_object_object_add(lv, "set", set);
+            json_object_array_add(now, lv);
+        }
+        json_object_object_del(fo, "key");
+        json_object_object_add(fo, "levels", now);
+        valued[f] = 1;
+    }
+}
+
+/* The preset as written goes with the preset as read (json_object_set_userdata). */
+static void release_written(json_object *o, void *written)
+{
+    (void)o;
+    json_object_put(written);
+}
+
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
     json_object *o = read_preset_json(path);
+    /* a study's results.json holds its preset as written: --preset results.json reruns it */
+    json_object *inner = member(o, "preset");
+    char data_files[2][1024] = {"", ""}; /* a results.json's corpus, where the study read it */
+    if (inner && json_object_is_type(inner, json_type_object) && member(o, "lattice_version")) {
+        static const char *const keys[2] = {"data_files.train", "data_files.val"};
+        for (int k = 0; k < 2; k++) {
+            json_object *v = member(o, keys[k]);
+            if (v && json_object_is_type(v, json_type_string) &&
+                (size_t)json_object_get_string_len(v) < sizeof data_files[k])
+                snprintf(data_files[k], sizeof data_files[k], "%s", json_object_get_string(v));
+        }
+        json_object_get(inner);
+        json_object_put(o);
+        o = inner;
+    }
     no_nulls(o);
     check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
+    /* the preset as written, before its design adds arms and rows to o */
+    if (json_object_deep_copy(o, &p->written, NULL) != 0)
+        die("out of memory");
+    json_object_set_userdata(o, p->written, release_written); /* freed with o */
     /* a design's arms, comparisons and interactions join the preset's own, and
-     * are checked as any arm is */
+     * are checked as any arm is, each key named where the design wrote it */
+    json_object *own_arms = member(o, "arms");
+    naming_from = own_arms && json_object_is_type(own_arms, json_type_array)
+                      ? (int)json_object_array_length(own_arms)
+                      : 0;
+    label_numeric_levels(o);
     design_expand(o, &p->design);
+    naming_design = &p->design;
+    naming_base = member(o, "design.base");
+    json_namer(design_namer);
     if (p->design.n_factors)
         check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
     p->json = o;
@@ -493,6 +661,11 @@ void load_preset(preset *p, const char *path)
             json_object_get_string(member(o, "name")));
     preset_data_path(p->train, sizeof p->train, o, "data.train", path, "train.txt");
     preset_data_path(p->val, sizeof p->val, o, "data.val", path, "val.txt");
+    /* rerun from a results.json: a data path the preset gives is where the study read it */
+    if (data_files[0][0] && member(o, "data.train"))
+        snprintf(p->train, sizeof p->train, "%s", data_files[0]);
+    if (data_files[1][0] && member(o, "data.val"))
+        snprintf(p->val, sizeof p->val, "%s", data_files[1]);
     p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);
     p->batch = get_i(o, "data.batch_size", 16, 1, 4096);
     p->split_long = get_i(o, "data.split_long", 1, 0, 1);
@@ -553,6 +726,8 @@ void load_preset(preset *p, const char *path)
     p->alpha = get_d(o, "train.alpha", PAPER_KD_ALPHA);
     p->gamma = get_d(o, "train.gamma", PAPER_KD_GAMMA);
     p->tau = get_d(o, "train.tau", PAPER_KD_TAU);
+    p->kl_direction = get_enum(member(o, "train"), "kl_direction", "train", kl_names, 2,
+                               LATTICE_DISTILL_KL_FORWARD);
     p->eval_every = get_i(o, "train.eval_every", 50, 0, 1 << 30);
     p->eval_batches = get_i(o, "train.eval_batches", 8, 0, 1 << 30);
     p->final_eval_batches = get_i(o, "train.final_eval_batches", 0, 0, 1 << 30);
@@ -588,7 +763,7 @@ int arm_phases(const preset *p, const arm *a, lattice_schedule_phase ph[MAX_PHAS
     }
     int n = 0;
     if (lattice_schedule_get_preset_phases((lattice_schedule_preset)a->schedule, p->blocks,
-                                           p->block_size, p->steps_per_phase, a->block_init, ph,
+                                           p->block_size, a->steps_per_phase, a->block_init, ph,
                                            MAX_PHASES, &n) != LATTICE_OK)
         die("arm %s: the schedule preset does not fit the student: %s", a->name,
             lattice_last_error());

@@ -181,13 +181,32 @@ static char where_prefix[128];
 
 void json_at(const char *where) { snprintf(where_prefix, sizeof where_prefix, "%s", where); }
 
-/* path with the current prefix, for a message. */
-static const char *full(const char *path)
+/* How a path of the preset as read is named in a message (json_namer). */
+static void (*namer)(char *buf, size_t n, const char *path);
+
+void json_namer(void (*fn)(char *buf, size_t n, const char *path)) { namer = fn; }
+
+const char *json_said_at(const char *where, const char *key)
 {
-    static char buf[256];
-    snprintf(buf, sizeof buf, "%s%s%s", where_prefix, where_prefix[0] ? "." : "", path);
+    /* a few at once: one message may name two paths */
+    static char bufs[4][320];
+    static int next;
+    char *buf = bufs[next++ & 3], path[320];
+    snprintf(path, sizeof path, "%s%s%s", where ? where : "", where && where[0] && key && key[0] ? "." : "",
+             key ? key : "");
+    if (namer)
+        namer(buf, sizeof bufs[0], path);
+    else
+        snprintf(buf, sizeof bufs[0], "%s", path);
     return buf;
 }
+
+const char *json_said(const char *path) { return json_said_at(path, NULL); }
+
+/* path with the current prefix, for a message, as the user wrote it. */
+static const char *full(const char *path) { return json_said_at(where_prefix, path); }
+
+const char *json_path(const char *key) { return full(key); }
 
 json_object *member(json_object *o, const char *path)
 {
@@ -266,7 +285,7 @@ int get_enum(json_object *o, const char *key, const char *where, const char *con
     char known[256] = "";
     for (int i = 0; i < n; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", names[i]);
-    die("preset: %s.%s = '%s' is not one of: %s", where, key, s, known);
+    die("preset: %s = '%s' is not one of: %s", json_said_at(where, key), s, known);
     return -1;
 }
 
@@ -296,7 +315,7 @@ static void keys_under(json_object *o, const char *path, const char *pattern,
             ok = strcmp(known[k], pat) == 0;
         if (!ok)
             die("preset: unknown key '%s' (a typo? see examples/reproduce/presets/README.md)",
-                full_path);
+                json_said(full_path));
         if (strcmp(pat, "design") == 0)
             continue; /* design.c checks its own keys, and its arms' are checked as arms */
         keys_under(val, full_path, pat, known, n_known);
@@ -317,7 +336,7 @@ static void nulls_under(json_object *o, const char *path)
             snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
             if (!val)
                 die("preset: %s is null: give it a value, or leave the key out for its default",
-                    sub);
+                    json_said(sub));
             nulls_under(val, sub);
         }
     } else if (json_object_is_type(o, json_type_array)) {

@@ -14,6 +14,20 @@ json_object *read_preset_json(const char *path);
  * getters' messages name key paths under it. */
 void json_at(const char *where);
 
+/* Messages name a path of the preset as read (a design's arms are read as
+ * arms[N], the cells it adds after the preset's own) through fn, which
+ * writes the path as the user wrote it (design.factors[2].levels[1].set.
+ * train.alpha) into buf; NULL: as read. */
+void json_namer(void (*fn)(char *buf, size_t n, const char *path));
+
+/* A path as the user wrote it (json_namer), for a message: where.key (either
+ * may be "" or NULL), or path. Static buffers, four at a time. */
+const char *json_said_at(const char *where, const char *key);
+const char *json_said(const char *path);
+
+/* key under json_at's place, as the user wrote it. */
+const char *json_path(const char *key);
+
 /* The member at a dotted path ("train.lr"), or NULL. */
 json_object *member(json_object *o, const char *path);
 

@@ -154,6 +154,101 @@ static int paper_quadruple(const char (*q)[48])
     return 1;
 }
 
+/* The arm of a design's levels lv (its name: the labels joined by '-'), or -1. */
+static int cell_arm(const preset *p, const int *lv)
+{
+    const design *d = &p->design;
+    char name[64] = "";
+    for (int f = 0; f < d->n_factors; f++)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", f ? "-" : "",
+                 d->level[f][lv[f]]);
+    for (int a = p->n_arms - d->n_cells; a >= 0 && a < p->n_arms; a++)
+        if (strcmp(p->arms[a].name, name) == 0)
+            return a;
+    return -1;
+}
+
+int higher_sign(int order, int j)
+{
+    return (order - __builtin_popcount((unsigned)j)) % 2 ? -1 : 1;
+}
+
+int design_higher(const preset *p, higher_row *rows, int max)
+{
+    const design *d = &p->design;
+    int n = 0;
+    for (int m = 3; m <= d->n_factors; m++)
+        for (unsigned set = 0; set < 1u << d->n_factors; set++) {
+            if (__builtin_popcount(set) != m)
+                continue;
+            int fs[MAX_FACTORS], k = 0;
+            for (int f = 0; f < d->n_factors; f++)
+                if (set >> f & 1)
+                    fs[k++] = f;
+            for (int c = 0; c < d->n_cells; c++) {
+                const int *cell = d->cell[c];
+                int moved = 1;
+                for (int i = 0; i < m; i++)
+                    moved &= cell[fs[i]] != 0;
+                if (!moved)
+                    continue;
+                higher_row h;
+                memset(&h, 0, sizeof h);
+                h.order = m;
+                int ok = 1;
+                for (int j = 0; j < 1 << m && ok; j++) {
+                    int lv[MAX_FACTORS];
+                    memcpy(lv, cell, sizeof lv);
+                    for (int i = 0; i < m; i++)
+                        lv[fs[i]] = j >> i & 1 ? cell[fs[i]] : 0;
+                    ok = (h.arm[j] = cell_arm(p, lv)) >= 0;
+                }
+                if (!ok)
+                    continue;
+                if (n >= max)
+                    return n;
+                for (int i = 0; i < m; i++)
+                    snprintf(h.label + strlen(h.label), sizeof h.label - strlen(h.label),
+                             "%s%s (%s - %s)", i ? " x " : "", d->factor[fs[i]],
+                             d->level[fs[i]][cell[fs[i]]], d->level[fs[i]][0]);
+                int first = 1;
+                for (int f = 0; f < d->n_factors; f++)
+                    if (!(set >> f & 1)) {
+                        snprintf(h.label + strlen(h.label), sizeof h.label - strlen(h.label),
+                                 "%s%s %s", first ? " | " : ", ", d->factor[f],
+                                 d->level[f][cell[f]]);
+                        first = 0;
+                    }
+                rows[n++] = h;
+            }
+        }
+    return n;
+}
+
+summary higher_summary(const study *s, const higher_row *h, double *x)
+{
+    const preset *p = s->p;
+    summary sm = {0, 0, NAN, 0};
+    for (int i = 0; i < p->seeds; i++)
+        x[i] = 0;
+    for (int j = 0; j < 1 << h->order; j++) {
+        double f[MAX_SEEDS];
+        if (finals(s, p->arms[h->arm[j]].name, f) != p->seeds)
+            return sm;
+        for (int i = 0; i < p->seeds; i++)
+            x[i] += higher_sign(h->order, j) * f[i];
+    }
+    return summarise(x, p->seeds);
+}
+
+/* The names of a higher-order row's arms. */
+static int higher_names(const preset *p, const higher_row *h, const char **names)
+{
+    for (int j = 0; j < 1 << h->order; j++)
+        names[j] = p->arms[h->arm[j]].name;
+    return 1 << h->order;
+}
+
 /* The paired differences of comparison k (arm - reference) and interaction
  * k (I), summarised; n 0 when an arm did not run. */
 static summary comparison_summary(const study *s, int k)
@@ -183,20 +278,45 @@ static summary interaction_summary(const study *s, int k)
  * one family: each row's p (effect_p at the margin) and Holm's adjustment
  * over all of them, comparisons first in adj[0..n_compare), then the
  * interactions. Returns the family's size. */
+#define MAX_CONTRASTS (MAX_ARMS + MAX_INTERACT + MAX_HIGHER)
+
 static int contrast_family(const study *s, double *adj)
 {
     const preset *p = s->p;
-    double pv[2 * MAX_ARMS + 64];
+    double pv[MAX_CONTRASTS];
+    char dnl[512];
     int n = 0;
+    /* a row that rests on an arm that did not learn is not applicable: no test */
     for (int k = 0; k < p->n_compare; k++) {
         const summary sm = comparison_summary(s, k);
-        pv[n++] = effect_p(&sm, EQUIVALENCE_MARGIN);
+        const char *names[2] = {p->compare[k][0], p->compare[k][1]};
+        pv[n++] = not_learned(s, names, 2, dnl, sizeof dnl) ? NAN : effect_p(&sm, EQUIVALENCE_MARGIN);
     }
     for (int k = 0; k < p->n_interact; k++) {
         const summary sm = interaction_summary(s, k);
-        pv[n++] = effect_p(&sm, EQUIVALENCE_MARGIN);
+        const char *names[4] = {p->interact[k][0], p->interact[k][1], p->interact[k][2],
+                                p->interact[k][3]};
+        pv[n++] = not_learned(s, names, 4, dnl, sizeof dnl) ? NAN : effect_p(&sm, EQUIVALENCE_MARGIN);
+    }
+    higher_row hr[MAX_HIGHER];
+    const int nh = p->design.n_factors ? design_higher(p, hr, MAX_HIGHER) : 0;
+    for (int k = 0; k < nh; k++) {
+        double x[MAX_SEEDS];
+        const char *names[1 << MAX_FACTORS];
+        const summary sm = higher_summary(s, &hr[k], x);
+        const int m = higher_names(p, &hr[k], names);
+        pv[n++] = not_learned(s, names, m, dnl, sizeof dnl) ? NAN : effect_p(&sm, EQUIVALENCE_MARGIN);
     }
     return holm(pv, n, adj);
+}
+
+/* The verdict cells of a row that rests on an arm that did not learn. */
+static void not_learned_cells(char *cell, size_t n1, char *hc, size_t n2, char *pc, size_t n3,
+                              const char *names)
+{
+    snprintf(cell, n1, NOT_LEARNED_VERDICT ": %s", names);
+    snprintf(hc, n2, "not applicable");
+    snprintf(pc, n3, "n/a");
 }
 
 /* "p 0.0012, Holm 0.0150" (n/a without an interval). */
@@ -225,7 +345,7 @@ static void comparison_row(FILE *f, const study *s, int k, int label, double adj
 {
     const preset *p = s->p;
     double d[MAX_SEEDS];
-    char b1[64], b2[64], half[32], cell[256], lab[256] = "";
+    char b1[64], b2[64], half[32], cell[700], lab[256] = "";
     if (label)
         snprintf(lab, sizeof lab, "%s | ", design_compare_label(p, k));
     const int n = paired(s, p->compare[k][0], p->compare[k][1], d);
@@ -235,14 +355,18 @@ static void comparison_row(FILE *f, const study *s, int k, int label, double adj
         return;
     }
     summary sm = summarise(d, n);
-    char hc[160], pc[96];
+    char hc[160], pc[96], dnl[512];
     fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
     fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
     fmt_num(half, sizeof half, sm.half, "%.4f");
+    const char *names[2] = {p->compare[k][0], p->compare[k][1]};
+    if (not_learned(s, names, 2, dnl, sizeof dnl))
+        not_learned_cells(cell, sizeof cell, hc, sizeof hc, pc, sizeof pc, dnl);
+    else
+        effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
+            half_cell(hc, sizeof hc, &sm), p_cell(pc, sizeof pc, &sm, adj);
     fprintf(f, "| %s%s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |\n", lab, p->compare[k][1],
-            p->compare[k][0], sm.mean, half, b1, b2, n,
-            effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
-            half_cell(hc, sizeof hc, &sm), (p_cell(pc, sizeof pc, &sm, adj), pc));
+            p->compare[k][0], sm.mean, half, b1, b2, n, cell, hc, pc);
 }
 
 /* Row k of the interactions, paired by seed: I = (d - c) - (b - a); the
@@ -252,7 +376,7 @@ static void interaction_row(FILE *f, const study *s, int k, int label, double ad
 {
     const preset *p = s->p;
     const char(*q)[48] = p->interact[k];
-    char b1[64], b2[64], half[32], cell[256], lab[256] = "", paper[32] = "";
+    char b1[64], b2[64], half[32], cell[700], lab[256] = "", paper[32] = "";
     if (label)
         snprintf(lab, sizeof lab, "%s | ", design_interact_label(p, k));
     else
@@ -267,14 +391,66 @@ static void interaction_row(FILE *f, const study *s, int k, int label, double ad
     for (int i = 0; i < n; i++)
         dg[i] -= dj[i];
     summary sm = summarise(dg, n);
-    char hc[160], pc[96];
+    char hc[160], pc[96], dnl[512];
     fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
     fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
     fmt_num(half, sizeof half, sm.half, "%.4f");
+    const char *names[4] = {q[0], q[1], q[2], q[3]};
+    if (not_learned(s, names, 4, dnl, sizeof dnl))
+        not_learned_cells(cell, sizeof cell, hc, sizeof hc, pc, sizeof pc, dnl);
+    else
+        effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
+            half_cell(hc, sizeof hc, &sm), p_cell(pc, sizeof pc, &sm, adj);
     fprintf(f, "| %s%s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |%s\n", lab,
-            q[0], q[1], q[2], q[3], sm.mean, half, b1, b2, n,
+            q[0], q[1], q[2], q[3], sm.mean, half, b1, b2, n, cell, hc, pc, paper);
+}
+
+/* The design's interactions of order 3 and more (design_higher), their p
+ * Holm-adjusted in adj (after the comparisons and the 2-way interactions). */
+static void higher_tables(FILE *f, const study *s, const double *adj)
+{
+    const preset *p = s->p;
+    higher_row hr[MAX_HIGHER];
+    const int nh = design_higher(p, hr, MAX_HIGHER);
+    if (!nh)
+        return;
+    fprintf(f, "\n### The design's interactions of order 3 and more (paired by seed)\n\nFor "
+               "factors F1, ..., Fm, each moved from its reference to the level named and the "
+               "others held: I = the interaction of F1, ..., F(m-1) with Fm at its level minus "
+               "the same with Fm at its reference, the difference of the lower-order "
+               "interactions across the last factor's levels; over the 2^m arms, the sum of each "
+               "arm's val CE with the sign (-1)^(factors at their reference), per seed. The arms "
+               "are listed with the factors' bits counting up (the first factor fastest: all at "
+               "the reference first, all moved last).\n\n| interaction | order | arms | I (mean "
+               "± 95%% CI half-width) | 95%% CI | seeds | verdict | at ±%.4f | p (Holm) "
+               "|\n|---|---|---|---|---|---|---|---|---|\n",
+            ABSENCE_MARGIN);
+    for (int k = 0; k < nh; k++) {
+        double x[MAX_SEEDS];
+        const char *names[1 << MAX_FACTORS];
+        const int m = higher_names(p, &hr[k], names);
+        char arms[1024] = "", cell[600], hc[160], pc[96], dnl[512], b1[64], b2[64], half[32];
+        for (int j = 0; j < m; j++)
+            snprintf(arms + strlen(arms), sizeof arms - strlen(arms), "%s%s%s", j ? ", " : "",
+                     higher_sign(hr[k].order, j) > 0 ? "+" : "-", names[j]);
+        const summary sm = higher_summary(s, &hr[k], x);
+        if (!sm.n) {
+            fprintf(f, "| %s | %d | %s | not run | | 0 | not run | not run | n/a |\n",
+                    hr[k].label, hr[k].order, arms);
+            continue;
+        }
+        fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");
+        fmt_num(b2, sizeof b2, sm.mean + sm.half, "%+.4f");
+        fmt_num(half, sizeof half, sm.half, "%.4f");
+        if (not_learned(s, names, m, dnl, sizeof dnl))
+            not_learned_cells(cell, sizeof cell, hc, sizeof hc, pc, sizeof pc, dnl);
+        else
             effect_cell(cell, sizeof cell, &sm, EQUIVALENCE_MARGIN, 0),
-            half_cell(hc, sizeof hc, &sm), (p_cell(pc, sizeof pc, &sm, adj), pc), paper);
+                half_cell(hc, sizeof hc, &sm),
+                p_cell(pc, sizeof pc, &sm, adj[p->n_compare + p->n_interact + k]);
+        fprintf(f, "| %s | %d | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |\n", hr[k].label,
+                hr[k].order, arms, sm.mean, half, b1, b2, sm.n, cell, hc, pc);
+    }
 }
 
 /* A design's own tables: its arms by level, its comparisons and its
@@ -333,6 +509,7 @@ static void design_tables(FILE *f, const study *s, const double *adj)
         for (int k = d->interact_from; k < d->interact_from + d->n_interact; k++)
             interaction_row(f, s, k, 1, adj[p->n_compare + k]);
     }
+    higher_tables(f, s, adj);
     if (p->seeds == 1)
         fprintf(f, "\nWith one seed there is no interval (n/a): a single run cannot tell a "
                    "difference from seed noise.\n");
@@ -429,6 +606,85 @@ static void baseline_words(FILE *f, const study *s, double unigram)
                                  : "here every arm learned");
 }
 
+static const char *kl_words(int direction)
+{
+    return direction == LATTICE_DISTILL_KL_REVERSE ? "reverse KL(student || teacher)"
+                                                   : "forward KL(teacher || student)";
+}
+
+/* Every training setting of the preset, and each arm's where they differ
+ * from it (peak LRs as run). */
+static void settings_words(FILE *f, const preset *p)
+{
+    char shape[96], b2[32];
+    if (p->beta2 < 0)
+        snprintf(b2, sizeof b2, "the library's");
+    else
+        snprintf(b2, sizeof b2, "%g", p->beta2);
+    fprintf(f, "Every run's training settings (an arm's own, where it has any, are listed below): "
+               "%d steps per phase; %s LR, peak %.3g, floor %.3g, after %d warmup steps; weight "
+               "decay %g, beta2 %s, gradient clip %g; the loss alpha x tau^2 x KL + gamma x CE "
+               "with alpha %g, gamma %g, tau %g, %s; evaluation every %d steps over %d "
+               "batches, the final one over %s; rows of %d x %d bytes, split_long %d; backend "
+               "%s, %d thread%s per run.\n\n",
+            p->steps_per_phase, lr_shape_words(p->lr, p->min_lr, p->decay, shape, sizeof shape),
+            p->lr, p->min_lr, p->warmup, p->weight_decay, b2, p->clip, p->alpha, p->gamma,
+            p->tau, kl_words(p->kl_direction), p->eval_every,
+            p->eval_batches, p->final_eval_batches ? "its first batches" : "the whole held-out text",
+            p->batch, p->seq_len, p->split_long, p->backend, p->threads,
+            p->threads == 1 ? "" : "s");
+    /* the rewind rule: said per arm only where the arms differ in it */
+    int rewinds = 0;
+    for (int i = 0; i < p->n_arms; i++)
+        rewinds += p->arms[i].rewind_data != 0;
+    const int rewind_differs = rewinds > 0 && rewinds < p->n_arms;
+    int own = 0;
+    for (int i = 0; i < p->n_arms; i++) {
+        const arm *a = &p->arms[i];
+        char more[600] = "";
+#define MORE(...) snprintf(more + strlen(more), sizeof more - strlen(more), __VA_ARGS__)
+        if (a->steps_per_phase != p->steps_per_phase)
+            MORE("; %d steps per phase", a->steps_per_phase);
+        if (a->clip != p->clip)
+            MORE("; gradient clip %g", a->clip);
+        if (a->alpha != p->alpha || a->gamma != p->gamma)
+            MORE("; loss alpha %g, gamma %g%s", a->alpha, a->gamma,
+                 a->alpha == 0 ? " (cross-entropy only)" : "");
+        if (a->tau != p->tau)
+            MORE("; tau %g", a->tau);
+        if (a->kl_direction != p->kl_direction)
+            MORE("; %s", kl_words(a->kl_direction));
+        if (a->beta2 != p->beta2)
+            MORE("; beta2 %g", a->beta2);
+#undef MORE
+        if (!a->train_json[0] && !more[0])
+            continue;
+        if (!own++)
+            fprintf(f, "Arms whose settings differ from these (peak LRs as run):\n\n");
+        if (a->train_json[0]) {
+            const double scale = a->lr_given ? 1.0 : arm_std(p, a) / p->init_std;
+            fprintf(f, "- `%s`: %s LR %.3g after %d warmup steps, weight decay %g%s\n", a->name,
+                    lr_shape_words(a->lr * scale, a->min_lr * scale, a->decay, shape,
+                                   sizeof shape),
+                    a->lr * scale, a->warmup, a->weight_decay, more);
+        } else {
+            fprintf(f, "- `%s`: %s\n", a->name, more + 2);
+        }
+    }
+    if (own)
+        fprintf(f, "\n");
+    if (rewind_differs) { /* which arms restart the data at each phase, which read on */
+        for (int pass = 1; pass >= 0; pass--) {
+            fprintf(f, "%s", pass ? "Data rewound to the shard's start at every phase: "
+                                  : "; read on at phase starts (no rewind): ");
+            for (int i = 0, k = 0; i < p->n_arms; i++)
+                if ((p->arms[i].rewind_data != 0) == pass)
+                    fprintf(f, "%s`%s`", k++ ? ", " : "", p->arms[i].name);
+        }
+        fprintf(f, ".\n\n");
+    }
+}
+
 void report(FILE *f, const study *s)
 {
     const preset *p = s->p;
@@ -450,20 +706,7 @@ void report(FILE *f, const study *s)
             p->final_eval_batches ? "the first batches of the held-out text (final_eval_batches): "
                                   : "the whole held-out text: ",
             val_text(p, val, sizeof val));
-    int own = 0;
-    for (int i = 0; i < p->n_arms; i++) {
-        const arm *a = &p->arms[i];
-        if (!a->train_json[0])
-            continue;
-        if (!own++)
-            fprintf(f, "Arms on their own recipe (peak LRs as run):\n\n");
-        const double scale = a->lr_given ? 1.0 : arm_std(p, a) / p->init_std;
-        fprintf(f, "- `%s`: %s LR %.3g after %d warmup steps, weight decay %g\n", a->name,
-                lr_shape_words(a->lr * scale, a->min_lr * scale, a->decay, shape, sizeof shape),
-                a->lr * scale, a->warmup, a->weight_decay);
-    }
-    if (own)
-        fprintf(f, "\n");
+    settings_words(f, p);
     data_passes(f, p);
     row_start_words(f, p);
     verdicts(f, s);
@@ -491,10 +734,10 @@ void report(FILE *f, const study *s)
     }
     baseline_words(f, s, unigram);
     /* Table 1: post - pre per regime, paired by seed, and the interaction */
-    char cell[256], hc[160];
+    char cell[700], hc[160];
     const int table1 = arm_index(s, "pre-joint") >= 0 || arm_index(s, "post-joint") >= 0 ||
                        arm_index(s, "pre-grow") >= 0 || arm_index(s, "post-grow") >= 0;
-    double adj[2 * MAX_ARMS + 64];
+    double adj[MAX_CONTRASTS];
     const int family = contrast_family(s, adj);
     fprintf(f, "\n## %s\n\nThe verdict column of %s comparison "
                "and interaction tables below: below 0 or above 0 when the 95%% interval excludes 0; within the paper's effect when the 90%% interval lies within ±%.4f "
@@ -529,10 +772,15 @@ void report(FILE *f, const study *s)
         summary sx = summarise(x, p->seeds), sy = summarise(y, p->seeds),
                 sd = summarise(delta[r], p->seeds);
         fmt_num(b1, sizeof b1, sd.half, "%.4f");
+        char dnl[512], pc[32];
+        if (not_learned(s, &regimes[r][1], 2, dnl, sizeof dnl))
+            not_learned_cells(cell, sizeof cell, hc, sizeof hc, pc, sizeof pc, dnl);
+        else
+            effect_cell(cell, sizeof cell, &sd, EQUIVALENCE_MARGIN, 0),
+                half_cell(hc, sizeof hc, &sd);
         fprintf(f, "| %s | %.4f | %.4f | %+.4f ± %s | %+.4f | %s | %s |\n", regimes[r][0], sx.mean,
                 sy.mean, sd.mean, b1, paper_value(regimes[r][2]) - paper_value(regimes[r][1]),
-                effect_cell(cell, sizeof cell, &sd, EQUIVALENCE_MARGIN, 0),
-                half_cell(hc, sizeof hc, &sd));
+                cell, hc);
     }
     if (have[0] && have[1]) {
         for (int i = 0; i < p->seeds; i++)
@@ -540,12 +788,18 @@ void report(FILE *f, const study *s)
         summary si = summarise(d, p->seeds);
         fmt_num(b1, sizeof b1, si.mean - si.half, "%+.4f");
         fmt_num(b2, sizeof b2, si.mean + si.half, "%+.4f");
+        static const char *const four[4] = {"pre-joint", "post-joint", "pre-grow", "post-grow"};
+        char dnl[512], pc[32];
+        if (not_learned(s, four, 4, dnl, sizeof dnl))
+            not_learned_cells(cell, sizeof cell, hc, sizeof hc, pc, sizeof pc, dnl);
+        else
+            effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0),
+                half_cell(hc, sizeof hc, &si);
         fprintf(f, "\nInteraction I = (post - pre | grow) - (post - pre | joint) = **%+.4f**, 95%% CI "
                    "[%s, %s] over %d seed%s (t interval of the per-seed interactions); paper: %+.4f; "
                    "verdict: %s; at ±%.4f: %s.\n",
-                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION,
-                effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, 0), ABSENCE_MARGIN,
-                half_cell(hc, sizeof hc, &si));
+                si.mean, b1, b2, p->seeds, p->seeds == 1 ? "" : "s", PAPER_INTERACTION, cell,
+                ABSENCE_MARGIN, hc);
     }
     /* controls: the arms of neither Table 1 nor a design */
     for (int a = 0, told = 0; a < p->n_arms; a++) {
@@ -726,4 +980,96 @@ void report_files(FILE *f, const char *dir)
         else
             fprintf(f, "- [`%s`](%s): %s.\n", files[k].file, files[k].file, files[k].what);
     }
+}
+
+void report_summary(FILE *f, const study *s, const char *dir)
+{
+    const preset *p = s->p;
+    /* the verdict table from verdicts(), without its long preamble */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (!m)
+        die("summary: %s", strerror(errno));
+    verdicts(m, s);
+    fclose(m);
+    fprintf(f, "\n# Summary: preset `%s`, %d seed%s, %d arm%s\n\n", p->name, p->seeds,
+            p->seeds == 1 ? "" : "s", p->n_arms, p->n_arms == 1 ? "" : "s");
+    const char *table = strstr(text, "| finding |");
+    if (table) {
+        fprintf(f, "Verdicts (rules and the p column: the full report):\n\n");
+        for (const char *line = table; *line;) {
+            const char *end = strchr(line, '\n');
+            const size_t n = end ? (size_t)(end - line) : strlen(line);
+            if (n == 0 || line[0] != '|')
+                break;
+            fprintf(f, "%.*s\n", (int)n, line);
+            line = end ? end + 1 : line + n;
+        }
+    } else {
+        fprintf(f, "No row of the paper's verdict table applies to these arms; the design's and "
+                   "the preset's own comparisons are in the full report.\n");
+    }
+    free(text);
+    /* did every arm learn? */
+    const double u = unigram_ce(p);
+    char dnl[1024] = "";
+    int n_dnl = 0;
+    double lo = INFINITY, hi = -INFINITY;
+    for (int a = 0; a < p->n_arms; a++) {
+        double x[MAX_SEEDS];
+        const int n = finals(s, p->arms[a].name, x);
+        if (!n)
+            continue;
+        const double mean = summarise(x, n).mean;
+        lo = fmin(lo, mean);
+        hi = fmax(hi, mean);
+        if (did_not_learn(mean, u))
+            snprintf(dnl + strlen(dnl), sizeof dnl - strlen(dnl), "%s%s (%.4f)",
+                     n_dnl++ ? ", " : "", p->arms[a].name, mean);
+    }
+    char ub[32];
+    fmt_num(ub, sizeof ub, u, "%.4f");
+    if (n_dnl)
+        fprintf(f, "\nDid not learn (mean val CE within %.1f nats/byte of the unigram CE %s, or "
+                   "above): %s. Every row resting on one of them reads \"" NOT_LEARNED_VERDICT
+                   "\".\n",
+                LEARN_MARGIN, ub, dnl);
+    else if (isfinite(lo))
+        fprintf(f, "\nEvery arm learned: mean val CE %.4f to %.4f nats/byte, against %s for a "
+                   "model of byte frequencies alone (the unigram CE).\n",
+                lo, hi, ub);
+    /* where the rest is */
+    fprintf(f, "\nThe full report (every table, the rules, each comparison's interval and p): "
+               "%s/report.md\n", dir);
+    static const char *const plots[] = {"curves_steps.svg", "curves_active_layer_tokens.svg"};
+    int drawn = 0;
+    for (size_t k = 0; k < sizeof plots / sizeof plots[0]; k++) {
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, plots[k]);
+        if (access(path, R_OK) == 0)
+            fprintf(f, "%s%s", drawn++ ? ", " : "Plots: ", path);
+    }
+    fprintf(f, "%s", drawn ? " (and .png)\n" : "Plots: not drawn (gnuplot is not installed; "
+                                               "their data are in bands.csv)\n");
+    fprintf(f, "The numbers: %s/results.json, %s/curves.csv, %s/bands.csv\n", dir, dir, dir);
+    /* how it relates to the committed studies */
+    int shortest = INT_MAX;
+    for (int a = 0; a < p->n_arms; a++)
+        shortest = p->arms[a].steps_per_phase < shortest ? p->arms[a].steps_per_phase : shortest;
+    fprintf(f, "\nHow this relates to doc/REPRODUCTION.md: ");
+    if (shortest < MECHANISM_MIN_STEPS)
+        fprintf(f, "this run's phases are %d steps, shorter than the %d the mechanism rows need, "
+                   "and its teacher is %s; it shows that the whole study runs, and what runs "
+                   "this short give, not what the paper's claims come to. ",
+                shortest, MECHANISM_MIN_STEPS,
+                s->teacher.n > 0 && isfinite(s->teacher.max_ratio) && s->teacher.max_ratio >= 3
+                    ? "GO"
+                    : "NO-GO (no massive row-start activations to act on)");
+    fprintf(f, "The committed studies it reports (doc/results/*/report.md, each rebuilt from its "
+               "kept runs with --report-only) run the same code at the lengths where the paper's "
+               "mechanism can act, and doc/REPRODUCTION.md says which of the paper's findings "
+               "they decide and which they leave open. A verdict here that differs from theirs "
+               "is about this preset's sizes; compare with their rows before reading it as a "
+               "finding.\n");
 }

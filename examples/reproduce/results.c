@@ -5,6 +5,7 @@
 
 #include "files.h"
 #include "preset.h"
+#include "report.h"
 #include "rules.h"
 #include "runs.h"
 #include "stats.h"
@@ -70,6 +71,27 @@ double unigram_ce(const preset *p)
 int did_not_learn(double mean_ce, double unigram)
 {
     return isfinite(unigram) && !(mean_ce < unigram - LEARN_MARGIN);
+}
+
+int not_learned(const study *s, const char *const *names, int n, char *buf, size_t len)
+{
+    int count = 0;
+    if (len)
+        buf[0] = 0;
+    const double u = n > 0 ? unigram_ce(s->p) : NAN;
+    for (int k = 0; k < n; k++) {
+        int seen = 0; /* an arm named twice (a row's corners) counts once */
+        for (int j = 0; j < k && !seen; j++)
+            seen = strcmp(names[j], names[k]) == 0;
+        double x[MAX_SEEDS];
+        const int m = seen ? 0 : finals(s, names[k], x);
+        if (m == 0 || !did_not_learn(summarise(x, m).mean, u))
+            continue;
+        if (len)
+            snprintf(buf + strlen(buf), len - strlen(buf), "%s%s", count ? ", " : "", names[k]);
+        count++;
+    }
+    return count;
 }
 
 /* One row per training step of every run: its training loss, and at the
@@ -167,6 +189,33 @@ static json_object *names_json(const char *const *names, int n)
     return a;
 }
 
+/* A row that rests on an arm that did not learn: those arms (did_not_learn,
+ * [] for none), and then no verdict but NOT_LEARNED_VERDICT, no p. */
+static json_object *not_learned_json(json_object *o, const study *s, const char *const *names,
+                                     int n)
+{
+    char dnl[512];
+    json_object *list = json_object_new_array();
+    if (not_learned(s, names, n, dnl, sizeof dnl)) {
+        char buf[600];
+        for (int k = 0; k < n; k++) {
+            int seen = 0;
+            for (int j = 0; j < k && !seen; j++)
+                seen = strcmp(names[j], names[k]) == 0;
+            if (!seen && not_learned(s, &names[k], 1, buf, sizeof buf))
+                json_object_array_add(list, json_object_new_string(names[k]));
+        }
+        snprintf(buf, sizeof buf, NOT_LEARNED_VERDICT ": %s", dnl);
+        json_object_object_add(o, "verdict_kind", json_object_new_string("not applicable"));
+        json_object_object_add(o, "verdict", json_object_new_string(buf));
+        json_object_object_add(o, "verdict_kind_half", json_object_new_string("not applicable"));
+        json_object_object_add(o, "verdict_half", json_object_new_string("not applicable"));
+        json_object_object_add(o, "p", NULL);
+    }
+    json_object_object_add(o, "did_not_learn", list);
+    return o;
+}
+
 /* arm - reference, paired by seed: a comparisons entry. */
 static void add_comparison(json_object *list, const study *s, const char *reference,
                            const char *arm, const char *from)
@@ -181,7 +230,8 @@ static void add_comparison(json_object *list, const study *s, const char *refere
     json_object_object_add(o, "arm", json_object_new_string(arm));
     json_object_object_add(o, "reference", json_object_new_string(reference));
     json_object_object_add(o, "difference", json_object_new_string("arm - reference"));
-    json_object_array_add(list, effect_json(o, &sm));
+    const char *names[2] = {reference, arm};
+    json_object_array_add(list, not_learned_json(effect_json(o, &sm), s, names, 2));
 }
 
 /* I = (q[3] - q[2]) - (q[1] - q[0]), paired by seed: an interactions entry. */
@@ -197,10 +247,11 @@ static void add_interaction(json_object *list, const study *s, const char *const
         sm = summarise(dg, n);
     json_object *o = json_object_new_object();
     json_object_object_add(o, "from", json_object_new_string(from));
+    json_object_object_add(o, "order", json_object_new_int(2));
     json_object_object_add(o, "arms", names_json(q, 4));
     json_object_object_add(o, "interaction",
                            json_object_new_string("(arms[3] - arms[2]) - (arms[1] - arms[0])"));
-    json_object_array_add(list, effect_json(o, &sm));
+    json_object_array_add(list, not_learned_json(effect_json(o, &sm), s, q, 4));
 }
 
 /* The unigram baseline, and each arm's final val CE over seeds against it. */
@@ -279,6 +330,30 @@ static void add_statistics(json_object *o, const study *s)
                                        inter, json_object_array_length(inter) - 1),
                                    "label", json_object_new_string(label));
     }
+    /* the design's interactions of order 3 and more, after its 2-way ones */
+    higher_row hr[MAX_HIGHER];
+    const int nh = p->design.n_factors ? design_higher(p, hr, MAX_HIGHER) : 0;
+    for (int k = 0; k < nh; k++) {
+        double x[MAX_SEEDS];
+        const char *names[1 << MAX_FACTORS];
+        const int m = 1 << hr[k].order;
+        for (int j = 0; j < m; j++)
+            names[j] = p->arms[hr[k].arm[j]].name;
+        const summary sm = higher_summary(s, &hr[k], x);
+        json_object *e = json_object_new_object(), *signs = json_object_new_array();
+        for (int j = 0; j < m; j++)
+            json_object_array_add(signs, json_object_new_int(higher_sign(hr[k].order, j)));
+        json_object_object_add(e, "from", json_object_new_string("design"));
+        json_object_object_add(e, "order", json_object_new_int(hr[k].order));
+        json_object_object_add(e, "arms", names_json(names, m));
+        json_object_object_add(e, "signs", signs);
+        json_object_object_add(e, "interaction",
+                               json_object_new_string("sum of signs[j] x arms[j]: the order - 1 "
+                                                      "interaction at the last factor's level "
+                                                      "minus the same at its reference"));
+        json_object_object_add(e, "label", json_object_new_string(hr[k].label));
+        json_object_array_add(inter, not_learned_json(effect_json(e, &sm), s, names, m));
+    }
     json_object_object_add(o, "comparisons", cmp);
     json_object_object_add(o, "interactions", inter);
     json_object_object_add(o, "equivalence_margin", json_object_new_double(EQUIVALENCE_MARGIN));
@@ -289,8 +364,43 @@ static void add_statistics(json_object *o, const study *s)
 void write_json(const char *path, const study *s, double wall)
 {
     json_object *o = json_object_new_object();
-    json_object_object_add(o, "preset", json_object_get(s->p->json));
+    /* the preset as written (a design not yet expanded): --preset results.json reruns it */
+    json_object_object_add(o, "preset", json_object_get(s->p->written ? s->p->written : s->p->json));
     json_object_object_add(o, "lattice_version", json_object_new_string(lattice_version_string()));
+    /* the corpus as this study read it (absolute): --preset results.json reads it there */
+    {
+        json_object *df = json_object_new_object();
+        const char *files[2][2] = {{"train", s->p->train}, {"val", s->p->val}};
+        for (int k = 0; k < 2; k++) {
+            char *abs = realpath(files[k][1], NULL);
+            json_object_object_add(df, files[k][0], json_object_new_string(abs ? abs : files[k][1]));
+            free(abs);
+        }
+        json_object_object_add(o, "data_files", df);
+    }
+    /* the arms as run (a design's cells among them) and each one's training settings */
+    json_object *as_run = member(s->p->json, "arms");
+    json_object_object_add(o, "arms_as_run", as_run ? json_object_get(as_run) : json_object_new_array());
+    json_object *st = json_object_new_object();
+    for (int a = 0; a < s->p->n_arms; a++) {
+        const arm *am = &s->p->arms[a];
+        const double scale = am->lr_given ? 1.0 : arm_std(s->p, am) / s->p->init_std;
+        json_object *e = json_object_new_object();
+        json_object_object_add(e, "lr", json_object_new_double(am->lr * scale));
+        json_object_object_add(e, "min_lr", json_object_new_double(am->min_lr * scale));
+        json_object_object_add(e, "warmup", json_object_new_int(am->warmup));
+        json_object_object_add(e, "weight_decay", json_object_new_double(am->weight_decay));
+        json_object_object_add(e, "clip", json_object_new_double(am->clip));
+        json_object_object_add(e, "alpha", json_object_new_double(am->alpha));
+        json_object_object_add(e, "gamma", json_object_new_double(am->gamma));
+        json_object_object_add(e, "tau", json_object_new_double(am->tau));
+        json_object_object_add(e, "kl_direction",
+                               json_object_new_string(am->kl_direction ? "reverse" : "forward"));
+        json_object_object_add(e, "steps_per_phase", json_object_new_int(am->steps_per_phase));
+        json_object_object_add(e, "rewind_data", json_object_new_boolean(am->rewind_data));
+        json_object_object_add(st, am->name, e);
+    }
+    json_object_object_add(o, "arm_settings", st);
     json_object_object_add(o, "wall_seconds", json_object_new_double(wall));
     json_object *tg = json_object_new_array();
     for (int k = 1; k < s->teacher.n; k++) {

@@ -29,6 +29,14 @@ double unigram_ce(const preset *p);
 /* The arm's mean final val CE is within LEARN_MARGIN of unigram (or above). */
 int did_not_learn(double mean_ce, double unigram);
 
+/* Which of the arms names[0..n) did not learn (did_not_learn over their
+ * seeds, against the preset's unigram CE): their names, comma-separated,
+ * into buf (n bytes; "" for none). Returns how many. A comparison or
+ * interaction that rests on one is not applicable: its verdict reads
+ * NOT_LEARNED_VERDICT, never "not reproduced". */
+int not_learned(const study *s, const char *const *names, int n, char *buf, size_t len);
+#define NOT_LEARNED_VERDICT "not applicable (did not learn)"
+
 /* bands.csv: mean over seeds with a min..max band, per arm and evaluation. */
 void write_bands(const char *path, const study *s);
 

@@ -280,13 +280,15 @@ const char *lr_shape_words(double lr, double min_lr, double decay, char *buf, si
 
 /* ---- one student run ------------------------------------------------------------ */
 
-int64_t response_window(const preset *p)
+int64_t response_window_steps(int64_t steps_per_phase)
 {
     /* the paper's share of a phase, rounded to the nearest step */
-    const int64_t w = (p->steps_per_phase * PAPER_SMOOTHING_STEPS + PAPER_PHASE_STEPS / 2) /
+    const int64_t w = (steps_per_phase * PAPER_SMOOTHING_STEPS + PAPER_PHASE_STEPS / 2) /
                       PAPER_PHASE_STEPS;
     return w > 3 ? w : 3;
 }
+
+int64_t response_window(const preset *p) { return response_window_steps(p->steps_per_phase); }
 
 double arm_std(const preset *p, const arm *a)
 {
@@ -314,20 +316,22 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_teacher *teach = run_teacher_wrap(t, p->batch, p->seq_len, &rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
-    dp.alpha = (float)p->alpha;
-    dp.gamma = (float)p->gamma;
-    dp.tau = (float)p->tau;
+    dp.alpha = (float)kind->alpha;
+    dp.gamma = (float)kind->gamma;
+    dp.tau = (float)kind->tau;
+    dp.direction = (lattice_distill_kl_direction)kind->kl_direction;
     lattice_distill *loss;
     char what[256];
-    snprintf(what, sizeof what, "arm %s: the distillation loss (train.alpha, gamma, tau)",
-             kind->name);
+    snprintf(what, sizeof what, "arm %s: the distillation loss (%s)", kind->name,
+             kind->own_settings ? "its own train's alpha, gamma, tau, kl_direction"
+                                : "train.alpha, gamma, tau");
     check(lattice_distill_create(&dp, &loss), what, NULL);
     lattice_data *d = open_data(p, 200 + (uint64_t)seed);
     /* LR in proportion to this arm's init std when the arm sets its own gain
      * (and not its own LR) */
     const double lr_scale = kind->lr_given ? 1.0 : std / p->init_std;
     lattice_optim *o = new_optim(m, kind->lr * lr_scale, kind->min_lr * lr_scale, kind->warmup,
-                                 p->steps_per_phase, p->clip, kind->weight_decay, kind->beta2,
+                                 kind->steps_per_phase, kind->clip, kind->weight_decay, kind->beta2,
                                  kind->decay);
     int64_t total = phases_steps(phases, n_phases);
     if (total <= 0)
@@ -421,15 +425,16 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     }
     /* The paper smooths over 200 of 50k steps (0.4% of a phase): the same
      * share here, at least 3 steps; areas per step over 2% and 10% of a phase. */
-    const int64_t window = response_window(p);
+    const int64_t window = response_window_steps(kind->steps_per_phase);
+    const int64_t phase_len = kind->steps_per_phase;
     for (int a = 0; a < r->n_appends; a++) {
         /* the a-th phase change: from phase a to a + 1 */
         r->is_append[a] = phases[a + 1].active_layers > phases[a].active_layers;
         kept_response *rs = &r->resp[a];
         kept_response r2, r10;
-        const int64_t h2 = p->steps_per_phase / 50 > 1 ? p->steps_per_phase / 50 : 1;
-        const int64_t h10 = p->steps_per_phase / 10 > 1 ? p->steps_per_phase / 10 : 1;
-        if (loss_response(r->losses, r->n_steps, r->append_steps[a], window, p->steps_per_phase,
+        const int64_t h2 = phase_len / 50 > 1 ? phase_len / 50 : 1;
+        const int64_t h10 = phase_len / 10 > 1 ? phase_len / 10 : 1;
+        if (loss_response(r->losses, r->n_steps, r->append_steps[a], window, phase_len,
                           rs) != LATTICE_OK ||
             loss_response(r->losses, r->n_steps, r->append_steps[a], window, h2, &r2) !=
                 LATTICE_OK ||

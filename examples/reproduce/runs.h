@@ -50,6 +50,8 @@ const char *lr_shape_words(double lr, double min_lr, double decay, char *buf, si
 
 /* Steps after a phase change over which the loss response is measured. */
 int64_t response_window(const preset *p);
+/* ... for phases of this many steps (an arm's own phase length). */
+int64_t response_window_steps(int64_t steps_per_phase);
 
 /* An arm's student init std: its own gain over sqrt(d_model), else the preset's. */
 double arm_std(const preset *p, const arm *a);

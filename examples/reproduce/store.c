@@ -211,6 +211,15 @@ static json_object *arm_resolved(const preset *p, const arm *a)
     json_object_object_add(o, "beta2", num(a->beta2));
     json_object_object_add(o, "warmup", json_object_new_int(a->warmup));
     json_object_object_add(o, "lr_given", json_object_new_int(a->lr_given));
+    if (a->own_settings) { /* only when the arm's train sets one: every other arm's settings
+                            * stay as they were (the preset's train section holds them) */
+        json_object_object_add(o, "clip", num(a->clip));
+        json_object_object_add(o, "alpha", num(a->alpha));
+        json_object_object_add(o, "gamma", num(a->gamma));
+        json_object_object_add(o, "tau", num(a->tau));
+        json_object_object_add(o, "kl_direction", json_object_new_int(a->kl_direction));
+        json_object_object_add(o, "steps_per_phase", json_object_new_int(a->steps_per_phase));
+    }
     return o;
 }
 

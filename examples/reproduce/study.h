@@ -91,6 +91,13 @@ typedef struct arm {
     char train_json[512];
     double lr, min_lr, decay, weight_decay, beta2;
     int warmup, lr_given;         /* lr_given: the arm's LR is not scaled with its init gain */
+    /* the rest of a run's training settings: the preset's train section's unless
+     * the arm's "train" sets them (own_settings: it sets one, and the kept runs'
+     * settings then hold them resolved) */
+    double clip, alpha, gamma, tau;
+    int kl_direction;             /* a lattice_distill_kl_direction */
+    int steps_per_phase;          /* of its schedule preset, and its explicit phases' default */
+    int own_settings;
     int selected;                 /* to be run (all, unless --arms names some) */
 } arm;
 
@@ -117,6 +124,7 @@ typedef struct preset {
     double rope_theta, init_gain, init_std;
     int steps_per_phase, warmup, eval_every, eval_batches, final_eval_batches;
     double lr, min_lr, clip, alpha, gamma, tau;
+    int kl_direction; /* train.kl_direction: a lattice_distill_kl_direction */
     int seeds, threads;
     /* recipes beyond lr, min_lr and warmup: the teacher's (t_) and the students' */
     double t_min_lr, t_weight_decay, t_beta2, weight_decay, beta2; /* beta2 < 0: the library's */
@@ -134,7 +142,10 @@ typedef struct preset {
     char interact[MAX_INTERACT][4][48];
     int n_interact;
     design design; /* n_factors 0: the preset has no design block */
-    json_object *json; /* the whole preset, recorded with the results */
+    json_object *json; /* the whole preset, its design expanded into arms, compare and
+                        * interactions (what the runs' settings read) */
+    json_object *written; /* the preset as written (before its design's expansion): recorded
+                           * with the results, so that --preset results.json reruns it */
 } preset;
 /* ---- results ------------------------------------------------------------------ */
 

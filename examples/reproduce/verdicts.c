@@ -5,6 +5,7 @@
 
 #include "paper.h"
 #include "report.h"
+#include "results.h"
 #include "rules.h"
 #include "stats.h"
 
@@ -125,6 +126,15 @@ static int grow_pairs(const study *s, int *pre, int *post)
     return n;
 }
 
+/* The shortest phase length of the study's arms (each arm may set its own). */
+static int shortest_phase(const preset *p)
+{
+    int m = p->n_arms ? INT_MAX : p->steps_per_phase;
+    for (int a = 0; a < p->n_arms; a++)
+        m = p->arms[a].steps_per_phase < m ? p->arms[a].steps_per_phase : m;
+    return m;
+}
+
 /* The first phase change of a run that appends layers (-1: none). */
 static int first_append(const run_result *r)
 {
@@ -138,7 +148,7 @@ static int first_append(const run_result *r)
  * step 1 down to the baseline before the append) that the jump gives back,
  * the jump, and the steps to recover (a run that never recovers within its
  * phase counts the phase's length: a lower bound). 0 when it has none. */
-static int append_shape(const preset *p, const run_result *r, double *share, double *jump,
+static int append_shape(const arm *am, const run_result *r, double *share, double *jump,
                         double *recovery)
 {
     const int k = first_append(r);
@@ -147,16 +157,16 @@ static int append_shape(const preset *p, const run_result *r, double *share, dou
     const kept_response *x = &r->resp[k];
     *jump = x->jump;
     *share = x->jump / (r->losses[0] - x->baseline);
-    *recovery = x->recovery >= 0 ? (double)x->recovery : (double)p->steps_per_phase;
+    *recovery = x->recovery >= 0 ? (double)x->recovery : (double)am->steps_per_phase;
     return 1;
 }
 
 /* The row-start / regular RMS ratio of a run at the end of phase k (after
  * block k + 1, the stream block k + 2 reads when it is appended): the
  * trajectory point at that step; NaN when the run has none there. */
-static double ratio_at_phase_end(const preset *p, const run_result *r, int k)
+static double ratio_at_phase_end(const preset *p, const arm *am, const run_result *r, int k)
 {
-    const int64_t step = (int64_t)(k + 1) * p->steps_per_phase;
+    const int64_t step = (int64_t)(k + 1) * am->steps_per_phase;
     for (int j = 0; j < r->n_pts; j++)
         if (r->pts[j].step == step && r->pts[j].active == (k + 1) * p->block_size)
             return r->pts[j].rms_boundary / r->pts[j].rms_regular;
@@ -166,9 +176,9 @@ static double ratio_at_phase_end(const preset *p, const run_result *r, int k)
 /* A run's validation CE at its evaluation at the end of phase k (the
  * trajectory's point at that step with the phase's layers active: the
  * evaluation batches, not the final evaluation); NaN when it has none. */
-static double val_at_phase_end(const preset *p, const run_result *r, int k)
+static double val_at_phase_end(const preset *p, const arm *am, const run_result *r, int k)
 {
-    const int64_t step = (int64_t)(k + 1) * p->steps_per_phase;
+    const int64_t step = (int64_t)(k + 1) * am->steps_per_phase;
     for (int j = 0; j < r->n_pts; j++)
         if (r->pts[j].step == step && r->pts[j].active == (k + 1) * p->block_size)
             return r->pts[j].val_ce;
@@ -199,6 +209,23 @@ static const char *vtext(verdict v, int n)
     snprintf(buf, sizeof buf, "%s%s", verdict_text(v),
              n == 1 && v != V_NOT_RUN && v != V_NOT_APPLICABLE ? " (1 seed)" : "");
     return buf;
+}
+
+/* The verdict cell of a row that rests on the arms names[0..n): cell, or,
+ * when one of them did not learn (results.h), NOT_LEARNED_VERDICT naming
+ * them, and *p NaN: no test, and no place in the table's family. */
+static const char *dnl_cell(const study *s, const char *const *names, int n, const char *cell,
+                            double *p)
+{
+    static char buf[4][600];
+    static int next;
+    char dnl[512];
+    if (!not_learned(s, names, n, dnl, sizeof dnl))
+        return cell;
+    char *b = buf[next++ & 3];
+    snprintf(b, sizeof buf[0], NOT_LEARNED_VERDICT ": %s", dnl);
+    *p = NAN;
+    return b;
 }
 
 static summary paired_summary(const study *s, const char *a, const char *b, double *d)
@@ -274,11 +301,14 @@ static void controls_row(vtable *t, const study *s, const char *suffix, const ch
     fmt_summary(ot, sizeof ot, &st);
     const verdict vc = rule_controls(&sa, &st);
     const double pa = p_against(&sa, 0), pt = p_against(&st, 0);
-    vrow(t, sided_p(vc, fmax(pa, pt), fmin(pa, pt)),
+    double pv = sided_p(vc, fmax(pa, pt), fmin(pa, pt));
+    const char *arms[3] = {qg, qa, qt};
+    const char *cell = dnl_cell(s, arms, 3, vtext(vc, n), &pv);
+    vrow(t, pv,
          "| budget controls, %s: %s / %s - %s > 0 | (the paper did not run it) | %s / %s "
                "(active: %s; total: %s) | %s |",
             recipe, qa, qt, qg, oa, ot, effect_cell(ca, sizeof ca, &sa, EQUIVALENCE_MARGIN, 0),
-            effect_cell(ct, sizeof ct, &st, EQUIVALENCE_MARGIN, 0), vtext(vc, n));
+            effect_cell(ct, sizeof ct, &st, EQUIVALENCE_MARGIN, 0), cell);
 }
 
 /* The interaction at matched compute on a recipe whose arms are named with
@@ -302,12 +332,18 @@ static void matched_rows(vtable *t, const study *s, const char *suffix, const ch
         fmt_summary(ours, sizeof ours, &si);
         matching_moves(ours, sizeof ours, s, suffix, pj, qj);
         char half[160];
-        vrow(t, effect_p(&si, EQUIVALENCE_MARGIN),
+        double pv = effect_p(&si, EQUIVALENCE_MARGIN);
+        const char *arms[4] = {pj, qj, pg, qg};
+        const char *vc = dnl_cell(s, arms, 4, effect_cell(cell, sizeof cell, &si,
+                                                          EQUIVALENCE_MARGIN, -1), &pv);
+        if (vc != cell)
+            snprintf(half, sizeof half, "not applicable");
+        else
+            half_cell(half, sizeof half, &si);
+        vrow(t, pv,
              "| interaction at matched %s, %s: (%s - %s) - (%s - %s) < 0 | (the paper did "
              "not run it) | %s | %s; at ±%.4f: %s |",
-             budget[b][1], recipe, qg, pg, qj, pj, ours,
-             effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1), ABSENCE_MARGIN,
-             half_cell(half, sizeof half, &si));
+             budget[b][1], recipe, qg, pg, qj, pj, ours, vc, ABSENCE_MARGIN, half);
     }
     if (*suffix) /* the paper's optimizer's controls are the budget controls row */
         controls_row(t, s, suffix, recipe, n);
@@ -369,13 +405,25 @@ void verdicts(FILE *f, const study *s)
         /* 1 joint parity */
         summary sj = paired_summary(s, "pre-joint", "post-joint", d);
         fmt_summary(ours, sizeof ours, &sj);
-        vrow(t, parity_p(&sj, PARITY_MARGIN), "| joint: post ≈ pre | %+.4f | %s | %s |",
-             PAPER_JOINT_DELTA, ours, vtext(rule_parity(&sj, PARITY_MARGIN), n));
+        static const char *const joint[2] = {"pre-joint", "post-joint"};
+        static const char *const grow[2] = {"pre-grow", "post-grow"};
+        static const char *const single[2] = {"pre-single", "post-single"};
+        static const char *const freeze[2] = {"pre-freeze", "post-freeze"};
+        static const char *const controls[3] = {"post-grow", "post-joint-active",
+                                                "post-joint-total"};
+        static const char *const inter[6] = {"pre-joint", "post-joint", "pre-grow", "post-grow",
+                                             "post-joint-active", "post-joint-total"};
+        static const char *const inter_total[4] = {"pre-joint-total", "post-joint-total",
+                                                   "pre-grow", "post-grow"};
+        double pv = parity_p(&sj, PARITY_MARGIN);
+        const char *vc0 = dnl_cell(s, joint, 2, vtext(rule_parity(&sj, PARITY_MARGIN), n), &pv);
+        vrow(t, pv, "| joint: post ≈ pre | %+.4f | %s | %s |", PAPER_JOINT_DELTA, ours, vc0);
         /* 2 post-grow < pre-grow */
         summary sg = paired_summary(s, "pre-grow", "post-grow", e);
         fmt_summary(ours, sizeof ours, &sg);
-        vrow(t, p_against(&sg, 0), "| grow: post < pre | %+.4f | %s | %s |", PAPER_GROW_DELTA,
-             ours, vtext(rule_direction(&sg, -1), n));
+        pv = p_against(&sg, 0);
+        vc0 = dnl_cell(s, grow, 2, vtext(rule_direction(&sg, -1), n), &pv);
+        vrow(t, pv, "| grow: post < pre | %+.4f | %s | %s |", PAPER_GROW_DELTA, ours, vc0);
         /* 6 (first: the interaction needs it) budget controls */
         double c[MAX_SEEDS];
         summary sa = paired_summary(s, "post-grow", "post-joint-active", c);
@@ -402,40 +450,51 @@ void verdicts(FILE *f, const study *s)
         const double pi = p_against(&si, 0), pit = p_against(&sit, 0), pa = p_against(&sa, 0),
                      pt = p_against(&st, 0);
         const double p_yes = sit.n > 0 ? fmax(pi, pit) : fmax(pi, fmax(pa, pt));
-        vrow(t, si.n ? sided_p(vi, p_yes, fmin(pi, sit.n > 0 ? pit : fmin(pa, pt))) : NAN,
+        pv = si.n ? sided_p(vi, p_yes, fmin(pi, sit.n > 0 ? pit : fmin(pa, pt))) : NAN;
+        vc0 = dnl_cell(s, inter, 6, vtext(vi, n), &pv);
+        vrow(t, pv,
              "| interaction I < 0 (with the budget controls, or I at matched total compute "
-             "when it ran) | %+.4f | %s%s | %s |", PAPER_INTERACTION, ours, why, vtext(vi, n));
+             "when it ran) | %+.4f | %s%s | %s |", PAPER_INTERACTION, ours, why, vc0);
         char cell[256];
         fmt_summary(ours, sizeof ours, &sit);
         matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
         char half[160] = "";
-        if (sit.n)
+        pv = sit.n ? effect_p(&sit, EQUIVALENCE_MARGIN) : NAN;
+        vc0 = dnl_cell(s, inter_total, 4,
+                       sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1)
+                             : vtext(vit, n),
+                       &pv);
+        if (sit.n && !strstr(vc0, NOT_LEARNED_VERDICT))
             snprintf(half, sizeof half, "; at ±%.4f: ", ABSENCE_MARGIN),
                 half_cell(half + strlen(half), sizeof half - strlen(half), &sit);
-        vrow(t, sit.n ? effect_p(&sit, EQUIVALENCE_MARGIN) : NAN,
+        vrow(t, pv,
              "| interaction at matched total compute, I_total = (post-grow - pre-grow) - "
              "(post-joint-total - pre-joint-total) < 0 | (the paper did not run it) | %s | %s%s |",
-             ours, sit.n ? effect_cell(cell, sizeof cell, &sit, EQUIVALENCE_MARGIN, -1) : vtext(vit, n),
-             half);
+             ours, vc0, half);
         matched_rows(t, s, "", "the paper's optimizer", n);
         matched_rows(t, s, "-go", "the teacher's recipe (the -go arms)", n);
         /* 4 single-block parity */
         summary ss = paired_summary(s, "pre-single", "post-single", d);
         fmt_summary(ours, sizeof ours, &ss);
-        vrow(t, parity_p(&ss, PARITY_MARGIN), "| single block: post ≈ pre | %+.4f | %s | %s |",
-             PAPER_SINGLE_DELTA, ours, vtext(rule_parity(&ss, PARITY_MARGIN), n));
+        pv = parity_p(&ss, PARITY_MARGIN);
+        vc0 = dnl_cell(s, single, 2, vtext(rule_parity(&ss, PARITY_MARGIN), n), &pv);
+        vrow(t, pv, "| single block: post ≈ pre | %+.4f | %s | %s |", PAPER_SINGLE_DELTA, ours,
+             vc0);
         /* 5 freeze ordering */
         summary sf = paired_summary(s, "pre-freeze", "post-freeze", d);
         fmt_summary(ours, sizeof ours, &sf);
-        vrow(t, p_against(&sf, 0), "| freeze: post < pre | %+.4f | %s | %s |",
-             PAPER_FREEZE_DELTA, ours, vtext(rule_direction(&sf, -1), n));
+        pv = p_against(&sf, 0);
+        vc0 = dnl_cell(s, freeze, 2, vtext(rule_direction(&sf, -1), n), &pv);
+        vrow(t, pv, "| freeze: post < pre | %+.4f | %s | %s |", PAPER_FREEZE_DELTA, ours, vc0);
         char oa[64], ot[64];
         fmt_summary(oa, sizeof oa, &sa);
         fmt_summary(ot, sizeof ot, &st);
-        vrow(t, sided_p(vc, fmax(pa, pt), fmin(pa, pt)),
+        pv = sided_p(vc, fmax(pa, pt), fmin(pa, pt));
+        vc0 = dnl_cell(s, controls, 3, vtext(vc, n), &pv);
+        vrow(t, pv,
              "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
              "%+.4f / %+.4f | %s / %s | %s |", PAPER_CONTROL_ACTIVE_DELTA,
-             PAPER_CONTROL_TOTAL_DELTA, oa, ot, vtext(vc, n));
+             PAPER_CONTROL_TOTAL_DELTA, oa, ot, vc0);
     }
     if (!any) { /* the interaction at matched compute of a recipe whose four arms ran */
         matched_rows(t, s, "", "the paper's optimizer", n);
@@ -443,7 +502,7 @@ void verdicts(FILE *f, const study *s)
     }
     /* the mechanism rows' precondition */
     const int go = s->teacher.n > 0 && isfinite(s->teacher.max_ratio) ? s->teacher.max_ratio >= 3 : -1;
-    const verdict gate = rule_mechanism_gate(go, p->steps_per_phase);
+    const verdict gate = rule_mechanism_gate(go, shortest_phase(p));
     int gpre[MAX_ARMS], gpost[MAX_ARMS];
     const int ng = grow_pairs(s, gpre, gpost);
     /* 7 the loss jump's shape, per grow pair */
@@ -453,7 +512,7 @@ void verdicts(FILE *f, const study *s)
         int ok = 1;
         for (int i = 0; i < n && ok; i++)
             for (int w = 0; w < 2 && ok; w++)
-                ok = append_shape(p, s->res[w ? gpost[g] : gpre[g]][i], &sh[w][i], &jp[w][i],
+                ok = append_shape(&p->arms[w ? gpost[g] : gpre[g]], s->res[w ? gpost[g] : gpre[g]][i], &sh[w][i], &jp[w][i],
                                   &rc[w][i]);
         summary ssh[2], sjp[2], src[2], sgap = {0, 0, NAN, 0}, slrec = {0, 0, NAN, 0};
         verdict v = V_NOT_RUN;
@@ -492,13 +551,17 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        vrow(t, pv, "| loss jump at the first append, %s / %s: post loses more of phase 0's "
+        {
+            const char *pair[2] = {p->arms[gpre[g]].name, p->arms[gpost[g]].name};
+            const char *pair_cell = dnl_cell(s, pair, 2, vtext(v, n), &pv);
+            vrow(t, pv, "| loss jump at the first append, %s / %s: post loses more of phase 0's "
                    "learning and recovers more slowly (rule: both paired differences' intervals "
                    "above 0) | jump pre %.3f, post %.2f-%.2f nats/token; recovery pre ~%.0f, "
                    "post ~%.0fk steps (%.0fx) | %s | %s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_JUMP_PRE, PAPER_JUMP_POST_LO,
                 PAPER_JUMP_POST_HI, PAPER_RECOVERY_PRE, PAPER_RECOVERY_POST / 1000,
-                PAPER_RECOVERY_POST / PAPER_RECOVERY_PRE, ours, vtext(v, n));
+                PAPER_RECOVERY_POST / PAPER_RECOVERY_PRE, ours, pair_cell);
+        }
     }
     /* 8 block removal, per grow pair: per-seed ratios and gaps with intervals */
     for (int g = 0; g < ng; g++) {
@@ -542,24 +605,28 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        vrow(t, pv, "| block removal, %s / %s: pre's last block a near no-op, every post block "
+        {
+            const char *pair[2] = {p->arms[gpre[g]].name, p->arms[gpost[g]].name};
+            const char *pair_cell = dnl_cell(s, pair, 2, vtext(vr, n), &pv);
+            vrow(t, pv, "| block removal, %s / %s: pre's last block a near no-op, every post block "
                    "effective (rule: the per-seed ratio of pre's last dCE to post's smallest has "
                    "its interval below %.2f, post's smallest dCE above %.2f and the angle gap "
                    "above 0) | pre last dCE %.2f, angle %.3f; post dCE >= %.2f, angle > %.2f "
                    "(nats/token) | %s | %s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, BLOCK_REMOVAL_RATIO,
                 BLOCK_REMOVAL_FLOOR, PAPER_REMOVAL_PRE_LAST_DCE, PAPER_REMOVAL_PRE_LAST_ANGLE,
-                PAPER_REMOVAL_POST_DCE, PAPER_REMOVAL_POST_ANGLE, ours, vtext(vr, n));
+                PAPER_REMOVAL_POST_DCE, PAPER_REMOVAL_POST_ANGLE, ours, pair_cell);
+        }
     }
     /* 9 row-start tokens at the boundaries appended blocks read, same depth and step */
     for (int g = 0; g < ng; g++) {
         double pr[MAX_SEEDS], hg[MAX_SEEDS], pr2[MAX_SEEDS], po2[MAX_SEEDS], po[MAX_SEEDS];
         int ok = p->blocks >= 2;
         for (int i = 0; i < n && ok; i++) {
-            pr[i] = ratio_at_phase_end(p, s->res[gpre[g]][i], 0);
-            po[i] = ratio_at_phase_end(p, s->res[gpost[g]][i], 0);
-            pr2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, s->res[gpre[g]][i], 1) : NAN;
-            po2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, s->res[gpost[g]][i], 1) : NAN;
+            pr[i] = ratio_at_phase_end(p, &p->arms[gpre[g]], s->res[gpre[g]][i], 0);
+            po[i] = ratio_at_phase_end(p, &p->arms[gpost[g]], s->res[gpost[g]][i], 0);
+            pr2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, &p->arms[gpre[g]], s->res[gpre[g]][i], 1) : NAN;
+            po2[i] = p->blocks >= 3 ? ratio_at_phase_end(p, &p->arms[gpost[g]], s->res[gpost[g]][i], 1) : NAN;
             hg[i] = po[i] - 0.5 * pr[i];
             ok = isfinite(pr[i]) && isfinite(po[i]);
         }
@@ -582,13 +649,17 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        vrow(t, pv, "| row-start tokens massive under pre-norm, not post, where the appended "
+        {
+            const char *pair[2] = {p->arms[gpre[g]].name, p->arms[gpost[g]].name};
+            const char *pair_cell = dnl_cell(s, pair, 2, vtext(vg, n), &pv);
+            vrow(t, pv, "| row-start tokens massive under pre-norm, not post, where the appended "
                    "blocks read, %s / %s (rule: pre's row-start / regular RMS ratio's interval "
                    "above 3, and post's ratio minus half of pre's, per seed, below 0) | "
                    "document-boundary tokens %.0fx under pre-norm, post-norm below %.1f | %s | "
                    "%s |",
                 p->arms[gpre[g]].name, p->arms[gpost[g]].name, PAPER_BOUNDARY_RATIO_PRE,
-                PAPER_RMS_POST_BELOW, ours, vtext(vg, n));
+                PAPER_RMS_POST_BELOW, ours, pair_cell);
+        }
     }
     /* 10 the crossover: post - pre at each phase's end, paired by seed, and its
      * change across each append, per grow pair */
@@ -598,8 +669,8 @@ void verdicts(FILE *f, const study *s)
         int ok = phases >= 2;
         for (int k = 0; k < phases && ok; k++)
             for (int i = 0; i < n && ok; i++) {
-                dd[k][i] = val_at_phase_end(p, s->res[gpost[g]][i], k) -
-                           val_at_phase_end(p, s->res[gpre[g]][i], k);
+                dd[k][i] = val_at_phase_end(p, &p->arms[gpost[g]], s->res[gpost[g]][i], k) -
+                           val_at_phase_end(p, &p->arms[gpre[g]], s->res[gpre[g]][i], k);
                 ok = isfinite(dd[k][i]);
             }
         verdict vx = V_NOT_RUN;
@@ -638,14 +709,18 @@ void verdicts(FILE *f, const study *s)
         } else {
             snprintf(ours, sizeof ours, "n/a");
         }
-        vrow(t, pv, "| crossover, %s / %s: post - pre at each phase's end, paired by seed, on the "
+        {
+            const char *pair[2] = {p->arms[gpre[g]].name, p->arms[gpost[g]].name};
+            const char *pair_cell = dnl_cell(s, pair, 2, vtext(vx, n), &pv);
+            vrow(t, pv, "| crossover, %s / %s: post - pre at each phase's end, paired by seed, on the "
                     "evaluations during training (the first %d batches of the held-out text, "
                     "not the final evaluation over all of it); post-norm behind or level on the "
                     "single block, ahead once blocks are appended (rule: post - pre at the last "
                     "phase's end and its change from phase 0's end both below 0) | single block "
                     "%+.4f, grow %+.4f (post takes the lead once blocks are appended) | %s | %s |",
              p->arms[gpre[g]].name, p->arms[gpost[g]].name, p->eval_batches, PAPER_SINGLE_DELTA,
-             PAPER_GROW_DELTA, ours, vtext(vx, n));
+             PAPER_GROW_DELTA, ours, pair_cell);
+        }
     }
     if (ng == 0)
         vrow(t, NAN, "| loss jump, block removal, row-start tokens | (the grow arms) | n/a | not run "
@@ -669,7 +744,7 @@ void verdicts(FILE *f, const study *s)
                                            "activations; the paper's mechanism has nothing to act "
                                            "on)",
             layers[0] ? layers : " n/a", go_at[0] ? "after layer " : "at no layer", go_at,
-            p->steps_per_phase < MECHANISM_MIN_STEPS
+            shortest_phase(p) < MECHANISM_MIN_STEPS
                 ? " The phases are shorter than the mechanism rows need: they are not applicable."
                 : "");
 }
