@@ -854,7 +854,7 @@ class Traps(unittest.TestCase):
             self.assertIn("## Comparisons the preset asks for (paired by seed)", report)
             self.assertIn("students' recipe: WSD (decay to ", report)
             self.assertIn(" over the last 25%) LR", report)
-            self.assertIn("Arms on their own recipe (peak LRs as run):\n\n- `post-grow-identity`: "
+            self.assertIn("Arms whose settings differ from these (peak LRs as run):\n\n- `post-grow-identity`: "
                           "WSD (decay to 2e-05 over the last 50%) LR 0.002 after 1 warmup steps, "
                           "weight decay 0.1\n", report)
             res = results(out)
@@ -945,8 +945,8 @@ class Statistics(unittest.TestCase):
                 diffs = [b - a for a, b in zip(ce[c["reference"]], ce[c["arm"]])]
                 if c["from"] == "preset":
                     check(c, diffs)
-                else:  # Table 1's verdict cell ends its row
-                    self.assertIn(" | %s |\n" % c["verdict"], report)
+                else:  # Table 1's verdict cell, then the half margin's
+                    self.assertIn(" | %s | " % c["verdict"], report)
             self.assertEqual([(i["from"], i["arms"]) for i in res["interactions"]],
                              [("table 1", p["interactions"][0]), ("preset", p["interactions"][0])])
             q = p["interactions"][0]
@@ -955,9 +955,10 @@ class Statistics(unittest.TestCase):
             check(res["interactions"][1], inter)
             self.assertAlmostEqual(res["interactions"][0]["mean"], sum(inter) / 2, places=12)
             # the verdict table's rows, cell for cell
-            table = report.split("| finding | paper | ours | verdict |\n|---|---|---|---|\n")[1]
+            table = report.split("| finding | paper | ours | verdict | p (Holm) |\n"
+                                 "|---|---|---|---|---|\n")[1]
             rows = [line[2:-2].split(" | ") for line in table.split("\n\n")[0].splitlines()]
-            self.assertEqual([[v["finding"], v["paper"], v["ours"], v["verdict"]]
+            self.assertEqual([[v["finding"], v["paper"], v["ours"], v["verdict"], v["p"]]
                               for v in res["verdicts"]], rows)
             self.assertEqual(res["verdicts"][0]["finding"], "joint: post ≈ pre")
             # the baseline: byte frequencies of the training text on the held-out
@@ -1065,19 +1066,19 @@ class Designs(unittest.TestCase):
                 "base": {"schedule": "joint"},
                 "factors": [self.FACTORS[0], {"name": "lr", "key": "train.lr",
                                               "levels": [0.001, 0.003]}],
-                "arms": [["pre", "0p001"], ["post", "0p001"], ["pre", "0p003"]]})
+                "arms": [["pre", "0.001"], ["post", "0.001"], ["pre", "0.003"]]})
             r = run("--preset", preset, "--check")
             self.assertEqual(r.returncode, 0, r.stderr)
             names = [line.split(":")[0][4:] for line in r.stdout.splitlines()
                      if line.startswith("arm ")]
-            self.assertEqual(names, ["pre-0p001", "post-0p001", "pre-0p003"])
+            self.assertEqual(names, ["pre-0.001", "post-0.001", "pre-0.003"])
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
-            self.assertIn("| lr: 0p003 - 0p001 | placement pre | pre-0p003 | pre-0p001 |", report)
-            self.assertNotIn("The design's interactions", report)  # post-0p003 is not a cell
+            self.assertIn("| lr: 0.003 - 0.001 | placement pre | pre-0.003 | pre-0.001 |", report)
+            self.assertNotIn("The design's interactions", report)  # post-0.003 is not a cell
             self.assertIn("With one seed there is no interval", report)
 
     def test_design_errors_name_their_place(self):
@@ -1097,7 +1098,7 @@ class Designs(unittest.TestCase):
                   "sets 'placement' twice"),
                  ({"factors": [{"name": "p", "key": "placement", "levels": ["pre", "post"]}],
                    "base": {"schedule": "grow", "shedule": 1}},
-                  "unknown key 'arms[0].shedule'")]
+                  "unknown key 'design.base.shedule'")]
         with tempfile.TemporaryDirectory() as d:
             for design, message in cases:
                 r = run("--preset", self.design_study(d, design), "--check")
