@@ -32,6 +32,7 @@ struct lattice_data {
     int have_hash;
     char err[LATTICE_ERRMSG_MAX];
     lattice_borrow borrow; /* by its trainer */
+    lattice_busy busy;     /* the thread inside a call that changes it (handle.h) */
 };
 
 void lattice_data_params_init(lattice_data_params *p)
@@ -114,6 +115,8 @@ static void data_free(lattice_data *d)
 }
 
 LATTICE__BORROWABLE(lattice_data, data, "data", data_free)
+
+lattice_busy *lattice__data_busy(lattice_data *h) { return &h->busy; }
 
 /* Read a whole file; *len gets its size. */
 static lattice_status read_file(const char *path, unsigned char **buf, int64_t *len, char *err)
@@ -551,7 +554,7 @@ static void emit(lattice_data *d, lattice_data_batch *b, int rows, int seq)
         b->n_tokens += d->mask[i];
 }
 
-lattice_status lattice_data_next(lattice_data *d, lattice_data_batch *b)
+static lattice_status data_next_body(lattice_data *d, lattice_data_batch *b)
 {
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_next", 2,
                       (const void *)d, "data", (const void *)b, "batch") != LATTICE_OK)
@@ -594,6 +597,11 @@ lattice_status lattice_data_next(lattice_data *d, lattice_data_batch *b)
     return LATTICE_OK;
 }
 
+lattice_status lattice_data_next(lattice_data *d, lattice_data_batch *b)
+{
+    LATTICE__INSIDE(d, "lattice_data_next", "data", data_next_body(d, b));
+}
+
 int64_t lattice_data_get_n_val_batches(const lattice_data *d)
 {
     if (!d)
@@ -602,7 +610,8 @@ int64_t lattice_data_get_n_val_batches(const lattice_data *d)
     return (n_val + d->p.batch_size - 1) / d->p.batch_size;
 }
 
-lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattice_data_batch *b)
+static lattice_status data_get_val_batch_body(lattice_data *d, int64_t index,
+                                              lattice_data_batch *b)
 {
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_val_batch", 2,
                       (const void *)d, "data", (const void *)b, "batch") != LATTICE_OK)
@@ -626,6 +635,11 @@ lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattic
     return LATTICE_OK;
 }
 
+lattice_status lattice_data_get_val_batch(lattice_data *d, int64_t index, lattice_data_batch *b)
+{
+    LATTICE__INSIDE(d, "lattice_data_get_val_batch", "data", data_get_val_batch_body(d, index, b));
+}
+
 lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_position *pos)
 {
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_get_position", 2,
@@ -636,7 +650,7 @@ lattice_status lattice_data_get_position(const lattice_data *d, lattice_data_pos
     return LATTICE_OK;
 }
 
-lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_position *pos)
+static lattice_status data_set_position_body(lattice_data *d, const lattice_data_position *pos)
 {
     if (lattice__need(LATTICE__ERRBUF(d), "lattice_data_set_position", 2,
                       (const void *)d, "data", (const void *)pos, "pos") != LATTICE_OK)
@@ -649,6 +663,11 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
     d->epoch = pos->epoch;
     d->index = pos->index;
     return LATTICE_OK;
+}
+
+lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_position *pos)
+{
+    LATTICE__INSIDE(d, "lattice_data_set_position", "data", data_set_position_body(d, pos));
 }
 
 /* The data's settings and the corpus's identity; with state, where the

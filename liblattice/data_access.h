@@ -4,6 +4,7 @@
 #ifndef LATTICE_DATA_ACCESS_H
 #define LATTICE_DATA_ACCESS_H
 
+#include "handle.h"
 #include "internal.h"
 
 /* Draws of the training iterator in one pass (an epoch) over the training data:
@@ -18,5 +19,9 @@ uint64_t lattice__data_corpus_hash(lattice_data *d);
  * was asked), drop one (freeing it when its destroy waits for that). */
 lattice_status lattice__data_borrow(lattice_data *d, const char *fn);
 void lattice__data_unborrow(lattice_data *d);
+/* Its busy word (handle.h): its own calls that change it enter it, and so
+ * does every call of the trainer that borrows it, so that two trainers
+ * sharing it on two threads are refused, not mixed. */
+lattice_busy *lattice__data_busy(lattice_data *h);
 
 #endif

@@ -28,6 +28,7 @@ struct lattice_distill {
     int run_threads; /* > 0 while a call through a model runs: its backend's count */
     char err[LATTICE_ERRMSG_MAX];
     lattice_borrow borrow; /* by its trainer */
+    lattice_busy busy;     /* the thread inside a call that changes it (handle.h) */
 };
 
 /* Threads are a backend setting: a loss computed for a model (through
@@ -109,6 +110,8 @@ static void distill_free(lattice_distill *d)
 }
 
 LATTICE__BORROWABLE(lattice_distill, distill, "distill loss", distill_free)
+
+lattice_busy *lattice__distill_busy(lattice_distill *h) { return &h->busy; }
 
 const char *lattice_distill_errmsg(const lattice_distill *d)
 {
@@ -373,10 +376,10 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
     return finish(d, n, count, result);
 }
 
-lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
-                                     const float *teacher, const int32_t *targets,
-                                     const uint8_t *mask, int64_t n, int vocab, float *dlogits,
-                                     lattice_distill_result *result)
+static lattice_status distill_dense_body(lattice_distill *d, const float *student,
+                                         const float *teacher, const int32_t *targets,
+                                         const uint8_t *mask, int64_t n, int vocab, float *dlogits,
+                                         lattice_distill_result *result)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -391,10 +394,21 @@ lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
 }
 
-lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
-                                    const int32_t *teacher_index, const float *teacher_value,
-                                    int k, const int32_t *targets, const uint8_t *mask, int64_t n,
-                                    int vocab, float *dlogits, lattice_distill_result *result)
+lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
+                                     const float *teacher, const int32_t *targets,
+                                     const uint8_t *mask, int64_t n, int vocab, float *dlogits,
+                                     lattice_distill_result *result)
+{
+    LATTICE__INSIDE(d, "lattice_distill_dense", "distill loss",
+                    distill_dense_body(d, student, teacher, targets, mask, n, vocab, dlogits,
+                                       result));
+}
+
+static lattice_status distill_topk_body(lattice_distill *d, const float *student,
+                                        const int32_t *teacher_index, const float *teacher_value,
+                                        int k, const int32_t *targets, const uint8_t *mask,
+                                        int64_t n, int vocab, float *dlogits,
+                                        lattice_distill_result *result)
 {
     if (!d)
         return lattice__set_error(LATTICE__ERRBUF(d), LATTICE_ERR_INVALID_ARGUMENT,
@@ -429,6 +443,16 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
     }
     kl_job j = {student, teacher_value, teacher_index, vocab, k, 0, 0, 0};
     return run_loss(d, &j, targets, mask, n, dlogits, count, result);
+}
+
+lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
+                                    const int32_t *teacher_index, const float *teacher_value,
+                                    int k, const int32_t *targets, const uint8_t *mask, int64_t n,
+                                    int vocab, float *dlogits, lattice_distill_result *result)
+{
+    LATTICE__INSIDE(d, "lattice_distill_topk", "distill loss",
+                    distill_topk_body(d, student, teacher_index, teacher_value, k, targets, mask, n,
+                                      vocab, dlogits, result));
 }
 
 static lattice_status distill_model(lattice_distill *d, lattice_model *student,

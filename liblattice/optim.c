@@ -200,8 +200,12 @@ lattice_status lattice_optim_set_params(lattice_optim *o, const lattice_optim_pa
     if (!o)
         return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_optim_set_params: invalid argument: optim is NULL");
-    return copy_params(&o->p, params, "lattice_optim_set_params", o->err);
+    /* its model's busy section: a trainer's step reads the settings */
+    LATTICE__INSIDE_BUSY(lattice__model_busy(o->model), "lattice_optim_set_params", "model",
+                         copy_params(&o->p, params, "lattice_optim_set_params", o->err));
 }
+
+lattice_model *lattice__optim_model(const lattice_optim *o) { return o->model; }
 
 lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_params *out)
 {
@@ -258,16 +262,23 @@ void lattice__optim_restore(lattice_optim *o, const lattice_optim_params *p, int
     o->step = step;
 }
 
-lattice_status lattice_optim_reset(lattice_optim *o)
+static lattice_status optim_reset(lattice_optim *o)
 {
-    if (!o)
-        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_optim_reset: invalid argument: optim is NULL");
     memset(o->m1, 0, lattice__model_arena_floats(o->model) * sizeof(float));
     memset(o->m2, 0, lattice__model_arena_floats(o->model) * sizeof(float));
     memset(o->t_tensor, 0, (size_t)lattice_model_get_n_tensors(o->model) * sizeof(int64_t));
     o->step = 0;
     return LATTICE_OK;
+}
+
+lattice_status lattice_optim_reset(lattice_optim *o)
+{
+    if (!o)
+        return lattice__set_error(LATTICE__ERRBUF(o), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_optim_reset: invalid argument: optim is NULL");
+    /* its model's busy section, as its step: a step on another thread reads the moments */
+    LATTICE__INSIDE_BUSY(lattice__model_busy(o->model), "lattice_optim_reset", "model",
+                         optim_reset(o));
 }
 
 /* Sum of squares of g[0..n) in double: chunks of NORM_CHUNK elements, each

@@ -35,4 +35,8 @@ double lattice__sum_squares(const float *g, long n, int nt);
 lattice_status lattice__optim_borrow(lattice_optim *o, const char *fn);
 void lattice__optim_unborrow(lattice_optim *o);
 
+/* The model it was created for, whose busy section its calls that change
+ * it enter (a trainer's model must be this one). */
+lattice_model *lattice__optim_model(const lattice_optim *o);
+
 #endif

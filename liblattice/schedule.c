@@ -16,6 +16,7 @@ struct lattice_schedule {
     lattice_schedule_counters counters;
     char err[LATTICE_ERRMSG_MAX];
     lattice_borrow borrow; /* by its trainer */
+    lattice_busy busy;     /* the thread inside a call that changes it (handle.h) */
 };
 
 /* The phase's fields, once: the setup digest the ranks compare, a
@@ -70,12 +71,15 @@ static void schedule_free(lattice_schedule *s)
 
 LATTICE__BORROWABLE(lattice_schedule, schedule, "schedule", schedule_free)
 
+lattice_busy *lattice__schedule_busy(lattice_schedule *h) { return &h->busy; }
+
 const char *lattice_schedule_errmsg(const lattice_schedule *s)
 {
     return s ? s->err : "no schedule (NULL handle)";
 }
 
-lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_schedule_phase *phase)
+static lattice_status schedule_add_phase_body(lattice_schedule *s,
+                                              const lattice_schedule_phase *phase)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
@@ -115,6 +119,11 @@ lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_sch
     }
     s->phases[s->n_phases++] = p;
     return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_add_phase(lattice_schedule *s, const lattice_schedule_phase *phase)
+{
+    LATTICE__INSIDE(s, "lattice_schedule_add_phase", "schedule", schedule_add_phase_body(s, phase));
 }
 
 /* Phase k of a preset (0 <= k < preset_count), as create_preset adds it. */
@@ -273,7 +282,7 @@ lattice_status lattice_schedule_get_phase(const lattice_schedule *s, int index, 
                              sizeof(lattice_schedule_phase));
 }
 
-lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
+static lattice_status schedule_set_rewind_data_body(lattice_schedule *s, int on)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
@@ -281,6 +290,12 @@ lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
     for (int i = 1; i < s->n_phases; i++)
         s->phases[i].rewind_data = on != 0;
     return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_set_rewind_data(lattice_schedule *s, int on)
+{
+    LATTICE__INSIDE(s, "lattice_schedule_set_rewind_data", "schedule",
+                    schedule_set_rewind_data_body(s, on));
 }
 
 int lattice_schedule_get_max_layers(const lattice_schedule *s)
@@ -303,7 +318,7 @@ int64_t lattice_schedule_get_total_steps(const lattice_schedule *s)
 }
 
 lattice_status lattice_schedule_get_position(const lattice_schedule *s, int *phase,
-                                         int64_t *step_in_phase)
+                                             int64_t *step_in_phase)
 {
     if (lattice__need(LATTICE__ERRBUF(s), "lattice_schedule_get_position", 2,
                       (const void *)s, "schedule", (const void *)phase, "phase") != LATTICE_OK)
@@ -316,8 +331,8 @@ lattice_status lattice_schedule_get_position(const lattice_schedule *s, int *pha
 
 int lattice_schedule_is_finished(const lattice_schedule *s) { return !s || s->phase >= s->n_phases; }
 
-lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
-                                       double flops, int *phase_ended)
+static lattice_status schedule_record_body(lattice_schedule *s, int64_t tokens,
+                                           int64_t nonpad_tokens, double flops, int *phase_ended)
 {
     if (phase_ended)
         *phase_ended = 0;
@@ -348,6 +363,13 @@ lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int6
     if (phase_ended)
         *phase_ended = done;
     return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_record(lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
+                                       double flops, int *phase_ended)
+{
+    LATTICE__INSIDE(s, "lattice_schedule_record", "schedule",
+                    schedule_record_body(s, tokens, nonpad_tokens, flops, phase_ended));
 }
 
 lattice_status lattice_schedule_get_counters(const lattice_schedule *s, lattice_schedule_counters *out)
@@ -407,8 +429,9 @@ void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_p
         memset(&s->counters, 0, sizeof(s->counters));
 }
 
-lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int64_t step_in_phase,
-                                             const lattice_schedule_counters *counters)
+static lattice_status schedule_set_position_body(lattice_schedule *s, int phase,
+                                                 int64_t step_in_phase,
+                                                 const lattice_schedule_counters *counters)
 {
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
@@ -419,6 +442,13 @@ lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int
                     phase, (long long)step_in_phase, why);
     lattice__schedule_restore(s, phase, step_in_phase, 0, counters);
     return LATTICE_OK;
+}
+
+lattice_status lattice_schedule_set_position(lattice_schedule *s, int phase, int64_t step_in_phase,
+                                             const lattice_schedule_counters *counters)
+{
+    LATTICE__INSIDE(s, "lattice_schedule_set_position", "schedule",
+                    schedule_set_position_body(s, phase, step_in_phase, counters));
 }
 
 void lattice__setup_phases(const lattice_schedule_phase *ph, int n, lattice__setup *s)

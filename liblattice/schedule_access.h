@@ -22,6 +22,10 @@ void lattice__schedule_where(const lattice_schedule *s, lattice__schedule_at *ou
  * was asked), drop one (freeing it when its destroy waits for that). */
 lattice_status lattice__schedule_borrow(lattice_schedule *s, const char *fn);
 void lattice__schedule_unborrow(lattice_schedule *s);
+/* Its busy word (handle.h): its own calls that change it enter it, and so
+ * does every call of the trainer that borrows it, so that two trainers
+ * sharing it on two threads are refused, not mixed. */
+lattice_busy *lattice__schedule_busy(lattice_schedule *h);
 
 /* A position the schedule can stand at: 1, or 0 with the reason in why
  * ("step 5 of phase 1, which has 4 steps"). The one rule of

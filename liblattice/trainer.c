@@ -177,6 +177,10 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
                              lattice_teacher_get_vocab_size(teacher), mp.vocab_size);
+    if (lattice__optim_model(optim) != model)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_trainer_create: invalid argument: the optimizer was created "
+                             "for another model: its steps would update that one's weights");
     if (lattice_schedule_get_n_phases(schedule) < 1)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule has no phases");
@@ -242,21 +246,50 @@ void lattice_trainer_destroy(lattice_trainer *t)
     free(t);
 }
 
+/* The busy words of what a trainer binds besides its teacher (the
+ * optimizer's is its model's), in the order they are entered; NULL where it
+ * binds none (a distill loss without a teacher). */
+enum { N_HELD = 4 };
+static void held_words(lattice_trainer *t, lattice_busy *w[N_HELD], const char *what[N_HELD])
+{
+    w[0] = lattice__model_busy(t->model), what[0] = "model";
+    w[1] = t->distill ? lattice__distill_busy(t->distill) : NULL, what[1] = "distill loss";
+    w[2] = lattice__data_busy(t->data), what[2] = "data";
+    w[3] = lattice__schedule_busy(t->schedule), what[3] = "schedule";
+}
+
+/* Every handle the trainer binds, not only its model: a distill loss, data
+ * or schedule shared by two trainers on two threads is refused, where the
+ * two runs' steps used to mix (issue 48 part 2). */
 lattice_status lattice__trainer_enter(lattice_trainer *t, const char *fn)
 {
-    lattice_status st = lattice__busy_enter(lattice__model_busy(t->model), fn, "model");
-    if (st != LATTICE_OK || !t->teacher)
-        return st;
-    if ((st = lattice__teacher_enter(t->teacher, fn)) != LATTICE_OK)
-        lattice__busy_leave(lattice__model_busy(t->model));
+    lattice_busy *w[N_HELD];
+    const char *what[N_HELD];
+    held_words(t, w, what);
+    lattice_status st = LATTICE_OK;
+    int entered = 0;
+    for (; entered < N_HELD; entered++)
+        if (w[entered] && (st = lattice__busy_enter(w[entered], fn, what[entered])) != LATTICE_OK)
+            break;
+    if (st == LATTICE_OK && t->teacher)
+        st = lattice__teacher_enter(t->teacher, fn);
+    if (st != LATTICE_OK) /* leave those entered before the refusal */
+        while (entered-- > 0)
+            if (w[entered])
+                lattice__busy_leave(w[entered]);
     return st;
 }
 
 void lattice__trainer_leave(lattice_trainer *t)
 {
+    lattice_busy *w[N_HELD];
+    const char *what[N_HELD];
+    held_words(t, w, what);
     if (t->teacher)
         lattice__teacher_leave(t->teacher);
-    lattice__busy_leave(lattice__model_busy(t->model));
+    for (int i = N_HELD - 1; i >= 0; i--)
+        if (w[i])
+            lattice__busy_leave(w[i]);
 }
 
 const char *lattice_trainer_errmsg(const lattice_trainer *t)

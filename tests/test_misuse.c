@@ -182,6 +182,125 @@ START_TEST(test_busy_refused_while_step_holds_it)
 }
 END_TEST
 
+/* ---- what a trainer borrows, shared by two trainers (issue 48 part 2) ------- */
+
+/* A second trainer that shares the first's distill loss, a third that shares
+ * its data and schedule, and direct calls on the three, from another thread
+ * while the first trainer's step holds them: each is refused, naming the
+ * handle. Until issue 48 only the model was held: a shared distill loss let
+ * two runs' steps mix (up to 96 of 120 losses differed from running them one
+ * after the other). */
+typedef struct sharer {
+    rig *r;                    /* the first run */
+    lattice_trainer *by_loss;  /* shares r's distill loss */
+    lattice_trainer *by_data;  /* shares r's data and schedule */
+    int calls;
+    lattice_status loss_step, data_step, dense, next, record, set_position;
+    char loss_msg[LATTICE_ERRMSG_SIZE], data_msg[LATTICE_ERRMSG_SIZE];
+} sharer;
+
+static void *share(void *arg)
+{
+    sharer *s = arg;
+    s->loss_step = lattice_trainer_step(s->by_loss, NULL);
+    snprintf(s->loss_msg, sizeof s->loss_msg, "%s", lattice_last_error());
+    s->data_step = lattice_trainer_step(s->by_data, NULL);
+    snprintf(s->data_msg, sizeof s->data_msg, "%s", lattice_last_error());
+    float z[2 * 11] = {0}, g[2 * 11];
+    const int32_t tgt[2] = {1, 2};
+    lattice_distill_result res;
+    s->dense = lattice_distill_dense(s->r->distill, z, z, tgt, NULL, 2, 11, g, &res);
+    lattice_data_batch b;
+    s->next = lattice_data_next(s->r->data, &b);
+    int ended;
+    s->record = lattice_schedule_record(s->r->schedule, 4, 4, 1.0, &ended);
+    s->set_position = lattice_schedule_set_position(s->r->schedule, 0, 0, NULL);
+    return NULL;
+}
+
+static int on_step_share(void *user, const lattice_trainer_metrics *metrics)
+{
+    (void)metrics;
+    sharer *s = user;
+    if (s->calls++)
+        return 0;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, share, s), 0);
+    pthread_join(th, NULL);
+    return 0;
+}
+
+START_TEST(test_trainers_sharing_a_handle)
+{
+    rig_options o;
+    misuse_options(&o);
+    o.teacher = RIG_TEACHER_MODEL;
+    rig r, r2;
+    sharer s = {.r = &r};
+    o.trainer.on_step = on_step_share;
+    o.trainer.user = &s;
+    tu_rig_open(&r, &o);
+    rig_options o2;
+    misuse_options(&o2);
+    o2.teacher = RIG_TEACHER_MODEL;
+    o2.defer_trainer = 1;
+    tu_rig_open(&r2, &o2);
+    ck_assert_int_eq(lattice_trainer_create(r2.model, r2.teacher, r.distill, r2.data, r2.optim,
+                                            r2.schedule, NULL, &s.by_loss),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_create(r2.model, NULL, NULL, r.data, r2.optim, r.schedule,
+                                            NULL, &s.by_data),
+                     LATTICE_OK);
+    lattice_schedule_counters before;
+    lattice_schedule_get_counters(r.schedule, &before);
+    ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    ck_assert_int_eq(s.calls, 1);
+    ck_assert_int_eq(s.loss_step, LATTICE_ERR_STATE);
+    ck_assert_msg(strstr(s.loss_msg, "another thread is inside lattice_trainer_step on this "
+                                     "distill loss"), "%s", s.loss_msg);
+    ck_assert_int_eq(s.data_step, LATTICE_ERR_STATE);
+    ck_assert_msg(strstr(s.data_msg, "on this data"), "%s", s.data_msg);
+    ck_assert_int_eq(s.dense, LATTICE_ERR_STATE);
+    ck_assert_int_eq(s.next, LATTICE_ERR_STATE);
+    ck_assert_int_eq(s.record, LATTICE_ERR_STATE);
+    ck_assert_int_eq(s.set_position, LATTICE_ERR_STATE);
+    /* the first run's step was its own: one step counted, nothing from the others */
+    lattice_schedule_counters after;
+    lattice_schedule_get_counters(r.schedule, &after);
+    ck_assert_int_eq(after.steps, before.steps + 1);
+    ck_assert_int_eq(lattice_optim_get_steps(r2.optim), 0);
+    /* one after the other, as the API allows */
+    ck_assert_int_eq(lattice_trainer_step(s.by_loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_step(s.by_data, NULL), LATTICE_OK);
+    lattice_trainer_destroy(s.by_loss);
+    lattice_trainer_destroy(s.by_data);
+    rig_close(&r2);
+    rig_close(&r);
+}
+END_TEST
+
+/* A trainer's optimizer is its model's: one created for another model would
+ * update that model's weights from this one's gradients. */
+START_TEST(test_optimizer_of_another_model_refused)
+{
+    rig_options o;
+    misuse_options(&o);
+    o.defer_trainer = 1;
+    rig r, r2;
+    tu_rig_open(&r, &o);
+    tu_rig_open(&r2, &o);
+    lattice_trainer *t = NULL;
+    ck_assert_int_eq(lattice_trainer_create(r.model, NULL, NULL, r.data, r2.optim, r.schedule,
+                                            NULL, &t),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(t);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "the optimizer was created for another "
+                                                       "model"));
+    rig_close(&r2);
+    rig_close(&r);
+}
+END_TEST
+
 /* ---- borrowed handles ------------------------------------------------------ */
 
 START_TEST(test_destroy_of_borrowed_is_deferred)
@@ -300,6 +419,8 @@ int main(void)
     tcase_set_timeout(c, 120);
     tcase_add_test(c, test_two_threads_one_model);
     tcase_add_test(c, test_busy_refused_while_step_holds_it);
+    tcase_add_test(c, test_trainers_sharing_a_handle);
+    tcase_add_test(c, test_optimizer_of_another_model_refused);
     tcase_add_test(c, test_destroy_of_borrowed_is_deferred);
     tcase_add_test(c, test_borrowers_of_a_model);
     tcase_add_test(c, test_unborrowed_destroy_is_immediate);

@@ -252,5 +252,56 @@ class ThreadsTest(unittest.TestCase):
         self.assertEqual(result["steps"], 4)
 
 
+    def test_callbacks_across_trainers_never_hang(self):
+        # Two trainers share one Distill; each one's on_step reads the other's
+        # model. Trainer 2's call holds its model and waits for the Distill,
+        # which trainer 1's call holds while its callback waits for model 2:
+        # both threads hung (issue 48 part 2). The callback's call is refused
+        # instead, trainer 1's run raises it, and trainer 2's run goes on.
+        out = run_isolated(self, """
+            import json
+            m1, m2 = tiny_model(seed=1), tiny_model(seed=2)   # created before the Distill
+            distill = lattice.Distill()
+            inside = threading.Event()
+            results = {}
+
+            def trainer_for(model, other, name):
+                def on_step(metrics):
+                    if name == "one" and not inside.is_set():
+                        inside.set()
+                        time.sleep(0.3)        # trainer 2 takes its model, waits for the Distill
+                    other.active_layers        # a call on the other trainer's model
+                return lattice.Trainer(model, tiny_data(batch_size=2),
+                                       lattice.Optim(model, warmup_steps=0),
+                                       lattice.Schedule.preset("joint", 1, 2, 3),
+                                       teacher=lattice.Teacher.from_model(tiny_model(seed=9)),
+                                       distill=distill, on_step=on_step)
+
+            t1, t2 = trainer_for(m1, m2, "one"), trainer_for(m2, m1, "two")
+
+            def run(name, trainer):
+                try:
+                    trainer.run()
+                    results[name] = "ok"
+                except LatticeError as e:
+                    results[name] = f"{e.code.name}: {e}"
+
+            a = threading.Thread(target=run, args=("one", t1), daemon=True)
+            b = threading.Thread(target=run, args=("two", t2), daemon=True)
+            a.start()
+            inside.wait(10)
+            b.start()
+            a.join(20)
+            b.join(20)
+            print(json.dumps({"alive": [t.is_alive() for t in (a, b)], "results": results}))
+        """, timeout=90)
+        result = json.loads(out)
+        self.assertEqual(result["alive"], [False, False], result)
+        self.assertEqual(result["results"]["two"], "ok", result)
+        self.assertIn("STATE", result["results"]["one"])
+        self.assertIn("that another thread's call holds while that call waits for one this "
+                      "thread holds", result["results"]["one"])
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

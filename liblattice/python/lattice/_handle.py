@@ -12,6 +12,34 @@ from ._lib import last_error, lib, status_string
 
 _order = itertools.count()  # the global order in which locks are taken: creation order
 
+# What each thread waits for (threading.get_ident() -> Resource), so that a
+# wait that would never end is found: a call from a callback takes locks after
+# its outer call's, out of the creation order, and two threads doing so wait
+# for each other (issue 48 part 2: two trainers sharing a Distill, each
+# callback reading the other's model, hung both threads).
+_waiting = {}
+_POLL = 0.05  # seconds between looks for a cycle while a lock is held elsewhere
+
+
+def _kind(res):
+    """'model' for a Resource of lattice_model_destroy, and so on."""
+    name = getattr(res._destroy, "__name__", "")
+    return name[len("lattice_"):-len("_destroy")].replace("_", " ") if name.endswith(
+        "_destroy") else "object"
+
+
+def _cycle_through(res, me):
+    """The lock this thread holds that the holder of res waits for, through the
+    threads it waits for (a wait that would never end), or None."""
+    seen = set()
+    held = res
+    while held is not None and held.owner is not None and held.owner not in seen:
+        if held.owner == me:
+            return held
+        seen.add(held.owner)
+        held = _waiting.get(held.owner)
+    return None
+
 
 class Resource:
     """One C object and what it needs alive: the objects it borrows, callbacks.
@@ -55,13 +83,32 @@ class Resource:
 
     def acquire(self, wait=True):
         """Take the lock (again, on the thread that holds it); False when wait is false
-        and another thread holds it."""
+        and another thread holds it. A wait that would never end (the holder waits,
+        through other threads, for a lock this thread holds) raises LatticeError
+        with Status.STATE instead."""
         me = threading.get_ident()
         if self.owner == me:    # only this thread sets its own id: no race
             self._depth += 1
             return True
-        if not self._lock.acquire(wait):
-            return False
+        if not self._lock.acquire(False):
+            if not wait:
+                return False
+            _waiting[me] = self
+            try:
+                while not self._lock.acquire(timeout=_POLL):
+                    mine = _cycle_through(self, me)
+                    # Of a cycle's threads, one waits for a lock created before one it
+                    # holds (waits in creation order alone cannot close a cycle): it
+                    # gives up, the others go on once it has.
+                    if mine is not None and mine.order > self.order:
+                        raise LatticeError(Status.STATE, (
+                            f"invalid state: this thread would wait for a {_kind(self)} that "
+                            "another thread's call holds while that call waits for one this "
+                            "thread holds (a callback calling into an object another thread's "
+                            "call uses): refused, as both would wait for ever; call it once "
+                            "the outer call has returned"))
+            finally:
+                del _waiting[me]
         self.owner, self._depth = me, 1
         return True
 
