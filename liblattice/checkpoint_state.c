@@ -16,6 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The oldest state a load reads: 0.5's, the first with model.setup. Its
+ * every field must be there (lattice__fields_from_json). */
+#define RECORD_SINCE 5
+
 static json_object *i64(int64_t v) { return json_object_new_int64(v); }
 static json_object *dbl(double v) { return json_object_new_double(v); }
 
@@ -186,46 +190,42 @@ static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_
                (long long)lo, (long long)hi);
 }
 
-/* The checkpoint's schedule (since 0.4: every phase) against this run's. */
+/* The checkpoint's schedule, every phase, against this run's. */
 static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
                            const lattice_schedule *schedule)
 {
     json_object *arr;
     if (!rd->ok)
         return;
+    if (!json_object_object_get_ex(sc, "phases", &arr) ||
+        !json_object_is_type(arr, json_type_array) ||
+        (int64_t)json_object_array_length(arr) != n_phases) {
+        refuse(rd, "the checkpoint's state lacks schedule.phases, an array of schedule.n_phases "
+                   "(%lld) phases: this run cannot tell whether it resumes the same schedule",
+               (long long)n_phases);
+        return;
+    }
     lattice__schedule_at now;
     lattice__schedule_where(schedule, &now);
     lattice__setup have = {0}, want = {0};
-    if (!json_object_object_get_ex(sc, "phases", &arr)) {
-        /* a checkpoint from before 0.4 has the phase count only */
-        lattice__setup_add(&have, LATTICE__SETUP_INT, n_phases, "n_phases");
-        lattice__setup_add(&want, LATTICE__SETUP_INT, now.n_phases, "n_phases");
-    } else if (!json_object_is_type(arr, json_type_array) ||
-               (int64_t)json_object_array_length(arr) != n_phases) {
-        refuse(rd, "the checkpoint's schedule.phases is not an array of schedule.n_phases (%lld) "
-                   "phases", (long long)n_phases);
+    lattice_schedule_phase *ph = calloc((size_t)n_phases + 1, sizeof(*ph));
+    if (!ph) {
+        no_memory(rd, "read the checkpoint's schedule");
         return;
-    } else {
-        lattice_schedule_phase *ph = calloc((size_t)n_phases + 1, sizeof(*ph));
-        if (!ph) {
-            no_memory(rd, "read the checkpoint's schedule");
-            return;
-        }
-        for (int64_t i = 0; rd->ok && i < n_phases; i++) {
-            char what[48], why[LATTICE_ERRMSG_SIZE];
-            snprintf(what, sizeof what, "schedule.phases[%lld]", (long long)i);
-            lattice_schedule_phase_init(&ph[i]);
-            /* every field: a record's phases were first written by 0.4 */
-            if (!lattice__fields_from_json(&lattice__phase_fields,
-                                           json_object_array_get_idx(arr, (size_t)i), what, 4,
-                                           &ph[i], why, sizeof why))
-                refuse(rd, "the checkpoint's state %s", why);
-        }
-        if (rd->ok)
-            lattice__setup_phases(ph, (int)n_phases, &have);
-        free(ph);
-        lattice__setup_phases(now.phases, now.n_phases, &want);
     }
+    for (int64_t i = 0; rd->ok && i < n_phases; i++) {
+        char what[48], why[LATTICE_ERRMSG_SIZE];
+        snprintf(what, sizeof what, "schedule.phases[%lld]", (long long)i);
+        lattice_schedule_phase_init(&ph[i]);
+        if (!lattice__fields_from_json(&lattice__phase_fields,
+                                       json_object_array_get_idx(arr, (size_t)i), what,
+                                       RECORD_SINCE, &ph[i], why, sizeof why))
+            refuse(rd, "the checkpoint's state %s", why);
+    }
+    if (rd->ok)
+        lattice__setup_phases(ph, (int)n_phases, &have);
+    free(ph);
+    lattice__setup_phases(now.phases, now.n_phases, &want);
     if (have.failed || want.failed)
         no_memory(rd, "compare the checkpoint's schedule");
     const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
@@ -238,6 +238,33 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
     }
     lattice__setup_free(&have);
     lattice__setup_free(&want);
+}
+
+/* Where the run stands against where its schedule stands: the trainer
+ * applies a phase's start (its depth, trainable layers, optimizer restart)
+ * at the phase's first step, so the last phase applied is the current one
+ * once a step into it, the one before at a phase's start, or none (-1) for
+ * a run bound to its schedule since its last step; and the active layers
+ * are the applied phase's. A state that says otherwise would resume another
+ * run: 0.4 and 1.0 before issue 48 loaded n_active 3 for a phase of 4. */
+static void check_run_state(reader *rd, const checkpoint_restored *r, const lattice_schedule *s)
+{
+    if (!rd->ok || r->applied_phase < 0)
+        return;
+    lattice__schedule_at at;
+    lattice__schedule_where(s, &at);
+    const int64_t a = r->applied_phase, p = r->phase;
+    if (a > p)
+        refuse(rd, "the checkpoint's applied_phase %lld is after its schedule.phase %lld: a run "
+                   "applies a phase only once it stands in it", (long long)a, (long long)p);
+    else if (a < p && (a != p - 1 || r->step_in_phase != 0 || r->nonpad_in_phase != 0))
+        refuse(rd, "the checkpoint's applied_phase %lld is before its schedule.phase %lld, "
+                   "%lld steps into it: a run applies a phase at its first step",
+               (long long)a, (long long)p, (long long)r->step_in_phase);
+    else if (r->n_active != at.phases[a].active_layers)
+        refuse(rd, "the checkpoint's model.n_active %lld is not the %d active layers of its "
+                   "applied phase %lld", (long long)r->n_active, at.phases[a].active_layers,
+               (long long)a);
 }
 
 /* The checkpoint's values (the JSON object obj, named what) of this run's
@@ -270,16 +297,20 @@ static void read_fields(reader *rd, json_object *dt, const char *what, const lat
         no_memory(rd, "compare the checkpoint's setup");
 }
 
-/* The checkpoint's model (since 0.5: its setup, model.setup) against this
- * run's: every option of the architecture, named with both values where
- * they first differ. A checkpoint from before has its tensors' shapes only. */
+/* The checkpoint's model (its setup, model.setup) against this run's: every
+ * option of the architecture, named with both values where they first
+ * differ. A checkpoint from before 0.5 has its tensors' shapes only, which
+ * say nothing of a residual scale or a block_rescale: it is refused. */
 static void check_model(reader *rd, json_object *md)
 {
     json_object *arch;
-    if (!rd->ok || !json_object_object_get_ex(md, "setup", &arch))
+    if (!rd->ok)
         return;
-    if (!json_object_is_type(arch, json_type_object)) {
-        refuse(rd, "the checkpoint's model.setup is not an object");
+    if (!json_object_object_get_ex(md, "setup", &arch) ||
+        !json_object_is_type(arch, json_type_object)) {
+        refuse(rd, "the checkpoint's state lacks model.setup, the model's settings (placement, "
+                   "residual_scale, block_rescale, ...; written since 0.5): this run cannot tell "
+                   "whether it resumes the same model");
         return;
     }
     lattice__setup want, have = {0};
@@ -359,11 +390,11 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     md = need_object(&rd, j, "model");
     int64_t n_phases = -1;
     need64(&rd, op, "optim", "step", &r->optim_step);
-    lattice_optim_params_init(&r->op); /* a 0.3 record lacks lr_shape and decay_fraction */
+    lattice_optim_params_init(&r->op);
     if (rd.ok) {
         char why[LATTICE_ERRMSG_SIZE];
-        if (!lattice__fields_from_json(&lattice__optim_fields, op, "optim", 1, &r->op, why,
-                                       sizeof why))
+        if (!lattice__fields_from_json(&lattice__optim_fields, op, "optim", RECORD_SINCE, &r->op,
+                                       why, sizeof why))
             refuse(&rd, "the checkpoint's state %s", why);
     }
     need64(&rd, sc, "schedule", "n_phases", &n_phases);
@@ -386,13 +417,17 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     need64(&rd, j, NULL, "data_index", &r->pos.index);
     need64(&rd, j, NULL, "applied_phase", &r->applied_phase);
     if (rd.ok) {
-        /* A 0.1 checkpoint has no origin: its runs all began at the data's start. */
+        /* where rewinding phases send the data: written once a run has
+         * applied a phase (its first step) */
         int64_t oe = 0, oi = 0;
         const int has_e = json_object_object_get_ex(j, "data_origin_epoch", NULL);
         const int has_i = json_object_object_get_ex(j, "data_origin_index", NULL);
         if (has_e != has_i)
             refuse(&rd, "the checkpoint's state has %s without %s", has_e ? "data_origin_epoch" :
                    "data_origin_index", has_e ? "data_origin_index" : "data_origin_epoch");
+        else if (!has_e && r->applied_phase >= 0)
+            refuse(&rd, "the checkpoint's state lacks data_origin_epoch and data_origin_index, "
+                        "where its run began, which a run past its first step has");
         if (has_e) {
             need64(&rd, j, NULL, "data_origin_epoch", &oe);
             need64(&rd, j, NULL, "data_origin_index", &oi);
@@ -400,9 +435,6 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
         if (rd.ok && has_e) {
             r->have_origin = 1;
             r->origin = (lattice_data_position){oe, oi};
-        } else if (rd.ok && r->applied_phase >= 0) {
-            r->have_origin = 1;
-            r->origin = (lattice_data_position){0, 0};
         }
     }
     /* since 0.3, written by runs with a collective; none means one rank */
@@ -449,22 +481,17 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
             r->tr_layers[i] = json_object_get_int64(x) != 0;
         }
     }
-    /* since 0.4, the whole schedule and the data, both or neither */
-    const int has_phases = rd.ok && json_object_object_get_ex(sc, "phases", NULL);
-    const int has_data = rd.ok && json_object_object_get_ex(j, "data", NULL);
-    if (has_phases != has_data)
-        refuse(&rd, "the checkpoint's state has %s without %s",
-               has_phases ? "schedule.phases" : "data", has_phases ? "data" : "schedule.phases");
-    if (has_data)
-        dt = need_object(&rd, j, "data");
     /* the setup it was written with against this run's */
     check_schedule(&rd, sc, n_phases, s);
-    /* the position inside a phase must be one the schedule can reach */
+    dt = need_object(&rd, j, "data");
+    /* the position inside a phase must be one the schedule can reach, and
+     * the run's state the one that position leaves */
     char why[LATTICE_ERRMSG_SIZE];
     if (rd.ok && !lattice__schedule_check_position(s, r->phase, r->step_in_phase,
                                                    r->nonpad_in_phase, why, sizeof why))
         refuse(&rd, "the checkpoint's schedule position is not one of this run's schedule: %s",
                why);
+    check_run_state(&rd, r, s);
     if (dt)
         check_data(&rd, dt, flags, r);
     json_object_put(j);

@@ -24,9 +24,11 @@ typedef struct checkpoint_restored {
 char *lattice__checkpoint_state_json(lattice_trainer *t);
 
 /* Parse the state js (NULL: the checkpoint has none) into r and check it
- * against the run t (its schedule, its data unless flags allow other data,
- * its model's capacity, its rank count unless flags allow another, the
- * optimizer setter's rules).
+ * against the run t (its model's setup and capacity, its schedule, its data
+ * unless flags allow other data, its rank count unless flags allow another,
+ * the optimizer setter's rules) and against itself (the run's state where
+ * its schedule stands). A state without a part the run needs to know it
+ * resumes itself (model.setup, before 0.5) is refused by that part's name.
  * Returns LATTICE_ERR_FORMAT (or another status) with the reason in t->err;
  * r->tr_layers is the caller's to free either way. */
 lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,

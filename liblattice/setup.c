@@ -86,9 +86,46 @@ uint64_t lattice__setup_digest(const lattice__setup *s)
     return lattice__hash(h, &s->n, sizeof(s->n));
 }
 
+/* The enums of a setup, by the last word of their field's name ("phase 2
+ * block_init"), so that a refusal names a value as the API spells it
+ * ("placement post"), not by number: each list in its enum's order. */
+static const char *const placements[] = {"pre", "post", "peri"};
+static const char *const norm_kinds[] = {"rms", "layer"};
+static const char *const block_inits[] = {"random", "identity", "copy"};
+static const char *const lr_shapes[] = {"cosine", "wsd"};
+static const char *const directions[] = {"forward", "reverse"};
+static const char *const teacher_kinds[] = {"none", "model", "callback", "file"};
+#define ENUM_FIELD(field, names) {field, names, (int)(sizeof names / sizeof names[0])}
+static const struct {
+    const char *field;
+    const char *const *names;
+    int n;
+} enum_fields[] = {
+    ENUM_FIELD("placement", placements),   ENUM_FIELD("norm_kind", norm_kinds),
+    ENUM_FIELD("block_init", block_inits), ENUM_FIELD("lr_shape", lr_shapes),
+    ENUM_FIELD("direction", directions),   ENUM_FIELD("teacher_kind", teacher_kinds),
+};
+#undef ENUM_FIELD
+
+static const char *enum_name(const lattice__setup_field *f)
+{
+    const char *last = strrchr(f->name, ' ');
+    last = last ? last + 1 : f->name;
+    for (size_t i = 0; i < sizeof enum_fields / sizeof enum_fields[0]; i++)
+        if (!strcmp(last, enum_fields[i].field))
+            return f->value >= 0 && f->value < enum_fields[i].n ? enum_fields[i].names[f->value]
+                                                                 : NULL;
+    return NULL;
+}
+
 void lattice__setup_value(const lattice__setup_field *f, char *buf, size_t n)
 {
     double d;
+    const char *name = f->kind == LATTICE__SETUP_INT ? enum_name(f) : NULL;
+    if (name) {
+        snprintf(buf, n, "%s", name);
+        return;
+    }
     switch (f->kind) {
     case LATTICE__SETUP_UINT:
         snprintf(buf, n, "%" PRIu64, (uint64_t)f->value);

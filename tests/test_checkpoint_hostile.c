@@ -22,6 +22,7 @@ typedef struct variant {
     int n_layers;    /* the model's capacity (2) */
     int joint;       /* the joint preset instead of grow */
     int64_t steps;   /* steps per phase (3) */
+    int post;        /* post-norm instead of pre */
 } variant;
 
 /* The rig's tiny grow run (seed 3, learning rate 1e-2, 3 steps a phase), as v changes it. */
@@ -43,6 +44,8 @@ static void open_run_as(rig *r, const variant *v)
     if (v->joint)
         o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
     o.steps_per_phase = v->steps ? v->steps : 3;
+    if (v->post)
+        o.placement = LATTICE_NORM_PLACEMENT_POST;
     tu_rig_open(r, &o);
 }
 
@@ -217,9 +220,10 @@ START_TEST(test_state_fields)
 }
 END_TEST
 
-/* A 0.3 checkpoint has neither lr_shape nor decay_fraction: it loads; one of
- * the two alone is a damaged state and is refused. */
-START_TEST(test_lr_shape_keys_both_or_neither)
+/* The optimizer's lr_shape and decay_fraction: a state without them (0.3's)
+ * would resume a WSD run as cosine; a state lacking either is refused by
+ * name. */
+START_TEST(test_lr_shape_keys_required)
 {
     char good[96], bad[112];
     saved_checkpoint(good, sizeof good);
@@ -239,8 +243,11 @@ START_TEST(test_lr_shape_keys_both_or_neither)
         free_ckpt(&c);
         rig r;
         open_run(&r);
-        ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad),
-                         drop == 0 ? LATTICE_OK : LATTICE_ERR_FORMAT);
+        ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+        ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer),
+                             drop == 1 ? "lacks optim.decay_fraction"
+                             : drop == 2 ? "lacks optim.lr_shape" : "lacks optim."),
+                      "%s", lattice_trainer_errmsg(r.trainer));
         rig_close(&r);
     }
     remove(bad);
@@ -343,6 +350,8 @@ START_TEST(test_other_setup_refused)
         {{.joint = 1}, "the checkpoint's schedule n_phases 2 differs from this run's 1"},
         {{.n_layers = 3}, "the checkpoint is of a model with a capacity of 2 layers "
                           "(model.trainable_layers) and this run's model has 3"},
+        /* enums by their names: 1.0 until issue 48 said "placement 0 ... 1" */
+        {{.post = 1}, "the checkpoint's model placement pre differs from this run's post"},
     };
     char path[96];
     saved_checkpoint(path, sizeof path);
@@ -404,58 +413,115 @@ START_TEST(test_other_data_on_purpose)
 }
 END_TEST
 
-/* A checkpoint from before 0.4 has neither data nor schedule.phases: it
- * loads, its data unchecked; one without the other is damaged. */
-START_TEST(test_checkpoint_before_0_4)
+/* A state that lacks what the run needs to know it resumes itself is
+ * refused, naming it: model.setup (before 0.5: a residual scale 2 run
+ * resumed at 1, a block_rescale run in a plain model), schedule.phases and
+ * data (before 0.4: only the phase count was compared, the data not at
+ * all), and the data origin of a run past its first step (0.1's). */
+START_TEST(test_state_lacking_a_part_refused)
 {
+    static const struct {
+        const char *obj, *key, *says;
+    } cases[] = {
+        {"model", "setup", "lacks model.setup"},
+        {"schedule", "phases", "lacks schedule.phases"},
+        {NULL, "data", "lacks the object 'data'"},
+        {NULL, "data_origin_epoch", "has data_origin_index without data_origin_epoch"},
+    };
     char good[96], bad[112];
     saved_checkpoint(good, sizeof good);
     snprintf(bad, sizeof bad, "%s.old", good);
-    for (int drop = 0; drop < 3; drop++) {
+    for (size_t i = 0; i <= sizeof cases / sizeof cases[0]; i++) {
         ckpt c;
         read_ckpt(good, &c);
-        json_object *s = state_of(&c), *sc;
-        ck_assert(json_object_object_get_ex(s, "schedule", &sc));
-        if (drop != 1)
-            json_object_object_del(s, "data");
-        if (drop != 2)
-            json_object_object_del(sc, "phases");
+        json_object *s = state_of(&c), *obj = s;
+        if (i == sizeof cases / sizeof cases[0]) { /* both origin keys: 0.1's */
+            json_object_object_del(s, "data_origin_epoch");
+            json_object_object_del(s, "data_origin_index");
+        } else {
+            if (cases[i].obj)
+                ck_assert(json_object_object_get_ex(s, cases[i].obj, &obj));
+            json_object_object_del(obj, cases[i].key);
+        }
         set_state(&c, s);
         json_object_put(s);
         write_ckpt(bad, &c);
         free_ckpt(&c);
-        const variant other = {.data_seed = 7};
         rig r;
-        open_run_as(&r, &other);
+        open_run(&r);
+        ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+        const char *says = i < sizeof cases / sizeof cases[0] ? cases[i].says
+                                                               : "lacks data_origin_epoch and "
+                                                                 "data_origin_index";
+        ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer), says), "case %zu: '%s'", i,
+                      lattice_trainer_errmsg(r.trainer));
+        ck_assert_int_eq(lattice_optim_get_steps(r.optim), 0);
+        rig_close(&r);
+    }
+    remove(bad);
+    remove(good);
+}
+END_TEST
+
+/* The run's state against the schedule's position (issue 48 part 4): the
+ * active layers are the applied phase's, and the applied phase is the
+ * current one, or the one before at a phase's first step. 1.0 until then
+ * loaded each of these and trained on. */
+START_TEST(test_run_state_against_position)
+{
+    static const struct {
+        int64_t n_active, phase, step_in_phase, applied;
+        const char *says;
+    } cases[] = {
+        {2, 0, 1, 0, "model.n_active 2 is not the 1 active layers of its applied phase 0"},
+        {1, 1, 1, 0, "applied_phase 0 is before its schedule.phase 1, 1 steps into it"},
+        {1, 0, 1, 1, "applied_phase 1 is after its schedule.phase 0"},
+        {2, 1, 1, -1, NULL}, /* a run bound mid-phase and saved before its step: loads */
+    };
+    char good[96], bad[112];
+    saved_checkpoint(good, sizeof good); /* grow: phase 0 (1 layer), 1 of its 3 steps */
+    snprintf(bad, sizeof bad, "%s.bad", good);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ckpt c;
+        read_ckpt(good, &c);
+        json_object *s = state_of(&c), *md, *sc;
+        ck_assert(json_object_object_get_ex(s, "model", &md));
+        ck_assert(json_object_object_get_ex(s, "schedule", &sc));
+        json_object_object_add(md, "n_active", json_object_new_int64(cases[i].n_active));
+        json_object_object_add(sc, "phase", json_object_new_int64(cases[i].phase));
+        json_object_object_add(sc, "step_in_phase", json_object_new_int64(cases[i].step_in_phase));
+        json_object_object_add(s, "applied_phase", json_object_new_int64(cases[i].applied));
+        set_state(&c, s);
+        json_object_put(s);
+        write_ckpt(bad, &c);
+        free_ckpt(&c);
+        rig r;
+        open_run(&r);
         const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, bad);
-        if (drop == 0) {
-            ck_assert_msg(st == LATTICE_OK, "%s", lattice_trainer_errmsg(r.trainer));
+        if (cases[i].says) {
+            ck_assert_msg(st == LATTICE_ERR_FORMAT, "case %zu: %s", i, lattice_status_string(st));
+            ck_assert_msg(strstr(lattice_trainer_errmsg(r.trainer), cases[i].says),
+                          "case %zu: '%s'", i, lattice_trainer_errmsg(r.trainer));
+            ck_assert_int_eq(lattice_optim_get_steps(r.optim), 0);
         } else {
-            ck_assert_int_eq(st, LATTICE_ERR_FORMAT);
-            ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "without"));
+            ck_assert_msg(st == LATTICE_OK, "case %zu: %s", i, lattice_trainer_errmsg(r.trainer));
+            ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
         }
         rig_close(&r);
     }
-    /* an old checkpoint of another schedule: the phase count is named */
-    const variant joint = {.joint = 1};
+    /* at a phase's start the applied phase is the one before: a checkpoint
+     * saved there resumes */
     rig r;
-    open_run_as(&r, &joint);
-    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
+    open_run(&r);
+    for (int k = 0; k < 3; k++)
+        ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, bad), LATTICE_OK);
     rig_close(&r);
-    ckpt c;
-    read_ckpt(good, &c);
-    json_object *s = state_of(&c), *sc;
-    ck_assert(json_object_object_get_ex(s, "schedule", &sc));
-    json_object_object_del(s, "data");
-    json_object_object_del(sc, "phases");
-    set_state(&c, s);
-    json_object_put(s);
-    write_ckpt(bad, &c);
-    free_ckpt(&c);
-    open_run_as(&r, &joint);
-    ck_assert_int_eq(lattice_trainer_load_checkpoint(r.trainer, bad), LATTICE_ERR_FORMAT);
-    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer),
-                                 "the checkpoint's schedule n_phases 2 differs from this run's 1"));
+    open_run(&r);
+    ck_assert_msg(lattice_trainer_load_checkpoint(r.trainer, bad) == LATTICE_OK, "%s",
+                  lattice_trainer_errmsg(r.trainer));
+    ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_get_active_layers(r.model), 2);
     rig_close(&r);
     remove(bad);
     remove(good);
@@ -466,15 +532,16 @@ int main(void)
 {
     Suite *s = suite_create("checkpoint-hostile");
     TCase *tc = tcase_create("hostile checkpoints");
-    tcase_add_test(tc, test_lr_shape_keys_both_or_neither);
+    tcase_add_test(tc, test_lr_shape_keys_required);
     tcase_add_loop_test(tc, test_state_fields, 0, (int)(sizeof state_fields / sizeof state_fields[0]));
     tcase_add_test(tc, test_tensor_values);
     tcase_add_test(tc, test_transposed_shape);
     suite_add_tcase(s, tc);
     TCase *other = tcase_create("another setup");
-    tcase_add_loop_test(other, test_other_setup_refused, 0, 7);
+    tcase_add_loop_test(other, test_other_setup_refused, 0, 8);
     tcase_add_test(other, test_other_data_on_purpose);
-    tcase_add_test(other, test_checkpoint_before_0_4);
+    tcase_add_test(other, test_state_lacking_a_part_refused);
+    tcase_add_test(other, test_run_state_against_position);
     suite_add_tcase(s, other);
     return tu_run(s);
 }

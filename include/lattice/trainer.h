@@ -302,8 +302,9 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * resumes only the run it was written by (see
  * ::lattice_trainer_load_checkpoint). A load compares the setup field by
  * field ("the checkpoint's model block_rescale 2 differs from this run's
- * 0"); a checkpoint without "model.setup" (written before 0.5) is checked
- * by its tensors' shapes alone.
+ * 0"); a checkpoint without "model.setup" (written before 0.5) is refused,
+ * naming it: its tensors' shapes say nothing of a residual scale or a
+ * block_rescale.
  *
  * A run stopped at any step and resumed from its checkpoint, with objects
  * created as for the original run, gives bit-identical losses to one that
@@ -331,14 +332,17 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * the part and the values that differ ("the checkpoint is of a model with a
  * capacity of 8 layers ... and this run's model has 6", "the checkpoint's
  * schedule phase 0 steps 17 differs from this run's 20"). Refused with
- * ::LATTICE_ERR_FORMAT: another model (capacity, tensor shapes), another
- * schedule (every phase is compared; a checkpoint written before 0.4
- * records only the phase count and the position, which must fit), and
- * other data: another corpus (its token or document counts, its
- * training split or its token ids), another data seed or other data
- * settings (batch_size, seq_len, ...). To resume on other data on purpose,
- * see ::lattice_trainer_load_checkpoint_flags. Checkpoints written before
- * 0.4 hold no data identity: their data is not compared.
+ * ::LATTICE_ERR_FORMAT: another model (its setup, capacity, tensor
+ * shapes), another schedule (every phase is compared), and other data:
+ * another corpus (its token or document counts, its training split or its
+ * token ids), another data seed or other data settings (batch_size,
+ * seq_len, ...); a run state that its schedule's position cannot leave (the
+ * applied phase after the current one, or before it but at a phase's first
+ * step; active layers other than the applied phase's); and a state that
+ * lacks a part the run needs, named (model.setup, schedule.phases, data:
+ * every checkpoint written before 0.5). Enum values are named as the API
+ * spells them ("placement pre"). To resume on other data on purpose, see
+ * ::lattice_trainer_load_checkpoint_flags.
  * @param trainer The trainer.
  * @param path The checkpoint.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
