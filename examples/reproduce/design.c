@@ -6,10 +6,23 @@
 #include "files.h"
 #include "preset_json.h"
 
+#include <stdarg.h>
+
+/* Whether path is an arm key: names joined by dots, none of them empty. */
+static int key_ok(const char *path)
+{
+    if (!path[0] || path[0] == '.' || path[strlen(path) - 1] == '.')
+        return 0;
+    return strstr(path, "..") == NULL;
+}
+
 /* Set key (a path "a.b": nested objects made as needed) of spec to a copy of v. */
 static void set_path(json_object *spec, const char *path, json_object *v, const char *where)
 {
     char buf[128];
+    if (!key_ok(path))
+        die("preset: %s: the key '%s' is not an arm key (placement, block_init, train.lr, ...)",
+            where, path);
     if ((size_t)snprintf(buf, sizeof buf, "%s", path) >= sizeof buf)
         die("preset: %s: the key '%s' is too long", where, path);
     json_object *cur = spec;
@@ -67,6 +80,58 @@ static void only_keys(json_object *o, const char *where, const char *const *keys
     }
 }
 
+/* Whether a and b are the same JSON value, numbers by value (1e-3 is 0.001,
+ * 2 is 2.0), objects whatever their keys' order. */
+static int same_value(json_object *a, json_object *b)
+{
+    const json_type ta = json_object_get_type(a), tb = json_object_get_type(b);
+    const int na = ta == json_type_int || ta == json_type_double;
+    const int nb = tb == json_type_int || tb == json_type_double;
+    if (na && nb)
+        return ta == json_type_int && tb == json_type_int
+                   ? json_object_get_int64(a) == json_object_get_int64(b)
+                   : json_object_get_double(a) == json_object_get_double(b);
+    if (ta != tb)
+        return 0;
+    switch (ta) {
+    case json_type_null:
+        return 1;
+    case json_type_boolean:
+        return json_object_get_boolean(a) == json_object_get_boolean(b);
+    case json_type_string:
+        return strcmp(json_object_get_string(a), json_object_get_string(b)) == 0;
+    case json_type_array:
+        if (json_object_array_length(a) != json_object_array_length(b))
+            return 0;
+        for (size_t i = 0; i < json_object_array_length(a); i++)
+            if (!same_value(json_object_array_get_idx(a, i), json_object_array_get_idx(b, i)))
+                return 0;
+        return 1;
+    case json_type_object: {
+        if (json_object_object_length(a) != json_object_object_length(b))
+            return 0;
+        json_object_object_foreach(a, key, val)
+        {
+            json_object *other;
+            if (!json_object_object_get_ex(b, key, &other) || !same_value(val, other))
+                return 0;
+        }
+        return 1;
+    }
+    default:
+        return 0;
+    }
+}
+
+/* What level l of factor f sets, into spec (where names the place). */
+static void level_into(const design *d, int f, int l, json_object *spec, const char *where)
+{
+    if (d->key[f][0])
+        set_path(spec, d->key[f], d->set[f][l], where);
+    else
+        set_all(spec, d->set[f][l], where);
+}
+
 static void read_factor(design *d, json_object *fo, int fi)
 {
     char where[64];
@@ -83,7 +148,8 @@ static void read_factor(design *d, json_object *fo, int fi)
         die("preset: %s.name must be a short name (" NAME_RULE ")", where);
     snprintf(d->factor[fi], sizeof d->factor[fi], "%s", json_object_get_string(name));
     if (key && (!json_object_is_type(key, json_type_string) ||
-                strlen(json_object_get_string(key)) >= 64))
+                strlen(json_object_get_string(key)) >= sizeof d->key[0] ||
+                !key_ok(json_object_get_string(key))))
         die("preset: %s.key must be an arm key (placement, block_init, train.lr, ...)", where);
     if (!levels || !json_object_is_type(levels, json_type_array) ||
         json_object_array_length(levels) < 2 || json_object_array_length(levels) > MAX_LEVELS)
@@ -135,6 +201,20 @@ static void read_factor(design *d, json_object *fo, int fi)
         if (key)
             snprintf(d->key[fi], sizeof d->key[fi], "%s", json_object_get_string(key));
     }
+    /* two levels that set the same values by value (0.001 and 1e-3, or
+     * "train.lr" and "train": {"lr"}) would be two names for one run */
+    json_object *effect[MAX_LEVELS];
+    for (int l = 0; l < d->n_levels[fi]; l++) {
+        effect[l] = json_object_new_object();
+        level_into(d, fi, l, effect[l], where);
+        for (int k = 0; k < l; k++)
+            if (same_value(effect[k], effect[l]))
+                die("preset: %s.levels[%d] ('%s') sets what levels[%d] ('%s') sets: two names "
+                    "for one run (levels are compared by value: 0.001 and 1e-3 are one level)",
+                    where, l, d->level[fi][l], k, d->level[fi][k]);
+    }
+    for (int l = 0; l < d->n_levels[fi]; l++)
+        json_object_put(effect[l]);
 }
 
 /* The arm name of levels lv: the labels joined by '-'. */
@@ -162,6 +242,24 @@ static void context(const design *d, const int *lv, int skip, int skip2, char *o
         if (f != skip && f != skip2)
             snprintf(out + strlen(out), n - strlen(out), "%s%s %s", out[0] ? ", " : "",
                      d->factor[f], d->level[f][lv[f]]);
+}
+
+/* A comparison's or interaction's label (kind) into out, whole: one longer
+ * than out holds is refused, for a label cut short could be another's (two
+ * interactions got one label, and cross.py kept one of them). */
+__attribute__((format(printf, 4, 5)))
+static void label(char *out, size_t n, const char *kind, const char *fmt, ...)
+{
+    char full[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(full, sizeof full, fmt, ap);
+    va_end(ap);
+    if (strlen(full) >= n)
+        die("preset: the design's %s label '%s' is %zu bytes, more than the %zu a label holds: "
+            "shorten the factors' names or the levels' labels",
+            kind, full, strlen(full), n - 1);
+    memcpy(out, full, strlen(full) + 1);
 }
 
 static void add_pair(json_object *list, const char *a, const char *b)
@@ -253,13 +351,8 @@ void design_expand(json_object *o, design *d)
         json_object_object_add(spec, "name", json_object_new_string(name));
         if (base)
             set_all(spec, base, where);
-        for (int f = 0; f < d->n_factors; f++) {
-            json_object *set = d->set[f][d->cell[k][f]];
-            if (d->key[f][0])
-                set_path(spec, d->key[f], set, where);
-            else
-                set_all(spec, set, where);
-        }
+        for (int f = 0; f < d->n_factors; f++)
+            level_into(d, f, d->cell[k][f], spec, where);
         json_object_array_add(arms, spec);
     }
     /* comparisons: each factor's levels against its first, the others held */
@@ -283,17 +376,16 @@ void design_expand(json_object *o, design *d)
             ref[f] = 0;
             if (!have(d, ref))
                 continue;
-            char a[48], b[48], ctx[160];
+            char a[48], b[48], ctx[256]; /* 3 x (31 + 1 + 31) + 4 at most: never cut */
             arm_name(d, ref, a, sizeof a);
             arm_name(d, d->cell[k], b, sizeof b);
             context(d, d->cell[k], f, -1, ctx, sizeof ctx);
             if (d->n_compare >= MAX_ARMS)
                 die("preset: the design has more than %d comparisons: list a subset of its arms",
                     MAX_ARMS);
-            char lab[sizeof d->compare_label[0]];
-            snprintf(lab, sizeof lab, "%s: %s - %s%s%s", d->factor[f],
-                     d->level[f][d->cell[k][f]], d->level[f][0], ctx[0] ? " | " : "", ctx);
-            memcpy(d->compare_label[d->n_compare++], lab, sizeof lab);
+            label(d->compare_label[d->n_compare++], sizeof d->compare_label[0], "comparison",
+                  "%s: %s - %s%s%s", d->factor[f], d->level[f][d->cell[k][f]], d->level[f][0],
+                  ctx[0] ? " | " : "", ctx);
             add_pair(cmp, a, b);
         }
     /* interactions: each pair of factors, each level against the first, the others held */
@@ -321,13 +413,12 @@ void design_expand(json_object *o, design *d)
                     json_object_array_add(e, json_object_new_string(nm));
                 }
                 json_object_array_add(inter, e);
-                char ctx[160];
+                char ctx[256];
                 context(d, c, f, g, ctx, sizeof ctx);
-                char lab[sizeof d->interact_label[0]];
-                snprintf(lab, sizeof lab, "%s (%s - %s) x %s (%s - %s)%s%s", d->factor[f],
-                         d->level[f][c[f]], d->level[f][0], d->factor[g], d->level[g][c[g]],
-                         d->level[g][0], ctx[0] ? " | " : "", ctx);
-                memcpy(d->interact_label[d->n_interact++], lab, sizeof lab);
+                label(d->interact_label[d->n_interact++], sizeof d->interact_label[0],
+                      "interaction", "%s (%s - %s) x %s (%s - %s)%s%s", d->factor[f],
+                      d->level[f][c[f]], d->level[f][0], d->factor[g], d->level[g][c[g]],
+                      d->level[g][0], ctx[0] ? " | " : "", ctx);
             }
 }
 

@@ -1098,7 +1098,41 @@ class Designs(unittest.TestCase):
                   "sets 'placement' twice"),
                  ({"factors": [{"name": "p", "key": "placement", "levels": ["pre", "post"]}],
                    "base": {"schedule": "grow", "shedule": 1}},
-                  "unknown key 'design.base.shedule'")]
+                  "unknown key 'design.base.shedule'"),
+                 # issue 48 part 6: an empty key crashed --check (exit 139, no message)
+                 ({"factors": [{"name": "p", "key": "", "levels": ["pre", "post"]}]},
+                  "design.factors[0].key must be an arm key"),
+                 ({"factors": [{"name": "lr", "key": "train..lr", "levels": [0.001, 0.003]}]},
+                  "design.factors[0].key must be an arm key"),
+                 ({"factors": [{"name": "i", "levels": [
+                     {"label": "a", "set": {"": "copy"}},
+                     {"label": "b", "set": {"block_init": "copy"}}]}]},
+                  "the key '' is not an arm key"),
+                 # levels by value: 0.001 and 1e-3 made two identical arms
+                 ({"base": {"schedule": "joint"},
+                   "factors": [{"name": "lr", "key": "train.lr", "levels": [0.001, 1e-3]}]},
+                  "design.factors[0].levels[1]: the label '0.001' is given twice"),
+                 ({"base": {"schedule": "joint"}, "factors": [{"name": "lr", "levels": [
+                     {"label": "a", "set": {"train.lr": 0.002}},
+                     {"label": "b", "set": {"train": {"lr": 2e-3}}}]}]},
+                  "design.factors[0].levels[1] ('b') sets what levels[0] ('a') sets"),
+                 # a label longer than a label holds was cut at 199 bytes without a word
+                 ({"base": {"schedule": "grow"}, "factors": [
+                     {"name": "a" * 31, "levels": [
+                         {"label": "x" * 20, "set": {"block_init": "random"}},
+                         {"label": "y" * 20, "set": {"block_init": "copy"}}]},
+                     {"name": "b" * 31, "levels": [
+                         {"label": "prenorm", "set": {"placement": "pre"}},
+                         {"label": "postnrm", "set": {"placement": "post"}}]},
+                     {"name": "c" * 31, "levels": [
+                         {"label": "lrsmall", "set": {"train": {"lr": 0.001}}},
+                         {"label": "lrlarge", "set": {"train": {"lr": 0.003}}}]},
+                     {"name": "d" * 31, "levels": [
+                         {"label": "wdzero0", "set": {"train": {"weight_decay": 0}}},
+                         {"label": "wdsmall", "set": {"train": {"weight_decay": 0.01}}}]}]},
+                  "label '" + "a" * 31 + ": " + "y" * 20 + " - " + "x" * 20 + " | " + "b" * 31
+                  + " prenorm, " + "c" * 31 + " lrsmall, " + "d" * 31 + " wdzero0' is 200 bytes, "
+                  "more than the 199 a label holds")]
         with tempfile.TemporaryDirectory() as d:
             for design, message in cases:
                 r = run("--preset", self.design_study(d, design), "--check")
