@@ -94,10 +94,12 @@ START_TEST(test_phase_size)
     ck_assert_int_eq(got.active_layers, 2);
     ck_assert_int_eq(got.rewind_data, 1);
     ck_assert_int_eq(got.train_boundary, 0);
-    /* get: below ours is refused with nothing written; a newer caller's
-     * struct gets ours, its size says so, and the bytes past ours stay */
-    const size_t sizes[] = {0, TU_PHASE_0_1_SIZE, sizeof(lattice_schedule_phase) - 1, 12345};
-    for (int k = 0; k < 4; k++) {
+    /* get: below ours is refused with nothing written, and so is a size
+     * above twice ours (never set: issue 48 part 1); a newer caller's struct
+     * gets ours, its size says so, and the bytes past ours stay */
+    const size_t sizes[] = {0, TU_PHASE_0_1_SIZE, sizeof(lattice_schedule_phase) - 1, 12345,
+                            sizeof(lattice_schedule_phase) + 16};
+    for (int k = 0; k < 5; k++) {
         struct {
             lattice_schedule_phase phase;
             unsigned char beyond[16];
@@ -105,10 +107,14 @@ START_TEST(test_phase_size)
         memset(&out, 0xA5, sizeof out);
         out.phase.size = sizes[k];
         const unsigned char *bytes = (const unsigned char *)&out;
-        if (sizes[k] < sizeof(lattice_schedule_phase)) {
+        if (sizes[k] < sizeof(lattice_schedule_phase) ||
+            sizes[k] > 2 * sizeof(lattice_schedule_phase)) {
             ck_assert_int_eq(lattice_schedule_get_phase(s, 1, &out.phase),
                              LATTICE_ERR_INVALID_ARGUMENT);
-            tu_expect_pre_1_0("get_phase", sizes[k], sizeof(lattice_schedule_phase));
+            if (sizes[k] < sizeof(lattice_schedule_phase))
+                tu_expect_pre_1_0("get_phase", sizes[k], sizeof(lattice_schedule_phase));
+            else
+                ck_assert_ptr_nonnull(strstr(lattice_last_error(), "a size never set"));
             ck_assert_uint_eq(out.phase.size, sizes[k]);
             for (size_t b = sizeof(size_t); b < sizeof out; b++)
                 ck_assert_int_eq(bytes[b], 0xA5);
