@@ -133,8 +133,6 @@ class Model(Handle):
 
         The shape comes from a Hugging Face Qwen3 config.json when config is
         given, else from the file's own metadata (files written by save()).
-        A file with its own metadata must agree with the config.json in every
-        setting both describe, or LatticeError (Status.FORMAT) names it.
         max_batch and max_seq default to ModelParams' defaults.
         """
         backend = _as_backend(backend)
