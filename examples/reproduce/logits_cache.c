@@ -98,17 +98,13 @@ void logits_cache_close(logits_cache *c)
     free(c);
 }
 
-static void head_want(lc_head *h, const preset *p, lattice_model *teacher, lattice_backend *be,
+static void head_want(lc_head *h, const preset *p, int vocab, lattice_backend *be,
                       const char *teacher_hex, const char *corpus_hex)
 {
     memset(h, 0, sizeof *h);
     memcpy(h->magic, MAGIC, sizeof MAGIC);
     h->byte_order = 0x01020304u;
-    lattice_model_params mp;
-    lattice_model_params_init(&mp);
-    check(lattice_model_get_params(teacher, &mp), "the teacher's settings",
-          lattice_model_errmsg(teacher));
-    h->vocab = (uint32_t)mp.vocab_size;
+    h->vocab = (uint32_t)vocab;
     h->seq_len = (uint32_t)p->seq_len;
     h->threads = (uint32_t)lattice_backend_get_threads(be);
     snprintf(h->teacher, sizeof h->teacher, "%s", teacher_hex);
@@ -315,8 +311,12 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
 {
     char path[1200], why[256];
     snprintf(path, sizeof path, "%s/%s", dir, NAME);
+    lattice_model_params mp;
+    lattice_model_params_init(&mp);
+    check(lattice_model_get_params(teacher, &mp), "the teacher's settings",
+          lattice_model_errmsg(teacher));
     lc_head want;
-    head_want(&want, p, teacher, be, teacher_hex, corpus_hex);
+    head_want(&want, p, mp.vocab_size, be, teacher_hex, corpus_hex);
     logits_cache *c = open_file(path, &want, why, sizeof why);
     if (c || !build) {
         if (!c)
@@ -334,6 +334,23 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
     if (!c)
         die("cannot read back %s: %s", path, why);
     return c;
+}
+
+int logits_file_ready(const preset *p, lattice_backend *be, const char *dir,
+                      const char *teacher_hex, const char *corpus_hex)
+{
+    char path[1200], why[64];
+    snprintf(path, sizeof path, "%s/%s", dir, NAME);
+    lc_head want, got;
+    head_want(&want, p, VOCAB, be, teacher_hex, corpus_hex);
+    uint64_t size;
+    const int fd = open_regular(path, &size);
+    if (fd < 0)
+        return 0;
+    const int ok = size >= HEAD_BYTES && read(fd, &got, sizeof got) == (ssize_t)sizeof got &&
+                   head_matches(&got, &want, why, sizeof why);
+    close(fd);
+    return ok;
 }
 
 /* ---- one run's teacher ----------------------------------------------------------------- */

@@ -35,6 +35,12 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
                                const char *dir, const char *teacher_hex, const char *corpus_hex,
                                int build);
 
+/* 1 when DIR holds a logits file whose head says it was made for this
+ * teacher, corpus, backend and thread count (its bytes are checked when
+ * logits_cache_get opens it): what --estimate plans with. */
+int logits_file_ready(const preset *p, lattice_backend *be, const char *dir,
+                      const char *teacher_hex, const char *corpus_hex);
+
 /* Unmap and free. NULL is ignored. */
 void logits_cache_close(logits_cache *c);
 

@@ -693,8 +693,15 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
         say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
             lattice_backend_get_name(be), w.kernels, p->threads, p->threads == 1 ? "" : "s",
             proc.n_ranks > 1 ? " per rank" : " per run", w.plan, reason[0] ? "; " : "", reason);
-    if (proc.rank == 0 && !o->teacher_only)
-        estimate_wall(p, be, strcmp(s.teacher_hex, "none") != 0, jobs, s.todo, s.n_todo);
+    if (proc.rank == 0 && !o->teacher_only) {
+        const int cached = strcmp(s.teacher_hex, "none") != 0;
+        const logits_plan lp = o->logits == LOGITS_STEP ? LOGITS_IN_STEPS
+                               : cached && logits_file_ready(p, be, dir, s.teacher_hex,
+                                                             s.corpus_hex)
+                                   ? LOGITS_FILE_MADE
+                                   : LOGITS_FILE_TO_MAKE;
+        estimate_wall(p, be, cached, lp, jobs, s.todo, s.n_todo);
+    }
     lattice_model *teacher = NULL;
     int status = 0;
     if (!o->estimate_only) {

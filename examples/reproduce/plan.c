@@ -110,12 +110,26 @@ typedef struct timing_job {
     lattice_optim *o;
     lattice_schedule *s;
     lattice_trainer *distilled, *plain;
+    /* a step whose teacher logits are copied out of memory, as the study's
+     * logits file serves them */
+    lattice_teacher *tf;
+    lattice_trainer *filed;
+    float *fixed;
     pthread_barrier_t *bar;
-    double distilled_s, plain_s, eval_s; /* per step; per validation batch */
+    double distilled_s, plain_s, filed_s, eval_s; /* per step; per validation batch */
 } timing_job;
 
 #define TIMING_STEPS 3
 #define TIMING_EVAL_BATCHES 2
+
+/* The logits file's answer, timed: a batch's logits copied from memory. */
+static int copied_logits(void *user, const int32_t *tokens, int batch, int seq, int vocab,
+                         float *out)
+{
+    (void)tokens;
+    memcpy(out, ((timing_job *)user)->fixed, sizeof(float) * (size_t)batch * seq * vocab);
+    return 0;
+}
 
 static void timing_open(timing_job *j, const preset *p, lattice_backend *be)
 {
@@ -143,10 +157,20 @@ static void timing_open(timing_job *j, const preset *p, lattice_backend *be)
           "timing trainer", NULL);
     check(lattice_trainer_create(j->stu, NULL, NULL, j->d, j->o, j->s, &tp, &j->plain),
           "timing trainer", NULL);
+    j->fixed = calloc((size_t)p->batch * p->seq_len * VOCAB, sizeof(float));
+    if (!j->fixed)
+        die("out of memory");
+    check(lattice_teacher_create_callback(copied_logits, j, VOCAB, p->batch, p->seq_len, &j->tf),
+          "timing teacher", NULL);
+    check(lattice_trainer_create(j->stu, j->tf, j->loss, j->d, j->o, j->s, &tp, &j->filed),
+          "timing trainer", NULL);
 }
 
 static void timing_close(timing_job *j)
 {
+    lattice_trainer_destroy(j->filed);
+    lattice_teacher_destroy(j->tf);
+    free(j->fixed);
     lattice_trainer_destroy(j->plain);
     lattice_trainer_destroy(j->distilled);
     lattice_schedule_destroy(j->s);
@@ -179,6 +203,8 @@ static void *timing_worker(void *arg)
     pthread_barrier_wait(j->bar);
     j->plain_s = timed_steps(j->plain);
     pthread_barrier_wait(j->bar);
+    j->filed_s = timed_steps(j->filed);
+    pthread_barrier_wait(j->bar);
     double loss;
     const double t0 = ex_now();
     check(lattice_trainer_evaluate(j->distilled, &loss), "timing evaluation",
@@ -187,8 +213,8 @@ static void *timing_worker(void *arg)
     return NULL;
 }
 
-double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs,
-                     const int *todo, int n_todo)
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached,
+                     logits_plan logits, int jobs, const int *todo, int n_todo)
 {
     const int L = p->blocks * p->block_size;
     /* Calibrate as the runs will run: jobs students side by side, each with
@@ -211,21 +237,32 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     for (int k = 1; k < nj; k++)
         pthread_join(th[k], NULL);
     pthread_barrier_destroy(&bar);
-    double distilled = 0, plain = 0, eval = 0;
+    double distilled = 0, plain = 0, filed = 0, eval = 0;
     for (int k = 0; k < nj; k++) {
         distilled += tj[k].distilled_s / nj;
         plain += tj[k].plain_s / nj;
+        filed += tj[k].filed_s / nj;
         eval += tj[k].eval_s / nj;
         lattice_backend *own = k ? tj[k].be : NULL;
         timing_close(&tj[k]);
         lattice_backend_destroy(own);
     }
     /* the teacher's forward and the loss: what a distilled step adds, every
-     * step, whatever the student's active depth */
-    const double extra = distilled > plain ? distilled - plain : 0;
+     * step, whatever the student's active depth; with the logits file, the
+     * loss and the copy only, and the teacher's forward once per training
+     * batch when the file is made */
+    const double forward = distilled > filed ? distilled - filed : 0;
+    const double extra = logits == LOGITS_IN_STEPS ? (distilled > plain ? distilled - plain : 0)
+                                                   : (filed > plain ? filed - plain : 0);
     const double step = plain;
     /* the teacher trains alone, on the runs' thread count: plain steps of its depth */
     double teacher = teacher_cached ? 0 : step * p->t_steps * p->t_layers / L;
+    if (logits == LOGITS_FILE_TO_MAKE) {
+        lattice_data *dt = open_data(p, 1);
+        teacher += forward * (double)((lattice_data_get_n_documents(dt, LATTICE_DATA_SPLIT_TRAIN) +
+                                       p->batch - 1) / p->batch);
+        lattice_data_destroy(dt);
+    }
     double run_s[MAX_ARMS * MAX_SEEDS], serial = 0;
     lattice_data *dv = open_data(p, 1);
     double n_val = (double)lattice_data_get_n_val_batches(dv);
@@ -251,13 +288,18 @@ double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, i
     const int kept = p->n_arms * p->seeds - n_todo;
     say("estimated wall time %s for %d run%s with %d job%s x %d thread%s (timed now with %d "
         "student%s stepping side by side at %d thread%s, on this machine as loaded now: a "
-        "full-depth step %.0f ms, the teacher's forward and the loss %.0f ms more, a validation "
-        "batch %.0f ms%s%s%s)\n",
+        "full-depth step %.0f ms, %s %.0f ms more, a validation "
+        "batch %.0f ms%s%s%s%s)\n",
         e, n_todo, n_todo == 1 ? "" : "s", jobs, jobs > 1 ? "s" : "", p->threads,
         p->threads > 1 ? "s" : "", nj, nj > 1 ? "s" : "", p->threads, p->threads > 1 ? "s" : "",
-        step * 1e3, extra * 1e3, eval * 1e3,
+        step * 1e3,
+        logits == LOGITS_IN_STEPS ? "the teacher's forward and the loss"
+                                  : "the loss on logits from the file", extra * 1e3, eval * 1e3,
         jobs > nj ? "; more jobs than runs to time side by side" : "",
         teacher_cached ? "; the teacher is cached" : "",
+        logits == LOGITS_FILE_TO_MAKE ? "; the teacher's logits file to be made"
+        : logits == LOGITS_FILE_MADE  ? "; the teacher's logits file made"
+                                      : "",
         kept > 0 ? "; the other runs are kept or not selected" : "");
     return total;
 }

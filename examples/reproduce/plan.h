@@ -14,8 +14,12 @@ int fits_here(const preset *p, int *jobs);
 /* Runs side by side by default: the cores this process may use / threads per run. */
 int default_jobs(int threads);
 
+/* Where the runs' teacher logits will come from (logits_cache.h): each
+ * step's teacher forward, or the study's file, to be made first or made. */
+typedef enum logits_plan { LOGITS_IN_STEPS, LOGITS_FILE_TO_MAKE, LOGITS_FILE_MADE } logits_plan;
+
 /* Times a few steps and prints the wall time of the runs to do (todo) under the plan. */
-double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached, int jobs,
-                     const int *todo, int n_todo);
+double estimate_wall(const preset *p, lattice_backend *be, int teacher_cached,
+                     logits_plan logits, int jobs, const int *todo, int n_todo);
 
 #endif
