@@ -360,6 +360,7 @@ struct run_teacher {
     const logits_cache *c;
     int64_t *rows; /* [batch]: the file's row of each batch row */
     int64_t from_file, computed;
+    double seconds; /* answering */
 };
 
 /* The model teacher's logits for the whole batch into out; 0 or -1. */
@@ -374,10 +375,12 @@ static int compute(run_teacher *rt, const int32_t *tokens, int batch, int seq, i
     return 0;
 }
 
-static int answer(void *user, const int32_t *tokens, int batch, int seq, int vocab, float *out)
+static int answer_rows(run_teacher *rt, const int32_t *tokens, int batch, int seq, int vocab,
+                       float *out)
 {
-    run_teacher *rt = user;
     const logits_cache *c = rt->c;
+    if (!c)
+        return compute(rt, tokens, batch, seq, vocab, out);
     int64_t *rows = rt->rows;
     for (int i = 0; i < batch; i++) {
         rows[i] = find_row(c, tokens + (size_t)i * seq, seq);
@@ -407,17 +410,32 @@ static int answer(void *user, const int32_t *tokens, int batch, int seq, int voc
     return 0;
 }
 
+static int answer(void *user, const int32_t *tokens, int batch, int seq, int vocab, float *out)
+{
+    run_teacher *rt = user;
+    const double t0 = ex_now();
+    const int rc = answer_rows(rt, tokens, batch, seq, vocab, out);
+    rt->seconds += ex_now() - t0;
+    return rc;
+}
+
+double run_teacher_seconds(const run_teacher *rt)
+{
+    return rt ? rt->seconds : 0.0;
+}
+
 lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int seq_len,
-                                  run_teacher **out)
+                                  int timed, run_teacher **out)
 {
     *out = NULL;
-    if (!study_logits || study_logits_mode == LOGITS_STEP)
+    const logits_cache *c = study_logits_mode == LOGITS_STEP ? NULL : study_logits;
+    if (!c && !timed)
         return model_teacher;
     run_teacher *rt = calloc(1, sizeof *rt);
     if (!rt || !(rt->rows = malloc(sizeof(int64_t) * (size_t)batch)))
         die("out of memory");
     rt->model_teacher = model_teacher;
-    rt->c = study_logits;
+    rt->c = c;
     check(lattice_teacher_create_callback(answer, rt, lattice_teacher_get_vocab_size(model_teacher),
                                           batch, seq_len, &rt->teacher),
           "the teacher's logits from the file", NULL);

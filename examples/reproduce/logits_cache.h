@@ -51,10 +51,13 @@ extern logits_mode study_logits_mode;
 /* One run's teacher: with study_logits, a teacher that answers from the file
  * (and asks model_teacher, a model teacher, for a batch holding a row the
  * file lacks, or for every batch under LOGITS_VERIFY), with *rt set; without,
- * model_teacher itself and *rt NULL. Dies when it cannot be made. */
+ * model_teacher itself and *rt NULL, unless timed: then a teacher that asks
+ * model_teacher for every batch and times it. Dies when it cannot be made. */
 typedef struct run_teacher run_teacher;
 lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int seq_len,
-                                  run_teacher **rt);
+                                  int timed, run_teacher **rt);
+/* The seconds rt spent answering (0 for NULL). */
+double run_teacher_seconds(const run_teacher *rt);
 /* The batches of every run that has ended in this process: answered from
  * the file, and computed by the teacher's forward (a row the file lacks). */
 void logits_counts(int64_t *from_file, int64_t *computed);

@@ -282,6 +282,9 @@ static void usage(FILE *f)
             "                      results are those of one run after another\n"
             "  --seeds N           paired seeds (default: the preset's, else 3)\n"
             "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
+            "  --profile           after each run, and for all of them at the end, the shares\n"
+            "                      of the wall time: the student's steps, the teacher's\n"
+            "                      logits, evaluations, diagnostics, the final measures\n"
             "  --teacher-logits M  where the runs' teacher logits come from: file (default)\n"
             "                      computes every training row's once, into\n"
             "                      DIR/teacher_logits.bin (kept for the teacher, corpus,\n"
@@ -322,6 +325,7 @@ static int parse_options(int argc, char **argv, options *o)
                                          {"jobs", required_argument, 0, 'j'},
                                          {"seeds", required_argument, 0, 's'},
                                          {"teacher-logits", required_argument, 0, 'L'},
+                                         {"profile", no_argument, 0, 'Q'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
@@ -350,6 +354,7 @@ static int parse_options(int argc, char **argv, options *o)
         case 'E': o->estimate_only = 1; break;
         case 'C': o->check_only = 1; break;
         case 'A': o->only_arms = optarg; break;
+        case 'Q': proc.profile = 1; break;
         case 'L':
             if (strcmp(optarg, "file") == 0)
                 o->logits = LOGITS_CACHE;
@@ -660,6 +665,8 @@ static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const
         keep_run(s, s->todo[k], run_job(p, be, teacher, s->todo[k], k + 1, &pr));
     if (pr.tty)
         fputs("\r\033[K", stderr);
+    if (proc.profile)
+        say_profile_sum();
     logits_counts(&w->logits_file, &w->logits_computed);
     if (study_logits && proc.rank == 0)
         say("the teacher's logits: %lld batches read from the file, %lld computed by the "

@@ -51,6 +51,8 @@ static lattice_status loss_response(const double *losses, int64_t n, int64_t at,
 int on_step(void *user, const lattice_trainer_metrics *m)
 {
     progress *pr = user;
+    const double t_in = ex_now();
+    pr->prof.steps += m->seconds;
     run_result *r = pr->res;
     if (r->n_steps < pr->run_steps) {
         if (r->step_phase) {
@@ -118,15 +120,17 @@ int on_step(void *user, const lattice_trainer_metrics *m)
             pr->last_line = now;
         }
     }
+    pr->prof.callbacks += ex_now() - t_in;
     return 0;
 }
 
-int on_eval(void *user, const lattice_trainer_metrics *m)
+/* An evaluation's point: the validation CE, and the boundary statistics and
+ * attention sinks on the fixed batch. */
+static void eval_point(progress *pr, const lattice_trainer_metrics *m)
 {
-    progress *pr = user;
     run_result *r = pr->res;
     if (r->n_pts >= MAX_POINTS)
-        return 0;
+        return;
     point pt = {m->step, m->counters.active_layer_tokens, m->phase, m->active_layers, m->val_ce,
                 NAN, NAN, NAN, NAN};
     kept_scale st[(MAX_LAYERS + 1) * 3];
@@ -160,6 +164,14 @@ int on_eval(void *user, const lattice_trainer_metrics *m)
     }
     r->sinks[r->n_pts] = sp;
     r->pts[r->n_pts++] = pt;
+}
+
+int on_eval(void *user, const lattice_trainer_metrics *m)
+{
+    progress *pr = user;
+    const double t_in = ex_now();
+    eval_point(pr, m);
+    pr->prof.diagnostics += ex_now() - t_in;
     return 0;
 }
 
@@ -300,6 +312,8 @@ double arm_std(const preset *p, const arm *a)
 static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
                     const arm *kind, int seed, progress *pr, run_result *r, int dry)
 {
+    const double t_arm = ex_now();
+    memset(&pr->prof, 0, sizeof pr->prof);
     const int L = p->blocks * p->block_size;
     lattice_schedule_phase phases[MAX_PHASES];
     const int n_phases = arm_phases(p, kind, phases);
@@ -313,7 +327,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
     /* the logits the student learns from: the study's file, or the teacher's forward */
     run_teacher *rt;
-    lattice_teacher *teach = run_teacher_wrap(t, p->batch, p->seq_len, &rt);
+    lattice_teacher *teach = run_teacher_wrap(t, p->batch, p->seq_len, proc.profile, &rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
     dp.alpha = (float)kind->alpha;
@@ -389,6 +403,8 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_status st = lattice_trainer_run(tr);
     check(st, "training", lattice_trainer_errmsg(tr));
     r->seconds = ex_now() - t0;
+    pr->prof.train = r->seconds;
+    const double t_final = ex_now();
     pr->diag = NULL;
     lattice_schedule_counters c;
     lattice_schedule_get_counters(s, &c);
@@ -447,6 +463,9 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         r->area2[a] = r2.area / (double)h2;
         r->area10[a] = r10.area / (double)h10;
     }
+    pr->prof.final = ex_now() - t_final;
+    pr->prof.teacher = run_teacher_seconds(rt);
+    pr->prof.wall = ex_now() - t_arm;
 done:
     lattice_diag_destroy(dg);
     free(fixed_tokens);
@@ -467,6 +486,37 @@ done:
 /* Job j is seed j / n_arms of arm j % n_arms: numbered the way a single
  * process runs them, seeds outermost. */
 
+/* --profile: the sum over the runs this process ran */
+static pthread_mutex_t profile_lock = PTHREAD_MUTEX_INITIALIZER;
+static run_profile profile_sum;
+static int profile_runs;
+
+/* The shares of a run's (or the runs') time, one line. */
+static void say_profile(const char *what, const run_profile *x)
+{
+    const double w = x->wall > 0 ? x->wall / 100 : 1;
+    const double evals = fmax(0, x->train - x->steps - x->callbacks - x->diagnostics);
+    say("profile %s: %.1f s: student steps %.1f%%, teacher logits %.1f%%, evaluations %.1f%%, "
+        "diagnostics at evaluations %.1f%%, final evaluation and measures %.1f%%, progress and "
+        "callbacks %.1f%%, setup and teardown %.1f%%\n",
+        what, x->wall, (x->steps - x->teacher) / w, x->teacher / w, evals / w,
+        x->diagnostics / w, x->final / w, x->callbacks / w,
+        fmax(0, x->wall - x->train - x->final) / w);
+}
+
+void say_profile_sum(void)
+{
+    pthread_mutex_lock(&profile_lock);
+    const run_profile x = profile_sum;
+    const int n = profile_runs;
+    pthread_mutex_unlock(&profile_lock);
+    if (n > 0) {
+        char what[64];
+        snprintf(what, sizeof what, "of the %d run%s' time summed", n, n == 1 ? "" : "s");
+        say_profile(what, &x);
+    }
+}
+
 /* One arm x seed run, and the line that says it is done. */
 run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher, int job,
                            int run_index, progress *pr)
@@ -481,6 +531,23 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
     pr->run_start = pr->last_line = ex_now();
     run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r, 0);
     pr->steps_done_before += r->n_steps;
+    if (proc.profile) {
+        char what[96];
+        snprintf(what, sizeof what, "%s seed %d", p->arms[a].name, i + 1);
+        say_profile(what, &pr->prof);
+        pthread_mutex_lock(&profile_lock);
+        run_profile *t = &profile_sum;
+        const run_profile *x = &pr->prof;
+        t->wall += x->wall;
+        t->train += x->train;
+        t->steps += x->steps;
+        t->teacher += x->teacher;
+        t->callbacks += x->callbacks;
+        t->diagnostics += x->diagnostics;
+        t->final += x->final;
+        profile_runs++;
+        pthread_mutex_unlock(&profile_lock);
+    }
     if (!pr->tty) /* one write per line: other ranks and workers write to the same stream */
     {
         char idx[32];

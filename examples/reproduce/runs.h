@@ -68,4 +68,7 @@ void free_run(run_result *r);
  * preset keys it came from. */
 void check_study(const preset *p);
 
+/* --profile: the shares of the time of every run this process ran, summed, on stderr. */
+void say_profile_sum(void);
+
 #endif

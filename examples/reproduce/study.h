@@ -204,6 +204,13 @@ typedef struct run_result {
 
 /* ---- progress ------------------------------------------------------------------ */
 
+/* --profile: where a run's time went, in seconds. steps holds the teacher's
+ * logits (each step's time, as the trainer measures it, excludes its
+ * evaluation); train is the trainer's whole run, wall the run's whole. */
+typedef struct run_profile {
+    double wall, train, steps, teacher, callbacks, diagnostics, final;
+} run_profile;
+
 typedef struct progress {
     const char *arm;
     int seed, run_index, n_runs, n_phases, tty;
@@ -221,6 +228,8 @@ typedef struct progress {
     int diag_batch, diag_seq;
     /* rank 0 of several: hands out runs and takes in results between its own steps */
     struct dispatch *dispatch;
+    /* --profile: where this run's time went (seconds) */
+    run_profile prof;
 } progress;
 /* The paper's mechanism rests on pre-norm residual streams growing massive
  * activations on document-boundary tokens. Measure them in the teacher. */
@@ -286,6 +295,8 @@ typedef struct process {
     /* --progress S: a plain progress line every S seconds per run when stderr
      * is not a terminal, or several runs go side by side (0: none) */
     double progress_every;
+    /* --profile: each run's time split into its parts, and the study's sum */
+    int profile;
     /* the output folder, for the messages that say what was kept */
     const char *study_dir;
 } process;

@@ -236,9 +236,17 @@ class Jobs(unittest.TestCase):
                 with open(os.path.join(out, "results.json")) as f:
                     return without_timings(json.load(f))
 
-            r = run("--preset", preset, "--out", step, "--teacher-logits", "step")
+            r = run("--preset", preset, "--out", step, "--teacher-logits", "step", "--profile")
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertNotIn("teacher_logits.bin", r.stderr)
+            # --profile: a line per run and one for all, whose shares make the whole
+            lines = [x for x in r.stderr.splitlines() if "reproduce: profile " in x]
+            self.assertEqual(len(lines), 5, r.stderr)
+            self.assertIn("profile of the 4 runs' time summed", lines[-1])
+            for line in lines:
+                shares = [float(x) for x in re.findall(r" (\d+\.\d)%", line)]
+                self.assertEqual(len(shares), 7, line)
+                self.assertAlmostEqual(sum(shares), 100.0, delta=0.5, msg=line)
             self.assertFalse(os.path.exists(os.path.join(step, "teacher_logits.bin")))
             want = results_of(step)
             r = run("--preset", preset, "--out", cached, "--jobs", "2")
