@@ -66,12 +66,47 @@ to it: call `comm.Abort(status)` there instead.
 Settings that are easy to get wrong: `Model.params` (like `Optim.params`,
 `Data.params`, `Distill.params` and `Schedule.phase()`) is a read-only copy:
 setting a field raises AttributeError saying how to change it.
-`Trainer.on_step` and `on_eval` can be set after construction. A mask holds
+Every attribute of an object either takes effect or is read-only and says
+so (since 1.0): the settable ones are those marked `settable` below
+(`model.active_layers`, `backend.threads`, `norm.residual_scale`,
+`data.position`, `trainer.on_step`, `on_eval`); setting anything else
+raises AttributeError naming it and the way that works. A setting given at
+creation is fixed (`model.seed = 7`: "Model.seed cannot be set: it is fixed
+when the model is created ... lattice.Model(model.params, seed=7)";
+`trainer.eval_every`, `eval_batches` and `seed` read back the trainer's and
+cannot be set), as are read-only attributes (`model.n_params`), the objects
+an object is bound to (`trainer.model`) and names the class does not have
+(`model.activelayers = 2`, with the name it may mean); an optimizer's
+settings change through `optim.set_params(lr=...)`. A subclass of your own
+may add attributes of its own. A value of the wrong type names the field
+or argument: `Model(d_model=64.0)` raises "ModelParams.d_model must be an
+integer, got float 64.0", `Optim(m, lr='1e-3')` "OptimParams.lr must be a
+number (int or float), got str '1e-3'". `Trainer.run()` on a finished
+schedule raises as `step()` does (`Status.STATE`, "the schedule has
+finished"). A mask holds
 0 and 1 only. `Model.backward()` overwrites the gradients: a second one
 replaces the first's, nothing accumulates. Schedule presets spend different
 compute (`preset("joint", 3, 2, 30)` runs 30 steps, `"grow"` 90): the
 budget-matched arms are `"joint_matched_active"` and `"joint_matched_total"`
 (`Schedule.preset`).
+
+Attribute or call, one rule (since 1.0): what is read with no argument
+and does nothing else is an attribute, a value the object holds now (a
+setting, a count, a state, or a snapshot or list of them): `model.n_params`,
+`model.tensors`, `schedule.counters`, `schedule.phases`, `dist.stats`,
+`optim.lr`, and the module's constants `lattice.version_string`,
+`version_number`, `library_path`. Everything else is a call: what takes an
+argument, an optional one included (`data.n_documents()` and
+`data.n_tokens()` take the split, `data.n_documents("val")`;
+`model.flops(batch, seq)`, `model.logits()` the shape, `schedule.phase(i)`);
+what acts (a pass, a step, the next batch, a file, a reset: `data.next()`,
+`trainer.evaluate()`, `data.val_batches()`, which reads each batch);
+constructors and conversions (`ModelParams.defaults()`, `to_dict()`); and
+the module's functions (`lattice.last_error()`, `has_blis()`). Two spellings
+from before 1.0 broke the rule and still work, with a DeprecationWarning,
+until 2.0: `model.tensors()` (now `model.tensors`) and `dist.stats()` (now
+`dist.stats`). tests/python/test_attributes.py holds every public name to
+the rule.
 
 Inputs of another integer type, or not C-contiguous (`tok[:2, :10]`, a
 transpose), are copied; buffers the library writes into (`dlogits=`,

@@ -35,7 +35,7 @@ class DiagTest(unittest.TestCase):
         """Queries and keys zeroed: uniform causal attention, so the mass on
         position 0 at query t is 1 / (t + 1), by hand."""
         model = tiny_model(n_layers=2)
-        for tensor in model.tensors():
+        for tensor in model.tensors:
             if "q_proj" in tensor.name or "k_proj" in tensor.name:
                 raw = tensor.data.cast("B")
                 raw[:] = bytes(len(raw))

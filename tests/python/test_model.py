@@ -197,7 +197,7 @@ class ModelTest(unittest.TestCase):
 
     def test_tensors(self):
         model = tiny_model()
-        tensors = model.tensors()
+        tensors = model.tensors
         self.assertEqual(len(tensors), model.n_tensors)
         self.assertEqual(sum(math.prod(t.shape) for t in tensors), model.n_params)
         names = [t.name for t in tensors]

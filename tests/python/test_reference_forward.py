@@ -68,7 +68,7 @@ RTOL = 1e-5  # of the largest logit
 
 def randomize(model, rng):
     """Every tensor random (norm weights about 1), every statistic positive."""
-    for t in model.tensors():
+    for t in model.tensors:
         a = np.asarray(t.data)
         if t.group == lattice.Group.STATISTIC:
             a[...] = rng.uniform(0.5, 2.0, size=a.shape)

@@ -3,9 +3,12 @@ per-object locks that serialise calls on it."""
 
 from __future__ import annotations
 
+import difflib
+import inspect
 import itertools
 import threading
-from typing import Any, TypeVar
+import warnings
+from typing import Any, Dict, List, TypeVar
 
 from ._errors import ClosedError, LatticeError, Status, raise_for
 from ._lib import last_error, lib, status_string
@@ -213,6 +216,82 @@ class Handle:
     _destroy = None  # name of the C destroy function
     _errmsg = None   # name of the C errmsg function, where the object has one
     _res = None
+    # The settings struct the object is created from (a Params class), and how to get
+    # other settings ("{name}" the field): its fields are fixed at creation unless a
+    # settable property says otherwise.
+    _creation_params = None
+    _creation_how = "create another"
+    _read_only_hints: Dict[str, str] = {}  # a read-only attribute -> how to change it
+
+    def _bind(self, **attrs):
+        """Set public attributes at creation (the objects it is bound to); read-only after."""
+        for name, value in attrs.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Set a settable property; anything else raises AttributeError saying why.
+
+        A setting fixed at creation (``model.seed``, ``trainer.eval_every``), a
+        read-only property (``model.n_params``), an object bound at creation
+        (``trainer.model``) or a name the class does not have would be accepted
+        and read back by Python while the library never sees it: a silent
+        no-op, refused instead. A subclass of your own may add names of its own.
+        """
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        cls = type(self)
+        attr = inspect.getattr_static(cls, name, None)
+        if isinstance(attr, property) and attr.fset is not None:
+            object.__setattr__(self, name, value)  # the property's setter runs
+            return
+        why = self._not_settable(name, attr)
+        if why is None:  # a subclass's own attribute
+            object.__setattr__(self, name, value)
+            return
+        raise AttributeError(why)
+
+    def _not_settable(self, name, attr):
+        """Why name cannot be set (None: a name of a subclass outside the package)."""
+        cls = type(self)
+        what = f"{cls.__name__}.{name}"
+        fields = ()
+        if self._creation_params is not None:
+            fields = [n for n, *_ in self._creation_params._fields_ if n != "size"]
+        hint = self._hint(name)
+        if name in fields:
+            if hint and hint.startswith("!"):  # a hint that replaces the sentence
+                return f"{what} cannot be set: {hint[1:]}"
+            how = hint or self._creation_how.format(name=name)
+            return (f"{what} cannot be set: it is fixed when the {cls.__name__.lower()} is "
+                    f"created, and setting it would change nothing; {how}")
+        if isinstance(attr, property):
+            return (f"{what} is read-only" + (f": {hint}" if hint else
+                    ": it reports what the object is or holds, and setting it would change "
+                    "nothing"))
+        if name in self.__dict__:
+            return (f"{what} is read-only: the {cls.__name__.lower()} is bound to it at "
+                    f"creation, and setting it would change nothing; create another "
+                    f"{cls.__name__} for another")
+        if attr is not None:
+            return (f"{what} cannot be set: it is part of the class (a method), and replacing "
+                    "it would change nothing the library does")
+        if not cls.__module__.startswith("lattice."):
+            return None
+        names = [n for n in dir(cls) if not n.startswith("_")] + list(fields)
+        close = difflib.get_close_matches(name, names, n=1)
+        return (f"lattice.{cls.__name__} has no attribute {name!r} to set"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+                + ": setting a name the library does not read would change nothing; keep "
+                "values of your own beside the object")
+
+    @classmethod
+    def _hint(cls, name):
+        for klass in cls.__mro__:
+            hints = klass.__dict__.get("_read_only_hints")
+            if hints and name in hints:
+                return hints[name]
+        return None
 
     def _adopt(self, ptr, borrows=(), keep=()):
         self._res = Resource(ptr, getattr(lib, self._destroy),
@@ -357,3 +436,27 @@ def require(obj, cls, name, optional=False):
         raise TypeError(f"{name} must be a lattice.{cls.__name__}, got {type(obj).__name__}")
     obj._resource  # raises ClosedError for a closed handle
     return obj
+
+
+def deprecated_call(old: str, new: str) -> None:
+    """Warn that ``old`` (a call) is spelled ``new`` (an attribute) since 1.0."""
+    warnings.warn(f"{old} is deprecated since 1.0: it is the attribute {new} (no argument, no "
+                  "action: an attribute, doc/python.md \"Attribute or call\"); the call "
+                  "still works and will go in 2.0", DeprecationWarning, stacklevel=3)
+
+
+class AttributeList(list):
+    """A list attribute that was a method before 1.0 (``model.tensors``): calling it, the
+    old spelling, still works and returns a copy, with a DeprecationWarning."""
+
+    __slots__ = ("_old", "_new")
+
+    def __call__(self) -> List[Any]:
+        deprecated_call(self._old, self._new)
+        return list(self)
+
+
+def attribute_list(items, old: str, new: str) -> AttributeList:
+    out = AttributeList(items)
+    out._old, out._new = old, new
+    return out

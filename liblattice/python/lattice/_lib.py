@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -385,15 +386,23 @@ def _range_checked(name, fn, argtypes):
     argument its type cannot hold raises OverflowError here, before the call.
     """
     checks = tuple((i, t) for i, t in enumerate(argtypes) if t in T.INT_RANGES)
-    if not checks:
-        return fn
 
     def call(*args):
         if len(args) == len(argtypes):   # else ctypes says how many it wants
             args = list(args)
             for i, ctype in checks:
                 args[i] = T.check_int(args[i], ctype, f"{name}: argument {i + 1}")
-        return fn(*args)
+        try:
+            return fn(*args)
+        except ctypes.ArgumentError as e:
+            # ctypes' "argument 3: TypeError: wrong type": say what the argument takes
+            found = re.match(r"argument (\d+):", str(e))
+            i = int(found.group(1)) - 1 if found else -1
+            if not 0 <= i < min(len(args), len(argtypes)):
+                raise
+            want = T.wanted(argtypes[i]) or f"a {getattr(argtypes[i], '__name__', 'value')}"
+            raise TypeError(f"{name}: argument {i + 1} must be {want}, got "
+                            f"{type(args[i]).__name__} {args[i]!r}") from None
 
     call.__name__ = call.__qualname__ = name
     return call

@@ -223,7 +223,16 @@ class Struct(ctypes.Structure):
         ctype = type(self)._int_fields().get(name)
         if ctype is not None:
             value = check_int(value, ctype, f"{type(self).__name__}.{name}")
-        super().__setattr__(name, value)
+        try:
+            super().__setattr__(name, value)
+        except TypeError:
+            # ctypes' own words name no field ("'float' object cannot be interpreted as
+            # an integer", "must be real number, not str")
+            want = wanted(dict((n, t) for n, t, *_ in self._fields_).get(name))
+            if want is None:
+                raise
+            raise TypeError(f"{type(self).__name__}.{name} must be {want}, got "
+                            f"{type(value).__name__} {value!r}") from None
 
     def __getattribute__(self, name):
         value = super().__getattribute__(name)
@@ -273,6 +282,38 @@ class Struct(ctypes.Structure):
         return type(self) is type(other) and self.to_dict() == other.to_dict()
 
     __hash__ = None
+
+
+def wanted(ctype):
+    """What a field of ctype takes, in words (None: a field this cannot say)."""
+    if ctype in INT_RANGES:
+        return "an integer"
+    if ctype in (c_float, c_double):
+        return "a number (int or float)"
+    if ctype is c_char_p:
+        return "a string or None"
+    return None
+
+
+def as_integer(value: Any, what: str) -> int:
+    """value as an int (NumPy integers too), or TypeError naming what: ``int(2.7)``
+    would truncate silently."""
+    if isinstance(value, int):
+        return int(value)
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} "
+                        f"{value!r}") from None
+
+
+def as_number(value: Any, what: str) -> float:
+    """value as a float (an int, a float, a NumPy number), or TypeError naming what:
+    ``float("1e-3")`` would parse a string."""
+    if isinstance(value, (str, bytes)) or not hasattr(type(value), "__float__"):
+        raise TypeError(f"{what} must be a number (int or float), got {type(value).__name__} "
+                        f"{value!r}")
+    return float(value)
 
 
 class Params(Struct):

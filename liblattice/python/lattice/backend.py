@@ -13,7 +13,7 @@ from ._buffers import Floats, WritableBuffer
 from ._errors import LatticeError, store_pending
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import BackendInfo, BackendOps, SetThreadsFn, SgemmFn, backend_p
+from ._types import BackendInfo, BackendOps, SetThreadsFn, SgemmFn, as_integer, backend_p
 
 __all__ = ["Backend", "Kernels", "has_blis"]
 
@@ -168,7 +168,7 @@ class Backend(Handle):
 
     @threads.setter
     def threads(self, n_threads: int) -> None:
-        self._call(lib.lattice_backend_set_threads, int(n_threads))
+        self._call(lib.lattice_backend_set_threads, as_integer(n_threads, "Backend.threads"))
 
     @property
     def parallel(self) -> str:

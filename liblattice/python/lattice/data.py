@@ -64,6 +64,9 @@ class Data(Handle):
 
     _destroy = "lattice_data_destroy"
     _errmsg = "lattice_data_errmsg"
+    _creation_params = DataParams
+    _creation_how = ("data.params.{name} reads it; create another Data for another "
+                     "(lattice.Data.from_memory(ids, data.params, {name}=...))")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("create Data with Data.from_text, Data.from_tokens or Data.from_memory")

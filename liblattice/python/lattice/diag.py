@@ -82,7 +82,7 @@ class Diag(Handle):
         with using(model):
             check(lib.lattice_diag_create(model._ptr, byref(out)))
         self._adopt(out, borrows=(model,))
-        self.model = model
+        self._bind(model=model)
 
     def _describe(self):
         return f"of {self._describe_other(self.model)}"

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _lib
 from ._buffers import WritableBuffer
-from ._handle import Handle, Resource, check, require
+from ._handle import Handle, Resource, check, deprecated_call, require
 from ._types import Struct, TrainerParams, model_p, trainer_p
 
 if TYPE_CHECKING:  # they import this module
@@ -179,6 +179,12 @@ class DistStats:
     other_calls: int
     other_seconds: float
 
+    def __call__(self) -> DistStats:
+        """``dist.stats()``, the spelling before 1.0, still works (DeprecationWarning):
+        ``dist.stats`` is the attribute."""
+        deprecated_call("dist.stats()", "dist.stats")
+        return self
+
 
 # struct format -> (C function, ctype) of the in-place sums
 _SUMS = {"f": ("lattice_dist_sum_floats", ctypes.c_float),
@@ -237,7 +243,7 @@ class Dist(Handle):
         out = dist_p()
         check(self._lib.lattice_dist_create(self._lib.comm_type(handle), byref(out)))
         self._adopt(out)
-        self.comm = comm
+        self._bind(comm=comm)
         if abort_on_exception:
             _guard(comm)
 
@@ -320,8 +326,13 @@ class Dist(Handle):
         self._call(getattr(self._lib, name), buf, n)
         return values
 
+    @property
     def stats(self) -> DistStats:
-        """What this handle's collective calls have cost (a DistStats)."""
+        """What this handle's collective calls have cost (a DistStats snapshot).
+
+        An attribute since 1.0 (``dist.stats.sum_calls``); the call
+        ``dist.stats()`` still works, deprecated (DeprecationWarning).
+        """
         s = DistStatsStruct(size=ctypes.sizeof(DistStatsStruct))
         self._call(self._lib.lattice_dist_get_stats, byref(s))
         return DistStats(s.sum_calls, s.sum_bytes, s.sum_seconds, s.other_calls, s.other_seconds)

@@ -44,6 +44,9 @@ class Distill(Handle):
 
     _destroy = "lattice_distill_destroy"
     _errmsg = "lattice_distill_errmsg"
+    _creation_params = DistillParams
+    _creation_how = ("distill.params.{name} reads it; create another for another "
+                     "(lattice.Distill(distill.params, {name}=...))")
 
     @with_fields(DistillParams)
     def __init__(self, params: Optional[DistillParams] = None, **fields: Any) -> None:

@@ -11,10 +11,10 @@ from typing import Any, List, Optional, Tuple, Union
 from . import _buffers as B
 from ._buffers import Ints, Mask, Tokens
 from ._errors import LatticeError, Status
-from ._handle import Handle, check, require, using
+from ._handle import Handle, attribute_list, check, require, using
 from ._lib import errmsg_buffer, lib
-from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, model_p, to_enum,
-                     with_fields)
+from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, as_integer,
+                     model_p, to_enum, with_fields)
 from .backend import Backend
 from .data import Data
 from .norm import Norm, as_norm
@@ -44,14 +44,20 @@ class Tensor:
     grad: Optional[memoryview]  # None where the library keeps no gradient
 
     def __init__(self, info: TensorInfo, keep: object) -> None:
-        self.name = info.name.decode()
-        self.ndim = info.ndim
         rows, cols = info.shape[0], info.shape[1]
-        self.shape = (rows, cols) if info.ndim == 2 else (rows,)
-        self.group = to_enum(Group, info.group)
-        self.layer = info.layer
-        self.data = B.view(info.data, self.shape, c_float, keep)
-        self.grad = B.view(info.grad, self.shape, c_float, keep)
+        shape = (rows, cols) if info.ndim == 2 else (rows,)
+        for name, value in (("name", info.name.decode()), ("ndim", info.ndim),
+                            ("shape", shape), ("group", to_enum(Group, info.group)),
+                            ("layer", info.layer),
+                            ("data", B.view(info.data, shape, c_float, keep)),
+                            ("grad", B.view(info.grad, shape, c_float, keep))):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Tensor.{name} is read-only: a Tensor describes the model's "
+                             "tensor, and setting an attribute would change nothing; write "
+                             "the values into tensor.data (tensor.data[...] = ..., "
+                             "numpy.asarray(tensor.data)[...] = ...)")
 
     def __repr__(self) -> str:
         return (f"Tensor({self.name!r}, shape={self.shape}, group={self.group.name}, "
@@ -97,6 +103,18 @@ class Model(Handle):
 
     _destroy = "lattice_model_destroy"
     _errmsg = "lattice_model_errmsg"
+    _creation_params = ModelParams
+    _creation_how = ("model.params.{name} reads it; create another model for another "
+                     "(lattice.Model(model.params, {name}=...))")
+    _read_only_hints = {
+        "n_active_layers": "!the active depth is model.active_layers (model.active_layers = n)",
+        "seed": ("model.params.seed reads it; create another model for other weights "
+                 "(lattice.Model(model.params, seed=7)), or draw one layer again "
+                 "(model.init_layer(layer, seed))"),
+        "params": ("a read-only copy of the settings; the shape is fixed at creation, "
+                   "the active depth is model.active_layers"),
+        "placement": "the norm placement is fixed at creation: create another model",
+    }
 
     @with_fields(ModelParams)
     def __init__(self, params: Optional[ModelParams] = None, *,
@@ -121,7 +139,7 @@ class Model(Handle):
 
     def _finish(self, out, backend):
         self._adopt(out, borrows=(backend,))
-        self.backend = backend
+        self._bind(backend=backend)
         self._fixed = self.params  # everything but n_active_layers is fixed at creation
         self._shape = None         # (batch, seq) of the last forward, when known
 
@@ -304,7 +322,8 @@ class Model(Handle):
     def active_layers(self, n_active: int) -> None:
         with self._using():
             self._shape = None  # the stored activations no longer match
-            self._call(lib.lattice_model_set_active_layers, int(n_active))
+            self._call(lib.lattice_model_set_active_layers,
+                       as_integer(n_active, "Model.active_layers"))
 
     def init_layer(self, layer: int, seed: int) -> None:
         """Re-draw one layer's weights from seed (linear N(0, init_std^2), norms 1 and 0)."""
@@ -487,9 +506,15 @@ class Model(Handle):
             raise TypeError(f"tensor key must be an index or a name, got {type(key).__name__}")
         return Tensor(info, self._res)
 
+    @property
     def tensors(self) -> List[Tensor]:
-        """Every parameter tensor, in the library's order (:meth:`tensor` of each index)."""
-        return [self.tensor(i) for i in range(self.n_tensors)]
+        """Every parameter tensor, in the library's order (:meth:`tensor` of each index).
+
+        An attribute since 1.0 (``for t in model.tensors``): the call
+        ``model.tensors()`` still works, deprecated (DeprecationWarning).
+        """
+        return attribute_list([self.tensor(i) for i in range(self.n_tensors)],
+                              "model.tensors()", "model.tensors")
 
     @property
     def n_params(self) -> int:

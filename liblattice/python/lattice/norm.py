@@ -7,7 +7,7 @@ from typing import Optional, Tuple, Union
 
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import NormKind, NormPlacement, f32, norm_p, to_enum
+from ._types import NormKind, NormPlacement, as_number, f32, norm_p, to_enum
 
 __all__ = ["Norm"]
 
@@ -26,6 +26,7 @@ class Norm(Handle):
                  residual_scale: Optional[float] = None) -> None:
         placement = to_enum(NormPlacement, placement)
         kind = to_enum(NormKind, kind)
+        eps = as_number(eps, "Norm(eps=...)")
         out = norm_p()
         check(lib.lattice_norm_create(placement, kind, eps, byref(out)),
               f"norm {placement.name.lower()}/{kind.name.lower()} eps {eps}")
@@ -60,6 +61,7 @@ class Norm(Handle):
 
     @residual_scale.setter
     def residual_scale(self, scale: float) -> None:
+        scale = as_number(scale, "Norm.residual_scale")
         check(self._get(lib.lattice_norm_set_residual_scale, scale),
               f"residual scale {scale} (post-norm only; positive and finite)")
 

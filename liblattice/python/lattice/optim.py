@@ -37,6 +37,14 @@ class Optim(Handle):
 
     _destroy = "lattice_optim_destroy"
     _errmsg = "lattice_optim_errmsg"
+    _creation_params = OptimParams
+    _creation_how = "optim.set_params({name}=...) changes it (optim.params.{name} reads it)"
+    _read_only_hints = {
+        "lr": ("it is the rate the schedule gives the next step; optim.set_params(lr=...) "
+               "sets the peak rate"),
+        "params": "a read-only copy of the settings; optim.set_params(...) changes them",
+        "steps": "optim.reset() restarts the count with the moments",
+    }
 
     @with_fields(OptimParams)
     def __init__(self, model: Model, params: Optional[OptimParams] = None,
@@ -51,7 +59,7 @@ class Optim(Handle):
         with using(model):
             check(lib.lattice_optim_create(model._ptr, byref(p), byref(out)))
         self._adopt(out, borrows=(model,))
-        self.model = model
+        self._bind(model=model)
 
     def _describe(self):
         p = self.params

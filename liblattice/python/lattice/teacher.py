@@ -65,7 +65,7 @@ class Teacher(Handle):
             check(lib.lattice_teacher_create_model(model._ptr, byref(out)))
         self = cls.__new__(cls)
         self._adopt(out, borrows=(model,))
-        self.model = model
+        self._bind(model=model)
         return self
 
     @classmethod
@@ -76,7 +76,7 @@ class Teacher(Handle):
               err.value.decode(errors="replace"))
         self = cls.__new__(cls)
         self._adopt(out)
-        self.model = None
+        self._bind(model=None)
         return self
 
     @property
@@ -128,8 +128,7 @@ class Teacher(Handle):
               f"vocab {vocab_size}, batch {max_batch} x {max_seq}")
         self = cls.__new__(cls)
         self._adopt(out, keep=(callback,))
-        self.model = None
-        self.fn = fn
+        self._bind(model=None, fn=fn)
         return self
 
     @property

@@ -113,6 +113,8 @@ class Trainer(Handle):
     _destroy = "lattice_trainer_destroy"
     _errmsg = "lattice_trainer_errmsg"
     _dist = None  # the Resource of a Dist attached after creation (Dist.attach)
+    _creation_params = TrainerParams
+    _creation_how = "create another trainer for another (lattice.Trainer(..., {name}=...))"
 
     def __init__(self, model: Model, data: Data, optim: Optim, schedule: Schedule, *,
                  teacher: Optional[Teacher] = None, distill: Optional[Distill] = None,
@@ -153,8 +155,24 @@ class Trainer(Handle):
         self._callbacks = callbacks
         # progress bars to close when the run ends (Progress.close)
         self._progress = [fn for fn in (on_step, on_eval) if isinstance(fn, Progress)]
-        self.model, self.teacher, self.distill = model, teacher, distill
-        self.data, self.optim, self.schedule = data, optim, schedule
+        self._settings = (p.eval_every, p.eval_batches, p.seed)
+        self._bind(model=model, teacher=teacher, distill=distill, data=data, optim=optim,
+                   schedule=schedule)
+
+    @property
+    def eval_every(self) -> int:
+        """Steps between validation measurements (0: never); fixed at creation, read-only."""
+        return self._settings[0]
+
+    @property
+    def eval_batches(self) -> int:
+        """Validation batches per measurement (0: all of them); fixed at creation, read-only."""
+        return self._settings[1]
+
+    @property
+    def seed(self) -> int:
+        """The trainer's seed; fixed at creation, read-only."""
+        return self._settings[2]
 
     on_step = _callback_property(
         "on_step", "Called with the Metrics after every step (None: nothing); settable.")
@@ -195,11 +213,18 @@ class Trainer(Handle):
     def run(self) -> None:
         """Steps until the schedule finishes or a callback stops the run.
 
-        A :class:`lattice.Progress` given as a callback is closed when this
-        returns or raises.
+        On a schedule that has finished already it raises, as :meth:`step`
+        does (LatticeError, ``Status.STATE``, "the schedule has finished"):
+        a run that would take no step is refused, not silent. A run that a
+        callback stopped goes on where it stopped. A :class:`lattice.Progress`
+        given as a callback is closed when this returns or raises.
         """
         try:
-            self._run(lib.lattice_trainer_run)
+            with self._using():
+                if self.schedule.finished:
+                    # the library's own refusal, the one step() gives
+                    self._call(lib.lattice_trainer_step, None)
+                self._run(lib.lattice_trainer_run)
         finally:
             self._close_progress()
 
