@@ -31,10 +31,21 @@ Generated from the signatures and docstrings of the `lattice` package by
 `liblattice/python/make_doc.py`; do not edit by hand. Defaults shown are
 those of the C library's `_init` functions.
 
-Install: `meson install` (with the library), or
-`/usr/bin/python3 -m pip install --no-build-isolation liblattice/python`
-(add `--target DIR`, a venv or `--break-system-packages` on Debian, whose
-system Python is externally managed). The package finds the library through
+Install: `meson install` (with the library), or pip, which fetches
+nothing (since 1.0 the package builds with a backend of its own,
+`liblattice/python/build_backend/lattice_build.py`, that requires nothing:
+no setuptools, no wheel), so offline too. Into a venv:
+
+    /usr/bin/python3 -m venv ~/lattice-venv
+    ~/lattice-venv/bin/python -m pip install liblattice/python
+
+or into a directory of your own, for `PYTHONPATH` (Debian's system Python is
+externally managed: `--target DIR`, or `--break-system-packages`):
+
+    /usr/bin/python3 -m pip install --target DIR liblattice/python
+
+(`tests/python/test_pip_prefix.py` and `test_install.py` run these commands
+with the package index out of reach.) The package finds the library through
 `LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded,
 pkg-config's `lattice.pc` (`PKG_CONFIG_PATH`), then the SONAME
 `liblattice.so.1` through the system's loader (`LD_LIBRARY_PATH`).

@@ -4,8 +4,10 @@ Run by meson as: test_pip_prefix.py MESON BUILD_DIR SOURCE_DIR PREFIX. The
 build is installed with --no-rebuild into a temporary DESTDIR; the tree under
 DESTDIR/PREFIX is the prefix P. Its lattice.pc gets `prefix=P`, as
 `meson setup --prefix P` writes it (the rest of the install is the same
-bytes). The package is pip-installed (offline) into a venv made from
-/usr/bin/python3, without the _config.py that only `meson install` writes,
+bytes). The package is pip-installed (offline: the index out of reach)
+into a fresh venv made from /usr/bin/python3 by doc/python.md's command
+(nothing installed before it: the build needs no setuptools and no wheel),
+without the _config.py that only `meson install` writes,
 and imported in a clean environment: PKG_CONFIG_PATH and nothing else.
 """
 
@@ -20,7 +22,10 @@ import unittest
 MESON, BUILD, SOURCE, PREFIX = sys.argv[1:5]
 del sys.argv[1:5]
 SYSTEM_PYTHON = "/usr/bin/python3"
-WHEELS = "/usr/share/python-wheels"   # Debian's python3-*-whl packages
+# pip offline: an index that no connection reaches, and no other
+OFFLINE = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "",
+           "PIP_FIND_LINKS": ""}
+PAGE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "doc", "python.md")
 SONAME = "liblattice.so.1"
 PROBE = """
 import lattice
@@ -61,7 +66,7 @@ class PipFromPrefix(unittest.TestCase):
         if not os.path.exists(cls.library):
             raise AssertionError(f"{cls.library} not installed beside {pcs[0]}")
 
-        # the package, laid out as in the source tree (setup.py reads ../../meson.build)
+        # the package, laid out as in the source tree (the build backend reads ../../meson.build)
         tree = os.path.join(cls.tmp, "tree")
         src = os.path.join(tree, "liblattice", "python")
         shutil.copytree(os.path.join(SOURCE, "liblattice", "python"), src,
@@ -74,17 +79,10 @@ class PipFromPrefix(unittest.TestCase):
             raise unittest.SkipTest(f"{SYSTEM_PYTHON} -m venv failed (apt-get install "
                                     f"python3-venv):\n{r.stdout}")
         cls.python = os.path.join(venv, "bin", "python")
-        # Offline, the build needs wheel in the venv: Debian's copy of it, as
-        # ensurepip installs pip and setuptools from the same directory.
-        r = run([cls.python, "-m", "pip", "install", "--no-index", "--quiet",
-                 "--disable-pip-version-check", "--find-links", WHEELS, "wheel"])
-        if r.returncode != 0:
-            shutil.rmtree(cls.tmp, ignore_errors=True)
-            raise unittest.SkipTest(f"no wheel package in {WHEELS} (apt-get install "
-                                    f"python3-wheel-whl):\n{r.stdout}")
-        r = run([cls.python, "-m", "pip", "install", "--no-index", "--no-build-isolation",
-                 "--no-deps", "--quiet", "--disable-pip-version-check", src],
-                env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
+        # doc/python.md's command, offline: the package index out of reach, nothing
+        # installed into the venv first (the package's build backend requires nothing)
+        r = run([cls.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                 src], env=dict(os.environ, PIP_NO_CACHE_DIR="1", **OFFLINE))
         if r.returncode != 0:
             raise AssertionError("pip install failed:\n" + r.stdout)
 
@@ -103,6 +101,13 @@ class PipFromPrefix(unittest.TestCase):
         return subprocess.run([self.python, "-c", PROBE], env=clean, cwd=self.tmp,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               universal_newlines=True)
+
+    def test_the_commands_are_the_docs(self):
+        with open(PAGE, encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn("/usr/bin/python3 -m venv ~/lattice-venv\n", page)
+        self.assertIn("~/lattice-venv/bin/python -m pip install liblattice/python\n", page)
+        self.assertNotIn("--no-build-isolation", page)  # not needed, so not said
 
     def test_package_has_no_recorded_prefix(self):
         r = subprocess.run([self.python, "-c", "import importlib.util as u; "
