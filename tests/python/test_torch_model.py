@@ -164,6 +164,18 @@ class TorchModel(unittest.TestCase):
                 with lattice.Model.from_file(weights, path, backend="ref") as again:
                     self.assertEqual(library_logits(again).tolist(), want.tolist())
 
+    def test_model_md_lists_them(self):
+        # doc/MODEL.md's list of what a Qwen3 config can say is the one applied here
+        with open(os.path.join(SOURCE, "doc", "MODEL.md"), encoding="utf-8") as f:
+            section = f.read().split("## PyTorch and Hugging Face", 1)[1].split("\n## ", 1)[0]
+        listed = section.split("when it is all of:", 1)[1].lstrip().split("\n\n", 1)[0]
+        for key, want, _ in tm.QWEN3_NOT:
+            word = {"placement": "pre-norm", "norm": "RMSNorm"}.get(key, f"`{key}`")
+            if key == "residual_scale":
+                word = "residual scale 1"
+            self.assertIn(word, listed, key)
+        self.assertIn("every layer active", listed)
+
     def test_which_models_are_qwen3(self):
         # qwen3_obstacle says what the library's save_config says, model by model
         with tempfile.TemporaryDirectory() as d:
