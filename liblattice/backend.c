@@ -48,14 +48,15 @@ static lattice_backend *backend_alloc(const char *name)
     return be;
 }
 
-/* The CPU class where oneDNN's sgemm measured faster than OpenBLAS's at the
- * study's GEMM shapes (doc/PERFORMANCE.md, round 4, on Zen 5: 1.24x over
- * OpenBLAS's Cooperlake kernels, 2.0x over its Haswell ones under
- * OPENBLAS_CORETYPE=Haswell): AVX-512 with BF16 and without AMX. Elsewhere
- * (AVX2-only CPUs, AMX ones) it was not measured faster, so OpenBLAS stays. */
+/* The CPU class where oneDNN's sgemm measured fastest of the three libraries
+ * at the study's GEMM shapes, on every host of it seen (doc/PERFORMANCE.md:
+ * Zen 5 in rounds 4 and 6, Emerald Rapids without AMX in round 8 and with it
+ * in round 9; Zen 4, where BLIS runs its matching zen3 kernels, in issue 52):
+ * AVX-512. On AVX2-only CPUs it was not measured faster, so BLIS or OpenBLAS
+ * stays there. */
 static int onednn_measured_faster(const lattice__cpu *cpu)
 {
-    return cpu->avx512_bf16 && !cpu->amx && lattice__onednn_available();
+    return cpu->avx512 && lattice__onednn_available();
 }
 
 /* What "default" runs, decided from the CPU's features and BLIS's kernel
@@ -66,13 +67,13 @@ static const char *choose_default(char *reason, size_t size)
     lattice__blis_fit fit = lattice__blis_describe(&blis);
     lattice__cpu cpu;
     lattice__cpu_detect(&cpu);
-    const char *faster = "oneDNN, measured faster than OpenBLAS on CPUs with AVX-512 BF16 and "
-                         "no AMX";
+    const char *faster = "oneDNN, measured fastest at the study's GEMMs on every AVX-512 CPU "
+                         "class seen (Zen 4, Zen 5, Emerald Rapids with and without AMX)";
+    if (onednn_measured_faster(&cpu)) {
+        snprintf(reason, size, "%s", faster);
+        return "onednn";
+    }
     if (fit == LATTICE__BLIS_ABSENT) {
-        if (onednn_measured_faster(&cpu)) {
-            snprintf(reason, size, "built without BLIS: %s", faster);
-            return "onednn";
-        }
         if (lattice__openblas_load()) {
             snprintf(reason, size, "built without BLIS");
             return "openblas";
@@ -89,11 +90,6 @@ static const char *choose_default(char *reason, size_t size)
         snprintf(reason, size, "%s runs '%s' kernels, which match the CPU", blis.library,
                  blis.kernels);
         return "blis";
-    }
-    if (onednn_measured_faster(&cpu)) {
-        snprintf(reason, size, "%s would run '%s', %s: %s", blis.library, blis.kernels,
-                 mismatch, faster);
-        return "onednn";
     }
     if (lattice__openblas_load()) {
         snprintf(reason, size, "%s would run '%s', %s: OpenBLAS instead", blis.library,

@@ -852,8 +852,14 @@ START_TEST(test_openblas_core_from_features)
                           strstr(info.reason, want) != NULL,
                       "a different core must be named: %s", info.reason);
     else if (want) {
-        ck_assert_msg(strcasecmp(info.kernels, want) == 0, "wanted %s, OpenBLAS runs %s (%s)",
-                      want, info.kernels, info.reason);
+        /* an OpenBLAS older than the core asked for (Debian 12's 0.3.21 has no
+         * SapphireRapids: on an AMX CPU it runs Cooperlake) runs its nearest
+         * core, optimised, and the reason names both */
+        char said[160];
+        snprintf(said, sizeof said, "core %s asked for from the CPU's features", want);
+        ck_assert_msg(strcasecmp(info.kernels, want) == 0 ||
+                          (strstr(info.reason, said) && strstr(info.reason, "but OpenBLAS runs")),
+                      "wanted %s, OpenBLAS runs %s (%s)", want, info.kernels, info.reason);
         ck_assert_int_eq(info.optimised, 1);
     }
     lattice_backend_destroy(ob);

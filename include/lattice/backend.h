@@ -31,8 +31,11 @@ extern "C" {
  * kernels BLIS selects (never by timing; the library reads no environment
  * variable of its own: a program maps `LATTICE_BACKEND` to the name it
  * passes, as the examples and the Python package do):
- * - BLIS, when its kernels match the CPU (e.g. zen3 on AMD, skx on
- *   AVX-512 Intel);
+ * - oneDNN on a CPU with AVX-512, where it is built in: measured the fastest
+ *   at the study's shapes on every AVX-512 class seen (Zen 4, Zen 5,
+ *   Emerald Rapids with and without AMX; doc/PERFORMANCE.md), BLIS's
+ *   matching zen3 kernels on Zen 4 included;
+ * - else BLIS, when its kernels match the CPU (e.g. zen3 on AMD);
  * - OpenBLAS instead when BLIS would run its `generic` reference kernels on
  *   a CPU with AVX2, or an AVX2-only Intel configuration (haswell,
  *   sandybridge) on a CPU with AVX-512, and OpenBLAS can be loaded; if it
