@@ -281,7 +281,10 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
             memcpy(tokens + at, bt.tokens + (size_t)i * bt.seq, sizeof(int32_t) * (size_t)n);
             at += n;
         }
-        stop_if_interrupted(dir);
+        if (interrupted) { /* no partial file of gigabytes left behind */
+            out_abort(&o);
+            stop_if_interrupted(dir);
+        }
     }
     fwrite(tokens, sizeof(int32_t), (size_t)n_pos, o.f);
     XXH64_update(xs, tokens, sizeof(int32_t) * (size_t)n_pos);
