@@ -1066,8 +1066,8 @@ void report_summary(FILE *f, const study *s, const char *dir)
                 s->teacher.n > 0 && isfinite(s->teacher.max_ratio) && s->teacher.max_ratio >= 3
                     ? "GO"
                     : "NO-GO (no massive row-start activations to act on)");
-    fprintf(f, "The committed studies it reports (doc/results/*/report.md, each rebuilt from its "
-               "kept runs with --report-only) run the same code at the lengths where the paper's "
+    fprintf(f, "The committed studies that doc/REPRODUCTION.md reads (doc/results/*/report.md, "
+               "each rebuilt from its kept runs with --report-only) run the same code at the lengths where the paper's "
                "mechanism can act, and doc/REPRODUCTION.md says which of the paper's findings "
                "they decide and which they leave open. A verdict here that differs from theirs "
                "is about this preset's sizes; compare with their rows before reading it as a "
