@@ -262,6 +262,53 @@ class Cross(unittest.TestCase):
                           "+0.5000 | above 0 |", report)
             self.assertEqual(report.count("| s | comparison |"), 1)  # the preset's own stay out
 
+    def test_higher_orders_and_did_not_learn(self):
+        """Issue 50 part 1: a design's 3-way row is carried with its label, and
+        every row resting on an arm that did not learn reads not applicable
+        (did not learn), in the designs' table, the seeds table and the
+        crossover; the arms as run (arms_as_run) and each arm's phase length
+        (arm_settings) are read where the preset as written has neither."""
+        with tempfile.TemporaryDirectory() as d:
+            runs = {a: [run_record(2.0 + 0.01 * i + (0.02 if a == "post-grow" else 0), 1, 0)
+                        for i in range(3)]
+                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+            for a, rs in runs.items():
+                for r in rs:
+                    for pt in r["trajectory"]:
+                        pt["val_ce"] = r["val_ce"]
+            study(os.path.join(d, "s"), "s", 10, runs)
+            with open(os.path.join(d, "s", "results.json")) as f:
+                res = json.load(f)
+            res["arms_as_run"] = res["preset"].pop("arms")
+            res["preset"]["student"]["blocks"] = 2
+            res["preset"]["design"] = {"factors": []}
+            res["arm_settings"] = {a: {"steps_per_phase": 10} for a in runs}
+            res["baseline"] = {"did_not_learn": ["post-grow"]}
+            label = "a (y - x) x b (y - x) x c (y - x)"
+            res["interactions"] = [
+                {"from": "design", "order": 3, "label": label, "n": 3, "mean": 0.01,
+                 "sd": 0.002, "half_width_95": 0.005, "verdict": "above 0",
+                 "did_not_learn": []},
+                {"from": "design", "order": 2, "label": "a (y - x) x b (y - x)", "n": 3,
+                 "mean": 0.02, "sd": 0.002, "half_width_95": 0.005,
+                 "verdict": "not applicable (did not learn): post-grow",
+                 "did_not_learn": ["post-grow"]}]
+            out = self.cross_over(d, res)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| s | interaction | %s | 3 | +0.0100 ± 0.0050 | above 0 |" % label,
+                          report)
+            self.assertIn("| s | interaction | a (y - x) x b (y - x) | 3 | +0.0200 ± 0.0050 | "
+                          "not applicable (did not learn): post-grow |", report)
+            self.assertIn("| 0.0020 | not applicable (did not learn) | not applicable |", report)
+            cross_row = next(line for line in report.splitlines()
+                             if line.startswith("| s | pre-grow / post-grow |") and
+                             "post ahead on" in line)
+            self.assertIn("| not applicable (did not learn): post-grow | n/a |", cross_row)
+            with open(os.path.join(out, "cross.json")) as f:
+                cj = json.load(f)
+            self.assertEqual(cj["trend"][0]["did_not_learn"], ["post-grow"])
+
     def test_seeds_to_decide(self):
         """Each reported row once, with the seeds a 95% half-width below the
         margin (0.0082) needs at its sd: sd 0.0082 needs 7 (t(6) / sqrt(7) =
