@@ -27,6 +27,7 @@
 #include "store.h"
 #include "teacher.h"
 #include "logits_cache.h"
+#include "resume.h"
 #include "plot.h"
 #include "report.h"
 #include "results.h"
@@ -282,6 +283,10 @@ static void usage(FILE *f)
             "                      results are those of one run after another\n"
             "  --seeds N           paired seeds (default: the preset's, else 3)\n"
             "  --arms A,B,...      run only these of the preset's arms, in the preset's order\n"
+            "  --checkpoint-every S  a running run leaves its checkpoint in DIR/runs/ every S\n"
+            "                      seconds (default 300; -1 never), and a study run again in\n"
+            "                      the folder resumes a run cut short from it, with the same\n"
+            "                      result as if it had never stopped\n"
             "  --profile           after each run, and for all of them at the end, the shares\n"
             "                      of the wall time: the student's steps, the teacher's\n"
             "                      logits, evaluations, diagnostics, the final measures\n"
@@ -326,6 +331,7 @@ static int parse_options(int argc, char **argv, options *o)
                                          {"seeds", required_argument, 0, 's'},
                                          {"teacher-logits", required_argument, 0, 'L'},
                                          {"profile", no_argument, 0, 'Q'},
+                                         {"checkpoint-every", required_argument, 0, 'k'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     for (int c; (c = getopt_long(argc, argv, "p:o:rt:j:s:h", opts, NULL)) != -1;) {
@@ -355,6 +361,18 @@ static int parse_options(int argc, char **argv, options *o)
         case 'C': o->check_only = 1; break;
         case 'A': o->only_arms = optarg; break;
         case 'Q': proc.profile = 1; break;
+        case 'k': {
+            char *end;
+            errno = 0;
+            const double v = strtod(optarg, &end);
+            if (errno || end == optarg || *end || !(v >= -1 && v <= 86400)) {
+                fprintf(stderr, PROG ": --checkpoint-every: '%s' is not a number of seconds from "
+                                "0 to 86400 (or -1: never)\n", optarg);
+                return 2;
+            }
+            proc.checkpoint_every = v;
+            break;
+        }
         case 'L':
             if (strcmp(optarg, "file") == 0)
                 o->logits = LOGITS_CACHE;
@@ -716,7 +734,9 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
         teacher = obtain_teacher(o, &s, be, dir, tpath, setup_sum, teacher_sum);
         w.teacher_s = ex_now() - t0;
         if (!o->teacher_only) {
+            resume_study(&s, o->fresh);
             run_all(&s, be, teacher, tpath, jobs, &w);
+            resume_study(NULL, 0);
             w.wall = ex_now() - t0;
 #ifdef LATTICE_HAVE_MPI
             /* rank 0's word that the files are written: waiting for it here, and not

@@ -7,6 +7,7 @@
 #include "preset.h"
 #include "teacher.h"
 #include "logits_cache.h"
+#include "resume.h"
 
 
 /* Per-token RMS statistics after every active layer on the fixed batch:
@@ -399,11 +400,10 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         pr->diag = NULL;
         goto done; /* every object built: the run's own teardown */
     }
+    /* to the schedule's end, from the run's checkpoint where one was left */
     double t0 = ex_now();
-    lattice_status st = lattice_trainer_run(tr);
-    check(st, "training", lattice_trainer_errmsg(tr));
-    r->seconds = ex_now() - t0;
-    pr->prof.train = r->seconds;
+    train_resumable(p, kind, seed, tr, s, r, pr);
+    pr->prof.train = ex_now() - t0;
     const double t_final = ex_now();
     pr->diag = NULL;
     lattice_schedule_counters c;

@@ -7,6 +7,7 @@
 #include "canon.h"
 #include "files.h"
 #include "preset.h"
+#include "resume.h"
 #include "runs.h"
 
 /* ---- a run's record --------------------------------------------------------------- */
@@ -400,6 +401,7 @@ void keep_run(study *s, int job, run_result *r)
     char *buf = kept_pack(p->arms[a].name, i + 1, s->settings[a], job, r, &bytes);
     write_file_whole(path, buf, bytes);
     free(buf);
+    resume_forget(s->dir, p->arms[a].name, i + 1); /* kept: its checkpoint is done with */
 }
 
 /* KEPT_OK and *out when a kept run of this job matches its settings;

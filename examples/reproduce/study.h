@@ -297,6 +297,9 @@ typedef struct process {
     double progress_every;
     /* --profile: each run's time split into its parts, and the study's sum */
     int profile;
+    /* --checkpoint-every S: a running run leaves its checkpoint every S
+     * seconds (resume.h); negative: never */
+    double checkpoint_every;
     /* the output folder, for the messages that say what was kept */
     const char *study_dir;
 } process;

@@ -280,6 +280,53 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn("'sometimes' is not file, step or verify", r.stderr)
 
+    def test_runs_cut_short_resume_bit_for_bit(self):
+        """kill -9 at random moments: each study run again in the folder takes
+        up every cut run from its last checkpoint, and the study's results
+        equal an uninterrupted one's bit for bit; nothing of the checkpoints
+        is left once the runs are kept."""
+        import random
+        import signal
+        import time
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(
+                d, "tiny-resume", 60,
+                {"steps_per_phase": 12, "warmup": 1, "eval_every": 4, "eval_batches": 2,
+                 "final_eval_batches": 2},
+                ["pre-joint", "post-grow"])
+            whole, cut = os.path.join(d, "whole"), os.path.join(d, "cut")
+            r = run("--preset", preset, "--out", whole, "--checkpoint-every", "-1")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            rng = random.Random(7)
+            said, done = "", False
+            for attempt in range(60):
+                with open(os.path.join(d, "err"), "w+") as err:
+                    p = subprocess.Popen([BIN, "--preset", preset, "--out", cut, "--jobs", "2",
+                                          "--checkpoint-every", "0"],
+                                         stdout=subprocess.DEVNULL, stderr=err)
+                    try:
+                        # a window that widens, so that a slow build (the sanitizers')
+                        # gets through the teacher and finishes too
+                        done = p.wait(timeout=rng.uniform(0.05, 0.6) * 1.12 ** attempt) == 0
+                    except subprocess.TimeoutExpired:
+                        p.send_signal(signal.SIGKILL)
+                        p.wait()
+                    err.seek(0)
+                    said += err.read()
+                if done:
+                    break
+            self.assertTrue(done, said[-2000:])
+            self.assertIn("resumed at step", said)
+            with open(os.path.join(whole, "results.json")) as f1, \
+                    open(os.path.join(cut, "results.json")) as f2:
+                self.assertEqual(without_timings(json.load(f1)), without_timings(json.load(f2)))
+            left = sorted(os.listdir(os.path.join(cut, "runs")))
+            self.assertEqual(left, ["post-grow.seed1.run", "post-grow.seed2.run",
+                                    "pre-joint.seed1.run", "pre-joint.seed2.run"])
+            r = run("--preset", preset, "--out", cut, "--checkpoint-every", "soon")
+            self.assertEqual(r.returncode, 2)
+            self.assertIn("'soon' is not a number of seconds", r.stderr)
+
     def test_side_by_side_same_numbers(self):
         """--jobs 2 hands the runs out longest first to two workers in one
         process, and writes what one run after another writes."""
