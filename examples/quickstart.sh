@@ -19,10 +19,9 @@ fi
 # The quick preset (about 2 minutes on 2 cores), then the check that its
 # result can be read: every arm learned (an arm within 0.1 nats/byte of the
 # unigram CE makes every row resting on it "not applicable (did not learn)").
-# Its runs read about a tenth of the training rows: the teacher runs in their
-# steps (--teacher-logits step) rather than once over every row into a
-# 3.7 GB file beforehand (the same logits; more teacher forwards and disk).
-./build/examples/reproduce --preset examples/reproduce/presets/quick.json --teacher-logits step
+# Its runs read about a tenth of the training rows, so the teacher runs in
+# their steps rather than once over every row into a file beforehand.
+./build/examples/reproduce --preset examples/reproduce/presets/quick.json
 python3 - results/quick/results.json <<'EOF'
 import json, sys
 with open(sys.argv[1]) as f:

@@ -310,7 +310,7 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
 
 logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_backend *be,
                                const char *dir, const char *teacher_hex, const char *corpus_hex,
-                               int build)
+                               int build, int64_t steps_to_run)
 {
     char path[1200], why[256];
     snprintf(path, sizeof path, "%s/%s", dir, NAME);
@@ -326,6 +326,18 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
             say("the teacher's logits file %s cannot be used (%s): each run computes them\n",
                 path, why);
         return c;
+    }
+    /* made only where the runs ask for more batches than it costs teacher
+     * forwards to make (twice as many: its writes and reads besides) */
+    lattice_data *d = open_data(p, 1);
+    const int64_t batches =
+        (lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN) + p->batch - 1) / p->batch;
+    lattice_data_destroy(d);
+    if (steps_to_run < 2 * batches) {
+        say("the teacher's logits: the runs to do take %lld steps, fewer than twice the %lld "
+            "batches a file of every training row costs: each run computes them\n",
+            (long long)steps_to_run, (long long)batches);
+        return NULL;
     }
     if (strcmp(why, "none yet") != 0)
         say("the teacher's logits file %s is replaced (%s)\n", path, why);

@@ -28,12 +28,14 @@ typedef struct logits_cache logits_cache;
 
 /* The study's file in dir: opened when it was made for this teacher, corpus,
  * backend and thread count, else computed with the teacher (on rank 0 only:
- * build 0 on the others, which only open it). NULL, with the reason said,
- * when it cannot be used: too little room on the disk, a file that does not
- * match, or a read that failed. */
+ * build 0 on the others, which only open it) when the runs to do take at
+ * least twice as many steps (steps_to_run) as the file costs batches. NULL,
+ * with the reason said, when it is not made or cannot be used: runs too
+ * short for it, too little room on the disk, a file that does not match, or
+ * a read that failed. */
 logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_backend *be,
                                const char *dir, const char *teacher_hex, const char *corpus_hex,
-                               int build);
+                               int build, int64_t steps_to_run);
 
 /* 1 when DIR holds a logits file whose head says it was made for this
  * teacher, corpus, backend and thread count (its bytes are checked when

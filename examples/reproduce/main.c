@@ -542,7 +542,7 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
                 die("cannot read the teacher %s: %s", tpath, strerror(errno));
             hex64(thex, h);
             corpus_checksum(p, chex);
-            study_logits = logits_cache_get(p, t, be, dir, thex, chex, 0);
+            study_logits = logits_cache_get(p, t, be, dir, thex, chex, 0, 0);
         }
         return t;
     }
@@ -566,8 +566,15 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
     /* the teacher's logits for every training row, once for all the runs (on the
      * runs' backend and threads: the kernels a run's own forward would use) */
     study_logits_mode = o->logits;
-    if (s->n_todo > 0 && !o->teacher_only && o->logits != LOGITS_STEP)
-        study_logits = logits_cache_get(p, teacher, be, dir, s->teacher_hex, s->corpus_hex, 1);
+    if (s->n_todo > 0 && !o->teacher_only && o->logits != LOGITS_STEP) {
+        int64_t steps = 0;
+        for (int k = 0; k < s->n_todo; k++) {
+            lattice_schedule_phase ph[MAX_PHASES];
+            steps += phases_steps(ph, arm_phases(p, &p->arms[s->todo[k] % p->n_arms], ph));
+        }
+        study_logits = logits_cache_get(p, teacher, be, dir, s->teacher_hex, s->corpus_hex,
+                                        1, o->logits == LOGITS_VERIFY ? INT64_MAX : steps);
+    }
 #ifdef LATTICE_HAVE_MPI
     if (proc.n_ranks > 1 && !o->teacher_only) {
         uint64_t sum = FNV_START;
@@ -638,7 +645,7 @@ static void write_outputs(const study *s, const char *dir, lattice_backend *be,
         fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
     report_files(f, dir);
     out_commit(&rep);
-    report(stdout, &rs);
+    report_summary(stdout, &rs, dir);
     if (missing[0])
         printf("\nNot reported (not every seed has run): %s.\n", missing);
     printf("\nWall time %.0f s (teacher %.0f s). Results in %s/.\n", w->wall, w->teacher_s, dir);
