@@ -61,32 +61,18 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
     return st;
 }
 
-lattice_status lattice_model_create(const lattice_model_params *params, const lattice_norm *norm,
-                                    lattice_backend *backend, lattice_model **out)
+/* A model of checked params p with the norm's settings: lattice_model_create's
+ * body after its checks, and lattice_model_create_grown's; fn names the call
+ * in a refusal. Every weight is drawn from p->seed, as the group's text says. */
+static lattice_status model_new(const lattice_model_params *p, lattice__norm_spec norm,
+                                lattice_backend *backend, const char *fn, lattice_model **out)
 {
-    if (!out)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_create: invalid argument: out is NULL");
-    *out = NULL;
-    if (lattice__need(NULL, "lattice_model_create", 3, (const void *)params, "params",
-                      (const void *)norm, "norm", (const void *)backend, "backend") != LATTICE_OK)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    if (params->size == 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_create: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model *m = calloc(1, sizeof(*m));
     if (!m)
-        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
-            "lattice_model_create: out of memory");
-    m->norm = norm_spec(norm);
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+    m->norm = norm;
     m->be = backend;
-    lattice_status st = lattice__model_adopt_params(&m->p, params, "lattice_model_create", NULL);
-    if (st == LATTICE_OK)
-        st = lattice__model_check_block_norm(&m->p, norm, "lattice_model_create");
-    if (st != LATTICE_OK) {
-        free(m);
-        return st;
-    }
+    m->p = *p;
     const int L = m->p.n_layers;
     m->n_active = m->p.n_active_layers;
     m->trainable_embedding = m->trainable_boundary = m->trainable_head = 1;
@@ -126,8 +112,26 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     return LATTICE_OK;
 oom:
     lattice_model_destroy(m);
-    return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
-        "lattice_model_create: out of memory");
+    return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
+}
+
+lattice_status lattice_model_create(const lattice_model_params *params, const lattice_norm *norm,
+                                    lattice_backend *backend, lattice_model **out)
+{
+    if (!out)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create: invalid argument: out is NULL");
+    *out = NULL;
+    if (lattice__need(NULL, "lattice_model_create", 3, (const void *)params, "params",
+                      (const void *)norm, "norm", (const void *)backend, "backend") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    if (params->size == 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create: invalid argument: params->size is 0: call lattice_model_params_init first");
+    lattice_model_params p;
+    TRY(lattice__model_adopt_params(&p, params, "lattice_model_create", NULL));
+    TRY(lattice__model_check_block_norm(&p, norm, "lattice_model_create"));
+    return model_new(&p, norm_spec(norm), backend, "lattice_model_create", out);
 }
 
 static void model_free(lattice_model *m)
@@ -364,6 +368,75 @@ static lattice_status model_set_skip(lattice_model *m, int first, int count)
 }
 
 
+/* ---- a model of larger capacity ------------------------------------------ */
+
+/* Model m's tensor of that name, or NULL. */
+static const tensor_entry *tensor_named(const lattice_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0)
+            return &m->tensors[i];
+    return NULL;
+}
+
+static lattice_status model_create_grown(const lattice_model *s, int n_layers, int max_batch,
+                                         int max_seq, lattice_backend *backend,
+                                         lattice_model **out)
+{
+    static const char fn[] = "lattice_model_create_grown";
+    char *err = LATTICE__ERRBUF(s);
+    if (n_layers < s->p.n_layers)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+            "%s: invalid argument: n_layers %d is below the model's %d layers (a grown model "
+            "holds every layer of the model it grows)", fn, n_layers, s->p.n_layers);
+    if (max_batch < 0 || max_seq < 0)
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
+            "%s: invalid argument: max_batch %d, max_seq %d: each is positive, or 0 to keep "
+            "the model's (%d, %d)", fn, max_batch, max_seq, s->p.max_batch, s->p.max_seq);
+    /* Everything the small model was made with, its seed too: the new layers
+     * are drawn as lattice_model_create draws them at this capacity (each
+     * tensor's stream depends on the seed and the tensor alone). */
+    lattice_model_params p = s->p;
+    p.n_layers = n_layers;
+    p.n_active_layers = s->n_active;
+    if (max_batch)
+        p.max_batch = max_batch;
+    if (max_seq)
+        p.max_seq = max_seq;
+    lattice_model_params checked;
+    TRY(lattice__model_adopt_params(&checked, &p, fn, err));
+    lattice_model *m = NULL;
+    lattice_status st = model_new(&checked, s->norm, backend ? backend : s->be, fn, &m);
+    if (st != LATTICE_OK) {
+        char why[LATTICE_ERRMSG_MAX];
+        snprintf(why, sizeof why, "%s", lattice_last_error());
+        return lattice__set_error(err, st, "%s", why);
+    }
+    /* Layers 0 .. n_layers - 1 of the small model hold in the grown one the
+     * tensors they held (which a layer holds depends on the params and its
+     * index, not on the capacity), as do the embedding, boundary norm and
+     * head: every tensor is copied by name, statistics included. */
+    for (int i = 0; i < s->n_tensors; i++) {
+        const tensor_entry *from = &s->tensors[i];
+        const tensor_entry *to = tensor_named(m, from->name);
+        if (!to || to->rows != from->rows || to->cols != from->cols) {
+            lattice_model_destroy(m);
+            return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG,
+                "%s: the grown model has no tensor '%s' of the model's shape [%lld, %lld]", fn,
+                from->name, (long long)from->rows, (long long)from->cols);
+        }
+        memcpy(to->data, from->data, sizeof(float) * (size_t)(from->rows * from->cols));
+    }
+    m->trainable_embedding = s->trainable_embedding;
+    m->trainable_boundary = s->trainable_boundary;
+    m->trainable_head = s->trainable_head;
+    memcpy(m->trainable_layer, s->trainable_layer, sizeof(int) * (size_t)s->p.n_layers);
+    m->skip_first = s->skip_first;
+    m->skip_count = s->skip_count;
+    *out = m;
+    return LATTICE_OK;
+}
+
 /* ---- inspection ---------------------------------------------------------- */
 
 lattice_status lattice_model_get_hidden(const lattice_model *m, int boundary, const float **out)
@@ -500,6 +573,21 @@ lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
 {
     LATTICE__INSIDE(m, "lattice_model_set_skip", "model",
                     model_set_skip(m, first, count));
+}
+
+lattice_status lattice_model_create_grown(const lattice_model *small, int n_layers, int max_batch,
+                                          int max_seq, lattice_backend *backend,
+                                          lattice_model **out)
+{
+    if (!out)
+        return lattice__set_error(LATTICE__ERRBUF(small), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_model_create_grown: invalid argument: out is NULL");
+    *out = NULL;
+    if (lattice__need(NULL, "lattice_model_create_grown", 1, (const void *)small, "small") !=
+        LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    LATTICE__INSIDE(small, "lattice_model_create_grown", "model",
+                    model_create_grown(small, n_layers, max_batch, max_seq, backend, out));
 }
 
 /* The architecture, and with state the depth, the trainable groups and the

@@ -70,7 +70,7 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     if (p->d_model < 1 || p->d_model > lim)
         BAD("d_model %d out of range", p->d_model);
     if (p->n_layers < 1 || p->n_layers > 4096)
-        BAD("n_layers %d: a model needs at least one layer", p->n_layers);
+        BAD("n_layers %d out of range 1..4096", p->n_layers);
     if (p->n_active_layers < 1 || p->n_active_layers > p->n_layers)
         BAD("n_active_layers %d not in 1..n_layers (%d)", p->n_active_layers, p->n_layers);
     if (p->n_heads < 1 || p->n_heads > 4096)

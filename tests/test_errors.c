@@ -175,6 +175,9 @@ START_TEST(test_every_failure_says_why)
     EXPECT(lattice_model_create_from_file, LATTICE_ERR_IO, "/nonexistent/student", err,
            lattice_model_create_from_file("/nonexistent/student.safetensors", NULL, w.be, 2, 4,
                                           &m2, err));
+    EXPECT(lattice_model_create_grown, INV, "n_layers 1 is below the model's 2 layers",
+           lattice_model_errmsg(m), lattice_model_create_grown(m, 1, 0, 0, NULL, &m2));
+    ck_assert_ptr_null(m2);
     EXPECT(lattice_model_get_params, INV, "lattice_model_get_params", lattice_model_errmsg(m),
            lattice_model_get_params(m, NULL));
     EXPECT(lattice_model_set_active_layers, INV, "active layers 7", lattice_model_errmsg(m),

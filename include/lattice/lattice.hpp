@@ -343,6 +343,15 @@ public:
     }
     int64_t n_params() const { return lattice_model_get_n_params(get()); }
     void set_active_layers(int n) { check(lattice_model_set_active_layers(get(), n)); }
+    /** A model of capacity n_layers holding this one (lattice_model_create_grown, since 1.1);
+        max_batch, max_seq 0 keep this model's; be nullptr shares its backend. */
+    model grown(int n_layers, int max_batch = 0, int max_seq = 0, backend *be = nullptr) const
+    {
+        lattice_model *p = nullptr;
+        check(lattice_model_create_grown(get(), n_layers, max_batch, max_seq,
+                                         be ? be->get() : nullptr, &p));
+        return model(p);
+    }
     int active_layers() const { return lattice_model_get_active_layers(get()); }
     void save(const char *path) const { check(lattice_model_save(get(), path)); }
     void load(const char *path) { check(lattice_model_load(get(), path)); }

@@ -208,6 +208,53 @@ LATTICE_API lattice_status lattice_model_create(const lattice_model_params *para
                                                 lattice_model **out);
 
 /**
+ * @brief Create a model of larger capacity from a model: every layer, tensor
+ *        and setting of small, and n_layers - (small's n_layers) layers more.
+ *
+ * Growing the active depth past the capacity chosen at creation
+ * (::lattice_model_set_active_layers stops at n_layers) goes through a new
+ * model: this one. It has small's params (shape, options, seed, init_std)
+ * with n_layers layers, small's norm settings (placement, kind, eps, residual
+ * scale), and:
+ * - every tensor of small, copied by name: the embedding, the boundary norm,
+ *   the LM head and layers 0 .. small's n_layers - 1, their running regular
+ *   RMS (::LATTICE_MODEL_GROUP_STATISTIC) included;
+ * - small's active layer count, trainable flags and skip range;
+ * - the new layers as ::lattice_model_create draws them: a model created
+ *   with these params holds the same values there, since each tensor's draw
+ *   depends on the seed and the tensor alone (doc/MODEL.md,
+ *   "Initialisation and pairing"); they are trainable, and a block-entry
+ *   norm or running regular RMS a new layer has starts as at creation (1,
+ *   0). The result depends on small and the arguments alone;
+ * - no gradients (zero) and no forward: the state of a created model.
+ *
+ * While only small's layers are active, the grown model computes small's
+ * logits bit for bit (on one backend and thread count). Switch the new
+ * layers on with ::lattice_model_set_active_layers, or with a schedule whose
+ * phases reach them. An optimizer, teacher, trainer or checkpoint of small
+ * does not carry over: create them for the grown model.
+ * @param small The model to grow; held for the call, and left as it is.
+ * @param n_layers The grown capacity: small's n_layers (a copy) .. 4096.
+ * @param max_batch Largest batch a forward may take; 0 keeps small's.
+ * @param max_seq Longest sequence a forward may take; 0 keeps small's.
+ * @param backend The grown model's backend, borrowed as by
+ *        ::lattice_model_create; NULL uses small's.
+ * @param[out] out The new model, or NULL on failure.
+ * @return ::LATTICE_OK; ::LATTICE_ERR_INVALID_ARGUMENT (small or out NULL,
+ *         n_layers below small's, a negative max_batch or max_seq);
+ *         ::LATTICE_ERR_INVALID_CONFIG (a capacity the params refuse, as
+ *         ::lattice_model_create would); ::LATTICE_ERR_OUT_OF_MEMORY;
+ *         ::LATTICE_ERR_STATE (another thread is inside a call on small). The
+ *         message is in small's ::lattice_model_errmsg and in
+ *         ::lattice_last_error.
+ * @since 1.1
+ */
+LATTICE_API lattice_status lattice_model_create_grown(const lattice_model *small, int n_layers,
+                                                      int max_batch, int max_seq,
+                                                      lattice_backend *backend,
+                                                      lattice_model **out);
+
+/**
  * @brief Destroy a model. NULL is ignored.
  * @param model The model.
  */

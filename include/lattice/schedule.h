@@ -49,6 +49,12 @@ extern "C" {
  *   blocks).
  * - ::LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_TOTAL: all layers, n_blocks phases: grow's
  *   total tokens, LR restarting at the same boundaries.
+ *
+ * A schedule's active layers stay within the model's capacity, the n_layers
+ * it was created with (a trainer refuses a deeper phase). To grow past it,
+ * ::lattice_model_create_grown makes a model of larger capacity that holds
+ * every tensor and setting of the smaller one and draws the new layers as
+ * ::lattice_model_create would; a schedule over it then switches them on.
  * @{
  */
 

@@ -496,7 +496,7 @@ def render_function(name, fn, links):
 VALUES = {
     "version_number": "The loaded library's `lattice_version_number()`: "
                       "major * 10000 + minor * 100 + patch.",
-    "version_string": "The loaded library's version, \"1.0.0\" (also `lattice.__version__`).",
+    "version_string": "The loaded library's version, \"1.1.0\" (also `lattice.__version__`).",
     "ERRMSG_SIZE": "`LATTICE_ERRMSG_SIZE`, the bytes of an error message buffer.",
     "library_path": "The file of the library loaded (the SONAME itself where the system's "
                     "loader found it).",

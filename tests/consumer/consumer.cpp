@@ -157,6 +157,20 @@ int main()
         lattice::tensor emb = model.tensor_at(0);
         expect(emb.data().size() == emb.size() && emb.size() > 0, "tensor data view");
 
+        // Past the capacity (since 1.1): while only its layers run, the grown model
+        // gives this one's logits.
+        {
+            lattice::model big = model.grown(4);
+            expect(big.params().n_layers == 4 && big.active_layers() == 2,
+                   "grown(4) holds 4 layers, 2 of them active");
+            model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+            big.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+            expect(big.logits().size() == model.logits().size() &&
+                       std::memcmp(big.logits().data(), model.logits().data(),
+                                   sizeof(float) * model.logits().size()) == 0,
+                   "a grown model's logits are its source's");
+        }
+
         // Handles move; the moved-from one is empty.
         lattice::optim moved = std::move(optim);
         expect(static_cast<bool>(moved) && !optim, "a moved handle owns, its source is empty");
@@ -295,6 +309,8 @@ int main()
             bad.head_dim = 0;
             lattice::model::create(bad, lattice::norm::create(LATTICE_NORM_PLACEMENT_PRE), backend);
         }, LATTICE_ERR_INVALID_CONFIG, "head_dim", "model::create");
+        expect_throws([&] { model.grown(1); }, LATTICE_ERR_INVALID_ARGUMENT,
+                      "n_layers 1 is below the model's 2 layers", "model::grown");
         expect_throws([&] { lattice::model::from_file("/nonexistent/m.safetensors", nullptr, backend, 1, 8); },
                       LATTICE_ERR_IO, "/nonexistent/m.safetensors", "model::from_file");
         expect_throws([&] { model.save_config("/nonexistent/dir/config.json"); }, LATTICE_ERR_IO,

@@ -289,6 +289,72 @@ class ModelTest(unittest.TestCase):
         numpy.testing.assert_array_equal(numpy.asarray(model.logits()), before)
 
 
+class GrowTest(unittest.TestCase):
+    """Model.grown: a model of larger capacity, without copying tensors by hand."""
+
+    def small_trained(self):
+        small = tiny_model(n_layers=3, n_active_layers=2, max_batch=2)
+        optim = lattice.Optim(small, lr=1e-2, warmup_steps=0, total_steps=5)
+        tokens = array.array("i", [(i % 16) + 1 for i in range(2 * 8)])
+        for _ in range(3):
+            small.forward(tokens, 2, 8)
+            small.cross_entropy(tokens)
+            small.backward()
+            optim.step()
+        optim.close()
+        small.set_trainable("layer", False, layer=1)
+        return small, tokens
+
+    def test_grown_keeps_every_tensor_and_setting(self):
+        small, tokens = self.small_trained()
+        big = small.grown(6, max_batch=4)
+        self.assertEqual((big.n_layers, big.active_layers), (6, 2))
+        self.assertEqual((big.params.max_batch, big.params.max_seq), (4, small.params.max_seq))
+        self.assertEqual(big.params.seed, small.params.seed)
+        self.assertEqual(big.placement, small.placement)
+        self.assertFalse(big.is_trainable("layer", layer=1))
+        self.assertTrue(big.is_trainable("layer", layer=5))
+        for t in small.tensors:     # every tensor, bit for bit
+            self.assertEqual(big.tensor(t.name).data.tobytes(), t.data.tobytes(), t.name)
+        # the new layers as a model created at that capacity draws them
+        fresh = lattice.Model(small.params, n_layers=6, backend="ref")
+        for t in big.tensors:
+            if t.layer >= 3:
+                self.assertEqual(t.data.tobytes(), fresh.tensor(t.name).data.tobytes(), t.name)
+        self.assertEqual(big.n_tensors, fresh.n_tensors)
+        # only the old layers active: the small model's logits, bit for bit
+        small.forward(tokens, 2, 8)
+        big.forward(tokens, 2, 8)
+        self.assertEqual(big.logits().tobytes(), small.logits().tobytes())
+        big.active_layers = 6           # past the small model's capacity
+        big.forward(array.array("i", [1] * 4 * 8), 4, 8)
+        with self.assertRaises(LatticeError) as cm:
+            small.active_layers = 4
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIs(big.backend, small.backend)
+        other = small.grown(3, backend="ref")     # another backend; 3 layers: a copy
+        self.assertIsNot(other.backend, small.backend)
+        self.assertEqual(other.n_layers, 3)
+
+    def test_grown_refuses_bad_arguments(self):
+        small = tiny_model(n_layers=3)
+        with self.assertRaises(LatticeError) as cm:
+            small.grown(2)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn("n_layers 2 is below the model's 3 layers", str(cm.exception))
+        with self.assertRaises(LatticeError) as cm:
+            small.grown(6, max_seq=-1)
+        self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+        self.assertIn("max_seq -1", str(cm.exception))
+        with self.assertRaises(LatticeError) as cm:
+            small.grown(5000)
+        self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+        with self.assertRaises(TypeError) as cm:
+            small.grown(6.0)
+        self.assertIn("Model.grown n_layers must be an integer", str(cm.exception))
+        self.assertEqual(small.n_layers, 3)
+
+
 class SafetensorsTest(unittest.TestCase):
     def test_save_load_and_reopen(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -244,6 +244,8 @@ PROTOTYPES = {
     "lattice_model_create_from_file": (STATUS, [c_char_p, c_char_p, T.backend_p, c_int, c_int,
                                                 POINTER(T.model_p), c_char_p]),
     "lattice_model_save_config": (STATUS, [T.model_p, c_char_p, c_uint]),
+    "lattice_model_create_grown": (STATUS, [T.model_p, c_int, c_int, c_int, T.backend_p,
+                                            POINTER(T.model_p)]),
     # optim.h
     "lattice_optim_params_init": (None, [POINTER(T.OptimParams)]),
     "lattice_optim_create": (STATUS, [T.model_p, POINTER(T.OptimParams), POINTER(T.optim_p)]),

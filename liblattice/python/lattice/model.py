@@ -325,6 +325,38 @@ class Model(Handle):
             self._call(lib.lattice_model_set_active_layers,
                        as_integer(n_active, "Model.active_layers"))
 
+    def grown(self, n_layers: int, *, max_batch: Optional[int] = None,
+              max_seq: Optional[int] = None,
+              backend: Union[Backend, str, None] = None) -> Model:
+        """A new model of capacity ``n_layers`` holding this one (lattice_model_create_grown).
+
+        Growing past the capacity fixed at creation (``active_layers`` stops
+        at ``n_layers``)::
+
+            big = small.grown(9)          # small: 3 layers, all active
+            big.active_layers = 6         # switch on three of the new layers
+
+        The new model has this one's settings (shape, options, seed, norm,
+        backend unless ``backend`` is given), every tensor of this one
+        copied (embedding, boundary norm, head, layers, running regular RMS),
+        its active layers, trainable flags and skip range; the layers past
+        this one's are drawn as ``Model(model.params, n_layers=n_layers)``
+        draws them (same seed: the same values). While only the old layers
+        are active its logits are this one's, bit for bit. ``max_batch`` and
+        ``max_seq`` default to this model's. This model is left as it is;
+        an Optim, Teacher or Trainer of it does not carry over.
+        """
+        n_layers = as_integer(n_layers, "Model.grown n_layers")
+        max_batch = 0 if max_batch is None else as_integer(max_batch, "Model.grown max_batch")
+        max_seq = 0 if max_seq is None else as_integer(max_seq, "Model.grown max_seq")
+        backend = self.backend if backend is None else _as_backend(backend)
+        out = model_p()
+        self._call(lib.lattice_model_create_grown, n_layers, max_batch, max_seq, backend._ptr,
+                   byref(out), using=(backend,))
+        big = type(self).__new__(type(self))
+        big._finish(out, backend)
+        return big
+
     def init_layer(self, layer: int, seed: int) -> None:
         """Re-draw one layer's weights from seed (linear N(0, init_std^2), norms 1 and 0)."""
         self._call(lib.lattice_model_init_layer, layer, seed)
