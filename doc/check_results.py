@@ -653,11 +653,11 @@ def verdict_word_claims(text):
                 yield m.start(), m.group(0), kind
 
 
-def check_verdict_words(root, doc, lines, minor_versions):
-    """Problems with the verdict words of a page's prose: "near no-op",
-    "decided" and "not decided" need a number of their sentence in a cited
-    row whose verdict says so, and in no row that says otherwise."""
-    problems = []
+def cited_claims(root, lines, find_claims, read_rows):
+    """(first line, block, offset, sentence, claims, rows) for every sentence of
+    a page's prose in which find_claims finds claims: rows maps each number's
+    key to the union of what read_rows gives for it over the files the
+    sentence's marker cites (files outside root give nothing)."""
     cache = {}
     scope = None
     for first, kind, block in blocks(lines):
@@ -667,7 +667,7 @@ def check_verdict_words(root, doc, lines, minor_versions):
         if kind == "heading":
             scope = None
         for at, sentence in sentences(normalise(block)):
-            claims = list(verdict_word_claims(sentence))
+            claims = list(find_claims(sentence))
             if not claims:
                 continue
             rows = {}
@@ -676,29 +676,39 @@ def check_verdict_words(root, doc, lines, minor_versions):
                     full = os.path.join(root, path)
                     inside = not (os.path.isabs(path) or
                                   os.path.normpath(path).split(os.sep)[0] == "..")
-                    cache[path] = row_kinds(full) if inside else {}
+                    cache[path] = read_rows(full) if inside else {}
                 for key, k in cache[path].items():
                     rows.setdefault(key, set()).update(k)
-            nums, text = read_numbers(sentence)
-            keys = [rows.get(num.key(), set()) for num in nums
-                    if not excluded(num, text, minor_versions)]
-            for off, word, need in claims:
-                if need == "no-op":
-                    ok = any("no-op" in k for k in keys)
-                elif need == "decided":
-                    ok = any(k and "undecided" not in k and "decided" in k for k in keys)
-                else:
-                    ok = any(k and "undecided" in k and "decided" not in k for k in keys)
-                if not ok:
-                    n = first + block.count("\n", 0, at + off)
-                    problems.append(
-                        "%s:%d: \"%s\" needs a number of its sentence in a cited row whose "
-                        "verdict %s (and in no row that says otherwise)"
-                        % (doc, n, word, {"no-op": "is a reproduced block removal (a no-op)",
-                                          "decided": "decided it (below or above 0, "
-                                                     "reproduced, within the margin, holds)",
-                                          "undecided": "left it undecided (inconclusive, fails "
-                                                       "Holm)"}[need]))
+            yield first, block, at, sentence, claims, rows
+
+
+def check_verdict_words(root, doc, lines, minor_versions):
+    """Problems with the verdict words of a page's prose: "near no-op",
+    "decided" and "not decided" need a number of their sentence in a cited
+    row whose verdict says so, and in no row that says otherwise."""
+    problems = []
+    for first, block, at, sentence, claims, rows in cited_claims(root, lines, verdict_word_claims,
+                                                                  row_kinds):
+        nums, text = read_numbers(sentence)
+        keys = [rows.get(num.key(), set()) for num in nums
+                if not excluded(num, text, minor_versions)]
+        for off, word, need in claims:
+            if need == "no-op":
+                ok = any("no-op" in k for k in keys)
+            elif need == "decided":
+                ok = any(k and "undecided" not in k and "decided" in k for k in keys)
+            else:
+                ok = any(k and "undecided" in k and "decided" not in k for k in keys)
+            if not ok:
+                n = first + block.count("\n", 0, at + off)
+                problems.append(
+                    "%s:%d: \"%s\" needs a number of its sentence in a cited row whose "
+                    "verdict %s (and in no row that says otherwise)"
+                    % (doc, n, word, {"no-op": "is a reproduced block removal (a no-op)",
+                                      "decided": "decided it (below or above 0, "
+                                                 "reproduced, within the margin, holds)",
+                                      "undecided": "left it undecided (inconclusive, fails "
+                                                   "Holm)"}[need]))
     return problems
 
 
@@ -714,37 +724,18 @@ def sentences(text):
 def check_absence(root, doc, lines, minor_versions):
     """Problems with the absence words of a page's prose (module docstring)."""
     problems = []
-    verdicts = {}
-    scope = None
-    for first, kind, block in blocks(lines):
-        if kind == "marker":
-            scope = [x for x in re.split(r"[\s,]+", block.strip()) if x and x != PAPER]
-            continue
-        if kind == "heading":
-            scope = None
-        for at, sentence in sentences(normalise(block)):
-            claims = list(absence_claims(sentence))
-            if not claims:
-                continue
-            n = first + block.count("\n", 0, at + claims[0][0])
-            words = ", ".join('"%s"' % w for _, w in claims)
-            rows = {}
-            for path in scope or []:
-                if path not in verdicts:
-                    full = os.path.join(root, path)
-                    inside = not (os.path.isabs(path) or
-                                  os.path.normpath(path).split(os.sep)[0] == "..")
-                    verdicts[path] = table_verdicts(full) if inside else {}
-                for key, eq in verdicts[path].items():
-                    rows.setdefault(key, set()).update(eq)
-            nums, text = read_numbers(sentence)
-            shown = [num.text for num in nums
-                     if not excluded(num, text, minor_versions) and rows.get(num.key()) == {True}]
-            if not shown:
-                problems.append("%s:%d: %s claims an absence, but no number of its sentence is "
-                                "in a row the cited report calls %s (only an equivalence test "
-                                "shows an absence: say what the interval allows)"
-                                % (doc, n, words, VERDICT_EQUIVALENT))
+    for first, block, at, sentence, claims, rows in cited_claims(root, lines, absence_claims,
+                                                                  table_verdicts):
+        n = first + block.count("\n", 0, at + claims[0][0])
+        words = ", ".join('"%s"' % w for _, w in claims)
+        nums, text = read_numbers(sentence)
+        shown = [num.text for num in nums
+                 if not excluded(num, text, minor_versions) and rows.get(num.key()) == {True}]
+        if not shown:
+            problems.append("%s:%d: %s claims an absence, but no number of its sentence is "
+                            "in a row the cited report calls %s (only an equivalence test "
+                            "shows an absence: say what the interval allows)"
+                            % (doc, n, words, VERDICT_EQUIVALENT))
     return problems
 
 
