@@ -149,6 +149,7 @@ int main(int argc, char **argv)
     lattice_optim_params op;
     lattice_optim_params_init(&op);
     op.total_steps = total_steps;
+    op.warmup_steps = 0; /* the default 750 exceeds a benchmark's few steps, and is refused */
     TRY("optimizer", lattice_optim_create(model, &op, &optim), lattice_last_error());
     TRY("schedule", lattice_schedule_create(&sched), lattice_last_error());
     lattice_schedule_phase ph;
@@ -183,8 +184,8 @@ int main(int argc, char **argv)
             mean[k] /= ranks;
         const double step_s = worst[0] / steps;
         const double tokens = (double)global_rows * sh.seq * steps;
-        printf("# lattice %s, %d ranks x %d threads, backend %s\n", lattice_version_string(),
-               ranks, threads, lattice_backend_get_name(be));
+        printf("# lattice %s, %d ranks x %d threads, backend %s%s\n", lattice_version_string(),
+               ranks, threads, lattice_backend_get_name(be), ex_backend_origin(backend_name));
         printf("# model: %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d; "
                "%d x %d rows per rank\n", sh.layers, sh.d_model, sh.heads, sh.kv_heads,
                sh.head_dim, sh.d_ff, sh.vocab, sh.batch, sh.seq);

@@ -214,8 +214,9 @@ int main(int argc, char **argv)
         goto out;
     }
 
-    printf("# lattice %s; %d layers, d_model %d, %d heads (%d kv) of %d, d_ff %d, vocab %d; "
-           "batch %d x %d\n", lattice_version_string(), sh.layers, sh.d_model, sh.heads,
+    printf("# lattice %s, shapes recorded through backend %s%s; %d layers, d_model %d, %d heads "
+           "(%d kv) of %d, d_ff %d, vocab %d; batch %d x %d\n", lattice_version_string(),
+           lattice_backend_get_name(rec.inner), ex_backend_origin("default"), sh.layers, sh.d_model, sh.heads,
            sh.kv_heads, sh.head_dim, sh.d_ff, sh.vocab, sh.batch, sh.seq);
     long calls = 0;
     for (size_t i = 0; i < shapes.n; i++)

@@ -650,8 +650,8 @@ int main(int argc, char **argv)
         rc = fail("backend info", st, NULL);
         goto out;
     }
-    printf("# lattice %s, backend %s, %d threads, %s-norm, %s loss\n", lattice_version_string(),
-           lattice_backend_get_name(backend), threads, lattice_norm_placement_name(placement),
+    printf("# lattice %s, backend %s%s, %d threads, %s-norm, %s loss\n", lattice_version_string(),
+           lattice_backend_get_name(backend), ex_backend_origin(backend_name), threads, lattice_norm_placement_name(placement),
            distill ? "distillation (0.7 KL + 0.3 CE, fixed teacher logits)" : "cross-entropy");
     printf("# kernels: %s, %s%s%s%s\n", bi.library, bi.kernels,
            bi.optimised ? "" : " (NOT optimised for this CPU)", bi.reason[0] ? "; " : "", bi.reason);

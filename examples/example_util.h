@@ -153,6 +153,17 @@ static inline int ex_backend_env_options(lattice_backend *be)
     return 0;
 }
 
+/* Where the backend a program asked for by name came from, for the line that
+ * names it (each example's first): " (from LATTICE_BACKEND)" where the
+ * environment named it, else "". The library itself reads no variable: a
+ * program that wants LATTICE_BACKEND honoured maps it, as these do. */
+static inline const char *ex_backend_origin(const char *asked)
+{
+    const char *name = asked;
+    ex_backend_env_name(&name);
+    return name != asked ? " (from LATTICE_BACKEND)" : "";
+}
+
 /* lattice_backend_create with the examples' environment: the status; on an
  * error the message (lattice_last_error, or the variable's) is said. */
 static inline lattice_status ex_backend_create(const char *name, lattice_backend **out)

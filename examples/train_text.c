@@ -339,8 +339,6 @@ int main(int argc, char **argv)
         goto out;
     }
     const int64_t n_val_batches = lattice_data_get_n_val_batches(data);
-    if (n_val_batches == 0)
-        fprintf(stderr, PROG ": note: no validation split (--val-fraction 0): val_loss is nan\n");
 
     st = ex_backend_create(o.backend, &backend);
     if (st != LATTICE_OK) {
@@ -358,10 +356,13 @@ int main(int argc, char **argv)
         lattice_backend_info bi;
         bi.size = sizeof bi;
         if (lattice_backend_get_info(backend, &bi) == LATTICE_OK)
-            fprintf(stderr, PROG ": backend %s: %s, %s kernels%s, %d threads%s%s\n", bi.name,
-                    bi.library, bi.kernels, bi.optimised ? "" : " (NOT optimised for this CPU)",
-                    o.threads, bi.reason[0] ? "; " : "", bi.reason);
+            fprintf(stderr, PROG ": backend %s%s: %s, %s kernels%s, %d threads%s%s\n", bi.name,
+                    ex_backend_origin(o.backend), bi.library, bi.kernels,
+                    bi.optimised ? "" : " (NOT optimised for this CPU)", o.threads,
+                    bi.reason[0] ? "; " : "", bi.reason);
     }
+    if (n_val_batches == 0)
+        fprintf(stderr, PROG ": note: no validation split (--val-fraction 0): val_loss is nan\n");
     if ((st = lattice_norm_create(o.placement, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK) {
         rc = fail(&pr, "norm", st, NULL);
         goto out;

@@ -6,6 +6,7 @@ phase and the interaction. A toy scale; examples/reproduce is the full study.
     LATTICE_LIBRARY=build/liblattice/liblattice.so PYTHONPATH=liblattice/python \\
         python3 examples/python/distill_study.py [TRAIN.txt VAL.txt]
 """
+import os
 import sys
 import lattice
 
@@ -13,7 +14,10 @@ train, val = sys.argv[1:3] if len(sys.argv) > 2 else (
     "examples/data/austen/train.txt", "examples/data/austen/val.txt")
 SHAPE = dict(vocab_size=257, d_model=64, n_heads=4, n_kv_heads=2, head_dim=16, d_ff=192,
              max_batch=8, max_seq=64, rope_theta=10000.0)
-backend = lattice.Backend("default", threads=2)
+backend = lattice.Backend("default", threads=2)   # LATTICE_BACKEND names another
+kernels = backend.kernels
+print(f"backend {backend.name}{' (from LATTICE_BACKEND)' if os.environ.get('LATTICE_BACKEND') else ''}"
+      f": {kernels.library}, {kernels.kernels} kernels, {backend.threads} threads", flush=True)
 
 def data(seed):
     return lattice.Data.from_text(train, val_path=val, batch_size=8, seq_len=64,

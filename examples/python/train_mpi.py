@@ -13,6 +13,7 @@ As root, Open MPI also wants OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1.
 """
 import argparse
+import os
 import sys
 import traceback
 
@@ -33,11 +34,17 @@ def train():
     with lattice.Dist(comm) as dist:
         if args.batch % dist.size:
             raise SystemExit(f"--batch {args.batch} does not divide by {dist.size} ranks")
+        backend = lattice.Backend("default", threads=1)   # LATTICE_BACKEND names another
+        if dist.rank == 0:
+            kernels = backend.kernels
+            origin = " (from LATTICE_BACKEND)" if os.environ.get("LATTICE_BACKEND") else ""
+            print(f"backend {backend.name}{origin}: {kernels.library}, {kernels.kernels} kernels, "
+                  f"{dist.size} ranks x {backend.threads} threads", flush=True)
         # Every rank builds the same objects (same seeds); the model holds one rank's rows.
         model = lattice.Model(vocab_size=257, d_model=64, n_layers=3, n_active_layers=3,
                               n_heads=4, n_kv_heads=2, head_dim=16, d_ff=192,
                               max_batch=args.batch // dist.size, max_seq=64, norm="post",
-                              seed=1, backend=lattice.Backend("default", threads=1))
+                              seed=1, backend=backend)
         data = lattice.Data.from_text(args.train, val_path=args.val, batch_size=args.batch,
                                       seq_len=64, split_long=1, seed=1)
         optim = lattice.Optim(model, lr=2e-3, min_lr=2e-4, warmup_steps=args.steps // 20,
