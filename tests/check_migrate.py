@@ -1,4 +1,4 @@
-"""doc/migrate-0.3.py on a source written against 0.2: the renamed names are
+"""doc/migrate.py on a source written against 0.2: the renamed names are
 rewritten (and the result compiles against 1.0's headers), every use of what
 1.0 removed without a rename is named with its line and replacement, and the
 exit status says hand edits are left (3) or not (0).
@@ -80,7 +80,7 @@ def main(script, inc, gen_inc, cc):
                 failed.append("removed names: %r not said:\n%s" % (want, r.stdout))
     for f in failed:
         print(f)
-    print("%d checks failed" % len(failed) if failed else "migrate-0.3.py: renames rewritten and "
+    print("%d checks failed" % len(failed) if failed else "migrate.py: renames rewritten and "
           "compiling, removed names named")
     return 1 if failed else 0
 

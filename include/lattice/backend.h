@@ -170,11 +170,11 @@ LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend,
  */
 LATTICE_API int lattice_backend_get_threads(const lattice_backend *backend);
 
-/** How a model's passes use a backend's threads. @since 0.5 */
+/** How a model's passes use a backend's threads. @since 1.0 */
 typedef enum lattice_backend_parallel {
-    LATTICE_BACKEND_PARALLEL_AUTO = 0, /**< By shape: a small model's batch split in blocks of sequences, one per thread (the rows split, doc/PERFORMANCE.md); a larger one's every op split over the threads. @since 0.5 */
-    LATTICE_BACKEND_PARALLEL_OPS = 1,  /**< Every op split over the threads, whatever the shape. @since 0.5 */
-    LATTICE_BACKEND_PARALLEL_ROWS = 2  /**< The rows split whatever the shape (built-in backends, 2 or more sequences). @since 0.5 */
+    LATTICE_BACKEND_PARALLEL_AUTO = 0, /**< By shape: a small model's batch split in blocks of sequences, one per thread (the rows split, doc/PERFORMANCE.md); a larger one's every op split over the threads. @since 1.0 */
+    LATTICE_BACKEND_PARALLEL_OPS = 1,  /**< Every op split over the threads, whatever the shape. @since 1.0 */
+    LATTICE_BACKEND_PARALLEL_ROWS = 2  /**< The rows split whatever the shape (built-in backends, 2 or more sequences). @since 1.0 */
 } lattice_backend_parallel;
 
 /**
@@ -184,7 +184,7 @@ typedef enum lattice_backend_parallel {
  * @param backend The backend.
  * @param mode One of ::lattice_backend_parallel.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
- * @since 0.5
+ * @since 1.0
  */
 LATTICE_API lattice_status lattice_backend_set_parallel(lattice_backend *backend,
                                                         lattice_backend_parallel mode);
@@ -193,7 +193,7 @@ LATTICE_API lattice_status lattice_backend_set_parallel(lattice_backend *backend
  * @brief The mode ::lattice_backend_set_parallel set.
  * @param backend The backend; NULL gives AUTO.
  * @return The mode.
- * @since 0.5
+ * @since 1.0
  */
 LATTICE_API lattice_backend_parallel lattice_backend_get_parallel(const lattice_backend *backend);
 
@@ -208,7 +208,7 @@ LATTICE_API lattice_backend_parallel lattice_backend_get_parallel(const lattice_
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a name that is
  *         none of them, ::LATTICE_ERR_UNSUPPORTED for a build this CPU cannot
  *         run (the message says which runs); the choice is unchanged on error.
- * @since 0.5
+ * @since 1.0
  */
 LATTICE_API lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend,
                                                                 const char *name);
@@ -217,7 +217,7 @@ LATTICE_API lattice_status lattice_backend_set_attention_kernel(lattice_backend 
  * @brief The build of the fused attention kernels that runs on this backend.
  * @param backend The backend; NULL gives the CPU's best.
  * @return "portable", "avx2" or "avx512" (never "auto"); a static string.
- * @since 0.5
+ * @since 1.0
  */
 LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backend *backend);
 

@@ -114,12 +114,12 @@ typedef struct lattice_model_params {
         row-start / regular RMS ratio where it is added is about k (for k well above 1); later
         layers may carry it on or undo it. Causal, the same under every placement; no
         gradient flows into s. Before the first update of s it adds nothing. 0 (the
-        default): none. @since 0.5 */
+        default): none. @since 1.0 */
     float LATTICE_EXPERIMENTAL_FIELD(massive_offset);
     int LATTICE_EXPERIMENTAL_FIELD(massive_layer); /**< Experimental (LATTICE_EXPERIMENTAL). The offset's stream: after this many layers, 1 .. n_layers - 1
                                (default 1: after the first layer, where a trained teacher's own
-                               massive activation appears). @since 0.5 */
-    int LATTICE_EXPERIMENTAL_FIELD(massive_channel); /**< Experimental (LATTICE_EXPERIMENTAL). The offset's channel, 0 .. d_model - 1 (default 0). @since 0.5 */
+                               massive activation appears). @since 1.0 */
+    int LATTICE_EXPERIMENTAL_FIELD(massive_channel); /**< Experimental (LATTICE_EXPERIMENTAL). The offset's channel, 0 .. d_model - 1 (default 0). @since 1.0 */
 } lattice_model_params;
 
 /** Parameter groups, each with its own trainable flag. Append-only. */
@@ -128,7 +128,7 @@ typedef enum lattice_model_group {
     LATTICE_MODEL_GROUP_LAYER = 1,         /**< One layer (select it by index). */
     LATTICE_MODEL_GROUP_BOUNDARY_NORM = 2, /**< The final norm (pre, peri) or entry norm (post). */
     LATTICE_MODEL_GROUP_HEAD = 3,          /**< The LM head; when tied it is the embedding, and its flag is the embedding's. */
-    LATTICE_MODEL_GROUP_STATISTIC = 4      /**< A statistic the model keeps, never trained and never trainable (a layer's running regular RMS: the group's text); its layer is the layer that reads it. @since 0.5 */
+    LATTICE_MODEL_GROUP_STATISTIC = 4      /**< A statistic the model keeps, never trained and never trainable (a layer's running regular RMS: the group's text); its layer is the layer that reads it. @since 1.0 */
 } lattice_model_group;
 
 /**

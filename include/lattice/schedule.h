@@ -162,7 +162,7 @@ LATTICE_API lattice_status lattice_schedule_create_preset(lattice_schedule_prese
  *         unknown preset, phases NULL with a capacity, or a capacity below the
  *         count (nothing is written); ::LATTICE_ERR_INVALID_CONFIG for a shape
  *         ::lattice_schedule_create_preset refuses.
- * @since 0.5
+ * @since 1.0
  */
 LATTICE_API lattice_status lattice_schedule_get_preset_phases(lattice_schedule_preset preset,
                                                               int n_blocks, int block_size,

@@ -302,7 +302,7 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * resumes only the run it was written by (see
  * ::lattice_trainer_load_checkpoint). A load compares the setup field by
  * field ("the checkpoint's model block_rescale 2 differs from this run's
- * 0"); a checkpoint without "model.setup" (written before 0.5) is refused,
+ * 0"); a checkpoint without "model.setup" (written before 1.0) is refused,
  * naming it: its tensors' shapes say nothing of a residual scale or a
  * block_rescale.
  *
@@ -340,7 +340,7 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  * applied phase after the current one, or before it but at a phase's first
  * step; active layers other than the applied phase's); and a state that
  * lacks a part the run needs, named (model.setup, schedule.phases, data:
- * every checkpoint written before 0.5). Enum values are named as the API
+ * every checkpoint written before 1.0). Enum values are named as the API
  * spells them ("placement pre"). To resume on other data on purpose, see
  * ::lattice_trainer_load_checkpoint_flags.
  * @param trainer The trainer.

@@ -187,7 +187,7 @@ PROTOTYPES = {
     "lattice_backend_get_name": (c_char_p, [T.backend_p]),
     "lattice_backend_set_threads": (STATUS, [T.backend_p, c_int]),
     "lattice_backend_get_threads": (c_int, [T.backend_p]),
-    # since 0.5: options the library no longer reads from the environment
+    # since 1.0: options the library no longer reads from the environment
     "lattice_backend_set_parallel": (STATUS, [T.backend_p, c_int]),
     "lattice_backend_get_parallel": (c_int, [T.backend_p]),
     "lattice_backend_set_attention_kernel": (STATUS, [T.backend_p, c_char_p]),

@@ -438,9 +438,9 @@ class ModelParams(Params):
         ("init_std", c_float),
         ("block_norm", c_int),  # since 0.4, experimental
         ("block_rescale", c_int),  # since 0.4, experimental
-        ("massive_offset", c_float),  # since 0.5, experimental
-        ("massive_layer", c_int),  # since 0.5, experimental
-        ("massive_channel", c_int),  # since 0.5, experimental
+        ("massive_offset", c_float),  # since 1.0, experimental
+        ("massive_layer", c_int),  # since 1.0, experimental
+        ("massive_channel", c_int),  # since 1.0, experimental
     ]
 
 

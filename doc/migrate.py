@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Rewrite C, C++ or Python sources written against liblattice 0.1/0.2 to the
-names of 0.3 and 1.0 (doc/API.md gives the rule, doc/renames-0.3.txt the
-table), and name what 1.0 removed that no rename replaces.
+"""Migrate C, C++ or Python sources written against liblattice 0.x (0.1 to 0.4)
+to 1.0's names: rewrite the names 0.3 and 1.0 changed (doc/API.md gives the
+rule, doc/renames-0.3.txt the table), and name what 1.0 removed that no
+rename replaces. doc/MIGRATING.md is the whole upgrade, step by step.
 
-    python3 doc/migrate-0.3.py FILE...      rewrites the files in place
+    python3 doc/migrate.py FILE...          rewrites the files in place
 
 Each line that still uses a removed diagnostic whose result had no size
 (lattice_diag_boundary_scale and the others below) or the removed header
