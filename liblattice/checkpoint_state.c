@@ -299,7 +299,7 @@ static void read_fields(reader *rd, json_object *dt, const char *what, const lat
 
 /* The checkpoint's model (its setup, model.setup) against this run's: every
  * option of the architecture, named with both values where they first
- * differ. A checkpoint from before 0.5 has its tensors' shapes only, which
+ * differ. A checkpoint from before 1.0 has its tensors' shapes only, which
  * say nothing of a residual scale or a block_rescale: it is refused. */
 static void check_model(reader *rd, json_object *md)
 {
