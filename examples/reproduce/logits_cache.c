@@ -308,6 +308,22 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
     return 0;
 }
 
+int64_t logits_file_batches(const preset *p)
+{
+    lattice_data *d = open_data(p, 1);
+    const int64_t batches =
+        (lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN) + p->batch - 1) / p->batch;
+    lattice_data_destroy(d);
+    return batches;
+}
+
+/* made only where the runs ask for more batches than it costs teacher
+ * forwards to make (twice as many: its writes and reads besides) */
+int logits_file_worth(const preset *p, int64_t steps_to_run)
+{
+    return steps_to_run >= 2 * logits_file_batches(p);
+}
+
 logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_backend *be,
                                const char *dir, const char *teacher_hex, const char *corpus_hex,
                                int build, int64_t steps_to_run)
@@ -327,13 +343,8 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
                 path, why);
         return c;
     }
-    /* made only where the runs ask for more batches than it costs teacher
-     * forwards to make (twice as many: its writes and reads besides) */
-    lattice_data *d = open_data(p, 1);
-    const int64_t batches =
-        (lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN) + p->batch - 1) / p->batch;
-    lattice_data_destroy(d);
-    if (steps_to_run < 2 * batches) {
+    const int64_t batches = logits_file_batches(p);
+    if (!logits_file_worth(p, steps_to_run)) {
         say("the teacher's logits: the runs to do take %lld steps, fewer than twice the %lld "
             "batches a file of every training row costs: each run computes them\n",
             (long long)steps_to_run, (long long)batches);

@@ -43,6 +43,11 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
 int logits_file_ready(const preset *p, lattice_backend *be, const char *dir,
                       const char *teacher_hex, const char *corpus_hex);
 
+/* The teacher batches a file of every training row costs to make, and
+ * whether runs of steps_to_run steps in all are worth it (twice as many). */
+int64_t logits_file_batches(const preset *p);
+int logits_file_worth(const preset *p, int64_t steps_to_run);
+
 /* Unmap and free. NULL is ignored. */
 void logits_cache_close(logits_cache *c);
 

@@ -101,6 +101,12 @@ static void check_outputs(const study *s)
         if (check_writable(runs, name) != 0)
             die("cannot write %s/%s: %s (nothing was run)", runs, name,
                 errno == EINVAL ? "it is not a regular file" : strerror(errno));
+        /* --save-students: the model each run saves once it has trained */
+        snprintf(name, sizeof name, "%s.seed%d.safetensors",
+                 s->p->arms[job % s->p->n_arms].name, job / s->p->n_arms + 1);
+        if (s->p->students[0] && check_writable(s->p->students, name) != 0)
+            die("--save-students: cannot write %s/%s: %s (nothing was run)", s->p->students,
+                name, errno == EINVAL ? "it is not a regular file" : strerror(errno));
     }
 }
 
@@ -522,6 +528,17 @@ static void kernels_words(lattice_backend *be, char *out, size_t n, char *reason
     snprintf(reason, rn, "%s", bi.reason);
 }
 
+/* The steps of every run to do. */
+static int64_t todo_steps(const study *s)
+{
+    int64_t steps = 0;
+    for (int k = 0; k < s->n_todo; k++) {
+        lattice_schedule_phase ph[MAX_PHASES];
+        steps += phases_steps(ph, arm_phases(s->p, &s->p->arms[s->todo[k] % s->p->n_arms], ph));
+    }
+    return steps;
+}
+
 /* The teacher, on rank 0 trained or loaded, its go/no-go, and the runs to do
  * against it; on other ranks, rank 0's. */
 static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend *be,
@@ -567,13 +584,8 @@ static lattice_model *obtain_teacher(const options *o, study *s, lattice_backend
      * runs' backend and threads: the kernels a run's own forward would use) */
     study_logits_mode = o->logits;
     if (s->n_todo > 0 && !o->teacher_only && o->logits != LOGITS_STEP) {
-        int64_t steps = 0;
-        for (int k = 0; k < s->n_todo; k++) {
-            lattice_schedule_phase ph[MAX_PHASES];
-            steps += phases_steps(ph, arm_phases(p, &p->arms[s->todo[k] % p->n_arms], ph));
-        }
         study_logits = logits_cache_get(p, teacher, be, dir, s->teacher_hex, s->corpus_hex,
-                                        1, o->logits == LOGITS_VERIFY ? INT64_MAX : steps);
+                                        1, o->logits == LOGITS_VERIFY ? INT64_MAX : todo_steps(s));
     }
 #ifdef LATTICE_HAVE_MPI
     if (proc.n_ranks > 1 && !o->teacher_only) {
@@ -660,12 +672,7 @@ static void run_all(study *s, lattice_backend *be, lattice_model *teacher, const
     for (int a = 0; a < p->n_arms; a++)
         for (int i = 0; i < p->seeds; i++)
             w->n_kept += s->res[a][i] != NULL;
-    int64_t all_steps = 0;
-    for (int k = 0; k < s->n_todo; k++) {
-        lattice_schedule_phase ph[MAX_PHASES];
-        const int n = arm_phases(p, &p->arms[s->todo[k] % p->n_arms], ph);
-        all_steps += phases_steps(ph, n);
-    }
+    const int64_t all_steps = todo_steps(s);
     if (proc.rank == 0 && w->n_kept > 0)
         say("%d run%s kept in %s/runs/ reused; %d to run\n", w->n_kept,
             w->n_kept == 1 ? "" : "s", s->dir, w->n_runs);
@@ -727,11 +734,13 @@ static int mode_study(const options *o, preset *p, int jobs, const char *dir,
             proc.n_ranks > 1 ? " per rank" : " per run", w.plan, reason[0] ? "; " : "", reason);
     if (proc.rank == 0 && !o->teacher_only) {
         const int cached = strcmp(s.teacher_hex, "none") != 0;
-        const logits_plan lp = o->logits == LOGITS_STEP ? LOGITS_IN_STEPS
-                               : cached && logits_file_ready(p, be, dir, s.teacher_hex,
-                                                             s.corpus_hex)
-                                   ? LOGITS_FILE_MADE
-                                   : LOGITS_FILE_TO_MAKE;
+        const int64_t steps = todo_steps(&s);
+        const logits_plan lp =
+            o->logits == LOGITS_STEP ? LOGITS_IN_STEPS
+            : cached && logits_file_ready(p, be, dir, s.teacher_hex, s.corpus_hex)
+                ? LOGITS_FILE_MADE
+            : o->logits == LOGITS_VERIFY || logits_file_worth(p, steps) ? LOGITS_FILE_TO_MAKE
+                                                                        : LOGITS_IN_STEPS;
         estimate_wall(p, be, cached, lp, jobs, s.todo, s.n_todo);
     }
     lattice_model *teacher = NULL;

@@ -288,6 +288,25 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn("'sometimes' is not file, step or verify", r.stderr)
 
+    def test_save_students_checked_before_any_run(self):
+        """A folder in the way of a student's file stops the study before any
+        run trains, naming it (it stopped after the run had trained)."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(
+                d, "tiny-students", 40,
+                {"steps_per_phase": 4, "warmup": 1, "eval_every": 4, "eval_batches": 1,
+                 "final_eval_batches": 1},
+                ["pre-joint"])
+            out = os.path.join(d, "out")
+            os.makedirs(os.path.join(out, "students", "pre-joint.seed2.safetensors"))
+            r = run("--preset", preset, "--out", out, "--save-students")
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("--save-students: cannot write", r.stderr)
+            self.assertIn("students/pre-joint.seed2.safetensors: ", r.stderr)
+            self.assertIn("(nothing was run)", r.stderr)
+            self.assertEqual([x for x in os.listdir(os.path.join(out, "runs"))
+                              if x.endswith(".run")], [])
+
     def test_runs_cut_short_resume_bit_for_bit(self):
         """kill -9 at random moments: each study run again in the folder takes
         up every cut run from its last checkpoint, and the study's results
