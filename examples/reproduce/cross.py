@@ -250,6 +250,37 @@ class Refused(Exception):
     pass
 
 
+def cell(x):
+    """x as one Markdown table cell: no line breaks or other control characters
+    (a label cannot start a heading or a row of its own), '|' escaped."""
+    text = "".join(c if c >= " " and c != "\x7f" else " " for c in str(x))
+    return text.replace("|", "\\|")
+
+
+def design_row(c, where):
+    """A design's comparison or interaction from results.json, every field it
+    is read for checked: Refused naming the field otherwise."""
+    def want(key, ok, what):
+        v = c.get(key)
+        if not ok(v):
+            raise Refused("%s.%s: %r is not %s" % (where, key, v, what))
+        return v
+    number = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    want("label", lambda v: isinstance(v, str) and v, "a label (a string)")
+    want("n", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+         "a seed count")
+    want("mean", number, "a number")
+    want("half_width_95", number, "a number")
+    want("sd", number, "a number")
+    want("order", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+         "an order (a whole number)")
+    want("did_not_learn", lambda v: v is None or (isinstance(v, list) and
+                                                   all(isinstance(x, str) for x in v)),
+         "a list of arm names")
+    want("verdict", lambda v: v is None or isinstance(v, str), "a verdict (a string)")
+    return c
+
+
 def name_ok(name):
     return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
 
@@ -689,7 +720,7 @@ def headline_md(family, rows):
         else:
             need = "%d" % r["seeds_to_pass"]
         md.append("| %s | %s | %s | %s | %s%s | %s | %s | %s | %s |" % (
-            r["claim"].replace("|", "/"), r["test"], "" if r["n"] is None else r["n"], mh,
+            cell(r["claim"]), r["test"], "" if r["n"] is None else r["n"], mh,
             "< " if r["p_is_bound"] else "", fmt_p(r["p"]).lstrip("< ") if r["p_is_bound"]
             else fmt_p(r["p"]), fmt_p(r["holm"]),
             "holds" if r["holds"] else "fails Holm: not decided", bound, need))
@@ -705,7 +736,7 @@ def write_whole(path, text):
     os.replace(tmp, path)
 
 
-def main(argv):
+def run(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--family", help="a JSON file declaring the headline family: its claims, "
@@ -915,6 +946,7 @@ def main(argv):
         for kind in ("comparisons", "interactions"):
             for c in res.get(kind, []):
                 if c.get("from") == "design" and c.get("label"):
+                    design_row(c, "%s: %s" % (name, kind))
                     dnl = c.get("did_not_learn") or []
                     designed.append({"study": name, "kind": kind[:-1], "label": c["label"],
                                      "order": c.get("order", 2 if kind == "interactions" else 1),
@@ -944,15 +976,20 @@ def main(argv):
             mh = "n/a" if c["mean"] is None else (
                 "%+.4f" % c["mean"] + ("" if c["half"] is None else " ± %.4f" % c["half"]))
             md.append("| %s | %s | %s | %d | %s | %s |" % (
-                c["study"], c["kind"], c["label"].replace("|", "/"), c["n"], mh,
-                str(c["verdict"]).replace("|", "/")))
+                cell(c["study"]), c["kind"], cell(c["label"]), c["n"] or 0, mh,
+                cell(c["verdict"])))
     # what each row would need: seeds for a 95% interval narrower than the margin
     to_decide = []
     for folder, res in studies:
         name = res["preset"].get("name", os.path.basename(folder.rstrip("/")))
         seen = set()
         for kind in ("comparisons", "interactions"):
-            for c in res.get(kind, []):
+            rows = res.get(kind, [])
+            if not isinstance(rows, list) or not all(isinstance(c, dict) for c in rows):
+                raise Refused("%s: %s is not a list of rows" % (name, kind))
+            for i, c in enumerate(rows):
+                if "label" in c:
+                    design_row(c, "%s: %s[%d]" % (name, kind, i))
                 if c.get("label"):
                     what = c["label"]
                 elif kind == "comparisons":
@@ -1082,9 +1119,8 @@ def main(argv):
             need = ("more than %d" % MAX_SEEDS if r["seeds_needed"] is None
                     else "%d" % r["seeds_needed"])
             md_seeds.append("| %s | %s | %s | %d | %+.4f ± %.4f | %.4f | %s | %s | %s |" % (
-                r["study"], r["kind"], r["contrast"].replace("|", "/"), r["n"], r["mean"],
-                r["half"], r["sd"], str(r["verdict"]).replace("|", "/"),
-                str(r["verdict_half"]).replace("|", "/"), need))
+                cell(r["study"]), r["kind"], cell(r["contrast"]), r["n"], r["mean"],
+                r["half"], r["sd"], cell(r["verdict"]), cell(r["verdict_half"]), need))
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
            "design_contrasts": designed, "seeds_to_decide": to_decide,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
@@ -1144,6 +1180,14 @@ def main(argv):
     print("cross: %d trend rows, %d dose-response points -> %s" % (len(trend), len(points),
                                                                    args.out))
     return 0
+
+
+def main(argv):
+    try:
+        return run(argv)
+    except Refused as e:  # a study's results.json with a field of the wrong kind
+        print("cross: %s; nothing written" % e, file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -256,11 +256,41 @@ class Cross(unittest.TestCase):
             out = self.cross_over(d, res)
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
-            self.assertIn("| s | comparison | init: copy - random / place pre | 2 | -0.0123 ± "
+            self.assertIn("| s | comparison | init: copy - random \\| place pre | 2 | -0.0123 ± "
                           "0.0456 | inconclusive |", report)
             self.assertIn("| s | interaction | place (post - pre) x init (copy - random) | 2 | "
                           "+0.5000 | above 0 |", report)
             self.assertEqual(report.count("| s | comparison |"), 1)  # the preset's own stay out
+
+    def test_design_rows_checked_and_escaped(self):
+        """A design row's label cannot start lines of its own in report.md, and a
+        field of the wrong kind is refused by its place, not a traceback."""
+        with tempfile.TemporaryDirectory() as d:
+            runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
+                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+            study(os.path.join(d, "s"), "s", 10, runs)
+            with open(os.path.join(d, "s", "results.json")) as f:
+                res = json.load(f)
+            res["comparisons"] = [{"from": "design", "label": "a\n\n## Verdict\n\nall reproduced",
+                                   "n": 2, "mean": 0.01, "half_width_95": 0.02,
+                                   "verdict": "inconclusive"}]
+            out = self.cross_over(d, res)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertNotIn("\n## Verdict", report)
+            self.assertIn("| s | comparison | a  ## Verdict  all reproduced | 2 |", report)
+            for field, bad in (("n", "two"), ("mean", "0.1"), ("label", 7),
+                               ("did_not_learn", "pre-joint"), ("verdict", ["x"])):
+                row = dict(res["comparisons"][0], **{field: bad})
+                with open(os.path.join(d, "s", "results.json"), "w") as f:
+                    json.dump(dict(res, comparisons=[row]), f)
+                r = subprocess.run([sys.executable, CROSS, "--out", os.path.join(d, "o2"),
+                                    os.path.join(d, "s")], capture_output=True, text=True)
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn("comparisons", r.stderr)
+                self.assertIn(".%s: " % field, r.stderr)
+                self.assertIn("nothing written", r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
 
     def test_higher_orders_and_did_not_learn(self):
         """Issue 50 part 1: a design's 3-way row is carried with its label, and
