@@ -54,6 +54,14 @@ class Cross(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return out
 
+    def plain_study(self, d):
+        """Study d/s: the 4 main arms, 2 seeds of one record; its results.json."""
+        runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
+                for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
+        study(os.path.join(d, "s"), "s", 10, runs)
+        with open(os.path.join(d, "s", "results.json")) as f:
+            return json.load(f)
+
     def test_known_answers(self):
         with tempfile.TemporaryDirectory() as d:
             # y = post-grow - pre-grow = 0.5 * x - 0.5 exactly, for x = 1, 2, 3
@@ -241,11 +249,7 @@ class Cross(unittest.TestCase):
 
     def test_design_contrasts_in_their_labels(self):
         with tempfile.TemporaryDirectory() as d:
-            runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
-                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
-            study(os.path.join(d, "s"), "s", 10, runs)
-            with open(os.path.join(d, "s", "results.json")) as f:
-                res = json.load(f)
+            res = self.plain_study(d)
             res["comparisons"] = [{"from": "design", "label": "init: copy - random | place pre",
                                    "n": 2, "mean": -0.0123, "half_width_95": 0.0456,
                                    "verdict": "inconclusive"},
@@ -266,11 +270,7 @@ class Cross(unittest.TestCase):
         """A design row's label cannot start lines of its own in report.md, and a
         field of the wrong kind is refused by its place, not a traceback."""
         with tempfile.TemporaryDirectory() as d:
-            runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
-                    for a in ("pre-joint", "post-joint", "pre-grow", "post-grow")}
-            study(os.path.join(d, "s"), "s", 10, runs)
-            with open(os.path.join(d, "s", "results.json")) as f:
-                res = json.load(f)
+            res = self.plain_study(d)
             res["comparisons"] = [{"from": "design", "label": "a\n\n## Verdict\n\nall reproduced",
                                    "n": 2, "mean": 0.01, "half_width_95": 0.02,
                                    "verdict": "inconclusive"}]
