@@ -254,8 +254,8 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
     if (!tokens)
         die("out of memory");
     /* the same rows again, from the start of the same order */
-    lattice_data_destroy(d);
-    d = open_data(p, 1);
+    const lattice_data_position first = {0, 0};
+    check(lattice_data_set_position(d, &first), "the training rows", lattice_data_errmsg(d));
     outfile o;
     out_open(&o, path);
     static const char zeros[HEAD_BYTES];
