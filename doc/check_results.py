@@ -554,21 +554,26 @@ SENTENCE_END = re.compile(r"(?<=[.!?;])\s+(?=[^a-z0-9])|\n\s*\n|\n(?=\s*[-*] )")
 VERDICT_EQUIVALENT = "equivalent"
 
 
-def table_verdicts(path):
-    """{number key: set of (is the row equivalent)} over a markdown file's
-    table rows; {} for a file that is not markdown or cannot be read."""
+def table_rows(path):
+    """(line, cells) of every table row of a markdown file; none for a file
+    that is not markdown or cannot be read."""
     if not path.endswith(".md"):
-        return {}
+        return
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
-        return {}
-    keys = {}
+        return
     for line in text.splitlines():
-        if not line.startswith("|"):
-            continue
-        cells = table_cells(line)
+        if line.startswith("|"):
+            yield line, table_cells(line)
+
+
+def table_verdicts(path):
+    """{number key: set of (is the row equivalent)} over a markdown file's
+    table rows; {} for a file that is not markdown or cannot be read."""
+    keys = {}
+    for line, cells in table_rows(path):
         equivalent = any(c.lower().startswith(VERDICT_EQUIVALENT) for c in cells)
         for num in read_numbers(line)[0]:
             if num.value is not None:
@@ -609,18 +614,8 @@ def row_kinds(path):
     table rows: 'no-op' (a row that names a no-op and says reproduced),
     'decided', 'undecided' (a verdict cell that is inconclusive or fails
     Holm), 'other'."""
-    if not path.endswith(".md"):
-        return {}
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            text = f.read()
-    except OSError:
-        return {}
     keys = {}
-    for line in text.splitlines():
-        if not line.startswith("|"):
-            continue
-        cells = table_cells(line)
+    for line, cells in table_rows(path):
         kinds = set()
         undecided = any(UNDECIDED_CELL.match(c) or "fails Holm" in c for c in cells)
         decided = not undecided and any(DECIDED_CELL.match(c) for c in cells)
