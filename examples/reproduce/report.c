@@ -264,13 +264,11 @@ static summary comparison_summary(const study *s, int k)
 static summary interaction_summary(const study *s, int k)
 {
     const char(*q)[48] = s->p->interact[k];
-    double dj[MAX_SEEDS], dg[MAX_SEEDS];
+    double x[MAX_SEEDS];
     summary sm = {0, 0, NAN, 0};
-    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? s->p->seeds : 0;
-    for (int i = 0; i < n; i++)
-        dg[i] -= dj[i];
+    const int n = paired_interaction(s, q[0], q[1], q[2], q[3], x);
     if (n)
-        sm = summarise(dg, n);
+        sm = summarise(x, n);
     return sm;
 }
 
@@ -381,15 +379,13 @@ static void interaction_row(FILE *f, const study *s, int k, int label, double ad
         snprintf(lab, sizeof lab, "%s | ", design_interact_label(p, k));
     else
         snprintf(paper, sizeof paper, paper_quadruple(q) ? " %+.4f |" : " |", PAPER_INTERACTION);
-    double dj[MAX_SEEDS], dg[MAX_SEEDS];
-    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? p->seeds : 0;
+    double dg[MAX_SEEDS];
+    const int n = paired_interaction(s, q[0], q[1], q[2], q[3], dg);
     if (!n) {
         fprintf(f, "| %s%s | %s | %s | %s | not run | | 0 | not run | not run | n/a |%s\n", lab,
                 q[0], q[1], q[2], q[3], paper);
         return;
     }
-    for (int i = 0; i < n; i++)
-        dg[i] -= dj[i];
     summary sm = summarise(dg, n);
     char hc[160], pc[96], dnl[512];
     fmt_num(b1, sizeof b1, sm.mean - sm.half, "%+.4f");

@@ -238,11 +238,9 @@ static void add_comparison(json_object *list, const study *s, const char *refere
 static void add_interaction(json_object *list, const study *s, const char *const q[4],
                             const char *from)
 {
-    double dj[MAX_SEEDS], dg[MAX_SEEDS];
+    double dg[MAX_SEEDS];
     summary sm = {0, 0, NAN, 0};
-    const int n = paired(s, q[0], q[1], dj) && paired(s, q[2], q[3], dg) ? s->p->seeds : 0;
-    for (int i = 0; i < n; i++)
-        dg[i] -= dj[i];
+    const int n = paired_interaction(s, q[0], q[1], q[2], q[3], dg);
     if (n)
         sm = summarise(dg, n);
     json_object *o = json_object_new_object();

@@ -152,6 +152,16 @@ int paired(const study *s, const char *arm_a, const char *arm_b, double *d)
     return s->p->seeds;
 }
 
+int paired_interaction(const study *s, const char *a, const char *b, const char *c,
+                       const char *d, double *x)
+{
+    double ab[MAX_SEEDS];
+    const int n = paired(s, a, b, ab) && paired(s, c, d, x) ? s->p->seeds : 0;
+    for (int i = 0; i < n; i++)
+        x[i] -= ab[i];
+    return n;
+}
+
 static const struct {
     const char *arm;
     double value;

@@ -16,6 +16,11 @@ int finals(const study *s, const char *name, double *x);
 /* Paired differences of two arms' finals (b - a); the count, 0 if either is missing. */
 int paired(const study *s, const char *arm_a, const char *arm_b, double *d);
 
+/* The interaction I = (d - c) - (b - a) of four arms' finals, paired by seed,
+ * into x; the count, 0 if any arm is missing. */
+int paired_interaction(const study *s, const char *a, const char *b, const char *c,
+                       const char *d, double *x);
+
 /* The t distribution's CDF at t with df degrees of freedom (the regularized
  * incomplete beta function, by its continued fraction). */
 double t_cdf(double t, int df);
