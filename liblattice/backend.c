@@ -265,6 +265,37 @@ const char *lattice_backend_get_attention_kernel(const lattice_backend *backend)
         lattice__attn_isa_resolve(backend ? backend->attn_isa : LATTICE_ATTN_ISA_AUTO));
 }
 
+/* bf16 needs oneDNN's bf16 GEMM, so only a built-in "onednn" backend (a
+ * custom one's label could say anything) on a CPU that runs it. */
+lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, const char *name)
+{
+    if (lattice__need(NULL, "lattice_backend_set_gemm_precision", 2, (const void *)backend,
+                      "backend", (const void *)name, "name") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    const int bf16 = strcmp(name, "bf16") == 0;
+    if (!bf16 && strcmp(name, "fp32") != 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_gemm_precision: '%.40s' names no GEMM precision (fp32 or bf16)",
+            name);
+    char why[160];
+    if (bf16 && (backend->user_ops.size != 0 || strcmp(backend->name, "onednn") != 0))
+        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
+            "lattice_backend_set_gemm_precision: bf16 GEMMs run on the built-in \"onednn\" "
+            "backend only (oneDNN's dnnl_gemm_bf16bf16f32), not on \"%.64s\"", backend->name);
+    if (bf16 && lattice__onednn_bf16_why_not(why, sizeof why))
+        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
+            "lattice_backend_set_gemm_precision: bf16 GEMMs cannot run here: %s", why);
+    if (backend->user_ops.size == 0 && strcmp(backend->name, "onednn") == 0)
+        lattice__onednn_use_bf16(backend, bf16);
+    backend->gemm_bf16 = bf16;
+    return LATTICE_OK;
+}
+
+const char *lattice_backend_get_gemm_precision(const lattice_backend *backend)
+{
+    return backend && backend->gemm_bf16 ? "bf16" : "fp32";
+}
+
 lattice_status lattice_backend_get_info(const lattice_backend *backend,
                                         lattice_backend_info *info)
 {

@@ -34,6 +34,9 @@ struct lattice_backend {
     /* lattice_backend_set_parallel and _set_attention_kernel: how a model's
      * passes use the threads, which flash kernels run (0: chosen) */
     int parallel, attn_isa;
+    /* lattice_backend_set_gemm_precision: 1 while the GEMMs run in bf16
+     * (onednn only: its slot swapped for the bf16 one) */
+    int gemm_bf16;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */
@@ -81,6 +84,12 @@ int lattice__onednn_available(void);
 lattice__onednn_fit lattice__onednn_describe(lattice__kernel_report *report);
 /* Fill the ops and the report of a oneDNN backend. */
 void lattice__onednn_fill(lattice_backend_ops *ops, lattice_backend *be);
+/* 0 where oneDNN's bf16 GEMM runs here; else 1, and why not into why (the
+ * oneDNN lacks it, the CPU has neither AVX512-BF16 nor AMX, or oneDNN's ISA
+ * is capped below them). */
+int lattice__onednn_bf16_why_not(char *why, size_t size);
+/* A oneDNN backend's GEMM slot: the bf16 one (on) or dnnl_sgemm's. */
+void lattice__onednn_use_bf16(lattice_backend *be, int on);
 
 /* CPU features that decide kernels; all 0 off x86-64. */
 typedef struct lattice__cpu {

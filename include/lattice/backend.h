@@ -222,6 +222,49 @@ LATTICE_API lattice_status lattice_backend_set_attention_kernel(lattice_backend 
 LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backend *backend);
 
 /**
+ * @brief The precision of the backend's GEMMs: "fp32" (the default) or
+ *        "bf16", an opt-in for measuring what bf16 costs and saves; never
+ *        the default, and never a committed study's without saying so.
+ *
+ * In bf16, every GEMM the backend runs (::lattice_backend_sgemm, and every
+ * GEMM of the passes of the models on it: forward and backward, the batched
+ * ones of the unfused attention included) rounds its operands A and B to
+ * bf16 (to nearest, ties to even; a NaN stays a NaN), multiplies them
+ * exactly and sums the products in fp32 into C, which stays fp32, through
+ * oneDNN's `dnnl_gemm_bf16bf16f32`. alpha, beta and C are not rounded.
+ * Everything else stays fp32: the fused attention kernels, the norms,
+ * activations and losses, the gradients between GEMMs, the optimizer and
+ * its master weights. So the results differ from fp32's by the rounding of
+ * the operands (about 3 significant decimal digits), and a training run's
+ * differ more with every step. They do not depend on the thread count: the
+ * split (see ::lattice_backend_set_threads) rounds each block's operands
+ * alone and oneDNN sums an element in the same order in every block.
+ *
+ * bf16 runs only on the built-in "onednn" backend, on a CPU with
+ * AVX512-BF16 or AMX whose oneDNN kernels reach them (not capped below
+ * avx512_core_bf16 by `DNNL_MAX_CPU_ISA`). The examples map the environment
+ * variable `LATTICE_GEMM_PRECISION` to it (bench_step), the reproduction
+ * its preset's "gemm_precision".
+ * @param backend The backend.
+ * @param name "fp32" or "bf16".
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a NULL argument or
+ *         a name that is neither, ::LATTICE_ERR_UNSUPPORTED for "bf16" on
+ *         another backend or where it cannot run (::lattice_last_error says
+ *         why); the precision is unchanged on error.
+ * @since 1.1
+ */
+LATTICE_API lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend,
+                                                              const char *name);
+
+/**
+ * @brief The precision of the backend's GEMMs (::lattice_backend_set_gemm_precision).
+ * @param backend The backend; NULL gives "fp32".
+ * @return "fp32" or "bf16"; a static string.
+ * @since 1.1
+ */
+LATTICE_API const char *lattice_backend_get_gemm_precision(const lattice_backend *backend);
+
+/**
  * @brief Run one GEMM through the backend (see ::lattice_backend_ops::sgemm).
  *
  * Exposed so that benchmarks and tests can time or check a backend directly.
