@@ -423,6 +423,9 @@ static void usage(FILE *f)
             "  --qk-norm 0|1     RMSNorm on queries and keys (1)\n"
             "  --placement P     pre, post or peri (pre)\n"
             "  --backend NAME    ref, blis, openblas, onednn or default (default)\n"
+            "  --gemm-precision P  fp32 or bf16 (onednn on a CPU with AVX512-BF16 or AMX;\n"
+            "                    default: LATTICE_GEMM_PRECISION, else fp32); the sgemm\n"
+            "                    replay runs in it too, the roofline in fp32\n"
             "  --loss L          distill: 0.7 KL + 0.3 CE against fixed teacher logits, as the\n"
             "                    study trains (default); ce: cross-entropy only\n"
             "  --threads N       threads (2)\n"
@@ -457,13 +460,14 @@ static int fail(const char *what, lattice_status st, const char *detail)
 
 enum { OPT_PRESET = 256, OPT_LAYERS, OPT_DMODEL, OPT_HEADS, OPT_KV, OPT_HD, OPT_DFF, OPT_VOCAB,
        OPT_BATCH, OPT_SEQ, OPT_QKNORM, OPT_NO_SGEMM, OPT_NO_PROFILE, OPT_CPU_CLOCK, OPT_LOSS,
-       OPT_ROUNDS };
+       OPT_ROUNDS, OPT_PRECISION };
 
 int main(int argc, char **argv)
 {
     ex_prefer_passive_openmp(argv);
     lattice_norm_placement placement = LATTICE_NORM_PLACEMENT_PRE;
     const char *backend_name = "default";
+    const char *precision = getenv("LATTICE_GEMM_PRECISION");
     int threads = 2, steps = 10, rounds = 1, do_sgemm = 1, do_profile = 1, cpu_clock = 0, distill = 1;
     ex_shape sh = EX_PRESET_D256;
     /* Shape options given explicitly, applied over whichever preset comes. */
@@ -491,6 +495,7 @@ int main(int argc, char **argv)
         {"no-profile", no_argument, NULL, OPT_NO_PROFILE},
         {"cpu-clock", no_argument, NULL, OPT_CPU_CLOCK},
         {"loss", required_argument, NULL, OPT_LOSS},
+        {"gemm-precision", required_argument, NULL, OPT_PRECISION},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -504,6 +509,7 @@ int main(int argc, char **argv)
             }
             break;
         case 'b': backend_name = optarg; break;
+        case OPT_PRECISION: precision = optarg; break;
         case 't':
             if (ex_parse_int("threads", optarg, 1, 4096, &threads))
                 return 2;
@@ -586,6 +592,11 @@ int main(int argc, char **argv)
         rc = fail("set threads", st, NULL);
         goto out;
     }
+    if (precision && *precision &&
+        (st = lattice_backend_set_gemm_precision(backend, precision)) != LATTICE_OK) {
+        rc = fail("GEMM precision", st, lattice_last_error());
+        goto out;
+    }
     if ((st = lattice_norm_create(placement, LATTICE_NORM_KIND_RMS, 1e-6f, &norm)) != LATTICE_OK) {
         rc = fail("norm", st, NULL);
         goto out;
@@ -650,8 +661,10 @@ int main(int argc, char **argv)
         rc = fail("backend info", st, NULL);
         goto out;
     }
-    printf("# lattice %s, backend %s%s, %d threads, %s-norm, %s loss\n", lattice_version_string(),
-           lattice_backend_get_name(backend), ex_backend_origin(backend_name), threads, lattice_norm_placement_name(placement),
+    printf("# lattice %s, backend %s%s, GEMMs in %s, %d threads, %s-norm, %s loss\n",
+           lattice_version_string(), lattice_backend_get_name(backend),
+           ex_backend_origin(backend_name), lattice_backend_get_gemm_precision(backend), threads,
+           lattice_norm_placement_name(placement),
            distill ? "distillation (0.7 KL + 0.3 CE, fixed teacher logits)" : "cross-entropy");
     printf("# kernels: %s, %s%s%s%s\n", bi.library, bi.kernels,
            bi.optimised ? "" : " (NOT optimised for this CPU)", bi.reason[0] ? "; " : "", bi.reason);
@@ -662,6 +675,7 @@ int main(int argc, char **argv)
     printf("# %d warmup steps, %d timed steps\n", WARMUP_STEPS, steps);
     printf("backend %s\n", lattice_backend_get_name(backend));
     printf("kernels %s\n", bi.kernels);
+    printf("gemm_precision %s\n", lattice_backend_get_gemm_precision(backend));
     printf("threads %d\n", threads);
     printf("omp_wait_policy %s\n", getenv("OMP_WAIT_POLICY") ? getenv("OMP_WAIT_POLICY") : "(unset)");
     fflush(stdout);
