@@ -512,7 +512,7 @@ void say_profile_sum(void)
     pthread_mutex_unlock(&profile_lock);
     if (n > 0) {
         char what[64];
-        snprintf(what, sizeof what, "of the %d run%s' time summed", n, n == 1 ? "" : "s");
+        snprintf(what, sizeof what, n == 1 ? "of the %d run's time" : "of the %d runs' time summed", n);
         say_profile(what, &x);
     }
 }
