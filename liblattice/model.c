@@ -3,7 +3,6 @@
  * states, sizes, FLOPs). The passes are in model_pass.c. */
 #include "model_internal.h"
 #include "backend_impl.h"
-#include "fields.h"
 #include "model_access.h"
 #include "setup.h"
 
@@ -590,64 +589,27 @@ lattice_status lattice_model_create_grown(const lattice_model *small, int n_laye
                     model_create_grown(small, n_layers, max_batch, max_seq, backend, out));
 }
 
-/* The architecture, and with state the depth, the trainable groups and the
- * weights. max_batch and max_seq only size the arenas: a rank may hold
- * another share. The seed made the weights: said beside them, not compared
- * (weights loaded from a file make it moot). */
-/* The architecture's fields, in the order a setup lists them (a count
- * before what it multiplies). Not here: n_active_layers (the state part's
- * active_layers), max_batch and max_seq (they only size the arenas: a rank
- * may hold another share), seed and init_std (they made the weights, which
- * the state part digests). */
-#define MODEL_FIELD(f, type, since) {#f, type, offsetof(lattice_model_params, f), since, 1, 0}
-static const lattice__field model_fields[] = {
-    MODEL_FIELD(vocab_size, LATTICE__F_INT, 1),
-    MODEL_FIELD(d_model, LATTICE__F_INT, 1),
-    MODEL_FIELD(n_layers, LATTICE__F_INT, 1),
-    MODEL_FIELD(n_heads, LATTICE__F_INT, 1),
-    MODEL_FIELD(n_kv_heads, LATTICE__F_INT, 1),
-    MODEL_FIELD(head_dim, LATTICE__F_INT, 1),
-    MODEL_FIELD(d_ff, LATTICE__F_INT, 1),
-    MODEL_FIELD(rope_theta, LATTICE__F_FLOAT, 1),
-    MODEL_FIELD(qk_norm, LATTICE__F_INT, 1),
-    MODEL_FIELD(block_norm, LATTICE__F_INT, 4),
-    MODEL_FIELD(block_rescale, LATTICE__F_INT, 4),
-    MODEL_FIELD(massive_offset, LATTICE__F_FLOAT, 5),
-    MODEL_FIELD(massive_layer, LATTICE__F_INT, 5),
-    MODEL_FIELD(massive_channel, LATTICE__F_INT, 5),
-    MODEL_FIELD(tie_embeddings, LATTICE__F_INT, 1),
-};
-#undef MODEL_FIELD
-const lattice__fields lattice__model_fields = {model_fields,
-                                               (int)(sizeof model_fields / sizeof model_fields[0])};
-
+/* The architecture (the description's rows, model_io.c), and with state the
+ * depth, the trainable groups and the weights. max_batch and max_seq only
+ * size the arenas: a rank may hold another share. The seed made the weights:
+ * said beside them, not compared (weights loaded from a file make it moot). */
 void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s)
 {
-    lattice_model_params p = m->p;
-    if (!(p.massive_offset > 0.0f)) { /* where an offset goes means nothing without one: 0, so
-                                       * that models without it compare equal whatever these say */
-        p.massive_layer = 0;
-        p.massive_channel = 0;
-    }
-    lattice__fields_setup(&lattice__model_fields, &p, "", s);
-    SETUP_INT(s, m->norm.placement, "placement");
-    SETUP_INT(s, m->norm.kind, "norm_kind");
-    SETUP_REAL(s, m->norm.eps, "norm_eps");
-    SETUP_REAL(s, m->norm.residual_scale, "residual_scale");
+    lattice__model_setup_desc(m, s);
     if (!with_state)
         return;
     SETUP_INT(s, m->n_active, "active_layers");
     SETUP_INT(s, m->trainable_embedding, "trainable_embedding");
     SETUP_INT(s, m->trainable_boundary, "trainable_boundary");
     SETUP_INT(s, m->trainable_head, "trainable_head");
-    for (int i = 0; i < p.n_layers; i++)
+    for (int i = 0; i < m->p.n_layers; i++)
         SETUP_INT(s, m->trainable_layer[i], "layer %d trainable", i);
     SETUP_HASH(s, lattice__model_hash(m, m->params, LATTICE__HASH_START), "weights_hash");
     if (!s->failed) {
         lattice__setup_field *f = &s->f[s->n - 1];
         f->has_note = 1;
         snprintf(f->note_name, sizeof(f->note_name), "seed");
-        f->note = (int64_t)p.seed;
+        f->note = (int64_t)m->p.seed;
     }
 }
 

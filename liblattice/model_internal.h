@@ -6,6 +6,7 @@
 #define LATTICE_MODEL_INTERNAL_H
 
 #include "model_impl.h"
+#include "setup.h"
 
 /* Time stmt under op when the model's profiling is on. */
 #define PROF(op, stmt)                                                                             \
@@ -61,5 +62,14 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
 
 /* Free the rows split's workspace (and zero it). */
 void lattice__model_split_free(model_split *ws);
+
+/* ---- the model's description (model_io.c) ---- */
+
+/* The key in lattice.config of the description's row i, and whether a load
+ * compares it with the model; NULL past the last row. */
+const char *lattice__model_desc_key(int i, int *compared);
+
+/* The description's part of the model's setup (lattice__model_setup). */
+void lattice__model_setup_desc(const lattice_model *m, lattice__setup *s);
 
 #endif

@@ -1,5 +1,5 @@
 /* Models to and from safetensors files. */
-#include "model_impl.h"
+#include "model_internal.h"
 
 #include "atomic_file.h"
 #include "json.h"
@@ -9,44 +9,258 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The shape and placement as a JSON string (caller frees); NULL when memory runs out. */
+/* x as the double of the shortest decimal that reads back as x in float
+ * ("1e-06" for 1e-6f, not 9.9999999747524271e-07), so that config.json shows
+ * the value the caller set. */
+static double float_decimal(float x)
+{
+    char num[32];
+    int digits = 1;
+    for (; digits < 9; digits++) { /* 9 always read back */
+        snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
+        if (strtof(num, NULL) == x)
+            break;
+    }
+    snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
+    return strtod(num, NULL);
+}
+
+/* ---- the model's description: one table drives every file ----------------
+ *
+ * Each setting that says what a model is has one row (model_internal.h): its
+ * key in lattice.config, its name in the setup (what ranks and checkpoints
+ * compare), its Qwen3 key in config.json, and how each file treats it. The
+ * writes of lattice.config and config.json, their reads, the comparison of a
+ * file with a model, the test for a Qwen3 model and the setup walk the table:
+ * a new option is one row. */
+
+/* What a model is, as its files say it: the params (n_active_layers: the
+ * active count) and the norm's settings. */
+typedef struct model_desc {
+    lattice_model_params p;
+    lattice__norm_spec norm;
+} model_desc;
+
+typedef enum desc_type {
+    D_INT,
+    D_FLAG, /* compared as zero or not; a boolean under a Qwen3 key */
+    D_REAL,
+    D_PLACEMENT,
+    D_KIND
+} desc_type;
+
+enum {
+    SET_ONLY = 1, /* written only when not its default, which a file without it holds */
+    ACTIVE = 2,   /* the active count: where a run stands, neither compared nor in the setup;
+                   * every layer in a Qwen3 model */
+    NEEDS = 4     /* a Qwen3 config.json must hold it */
+};
+
+/* The files that list rows in an order of their own. */
+enum { AT_CONFIG, AT_QWEN3, AT_LATTICE, N_AT };
+
+typedef struct desc_row {
+    const char *key;   /* in lattice.config, and under config.json's "lattice" */
+    const char *setup; /* in the setup (NULL: key) */
+    const char *q3;    /* Qwen3's key in config.json (NULL: none) */
+    desc_type type;
+    size_t offset; /* in model_desc */
+    unsigned flags;
+    double dflt;      /* where a file lacks it (SET_ONLY, or beside with); without a Qwen3 key,
+                       * every Qwen3 model's value */
+    double lo, hi;    /* the range a file may hold (an enum: its names' indices) */
+    const char *with; /* NULL, or the key of the setting it means something beside: written,
+                       * compared and set up (else as 0) only where that one is not its default */
+    signed char at[N_AT]; /* its place in each (-1: not there) */
+    const char *not_q3;   /* printf format of why another value than dflt is not Qwen3's: the
+                           * value as text, then n_layers */
+} desc_row;
+
+static const char *const placement_names[] = {"pre", "post", "peri"};
+static const char *const kind_names[] = {"rms", "layer"};
+
+#define BIG (1 << 30)
+#define P(f) offsetof(model_desc, p.f)
+#define N(f) offsetof(model_desc, norm.f)
+static const desc_row desc_rows[] = {
+    /* key, setup name, Qwen3 key, type, offset, flags, default, range, with,
+     * {place in lattice.config, among Qwen3's keys, under "lattice"}, not Qwen3 */
+    {"vocab_size", 0, "vocab_size", D_INT, P(vocab_size), NEEDS, 0, 1, BIG, 0, {0, 0, -1}, 0},
+    {"d_model", 0, "hidden_size", D_INT, P(d_model), NEEDS, 0, 1, BIG, 0, {1, 1, -1}, 0},
+    {"n_layers", 0, "num_hidden_layers", D_INT, P(n_layers), NEEDS, 0, 1, BIG, 0, {2, 3, -1}, 0},
+    {"n_active_layers", 0, 0, D_INT, P(n_active_layers), ACTIVE, 0, 1, BIG, 0, {3, -1, 5},
+     "%s of %d layers active (Qwen3 runs every layer)"},
+    {"n_heads", 0, "num_attention_heads", D_INT, P(n_heads), NEEDS, 0, 1, BIG, 0, {4, 4, -1}, 0},
+    {"n_kv_heads", 0, "num_key_value_heads", D_INT, P(n_kv_heads), 0, 0, 1, BIG, 0, {5, 5, -1},
+     0},
+    {"head_dim", 0, "head_dim", D_INT, P(head_dim), 0, 0, 0, BIG, 0, {6, 6, -1}, 0},
+    {"d_ff", 0, "intermediate_size", D_INT, P(d_ff), NEEDS, 0, 1, BIG, 0, {7, 2, -1}, 0},
+    {"rope_theta", 0, "rope_theta", D_REAL, P(rope_theta), 0, 1e6, 0, HUGE_VAL, 0, {14, 8, -1},
+     0},
+    {"qk_norm", 0, 0, D_FLAG, P(qk_norm), 0, 1, -1, BIG, 0, {8, -1, 4},
+     "a model without q/k norm (Qwen3 normalises queries and keys)"},
+    {"block_norm", 0, 0, D_INT, P(block_norm), SET_ONLY, 0, 0, BIG, 0, {10, -1, 6},
+     "block_norm %s (Qwen3 has no block-entry norm)"},
+    {"block_rescale", 0, 0, D_INT, P(block_rescale), SET_ONLY, 0, 0, BIG, 0, {11, -1, 7},
+     "block_rescale %s (Qwen3 has no block-entry rescale)"},
+    {"massive_offset", 0, 0, D_REAL, P(massive_offset), SET_ONLY, 0, 0, HUGE_VAL, 0, {19, -1, 8},
+     "massive_offset %s (Qwen3 has no induced row-start offset)"},
+    {"massive_layer", 0, 0, D_INT, P(massive_layer), 0, 1, 0, BIG, "massive_offset", {12, -1, 9},
+     0},
+    {"massive_channel", 0, 0, D_INT, P(massive_channel), 0, 0, 0, BIG, "massive_offset",
+     {13, -1, 10}, 0},
+    {"tie_embeddings", 0, "tie_word_embeddings", D_FLAG, P(tie_embeddings), 0, 0, -1, BIG, 0,
+     {9, 9, -1}, 0},
+    {"placement", 0, 0, D_PLACEMENT, N(placement), 0, LATTICE_NORM_PLACEMENT_PRE, 0, 2, 0,
+     {15, -1, 0}, "a %s-norm model (Qwen3 is pre-norm)"},
+    {"norm", "norm_kind", 0, D_KIND, N(kind), 0, LATTICE_NORM_KIND_RMS, 0, 1, 0, {16, -1, 1},
+     "a LayerNorm model (Qwen3's norms are RMSNorm)"},
+    {"eps", "norm_eps", "rms_norm_eps", D_REAL, N(eps), 0, 1e-6, 0, HUGE_VAL, 0, {17, 7, 2}, 0},
+    {"residual_scale", 0, 0, D_REAL, N(residual_scale), 0, 1, 0, HUGE_VAL, 0, {18, -1, 3},
+     "residual_scale %s (Qwen3 adds its residuals unscaled)"},
+};
+#undef BIG
+#undef P
+#undef N
+#define N_ROWS ((int)(sizeof desc_rows / sizeof desc_rows[0]))
+
+const char *lattice__model_desc_key(int i, int *compared)
+{
+    if (i < 0 || i >= N_ROWS)
+        return NULL;
+    *compared = !(desc_rows[i].flags & ACTIVE);
+    return desc_rows[i].key;
+}
+
+/* The row at place `place` of the file `at` lists, or NULL past its last. */
+static const desc_row *row_at(int at, int place)
+{
+    for (int i = 0; i < N_ROWS; i++)
+        if (desc_rows[i].at[at] == place)
+            return &desc_rows[i];
+    return NULL;
+}
+
+static int is_real(const desc_row *r) { return r->type == D_REAL; }
+
+/* The row's value in d: a float, or an int (an enum is stored as one). */
+static double get(const desc_row *r, const model_desc *d)
+{
+    const char *at = (const char *)d + r->offset;
+    return is_real(r) ? *(const float *)at : *(const int *)at;
+}
+
+static void set(const desc_row *r, model_desc *d, double x)
+{
+    char *at = (char *)d + r->offset;
+    if (is_real(r))
+        *(float *)at = (float)x;
+    else
+        *(int *)at = (int)x;
+}
+
+static const char *const *names_of(const desc_row *r)
+{
+    return r->type == D_PLACEMENT ? placement_names : r->type == D_KIND ? kind_names : NULL;
+}
+
+/* Whether a and b are one value of the row (a flag's: zero or not). */
+static int same(const desc_row *r, double a, double b)
+{
+    return r->type == D_FLAG ? (a != 0) == (b != 0) : a == b;
+}
+
+/* Whether the row means something in d: the setting it needs is not its default. */
+static int applies(const desc_row *r, const model_desc *d)
+{
+    for (int i = 0; r->with && i < N_ROWS; i++)
+        if (!strcmp(desc_rows[i].key, r->with))
+            return get(&desc_rows[i], d) != desc_rows[i].dflt;
+    return 1;
+}
+
+/* x as text: an enum's name, an integer, or a number of `digits` digits. */
+static void value_text(const desc_row *r, double x, int digits, char *buf, size_t n)
+{
+    if (names_of(r))
+        snprintf(buf, n, "%s", x >= r->lo && x <= r->hi ? names_of(r)[(int)x] : "unknown");
+    else if (is_real(r))
+        snprintf(buf, n, "%.*g", digits, x);
+    else
+        snprintf(buf, n, "%lld", (long long)x);
+}
+
+/* x as the file `at` writes it: in config.json a number as the shortest
+ * decimal of its float, and a flag under a Qwen3 key as a boolean. */
+static json_object *value_json(const desc_row *r, double x, int at)
+{
+    if (names_of(r))
+        return json_object_new_string(names_of(r)[(int)x]);
+    if (is_real(r))
+        return json_object_new_double(at == AT_CONFIG ? x : float_decimal((float)x));
+    if (at == AT_QWEN3 && r->type == D_FLAG)
+        return json_object_new_boolean(x != 0);
+    return json_object_new_int64((int64_t)x);
+}
+
+/* v as the row holds it: 1, or 0 when v is not of its type (an enum: not one of its names). */
+static int value_of(const desc_row *r, json_object *v, double *out)
+{
+    const char *const *names = names_of(r);
+    if (names) {
+        for (int i = (int)r->lo; json_object_is_type(v, json_type_string) && i <= (int)r->hi; i++)
+            if (!strcmp(json_object_get_string(v), names[i]))
+                return *out = i, 1;
+        return 0;
+    }
+    if (!json_object_is_type(v, json_type_int) &&
+        !json_object_is_type(v, is_real(r) ? json_type_double : json_type_boolean))
+        return 0;
+    *out = is_real(r) ? json_object_get_double(v) : (double)json_object_get_int64(v);
+    return 1;
+}
+
+/* The places from..to-1 of the file `at` as the keys of o, where d lists them. */
+static int add_rows(json_object *o, const model_desc *d, int at, int from, int to)
+{
+    int ok = 1;
+    const desc_row *r;
+    for (int place = from; ok && place < to && (r = row_at(at, place)); place++)
+        if (applies(r, d) && !((r->flags & SET_ONLY) && get(r, d) == r->dflt))
+            ok = lattice__json_add(o, at == AT_QWEN3 ? r->q3 : r->key,
+                                   value_json(r, get(r, d), at));
+    return ok;
+}
+
+static model_desc desc_of(const lattice_model *m)
+{
+    model_desc d = {m->p, m->norm};
+    d.p.n_active_layers = m->n_active;
+    return d;
+}
+
+void lattice__model_setup_desc(const lattice_model *m, lattice__setup *s)
+{
+    const model_desc d = desc_of(m);
+    for (const desc_row *r = desc_rows; r < desc_rows + N_ROWS; r++) {
+        /* a row that means nothing here is 0: models without its setting
+         * compare equal whatever it says */
+        const double x = applies(r, &d) ? get(r, &d) : 0;
+        if (r->flags & ACTIVE)
+            continue;
+        if (is_real(r))
+            SETUP_REAL(s, x, "%s", r->setup ? r->setup : r->key);
+        else
+            SETUP_INT(s, x, "%s", r->setup ? r->setup : r->key);
+    }
+}
+
+/* lattice.config: the description as a JSON string (caller frees); NULL when memory runs out. */
 static char *config_json(const lattice_model *m)
 {
+    const model_desc d = desc_of(m);
     json_object *o = json_object_new_object();
-    const lattice_model_params *p = &m->p;
-    int ok = o != NULL;
-#define I(k, v) ok = ok && lattice__json_add(o, k, json_object_new_int64(v))
-    I("vocab_size", p->vocab_size);
-    I("d_model", p->d_model);
-    I("n_layers", p->n_layers);
-    I("n_active_layers", m->n_active);
-    I("n_heads", p->n_heads);
-    I("n_kv_heads", p->n_kv_heads);
-    I("head_dim", p->head_dim);
-    I("d_ff", p->d_ff);
-    I("qk_norm", p->qk_norm);
-    I("tie_embeddings", p->tie_embeddings);
-    if (p->block_norm > 0) /* written only when set: files without it read as before */
-        I("block_norm", p->block_norm);
-    if (p->block_rescale > 0)
-        I("block_rescale", p->block_rescale);
-    if (p->massive_offset > 0.0f) {
-        I("massive_layer", p->massive_layer);
-        I("massive_channel", p->massive_channel);
-    }
-#undef I
-#define D(k, v) ok = ok && lattice__json_add(o, k, json_object_new_double(v))
-#define S(k, v) ok = ok && lattice__json_add(o, k, json_object_new_string(v))
-    D("rope_theta", p->rope_theta);
-    S("placement", lattice_norm_placement_name(m->norm.placement));
-    S("norm", m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms");
-    D("eps", m->norm.eps);
-    D("residual_scale", m->norm.residual_scale);
-    if (p->massive_offset > 0.0f)
-        D("massive_offset", p->massive_offset);
-#undef D
-#undef S
-    char *s = ok ? lattice__json_dump(o) : NULL;
+    char *s = add_rows(o, &d, AT_CONFIG, 0, N_ROWS) ? lattice__json_dump(o) : NULL;
     json_object_put(o);
     return s;
 }
@@ -83,109 +297,91 @@ static lattice_status model_save(const lattice_model *cm, const char *path)
     return st;
 }
 
-/* x as the double of the shortest decimal that reads back as x in float
- * ("1e-06" for 1e-6f, not 9.9999999747524271e-07), so that config.json shows
- * the value the caller set. */
-static double float_decimal(float x)
-{
-    char num[32];
-    int digits = 1;
-    for (; digits < 9; digits++) { /* 9 always read back */
-        snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
-        if (strtof(num, NULL) == x)
-            break;
-    }
-    snprintf(num, sizeof num, "%.*e", digits - 1, (double)x);
-    return strtod(num, NULL);
-}
-
 /* What keeps m from being a Hugging Face Qwen3 model (a config.json of
- * model_type "qwen3" would load as something else), or NULL. */
+ * model_type "qwen3" would load as something else), or NULL: a setting Qwen3
+ * has no key for at another value than every Qwen3 model's, the active count
+ * last (the settings say first what else the model is). */
 static const char *not_qwen3(const lattice_model *m, char *why, size_t size)
 {
-    const lattice_model_params *p = &m->p;
-    if (m->norm.placement != LATTICE_NORM_PLACEMENT_PRE)
-        snprintf(why, size, "a %s-norm model (Qwen3 is pre-norm)",
-                 lattice_norm_placement_name(m->norm.placement));
-    else if (m->norm.kind != LATTICE_NORM_KIND_RMS)
-        snprintf(why, size, "a LayerNorm model (Qwen3's norms are RMSNorm)");
-    else if (!p->qk_norm)
-        snprintf(why, size, "a model without q/k norm (Qwen3 normalises queries and keys)");
-    else if (m->norm.residual_scale != 1.0f)
-        snprintf(why, size, "residual_scale %g (Qwen3 adds its residuals unscaled)",
-                 (double)m->norm.residual_scale);
-    else if (p->block_norm > 0)
-        snprintf(why, size, "block_norm %d (Qwen3 has no block-entry norm)", p->block_norm);
-    else if (p->block_rescale > 0)
-        snprintf(why, size, "block_rescale %d (Qwen3 has no block-entry rescale)",
-                 p->block_rescale);
-    else if (p->massive_offset > 0.0f)
-        snprintf(why, size, "massive_offset %g (Qwen3 has no induced row-start offset)",
-                 (double)p->massive_offset);
-    else if (m->n_active != p->n_layers)
-        snprintf(why, size, "%d of %d layers active (Qwen3 runs every layer)", m->n_active,
-                 p->n_layers);
-    else
-        return NULL;
-    return why;
+    const model_desc d = desc_of(m);
+    const desc_row *r;
+    for (int active = 0; active < 2; active++)
+        for (int place = 0; (r = row_at(AT_LATTICE, place)); place++) {
+            const double x = get(r, &d), q3 = active ? d.p.n_layers : r->dflt;
+            char text[32];
+            if (!(r->flags & ACTIVE) != !active || r->q3 || !applies(r, &d) || same(r, x, q3))
+                continue;
+            value_text(r, x, 6, text, sizeof text);
+            snprintf(why, size, r->not_q3, text, d.p.n_layers);
+            return why;
+        }
+    return NULL;
 }
 
 /* The config.json of save_pretrained: Qwen3's keys, then "lattice" with the
  * settings Qwen3 has no key for. qwen3 == 0: model_type "lattice". */
 static json_object *hf_config(const lattice_model *m, int qwen3)
 {
-    const lattice_model_params *p = &m->p;
+    const model_desc d = desc_of(m);
     json_object *o = json_object_new_object(), *ours = json_object_new_object(), *arch;
     int ok = o != NULL;
 #define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
-#define I(obj, k, v) ADD(obj, k, json_object_new_int64(v))
-#define F(obj, k, v) ADD(obj, k, json_object_new_double(float_decimal(v)))
-#define S(obj, k, v) ADD(obj, k, json_object_new_string(v))
     if (qwen3) {
         ADD(o, "architectures", arch = json_object_new_array());
         ok = ok && lattice__json_push(arch, json_object_new_string("Qwen3ForCausalLM"));
     }
-    S(o, "model_type", qwen3 ? "qwen3" : "lattice");
-    I(o, "vocab_size", p->vocab_size);
-    I(o, "hidden_size", p->d_model);
-    I(o, "intermediate_size", p->d_ff);
-    I(o, "num_hidden_layers", p->n_layers);
-    I(o, "num_attention_heads", p->n_heads);
-    I(o, "num_key_value_heads", p->n_kv_heads);
-    I(o, "head_dim", p->head_dim);
-    S(o, "hidden_act", "silu");
-    I(o, "max_position_embeddings", p->max_seq);
-    F(o, "rms_norm_eps", m->norm.eps);
-    F(o, "rope_theta", p->rope_theta);
-    ADD(o, "tie_word_embeddings", json_object_new_boolean(p->tie_embeddings != 0));
+    ADD(o, "model_type", json_object_new_string(qwen3 ? "qwen3" : "lattice"));
+    ok = ok && add_rows(o, &d, AT_QWEN3, 0, 7); /* the shape */
+    ADD(o, "hidden_act", json_object_new_string("silu"));
+    ADD(o, "max_position_embeddings", json_object_new_int64(d.p.max_seq));
+    ok = ok && add_rows(o, &d, AT_QWEN3, 7, N_ROWS);
     ADD(o, "attention_bias", json_object_new_boolean(0));
-    S(o, "torch_dtype", "float32");
+    ADD(o, "torch_dtype", json_object_new_string("float32"));
     ADD(o, "lattice", ours);
-    S(ours, "placement", lattice_norm_placement_name(m->norm.placement));
-    S(ours, "norm", m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms");
-    F(ours, "eps", m->norm.eps);
-    F(ours, "residual_scale", m->norm.residual_scale);
-    I(ours, "qk_norm", p->qk_norm);
-    I(ours, "n_active_layers", m->n_active);
-    if (p->block_norm > 0) /* only when set, as in lattice.config */
-        I(ours, "block_norm", p->block_norm);
-    if (p->block_rescale > 0)
-        I(ours, "block_rescale", p->block_rescale);
-    if (p->massive_offset > 0.0f) {
-        F(ours, "massive_offset", p->massive_offset);
-        I(ours, "massive_layer", p->massive_layer);
-        I(ours, "massive_channel", p->massive_channel);
-    }
-    S(ours, "version", LATTICE_VERSION_STRING);
+    ok = ok && add_rows(ours, &d, AT_LATTICE, 0, N_ROWS);
+    ADD(ours, "version", json_object_new_string(LATTICE_VERSION_STRING));
 #undef ADD
-#undef I
-#undef F
-#undef S
     if (!ok) {
         json_object_put(o);
         return NULL;
     }
     return o;
+}
+
+/* The file's lattice.config o against m (named ours in messages: "the model",
+ * or the config.json it was made from): every row but the active count
+ * (where a run stands, not what the model is). Tensors of the same names and
+ * shapes can mean another model (placements share some names with other
+ * meanings, a block-entry rescale has no tensor of its own, a residual scale
+ * none at all), and a tensor the model lacks is never read: the settings
+ * decide. A key the file lacks holds its default where the file writes it
+ * only when set, and is not compared otherwise (a file from before the key). */
+static lattice_status same_architecture(lattice_model *m, json_object *o, const char *ours)
+{
+    const model_desc d = desc_of(m);
+    for (const desc_row *r = desc_rows; r < desc_rows + N_ROWS; r++) {
+        json_object *v;
+        double file = r->dflt, model = get(r, &d);
+        const int has = json_object_object_get_ex(o, r->key, &v);
+        const int known = !has || value_of(r, v, &file);
+        char ft[64], mt[64];
+        if ((r->flags & ACTIVE) || !applies(r, &d) || (!has && !(r->flags & SET_ONLY)))
+            continue;
+        if (!known && !names_of(r))
+            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not %s", r->key,
+                        is_real(r) ? "a number" : "an integer");
+        if (is_real(r))
+            file = (float)file;
+        if (known && same(r, file, model))
+            continue;
+        if (r->type == D_FLAG) /* said as zero or one */
+            file = file != 0, model = model != 0;
+        value_text(r, file, 9, ft, sizeof ft);
+        value_text(r, model, 9, mt, sizeof mt);
+        return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %s, %s's %s: another model", r->key,
+                    known ? ft : json_object_to_json_string(v), ours, mt);
+    }
+    return LATTICE_OK;
 }
 
 static lattice_status model_save_config(const lattice_model *cm, const char *path,
@@ -225,101 +421,6 @@ static lattice_status model_save_config(const lattice_model *cm, const char *pat
     return st;
 }
 
-/* The file's lattice.config o against the model (named ours in messages:
- * "the model", or the config.json it was made from): every setting
- * config_json writes but n_active_layers (where a run stands, not what the
- * model is).
- * Tensors of the same names and shapes can mean another model (a block-entry
- * rescale has no tensor of its own, a residual scale none at all), and a
- * tensor the model lacks is never read: the settings decide. A key a file
- * lacks reads as config_json's default when it writes it only when set, and
- * is not compared otherwise (a file from before the key). */
-static lattice_status same_architecture(lattice_model *m, json_object *o, const char *ours)
-{
-    const lattice_model_params *p = &m->p;
-    json_object *v;
-    const struct {
-        const char *key;
-        int64_t model;
-        int has_default;
-        int64_t dflt;
-    } ints[] = {
-        {"vocab_size", p->vocab_size, 0, 0},       {"d_model", p->d_model, 0, 0},
-        {"n_layers", p->n_layers, 0, 0},           {"n_heads", p->n_heads, 0, 0},
-        {"n_kv_heads", p->n_kv_heads, 0, 0},       {"head_dim", p->head_dim, 0, 0},
-        {"d_ff", p->d_ff, 0, 0},                   {"qk_norm", p->qk_norm != 0, 0, 0},
-        {"tie_embeddings", p->tie_embeddings != 0, 0, 0},
-        {"block_norm", p->block_norm, 1, 0},       {"block_rescale", p->block_rescale, 1, 0},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        int64_t file = ints[i].dflt;
-        if (json_object_object_get_ex(o, ints[i].key, &v)) {
-            if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
-                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not an integer", ints[i].key);
-            file = json_object_get_int64(v);
-            if (!strcmp(ints[i].key, "qk_norm") || !strcmp(ints[i].key, "tie_embeddings"))
-                file = file != 0;
-        } else if (!ints[i].has_default) {
-            continue;
-        }
-        if (file != ints[i].model)
-            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, %s's %lld: another "
-                        "model", ints[i].key, (long long)file, ours, (long long)ints[i].model);
-    }
-    const char *kind = m->norm.kind == LATTICE_NORM_KIND_LAYER ? "layer" : "rms";
-    if (json_object_object_get_ex(o, "norm", &v) &&
-        (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), kind)))
-        return FAIL(m, LATTICE_ERR_FORMAT, "the file's norm is %s, %s's %s: another model",
-                    json_object_get_string(v), ours, kind);
-    const float massive = p->massive_offset;
-    const struct {
-        const char *key;
-        float model;
-        int has_default;
-        float dflt;
-    } reals[] = {
-        {"rope_theta", p->rope_theta, 0, 0.0f},
-        {"eps", m->norm.eps, 0, 0.0f},
-        {"residual_scale", m->norm.residual_scale, 0, 0.0f},
-        {"massive_offset", massive, 1, 0.0f},
-    };
-    float file_massive = 0.0f;
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-        float file = reals[i].dflt;
-        if (json_object_object_get_ex(o, reals[i].key, &v)) {
-            if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not a number", reals[i].key);
-            file = (float)json_object_get_double(v);
-        } else if (!reals[i].has_default) {
-            continue;
-        }
-        if (!strcmp(reals[i].key, "massive_offset"))
-            file_massive = file;
-        if (file != reals[i].model)
-            return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %.9g, %s's %.9g: another "
-                        "model", reals[i].key, (double)file, ours, (double)reals[i].model);
-    }
-    /* where the offset goes matters only where there is one (the file writes
-     * them only then) */
-    if (file_massive > 0.0f) {
-        const struct {
-            const char *key;
-            int model;
-        } at[] = {{"massive_layer", p->massive_layer}, {"massive_channel", p->massive_channel}};
-        for (size_t i = 0; i < 2; i++) {
-            if (!json_object_object_get_ex(o, at[i].key, &v))
-                continue;
-            if (!json_object_is_type(v, json_type_int))
-                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not an integer", at[i].key);
-            if (json_object_get_int64(v) != at[i].model)
-                return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is %lld, %s's %d: "
-                            "another model", at[i].key, (long long)json_object_get_int64(v), ours,
-                            at[i].model);
-        }
-    }
-    return LATTICE_OK;
-}
-
 /* The file's lattice.config, where it has one, must describe m in every
  * setting, whether m was made by the caller, from the file itself or from a
  * config.json given beside it (named ours in messages): weights of a
@@ -327,21 +428,10 @@ static lattice_status same_architecture(lattice_model *m, json_object *o, const 
  * logits without a word. */
 static lattice_status load_open(lattice_model *m, const st_file *sf, const char *ours)
 {
-    /* Placements share some tensor names with different meanings (pre's
-     * post_attention_layernorm sits before the MLP, peri's after attention):
-     * a file that says what it is must match. */
     const char *cfg = lattice__st_meta(sf, "lattice.config");
-    json_object *o = NULL, *v;
+    json_object *o = NULL;
     lattice_status st =
         cfg ? lattice__json_parse(cfg, strlen(cfg), 0, "lattice.config", &o, m->err) : LATTICE_OK;
-    if (st != LATTICE_OK)
-        return st;
-    const char *pl = o && json_object_object_get_ex(o, "placement", &v) ? json_object_get_string(v)
-                                                                        : NULL;
-    if (pl && strcmp(pl, lattice_norm_placement_name(m->norm.placement)) != 0)
-        st = FAIL(m, LATTICE_ERR_FORMAT, "the file's placement is %s, %s's %s: the file "
-                  "holds a %s-norm model", pl, ours, lattice_norm_placement_name(m->norm.placement),
-                  pl);
     if (st == LATTICE_OK && o)
         st = same_architecture(m, o, ours);
     json_object_put(o);
@@ -385,21 +475,7 @@ static lattice_status model_load(lattice_model *m, const char *path)
     return st;
 }
 
-/* Integer and number fields of a JSON config, with presence and range checks. */
-static int get_int(json_object *o, const char *key, int *out, int required)
-{
-    json_object *v;
-    if (!json_object_object_get_ex(o, key, &v))
-        return !required;
-    if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
-        return 0;
-    int64_t x = json_object_get_int64(v);
-    if (x < -1 || x > (1 << 30))
-        return 0;
-    *out = (int)x;
-    return 1;
-}
-
+/* Number and string fields of a JSON config. */
 static int get_num(json_object *o, const char *key, float *out)
 {
     json_object *v;
@@ -432,25 +508,23 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
 #define BADTYPE(key) \
     return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s has the wrong type", key)
     json_object *v;
-    const char *s;
-    if (json_object_object_get_ex(o, "model_type", &v)) {
-        if (!(s = get_str(o, "model_type")))
-            BADTYPE("model_type");
-        if (strcmp(s, "qwen3") != 0)
-            NOPE("model_type \"%s\" is not implemented (only \"qwen3\")", s);
-    }
-    if (json_object_object_get_ex(o, "attention_bias", &v) && !json_object_is_type(v, json_type_null)) {
-        if (!json_object_is_type(v, json_type_boolean))
-            BADTYPE("attention_bias");
-        if (json_object_get_boolean(v))
-            NOPE("attention_bias true is not implemented (no q/k/v/o biases)");
-    }
-    if (json_object_object_get_ex(o, "use_sliding_window", &v) &&
-        !json_object_is_type(v, json_type_null)) {
-        if (!json_object_is_type(v, json_type_boolean))
-            BADTYPE("use_sliding_window");
-        if (json_object_get_boolean(v))
-            NOPE("use_sliding_window true is not implemented (full causal attention only)");
+    /* keys every Qwen3 model here holds at one value (a boolean may be null) */
+    static const struct {
+        const char *key, *only;
+        json_type type;
+    } fixed[] = {{"model_type", "\"qwen3\"", json_type_string},
+                 {"attention_bias", "false", json_type_boolean},
+                 {"use_sliding_window", "false", json_type_boolean},
+                 {"hidden_act", "\"silu\"", json_type_string}};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++) {
+        if (!json_object_object_get_ex(o, fixed[i].key, &v) ||
+            (!v && fixed[i].type == json_type_boolean))
+            continue;
+        if (!json_object_is_type(v, fixed[i].type))
+            BADTYPE(fixed[i].key);
+        if (strcmp(json_object_to_json_string(v), fixed[i].only) != 0)
+            NOPE("%s %s is not implemented (only %s)", fixed[i].key, json_object_to_json_string(v),
+                 fixed[i].only);
     }
     if (json_object_object_get_ex(o, "layer_types", &v) && !json_object_is_type(v, json_type_null)) {
         if (!json_object_is_type(v, json_type_array))
@@ -463,12 +537,6 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
                 NOPE("layer_types[%zu] \"%s\" is not implemented (only \"full_attention\")", i,
                      json_object_get_string(x));
         }
-    }
-    if (json_object_object_get_ex(o, "hidden_act", &v)) {
-        if (!(s = get_str(o, "hidden_act")))
-            BADTYPE("hidden_act");
-        if (strcmp(s, "silu") != 0)
-            NOPE("hidden_act \"%s\" is not implemented (only \"silu\")", s);
     }
     if (json_object_object_get_ex(o, "rope_scaling", &v) && !json_object_is_type(v, json_type_null)) {
         if (!json_object_is_type(v, json_type_object))
@@ -516,72 +584,42 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
 #undef BADTYPE
 }
 
-/* Fill params and placement from a Qwen3 config.json or our own metadata. */
-static lattice_status parse_config(json_object *o, int qwen, lattice_model_params *p,
-                                   lattice_norm_placement *pl, lattice_norm_kind *kind, float *eps,
-                                   float *scale, char *err)
+/* d from a lattice.config, or (qwen3) a Qwen3 config.json: what it lists,
+ * and for the rest their defaults. */
+static lattice_status read_desc(json_object *o, int qwen3, model_desc *d, char *err)
 {
-#define BADCFG(what) return lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s", what)
-    *pl = LATTICE_NORM_PLACEMENT_PRE;
-    *kind = LATTICE_NORM_KIND_RMS;
-    *eps = 1e-6f;
-    *scale = 1.0f;
-    if (qwen) {
-        p->head_dim = 0;
-        p->qk_norm = 1;
-        p->tie_embeddings = 0;
-        if (!get_int(o, "hidden_size", &p->d_model, 1) ||
-            !get_int(o, "intermediate_size", &p->d_ff, 1) ||
-            !get_int(o, "num_hidden_layers", &p->n_layers, 1) ||
-            !get_int(o, "num_attention_heads", &p->n_heads, 1) ||
-            !get_int(o, "vocab_size", &p->vocab_size, 1))
-            BADCFG("needs integer hidden_size, intermediate_size, num_hidden_layers, "
-                   "num_attention_heads and vocab_size");
-        p->n_kv_heads = p->n_heads;
-        if (!get_int(o, "num_key_value_heads", &p->n_kv_heads, 0) ||
-            !get_int(o, "head_dim", &p->head_dim, 0) ||
-            !get_int(o, "tie_word_embeddings", &p->tie_embeddings, 0) ||
-            !get_num(o, "rms_norm_eps", eps))
-            BADCFG("a field has the wrong type");
-        lattice_status st = qwen3_unsupported(o, &p->rope_theta, err);
-        if (st != LATTICE_OK)
-            return st;
-        if (p->head_dim == 0 && p->n_heads > 0)
-            p->head_dim = p->d_model / p->n_heads;
-        p->n_active_layers = p->n_layers;
-        return LATTICE_OK;
+    for (const desc_row *r = desc_rows; r < desc_rows + N_ROWS; r++)
+        set(r, d, r->dflt);
+    lattice_status st = qwen3 ? qwen3_unsupported(o, &d->p.rope_theta, err) : LATTICE_OK;
+    for (const desc_row *r = desc_rows; st == LATTICE_OK && r < desc_rows + N_ROWS; r++) {
+        const char *key = qwen3 ? r->q3 : r->key;
+        json_object *v;
+        double x;
+        if (!key)
+            continue;
+        if (!json_object_object_get_ex(o, key, &v)) {
+            if (qwen3 ? (r->flags & NEEDS)
+                      : !(r->flags & SET_ONLY) && !r->with)
+                st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s is missing", key);
+        } else if (!value_of(r, v, &x) || !isfinite(x) || x < r->lo || x > r->hi) {
+            char lo[32], hi[32];
+            value_text(r, r->lo, 6, lo, sizeof lo);
+            value_text(r, r->hi, 6, hi, sizeof hi);
+            st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s is not %s %s .. %s", key,
+                                    names_of(r) ? "one of" : is_real(r) ? "a number in"
+                                                                       : "an integer in", lo, hi);
+        } else {
+            set(r, d, x);
+        }
     }
-    if (!get_int(o, "vocab_size", &p->vocab_size, 1) || !get_int(o, "d_model", &p->d_model, 1) ||
-        !get_int(o, "n_layers", &p->n_layers, 1) ||
-        !get_int(o, "n_active_layers", &p->n_active_layers, 1) ||
-        !get_int(o, "n_heads", &p->n_heads, 1) || !get_int(o, "n_kv_heads", &p->n_kv_heads, 1) ||
-        !get_int(o, "head_dim", &p->head_dim, 1) || !get_int(o, "d_ff", &p->d_ff, 1) ||
-        !get_int(o, "qk_norm", &p->qk_norm, 1) ||
-        !get_int(o, "tie_embeddings", &p->tie_embeddings, 1) ||
-        !get_num(o, "rope_theta", &p->rope_theta) || !get_num(o, "eps", eps) ||
-        !get_num(o, "residual_scale", scale))
-        BADCFG("lattice.config lacks a field or has one of the wrong type");
-    p->block_norm = 0;
-    if (!get_int(o, "block_norm", &p->block_norm, 0))
-        BADCFG("lattice.config's block_norm is not an integer");
-    p->block_rescale = 0;
-    if (!get_int(o, "block_rescale", &p->block_rescale, 0))
-        BADCFG("lattice.config's block_rescale is not an integer");
-    p->massive_offset = 0.0f;
-    p->massive_layer = 1;
-    p->massive_channel = 0;
-    if (!get_num(o, "massive_offset", &p->massive_offset) ||
-        !get_int(o, "massive_layer", &p->massive_layer, 0) ||
-        !get_int(o, "massive_channel", &p->massive_channel, 0))
-        BADCFG("lattice.config's massive_offset, massive_layer or massive_channel is not a number");
-    const char *pn = get_str(o, "placement"), *kn = get_str(o, "norm");
-    if (!pn || lattice_norm_placement_from_name(pn, pl) != LATTICE_OK)
-        BADCFG("unknown placement");
-    if (!kn || (strcmp(kn, "rms") && strcmp(kn, "layer")))
-        BADCFG("unknown norm kind");
-    *kind = strcmp(kn, "layer") == 0 ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS;
-    return LATTICE_OK;
-#undef BADCFG
+    if (st == LATTICE_OK && qwen3) { /* Qwen3's defaults that follow from other keys */
+        if (!json_object_object_get_ex(o, "num_key_value_heads", NULL))
+            d->p.n_kv_heads = d->p.n_heads;
+        if (d->p.head_dim == 0 && d->p.n_heads > 0)
+            d->p.head_dim = d->p.d_model / d->p.n_heads;
+        d->p.n_active_layers = d->p.n_layers;
+    }
+    return st;
 }
 
 /* A JSON object from a file of at most 1 MiB. */
@@ -722,32 +760,32 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     if (st != LATTICE_OK)
         return st;
     json_object *cfg = NULL;
-    lattice_model_params p;
-    lattice_model_params_init(&p);
-    lattice_norm_placement pl;
-    lattice_norm_kind kind;
-    float eps, scale;
+    model_desc d;
+    lattice_model_params_init(&d.p);
+    lattice_model_params *p = &d.p;
     lattice_norm *norm = NULL;
     lattice_model *m = NULL;
     st = read_config(&sf, path, config_path, &cfg, err);
     if (st == LATTICE_OK)
-        st = parse_config(cfg, config_path != NULL, &p, &pl, &kind, &eps, &scale, err);
+        st = read_desc(cfg, config_path != NULL, &d, err);
     if (st == LATTICE_OK) {
-        p.max_batch = max_batch;
-        p.max_seq = max_seq;
-        st = lattice_model_params_check(&p, err);
+        p->max_batch = max_batch;
+        p->max_seq = max_seq;
+        st = lattice_model_params_check(p, err);
     }
     /* settings the file holds are the file's fault (FORMAT); memory is not */
-    if (st == LATTICE_OK && (st = lattice_norm_create(pl, kind, eps, &norm)) != LATTICE_OK)
+    if (st == LATTICE_OK &&
+        (st = lattice_norm_create(d.norm.placement, d.norm.kind, d.norm.eps, &norm)) != LATTICE_OK)
         st = st == LATTICE_ERR_OUT_OF_MEMORY
                  ? lattice__set_error(err, st, "no memory for the norm")
                  : lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad norm settings (eps %g)",
-                                      (double)eps);
-    if (st == LATTICE_OK && scale != 1.0f && (st = lattice_norm_set_residual_scale(norm, scale)))
+                                      (double)d.norm.eps);
+    if (st == LATTICE_OK && d.norm.residual_scale != 1.0f &&
+        (st = lattice_norm_set_residual_scale(norm, d.norm.residual_scale)))
         st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
     if (st == LATTICE_OK)
-        st = check_file_tensors(&sf, path, &p, norm, backend, err);
-    if (st == LATTICE_OK && (st = lattice_model_create(&p, norm, backend, &m)) != LATTICE_OK)
+        st = check_file_tensors(&sf, path, p, norm, backend, err);
+    if (st == LATTICE_OK && (st = lattice_model_create(p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
     if (st == LATTICE_OK &&
         (st = load_open(m, &sf, config_path ? "the config.json" : "the model")) != LATTICE_OK)

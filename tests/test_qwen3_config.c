@@ -2,6 +2,10 @@
  * one), strictly parsed, and written from C by lattice_model_save_config. */
 #include "model_files.h"
 
+#include "model_internal.h"
+#include "safetensors.h"
+
+#include <json-c/json.h>
 #include <sys/stat.h>
 
 /* Under UBSan, undefined behaviour fails the test instead of printing a line. */
@@ -412,6 +416,119 @@ START_TEST(test_qwen3_unsupported)
 }
 END_TEST
 
+/* ---- the model's description: each row drives the files by itself ---------------------- */
+
+/* m's weights under the lattice.config text cfg, at path. */
+static void save_with_config(lattice_model *m, const char *cfg, const char *path)
+{
+    const int n = lattice_model_get_n_tensors(m);
+    st_entry *e = calloc((size_t)n, sizeof(*e));
+    for (int i = 0; i < n; i++) {
+        lattice_model_tensor_info ti;
+        lattice_model_get_tensor(m, i, &ti);
+        e[i] = (st_entry){ti.name, ST_F32, ti.ndim, {ti.shape[0], ti.shape[1]}, ti.data};
+    }
+    const char *meta[] = {"lattice.config", cfg, NULL};
+    char err[LATTICE_ERRMSG_SIZE];
+    ck_assert_msg(lattice__st_write(path, e, n, meta, err) == LATTICE_OK, "%s", err);
+    free(e);
+}
+
+/* The lattice.config m's save writes (caller frees). */
+static char *config_of(lattice_model *m)
+{
+    char *path = temp_path(".safetensors"), err[LATTICE_ERRMSG_SIZE];
+    ck_assert_int_eq(lattice_model_save(m, path), LATTICE_OK);
+    st_file sf;
+    ck_assert_msg(lattice__st_open(&sf, path, err) == LATTICE_OK, "%s", err);
+    char *text = strdup(lattice__st_meta(&sf, "lattice.config"));
+    lattice__st_close(&sf);
+    unlink(path);
+    return text;
+}
+
+/* A model of one of two settings, between them writing every row. */
+static lattice_model *rows_model(int k)
+{
+    lattice_model_params p;
+    tu_tiny_params(&p);
+    p.n_layers = 4;
+    p.n_active_layers = 3;
+    p.vocab_size = 13;
+    p.max_seq = 6;
+    p.block_norm = k ? 0 : 2;
+    p.block_rescale = k ? 2 : 0;
+    p.massive_offset = k ? 0.0f : 3.0f;
+    p.massive_layer = 2;
+    p.massive_channel = 1;
+    return tu_model(be, LATTICE_NORM_PLACEMENT_PRE, k ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS,
+                    1e-5f, 1.0f, &p);
+}
+
+/* Every row of the model's description (model_io.c's table) alone drives
+ * lattice.config's write, read and comparison: one of two models writes its
+ * key; each model made again from its file writes the same lattice.config
+ * and has the same setup; and with one written key changed, its file is
+ * refused on load naming the key (the active count, where a run stands,
+ * loads). */
+START_TEST(test_description_rows)
+{
+    int seen[64] = {0}, compared, n_rows = 0;
+    const char *key;
+    while (lattice__model_desc_key(n_rows, &compared))
+        n_rows++;
+    ck_assert_int_le(n_rows, 64);
+    for (int k = 0; k < 2; k++) {
+        lattice_model *a = rows_model(k), *b = NULL;
+        char *text = config_of(a), *path = temp_path(".safetensors"), err[LATTICE_ERRMSG_SIZE];
+        save_with_config(a, text, path);
+        ck_assert_msg(lattice_model_create_from_file(path, NULL, be, 2, 6, &b, err) == LATTICE_OK,
+                      "%s", err);
+        char *again = config_of(b);
+        ck_assert_str_eq(again, text);
+        lattice__setup sa = {0}, sb = {0};
+        lattice__model_setup(a, 0, &sa);
+        lattice__model_setup(b, 0, &sb);
+        ck_assert_int_eq(lattice__setup_first_difference(&sa, &sb), -1);
+        json_object *base = json_tokener_parse(text), *x;
+        for (int i = 0; (key = lattice__model_desc_key(i, &compared)) != NULL; i++) {
+            json_object *o = json_tokener_parse(json_object_to_json_string(base));
+            if (!json_object_object_get_ex(o, key, &x)) { /* the other model writes it */
+                json_object_put(o);
+                continue;
+            }
+            seen[i] = 1;
+            json_object *changed =
+                json_object_is_type(x, json_type_string) ? json_object_new_string("sideways")
+                : json_object_is_type(x, json_type_double)
+                    ? json_object_new_double(2 * json_object_get_double(x))
+                    : json_object_new_int(json_object_get_int(x) == 0);
+            json_object_object_add(o, key, changed);
+            save_with_config(a, json_object_to_json_string(o), path);
+            json_object_put(o);
+            const lattice_status st = lattice_model_load(a, path);
+            char says[96];
+            snprintf(says, sizeof says, "the file's %s is ", key);
+            if (compared)
+                ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_model_errmsg(a), says),
+                              "%s: %d '%s'", key, st, lattice_model_errmsg(a));
+            else
+                ck_assert_msg(st == LATTICE_OK, "%s: %s", key, lattice_model_errmsg(a));
+        }
+        json_object_put(base);
+        lattice__setup_free(&sa);
+        lattice__setup_free(&sb);
+        free(text);
+        free(again);
+        unlink(path);
+        lattice_model_destroy(b);
+        lattice_model_destroy(a);
+    }
+    for (int i = 0; i < n_rows; i++)
+        ck_assert_msg(seen[i], "no model writes %s", lattice__model_desc_key(i, &compared));
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("qwen3-config");
@@ -424,6 +541,7 @@ int main(void)
     tcase_add_loop_test(tc, test_config_json_agrees_with_file, 0, 5);
     tcase_add_test(tc, test_strict_config_json);
     tcase_add_test(tc, test_qwen3_unsupported);
+    tcase_add_test(tc, test_description_rows);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }
