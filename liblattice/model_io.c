@@ -421,12 +421,35 @@ static lattice_status model_save_config(const lattice_model *cm, const char *pat
     return st;
 }
 
+/* The tensor `name` of the file sf (named path) at the shape [rows, cols] (a
+ * vector: ndim 1), or NULL with why in err. */
+static const st_tensor *shaped(const st_file *sf, const char *path, const char *name, int ndim,
+                               int64_t rows, int64_t cols, char *err)
+{
+    const st_tensor *f = lattice__st_find(sf, name);
+    char got[96] = "";
+    if (f && f->ndim == ndim && f->shape[0] == rows && (ndim == 1 || f->shape[1] == cols))
+        return f;
+    for (int d = 0, n = 0; f && d < f->ndim && n < (int)sizeof got; d++)
+        n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? ", " : "",
+                      (long long)f->shape[d]);
+    if (!f)
+        lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: tensor '%s' is missing from the file",
+                           path, name);
+    else
+        lattice__set_error(err, LATTICE_ERR_FORMAT, "%s: tensor '%s' has shape [%s] in the file, "
+                           "the model's is [%lld%s%lld]", path, name, got, (long long)rows,
+                           ndim == 2 ? ", " : "", ndim == 2 ? (long long)cols : 0LL);
+    return NULL;
+}
+
 /* The file's lattice.config, where it has one, must describe m in every
  * setting, whether m was made by the caller, from the file itself or from a
  * config.json given beside it (named ours in messages): weights of a
  * block_rescale model loaded under a plain Qwen3 config.json gave other
  * logits without a word. */
-static lattice_status load_open(lattice_model *m, const st_file *sf, const char *ours)
+static lattice_status load_open(lattice_model *m, const st_file *sf, const char *path,
+                                const char *ours)
 {
     const char *cfg = lattice__st_meta(sf, "lattice.config");
     json_object *o = NULL;
@@ -439,21 +462,10 @@ static lattice_status load_open(lattice_model *m, const st_file *sf, const char 
         return st;
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
-        const st_tensor *f = lattice__st_find(sf, t->name);
+        const st_tensor *f = shaped(sf, path, t->name, t->ndim, t->rows, t->cols, m->err);
         if (!f)
-            return FAIL(m, LATTICE_ERR_FORMAT, "tensor '%s' is missing from the file", t->name);
-        int64_t want[2] = {t->rows, t->cols};
-        int ok = f->ndim == t->ndim;
-        for (int d = 0; ok && d < t->ndim; d++)
-            ok = f->shape[d] == want[d];
-        if (!ok)
-            return FAIL(m, LATTICE_ERR_FORMAT,
-                        "tensor '%s' has shape [%lld%s%lld] in the model but not in the file",
-                        t->name, (long long)t->rows, t->ndim == 2 ? ", " : "",
-                        t->ndim == 2 ? (long long)t->cols : 0LL);
-        lattice_status st = lattice__st_read_f32(sf, f, t->data, t->rows * t->cols, m->err);
-        if (st != LATTICE_OK)
-            return st;
+            return LATTICE_ERR_FORMAT;
+        TRY(lattice__st_read_f32(sf, f, t->data, t->rows * t->cols, m->err));
     }
     return LATTICE_OK;
 }
@@ -469,7 +481,7 @@ static lattice_status model_load(lattice_model *m, const char *path)
     lattice_status st = lattice__st_open(&sf, path, m->err);
     if (st != LATTICE_OK)
         return st;
-    st = load_open(m, &sf, "the model");
+    st = load_open(m, &sf, path, "the model");
     lattice__st_close(&sf);
     m->batch = m->seq = 0;
     return st;
@@ -711,24 +723,8 @@ static lattice_status check_file_tensors(const st_file *sf, const char *path,
                                     ti.name);
             break;
         }
-        const st_tensor *f = lattice__st_find(sf, ti.name);
-        if (!f) {
-            st = lattice__set_error(err, LATTICE_ERR_FORMAT,
-                                    "%s: tensor '%s' is missing from the file", path, ti.name);
-            break;
-        }
-        int ok = f->ndim == ti.ndim;
-        for (int d = 0; ok && d < ti.ndim; d++)
-            ok = f->shape[d] == want[d];
-        if (!ok) {
-            char got[96] = "";
-            for (int d = 0, n = 0; d < f->ndim && n < (int)sizeof got; d++)
-                n += snprintf(got + n, sizeof got - (size_t)n, "%s%lld", d ? ", " : "",
-                              (long long)f->shape[d]);
-            st = lattice__set_error(err, LATTICE_ERR_FORMAT,
-                                    "%s: tensor '%s' has shape [%s] in the file, the config needs "
-                                    "[%lld%s%lld]", path, ti.name, got, (long long)want[0],
-                                    ti.ndim == 2 ? ", " : "", ti.ndim == 2 ? (long long)want[1] : 0LL);
+        if (!shaped(sf, path, ti.name, ti.ndim, want[0], want[1], err)) {
+            st = LATTICE_ERR_FORMAT;
             break;
         }
         matched += want[0] * want[1];
@@ -788,7 +784,8 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     if (st == LATTICE_OK && (st = lattice_model_create(p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
     if (st == LATTICE_OK &&
-        (st = load_open(m, &sf, config_path ? "the config.json" : "the model")) != LATTICE_OK)
+        (st = load_open(m, &sf, path, config_path ? "the config.json" : "the model")) !=
+            LATTICE_OK)
         snprintf(err, LATTICE_ERRMSG_MAX, "%s", m->err);
     lattice__st_close(&sf);
     json_object_put(cfg);
