@@ -5,6 +5,7 @@
 #include "json.h"
 #include "safetensors.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,7 @@ static const desc_row desc_rows[] = {
      0},
     {"head_dim", 0, "head_dim", D_INT, P(head_dim), 0, 0, 0, BIG, 0, {6, 6, -1}, 0},
     {"d_ff", 0, "intermediate_size", D_INT, P(d_ff), NEEDS, 0, 1, BIG, 0, {7, 2, -1}, 0},
-    {"rope_theta", 0, "rope_theta", D_REAL, P(rope_theta), 0, 1e6, 0, HUGE_VAL, 0, {14, 8, -1},
+    {"rope_theta", 0, "rope_theta", D_REAL, P(rope_theta), 0, 1e6, 0, FLT_MAX, 0, {14, 8, -1},
      0},
     {"qk_norm", 0, 0, D_FLAG, P(qk_norm), 0, 1, -1, BIG, 0, {8, -1, 4},
      "a model without q/k norm (Qwen3 normalises queries and keys)"},
@@ -103,7 +104,7 @@ static const desc_row desc_rows[] = {
      "block_norm %s (Qwen3 has no block-entry norm)"},
     {"block_rescale", 0, 0, D_INT, P(block_rescale), SET_ONLY, 0, 0, BIG, 0, {11, -1, 7},
      "block_rescale %s (Qwen3 has no block-entry rescale)"},
-    {"massive_offset", 0, 0, D_REAL, P(massive_offset), SET_ONLY, 0, 0, HUGE_VAL, 0, {19, -1, 8},
+    {"massive_offset", 0, 0, D_REAL, P(massive_offset), SET_ONLY, 0, 0, FLT_MAX, 0, {19, -1, 8},
      "massive_offset %s (Qwen3 has no induced row-start offset)"},
     {"massive_layer", 0, 0, D_INT, P(massive_layer), 0, 1, 0, BIG, "massive_offset", {12, -1, 9},
      0},
@@ -115,8 +116,8 @@ static const desc_row desc_rows[] = {
      {15, -1, 0}, "a %s-norm model (Qwen3 is pre-norm)"},
     {"norm", "norm_kind", 0, D_KIND, N(kind), 0, LATTICE_NORM_KIND_RMS, 0, 1, 0, {16, -1, 1},
      "a LayerNorm model (Qwen3's norms are RMSNorm)"},
-    {"eps", "norm_eps", "rms_norm_eps", D_REAL, N(eps), 0, 1e-6, 0, HUGE_VAL, 0, {17, 7, 2}, 0},
-    {"residual_scale", 0, 0, D_REAL, N(residual_scale), 0, 1, 0, HUGE_VAL, 0, {18, -1, 3},
+    {"eps", "norm_eps", "rms_norm_eps", D_REAL, N(eps), 0, 1e-6, 0, FLT_MAX, 0, {17, 7, 2}, 0},
+    {"residual_scale", 0, 0, D_REAL, N(residual_scale), 0, 1, 0, FLT_MAX, 0, {18, -1, 3},
      "residual_scale %s (Qwen3 adds its residuals unscaled)"},
 };
 #undef BIG
@@ -187,7 +188,7 @@ static void value_text(const desc_row *r, double x, int digits, char *buf, size_
     else if (is_real(r))
         snprintf(buf, n, "%.*g", digits, x);
     else
-        snprintf(buf, n, "%lld", (long long)x);
+        snprintf(buf, n, "%.0f", x);
 }
 
 /* x as the file `at` writes it: in config.json a number as the shortest
@@ -370,7 +371,7 @@ static lattice_status same_architecture(lattice_model *m, json_object *o, const 
         if (!known && !names_of(r))
             return FAIL(m, LATTICE_ERR_FORMAT, "the file's %s is not %s", r->key,
                         is_real(r) ? "a number" : "an integer");
-        if (is_real(r))
+        if (is_real(r) && fabs(file) <= FLT_MAX)
             file = (float)file;
         if (known && same(r, file, model))
             continue;
@@ -496,7 +497,7 @@ static int get_num(json_object *o, const char *key, float *out)
     if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
         return 0;
     double x = json_object_get_double(v);
-    if (!isfinite(x))
+    if (!isfinite(x) || fabs(x) > FLT_MAX) /* not a float */
         return 0;
     *out = (float)x;
     return 1;

@@ -470,7 +470,8 @@ static lattice_model *rows_model(int k)
  * key; each model made again from its file writes the same lattice.config
  * and has the same setup; and with one written key changed, its file is
  * refused on load naming the key (the active count, where a run stands,
- * loads). */
+ * loads), as is a value outside the row's range when a model is made from
+ * the file. */
 START_TEST(test_description_rows)
 {
     int seen[64] = {0}, compared, n_rows = 0;
@@ -514,6 +515,19 @@ START_TEST(test_description_rows)
                               "%s: %d '%s'", key, st, lattice_model_errmsg(a));
             else
                 ck_assert_msg(st == LATTICE_OK, "%s: %s", key, lattice_model_errmsg(a));
+        }
+        /* read: a value outside its row's range is refused, naming the key */
+        const char *outside[][2] = {{"vocab_size", "0"}, {"rope_theta", "1e300"},
+                                    {"norm", "\"sideways\""}, {"massive_channel", "-1"}};
+        for (size_t j = 0; j < sizeof outside / sizeof outside[0]; j++) {
+            json_object *o = json_tokener_parse(json_object_to_json_string(base));
+            json_object_object_add(o, outside[j][0], json_tokener_parse(outside[j][1]));
+            save_with_config(a, json_object_to_json_string(o), path);
+            json_object_put(o);
+            lattice_model *c = NULL;
+            ck_assert_int_eq(lattice_model_create_from_file(path, NULL, be, 2, 6, &c, err),
+                             LATTICE_ERR_FORMAT);
+            ck_assert_msg(strstr(err, outside[j][0]), "%s: '%s'", outside[j][0], err);
         }
         json_object_put(base);
         lattice__setup_free(&sa);
