@@ -513,8 +513,9 @@ static const char *get_str(json_object *o, const char *key)
 /* Settings of a Qwen3 config.json this library does not implement are refused
  * (LATTICE_ERR_UNSUPPORTED, naming the key) rather than ignored: the weights
  * would load and compute something else. Both layouts of the RoPE base are
- * read: "rope_theta" and (transformers >= 4.5x) "rope_parameters":
- * {"rope_theta": ..., "rope_type": "default"}. */
+ * read: "rope_theta" (into *rope_theta, with the other rows, before this)
+ * and (transformers >= 4.5x) "rope_parameters": {"rope_theta": ...,
+ * "rope_type": "default"}. */
 static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char *err)
 {
 #define NOPE(...) return lattice__set_error(err, LATTICE_ERR_UNSUPPORTED, "config: " __VA_ARGS__)
@@ -557,41 +558,37 @@ static lattice_status qwen3_unsupported(json_object *o, float *rope_theta, char 
         const char *type = get_str(v, "rope_type") ? get_str(v, "rope_type") : get_str(v, "type");
         NOPE("rope_scaling (\"%s\") is not implemented", type ? type : "?");
     }
-    float theta = *rope_theta;
-    int have_theta = json_object_object_get_ex(o, "rope_theta", &v);
-    if (have_theta && !get_num(o, "rope_theta", &theta))
-        BADTYPE("rope_theta");
-    if (json_object_object_get_ex(o, "rope_parameters", &v) && !json_object_is_type(v, json_type_null)) {
-        json_object *x;
-        float inner = 0.0f, partial = 1.0f;
-        if (!json_object_is_type(v, json_type_object))
+    json_object *rp = NULL; /* rope_parameters: read after rope_theta, which it must equal */
+    if (json_object_object_get_ex(o, "rope_parameters", &rp) && rp) {
+        float inner = 0.0f;
+        if (!json_object_is_type(rp, json_type_object))
             BADTYPE("rope_parameters");
-        const char *type = get_str(v, "rope_type");
+        const char *type = get_str(rp, "rope_type");
         if (!type)
             NOPE("rope_parameters without a rope_type string (per-layer-type RoPE?) is not "
                  "implemented");
         if (strcmp(type, "default") != 0)
             NOPE("rope_parameters.rope_type \"%s\" is not implemented (only \"default\")", type);
-        if (!json_object_object_get_ex(v, "rope_theta", &x) || !get_num(v, "rope_theta", &inner))
+        if (!json_object_object_get_ex(rp, "rope_theta", &v) || !get_num(rp, "rope_theta", &inner))
             return lattice__set_error(err, LATTICE_ERR_FORMAT,
                 "config: rope_parameters needs a number rope_theta");
-        if (!get_num(v, "partial_rotary_factor", &partial))
-            BADTYPE("rope_parameters.partial_rotary_factor");
-        if (partial != 1.0f)
-            NOPE("rope_parameters.partial_rotary_factor %g is not implemented (only 1)",
-                 (double)partial);
-        if (have_theta && inner != theta)
+        if (json_object_object_get_ex(o, "rope_theta", &v) && inner != *rope_theta)
             return lattice__set_error(err, LATTICE_ERR_FORMAT,
-                "config: rope_theta %g and rope_parameters.rope_theta %g "
-                                      "disagree", (double)theta, (double)inner);
-        theta = inner;
+                "config: rope_theta %g and rope_parameters.rope_theta %g disagree",
+                (double)*rope_theta, (double)inner);
+        *rope_theta = inner;
     }
-    float partial = 1.0f;
-    if (!get_num(o, "partial_rotary_factor", &partial))
-        BADTYPE("partial_rotary_factor");
-    if (partial != 1.0f)
-        NOPE("partial_rotary_factor %g is not implemented (only 1)", (double)partial);
-    *rope_theta = theta;
+    for (int k = 0; k < 2; k++) { /* at the top and in rope_parameters */
+        const char *in = k ? "rope_parameters." : "";
+        float partial = 1.0f;
+        if (k && !rp)
+            break;
+        if (!get_num(k ? rp : o, "partial_rotary_factor", &partial))
+            return lattice__set_error(err, LATTICE_ERR_FORMAT,
+                                      "config: %spartial_rotary_factor has the wrong type", in);
+        if (partial != 1.0f)
+            NOPE("%spartial_rotary_factor %g is not implemented (only 1)", in, (double)partial);
+    }
     return LATTICE_OK;
 #undef NOPE
 #undef BADTYPE
@@ -603,7 +600,7 @@ static lattice_status read_desc(json_object *o, int qwen3, model_desc *d, char *
 {
     for (const desc_row *r = desc_rows; r < desc_rows + N_ROWS; r++)
         set(r, d, r->dflt);
-    lattice_status st = qwen3 ? qwen3_unsupported(o, &d->p.rope_theta, err) : LATTICE_OK;
+    lattice_status st = LATTICE_OK;
     for (const desc_row *r = desc_rows; st == LATTICE_OK && r < desc_rows + N_ROWS; r++) {
         const char *key = qwen3 ? r->q3 : r->key;
         json_object *v;
@@ -611,8 +608,7 @@ static lattice_status read_desc(json_object *o, int qwen3, model_desc *d, char *
         if (!key)
             continue;
         if (!json_object_object_get_ex(o, key, &v)) {
-            if (qwen3 ? (r->flags & NEEDS)
-                      : !(r->flags & SET_ONLY) && !r->with)
+            if (qwen3 ? (r->flags & NEEDS) : !(r->flags & SET_ONLY) && !r->with)
                 st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: %s is missing", key);
         } else if (!value_of(r, v, &x) || !isfinite(x) || x < r->lo || x > r->hi) {
             char lo[32], hi[32];
@@ -625,14 +621,15 @@ static lattice_status read_desc(json_object *o, int qwen3, model_desc *d, char *
             set(r, d, x);
         }
     }
-    if (st == LATTICE_OK && qwen3) { /* Qwen3's defaults that follow from other keys */
-        if (!json_object_object_get_ex(o, "num_key_value_heads", NULL))
-            d->p.n_kv_heads = d->p.n_heads;
-        if (d->p.head_dim == 0 && d->p.n_heads > 0)
-            d->p.head_dim = d->p.d_model / d->p.n_heads;
-        d->p.n_active_layers = d->p.n_layers;
-    }
-    return st;
+    if (st != LATTICE_OK || !qwen3)
+        return st;
+    /* Qwen3's defaults that follow from other keys */
+    if (!json_object_object_get_ex(o, "num_key_value_heads", NULL))
+        d->p.n_kv_heads = d->p.n_heads;
+    if (d->p.head_dim == 0 && d->p.n_heads > 0)
+        d->p.head_dim = d->p.d_model / d->p.n_heads;
+    d->p.n_active_layers = d->p.n_layers;
+    return qwen3_unsupported(o, &d->p.rope_theta, err);
 }
 
 /* A JSON object from a file of at most 1 MiB. */
