@@ -3,7 +3,7 @@
 
 #include "plan.h"
 #include "preset.h"
-#include "report.h"
+#include "report_words.h"
 #include "runs.h"
 
 int mode_check(preset *p, int jobs)
