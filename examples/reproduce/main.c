@@ -93,10 +93,27 @@ static void usage(FILE *f)
             "  -h, --help          this help\n");
 }
 
+/* --NAME S: a number of seconds from lo to 86400 into *v; 0, or 2 when it is
+ * not (said, with more: what lo means). */
+static int parse_seconds(const char *name, const char *arg, double lo, const char *more,
+                         double *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtod(arg, &end);
+    if (errno || end == arg || *end || !(*v >= lo && *v <= 86400)) {
+        fprintf(stderr, PROG ": --%s: '%s' is not a number of seconds from 0 to 86400%s\n", name,
+                arg, more);
+        return 2;
+    }
+    return 0;
+}
+
 /* Parse argv into o: 0, or the exit status to finish with (usage, --help). */
 static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof(*o));
+    o->progress_every = o->checkpoint_every = NAN; /* not given: the process's defaults */
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
@@ -127,36 +144,21 @@ static int parse_options(int argc, char **argv, options *o)
         case 'S': o->save_students = 1; break;
         case 'K': o->rekey = 1; break;
         case 'R': o->report_only = 1; break;
-        case 'g': {
-            char *end;
-            errno = 0;
-            const double v = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(v >= 0 && v <= 86400)) {
-                fprintf(stderr, PROG ": --progress: '%s' is not a number of seconds from 0 to "
-                                "86400\n", optarg);
+        case 'g':
+            if (parse_seconds("progress", optarg, 0, "", &o->progress_every))
                 return 2;
-            }
-            proc.progress_every = v;
             break;
-        }
         case 'P': o->probe_only = 1; break;
         case 'T': o->teacher_only = 1; break;
         case 'E': o->estimate_only = 1; break;
         case 'C': o->check_only = 1; break;
         case 'A': o->only_arms = optarg; break;
-        case 'Q': proc.profile = 1; break;
-        case 'k': {
-            char *end;
-            errno = 0;
-            const double v = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(v >= -1 && v <= 86400)) {
-                fprintf(stderr, PROG ": --checkpoint-every: '%s' is not a number of seconds from "
-                                "0 to 86400 (or -1: never)\n", optarg);
+        case 'Q': o->profile = 1; break;
+        case 'k':
+            if (parse_seconds("checkpoint-every", optarg, -1, " (or -1: never)",
+                              &o->checkpoint_every))
                 return 2;
-            }
-            proc.checkpoint_every = v;
             break;
-        }
         case 'L':
             if (strcmp(optarg, "file") == 0)
                 o->logits = LOGITS_CACHE;
@@ -285,6 +287,12 @@ int main(int argc, char **argv)
     if (bad)
         return finish(bad < 0 ? 0 : bad);
     check_options(&o);
+    /* what the messages and the runs read of the options (study.h's process) */
+    if (!isnan(o.progress_every))
+        proc.progress_every = o.progress_every;
+    if (!isnan(o.checkpoint_every))
+        proc.checkpoint_every = o.checkpoint_every;
+    proc.profile = o.profile;
     char preset_buf[4096];
     preset_file(preset_buf, sizeof preset_buf, o.preset_path);
     o.preset_path = preset_buf;

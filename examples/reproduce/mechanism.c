@@ -53,7 +53,8 @@ static void pair_row(vtable *t, const study *s, const grow_pair *g, verdict v, d
                      const char *head, const char *ours)
 {
     const char *pair[2] = {s->p->arms[g->pre].name, s->p->arms[g->post].name};
-    const char *cell = dnl_cell(s, pair, 2, vtext(v, g->n), &pv);
+    char cell[600];
+    verdict_cell(cell, sizeof cell, s, pair, 2, v, &pv);
     vrow(t, pv, "%s | %s | %s |", head, ours, cell);
 }
 

@@ -17,6 +17,10 @@ typedef struct options {
     /* the mode: at most one of these stops before the runs */
     int teacher_only, estimate_only, check_only, probe_only, rekey, report_only;
     logits_mode logits; /* --teacher-logits */
+    /* the process's settings (study.h): --progress, --checkpoint-every (NaN: not
+     * given), --profile */
+    double progress_every, checkpoint_every;
+    int profile;
 } options;
 
 /* --check: the preset as understood, every object built on the real shapes. */

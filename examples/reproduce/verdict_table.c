@@ -79,24 +79,29 @@ void fmt_pm(char *buf, size_t n, const summary *sm, const char *f, double scale)
     snprintf(buf, n, "%s ± %s", m, h[0] == '+' ? h + 1 : h); /* a half-width has no sign */
 }
 
-const char *vtext(verdict v, int n)
+const char *vtext(char *buf, size_t size, verdict v, int seeds)
 {
-    static char buf[64];
-    snprintf(buf, sizeof buf, "%s%s", verdict_text(v),
-             n == 1 && v != V_NOT_RUN && v != V_NOT_APPLICABLE ? " (1 seed)" : "");
+    snprintf(buf, size, "%s%s", verdict_text(v),
+             seeds == 1 && v != V_NOT_RUN && v != V_NOT_APPLICABLE ? " (1 seed)" : "");
     return buf;
 }
 
-const char *dnl_cell(const study *s, const char *const *names, int n, const char *cell,
-                     double *p)
+const char *dnl_cell(char *buf, size_t size, const study *s, const char *const *names, int n,
+                     const char *cell, double *p)
 {
-    static char buf[4][600];
-    static int next;
     char dnl[512];
     if (!not_learned(s, names, n, dnl, sizeof dnl))
         return cell;
-    char *b = buf[next++ & 3];
-    snprintf(b, sizeof buf[0], NOT_LEARNED_VERDICT ": %s", dnl);
+    snprintf(buf, size, NOT_LEARNED_VERDICT ": %s", dnl);
     *p = NAN;
-    return b;
+    return buf;
+}
+
+const char *verdict_cell(char *buf, size_t size, const study *s, const char *const *names,
+                         int n, verdict v, double *p)
+{
+    char text[64];
+    if (dnl_cell(buf, size, s, names, n, vtext(text, sizeof text, v, s->p->seeds), p) == text)
+        snprintf(buf, size, "%s", text);
+    return buf;
 }

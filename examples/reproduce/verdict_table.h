@@ -30,14 +30,19 @@ void vflush(FILE *f, vtable *t);
  * the nearer of the two. */
 double sided_p(verdict v, double p_yes, double p_no);
 
-/* A row's verdict, with "(1 seed)" where one seed is all there is. */
-const char *vtext(verdict v, int n);
+/* A row's verdict into buf, with "(1 seed)" where one seed is all there is. */
+const char *vtext(char *buf, size_t size, verdict v, int seeds);
 
 /* The verdict cell of a row that rests on the arms names[0..n): cell, or,
  * when one of them did not learn (results.h), NOT_LEARNED_VERDICT naming
- * them, and *p NaN: no test, and no place in the table's family. */
-const char *dnl_cell(const study *s, const char *const *names, int n, const char *cell,
-                     double *p);
+ * them, written into buf, and *p NaN: no test, and no place in the table's
+ * family. */
+const char *dnl_cell(char *buf, size_t size, const study *s, const char *const *names, int n,
+                     const char *cell, double *p);
+
+/* The verdict cell of a row whose verdict is v (vtext, then dnl_cell), in buf. */
+const char *verdict_cell(char *buf, size_t size, const study *s, const char *const *names,
+                         int n, verdict v, double *p);
 
 /* "+0.0123 ± 0.0045" of a summary ("n/a" when it has no seeds; no ± with one). */
 void fmt_summary(char *buf, size_t n, const summary *sm);

@@ -31,7 +31,8 @@ static void paper_pair_row(vtable *t, const study *s, const char *finding, const
     double pv = parity ? parity_p(&sm, PARITY_MARGIN) : p_against(&sm, 0);
     const verdict v = parity ? rule_parity(&sm, PARITY_MARGIN) : rule_direction(&sm, -1);
     const char *arms[2] = {pre, post};
-    const char *cell = dnl_cell(s, arms, 2, vtext(v, s->p->seeds), &pv);
+    char cell[600];
+    verdict_cell(cell, sizeof cell, s, arms, 2, v, &pv);
     vrow(t, pv, "| %s | %+.4f | %s | %s |", finding, paper, ours, cell);
 }
 
@@ -104,7 +105,8 @@ static void interaction_row(vtable *t, const study *s, const summary *sit, const
                  pt = p_against(st, 0);
     const double p_yes = sit->n > 0 ? fmax(pi, pit) : fmax(pi, fmax(pa, pt));
     double pv = si.n ? sided_p(vi, p_yes, fmin(pi, sit->n > 0 ? pit : fmin(pa, pt))) : NAN;
-    const char *cell = dnl_cell(s, inter, 6, vtext(vi, s->p->seeds), &pv);
+    char cell[600];
+    verdict_cell(cell, sizeof cell, s, inter, 6, vi, &pv);
     vrow(t, pv,
          "| interaction I < 0 (with the budget controls, or I at matched total compute "
          "when it ran) | %+.4f | %s%s | %s |", PAPER_INTERACTION, ours, why, cell);
@@ -119,9 +121,11 @@ static void matched_total_row(vtable *t, const study *s, const summary *sit)
     fmt_summary(ours, sizeof ours, sit);
     matching_moves(ours, sizeof ours, s, "", "pre-joint-total", "post-joint-total");
     double pv = sit->n ? effect_p(sit, EQUIVALENCE_MARGIN) : NAN;
-    const char *vc = dnl_cell(s, inter_total, 4,
+    char dnl[600];
+    const char *vc = dnl_cell(dnl, sizeof dnl, s, inter_total, 4,
                               sit->n ? effect_cell(cell, sizeof cell, sit, EQUIVALENCE_MARGIN, -1)
-                                     : vtext(rule_direction(sit, -1), s->p->seeds),
+                                     : vtext(cell, sizeof cell, rule_direction(sit, -1),
+                                             s->p->seeds),
                               &pv);
     if (sit->n && !strstr(vc, NOT_LEARNED_VERDICT)) {
         snprintf(half, sizeof half, "; at ±%.4f: ", ABSENCE_MARGIN);
@@ -152,7 +156,8 @@ static void controls_row(vtable *t, const study *s, const char *suffix, const ch
     fmt_summary(oa, sizeof oa, &sa);
     fmt_summary(ot, sizeof ot, &st);
     const char *arms[3] = {qg, qa, qt};
-    const char *cell = dnl_cell(s, arms, 3, vtext(vc, s->p->seeds), &pv);
+    char cell[600];
+    verdict_cell(cell, sizeof cell, s, arms, 3, vc, &pv);
     vrow(t, pv,
          "| budget controls, %s: %s / %s - %s > 0 | (the paper did not run it) | %s / %s "
          "(active: %s; total: %s) | %s |",
@@ -184,8 +189,9 @@ static void matched_rows(vtable *t, const study *s, const char *suffix, const ch
         char half[160];
         double pv = effect_p(&si, EQUIVALENCE_MARGIN);
         const char *arms[4] = {pj, qj, pg, qg};
-        const char *vc = dnl_cell(s, arms, 4, effect_cell(cell, sizeof cell, &si,
-                                                          EQUIVALENCE_MARGIN, -1), &pv);
+        char dnl[600];
+        const char *vc = dnl_cell(dnl, sizeof dnl, s, arms, 4,
+                                  effect_cell(cell, sizeof cell, &si, EQUIVALENCE_MARGIN, -1), &pv);
         if (vc != cell)
             snprintf(half, sizeof half, "not applicable");
         else
@@ -231,7 +237,8 @@ static void paper_rows(vtable *t, const study *s)
     char oa[64], ot[64];
     fmt_summary(oa, sizeof oa, &sa);
     fmt_summary(ot, sizeof ot, &st);
-    const char *cell = dnl_cell(s, controls, 3, vtext(vc, s->p->seeds), &pv);
+    char cell[600];
+    verdict_cell(cell, sizeof cell, s, controls, 3, vc, &pv);
     vrow(t, pv,
          "| budget controls: post-joint matched on active-layer / total tokens - post-grow > 0 | "
          "%+.4f / %+.4f | %s / %s | %s |", PAPER_CONTROL_ACTIVE_DELTA,
