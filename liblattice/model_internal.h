@@ -1,7 +1,8 @@
 /* What the model's own source files share: model.c (create, accessors,
  * inspection), model_layout.c (params and the arenas' layout), model_pass.c
- * (forward, backward, losses) and model_threads.c (the rows split). Other
- * objects include model_impl.h, the model's body, and never this. */
+ * (forward, backward, losses), model_threads.c (the rows split) and
+ * model_io.c (files, and the description that drives them). Other objects
+ * ask through model_access.h. */
 #ifndef LATTICE_MODEL_INTERNAL_H
 #define LATTICE_MODEL_INTERNAL_H
 
