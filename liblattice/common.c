@@ -90,37 +90,70 @@ lattice_status lattice__need(char *buf, const char *fn, int n, ...)
                               fn, missing);
 }
 
-lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
-                                     const char *type, size_t theirs, size_t ours)
+lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
+                                   const char *type, size_t theirs, size_t floor)
 {
-    return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
-                              "%s: invalid argument: %s %zu is below %zu, this library's "
-                              "sizeof(%s): the struct of a program built against a release "
-                              "before 1.0 (rebuild it), or a size never set",
-                              fn, field, theirs, ours, type ? type : "the struct");
+    char msg[LATTICE_ERRMSG_MAX];
+    if (!lattice__size_outside(msg, sizeof msg, fn, field, type, theirs, floor))
+        return LATTICE_OK;
+    return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT, "%s", msg);
 }
 
-lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
-                                   const char *type, size_t theirs, size_t ours)
+/* The floors are the sizes of 1.0's structs, as its ABI (tests/abi) has them. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(LATTICE__MODEL_PARAMS_1_0 == 96 && LATTICE__DATA_PARAMS_1_0 == 80 &&
+                   LATTICE__OPTIM_PARAMS_1_0 == 64 && LATTICE__DISTILL_PARAMS_1_0 == 32 &&
+                   LATTICE__SCHEDULE_PHASE_1_0 == 48 && LATTICE__TRAINER_PARAMS_1_0 == 72 &&
+                   LATTICE__TRAINER_COLLECTIVE_1_0 == 72 && LATTICE__TRAINER_METRICS_1_0 == 128,
+               "a 1.0 floor differs from 1.0's struct size (tests/abi/liblattice-1.0.abi)");
+#endif
+
+static size_t size_of(const void *s)
 {
-    if (theirs < ours)
-        return lattice__size_refused(errbuf, fn, field, type, theirs, ours);
-    if (theirs > LATTICE__SIZE_MAX(ours))
+    size_t n;
+    memcpy(&n, s, sizeof n);
+    return n;
+}
+
+lattice_status lattice__copy_in(char *errbuf, const char *fn, const lattice__sized *s, void *dst,
+                                const void *src)
+{
+    if (!src)
         return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "%s: invalid argument: %s %zu is above %zu, twice this "
-                                  "library's sizeof(%s) (no 1.x struct grows to twice its 1.0 "
-                                  "size): a size never set",
-                                  fn, field, theirs, LATTICE__SIZE_MAX(ours),
-                                  type ? type : "the struct");
+                                  "%s: invalid argument: %s is NULL", fn, s->arg);
+    const size_t theirs = size_of(src);
+    if (theirs == 0)
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: invalid argument: %s->size is 0: call %s_init first", fn,
+                                  s->arg, s->type);
+    char field[32];
+    snprintf(field, sizeof field, "%s->size", s->arg);
+    TRY(lattice__check_size(errbuf, fn, field, s->type, theirs, s->floor));
+    const unsigned char *b = src;
+    const size_t n = theirs < s->ours ? theirs : s->ours;
+    size_t i = sizeof(size_t);
+    while (i < n && !b[i])
+        i++;
+    if (i == n && !s->blank_valid)
+        return lattice__set_error(errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: invalid argument: every field of %s past its size is 0: "
+                                  "not initialised: call %s_init", fn, s->arg, s->type);
+    for (i = n; i < theirs; i++)
+        if (b[i])
+            return lattice__set_error(
+                errbuf, LATTICE_ERR_INVALID_ARGUMENT,
+                "%s: invalid argument: %s->size %zu is above %zu, this library's sizeof(%s), and "
+                "its byte %zu is not 0: a field of a later release is set, which this library "
+                "cannot honour (run the program with a library as new as its header, or leave "
+                "the field at 0)", fn, s->arg, theirs, s->ours, s->type, i);
+    memcpy(dst, src, n);
+    memcpy(dst, &s->ours, sizeof(size_t));
     return LATTICE_OK;
 }
 
-lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
-                                       size_t min_size)
+lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst, size_t floor)
 {
-    size_t theirs;
-    memcpy(&theirs, dst, sizeof(theirs));
-    return lattice__check_size(errbuf, fn, "out->size", NULL, theirs, min_size);
+    return lattice__check_size(errbuf, fn, "out->size", NULL, size_of(dst), floor);
 }
 
 int lattice__count_fits(int64_t n, size_t elem)
@@ -129,26 +162,14 @@ int lattice__count_fits(int64_t n, size_t elem)
 }
 
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
-                                 size_t ours, size_t min_size)
+                                 size_t ours, size_t floor)
 {
-    const lattice_status st = lattice__check_out_size(errbuf, fn, dst, min_size);
-    if (st != LATTICE_OK)
-        return st;
-    size_t theirs;
-    memcpy(&theirs, dst, sizeof(theirs));
+    TRY(lattice__check_out_size(errbuf, fn, dst, floor));
+    const size_t theirs = size_of(dst);
     const size_t n = theirs < ours ? theirs : ours;
     memcpy(dst, src, n);
     memcpy(dst, &n, sizeof(n));
     return LATTICE_OK;
-}
-
-int lattice__params_blank(const void *params, size_t size)
-{
-    const unsigned char *b = params;
-    for (size_t i = sizeof(size_t); i < size; i++)
-        if (b[i])
-            return 0;
-    return 1;
 }
 
 uint64_t lattice__hash(uint64_t h, const void *p, size_t n)

@@ -85,19 +85,10 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
 static lattice_status copy_params(lattice_data_params *dst, const lattice_data_params *src,
                                   int text, const char *fn, char *err)
 {
-    if (!src || src->size == 0)
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params missing or not initialised (size 0): call "
-                                  "lattice_data_params_init");
-    /* ours, or a newer caller's (the bytes past ours are not read) */
-    TRY(lattice__check_size(err, fn, "params->size", "lattice_data_params", src->size,
-                            sizeof(*dst)));
-    if (lattice__params_blank(src, sizeof(*dst)))
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params hold only their size (every field 0): not initialised: "
-                                  "call lattice_data_params_init");
-    memcpy(dst, src, sizeof(*dst));
-    dst->size = sizeof(*dst);
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_data_params, "params", LATTICE__DATA_PARAMS_1_0, 0);
+    lattice_data_params_init(dst);
+    TRY(lattice__copy_in(err, fn, &rule, dst, src));
     return check_params(dst, text, err);
 }
 
@@ -434,7 +425,7 @@ lattice_status lattice_data_get_params(const lattice_data *d, lattice_data_param
                       (const void *)d, "data", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_data_get_params", out, &d->p, sizeof(d->p),
-                             sizeof(lattice_data_params));
+                             LATTICE__DATA_PARAMS_1_0);
 }
 
 int64_t lattice_data_get_n_documents(const lattice_data *d, lattice_data_split split)

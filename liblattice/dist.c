@@ -3,6 +3,8 @@
  * never the order an MPI_Allreduce happens to choose. */
 #include <lattice/dist.h>
 
+#include "internal.h" /* lattice__size_outside, header-only: this library links only the API */
+
 #include <limits.h>
 #include <stddef.h>
 #include <stdarg.h>
@@ -20,6 +22,9 @@ struct lattice_dist {
     lattice_dist_stats stats;
     char err[LATTICE_ERRMSG_SIZE];
 };
+
+/* The 1.0 size of lattice_dist_stats (internal.h's floors). */
+#define DIST_STATS_1_0 LATTICE__SIZE_1_0(lattice_dist_stats, other_seconds)
 
 /* Elements per round of a sum: bounds the scratch (size * this / size
  * elements) and keeps every MPI count within an int. */
@@ -335,19 +340,12 @@ lattice_status lattice_dist_trainer_params(lattice_dist *d, lattice_trainer_para
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_trainer_params: invalid argument: %s is NULL",
                     !d ? "dist" : "params");
-    if (params->size < sizeof(*params))
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_trainer_params: invalid argument: params->size %zu is below "
-                    "%zu, this library's sizeof(lattice_trainer_params): the struct of a "
-                    "program built against a release before 1.0 (rebuild it), or a size never "
-                    "set (call lattice_trainer_params_init)",
-                    params->size, sizeof(*params));
-    if (params->size > 2 * sizeof(*params)) /* internal.h's LATTICE__SIZE_MAX */
-        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_trainer_params: invalid argument: params->size %zu is above "
-                    "%zu, twice this library's sizeof(lattice_trainer_params) (no 1.x struct "
-                    "grows to twice its 1.0 size): a size never set",
-                    params->size, 2 * sizeof(*params));
+    char msg[LATTICE_ERRMSG_SIZE];
+    if (lattice__size_outside(msg, sizeof msg, "lattice_dist_trainer_params", "params->size",
+                              "lattice_trainer_params", params->size,
+                              LATTICE__TRAINER_PARAMS_1_0))
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "%s (lattice_trainer_params_init sets it)",
+                    msg);
     params->collective = &dist_ops;
     params->collective_user = d;
     return LATTICE_OK;
@@ -379,18 +377,10 @@ lattice_status lattice_dist_get_stats(const lattice_dist *d, lattice_dist_stats 
     if (!d || !stats)
         return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_get_stats: invalid argument: %s is NULL", !d ? "dist" : "stats");
-    if (stats->size < sizeof(*stats))
-        return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_get_stats: invalid argument: stats->size %zu is below %zu, "
-                    "this library's sizeof(lattice_dist_stats): the struct of a program built "
-                    "against a release before 1.0 (rebuild it), or a size never set",
-                    stats->size, sizeof(*stats));
-    if (stats->size > 2 * sizeof(*stats)) /* internal.h's LATTICE__SIZE_MAX */
-        return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_dist_get_stats: invalid argument: stats->size %zu is above %zu, "
-                    "twice this library's sizeof(lattice_dist_stats) (no 1.x struct grows to "
-                    "twice its 1.0 size): a size never set",
-                    stats->size, 2 * sizeof(*stats));
+    char msg[LATTICE_ERRMSG_SIZE];
+    if (lattice__size_outside(msg, sizeof msg, "lattice_dist_get_stats", "stats->size",
+                              "lattice_dist_stats", stats->size, DIST_STATS_1_0))
+        return fail((lattice_dist *)d, LATTICE_ERR_INVALID_ARGUMENT, "%s", msg);
     const size_t n = stats->size < sizeof(d->stats) ? stats->size : sizeof(d->stats);
     memcpy(stats, &d->stats, n);
     stats->size = n;

@@ -25,25 +25,20 @@ struct lattice_distill {
     int64_t rows_len;
     double *exps; /* per thread: 3 rows of exponentials (student, teacher, student at tau 1) */
     size_t exps_len;
-    int run_threads; /* > 0 while a call through a model runs: its backend's count */
     char err[LATTICE_ERRMSG_MAX];
     lattice_borrow borrow; /* by its trainer */
     lattice_busy busy;     /* the thread inside a call that changes it (handle.h) */
 };
 
 /* Threads are a backend setting: a loss computed for a model (through
- * lattice_distill_model or the trainer) runs with the model's backend's
- * count; the raw-pointer calls have no backend, and take n_threads (0: one). */
-static int loss_threads(const lattice_distill *d)
+ * lattice_distill_model or the trainer) runs on the model's backend's count,
+ * its caller's nt; the raw-pointer calls have no backend, and take n_threads
+ * (0: one). The bodies below take nt, 0 for the loss's own. */
+static int loss_threads(const lattice_distill *d, int nt)
 {
-    if (d->run_threads > 0)
-        return d->run_threads;
+    if (nt > 0)
+        return nt;
     return d->p.n_threads > 0 ? d->p.n_threads : 1;
-}
-
-void lattice__distill_set_run_threads(lattice_distill *d, int n)
-{
-    d->run_threads = n;
 }
 
 void lattice_distill_params_init(lattice_distill_params *p)
@@ -65,24 +60,11 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: out is NULL");
     *out = NULL;
-    if (!params)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument: params is NULL");
-    if (params->size == 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument: params->size is 0: call "
-            "lattice_distill_params_init first");
-    /* ours, or a newer caller's (the bytes past ours are not read) */
-    TRY(lattice__check_size(NULL, "lattice_distill_create", "params->size",
-                            "lattice_distill_params", params->size,
-                            sizeof(lattice_distill_params)));
-    if (lattice__params_blank(params, sizeof(lattice_distill_params)))
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_distill_create: invalid argument: params hold only their size (every field "
-            "0): not initialised: call lattice_distill_params_init");
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_distill_params, "params", LATTICE__DISTILL_PARAMS_1_0, 0);
     lattice_distill_params p;
-    memcpy(&p, params, sizeof(p));
-    p.size = sizeof(p);
+    lattice_distill_params_init(&p);
+    TRY(lattice__copy_in(NULL, "lattice_distill_create", &rule, &p, params));
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
         !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 0 ||
         (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))
@@ -124,7 +106,7 @@ lattice_status lattice_distill_get_params(const lattice_distill *d, lattice_dist
                       (const void *)d, "distill", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     return lattice__copy_out(LATTICE__ERRBUF(d), "lattice_distill_get_params", out, &d->p, sizeof(d->p),
-                             sizeof(lattice_distill_params));
+                             LATTICE__DISTILL_PARAMS_1_0);
 }
 
 #define VINLINE __attribute__((always_inline)) static inline
@@ -221,9 +203,9 @@ static lattice_status check_common(lattice_distill *d, const float *student,
 }
 
 /* Per-position scratch, grown on demand (a batch shape change, not every call). */
-static lattice_status rows_for(lattice_distill *d, int64_t n, int vocab, int k)
+static lattice_status rows_for(lattice_distill *d, int nt, int64_t n, int vocab, int k)
 {
-    const size_t exps = (size_t)loss_threads(d) * 3 * (size_t)(vocab > k ? vocab : k);
+    const size_t exps = (size_t)nt * 3 * (size_t)(vocab > k ? vocab : k);
     if (d->exps_len < exps) {
         double *e = realloc(d->exps, sizeof(double) * exps);
         if (!e)
@@ -343,7 +325,7 @@ static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double 
     }
 }
 
-static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *targets,
+static lattice_status run_loss(lattice_distill *d, int nt, kl_job *j, const int32_t *targets,
                                const uint8_t *mask, int64_t n, float *dlogits, int64_t count,
                                lattice_distill_result *result)
 {
@@ -351,11 +333,11 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
     const double wce = d->p.gamma * inv;
     j->s = 1.0 / d->p.tau;
     j->wkd = d->p.alpha * d->p.tau * inv; /* alpha tau^2 * (1/tau) / count */
-    lattice_status st = rows_for(d, n, j->vocab, j->index ? j->k : j->vocab);
+    lattice_status st = rows_for(d, nt, n, j->vocab, j->index ? j->k : j->vocab);
     if (st != LATTICE_OK)
         return st;
     double *rows = d->rows;
-    const int V = j->vocab, nt = loss_threads(d);
+    const int V = j->vocab;
     const size_t per_thread = 3 * (size_t)(V > j->k ? V : j->k);
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -376,7 +358,7 @@ static lattice_status run_loss(lattice_distill *d, kl_job *j, const int32_t *tar
     return finish(d, n, count, result);
 }
 
-static lattice_status distill_dense_body(lattice_distill *d, const float *student,
+static lattice_status distill_dense_body(lattice_distill *d, int nt, const float *student,
                                          const float *teacher, const int32_t *targets,
                                          const uint8_t *mask, int64_t n, int vocab, float *dlogits,
                                          lattice_distill_result *result)
@@ -391,7 +373,17 @@ static lattice_status distill_dense_body(lattice_distill *d, const float *studen
     if (st != LATTICE_OK)
         return st;
     kl_job j = {student, teacher, NULL, vocab, 0, d->p.direction == LATTICE_DISTILL_KL_REVERSE, 0, 0};
-    return run_loss(d, &j, targets, mask, n, dlogits, count, result);
+    return run_loss(d, loss_threads(d, nt), &j, targets, mask, n, dlogits, count, result);
+}
+
+static lattice_status distill_dense_on(lattice_distill *d, int nt, const float *student,
+                                       const float *teacher, const int32_t *targets,
+                                       const uint8_t *mask, int64_t n, int vocab, float *dlogits,
+                                       lattice_distill_result *result)
+{
+    LATTICE__INSIDE(d, "lattice_distill_dense", "distill loss",
+                    distill_dense_body(d, nt, student, teacher, targets, mask, n, vocab, dlogits,
+                                       result));
 }
 
 lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
@@ -399,12 +391,10 @@ lattice_status lattice_distill_dense(lattice_distill *d, const float *student,
                                      const uint8_t *mask, int64_t n, int vocab, float *dlogits,
                                      lattice_distill_result *result)
 {
-    LATTICE__INSIDE(d, "lattice_distill_dense", "distill loss",
-                    distill_dense_body(d, student, teacher, targets, mask, n, vocab, dlogits,
-                                       result));
+    return distill_dense_on(d, 0, student, teacher, targets, mask, n, vocab, dlogits, result);
 }
 
-static lattice_status distill_topk_body(lattice_distill *d, const float *student,
+static lattice_status distill_topk_body(lattice_distill *d, int nt, const float *student,
                                         const int32_t *teacher_index, const float *teacher_value,
                                         int k, const int32_t *targets, const uint8_t *mask,
                                         int64_t n, int vocab, float *dlogits,
@@ -442,7 +432,18 @@ static lattice_status distill_topk_body(lattice_distill *d, const float *student
         }
     }
     kl_job j = {student, teacher_value, teacher_index, vocab, k, 0, 0, 0};
-    return run_loss(d, &j, targets, mask, n, dlogits, count, result);
+    return run_loss(d, loss_threads(d, nt), &j, targets, mask, n, dlogits, count, result);
+}
+
+lattice_status lattice__distill_topk_on(lattice_distill *d, int nt, const float *student,
+                                       const int32_t *teacher_index, const float *teacher_value,
+                                       int k, const int32_t *targets, const uint8_t *mask,
+                                       int64_t n, int vocab, float *dlogits,
+                                       lattice_distill_result *result)
+{
+    LATTICE__INSIDE(d, "lattice_distill_topk", "distill loss",
+                    distill_topk_body(d, nt, student, teacher_index, teacher_value, k, targets,
+                                      mask, n, vocab, dlogits, result));
 }
 
 lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
@@ -450,9 +451,8 @@ lattice_status lattice_distill_topk(lattice_distill *d, const float *student,
                                     int k, const int32_t *targets, const uint8_t *mask, int64_t n,
                                     int vocab, float *dlogits, lattice_distill_result *result)
 {
-    LATTICE__INSIDE(d, "lattice_distill_topk", "distill loss",
-                    distill_topk_body(d, student, teacher_index, teacher_value, k, targets, mask, n,
-                                      vocab, dlogits, result));
+    return lattice__distill_topk_on(d, 0, student, teacher_index, teacher_value, k, targets, mask,
+                                    n, vocab, dlogits, result);
 }
 
 static lattice_status distill_model(lattice_distill *d, lattice_model *student,
@@ -473,11 +473,8 @@ static lattice_status distill_model(lattice_distill *d, lattice_model *student,
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "the teacher's logits are %d wide but the student's vocab_size is %d",
                     teacher_vocab, pass.vocab);
-    d->run_threads = pass.threads;
-    lattice_status st = lattice_distill_dense(d, pass.logits, teacher, targets, mask, pass.rows,
-                                              pass.vocab, pass.dlogits, result);
-    d->run_threads = 0;
-    return st;
+    return distill_dense_on(d, pass.threads, pass.logits, teacher, targets, mask, pass.rows,
+                            pass.vocab, pass.dlogits, result);
 }
 
 /* Inside the student's busy section (handle.h): it reads its logits and

@@ -7,9 +7,14 @@
 #include "handle.h"
 #include "internal.h"
 
-/* While > 0, the loss runs on n threads (a model's backend's count) instead of
- * its n_threads (distill.c). */
-void lattice__distill_set_run_threads(lattice_distill *d, int n);
+/* lattice_distill_topk on nt threads (a model's backend's count, as
+ * lattice_distill_model runs) instead of its n_threads: the trainer's loss
+ * against a top-k teacher. */
+lattice_status lattice__distill_topk_on(lattice_distill *d, int nt, const float *student,
+                                       const int32_t *teacher_index, const float *teacher_value,
+                                       int k, const int32_t *targets, const uint8_t *mask,
+                                       int64_t n, int vocab, float *dlogits,
+                                       lattice_distill_result *result);
 
 /* The trainer borrows it (handle.h): add a borrower (refused once its destroy
  * was asked), drop one (freeing it when its destroy waits for that). */

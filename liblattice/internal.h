@@ -21,48 +21,100 @@ lattice_status lattice__set_error(char *buf, lattice_status status, const char *
 lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* The rule for a struct that begins with its size (size_t size): one whose
- * size is below ours, sizeof the struct in this library, is refused with
- * LATTICE_ERR_INVALID_ARGUMENT and a message that names both sizes: it comes
- * from a program built against a release before 1.0, whose layouts this
- * library does not read or write (it must be rebuilt), or its size was never
- * set. field names the size in the message ("params->size"), type the
- * struct (NULL: "the struct"). In 1.0 "ours" is sizeof the struct; when a
- * 1.x release appends fields, the floor stays the 1.0 struct's size (a
- * program built against 1.0 keeps working: the fields past its size take
- * their defaults), and the message's words change with it. */
-lattice_status lattice__size_refused(char *errbuf, const char *fn, const char *field,
-                                     const char *type, size_t theirs, size_t ours);
-
-/* The whole rule for a caller's struct size, both bounds: below ours is
- * refused by lattice__size_refused; above LATTICE__SIZE_MAX(ours) too, as a
+/* ---- structs a caller passes with their size (size_t size first) ----
+ * include/lattice/common.h's rule. Each size is measured against the 1.0
+ * struct's size, the floor: below it, the struct of a program built against
+ * a release before 1.0, or a size never set; above LATTICE__SIZE_MAX of it, a
  * size never set (stack garbage: an array's stride from it would write past
- * the caller's array). No 1.x struct grows to twice its 1.0 size, so a
- * program built against a later 1.x header stays within the bound. */
-#define LATTICE__SIZE_MAX(ours) (2 * (ours))
+ * the caller's array); in between, a program built against 1.0 or later. */
+
+/* The size of 1.0's struct type, whose last 1.0 field is last: that field's
+ * end rounded up to the struct's alignment, which is sizeof the struct as 1.0
+ * laid it out, whatever fields later releases append (common.c checks them
+ * against 1.0's ABI on LP64). */
+#define LATTICE__SIZE_1_0(type, last)                                                             \
+    ((offsetof(type, last) + sizeof(((type *)0)->last) + _Alignof(type) - 1) / _Alignof(type) *  \
+     _Alignof(type))
+#define LATTICE__MODEL_PARAMS_1_0                                                                 \
+    LATTICE__SIZE_1_0(lattice_model_params, LATTICE_EXPERIMENTAL_FIELD(massive_channel))
+#define LATTICE__DATA_PARAMS_1_0 LATTICE__SIZE_1_0(lattice_data_params, split_long)
+#define LATTICE__OPTIM_PARAMS_1_0 LATTICE__SIZE_1_0(lattice_optim_params, decay_fraction)
+#define LATTICE__DISTILL_PARAMS_1_0 LATTICE__SIZE_1_0(lattice_distill_params, n_threads)
+#define LATTICE__SCHEDULE_PHASE_1_0 LATTICE__SIZE_1_0(lattice_schedule_phase, train_boundary)
+#define LATTICE__TRAINER_PARAMS_1_0 LATTICE__SIZE_1_0(lattice_trainer_params, collective_user)
+#define LATTICE__TRAINER_COLLECTIVE_1_0 LATTICE__SIZE_1_0(lattice_trainer_collective, errmsg)
+#define LATTICE__TRAINER_METRICS_1_0 LATTICE__SIZE_1_0(lattice_trainer_metrics, seconds)
+
+/* No 1.x struct grows to twice its 1.0 size. */
+#define LATTICE__SIZE_MAX(floor) (2 * (floor))
+
+/* Whether theirs lies outside [floor, LATTICE__SIZE_MAX(floor)]: 0 inside;
+ * outside, 1 with the refusal in msg (n bytes): "fn: invalid argument: field
+ * theirs is below floor, the size of type in 1.0 ...", type naming the
+ * struct (NULL: "the struct"). Here rather than in common.c so that
+ * liblattice-mpi (dist.c), which links only the API, applies the same rule. */
+static inline int lattice__size_outside(char *msg, size_t n, const char *fn, const char *field,
+                                        const char *type, size_t theirs, size_t floor)
+{
+    type = type ? type : "the struct";
+    if (theirs < floor)
+        snprintf(msg, n,
+                 "%s: invalid argument: %s %zu is below %zu, the size of %s in 1.0: the struct "
+                 "of a program built against a release before 1.0 (rebuild it), or a size never "
+                 "set", fn, field, theirs, floor, type);
+    else if (theirs > LATTICE__SIZE_MAX(floor))
+        snprintf(msg, n,
+                 "%s: invalid argument: %s %zu is above %zu, twice the size of %s in 1.0 (no 1.x "
+                 "struct grows to twice its 1.0 size): a size never set",
+                 fn, field, theirs, LATTICE__SIZE_MAX(floor), type);
+    else
+        return 0;
+    return 1;
+}
+
+/* lattice__size_outside's refusal as a status: LATTICE_ERR_INVALID_ARGUMENT
+ * with its message in errbuf (may be NULL) and lattice_last_error(). */
 lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
-                                   const char *type, size_t theirs, size_t ours);
+                                   const char *type, size_t theirs, size_t floor);
+
+/* A settings struct a caller passes in (params, a phase): its type's name,
+ * the argument's name ("params"), sizeof it here, its 1.0 size, and whether
+ * one that is all zero past its size is valid (its _init sets no field). */
+typedef struct lattice__sized {
+    const char *type, *arg;
+    size_t ours, floor;
+    int blank_valid;
+} lattice__sized;
+#define LATTICE__SIZED(type, arg, floor, blank_valid) {#type, arg, sizeof(type), floor, blank_valid}
+
+/* Take the caller's struct src into dst (ours bytes, holding the defaults:
+ * fields past the caller's size keep them), the one rule for a struct the
+ * library reads. Refused with LATTICE_ERR_INVALID_ARGUMENT and a message in
+ * errbuf and lattice_last_error(), dst untouched: src NULL; a size of 0 or
+ * outside lattice__check_size's bounds; every byte past the size zero (a
+ * struct set to {0} and given only its size: not initialised) unless
+ * blank_valid; a byte past ours that is not zero (a field of a later release
+ * set: a setting this library cannot honour). Otherwise min(size, ours)
+ * bytes are copied and dst's size becomes ours. */
+lattice_status lattice__copy_in(char *errbuf, const char *fn, const lattice__sized *s, void *dst,
+                                const void *src);
 
 /* Whether n elements of elem bytes each can exist in memory (n * elem fits
  * in ptrdiff_t): a caller's count beyond it is refused, not multiplied. */
 int lattice__count_fits(int64_t n, size_t elem);
 
-/* Copy the library's versioned struct src (ours bytes, starting with its
- * size_t size) into the caller's dst, whose size field says how many bytes
- * the caller has: min(that, ours) are written and dst->size becomes the bytes
- * written. A size outside lattice__check_size's bounds (min_size: sizeof the
- * struct) is refused and nothing is written. */
+/* Copy the library's struct src (ours bytes, starting with its size) into
+ * the caller's dst, whose size says how many bytes the caller has: min(that,
+ * ours) are written and dst's size becomes the bytes written. A size outside
+ * lattice__check_size's bounds (floor: the 1.0 struct's size) is refused and
+ * nothing is written. */
 lattice_status lattice__copy_out(char *errbuf, const char *fn, void *dst, const void *src,
-                                 size_t ours, size_t min_size);
-/* Non-zero when every byte of a caller's params struct after its size field,
- * up to size bytes, is zero: a struct set to {0} and given only its size,
- * which no _init leaves and (where the caller says so) no valid settings are. */
-int lattice__params_blank(const void *params, size_t size);
+                                 size_t ours, size_t floor);
 
 /* lattice__copy_out's refusal alone (lattice__check_size of "out->size"), for
  * a call that must refuse a size before it does any work. */
 lattice_status lattice__check_out_size(char *errbuf, const char *fn, const void *dst,
-                                       size_t min_size);
+                                       size_t floor);
 
 /* Argument checks that say which argument is wrong, in words. The first of
  * the n (pointer, name) pairs that is NULL is refused with "fn: invalid

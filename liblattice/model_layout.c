@@ -421,18 +421,15 @@ void lattice__model_init_tensor(lattice_model *m, const tensor_entry *t, uint64_
     }
 }
 
-/* The caller's params: ours, or a newer caller's (the bytes past ours are not read). */
+/* The caller's params (internal.h's lattice__copy_in), checked. */
 lattice_status lattice__model_adopt_params(lattice_model_params *dst,
                                            const lattice_model_params *src, const char *fn,
                                            char *err)
 {
-    if (!src || src->size == 0)
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params missing or not initialised (size 0)");
-    TRY(lattice__check_size(err, fn, "params->size", "lattice_model_params", src->size,
-                            sizeof(*dst)));
-    memcpy(dst, src, sizeof(*dst));
-    dst->size = sizeof(*dst);
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_model_params, "params", LATTICE__MODEL_PARAMS_1_0, 0);
+    lattice_model_params_init(dst);
+    TRY(lattice__copy_in(err, fn, &rule, dst, src));
     return check_params(dst, err);
 }
 

@@ -118,24 +118,16 @@ static lattice_status check(const lattice_optim_params *p, char *err)
 #undef BAD
 }
 
-/* Read the caller's params into *dst when they pass check(): ours, or a newer
- * caller's (the bytes past ours are not read). */
+/* Read the caller's params (internal.h's lattice__copy_in) into *dst when
+ * they pass check(). */
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
                                   const char *fn, char *err)
 {
-    if (!src || src->size == 0)
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params missing or not initialised (size 0): call "
-                                  "lattice_optim_params_init");
-    TRY(lattice__check_size(err, fn, "params->size", "lattice_optim_params", src->size,
-                            sizeof(*dst)));
-    if (lattice__params_blank(src, sizeof(*dst)))
-        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
-                                  "params hold only their size (every field 0): not initialised: "
-                                  "call lattice_optim_params_init");
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_optim_params, "params", LATTICE__OPTIM_PARAMS_1_0, 0);
     lattice_optim_params tmp;
-    memcpy(&tmp, src, sizeof(tmp));
-    tmp.size = sizeof(tmp);
+    lattice_optim_params_init(&tmp);
+    TRY(lattice__copy_in(err, fn, &rule, &tmp, src));
     lattice_status st = check(&tmp, err);
     if (st == LATTICE_OK)
         *dst = tmp;
@@ -213,7 +205,7 @@ lattice_status lattice_optim_get_params(const lattice_optim *o, lattice_optim_pa
                       (const void *)o, "optim", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     return lattice__copy_out(LATTICE__ERRBUF(o), "lattice_optim_get_params", out, &o->p, sizeof(o->p),
-                             sizeof(o->p));
+                             LATTICE__OPTIM_PARAMS_1_0);
 }
 
 static double lr_at(const lattice_optim_params *p, int64_t s)

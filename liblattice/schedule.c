@@ -84,19 +84,11 @@ static lattice_status schedule_add_phase_body(lattice_schedule *s,
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_add_phase: invalid argument: schedule is NULL");
-    if (!phase || phase->size == 0)
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "phase missing or not initialised (size 0): call lattice_schedule_phase_init");
-    /* ours, or a newer caller's (the bytes past ours are not read) */
-    TRY(lattice__check_size(s->err, "lattice_schedule_add_phase", "phase->size",
-                            "lattice_schedule_phase", phase->size, sizeof(*phase)));
-    if (lattice__params_blank(phase, sizeof(*phase)))
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "phase holds only its size (every field 0): not initialised: call "
-                    "lattice_schedule_phase_init");
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_schedule_phase, "phase", LATTICE__SCHEDULE_PHASE_1_0, 0);
     lattice_schedule_phase p;
-    memcpy(&p, phase, sizeof(p));
-    p.size = sizeof(p);
+    lattice_schedule_phase_init(&p);
+    TRY(lattice__copy_in(s->err, "lattice_schedule_add_phase", &rule, &p, phase));
     p.rewind_data = p.rewind_data != 0;
     p.train_boundary = p.train_boundary != 0;
     if (p.steps < 0 || p.tokens < 0 || (p.steps == 0 && p.tokens == 0))
@@ -279,7 +271,7 @@ lattice_status lattice_schedule_get_phase(const lattice_schedule *s, int index, 
                     "this schedule (0..%d)", index, s->n_phases - 1);
     return lattice__copy_out(LATTICE__ERRBUF(s), "lattice_schedule_get_phase", phase,
                              &s->phases[index], sizeof(lattice_schedule_phase),
-                             sizeof(lattice_schedule_phase));
+                             LATTICE__SCHEDULE_PHASE_1_0);
 }
 
 static lattice_status schedule_set_rewind_data_body(lattice_schedule *s, int on)

@@ -145,14 +145,13 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_trainer_create: invalid argument: distill is NULL, but a teacher needs a "
             "distill loss (or pass no teacher to train on cross-entropy alone)");
-    if (params && params->size == 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_trainer_create: invalid argument: params->size is 0: call "
-            "lattice_trainer_params_init first (or pass NULL for the defaults)");
-    /* ours, or a newer caller's (the bytes past ours are not read) */
+    /* the caller's (internal.h's lattice__copy_in), or NULL for the defaults */
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_trainer_params, "params", LATTICE__TRAINER_PARAMS_1_0, 1);
+    lattice_trainer_params tp;
+    lattice_trainer_params_init(&tp);
     if (params)
-        TRY(lattice__check_size(NULL, "lattice_trainer_create", "params->size",
-                                "lattice_trainer_params", params->size, sizeof(*params)));
+        TRY(lattice__copy_in(NULL, "lattice_trainer_create", &rule, &tp, params));
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
@@ -162,10 +161,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
                              "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
                              dp.vocab_size, mp.vocab_size);
     /* with a collective from the start, set_collective checks each rank's share */
-    const lattice_trainer_collective *coll = NULL;
-    if (params)
-        coll = params->collective;
-    if (dp.batch_size > mp.max_batch && !coll)
+    if (dp.batch_size > mp.max_batch && !tp.collective)
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
                              dp.batch_size, mp.max_batch);
@@ -188,12 +184,6 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
                              lattice_schedule_get_max_layers(schedule), mp.n_layers);
-    /* the caller's struct is ours or a newer one: the bytes past ours are not read */
-    lattice_trainer_params tp;
-    lattice_trainer_params_init(&tp);
-    if (params)
-        memcpy(&tp, params, sizeof(tp));
-    tp.size = sizeof(tp);
     lattice_status st = check_run(data, optim, schedule, &tp);
     if (st != LATTICE_OK)
         return st;
@@ -223,8 +213,8 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_trainer_create: out of memory");
     }
-    if (coll) {
-        st = lattice_trainer_set_collective(t, coll, params->collective_user);
+    if (tp.collective) {
+        st = lattice_trainer_set_collective(t, tp.collective, tp.collective_user);
         if (st != LATTICE_OK) {
             lattice__fail(st, "lattice_trainer_create: %s", t->err);
             lattice_trainer_destroy(t);
@@ -465,20 +455,14 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
 }
 
 /* Whether every gradient the optimizer will read is finite: the same set as
- * its global norm (trainable groups, active layers). */
+ * its global norm (the updatable tensors). */
 static int grads_finite(const lattice_trainer *t)
 {
-    const int active = lattice_model_get_active_layers(t->model);
     for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
-        lattice_model_tensor_info ti;
-        int on = 0;
-        lattice_model_get_tensor(t->model, i, &ti);
-        if (ti.group == LATTICE_MODEL_GROUP_LAYER && ti.layer >= active)
-            continue;
-        lattice_model_get_trainable(t->model, ti.group, ti.layer, &on);
-        const int64_t n = ti.shape[0] * ti.shape[1];
-        for (int64_t j = 0; on && j < n; j++)
-            if (!isfinite(ti.grad[j]))
+        lattice__model_tensor mt;
+        lattice__model_tensor_at(t->model, i, &mt);
+        for (int64_t j = 0; mt.updatable && j < mt.rows * mt.cols; j++)
+            if (!isfinite(mt.grad[j]))
                 return 0;
     }
     return 1;
@@ -580,17 +564,12 @@ static lattice_status step_local(lattice_trainer *t, int phase, const lattice_sc
     if (t->teacher) {
         lattice_distill_result r;
         const int64_t n = (int64_t)sb.batch * sb.seq;
-        if (k) {
-            /* the model's backend sets the loss's threads, as lattice_distill_model does */
-            lattice__distill_set_run_threads(
-                t->distill, lattice_backend_get_threads(lattice__model_backend(t->model)));
-            st = lattice_distill_topk(t->distill, lattice_model_get_logits(t->model), ti, tv, k,
-                                      sb.targets, sb.mask, n, vocab,
-                                      lattice_model_get_dlogits(t->model), &r);
-            lattice__distill_set_run_threads(t->distill, 0);
-        } else {
-            st = lattice_distill_model(t->distill, t->model, zt, vocab, sb.targets, sb.mask, &r);
-        }
+        /* the model's backend sets the loss's threads, as lattice_distill_model does */
+        st = k ? lattice__distill_topk_on(
+                     t->distill, lattice_backend_get_threads(lattice__model_backend(t->model)),
+                     lattice_model_get_logits(t->model), ti, tv, k, sb.targets, sb.mask, n,
+                     vocab, lattice_model_get_dlogits(t->model), &r)
+               : lattice_distill_model(t->distill, t->model, zt, vocab, sb.targets, sb.mask, &r);
         m->loss = r.loss;
         m->kl = r.kl;
         m->ce = r.ce;
@@ -667,7 +646,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     if (out)
         TRY(lattice__check_size(t->err, "lattice_trainer_step", "metrics->size",
                                 "lattice_trainer_metrics", out->size,
-                                sizeof(lattice_trainer_metrics)));
+                                LATTICE__TRAINER_METRICS_1_0));
     int phase;
     lattice_schedule_get_position(t->schedule, &phase, NULL);
     if (lattice_schedule_is_finished(t->schedule))
@@ -733,7 +712,8 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     if (!isnan(m.val_ce) && t->p.on_eval && t->p.on_eval(t->p.user, &m))
         t->stop = 1;
     if (out)
-        lattice__copy_out(NULL, "lattice_trainer_step", out, &m, sizeof(m), sizeof(m));
+        lattice__copy_out(NULL, "lattice_trainer_step", out, &m, sizeof(m),
+                          LATTICE__TRAINER_METRICS_1_0);
     return LATTICE_OK;
 }
 

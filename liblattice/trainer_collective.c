@@ -64,9 +64,11 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
     }
     lattice_trainer_collective c;
     TRY(lattice__check_size(t->err, "lattice_trainer_set_collective", "ops->size",
-                            "lattice_trainer_collective", ops->size, sizeof(c)));
-    /* ours, or a newer caller's (the slots past ours are not read) */
-    memcpy(&c, ops, sizeof(c));
+                            "lattice_trainer_collective", ops->size,
+                            LATTICE__TRAINER_COLLECTIVE_1_0));
+    /* the caller's slots (common.h: a later table's further slots are never called) */
+    memset(&c, 0, sizeof(c));
+    memcpy(&c, ops, ops->size < sizeof(c) ? ops->size : sizeof(c));
     c.size = sizeof(c);
     const char *missing = !c.rank          ? "rank"
                           : !c.n_ranks     ? "n_ranks"
@@ -169,7 +171,7 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
         LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     TRY(lattice__check_size(NULL, fn, "ops->size", "lattice_trainer_collective", ops->size,
-                            sizeof(*ops)));
+                            LATTICE__TRAINER_COLLECTIVE_1_0));
     if (!ops->sum_floats)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
                              "%s: invalid argument: ops->sum_floats is NULL", fn);

@@ -260,6 +260,27 @@ START_TEST(test_bad_params)
 }
 END_TEST
 
+/* A one-layer model over 6 ids, batches of 2 rows of 4, one phase, and no
+ * trainer yet: what the size tests bind their structs to. */
+static void open_size_rig(rig *r, const int32_t *ids)
+{
+    rig_options o;
+    rig_options_init(&o);
+    o.model.vocab_size = 257;
+    o.model.n_layers = o.model.n_active_layers = 1;
+    o.model.d_ff = 8;
+    o.model.max_seq = 4;
+    lattice_data_params_init(&o.data);
+    o.data.batch_size = 2;
+    o.data.seq_len = 4;
+    o.ids = ids;
+    o.n_ids = 6;
+    o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
+    o.n_blocks = o.block_size = 1;
+    o.defer_trainer = 1;
+    tu_rig_open(r, &o);
+}
+
 /* Structs malloc'd at exactly their size, so that the sanitizer build
  * catches a read past them: lattice_data_params at this library's size is
  * read; lattice_optim_params and lattice_trainer_params as 0.1 and 0.2 laid
@@ -286,20 +307,8 @@ START_TEST(test_short_params_structs)
     lattice_data_destroy(d);
     ck_assert_int_eq(lattice_data_create_tokens(path, 1, p, &d, err), LATTICE_ERR_INVALID_ARGUMENT);
     free(p);
-    rig_options o;
-    rig_options_init(&o);
-    o.model.vocab_size = 257;
-    o.model.n_layers = o.model.n_active_layers = 1;
-    o.model.d_ff = 8;
-    o.model.max_seq = 4;
-    o.data = full;
-    o.ids = ids;
-    o.n_ids = 6;
-    o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
-    o.n_blocks = o.block_size = 1;
-    o.defer_trainer = 1;
     rig r;
-    tu_rig_open(&r, &o);
+    open_size_rig(&r, ids);
     /* lattice_optim_params as 0.1 laid it out: 48 bytes, int step counts */
     const size_t osize = TU_OPTIM_PARAMS_0_2_SIZE;
     lattice_optim_params ofull;
@@ -334,11 +343,11 @@ START_TEST(test_short_params_structs)
 }
 END_TEST
 
-/* A params struct smaller than this library's (8, 16, a struct cut short,
+/* A params struct smaller than the 1.0 struct (8, 16, a struct cut short,
  * a layout of a release before 1.0) is refused, naming both sizes; one that
  * holds nothing but its size was never filled by its _init: refused as not
  * initialised, naming the _init, instead of meaning defaults (issue 38 part
- * 2). The model's params are test_model's. */
+ * 2). */
 static void assert_not_initialised(lattice_status st, const char *msg, const char *init)
 {
     ck_assert_int_eq(st, LATTICE_ERR_INVALID_ARGUMENT);
@@ -350,6 +359,20 @@ START_TEST(test_unknown_sizes_refused)
     const size_t sizes[] = {8, 16, 24, 40};
     const int32_t ids[6] = {256, 1, 2, 256, 3, 4};
     char err[LATTICE_ERRMSG_SIZE];
+
+    /* model: 0.1-0.3's 80 bytes and 0.4's 88 among them */
+    const size_t msizes[] = {8, 40, TU_MODEL_PARAMS_0_3_SIZE, TU_MODEL_PARAMS_0_4_SIZE};
+    lattice_model_params mp;
+    for (size_t i = 0; i < sizeof msizes / sizeof msizes[0]; i++) {
+        lattice_model_params_init(&mp);
+        mp.size = msizes[i];
+        ck_assert_int_eq(lattice_model_params_check(&mp, err), LATTICE_ERR_INVALID_ARGUMENT);
+        tu_expect_pre_1_0("model", msizes[i], sizeof mp);
+        ck_assert_str_eq(err, lattice_last_error());
+    }
+    memset(&mp, 0, sizeof mp);
+    mp.size = sizeof mp;
+    assert_not_initialised(lattice_model_params_check(&mp, err), err, "lattice_model_params_init");
 
     lattice_data_params dp;
     lattice_data *d = NULL;
@@ -367,22 +390,8 @@ START_TEST(test_unknown_sizes_refused)
     assert_not_initialised(lattice_data_create_memory(ids, 6, &dp, &d, err), err,
                            "lattice_data_params_init");
 
-    rig_options o;
-    rig_options_init(&o);
-    o.model.vocab_size = 257;
-    o.model.n_layers = o.model.n_active_layers = 1;
-    o.model.d_ff = 8;
-    o.model.max_seq = 4;
-    lattice_data_params_init(&o.data);
-    o.data.batch_size = 2;
-    o.data.seq_len = 4;
-    o.ids = ids;
-    o.n_ids = 6;
-    o.preset = LATTICE_SCHEDULE_PRESET_JOINT;
-    o.n_blocks = o.block_size = 1;
-    o.defer_trainer = 1;
     rig r;
-    tu_rig_open(&r, &o);
+    open_size_rig(&r, ids);
 
     /* optim: 0.1/0.2's 48 bytes and 0.3's 56 among them */
     const size_t osizes[] = {8, 16, 40, TU_OPTIM_PARAMS_0_2_SIZE, 52, TU_OPTIM_PARAMS_0_3_SIZE};
@@ -453,6 +462,123 @@ START_TEST(test_unknown_sizes_refused)
 }
 END_TEST
 
+/* A struct of a later release: ours with 16 bytes more (heap-exact, so that
+ * the sanitizer build sees a byte too far), those bytes 0 unless bad. */
+static void *later_struct(const void *ours, size_t size, int bad)
+{
+    const size_t theirs = size + 16;
+    unsigned char *p = calloc(1, theirs);
+    memcpy(p, ours, size);
+    memcpy(p, &theirs, sizeof theirs);
+    if (bad)
+        p[theirs - 1] = 1;
+    return p;
+}
+
+/* A later struct's verdict: taken (1) when its bytes past ours are 0; when
+ * one is set (bad), refused (0) as a field of a later release. */
+static int later_taken(const char *what, lattice_status st, size_t ours, int bad)
+{
+    if (!bad) {
+        ck_assert_msg(st == LATTICE_OK, "%s: %s", what, lattice_last_error());
+        return 1;
+    }
+    ck_assert_int_eq(st, LATTICE_ERR_INVALID_ARGUMENT);
+    char words[96];
+    snprintf(words, sizeof words, "size %zu is above %zu, this library's sizeof", ours + 16, ours);
+    const char *msg = lattice_last_error();
+    ck_assert_msg(strstr(msg, words) && strstr(msg, "a field of a later release is set"),
+                  "%s: '%s' does not refuse a later struct's set byte", what, msg);
+    return 0;
+}
+
+/* A struct from a later release (larger than ours) is read up to ours when
+ * the bytes past ours are 0 (the fields it added, left at 0); a byte of them
+ * set is a setting this library cannot honour: refused, nothing created or
+ * changed (include/lattice/common.h). Every struct the library reads. */
+START_TEST(test_later_sizes)
+{
+    const int32_t ids[6] = {256, 1, 2, 256, 3, 4};
+    char err[LATTICE_ERRMSG_SIZE];
+    rig r;
+    open_size_rig(&r, ids);
+    for (int bad = 0; bad < 2; bad++) {
+        lattice_model_params mp;
+        lattice_model_params_init(&mp);
+        void *p = later_struct(&mp, sizeof mp, bad);
+        later_taken("model", lattice_model_params_check(p, err), sizeof mp, bad);
+        free(p);
+
+        lattice_data_params dp;
+        lattice_data_params_init(&dp);
+        dp.seq_len = 4;
+        p = later_struct(&dp, sizeof dp, bad);
+        lattice_data *d = NULL;
+        if (later_taken("data", lattice_data_create_memory(ids, 6, p, &d, err), sizeof dp, bad)) {
+            lattice_data_params got = {.size = sizeof got};
+            ck_assert_int_eq(lattice_data_get_params(d, &got), LATTICE_OK);
+            ck_assert_int_eq(got.seq_len, 4);
+        }
+        ck_assert_int_eq(d == NULL, bad);
+        lattice_data_destroy(d);
+        free(p);
+
+        lattice_distill_params kp;
+        lattice_distill_params_init(&kp);
+        kp.tau = 2.0f;
+        p = later_struct(&kp, sizeof kp, bad);
+        lattice_distill *ds = NULL;
+        if (later_taken("distill", lattice_distill_create(p, &ds), sizeof kp, bad)) {
+            lattice_distill_params got = {.size = sizeof got};
+            ck_assert_int_eq(lattice_distill_get_params(ds, &got), LATTICE_OK);
+            ck_assert_float_eq(got.tau, 2.0f);
+        }
+        ck_assert_int_eq(ds == NULL, bad);
+        lattice_distill_destroy(ds);
+        free(p);
+
+        lattice_optim_params op;
+        lattice_optim_params_init(&op);
+        op.lr = 3e-3f;
+        op.warmup_steps = 0; /* the rig's phases are short */
+        p = later_struct(&op, sizeof op, bad);
+        lattice_optim *optim = NULL;
+        if (later_taken("optim create", lattice_optim_create(r.model, p, &optim), sizeof op, bad)) {
+            lattice_optim_params got = {.size = sizeof got};
+            ck_assert_int_eq(lattice_optim_get_params(optim, &got), LATTICE_OK);
+            ck_assert_float_eq(got.lr, 3e-3f);
+        }
+        ck_assert_int_eq(optim == NULL, bad);
+        lattice_optim_destroy(optim);
+        later_taken("optim set", lattice_optim_set_params(r.optim, p), sizeof op, bad);
+        lattice_optim_params got = {.size = sizeof got};
+        ck_assert_int_eq(lattice_optim_get_params(r.optim, &got), LATTICE_OK);
+        ck_assert_float_eq(got.lr, 3e-3f); /* set by the good struct, kept by the bad */
+        free(p);
+
+        lattice_schedule_phase ph;
+        lattice_schedule_phase_init(&ph);
+        ph.steps = 3;
+        p = later_struct(&ph, sizeof ph, bad);
+        const int n_phases = lattice_schedule_get_n_phases(r.schedule);
+        later_taken("phase", lattice_schedule_add_phase(r.schedule, p), sizeof ph, bad);
+        ck_assert_int_eq(lattice_schedule_get_n_phases(r.schedule), n_phases + !bad);
+        free(p);
+
+        lattice_trainer_params tp;
+        lattice_trainer_params_init(&tp);
+        p = later_struct(&tp, sizeof tp, bad);
+        lattice_trainer *t = NULL;
+        later_taken("trainer",
+                    lattice_trainer_create(r.model, NULL, NULL, r.data, r.optim, r.schedule, p, &t),
+                    sizeof tp, bad);
+        ck_assert_int_eq(t == NULL, bad);
+        lattice_trainer_destroy(t);
+        free(p);
+    }
+    rig_close(&r);
+}
+END_TEST
 
 /* 0xFFFFFFFF in a uint32 token file is that id, not -1. */
 START_TEST(test_huge_token_id)
@@ -545,6 +671,7 @@ int main(void)
     tcase_add_test(tc, test_bad_params);
     tcase_add_test(tc, test_short_params_structs);
     tcase_add_test(tc, test_unknown_sizes_refused);
+    tcase_add_test(tc, test_later_sizes);
     tcase_add_test(tc, test_huge_token_id);
     tcase_add_test(tc, test_defaults_fit_together);
     suite_add_tcase(s, tc);

@@ -191,7 +191,8 @@ START_TEST(test_params_before_1_0)
     ck_assert_int_eq(lattice_optim_get_params(f.o, &now), LATTICE_OK);
     ck_assert_float_eq(now.lr, 2e-3f);
     ck_assert_int_eq(now.total_steps, op.total_steps);
-    /* a newer caller's larger struct: read up to ours, written up to ours */
+    /* a newer caller's larger struct: read up to ours when the bytes past
+     * ours are 0, refused when one is not; written up to ours */
     struct {
         lattice_optim_params p;
         unsigned char beyond[16];
@@ -200,6 +201,11 @@ START_TEST(test_params_before_1_0)
     newer.p = op;
     newer.p.size = sizeof newer;
     newer.p.lr = 3e-3f;
+    ck_assert_int_eq(lattice_optim_set_params(f.o, &newer.p), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_optim_errmsg(f.o), "a field of a later release"));
+    ck_assert_int_eq(lattice_optim_get_params(f.o, &now), LATTICE_OK);
+    ck_assert_float_eq(now.lr, 2e-3f); /* kept */
+    memset(newer.beyond, 0, sizeof newer.beyond);
     ck_assert_int_eq(lattice_optim_set_params(f.o, &newer.p), LATTICE_OK);
     memset(&newer, 0xA5, sizeof newer);
     newer.p.size = sizeof newer;

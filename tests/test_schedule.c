@@ -51,7 +51,8 @@ END_TEST
 
 /* A phase is read and written at this library's size: a smaller one (a
  * program built against a release before 1.0) is refused both ways, a
- * larger one (a newer caller) is read and written up to ours. */
+ * larger one (a newer caller) is read up to ours when its bytes past ours
+ * are 0 and refused when one is not, and written up to ours. */
 START_TEST(test_phase_size)
 {
     lattice_schedule_phase def;
@@ -72,12 +73,18 @@ START_TEST(test_phase_size)
         ck_assert_str_eq(lattice_schedule_errmsg(s), lattice_last_error());
     }
     ck_assert_int_eq(lattice_schedule_get_n_phases(s), 0);
-    /* the caller's fields are taken; a newer caller's bytes past ours are not read */
+    /* the caller's fields are taken; a newer caller's bytes past ours must be 0 */
     struct {
         lattice_schedule_phase phase;
         unsigned char beyond[16];
     } newer;
     memset(&newer, 0xA5, sizeof newer);
+    newer.phase = def;
+    newer.phase.size = sizeof newer;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &newer.phase), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "a field of a later release"));
+    ck_assert_int_eq(lattice_schedule_get_n_phases(s), 0);
+    memset(&newer, 0, sizeof newer);
     newer.phase = def;
     newer.phase.size = sizeof newer;
     newer.phase.steps = 7;
