@@ -98,6 +98,22 @@ static void bad_input(lattice_dist *d)
     lattice_trainer_params tp = {.size = sizeof(size_t)};
     EXPECT(lattice_dist_trainer_params, INV, "lattice_trainer_params_init",
            lattice_dist_errmsg(d), lattice_dist_trainer_params(d, &tp));
+    CHECK(strstr(lattice_last_error(), "the size of lattice_trainer_params in 1.0"),
+          "the 1.0 floor named");
+    /* a later release's struct (larger, the rest 0) gets its collective;
+     * a size above twice the 1.0 struct's is one never set */
+    struct {
+        lattice_trainer_params p;
+        unsigned char later[16];
+    } big;
+    memset(&big, 0, sizeof big);
+    lattice_trainer_params_init(&big.p);
+    big.p.size = sizeof big;
+    OK(lattice_dist_trainer_params(d, &big.p));
+    CHECK(big.p.collective && big.p.collective_user == d, "a later struct's collective fields");
+    big.p.size = 3 * sizeof big.p;
+    EXPECT(lattice_dist_trainer_params, INV, "a size never set", lattice_dist_errmsg(d),
+           lattice_dist_trainer_params(d, &big.p));
     rig_close(&w);
     /* the NULL handle's getters cannot fail */
     CHECK(lattice_dist_get_rank(NULL) == 0 && lattice_dist_get_size(NULL) == 0, "NULL getters");
