@@ -381,12 +381,7 @@ void report_summary(FILE *f, const study *s, const char *dir)
     const preset *p = s->p;
     /* the verdict table from verdicts(), without its long preamble */
     char *text = NULL;
-    size_t len = 0;
-    FILE *m = open_memstream(&text, &len);
-    if (!m)
-        die("summary: %s", strerror(errno));
-    verdicts(m, s);
-    fclose(m);
+    verdicts_text(s, &text);
     fprintf(f, "\n# Summary: preset `%s`, %d seed%s, %d arm%s\n\n", p->name, p->seeds,
             p->seeds == 1 ? "" : "s", p->n_arms, p->n_arms == 1 ? "" : "s");
     const char *table = strstr(text, "| finding |");

@@ -308,17 +308,22 @@ void verdicts(FILE *f, const study *s)
     gate_words(f, s);
 }
 
+void verdicts_text(const study *s, char **text)
+{
+    size_t len = 0;
+    FILE *f = open_memstream(text, &len);
+    if (!f)
+        die("the verdict table: %s", strerror(errno));
+    verdicts(f, s);
+    fclose(f);
+}
+
 /* The rows are read back from the table verdicts() prints, so that the two
  * can never disagree: every cell is printed without " | " inside it. */
 json_object *verdict_rows(const study *s)
 {
     char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    if (!f)
-        die("verdict rows: %s", strerror(errno));
-    verdicts(f, s);
-    fclose(f);
+    verdicts_text(s, &text);
     json_object *rows = json_object_new_array();
     static const char *const keys[5] = {"finding", "paper", "ours", "verdict", "p"};
     const char *head = strstr(text, "|---|---|---|---|---|\n");
