@@ -28,19 +28,6 @@
 #  define LATTICE_API
 #endif
 
-/**
- * @brief Marks a name that a later major release removes: using it draws a
- *        compiler warning that names its replacement (GCC and Clang). A
- *        header declares such names only without LATTICE_NO_DEPRECATED
- *        (1.0 has none).
- * @since 0.3
- */
-#if defined(__GNUC__)
-#  define LATTICE_DEPRECATED(msg) __attribute__((deprecated(msg)))
-#else
-#  define LATTICE_DEPRECATED(msg)
-#endif
-
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -67,13 +54,22 @@ extern "C" {
  *
  * Structs that begin with `size_t size` (params, phases, results, the
  * operation tables) grow only at their end. The caller sets size to sizeof
- * the struct as it was compiled (the `_init` functions do). A size below
- * this library's sizeof of the struct, as from a program built against a
- * release before 1.0, is refused with ::LATTICE_ERR_INVALID_ARGUMENT and a
- * message naming both sizes; nothing is read or written then. A larger size
- * is a program built against a later header: the library reads none of the
- * bytes past its own struct, and where it fills a struct it writes its own
- * and sets size to the bytes written.
+ * the struct as it was compiled (the `_init` functions do). A size below the
+ * 1.0 struct's size, as from a program built against a release before 1.0,
+ * is refused with ::LATTICE_ERR_INVALID_ARGUMENT and a message naming both
+ * sizes, and so is one above twice it (a size never set: no 1.x struct grows
+ * that far); nothing is read or written then. Any size between is a program
+ * built against 1.0 or a later header:
+ * - where the library reads a struct (params, a phase), fields past the
+ *   caller's size keep their defaults, and the bytes past this library's
+ *   struct must be 0: a field of a later release that is set is a setting
+ *   this library cannot honour, refused with ::LATTICE_ERR_INVALID_ARGUMENT
+ *   rather than ignored. One whose `_init` sets fields but that is all 0
+ *   past its size was never filled by it: refused as not initialised;
+ * - an operation table's slots past this library's are never called;
+ * - where the library fills a struct (results, the `_get_params` calls) it
+ *   writes no more than the caller's size or its own, and sets size to the
+ *   bytes written.
  * @{
  */
 

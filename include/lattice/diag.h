@@ -130,8 +130,8 @@ typedef struct lattice_diag_attention_sinks_result {
  *        to sizeof(lattice_diag_boundary_scale_result) first.
  * @param out_len Entries available in out.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out[0].size below
- *         sizeof(lattice_diag_boundary_scale_result) or not a multiple of its
- *         alignment included) or a model status.
+ *         the 1.0 struct's size or not a multiple of its alignment included)
+ *         or a model status.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_boundary_scale(

@@ -145,8 +145,8 @@ LATTICE_API lattice_status lattice_dist_attach(lattice_dist *dist, lattice_train
  * one rank's share only (batch_size / ranks), not for the whole batch.
  * @param dist The handle (must outlive the trainer).
  * @param[in,out] params Filled by ::lattice_trainer_params_init (a size
- *        below sizeof(lattice_trainer_params) is refused); its collective
- *        fields are set.
+ *        below the 1.0 struct's size is refused); its collective fields are
+ *        set.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.3
  */
@@ -213,7 +213,8 @@ LATTICE_API lattice_status lattice_dist_sum_int64(lattice_dist *dist, int64_t *v
  * @brief What the handle's collective calls have cost since creation or the last reset.
  * @param dist The handle.
  * @param[in,out] stats size set by the caller to sizeof(lattice_dist_stats)
- *        (a smaller size is refused); on return, the bytes filled.
+ *        (a size below the 1.0 struct's is refused); on return, the bytes
+ *        filled.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  * @since 0.3
  */

@@ -101,7 +101,7 @@ LATTICE_API const char *lattice_distill_errmsg(const lattice_distill *distill);
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_distill_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below this library's sizeof(the struct) (0 included) is refused with
+ *        below the 1.0 struct's size (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */

@@ -97,7 +97,8 @@ LATTICE_API const char *lattice_optim_errmsg(const lattice_optim *optim);
  * @brief Replace the settings (the moments and the schedule position are kept).
  * @param optim The optimizer.
  * @param params The settings, checked as ::lattice_optim_create checks them; a
- *        params->size below sizeof(lattice_optim_params) is refused.
+ *        params->size below the 1.0 struct's size is refused (the core
+ *        group's rule).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  */
 LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const lattice_optim_params *params);
@@ -109,7 +110,7 @@ LATTICE_API lattice_status lattice_optim_set_params(lattice_optim *optim, const 
  *        The caller sets out->size to the bytes it has (sizeof the struct it
  *        was compiled with, or ::lattice_optim_params_init); the library writes
  *        no more than that and sets out->size to the bytes it wrote. A size
- *        below this library's sizeof(the struct) (0 included) is refused with
+ *        below the 1.0 struct's size (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */

@@ -69,7 +69,8 @@ typedef enum lattice_schedule_block_init {
  * @brief One phase. Fill with ::lattice_schedule_phase_init.
  *
  * The struct grows at its end; size says which version the caller was built
- * against. A size below sizeof(lattice_schedule_phase) is refused.
+ * against. A size below the 1.0 struct's size is refused (the core group's
+ * rule).
  */
 typedef struct lattice_schedule_phase {
     size_t size;                   /**< sizeof(lattice_schedule_phase), set by the init function. */
@@ -207,8 +208,8 @@ LATTICE_API int lattice_schedule_get_n_phases(const lattice_schedule *schedule);
  * @param[in,out] phase The phase. The caller sets phase->size to the bytes it
  *        has (sizeof the struct it was compiled with, or
  *        ::lattice_schedule_phase_init); the library writes no more than that
- *        and sets phase->size to the bytes it wrote. A size below this
- *        library's sizeof(lattice_schedule_phase) (0 included) is refused with
+ *        and sets phase->size to the bytes it wrote. A size below the 1.0
+ *        struct's size (0 included) is refused with
  *        ::LATTICE_ERR_INVALID_ARGUMENT and nothing is written.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */

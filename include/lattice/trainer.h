@@ -144,9 +144,8 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  * @param[in,out] metrics What the step gave; may be NULL. The caller sets
  *        metrics->size to sizeof(lattice_trainer_metrics) as it was compiled; the
  *        library writes no more than that and sets size to the bytes it
- *        wrote. A size below this library's sizeof(lattice_trainer_metrics)
- *        (0 included) is refused with ::LATTICE_ERR_INVALID_ARGUMENT before the
- *        step runs.
+ *        wrote. A size below the 1.0 struct's size (0 included) is refused
+ *        with ::LATTICE_ERR_INVALID_ARGUMENT before the step runs.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished, or
  *         the phase has a token budget and a whole pass over the training
  *         data has counted no token, so the budget could never fill: the
@@ -246,7 +245,7 @@ typedef struct lattice_trainer_collective {
  *        trainer runs alone again.
  * @param user Passed to every slot; must outlive the attachment.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a missing slot, a size
- *         below sizeof(lattice_trainer_collective), a rank outside 0 .. n_ranks - 1: returned at once, on
+ *         below the 1.0 struct's size, a rank outside 0 .. n_ranks - 1: returned at once, on
  *         this rank only), ::LATTICE_ERR_INVALID_CONFIG (a batch that does
  *         not divide by the number of ranks, a share larger than the model's
  *         max_batch, a setup that differs between ranks, or a detach
