@@ -26,7 +26,7 @@ lattice_data *open_data_rows(const preset *p, uint64_t seed, int batch, int seq_
 
 /* The student's (or the teacher's, by layers) model parameters. */
 lattice_model_params model_shape(const preset *p, int layers, double init_std, uint64_t seed);
-/* ... for at most batch x seq_len rows, with the arm's interventions (kind, or NULL for none). */
+/* ... for at most batch x seq_len rows (no intervention: new_model_rows adds the arm's). */
 lattice_model_params model_shape_rows(const preset *p, int layers, double init_std, uint64_t seed,
                                       int batch, int seq_len);
 
