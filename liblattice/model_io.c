@@ -42,13 +42,8 @@ typedef struct model_desc {
     lattice__norm_spec norm;
 } model_desc;
 
-typedef enum desc_type {
-    D_INT,
-    D_FLAG, /* compared as zero or not; a boolean under a Qwen3 key */
-    D_REAL,
-    D_PLACEMENT,
-    D_KIND
-} desc_type;
+/* A flag is compared as zero or not, and is a boolean under a Qwen3 key. */
+typedef enum desc_type { D_INT, D_FLAG, D_REAL, D_PLACEMENT, D_KIND } desc_type;
 
 enum {
     SET_ONLY = 1, /* written only when not its default, which a file without it holds */
@@ -247,12 +242,10 @@ void lattice__model_setup_desc(const lattice_model *m, lattice__setup *s)
         /* a row that means nothing here is 0: models without its setting
          * compare equal whatever it says */
         const double x = applies(r, &d) ? get(r, &d) : 0;
-        if (r->flags & ACTIVE)
-            continue;
-        if (is_real(r))
-            SETUP_REAL(s, x, "%s", r->setup ? r->setup : r->key);
-        else
-            SETUP_INT(s, x, "%s", r->setup ? r->setup : r->key);
+        if (!(r->flags & ACTIVE))
+            lattice__setup_add(s, is_real(r) ? LATTICE__SETUP_REAL : LATTICE__SETUP_INT,
+                               is_real(r) ? lattice__setup_real_bits(x) : (int64_t)x, "%s",
+                               r->setup ? r->setup : r->key);
     }
 }
 
@@ -283,12 +276,7 @@ static lattice_status model_save(const lattice_model *cm, const char *path)
     }
     for (int i = 0; i < m->n_tensors; i++) {
         const tensor_entry *t = &m->tensors[i];
-        e[i].name = t->name;
-        e[i].dtype = ST_F32;
-        e[i].ndim = t->ndim;
-        e[i].shape[0] = t->rows;
-        e[i].shape[1] = t->cols;
-        e[i].data = t->data;
+        e[i] = (st_entry){t->name, ST_F32, t->ndim, {t->rows, t->cols}, t->data};
     }
     const char *meta[] = {"format", "pt", "lattice.version", LATTICE_VERSION_STRING,
                           "lattice.config", cfg, NULL};
