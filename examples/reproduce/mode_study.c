@@ -43,7 +43,6 @@ static void study_teacher(session *x)
     session_teacher(x, 1);
     runs_to_do(x, 0, o->fresh, 0, NULL, 0);
     check_outputs(&x->s);
-    study_logits_mode = o->logits;
     if (x->s.n_todo > 0 && o->logits != LOGITS_STEP)
         study_logits = logits_cache_get(x->s.p, x->teacher, x->be, x->dir, x->s.teacher_hex,
                                         x->s.corpus_hex, 1,
@@ -112,6 +111,7 @@ int mode_study(const options *o, preset *p, int jobs, const char *dir, uint64_t 
     session_plan(&x, jobs);
     session_estimate(&x);
     const double t0 = ex_now();
+    study_logits_mode = o->logits; /* every rank's runs: --teacher-logits verify verifies on each */
     if (proc.rank != 0)
         rank_teacher(&x, setup_sum, teacher_sum);
     else
