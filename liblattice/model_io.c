@@ -28,12 +28,14 @@ static double float_decimal(float x)
 
 /* ---- the model's description: one table drives every file ----------------
  *
- * Each setting that says what a model is has one row (model_internal.h): its
- * key in lattice.config, its name in the setup (what ranks and checkpoints
- * compare), its Qwen3 key in config.json, and how each file treats it. The
- * writes of lattice.config and config.json, their reads, the comparison of a
- * file with a model, the test for a Qwen3 model and the setup walk the table:
- * a new option is one row. */
+ * Each setting that says what a model is has one row below: its key in
+ * lattice.config, its name in the setup (what ranks and checkpoints compare),
+ * its Qwen3 key in config.json, and how each file treats it. The writes of
+ * lattice.config and config.json, their reads, the comparison of a file with
+ * a model, the test for a Qwen3 model and the setup walk the table: a new
+ * option is one row, at the end. The rows' order is the setup's, whose digest
+ * keys kept runs and checkpoints: never reorder them; each file orders its
+ * keys by the rows' places in it (at). */
 
 /* What a model is, as its files say it: the params (n_active_layers: the
  * active count) and the norm's settings. */
@@ -744,16 +746,15 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     json_object *cfg = NULL;
     model_desc d;
     lattice_model_params_init(&d.p);
-    lattice_model_params *p = &d.p;
     lattice_norm *norm = NULL;
     lattice_model *m = NULL;
     st = read_config(&sf, path, config_path, &cfg, err);
     if (st == LATTICE_OK)
         st = read_desc(cfg, config_path != NULL, &d, err);
     if (st == LATTICE_OK) {
-        p->max_batch = max_batch;
-        p->max_seq = max_seq;
-        st = lattice_model_params_check(p, err);
+        d.p.max_batch = max_batch;
+        d.p.max_seq = max_seq;
+        st = lattice_model_params_check(&d.p, err);
     }
     /* settings the file holds are the file's fault (FORMAT); memory is not */
     if (st == LATTICE_OK &&
@@ -766,8 +767,8 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
         (st = lattice_norm_set_residual_scale(norm, d.norm.residual_scale)))
         st = lattice__set_error(err, LATTICE_ERR_FORMAT, "config: bad residual scale");
     if (st == LATTICE_OK)
-        st = check_file_tensors(&sf, path, p, norm, backend, err);
-    if (st == LATTICE_OK && (st = lattice_model_create(p, norm, backend, &m)) != LATTICE_OK)
+        st = check_file_tensors(&sf, path, &d.p, norm, backend, err);
+    if (st == LATTICE_OK && (st = lattice_model_create(&d.p, norm, backend, &m)) != LATTICE_OK)
         lattice__set_error(err, st, "cannot create the model: %s", lattice_status_string(st));
     if (st == LATTICE_OK &&
         (st = load_open(m, &sf, path, config_path ? "the config.json" : "the model")) !=
