@@ -82,16 +82,6 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
 #undef BAD
 }
 
-static lattice_status copy_params(lattice_data_params *dst, const lattice_data_params *src,
-                                  int text, const char *fn, char *err)
-{
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_data_params, "params", LATTICE__DATA_PARAMS_1_0, 0);
-    lattice_data_params_init(dst);
-    TRY(lattice__copy_in(err, fn, &rule, dst, src));
-    return check_params(dst, text, err);
-}
-
 static void data_free(lattice_data *d)
 {
     free(d->ids);
@@ -258,7 +248,12 @@ static lattice_status create_common(const char *fn, const lattice_data_params *p
     *d = calloc(1, sizeof(**d));
     if (!*d)
         return lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the data");
-    return copy_params(&(*d)->p, params, text, fn, errmsg);
+    /* the caller's params (internal.h's lattice__copy_in), checked */
+    static const lattice__sized rule =
+        LATTICE__SIZED(lattice_data_params, "params", LATTICE__DATA_PARAMS_1_0, 0);
+    lattice_data_params_init(&(*d)->p);
+    TRY(lattice__copy_in(errmsg, fn, &rule, &(*d)->p, params));
+    return check_params(&(*d)->p, text, errmsg);
 }
 
 static lattice_status conclude(lattice_data *d, lattice_status st, lattice_data **out)
@@ -322,7 +317,7 @@ lattice_status lattice_data_create_text(const char *path, const lattice_data_par
     int64_t n = 0, docs = 0, train_docs = -1;
     if (st == LATTICE_OK)
         st = append_text(d, path, &ids, &n, &docs, errmsg);
-    /* d->p, not params: copy_params read only the fields the caller's size covers */
+    /* d->p, not params: what the caller's size covers, and defaults past it */
     if (st == LATTICE_OK && d->p.val_path) {
         train_docs = docs;
         st = append_text(d, d->p.val_path, &ids, &n, &docs, errmsg);

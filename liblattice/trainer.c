@@ -1,5 +1,5 @@
 /* The trainer: one step (phase start, data, teacher, loss, backward, update)
- * and whole runs; over ranks through trainer_collective.c. */
+ * and whole runs; over ranks, and validation, in trainer_collective.c. */
 #include "trainer_impl.h"
 
 #include "data_access.h"
@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void lattice_trainer_params_init(lattice_trainer_params *p)
 {
@@ -364,11 +363,14 @@ static lattice_status restart_optimizer(lattice_trainer *t, int index,
 }
 
 /* What a step may change before it knows its loss and gradients are finite:
- * the data position, and on a phase's first step what apply_phase does. */
+ * the data position, and on a phase's first step what apply_phase does (the
+ * model's depth and trainable flags: its run, its layer flags kept in the
+ * trainer's undo_trainable). */
 typedef struct step_undo {
     lattice_data_position pos;
     int phase_start;
-    int applied_phase, have_origin, active, boundary, head;
+    int applied_phase, have_origin;
+    lattice__model_run run;
     lattice_data_position origin;
     int first, last; /* layers whose weights are in undo_weights */
 } step_undo;
@@ -395,23 +397,20 @@ static void copy_layers(lattice_trainer *t, int first, int last, int save)
 static lattice_status save_for_undo(lattice_trainer *t, int phase, const lattice_schedule_phase *ph,
                                     step_undo *u)
 {
-    lattice_model_params mp = {.size = sizeof(mp)};
-    lattice_model_get_params(t->model, &mp);
     u->phase_start = 1;
     u->applied_phase = t->applied_phase;
     u->have_origin = t->have_origin;
     u->origin = t->data_origin;
-    u->active = lattice_model_get_active_layers(t->model);
-    lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, &u->boundary);
-    lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_HEAD, -1, &u->head);
-    for (int i = 0; i < mp.n_layers; i++)
-        lattice_model_get_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, &t->undo_trainable[i]);
+    lattice__model_get_run(t->model, &u->run);
+    memcpy(t->undo_trainable, u->run.trainable_layer,
+           sizeof(int) * (size_t)lattice__model_params(t->model)->n_layers);
+    u->run.trainable_layer = t->undo_trainable;
     /* the layers the start will initialise (apply_phase: prev .. active) */
     u->first = u->last = 0;
     if (t->applied_phase < 0 || ph->block_init == LATTICE_SCHEDULE_BLOCK_INIT_RANDOM ||
-        ph->active_layers <= u->active)
+        ph->active_layers <= u->run.n_active)
         return LATTICE_OK;
-    u->first = u->active;
+    u->first = u->run.n_active;
     u->last = ph->active_layers;
     size_t need = 0;
     for (int i = 0; i < lattice_model_get_n_tensors(t->model); i++) {
@@ -439,15 +438,8 @@ static lattice_status undo_step(lattice_trainer *t, const step_undo *u, lattice_
     lattice_data_set_position(t->data, &u->pos);
     if (!u->phase_start)
         return st;
-    lattice_model_params mp = {.size = sizeof(mp)};
-    lattice_model_get_params(t->model, &mp);
     copy_layers(t, u->first, u->last, 0);
-    lattice_model_set_active_layers(t->model, u->active);
-    for (int i = 0; i < mp.n_layers; i++)
-        lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_LAYER, i, t->undo_trainable[i]);
-    lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_BOUNDARY_NORM, -1, u->boundary);
-    if (!mp.tie_embeddings)
-        lattice_model_set_trainable(t->model, LATTICE_MODEL_GROUP_HEAD, -1, u->head);
+    lattice__model_set_run(t->model, &u->run);
     t->applied_phase = u->applied_phase;
     t->have_origin = u->have_origin;
     t->data_origin = u->origin;
@@ -466,54 +458,6 @@ static int grads_finite(const lattice_trainer *t)
                 return 0;
     }
     return 1;
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-/* This rank's rows of a validation batch (the loop's share). */
-static lattice_data_batch eval_share(const void *t, const lattice_data_batch *b)
-{
-    return lattice__trainer_share_of((const lattice_trainer *)t, b);
-}
-
-static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
-{
-    if (lattice__need(LATTICE__ERRBUF(t), "lattice_trainer_evaluate", 2,
-                      (const void *)t, "trainer", (const void *)val_ce, "val_ce") != LATTICE_OK)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    int64_t nb = lattice_data_get_n_val_batches(t->data);
-    if (nb == 0)
-        return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
-    if (t->p.eval_batches > 0 && t->p.eval_batches < nb)
-        nb = t->p.eval_batches;
-    /* over ranks, a last short batch may leave a rank no rows */
-    double total = 0.0;
-    int64_t count = 0;
-    lattice_status st = lattice__model_val_sums(t->model, t->data, nb,
-                                                lattice__trainer_distributed(t) ? eval_share : NULL,
-                                                t, &total, &count);
-    if (st != LATTICE_OK)
-        FAIL(t, st, "%s", lattice_model_errmsg(t->model));
-    if (lattice__trainer_distributed(t)) {
-        /* token-weighted: the sums of every rank's sums */
-        if ((st = lattice__trainer_agree(t, st)) != LATTICE_OK)
-            return st;
-        double sums[2] = {total, (double)count};
-        const int rc = t->coll.sum_doubles(t->coll_user, sums, 2);
-        if (rc)
-            return lattice__trainer_coll_fail(t, "sum_doubles", rc);
-        total = sums[0];
-        count = (int64_t)sums[1];
-    }
-    if (st != LATTICE_OK)
-        return st;
-    *val_ce = count ? total / (double)count : 0.0;
-    return LATTICE_OK;
 }
 
 /* A step's work on this rank, up to its gradients: the phase start, the
@@ -670,7 +614,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     m.size = sizeof(m);
     m.phase = phase;
     m.val_ce = NAN;
-    const double t0 = now_seconds();
+    const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     lattice_data_batch b;
     int64_t n_local = 0;
     st = step_local(t, phase, &ph, start, &u, &b, &m, &n_local);
@@ -701,7 +645,7 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
     lattice_schedule_get_counters(t->schedule, &m.counters);
     m.step = m.counters.steps;
-    m.seconds = now_seconds() - t0;
+    m.seconds = lattice__prof_clock(LATTICE_PROF_WALL) - t0;
     int eval = m.phase_end || (t->p.eval_every > 0 && m.step % t->p.eval_every == 0);
     if (eval && lattice_data_get_n_val_batches(t->data) > 0) {
         if ((st = lattice_trainer_evaluate(t, &m.val_ce)) != LATTICE_OK)
@@ -742,11 +686,6 @@ static lattice_status trainer_run(lattice_trainer *t)
 }
 
 /* ---- the public calls, each holding what the trainer binds (handle.h) ---- */
-
-lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
-{
-    LATTICE__TRAINER_HELD(t, "lattice_trainer_evaluate", trainer_evaluate(t, val_ce));
-}
 
 lattice_status lattice_trainer_step(lattice_trainer *t, lattice_trainer_metrics *out)
 {

@@ -1,10 +1,12 @@
 /* The trainer over ranks: attaching a collective, agreeing on a status,
- * each rank's share of a batch, and the sums of the gradients and losses;
- * and the trainer's setup, the parts every rank must share, gathered from
- * each object's own list and compared across the ranks. */
+ * each rank's share of a batch, and the sums of the gradients and losses,
+ * validation's among them (lattice_trainer_evaluate); and the trainer's
+ * setup, the parts every rank must share, gathered from each object's own
+ * list and compared across the ranks. */
 #include "trainer_impl.h"
 
 #include "fields.h"
+#include "model_access.h"
 #include "teacher_access.h"
 
 #include <math.h>
@@ -35,6 +37,54 @@ lattice_status lattice__trainer_agree(lattice_trainer *t, lattice_status st)
                         "message says why", r, lattice_status_string((lattice_status)t->rank_status[r]),
                         t->rank, r);
     return LATTICE_OK;
+}
+
+/* This rank's rows of a validation batch (the loop's share). */
+static lattice_data_batch eval_share(const void *t, const lattice_data_batch *b)
+{
+    return lattice__trainer_share_of((const lattice_trainer *)t, b);
+}
+
+/* Validation: the one evaluation loop on this rank's rows, its sums summed
+ * over the ranks. */
+static lattice_status trainer_evaluate(lattice_trainer *t, double *val_ce)
+{
+    if (lattice__need(LATTICE__ERRBUF(t), "lattice_trainer_evaluate", 2,
+                      (const void *)t, "trainer", (const void *)val_ce, "val_ce") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int64_t nb = lattice_data_get_n_val_batches(t->data);
+    if (nb == 0)
+        return FAIL(t, LATTICE_ERR_STATE, "the data has no validation documents");
+    if (t->p.eval_batches > 0 && t->p.eval_batches < nb)
+        nb = t->p.eval_batches;
+    /* over ranks, a last short batch may leave a rank no rows */
+    double total = 0.0;
+    int64_t count = 0;
+    lattice_status st = lattice__model_val_sums(t->model, t->data, nb,
+                                                lattice__trainer_distributed(t) ? eval_share : NULL,
+                                                t, &total, &count);
+    if (st != LATTICE_OK)
+        FAIL(t, st, "%s", lattice_model_errmsg(t->model));
+    if (lattice__trainer_distributed(t)) {
+        /* token-weighted: the sums of every rank's sums */
+        if ((st = lattice__trainer_agree(t, st)) != LATTICE_OK)
+            return st;
+        double sums[2] = {total, (double)count};
+        const int rc = t->coll.sum_doubles(t->coll_user, sums, 2);
+        if (rc)
+            return lattice__trainer_coll_fail(t, "sum_doubles", rc);
+        total = sums[0];
+        count = (int64_t)sums[1];
+    }
+    if (st != LATTICE_OK)
+        return st;
+    *val_ce = count ? total / (double)count : 0.0;
+    return LATTICE_OK;
+}
+
+lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_evaluate", trainer_evaluate(t, val_ce));
 }
 
 lattice_status lattice_trainer_set_collective(lattice_trainer *t,
