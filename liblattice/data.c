@@ -249,10 +249,10 @@ static lattice_status create_common(const char *fn, const lattice_data_params *p
     if (!*d)
         return lattice__set_error(errmsg, LATTICE_ERR_OUT_OF_MEMORY, "no memory for the data");
     /* the caller's params (internal.h's lattice__copy_in), checked */
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_data_params, "params", LATTICE__DATA_PARAMS_1_0, 0);
     lattice_data_params_init(&(*d)->p);
-    TRY(lattice__copy_in(errmsg, fn, &rule, &(*d)->p, params));
+    TRY(lattice__copy_in(errmsg, fn,
+                         LATTICE__SIZED(lattice_data_params, "params", LATTICE__DATA_PARAMS_1_0, 0),
+                         &(*d)->p, params));
     return check_params(&(*d)->p, text, errmsg);
 }
 

@@ -60,11 +60,12 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_distill_create: invalid argument: out is NULL");
     *out = NULL;
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_distill_params, "params", LATTICE__DISTILL_PARAMS_1_0, 0);
     lattice_distill_params p;
     lattice_distill_params_init(&p);
-    TRY(lattice__copy_in(NULL, "lattice_distill_create", &rule, &p, params));
+    TRY(lattice__copy_in(
+        NULL, "lattice_distill_create",
+        LATTICE__SIZED(lattice_distill_params, "params", LATTICE__DISTILL_PARAMS_1_0, 0), &p,
+        params));
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
         !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 0 ||
         (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))

@@ -21,17 +21,17 @@ lattice_status lattice__set_error(char *buf, lattice_status status, const char *
 lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-/* ---- structs a caller passes with their size (size_t size first) ----
- * include/lattice/common.h's rule. Each size is measured against the 1.0
- * struct's size, the floor: below it, the struct of a program built against
- * a release before 1.0, or a size never set; above LATTICE__SIZE_MAX of it, a
- * size never set (stack garbage: an array's stride from it would write past
- * the caller's array); in between, a program built against 1.0 or later. */
+/* ---- structs a caller passes with their size: include/lattice/common.h's
+ * rule. A size is measured against the 1.0 struct's size, the floor: below
+ * it, the struct of a program built against a release before 1.0, or a size
+ * never set; above LATTICE__SIZE_MAX of it (no 1.x struct grows to twice its
+ * 1.0 size), a size never set (stack garbage: an array's stride from it
+ * would write past the caller's array). */
+#define LATTICE__SIZE_MAX(floor) (2 * (floor))
 
 /* The size of 1.0's struct type, whose last 1.0 field is last: that field's
- * end rounded up to the struct's alignment, which is sizeof the struct as 1.0
- * laid it out, whatever fields later releases append (common.c checks them
- * against 1.0's ABI on LP64). */
+ * end rounded up to the struct's alignment, sizeof the struct as 1.0 laid it
+ * out whatever later releases append (common.c checks them on LP64). */
 #define LATTICE__SIZE_1_0(type, last)                                                             \
     ((offsetof(type, last) + sizeof(((type *)0)->last) + _Alignof(type) - 1) / _Alignof(type) *  \
      _Alignof(type))
@@ -45,14 +45,10 @@ lattice_status lattice__fail(lattice_status status, const char *fmt, ...)
 #define LATTICE__TRAINER_COLLECTIVE_1_0 LATTICE__SIZE_1_0(lattice_trainer_collective, errmsg)
 #define LATTICE__TRAINER_METRICS_1_0 LATTICE__SIZE_1_0(lattice_trainer_metrics, seconds)
 
-/* No 1.x struct grows to twice its 1.0 size. */
-#define LATTICE__SIZE_MAX(floor) (2 * (floor))
-
 /* Whether theirs lies outside [floor, LATTICE__SIZE_MAX(floor)]: 0 inside;
- * outside, 1 with the refusal in msg (n bytes): "fn: invalid argument: field
- * theirs is below floor, the size of type in 1.0 ...", type naming the
- * struct (NULL: "the struct"). Here rather than in common.c so that
- * liblattice-mpi (dist.c), which links only the API, applies the same rule. */
+ * outside, 1 with the refusal in msg (n bytes), type naming the struct
+ * (NULL: "the struct"). Header-only, so that liblattice-mpi (dist.c), which
+ * links only the API, applies the same rule. */
 static inline int lattice__size_outside(char *msg, size_t n, const char *fn, const char *field,
                                         const char *type, size_t theirs, size_t floor)
 {
@@ -72,20 +68,21 @@ static inline int lattice__size_outside(char *msg, size_t n, const char *fn, con
     return 1;
 }
 
-/* lattice__size_outside's refusal as a status: LATTICE_ERR_INVALID_ARGUMENT
- * with its message in errbuf (may be NULL) and lattice_last_error(). */
+/* lattice__size_outside's refusal as LATTICE_ERR_INVALID_ARGUMENT, its
+ * message in errbuf (may be NULL) and lattice_last_error(). */
 lattice_status lattice__check_size(char *errbuf, const char *fn, const char *field,
                                    const char *type, size_t theirs, size_t floor);
 
-/* A settings struct a caller passes in (params, a phase): its type's name,
- * the argument's name ("params"), sizeof it here, its 1.0 size, and whether
- * one that is all zero past its size is valid (its _init sets no field). */
+/* A struct the library reads (params, a phase): its type's name, the
+ * argument's ("params"), sizeof it here, its 1.0 size, and whether one all 0
+ * past its size is valid (its _init sets no field). For lattice__copy_in. */
 typedef struct lattice__sized {
     const char *type, *arg;
     size_t ours, floor;
     int blank_valid;
 } lattice__sized;
-#define LATTICE__SIZED(type, arg, floor, blank_valid) {#type, arg, sizeof(type), floor, blank_valid}
+#define LATTICE__SIZED(type, arg, floor, blank_valid)                                             \
+    (&(const lattice__sized){#type, arg, sizeof(type), floor, blank_valid})
 
 /* Take the caller's struct src into dst (ours bytes, holding the defaults:
  * fields past the caller's size keep them), the one rule for a struct the

@@ -426,10 +426,10 @@ lattice_status lattice__model_adopt_params(lattice_model_params *dst,
                                            const lattice_model_params *src, const char *fn,
                                            char *err)
 {
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_model_params, "params", LATTICE__MODEL_PARAMS_1_0, 0);
     lattice_model_params_init(dst);
-    TRY(lattice__copy_in(err, fn, &rule, dst, src));
+    TRY(lattice__copy_in(
+        err, fn, LATTICE__SIZED(lattice_model_params, "params", LATTICE__MODEL_PARAMS_1_0, 0), dst,
+        src));
     return check_params(dst, err);
 }
 

@@ -123,11 +123,11 @@ static lattice_status check(const lattice_optim_params *p, char *err)
 static lattice_status copy_params(lattice_optim_params *dst, const lattice_optim_params *src,
                                   const char *fn, char *err)
 {
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_optim_params, "params", LATTICE__OPTIM_PARAMS_1_0, 0);
     lattice_optim_params tmp;
     lattice_optim_params_init(&tmp);
-    TRY(lattice__copy_in(err, fn, &rule, &tmp, src));
+    TRY(lattice__copy_in(
+        err, fn, LATTICE__SIZED(lattice_optim_params, "params", LATTICE__OPTIM_PARAMS_1_0, 0), &tmp,
+        src));
     lattice_status st = check(&tmp, err);
     if (st == LATTICE_OK)
         *dst = tmp;

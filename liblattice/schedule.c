@@ -84,11 +84,12 @@ static lattice_status schedule_add_phase_body(lattice_schedule *s,
     if (!s)
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_add_phase: invalid argument: schedule is NULL");
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_schedule_phase, "phase", LATTICE__SCHEDULE_PHASE_1_0, 0);
     lattice_schedule_phase p;
     lattice_schedule_phase_init(&p);
-    TRY(lattice__copy_in(s->err, "lattice_schedule_add_phase", &rule, &p, phase));
+    TRY(lattice__copy_in(
+        s->err, "lattice_schedule_add_phase",
+        LATTICE__SIZED(lattice_schedule_phase, "phase", LATTICE__SCHEDULE_PHASE_1_0, 0), &p,
+        phase));
     p.rewind_data = p.rewind_data != 0;
     p.train_boundary = p.train_boundary != 0;
     if (p.steps < 0 || p.tokens < 0 || (p.steps == 0 && p.tokens == 0))

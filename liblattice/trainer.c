@@ -145,12 +145,13 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
             "lattice_trainer_create: invalid argument: distill is NULL, but a teacher needs a "
             "distill loss (or pass no teacher to train on cross-entropy alone)");
     /* the caller's (internal.h's lattice__copy_in), or NULL for the defaults */
-    static const lattice__sized rule =
-        LATTICE__SIZED(lattice_trainer_params, "params", LATTICE__TRAINER_PARAMS_1_0, 1);
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     if (params)
-        TRY(lattice__copy_in(NULL, "lattice_trainer_create", &rule, &tp, params));
+        TRY(lattice__copy_in(
+            NULL, "lattice_trainer_create",
+            LATTICE__SIZED(lattice_trainer_params, "params", LATTICE__TRAINER_PARAMS_1_0, 1), &tp,
+            params));
     lattice_model_params mp = {.size = sizeof(mp)};
     lattice_data_params dp = {.size = sizeof(dp)};
     lattice_model_get_params(model, &mp);
