@@ -250,25 +250,33 @@ void contrast_cells_fill(contrast_cells *c, const study *s, const char *const *n
     snprintf(c->p, sizeof c->p, "p %s, Holm %s", a, b);
 }
 
+/* A contrast's row: head (its first cells, "| a | b"), its summary sm over
+ * the arms names[0..n) and their cells (adj: its Holm-adjusted p), then
+ * tail (more cells, or ""); "not run" when an arm did not run. */
+static void contrast_row(FILE *f, const study *s, const char *head, const char *const *names,
+                         int n, const summary *sm, double adj, const char *tail)
+{
+    if (!sm->n) {
+        fprintf(f, "%s | not run | | 0 | not run | not run | n/a |%s\n", head, tail);
+        return;
+    }
+    contrast_cells c;
+    contrast_cells_fill(&c, s, names, n, sm, adj);
+    fprintf(f, "%s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |%s\n", head, sm->mean, c.half,
+            c.lo, c.hi, sm->n, c.verdict, c.absence, c.p, tail);
+}
+
 /* Row k of the comparisons, paired by seed; label: the design's label first;
  * adj: its Holm-adjusted p (contrast_family). */
 static void comparison_row(FILE *f, const study *s, int k, int label, double adj)
 {
     const preset *p = s->p;
-    char lab[256] = "";
-    if (label)
-        snprintf(lab, sizeof lab, "%s | ", design_compare_label(p, k));
-    const summary sm = comparison_k(s, k);
-    if (!sm.n) {
-        fprintf(f, "| %s%s | %s | not run | | 0 | not run | not run | n/a |\n", lab,
-                p->compare[k][1], p->compare[k][0]);
-        return;
-    }
+    char head[512];
+    snprintf(head, sizeof head, "| %s%s%s | %s", label ? design_compare_label(p, k) : "",
+             label ? " | " : "", p->compare[k][1], p->compare[k][0]);
     const char *names[2] = {p->compare[k][0], p->compare[k][1]};
-    contrast_cells c;
-    contrast_cells_fill(&c, s, names, 2, &sm, adj);
-    fprintf(f, "| %s%s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |\n", lab, p->compare[k][1],
-            p->compare[k][0], sm.mean, c.half, c.lo, c.hi, sm.n, c.verdict, c.absence, c.p);
+    const summary sm = comparison_k(s, k);
+    contrast_row(f, s, head, names, 2, &sm, adj, "");
 }
 
 /* Row k of the interactions, paired by seed: I = (d - c) - (b - a); the
@@ -278,45 +286,29 @@ static void interaction_row(FILE *f, const study *s, int k, int label, double ad
 {
     const preset *p = s->p;
     const char(*q)[48] = p->interact[k];
-    char lab[256] = "", paper[32] = "";
-    if (label)
-        snprintf(lab, sizeof lab, "%s | ", design_interact_label(p, k));
-    else
+    char head[512], paper[32] = "";
+    snprintf(head, sizeof head, "| %s%s%s | %s | %s | %s", label ? design_interact_label(p, k) : "",
+             label ? " | " : "", q[0], q[1], q[2], q[3]);
+    if (!label)
         snprintf(paper, sizeof paper, paper_quadruple(q) ? " %+.4f |" : " |", PAPER_INTERACTION);
-    const summary sm = interaction_k(s, k);
-    if (!sm.n) {
-        fprintf(f, "| %s%s | %s | %s | %s | not run | | 0 | not run | not run | n/a |%s\n", lab,
-                q[0], q[1], q[2], q[3], paper);
-        return;
-    }
     const char *names[4] = {q[0], q[1], q[2], q[3]};
-    contrast_cells c;
-    contrast_cells_fill(&c, s, names, 4, &sm, adj);
-    fprintf(f, "| %s%s | %s | %s | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |%s\n", lab,
-            q[0], q[1], q[2], q[3], sm.mean, c.half, c.lo, c.hi, sm.n, c.verdict, c.absence,
-            c.p, paper);
+    const summary sm = interaction_k(s, k);
+    contrast_row(f, s, head, names, 4, &sm, adj, paper);
 }
 
-/* Row k of the design's interactions of order 3 and more; adj: its Holm-adjusted p. */
+/* A design's interaction of order 3 or more; adj: its Holm-adjusted p. */
 static void higher_table_row(FILE *f, const study *s, const higher_row *h, double adj)
 {
     double x[MAX_SEEDS];
     const char *names[1 << MAX_FACTORS];
     const int m = higher_names(s->p, h, names);
-    char arms[1024] = "";
+    char head[1400];
+    snprintf(head, sizeof head, "| %s | %d | ", h->label, h->order);
     for (int j = 0; j < m; j++)
-        snprintf(arms + strlen(arms), sizeof arms - strlen(arms), "%s%s%s", j ? ", " : "",
+        snprintf(head + strlen(head), sizeof head - strlen(head), "%s%s%s", j ? ", " : "",
                  higher_sign(h->order, j) > 0 ? "+" : "-", names[j]);
     const summary sm = higher_summary(s, h, x);
-    if (!sm.n) {
-        fprintf(f, "| %s | %d | %s | not run | | 0 | not run | not run | n/a |\n", h->label,
-                h->order, arms);
-        return;
-    }
-    contrast_cells c;
-    contrast_cells_fill(&c, s, names, m, &sm, adj);
-    fprintf(f, "| %s | %d | %s | %+.4f ± %s | [%s, %s] | %d | %s | %s | %s |\n", h->label,
-            h->order, arms, sm.mean, c.half, c.lo, c.hi, sm.n, c.verdict, c.absence, c.p);
+    contrast_row(f, s, head, names, m, &sm, adj, "");
 }
 
 /* ---- the tables ----------------------------------------------------------------------- */
