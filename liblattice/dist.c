@@ -3,7 +3,9 @@
  * never the order an MPI_Allreduce happens to choose. */
 #include <lattice/dist.h>
 
-#include "internal.h" /* lattice__size_outside, header-only: this library links only the API */
+/* header-only parts (lattice__size_outside, the clock): this library links only the API */
+#include "internal.h"
+#include "profile.h"
 
 #include <limits.h>
 #include <stddef.h>
@@ -11,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 struct lattice_dist {
     MPI_Comm comm;
@@ -53,13 +54,6 @@ static lattice_status mpi_fail(lattice_dist *d, const char *what, int rc)
         snprintf(text, sizeof(text), "MPI error %d", rc);
     return fail(d, LATTICE_ERR_BACKEND, "rank %d of %d: %s failed: %s", d->rank, d->size, what,
                 text);
-}
-
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 lattice_status lattice_dist_create(MPI_Comm comm, lattice_dist **out)
@@ -205,7 +199,7 @@ static lattice_status fixed_sum(lattice_dist *d, void *data, size_t count, int i
     if (d->size == 1)
         return LATTICE_OK;
     const size_t esize = is_double ? sizeof(double) : sizeof(float);
-    const double t0 = now_seconds();
+    const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     lattice_status st = LATTICE_OK;
     for (size_t done = 0; done < count && st == LATTICE_OK; done += SUM_CHUNK) {
         const size_t n = count - done < SUM_CHUNK ? count - done : SUM_CHUNK;
@@ -213,7 +207,7 @@ static lattice_status fixed_sum(lattice_dist *d, void *data, size_t count, int i
     }
     d->stats.sum_calls++;
     d->stats.sum_bytes += (int64_t)(count * esize);
-    d->stats.sum_seconds += now_seconds() - t0;
+    d->stats.sum_seconds += lattice__prof_clock(LATTICE_PROF_WALL) - t0;
     return st;
 }
 
@@ -248,7 +242,7 @@ lattice_status lattice_dist_sum_int64(lattice_dist *d, int64_t *values, size_t c
         return st;
     if (d->size == 1)
         return LATTICE_OK;
-    const double t0 = now_seconds();
+    const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     /* integer addition is exact in any order: MPI's own reduction will do */
     for (size_t done = 0; done < count && st == LATTICE_OK; done += INT_MAX) {
         const size_t n = count - done < INT_MAX ? count - done : INT_MAX;
@@ -258,16 +252,16 @@ lattice_status lattice_dist_sum_int64(lattice_dist *d, int64_t *values, size_t c
             st = mpi_fail(d, "MPI_Allreduce", rc);
     }
     d->stats.other_calls++;
-    d->stats.other_seconds += now_seconds() - t0;
+    d->stats.other_seconds += lattice__prof_clock(LATTICE_PROF_WALL) - t0;
     return st;
 }
 
 static lattice_status barrier(lattice_dist *d)
 {
-    const double t0 = now_seconds();
+    const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     const int rc = MPI_Barrier(d->comm);
     d->stats.other_calls++;
-    d->stats.other_seconds += now_seconds() - t0;
+    d->stats.other_seconds += lattice__prof_clock(LATTICE_PROF_WALL) - t0;
     return rc == MPI_SUCCESS ? LATTICE_OK : mpi_fail(d, "MPI_Barrier", rc);
 }
 
@@ -276,7 +270,7 @@ static lattice_status broadcast(lattice_dist *d, void *data, size_t bytes, int r
     if (root < 0 || root >= d->size)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "broadcast: root %d is not a rank of %d", root,
                     d->size);
-    const double t0 = now_seconds();
+    const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     lattice_status st = LATTICE_OK;
     for (size_t done = 0; done < bytes && st == LATTICE_OK; done += INT_MAX) {
         const size_t n = bytes - done < INT_MAX ? bytes - done : INT_MAX;
@@ -285,7 +279,7 @@ static lattice_status broadcast(lattice_dist *d, void *data, size_t bytes, int r
             st = mpi_fail(d, "MPI_Bcast", rc);
     }
     d->stats.other_calls++;
-    d->stats.other_seconds += now_seconds() - t0;
+    d->stats.other_seconds += lattice__prof_clock(LATTICE_PROF_WALL) - t0;
     return st;
 }
 
