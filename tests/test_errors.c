@@ -141,6 +141,8 @@ START_TEST(test_every_failure_says_why)
            lattice_backend_set_parallel(w.be, (lattice_backend_parallel)9));
     EXPECT(lattice_backend_set_attention_kernel, INV, "'avx9' names no attention kernel", NULL,
            lattice_backend_set_attention_kernel(w.be, "avx9"));
+    EXPECT(lattice_backend_set_gemm_precision, INV, "'fp64' names no GEMM precision", NULL,
+           lattice_backend_set_gemm_precision(w.be, "fp64"));
     EXPECT(lattice_backend_sgemm, INV, "lattice_backend_sgemm", NULL,
            lattice_backend_sgemm(w.be, 0, 0, 2, 2, 2, 1.0f, NULL, 2, NULL, 2, 0.0f, logits, 2));
     EXPECT(lattice_backend_get_info, INV, "lattice_backend_get_info", NULL,
@@ -257,7 +259,7 @@ START_TEST(test_every_failure_says_why)
            lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 1,
                                               LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, NULL, 0,
                                               &n_phases));
-    EXPECT(lattice_schedule_add_phase, INV, "phase is NULL",
+    EXPECT(lattice_schedule_add_phase, INV, "phase missing",
            lattice_schedule_errmsg(w.s), lattice_schedule_add_phase(w.s, NULL));
     lattice_schedule_phase ph;
     lattice_schedule_phase_init(&ph);

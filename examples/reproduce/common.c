@@ -114,6 +114,46 @@ void study_backend_resolve(preset *p, const char *want)
     lattice_backend_destroy(be);
 }
 
+lattice_backend *study_student_backend(const preset *p, lattice_backend *be)
+{
+    if (strcmp(p->gemm_precision, "fp32") == 0)
+        return NULL;
+    lattice_backend *own = NULL;
+    check(lattice_backend_create(lattice_backend_get_name(be), &own), "the student's backend",
+          lattice_last_error());
+    check(lattice_backend_set_threads(own, lattice_backend_get_threads(be)), "the student's backend",
+          NULL);
+    check(lattice_backend_set_parallel(own, lattice_backend_get_parallel(be)),
+          "the student's backend", NULL);
+    check(lattice_backend_set_attention_kernel(own, lattice_backend_get_attention_kernel(be)),
+          "the student's backend", NULL);
+    check(lattice_backend_set_gemm_precision(own, p->gemm_precision), "preset's gemm_precision",
+          lattice_last_error());
+    return own;
+}
+
+void study_gemm_check(const preset *p)
+{
+    if (strcmp(p->gemm_precision, "fp32") == 0)
+        return;
+    lattice_backend *be = NULL;
+    check(lattice_backend_create(p->backend, &be), "backend", lattice_last_error());
+    const lattice_status st = lattice_backend_set_gemm_precision(be, p->gemm_precision);
+    char why[LATTICE_ERRMSG_SIZE];
+    snprintf(why, sizeof why, "%s", lattice_last_error());
+    lattice_backend_destroy(be);
+    if (st != LATTICE_OK)
+        die("preset: gemm_precision %s cannot run on the %s backend here (%s)",
+            p->gemm_precision, p->backend, why);
+}
+
+const char *study_gemm_words(const preset *p)
+{
+    return strcmp(p->gemm_precision, "bf16") == 0 ? ", the students' GEMMs in bf16 (the teacher's "
+                                                     "in fp32)"
+                                                   : "";
+}
+
 lattice_backend *study_backend(const preset *p, int threads)
 {
     lattice_backend *be = NULL;

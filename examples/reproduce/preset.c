@@ -47,7 +47,7 @@ static const char *const kl_names[] = {"forward", "reverse"};
 /* Every key a preset may hold, by path; anything else is an error. "*" marks
  * the elements of a list. */
 static const char *const known_keys[] = {
-    "name", "about", "seeds", "threads", "backend", "design", "data", "teacher", "student", "train", "arms", "compare",
+    "name", "about", "seeds", "threads", "backend", "gemm_precision", "design", "data", "teacher", "student", "train", "arms", "compare",
     "interactions",
     "probes", "probe_every", "require_go", "probes.*.name", "probes.*.layers", "probes.*.steps",
     "probes.*.warmup", "probes.*.lr", "probes.*.lr_shape", "probes.*.min_lr",
@@ -736,6 +736,10 @@ void load_preset(preset *p, const char *path)
     char want_backend[32];
     get_s(o, "backend", want_backend, sizeof want_backend, "");
     study_backend_resolve(p, want_backend);
+    static const char *const gemm_names[] = {"fp32", "bf16"};
+    snprintf(p->gemm_precision, sizeof p->gemm_precision, "%s",
+             gemm_names[get_enum(o, "gemm_precision", "", gemm_names, 2, 0)]);
+    study_gemm_check(p);
     json_object *arms = member(o, "arms");
     if (arms && !json_object_is_type(arms, json_type_array))
         die("preset: arms must be a list");

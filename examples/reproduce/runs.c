@@ -321,8 +321,10 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     lattice_schedule *s = phases_schedule(kind, phases, n_phases);
     /* Paired seeds: pre and post of one seed share initial weights and data order. */
     const double std = arm_std(p, kind);
-    lattice_model *m = new_model_rows(p, be, kind->placement, kind->residual_scale, L, std,
-                                      100 + (uint64_t)seed, p->batch, p->seq_len, kind);
+    /* the student's GEMMs in the preset's precision; the teacher's stay on be, in fp32 */
+    lattice_backend *own = study_student_backend(p, be);
+    lattice_model *m = new_model_rows(p, own ? own : be, kind->placement, kind->residual_scale, L,
+                                      std, 100 + (uint64_t)seed, p->batch, p->seq_len, kind);
     lattice_teacher *t;
     check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
@@ -478,6 +480,7 @@ done:
     run_teacher_destroy(rt);
     lattice_teacher_destroy(t);
     lattice_model_destroy(m);
+    lattice_backend_destroy(own);
     lattice_schedule_destroy(s);
 }
 

@@ -157,8 +157,9 @@ void session_plan(session *x, int jobs)
     snprintf(x->w.plan, sizeof x->w.plan, "%d job%s x %d thread%s", jobs, jobs > 1 ? "s" : "",
              p->threads, p->threads > 1 ? "s" : "");
     if (proc.rank == 0)
-        say("lattice %s, backend %s (%s), %d thread%s%s, plan %s%s%s\n", lattice_version_string(),
-            lattice_backend_get_name(x->be), x->w.kernels, p->threads,
+        say("lattice %s, backend %s (%s)%s, %d thread%s%s, plan %s%s%s\n",
+            lattice_version_string(), lattice_backend_get_name(x->be), x->w.kernels,
+            study_gemm_words(p), p->threads,
             p->threads == 1 ? "" : "s", proc.n_ranks > 1 ? " per rank" : " per run", x->w.plan,
             reason[0] ? "; " : "", reason);
 }
@@ -212,8 +213,10 @@ static void ran_words(FILE *f, const session *x, const char *missing)
     const run_words *w = &x->w;
     const char *backend = lattice_backend_get_name(x->be);
     if (w->n_runs > 0)
-        fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s) with %d thread%s%s.\n",
-                w->wall, w->teacher_s, lattice_version_string(), backend, w->kernels, p->threads,
+        fprintf(f, "\nWall time %.0f s (teacher %.0f s), lattice %s, backend %s (%s)%s with %d "
+                   "thread%s%s.\n",
+                w->wall, w->teacher_s, lattice_version_string(), backend, w->kernels,
+                study_gemm_words(p), p->threads,
                 p->threads == 1 ? "" : "s",
                 proc.n_ranks > 1 ? " on each rank" : w->jobs > 1 ? " per run" : "");
     else

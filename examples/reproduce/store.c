@@ -111,7 +111,8 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
 
 static const char *const NOT_SETTINGS[] = {"name",        "about",    "seeds",      "arms",
                                            "compare",     "probes",   "probe_every", "require_go",
-                                           "interactions", "threads", "backend", "design"};
+                                           "interactions", "threads", "backend", "design",
+                                           "gemm_precision"};
 
 /* The arm's entry in the preset's list: its name, or its object. */
 static json_object *arm_spec(const preset *p, const char *name)
@@ -240,6 +241,9 @@ char *run_settings(const preset *p, const arm *a, const char *corpus_hex, const 
     if (strcmp(p->backend, "openblas") != 0) /* only when not OpenBLAS, the backend of every
                                               * run kept through 0.4: their settings stay */
         json_object_object_add(o, "backend", json_object_new_string(p->backend));
+    if (strcmp(p->gemm_precision, "fp32") != 0) /* only when not fp32: every fp32 run keeps
+                                                 * its key, with the preset's key or without */
+        json_object_object_add(o, "gemm_precision", json_object_new_string(p->gemm_precision));
     json_object *am = json_object_new_object();
     json_object *spec = arm_spec(p, a->name);
     json_object_object_add(am, "spec", spec ? spec_as_kept(p, spec) : json_object_new_string(a->name));

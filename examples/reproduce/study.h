@@ -114,6 +114,7 @@ typedef struct probe {
 typedef struct preset {
     char name[64], train[1024], val[1024];
     char backend[32]; /* the backend every run uses, as the library names it (study_backend) */
+    char gemm_precision[8]; /* "gemm_precision": the students' GEMMs, "fp32" or "bf16" */
     char students[1100]; /* --save-students: DIR/students, where each run that runs saves its
                           * final model; "" for none */
     int seq_len, batch, split_long;
@@ -335,6 +336,18 @@ lattice_backend *study_backend(const preset *p, int threads);
  * (given in want, "" for none), else OpenBLAS (the study's kept runs through
  * 0.4), else the library's default; as the library names what it made. */
 void study_backend_resolve(preset *p, const char *want);
+/* p->gemm_precision (the preset's "gemm_precision", the students' GEMMs: fp32
+ * or bf16) must run on p->backend here: refused at once, saying why, rather
+ * than at the first run. */
+void study_gemm_check(const preset *p);
+/* Where the preset's gemm_precision is not fp32: a backend like be (its name,
+ * threads and options) whose GEMMs run in it, for a student's model, so that
+ * the teacher (its training, its logits file, its forward) stays fp32 on be;
+ * the caller destroys it. NULL for fp32: the student runs on be itself. */
+lattice_backend *study_student_backend(const preset *p, lattice_backend *be);
+/* For the log's backend line and the report: "" for fp32, else where the GEMMs
+ * run in the preset's precision (", the students' GEMMs in bf16"). */
+const char *study_gemm_words(const preset *p);
 
 /* FNV-1a checksums: the ranks check that they run rank 0's study. */
 #define FNV_START 1469598103934665603ULL

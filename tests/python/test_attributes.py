@@ -137,6 +137,8 @@ class NoSilentNoOp(unittest.TestCase):
         self.assertEqual(model.params.n_active_layers, 1)
         backend.threads = 2
         self.assertEqual(backend.threads, 2)
+        backend.gemm_precision = "fp32"
+        self.assertEqual(backend.gemm_precision, "fp32")
         norm = self.o["Norm"]
         norm.residual_scale = 2.5
         self.assertEqual(norm.residual_scale, 2.5)
@@ -153,8 +155,8 @@ class NoSilentNoOp(unittest.TestCase):
             for prop, p in properties(type(obj)).items():
                 if p.fset is not None:  # each settable property is one of those above
                     self.assertIn(prop, ("active_layers", "threads", "parallel",
-                                         "attention_kernel", "residual_scale", "position",
-                                         "on_step", "on_eval"), f"{name}.{prop}")
+                                         "attention_kernel", "gemm_precision", "residual_scale",
+                                         "position", "on_step", "on_eval"), f"{name}.{prop}")
 
 
 class RunAndStepAgree(unittest.TestCase):

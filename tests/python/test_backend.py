@@ -121,6 +121,42 @@ class BackendTest(unittest.TestCase):
             self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)),
                              Status.INVALID_ARGUMENT)
 
+    def test_gemm_precision(self):
+        """fp32 by default; bf16 only on onednn where the CPU has it, refused elsewhere
+        saying why; where it runs, a GEMM's operands are rounded to bf16."""
+        with lattice.Backend("ref") as be:
+            self.assertEqual(be.gemm_precision, "fp32")
+            with self.assertRaises(LatticeError) as cm:
+                be.gemm_precision = "bf16"
+            self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
+            self.assertIn('run on the built-in "onednn" backend only', str(cm.exception))
+            self.assertEqual(be.gemm_precision, "fp32")
+            with self.assertRaises(LatticeError) as cm:
+                be.gemm_precision = "fp16"
+            self.assertEqual(cm.exception.code, Status.INVALID_ARGUMENT)
+            self.assertIn("'fp16' names no GEMM precision (fp32 or bf16)", str(cm.exception))
+            be.gemm_precision = "fp32"
+        try:
+            be = lattice.Backend("onednn", threads=2)
+        except LatticeError as e:
+            self.assertEqual(e.code, Status.UNSUPPORTED)
+            self.skipTest("no oneDNN backend here")
+        with be:
+            try:
+                be.gemm_precision = "bf16"
+            except LatticeError as e:  # tests/test_gemm_bf16.c fails where the CPU has it
+                self.assertEqual(e.code, Status.UNSUPPORTED)
+                self.skipTest("bf16 cannot run here: " + str(e))
+            self.assertEqual(be.gemm_precision, "bf16")
+            # 1 + 2^-12 keeps its low bit in fp32 and loses it in bf16
+            a, b = array.array("f", [1 + 2 ** -12] * 4), array.array("f", [1.0] * 4)
+            c = array.array("f", [0.0])
+            be.sgemm(a, b, c, 1, 1, 4)
+            self.assertEqual(c[0], 4.0)
+            be.gemm_precision = "fp32"
+            be.sgemm(a, b, c, 1, 1, 4)
+            self.assertEqual(c[0], 4 * (1 + 2 ** -12))
+
     def test_sgemm(self):
         a = array.array("f", [1, 2, 3, 4, 5, 6])        # 2 x 3
         b = array.array("f", [1, 0, 0, 1, 1, 1])        # 3 x 2

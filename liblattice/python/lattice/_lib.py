@@ -192,6 +192,9 @@ PROTOTYPES = {
     "lattice_backend_get_parallel": (c_int, [T.backend_p]),
     "lattice_backend_set_attention_kernel": (STATUS, [T.backend_p, c_char_p]),
     "lattice_backend_get_attention_kernel": (c_char_p, [T.backend_p]),
+    # since 1.1
+    "lattice_backend_set_gemm_precision": (STATUS, [T.backend_p, c_char_p]),
+    "lattice_backend_get_gemm_precision": (c_char_p, [T.backend_p]),
     "lattice_backend_sgemm": (STATUS, [T.backend_p, c_int, c_int, c_int, c_int, c_int, c_float,
                                        T.float_p, c_int, T.float_p, c_int, c_float, T.float_p,
                                        c_int]),

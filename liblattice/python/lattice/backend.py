@@ -191,6 +191,22 @@ class Backend(Handle):
     def attention_kernel(self, name: str) -> None:
         self._call(lib.lattice_backend_set_attention_kernel, str(name).encode())
 
+    @property
+    def gemm_precision(self) -> str:
+        """The precision of the GEMMs: "fp32" (the default) or "bf16"; settable.
+
+        bf16 rounds every GEMM's operands to bf16 and sums in fp32 (the
+        optimizer, the fused attention and everything else stay fp32): only
+        on the "onednn" backend on a CPU with AVX512-BF16 or AMX; elsewhere
+        setting it raises :class:`LatticeError` (``Status.UNSUPPORTED``)
+        saying why (lattice_backend_set_gemm_precision). Never the default.
+        """
+        return self._get(lib.lattice_backend_get_gemm_precision).decode()
+
+    @gemm_precision.setter
+    def gemm_precision(self, name: str) -> None:
+        self._call(lib.lattice_backend_set_gemm_precision, str(name).encode())
+
     def sgemm(self, a: Floats, b: Floats, c: WritableBuffer, m: int, n: int, k: int, *,
               trans_a: bool = False, trans_b: bool = False, alpha: float = 1.0,
               beta: float = 0.0, lda: Optional[int] = None, ldb: Optional[int] = None,
