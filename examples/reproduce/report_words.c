@@ -151,12 +151,12 @@ static void settings_words(FILE *f, const preset *p)
                "decay %g, beta2 %s, gradient clip %g; the loss alpha x tau^2 x KL + gamma x CE "
                "with alpha %g, gamma %g, tau %g, %s; evaluation every %d steps over %d "
                "batches, the final one over %s; rows of %d x %d bytes, split_long %d; backend "
-               "%s, %d thread%s per run.\n\n",
+               "%s%s, %d thread%s per run.\n\n",
             p->steps_per_phase, lr_shape_words(p->lr, p->min_lr, p->decay, shape, sizeof shape),
             p->lr, p->min_lr, p->warmup, p->weight_decay, b2, p->clip, p->alpha, p->gamma,
             p->tau, kl_words(p->kl_direction), p->eval_every,
             p->eval_batches, p->final_eval_batches ? "its first batches" : "the whole held-out text",
-            p->batch, p->seq_len, p->split_long, p->backend, p->threads,
+            p->batch, p->seq_len, p->split_long, p->backend, study_gemm_words(p), p->threads,
             p->threads == 1 ? "" : "s");
     /* the rewind rule: said per arm only where the arms differ in it */
     int rewinds = 0;
