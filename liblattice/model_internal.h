@@ -1,8 +1,8 @@
 /* What the model's own source files share: model.c (create, accessors,
  * inspection), model_layout.c (params and the arenas' layout), model_pass.c
- * (forward, backward, losses), model_threads.c (the rows split) and
- * model_io.c (files, and the description that drives them). Other objects
- * ask through model_access.h. */
+ * (forward, backward, losses), model_threads.c (the rows split),
+ * model_desc.c (what a model is, as its files say it) and model_io.c (the
+ * files). Other objects ask through model_access.h. */
 #ifndef LATTICE_MODEL_INTERNAL_H
 #define LATTICE_MODEL_INTERNAL_H
 
@@ -64,13 +64,41 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
 /* Free the rows split's workspace (and zero it). */
 void lattice__model_split_free(model_split *ws);
 
-/* ---- the model's description (model_io.c) ---- */
+/* ---- the model's description (model_desc.c) ----
+ *
+ * What a model is (its params, the active count among them, and its norm's
+ * settings) as each file states it; model_io.c reads and writes the files. */
 
-/* The key in lattice.config of the description's row i, and whether a load
- * compares it with the model; NULL past the last row. */
-const char *lattice__model_desc_key(int i, int *compared);
+struct json_object; /* json-c's */
+
+/* lattice.config's text (caller frees); NULL when memory runs out. */
+char *lattice__model_desc_config(const lattice_model *m);
+
+/* The config.json of save_pretrained into *out: Qwen3's keys, then "lattice"
+ * with the settings Qwen3 has no key for. Of model_type "qwen3" where Qwen3
+ * describes m; else "lattice" where lattice_type, or refused
+ * (LATTICE_ERR_UNSUPPORTED, saying what Qwen3 lacks). Errors in m. */
+lattice_status lattice__model_desc_hf(lattice_model *m, int lattice_type, struct json_object **out);
+
+/* The file's lattice.config o against m (named ours in messages: "the
+ * model", or the config.json it was made from): LATTICE_ERR_FORMAT, naming
+ * the first setting that differs, in m. */
+lattice_status lattice__model_desc_compare(lattice_model *m, struct json_object *o,
+                                           const char *ours);
+
+/* *p's and *norm's settings from a lattice.config o, or (qwen3) a Qwen3
+ * config.json: what it lists, and for the rest their defaults; p's other
+ * fields are kept. A key missing, of the wrong type or out of range is
+ * LATTICE_ERR_FORMAT, a Qwen3 setting this library does not implement
+ * LATTICE_ERR_UNSUPPORTED (naming it in err). */
+lattice_status lattice__model_desc_read(struct json_object *o, int qwen3, lattice_model_params *p,
+                                       lattice__norm_spec *norm, char *err);
 
 /* The description's part of the model's setup (lattice__model_setup). */
 void lattice__model_setup_desc(const lattice_model *m, lattice__setup *s);
+
+/* The key in lattice.config of the description's row i, and whether a load
+ * compares it with the model; NULL past the last row (for its tests). */
+const char *lattice__model_desc_key(int i, int *compared);
 
 #endif

@@ -465,7 +465,7 @@ static lattice_model *rows_model(int k)
                     1e-5f, 1.0f, &p);
 }
 
-/* Every row of the model's description (model_io.c's table) alone drives
+/* Every row of the model's description (model_desc.c's table) alone drives
  * lattice.config's write, read and comparison: one of two models writes its
  * key; each model made again from its file writes the same lattice.config
  * and has the same setup; and with one written key changed, its file is
