@@ -4,7 +4,6 @@
 #include "model_internal.h"
 #include "backend_impl.h"
 #include "model_access.h"
-#include "setup.h"
 
 #include "kernels.h"
 
@@ -27,9 +26,6 @@ lattice_status lattice_model_estimate(const lattice_model_params *params, const 
     if (lattice__need(NULL, "lattice_model_estimate", 2, (const void *)params, "params",
                       (const void *)norm, "norm") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (params->size == 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_estimate: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model m;
     memset(&m, 0, sizeof(m));
     lattice_status st = lattice__model_adopt_params(&m.p, params, "lattice_model_estimate", NULL);
@@ -124,9 +120,6 @@ lattice_status lattice_model_create(const lattice_model_params *params, const la
     if (lattice__need(NULL, "lattice_model_create", 3, (const void *)params, "params",
                       (const void *)norm, "norm", (const void *)backend, "backend") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    if (params->size == 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_create: invalid argument: params->size is 0: call lattice_model_params_init first");
     lattice_model_params p;
     TRY(lattice__model_adopt_params(&p, params, "lattice_model_create", NULL));
     TRY(lattice__model_check_block_norm(&p, norm, "lattice_model_create"));
@@ -183,9 +176,6 @@ lattice_norm_placement lattice_model_get_placement(const lattice_model *m)
 
 static lattice_status model_set_active_layers(lattice_model *m, int n_active)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_set_active_layers: invalid argument: model is NULL");
     if (n_active < 1 || n_active > m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "active layers %d not in 1..%d", n_active,
                     m->p.n_layers);
@@ -198,9 +188,6 @@ int lattice_model_get_active_layers(const lattice_model *m) { return m ? m->n_ac
 
 static lattice_status model_init_layer(lattice_model *m, int layer, uint64_t seed)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_init_layer: invalid argument: model is NULL");
     if (layer < 0 || layer >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
                     m->p.n_layers - 1);
@@ -235,9 +222,6 @@ static const tensor_entry *layer_tensor(const lattice_model *m, int layer, const
 
 static lattice_status model_copy_layer(lattice_model *m, int dst, int src)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_copy_layer: invalid argument: model is NULL");
     if (dst < 0 || src < 0 || dst >= m->p.n_layers || src >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layers %d <- %d not in 0..%d", dst, src,
                     m->p.n_layers - 1);
@@ -269,9 +253,6 @@ static lattice_status model_copy_layer(lattice_model *m, int dst, int src)
 
 static lattice_status model_zero_layer_outputs(lattice_model *m, int layer)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_zero_layer_outputs: invalid argument: model is NULL");
     if (layer < 0 || layer >= m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "layer %d not in 0..%d", layer,
                     m->p.n_layers - 1);
@@ -297,9 +278,6 @@ static int *trainable_flag(lattice_model *m, lattice_model_group group, int laye
 static lattice_status model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
                                           int trainable)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_set_trainable: invalid argument: model is NULL");
     if (group == LATTICE_MODEL_GROUP_STATISTIC)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "group %d (statistic) is never trainable",
                     (int)group);
@@ -353,9 +331,6 @@ int lattice__tensor_updatable(const lattice_model *m, const tensor_entry *t)
 
 static lattice_status model_set_skip(lattice_model *m, int first, int count)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_set_skip: invalid argument: model is NULL");
     if (count < 0 || first < 0 || (count > 0 && first + (long)count > m->p.n_layers))
         /* the end in long: first + count overflows int for the ranges refused here */
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "skip range [%d, %ld) outside 0..%d", first,
@@ -365,7 +340,6 @@ static lattice_status model_set_skip(lattice_model *m, int first, int count)
     m->batch = m->seq = 0;
     return LATTICE_OK;
 }
-
 
 /* ---- a model of larger capacity ------------------------------------------ */
 
@@ -483,13 +457,12 @@ lattice_status lattice_model_find_tensor(const lattice_model *m, const char *nam
     if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_find_tensor", 3,
                       (const void *)m, "model", (const void *)name, "name", (const void *)out, "out") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
-    for (int i = 0; i < m->n_tensors; i++)
-        if (strcmp(m->tensors[i].name, name) == 0) {
-            fill_info(m, &m->tensors[i], out);
-            return LATTICE_OK;
-        }
-    return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_NOT_FOUND,
-        "lattice_model_find_tensor: no tensor named '%s'", name);
+    const tensor_entry *t = tensor_named(m, name);
+    if (!t)
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_NOT_FOUND,
+                                  "lattice_model_find_tensor: no tensor named '%s'", name);
+    fill_info(m, t, out);
+    return LATTICE_OK;
 }
 
 int64_t lattice_model_get_n_params(const lattice_model *m)
@@ -535,43 +508,37 @@ size_t lattice_model_get_arena_bytes(const lattice_model *m)
     return 2 * ((m->n_params * sizeof(float) + 63) / 64 * 64) + m->acts_bytes + m->split.bytes;
 }
 
-/* ---- the public calls, each inside the model's busy section (handle.h) ---- */
+/* ---- the public calls, each inside the model's busy section (MODEL_CALL) ---- */
 
 lattice_status lattice_model_set_active_layers(lattice_model *m, int n_active)
 {
-    LATTICE__INSIDE(m, "lattice_model_set_active_layers", "model",
-                    model_set_active_layers(m, n_active));
+    MODEL_CALL(m, "lattice_model_set_active_layers", model_set_active_layers(m, n_active));
 }
 
 lattice_status lattice_model_init_layer(lattice_model *m, int layer, uint64_t seed)
 {
-    LATTICE__INSIDE(m, "lattice_model_init_layer", "model",
-                    model_init_layer(m, layer, seed));
+    MODEL_CALL(m, "lattice_model_init_layer", model_init_layer(m, layer, seed));
 }
 
 lattice_status lattice_model_copy_layer(lattice_model *m, int dst, int src)
 {
-    LATTICE__INSIDE(m, "lattice_model_copy_layer", "model",
-                    model_copy_layer(m, dst, src));
+    MODEL_CALL(m, "lattice_model_copy_layer", model_copy_layer(m, dst, src));
 }
 
 lattice_status lattice_model_zero_layer_outputs(lattice_model *m, int layer)
 {
-    LATTICE__INSIDE(m, "lattice_model_zero_layer_outputs", "model",
-                    model_zero_layer_outputs(m, layer));
+    MODEL_CALL(m, "lattice_model_zero_layer_outputs", model_zero_layer_outputs(m, layer));
 }
 
 lattice_status lattice_model_set_trainable(lattice_model *m, lattice_model_group group, int layer,
                                            int trainable)
 {
-    LATTICE__INSIDE(m, "lattice_model_set_trainable", "model",
-                    model_set_trainable(m, group, layer, trainable));
+    MODEL_CALL(m, "lattice_model_set_trainable", model_set_trainable(m, group, layer, trainable));
 }
 
 lattice_status lattice_model_set_skip(lattice_model *m, int first, int count)
 {
-    LATTICE__INSIDE(m, "lattice_model_set_skip", "model",
-                    model_set_skip(m, first, count));
+    MODEL_CALL(m, "lattice_model_set_skip", model_set_skip(m, first, count));
 }
 
 lattice_status lattice_model_create_grown(const lattice_model *small, int n_layers, int max_batch,
@@ -589,7 +556,7 @@ lattice_status lattice_model_create_grown(const lattice_model *small, int n_laye
                     model_create_grown(small, n_layers, max_batch, max_seq, backend, out));
 }
 
-/* The architecture (the description's rows, model_io.c), and with state the
+/* The architecture (the description's rows, model_desc.c), and with state the
  * depth, the trainable groups and the weights. max_batch and max_seq only
  * size the arenas: a rank may hold another share. The seed made the weights:
  * said beside them, not compared (weights loaded from a file make it moot). */
@@ -702,11 +669,6 @@ uint64_t lattice__model_identity(const lattice_model *m, uint64_t h)
     return lattice__hash(h, &m->n_active, sizeof(m->n_active));
 }
 
-static void copy_floats(float *dst, const float *src, size_t n)
-{
-    memcpy(dst, src, sizeof(float) * n);
-}
-
 lattice_status lattice__model_take_ends(lattice_model *s, const lattice_model *m, char *why,
                                         size_t n)
 {
@@ -723,13 +685,13 @@ lattice_status lattice__model_take_ends(lattice_model *s, const lattice_model *m
         snprintf(why, n, "teacher and student norm kinds differ");
         return LATTICE_ERR_INVALID_CONFIG;
     }
-    const size_t vd = (size_t)s->p.vocab_size * s->p.d_model, d = (size_t)s->p.d_model;
-    copy_floats(s->wte, m->wte, vd);
+    const size_t d = sizeof(float) * (size_t)s->p.d_model, vd = d * (size_t)s->p.vocab_size;
+    memcpy(s->wte, m->wte, vd);
     if (s->whead != s->wte)
-        copy_floats(s->whead, m->whead, vd);
-    copy_floats(s->bnorm.w, m->bnorm.w, d);
+        memcpy(s->whead, m->whead, vd);
+    memcpy(s->bnorm.w, m->bnorm.w, d);
     if (s->bnorm.b)
-        copy_floats(s->bnorm.b, m->bnorm.b, d);
+        memcpy(s->bnorm.b, m->bnorm.b, d);
     s->trainable_embedding = 0;
     return LATTICE_OK;
 }

@@ -17,6 +17,17 @@
         lattice__prof_end(&m->prof, (op), t0_);                                                    \
     } while (0)
 
+/* A public call's body: a NULL model m refused ("fn: invalid argument:
+ * model is NULL"; fn a string literal), else expr inside the model's busy
+ * section (handle.h). */
+#define MODEL_CALL(m, fn, expr)                                                                    \
+    do {                                                                                           \
+        if (!(m))                                                                                  \
+            return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,                                     \
+                                 fn ": invalid argument: model is NULL");                          \
+        LATTICE__INSIDE(m, fn, "model", expr);                                                     \
+    } while (0)
+
 /* Whether layer i is skipped (lattice_model_set_skip): the stream passes it unchanged. */
 static inline int lattice__model_skipped(const lattice_model *m, int layer)
 {

@@ -13,9 +13,6 @@
 static lattice_status model_save(const lattice_model *cm, const char *path)
 {
     lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(cm), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_save: invalid argument: model is NULL");
     if (!path)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     st_entry *e = calloc((size_t)m->n_tensors, sizeof(*e));
@@ -41,9 +38,6 @@ static lattice_status model_save_config(const lattice_model *cm, const char *pat
                                         unsigned flags)
 {
     lattice_model *m = (lattice_model *)cm; /* only its error buffer is written */
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(cm), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_save_config: invalid argument: model is NULL");
     if (!path)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     const unsigned known = LATTICE_MODEL_CONFIG_FLAG_LATTICE;
@@ -119,9 +113,6 @@ static lattice_status load_open(lattice_model *m, const st_file *sf, const char 
 
 static lattice_status model_load(lattice_model *m, const char *path)
 {
-    if (!m)
-        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_model_load: invalid argument: model is NULL");
     if (!path)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     st_file sf;
@@ -298,22 +289,19 @@ lattice_status lattice_model_create_from_file(const char *path, const char *conf
     return LATTICE_OK;
 }
 
-/* ---- the public calls, each inside the model's busy section (handle.h) ---- */
+/* ---- the public calls, each inside the model's busy section (MODEL_CALL) ---- */
 
 lattice_status lattice_model_save(const lattice_model *cm, const char *path)
 {
-    LATTICE__INSIDE(cm, "lattice_model_save", "model",
-                    model_save(cm, path));
+    MODEL_CALL(cm, "lattice_model_save", model_save(cm, path));
 }
 
 lattice_status lattice_model_save_config(const lattice_model *cm, const char *path, unsigned flags)
 {
-    LATTICE__INSIDE(cm, "lattice_model_save_config", "model",
-                    model_save_config(cm, path, flags));
+    MODEL_CALL(cm, "lattice_model_save_config", model_save_config(cm, path, flags));
 }
 
 lattice_status lattice_model_load(lattice_model *m, const char *path)
 {
-    LATTICE__INSIDE(m, "lattice_model_load", "model",
-                    model_load(m, path));
+    MODEL_CALL(m, "lattice_model_load", model_load(m, path));
 }
