@@ -8,9 +8,9 @@
  * reaches all three, and no list of names is written twice. The tables live
  * beside their objects: lattice__phase_fields in schedule.c, lattice__optim_fields
  * in optim.c; and, for the setup digest only (a checkpoint keeps these
- * parts as their setup lists), lattice__model_fields in model.c,
- * lattice__data_fields in data.c and lattice__trainer_fields in
- * trainer_collective.c. */
+ * parts as their setup lists), lattice__data_fields in data.c and
+ * lattice__trainer_fields in trainer_collective.c. The model's architecture
+ * has a table of its own, which drives its files too (model_desc.c). */
 #ifndef LATTICE_FIELDS_H
 #define LATTICE_FIELDS_H
 
@@ -44,8 +44,6 @@ typedef struct lattice__fields {
 
 extern const lattice__fields lattice__phase_fields; /* lattice_schedule_phase (schedule.c) */
 extern const lattice__fields lattice__optim_fields; /* lattice_optim_params (optim.c) */
-extern const lattice__fields lattice__model_fields; /* lattice_model_params' architecture
-                                                     * (model.c) */
 extern const lattice__fields lattice__data_fields;  /* lattice_data_params but its paths
                                                      * (data.c) */
 extern const lattice__fields lattice__trainer_fields; /* lattice_trainer_params' settings
