@@ -4,6 +4,7 @@
 
 #include "attention.h"
 
+#include "backend_impl.h"
 #include "kernels.h"
 
 #include <math.h>

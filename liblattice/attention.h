@@ -3,7 +3,7 @@
 #ifndef LATTICE_ATTENTION_H
 #define LATTICE_ATTENTION_H
 
-#include "backend_impl.h"
+#include "internal.h"
 #include "profile.h"
 
 typedef struct lattice_attn_dims {

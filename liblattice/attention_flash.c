@@ -105,6 +105,35 @@ int lattice__attn_isa_resolve(int requested)
     return isa;
 }
 
+/* A backend's choice of instance (backend.h): its names and what the CPU
+ * runs are this file's, so the setting is too; the backend only holds it. */
+lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend, const char *name)
+{
+    if (lattice__need(NULL, "lattice_backend_set_attention_kernel", 2, (const void *)backend,
+                      "backend", (const void *)name, "name") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    int isa = -1;
+    for (int i = LATTICE_ATTN_ISA_AUTO; i <= LATTICE_ATTN_ISA_AVX512 && isa < 0; i++)
+        if (strcmp(name, isa_names[i]) == 0)
+            isa = i;
+    if (isa < 0)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_set_attention_kernel: '%.40s' names no attention kernel (auto, "
+            "portable, avx2 or avx512)", name);
+    if (isa != LATTICE_ATTN_ISA_AUTO && !lattice__attn_isa_supported(isa))
+        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
+            "lattice_backend_set_attention_kernel: this CPU cannot run the %s kernels (%s runs "
+            "here)", name, isa_names[lattice__attn_isa_resolve(LATTICE_ATTN_ISA_AUTO)]);
+    backend->attn_isa = isa;
+    return LATTICE_OK;
+}
+
+const char *lattice_backend_get_attention_kernel(const lattice_backend *backend)
+{
+    const int isa = backend ? backend->attn_isa : LATTICE_ATTN_ISA_AUTO;
+    return isa_names[lattice__attn_isa_resolve(isa)];
+}
+
 int lattice__flash_ok(int head_dim)
 {
     return head_dim >= 8 && head_dim % 8 == 0 && head_dim <= LATTICE_FLASH_MAX_HD;

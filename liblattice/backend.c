@@ -1,14 +1,20 @@
-/* Backends: creating one by name or from a user's ops table, threads, and
- * the GEMM entry points every op goes through (backend_impl.h). */
+/* Backends: the built-in ones, a table that creation and "default" walk;
+ * custom ones from a user's ops table; threads; and the GEMM entry points
+ * every op goes through (backend_impl.h). The passes' settings a backend
+ * holds are the passes' own (backend_impl.h, struct lattice_backend). */
 #include "backend_impl.h"
-
-#include "attention.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
 #include <omp.h>
+#endif
+
+/* The floors are 1.0's sizes, as its ABI (tests/abi) has them. */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(LATTICE__BACKEND_OPS_1_0 == 56 && LATTICE__BACKEND_INFO_1_0 == 528,
+               "a 1.0 floor differs from 1.0's struct size (tests/abi/liblattice-1.0.abi)");
 #endif
 
 void lattice_backend_ops_init(lattice_backend_ops *ops)
@@ -48,57 +54,102 @@ static lattice_backend *backend_alloc(const char *name)
     return be;
 }
 
-/* The CPU class where oneDNN's sgemm measured fastest of the three libraries
- * at the study's GEMM shapes, on every host of it seen (doc/PERFORMANCE.md:
- * Zen 5 in rounds 4 and 6, Emerald Rapids without AMX in round 8 and with it
- * in round 9; Zen 4, where BLIS runs its matching zen3 kernels, in issue 52):
- * AVX-512. On AVX2-only CPUs it was not measured faster, so BLIS or OpenBLAS
- * stays there. */
-static int onednn_measured_faster(const lattice__cpu *cpu)
+/* ---- the built-in backends, and which one "default" runs ----------------- */
+
+/* What "default" decides from, never a timing: the same machine always gets
+ * the same backend. */
+typedef struct default_facts {
+    lattice__cpu cpu;
+    lattice__kernel_report blis; /* BLIS's version and kernels */
+    lattice__blis_fit fit;
+    const char *mismatch; /* how BLIS's kernels miss the CPU; NULL: they match it */
+} default_facts;
+
+/* A built-in backend: its name, whether it runs in this build and system,
+ * how a new one is set up, and its rank for "default" on the facts (-1:
+ * never), with why "default" would choose it into why. */
+typedef struct builtin {
+    const char *name;
+    int (*available)(void);
+    void (*fill)(lattice_backend *be);
+    int (*rank)(const default_facts *f, char *why, size_t size);
+} builtin;
+
+static int ref_available(void) { return 1; }
+
+/* ref: built without BLIS, where OpenBLAS cannot be loaded either. */
+static int ref_rank(const default_facts *f, char *why, size_t size)
 {
-    return cpu->avx512 && lattice__onednn_available();
+    (void)f;
+    snprintf(why, size, "built without BLIS, and %s", lattice__openblas_why_not());
+    return 0;
 }
 
-/* What "default" runs, decided from the CPU's features and BLIS's kernel
- * choice, never by timing: the same machine always gets the same backend. */
-static const char *choose_default(char *reason, size_t size)
+/* BLIS: where its kernels match the CPU; where they miss it, only where
+ * OpenBLAS cannot be loaded. */
+static int blis_rank(const default_facts *f, char *why, size_t size)
 {
-    lattice__kernel_report blis;
-    lattice__blis_fit fit = lattice__blis_describe(&blis);
-    lattice__cpu cpu;
-    lattice__cpu_detect(&cpu);
-    const char *faster = "oneDNN, measured fastest at the study's GEMMs on every AVX-512 CPU "
-                         "class seen (Zen 4, Zen 5, Emerald Rapids with and without AMX)";
-    if (onednn_measured_faster(&cpu)) {
-        snprintf(reason, size, "%s", faster);
-        return "onednn";
-    }
-    if (fit == LATTICE__BLIS_ABSENT) {
-        if (lattice__openblas_load()) {
-            snprintf(reason, size, "built without BLIS");
-            return "openblas";
-        }
-        snprintf(reason, size, "built without BLIS, and %s", lattice__openblas_why_not());
-        return "ref";
-    }
-    const char *mismatch = NULL;
-    if (fit == LATTICE__BLIS_GENERIC && cpu.avx2_fma)
-        mismatch = "its generic reference kernels on a CPU with AVX2";
-    else if (fit == LATTICE__BLIS_AVX2_INTEL && cpu.avx512)
-        mismatch = "AVX2-class kernels on a CPU with AVX-512";
-    if (!mismatch) {
-        snprintf(reason, size, "%s runs '%s' kernels, which match the CPU", blis.library,
-                 blis.kernels);
-        return "blis";
-    }
-    if (lattice__openblas_load()) {
-        snprintf(reason, size, "%s would run '%s', %s: OpenBLAS instead", blis.library,
-                 blis.kernels, mismatch);
-        return "openblas";
-    }
-    snprintf(reason, size, "%s runs '%s', %s, but OpenBLAS is not available (%s): BLIS anyway",
-             blis.library, blis.kernels, mismatch, lattice__openblas_why_not());
-    return "blis";
+    if (f->mismatch)
+        snprintf(why, size, "%s runs '%s', %s, but OpenBLAS is not available (%s): BLIS anyway",
+                 f->blis.library, f->blis.kernels, f->mismatch, lattice__openblas_why_not());
+    else
+        snprintf(why, size, "%s runs '%s' kernels, which match the CPU", f->blis.library,
+                 f->blis.kernels);
+    return f->fit == LATTICE__BLIS_ABSENT ? -1 : f->mismatch ? 1 : 3;
+}
+
+/* OpenBLAS: in a build without BLIS, or where BLIS's kernels miss the CPU. */
+static int openblas_rank(const default_facts *f, char *why, size_t size)
+{
+    if (f->fit == LATTICE__BLIS_ABSENT)
+        snprintf(why, size, "built without BLIS");
+    else
+        snprintf(why, size, "%s would run '%s', %s: OpenBLAS instead", f->blis.library,
+                 f->blis.kernels, f->mismatch);
+    return 2;
+}
+
+/* oneDNN: on the CPU class where its sgemm measured fastest of the three
+ * libraries at the study's GEMM shapes, on every host of it seen
+ * (doc/PERFORMANCE.md: Zen 5 in rounds 4 and 6, Emerald Rapids without AMX
+ * in round 8 and with it in round 9; Zen 4, where BLIS runs its matching
+ * zen3 kernels, in issue 52): AVX-512. On AVX2-only CPUs it was not
+ * measured faster, so BLIS or OpenBLAS stays there. */
+static int onednn_rank(const default_facts *f, char *why, size_t size)
+{
+    snprintf(why, size, "oneDNN, measured fastest at the study's GEMMs on every AVX-512 CPU "
+                        "class seen (Zen 4, Zen 5, Emerald Rapids with and without AMX)");
+    return f->cpu.avx512 ? 4 : -1;
+}
+
+static const builtin builtins[] = {
+    {"ref", ref_available, lattice__ref_fill, ref_rank},
+    {"blis", lattice__blis_available, lattice__blis_fill, blis_rank},
+    {"openblas", lattice__openblas_load, lattice__openblas_fill, openblas_rank},
+    {"onednn", lattice__onednn_available, lattice__onednn_fill, onednn_rank},
+};
+#define N_BUILTINS (sizeof builtins / sizeof builtins[0])
+
+/* What "default" runs (include/lattice/backend.h states the rule): the
+ * available backend of the highest rank, each asked whether it is available
+ * only when its turn comes (loading OpenBLAS is a step of its own), its why
+ * the last one written into reason. */
+static const builtin *choose_default(char *reason, size_t size)
+{
+    default_facts f;
+    memset(&f, 0, sizeof f);
+    f.fit = lattice__blis_describe(&f.blis);
+    lattice__cpu_detect(&f.cpu);
+    f.mismatch = f.fit == LATTICE__BLIS_GENERIC && f.cpu.avx2_fma
+                     ? "its generic reference kernels on a CPU with AVX2"
+                 : f.fit == LATTICE__BLIS_AVX2_INTEL && f.cpu.avx512
+                     ? "AVX2-class kernels on a CPU with AVX-512"
+                     : NULL;
+    for (int rank = 4; rank >= 0; rank--)
+        for (const builtin *b = builtins; b < builtins + N_BUILTINS; b++)
+            if (b->rank(&f, reason, size) == rank && b->available())
+                return b;
+    return builtins; /* not reached: "ref" ranks 0 and always runs */
 }
 
 lattice_status lattice_backend_create(const char *name, lattice_backend **out)
@@ -111,35 +162,23 @@ lattice_status lattice_backend_create(const char *name, lattice_backend **out)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create: invalid argument: name is NULL");
     char reason[LATTICE_BACKEND_INFO_REASONLEN] = "";
-    if (strcmp(name, "default") == 0)
-        name = choose_default(reason, sizeof reason);
-    int blis = strcmp(name, "blis") == 0, openblas = strcmp(name, "openblas") == 0;
-    int onednn = strcmp(name, "onednn") == 0;
-    if (!blis && !openblas && !onednn && strcmp(name, "ref") != 0)
+    const builtin *b = strcmp(name, "default") == 0 ? choose_default(reason, sizeof reason) : NULL;
+    for (size_t i = 0; i < N_BUILTINS && !b; i++)
+        if (strcmp(name, builtins[i].name) == 0)
+            b = &builtins[i];
+    if (!b)
         return lattice__fail(LATTICE_ERR_NOT_FOUND,
             "lattice_backend_create: no backend named '%.64s': the names are default, ref, "
             "blis, openblas and onednn", name);
-    if ((blis && !lattice__blis_available()) || (openblas && !lattice__openblas_load()) ||
-        (onednn && !lattice__onednn_available()))
+    if (!b->available())
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_create: backend '%s' is not available in this build or system",
-            name);
-    lattice_backend *be = backend_alloc(name);
+            b->name);
+    lattice_backend *be = backend_alloc(b->name);
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_backend_create: out of memory");
-    be->ops.user = be;
-    be->ops.sgemm = lattice__ref_sgemm;
-    snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
-    snprintf(be->report.kernels, sizeof(be->report.kernels), "reference");
-    if (blis) {
-        lattice__blis_fill_ops(&be->ops, be);
-        lattice__blis_describe(&be->report);
-    } else if (openblas) {
-        lattice__openblas_fill(&be->ops, be); /* its reason: how the core was chosen */
-    } else if (onednn) {
-        lattice__onednn_fill(&be->ops, be); /* its reason: how its ISA was chosen */
-    }
+    b->fill(be); /* OpenBLAS's and oneDNN's reason: how the core or ISA was chosen */
     if (*reason) {
         /* the choice first, then how the chosen library set itself up; cut to fit */
         char both[2 * LATTICE_BACKEND_INFO_REASONLEN + 4];
@@ -163,7 +202,7 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops is NULL");
     TRY(lattice__check_size(NULL, "lattice_backend_create_custom", "ops->size",
-                            "lattice_backend_ops", ops->size, sizeof(*ops)));
+                            "lattice_backend_ops", ops->size, LATTICE__BACKEND_OPS_1_0));
     if (ops->version < 1 || ops->version > LATTICE_BACKEND_OPS_VERSION)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_create_custom: invalid argument: ops->version %d is not one this "
@@ -173,19 +212,14 @@ lattice_status lattice_backend_create_custom(const char *name, const lattice_bac
     if (!be)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_backend_create_custom: out of memory");
-    /* ours, or a newer caller's (the slots past ours are not read) */
-    memcpy(&be->user_ops, ops, sizeof(*ops));
+    /* the caller's slots (common.h: a later table's further slots are never called) */
+    memcpy(&be->user_ops, ops, ops->size < sizeof(*ops) ? ops->size : sizeof(*ops));
     be->ops = be->user_ops;
     be->ops.size = sizeof(be->ops);
     snprintf(be->report.kernels, sizeof(be->report.kernels), "custom");
     snprintf(be->report.library, sizeof(be->report.library), "user-supplied");
-    if (!be->ops.sgemm) {
-        /* Reference fallback: its user pointer must be the backend itself. */
-        be->ops.sgemm = lattice__ref_sgemm;
-        be->ops.user = be;
-        snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
-        snprintf(be->report.kernels, sizeof(be->report.kernels), "reference");
-    }
+    if (!be->ops.sgemm)
+        lattice__ref_fill(be); /* the reference fallback, its user the backend itself */
     *out = be;
     return LATTICE_OK;
 }
@@ -238,33 +272,6 @@ lattice_backend_parallel lattice_backend_get_parallel(const lattice_backend *bac
     return backend ? (lattice_backend_parallel)backend->parallel : LATTICE_BACKEND_PARALLEL_AUTO;
 }
 
-lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend, const char *name)
-{
-    if (lattice__need(NULL, "lattice_backend_set_attention_kernel", 2, (const void *)backend,
-                      "backend", (const void *)name, "name") != LATTICE_OK)
-        return LATTICE_ERR_INVALID_ARGUMENT;
-    int isa = -1;
-    for (int i = LATTICE_ATTN_ISA_AUTO; i <= LATTICE_ATTN_ISA_AVX512 && isa < 0; i++)
-        if (strcmp(name, lattice__attn_isa_name(i)) == 0)
-            isa = i;
-    if (isa < 0)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_backend_set_attention_kernel: '%.40s' names no attention kernel (auto, "
-            "portable, avx2 or avx512)", name);
-    if (isa != LATTICE_ATTN_ISA_AUTO && !lattice__attn_isa_supported(isa))
-        return lattice__fail(LATTICE_ERR_UNSUPPORTED,
-            "lattice_backend_set_attention_kernel: this CPU cannot run the %s kernels (%s runs "
-            "here)", name, lattice__attn_isa_name(lattice__attn_isa_resolve(LATTICE_ATTN_ISA_AUTO)));
-    backend->attn_isa = isa;
-    return LATTICE_OK;
-}
-
-const char *lattice_backend_get_attention_kernel(const lattice_backend *backend)
-{
-    return lattice__attn_isa_name(
-        lattice__attn_isa_resolve(backend ? backend->attn_isa : LATTICE_ATTN_ISA_AUTO));
-}
-
 /* bf16 needs oneDNN's bf16 GEMM, so only a built-in "onednn" backend (a
  * custom one's label could say anything) on a CPU that runs it. */
 lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, const char *name)
@@ -278,14 +285,15 @@ lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, cons
             "lattice_backend_set_gemm_precision: '%.40s' names no GEMM precision (fp32 or bf16)",
             name);
     char why[160];
-    if (bf16 && (backend->user_ops.size != 0 || strcmp(backend->name, "onednn") != 0))
+    const int onednn = backend->user_ops.size == 0 && strcmp(backend->name, "onednn") == 0;
+    if (bf16 && !onednn)
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs run on the built-in \"onednn\" "
             "backend only (oneDNN's dnnl_gemm_bf16bf16f32), not on \"%.64s\"", backend->name);
     if (bf16 && lattice__onednn_bf16_why_not(why, sizeof why))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs cannot run here: %s", why);
-    if (backend->user_ops.size == 0 && strcmp(backend->name, "onednn") == 0)
+    if (onednn)
         lattice__onednn_use_bf16(backend, bf16);
     backend->gemm_bf16 = bf16;
     return LATTICE_OK;
@@ -303,7 +311,7 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
                       (const void *)info, "info") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     TRY(lattice__check_size(NULL, "lattice_backend_get_info", "info->size",
-                            "lattice_backend_info", info->size, sizeof(*info)));
+                            "lattice_backend_info", info->size, LATTICE__BACKEND_INFO_1_0));
     lattice_backend_info full;
     memset(&full, 0, sizeof full);
     snprintf(full.name, sizeof full.name, "%s", backend->name);
@@ -311,9 +319,8 @@ lattice_status lattice_backend_get_info(const lattice_backend *backend,
     memcpy(full.kernels, backend->report.kernels, sizeof full.kernels);
     full.optimised = backend->report.optimised;
     memcpy(full.reason, backend->report.reason, sizeof full.reason);
-    full.size = info->size < sizeof full ? info->size : sizeof full;
-    memcpy(info, &full, full.size);
-    return LATTICE_OK;
+    return lattice__copy_out(NULL, "lattice_backend_get_info", info, &full, sizeof full,
+                             LATTICE__BACKEND_INFO_1_0);
 }
 
 int lattice_backend_get_threads(const lattice_backend *backend)
@@ -474,8 +481,9 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
             gemm_no_product(k, alpha, m, n, beta, c[i], ldc);
         return LATTICE_OK;
     }
-    int rc = lattice__backend_builtin(be) ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta,
-                                              c, ldc, count)
+    int rc = lattice__backend_builtin(be)
+                 ? team_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                      count)
              : be->ops.sgemm_batched
                  ? be->ops.sgemm_batched(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb,
                                          beta, c, ldc, count)

@@ -68,11 +68,12 @@ lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report)
     return LATTICE__BLIS_OTHER;
 }
 
-void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be)
+void lattice__blis_fill(lattice_backend *be)
 {
-    ops->user = be;
-    ops->sgemm = blis_sgemm;
+    be->ops.user = be;
+    be->ops.sgemm = blis_sgemm;
     be->sgemm_whole = blis_sgemm_whole;
+    lattice__blis_describe(&be->report);
 }
 
 #else
@@ -85,10 +86,6 @@ lattice__blis_fit lattice__blis_describe(lattice__kernel_report *report)
     return LATTICE__BLIS_ABSENT;
 }
 
-void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be)
-{
-    (void)ops;
-    (void)be;
-}
+void lattice__blis_fill(lattice_backend *be) { (void)be; }
 
 #endif

@@ -31,8 +31,10 @@ struct lattice_backend {
      * their shape alone: small ones, a batch's problems), where ops.sgemm
      * must give the same bits split or whole; NULL: ops.sgemm. */
     lattice__sgemm_fn sgemm_whole;
-    /* lattice_backend_set_parallel and _set_attention_kernel: how a model's
-     * passes use the threads, which flash kernels run (0: chosen) */
+    /* How a model's passes run on this backend, the backend only their
+     * holder: parallel (lattice_backend_set_parallel, read by the model's
+     * passes) and attn_isa (attention_flash.c's lattice_backend_set_attention_kernel,
+     * read by attention.c; 0: the CPU's best). */
     int parallel, attn_isa;
     /* lattice_backend_set_gemm_precision: 1 while the GEMMs run in bf16
      * (onednn only: its slot swapped for the bf16 one) */
@@ -53,12 +55,18 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
  * backend on the reference fallback): one thread per call, split by the library. */
 int lattice__backend_builtin(const lattice_backend *be);
 
-/* Built-in slot implementations. */
+/* The 1.0 sizes of the backend's sized structs (internal.h's floors). */
+#define LATTICE__BACKEND_OPS_1_0 LATTICE__SIZE_1_0(lattice_backend_ops, destroy)
+#define LATTICE__BACKEND_INFO_1_0 LATTICE__SIZE_1_0(lattice_backend_info, reason)
+
+/* The built-in backends. Each _fill sets a new backend's ops (user: the
+ * backend) and report; call it where the backend is available. */
 int lattice__ref_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
                        const float *a, int lda, const float *b, int ldb, float beta,
                        float *c, int ldc);
+void lattice__ref_fill(lattice_backend *be);
 int lattice__blis_available(void);
-void lattice__blis_fill_ops(lattice_backend_ops *ops, lattice_backend *be);
+void lattice__blis_fill(lattice_backend *be);
 
 /* How BLIS's run-time kernel selection relates to the CPU. */
 typedef enum lattice__blis_fit {
@@ -82,8 +90,7 @@ typedef enum lattice__onednn_fit {
 int lattice__onednn_available(void);
 /* oneDNN's version and effective ISA into report (its reason too). */
 lattice__onednn_fit lattice__onednn_describe(lattice__kernel_report *report);
-/* Fill the ops and the report of a oneDNN backend. */
-void lattice__onednn_fill(lattice_backend_ops *ops, lattice_backend *be);
+void lattice__onednn_fill(lattice_backend *be);
 /* 0 where oneDNN's bf16 GEMM runs here; else 1, and why not into why (the
  * oneDNN lacks it, the CPU has neither AVX512-BF16 nor AMX, or oneDNN's ISA
  * is capped below them). */
@@ -109,8 +116,7 @@ int lattice__openblas_core_optimised(const char *core);
 
 /* Load OpenBLAS once per process (thread-safe); 1 when its GEMM can be used. */
 int lattice__openblas_load(void);
-/* Fill the ops and the report of an OpenBLAS backend; call after a successful load. */
-void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be);
+void lattice__openblas_fill(lattice_backend *be);
 /* Why the load failed (or how the core was chosen), for the reason of "default". */
 const char *lattice__openblas_why_not(void);
 

@@ -192,10 +192,10 @@ void lattice__onednn_use_bf16(lattice_backend *be, int on)
 
 int lattice__onednn_available(void) { return 1; }
 
-void lattice__onednn_fill(lattice_backend_ops *ops, lattice_backend *be)
+void lattice__onednn_fill(lattice_backend *be)
 {
-    ops->user = be;
-    ops->sgemm = onednn_sgemm;
+    be->ops.user = be;
+    be->ops.sgemm = onednn_sgemm;
     lattice__onednn_describe(&be->report);
 }
 
@@ -209,11 +209,7 @@ lattice__onednn_fit lattice__onednn_describe(lattice__kernel_report *report)
     return LATTICE__ONEDNN_ABSENT;
 }
 
-void lattice__onednn_fill(lattice_backend_ops *ops, lattice_backend *be)
-{
-    (void)ops;
-    (void)be;
-}
+void lattice__onednn_fill(lattice_backend *be) { (void)be; }
 
 int lattice__onednn_bf16_why_not(char *why, size_t size)
 {

@@ -188,10 +188,10 @@ static int openblas_sgemm(void *user, int ta, int tb, int m, int n, int k, float
     return 0;
 }
 
-void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
+void lattice__openblas_fill(lattice_backend *be)
 {
-    ops->user = be;
-    ops->sgemm = openblas_sgemm;
+    be->ops.user = be;
+    be->ops.sgemm = openblas_sgemm;
     be->report = openblas.report;
     /* The Haswell kernels (cores Haswell, Zen) take C's columns as OpenBLAS
      * sees them, our rows, 12 at a time and sum each element in an order that
@@ -213,11 +213,7 @@ const char *lattice__openblas_why_not(void)
 
 int lattice__openblas_load(void) { return 0; }
 
-void lattice__openblas_fill(lattice_backend_ops *ops, lattice_backend *be)
-{
-    (void)ops;
-    (void)be;
-}
+void lattice__openblas_fill(lattice_backend *be) { (void)be; }
 
 const char *lattice__openblas_why_not(void) { return "built without the OpenBLAS backend"; }
 

@@ -22,3 +22,11 @@ int lattice__ref_sgemm(void *user, int ta, int tb, int m, int n, int k, float al
     }
     return 0;
 }
+
+void lattice__ref_fill(lattice_backend *be)
+{
+    be->ops.user = be;
+    be->ops.sgemm = lattice__ref_sgemm;
+    snprintf(be->report.library, sizeof(be->report.library), "liblattice reference");
+    snprintf(be->report.kernels, sizeof(be->report.kernels), "reference");
+}

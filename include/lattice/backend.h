@@ -126,7 +126,8 @@ LATTICE_API lattice_status lattice_backend_create(const char *name, lattice_back
  * @param ops The operations (copied; ops->user is borrowed until destroy).
  * @param[out] out The new backend, or NULL on failure.
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when ops is NULL, its
- *         size is below sizeof(lattice_backend_ops), or its version is unknown.
+ *         size is below the 1.0 struct's size (or above twice it: a size never
+ *         set), or its version is unknown.
  */
 LATTICE_API lattice_status lattice_backend_create_custom(const char *name,
                                                          const lattice_backend_ops *ops,
@@ -321,9 +322,10 @@ typedef struct lattice_backend_info {
 /**
  * @brief Which library and kernels run a backend's GEMMs.
  * @param backend The backend.
- * @param[in,out] info size set by the caller (at least up to and including name).
+ * @param[in,out] info size set by the caller (see ::lattice_backend_info).
  * @return ::LATTICE_OK, or ::LATTICE_ERR_INVALID_ARGUMENT when backend or info
- *         is NULL or info->size is too small to hold size and name.
+ *         is NULL or info->size is below the 1.0 struct's size (nothing is
+ *         written then).
  * @since 0.2
  */
 LATTICE_API lattice_status lattice_backend_get_info(const lattice_backend *backend,
