@@ -259,7 +259,7 @@ START_TEST(test_every_failure_says_why)
            lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 0, 1, 1,
                                               LATTICE_SCHEDULE_BLOCK_INIT_RANDOM, NULL, 0,
                                               &n_phases));
-    EXPECT(lattice_schedule_add_phase, INV, "phase missing",
+    EXPECT(lattice_schedule_add_phase, INV, "phase is NULL",
            lattice_schedule_errmsg(w.s), lattice_schedule_add_phase(w.s, NULL));
     lattice_schedule_phase ph;
     lattice_schedule_phase_init(&ph);

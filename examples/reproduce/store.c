@@ -448,6 +448,10 @@ int load_kept_runs(study *s, int quiet, int fresh)
             if (rc == KEPT_OK) {
                 s->res[a][i] = r;
                 loaded++;
+                /* a study stopped between keeping the run and removing its
+                 * checkpoint left the checkpoint behind: done with too */
+                if (s->dir)
+                    resume_forget(s->dir, p->arms[a].name, i + 1);
             } else if (rc == KEPT_OLD) {
                 die("runs/%s.seed%d.run was %s (nothing was run)", p->arms[a].name, i + 1, why);
             } else if (rc != KEPT_NONE && !quiet) {

@@ -355,6 +355,15 @@ class Jobs(unittest.TestCase):
                               "pre-joint.seed1.run", "pre-joint.seed2.run"])
             # (a folder probe's temporary file cut by a kill may stay: not a checkpoint's)
             self.assertEqual([x for x in left if ".part" in x or ".ckpt" in x], [], left)
+            # a kill between keeping a run and removing its checkpoint leaves the
+            # checkpoint: the next study in the folder finds the run kept and removes it
+            for stale in ("post-grow.seed1.step79.ckpt", "post-grow.seed1.part"):
+                with open(os.path.join(cut, "runs", stale), "wb") as f:
+                    f.write(b"left by a kill")
+            r = run("--preset", preset, "--out", cut)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            left = sorted(os.listdir(os.path.join(cut, "runs")))
+            self.assertEqual([x for x in left if ".part" in x or ".ckpt" in x], [], left)
             r = run("--preset", preset, "--out", cut, "--checkpoint-every", "soon")
             self.assertEqual(r.returncode, 2)
             self.assertIn("'soon' is not a number of seconds", r.stderr)
