@@ -230,6 +230,7 @@ void lattice_backend_destroy(lattice_backend *backend)
         return;
     if (backend->user_ops.destroy)
         backend->user_ops.destroy(backend->user_ops.user);
+    lattice__onednn_release(backend);
     free(backend);
 }
 
@@ -289,7 +290,7 @@ lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, cons
     if (bf16 && !onednn)
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs run on the built-in \"onednn\" "
-            "backend only (oneDNN's dnnl_gemm_bf16bf16f32), not on \"%.64s\"", backend->name);
+            "backend only (oneDNN's bf16 matmul), not on \"%.64s\"", backend->name);
     if (bf16 && lattice__onednn_bf16_why_not(why, sizeof why))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs cannot run here: %s", why);

@@ -39,6 +39,9 @@ struct lattice_backend {
     /* lattice_backend_set_gemm_precision: 1 while the GEMMs run in bf16
      * (onednn only: its slot swapped for the bf16 one) */
     int gemm_bf16;
+    /* onednn in bf16: its matmul primitives (backend_onednn_bf16.c), freed
+     * by lattice__onednn_release */
+    struct lattice__bf16mm *onednn_bf16;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */
@@ -95,8 +98,17 @@ void lattice__onednn_fill(lattice_backend *be);
  * oneDNN lacks it, the CPU has neither AVX512-BF16 nor AMX, or oneDNN's ISA
  * is capped below them). */
 int lattice__onednn_bf16_why_not(char *why, size_t size);
-/* A oneDNN backend's GEMM slot: the bf16 one (on) or dnnl_sgemm's. */
+/* A oneDNN backend's GEMM slot: dnnl_sgemm's (0), bf16 through oneDNN's
+ * matmul primitive (1, the precision's), or bf16 through
+ * dnnl_gemm_bf16bf16f32 (2: examples/bench_bf16.c's baseline). */
+enum { LATTICE__ONEDNN_FP32, LATTICE__ONEDNN_BF16_MATMUL, LATTICE__ONEDNN_BF16_GEMM_API };
 void lattice__onednn_use_bf16(lattice_backend *be, int on);
+/* Frees what the bf16 slot keeps (its primitives); the backend's destroy calls it. */
+void lattice__onednn_release(lattice_backend *be);
+/* The bf16 slot's cache: primitives kept, calls that found theirs, calls that
+ * made one. 0, or -1 where the backend has none (not in bf16, no oneDNN). */
+int lattice__onednn_bf16_counts(const lattice_backend *be, int *cached, long *hits,
+                                long *misses);
 
 /* CPU features that decide kernels; all 0 off x86-64. */
 typedef struct lattice__cpu {

@@ -3,6 +3,7 @@
  * features at run time (its "effective ISA"); DNNL_MAX_CPU_ISA in the
  * environment caps that choice, and OPENBLAS_CORETYPE does not concern it. */
 #include "backend_impl.h"
+#include "backend_onednn_bf16.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -110,43 +111,25 @@ static int onednn_sgemm(void *user, int ta, int tb, int m, int n, int k, float a
  * dnnl_sgemm: C = alpha op(A) op(B) + beta C with bf16 A and B, fp32 C and
  * fp32 accumulation), but 2.x declares it only in its own tests' headers, so
  * it is declared here, its bf16 operands as their 16 bits. Weak: a oneDNN
- * without it leaves it NULL, and the precision is refused there. */
+ * without it leaves it NULL, and onednn_gemm_bf16_api says so. */
 extern dnnl_status_t dnnl_gemm_bf16bf16f32(char transa, char transb, dnnl_dim_t m, dnnl_dim_t n,
                                            dnnl_dim_t k, float alpha, const uint16_t *a,
                                            dnnl_dim_t lda, const uint16_t *b, dnnl_dim_t ldb,
                                            float beta, float *c, dnnl_dim_t ldc)
     __attribute__((weak));
 
-/* fp32 to bf16, rounding to nearest, ties to even; a NaN stays a NaN (its
- * quiet bit set, so that dropping the low mantissa bits cannot make it an
- * infinity); a finite value past bf16's largest rounds to infinity. */
-static uint16_t bf16_bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if ((u & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((u >> 16) | 0x40u);
-    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-
-/* A stored matrix of rows x cols (leading dimension ld) into dense bf16. */
-static void to_bf16(const float *x, int rows, int cols, int ld, uint16_t *out)
-{
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < cols; j++)
-            out[(size_t)i * (size_t)cols + (size_t)j] = bf16_bits(x[(size_t)i * (size_t)ld + (size_t)j]);
-}
-
-/* The bf16 slot: this call's operands (its block of A or B, when backend.c
- * splits the call) rounded into scratch, then one dnnl_gemm_bf16bf16f32 on
- * one thread. Each element of C is op(A)'s row times op(B)'s column summed in
- * fp32 by oneDNN's kernels; the rounding of an operand does not depend on the
- * block it is in. */
-static int onednn_gemm_bf16(void *user, int ta, int tb, int m, int n, int k, float alpha,
-                            const float *a, int lda, const float *b, int ldb, float beta,
-                            float *c, int ldc)
+/* bf16 through dnnl_gemm_bf16bf16f32: this call's operands (its block of A
+ * or B, when backend.c splits the call) rounded into scratch, then one call
+ * on one thread. oneDNN runs its AVX512-BF16 GEMM kernels here, not AMX: the
+ * slot before the matmul one, kept as examples/bench_bf16.c's baseline
+ * (lattice__onednn_use_bf16 with LATTICE__ONEDNN_BF16_GEMM_API). */
+static int onednn_gemm_bf16_api(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                                const float *a, int lda, const float *b, int ldb, float beta,
+                                float *c, int ldc)
 {
     (void)user;
+    if (!dnnl_gemm_bf16bf16f32)
+        return 1000 + (int)dnnl_unimplemented; /* this oneDNN does not export it */
     const int a_rows = ta ? k : m, a_cols = ta ? m : k;
     const int b_rows = tb ? n : k, b_cols = tb ? k : n;
     const size_t na = (size_t)a_rows * (size_t)a_cols, nb = (size_t)b_rows * (size_t)b_cols;
@@ -154,14 +137,27 @@ static int onednn_gemm_bf16(void *user, int ta, int tb, int m, int n, int k, flo
     if (!sa)
         return 2000; /* the scratch: out of memory */
     uint16_t *sb = sa + na;
-    to_bf16(a, a_rows, a_cols, lda, sa);
-    to_bf16(b, b_rows, b_cols, ldb, sb);
+    lattice__to_bf16(a, a_rows, a_cols, lda, sa);
+    lattice__to_bf16(b, b_rows, b_cols, ldb, sb);
     const int saved = one_thread();
     dnnl_status_t st = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, sa,
                                              a_cols, sb, b_cols, beta, c, ldc);
     threads_back(saved);
     free(sa);
     return st == dnnl_success ? 0 : 1000 + (int)st;
+}
+
+/* The bf16 slot: oneDNN's matmul primitive, cached per shape in the backend
+ * (backend_onednn_bf16.c). Each element of C is op(A)'s row times op(B)'s
+ * column summed in fp32 by the same kernel whatever block of the call it is
+ * in (tests/test_gemm_bf16.c checks 1 against 2 threads). */
+static int onednn_gemm_bf16(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                            const float *a, int lda, const float *b, int ldb, float beta,
+                            float *c, int ldc)
+{
+    lattice_backend *be = user;
+    return lattice__bf16mm_gemm(be->onednn_bf16, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c,
+                                ldc);
 }
 
 int lattice__onednn_bf16_why_not(char *why, size_t size)
@@ -171,10 +167,7 @@ int lattice__onednn_bf16_why_not(char *why, size_t size)
     const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     const unsigned need = (unsigned)dnnl_cpu_isa_avx512_core_bf16;
     const char *cap = getenv("DNNL_MAX_CPU_ISA");
-    if (!dnnl_gemm_bf16bf16f32)
-        snprintf(why, size, "this oneDNN (%d.%d.%d) has no dnnl_gemm_bf16bf16f32",
-                 dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
-    else if (!cpu.avx512_bf16 && !cpu.amx)
+    if (!cpu.avx512_bf16 && !cpu.amx)
         snprintf(why, size, "this CPU has neither AVX512-BF16 nor AMX");
     else if (((unsigned)isa & need) != need)
         snprintf(why, size, "oneDNN runs its %s kernels%s%s%s, below avx512_core_bf16",
@@ -187,7 +180,30 @@ int lattice__onednn_bf16_why_not(char *why, size_t size)
 
 void lattice__onednn_use_bf16(lattice_backend *be, int on)
 {
-    be->ops.sgemm = on ? onednn_gemm_bf16 : onednn_sgemm;
+    if (on == LATTICE__ONEDNN_BF16_MATMUL && !be->onednn_bf16)
+        be->onednn_bf16 = lattice__bf16mm_create(); /* NULL: each GEMM says out of memory */
+    if (on != LATTICE__ONEDNN_BF16_MATMUL)
+        lattice__onednn_release(be);
+    /* by rows only: a block of C's columns changes the primitive's n, and
+     * with it how oneDNN blocks k (the sums' order); a block of rows does not */
+    be->split_rows_only = on == LATTICE__ONEDNN_BF16_MATMUL;
+    be->ops.sgemm = on == LATTICE__ONEDNN_BF16_MATMUL   ? onednn_gemm_bf16
+                    : on == LATTICE__ONEDNN_BF16_GEMM_API ? onednn_gemm_bf16_api
+                                                         : onednn_sgemm;
+}
+
+void lattice__onednn_release(lattice_backend *be)
+{
+    lattice__bf16mm_destroy(be->onednn_bf16);
+    be->onednn_bf16 = NULL;
+}
+
+int lattice__onednn_bf16_counts(const lattice_backend *be, int *cached, long *hits, long *misses)
+{
+    if (!be->onednn_bf16)
+        return -1;
+    lattice__bf16mm_counts(be->onednn_bf16, cached, hits, misses);
+    return 0;
 }
 
 int lattice__onednn_available(void) { return 1; }
@@ -221,6 +237,15 @@ void lattice__onednn_use_bf16(lattice_backend *be, int on)
 {
     (void)be;
     (void)on;
+}
+
+void lattice__onednn_release(lattice_backend *be) { (void)be; }
+
+int lattice__onednn_bf16_counts(const lattice_backend *be, int *cached, long *hits, long *misses)
+{
+    (void)be;
+    *cached = 0, *hits = *misses = 0;
+    return -1;
 }
 
 #endif

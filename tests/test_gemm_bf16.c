@@ -8,6 +8,7 @@
 #include "testutil.h"
 
 #include "backend_impl.h"
+#include "backend_onednn_bf16.h"
 
 /* The test's own rounding to bf16 (8 significant bits, to nearest, ties to
  * even: nearbyint in the default rounding mode), in double, independent of
@@ -214,6 +215,75 @@ START_TEST(test_bf16_same_bits_any_threads)
 }
 END_TEST
 
+/* ---- the primitive cache -------------------------------------------------------- */
+
+/* One GEMM of m x n x k (NN, lda k, ldb n, ldc n) against the oracle. */
+static void check_one(lattice_backend *be, int m, int n, int k, float alpha, float beta, int seed)
+{
+    tu_rng rng = {seed};
+    float a[8 * 40], b[40 * 8], c[8 * 8];
+    double want[8 * 8], bound[8 * 8];
+    tu_fill(a, m * k, 1.0, &rng);
+    tu_fill(b, k * n, 1.0, &rng);
+    tu_fill(c, m * n, 1.0, &rng);
+    oracle(0, 0, m, n, k, alpha, a, k, b, n, beta, c, n, 1, want, bound);
+    ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, m, n, k, alpha, a, k, b, n, beta, c, n),
+                     LATTICE_OK);
+    for (int e = 0; e < m * n; e++)
+        ck_assert_msg(fabs(c[e] - want[e]) <= (k + 2) * ldexp(1.0, -23) * bound[e] + 1e-30,
+                      "%dx%dx%d alpha %g beta %g, element %d: %.9g against %.9g", m, n, k,
+                      (double)alpha, (double)beta, e, c[e], want[e]);
+}
+
+/* A primitive per shape, alpha and beta: the same call again finds its
+ * primitive, another alpha or beta makes its own (each right: a cache that
+ * matched on the shape alone would scale by the first call's); switching to
+ * fp32 frees the cache. */
+START_TEST(test_bf16_cache_keys)
+{
+    lattice_backend *be = bf16_backend(1);
+    ck_assert_ptr_nonnull(be);
+    int cached;
+    long hits, misses;
+    check_one(be, 7, 5, 33, 0.5f, 0.0f, 1);
+    check_one(be, 7, 5, 33, 2.0f, -0.75f, 2);
+    check_one(be, 7, 5, 33, 0.5f, 1.0f, 3);
+    check_one(be, 7, 5, 33, 0.5f, 0.0f, 4);
+    check_one(be, 7, 5, 34, 0.5f, 0.0f, 5);
+    ck_assert_int_eq(lattice__onednn_bf16_counts(be, &cached, &hits, &misses), 0);
+    ck_assert_int_eq(cached, 4);
+    ck_assert_int_eq(hits, 1);
+    ck_assert_int_eq(misses, 4);
+    ck_assert_int_eq(lattice_backend_set_gemm_precision(be, "fp32"), LATTICE_OK);
+    ck_assert_int_eq(lattice__onednn_bf16_counts(be, &cached, &hits, &misses), -1);
+    ck_assert_int_eq(lattice_backend_set_gemm_precision(be, "bf16"), LATTICE_OK);
+    check_one(be, 7, 5, 33, 0.5f, 0.0f, 6);
+    lattice_backend_destroy(be);
+}
+END_TEST
+
+/* Past the cache's bound, calls still run (a primitive made and freed in
+ * each) and the cache holds its bound. */
+START_TEST(test_bf16_cache_bound)
+{
+    lattice_backend *be = bf16_backend(1);
+    ck_assert_ptr_nonnull(be);
+    const int extra = 3;
+    for (int i = 0; i < LATTICE__BF16MM_CAP + extra; i++)
+        check_one(be, 1 + i % 8, 1 + i / 8 % 8, 1 + i / 64 % 8 + 8 * (i / 512), 1.0f, 0.0f, i);
+    int cached;
+    long hits, misses;
+    ck_assert_int_eq(lattice__onednn_bf16_counts(be, &cached, &hits, &misses), 0);
+    ck_assert_int_eq(cached, LATTICE__BF16MM_CAP);
+    ck_assert_int_eq(misses, LATTICE__BF16MM_CAP + extra);
+    check_one(be, 1 + (LATTICE__BF16MM_CAP + 1) % 8, 1 + (LATTICE__BF16MM_CAP + 1) / 8 % 8,
+              1 + (LATTICE__BF16MM_CAP + 1) / 64 % 8, 1.0f, 0.0f, 9);
+    ck_assert_int_eq(lattice__onednn_bf16_counts(be, &cached, &hits, &misses), 0);
+    ck_assert_int_eq(misses, LATTICE__BF16MM_CAP + extra + 1); /* not kept: made again */
+    lattice_backend_destroy(be);
+}
+END_TEST
+
 /* ---- a model ------------------------------------------------------------------- */
 
 enum { VOCAB = 64, B = 2, T = 32, STEPS = 4 };
@@ -352,7 +422,7 @@ START_TEST(test_refusals)
         ck_assert_int_eq(lattice_backend_set_gemm_precision(be, "bf16"), LATTICE_ERR_UNSUPPORTED);
         char want[160];
         snprintf(want, sizeof want, "lattice_backend_set_gemm_precision: bf16 GEMMs run on the "
-                 "built-in \"onednn\" backend only (oneDNN's dnnl_gemm_bf16bf16f32), not on "
+                 "built-in \"onednn\" backend only (oneDNN's bf16 matmul), not on "
                  "\"%s\"", others[i]);
         ck_assert_str_eq(lattice_last_error(), want);
         ck_assert_str_eq(lattice_backend_get_gemm_precision(be), "fp32");
@@ -421,6 +491,8 @@ int main(void)
         tcase_add_loop_test(tc, test_bf16_gemm_vs_oracle, 0, 32);
         tcase_add_test(tc, test_bf16_nan_and_carry);
         tcase_add_test(tc, test_bf16_batched_vs_oracle);
+        tcase_add_test(tc, test_bf16_cache_keys);
+        tcase_add_test(tc, test_bf16_cache_bound);
         tcase_add_loop_test(tc, test_bf16_same_bits_any_threads, 0, 8);
         tcase_add_test(tc, test_bf16_training_follows_fp32);
         suite_add_tcase(s, tc);
