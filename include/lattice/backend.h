@@ -232,14 +232,16 @@ LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backe
  * ones of the unfused attention included) rounds its operands A and B to
  * bf16 (to nearest, ties to even; a NaN stays a NaN), multiplies them
  * exactly and sums the products in fp32 into C, which stays fp32, through
- * oneDNN's `dnnl_gemm_bf16bf16f32`. alpha, beta and C are not rounded.
+ * oneDNN's matmul primitive (its AMX or AVX512-BF16 kernels), one made per
+ * GEMM shape and kept by the backend. alpha, beta and C are not rounded.
  * Everything else stays fp32: the fused attention kernels, the norms,
  * activations and losses, the gradients between GEMMs, the optimizer and
  * its master weights. So the results differ from fp32's by the rounding of
  * the operands (about 3 significant decimal digits), and a training run's
  * differ more with every step. They do not depend on the thread count: the
- * split (see ::lattice_backend_set_threads) rounds each block's operands
- * alone and oneDNN sums an element in the same order in every block.
+ * split (see ::lattice_backend_set_threads) divides a bf16 GEMM by rows
+ * only, rounds each block's operands alone, and oneDNN sums an element in
+ * the same order in every block of rows.
  *
  * bf16 runs only on the built-in "onednn" backend, on a CPU with
  * AVX512-BF16 or AMX whose oneDNN kernels reach them (not capped below
