@@ -15,25 +15,33 @@ for line in run.splitlines():
     if p:
         print(f"{p.group(1)}: evaluations and diagnostics {float(p.group(3)) + float(p.group(4)):.1f}%")
 
-# bench_step_bf16.txt: the step in fp32 and bf16, alternating rounds
+# bench_step_bf16.txt (bf16 through dnnl_gemm_bf16bf16f32) and
+# bench_step_bf16_matmul.txt (through the matmul primitive): the step in fp32
+# and bf16, alternating rounds
+import os
 import statistics
-cur, steps, gemm = None, {}, {}
-for line in open("bench_step_bf16.txt"):
-    m = re.match(r"## round (\d+) gemm_precision (\w+)", line)
-    if m:
-        cur = m.group(2)
+for name in ("bench_step_bf16.txt", "bench_step_bf16_matmul.txt"):
+    if not os.path.exists(name):
         continue
-    m = re.match(r"(step_ms|op_gemm_\w+_ms) ([0-9.]+)", line)
-    if m and cur:
-        if m.group(1) == "step_ms":
-            steps.setdefault(cur, []).append(float(m.group(2)))
-        else:
-            gemm.setdefault(cur, []).append(float(m.group(2)))
-for x in steps:
-    print(f"bench_step {x}: step_ms {steps[x]}, median {statistics.median(steps[x]):.1f}; "
-          f"GEMMs per step (sum of op_gemm_*_ms, mean over rounds) {sum(gemm[x]) / len(steps[x]):.1f} ms")
-r = [b / a for a, b in zip(steps["fp32"], steps["bf16"])]
-print("bench_step bf16/fp32 by round: " + ", ".join(f"{x:.3f}" for x in r) + f"; median {statistics.median(r):.3f}")
+    cur, steps, gemm = None, {}, {}
+    for line in open(name):
+        m = re.match(r"## round (\d+) gemm_precision (\w+)", line)
+        if m:
+            cur = m.group(2)
+            continue
+        m = re.match(r"(step_ms|op_gemm_\w+_ms) ([0-9.]+)", line)
+        if m and cur:
+            if m.group(1) == "step_ms":
+                steps.setdefault(cur, []).append(float(m.group(2)))
+            else:
+                gemm.setdefault(cur, []).append(float(m.group(2)))
+    for x in steps:
+        print(f"{name} {x}: step_ms {steps[x]}, median {statistics.median(steps[x]):.1f}; "
+              f"GEMMs per step (sum of op_gemm_*_ms, mean over rounds) "
+              f"{sum(gemm[x]) / len(steps[x]):.1f} ms")
+    r = [b / a for a, b in zip(steps["fp32"], steps["bf16"])]
+    print(f"{name} bf16/fp32 by round: " + ", ".join(f"{x:.3f}" for x in r) +
+          f"; median {statistics.median(r):.3f}")
 
 # study_seed.txt: bf16's seed time over fp32's, round by round (round 1's fp32 also made the file)
 for line in open("study_seed.txt"):
