@@ -46,18 +46,6 @@ static double thread_cpu(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* The step's GEMMs for a model of this shape: per layer the forward's four
  * projections, the backward's weight gradient (k = the tokens, beta 1) and
  * input gradient of each, and the head's three. */
@@ -147,8 +135,8 @@ static int bench_shape(lattice_backend **be, const shape *g, int rounds, double 
             if (time_slot(be[s], g, reps, a, b, c, &w[s][r], &t[s][r]))
                 return -1;
     for (int s = 0; s < SLOTS; s++) {
-        wall[s] = median(w[s], rounds);
-        cpu[s] = median(t[s], rounds);
+        wall[s] = ex_median(w[s], rounds);
+        cpu[s] = ex_median(t[s], rounds);
     }
     printf("gemm %-13s %c%c %5dx%4dx%5d beta%g x%-2d  fp32 %7.1f us  api %7.1f us  matmul %7.1f us"
            "  fp32/api %.2f  fp32/matmul %.2f  (cpu: %.2f %.2f)  diff api %.1e matmul %.1e\n",

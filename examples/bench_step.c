@@ -297,18 +297,12 @@ static lattice_status roofline_measure(replay *r, int threads, int parts, int cp
     return res->best < 0 ? LATTICE_ERR_UNSUPPORTED : LATTICE_OK;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
+/* The median of x[0..n-1], x left as it is. */
 static double median(const double *x, int n)
 {
     double s[MAX_ROUNDS];
     memcpy(s, x, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_double);
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+    return ex_median(s, n);
 }
 
 /* The roofline lines from n measurements (one per round of timed steps,

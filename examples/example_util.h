@@ -1,4 +1,4 @@
-/* Small helpers the example programs share: a clock, a generator for test
+/* Small helpers the example programs share: a clock, a median, a generator for test
  * data, option parsing, durations and the benchmarks' student shapes. Include after defining PROG (the
  * program's name, used in messages). */
 #ifndef LATTICE_EXAMPLE_UTIL_H
@@ -14,6 +14,19 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+static inline int ex_cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* The median of v[0..n-1], n >= 1; sorts v in place. */
+static inline double ex_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, ex_cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 /* Monotonic wall-clock seconds. */
 static inline double ex_now(void)

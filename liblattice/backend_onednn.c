@@ -12,9 +12,6 @@
 
 #ifdef LATTICE_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 /* oneDNN's own names for its ISA levels (those DNNL_MAX_CPU_ISA takes, in lower case). */
 static const char *isa_name(dnnl_cpu_isa_t isa)
@@ -63,34 +60,6 @@ lattice__onednn_fit lattice__onednn_describe(lattice__kernel_report *report)
     return fit;
 }
 
-/* One thread per call, as every built-in backend (backend.c splits the work
- * over the library's own OpenMP team). oneDNN's OpenMP build runs one thread
- * inside a parallel region and otherwise as many as the caller's OpenMP
- * setting: outside a region that is set to 1 for the call (one_thread) and
- * given back (threads_back). */
-static int one_thread(void)
-{
-#ifdef _OPENMP
-    if (omp_in_parallel())
-        return 0;
-    const int saved = omp_get_max_threads();
-    omp_set_num_threads(1);
-    return saved;
-#else
-    return 0;
-#endif
-}
-
-static void threads_back(int saved)
-{
-#ifdef _OPENMP
-    if (saved > 0)
-        omp_set_num_threads(saved);
-#else
-    (void)saved;
-#endif
-}
-
 /* dnnl_sgemm allocates its packing buffer in every call and frees it before
  * returning (doc/PERFORMANCE.md). */
 static int onednn_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
@@ -98,10 +67,10 @@ static int onednn_sgemm(void *user, int ta, int tb, int m, int n, int k, float a
                         int ldc)
 {
     (void)user; /* k = 0 and alpha = 0 never get here: backend.c scales C itself */
-    const int saved = one_thread();
+    const int saved = lattice__onednn_threads_one();
     dnnl_status_t st = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb,
                                   beta, c, ldc);
-    threads_back(saved);
+    lattice__onednn_threads_back(saved);
     return st == dnnl_success ? 0 : 1000 + (int)st;
 }
 
@@ -139,10 +108,10 @@ static int onednn_gemm_bf16_api(void *user, int ta, int tb, int m, int n, int k,
     uint16_t *sb = sa + na;
     lattice__to_bf16(a, a_rows, a_cols, lda, sa);
     lattice__to_bf16(b, b_rows, b_cols, ldb, sb);
-    const int saved = one_thread();
+    const int saved = lattice__onednn_threads_one();
     dnnl_status_t st = dnnl_gemm_bf16bf16f32(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, sa,
                                              a_cols, sb, b_cols, beta, c, ldc);
-    threads_back(saved);
+    lattice__onednn_threads_back(saved);
     free(sa);
     return st == dnnl_success ? 0 : 1000 + (int)st;
 }

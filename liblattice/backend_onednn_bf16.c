@@ -138,10 +138,13 @@ void lattice__bf16mm_counts(lattice__bf16mm *mm, int *cached, long *hits, long *
     pthread_mutex_unlock(&mm->lock);
 }
 
-/* oneDNN's OpenMP build plans and runs a primitive on the caller's OpenMP
- * thread count (inside a parallel region too, where it is this thread's
- * setting for regions it would open): 1 for the call, then given back. */
-static int threads_one(void)
+/* One thread per oneDNN call, as every built-in backend (backend.c splits
+ * the work over the library's own OpenMP team): oneDNN's OpenMP build plans
+ * and runs a primitive, and sizes dnnl_sgemm's team outside a parallel
+ * region, on the caller's OpenMP thread count (inside a region too, where it
+ * is this thread's setting for regions it would open): 1 for the call, then
+ * given back. */
+int lattice__onednn_threads_one(void)
 {
 #ifdef _OPENMP
     const int saved = omp_get_max_threads();
@@ -153,7 +156,7 @@ static int threads_one(void)
 #endif
 }
 
-static void threads_back(int saved)
+void lattice__onednn_threads_back(int saved)
 {
 #ifdef _OPENMP
     if (saved != 1)
@@ -216,7 +219,7 @@ static dnnl_status_t prim_make(dnnl_engine_t engine, const mm_key *key, float al
     dnnl_primitive_attr_t attr = NULL;
     dnnl_primitive_desc_t pd = NULL;
     dnnl_matmul_desc_t desc;
-    const int saved = threads_one();
+    const int saved = lattice__onednn_threads_one();
     dnnl_status_t st = shape_descs(key, p);
     if (st == dnnl_success)
         st = shape_attr(alpha, beta, &attr);
@@ -230,7 +233,7 @@ static dnnl_status_t prim_make(dnnl_engine_t engine, const mm_key *key, float al
         p->pad = *dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
         p->pad_bytes = dnnl_memory_desc_get_size(&p->pad);
     }
-    threads_back(saved);
+    lattice__onednn_threads_back(saved);
     dnnl_primitive_desc_destroy(pd);
     dnnl_primitive_attr_destroy(attr);
     if (st != dnnl_success) {
@@ -290,11 +293,11 @@ static dnnl_status_t prim_run(dnnl_engine_t engine, const mm_prim *p, uint16_t *
     if (st == dnnl_success) {
         const dnnl_exec_arg_t args[4] = {{DNNL_ARG_SRC, mem[0]}, {DNNL_ARG_WEIGHTS, mem[1]},
                                          {DNNL_ARG_DST, mem[2]}, {DNNL_ARG_SCRATCHPAD, mem[3]}};
-        const int saved = threads_one();
+        const int saved = lattice__onednn_threads_one();
         st = dnnl_primitive_execute(p->prim, stream, nargs, args);
         if (st == dnnl_success)
             st = dnnl_stream_wait(stream);
-        threads_back(saved);
+        lattice__onednn_threads_back(saved);
     }
     for (int i = 0; i < 4; i++)
         if (mem[i])

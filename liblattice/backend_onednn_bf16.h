@@ -18,6 +18,11 @@ enum { LATTICE__BF16MM_CAP = 256 };
 /* fp32 to bf16, rounding to nearest, ties to even; a NaN stays a NaN (its
  * quiet bit set); a finite value past bf16's largest rounds to infinity. A
  * stored matrix of rows x cols (leading dimension ld) into dense bf16. */
+/* One OpenMP thread for a oneDNN call (its previous count returned), and
+ * that count given back: both GEMM slots of backend_onednn.c use them. */
+int lattice__onednn_threads_one(void);
+void lattice__onednn_threads_back(int saved);
+
 void lattice__to_bf16(const float *x, int rows, int cols, int ld, uint16_t *out);
 
 /* An empty cache (NULL when out of memory); its oneDNN engine is made on first use. */
