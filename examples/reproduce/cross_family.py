@@ -1,0 +1,225 @@
+"""cross_family: the declared headline family of cross.py --family (see
+cross.py): each claim's per-seed values, its p, Holm's adjustment over the
+family, the seeds that would pass a claim that fails, and its report table.
+Python 3's standard library only.
+"""
+import re
+
+from cross_stats import (ALPHA, BYTES_PER_TOKEN, MARGIN, MAX_SEEDS, PAPER_GROW_PER_TOKEN, fmt_p,
+                         holm, p_against, p_tost, pm, summary, summary_at, t90, t95)
+from cross_study import Refused, cell, crossover, finals, study_name
+
+def claim_p(test, s):
+    """The p of a claim's test on a summary of its per-seed values."""
+    if test == "direction":
+        return p_against(s, 0)
+    if test == "within":
+        return p_tost(s, MARGIN)
+    if test == "excludes_paper":  # post ahead by the paper's effect (-delta) excluded at 95%
+        return p_against(s, -MARGIN) if s["mean"] > -MARGIN else 1.0
+    raise Refused("family: unknown test %r" % test)
+
+
+def bytes_bound(test, s):
+    """The most bytes per token at which the claim still holds at this
+    interval (the margin is 0.0328 / bytes per token)."""
+    if test == "excludes_paper":
+        lo = s["mean"] - s["half"]
+        return PAPER_GROW_PER_TOKEN / -lo if lo < 0 else None
+    if test == "within":
+        h90 = s["half"] * t90(s["n"] - 1) / t95(s["n"] - 1)
+        return PAPER_GROW_PER_TOKEN / max(abs(s["mean"] - h90), abs(s["mean"] + h90))
+    return None
+
+
+# The parts of a block-removal claim, each tested against its rule's bound.
+AGAINST = {"below 0.25": 0.25, "above 0.05": 0.05, "above 0": 0.0}
+
+
+def part_p(test, s):
+    """The p of one part of a claim: a block-removal part against its bound,
+    any other the claim's test."""
+    if test in AGAINST:
+        return p_against(s, AGAINST[test])
+    return claim_p(test, s)
+
+
+def terms_values(c, by_name):
+    """A claim's per-seed sum of its terms' (study, arm, coefficient) finals."""
+    vals = None
+    for st, arm, coef in c["terms"]:
+        if st not in by_name or arm not in by_name[st]["arms"]:
+            raise Refused("family: %s has no arm %s" % (st, arm))
+        f = finals(by_name[st], arm)
+        if "seeds" in c:  # a range of seed numbers, first to last
+            f = f[c["seeds"][0] - 1:c["seeds"][1]]
+        vals = [coef * x for x in f] if vals is None else \
+            [v + coef * x for v, x in zip(vals, f)]
+    return vals
+
+
+def block_removal_parts(res, pre, post):
+    """Block removal's three parts, per seed: pre's last-block dCE over post's
+    smallest, post's smallest dCE, and post's smallest angle less pre's last."""
+    ratio, pmin, agap = [], [], []
+    for r, q in zip(res["arms"][pre], res["arms"][post]):
+        last = r["block_removal"][-1]
+        md = min(b["dce"] for b in q["block_removal"])
+        ma = min(b["angle"] for b in q["block_removal"])
+        ratio.append(last["dce"] / md)
+        pmin.append(md)
+        agap.append(ma - last["angle"])
+    return [("below 0.25", ratio), ("above 0.05", pmin), ("above 0", agap)]
+
+
+def claim_parts(c, by_name, doses):
+    """A claim's parts, (test, per-seed values), the p its verdict row prints
+    (None unless it names one) and whether that p is a bound ("p < ...")."""
+    test = c.get("test", "direction")
+    if "terms" in c:
+        return [(test, terms_values(c, by_name))], None, False
+    if "block_removal" in c:
+        st, pre, post = c["block_removal"]
+        return block_removal_parts(by_name[st], pre, post), None, False
+    if "crossover" in c:
+        st, pre, post = c["crossover"]
+        cx = crossover(by_name[st], pre, post)
+        if cx is None:
+            raise Refused("family: %s has no phase ends for %s / %s" % (st, pre, post))
+        return [(test, [b - a for a, b in zip(cx[0], cx[-1])])], None, False
+    if "dose" in c:
+        st, key = c["dose"]
+        ch = next((d["changes"].get(key) for d in doses if d["study"] == st), None)
+        if ch is None:
+            raise Refused("family: no induced dose %s in %s" % (key, st))
+        return [(test, ch["per_seed"])], None, False
+    if "verdict_row" in c:
+        st, prefix = c["verdict_row"]
+        row = next((v for v in by_name[st].get("verdicts", [])
+                    if v["finding"].startswith(prefix)), None)
+        m = re.match(r"p (< )?([0-9.]+)", (row or {}).get("p", ""))
+        if not m:
+            raise Refused("family: %s's verdict row %r has no p" % (st, prefix))
+        return [], float(m.group(2)), "<" in m.group(0)
+    raise Refused("family: a claim with nothing to test: %r" % c.get("claim"))
+
+
+def claim_row(c, parts, p_given, p_is_bound):
+    """A claim's row: its parts' summaries and p (the largest part's, or the
+    one its verdict row prints), and its label."""
+    test = c.get("test", "direction")
+    sums, ps = [], []
+    for t, vals in parts:
+        sm = summary(vals)
+        sums.append((t, sm))
+        ps.append(part_p(t, sm))
+    p = p_given if p_given is not None else max(ps)
+    first = sums[0][1] if sums else None
+    label = ("block removal: ratio below 0.25, smallest post dCE above 0.05, angle gap "
+             "above 0" if "block_removal" in c else
+             "verdict row (%s's report.md)" % c["verdict_row"][0] if "verdict_row" in c else
+             "within (dose change)" if "dose" in c else
+             "direction (phase-end change)" if "crossover" in c else test)
+    return {"claim": c["claim"], "test": label, "source": c.get("source", ""), "p": p,
+            "p_is_bound": p_is_bound,
+            "n": first["n"] if first else None,
+            "mean": first["mean"] if first else None,
+            "half": first["half"] if first else None,
+            "sd": first["sd"] if first else None,
+            "parts": [{"test": t, "n": sm["n"], "mean": sm["mean"], "sd": sm["sd"],
+                       "half": sm["half"]} for t, sm in sums],
+            "bytes_per_token_bound": bytes_bound(test, first) if first and "terms" in c
+            else None}
+
+
+def seeds_to_pass(parts, level):
+    """The fewest seeds (up to MAX_SEEDS) at which every part, at the mean and
+    sd seen, has its p below level; None where one never does."""
+    need = 0
+    for part in parts:
+        if part["sd"] is None:
+            return None
+        n_ok = next((n for n in range(2, MAX_SEEDS + 1)
+                     if part_p(part["test"], summary_at(part, n)) < level), None)
+        if n_ok is None:
+            return None
+        need = max(need, n_ok)
+    return need
+
+
+def holm_rows(family, rows):
+    """Holm's step-down over the family's rows (the claims beside it, marked,
+    after them): each row's Holm p, whether it holds, and for one that fails
+    the seeds that would pass it at its place in Holm's order."""
+    beside = [r for r, c in zip(rows, family["claims"]) if c.get("beside")]
+    rows = [r for r, c in zip(rows, family["claims"]) if not c.get("beside")]
+    for r in beside:
+        r["beside"] = True
+    adj = holm([r["p"] for r in rows])
+    order = sorted(range(len(rows)), key=lambda i: rows[i]["p"])
+    m = len(rows)
+    for rank, i in enumerate(order):
+        r = rows[i]
+        r["holm"] = adj[i]
+        r["holds"] = adj[i] < family.get("alpha", ALPHA)
+        r["seeds_to_pass"] = None
+        if not r["holds"] and r["parts"]:
+            level = family.get("alpha", ALPHA) / (m - rank)
+            r["seeds_to_pass"] = seeds_to_pass(r["parts"], level)
+            r["level"] = level
+    return rows + beside
+
+
+def headline(family, studies, doses):
+    """The declared headline family: each claim's per-seed values from the
+    studies' results.json, its p, Holm's adjustment over the family, and for a
+    claim that fails it the seeds that would pass it at the mean and sd seen."""
+    by_name = {study_name(f, r): r for f, r in studies}
+    rows = [claim_row(c, *claim_parts(c, by_name, doses)) for c in family["claims"]]
+    return holm_rows(family, rows)
+
+
+def headline_md(family, rows):
+    md = ["", "## The headline family, corrected for multiplicity (Holm)", "",
+          family.get("what", "The claims declared in the family file.") + " Each claim's p is "
+          "that of the test its verdict reads, computed here from the studies' results.json: "
+          "a direction, the two-sided t test against 0 over the paired seeds; *within*, the "
+          "two one-sided t tests at ±%.4f nats/byte (delta: the paper's grow effect, %.4f "
+          "nats per Qwen3 token, at an assumed %d bytes per token); *excludes the paper's "
+          "effect*, the two-sided t test against -%.4f (post-grow ahead by delta); block "
+          "removal, the largest p of its rule's three intervals; a verdict row, the p its "
+          "study's report.md prints. Holm's step-down adjustment over the %d claims: a claim "
+          "holds for the family when its Holm p is below %.2f; one that fails is not decided, "
+          "and the last column gives the seeds that would pass it at its place in Holm's "
+          "order, at the mean and sd seen, were every claim before it in that order to pass "
+          "(a plan, not a promise; the step-down stops at the first claim that fails, so a "
+          "claim after it fails with it). For a claim that reads the "
+          "margin, the most bytes per token at which its interval still holds."
+          % (MARGIN, PAPER_GROW_PER_TOKEN, BYTES_PER_TOKEN, MARGIN, len(rows),
+             family.get("alpha", ALPHA)), "",
+          "| claim | test | seeds | mean ± 95% half-width | p | Holm p | verdict | holds up to "
+          "(bytes per token) | seeds to pass Holm |", "|---|---|---|---|---|---|---|---|---|"]
+    family_rows, beside = [r for r in rows if not r.get("beside")], \
+        [r for r in rows if r.get("beside")]
+    for r in family_rows + beside:
+        if r is (beside[0] if beside else None):
+            md += ["", "Beside the family, not in it (the same tests, no Holm adjustment):", "",
+                   "| claim | test | seeds | mean ± 95% half-width | p |", "|---|---|---|---|---|"]
+        if r.get("beside"):
+            md.append("| %s | %s | %s | %s | %s |" % (r["claim"], r["test"], r["n"], pm(r),
+                                                     fmt_p(r["p"])))
+            continue
+        mh = "n/a" if r["mean"] is None else pm(r)
+        bound = "" if r["bytes_per_token_bound"] is None else "%.2f" % r["bytes_per_token_bound"]
+        if r["holds"]:
+            need = ""
+        elif r["seeds_to_pass"] is None:
+            need = "n/a" if not r["parts"] else "none at the mean seen"
+        else:
+            need = "%d" % r["seeds_to_pass"]
+        md.append("| %s | %s | %s | %s | %s%s | %s | %s | %s | %s |" % (
+            cell(r["claim"]), r["test"], "" if r["n"] is None else r["n"], mh,
+            "< " if r["p_is_bound"] else "", fmt_p(r["p"]).lstrip("< ") if r["p_is_bound"]
+            else fmt_p(r["p"]), fmt_p(r["holm"]),
+            "holds" if r["holds"] else "fails Holm: not decided", bound, need))
+    return md

@@ -1,0 +1,237 @@
+"""cross_study: reading one study's results.json for cross.py (see cross.py).
+
+Loading it, refusing names that break the study's name rule and rows of the
+wrong kind, and what cross.py reads from it: the arms as run, their four-arm
+sets, grow pairs and induced doses, the RMS ratio and validation CE at each
+phase's end, the crossover. Python 3's standard library only.
+"""
+import json
+import os
+import re
+
+NAME_RULE = "1 to 47 characters: letters, digits and - _ . +, not starting with a dot"
+NAME_RE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,46}")
+
+
+class Refused(Exception):
+    pass
+
+
+def cell(x):
+    """x as one Markdown table cell: no line breaks or other control characters
+    (a label cannot start a heading or a row of its own), '|' escaped."""
+    text = "".join(c if c >= " " and c != "\x7f" else " " for c in str(x))
+    return text.replace("|", "\\|")
+
+
+def design_row(c, where):
+    """A design's comparison or interaction from results.json, every field it
+    is read for checked: Refused naming the field otherwise."""
+    def want(key, ok, what):
+        v = c.get(key)
+        if not ok(v):
+            raise Refused("%s.%s: %r is not %s" % (where, key, v, what))
+        return v
+    number = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+    want("label", lambda v: isinstance(v, str) and v, "a label (a string)")
+    want("n", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+         "a seed count")
+    want("mean", number, "a number")
+    want("half_width_95", number, "a number")
+    want("sd", number, "a number")
+    want("order", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+         "an order (a whole number)")
+    want("did_not_learn", lambda v: v is None or (isinstance(v, list) and
+                                                   all(isinstance(x, str) for x in v)),
+         "a list of arm names")
+    want("verdict", lambda v: v is None or isinstance(v, str), "a verdict (a string)")
+    return c
+
+
+def name_ok(name):
+    return isinstance(name, str) and NAME_RE.fullmatch(name) is not None
+
+
+# A row that rests on an arm that did not learn (results.json's baseline) has no
+# verdict but this one, as in report.md.
+NOT_LEARNED = "not applicable (did not learn)"
+
+
+def unlearned(res):
+    """The study's arms that did not learn (results.json's baseline)."""
+    return set((res.get("baseline") or {}).get("did_not_learn") or [])
+
+
+def arms_as_run(res):
+    """The arms as the study ran them: results.json's arms_as_run (a design's
+    cells among them), or, from a study written before it, the preset's."""
+    return res.get("arms_as_run") or res["preset"].get("arms", []) or []
+
+
+def arm_spp(res, arm):
+    """An arm's steps per phase: its own (results.json's arm_settings), else
+    the preset's."""
+    own = (res.get("arm_settings") or {}).get(arm) or {}
+    return own.get("steps_per_phase") or res["preset"]["train"].get("steps_per_phase", 1000)
+
+
+def check_names(res, folder):
+    """Refuse a results.json whose arm or study names break the name rule."""
+    where = os.path.join(folder, "results.json")
+    if not isinstance(res, dict) or not isinstance(res.get("arms"), dict) or \
+            not isinstance(res.get("preset"), dict):
+        raise Refused("%s: not a study's results (an object with 'preset' and 'arms')" % where)
+    names = list(res["arms"])
+    for a in list(res["preset"].get("arms", []) or []) + list(res.get("arms_as_run") or []):
+        names.append(a.get("name") if isinstance(a, dict) else a)
+    bad = [n for n in names if not name_ok(n)]
+    if bad:
+        raise Refused("%s: the arm name%s %s not allowed: a name is %s" % (
+            where, "s" if len(bad) > 1 else "", ", ".join(repr(n) for n in bad), NAME_RULE))
+    if "name" in res["preset"] and not name_ok(res["preset"]["name"]):
+        raise Refused("%s: the study name %r is not allowed: a name is %s" % (
+            where, res["preset"]["name"], NAME_RULE))
+
+
+def load(folder):
+    where = os.path.join(folder, "results.json")
+    try:
+        with open(where) as f:
+            res = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Refused("%s: %s" % (where, e))
+    check_names(res, folder)
+    return res
+
+
+def arm_specs(res):
+    """Each arm's placement and schedule, from the preset's arm list."""
+    named = {"joint", "grow", "freeze", "single", "joint-active", "joint-total"}
+    out = {}
+    for a in arms_as_run(res):
+        if isinstance(a, str):
+            pl, rest = a.split("-", 1)
+            out[a] = (pl, rest if rest in named else None, False)
+        else:
+            name = a["name"]
+            pl = a.get("placement", name.split("-", 1)[0])
+            sched = a.get("schedule")
+            if sched is None and "phases" not in a and "-" in name:
+                sched = name.split("-", 1)[1] if name.split("-", 1)[1] in named else None
+            out[name] = (pl, sched, bool(a.get("block_norm") or a.get("block_rescale")))
+    return out
+
+
+def finals(res, arm):
+    return [s["val_ce"] for s in res["arms"].get(arm, [])]
+
+
+def paired(res, a, b):
+    x, y = finals(res, a), finals(res, b)
+    return [q - p for p, q in zip(x, y)] if x and len(x) == len(y) else None
+
+
+def four_arm_sets(res):
+    """(label, pre joint, post joint, pre grow, post grow) of every recipe the
+    study has all four main arms on (the plain names, and -SUFFIX sets)."""
+    arms = res["arms"]
+    sets = []
+    suffixes = {""} | {n[len("pre-joint"):] for n in arms if n.startswith("pre-joint-")}
+    for suf in sorted(suffixes):
+        names = ["pre-joint" + suf, "post-joint" + suf, "pre-grow" + suf, "post-grow" + suf]
+        if all(n in arms for n in names):
+            sets.append((suf.lstrip("-") or "paper's optimizer", *names))
+    return sets
+
+
+def ratio_at_phase_end(res, run, k, arm=None):
+    """pre-norm's row-start / regular RMS after block k + 1 at the end of phase k."""
+    spp = arm_spp(res, arm)
+    bs = res["preset"].get("student", {}).get("block_size", 3)
+    for p in run["trajectory"]:
+        if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
+            if p["rms_boundary"] is not None and p["rms_regular"]:
+                return p["rms_boundary"] / p["rms_regular"]
+    return None
+
+
+def grow_pairs(res):
+    """(pre grow arm, post grow arm, intervention) of every grow pair: pre-X and
+    post-X, and each intervention's pre grow arm (block_norm or block_rescale,
+    named pre-<intervention>-grow<suffix>) against post-grow<suffix>, the plain
+    post-norm arm of its recipe."""
+    specs = arm_specs(res)
+    pairs = []
+    for name, (pl, sched, intervention) in specs.items():
+        if pl != "pre" or sched != "grow" or not name.startswith("pre-") or name not in res["arms"]:
+            continue
+        if intervention:
+            at = name.find("-grow")
+            partner = "post-grow" + name[at + len("-grow"):] if at >= 0 else None
+        else:
+            partner = "post-" + name[4:]
+        if partner in res["arms"]:
+            pairs.append((name, partner, intervention))
+    return pairs
+
+
+def arm_dose(res, name):
+    """An arm's induced row-start offset (massive_offset, 0 without one) and
+    the rest of its preset entry (what must match across doses)."""
+    for a in arms_as_run(res):
+        if isinstance(a, dict) and a.get("name") == name:
+            rest = {k: v for k, v in a.items() if k not in ("name", "massive_offset")}
+            return a.get("massive_offset", 0), rest
+    return 0, {"name": name}
+
+
+def dose_sets(res):
+    """The study's four-arm sets that differ only in the induced offset: per
+    set, (K, pre joint, post joint, pre grow, post grow). Empty unless at least
+    two doses, every set on the same recipe and model options otherwise."""
+    sets, shape = [], None
+    for _label, pj, qj, pg, qg in four_arm_sets(res):
+        doses = [arm_dose(res, n) for n in (pj, qj, pg, qg)]
+        ks = {k for k, _ in doses}
+        if len(ks) != 1:
+            continue
+        this = json.dumps([r for _, r in doses], sort_keys=True)
+        if shape is None:
+            shape = this
+        elif this != shape:
+            return []
+        sets.append((ks.pop(), pj, qj, pg, qg))
+    return sets if len({k for k, *_ in sets}) >= 2 else []
+
+def study_name(folder, res):
+    return res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+
+
+def val_at_phase_end(res, run, k, arm=None):
+    """A run's validation CE at its evaluation at the end of phase k (the
+    trajectory's point at that step with the phase's layers active: the
+    evaluation batches during training, not the final evaluation)."""
+    spp = arm_spp(res, arm)
+    bs = res["preset"].get("student", {}).get("block_size", 3)
+    for p in run.get("trajectory", []):
+        if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
+            return p.get("val_ce")
+    return None
+
+
+def crossover(res, pre, post):
+    """post - pre at each phase's end, paired by seed, from the trajectories;
+    None unless every seed has every phase's end."""
+    blocks = res["preset"].get("student", {}).get("blocks", 3)
+    rows = []
+    for k in range(blocks):
+        d = []
+        for r, q in zip(res["arms"].get(pre, []), res["arms"].get(post, [])):
+            a, b = val_at_phase_end(res, r, k, pre), val_at_phase_end(res, q, k, post)
+            if a is None or b is None:
+                return None
+            d.append(b - a)
+        if len(d) < 1:
+            return None
+        rows.append(d)
+    return rows if len(rows) >= 2 else None
