@@ -42,6 +42,10 @@ static inline int lattice__model_head_trains(const lattice_model *m)
 
 /* ---- params and layout (model_layout.c) ---- */
 
+/* The most layers a model has, and the widest a model is (d_model, d_ff). */
+#define LATTICE__MAX_LAYERS 4096
+#define LATTICE__MAX_WIDTH (1 << 20)
+
 /* The caller's params into dst, checked; fn names the call in a refusal of
  * the struct's size. */
 lattice_status lattice__model_adopt_params(lattice_model_params *dst,

@@ -64,13 +64,13 @@ static const char *slot_name(lattice_norm_placement pl, int slot)
 static lattice_status check_params(const lattice_model_params *p, char *err)
 {
 #define BAD(...) return lattice__set_error(err, LATTICE_ERR_INVALID_CONFIG, __VA_ARGS__)
-    const int lim = 1 << 20;
+    const int lim = LATTICE__MAX_WIDTH;
     if (p->vocab_size < 1 || p->vocab_size > (1 << 24))
         BAD("vocab_size %d out of range 1..16777216", p->vocab_size);
     if (p->d_model < 1 || p->d_model > lim)
         BAD("d_model %d out of range", p->d_model);
-    if (p->n_layers < 1 || p->n_layers > 4096)
-        BAD("n_layers %d out of range 1..4096", p->n_layers);
+    if (p->n_layers < 1 || p->n_layers > LATTICE__MAX_LAYERS)
+        BAD("n_layers %d out of range 1..%d", p->n_layers, LATTICE__MAX_LAYERS);
     if (p->n_active_layers < 1 || p->n_active_layers > p->n_layers)
         BAD("n_active_layers %d not in 1..n_layers (%d)", p->n_active_layers, p->n_layers);
     if (p->n_heads < 1 || p->n_heads > 4096)
@@ -98,9 +98,12 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     if (p->block_norm > 0 && p->block_rescale > 0)
         BAD("block_norm %d and block_rescale %d are both set: the block-entry norm rescales "
             "every position already; set one", p->block_norm, p->block_rescale);
-    if (!(p->massive_offset >= 0.0f) || !isfinite(p->massive_offset) || p->massive_offset > 1e6f)
-        BAD("massive_offset %g must be finite and in 0..1e6: the induced row-start offset as a "
-            "multiple of the stream's regular RMS, or 0 for none", (double)p->massive_offset);
+    double lo, hi; /* what the keyed setter takes; a 1.0 program may write the slot itself */
+    lattice_model_option_bounds(LATTICE_MODEL_OPTION_MASSIVE_OFFSET, &lo, &hi);
+    if (!(p->massive_offset >= lo && p->massive_offset <= hi))
+        BAD("massive_offset %g must be finite and in %g..%g: the induced row-start offset as a "
+            "multiple of the stream's regular RMS, or 0 for none", (double)p->massive_offset, lo,
+            hi);
     if (p->massive_offset > 0.0f && (p->massive_layer < 1 || p->massive_layer >= p->n_layers))
         BAD("massive_layer %d not in 1..%d (n_layers - 1): the offset goes on the stream a "
             "later layer reads", p->massive_layer, p->n_layers - 1);

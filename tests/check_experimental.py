@@ -1,7 +1,8 @@
-"""The experimental model fields (doc/API.md, "Experimental options") are
-named only by a source that defines LATTICE_EXPERIMENTAL: without it a source
-that names one does not compile, with it it does, and lattice_model_params
-has the same size and the same offsets either way.
+"""The experimental model options (doc/API.md, "Experimental options") go by
+key: a source names their keys (LATTICE_MODEL_OPTION_BLOCK_NORM, ...) only
+where it defines LATTICE_EXPERIMENTAL, and names their slots in
+lattice_model_params under no define (they are reserved: only the library
+reads them); the struct has the same size and offsets either way.
 
 usage: check_experimental.py INCLUDE_DIR GENERATED_INCLUDE_DIR CC...
 """
@@ -10,20 +11,19 @@ import subprocess
 import sys
 import tempfile
 
-FIELDS = ("block_norm", "block_rescale", "massive_offset", "massive_layer", "massive_channel")
+OPTIONS = ("block_norm", "block_rescale", "massive_offset", "massive_layer", "massive_channel")
 
-NAMES = """#include <lattice/lattice.h>
+SLOT = """#include <lattice/lattice.h>
 int f(const lattice_model_params *p) { return p->%s != 0; }
+"""
+
+KEY = """#include <lattice/lattice.h>
+int f(void) { return (int)LATTICE_MODEL_OPTION_%s; }
 """
 
 LAYOUT = """#include <stddef.h>
 #include <stdio.h>
 #include <lattice/lattice.h>
-#ifdef LATTICE_EXPERIMENTAL
-#  define F(x) x
-#else
-#  define F(x) lattice_reserved_##x
-#endif
 int main(void)
 {
     printf("%%zu", sizeof(lattice_model_params));
@@ -34,28 +34,39 @@ int main(void)
 """
 
 
+def compiles(base, flags, d, text):
+    src = os.path.join(d, "probe.c")
+    with open(src, "w") as f:
+        f.write(text)
+    return subprocess.run(base + flags + ["-fsyntax-only", src], capture_output=True, text=True)
+
+
 def main(inc, gen_inc, cc):
     failed = []
     base = cc + ["-std=c99", "-I", inc, "-I", gen_inc]
+    optin = ["-DLATTICE_EXPERIMENTAL"]
     with tempfile.TemporaryDirectory() as d:
-        for field in FIELDS:
-            src = os.path.join(d, "names.c")
-            with open(src, "w") as f:
-                f.write(NAMES % field)
-            plain = subprocess.run(base + ["-fsyntax-only", src], capture_output=True, text=True)
-            if plain.returncode == 0 or field not in plain.stderr:
-                failed.append("%s: named without LATTICE_EXPERIMENTAL and it compiled" % field)
-            opted = subprocess.run(base + ["-DLATTICE_EXPERIMENTAL", "-fsyntax-only", src],
-                                   capture_output=True, text=True)
+        for name in OPTIONS:
+            for flags in ([], optin):
+                slot = compiles(base, flags, d, SLOT % name)
+                if slot.returncode == 0 or name not in slot.stderr:
+                    failed.append("%s: the slot is named %s and it compiled"
+                                  % (name, " ".join(flags) or "without a define"))
+            key = "LATTICE_MODEL_OPTION_" + name.upper()
+            plain = compiles(base, [], d, KEY % name.upper())
+            if plain.returncode == 0 or key not in plain.stderr:
+                failed.append("%s: named without LATTICE_EXPERIMENTAL and it compiled" % key)
+            opted = compiles(base, optin, d, KEY % name.upper())
             if opted.returncode != 0:
                 failed.append("%s: does not compile with LATTICE_EXPERIMENTAL:\n%s"
-                              % (field, opted.stderr))
+                              % (key, opted.stderr))
         src, exe = os.path.join(d, "layout.c"), os.path.join(d, "layout")
         with open(src, "w") as f:
-            f.write(LAYOUT % "\n".join('    printf(" %%zu", offsetof(lattice_model_params, F(%s)));'
-                                       % x for x in FIELDS))
+            f.write(LAYOUT % "\n".join(
+                '    printf(" %%zu", offsetof(lattice_model_params, lattice_reserved_%s));' % x
+                for x in OPTIONS))
         outs = []
-        for flags in ([], ["-DLATTICE_EXPERIMENTAL"]):
+        for flags in ([], optin):
             c = subprocess.run(base + flags + [src, "-o", exe], capture_output=True, text=True)
             if c.returncode != 0:
                 failed.append("the layout program does not compile (%s):\n%s" % (flags, c.stderr))
@@ -67,7 +78,8 @@ def main(inc, gen_inc, cc):
     for f in failed:
         print(f)
     print("%d checks failed" % len(failed) if failed else
-          "experimental fields: named only with LATTICE_EXPERIMENTAL, one layout (%s)" % outs[0])
+          "experimental options: keys only with LATTICE_EXPERIMENTAL, slots reserved, one "
+          "layout (%s)" % outs[0])
     return 1 if failed else 0
 
 

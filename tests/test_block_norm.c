@@ -14,9 +14,9 @@ static void entry_params(lattice_model_params *p, int layers, int block, int res
     p->n_layers = layers;
     p->n_active_layers = layers;
     if (rescale)
-        p->block_rescale = block;
+        tu_option(p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, block);
     else
-        p->block_norm = block;
+        tu_option(p, LATTICE_MODEL_OPTION_BLOCK_NORM, block);
 }
 
 static void block_params(lattice_model_params *p, int layers, int block)
@@ -173,10 +173,10 @@ START_TEST(test_block_norm_refused)
         lattice_norm_destroy(n);
     }
     char err[LATTICE_ERRMSG_SIZE];
-    p.block_norm = 5;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_NORM, 5);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "block_norm 5 not in 0..n_layers (4)"));
-    p.block_norm = -1;
+    p.lattice_reserved_block_norm = -1; /* as a program built against 1.0 could write it */
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     lattice_backend_destroy(be);
 }
@@ -200,8 +200,8 @@ static double save_and_reload(int rescale)
     lattice_model_params q;
     q.size = sizeof q;
     ck_assert_int_eq(lattice_model_get_params(back, &q), LATTICE_OK);
-    ck_assert_int_eq(q.block_norm, rescale ? 0 : 2);
-    ck_assert_int_eq(q.block_rescale, rescale ? 2 : 0);
+    ck_assert_double_eq(tu_get_option(&q, LATTICE_MODEL_OPTION_BLOCK_NORM), rescale ? 0 : 2);
+    ck_assert_double_eq(tu_get_option(&q, LATTICE_MODEL_OPTION_BLOCK_RESCALE), rescale ? 2 : 0);
     const double a = model_loss(t.m), b = model_loss(back);
     ck_assert_double_eq(a, b);
     lattice_model_destroy(back);
@@ -241,11 +241,11 @@ START_TEST(test_block_rescale_refused)
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "block_rescale 2 needs the pre-norm"));
     lattice_norm_destroy(n);
     char err[LATTICE_ERRMSG_SIZE];
-    p.block_norm = 2;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_NORM, 2);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "block_norm 2 and block_rescale 2 are both set"));
-    p.block_norm = 0;
-    p.block_rescale = 5;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_NORM, 0);
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, 5);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "block_rescale 5 not in 0..n_layers (4)"));
     lattice_backend_destroy(be);

@@ -169,6 +169,13 @@ START_TEST(test_every_failure_says_why)
            lattice_model_evaluate(m, NULL, 0, &ce_));
     EXPECT(lattice_model_forward_inference, INV, "batch", lattice_model_errmsg(m),
            lattice_model_forward_inference(m, tokens, 7, 4));
+    double lo_, hi_;
+    EXPECT(lattice_model_params_set_option, INV, "massive_channel 1048576 not in 0..1048575",
+           NULL, lattice_model_params_set_option(&mp, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL, 1 << 20));
+    EXPECT(lattice_model_params_get_option, LATTICE_ERR_UNSUPPORTED, "no model option has the key 7",
+           NULL, lattice_model_params_get_option(&mp, (lattice_model_option)7, &lo_));
+    EXPECT(lattice_model_option_bounds, INV, "lo is NULL", NULL,
+           lattice_model_option_bounds(LATTICE_MODEL_OPTION_BLOCK_NORM, NULL, &hi_));
     mp.d_model = 0;
     EXPECT(lattice_model_params_check, CFG, "d_model", err, lattice_model_params_check(&mp, err));
     EXPECT(lattice_model_estimate, CFG, "d_model", NULL,

@@ -41,11 +41,11 @@ static void case_params(const grow_case *c, int n_layers, lattice_model_params *
     p->n_kv_heads = c->kv_heads;
     p->qk_norm = c->qk_norm;
     p->tie_embeddings = c->tie;
-    p->block_norm = c->block_norm;
-    p->block_rescale = c->block_rescale;
-    p->massive_offset = c->massive_offset;
-    p->massive_layer = 1;
-    p->massive_channel = 3;
+    tu_option(p, LATTICE_MODEL_OPTION_BLOCK_NORM, c->block_norm);
+    tu_option(p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, c->block_rescale);
+    tu_option(p, LATTICE_MODEL_OPTION_MASSIVE_OFFSET, c->massive_offset);
+    tu_option(p, LATTICE_MODEL_OPTION_MASSIVE_LAYER, 1);
+    tu_option(p, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL, 3);
     p->seed = 17;
 }
 

@@ -53,15 +53,17 @@ static void set_d_ff(variant *v) { v->p.d_ff = 16; }
 static void set_rope(variant *v) { v->p.rope_theta = 1e4f; }
 static void set_qk_norm(variant *v) { v->p.qk_norm = 0; }
 static void set_tie(variant *v) { v->p.tie_embeddings = 1; }
-static void set_block_norm(variant *v) { v->p.block_norm = 2; }
-static void set_block_rescale(variant *v) { v->p.block_rescale = 2; }
+#define OPT(key, x) tu_option(&v->p, LATTICE_MODEL_OPTION_##key, x)
+static void set_block_norm(variant *v) { OPT(BLOCK_NORM, 2); }
+static void set_block_rescale(variant *v) { OPT(BLOCK_RESCALE, 2); }
 static void set_massive(variant *v)
 {
-    v->p.massive_offset = 3.0f;
-    v->p.massive_layer = 2;
+    OPT(MASSIVE_OFFSET, 3);
+    OPT(MASSIVE_LAYER, 2);
 }
-static void set_massive_layer(variant *v) { v->p.massive_layer = 1; }
-static void set_massive_channel(variant *v) { v->p.massive_channel = 3; }
+static void set_massive_layer(variant *v) { OPT(MASSIVE_LAYER, 1); }
+static void set_massive_channel(variant *v) { OPT(MASSIVE_CHANNEL, 3); }
+#undef OPT
 static void set_placement(variant *v) { v->placement = LATTICE_NORM_PLACEMENT_PERI; }
 static void set_kind(variant *v) { v->kind = LATTICE_NORM_KIND_LAYER; }
 static void set_eps(variant *v) { v->eps = 1e-5f; }
@@ -100,19 +102,20 @@ static const option_row rows[] = {
     {"seed", PF(seed), 0, "draws the initial weights only (the weights themselves are loaded)", 0,
      0, 0, 0, 0, 0, 0, 0, 0},
     {"init_std", PF(init_std), 0, "draws the initial weights only", 0, 0, 0, 0, 0, 0, 0, 0, 0},
-    {"block_norm", PF(block_norm), 1, NULL, NULL, set_block_norm,
+    {"block_norm", PF(lattice_reserved_block_norm), 1, NULL, NULL, set_block_norm,
      "the file's block_norm is 0, the model's 2", "model block_norm", "block_norm",
      "lattice.block_norm", 2, NULL, "block_norm 2"},
-    {"block_rescale", PF(block_rescale), 1, NULL, NULL, set_block_rescale,
+    {"block_rescale", PF(lattice_reserved_block_rescale), 1, NULL, NULL, set_block_rescale,
      "the file's block_rescale is 0, the model's 2", "model block_rescale", "block_rescale",
      "lattice.block_rescale", 2, NULL, "block_rescale 2"},
-    {"massive_offset", PF(massive_offset), 1, NULL, NULL, set_massive,
+    {"massive_offset", PF(lattice_reserved_massive_offset), 1, NULL, NULL, set_massive,
      "the file's massive_offset is 0, the model's 3", "model massive_offset", "massive_offset",
      "lattice.massive_offset", 3, NULL, "massive_offset 3"},
-    {"massive_layer", PF(massive_layer), 1, NULL, set_massive, set_massive_layer,
+    {"massive_layer", PF(lattice_reserved_massive_layer), 1, NULL, set_massive, set_massive_layer,
      "the file's massive_layer is 2, the model's 1", "model massive_layer", "massive_layer",
      "lattice.massive_layer", 1, NULL, "massive_offset 3"},
-    {"massive_channel", PF(massive_channel), 1, NULL, set_massive, set_massive_channel,
+    {"massive_channel", PF(lattice_reserved_massive_channel), 1, NULL, set_massive,
+     set_massive_channel,
      "the file's massive_channel is 0, the model's 3", "model massive_channel", "massive_channel",
      "lattice.massive_channel", 3, NULL, "massive_offset 3"},
     {"norm placement", NORM_SETTING, 0, 1, NULL, NULL, set_placement,
@@ -451,9 +454,11 @@ START_TEST(test_save_load)
     pw.init_std = pc.init_std;
     pw.max_batch = pc.max_batch;
     pw.max_seq = pc.max_seq;
-    if (pw.massive_offset == 0.0f) {
-        pw.massive_layer = pc.massive_layer;
-        pw.massive_channel = pc.massive_channel;
+    if (tu_get_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_OFFSET) == 0) {
+        tu_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_LAYER,
+                  tu_get_option(&pc, LATTICE_MODEL_OPTION_MASSIVE_LAYER));
+        tu_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL,
+                  tu_get_option(&pc, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL));
     }
     ck_assert_msg(memcmp(&pc, &pw, sizeof pc) == 0, "%s: create_from_file made other params",
                   r->field);

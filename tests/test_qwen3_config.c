@@ -1,5 +1,8 @@
 /* config.json: Qwen3 configs loaded (and refused where the model cannot be
  * one), strictly parsed, and written from C by lattice_model_save_config. */
+/* It reads the library's insides (model_internal.h), which name the reserved
+ * slots of lattice_model_params as the library does. */
+#define LATTICE_BUILDING
 #include "model_files.h"
 
 #include "model_internal.h"
@@ -186,8 +189,8 @@ START_TEST(test_save_config_refused)
     p.n_layers = 4;
     p.n_active_layers = cases[_i].n_active;
     p.qk_norm = cases[_i].qk_norm;
-    p.block_norm = cases[_i].block_norm;
-    p.block_rescale = cases[_i].block_rescale;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_NORM, cases[_i].block_norm);
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, cases[_i].block_rescale);
     p.max_seq = 6;
     p.rope_theta = 5e5f;
     p.vocab_size = 13;
@@ -253,8 +256,8 @@ START_TEST(test_config_json_agrees_with_file)
     p.max_seq = 6;
     p.seed = 9;
     p.rope_theta = cases[_i].rope_theta;
-    p.block_rescale = cases[_i].block_rescale;
-    p.massive_offset = cases[_i].massive_offset;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, cases[_i].block_rescale);
+    tu_option(&p, LATTICE_MODEL_OPTION_MASSIVE_OFFSET, cases[_i].massive_offset);
     lattice_model *a = tu_model(be, LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS,
                                 cases[_i].eps, cases[_i].scale, &p);
     char *path = temp_path(".safetensors"), *cfg = temp_path(".json");
@@ -456,11 +459,11 @@ static lattice_model *rows_model(int k)
     p.n_active_layers = 3;
     p.vocab_size = 13;
     p.max_seq = 6;
-    p.block_norm = k ? 0 : 2;
-    p.block_rescale = k ? 2 : 0;
-    p.massive_offset = k ? 0.0f : 3.0f;
-    p.massive_layer = 2;
-    p.massive_channel = 1;
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_NORM, k ? 0 : 2);
+    tu_option(&p, LATTICE_MODEL_OPTION_BLOCK_RESCALE, k ? 2 : 0);
+    tu_option(&p, LATTICE_MODEL_OPTION_MASSIVE_OFFSET, k ? 0.0f : 3.0f);
+    tu_option(&p, LATTICE_MODEL_OPTION_MASSIVE_LAYER, 2);
+    tu_option(&p, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL, 1);
     return tu_model(be, LATTICE_NORM_PLACEMENT_PRE, k ? LATTICE_NORM_KIND_LAYER : LATTICE_NORM_KIND_RMS,
                     1e-5f, 1.0f, &p);
 }

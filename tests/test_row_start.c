@@ -8,6 +8,12 @@
 
 #include <unistd.h>
 
+#define BLOCK_NORM LATTICE_MODEL_OPTION_BLOCK_NORM
+#define BLOCK_RESCALE LATTICE_MODEL_OPTION_BLOCK_RESCALE
+#define OFFSET LATTICE_MODEL_OPTION_MASSIVE_OFFSET
+#define LAYER LATTICE_MODEL_OPTION_MASSIVE_LAYER
+#define CHANNEL LATTICE_MODEL_OPTION_MASSIVE_CHANNEL
+
 /* Every statistic of the model (its running regular RMS) set to s. Returns how many. */
 static int set_refs(lattice_model *m, float s)
 {
@@ -55,9 +61,9 @@ static void massive_params(lattice_model_params *p, int layers, float k)
     tiny_params(p);
     p->n_layers = layers;
     p->n_active_layers = layers;
-    p->massive_offset = k;
-    p->massive_layer = 1;
-    p->massive_channel = 3;
+    tu_option(p, OFFSET, k);
+    tu_option(p, LAYER, 1);
+    tu_option(p, CHANNEL, 3);
 }
 
 /* One optimizer step of lr 0 on the model's last backward (weights stay). */
@@ -88,7 +94,7 @@ START_TEST(test_running_rms_taken_in_by_steps_only)
      * statistics at layers 1 and 2 only, 0 until a step takes a measurement in */
     lattice_model_params p;
     massive_params(&p, 3, 4.0f);
-    p.block_rescale = 2;
+    tu_option(&p, BLOCK_RESCALE, 2);
     tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     int found[3] = {0};
     for (int i = 0; i < lattice_model_get_n_tensors(t.m); i++) {
@@ -210,9 +216,9 @@ START_TEST(test_row_start_gradients)
     const int rescale = _i >= 3;
     lattice_model_params p;
     massive_params(&p, 4, rescale ? 0.0f : 3.0f);
-    p.massive_layer = 2;
+    tu_option(&p, LAYER, 2);
     if (rescale)
-        p.block_rescale = 2;
+        tu_option(&p, BLOCK_RESCALE, 2);
     tiny t = tiny_open("ref", rescale ? LATTICE_NORM_PLACEMENT_PRE : pl, LATTICE_NORM_KIND_RMS,
                        1.0f, &p);
     ck_assert_int_eq(set_refs(t.m, 1.3f), 1);
@@ -230,7 +236,7 @@ START_TEST(test_rescale_by_hand)
      * measured (0) every position passes unchanged. */
     lattice_model_params p;
     tiny_params(&p);
-    p.block_rescale = 1;
+    tu_option(&p, BLOCK_RESCALE, 1);
     tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     ck_assert_int_eq(lattice_model_zero_layer_outputs(t.m, 1), LATTICE_OK);
     const int D = p.d_model, T = 5;
@@ -273,24 +279,26 @@ START_TEST(test_row_start_refused)
     lattice_model_params p;
     char err[LATTICE_ERRMSG_SIZE];
     massive_params(&p, 3, 4.0f);
-    p.massive_layer = 3;
+    tu_option(&p, LAYER, 3);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "massive_layer 3 not in 1..2"));
-    p.massive_layer = 0;
+    /* values the setter refuses, written into the slots as a program built
+     * against 1.0 could: the check refuses them too */
+    p.lattice_reserved_massive_layer = 0;
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
-    p.massive_layer = 1;
-    p.massive_channel = 8;
+    tu_option(&p, LAYER, 1);
+    tu_option(&p, CHANNEL, 8);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(err, "massive_channel 8 not in 0..7"));
-    p.massive_channel = 0;
-    p.massive_offset = -1.0f;
+    tu_option(&p, CHANNEL, 0);
+    p.lattice_reserved_massive_offset = -1.0f;
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
-    ck_assert_ptr_nonnull(strstr(err, "massive_offset -1 must be finite"));
-    p.massive_offset = NAN;
+    ck_assert_ptr_nonnull(strstr(err, "massive_offset -1 must be finite and in 0..1e+06"));
+    p.lattice_reserved_massive_offset = NAN;
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_ERR_INVALID_CONFIG);
     /* layer and channel mean nothing without an offset */
-    p.massive_offset = 0.0f;
-    p.massive_layer = 99;
+    tu_option(&p, OFFSET, 0);
+    tu_option(&p, LAYER, 99);
     ck_assert_int_eq(lattice_model_params_check(&p, err), LATTICE_OK);
 }
 END_TEST
@@ -300,8 +308,8 @@ START_TEST(test_row_start_saved_and_loaded)
     /* the options and the statistics come back; the loss is the same */
     lattice_model_params p;
     massive_params(&p, 4, 16.0f);
-    p.massive_layer = 2;
-    p.block_rescale = 2;
+    tu_option(&p, LAYER, 2);
+    tu_option(&p, BLOCK_RESCALE, 2);
     tiny t = tiny_open("ref", LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1.0f, &p);
     ck_assert_int_eq(set_refs(t.m, 0.6f), 1); /* layer 2 holds both's one statistic */
     char path[64];
@@ -314,10 +322,10 @@ START_TEST(test_row_start_saved_and_loaded)
     lattice_model_params q;
     q.size = sizeof q;
     ck_assert_int_eq(lattice_model_get_params(back, &q), LATTICE_OK);
-    ck_assert_float_eq(q.massive_offset, 16.0f);
-    ck_assert_int_eq(q.massive_layer, 2);
-    ck_assert_int_eq(q.massive_channel, 3);
-    ck_assert_int_eq(q.block_rescale, 2);
+    ck_assert_double_eq(tu_get_option(&q, OFFSET), 16.0);
+    ck_assert_double_eq(tu_get_option(&q, LAYER), 2);
+    ck_assert_double_eq(tu_get_option(&q, CHANNEL), 3);
+    ck_assert_double_eq(tu_get_option(&q, BLOCK_RESCALE), 2);
     ck_assert_float_eq(ref_of(back, 2), 0.6f);
     ck_assert_double_eq(model_loss(t.m), model_loss(back));
     lattice_model_destroy(back);
@@ -375,12 +383,12 @@ START_TEST(test_causal_every_option)
     case 4: what = "post, residual scale 2"; pl = LATTICE_NORM_PLACEMENT_POST; alpha = 2.0f; break;
     case 5: what = "no q/k norm"; p.qk_norm = 0; break;
     case 6: what = "tied head"; p.tie_embeddings = 1; break;
-    case 7: what = "block_norm"; p.block_norm = 2; break;
-    case 8: what = "block_rescale"; p.block_rescale = 2; break;
-    case 9: what = "massive_offset, pre"; p.massive_offset = 8.0f; break;
-    case 10: what = "massive_offset, post"; p.massive_offset = 8.0f; pl = LATTICE_NORM_PLACEMENT_POST; break;
-    case 11: what = "massive_offset, peri"; p.massive_offset = 8.0f; pl = LATTICE_NORM_PLACEMENT_PERI; break;
-    case 12: what = "block_rescale and massive_offset"; p.block_rescale = 1; p.massive_offset = 37.0f; break;
+    case 7: what = "block_norm"; tu_option(&p, BLOCK_NORM, 2); break;
+    case 8: what = "block_rescale"; tu_option(&p, BLOCK_RESCALE, 2); break;
+    case 9: what = "massive_offset, pre"; tu_option(&p, OFFSET, 8); break;
+    case 10: what = "massive_offset, post"; tu_option(&p, OFFSET, 8); pl = LATTICE_NORM_PLACEMENT_POST; break;
+    case 11: what = "massive_offset, peri"; tu_option(&p, OFFSET, 8); pl = LATTICE_NORM_PLACEMENT_PERI; break;
+    case 12: what = "block_rescale and massive_offset"; tu_option(&p, BLOCK_RESCALE, 1); tu_option(&p, OFFSET, 37); break;
     case 13: what = "2 of 4 layers active"; p.n_active_layers = 2; break;
     }
     tiny t = tiny_open("ref", pl, kind, alpha, &p);

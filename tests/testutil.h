@@ -151,6 +151,21 @@ static inline void tu_fd_check(double (*f)(void *), void *ctx, const tu_fd_input
     }
 }
 
+/* Set a model option by key; the setter must take it. */
+static inline void tu_option(lattice_model_params *p, lattice_model_option key, double value)
+{
+    ck_assert_msg(lattice_model_params_set_option(p, key, value) == LATTICE_OK, "option %d = %g: %s",
+                  (int)key, value, lattice_last_error());
+}
+
+/* A model option's value, read by key. */
+static inline double tu_get_option(const lattice_model_params *p, lattice_model_option key)
+{
+    double v = -1;
+    ck_assert_int_eq(lattice_model_params_get_option(p, key, &v), LATTICE_OK);
+    return v;
+}
+
 /* The sizes of structs in releases before 1.0 (LP64), written out here apart
  * from the library: what a program built against those headers passes,
  * which 1.0 refuses. */

@@ -175,13 +175,32 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     json_at(where);
 }
 
-/* An arm's block_norm or block_rescale: as the library's, every this many
- * layers (0: none), up to the student's depth. 0.4's presets wrote 1 for
- * "every block_size layers"; that 1 is refused unless the blocks are 1 layer,
- * so that no 0.4 preset silently means every layer. */
-static int block_every(const preset *p, json_object *spec, const char *key, const char *where)
+/* An arm's model option `key` (the library's name), within the bounds the
+ * library gives for it; without it, the library's default. The rules that
+ * join it to other settings are the library's too: check_shapes asks them. */
+static double arm_option(json_object *spec, const char *key, lattice_model_option option)
 {
-    const int v = get_i(spec, key, 0, 0, p->blocks * p->block_size);
+    double lo, hi, dflt;
+    lattice_model_params init;
+    lattice_model_params_init(&init);
+    check(lattice_model_option_bounds(option, &lo, &hi), json_path(key), NULL);
+    check(lattice_model_params_get_option(&init, option, &dflt), json_path(key), NULL);
+    if (option != LATTICE_MODEL_OPTION_MASSIVE_OFFSET) /* the arm holds the others as ints */
+        return get_i(spec, key, (int)dflt, (int)lo, (int)hi);
+    const double v = get_d(spec, key, dflt);
+    if (!(v >= lo && v <= hi))
+        die("preset: %s = %g outside %g..%g", json_path(key), v, lo, hi);
+    return v;
+}
+
+/* An arm's block_norm or block_rescale: as the library's, every this many
+ * layers (0: none). 0.4's presets wrote 1 for "every block_size layers";
+ * that 1 is refused unless the blocks are 1 layer, so that no 0.4 preset
+ * silently means every layer. */
+static int block_every(const preset *p, json_object *spec, const char *key,
+                       lattice_model_option option, const char *where)
+{
+    const int v = (int)arm_option(spec, key, option);
     if (v == 1 && p->block_size != 1)
         die("preset: %s is a layer count since 1.0, as in lattice_model_params: 0.4's 1 "
             "(every block) is the student's block_size, %d", json_said_at(where, key), p->block_size);
@@ -256,23 +275,13 @@ static void parse_arm(preset *p, json_object *v, int index)
                 "1 for \"replay\", 0 for \"continue\"", json_said_at(where, "data"));
         a->rewind_data = get_i(spec, "rewind_data", a->rewind_data, 0, 1);
         a->init_gain = get_d(spec, "init_gain", 0);
-        a->block_norm = block_every(p, spec, "block_norm", where);
-        if (a->block_norm && a->placement != LATTICE_NORM_PLACEMENT_PRE)
-            die("preset: %s needs the pre-norm placement (post- and peri-norm "
-                "normalise the stream already)", json_said_at(where, "block_norm"));
-        a->block_rescale = block_every(p, spec, "block_rescale", where);
-        if (a->block_rescale && a->placement != LATTICE_NORM_PLACEMENT_PRE)
-            die("preset: %s needs the pre-norm placement (post- and peri-norm "
-                "normalise the stream already)", json_said_at(where, "block_rescale"));
-        if (a->block_rescale && a->block_norm)
-            die("preset: %s has both block_norm and block_rescale: the block-entry norm "
-                "rescales every position already; give one", json_said(where));
-        a->massive_offset = get_d(spec, "massive_offset", 0);
-        if (!(a->massive_offset >= 0) || a->massive_offset > 1e6)
-            die("preset: %s must be in 0..1e6 (a multiple of the stream's regular "
-                "RMS; 0 for none)", json_said_at(where, "massive_offset"));
-        a->massive_layer = get_i(spec, "massive_layer", 1, 1, 4095);
-        a->massive_channel = get_i(spec, "massive_channel", 0, 0, 1 << 20);
+        a->block_norm = block_every(p, spec, "block_norm", LATTICE_MODEL_OPTION_BLOCK_NORM, where);
+        a->block_rescale =
+            block_every(p, spec, "block_rescale", LATTICE_MODEL_OPTION_BLOCK_RESCALE, where);
+        a->massive_offset = arm_option(spec, "massive_offset", LATTICE_MODEL_OPTION_MASSIVE_OFFSET);
+        a->massive_layer = (int)arm_option(spec, "massive_layer", LATTICE_MODEL_OPTION_MASSIVE_LAYER);
+        a->massive_channel =
+            (int)arm_option(spec, "massive_channel", LATTICE_MODEL_OPTION_MASSIVE_CHANNEL);
         if (!a->massive_offset && (member(spec, "massive_layer") || member(spec, "massive_channel")))
             die("preset: %s sets massive_layer or massive_channel without massive_offset", json_said(where));
         arm_recipe(p, a, member(spec, "train"), where);
@@ -445,7 +454,8 @@ void preset_for_probe(const preset *p, const probe *q, preset *out)
 }
 
 /* Every model the preset makes, checked as lattice_model_create would check
- * it: the students at full depth and the teacher. */
+ * it: the students at full depth, each arm's with its options and norm, and
+ * the teacher. */
 static void check_shapes(const preset *p)
 {
     char why[LATTICE_ERRMSG_SIZE];
@@ -453,6 +463,16 @@ static void check_shapes(const preset *p)
     if (lattice_model_params_check(&mp, why) != LATTICE_OK)
         die("preset: the student's shape (student.*, data.seq_len, data.batch_size) is not "
             "valid: %s", why);
+    for (int i = 0; i < p->n_arms; i++) {
+        const arm *a = &p->arms[i];
+        lattice_model_params am = mp;
+        arm_options(&am, a);
+        lattice_norm *n = new_norm(a->placement, a->residual_scale);
+        const lattice_status st = lattice_model_estimate(&am, n, NULL, NULL);
+        lattice_norm_destroy(n);
+        if (st != LATTICE_OK)
+            die("preset: arms[%d] ('%s'): %s", i, a->name, lattice_last_error());
+    }
     mp = model_shape(p, p->t_layers, p->t_init_std, 1);
     if (lattice_model_params_check(&mp, why) != LATTICE_OK)
         die("preset: the teacher's shape (teacher.layers and the student's width) is not valid: %s",

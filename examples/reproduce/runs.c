@@ -234,22 +234,39 @@ lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_plac
                           NULL);
 }
 
-lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
-                              double residual_scale, int layers, double init_std, uint64_t seed,
-                              int batch, int seq_len, const arm *kind)
+lattice_norm *new_norm(lattice_norm_placement pl, double residual_scale)
 {
     lattice_norm *norm;
     check(lattice_norm_create(pl, LATTICE_NORM_KIND_RMS, 1e-6f, &norm), "norm", NULL);
     if (residual_scale != 1.0)
         check(lattice_norm_set_residual_scale(norm, (float)residual_scale), "norm residual scale", NULL);
+    return norm;
+}
+
+void arm_options(lattice_model_params *mp, const arm *a)
+{
+    const struct {
+        lattice_model_option key;
+        double value;
+    } set[] = {{LATTICE_MODEL_OPTION_BLOCK_NORM, a->block_norm},
+               {LATTICE_MODEL_OPTION_BLOCK_RESCALE, a->block_rescale},
+               {LATTICE_MODEL_OPTION_MASSIVE_OFFSET, a->massive_offset},
+               {LATTICE_MODEL_OPTION_MASSIVE_LAYER, a->massive_layer},
+               {LATTICE_MODEL_OPTION_MASSIVE_CHANNEL, a->massive_channel}};
+    /* the offset's layer and channel mean nothing without it (a named arm holds 0s) */
+    const size_t n = a->massive_offset > 0 ? sizeof set / sizeof set[0] : 3;
+    for (size_t i = 0; i < n; i++)
+        check(lattice_model_params_set_option(mp, set[i].key, set[i].value), "model option", NULL);
+}
+
+lattice_model *new_model_rows(const preset *p, lattice_backend *be, lattice_norm_placement pl,
+                              double residual_scale, int layers, double init_std, uint64_t seed,
+                              int batch, int seq_len, const arm *kind)
+{
+    lattice_norm *norm = new_norm(pl, residual_scale);
     lattice_model_params mp = model_shape_rows(p, layers, init_std, seed, batch, seq_len);
-    if (kind) { /* the arm's interventions, at every block of the curriculum */
-        mp.block_norm = kind->block_norm;
-        mp.block_rescale = kind->block_rescale;
-        mp.massive_offset = (float)kind->massive_offset;
-        mp.massive_layer = kind->massive_layer;
-        mp.massive_channel = kind->massive_channel;
-    }
+    if (kind) /* the arm's interventions, at every block of the curriculum */
+        arm_options(&mp, kind);
     char err[LATTICE_ERRMSG_SIZE];
     check(lattice_model_params_check(&mp, err), "model", err);
     lattice_model *m;

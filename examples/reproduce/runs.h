@@ -30,6 +30,11 @@ lattice_model_params model_shape(const preset *p, int layers, double init_std, u
 lattice_model_params model_shape_rows(const preset *p, int layers, double init_std, uint64_t seed,
                                       int batch, int seq_len);
 
+/* A norm of this placement (RMSNorm, eps 1e-6) and residual scale. */
+lattice_norm *new_norm(lattice_norm_placement pl, double residual_scale);
+/* Set the arm's interventions, the library's model options, in mp (by key). */
+void arm_options(lattice_model_params *mp, const arm *a);
+
 /* A model of the preset's shape with this placement, depth and init. */
 lattice_model *new_model(const preset *p, lattice_backend *be, lattice_norm_placement pl,
                          double residual_scale, int layers, double init_std, uint64_t seed);

@@ -413,7 +413,7 @@ def render_struct(cls, links):
     settable = ({p.name for p in cls.keyword_parameters()}
                 if defaults is not None else set())
     lines = [f"class {cls.__name__}({cls.__base__.__name__})"]
-    for name, ctype, *_ in cls._fields_:
+    for name, (_, ctype, *_) in zip(cls.field_names(), cls._fields_):
         text = f"    {name}: {_py_type(cls, name, ctype)}"
         if name in settable:
             value = getattr(defaults, name)

@@ -97,7 +97,7 @@ class NoSilentNoOp(unittest.TestCase):
             params = type(obj)._creation_params
             if params is None:
                 continue
-            for field, *_ in params._fields_:
+            for field in params.field_names():
                 if field in ("size", "on_step", "on_eval") or isinstance(
                         inspect.getattr_static(type(obj), field, None), property) and \
                         inspect.getattr_static(type(obj), field).fset is not None:

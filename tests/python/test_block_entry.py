@@ -1,9 +1,13 @@
 """The block-entry interventions from Python: ModelParams.block_norm,
 block_rescale and the induced massive activation (massive_offset) reach the
-library, act on the stream, and are refused where the library refuses them."""
+library by key, act on the stream, and are refused where the library refuses
+them; the bounds the library gives are the ones its setter enforces."""
+import ctypes
+import math
 import unittest
 
 import lattice
+from lattice._lib import lib
 
 
 def tiny(**fields):
@@ -64,6 +68,41 @@ class BlockEntry(unittest.TestCase):
             tiny(block_norm=1, block_rescale=1)
         with self.assertRaisesRegex(lattice.LatticeError, "massive_channel 8 not in 0..7"):
             tiny(massive_offset=4.0, massive_channel=8)
+
+
+class OptionKeys(unittest.TestCase):
+    def test_each_option_round_trips_within_its_bounds(self):
+        for option in lattice.ModelOption:
+            name = option.name.lower()
+            lo, hi = lattice.ModelParams.option_bounds(option)
+            self.assertEqual((lo, hi), lattice.ModelParams.option_bounds(name))
+            integer = isinstance(lo, int)
+            p = lattice.ModelParams.defaults()
+            for value in (lo, hi, (lo + hi) // 2 if integer else 2.5):
+                with self.subTest(name, value=value):
+                    setattr(p, name, value)
+                    self.assertEqual(getattr(p, name), value)
+                    self.assertEqual(p.to_dict()[name], value)
+            past = (lo - 1, hi + 1) if integer else (math.nextafter(lo, -math.inf),
+                                                    math.nextafter(hi, math.inf))
+            for value in past:
+                with self.subTest(name, value=value):
+                    with self.assertRaisesRegex(lattice.LatticeError, f"{name} .* not in ") as cm:
+                        lattice.ModelParams.make(**{name: value})
+                    self.assertEqual(cm.exception.code, lattice.Status.INVALID_ARGUMENT)
+            self.assertEqual(getattr(p, name), (lo + hi) // 2 if integer else 2.5)
+
+    def test_refused_by_key(self):
+        with self.assertRaises(ValueError):
+            lattice.ModelParams.option_bounds("no_such_option")
+        lo, hi = ctypes.c_double(), ctypes.c_double()
+        self.assertEqual(lib.lattice_model_option_bounds(7, ctypes.byref(lo), ctypes.byref(hi)),
+                         lattice.Status.UNSUPPORTED)
+        self.assertIn("no model option has the key 7", lattice.last_error())
+        with self.assertRaises(TypeError):  # an integer option takes integers
+            lattice.ModelParams.make(block_norm=2.5)
+        with self.assertRaisesRegex(TypeError, "no field 'lattice_reserved_block_norm'"):
+            lattice.ModelParams.make(lattice_reserved_block_norm=2)  # the slot is reserved
 
 
 if __name__ == "__main__":

@@ -146,7 +146,7 @@ class ReferenceForward(unittest.TestCase):
         section = text.split("## Defaults", 1)[1].split("\n## ", 1)[0]
         listed = dict(re.findall(r"^\| `(\w+)` \| `([^`]+)` \|", section, re.M))
         defaults = lattice.ModelParams.defaults()
-        names = [n for n, _ in lattice.ModelParams._fields_ if n != "size"]
+        names = [n for n in lattice.ModelParams.field_names() if n != "size"]
         self.assertEqual(sorted(listed), sorted(names))
         for n in names:
             # as float32, the fields' type (init_std 0.02)
@@ -160,7 +160,7 @@ class ReferenceForward(unittest.TestCase):
         block = re.sub(r"\s*\n\s*\*\s*", " ", block)
         listed = dict(re.findall(r"(\w+) ([-0-9.e]+)", block))
         defaults = lattice.ModelParams.defaults()
-        names = [n for n, _ in lattice.ModelParams._fields_ if n != "size"]
+        names = [n for n in lattice.ModelParams.field_names() if n != "size"]
         self.assertEqual(sorted(listed), sorted(names))
         for n in names:
             self.assertEqual(np.float32(listed[n]), np.float32(getattr(defaults, n)), n)

@@ -99,8 +99,14 @@ class Presets(unittest.TestCase):
                   "0.4's 1 (every block) is the student's block_size, 3"),
                  ([{"name": "a", "placement": "pre", "schedule": "grow", "block_rescale": 1}],
                   "arms[0].block_rescale is a layer count since 1.0"),
+                 # the library's rules, asked: its bounds, then its check of the model
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "block_norm": 5000}],
+                  "arms[0].block_norm = 5000 outside 0..4096"),
+                 ([{"name": "a", "placement": "pre", "schedule": "grow", "massive_offset": 4,
+                    "massive_channel": 1 << 20}],
+                  "arms[0].massive_channel = 1048576 outside 0..1048575"),
                  ([{"name": "a", "placement": "pre", "schedule": "grow", "block_norm": 10}],
-                  "block_norm")]
+                  "arms[0] ('a'): block_norm 10 not in 0..n_layers (9)")]
         with tempfile.TemporaryDirectory() as d:
             for arms, msg in cases:
                 write(os.path.join(d, "p.json"), {"name": "bad", "arms": arms})
@@ -426,7 +432,8 @@ class Jobs(unittest.TestCase):
                                           "block_norm": 1}])
             r = run("--preset", preset, "--check")
             self.assertEqual(r.returncode, 1)
-            self.assertIn("arms[0].block_norm needs the pre-norm placement", r.stderr)
+            self.assertIn("arms[0] ('x'): lattice_model_estimate: block_norm 1 needs the pre-norm "
+                          "placement", r.stderr)
 
     def test_matched_rows_of_another_recipe(self):
         """The interaction at matched compute gets a verdict row on a recipe
@@ -508,10 +515,11 @@ class Jobs(unittest.TestCase):
                              3, ce)
             for arm, message in (({"name": "x", "placement": "post", "schedule": "grow",
                                    "block_rescale": 1},
-                                  "arms[0].block_rescale needs the pre-norm placement"),
+                                  "arms[0] ('x'): lattice_model_estimate: block_rescale 1 needs "
+                                  "the pre-norm placement"),
                                  ({"name": "x", "placement": "pre", "schedule": "grow",
                                    "block_rescale": 1, "block_norm": 1},
-                                  "arms[0] has both block_norm and block_rescale")):
+                                  "arms[0] ('x'): block_norm 1 and block_rescale 1 are both set")):
                 r = run("--preset", tiny_arms_study(d, [arm]), "--check")
                 self.assertEqual(r.returncode, 1)
                 self.assertIn(message, r.stderr)

@@ -53,7 +53,7 @@ from ._lib import (ERRMSG_SIZE, last_error, library_path, status_string, version
                    version_string)
 from ._types import (BackendInfo, BackendOps, BlockInit, DataParams, DistillParams, Group,
                      KLDirection, LRShape,
-                     ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
+                     ModelOption, ModelParams, NormKind, NormPlacement, OptimParams, Phase, Preset, Split,
                      TrainerParams)
 from .backend import Backend, Kernels, has_blis
 from .data import Batch, Data, Position
@@ -74,7 +74,8 @@ __all__ = [
     "LatticeError", "ClosedError", "Status", "status_string", "version_number",
     "version_string", "ERRMSG_SIZE", "library_path", "last_error",
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
-    "LRShape", "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase", "TrainerParams",
+    "LRShape", "ModelOption", "ModelParams", "OptimParams", "DistillParams", "DataParams", "Phase",
+    "TrainerParams",
     "BackendOps", "BackendInfo",
     "Backend", "Kernels", "has_blis", "Norm", "Model", "Tensor", "Optim", "Distill", "DistillResult",
     "Data", "Batch", "Position", "Schedule", "Counters", "Teacher", "Trainer", "Metrics",

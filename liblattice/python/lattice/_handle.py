@@ -257,7 +257,7 @@ class Handle:
         what = f"{cls.__name__}.{name}"
         fields = ()
         if self._creation_params is not None:
-            fields = [n for n, *_ in self._creation_params._fields_ if n != "size"]
+            fields = [n for n in self._creation_params.field_names() if n != "size"]
         hint = self._hint(name)
         if name in fields:
             if hint and hint.startswith("!"):  # a hint that replaces the sentence

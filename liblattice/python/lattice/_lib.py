@@ -213,6 +213,10 @@ PROTOTYPES = {
     # model.h
     "lattice_model_params_init": (None, [POINTER(T.ModelParams)]),
     "lattice_model_params_check": (STATUS, [POINTER(T.ModelParams), c_char_p]),
+    "lattice_model_params_set_option": (STATUS, [POINTER(T.ModelParams), c_int, c_double]),
+    "lattice_model_params_get_option": (STATUS, [POINTER(T.ModelParams), c_int,
+                                                 POINTER(c_double)]),
+    "lattice_model_option_bounds": (STATUS, [c_int, POINTER(c_double), POINTER(c_double)]),
     "lattice_model_estimate": (STATUS, [POINTER(T.ModelParams), T.norm_p, POINTER(c_int64),
                                         POINTER(c_size_t)]),
     "lattice_model_create": (STATUS, [POINTER(T.ModelParams), T.norm_p, T.backend_p,

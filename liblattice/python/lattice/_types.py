@@ -18,7 +18,7 @@ from ctypes import (CFUNCTYPE, POINTER, c_char_p, c_double, c_float, c_int, c_in
 
 __all__ = [
     "NormPlacement", "NormKind", "Group", "KLDirection", "Split", "BlockInit", "Preset",
-    "LRShape", "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
+    "LRShape", "ModelOption", "ModelParams", "TensorInfo", "OptimParams", "DistillParams", "DataParams", "Phase",
     "TrainerParams", "BackendOps", "BackendInfo",
 ]
 
@@ -213,6 +213,13 @@ class Struct(ctypes.Structure):
 
     _enums = {}
     _since = {}  # field -> the lattice_version_number() that added it (after 1.0)
+    _options = {}  # an option set by key, by name -> its key; its C slot is reserved
+
+    @classmethod
+    def field_names(cls) -> List[str]:
+        """The fields' names in C order, a reserved slot by its option's name."""
+        return [n[len(RESERVED):] if n[len(RESERVED):] in cls._options else n
+                for n, *_ in cls._fields_]
 
     def __setattr__(self, name, value):
         how = self.__dict__.get("_read_only")
@@ -265,7 +272,7 @@ class Struct(ctypes.Structure):
     def to_dict(self) -> Dict[str, Any]:
         """The fields by name, in C order: enum fields as members, nested structs as dicts."""
         out = {}
-        for name, *_ in self._fields_:
+        for name in self.field_names():
             value = getattr(self, name)
             if isinstance(value, Struct):
                 value = value.to_dict()
@@ -346,7 +353,7 @@ class Params(Struct):
         """inspect.Parameters for the settable fields: keyword-only, C defaults, types."""
         defaults = cls.defaults()
         out = []
-        for name, ctype, *_ in cls._fields_:
+        for name, (_, ctype, *_) in zip(cls.field_names(), cls._fields_):
             if name == "size" or not _is_plain(ctype):
                 continue
             if name in cls._enums:
@@ -369,7 +376,7 @@ class Params(Struct):
     def update(self: P, **fields: Any) -> P:
         """Set fields by keyword (enum fields also by name, str fields from str); returns
         self. TypeError for a field the struct lacks, or one newer than the library."""
-        names = {name for name, *_ in self._fields_} - {"size"}
+        names = set(self.field_names()) - {"size"}
         for key, value in fields.items():
             if key not in names:
                 known = ", ".join(sorted(names))
@@ -382,7 +389,7 @@ class Params(Struct):
                                     f"liblattice {version_string}, which would ignore it")
             if key in self._enums:
                 value = to_enum(self._enums[key], value)
-            elif dict(self._fields_)[key] is c_char_p and value is not None:
+            elif dict(self._fields_).get(key) is c_char_p and value is not None:
                 value = os.fsencode(value)  # paths and separators; the struct keeps the bytes
             setattr(self, key, value)
         return self
@@ -411,14 +418,34 @@ def with_fields(params_cls: Type[Params]) -> Callable[[Callable], Callable]:
     return decorate
 
 
+class ModelOption(Enum):
+    """A model option set by key (lattice_model_option): a :class:`ModelParams`
+    attribute of the same name in lower case. Keys from 1000 on are experimental
+    (doc/API.md, "Experimental options"): a 1.x release may change what one does,
+    its bounds or its default, or retire it."""
+
+    BLOCK_NORM = 1000
+    BLOCK_RESCALE = 1001
+    MASSIVE_OFFSET = 1002
+    MASSIVE_LAYER = 1003
+    MASSIVE_CHANNEL = 1004
+
+
+RESERVED = "lattice_reserved_"  # the prefix of a slot the C header reserves
+
+
 class ModelParams(Params):
     """lattice_model_params: a model's shape and initialisation.
 
     block_norm, block_rescale, massive_offset, massive_layer and
-    massive_channel are experimental (doc/API.md, "Experimental options"):
-    outside 1.0's stability promise, a 1.x release may change what they do."""
+    massive_channel are the experimental model options (:class:`ModelOption`;
+    doc/API.md, "Experimental options"). They read and set like fields, and go
+    through the library by key (lattice_model_params_set_option): a value
+    outside :meth:`option_bounds` raises :class:`LatticeError` with the
+    library's reason. A 1.x release may change what they do."""
 
     _init = "lattice_model_params_init"
+    _options = {m.name.lower(): m for m in ModelOption}
     _fields_ = [
         ("size", c_size_t),
         ("vocab_size", c_int),
@@ -436,12 +463,59 @@ class ModelParams(Params):
         ("max_seq", c_int),
         ("seed", c_uint64),
         ("init_std", c_float),
-        ("block_norm", c_int),  # since 0.4, experimental
-        ("block_rescale", c_int),  # since 0.4, experimental
-        ("massive_offset", c_float),  # since 1.0, experimental
-        ("massive_layer", c_int),  # since 1.0, experimental
-        ("massive_channel", c_int),  # since 1.0, experimental
+        ("lattice_reserved_block_norm", c_int),  # ModelOption.BLOCK_NORM's slot
+        ("lattice_reserved_block_rescale", c_int),
+        ("lattice_reserved_massive_offset", c_float),
+        ("lattice_reserved_massive_layer", c_int),
+        ("lattice_reserved_massive_channel", c_int),
     ]
+
+    @staticmethod
+    def option_bounds(option: Union[ModelOption, str]) -> tuple:
+        """The least and greatest values an option takes, (lo, hi), as the library
+        says (lattice_model_option_bounds); ints for an integer option."""
+        from ._handle import check
+        from ._lib import lib
+        option = to_enum(ModelOption, option)
+        lo, hi = c_double(), c_double()
+        check(lib.lattice_model_option_bounds(option, ctypes.byref(lo), ctypes.byref(hi)))
+        if ModelParams._option_is_int(option):
+            return int(lo.value), int(hi.value)
+        return lo.value, hi.value
+
+    @staticmethod
+    def _option_is_int(option: ModelOption) -> bool:
+        return dict(ModelParams._fields_)[RESERVED + option.name.lower()] is c_int
+
+
+def _option_property(option: ModelOption) -> property:
+    """A ModelParams attribute that reads and sets option through the library's keyed calls."""
+    integer = ModelParams._option_is_int(option)
+    what = f"ModelParams.{option.name.lower()}"
+
+    def get(self) -> Union[int, float]:
+        from ._handle import check
+        from ._lib import lib
+        if "lattice_model_params_get_option" in lib.missing:  # a 1.0 library: the slot itself
+            return getattr(self, RESERVED + option.name.lower())
+        value = c_double()
+        check(lib.lattice_model_params_get_option(ctypes.byref(self), option,
+                                                  ctypes.byref(value)))
+        return int(value.value) if integer else f32(value.value)
+
+    def set(self, value: Union[int, float]) -> None:
+        from ._handle import check
+        from ._lib import lib
+        value = as_integer(value, what) if integer else as_number(value, what)
+        check(lib.lattice_model_params_set_option(ctypes.byref(self), option, float(value)))
+
+    return property(get, set, doc=f"The experimental model option ModelOption.{option.name}, "
+                                  f"{'an int' if integer else 'a float'} within "
+                                  f"option_bounds(ModelOption.{option.name}).")
+
+
+for _option in ModelOption:
+    setattr(ModelParams, _option.name.lower(), _option_property(_option))
 
 
 class TensorInfo(Struct):
