@@ -454,11 +454,9 @@ START_TEST(test_save_load)
     pw.init_std = pc.init_std;
     pw.max_batch = pc.max_batch;
     pw.max_seq = pc.max_seq;
-    if (tu_get_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_OFFSET) == 0) {
-        tu_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_LAYER,
-                  tu_get_option(&pc, LATTICE_MODEL_OPTION_MASSIVE_LAYER));
-        tu_option(&pw, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL,
-                  tu_get_option(&pc, LATTICE_MODEL_OPTION_MASSIVE_CHANNEL));
+    if (pw.lattice_reserved_massive_offset == 0.0f) { /* the slots, compared as bytes below */
+        pw.lattice_reserved_massive_layer = pc.lattice_reserved_massive_layer;
+        pw.lattice_reserved_massive_channel = pc.lattice_reserved_massive_channel;
     }
     ck_assert_msg(memcmp(&pc, &pw, sizeof pc) == 0, "%s: create_from_file made other params",
                   r->field);
