@@ -40,9 +40,9 @@ static const option_row *row_of(const char *fn, lattice_model_option key)
         if (option_rows[i].key == key)
             return &option_rows[i];
     lattice__fail(LATTICE_ERR_UNSUPPORTED,
-                  "%s: no model option has the key %d in liblattice %s (the "
-                  "experimental keys are %d and above, and a release may retire one)",
-                  fn, (int)key, LATTICE_VERSION_STRING, (int)LATTICE_MODEL_OPTION_EXPERIMENTAL_FIRST);
+                  "%s: no model option has the key %d in liblattice %s (the experimental keys "
+                  "are %d and above, and a release may retire one)", fn, (int)key,
+                  LATTICE_VERSION_STRING, (int)LATTICE_MODEL_OPTION_EXPERIMENTAL_FIRST);
     return NULL;
 }
 
@@ -60,7 +60,7 @@ static lattice_status refuse(const char *fn, const option_row *r, double value)
     return LATTICE_OK;
 }
 
-/* params's slot for row r, after the checks every keyed call makes. */
+/* key's row into *r, after the checks every keyed call on params makes. */
 static lattice_status slot_of(const char *fn, const lattice_model_params *params,
                               lattice_model_option key, const void *value, const option_row **r)
 {

@@ -279,7 +279,8 @@ static void parse_arm(preset *p, json_object *v, int index)
         a->block_rescale =
             block_every(p, spec, "block_rescale", LATTICE_MODEL_OPTION_BLOCK_RESCALE, where);
         a->massive_offset = arm_option(spec, "massive_offset", LATTICE_MODEL_OPTION_MASSIVE_OFFSET);
-        a->massive_layer = (int)arm_option(spec, "massive_layer", LATTICE_MODEL_OPTION_MASSIVE_LAYER);
+        a->massive_layer =
+            (int)arm_option(spec, "massive_layer", LATTICE_MODEL_OPTION_MASSIVE_LAYER);
         a->massive_channel =
             (int)arm_option(spec, "massive_channel", LATTICE_MODEL_OPTION_MASSIVE_CHANNEL);
         if (!a->massive_offset && (member(spec, "massive_layer") || member(spec, "massive_channel")))
