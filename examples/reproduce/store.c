@@ -6,7 +6,10 @@
 
 #include "canon.h"
 #include "files.h"
+#include "json.h" /* the library's strict JSON parser and writer (liblattice/json.h) */
 #include "preset.h"
+#include "preset_json.h"
+#include "record.h"
 #include "resume.h"
 #include "runs.h"
 
@@ -64,9 +67,6 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
         die("out of memory");
     memcpy(job, buf, sizeof *job);
     memcpy(r, buf + sizeof *job, header - sizeof *job);
-    if (header < RUN_HEADER) /* no sinks were measured */
-        for (int k = 0; k < MAX_POINTS; k++)
-            r->sinks[k] = (sink_point){NAN, NAN, NAN, NAN};
     r->losses = NULL;
     r->step_phase = r->step_active = NULL;
     r->step_alt = NULL;
@@ -80,12 +80,7 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
         return NULL;
     }
     /* every count within the array it indexes */
-    if (r->n_pts < 0 || r->n_pts > MAX_POINTS || r->n_appends < 0 ||
-        (size_t)r->n_appends > sizeof r->append_steps / sizeof r->append_steps[0] ||
-        (size_t)r->n_appends > sizeof r->is_append / sizeof r->is_append[0] ||
-        (size_t)r->n_appends > sizeof r->resp / sizeof r->resp[0] || r->n_boundaries < 0 ||
-        (size_t)r->n_boundaries > sizeof r->rms / sizeof r->rms[0] || r->n_blocks_measured < 0 ||
-        (size_t)r->n_blocks_measured > sizeof r->removal / sizeof r->removal[0]) {
+    if (!record_settle(r)) {
         snprintf(why, why_size,
                  "counts beyond their arrays (%d points, %d phase changes, %d boundaries, %d "
                  "blocks measured)",
@@ -93,6 +88,9 @@ run_result *run_unpack_sized(const char *buf, size_t bytes, size_t header, int32
         free(r);
         return NULL;
     }
+    if (header < RUN_HEADER) /* no sinks were measured */
+        for (int k = 0; k < r->n_pts; k++)
+            r->sinks[k] = (sink_point){NAN, NAN, NAN, NAN};
     const char *at = buf + header;
     r->losses = calloc(n + 1, sizeof(double));
     r->step_phase = calloc(n + 1, sizeof(int));
@@ -268,16 +266,20 @@ void corpus_checksum(const preset *p, char *hex)
 
 /* ---- the output folder's runs/ ------------------------------------------------------ */
 
-/* A kept run's file (format 2, since 0.5):
+/* A kept run's file of format 2 (0.5 to 1.0), still read as it is:
  *   "LATRUN", 0, 2
  *   kept_head: the arm's name and the seed it was run for (the file's name
  *     must say the same), and the sizes of what follows
  *   the settings it was made with, as canonical JSON (run_settings)
  *   the record (run_pack)
  *   XXH64 of every byte before it
- * Points past n_pts are zeros (the record is calloc'd), which git and gzip
- * store in next to nothing. Files of format 1 (0.4 and before) carry a
- * checksum of settings only: `reproduce --rekey` verifies and converts them. */
+ * Files of format 1 (0.4 and before) carry a checksum of settings only:
+ * `reproduce --rekey` verifies and converts them.
+ *
+ * Format 3 (since 1.1), what kept_pack writes: one line of JSON,
+ *   {"kept_run":3,"arm":ARM,"seed":N,"job":J,"settings":{...},"record":{...},"xxh64":"HEX"}
+ * the settings as run_settings wrote them, the record as record_to_json
+ * does, and HEX the XXH64 of every byte before ,"xxh64" as 16 hex digits. */
 static const char MAGIC[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 2};
 const char KEPT_MAGIC_1[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 1};
 
@@ -291,6 +293,13 @@ typedef struct kept_head {
 #define MAX_SETTINGS ((uint64_t)1 << 20)
 /* a run of up to 2^24 steps */
 #define MAX_RECORD (RUN_HEADER + ((uint64_t)1 << 24) * RUN_PER_STEP)
+/* ... as a file of either format: 64 bytes a step in JSON, and 4 MiB for the rest */
+#define MAX_KEPT_FILE (((uint64_t)1 << 24) * 64 + ((uint64_t)1 << 22) + MAX_SETTINGS)
+
+#define KEPT_FORMAT 3
+#define SUM_KEY ",\"xxh64\":\""
+/* the file's end: the checksum's key, 16 hex digits, "}\n */
+#define SUM_TAIL (sizeof SUM_KEY - 1 + 16 + 3)
 
 void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed)
 {
@@ -298,8 +307,45 @@ void run_path(char *buf, size_t n, const char *dir, const char *arm, int seed)
         die("the path of a kept run is too long (output folder %s)", dir);
 }
 
+/* o's compact JSON text; dies when out of memory. */
+static char *dump(json_object *o)
+{
+    char *t = lattice__json_dump(o);
+    json_object_put(o);
+    if (!t)
+        die("out of memory");
+    return t;
+}
+
 char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t job,
                 const run_result *r, size_t *bytes)
+{
+    json_object *h = json_object_new_object();
+    json_object_object_add(h, "kept_run", json_object_new_int(KEPT_FORMAT));
+    json_object_object_add(h, "arm", json_object_new_string(arm_name));
+    json_object_object_add(h, "seed", json_object_new_int(seed));
+    json_object_object_add(h, "job", json_object_new_int(job));
+    char *head = dump(h), *rec = dump(record_to_json(r));
+    const size_t n = strlen(head) + strlen(settings) + strlen(rec) + 64;
+    char *buf = malloc(n);
+    if (!buf)
+        die("out of memory");
+    /* the head's members, then the settings and the record, then the checksum of them all */
+    int at = snprintf(buf, n, "%.*s,\"settings\":%s,\"record\":%s", (int)strlen(head) - 1, head,
+                      settings, rec);
+    char hex[17];
+    hex64(hex, xxh_bytes(buf, (size_t)at));
+    at += snprintf(buf + at, n - (size_t)at, SUM_KEY "%s\"}\n", hex);
+    *bytes = (size_t)at;
+    free(head);
+    free(rec);
+    return buf;
+}
+
+/* The raw record of format 2 (run_unpack) is written no more: a test makes
+ * one to see that it is still read. */
+char *kept_pack_raw(const char *arm_name, int seed, const char *settings, int32_t job,
+                    const run_result *r, size_t *bytes)
 {
     size_t rec_bytes;
     char *rec = run_pack(job, r, &rec_bytes);
@@ -324,11 +370,99 @@ char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t jo
     return buf;
 }
 
+/* The settings a kept run was made with (was, len bytes) against these: 0,
+ * or KEPT_STALE with the keys that differ in why. */
+static int same_settings(const char *was, size_t len, const char *settings, char *why,
+                         size_t why_size)
+{
+    if (len == strlen(settings) && memcmp(was, settings, len) == 0)
+        return 0;
+    char *text = malloc(len + 1);
+    if (!text)
+        die("out of memory");
+    memcpy(text, was, len);
+    text[len] = 0;
+    char keys[1500];
+    const int n = canon_diff(text, settings, keys, sizeof keys, 4);
+    free(text);
+    if (n > 0)
+        snprintf(why, why_size, "made with other settings: %s", keys);
+    else
+        snprintf(why, why_size, "made with other settings (unreadable: a damaged record)");
+    return KEPT_STALE;
+}
+
+/* Whether a kept run names this arm and seed: 0, or KEPT_BAD with why. */
+static int same_run(const char *arm, size_t arm_size, long long seed, const char *arm_name,
+                    int want_seed, char *why, size_t why_size)
+{
+    const int named = arm && memchr(arm, 0, arm_size) != NULL;
+    if (named && strcmp(arm, arm_name) == 0 && seed == want_seed)
+        return 0;
+    snprintf(why, why_size, "it holds arm '%.47s' seed %lld, not %s seed %d (a file renamed?)",
+             named ? arm : "?", seed, arm_name, want_seed);
+    return KEPT_BAD;
+}
+
+/* o's member key as an integer, or fallback when it is absent or not one. */
+static long long int_member(json_object *o, const char *key, long long fallback)
+{
+    json_object *v = member(o, key);
+    return json_object_is_type(v, json_type_int) ? (long long)json_object_get_int64(v) : fallback;
+}
+
+/* kept_parse of a file of format 3. */
+static int kept_parse_json(const char *buf, size_t bytes, const char *arm_name, int seed,
+                           const char *settings, run_result **out, char *why, size_t why_size)
+{
+    const size_t body = bytes - SUM_TAIL;
+    char hex[17];
+    if (bytes < SUM_TAIL || memcmp(buf + body, SUM_KEY, sizeof SUM_KEY - 1) != 0 ||
+        memcmp(buf + bytes - 3, "\"}\n", 3) != 0) {
+        snprintf(why, why_size, "damaged: %zu bytes without the checksum that ends a kept run "
+                                "(cut short?)", bytes);
+        return KEPT_BAD;
+    }
+    hex64(hex, xxh_bytes(buf, body));
+    if (memcmp(buf + body + sizeof SUM_KEY - 1, hex, 16) != 0) {
+        snprintf(why, why_size, "damaged: its contents do not match their checksum");
+        return KEPT_BAD;
+    }
+    char err[LATTICE_ERRMSG_SIZE];
+    json_object *o = NULL, *v;
+    const lattice_status st = lattice__json_parse(buf, bytes, 0, "the kept run", &o, err);
+    if (st == LATTICE_ERR_OUT_OF_MEMORY)
+        die("out of memory");
+    int rc = KEPT_BAD;
+    if (st != LATTICE_OK)
+        snprintf(why, why_size, "damaged: %s", err);
+    else if (int_member(o, "kept_run", -1) != KEPT_FORMAT || int_member(o, "job", LLONG_MIN) == LLONG_MIN ||
+             !json_object_object_get_ex(o, "settings", &v) ||
+             !json_object_is_type(v, json_type_object))
+        snprintf(why, why_size, "not a kept run of format %d (its kept_run, job or settings "
+                                "are missing or of another type)", KEPT_FORMAT);
+    else if ((rc = same_run(json_object_get_string(member(o, "arm")), 48,
+                            int_member(o, "seed", -1), arm_name, seed, why, why_size)) == 0) {
+        char *was = canon_json(v);
+        rc = same_settings(was, strlen(was), settings, why, why_size);
+        free(was);
+    }
+    char how[300];
+    if (rc == 0 && !(*out = record_from_json(member(o, "record"), how, sizeof how))) {
+        snprintf(why, why_size, "its record is damaged: %s", how);
+        rc = KEPT_BAD;
+    }
+    json_object_put(o);
+    return rc == 0 ? KEPT_OK : rc;
+}
+
 int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
                const char *settings, run_result **out, char *why, size_t why_size)
 {
     *out = NULL;
     kept_head h;
+    if (bytes > 0 && buf[0] == '{')
+        return kept_parse_json(buf, bytes, arm_name, seed, settings, out, why, why_size);
     if (bytes >= sizeof MAGIC && memcmp(buf, KEPT_MAGIC_1, sizeof MAGIC) == 0) {
         snprintf(why, why_size, "kept by 0.4 or before, with a checksum of its settings only: "
                                 "`" PROG " --rekey` verifies it against the preset it was made "
@@ -336,7 +470,8 @@ int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
         return KEPT_OLD;
     }
     if (bytes < sizeof MAGIC + sizeof h + sizeof(uint64_t) || memcmp(buf, MAGIC, sizeof MAGIC)) {
-        snprintf(why, why_size, "not a kept run (%zu bytes, no LATRUN header of format 2)", bytes);
+        snprintf(why, why_size, "not a kept run (%zu bytes, neither JSON nor a LATRUN header of "
+                                "format 2)", bytes);
         return KEPT_BAD;
     }
     memcpy(&h, buf + sizeof MAGIC, sizeof h);
@@ -355,28 +490,12 @@ int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
         snprintf(why, why_size, "damaged: its contents do not match their checksum");
         return KEPT_BAD;
     }
-    if (memchr(h.arm, 0, sizeof h.arm) == NULL || strcmp(h.arm, arm_name) != 0 ||
-        h.seed != (uint32_t)seed) {
-        snprintf(why, why_size, "it holds arm '%.47s' seed %u, not %s seed %d (a file renamed?)",
-                 memchr(h.arm, 0, sizeof h.arm) ? h.arm : "?", h.seed, arm_name, seed);
-        return KEPT_BAD;
-    }
     const char *text = buf + sizeof MAGIC + sizeof h;
-    if (h.settings_len != strlen(settings) || memcmp(text, settings, h.settings_len) != 0) {
-        char *was = malloc(h.settings_len + 1);
-        if (!was)
-            die("out of memory");
-        memcpy(was, text, h.settings_len);
-        was[h.settings_len] = 0;
-        char keys[1500];
-        const int n = canon_diff(was, settings, keys, sizeof keys, 4);
-        free(was);
-        if (n > 0)
-            snprintf(why, why_size, "made with other settings: %s", keys);
-        else
-            snprintf(why, why_size, "made with other settings (unreadable: a damaged record)");
-        return KEPT_STALE;
-    }
+    int rc = same_run(h.arm, sizeof h.arm, h.seed, arm_name, seed, why, why_size);
+    if (rc == 0)
+        rc = same_settings(text, h.settings_len, settings, why, why_size);
+    if (rc != 0)
+        return rc;
     int32_t job;
     char how[300];
     run_result *r = run_unpack_sized(text + h.settings_len, h.record_bytes, h.record_header, &job,
@@ -387,6 +506,34 @@ int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
     }
     *out = r;
     return KEPT_OK;
+}
+
+json_object *kept_settings(const char *path)
+{
+    char *buf;
+    size_t n;
+    if (read_regular(path, MAX_KEPT_FILE, &buf, &n) != 0)
+        return NULL;
+    json_object *o = NULL, *all;
+    kept_head h;
+    char err[LATTICE_ERRMSG_SIZE];
+    if (n > 0 && buf[0] == '{') {
+        if (lattice__json_parse(buf, n, 0, "a kept run", &all, err) == LATTICE_OK) {
+            o = json_object_get(member(all, "settings"));
+            json_object_put(all);
+        }
+    } else if (n >= sizeof MAGIC + sizeof h && memcmp(buf, MAGIC, sizeof MAGIC) == 0) {
+        memcpy(&h, buf + sizeof MAGIC, sizeof h);
+        if (h.settings_len <= MAX_SETTINGS && sizeof MAGIC + sizeof h + h.settings_len <= n) {
+            char *text = strndup(buf + sizeof MAGIC + sizeof h, h.settings_len);
+            if (!text)
+                die("out of memory");
+            o = json_tokener_parse(text);
+            free(text);
+        }
+    }
+    free(buf);
+    return o;
 }
 
 void keep_run(study *s, int job, run_result *r)
@@ -419,7 +566,7 @@ static int load_one(const study *s, int job, run_result **out, char *why, size_t
     char *buf;
     size_t n;
     /* bounded by the largest file a record can make */
-    if (read_regular(path, MAX_RECORD + MAX_SETTINGS + 4096, &buf, &n) != 0) {
+    if (read_regular(path, MAX_KEPT_FILE, &buf, &n) != 0) {
         if (errno == ENOENT)
             return KEPT_NONE;
         snprintf(why, why_size, "cannot be read: %s",

@@ -1,8 +1,9 @@
 /* Runs kept: records as bytes, their settings, the output folder's runs/.
  *
- * A run's record as bytes (for the MPI wire and for the output folder), the
- * settings a run's numbers depend on, and the output folder's runs/ (one file
- * per arm x seed, reused by a later run whose settings match). */
+ * A run's record as bytes (for the MPI wire, and in the runs kept by 0.5 to
+ * 1.0), the settings a run's numbers depend on, and the output folder's runs/
+ * (one file per arm x seed, as JSON since 1.1, reused by a later run whose
+ * settings match). */
 #ifndef REPRODUCE_STORE_H
 #define REPRODUCE_STORE_H
 
@@ -44,17 +45,28 @@ enum { KEPT_NONE = 0, KEPT_OK = 1, KEPT_BAD = -1, KEPT_STALE = -2, KEPT_OLD = -3
 /* The magic of a run kept by 0.4 or before (format 1). */
 extern const char KEPT_MAGIC_1[8];
 
-/* A kept run's file as bytes: the arm's name and seed (from 1), the
- * settings it was made with, the record, and a checksum over them all. */
+/* A kept run's file as bytes (format 3, JSON): the arm's name and seed
+ * (from 1), the job, the settings it was made with, the record (record.h),
+ * and a checksum over them all. */
 char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t job,
                 const run_result *r, size_t *bytes);
 
-/* A kept run's file back: KEPT_OK with *out only when its checksum holds,
+/* ... of format 2 (the record's raw bytes, run_pack), as 0.5 to 1.0 wrote
+ * them: for the tests that see such files still read. */
+char *kept_pack_raw(const char *arm_name, int seed, const char *settings, int32_t job,
+                    const run_result *r, size_t *bytes);
+
+/* A kept run's file of either format back: KEPT_OK with *out only when its checksum holds,
  * it names this arm and seed, and its settings are these; else KEPT_BAD
  * (damaged, or another arm's or seed's), KEPT_STALE (other settings: why
  * names the keys that differ) or KEPT_OLD (format 1), with the reason. */
 int kept_parse(const char *buf, size_t bytes, const char *arm_name, int seed,
                const char *settings, run_result **out, char *why, size_t why_size);
+
+/* A kept run's settings (DIR/runs/NAME, of either format) as a new JSON
+ * object, or NULL. Not checked against the file's checksum: a witness only
+ * (teacher.c's, of the corpus and threads a teacher was made with). */
+json_object *kept_settings(const char *path);
 
 /* Keep a finished run: into the study, and into DIR/runs/ when the study
  * has an output folder. Thread-safe for different jobs. */

@@ -108,32 +108,6 @@ void write_teacher_record(const preset *p, const char *dir, const char *hex,
     write_meta(dir, teacher_record_want(p, corpus_hex, backend), hex);
 }
 
-/* A kept run's settings (DIR/runs/NAME; format 2, see store.c: the magic, a
- * head of 80 bytes whose settings_len is at 56, the settings) as a new JSON
- * object, or NULL. Not checked against the file's checksum: a witness only. */
-static json_object *kept_settings(const char *path)
-{
-    static const char magic[8] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 2};
-    const int fd = open_regular(path, NULL);
-    if (fd < 0)
-        return NULL;
-    unsigned char head[8 + 80];
-    json_object *o = NULL;
-    if (pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head &&
-        memcmp(head, magic, sizeof magic) == 0) {
-        uint64_t len;
-        memcpy(&len, head + 8 + 56, sizeof len);
-        char *text = len > 0 && len <= (1 << 20) ? malloc(len + 1) : NULL;
-        if (text && pread(fd, text, len, sizeof head) == (ssize_t)len) {
-            text[len] = 0;
-            o = json_tokener_parse(text);
-        }
-        free(text);
-    }
-    close(fd);
-    return o;
-}
-
 /* A teacher.json written before issue 38 does not say the corpus, threads or
  * backend the teacher was made with. What it lacks is filled in:
  * - corpus and threads: as the runs kept in DIR/runs/ with this teacher file

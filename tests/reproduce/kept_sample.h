@@ -11,8 +11,9 @@
 #define SAMPLE_SEED 2
 #define SAMPLE_SETTINGS "{\"arm\":{\"spec\":\"post-grow\"},\"preset\":{\"train\":{\"tau\":1}}}"
 
-/* The file's bytes (malloc'd) and their size. */
-static inline char *sample_kept(size_t *bytes)
+/* The file's bytes (malloc'd) and their size: as JSON (format 3), or with
+ * raw as the raw record of format 2 that 0.5 to 1.0 kept. */
+static inline char *sample_kept_as(int raw, size_t *bytes)
 {
     run_result *r = calloc(1, sizeof(*r));
     const int64_t n = 40;
@@ -37,10 +38,13 @@ static inline char *sample_kept(size_t *bytes)
     r->append_steps[0] = 20;
     r->is_append[0] = 1;
     r->seconds = 12.5;
-    char *buf = kept_pack(SAMPLE_ARM, SAMPLE_SEED, SAMPLE_SETTINGS, 7, r, bytes);
+    char *buf = (raw ? kept_pack_raw : kept_pack)(SAMPLE_ARM, SAMPLE_SEED, SAMPLE_SETTINGS, 7, r,
+                                                  bytes);
     free_run(r);
     return buf;
 }
+
+static inline char *sample_kept(size_t *bytes) { return sample_kept_as(0, bytes); }
 
 /* Whether the study would reuse these bytes as the sample's run. */
 static inline int sample_reused(const char *buf, size_t bytes)

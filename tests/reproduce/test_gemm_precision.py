@@ -14,7 +14,7 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import kept_parts, results, tiny_study, write
+from tiny_study import results, tiny_study, write
 
 BIN = None
 
@@ -56,7 +56,7 @@ def val_ces(out):
 
 def settings(out, arm):
     with open(os.path.join(out, "runs", arm + ".seed1.run"), "rb") as f:
-        return json.loads(kept_parts(f.read())[1])
+        return json.load(f)["settings"]
 
 
 def read(path):

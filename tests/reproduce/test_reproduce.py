@@ -16,8 +16,8 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import (kept_file, kept_parts, results, stand_in_env, tiny_arms_study, tiny_study,
-                        without_timings, write)
+from tiny_study import (kept_file, kept_parts, kept_raw, results, stand_in_env, tiny_arms_study,
+                        tiny_study, without_timings, write)
 
 BIN = PRESETS = None
 
@@ -704,31 +704,47 @@ class Traps(unittest.TestCase):
             self.assertNotIn("kept in", r.stderr)
             self.assertEqual([len(v) for v in results(out)["arms"].values()], [1, 1, 1, 1])
 
-    def test_runs_of_0_3_are_read(self):
-        """A run kept by 0.3's layout (before the trajectory gained its sink
-        figures) is reused, its sink figures not measured (null)."""
+    def test_runs_of_0_3_to_1_0_are_read(self):
+        """Runs kept as raw records (format 2, 0.5 to 1.0) are reused, and give
+        the results.json and curves.csv their JSON did; a run kept by 0.3's
+        layout (before the trajectory gained its sink figures) is reused, its
+        sink figures not measured (null)."""
         sinks_bytes = 4096 * 4 * 8  # MAX_POINTS sink points of 4 doubles
         with tempfile.TemporaryDirectory() as d:
-            preset = tiny_arms_study(d, ["pre-joint"])
+            preset = tiny_arms_study(d, ["pre-joint", "post-grow"])
             out = os.path.join(d, "out")
             r = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
-            traj = results(out)["arms"]["pre-joint"][0]["trajectory"]
+            first = results(out)
+            with open(os.path.join(out, "curves.csv")) as f:
+                curves = f.read()
+            traj = first["arms"]["pre-joint"][0]["trajectory"]
             self.assertTrue(all(0 < x["attention_mass_pos0"] <= 1 for x in traj))
             self.assertTrue(all(x["max_top_over_median"] > 1 for x in traj))
+            for arm in ("pre-joint", "post-grow"):
+                path = os.path.join(out, "runs", arm + ".seed1.run")
+                with open(path, "rb") as f:
+                    data = kept_raw(f.read())
+                with open(path, "wb") as f:
+                    f.write(data)
+            r = run("--preset", preset, "--out", out, "--seeds", "1", "--report-only")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("2 runs kept in %s/runs/ reused; 0 to run" % out, r.stderr)
+            self.assertEqual(results(out)["arms"], first["arms"])
+            with open(os.path.join(out, "curves.csv")) as f:
+                self.assertEqual(f.read(), curves)
             path = os.path.join(out, "runs", "pre-joint.seed1.run")
             with open(path, "rb") as f:
-                data = f.read()
-            head, settings, record, _ = kept_parts(data)
+                head, settings, record, _ = kept_parts(f.read())
             header = head["record_header"]
             old = record[:header - sinks_bytes] + record[header:]
             with open(path, "wb") as f:
                 f.write(kept_file(head["arm"], head["seed"], settings, old, header - sinks_bytes))
             r = run("--preset", preset, "--out", out, "--seeds", "1")
             self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertIn("1 run kept in %s/runs/ reused; 0 to run" % out, r.stderr)
+            self.assertIn("2 runs kept in %s/runs/ reused; 0 to run" % out, r.stderr)
             again = results(out)["arms"]["pre-joint"][0]
-            self.assertEqual(again["val_ce"], results(out)["arms"]["pre-joint"][0]["val_ce"])
+            self.assertEqual(again["val_ce"], first["arms"]["pre-joint"][0]["val_ce"])
             self.assertTrue(all(x["attention_mass_pos0"] is None for x in again["trajectory"]))
             self.assertEqual([x["val_ce"] for x in again["trajectory"]],
                              [x["val_ce"] for x in traj])

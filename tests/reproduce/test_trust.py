@@ -13,7 +13,7 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import kept_parts, results, tiny_arms_study, write
+from tiny_study import results, tiny_arms_study, write
 
 BIN = None
 OUTPUTS = ("report.md", "results.json", "curves.csv")
@@ -131,7 +131,7 @@ class Estimate(Study):
 class TeacherSettings(Study):
     def run_settings(self):
         with open(os.path.join(self.out, "runs", "pre-joint.seed1.run"), "rb") as f:
-            return json.loads(kept_parts(f.read())[1])
+            return json.load(f)["settings"]
 
     def test_corpus_threads_and_backend_recorded(self):
         t, rs = self.teacher_settings(), self.run_settings()

@@ -115,6 +115,67 @@ def kept_file(arm, seed, settings, record, record_header):
     return body + struct.pack("<Q", xxh64(body))
 
 
+# run_result's layout on x86-64 (examples/reproduce/study.h): where each array
+# starts and its entry's size, then the record's size
+_NONFINITE = {"NaN": 0x7FF8 << 48, "-NaN": 0xFFF8 << 48, "Infinity": 0x7FF0 << 48,
+              "-Infinity": 0xFFF0 << 48}
+_GROUPS = {  # group: (offset, entry size, [(column, offset in the entry, struct code)])
+    "points": [(8, 64, [("step", 0, "q"), ("active_layer_tokens", 8, "q"), ("phase", 16, "i"),
+                        ("active_layers", 20, "i"), ("val_ce", 24, "d"), ("rms_std", 32, "d"),
+                        ("rms_kurtosis", 40, "d"), ("rms_boundary", 48, "d"),
+                        ("rms_regular", 56, "d")]),
+               (263936, 32, [("attention_mass_pos0", 0, "d"), ("sink_rate", 8, "d"),
+                             ("top_over_median", 16, "d"), ("value_norm_ratio_pos0", 24, "d")])],
+    "phase_changes": [(262200, 8, [("step", 0, "q")]), (262268, 4, [("is_append", 0, "i")]),
+                      (262304, 32, [("baseline", 0, "d"), ("jump", 8, "d"), ("area", 16, "d"),
+                                    ("recovery", 24, "q")]),
+                      (262560, 8, [("area2", 0, "d")]), (262624, 8, [("area10", 0, "d")])],
+    "blocks": [(262688, 32, [("ce_full", 0, "d"), ("ce_removed", 8, "d"), ("dce", 16, "d"),
+                             ("angle", 24, "d")])],
+    "boundaries": [(262952 + 40 * j, 120, [(which + "_count", 0, "q"), (which + "_mean", 8, "d"),
+                                           (which + "_std", 16, "d"),
+                                           (which + "_kurtosis", 24, "d"),
+                                           (which + "_max", 32, "d")])
+                   for j, which in enumerate(("regular", "boundary", "all"))],
+}
+_COUNTS = {"points": 262152, "phase_changes": 262264, "blocks": 262944, "boundaries": 263912}
+RECORD_HEADER = 4 + 395008  # the job, run_result
+
+
+def _pack(code, v):
+    if code == "d" and isinstance(v, str):
+        return struct.pack("<Q", _NONFINITE[v] if v in _NONFINITE else int(v[4:], 16))
+    return struct.pack("<" + code, v)
+
+
+def kept_raw(data):
+    """A kept run's file of format 3 (JSON) as format 2 (raw bytes, as 0.5 to
+    1.0 kept them): a second description of run_result's layout, in Python."""
+    kept = json.loads(data)
+    rec = kept["record"]
+    buf = bytearray(RECORD_HEADER - 4)
+    for key, at in (("final_val", 0), ("seconds", 263920), ("tokens_per_s", 263928)):
+        buf[at:at + 8] = _pack("d", rec[key])
+    for group, parts in _GROUPS.items():
+        n = len(next(iter(rec[group].values())))
+        buf[_COUNTS[group]:_COUNTS[group] + 4] = struct.pack("<i", n)
+        for base, size, cols in parts:
+            for col, off, code in cols:
+                for k, v in enumerate(rec[group][col]):
+                    at = base + k * size + off
+                    buf[at:at + struct.calcsize(code)] = _pack(code, v)
+    steps = rec["steps"]
+    n = len(steps["loss"])
+    buf[262192:262200] = struct.pack("<q", n)
+    record = struct.pack("<i", kept["job"]) + bytes(buf) + b"".join(
+        b"".join(_pack(code, v) for v in steps[col])
+        for col, code in (("loss", "d"), ("phase", "i"), ("active_layers", "i"),
+                          ("active_layer_tokens", "q")))
+    start = data.index(b',"settings":') + len(b',"settings":')
+    settings = data[start:data.index(b',"record":{', start)]
+    return kept_file(kept["arm"], kept["seed"], settings, record, RECORD_HEADER)
+
+
 def tiny_arms_study(d, arms, compare=None):
     preset = tiny_study(
         d, "tiny-traps", 40,
