@@ -438,3 +438,100 @@ const char *design_interact_label(const preset *p, int k)
                ? d->interact_label[k - d->interact_from]
                : NULL;
 }
+
+/* ---- naming a design's keys, for messages -------------------------------------------- */
+
+void design_namer(const void *ctx, char *buf, size_t n, const char *path)
+{
+    const design_naming *nm = ctx;
+    const design *d = nm->d;
+    int idx, used = 0;
+    if (!d || sscanf(path, "arms[%d]%n", &idx, &used) != 1 || used == 0 || idx < nm->from ||
+        idx - nm->from >= d->n_cells || (path[used] && path[used] != '.')) {
+        snprintf(buf, n, "%s", path);
+        return;
+    }
+    const int k = idx - nm->from;
+    const char *key = path[used] ? path + used + 1 : "";
+    char name[64] = "";
+    for (int f = 0; f < d->n_factors; f++)
+        snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", f ? "-" : "",
+                 d->level[f][d->cell[k][f]]);
+    if (key[0]) {
+        const size_t kl = strlen(key);
+        for (int f = 0; f < d->n_factors; f++) {
+            const int l = d->cell[k][f];
+            const size_t fl = strlen(d->key[f]);
+            if (d->key[f][0] && (strcmp(key, d->key[f]) == 0 ||
+                                 (kl > fl && strncmp(key, d->key[f], fl) == 0 && key[fl] == '.'))) {
+                snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's arm "
+                         "%s)", f, l, key, name);
+                return;
+            }
+            if (!d->key[f][0] && d->set[f][l] && strchr(key, '[') == NULL &&
+                member(d->set[f][l], key)) {
+                if (nm->valued[f]) /* a value of the factor's key */
+                    snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's "
+                             "arm %s)", f, l, key, name);
+                else
+                    snprintf(buf, n, "design.factors[%d].levels[%d].set.%s", f, l, key);
+                return;
+            }
+        }
+        if (strchr(key, '[') == NULL && member(nm->base, key)) {
+            snprintf(buf, n, "design.base.%s", key);
+            return;
+        }
+    }
+    snprintf(buf, n, "the design's arm %s%s%s", name, key[0] ? ": " : "", key);
+}
+
+/* the arms of a factor of numeric levels are then named pre-0.001, ... */
+void design_label_levels(json_object *o, int valued[MAX_FACTORS])
+{
+    memset(valued, 0, MAX_FACTORS * sizeof valued[0]);
+    json_object *factors = member(o, "design.factors");
+    if (!factors || !json_object_is_type(factors, json_type_array))
+        return;
+    for (size_t f = 0; f < json_object_array_length(factors) && f < MAX_FACTORS; f++) {
+        json_object *fo = json_object_array_get_idx(factors, f), *key, *levels;
+        if (!json_object_is_type(fo, json_type_object) ||
+            !json_object_object_get_ex(fo, "key", &key) ||
+            !json_object_is_type(key, json_type_string) ||
+            !json_object_object_get_ex(fo, "levels", &levels) ||
+            !json_object_is_type(levels, json_type_array) || json_object_array_length(levels) < 1)
+            continue;
+        int numeric = 1;
+        for (size_t l = 0; l < json_object_array_length(levels) && numeric; l++) {
+            json_object *v = json_object_array_get_idx(levels, l);
+            numeric = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
+        }
+        const char *k = json_object_get_string(key);
+        if (!numeric || !key_ok(k))
+            continue; /* design_expand names what is wrong with it */
+        json_object *now = json_object_new_array();
+        for (size_t l = 0; l < json_object_array_length(levels); l++) {
+            json_object *v = json_object_array_get_idx(levels, l), *set = json_object_new_object(),
+                        *at = set, *lv = json_object_new_object();
+            char path[128];
+            snprintf(path, sizeof path, "%s", k);
+            char *part = path, *dot;
+            while ((dot = strchr(part, '.')) != NULL) { /* "train.lr": {"train": {"lr": v}} */
+                *dot = 0;
+                json_object *next = json_object_new_object();
+                json_object_object_add(at, part, next);
+                at = next;
+                part = dot + 1;
+            }
+            json_object_object_add(at, part, json_object_get(v));
+            json_object_object_add(
+                lv, "label",
+                json_object_new_string(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)));
+            json_object_object_add(lv, "set", set);
+            json_object_array_add(now, lv);
+        }
+        json_object_object_del(fo, "key");
+        json_object_object_add(fo, "levels", now);
+        valued[f] = 1;
+    }
+}

@@ -83,34 +83,34 @@ static const char *const known_keys[] = {
  * (the default; to min_lr, default lr / floor_div), constant (min_lr = lr), or
  * wsd (held, then linear to min_lr over the last decay_fraction, default
  * 0.2, of the steps after warmup). *decay: the fraction, or -1 unless wsd. */
-static void lr_shape(json_object *o, const char *where, double lr, double floor_div,
+static void lr_shape(json_reader *rd, json_object *o, const char *where, double lr, double floor_div,
                      double *min_lr, double *decay)
 {
     static const char *const shapes[] = {"cosine", "constant", "wsd"};
-    const int shape = get_enum(o, "lr_shape", where, shapes, 3, 0);
+    const int shape = get_enum(rd, o, "lr_shape", where, shapes, 3, 0);
     if (shape == 1 && member(o, "min_lr"))
-        die("preset: %s with lr_shape constant: a constant LR has no floor", json_said_at(where, "min_lr"));
+        die("preset: %s with lr_shape constant: a constant LR has no floor", json_said_at(rd, where, "min_lr"));
     if (shape != 2 && member(o, "decay_fraction"))
         die("preset: %s needs lr_shape wsd (the share of the steps after "
-            "warmup spent decaying)", json_said_at(where, "decay_fraction"));
-    *min_lr = shape == 1 ? lr : get_d(o, "min_lr", lr / floor_div);
-    *decay = shape == 2 ? get_d(o, "decay_fraction", 0.2) : -1.0;
+            "warmup spent decaying)", json_said_at(rd, where, "decay_fraction"));
+    *min_lr = shape == 1 ? lr : get_d(rd, o, "min_lr", lr / floor_div);
+    *decay = shape == 2 ? get_d(rd, o, "decay_fraction", 0.2) : -1.0;
     if (shape == 2 && !(*decay >= 0.0 && *decay <= 1.0))
-        die("preset: %s %g must lie in [0, 1]", json_said_at(where, "decay_fraction"), *decay);
+        die("preset: %s %g must lie in [0, 1]", json_said_at(rd, where, "decay_fraction"), *decay);
 }
 
 /* Without lr_shape in o, the inherited shape: its decay fraction (< 0 unless
  * wsd), which o's decay_fraction may replace when the shape is wsd. */
-static double inherit_decay(json_object *o, const char *where, double decay)
+static double inherit_decay(json_reader *rd, json_object *o, const char *where, double decay)
 {
     if (!member(o, "decay_fraction"))
         return decay;
     if (decay < 0)
         die("preset: %s needs lr_shape wsd (the share of the steps after "
-            "warmup spent decaying)", json_said_at(where, "decay_fraction"));
-    decay = get_d(o, "decay_fraction", decay);
+            "warmup spent decaying)", json_said_at(rd, where, "decay_fraction"));
+    decay = get_d(rd, o, "decay_fraction", decay);
     if (!(decay >= 0.0 && decay <= 1.0))
-        die("preset: %s %g must lie in [0, 1]", json_said_at(where, "decay_fraction"), decay);
+        die("preset: %s %g must lie in [0, 1]", json_said_at(rd, where, "decay_fraction"), decay);
     return decay;
 }
 
@@ -118,7 +118,7 @@ static double inherit_decay(json_object *o, const char *where, double decay)
  * the arm's own "train" object (t, may be NULL) replacing its keys. Without
  * lr_shape the arm keeps the preset's shape (a cosine's floor in the same
  * proportion to the LR). */
-static void arm_recipe(const preset *p, arm *a, json_object *t, const char *where)
+static void arm_recipe(json_reader *rd, const preset *p, arm *a, json_object *t, const char *where)
 {
     a->train_json[0] = 0;
     a->lr = p->lr;
@@ -140,56 +140,57 @@ static void arm_recipe(const preset *p, arm *a, json_object *t, const char *wher
     char w[96];
     snprintf(w, sizeof w, "%s.train", where);
     if (!json_object_is_type(t, json_type_object))
-        die("preset: %s must be an object", json_said(w));
+        die("preset: %s must be an object", json_said(rd, w));
     const char *js = json_object_to_json_string_ext(t, JSON_C_TO_STRING_PLAIN);
     if (strlen(js) >= sizeof a->train_json)
-        die("preset: %s is too long", json_said(w));
+        die("preset: %s is too long", json_said(rd, w));
     snprintf(a->train_json, sizeof a->train_json, "%s", js);
-    json_at(w);
+    json_at(rd, w);
     a->lr_given = member(t, "lr") != NULL;
-    a->lr = get_lr(t, "lr", p->lr);
+    a->lr = get_lr(rd, t, "lr", p->lr);
     if (member(t, "lr_shape")) {
-        lr_shape(t, w, a->lr, 100, &a->min_lr, &a->decay);
+        lr_shape(rd, t, w, a->lr, 100, &a->min_lr, &a->decay);
     } else {
-        a->decay = inherit_decay(t, w, p->decay);
-        a->min_lr = member(t, "min_lr") ? get_d(t, "min_lr", 0) : p->min_lr / p->lr * a->lr;
+        a->decay = inherit_decay(rd, t, w, p->decay);
+        a->min_lr = member(t, "min_lr") ? get_d(rd, t, "min_lr", 0) : p->min_lr / p->lr * a->lr;
     }
-    a->weight_decay = get_d(t, "weight_decay", p->weight_decay);
-    a->beta2 = member(t, "beta2") ? get_d(t, "beta2", 0.95) : p->beta2;
+    a->weight_decay = get_d(rd, t, "weight_decay", p->weight_decay);
+    a->beta2 = member(t, "beta2") ? get_d(rd, t, "beta2", 0.95) : p->beta2;
     if (a->beta2 >= 1.0)
-        die("preset: %s must be below 1", json_said_at(w, "beta2"));
-    a->warmup = get_i(t, "warmup", p->warmup, 0, 1 << 30);
+        die("preset: %s must be below 1", json_said_at(rd, w, "beta2"));
+    a->warmup = get_i(rd, t, "warmup", p->warmup, 0, 1 << 30);
     /* the loss, the clip and the phase length: the preset's unless the arm sets them */
     static const char *const own[] = {"clip", "alpha", "gamma", "tau", "kl_direction",
                                       "steps_per_phase"};
     for (size_t k = 0; k < sizeof own / sizeof own[0]; k++)
         a->own_settings |= member(t, own[k]) != NULL;
-    a->clip = get_d(t, "clip", p->clip);
-    a->alpha = get_d(t, "alpha", p->alpha);
-    a->gamma = get_d(t, "gamma", p->gamma);
-    a->tau = get_d(t, "tau", p->tau);
+    a->clip = get_d(rd, t, "clip", p->clip);
+    a->alpha = get_d(rd, t, "alpha", p->alpha);
+    a->gamma = get_d(rd, t, "gamma", p->gamma);
+    a->tau = get_d(rd, t, "tau", p->tau);
     if (member(t, "tau") && !(a->tau > 0))
-        die("preset: %s must be > 0 (the distillation temperature)", json_path("tau"));
-    a->kl_direction = get_enum(t, "kl_direction", w, kl_names, 2, p->kl_direction);
-    a->steps_per_phase = get_i(t, "steps_per_phase", p->steps_per_phase, 1, 1 << 30);
-    json_at(where);
+        die("preset: %s must be > 0 (the distillation temperature)", json_path(rd, "tau"));
+    a->kl_direction = get_enum(rd, t, "kl_direction", w, kl_names, 2, p->kl_direction);
+    a->steps_per_phase = get_i(rd, t, "steps_per_phase", p->steps_per_phase, 1, 1 << 30);
+    json_at(rd, where);
 }
 
 /* An arm's model option `key` (the library's name), within the bounds the
  * library gives for it; without it, the library's default. The rules that
  * join it to other settings are the library's too: check_shapes asks them. */
-static double arm_option(json_object *spec, const char *key, lattice_model_option option)
+static double arm_option(json_reader *rd, json_object *spec, const char *key,
+                         lattice_model_option option)
 {
     double lo, hi, dflt;
     lattice_model_params init;
     lattice_model_params_init(&init);
-    check(lattice_model_option_bounds(option, &lo, &hi), json_path(key), NULL);
-    check(lattice_model_params_get_option(&init, option, &dflt), json_path(key), NULL);
+    check(lattice_model_option_bounds(option, &lo, &hi), json_path(rd, key), NULL);
+    check(lattice_model_params_get_option(&init, option, &dflt), json_path(rd, key), NULL);
     if (option != LATTICE_MODEL_OPTION_MASSIVE_OFFSET) /* the arm holds the others as ints */
-        return get_i(spec, key, (int)dflt, (int)lo, (int)hi);
-    const double v = get_d(spec, key, dflt);
+        return get_i(rd, spec, key, (int)dflt, (int)lo, (int)hi);
+    const double v = get_d(rd, spec, key, dflt);
     if (!(v >= lo && v <= hi))
-        die("preset: %s = %g outside %g..%g", json_path(key), v, lo, hi);
+        die("preset: %s = %g outside %g..%g", json_path(rd, key), v, lo, hi);
     return v;
 }
 
@@ -197,57 +198,87 @@ static double arm_option(json_object *spec, const char *key, lattice_model_optio
  * layers (0: none). 0.4's presets wrote 1 for "every block_size layers";
  * that 1 is refused unless the blocks are 1 layer, so that no 0.4 preset
  * silently means every layer. */
-static int block_every(const preset *p, json_object *spec, const char *key,
+static int block_every(json_reader *rd, const preset *p, json_object *spec, const char *key,
                        lattice_model_option option, const char *where)
 {
-    const int v = (int)arm_option(spec, key, option);
+    const int v = (int)arm_option(rd, spec, key, option);
     if (v == 1 && p->block_size != 1)
         die("preset: %s is a layer count since 1.0, as in lattice_model_params: 0.4's 1 "
-            "(every block) is the student's block_size, %d", json_said_at(where, key), p->block_size);
+            "(every block) is the student's block_size, %d", json_said_at(rd, where, key), p->block_size);
     return v;
 }
 
-static void parse_arm(preset *p, json_object *v, int index)
+/* An arm's explicit phase k (e, in the arm named where), of a student of L layers. */
+static void parse_phase(json_reader *rd, arm *a, json_object *e, size_t k, const char *where,
+                        int L)
+{
+    char pw[96];
+    snprintf(pw, sizeof pw, "%s.phases[%zu]", where, k);
+    json_at(rd, pw);
+    if (!json_object_is_type(e, json_type_object))
+        die("preset: %s must be an object", json_said(rd, pw));
+    lattice_schedule_phase *f = &a->phases[a->n_phases++];
+    lattice_schedule_phase_init(f);
+    f->steps = get_i(rd, e, "steps", member(e, "tokens") ? 0 : a->steps_per_phase, 0, 1 << 30);
+    const double tok = get_d(rd, e, "tokens", 0);
+    /* in range before the conversion: a double beyond int64_t's is undefined */
+    if (tok > 4e18 || tok != floor(tok))
+        die("preset: %s = %g must be a whole number of tokens up to 4e18", json_said_at(rd, pw, "tokens"),
+            tok);
+    f->tokens = (int64_t)tok;
+    f->active_layers = get_i(rd, e, "active_layers", L, 1, L);
+    f->train_from = get_i(rd, e, "train_from", 0, 0, L - 1);
+    f->reset_optimizer = get_i(rd, e, "reset_optimizer", 1, 0, 1);
+    f->block_init = (lattice_schedule_block_init)get_enum(rd, e, "block_init", pw, block_init_names,
+                                                 3, (int)a->block_init);
+    f->rewind_data = get_i(rd, e, "rewind_data", k > 0 && a->rewind_data, 0, 1);
+    /* the arm's train_boundary (phases after the first) is each phase's default */
+    f->train_boundary =
+        get_i(rd, e, "train_boundary", k > 0 && a->train_boundary >= 0 ? a->train_boundary : 1,
+              0, 1);
+}
+
+static void parse_arm(json_reader *rd, preset *p, json_object *v, int index)
 {
     arm *a = &p->arms[p->n_arms];
     memset(a, 0, sizeof(*a));
-    arm_recipe(p, a, NULL, "");
+    arm_recipe(rd, p, a, NULL, "");
     a->residual_scale = 1.0;
     a->train_boundary = -1;
     a->block_init = LATTICE_SCHEDULE_BLOCK_INIT_RANDOM;
     char where[64];
     snprintf(where, sizeof where, "arms[%d]", index);
-    json_at(where);
+    json_at(rd, where);
     const char *name = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
     json_object *spec = json_object_is_type(v, json_type_object) ? v : NULL;
     if (!name && !spec)
-        die("preset: %s must be an arm's name or an object", json_said(where));
+        die("preset: %s must be an arm's name or an object", json_said(rd, where));
     if (spec) {
-        get_s(spec, "name", a->name, sizeof a->name, "");
+        get_s(rd, spec, "name", a->name, sizeof a->name, "");
         if (!a->name[0])
-            die("preset: %s needs a name", json_said(where));
+            die("preset: %s needs a name", json_said(rd, where));
     } else {
         if (strlen(name) >= sizeof a->name)
-            die("preset: %s: the arm name is %zu bytes long, at most %zu", json_said(where), strlen(name),
+            die("preset: %s: the arm name is %zu bytes long, at most %zu", json_said(rd, where), strlen(name),
                 sizeof a->name - 1);
         snprintf(a->name, sizeof a->name, "%s", name);
     }
     /* a name becomes a file name (runs/NAME.seedN.run) and a plot title */
     if (!name_ok(spec ? json_object_get_string(member(spec, "name")) : name))
-        die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, json_said(where),
+        die("preset: %s: the arm name '%s' is not allowed: a name is " NAME_RULE, json_said(rd, where),
             spec ? json_object_get_string(member(spec, "name")) : name);
     /* an arm object starts from the named arm of its name, or of its "from" */
     char from[48];
     snprintf(from, sizeof from, "%s", a->name);
     if (spec && member(spec, "from"))
-        get_s(spec, "from", from, sizeof from, "");
+        get_s(rd, spec, "from", from, sizeof from, "");
     int named = -1;
     for (int i = 0; i < N_NAMED && named < 0; i++)
         if (strcmp(named_arms[i].name, from) == 0)
             named = i;
     if (spec && member(spec, "from") && named < 0)
         die("preset: %s = '%s' is not a named arm (pre-/post- joint, grow, single, freeze, "
-            "joint-active, joint-total, peri-joint, peri-grow)", json_said_at(where, "from"), from);
+            "joint-active, joint-total, peri-joint, peri-grow)", json_said_at(rd, where, "from"), from);
     if (!spec && named < 0)
         die("preset: unknown arm '%s' (known: pre-/post- joint, grow, single, freeze, joint-active, "
             "joint-total, peri-joint, peri-grow; or give an object with placement and schedule)",
@@ -259,76 +290,53 @@ static void parse_arm(preset *p, json_object *v, int index)
         if (strcmp(p->arms[i].name, a->name) == 0)
             die("preset: arm '%s' is listed twice", a->name);
     if (spec) {
-        a->placement = (lattice_norm_placement)get_enum(spec, "placement", where, placement_names, 3,
+        a->placement = (lattice_norm_placement)get_enum(rd, spec, "placement", where, placement_names, 3,
                                                         named >= 0 ? (int)a->placement : -1);
         if ((int)a->placement < 0)
             die("preset: %s needs a placement (pre, post or peri), or \"from\": a named arm to "
-                "start from (\"from\": \"post-grow\")", json_said(where));
-        a->residual_scale = get_d(spec, "residual_scale", 1.0);
+                "start from (\"from\": \"post-grow\")", json_said(rd, where));
+        a->residual_scale = get_d(rd, spec, "residual_scale", 1.0);
         if (a->residual_scale <= 0)
-            die("preset: %s must be > 0", json_said_at(where, "residual_scale"));
-        a->schedule = get_enum(spec, "schedule", where, schedule_names, 6, a->schedule);
-        a->block_init = (lattice_schedule_block_init)get_enum(spec, "block_init", where, block_init_names, 3, 0);
-        a->train_boundary = member(spec, "train_boundary") ? get_i(spec, "train_boundary", 1, 0, 1) : -1;
+            die("preset: %s must be > 0", json_said_at(rd, where, "residual_scale"));
+        a->schedule = get_enum(rd, spec, "schedule", where, schedule_names, 6, a->schedule);
+        a->block_init = (lattice_schedule_block_init)get_enum(rd, spec, "block_init", where, block_init_names, 3, 0);
+        a->train_boundary = member(spec, "train_boundary") ? get_i(rd, spec, "train_boundary", 1, 0, 1) : -1;
         if (member(spec, "data")) /* 0.x's name for rewind_data */
             die("preset: %s is rewind_data since 1.0, the library's name: \"rewind_data\": "
-                "1 for \"replay\", 0 for \"continue\"", json_said_at(where, "data"));
-        a->rewind_data = get_i(spec, "rewind_data", a->rewind_data, 0, 1);
-        a->init_gain = get_d(spec, "init_gain", 0);
-        a->block_norm = block_every(p, spec, "block_norm", LATTICE_MODEL_OPTION_BLOCK_NORM, where);
+                "1 for \"replay\", 0 for \"continue\"", json_said_at(rd, where, "data"));
+        a->rewind_data = get_i(rd, spec, "rewind_data", a->rewind_data, 0, 1);
+        a->init_gain = get_d(rd, spec, "init_gain", 0);
+        a->block_norm = block_every(rd, p, spec, "block_norm", LATTICE_MODEL_OPTION_BLOCK_NORM, where);
         a->block_rescale =
-            block_every(p, spec, "block_rescale", LATTICE_MODEL_OPTION_BLOCK_RESCALE, where);
-        a->massive_offset = arm_option(spec, "massive_offset", LATTICE_MODEL_OPTION_MASSIVE_OFFSET);
+            block_every(rd, p, spec, "block_rescale", LATTICE_MODEL_OPTION_BLOCK_RESCALE, where);
+        a->massive_offset =
+            arm_option(rd, spec, "massive_offset", LATTICE_MODEL_OPTION_MASSIVE_OFFSET);
         a->massive_layer =
-            (int)arm_option(spec, "massive_layer", LATTICE_MODEL_OPTION_MASSIVE_LAYER);
+            (int)arm_option(rd, spec, "massive_layer", LATTICE_MODEL_OPTION_MASSIVE_LAYER);
         a->massive_channel =
-            (int)arm_option(spec, "massive_channel", LATTICE_MODEL_OPTION_MASSIVE_CHANNEL);
+            (int)arm_option(rd, spec, "massive_channel", LATTICE_MODEL_OPTION_MASSIVE_CHANNEL);
         if (!a->massive_offset && (member(spec, "massive_layer") || member(spec, "massive_channel")))
-            die("preset: %s sets massive_layer or massive_channel without massive_offset", json_said(where));
-        arm_recipe(p, a, member(spec, "train"), where);
+            die("preset: %s sets massive_layer or massive_channel without massive_offset", json_said(rd, where));
+        arm_recipe(rd, p, a, member(spec, "train"), where);
         json_object *ph = member(spec, "phases");
         if (ph && member(spec, "schedule"))
             die("preset: %s has both a schedule and phases: give one (the phases would replace "
-                "the schedule)", json_said(where));
+                "the schedule)", json_said(rd, where));
         if (ph) {
             if (!json_object_is_type(ph, json_type_array) || json_object_array_length(ph) == 0 ||
                 json_object_array_length(ph) > MAX_PHASES)
-                die("preset: %s must be a list of 1..%d phases", json_said_at(where, "phases"), MAX_PHASES);
+                die("preset: %s must be a list of 1..%d phases", json_said_at(rd, where, "phases"), MAX_PHASES);
             a->schedule = -1;
             const int L = p->blocks * p->block_size;
             for (size_t k = 0; k < json_object_array_length(ph); k++) {
-                json_object *e = json_object_array_get_idx(ph, k);
-                char pw[96];
-                snprintf(pw, sizeof pw, "%s.phases[%zu]", where, k);
-                json_at(pw);
-                if (!json_object_is_type(e, json_type_object))
-                    die("preset: %s must be an object", json_said(pw));
-                lattice_schedule_phase *f = &a->phases[a->n_phases++];
-                lattice_schedule_phase_init(f);
-                f->steps = get_i(e, "steps", member(e, "tokens") ? 0 : a->steps_per_phase, 0, 1 << 30);
-                const double tok = get_d(e, "tokens", 0);
-                /* in range before the conversion: a double beyond int64_t's is undefined */
-                if (tok > 4e18 || tok != floor(tok))
-                    die("preset: %s = %g must be a whole number of tokens up to 4e18", json_said_at(pw, "tokens"),
-                        tok);
-                f->tokens = (int64_t)tok;
-                f->active_layers = get_i(e, "active_layers", L, 1, L);
-                f->train_from = get_i(e, "train_from", 0, 0, L - 1);
-                f->reset_optimizer = get_i(e, "reset_optimizer", 1, 0, 1);
-                f->block_init = (lattice_schedule_block_init)get_enum(e, "block_init", pw, block_init_names,
-                                                             3, (int)a->block_init);
-                f->rewind_data = get_i(e, "rewind_data", k > 0 && a->rewind_data, 0, 1);
-                /* the arm's train_boundary (phases after the first) is each phase's default */
-                f->train_boundary =
-                    get_i(e, "train_boundary", k > 0 && a->train_boundary >= 0 ? a->train_boundary : 1,
-                          0, 1);
+                parse_phase(rd, a, json_object_array_get_idx(ph, k), k, where, L);
             }
-            json_at(where);
+            json_at(rd, where);
         } else if (a->schedule < 0) {
-            die("preset: %s needs a schedule (%s, ...) or phases", json_said(where), schedule_names[0]);
+            die("preset: %s needs a schedule (%s, ...) or phases", json_said(rd, where), schedule_names[0]);
         }
     }
-    json_at("");
+    json_at(rd, "");
     p->n_arms++;
 }
 
@@ -388,9 +396,9 @@ static void parse_compare(preset *p, json_object *c)
 }
 
 /* probes: [{"name": ..., teacher keys to replace}, ...] for --probe. */
-static void parse_probes(preset *p, json_object *list)
+static void parse_probes(json_reader *rd, preset *p, json_object *list)
 {
-    p->probe_every = get_i(p->json, "probe_every", 500, 1, 1 << 30);
+    p->probe_every = get_i(rd, p->json, "probe_every", 500, 1, 1 << 30);
     if (!list)
         return;
     if (!json_object_is_type(list, json_type_array) || json_object_array_length(list) > MAX_PROBES)
@@ -401,41 +409,41 @@ static void parse_probes(preset *p, json_object *list)
         snprintf(where, sizeof where, "probes[%zu]", i);
         if (!json_object_is_type(o, json_type_object))
             die("preset: %s must be an object", where);
-        json_at(where);
+        json_at(rd, where);
         probe *q = &p->probes[p->n_probes];
-        get_s(o, "name", q->name, sizeof q->name, "");
+        get_s(rd, o, "name", q->name, sizeof q->name, "");
         if (!q->name[0])
-            die("preset: %s needs a name", json_said(where));
+            die("preset: %s needs a name", json_said(rd, where));
         if (!name_ok(json_object_get_string(member(o, "name"))))
             die("preset: %s: the probe name '%s' is not allowed: a name is " NAME_RULE, where,
                 json_object_get_string(member(o, "name")));
         for (int k = 0; k < p->n_probes; k++)
             if (strcmp(p->probes[k].name, q->name) == 0)
                 die("preset: probe '%s' is listed twice", q->name);
-        q->layers = get_i(o, "layers", p->t_layers, 1, 1024);
-        q->steps = get_i(o, "steps", p->t_steps, 1, 1 << 30);
-        q->warmup = get_i(o, "warmup", p->t_warmup, 0, 1 << 30);
-        q->seq_len = get_i(o, "seq_len", p->t_seq_len, 2, 1 << 16);
-        q->batch = get_i(o, "batch_size", p->t_batch, 1, 4096);
-        q->init_std = member(o, "init_std") ? get_d(o, "init_std", PAPER_INIT_STD)
-                      : member(o, "init_gain") ? get_d(o, "init_gain", PAPER_GAIN) / sqrt((double)p->d_model)
+        q->layers = get_i(rd, o, "layers", p->t_layers, 1, 1024);
+        q->steps = get_i(rd, o, "steps", p->t_steps, 1, 1 << 30);
+        q->warmup = get_i(rd, o, "warmup", p->t_warmup, 0, 1 << 30);
+        q->seq_len = get_i(rd, o, "seq_len", p->t_seq_len, 2, 1 << 16);
+        q->batch = get_i(rd, o, "batch_size", p->t_batch, 1, 4096);
+        q->init_std = member(o, "init_std") ? get_d(rd, o, "init_std", PAPER_INIT_STD)
+                      : member(o, "init_gain") ? get_d(rd, o, "init_gain", PAPER_GAIN) / sqrt((double)p->d_model)
                                                : p->t_init_std;
-        q->lr = get_lr(o, "lr", p->t_lr);
+        q->lr = get_lr(rd, o, "lr", p->t_lr);
         /* no lr_shape: the teacher's shape, at this probe's LR */
         if (member(o, "lr_shape")) {
-            lr_shape(o, where, q->lr, 10, &q->min_lr, &q->decay);
+            lr_shape(rd, o, where, q->lr, 10, &q->min_lr, &q->decay);
         } else {
-            q->decay = inherit_decay(o, where, p->t_decay);
-            q->min_lr = member(o, "min_lr") ? get_d(o, "min_lr", 0)
+            q->decay = inherit_decay(rd, o, where, p->t_decay);
+            q->min_lr = member(o, "min_lr") ? get_d(rd, o, "min_lr", 0)
                         : p->t_min_lr == p->t_lr ? q->lr : p->t_min_lr;
         }
-        q->weight_decay = get_d(o, "weight_decay", p->t_weight_decay);
-        q->beta2 = member(o, "beta2") ? get_d(o, "beta2", 0.95) : p->t_beta2;
+        q->weight_decay = get_d(rd, o, "weight_decay", p->t_weight_decay);
+        q->beta2 = member(o, "beta2") ? get_d(rd, o, "beta2", 0.95) : p->t_beta2;
         if (!(q->init_std > 0) || q->beta2 >= 1.0)
             die("preset: %s: the init std must be > 0 and beta2 below 1", where);
         p->n_probes++;
     }
-    json_at("");
+    json_at(rd, "");
 }
 
 void preset_for_probe(const preset *p, const probe *q, preset *out)
@@ -499,7 +507,7 @@ void check_preset_files(const preset *p)
 
 /* A section's (teacher, train) optimizer recipe beyond lr and warmup: the LR's
  * shape (lr_shape above), weight_decay (0) and beta2 (-1: the library's). */
-static void recipe(json_object *o, const char *sect, double lr, double floor_div, double *min_lr,
+static void recipe(json_reader *rd, json_object *o, const char *sect, double lr, double floor_div, double *min_lr,
                    double *decay, double *weight_decay, double *beta2)
 {
     json_object *s = member(o, sect);
@@ -509,124 +517,49 @@ static void recipe(json_object *o, const char *sect, double lr, double floor_div
     *beta2 = -1.0;
     if (!s)
         return;
-    json_at(sect); /* messages name sect.key */
-    lr_shape(s, sect, lr, floor_div, min_lr, decay);
-    *weight_decay = get_d(s, "weight_decay", 0.0);
-    *beta2 = member(s, "beta2") ? get_d(s, "beta2", 0.95) : -1.0;
+    json_at(rd, sect); /* messages name sect.key */
+    lr_shape(rd, s, sect, lr, floor_div, min_lr, decay);
+    *weight_decay = get_d(rd, s, "weight_decay", 0.0);
+    *beta2 = member(s, "beta2") ? get_d(rd, s, "beta2", 0.95) : -1.0;
     if (*beta2 >= 1.0)
         die("preset: %s.beta2 must be below 1", sect);
-    json_at("");
+    json_at(rd, "");
 }
 
-/* The design whose arms messages name as the user wrote them, and the
- * index of its first arm (after the preset's own). */
-static const design *naming_design;
-static json_object *naming_base;
-static int naming_from;
-static int valued[MAX_FACTORS]; /* label_numeric_levels' factors */
-
-/* A path of the preset as read, as the user wrote it: a design's arm's key
- * (arms[N].K, N a cell of the design) is named where the design sets it:
- * design.factors[F].levels[L].set.K, design.factors[F].levels[L] (its key
- * K) for a factor of one key's values, or design.base.K; a path the design
- * did not write (a default's message) by the arm's name. */
-static void design_namer(char *buf, size_t n, const char *path)
+/* The data's rows and the student's shape: the preset's data and student sections. */
+static void parse_shape(json_reader *rd, preset *p, json_object *o)
 {
-    const design *d = naming_design;
-    int idx, used = 0;
-    if (!d || sscanf(path, "arms[%d]%n", &idx, &used) != 1 || used == 0 || idx < naming_from ||
-        idx - naming_from >= d->n_cells || (path[used] && path[used] != '.')) {
-        snprintf(buf, n, "%s", path);
-        return;
+    p->seq_len = get_i(rd, o, "data.seq_len", 128, 2, 1 << 16);
+    p->batch = get_i(rd, o, "data.batch_size", 16, 1, 4096);
+    p->split_long = get_i(rd, o, "data.split_long", 1, 0, 1);
+    {
+        json_object *sep = member(o, "data.separator");
+        if (sep && json_object_is_type(sep, json_type_string) &&
+            (json_object_get_string_len(sep) == 0 ||
+             (size_t)json_object_get_string_len(sep) >= sizeof p->separator))
+            die("preset: data.separator must be 1 to %zu bytes (it is %d)",
+                sizeof p->separator - 1, json_object_get_string_len(sep));
+        get_s(rd, o, "data.separator", p->separator, sizeof p->separator, "\f"); /* NUL: refused */
     }
-    const int k = idx - naming_from;
-    const char *key = path[used] ? path + used + 1 : "";
-    char name[64] = "";
-    for (int f = 0; f < d->n_factors; f++)
-        snprintf(name + strlen(name), sizeof name - strlen(name), "%s%s", f ? "-" : "",
-                 d->level[f][d->cell[k][f]]);
-    if (key[0]) {
-        const size_t kl = strlen(key);
-        for (int f = 0; f < d->n_factors; f++) {
-            const int l = d->cell[k][f];
-            const size_t fl = strlen(d->key[f]);
-            if (d->key[f][0] && (strcmp(key, d->key[f]) == 0 ||
-                                 (kl > fl && strncmp(key, d->key[f], fl) == 0 && key[fl] == '.'))) {
-                snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's arm "
-                         "%s)", f, l, key, name);
-                return;
-            }
-            if (!d->key[f][0] && d->set[f][l] && strchr(key, '[') == NULL &&
-                member(d->set[f][l], key)) {
-                if (valued[f]) /* a value of the factor's key */
-                    snprintf(buf, n, "design.factors[%d].levels[%d] (its key %s, in the design's "
-                             "arm %s)", f, l, key, name);
-                else
-                    snprintf(buf, n, "design.factors[%d].levels[%d].set.%s", f, l, key);
-                return;
-            }
-        }
-        if (strchr(key, '[') == NULL && member(naming_base, key)) {
-            snprintf(buf, n, "design.base.%s", key);
-            return;
-        }
+    p->d_model = get_i(rd, o, "student.d_model", 128, 1, 1 << 16);
+    p->heads = get_i(rd, o, "student.n_heads", 4, 1, 1024);
+    p->kv_heads = get_i(rd, o, "student.n_kv_heads", p->heads, 1, 1024);
+    if (!member(o, "student.head_dim")) {
+        /* the default, d_model / n_heads, must be a head width RoPE can rotate: say so
+         * in the preset's own terms, not as a head_dim the preset never wrote */
+        const int hd = p->d_model / p->heads;
+        if (p->d_model % p->heads || hd < 2 || hd % 2)
+            die("preset: student.head_dim is not given and its default, student.d_model / "
+                "student.n_heads = %d / %d, is %s: give student.head_dim (an even number)",
+                p->d_model, p->heads,
+                p->d_model % p->heads ? "not a whole number" : hd < 2 ? "below 2" : "odd");
     }
-    snprintf(buf, n, "the design's arm %s%s%s", name, key[0] ? ": " : "", key);
-}
-
-/* A factor of one key's numeric values ("key": "train.lr", "levels": [0.001,
- * 0.003]) is read as levels labelled by the values as written ("0.001", the
- * arms pre-0.001, ...): each level becomes {"label": "0.001", "set": {"train":
- * {"lr": 0.001}}} before the design is expanded. valued[f] marks them, for
- * messages. */
-
-static void label_numeric_levels(json_object *o)
-{
-    memset(valued, 0, sizeof valued);
-    json_object *factors = member(o, "design.factors");
-    if (!factors || !json_object_is_type(factors, json_type_array))
-        return;
-    for (size_t f = 0; f < json_object_array_length(factors) && f < MAX_FACTORS; f++) {
-        json_object *fo = json_object_array_get_idx(factors, f), *key, *levels;
-        if (!json_object_is_type(fo, json_type_object) ||
-            !json_object_object_get_ex(fo, "key", &key) ||
-            !json_object_is_type(key, json_type_string) ||
-            !json_object_object_get_ex(fo, "levels", &levels) ||
-            !json_object_is_type(levels, json_type_array) || json_object_array_length(levels) < 1)
-            continue;
-        int numeric = 1;
-        for (size_t l = 0; l < json_object_array_length(levels) && numeric; l++) {
-            json_object *v = json_object_array_get_idx(levels, l);
-            numeric = json_object_is_type(v, json_type_int) || json_object_is_type(v, json_type_double);
-        }
-        const char *k = json_object_get_string(key);
-        if (!numeric || !k[0] || k[0] == '.' || k[strlen(k) - 1] == '.' || strstr(k, ".."))
-            continue; /* design.c names what is wrong with it */
-        json_object *now = json_object_new_array();
-        for (size_t l = 0; l < json_object_array_length(levels); l++) {
-            json_object *v = json_object_array_get_idx(levels, l), *set = json_object_new_object(),
-                        *at = set, *lv = json_object_new_object();
-            char path[128];
-            snprintf(path, sizeof path, "%s", k);
-            char *part = path, *dot;
-            while ((dot = strchr(part, '.')) != NULL) { /* "train.lr": {"train": {"lr": v}} */
-                *dot = 0;
-                json_object *next = json_object_new_object();
-                json_object_object_add(at, part, next);
-                at = next;
-                part = dot + 1;
-            }
-            json_object_object_add(at, part, json_object_get(v));
-            json_object_object_add(
-                lv, "label",
-                json_object_new_string(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN)));
-            json_object_object_add(lv, "set", set);
-            json_object_array_add(now, lv);
-        }
-        json_object_object_del(fo, "key");
-        json_object_object_add(fo, "levels", now);
-        valued[f] = 1;
-    }
+    p->head_dim = get_i(rd, o, "student.head_dim", p->d_model / p->heads, 2, 1 << 16);
+    p->d_ff = get_i(rd, o, "student.d_ff", 3 * p->d_model, 1, 1 << 20);
+    p->blocks = get_i(rd, o, "student.blocks", PAPER_BLOCKS, 1, 64);
+    p->block_size = get_i(rd, o, "student.block_size", PAPER_BLOCK_SIZE, 1, 64);
+    p->qk_norm = get_i(rd, o, "student.qk_norm", 1, 0, 1);
+    p->rope_theta = get_d(rd, o, "student.rope_theta", 10000.0);
 }
 
 /* The preset as written goes with the preset as read (json_object_set_userdata). */
@@ -639,6 +572,11 @@ static void release_written(json_object *o, void *written)
 void load_preset(preset *p, const char *path)
 {
     memset(p, 0, sizeof(*p));
+    json_reader reader;
+    design_naming naming;
+    memset(&reader, 0, sizeof reader);
+    memset(&naming, 0, sizeof naming);
+    json_reader *rd = &reader;
     json_object *o = read_preset_json(path);
     /* a study's results.json holds its preset as written: --preset results.json reruns it */
     json_object *inner = member(o, "preset");
@@ -655,8 +593,8 @@ void load_preset(preset *p, const char *path)
         json_object_put(o);
         o = inner;
     }
-    no_nulls(o);
-    check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
+    no_nulls(rd, o);
+    check_keys(rd, o, known_keys, sizeof known_keys / sizeof known_keys[0]);
     /* the preset as written, before its design adds arms and rows to o */
     if (json_object_deep_copy(o, &p->written, NULL) != 0)
         die("out of memory");
@@ -664,102 +602,73 @@ void load_preset(preset *p, const char *path)
     /* a design's arms, comparisons and interactions join the preset's own, and
      * are checked as any arm is, each key named where the design wrote it */
     json_object *own_arms = member(o, "arms");
-    naming_from = own_arms && json_object_is_type(own_arms, json_type_array)
+    naming.from = own_arms && json_object_is_type(own_arms, json_type_array)
                       ? (int)json_object_array_length(own_arms)
                       : 0;
-    label_numeric_levels(o);
+    design_label_levels(o, naming.valued);
     design_expand(o, &p->design);
-    naming_design = &p->design;
-    naming_base = member(o, "design.base");
-    json_namer(design_namer);
+    naming.d = &p->design;
+    naming.base = member(o, "design.base");
+    rd->namer = design_namer;
+    rd->namer_ctx = &naming;
     if (p->design.n_factors)
-        check_keys(o, known_keys, sizeof known_keys / sizeof known_keys[0]);
+        check_keys(rd, o, known_keys, sizeof known_keys / sizeof known_keys[0]);
     p->json = o;
-    get_s(o, "name", p->name, sizeof p->name, "custom");
+    get_s(rd, o, "name", p->name, sizeof p->name, "custom");
     /* the default output folder is results/NAME */
     if (member(o, "name") && !name_ok(json_object_get_string(member(o, "name"))))
         die("preset: the name '%s' is not allowed: a name is " NAME_RULE,
             json_object_get_string(member(o, "name")));
-    preset_data_path(p->train, sizeof p->train, o, "data.train", path, "train.txt");
-    preset_data_path(p->val, sizeof p->val, o, "data.val", path, "val.txt");
+    preset_data_path(rd, p->train, sizeof p->train, o, "data.train", path, "train.txt");
+    preset_data_path(rd, p->val, sizeof p->val, o, "data.val", path, "val.txt");
     /* rerun from a results.json: a data path the preset gives is where the study read it */
     if (data_files[0][0] && member(o, "data.train"))
         snprintf(p->train, sizeof p->train, "%s", data_files[0]);
     if (data_files[1][0] && member(o, "data.val"))
         snprintf(p->val, sizeof p->val, "%s", data_files[1]);
-    p->seq_len = get_i(o, "data.seq_len", 128, 2, 1 << 16);
-    p->batch = get_i(o, "data.batch_size", 16, 1, 4096);
-    p->split_long = get_i(o, "data.split_long", 1, 0, 1);
-    {
-        json_object *sep = member(o, "data.separator");
-        if (sep && json_object_is_type(sep, json_type_string) &&
-            (json_object_get_string_len(sep) == 0 ||
-             (size_t)json_object_get_string_len(sep) >= sizeof p->separator))
-            die("preset: data.separator must be 1 to %zu bytes (it is %d)",
-                sizeof p->separator - 1, json_object_get_string_len(sep));
-        get_s(o, "data.separator", p->separator, sizeof p->separator, "\f"); /* NUL: refused */
-    }
-    p->d_model = get_i(o, "student.d_model", 128, 1, 1 << 16);
-    p->heads = get_i(o, "student.n_heads", 4, 1, 1024);
-    p->kv_heads = get_i(o, "student.n_kv_heads", p->heads, 1, 1024);
-    if (!member(o, "student.head_dim")) {
-        /* the default, d_model / n_heads, must be a head width RoPE can rotate: say so
-         * in the preset's own terms, not as a head_dim the preset never wrote */
-        const int hd = p->d_model / p->heads;
-        if (p->d_model % p->heads || hd < 2 || hd % 2)
-            die("preset: student.head_dim is not given and its default, student.d_model / "
-                "student.n_heads = %d / %d, is %s: give student.head_dim (an even number)",
-                p->d_model, p->heads,
-                p->d_model % p->heads ? "not a whole number" : hd < 2 ? "below 2" : "odd");
-    }
-    p->head_dim = get_i(o, "student.head_dim", p->d_model / p->heads, 2, 1 << 16);
-    p->d_ff = get_i(o, "student.d_ff", 3 * p->d_model, 1, 1 << 20);
-    p->blocks = get_i(o, "student.blocks", PAPER_BLOCKS, 1, 64);
-    p->block_size = get_i(o, "student.block_size", PAPER_BLOCK_SIZE, 1, 64);
-    p->qk_norm = get_i(o, "student.qk_norm", 1, 0, 1);
-    p->rope_theta = get_d(o, "student.rope_theta", 10000.0);
+    parse_shape(rd, p, o);
     /* Init: a gain (std = gain / sqrt(d_model)), the paper's by default, or a
      * std given outright. */
-    p->init_gain = get_d(o, "student.init_gain", PAPER_GAIN);
-    p->init_std = member(o, "student.init_std") ? get_d(o, "student.init_std", PAPER_INIT_STD)
+    p->init_gain = get_d(rd, o, "student.init_gain", PAPER_GAIN);
+    p->init_std = member(o, "student.init_std") ? get_d(rd, o, "student.init_std", PAPER_INIT_STD)
                                                 : p->init_gain / sqrt((double)p->d_model);
     if (member(o, "student.init_std"))
         p->init_gain = p->init_std * sqrt((double)p->d_model);
-    double t_gain = get_d(o, "teacher.init_gain", PAPER_GAIN);
-    p->t_init_std = member(o, "teacher.init_std") ? get_d(o, "teacher.init_std", PAPER_INIT_STD)
+    double t_gain = get_d(rd, o, "teacher.init_gain", PAPER_GAIN);
+    p->t_init_std = member(o, "teacher.init_std") ? get_d(rd, o, "teacher.init_std", PAPER_INIT_STD)
                                                   : t_gain / sqrt((double)p->d_model);
     if (!(p->init_std > 0) || !(p->t_init_std > 0))
         die("preset: the init std (or gain) must be > 0");
-    p->t_layers = get_i(o, "teacher.layers", 12, 1, 1024);
-    p->t_steps = get_i(o, "teacher.steps", 1000, 1, 1 << 30);
+    p->t_layers = get_i(rd, o, "teacher.layers", 12, 1, 1024);
+    p->t_steps = get_i(rd, o, "teacher.steps", 1000, 1, 1 << 30);
     /* LR in the paper's proportion to the init std unless given */
-    double lr_per_std = get_lr(o, "train.lr_per_std", PAPER_LR_PER_STD);
-    p->t_lr = get_lr(o, "teacher.lr", lr_per_std * p->t_init_std);
-    p->t_warmup = get_i(o, "teacher.warmup", 50, 0, 1 << 30);
-    p->t_seq_len = get_i(o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
-    p->t_batch = get_i(o, "teacher.batch_size", p->batch, 1, 4096);
-    recipe(o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_decay, &p->t_weight_decay, &p->t_beta2);
-    p->steps_per_phase = get_i(o, "train.steps_per_phase", 300, 1, 1 << 30);
-    p->lr = get_lr(o, "train.lr", lr_per_std * p->init_std);
-    recipe(o, "train", p->lr, 100, &p->min_lr, &p->decay, &p->weight_decay, &p->beta2);
-    p->warmup = get_i(o, "train.warmup", 15, 0, 1 << 30);
-    p->clip = get_d(o, "train.clip", PAPER_CLIP);
-    p->alpha = get_d(o, "train.alpha", PAPER_KD_ALPHA);
-    p->gamma = get_d(o, "train.gamma", PAPER_KD_GAMMA);
-    p->tau = get_d(o, "train.tau", PAPER_KD_TAU);
-    p->kl_direction = get_enum(member(o, "train"), "kl_direction", "train", kl_names, 2,
+    double lr_per_std = get_lr(rd, o, "train.lr_per_std", PAPER_LR_PER_STD);
+    p->t_lr = get_lr(rd, o, "teacher.lr", lr_per_std * p->t_init_std);
+    p->t_warmup = get_i(rd, o, "teacher.warmup", 50, 0, 1 << 30);
+    p->t_seq_len = get_i(rd, o, "teacher.seq_len", p->seq_len, 2, 1 << 16);
+    p->t_batch = get_i(rd, o, "teacher.batch_size", p->batch, 1, 4096);
+    recipe(rd, o, "teacher", p->t_lr, 10, &p->t_min_lr, &p->t_decay, &p->t_weight_decay, &p->t_beta2);
+    p->steps_per_phase = get_i(rd, o, "train.steps_per_phase", 300, 1, 1 << 30);
+    p->lr = get_lr(rd, o, "train.lr", lr_per_std * p->init_std);
+    recipe(rd, o, "train", p->lr, 100, &p->min_lr, &p->decay, &p->weight_decay, &p->beta2);
+    p->warmup = get_i(rd, o, "train.warmup", 15, 0, 1 << 30);
+    p->clip = get_d(rd, o, "train.clip", PAPER_CLIP);
+    p->alpha = get_d(rd, o, "train.alpha", PAPER_KD_ALPHA);
+    p->gamma = get_d(rd, o, "train.gamma", PAPER_KD_GAMMA);
+    p->tau = get_d(rd, o, "train.tau", PAPER_KD_TAU);
+    p->kl_direction = get_enum(rd, member(o, "train"), "kl_direction", "train", kl_names, 2,
                                LATTICE_DISTILL_KL_FORWARD);
-    p->eval_every = get_i(o, "train.eval_every", 50, 0, 1 << 30);
-    p->eval_batches = get_i(o, "train.eval_batches", 8, 0, 1 << 30);
-    p->final_eval_batches = get_i(o, "train.final_eval_batches", 0, 0, 1 << 30);
-    p->seeds = get_i(o, "seeds", 3, 1, MAX_SEEDS);
-    p->threads = get_i(o, "threads", 2, 1, 256);
+    p->eval_every = get_i(rd, o, "train.eval_every", 50, 0, 1 << 30);
+    p->eval_batches = get_i(rd, o, "train.eval_batches", 8, 0, 1 << 30);
+    p->final_eval_batches = get_i(rd, o, "train.final_eval_batches", 0, 0, 1 << 30);
+    p->seeds = get_i(rd, o, "seeds", 3, 1, MAX_SEEDS);
+    p->threads = get_i(rd, o, "threads", 2, 1, 256);
     char want_backend[32];
-    get_s(o, "backend", want_backend, sizeof want_backend, "");
+    get_s(rd, o, "backend", want_backend, sizeof want_backend, "");
     study_backend_resolve(p, want_backend);
     static const char *const gemm_names[] = {"fp32", "bf16"};
     snprintf(p->gemm_precision, sizeof p->gemm_precision, "%s",
-             gemm_names[get_enum(o, "gemm_precision", "", gemm_names, 2, 0)]);
+             gemm_names[get_enum(rd, o, "gemm_precision", "", gemm_names, 2, 0)]);
     study_gemm_check(p);
     json_object *arms = member(o, "arms");
     if (arms && !json_object_is_type(arms, json_type_array))
@@ -768,15 +677,15 @@ void load_preset(preset *p, const char *path)
     if (n > MAX_ARMS)
         die("preset: at most %d arms", MAX_ARMS);
     for (int i = 0; i < n; i++) {
-        parse_arm(p, json_object_array_get_idx(arms, i), i);
+        parse_arm(rd, p, json_object_array_get_idx(arms, i), i);
         p->arms[i].selected = 1;
     }
     if (!p->n_arms)
         die("preset: no arms to run");
     parse_compare(p, member(o, "compare"));
     parse_interactions(p, member(o, "interactions"));
-    parse_probes(p, member(o, "probes"));
-    p->require_go = get_i(o, "require_go", 0, 0, 1);
+    parse_probes(rd, p, member(o, "probes"));
+    p->require_go = get_i(rd, o, "require_go", 0, 0, 1);
     check_shapes(p);
 }
 

@@ -14,7 +14,7 @@ void preset_file(char *dst, size_t n, const char *arg);
 /* The file of a preset's data key (o's key: a path relative to the preset's
  * folder), or, without the key, file in the default corpus's folder
  * (LATTICE_REPRODUCE_DATA or examples/data/austen), into dst. */
-void preset_data_path(char *dst, size_t n, json_object *o, const char *key,
+void preset_data_path(json_reader *rd, char *dst, size_t n, json_object *o, const char *key,
                       const char *preset_path, const char *file);
 
 /* Read, check and resolve a preset file; dies with the key path on any error. */

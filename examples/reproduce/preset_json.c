@@ -176,37 +176,26 @@ json_object *read_preset_json(const char *path)
 
 /* ---- members and getters ------------------------------------------------------------ */
 
-/* Where the keys being read sit, for messages; "" at the top. */
-static char where_prefix[128];
-
-void json_at(const char *where) { snprintf(where_prefix, sizeof where_prefix, "%s", where); }
-
-/* How a path of the preset as read is named in a message (json_namer). */
-static void (*namer)(char *buf, size_t n, const char *path);
-
-void json_namer(void (*fn)(char *buf, size_t n, const char *path)) { namer = fn; }
-
-const char *json_said_at(const char *where, const char *key)
+void json_at(json_reader *rd, const char *where)
 {
-    /* a few at once: one message may name two paths */
-    static char bufs[4][320];
-    static int next;
-    char *buf = bufs[next++ & 3], path[320];
+    snprintf(rd->where, sizeof rd->where, "%s", where);
+}
+
+const char *json_said_at(json_reader *rd, const char *where, const char *key)
+{
+    char *buf = rd->said[rd->next++ & 3], path[320];
     snprintf(path, sizeof path, "%s%s%s", where ? where : "", where && where[0] && key && key[0] ? "." : "",
              key ? key : "");
-    if (namer)
-        namer(buf, sizeof bufs[0], path);
+    if (rd->namer)
+        rd->namer(rd->namer_ctx, buf, sizeof rd->said[0], path);
     else
-        snprintf(buf, sizeof bufs[0], "%s", path);
+        snprintf(buf, sizeof rd->said[0], "%s", path);
     return buf;
 }
 
-const char *json_said(const char *path) { return json_said_at(path, NULL); }
+const char *json_said(json_reader *rd, const char *path) { return json_said_at(rd, path, NULL); }
 
-/* path with the current prefix, for a message, as the user wrote it. */
-static const char *full(const char *path) { return json_said_at(where_prefix, path); }
-
-const char *json_path(const char *key) { return full(key); }
+const char *json_path(json_reader *rd, const char *key) { return json_said_at(rd, rd->where, key); }
 
 json_object *member(json_object *o, const char *path)
 {
@@ -222,76 +211,76 @@ json_object *member(json_object *o, const char *path)
     return cur;
 }
 
-int get_i(json_object *o, const char *path, int fallback, int lo, int hi)
+int get_i(json_reader *rd, json_object *o, const char *path, int fallback, int lo, int hi)
 {
     json_object *v = member(o, path);
     if (!v)
         return fallback;
     if (!json_object_is_type(v, json_type_int) && !json_object_is_type(v, json_type_boolean))
-        die("preset: %s must be an integer", full(path));
+        die("preset: %s must be an integer", json_path(rd, path));
     int64_t x = json_object_get_int64(v);
     if (x < lo || x > hi)
-        die("preset: %s = %lld outside %d..%d", full(path), (long long)x, lo, hi);
+        die("preset: %s = %lld outside %d..%d", json_path(rd, path), (long long)x, lo, hi);
     return (int)x;
 }
 
-double get_d(json_object *o, const char *path, double fallback)
+double get_d(json_reader *rd, json_object *o, const char *path, double fallback)
 {
     json_object *v = member(o, path);
     if (!v)
         return fallback;
     if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-        die("preset: %s must be a number", full(path));
+        die("preset: %s must be a number", json_path(rd, path));
     double x = json_object_get_double(v);
     if (!isfinite(x) || x < 0)
-        die("preset: %s must be finite and >= 0", full(path));
+        die("preset: %s must be finite and >= 0", json_path(rd, path));
     return x;
 }
 
 /* A learning rate: > 0 (a zero one trains nothing, which no study means). */
-double get_lr(json_object *o, const char *path, double fallback)
+double get_lr(json_reader *rd, json_object *o, const char *path, double fallback)
 {
-    const double x = get_d(o, path, fallback);
+    const double x = get_d(rd, o, path, fallback);
     if (!(x > 0))
-        die("preset: %s must be > 0 (a learning rate of 0 trains nothing)", full(path));
+        die("preset: %s must be > 0 (a learning rate of 0 trains nothing)", json_path(rd, path));
     return x;
 }
 
-void get_s(json_object *o, const char *path, char *dst, size_t n, const char *fallback)
+void get_s(json_reader *rd, json_object *o, const char *path, char *dst, size_t n, const char *fallback)
 {
     json_object *v = member(o, path);
     if (v && !json_object_is_type(v, json_type_string))
-        die("preset: %s must be a string", full(path));
+        die("preset: %s must be a string", json_path(rd, path));
     const char *s = v ? json_object_get_string(v) : fallback;
     const size_t len = v ? (size_t)json_object_get_string_len(v) : strlen(fallback);
     /* never cut short: a shortened name or path would name something else */
     if (len >= n)
-        die("preset: %s is %zu bytes long, at most %zu", full(path), len, n - 1);
+        die("preset: %s is %zu bytes long, at most %zu", json_path(rd, path), len, n - 1);
     if (strlen(s) != len)
-        die("preset: %s holds a NUL byte (\\u0000)", full(path));
+        die("preset: %s holds a NUL byte (\\u0000)", json_path(rd, path));
     memcpy(dst, s, len + 1);
 }
 
-int get_enum(json_object *o, const char *key, const char *where, const char *const *names, int n,
+int get_enum(json_reader *rd, json_object *o, const char *key, const char *where, const char *const *names, int n,
              int fallback)
 {
     char s[64];
     if (!member(o, key))
         return fallback;
-    get_s(o, key, s, sizeof s, "");
+    get_s(rd, o, key, s, sizeof s, "");
     for (int i = 0; i < n; i++)
         if (strcmp(s, names[i]) == 0)
             return i;
     char known[256] = "";
     for (int i = 0; i < n; i++)
         snprintf(known + strlen(known), sizeof known - strlen(known), "%s%s", i ? ", " : "", names[i]);
-    die("preset: %s = '%s' is not one of: %s", json_said_at(where, key), s, known);
+    die("preset: %s = '%s' is not one of: %s", json_said_at(rd, where, key), s, known);
     return -1;
 }
 
 /* ---- the whole object ----------------------------------------------------------------- */
 
-static void keys_under(json_object *o, const char *path, const char *pattern,
+static void keys_under(json_reader *rd, json_object *o, const char *path, const char *pattern,
                        const char *const *known, size_t n_known)
 {
     if (json_object_is_type(o, json_type_array)) {
@@ -299,7 +288,7 @@ static void keys_under(json_object *o, const char *path, const char *pattern,
             char p2[256], pat2[256];
             snprintf(p2, sizeof p2, "%s[%zu]", path, i);
             snprintf(pat2, sizeof pat2, "%s.*", pattern);
-            keys_under(json_object_array_get_idx(o, i), p2, pat2, known, n_known);
+            keys_under(rd, json_object_array_get_idx(o, i), p2, pat2, known, n_known);
         }
         return;
     }
@@ -315,19 +304,19 @@ static void keys_under(json_object *o, const char *path, const char *pattern,
             ok = strcmp(known[k], pat) == 0;
         if (!ok)
             die("preset: unknown key '%s' (a typo? see examples/reproduce/presets/README.md)",
-                json_said(full_path));
+                json_said(rd, full_path));
         if (strcmp(pat, "design") == 0)
             continue; /* design.c checks its own keys, and its arms' are checked as arms */
-        keys_under(val, full_path, pat, known, n_known);
+        keys_under(rd, val, full_path, pat, known, n_known);
     }
 }
 
-void check_keys(json_object *o, const char *const *known, size_t n)
+void check_keys(json_reader *rd, json_object *o, const char *const *known, size_t n)
 {
-    keys_under(o, "", "", known, n);
+    keys_under(rd, o, "", "", known, n);
 }
 
-static void nulls_under(json_object *o, const char *path)
+static void nulls_under(json_reader *rd, json_object *o, const char *path)
 {
     char sub[256];
     if (json_object_is_type(o, json_type_object)) {
@@ -336,17 +325,17 @@ static void nulls_under(json_object *o, const char *path)
             snprintf(sub, sizeof sub, "%s%s%s", path, path[0] ? "." : "", key);
             if (!val)
                 die("preset: %s is null: give it a value, or leave the key out for its default",
-                    json_said(sub));
-            nulls_under(val, sub);
+                    json_said(rd, sub));
+            nulls_under(rd, val, sub);
         }
     } else if (json_object_is_type(o, json_type_array)) {
         for (size_t i = 0; i < json_object_array_length(o); i++) {
             snprintf(sub, sizeof sub, "%s[%zu]", path, i);
             if (!json_object_array_get_idx(o, i))
                 die("preset: %s is null", sub);
-            nulls_under(json_object_array_get_idx(o, i), sub);
+            nulls_under(rd, json_object_array_get_idx(o, i), sub);
         }
     }
 }
 
-void no_nulls(json_object *o) { nulls_under(o, ""); }
+void no_nulls(json_reader *rd, json_object *o) { nulls_under(rd, o, ""); }

@@ -140,12 +140,12 @@ void preset_file(char *dst, size_t n, const char *arg)
 #define REPRODUCE_DEFAULT_DATA "examples/data/austen"
 #endif
 
-void preset_data_path(char *dst, size_t n, json_object *o, const char *key,
+void preset_data_path(json_reader *rd, char *dst, size_t n, json_object *o, const char *key,
                       const char *preset_path, const char *file)
 {
     if (member(o, key)) {
         char rel[1024];
-        get_s(o, key, rel, sizeof rel, "");
+        get_s(rd, o, key, rel, sizeof rel, "");
         resolve_path(dst, n, preset_path, rel);
     } else {
         const char *env = getenv("LATTICE_REPRODUCE_DATA");

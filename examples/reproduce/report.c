@@ -322,7 +322,7 @@ void report(FILE *f, const study *s)
     report_opening(f, p);
     verdicts(f, s);
     teacher_table(f, s);
-    const double unigram = unigram_ce(p);
+    const double unigram = s->unigram;
     every_arm(f, s, unigram);
     baseline_words(f, s, unigram);
     const int table = arm_index(s, "pre-joint") >= 0 || arm_index(s, "post-joint") >= 0 ||
@@ -401,7 +401,7 @@ void report_summary(FILE *f, const study *s, const char *dir)
     }
     free(text);
     /* did every arm learn? */
-    const double u = unigram_ce(p);
+    const double u = s->unigram;
     char dnl[1024] = "";
     int n_dnl = 0;
     double lo = INFINITY, hi = -INFINITY;

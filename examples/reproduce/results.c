@@ -23,10 +23,6 @@ static void count_targets(const lattice_data_batch *b, double *counts)
 
 double unigram_ce(const preset *p)
 {
-    static const preset *done;
-    static double ce;
-    if (done == p)
-        return ce;
     lattice_data *d = open_data(p, 1);
     lattice_data_batch b;
     lattice_data_position pos = {0, 0};
@@ -64,9 +60,7 @@ double unigram_ce(const preset *p)
         }
     }
     lattice_data_destroy(d);
-    ce = count > 0 ? sum / count : NAN;
-    done = p;
-    return ce;
+    return count > 0 ? sum / count : NAN;
 }
 
 int did_not_learn(double mean_ce, double unigram)
@@ -79,7 +73,7 @@ int not_learned(const study *s, const char *const *names, int n, char *buf, size
     int count = 0;
     if (len)
         buf[0] = 0;
-    const double u = n > 0 ? unigram_ce(s->p) : NAN;
+    const double u = s->unigram;
     for (int k = 0; k < n; k++) {
         int seen = 0; /* an arm named twice (a row's corners) counts once */
         for (int j = 0; j < k && !seen; j++)
@@ -232,7 +226,7 @@ static void add_interaction(json_object *list, const study *s, const char *const
 static void add_baseline(json_object *o, const study *s)
 {
     const preset *p = s->p;
-    const double u = unigram_ce(p);
+    const double u = s->unigram;
     char rule[400];
     json_object *b = json_object_new_object(), *flagged = json_object_new_array(),
                 *summaries = json_object_new_object();

@@ -16,7 +16,8 @@ void write_json(const char *path, const study *s, double wall);
  * over the 257 tokens. Counted as the final evaluation counts: the same
  * validation batches (final_eval_batches, else all), padding masked out,
  * token-weighted. What a model that learned nothing but byte frequencies
- * scores. Computed once per preset. */
+ * scores. The study's report reads it as study.unigram (session_write
+ * computes it once). */
 double unigram_ce(const preset *p);
 
 /* An arm did not learn when its mean final val CE is above the unigram CE

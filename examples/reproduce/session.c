@@ -248,6 +248,7 @@ void session_write(const session *x)
     study rs;
     char missing[2048];
     report_view(&x->s, &rp, &rs, missing, sizeof missing);
+    rs.unigram = unigram_ce(&rp);
     char path[1200];
     /* the data and plots first: report.md links them */
     snprintf(path, sizeof path, "%s/curves.csv", dir);

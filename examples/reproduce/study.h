@@ -269,6 +269,8 @@ typedef struct study {
     char *settings[MAX_ARMS];       /* run_settings of each arm (canonical JSON, malloc'd) */
     char teacher_hex[17];           /* the teacher file's XXH64 */
     char corpus_hex[17];            /* the corpus's XXH64 */
+    double unigram; /* the unigram baseline's CE (unigram_ce): set by session_write on the
+                     * study it reports, which what writes the report reads */
 } study;
 
 /* ---- messages and ranks (common.c) ------------------------------------------------ */
