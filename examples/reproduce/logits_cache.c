@@ -11,8 +11,6 @@
 #include "files.h"
 #include "runs.h"
 
-logits_cache *study_logits;
-logits_mode study_logits_mode;
 /* every run's batches so far: from the file, and computed by the teacher */
 static atomic_llong all_from_file, all_computed;
 
@@ -384,6 +382,7 @@ int logits_file_ready(const preset *p, lattice_backend *be, const char *dir,
 struct run_teacher {
     lattice_teacher *model_teacher, *teacher;
     const logits_cache *c;
+    int verify; /* every batch asked of model_teacher too, and compared */
     int64_t *rows; /* [batch]: the file's row of each batch row */
     int64_t from_file, computed;
     double seconds; /* answering */
@@ -421,7 +420,7 @@ static int answer_rows(run_teacher *rt, const int32_t *tokens, int batch, int se
         memset(o + (size_t)n * vocab, 0, sizeof(float) * (size_t)(seq - n) * vocab);
     }
     rt->from_file++;
-    if (study_logits_mode != LOGITS_VERIFY)
+    if (!rt->verify)
         return 0;
     const float *z;
     if (lattice_teacher_logits(rt->model_teacher, tokens, batch, seq, &z) != LATTICE_OK)
@@ -450,11 +449,11 @@ double run_teacher_seconds(const run_teacher *rt)
     return rt ? rt->seconds : 0.0;
 }
 
-lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int seq_len,
-                                  int timed, run_teacher **out)
+lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, const logits_cache *c,
+                                  int verify, int batch, int seq_len, int timed,
+                                  run_teacher **out)
 {
     *out = NULL;
-    const logits_cache *c = study_logits_mode == LOGITS_STEP ? NULL : study_logits;
     if (!c && !timed)
         return model_teacher;
     run_teacher *rt = calloc(1, sizeof *rt);
@@ -462,6 +461,7 @@ lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int
         die("out of memory");
     rt->model_teacher = model_teacher;
     rt->c = c;
+    rt->verify = verify;
     check(lattice_teacher_create_callback(answer, rt, lattice_teacher_get_vocab_size(model_teacher),
                                           batch, seq_len, &rt->teacher),
           "the teacher's logits from the file", NULL);

@@ -51,18 +51,16 @@ int logits_file_worth(const preset *p, int64_t steps_to_run);
 /* Unmap and free. NULL is ignored. */
 void logits_cache_close(logits_cache *c);
 
-/* The study's cache and mode for its runs: set once before any run starts. */
-extern logits_cache *study_logits;
-extern logits_mode study_logits_mode;
-
-/* One run's teacher: with study_logits, a teacher that answers from the file
- * (and asks model_teacher, a model teacher, for a batch holding a row the
- * file lacks, or for every batch under LOGITS_VERIFY), with *rt set; without,
- * model_teacher itself and *rt NULL, unless timed: then a teacher that asks
- * model_teacher for every batch and times it. Dies when it cannot be made. */
+/* One run's teacher: with c (the study's file, progress.logits), a teacher
+ * that answers from the file (and asks model_teacher, a model teacher, for a
+ * batch holding a row the file lacks, or with verify for every batch, as
+ * LOGITS_VERIFY does), with *rt set; without, model_teacher itself and *rt
+ * NULL, unless timed: then a teacher that asks model_teacher for every batch
+ * and times it. Dies when it cannot be made. */
 typedef struct run_teacher run_teacher;
-lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, int batch, int seq_len,
-                                  int timed, run_teacher **rt);
+lattice_teacher *run_teacher_wrap(lattice_teacher *model_teacher, const logits_cache *c,
+                                  int verify, int batch, int seq_len, int timed,
+                                  run_teacher **rt);
 /* The seconds rt spent answering (0 for NULL). */
 double run_teacher_seconds(const run_teacher *rt);
 /* The batches of every run that has ended in this process: answered from

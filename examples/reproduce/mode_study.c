@@ -4,7 +4,6 @@
 #include "files.h"
 #include "jobs.h"
 #include "logits_cache.h"
-#include "resume.h"
 #include "runs.h"
 #include "session.h"
 #include "store.h"
@@ -29,7 +28,7 @@ static void rank_teacher(session *x, uint64_t setup_sum, uint64_t teacher_sum)
         die("cannot read the teacher %s: %s", x->tpath, strerror(errno));
     hex64(thex, h);
     corpus_checksum(p, chex);
-    study_logits = logits_cache_get(p, x->teacher, x->be, x->dir, thex, chex, 0, 0);
+    x->logits = logits_cache_get(p, x->teacher, x->be, x->dir, thex, chex, 0, 0);
 }
 
 /* Rank 0's teacher, trained or loaded, its go/no-go, the runs to do against
@@ -44,9 +43,9 @@ static void study_teacher(session *x)
     runs_to_do(x, 0, o->fresh, 0, NULL, 0);
     check_outputs(&x->s);
     if (x->s.n_todo > 0 && o->logits != LOGITS_STEP)
-        study_logits = logits_cache_get(x->s.p, x->teacher, x->be, x->dir, x->s.teacher_hex,
-                                        x->s.corpus_hex, 1,
-                                        o->logits == LOGITS_VERIFY ? INT64_MAX : todo_steps(&x->s));
+        x->logits = logits_cache_get(x->s.p, x->teacher, x->be, x->dir, x->s.teacher_hex,
+                                     x->s.corpus_hex, 1,
+                                     o->logits == LOGITS_VERIFY ? INT64_MAX : todo_steps(&x->s));
 #ifdef LATTICE_HAVE_MPI
     if (proc.n_ranks > 1) {
         uint64_t sum = FNV_START;
@@ -68,6 +67,10 @@ static void run_all(session *x)
     pr.start = ex_now();
     pr.steps_total_all = todo_steps(s);
     pr.n_runs = x->w.n_runs;
+    pr.resume = s->dir && proc.n_ranks == 1 ? s : NULL; /* none over MPI ranks */
+    pr.take_up = !x->o->fresh;
+    pr.logits = x->logits; /* every rank's runs: --teacher-logits verify verifies on each */
+    pr.logits_verify = x->o->logits == LOGITS_VERIFY;
 #ifdef LATTICE_HAVE_MPI
     if (proc.rank > 0) {
         work_for_rank0(p, x->be, x->teacher, &pr);
@@ -87,7 +90,7 @@ static void run_all(session *x)
     if (proc.profile)
         say_profile_sum();
     logits_counts(&x->w.logits_file, &x->w.logits_computed);
-    if (study_logits && proc.rank == 0)
+    if (x->logits && proc.rank == 0)
         say("the teacher's logits: %lld batches read from the file, %lld computed by the "
             "teacher\n", (long long)x->w.logits_file, (long long)x->w.logits_computed);
 }
@@ -111,15 +114,12 @@ int mode_study(const options *o, preset *p, int jobs, const char *dir, uint64_t 
     session_plan(&x, jobs);
     session_estimate(&x);
     const double t0 = ex_now();
-    study_logits_mode = o->logits; /* every rank's runs: --teacher-logits verify verifies on each */
     if (proc.rank != 0)
         rank_teacher(&x, setup_sum, teacher_sum);
     else
         study_teacher(&x);
     x.w.teacher_s = ex_now() - t0;
-    resume_study(&x.s, o->fresh);
     run_all(&x);
-    resume_study(NULL, 0);
     x.w.wall = ex_now() - t0;
     int status = 0;
 #ifdef LATTICE_HAVE_MPI

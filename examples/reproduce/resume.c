@@ -8,15 +8,6 @@
 #include "runs.h"
 #include "store.h"
 
-static const study *the_study;
-static int take_up = 1;
-
-void resume_study(const study *s, int fresh)
-{
-    the_study = s && s->dir && proc.n_ranks == 1 ? s : NULL;
-    take_up = !fresh;
-}
-
 /* DIR/runs/ARM.seedN.part, and the checkpoint of step k: ARM.seedN.stepK.ckpt */
 static void part_path(const char *dir, const char *arm, int seed, char *part, size_t n)
 {
@@ -172,13 +163,13 @@ static int take_up_state(lattice_trainer *tr, lattice_schedule *s, const char *d
 void train_resumable(const preset *p, const arm *kind, int seed, lattice_trainer *tr,
                      lattice_schedule *s, run_result *r, progress *pr)
 {
-    const study *st = the_study;
+    const study *st = pr->resume;
     const int a = (int)(kind - p->arms);
     const int keep = st && st->p == p && a >= 0 && a < p->n_arms && st->settings[a] &&
                      proc.checkpoint_every >= 0;
     double before = 0; /* seconds trained in the processes before this one */
     if (keep) {
-        const int got = take_up ? take_up_state(tr, s, st->dir, kind->name, seed,
+        const int got = pr->take_up ? take_up_state(tr, s, st->dir, kind->name, seed,
                                                 st->settings[a], pr->run_steps, r)
                                 : 0;
         if (got < 0) {

@@ -17,14 +17,10 @@
 
 #include "study.h"
 
-/* The study whose runs may leave and take up checkpoints (one process, an
- * output folder; none over MPI ranks); with fresh, a run's earlier state is
- * not taken up. NULL ends it. */
-void resume_study(const study *s, int fresh);
-
-/* Train tr until its schedule ends: from the run's checkpoint when the study
- * holds one of this run (r and the progress restored with it), saving one
- * every proc.checkpoint_every seconds. kind is one of p's arms. */
+/* Train tr until its schedule ends: from the run's checkpoint when the
+ * study whose runs may leave and take up checkpoints (pr->resume) holds one
+ * of this run and pr->take_up (r and the progress restored with it), saving
+ * one every proc.checkpoint_every seconds. kind is one of p's arms. */
 void train_resumable(const preset *p, const arm *kind, int seed, lattice_trainer *tr,
                      lattice_schedule *s, run_result *r, progress *pr);
 

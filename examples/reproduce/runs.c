@@ -347,7 +347,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
     /* the logits the student learns from: the study's file, or the teacher's forward */
     run_teacher *rt;
-    lattice_teacher *teach = run_teacher_wrap(t, p->batch, p->seq_len, proc.profile, &rt);
+    lattice_teacher *teach = run_teacher_wrap(t, pr->logits, pr->logits_verify, p->batch, p->seq_len, proc.profile, &rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
     dp.alpha = (float)kind->alpha;

@@ -283,8 +283,8 @@ void session_close(session *x)
         free(s->settings[a]);
         s->settings[a] = NULL;
     }
-    logits_cache_close(study_logits);
-    study_logits = NULL;
+    logits_cache_close(x->logits);
+    x->logits = NULL;
     lattice_model_destroy(x->teacher);
     x->teacher = NULL;
     lattice_backend_destroy(x->be);

@@ -25,6 +25,7 @@ typedef struct session {
     char tpath[1200]; /* DIR/teacher.safetensors */
     int jobs;
     run_words w;
+    struct logits_cache *logits; /* the teacher's logits file for the runs, NULL for none */
 } session;
 
 /* The study's backend (the teacher's settings name it) and, on rank 0, the

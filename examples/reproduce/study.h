@@ -231,6 +231,15 @@ typedef struct progress {
     struct dispatch *dispatch;
     /* --profile: where this run's time went (seconds) */
     run_profile prof;
+    /* the study whose runs leave checkpoints and take them up (resume.h: one
+     * process, an output folder), NULL for none; take_up: a run takes up its
+     * earlier state (not --fresh) */
+    const struct study *resume;
+    int take_up;
+    /* the study's teacher logits file (logits_cache.h), NULL for none (the
+     * teacher's forward in every step); logits_verify: --teacher-logits verify */
+    const struct logits_cache *logits;
+    int logits_verify;
 } progress;
 /* The paper's mechanism rests on pre-norm residual streams growing massive
  * activations on document-boundary tokens. Measure them in the teacher. */
@@ -278,7 +287,11 @@ typedef struct study {
 /* The process: what the messages, the MPI teardown and the test hooks read.
  * Set up once before any run starts (main.c's options, jobs.c's MPI start),
  * read-only afterwards; the flags a signal handler and the --jobs workers
- * set are below, apart, since they change while runs go. */
+ * set are below, apart, since they change while runs go. What a study's runs
+ * read of the study (its kept runs' folder and settings, whether they take up
+ * checkpoints) is passed to them (study, progress); these stay global because
+ * say() and die() read them, and those are called from everywhere, the
+ * library's callbacks included, with no context to pass. */
 typedef struct process {
     /* this process's place in an MPI job: rank 0 of 1 when started without a
      * launcher (or built without MPI) */
@@ -309,13 +322,16 @@ typedef struct process {
 extern process proc;
 
 /* A --jobs worker thread (die ends the worker, not the process) and the
- * flag a failed worker sets for the others (common.c). */
+ * flag a failed worker sets for the others (common.c). Global for die(),
+ * which sets the flag from the worker that fails: in_worker per thread, the
+ * flag atomic. */
 extern _Thread_local int in_worker;
 extern atomic_int workers_stop;
 
 /* SIGINT and SIGTERM stop the study at the next step, saying what was kept
  * and how to resume (exit status 130; a --jobs worker stops, and the main
- * thread says it once they all have). */
+ * thread says it once they all have). Global and volatile sig_atomic_t: what
+ * a signal handler may set. */
 extern volatile sig_atomic_t interrupted;
 void catch_interrupts(void);
 void stop_if_interrupted(const char *dir);
