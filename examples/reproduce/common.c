@@ -15,7 +15,7 @@
 /* The process's one description, written where main.c and jobs.c set it up
  * (its rank, the option --progress, the output folder) and read by the
  * messages and the hooks. */
-process proc = {.rank = 0, .n_ranks = 1, .who = PROG, .progress_every = 60, .checkpoint_every = 300};
+process proc = {.rank = 0, .n_ranks = 1, .who = PROG, .progress_every = 60};
 
 /* A message on stderr, prefixed with who. */
 /* who, then the message, in one write: the lines of other ranks (and mpirun's

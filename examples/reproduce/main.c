@@ -113,7 +113,8 @@ static int parse_seconds(const char *name, const char *arg, double lo, const cha
 static int parse_options(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof(*o));
-    o->progress_every = o->checkpoint_every = NAN; /* not given: the process's defaults */
+    o->progress_every = NAN; /* not given: the process's default */
+    o->checkpoint_every = 300;
     static const struct option opts[] = {{"preset", required_argument, 0, 'p'},
                                          {"out", required_argument, 0, 'o'},
                                          {"retrain-teacher", no_argument, 0, 'r'},
@@ -290,9 +291,6 @@ int main(int argc, char **argv)
     /* what the messages and the runs read of the options (study.h's process) */
     if (!isnan(o.progress_every))
         proc.progress_every = o.progress_every;
-    if (!isnan(o.checkpoint_every))
-        proc.checkpoint_every = o.checkpoint_every;
-    proc.profile = o.profile;
     char preset_buf[4096];
     preset_file(preset_buf, sizeof preset_buf, o.preset_path);
     o.preset_path = preset_buf;

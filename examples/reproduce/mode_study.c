@@ -71,6 +71,8 @@ static void run_all(session *x)
     pr.take_up = !x->o->fresh;
     pr.logits = x->logits; /* every rank's runs: --teacher-logits verify verifies on each */
     pr.logits_verify = x->o->logits == LOGITS_VERIFY;
+    pr.checkpoint_every = x->o->checkpoint_every;
+    pr.profile = x->o->profile;
 #ifdef LATTICE_HAVE_MPI
     if (proc.rank > 0) {
         work_for_rank0(p, x->be, x->teacher, &pr);
@@ -87,7 +89,7 @@ static void run_all(session *x)
         keep_run(s, s->todo[k], run_job(p, x->be, x->teacher, s->todo[k], k + 1, &pr));
     if (pr.tty)
         fputs("\r\033[K", stderr);
-    if (proc.profile)
+    if (pr.profile)
         say_profile_sum();
     logits_counts(&x->w.logits_file, &x->w.logits_computed);
     if (x->logits && proc.rank == 0)

@@ -17,8 +17,8 @@ typedef struct options {
     /* the mode: at most one of these stops before the runs */
     int teacher_only, estimate_only, check_only, probe_only, rekey, report_only;
     logits_mode logits; /* --teacher-logits */
-    /* the process's settings (study.h): --progress, --checkpoint-every (NaN: not
-     * given), --profile */
+    /* --progress (NaN: not given; the process's, study.h), and the runs'
+     * (progress): --checkpoint-every (300 unless given), --profile */
     double progress_every, checkpoint_every;
     int profile;
 } options;

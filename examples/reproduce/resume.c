@@ -166,7 +166,7 @@ void train_resumable(const preset *p, const arm *kind, int seed, lattice_trainer
     const study *st = pr->resume;
     const int a = (int)(kind - p->arms);
     const int keep = st && st->p == p && a >= 0 && a < p->n_arms && st->settings[a] &&
-                     proc.checkpoint_every >= 0;
+                     pr->checkpoint_every >= 0;
     double before = 0; /* seconds trained in the processes before this one */
     if (keep) {
         const int got = pr->take_up ? take_up_state(tr, s, st->dir, kind->name, seed,
@@ -188,7 +188,7 @@ void train_resumable(const preset *p, const arm *kind, int seed, lattice_trainer
     double saved = t0;
     while (!lattice_schedule_is_finished(s)) {
         check(lattice_trainer_step(tr, NULL), "training", lattice_trainer_errmsg(tr));
-        if (keep && ex_now() - saved >= proc.checkpoint_every &&
+        if (keep && ex_now() - saved >= pr->checkpoint_every &&
             !lattice_schedule_is_finished(s)) {
             save_state(tr, st->dir, kind->name, seed, st->settings[a], r,
                        before + ex_now() - t0);

@@ -1,7 +1,7 @@
 /* A run cut short (a stop, kill -9, a machine that goes away) resumes from
  * its last checkpoint instead of running again whole.
  *
- * While a run trains, every proc.checkpoint_every seconds it leaves two files
+ * While a run trains, every --checkpoint-every seconds it leaves two files
  * in DIR/runs/, each written whole (temporary file, fsync, rename): the
  * trainer's checkpoint, ARM.seedN.ckpt (the library's: the student, the
  * optimizer, the schedule's and the data's positions), then the run's record
@@ -20,7 +20,7 @@
 /* Train tr until its schedule ends: from the run's checkpoint when the
  * study whose runs may leave and take up checkpoints (pr->resume) holds one
  * of this run and pr->take_up (r and the progress restored with it), saving
- * one every proc.checkpoint_every seconds. kind is one of p's arms. */
+ * one every pr->checkpoint_every seconds. kind is one of p's arms. */
 void train_resumable(const preset *p, const arm *kind, int seed, lattice_trainer *tr,
                      lattice_schedule *s, run_result *r, progress *pr);
 

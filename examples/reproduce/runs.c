@@ -347,7 +347,7 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
     /* the logits the student learns from: the study's file, or the teacher's forward */
     run_teacher *rt;
-    lattice_teacher *teach = run_teacher_wrap(t, pr->logits, pr->logits_verify, p->batch, p->seq_len, proc.profile, &rt);
+    lattice_teacher *teach = run_teacher_wrap(t, pr->logits, pr->logits_verify, p->batch, p->seq_len, pr->profile, &rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
     dp.alpha = (float)kind->alpha;
@@ -551,7 +551,7 @@ run_result *run_job(const preset *p, lattice_backend *be, lattice_model *teacher
     pr->run_start = pr->last_line = ex_now();
     run_arm(p, be, teacher, &p->arms[a], i + 1, pr, r, 0);
     pr->steps_done_before += r->n_steps;
-    if (proc.profile) {
+    if (pr->profile) {
         char what[96];
         snprintf(what, sizeof what, "%s seed %d", p->arms[a].name, i + 1);
         say_profile(what, &pr->prof);

@@ -240,6 +240,11 @@ typedef struct progress {
      * teacher's forward in every step); logits_verify: --teacher-logits verify */
     const struct logits_cache *logits;
     int logits_verify;
+    /* --checkpoint-every S: a running run leaves its checkpoint every S seconds
+     * (resume.h); negative: never. --profile: each run's time split into its
+     * parts, and the study's sum. */
+    double checkpoint_every;
+    int profile;
 } progress;
 /* The paper's mechanism rests on pre-norm residual streams growing massive
  * activations on document-boundary tokens. Measure them in the teacher. */
@@ -311,11 +316,6 @@ typedef struct process {
     /* --progress S: a plain progress line every S seconds per run when stderr
      * is not a terminal, or several runs go side by side (0: none) */
     double progress_every;
-    /* --profile: each run's time split into its parts, and the study's sum */
-    int profile;
-    /* --checkpoint-every S: a running run leaves its checkpoint every S
-     * seconds (resume.h); negative: never */
-    double checkpoint_every;
     /* the output folder, for the messages that say what was kept */
     const char *study_dir;
 } process;
