@@ -342,34 +342,6 @@ char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t jo
     return buf;
 }
 
-/* The raw record of format 2 (run_unpack) is written no more: a test makes
- * one to see that it is still read. */
-char *kept_pack_raw(const char *arm_name, int seed, const char *settings, int32_t job,
-                    const run_result *r, size_t *bytes)
-{
-    size_t rec_bytes;
-    char *rec = run_pack(job, r, &rec_bytes);
-    kept_head h;
-    memset(&h, 0, sizeof h);
-    snprintf(h.arm, sizeof h.arm, "%s", arm_name);
-    h.seed = (uint32_t)seed;
-    h.settings_len = strlen(settings);
-    h.record_bytes = rec_bytes;
-    h.record_header = RUN_HEADER;
-    *bytes = sizeof MAGIC + sizeof h + h.settings_len + rec_bytes + sizeof(uint64_t);
-    char *buf = malloc(*bytes), *at = buf;
-    if (!buf)
-        die("out of memory");
-    memcpy(at, MAGIC, sizeof MAGIC), at += sizeof MAGIC;
-    memcpy(at, &h, sizeof h), at += sizeof h;
-    memcpy(at, settings, h.settings_len), at += h.settings_len;
-    memcpy(at, rec, rec_bytes), at += rec_bytes;
-    const uint64_t sum = xxh_bytes(buf, (size_t)(at - buf));
-    memcpy(at, &sum, sizeof sum);
-    free(rec);
-    return buf;
-}
-
 /* The settings a kept run was made with (was, len bytes) against these: 0,
  * or KEPT_STALE with the keys that differ in why. */
 static int same_settings(const char *was, size_t len, const char *settings, char *why,

@@ -51,11 +51,6 @@ extern const char KEPT_MAGIC_1[8];
 char *kept_pack(const char *arm_name, int seed, const char *settings, int32_t job,
                 const run_result *r, size_t *bytes);
 
-/* ... of format 2 (the record's raw bytes, run_pack), as 0.5 to 1.0 wrote
- * them: for the tests that see such files still read. */
-char *kept_pack_raw(const char *arm_name, int seed, const char *settings, int32_t job,
-                    const run_result *r, size_t *bytes);
-
 /* A kept run's file of either format back: KEPT_OK with *out only when its checksum holds,
  * it names this arm and seed, and its settings are these; else KEPT_BAD
  * (damaged, or another arm's or seed's), KEPT_STALE (other settings: why

@@ -4,12 +4,42 @@
 #ifndef TESTS_KEPT_SAMPLE_H
 #define TESTS_KEPT_SAMPLE_H
 
+#include "../../examples/reproduce/files.h"
 #include "../../examples/reproduce/runs.h"
 #include "../../examples/reproduce/store.h"
 
 #define SAMPLE_ARM "post-grow"
 #define SAMPLE_SEED 2
 #define SAMPLE_SETTINGS "{\"arm\":{\"spec\":\"post-grow\"},\"preset\":{\"train\":{\"tau\":1}}}"
+
+/* A kept run's file of format 2, as 0.5 to 1.0 wrote them: "LATRUN", 0, 2;
+ * kept_head (store.c: the arm's name in 48 bytes, the seed, 4 bytes of 0,
+ * the settings' length, the record's and its fixed part's); the settings;
+ * the record (run_pack); the XXH64 of every byte before it. */
+static inline char *kept_pack_raw(const char *arm, int seed, const char *settings, int32_t job,
+                                  const run_result *r, size_t *bytes)
+{
+    size_t rec_bytes;
+    char *rec = run_pack(job, r, &rec_bytes);
+    char head[8 + 80] = {'L', 'A', 'T', 'R', 'U', 'N', 0, 2};
+    const uint32_t seed32 = (uint32_t)seed;
+    const uint64_t sizes[3] = {strlen(settings), rec_bytes,
+                               sizeof(int32_t) + sizeof(run_result)};
+    snprintf(head + 8, 48, "%s", arm);
+    memcpy(head + 8 + 48, &seed32, sizeof seed32);
+    memcpy(head + 8 + 56, sizes, sizeof sizes);
+    *bytes = sizeof head + sizes[0] + rec_bytes + sizeof(uint64_t);
+    char *buf = malloc(*bytes);
+    if (!buf)
+        abort();
+    memcpy(buf, head, sizeof head);
+    memcpy(buf + sizeof head, settings, sizes[0]);
+    memcpy(buf + sizeof head + sizes[0], rec, rec_bytes);
+    const uint64_t sum = xxh_bytes(buf, *bytes - sizeof sum);
+    memcpy(buf + *bytes - sizeof sum, &sum, sizeof sum);
+    free(rec);
+    return buf;
+}
 
 /* The file's bytes (malloc'd) and their size: as JSON (format 3), or with
  * raw as the raw record of format 2 that 0.5 to 1.0 kept. */
