@@ -3,11 +3,8 @@
 #include "trainer_impl.h"
 
 #include "checkpoint_state.h"
-#include "data_access.h"
-#include "model_access.h"
 #include "optim_access.h"
 #include "safetensors.h"
-#include "schedule_access.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -84,19 +81,18 @@ static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
     return st;
 }
 
-/* A checkpoint's state as read, for comparing ranks: weights, moments,
- * per-tensor steps, optimizer step, schedule position and data position.
+/* A checkpoint as read, for comparing ranks: weights, moments, per-tensor
+ * steps, and the run's state as its text (all of it, by no list of its own).
  * The buffers are laid out like the model's arena; only its tensors count
  * (its alignment padding is never written, and differs between processes). */
 static uint64_t state_hash(const lattice_model *m, const float *params, const float *m1,
-                           const float *m2, const int64_t *steps, const checkpoint_restored *r)
+                           const float *m2, const int64_t *steps, const char *state)
 {
     uint64_t h = lattice__model_hash(m, params, LATTICE__HASH_START);
     h = lattice__model_hash(m, m1, h);
     h = lattice__model_hash(m, m2, h);
     h = lattice__hash(h, steps, sizeof(int64_t) * (size_t)lattice_model_get_n_tensors(m));
-    const int64_t pos[5] = {r->optim_step, r->phase, r->step_in_phase, r->pos.epoch, r->pos.index};
-    return lattice__hash(h, pos, sizeof(pos));
+    return lattice__hash(h, state, strlen(state));
 }
 
 lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *path)
@@ -128,10 +124,10 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
     lattice_status st = lattice__st_open(&sf, path, t->err);
     if (st != LATTICE_OK)
         return lattice__trainer_distributed(t) ? lattice__trainer_agree(t, st) : st;
-    checkpoint_restored r;
+    checkpoint_state r;
     memset(&r, 0, sizeof(r));
-    st = lattice__checkpoint_parse_state(t, lattice__st_meta(&sf, "lattice.checkpoint"), flags,
-                                         &r);
+    const char *state = lattice__st_meta(&sf, "lattice.checkpoint");
+    st = lattice__checkpoint_parse_state(t, state, flags, &r);
     /* Read into scratch first: a bad file must leave the run untouched. */
     const int nt = lattice_model_get_n_tensors(m);
     const size_t arena = lattice__model_arena_floats(m);
@@ -215,37 +211,15 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
                 st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps'[%d] = %lld outside 0..%lld", i,
                           (long long)steps[i], (long long)r.optim_step);
     }
-    lattice_data_position was;
-    lattice_data_get_position(t->data, &was);
-    if (r.keep_data_position) {
-        /* other data, on purpose: the checkpoint's position would name other
-         * documents; the iterator reads on from where it stands, where
-         * rewinding phases will also go back to */
-        r.origin = was;
-    } else {
-        /* set_position is the only check of a position there is; trying the
-         * origin first leaves the iterator where it was if either does not fit */
-        if (st == LATTICE_OK && r.have_origin &&
-            lattice_data_set_position(t->data, &r.origin) != LATTICE_OK)
-            st = FAIL(t, LATTICE_ERR_FORMAT,
-                      "the checkpoint's data origin (pass %lld, index %lld) does not fit this "
-                      "data (%lld per pass)", (long long)r.origin.epoch, (long long)r.origin.index,
-                      (long long)lattice__data_pass_length(t->data));
-        if (st == LATTICE_OK && lattice_data_set_position(t->data, &r.pos) != LATTICE_OK) {
-            lattice_data_set_position(t->data, &was);
-            st = FAIL(t, LATTICE_ERR_FORMAT,
-                      "the checkpoint's data position (pass %lld, index %lld) does not fit this "
-                      "data (%lld per pass)", (long long)r.pos.epoch, (long long)r.pos.index,
-                      (long long)lattice__data_pass_length(t->data));
-        }
-    }
+    if (r.keep_data_position) /* other data, on purpose: the iterator reads on from where it
+                               * stands, where rewinding phases will also go back to */
+        lattice_data_get_position(t->data, &r.data.origin);
     if (lattice__trainer_distributed(t)) {
         /* every rank loads, or none does; and only the same state: a stale
          * copy of the file on one machine's disk would make its rank diverge */
-        const lattice_status own = st;
         st = lattice__trainer_agree(t, st);
         if (st == LATTICE_OK) {
-            uint64_t h[2] = {state_hash(m, params, m1, m2, steps, &r), 0};
+            uint64_t h[2] = {state_hash(m, params, m1, m2, steps, state), 0};
             h[1] = h[0];
             const int rc = t->coll.broadcast(t->coll_user, &h[1], sizeof(h[1]), 0);
             if (rc)
@@ -257,8 +231,6 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
                           t->rank, path);
             st = lattice__trainer_agree(t, st);
         }
-        if (own == LATTICE_OK && st != LATTICE_OK)
-            lattice_data_set_position(t->data, &was);
     }
     if (st == LATTICE_OK) {
         /* commit: nothing below can fail */
@@ -272,20 +244,19 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
         }
         memcpy(mo.t_tensor, steps, sizeof(int64_t) * (size_t)nt);
         lattice__optim_restore(o, &r.op, r.optim_step);
-        lattice__schedule_restore(t->schedule, (int)r.phase, r.step_in_phase, r.nonpad_in_phase,
-                                  &r.counters);
-        lattice__model_set_run(m, &(lattice__model_run){(int)r.n_active, r.tr_emb != 0,
-                                                         r.tr_bnd != 0, r.tr_head != 0,
-                                                         r.tr_layers});
-        t->applied_phase = (int)r.applied_phase;
-        t->have_origin = r.have_origin;
-        t->data_origin = r.origin;
+        lattice__schedule_restore(t->schedule, &r.at);
+        lattice__model_set_run(m, &r.run);
+        if (!r.keep_data_position) /* it fits (checkpoint_state.c) */
+            lattice_data_set_position(t->data, &r.data.pos);
+        t->applied_phase = r.applied_phase;
+        t->have_origin = r.data.have_origin;
+        t->data_origin = r.data.origin;
     }
     free(params);
     free(m1);
     free(m2);
     free(steps);
-    free(r.tr_layers);
+    free(r.layers);
     lattice__st_close(&sf);
     return st;
 }

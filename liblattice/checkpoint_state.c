@@ -5,13 +5,11 @@
 #include "fields.h"
 
 #include "json.h"
-#include "model_access.h"
 #include "optim_access.h"
-#include "schedule_access.h"
 #include "setup.h"
 
-#include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +18,38 @@
  * every field must be there (lattice__fields_from_json). */
 #define RECORD_SINCE 5
 
-static json_object *i64(int64_t v) { return json_object_new_int64(v); }
-static json_object *dbl(double v) { return json_object_new_double(v); }
+/* The trainer's own values in the state, and the optimizer's step count. */
+static const lattice__field own_fields[] = {
+    {"step", LATTICE__F_I64, offsetof(checkpoint_state, optim_step), 1, 0, LATTICE__COUNT_MAX},
+    {"applied_phase", LATTICE__F_INT, offsetof(checkpoint_state, applied_phase), 1, -1, INT32_MAX},
+    {"ranks", LATTICE__F_INT, offsetof(checkpoint_state, ranks), 3, 1, INT32_MAX},
+};
+static const lattice__fields optim_step = {own_fields, 1}, applied_phase = {own_fields + 1, 1},
+                             ranks = {own_fields + 2, 1};
+
+/* The run's state, part by part in the order a checkpoint writes them: each
+ * a table over its struct at offset `at` of checkpoint_state, in the JSON
+ * object named (NULL: the top level). An optional part is there where the
+ * int at offset `has` says so (the data's origin once the run has begun,
+ * the rank count with a collective), and then with all its keys. */
+typedef struct state_part {
+    const char *object;
+    const lattice__fields *fields;
+    size_t at, has; /* has 0: always there */
+} state_part;
+#define PART(object, fields, at, has) {object, fields, offsetof(checkpoint_state, at), has}
+static const state_part parts[] = {
+    {"optim", &optim_step, 0, 0},
+    PART("optim", &lattice__optim_fields, op, 0),
+    PART("schedule", &lattice__schedule_at_fields, at, 0),
+    PART("model", &lattice__model_run_fields, run, 0),
+    PART(NULL, &lattice__data_position_fields, data, 0),
+    {NULL, &applied_phase, 0, 0},
+    PART(NULL, &lattice__data_origin_fields, data, offsetof(checkpoint_state, data.have_origin)),
+    {NULL, &ranks, 0, offsetof(checkpoint_state, has_ranks)},
+};
+#undef PART
+#define N_PARTS (sizeof parts / sizeof parts[0])
 
 /* A setup field as JSON: integers as themselves (an unsigned one by its
  * bits), reals as doubles, digests as 16 hex digits. */
@@ -43,94 +71,58 @@ static json_object *field_json(const lattice__setup_field *f)
 
 char *lattice__checkpoint_state_json(lattice_trainer *t)
 {
-    const lattice_model *m = t->model;
-    const lattice_optim *o = t->optim;
-    lattice__schedule_at s;
-    lattice__schedule_where(t->schedule, &s);
-    lattice_data_position pos;
-    lattice_data_get_position(t->data, &pos);
-    json_object *j = json_object_new_object(), *op = json_object_new_object(),
-                *sc = json_object_new_object(), *md = json_object_new_object(),
+    checkpoint_state s = {.optim_step = lattice_optim_get_steps(t->optim),
+                          .op = *lattice__optim_params(t->optim),
+                          .run = lattice__model_get_run(t->model),
+                          .data = {.have_origin = t->have_origin, .origin = t->data_origin},
+                          .applied_phase = t->applied_phase,
+                          .has_ranks = t->has_coll,
+                          .ranks = t->n_ranks};
+    lattice__schedule_where(t->schedule, &s.at);
+    lattice_data_get_position(t->data, &s.data.pos);
+    json_object *j = json_object_new_object(), *sc = json_object_new_object(),
+                *md = json_object_new_object(), *arch = json_object_new_object(),
                 *layers = json_object_new_array(), *phases = json_object_new_array(),
                 *dt = json_object_new_object();
-    /* since 0.4: the data's settings and corpus, the whole schedule (their
-     * names are constant keys: the list outlives j) */
+    /* the setups a load compares: the data's settings and corpus and the
+     * whole schedule (since 0.4), the model's (since 0.5); their names are
+     * constant keys: the lists outlive j */
     lattice__setup data, model;
     int ok = lattice__setup_of(t, LATTICE__PART_DATA, 0, &data);
-    /* since 0.5: the model's setup (setup.c's model part), which a load compares */
-    json_object *arch = json_object_new_object();
     ok = lattice__setup_of(t, LATTICE__PART_MODEL, 0, &model) && ok;
-    ok = lattice__json_add(md, "setup", arch) && ok;
-    /* the containers join j first, so that one put of j frees whatever was built */
-    ok = lattice__json_add(md, "trainable_layers", layers) && ok;
+    /* the containers join their objects, and these j, before anything else
+     * (so that one put of j frees whatever was built), in the order written,
+     * each object with what comes before the parts in it */
     ok = lattice__json_add(sc, "phases", phases) && ok;
-    ok = lattice__json_add(j, "optim", op) && ok;
+    ok = lattice__json_add(md, "setup", arch) && ok;
+    ok = lattice__json_add(md, "trainable_layers", layers) && ok;
+    ok = lattice__json_add(j, "optim", json_object_new_object()) && ok;
     ok = lattice__json_add(j, "schedule", sc) && ok;
     ok = lattice__json_add(j, "model", md) && ok;
     ok = lattice__json_add(j, "data", dt) && ok;
-#define ADD(obj, k, v) ok = ok && lattice__json_add(obj, k, v)
-    ADD(op, "step", i64(lattice_optim_get_steps(o)));
-    ok = ok && lattice__fields_to_json(&lattice__optim_fields, lattice__optim_params(o), op);
-    ADD(sc, "n_phases", i64(s.n_phases));
-    ADD(sc, "phase", i64(s.phase));
-    ADD(sc, "step_in_phase", i64(s.step_in_phase));
-    ADD(sc, "nonpad_in_phase", i64(s.nonpad_in_phase));
-    ADD(sc, "steps", i64(s.counters.steps));
-    ADD(sc, "tokens", i64(s.counters.tokens));
-    ADD(sc, "nonpad_tokens", i64(s.counters.nonpad_tokens));
-    ADD(sc, "active_layer_tokens", i64(s.counters.active_layer_tokens));
-    ADD(sc, "flops", dbl(s.counters.flops));
-    for (int i = 0; ok && i < s.n_phases; i++) {
-        const lattice_schedule_phase *ph = &s.phases[i];
+    for (size_t i = 0; ok && i < N_PARTS; i++) {
+        json_object *o = j;
+        if (parts[i].object)
+            json_object_object_get_ex(j, parts[i].object, &o);
+        if (!parts[i].has || *(const int *)((const char *)&s + parts[i].has))
+            ok = lattice__fields_to_json(parts[i].fields, (const char *)&s + parts[i].at, o);
+    }
+    for (int i = 0; ok && i < s.at.n_phases; i++) {
         json_object *o = json_object_new_object();
-        ok = lattice__json_push(phases, o) && lattice__fields_to_json(&lattice__phase_fields, ph, o);
+        ok = lattice__json_push(phases, o) &&
+             lattice__fields_to_json(&lattice__phase_fields, &s.at.phases[i], o);
     }
     for (int i = 0; ok && i < data.n; i++)
-        ADD(dt, data.f[i].name, field_json(&data.f[i]));
+        ok = lattice__json_add(dt, data.f[i].name, field_json(&data.f[i]));
     for (int i = 0; ok && i < model.n; i++)
-        ADD(arch, model.f[i].name, field_json(&model.f[i]));
-    lattice__model_run run;
-    lattice__model_get_run(m, &run);
-    ADD(md, "n_active", i64(run.n_active));
-    ADD(md, "trainable_embedding", i64(run.trainable_embedding));
-    ADD(md, "trainable_boundary", i64(run.trainable_boundary));
-    ADD(md, "trainable_head", i64(run.trainable_head));
-    for (int i = 0; ok && i < lattice__model_params(m)->n_layers; i++)
-        ok = lattice__json_push(layers, i64(run.trainable_layer[i]));
-    ADD(j, "data_epoch", i64(pos.epoch));
-    ADD(j, "data_index", i64(pos.index));
-    ADD(j, "applied_phase", i64(t->applied_phase));
-    if (t->have_origin) { /* since 0.2: where rewinding phases send the data back to */
-        ADD(j, "data_origin_epoch", i64(t->data_origin.epoch));
-        ADD(j, "data_origin_index", i64(t->data_origin.index));
-    }
-    if (t->has_coll) /* since 0.3: the rank count, which fixes each rank's share and sums */
-        ADD(j, "ranks", i64(t->n_ranks));
-#undef ADD
+        ok = lattice__json_add(arch, model.f[i].name, field_json(&model.f[i]));
+    for (int i = 0; ok && i < lattice__model_params(t->model)->n_layers; i++)
+        ok = lattice__json_push(layers, json_object_new_int64(s.run.trainable_layer[i]));
     char *out = ok ? lattice__json_dump(j) : NULL;
     json_object_put(j);
     lattice__setup_free(&data);
     lattice__setup_free(&model);
     return out;
-}
-
-static int get64(json_object *o, const char *key, int64_t *v)
-{
-    json_object *x;
-    if (!o || !json_object_object_get_ex(o, key, &x) || !json_object_is_type(x, json_type_int))
-        return 0;
-    *v = json_object_get_int64(x);
-    return 1;
-}
-
-static int getd(json_object *o, const char *key, double *v)
-{
-    json_object *x;
-    if (!o || !json_object_object_get_ex(o, key, &x) ||
-        !(json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int)))
-        return 0;
-    *v = json_object_get_double(x);
-    return 1;
 }
 
 /* Reading the state: the first missing, mistyped or out-of-range value is
@@ -170,19 +162,6 @@ static json_object *need_object(reader *rd, json_object *o, const char *key)
     return rd->ok ? x : NULL;
 }
 
-static void need64(reader *rd, json_object *o, const char *obj, const char *key, int64_t *v)
-{
-    if (rd->ok && !get64(o, key, v))
-        refuse(rd, "the checkpoint's state lacks %s%s%s, or it is not an integer", obj ? obj : "",
-               obj ? "." : "", key);
-}
-
-static void needd(reader *rd, json_object *o, const char *obj, const char *key, double *v)
-{
-    if (rd->ok && !getd(o, key, v))
-        refuse(rd, "the checkpoint's state lacks %s.%s, or it is not a number", obj, key);
-}
-
 static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_t hi)
 {
     if (rd->ok && (v < lo || v > hi))
@@ -191,8 +170,7 @@ static void in_range(reader *rd, const char *what, int64_t v, int64_t lo, int64_
 }
 
 /* The checkpoint's schedule, every phase, against this run's. */
-static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
-                           const lattice_schedule *schedule)
+static void check_schedule(reader *rd, json_object *sc, int64_t n_phases)
 {
     json_object *arr;
     if (!rd->ok)
@@ -206,7 +184,7 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
         return;
     }
     lattice__schedule_at now;
-    lattice__schedule_where(schedule, &now);
+    lattice__schedule_where(rd->t->schedule, &now);
     lattice__setup have = {0}, want = {0};
     lattice_schedule_phase *ph = calloc((size_t)n_phases + 1, sizeof(*ph));
     if (!ph) {
@@ -240,33 +218,6 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases,
     lattice__setup_free(&want);
 }
 
-/* Where the run stands against where its schedule stands: the trainer
- * applies a phase's start (its depth, trainable layers, optimizer restart)
- * at the phase's first step, so the last phase applied is the current one
- * once a step into it, the one before at a phase's start, or none (-1) for
- * a run bound to its schedule since its last step; and the active layers
- * are the applied phase's. A state that says otherwise would resume another
- * run: 0.4 and 1.0 before issue 48 loaded n_active 3 for a phase of 4. */
-static void check_run_state(reader *rd, const checkpoint_restored *r, const lattice_schedule *s)
-{
-    if (!rd->ok || r->applied_phase < 0)
-        return;
-    lattice__schedule_at at;
-    lattice__schedule_where(s, &at);
-    const int64_t a = r->applied_phase, p = r->phase;
-    if (a > p)
-        refuse(rd, "the checkpoint's applied_phase %lld is after its schedule.phase %lld: a run "
-                   "applies a phase only once it stands in it", (long long)a, (long long)p);
-    else if (a < p && (a != p - 1 || r->step_in_phase != 0 || r->nonpad_in_phase != 0))
-        refuse(rd, "the checkpoint's applied_phase %lld is before its schedule.phase %lld, "
-                   "%lld steps into it: a run applies a phase at its first step",
-               (long long)a, (long long)p, (long long)r->step_in_phase);
-    else if (r->n_active != at.phases[a].active_layers)
-        refuse(rd, "the checkpoint's model.n_active %lld is not the %d active layers of its "
-                   "applied phase %lld", (long long)r->n_active, at.phases[a].active_layers,
-               (long long)a);
-}
-
 /* The checkpoint's values (the JSON object obj, named what) of this run's
  * fields want, in want's order, into have. */
 static void read_fields(reader *rd, json_object *dt, const char *what, const lattice__setup *want,
@@ -279,14 +230,16 @@ static void read_fields(reader *rd, json_object *dt, const char *what, const lat
         double d = 0.0;
         int got = json_object_object_get_ex(dt, f->name, &x);
         if (got && f->kind == LATTICE__SETUP_REAL) {
-            got = getd(dt, f->name, &d);
+            got = json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int);
+            d = json_object_get_double(x);
             memcpy(&v, &d, sizeof(v));
         } else if (got && f->kind == LATTICE__SETUP_HASH) {
             const char *hex = json_object_is_type(x, json_type_string) ? json_object_get_string(x) : "";
             got = strlen(hex) == 16 && strspn(hex, "0123456789abcdef") == 16;
             v = (int64_t)strtoull(hex, NULL, 16);
         } else if (got) {
-            got = get64(dt, f->name, &v);
+            got = json_object_is_type(x, json_type_int);
+            v = json_object_get_int64(x);
         }
         if (!got)
             refuse(rd, "the checkpoint's state lacks %s.%s, or it is not %s", what, f->name,
@@ -333,7 +286,7 @@ static void check_model(reader *rd, json_object *md)
  * run's. Other data is refused unless flags allow it; then the iterator
  * keeps its own position unless the checkpoint's means the same documents
  * (same corpus, split, seed and packing). */
-static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_restored *r)
+static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_state *r)
 {
     if (!rd->ok)
         return;
@@ -373,10 +326,128 @@ static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_r
     lattice__setup_free(&want);
 }
 
-lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,
-                                               checkpoint_restored *r)
+/* Each part of the state into r, every value in its range (its table's). */
+static void read_parts(reader *rd, json_object *j, checkpoint_state *r)
 {
-    json_object *j = NULL, *op = NULL, *sc = NULL, *md = NULL, *layers = NULL, *dt = NULL;
+    for (size_t i = 0; rd->ok && i < N_PARTS; i++) {
+        const state_part *p = &parts[i];
+        json_object *o = p->object ? need_object(rd, j, p->object) : j;
+        char why[LATTICE_ERRMSG_SIZE];
+        /* an optional part may be absent as a later release's fields may */
+        if (o && !lattice__fields_from_json(p->fields, o, p->object ? p->object : "",
+                                            p->has ? 0 : RECORD_SINCE, (char *)r + p->at, why,
+                                            sizeof why))
+            refuse(rd, "the checkpoint's state %s", why);
+        if (rd->ok && p->has)
+            *(int *)((char *)r + p->has) = json_object_object_get_ex(o, p->fields->f[0].name, NULL);
+    }
+}
+
+/* The model's layer flags, model.trainable_layers: one for each layer of
+ * this run's model, or the checkpoint is of another. */
+static void read_layers(reader *rd, json_object *j, checkpoint_state *r)
+{
+    json_object *md, *layers;
+    if (!rd->ok)
+        return;
+    json_object_object_get_ex(j, "model", &md);
+    if (!json_object_object_get_ex(md, "trainable_layers", &layers) ||
+        !json_object_is_type(layers, json_type_array)) {
+        refuse(rd, "the checkpoint's state lacks model.trainable_layers, or it is not an array");
+        return;
+    }
+    const int n_layers = lattice__model_params(rd->t->model)->n_layers;
+    const size_t capacity = json_object_array_length(layers);
+    if (capacity != (size_t)n_layers) {
+        refuse(rd, "the checkpoint is of a model with a capacity of %zu layers "
+                   "(model.trainable_layers) and this run's model has %d: another model",
+               capacity, n_layers);
+        return;
+    }
+    r->layers = calloc((size_t)n_layers, sizeof(int));
+    if (!r->layers)
+        no_memory(rd, "restore the checkpoint");
+    for (int i = 0; rd->ok && i < n_layers; i++) {
+        json_object *x = json_object_array_get_idx(layers, (size_t)i);
+        if (!json_object_is_type(x, json_type_int))
+            refuse(rd, "the checkpoint's model.trainable_layers[%d] is not an integer", i);
+        r->layers[i] = json_object_get_int64(x) != 0;
+    }
+    r->run.trainable_layer = r->layers;
+}
+
+/* Where the run stands against where its schedule stands: the trainer
+ * applies a phase's start (its depth, trainable layers, optimizer restart)
+ * at the phase's first step, so the last phase applied is the current one
+ * once a step into it, the one before at a phase's start, or none (-1) for
+ * a run bound to its schedule since its last step; and the active layers
+ * are the applied phase's. A state that says otherwise would resume another
+ * run: 0.4 and 1.0 before issue 48 loaded n_active 3 for a phase of 4. */
+static void check_run_state(reader *rd, const checkpoint_state *r, const lattice__schedule_at *at)
+{
+    const int64_t a = r->applied_phase, p = r->at.phase;
+    if (!rd->ok || a < 0)
+        return;
+    if (a > p)
+        refuse(rd, "the checkpoint's applied_phase %lld is after its schedule.phase %lld: a run "
+                   "applies a phase only once it stands in it", (long long)a, (long long)p);
+    else if (a < p && (a != p - 1 || r->at.step_in_phase != 0 || r->at.nonpad_in_phase != 0))
+        refuse(rd, "the checkpoint's applied_phase %lld is before its schedule.phase %lld, "
+                   "%lld steps into it: a run applies a phase at its first step",
+               (long long)a, (long long)p, (long long)r->at.step_in_phase);
+    else if (r->run.n_active != at->phases[a].active_layers)
+        refuse(rd, "the checkpoint's model.n_active %d is not the %d active layers of its "
+                   "applied phase %lld", r->run.n_active, at->phases[a].active_layers,
+               (long long)a);
+}
+
+/* Every check that relates two values of the state, or a value to this run
+ * (each value's own range is its table's): the one place for them, run once
+ * the state is known to be of this run's model, schedule and data. */
+static void check_state(reader *rd, const checkpoint_state *r)
+{
+    if (!rd->ok)
+        return;
+    lattice__schedule_at at; /* this run's schedule: the checkpoint's (check_schedule) */
+    lattice__schedule_where(rd->t->schedule, &at);
+    const lattice_schedule_counters *c = &r->at.counters;
+    char why[LATTICE_ERRMSG_SIZE];
+    /* the counters: the non-padding tokens are among all, the phase's among the run's */
+    in_range(rd, "schedule.nonpad_tokens", c->nonpad_tokens, 0, c->tokens);
+    if (rd->ok && r->at.nonpad_in_phase > c->nonpad_tokens)
+        refuse(rd, "the checkpoint's schedule.nonpad_in_phase %lld is more than its "
+                   "schedule.nonpad_tokens %lld: the phase's tokens are among the run's",
+               (long long)r->at.nonpad_in_phase, (long long)c->nonpad_tokens);
+    /* the position, one the schedule can reach, and the run's state the one it leaves */
+    if (rd->ok && !lattice__schedule_check_position(rd->t->schedule, &r->at, why, sizeof why))
+        refuse(rd, "the checkpoint's schedule position is not one of this run's schedule: %s",
+               why);
+    in_range(rd, "applied_phase", r->applied_phase, -1, at.n_phases - 1);
+    in_range(rd, "model.n_active", r->run.n_active, 1,
+             lattice__model_params(rd->t->model)->n_layers);
+    check_run_state(rd, r, &at);
+    /* where rewinding phases send the data: there once a run has applied a phase */
+    if (rd->ok && !r->data.have_origin && r->applied_phase >= 0)
+        refuse(rd, "the checkpoint's state lacks data_origin_epoch and data_origin_index, "
+                   "where its run began, which a run past its first step has");
+    /* the data's positions within its pass, unless the run reads on where it stands */
+    const lattice_data_position *pos[2] = {&r->data.origin, &r->data.pos};
+    const int64_t pass = lattice__data_pass_length(rd->t->data);
+    for (int i = !r->data.have_origin; !r->keep_data_position && i < 2; i++)
+        if (rd->ok && pos[i]->index > pass)
+            refuse(rd, "the checkpoint's data %s (pass %lld, index %lld) does not fit this data "
+                       "(%lld per pass)", i ? "position" : "origin", (long long)pos[i]->epoch,
+                   (long long)pos[i]->index, (long long)pass);
+    /* the optimizer's settings pass the setter's own checks (nothing is set here) */
+    char bad[LATTICE_ERRMSG_MAX];
+    if (rd->ok && lattice__optim_check_params(&r->op, bad) != LATTICE_OK)
+        refuse(rd, "the checkpoint's optimizer settings: %s", bad);
+}
+
+lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,
+                                               checkpoint_state *r)
+{
+    json_object *j = NULL;
     if (!js)
         return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint has no lattice.checkpoint state");
     lattice_status pst = lattice__json_parse(js, strlen(js), 0, "the checkpoint's state", &j, t->err);
@@ -385,129 +456,25 @@ lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *j
     reader rd = {t, 1, LATTICE_OK};
     if (!j || !json_object_is_type(j, json_type_object))
         refuse(&rd, "the checkpoint's state is not a JSON object");
-    op = need_object(&rd, j, "optim");
-    sc = need_object(&rd, j, "schedule");
-    md = need_object(&rd, j, "model");
-    int64_t n_phases = -1;
-    need64(&rd, op, "optim", "step", &r->optim_step);
     lattice_optim_params_init(&r->op);
-    if (rd.ok) {
-        char why[LATTICE_ERRMSG_SIZE];
-        if (!lattice__fields_from_json(&lattice__optim_fields, op, "optim", RECORD_SINCE, &r->op,
-                                       why, sizeof why))
-            refuse(&rd, "the checkpoint's state %s", why);
-    }
-    need64(&rd, sc, "schedule", "n_phases", &n_phases);
-    need64(&rd, sc, "schedule", "phase", &r->phase);
-    need64(&rd, sc, "schedule", "step_in_phase", &r->step_in_phase);
-    need64(&rd, sc, "schedule", "nonpad_in_phase", &r->nonpad_in_phase);
-    need64(&rd, sc, "schedule", "steps", &r->counters.steps);
-    need64(&rd, sc, "schedule", "tokens", &r->counters.tokens);
-    need64(&rd, sc, "schedule", "nonpad_tokens", &r->counters.nonpad_tokens);
-    need64(&rd, sc, "schedule", "active_layer_tokens", &r->counters.active_layer_tokens);
-    needd(&rd, sc, "schedule", "flops", &r->counters.flops);
-    need64(&rd, md, "model", "n_active", &r->n_active);
-    need64(&rd, md, "model", "trainable_embedding", &r->tr_emb);
-    need64(&rd, md, "model", "trainable_boundary", &r->tr_bnd);
-    need64(&rd, md, "model", "trainable_head", &r->tr_head);
-    if (rd.ok && (!json_object_object_get_ex(md, "trainable_layers", &layers) ||
-                  !json_object_is_type(layers, json_type_array)))
-        refuse(&rd, "the checkpoint's state lacks model.trainable_layers, or it is not an array");
-    need64(&rd, j, NULL, "data_epoch", &r->pos.epoch);
-    need64(&rd, j, NULL, "data_index", &r->pos.index);
-    need64(&rd, j, NULL, "applied_phase", &r->applied_phase);
-    if (rd.ok) {
-        /* where rewinding phases send the data: written once a run has
-         * applied a phase (its first step) */
-        int64_t oe = 0, oi = 0;
-        const int has_e = json_object_object_get_ex(j, "data_origin_epoch", NULL);
-        const int has_i = json_object_object_get_ex(j, "data_origin_index", NULL);
-        if (has_e != has_i)
-            refuse(&rd, "the checkpoint's state has %s without %s", has_e ? "data_origin_epoch" :
-                   "data_origin_index", has_e ? "data_origin_index" : "data_origin_epoch");
-        else if (!has_e && r->applied_phase >= 0)
-            refuse(&rd, "the checkpoint's state lacks data_origin_epoch and data_origin_index, "
-                        "where its run began, which a run past its first step has");
-        if (has_e) {
-            need64(&rd, j, NULL, "data_origin_epoch", &oe);
-            need64(&rd, j, NULL, "data_origin_index", &oi);
-        }
-        if (rd.ok && has_e) {
-            r->have_origin = 1;
-            r->origin = (lattice_data_position){oe, oi};
-        }
-    }
-    /* since 0.3, written by runs with a collective; none means one rank */
-    int64_t ranks = 1;
-    if (rd.ok && json_object_object_get_ex(j, "ranks", NULL)) {
-        need64(&rd, j, NULL, "ranks", &ranks);
-        in_range(&rd, "ranks", ranks, 1, INT32_MAX);
-    }
-    /* Counters stay far from overflow (and exact as doubles): a run adds to them. */
-    const int64_t big = (int64_t)1 << 50;
-    const lattice_schedule_counters *c = &r->counters;
-    in_range(&rd, "optim.step", r->optim_step, 0, big);
-    in_range(&rd, "schedule.step_in_phase", r->step_in_phase, 0, big);
-    in_range(&rd, "schedule.nonpad_in_phase", r->nonpad_in_phase, 0, big);
-    in_range(&rd, "schedule.steps", c->steps, 0, big);
-    in_range(&rd, "schedule.tokens", c->tokens, 0, big);
-    in_range(&rd, "schedule.nonpad_tokens", c->nonpad_tokens, 0, c->tokens);
-    in_range(&rd, "schedule.active_layer_tokens", c->active_layer_tokens, 0, big);
-    if (rd.ok && (!(c->flops >= 0.0) || !isfinite(c->flops)))
-        refuse(&rd, "the checkpoint's schedule.flops %g is not a finite count", c->flops);
-    in_range(&rd, "data_epoch", r->pos.epoch, INT64_MIN, big);
-    if (r->have_origin)
-        in_range(&rd, "data_origin_epoch", r->origin.epoch, INT64_MIN, big);
-    in_range(&rd, "schedule.n_phases", n_phases, 1, INT32_MAX);
-    in_range(&rd, "schedule.phase", r->phase, 0, n_phases);
-    in_range(&rd, "applied_phase", r->applied_phase, -1, n_phases - 1);
-    const int64_t capacity = rd.ok ? (int64_t)json_object_array_length(layers) : 0;
-    in_range(&rd, "model.n_active", r->n_active, 1, capacity);
-    const int n_layers = lattice__model_params(t->model)->n_layers;
-    const lattice_schedule *s = t->schedule;
-    if (rd.ok && capacity != n_layers)
-        refuse(&rd, "the checkpoint is of a model with a capacity of %lld layers "
-                    "(model.trainable_layers) and this run's model has %d: another model",
-               (long long)capacity, n_layers);
-    check_model(&rd, md);
-    if (rd.ok) {
-        r->tr_layers = calloc((size_t)n_layers, sizeof(int));
-        if (!r->tr_layers)
-            no_memory(&rd, "restore the checkpoint");
-        for (int i = 0; rd.ok && i < n_layers; i++) {
-            json_object *x = json_object_array_get_idx(layers, i);
-            if (!json_object_is_type(x, json_type_int))
-                refuse(&rd, "the checkpoint's model.trainable_layers[%d] is not an integer", i);
-            r->tr_layers[i] = json_object_get_int64(x) != 0;
-        }
-    }
-    /* the setup it was written with against this run's */
-    check_schedule(&rd, sc, n_phases, s);
-    dt = need_object(&rd, j, "data");
-    /* the position inside a phase must be one the schedule can reach, and
-     * the run's state the one that position leaves */
-    char why[LATTICE_ERRMSG_SIZE];
-    if (rd.ok && !lattice__schedule_check_position(s, r->phase, r->step_in_phase,
-                                                   r->nonpad_in_phase, why, sizeof why))
-        refuse(&rd, "the checkpoint's schedule position is not one of this run's schedule: %s",
-               why);
-    check_run_state(&rd, r, s);
-    if (dt)
-        check_data(&rd, dt, flags, r);
+    r->ranks = 1; /* none written: one rank */
+    read_parts(&rd, j, r);
+    read_layers(&rd, j, r);
+    /* the setups it was written with against this run's */
+    check_model(&rd, need_object(&rd, j, "model"));
+    check_schedule(&rd, need_object(&rd, j, "schedule"), r->at.n_phases);
+    check_data(&rd, need_object(&rd, j, "data"), flags, r);
+    check_state(&rd, r);
     json_object_put(j);
     if (!rd.ok)
         return rd.st;
     /* the ranks share one state, and the data position counts global
      * batches: only the sums' rounding depends on the count */
-    if (ranks != t->n_ranks && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS))
+    if (r->ranks != t->n_ranks && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS))
         return FAIL(t, LATTICE_ERR_INVALID_CONFIG,
-                    "the checkpoint was written by a run over %lld rank%s and this run has %d: "
-                    "resume it with %lld (each rank's share of a batch, and so every sum, depends "
+                    "the checkpoint was written by a run over %d rank%s and this run has %d: "
+                    "resume it with %d (each rank's share of a batch, and so every sum, depends "
                     "on the rank count), or load with LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS",
-                    (long long)ranks, ranks == 1 ? "" : "s", t->n_ranks, (long long)ranks);
-    /* the optimizer settings pass the setter's own checks (nothing is set here) */
-    char bad[LATTICE_ERRMSG_MAX];
-    if (lattice__optim_check_params(&r->op, bad) != LATTICE_OK)
-        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint's optimizer settings: %s", bad);
+                    r->ranks, r->ranks == 1 ? "" : "s", t->n_ranks, r->ranks);
     return LATTICE_OK;
 }

@@ -6,19 +6,24 @@
 
 #include "trainer_impl.h"
 
-/* Everything the checkpoint restores, parsed and checked before any change. */
-typedef struct checkpoint_restored {
-    lattice_optim_params op;
+#include "data_access.h"
+#include "model_access.h"
+#include "schedule_access.h"
+
+/* The run's state, as a checkpoint keeps it: each object's part in the
+ * struct its access header gives, listed by its table (fields.h). A save
+ * fills it from the run; a load parses and checks it before any change. */
+typedef struct checkpoint_state {
     int64_t optim_step;
-    int64_t phase, step_in_phase, nonpad_in_phase;
-    lattice_schedule_counters counters;
-    lattice_data_position pos;
-    int have_origin;
-    lattice_data_position origin;
-    int64_t applied_phase, n_active, tr_emb, tr_bnd, tr_head;
-    int *tr_layers; /* each layer's trainable flag, 0 or 1 */
+    lattice_optim_params op;
+    lattice__schedule_at at; /* phases: the run's own (a load compares them) */
+    lattice__model_run run;  /* trainable_layer: the model's, or layers */
+    lattice__data_run data;
+    int applied_phase;
+    int has_ranks, ranks; /* the rank count, written by runs with a collective */
+    int *layers;          /* a load's layer flags, 0 or 1 (the caller frees) */
     int keep_data_position; /* other data, allowed: the iterator stays where it is */
-} checkpoint_restored;
+} checkpoint_state;
 
 /* The run's state as a JSON string (caller frees); NULL when memory runs out. */
 char *lattice__checkpoint_state_json(lattice_trainer *t);
@@ -30,8 +35,8 @@ char *lattice__checkpoint_state_json(lattice_trainer *t);
  * its schedule stands). A state without a part the run needs to know it
  * resumes itself (model.setup, before 0.5) is refused by that part's name.
  * Returns LATTICE_ERR_FORMAT (or another status) with the reason in t->err;
- * r->tr_layers is the caller's to free either way. */
+ * r->layers is the caller's to free either way. */
 lattice_status lattice__checkpoint_parse_state(lattice_trainer *t, const char *js, unsigned flags,
-                                               checkpoint_restored *r);
+                                               checkpoint_state *r);
 
 #endif

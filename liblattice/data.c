@@ -642,7 +642,7 @@ static lattice_status data_set_position_body(lattice_data *d, const lattice_data
                       (const void *)d, "data", (const void *)pos, "pos") != LATTICE_OK)
         return LATTICE_ERR_INVALID_ARGUMENT;
     /* epochs are counted up from here: keep far from overflow */
-    if (pos->epoch < 0 || pos->epoch > ((int64_t)1 << 50) || pos->index < 0 ||
+    if (pos->epoch < 0 || pos->epoch > LATTICE__COUNT_MAX || pos->index < 0 ||
         pos->index > pass_length(d))
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "position (%lld, %lld) outside a pass of %lld",
                     (long long)pos->epoch, (long long)pos->index, (long long)pass_length(d));
@@ -656,8 +656,6 @@ lattice_status lattice_data_set_position(lattice_data *d, const lattice_data_pos
     LATTICE__INSIDE(d, "lattice_data_set_position", "data", data_set_position_body(d, pos));
 }
 
-/* The data's settings and the corpus's identity; with state, where the
- * iterator stands. Names are the checkpoint's keys. */
 /* The data's settings, in the order a setup lists them. Not here: separator
  * and val_path (text only, borrowed during create: the corpus's digest
  * stands for what they made). */
@@ -673,7 +671,20 @@ static const lattice__field data_fields[] = {
 const lattice__fields lattice__data_fields = {data_fields,
                                               (int)(sizeof data_fields / sizeof data_fields[0])};
 
-void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s)
+/* Where a run stands in the data (lattice__data_run): its position, and its origin (since
+ * 0.2) once begun. An index runs to the pass's length (checked by checkpoint_state.c). */
+#define RUN_FIELD(name, f, since, hi) \
+    {name, LATTICE__F_I64, offsetof(lattice__data_run, f), since, 0, hi}
+static const lattice__field run_fields[] = {
+    RUN_FIELD("data_epoch", pos.epoch, 1, LATTICE__COUNT_MAX),
+    RUN_FIELD("data_index", pos.index, 1, INT64_MAX),
+    RUN_FIELD("data_origin_epoch", origin.epoch, 2, LATTICE__COUNT_MAX),
+    RUN_FIELD("data_origin_index", origin.index, 2, INT64_MAX)};
+#undef RUN_FIELD
+const lattice__fields lattice__data_position_fields = {run_fields, 2},
+                      lattice__data_origin_fields = {run_fields + 2, 2};
+
+void lattice__data_setup(lattice_data *d, lattice__setup *s)
 {
     lattice_data_params dp;
     lattice_data_params_init(&dp);
@@ -681,15 +692,8 @@ void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s)
     lattice__fields_setup(&lattice__data_fields, &dp, "", s);
     const int64_t docs = lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_TRAIN);
     SETUP_INT(s, lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN) +
-               lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL),
-        "corpus_tokens");
+                     lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL), "corpus_tokens");
     SETUP_INT(s, docs + lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), "corpus_documents");
     SETUP_INT(s, docs, "train_documents");
     SETUP_HASH(s, lattice__data_corpus_hash(d), "corpus_hash");
-    if (!with_state)
-        return;
-    lattice_data_position pos;
-    lattice_data_get_position(d, &pos);
-    SETUP_INT(s, pos.epoch, "position_epoch");
-    SETUP_INT(s, pos.index, "position_index");
 }

@@ -11,6 +11,14 @@
  * documents, or packed rows (data.c). A position's index runs 0..this. */
 int64_t lattice__data_pass_length(const lattice_data *d);
 
+/* Where a run stands in its data: the iterator's position, and where the run
+ * began (the trainer's, for phases that rewind) once it has; listed once, for
+ * checkpoints and setups, in lattice__data_position_fields and _origin_fields. */
+typedef struct lattice__data_run {
+    lattice_data_position pos, origin; /* origin: where have_origin says so */
+    int have_origin;
+} lattice__data_run;
+
 /* A digest of the corpus as the data object holds it: its ids after
  * splitting, and where the validation split begins (data.c). Computed once. */
 uint64_t lattice__data_corpus_hash(lattice_data *d);

@@ -2,11 +2,15 @@
  * the JSON read of a table of them (fields.h). */
 #include "fields.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
-static int is_int(const lattice__field *f) { return f->type != LATTICE__F_FLOAT; }
+static int is_int(const lattice__field *f)
+{
+    return f->type != LATTICE__F_FLOAT && f->type != LATTICE__F_F64;
+}
 
 static int64_t get_int(const lattice__field *f, const void *obj)
 {
@@ -40,15 +44,17 @@ static void set_int(const lattice__field *f, void *obj, int64_t v)
 
 static double get_real(const lattice__field *f, const void *obj)
 {
-    float v;
-    memcpy(&v, (const char *)obj + f->offset, sizeof v);
-    return v;
+    const char *p = (const char *)obj + f->offset;
+    return f->type == LATTICE__F_F64 ? *(const double *)p : *(const float *)p;
 }
 
 static void set_real(const lattice__field *f, void *obj, double v)
 {
-    const float w = (float)v;
-    memcpy((char *)obj + f->offset, &w, sizeof w);
+    char *p = (char *)obj + f->offset;
+    if (f->type == LATTICE__F_F64)
+        *(double *)p = v;
+    else
+        *(float *)p = (float)v;
 }
 
 void lattice__fields_setup(const lattice__fields *fs, const void *obj, const char *prefix,
@@ -99,6 +105,7 @@ static int read_one(const lattice__field *f, json_object *o, int64_t *iv, double
 int lattice__fields_from_json(const lattice__fields *fs, json_object *o, const char *what,
                               int record_since, void *obj, char *why, size_t n)
 {
+    const char *dot = what[0] ? "." : ""; /* the top level's keys are named alone */
     if (!o || !json_object_is_type(o, json_type_object)) {
         snprintf(why, n, "the %s is not a JSON object", what);
         return 0;
@@ -113,21 +120,26 @@ int lattice__fields_from_json(const lattice__fields *fs, json_object *o, const c
             for (int k = 0; k < fs->n; k++) {
                 if (fs->f[k].since == f->since &&
                     json_object_object_get_ex(o, fs->f[k].name, NULL)) {
-                    snprintf(why, n, "has %s.%s without %s.%s", what, fs->f[k].name,
-                             what, f->name);
+                    snprintf(why, n, "has %s%s%s without %s%s%s", what, dot, fs->f[k].name,
+                             what, dot, f->name);
                     return 0;
                 }
             }
             continue;
         }
         if (got != 1) {
-            snprintf(why, n, "lacks %s.%s, or it is not %s", what, f->name,
+            snprintf(why, n, "lacks %s%s%s, or it is not %s", what, dot, f->name,
                      is_int(f) ? "an integer" : "a number");
             return 0;
         }
-        if (is_int(f) && f->lo <= f->hi && (iv < f->lo || iv > f->hi)) {
-            snprintf(why, n, "%s.%s %lld is out of range (%lld..%lld)", what, f->name,
-                     (long long)iv, (long long)f->lo, (long long)f->hi);
+        if (f->lo <= f->hi && (is_int(f) ? iv < f->lo || iv > f->hi
+                                         : !(isfinite(dv) && dv >= (double)f->lo))) {
+            if (is_int(f))
+                snprintf(why, n, "%s%s%s %lld is out of range (%lld..%lld)", what, dot, f->name,
+                         (long long)iv, (long long)f->lo, (long long)f->hi);
+            else
+                snprintf(why, n, "%s%s%s %g is out of range (a finite number, at least %lld)",
+                         what, dot, f->name, dv, (long long)f->lo);
             return 0;
         }
         if (is_int(f))

@@ -10,7 +10,9 @@
  * in optim.c; and, for the setup digest only (a checkpoint keeps these
  * parts as their setup lists), lattice__data_fields in data.c and
  * lattice__trainer_fields in trainer_collective.c. The model's architecture
- * has a table of its own, which drives its files too (model_desc.c). */
+ * has a table of its own, which drives its files too (model_desc.c). Where
+ * a run stands is described so too, by the objects that hold it: a
+ * checkpoint's state and the setup with state are walks of these tables. */
 #ifndef LATTICE_FIELDS_H
 #define LATTICE_FIELDS_H
 
@@ -25,16 +27,19 @@ typedef enum lattice__ftype {
     LATTICE__F_FLAG = 2, /* int used as a flag: 0 or 1 everywhere it travels */
     LATTICE__F_ENUM = 3, /* an enum stored as int; read back -1 outside 0..INT32_MAX */
     LATTICE__F_FLOAT = 4, /* float, travelling as a double */
-    LATTICE__F_U64 = 5    /* uint64_t (a seed): its bits, a setup's UINT; in JSON its bits as
+    LATTICE__F_U64 = 5,   /* uint64_t (a seed): its bits, a setup's UINT; in JSON its bits as
                            * an int64 */
+    LATTICE__F_F64 = 6    /* double */
 } lattice__ftype;
+
+#define LATTICE__COUNT_MAX ((int64_t)1 << 50) /* a run's counters: exact as doubles */
 
 typedef struct lattice__field {
     const char *name;
     lattice__ftype type;
     size_t offset;
     int since;      /* the minor release (0.N) whose struct gained it */
-    int64_t lo, hi; /* integers: the range a record may hold (lo > hi: any) */
+    int64_t lo, hi; /* the range a record may hold (lo > hi: any; a real: finite, >= lo) */
 } lattice__field;
 
 typedef struct lattice__fields {
@@ -48,9 +53,14 @@ extern const lattice__fields lattice__data_fields;  /* lattice_data_params but i
                                                      * (data.c) */
 extern const lattice__fields lattice__trainer_fields; /* lattice_trainer_params' settings
                                                        * (trainer_collective.c) */
+/* where a run stands, each over the struct its object's access header gives: */
+extern const lattice__fields lattice__schedule_at_fields;   /* but the phases (schedule.c) */
+extern const lattice__fields lattice__model_run_fields;     /* but the layer flags (model.c) */
+extern const lattice__fields lattice__data_position_fields; /* lattice__data_run's pos, */
+extern const lattice__fields lattice__data_origin_fields;   /* and its origin (data.c) */
 
 /* Each field of obj into the setup s, named prefix + name: integers, flags and
- * enums as INT, uint64s as UINT, floats as REAL (their double's bits). */
+ * enums as INT, uint64s as UINT, reals as REAL (their double's bits). */
 void lattice__fields_setup(const lattice__fields *fs, const void *obj, const char *prefix,
                            lattice__setup *s);
 
@@ -58,12 +68,12 @@ void lattice__fields_setup(const lattice__fields *fs, const void *obj, const cha
 int lattice__fields_to_json(const lattice__fields *fs, const void *obj, json_object *o);
 
 /* Each field from the JSON object o (named what in messages: "optim",
- * "schedule.phases[2]") into obj, which holds the defaults for what a record
- * may lack. A field the record's release already had (since <= record_since)
- * must be there; later ones may be absent, but the fields of one release come
- * together or not at all. Integers must lie in their range. Returns 1, or 0
- * with the reason in why ("lacks optim.lr, or it is not a number"); obj may
- * then hold some of the record's values. */
+ * "schedule.phases[2]", "" at the top level) into obj, which holds the
+ * defaults for what a record may lack. A field the record's release already
+ * had (since <= record_since) must be there; later ones may be absent, but
+ * the fields of one release come together or not at all. Values must lie in
+ * their range. Returns 1, or 0 with the reason in why ("lacks optim.lr, or it
+ * is not a number"); obj may then hold some of the record's values. */
 int lattice__fields_from_json(const lattice__fields *fs, json_object *o, const char *what,
                               int record_since, void *obj, char *why, size_t n);
 

@@ -5,6 +5,7 @@
 #include "backend_impl.h"
 #include "model_access.h"
 
+#include "fields.h"
 #include "kernels.h"
 
 #include <math.h>
@@ -556,19 +557,16 @@ lattice_status lattice_model_create_grown(const lattice_model *small, int n_laye
                     model_create_grown(small, n_layers, max_batch, max_seq, backend, out));
 }
 
-/* The architecture (the description's rows, model_desc.c), and with state the
- * depth, the trainable groups and the weights. max_batch and max_seq only
- * size the arenas: a rank may hold another share. The seed made the weights:
- * said beside them, not compared (weights loaded from a file make it moot). */
+/* The architecture (the description's rows, model_desc.c), and with state the run and
+ * the weights. max_batch and max_seq only size the arenas: a rank may hold another share.
+ * The seed made the weights: said beside them, not compared (loaded weights make it moot). */
 void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s)
 {
     lattice__model_setup_desc(m, s);
     if (!with_state)
         return;
-    SETUP_INT(s, m->n_active, "active_layers");
-    SETUP_INT(s, m->trainable_embedding, "trainable_embedding");
-    SETUP_INT(s, m->trainable_boundary, "trainable_boundary");
-    SETUP_INT(s, m->trainable_head, "trainable_head");
+    const lattice__model_run run = lattice__model_get_run(m);
+    lattice__fields_setup(&lattice__model_run_fields, &run, "", s);
     for (int i = 0; i < m->p.n_layers; i++)
         SETUP_INT(s, m->trainable_layer[i], "layer %d trainable", i);
     SETUP_HASH(s, lattice__model_hash(m, m->params, LATTICE__HASH_START), "weights_hash");
@@ -628,13 +626,17 @@ void lattice__model_tensor_at(const lattice_model *m, int i, lattice__model_tens
     out->updatable = lattice__tensor_updatable(m, t);
 }
 
-void lattice__model_get_run(const lattice_model *m, lattice__model_run *out)
+#define RUN_FLAG(f) {#f, LATTICE__F_FLAG, offsetof(lattice__model_run, f), 1, 1, 0}
+static const lattice__field run_fields[] = {
+    {"n_active", LATTICE__F_INT, offsetof(lattice__model_run, n_active), 1, 1, INT32_MAX},
+    RUN_FLAG(trainable_embedding), RUN_FLAG(trainable_boundary), RUN_FLAG(trainable_head)};
+#undef RUN_FLAG
+const lattice__fields lattice__model_run_fields = {run_fields, 4};
+
+lattice__model_run lattice__model_get_run(const lattice_model *m)
 {
-    out->n_active = m->n_active;
-    out->trainable_embedding = m->trainable_embedding;
-    out->trainable_boundary = m->trainable_boundary;
-    out->trainable_head = m->trainable_head;
-    out->trainable_layer = m->trainable_layer;
+    return (lattice__model_run){m->n_active, m->trainable_embedding, m->trainable_boundary,
+                                m->trainable_head, m->trainable_layer};
 }
 
 void lattice__model_set_run(lattice_model *m, const lattice__model_run *r)

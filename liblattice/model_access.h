@@ -59,13 +59,14 @@ void lattice__model_commit_refs(lattice_model *m);
 
 /* What a checkpoint keeps of a model besides its tensors: the active depth
  * and the trainable flags as set (the head's own flag even when the head is
- * tied, layer flags for every layer). */
+ * tied, layer flags for every layer); listed once, but the layer flags, for
+ * checkpoints and setups in lattice__model_run_fields (fields.h). */
 typedef struct lattice__model_run {
     int n_active;
     int trainable_embedding, trainable_boundary, trainable_head;
     const int *trainable_layer; /* n_layers flags (get: the model's own, read only) */
 } lattice__model_run;
-void lattice__model_get_run(const lattice_model *m, lattice__model_run *out);
+lattice__model_run lattice__model_get_run(const lattice_model *m);
 /* Set them, as a checkpoint's commit: the caller has checked them (n_active in
  * 1..n_layers, n_layers layer flags); the stored activations no longer match. */
 void lattice__model_set_run(lattice_model *m, const lattice__model_run *r);

@@ -38,6 +38,22 @@ static const lattice__field phase_fields[] = {
 const lattice__fields lattice__phase_fields = {phase_fields,
                                                (int)(sizeof phase_fields / sizeof phase_fields[0])};
 
+/* Where the schedule stands, once: a checkpoint's schedule and the setup
+ * with state derive from this table; how its values agree with each other is
+ * checkpoint_state.c's to check. The setup has the count with the phases. */
+#define AT(f, type, lo, hi) {#f, type, offsetof(lattice__schedule_at, f), 1, lo, hi}
+#define COUNTER(f) {#f, LATTICE__F_I64, offsetof(lattice__schedule_at, counters.f), 1, 0, \
+                    LATTICE__COUNT_MAX}
+static const lattice__field at_fields[] = {
+    AT(n_phases, LATTICE__F_INT, 1, INT32_MAX), AT(phase, LATTICE__F_INT, 0, INT32_MAX),
+    AT(step_in_phase, LATTICE__F_I64, 0, LATTICE__COUNT_MAX),
+    AT(nonpad_in_phase, LATTICE__F_I64, 0, LATTICE__COUNT_MAX),
+    COUNTER(steps), COUNTER(tokens), COUNTER(nonpad_tokens), COUNTER(active_layer_tokens),
+    {"flops", LATTICE__F_F64, offsetof(lattice__schedule_at, counters.flops), 1, 0, INT64_MAX}};
+#undef AT
+#undef COUNTER
+const lattice__fields lattice__schedule_at_fields = {at_fields, 9};
+
 void lattice_schedule_phase_init(lattice_schedule_phase *p)
 {
     if (!p)
@@ -374,16 +390,20 @@ lattice_status lattice_schedule_get_counters(const lattice_schedule *s, lattice_
     return LATTICE_OK;
 }
 
-int lattice__schedule_check_position(const lattice_schedule *s, int64_t phase,
-                                     int64_t step_in_phase, int64_t nonpad_in_phase, char *why,
-                                     size_t n)
+int lattice__schedule_check_position(const lattice_schedule *s, const lattice__schedule_at *at,
+                                     char *why, size_t n)
 {
+    const int64_t phase = at->phase, step_in_phase = at->step_in_phase,
+                  nonpad_in_phase = at->nonpad_in_phase;
     if (phase < 0 || phase > s->n_phases)
         snprintf(why, n, "phase %lld is not one of the schedule's 0..%d (%d: finished)",
                  (long long)phase, s->n_phases, s->n_phases);
     else if (step_in_phase < 0 || nonpad_in_phase < 0)
         snprintf(why, n, "%lld steps and %lld tokens into phase %lld: a count below 0",
                  (long long)step_in_phase, (long long)nonpad_in_phase, (long long)phase);
+    else if (step_in_phase == 0 && nonpad_in_phase != 0)
+        snprintf(why, n, "%lld tokens into phase %lld before its first step: a step counts them",
+                 (long long)nonpad_in_phase, (long long)phase);
     else if (phase == s->n_phases && (step_in_phase != 0 || nonpad_in_phase != 0))
         snprintf(why, n, "the schedule has finished, but %lld steps and %lld tokens into a phase "
                  "after the last", (long long)step_in_phase, (long long)nonpad_in_phase);
@@ -410,16 +430,12 @@ void lattice__schedule_where(const lattice_schedule *s, lattice__schedule_at *ou
     out->counters = s->counters;
 }
 
-void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_phase,
-                               int64_t nonpad_in_phase, const lattice_schedule_counters *counters)
+void lattice__schedule_restore(lattice_schedule *s, const lattice__schedule_at *at)
 {
-    s->phase = phase;
-    s->step_in_phase = step_in_phase;
-    s->nonpad_in_phase = nonpad_in_phase;
-    if (counters)
-        s->counters = *counters;
-    else
-        memset(&s->counters, 0, sizeof(s->counters));
+    s->phase = at->phase;
+    s->step_in_phase = at->step_in_phase;
+    s->nonpad_in_phase = at->nonpad_in_phase;
+    s->counters = at->counters;
 }
 
 static lattice_status schedule_set_position_body(lattice_schedule *s, int phase,
@@ -430,10 +446,13 @@ static lattice_status schedule_set_position_body(lattice_schedule *s, int phase,
         return lattice__set_error(LATTICE__ERRBUF(s), LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_schedule_set_position: invalid argument: schedule is NULL");
     char why[160];
-    if (!lattice__schedule_check_position(s, phase, step_in_phase, 0, why, sizeof why))
+    const lattice_schedule_counters none = {0};
+    const lattice__schedule_at at = {.phase = phase, .step_in_phase = step_in_phase,
+                                     .counters = counters ? *counters : none};
+    if (!lattice__schedule_check_position(s, &at, why, sizeof why))
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "position (%d, %lld) outside the schedule: %s",
                     phase, (long long)step_in_phase, why);
-    lattice__schedule_restore(s, phase, step_in_phase, 0, counters);
+    lattice__schedule_restore(s, &at);
     return LATTICE_OK;
 }
 
@@ -459,11 +478,7 @@ void lattice__schedule_setup(const lattice_schedule *sc, int with_state, lattice
     lattice__setup_phases(sc->phases, sc->n_phases, s);
     if (!with_state)
         return;
-    SETUP_INT(s, sc->phase, "phase");
-    SETUP_INT(s, sc->step_in_phase, "step_in_phase");
-    SETUP_INT(s, sc->nonpad_in_phase, "nonpad_in_phase");
-    SETUP_INT(s, sc->counters.steps, "steps");
-    SETUP_INT(s, sc->counters.tokens, "tokens");
-    SETUP_INT(s, sc->counters.nonpad_tokens, "nonpad_tokens");
-    SETUP_INT(s, sc->counters.active_layer_tokens, "active_layer_tokens");
+    lattice__schedule_at at;
+    lattice__schedule_where(sc, &at);
+    lattice__fields_setup(&(lattice__fields){at_fields + 1, 8}, &at, "", s);
 }

@@ -9,7 +9,8 @@
 
 /* Where the schedule stands, as a checkpoint saves it: its phases (its own:
  * read only), the current phase (n_phases once finished), the steps and
- * non-padding tokens into it, and the run's counters. */
+ * non-padding tokens into it, and the run's counters. Listed once, but the
+ * phases, for checkpoints and setups in lattice__schedule_at_fields (fields.h). */
 typedef struct lattice__schedule_at {
     const lattice_schedule_phase *phases;
     int n_phases, phase;
@@ -27,17 +28,15 @@ void lattice__schedule_unborrow(lattice_schedule *s);
  * sharing it on two threads are refused, not mixed. */
 lattice_busy *lattice__schedule_busy(lattice_schedule *h);
 
-/* A position the schedule can stand at: 1, or 0 with the reason in why
- * ("step 5 of phase 1, which has 4 steps"). The one rule of
- * lattice_schedule_set_position and a checkpoint's load. */
-int lattice__schedule_check_position(const lattice_schedule *s, int64_t phase,
-                                     int64_t step_in_phase, int64_t nonpad_in_phase, char *why,
-                                     size_t n);
+/* Whether the schedule can stand at at's position (its phase and the steps
+ * and tokens into it): 1, or 0 with the reason in why ("step 5 of phase 1,
+ * which has 4 steps"). The one rule of lattice_schedule_set_position and a
+ * checkpoint's load. */
+int lattice__schedule_check_position(const lattice_schedule *s, const lattice__schedule_at *at,
+                                     char *why, size_t n);
 
-/* Put the schedule at a checked position (a checkpoint's commit: nothing
- * fails), its tokens into the phase and counters with it. */
-void lattice__schedule_restore(lattice_schedule *s, int phase, int64_t step_in_phase,
-                               int64_t nonpad_in_phase, const lattice_schedule_counters *counters);
-
+/* Put the schedule where at says (its phases aside): a checked position
+ * and its counters (a checkpoint's commit: nothing fails). */
+void lattice__schedule_restore(lattice_schedule *s, const lattice__schedule_at *at);
 
 #endif

@@ -64,7 +64,7 @@ void lattice__setup_add(lattice__setup *s, lattice__setup_kind kind, int64_t val
 /* Each object's part, listed behind its own .c; with state, also where it
  * stands. */
 void lattice__model_setup(const lattice_model *m, int with_state, lattice__setup *s); /* model.c */
-void lattice__data_setup(lattice_data *d, int with_state, lattice__setup *s);         /* data.c */
+void lattice__data_setup(lattice_data *d, lattice__setup *s); /* data.c; its state: the trainer's */
 void lattice__schedule_setup(const lattice_schedule *sc, int with_state,
                              lattice__setup *s); /* schedule.c */
 void lattice__optim_setup(const lattice_optim *o, const lattice_model *m, int with_state,

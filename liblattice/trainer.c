@@ -402,7 +402,7 @@ static lattice_status save_for_undo(lattice_trainer *t, int phase, const lattice
     u->applied_phase = t->applied_phase;
     u->have_origin = t->have_origin;
     u->origin = t->data_origin;
-    lattice__model_get_run(t->model, &u->run);
+    u->run = lattice__model_get_run(t->model);
     memcpy(t->undo_trainable, u->run.trainable_layer,
            sizeof(int) * (size_t)lattice__model_params(t->model)->n_layers);
     u->run.trainable_layer = t->undo_trainable;

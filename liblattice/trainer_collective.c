@@ -5,6 +5,7 @@
  * list and compared across the ranks. */
 #include "trainer_impl.h"
 
+#include "data_access.h"
 #include "fields.h"
 #include "model_access.h"
 #include "teacher_access.h"
@@ -328,13 +329,14 @@ int lattice__setup_of(lattice_trainer *t, int part, int with_state, lattice__set
     switch (part) {
     case LATTICE__PART_MODEL: lattice__model_setup(t->model, with_state, out); break;
     case LATTICE__PART_DATA:
-        lattice__data_setup(t->data, with_state, out);
-        if (with_state) { /* where the run began is the trainer's */
-            SETUP_INT(out, t->have_origin, "has_origin");
-            if (t->have_origin) {
-                SETUP_INT(out, t->data_origin.epoch, "origin_epoch");
-                SETUP_INT(out, t->data_origin.index, "origin_index");
-            }
+        lattice__data_setup(t->data, out);
+        if (with_state) { /* where the run stands in it, and where it began, are the trainer's */
+            lattice__data_run run = {.have_origin = t->have_origin, .origin = t->data_origin};
+            lattice_data_get_position(t->data, &run.pos);
+            lattice__fields_setup(&lattice__data_position_fields, &run, "", out);
+            SETUP_INT(out, run.have_origin, "has_origin");
+            if (run.have_origin)
+                lattice__fields_setup(&lattice__data_origin_fields, &run, "", out);
         }
         break;
     case LATTICE__PART_SCHEDULE: lattice__schedule_setup(t->schedule, with_state, out); break;
