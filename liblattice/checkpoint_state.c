@@ -218,17 +218,21 @@ static void check_schedule(reader *rd, json_object *sc, int64_t n_phases)
     lattice__setup_free(&want);
 }
 
-/* The checkpoint's values (the JSON object obj, named what) of this run's
- * fields want, in want's order, into have. */
-static void read_fields(reader *rd, json_object *dt, const char *what, const lattice__setup *want,
-                        lattice__setup *have)
+/* The checkpoint's values (the JSON object o, named what) of this run's
+ * setup part, in its order, into have, against this run's list want: the
+ * first difference (-1: none), described into diff. The caller frees both
+ * lists. */
+static int compare_setup(reader *rd, json_object *o, const char *what, int part,
+                         lattice__setup *have, lattice__setup *want, char *diff, size_t n)
 {
+    if (!lattice__setup_of(rd->t, part, 0, want))
+        no_memory(rd, "compare the checkpoint's setup");
     for (int i = 0; rd->ok && i < want->n; i++) {
         const lattice__setup_field *f = &want->f[i];
         json_object *x;
         int64_t v = 0;
         double d = 0.0;
-        int got = json_object_object_get_ex(dt, f->name, &x);
+        int got = json_object_object_get_ex(o, f->name, &x);
         if (got && f->kind == LATTICE__SETUP_REAL) {
             got = json_object_is_type(x, json_type_double) || json_object_is_type(x, json_type_int);
             d = json_object_get_double(x);
@@ -248,6 +252,10 @@ static void read_fields(reader *rd, json_object *dt, const char *what, const lat
     }
     if (have->failed)
         no_memory(rd, "compare the checkpoint's setup");
+    const int at = rd->ok ? lattice__setup_first_difference(have, want) : -1;
+    if (at >= 0)
+        lattice__setup_describe(diff, n, "the checkpoint", "this run", part, have, want, at);
+    return at;
 }
 
 /* The checkpoint's model (its setup, model.setup) against this run's: every
@@ -266,18 +274,12 @@ static void check_model(reader *rd, json_object *md)
                    "whether it resumes the same model");
         return;
     }
-    lattice__setup want, have = {0};
-    if (!lattice__setup_of(rd->t, LATTICE__PART_MODEL, 0, &want))
-        no_memory(rd, "compare the checkpoint's model");
-    read_fields(rd, arch, "model.setup", &want, &have);
-    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
-    if (at >= 0) {
-        char what[LATTICE_ERRMSG_SIZE];
-        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run",
-                                LATTICE__PART_MODEL, &have, &want, at);
+    lattice__setup want = {0}, have = {0};
+    char diff[LATTICE_ERRMSG_SIZE];
+    if (compare_setup(rd, arch, "model.setup", LATTICE__PART_MODEL, &have, &want, diff,
+                      sizeof diff) >= 0)
         refuse(rd, "%s: another model (resume into a model set up as the checkpoint's was)",
-               what);
-    }
+               diff);
     lattice__setup_free(&have);
     lattice__setup_free(&want);
 }
@@ -290,20 +292,13 @@ static void check_data(reader *rd, json_object *dt, unsigned flags, checkpoint_s
 {
     if (!rd->ok)
         return;
-    lattice__setup want, have = {0};
-    if (!lattice__setup_of(rd->t, LATTICE__PART_DATA, 0, &want)) {
-        lattice__setup_free(&want);
-        no_memory(rd, "compare the checkpoint's data");
-        return;
-    }
-    read_fields(rd, dt, "data", &want, &have);
-    const int at = rd->ok ? lattice__setup_first_difference(&have, &want) : -1;
+    lattice__setup want = {0}, have = {0};
+    char diff[LATTICE_ERRMSG_SIZE];
+    const int at = compare_setup(rd, dt, "data", LATTICE__PART_DATA, &have, &want, diff,
+                                 sizeof diff);
     if (at >= 0 && !(flags & LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA)) {
-        char what[LATTICE_ERRMSG_SIZE];
-        lattice__setup_describe(what, sizeof what, "the checkpoint", "this run", LATTICE__PART_DATA,
-                                &have, &want, at);
         refuse(rd, "%s: the run would resume on other data (load with "
-                   "LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA to do so on purpose)", what);
+                   "LATTICE_TRAINER_LOAD_FLAG_OTHER_DATA to do so on purpose)", diff);
     } else if (at >= 0) {
         static const char *const order[] = {"boundary_id", "pack", "seed", "split_long",
                                             "corpus_tokens", "corpus_documents",

@@ -480,5 +480,6 @@ void lattice__schedule_setup(const lattice_schedule *sc, int with_state, lattice
         return;
     lattice__schedule_at at;
     lattice__schedule_where(sc, &at);
+    /* the table but its first row, n_phases, with which the phases' list begins */
     lattice__fields_setup(&(lattice__fields){at_fields + 1, 8}, &at, "", s);
 }

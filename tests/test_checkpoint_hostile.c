@@ -548,7 +548,8 @@ START_TEST(test_state_inconsistent_refused)
         {NULL, "data_origin_index", 1 << 20,
          "the checkpoint's data origin (pass 0, index 1048576) does not fit this data"},
         {NULL, "data_epoch", -1, "state data_epoch -1 is out of range (0..1125899906842624)"},
-        {"schedule", "flops", -1, "schedule.flops -1 is out of range (a finite number, at least 0)"},
+        {"schedule", "flops", -1,
+         "schedule.flops -1 is out of range (a finite number, at least 0)"},
         {"model", "n_active", 3, "the checkpoint's model.n_active 3 is out of range (1..2)"},
     };
     char path[96];
