@@ -533,54 +533,50 @@ END_TEST
  * checks that relate two values live in one place. Each is refused by name,
  * and nothing changes. Before issue 49 the first two loaded, and the run
  * trained on from a position no run can reach. */
+static const struct {
+    const char *obj, *key;
+    double value; /* an integer but for flops */
+    const char *says;
+} inconsistent[] = {
+    {"schedule", "nonpad_in_phase", 1 << 20,
+     "schedule.nonpad_in_phase 1048576 is more than its schedule.nonpad_tokens"},
+    {"schedule", "step_in_phase", 0, "tokens into phase 0 before its first step"},
+    {NULL, "data_index", 1 << 20,
+     "the checkpoint's data position (pass 0, index 1048576) does not fit this data"},
+    {NULL, "data_origin_index", 1 << 20,
+     "the checkpoint's data origin (pass 0, index 1048576) does not fit this data"},
+    {NULL, "data_epoch", -1, "state data_epoch -1 is out of range (0..1125899906842624)"},
+    {"schedule", "flops", -1, "schedule.flops -1 is out of range (a finite number, at least 0)"},
+    {"model", "n_active", 3, "the checkpoint's model.n_active 3 is out of range (1..2)"},
+};
+
 START_TEST(test_state_inconsistent_refused)
 {
-    static const struct {
-        const char *obj, *key;
-        double value; /* an integer but for flops */
-        const char *says;
-    } cases[] = {
-        {"schedule", "nonpad_in_phase", 1 << 20,
-         "schedule.nonpad_in_phase 1048576 is more than its schedule.nonpad_tokens"},
-        {"schedule", "step_in_phase", 0, "tokens into phase 0 before its first step"},
-        {NULL, "data_index", 1 << 20,
-         "the checkpoint's data position (pass 0, index 1048576) does not fit this data"},
-        {NULL, "data_origin_index", 1 << 20,
-         "the checkpoint's data origin (pass 0, index 1048576) does not fit this data"},
-        {NULL, "data_epoch", -1, "state data_epoch -1 is out of range (0..1125899906842624)"},
-        {"schedule", "flops", -1,
-         "schedule.flops -1 is out of range (a finite number, at least 0)"},
-        {"model", "n_active", 3, "the checkpoint's model.n_active 3 is out of range (1..2)"},
-    };
     char path[96];
-    ckpt good;
-    read_ckpt(saved_checkpoint(path, sizeof path), &good); /* grow: phase 0, 1 of its 3 steps */
-    json_object *state = state_of(&good);
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        json_object *s = json_tokener_parse(json_object_to_json_string(state)), *o = s;
-        if (cases[i].obj)
-            json_object_object_get_ex(s, cases[i].obj, &o);
-        json_object_object_add(o, cases[i].key, strcmp(cases[i].key, "flops")
-                                                    ? json_object_new_int64((int64_t)cases[i].value)
-                                                    : json_object_new_double(cases[i].value));
-        set_state(&good, s);
-        json_object_put(s);
-        write_ckpt(path, &good);
-        rig r;
-        open_run(&r);
-        lattice_data_position before, after;
-        lattice_data_get_position(r.data, &before);
-        const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, path);
-        lattice_data_get_position(r.data, &after);
-        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(lattice_trainer_errmsg(r.trainer),
-                                                         cases[i].says),
-                      "case %zu: %s: '%s'", i, lattice_status_string(st),
-                      lattice_trainer_errmsg(r.trainer));
-        ck_assert(lattice_optim_get_steps(r.optim) == 0 && before.index == after.index);
-        rig_close(&r);
-    }
-    json_object_put(state);
-    free_ckpt(&good);
+    ckpt c;
+    read_ckpt(saved_checkpoint(path, sizeof path), &c); /* grow: phase 0, 1 of its 3 steps */
+    json_object *s = state_of(&c), *o = s;
+    if (inconsistent[_i].obj)
+        json_object_object_get_ex(s, inconsistent[_i].obj, &o);
+    json_object_object_add(o, inconsistent[_i].key,
+                           strcmp(inconsistent[_i].key, "flops")
+                               ? json_object_new_int64((int64_t)inconsistent[_i].value)
+                               : json_object_new_double(inconsistent[_i].value));
+    set_state(&c, s);
+    json_object_put(s);
+    write_ckpt(path, &c);
+    rig r;
+    open_run(&r);
+    lattice_data_position before, after;
+    lattice_data_get_position(r.data, &before);
+    const lattice_status st = lattice_trainer_load_checkpoint(r.trainer, path);
+    lattice_data_get_position(r.data, &after);
+    ck_assert_msg(st == LATTICE_ERR_FORMAT &&
+                      strstr(lattice_trainer_errmsg(r.trainer), inconsistent[_i].says),
+                  "%s: '%s'", lattice_status_string(st), lattice_trainer_errmsg(r.trainer));
+    ck_assert(lattice_optim_get_steps(r.optim) == 0 && before.index == after.index);
+    rig_close(&r);
+    free_ckpt(&c);
     remove(path);
 }
 END_TEST
@@ -599,7 +595,8 @@ int main(void)
     tcase_add_test(other, test_other_data_on_purpose);
     tcase_add_test(other, test_state_lacking_a_part_refused);
     tcase_add_test(other, test_run_state_against_position);
-    tcase_add_test(other, test_state_inconsistent_refused);
+    tcase_add_loop_test(other, test_state_inconsistent_refused, 0,
+                        (int)(sizeof inconsistent / sizeof inconsistent[0]));
     suite_add_tcase(s, other);
     return tu_run(s);
 }
