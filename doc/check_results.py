@@ -388,7 +388,11 @@ def main(argv):
     all_problems = []
     for doc in docs:
         lines = [] if listing else None
-        quoted, checked, problems = check(root, doc, update, lines)
+        try:
+            quoted, checked, problems = check(root, doc, update, lines)
+        except OSError as e:
+            print("check_results: %s: %s" % (doc, e.strerror or e), file=sys.stderr)
+            return 2
         all_problems += problems
         for line in lines or []:
             print(line)

@@ -144,6 +144,14 @@ class Numbers(unittest.TestCase):
         problems = self.assertFlags(page, "-0.0835", "5,981")
         self.assertIn("no 'numbers from:' marker", problems[0])
 
+    def test_a_page_that_is_not_there(self):
+        import contextlib, io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = self.cr.main([self.root, os.path.join(self.root, "doc", "NOPE.md")])
+        self.assertEqual(rc, 2)
+        self.assertIn("NOPE.md: No such file or directory", err.getvalue())
+
     def test_missing_source(self):
         _, problems, _ = self.check("<!-- numbers from: doc/results/s/gone.md -->\nok.\n")
         self.assertEqual(len(problems), 1)
