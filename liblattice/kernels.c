@@ -336,14 +336,19 @@ void lattice__rope_table(float *rope, int seq, int head_dim, float theta)
         }                                                                                          \
     } while (0)
 
-/* One head vector: optional RMSNorm with weight w, then rotation at rope row cs. */
-ALWAYS_INLINE void head_forward(float *out, float *rstd, const float *x, const float *w,
-                                const float *cs, int hd, int norm, float eps)
+/* The RMSNorm's 1 / rms of one head vector. */
+ALWAYS_INLINE float head_rstd(const float *x, int hd, float eps)
+{
+    return 1.0f / sqrtf(row_dot(x, x, hd) / hd + eps);
+}
+
+/* One head vector: optional RMSNorm with weight w and 1 / rms r (head_rstd),
+ * then rotation at rope row cs. */
+ALWAYS_INLINE void head_forward(float *out, const float *x, const float *w, float r,
+                                const float *cs, int hd, int norm)
 {
     int half = hd / 2;
     if (norm) {
-        const float r = 1.0f / sqrtf(row_dot(x, x, hd) / hd + eps);
-        *rstd = r;
         for (int i = 0; i < half; i++) {
             float a = x[i] * r * w[i];
             float b = x[i + half] * r * w[i + half];
@@ -399,12 +404,21 @@ ALWAYS_INLINE void qkv_forward_row(float *q, float *k, float *v, float *rstd_q, 
     const float *cs = rope + t * hd; /* hd/2 cosines, then hd/2 sines */
     /* without q/k norm the rstd arrays are NULL: no offset from them (UB) */
     const int nq = d->qk_norm;
+    /* every head's 1 / rms first: their sums, square roots and divisions are
+     * independent chains that overlap, where one head's rotation waited on
+     * its own (same operations: same results) */
+    if (nq) {
+        for (int h = 0; h < H; h++)
+            rstd_q[row * H + h] = head_rstd(x + (long)h * hd, hd, d->eps);
+        for (int h = 0; h < KV; h++)
+            rstd_k[row * KV + h] = head_rstd(x + (long)(H + h) * hd, hd, d->eps);
+    }
     for (int h = 0; h < H; h++)
-        head_forward(q + ((b * H + h) * T + t) * hd, nq ? rstd_q + row * H + h : NULL,
-                     x + (long)h * hd, qw, cs, hd, d->qk_norm, d->eps);
+        head_forward(q + ((b * H + h) * T + t) * hd, x + (long)h * hd, qw,
+                     nq ? rstd_q[row * H + h] : 1.0f, cs, hd, nq);
     for (int h = 0; h < KV; h++) {
-        head_forward(k + ((b * KV + h) * T + t) * hd, nq ? rstd_k + row * KV + h : NULL,
-                     x + (long)(H + h) * hd, kw, cs, hd, d->qk_norm, d->eps);
+        head_forward(k + ((b * KV + h) * T + t) * hd, x + (long)(H + h) * hd, kw,
+                     nq ? rstd_k[row * KV + h] : 1.0f, cs, hd, nq);
         memcpy(v + ((b * KV + h) * T + t) * hd, x + (long)(H + KV + h) * hd, sizeof(float) * hd);
     }
 }
