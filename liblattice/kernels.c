@@ -562,18 +562,21 @@ void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt)
 }
 
 VEC_CLONES
-void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt)
+void lattice__swiglu_backward(float *dgu, float *ds, const float *gu, int keep_s, long n, int f,
+                              int nt)
 {
     (void)nt;
 #pragma omp parallel for schedule(static) num_threads(nt) if (n * f * SWIGLU_COST > SERIAL_WORK)
     for (long i = 0; i < n; i++) {
-        const float *g = gu + i * 2 * f, *u = g + f, *d = ds + i * f;
-        float *dg = dgu + i * 2 * f, *du = dg + f;
+        const float *g = gu + i * 2 * f, *u = g + f;
+        float *d = ds + i * f, *dg = dgu + i * 2 * f, *du = dg + f;
         for (int j = 0; j < f; j++) {
             float sg = sigmoidf(g[j]);
-            float silu = g[j] * sg;
-            du[j] = d[j] * silu;
-            dg[j] = d[j] * u[j] * sg * (1.0f + g[j] * (1.0f - sg));
+            float silu = g[j] * sg, dj = d[j];
+            du[j] = dj * silu;
+            dg[j] = dj * u[j] * sg * (1.0f + g[j] * (1.0f - sg));
+            if (keep_s) /* the forward's s, its operations in its order */
+                d[j] = silu * u[j];
         }
     }
 }

@@ -126,8 +126,11 @@ static inline float lattice__expf(float x)
 
 /* s[N,F] = silu(gu[:, :F]) * gu[:, F:] */
 void lattice__swiglu_forward(float *s, const float *gu, long n, int f, int nt);
-/* dgu[N,2F] (=) from ds[N,F]. */
-void lattice__swiglu_backward(float *dgu, const float *ds, const float *gu, long n, int f, int nt);
+/* dgu[N,2F] (=) from ds[N,F]; where keep_s, ds then holds the forward's s
+ * (bit for bit: the same operations), for the down projection's weight
+ * gradient, so that the forward need not keep it. */
+void lattice__swiglu_backward(float *dgu, float *ds, const float *gu, int keep_s, long n, int f,
+                              int nt);
 
 /* Mean cross-entropy of logits[N,V] against targets over positions with
  * mask != 0 (mask NULL: all). Writes dlogits (=) when non-NULL. rowloss: N

@@ -42,7 +42,7 @@ typedef struct norm_stats {
 
 typedef struct layer_acts {
     float *a1, *raw, *q, *k, *v, *rstd_q, *rstd_k, *p, *att, *y1, *r1, *mid;
-    float *a2, *gu, *s, *y2, *r2;
+    float *a2, *gu, *y2, *r2; /* no s: the backward makes it again from gu */
     norm_stats st[N_SLOTS];
     float *bn;      /* the block-entry norm's (or rescale's) output, the layer's input (block-entry layers) */
     norm_stats bst; /* its statistics */

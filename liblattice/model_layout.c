@@ -276,7 +276,6 @@ const act_buffer lattice__act_buffers[] = {
     ACT(r2, ACT_D, ACT_POST),
     ACT(mid, ACT_D, ACT_ALWAYS),
     ACT(gu, ACT_GU, ACT_ALWAYS),
-    ACT(s, ACT_F, ACT_ALWAYS),
     ACT(bn, ACT_D, ACT_BLOCK_INPUT),
     ACT_STATS(bst, ACT_BLOCK_ENTRY, 0),
 };

@@ -699,13 +699,19 @@ START_TEST(test_swiglu_grad)
     tu_fill(gu, SN * 2 * SF, 3.0, &rng);
     tu_fill(r, SN * SF, 1.0, &rng);
     lattice__swiglu_forward(s, gu, SN, SF, 2);
-    lattice__swiglu_backward(dgu, r, gu, SN, SF, 2);
+    lattice__swiglu_backward(dgu, r, gu, 0, SN, SF, 2);
     double gud[SN * 2 * SF], rd[SN * SF];
     tu_to_double(gud, gu, SN * 2 * SF);
     tu_to_double(rd, r, SN * SF);
     swiglu_ctx c = {gud, rd};
     tu_fd_input in[] = {{"gate_up", gud, dgu, SN * 2 * SF}};
     tu_fd_check(swiglu_loss, &c, in, 1, 1e-5, 1e-4);
+    /* keep_s: the same gradient, and ds turned into the forward's s, bit for bit */
+    float r2[SN * SF], dgu2[SN * 2 * SF];
+    memcpy(r2, r, sizeof r);
+    lattice__swiglu_backward(dgu2, r2, gu, 1, SN, SF, 2);
+    ck_assert_mem_eq(dgu2, dgu, sizeof dgu);
+    ck_assert_mem_eq(r2, s, sizeof s);
 }
 END_TEST
 
