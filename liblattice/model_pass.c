@@ -266,8 +266,7 @@ static lattice_status layer_forward(lattice_model *m, int i)
         pre ? A->a2 : sublayer_input(m, A->a2, &A->st[SLOT_IN2], A->mid, &L->norm[SLOT_IN2], N);
     PROF(LATTICE_OP_GEMM_MLP, TRY(lattice__gemm(m->be, 0, 1, (int)N, 2 * F, D, 1.0f, a2, D, L->wgu,
                                                 D, 0.0f, A->gu, 2 * F)));
-    /* s is not kept: the backward makes it again from gu (lattice__swiglu_backward),
-     * so it lives in the backward's scratch, warm in the cache for the next layer */
+    /* s goes to the backward's scratch, which makes it again from gu (not kept) */
     PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_forward(m->d_s, A->gu, N, F, NT));
     return sublayer_output(m, m->hs[i + 1], A->mid, m->d_s, L->wd, F, A->y2, A->r2,
                            &A->st[SLOT_OUT2], &L->norm[SLOT_OUT2], N, LATTICE_OP_GEMM_MLP, NULL);
@@ -293,7 +292,6 @@ static lattice_status layer_backward(lattice_model *m, int i, float **g, float *
                                            &L->norm[SLOT_OUT2], tr, N);
     PROF(LATTICE_OP_GEMM_MLP,
          TRY(lattice__gemm(m->be, 0, 0, (int)N, F, D, 1.0f, dy, D, L->wd, F, 0.0f, m->d_s, F)));
-    /* d_s becomes the forward's s where the down projection's weight trains */
     PROF(LATTICE_OP_ELEMWISE, lattice__swiglu_backward(m->d_gu, m->d_s, A->gu, tr, N, F, NT));
     if (tr)
         PROF(LATTICE_OP_GEMM_MLP, TRY(lattice__gemm(m->be, 1, 0, D, F, (int)N, 1.0f, dy, D, m->d_s,
