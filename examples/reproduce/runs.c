@@ -325,49 +325,69 @@ double arm_std(const preset *p, const arm *a)
     return a->init_gain > 0 ? a->init_gain / sqrt((double)p->d_model) : p->init_std;
 }
 
-/* One run, or with dry only its objects built on the real shapes (every
- * check the run would meet before its first step: --check). */
-static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
-                    const arm *kind, int seed, progress *pr, run_result *r, int dry)
-{
-    const double t_arm = ex_now();
-    memset(&pr->prof, 0, sizeof pr->prof);
-    const int L = p->blocks * p->block_size;
+/* A run's objects, from its setup (arm_run_models to arm_run_trainer) to its
+ * teardown (arm_run_close). */
+typedef struct {
     lattice_schedule_phase phases[MAX_PHASES];
-    const int n_phases = arm_phases(p, kind, phases);
-    lattice_schedule *s = phases_schedule(kind, phases, n_phases);
+    int n_phases;
+    lattice_schedule *s;
+    lattice_backend *own; /* the student's backend where the preset's precision needs one */
+    lattice_model *m;
+    lattice_teacher *t;
+    run_teacher *rt;
+    lattice_teacher *teach; /* the logits the student learns from */
+    lattice_distill *loss;
+    lattice_data *d;
+    lattice_optim *o;
+    lattice_diag *dg;
+    int32_t *fixed_tokens, *fixed_targets; /* the fixed batch, copied */
+    uint8_t *fixed_mask;
+    int batch, seq;
+    lattice_trainer *tr;
+} arm_run;
+
+/* The run's schedule, student, teacher, loss, data and optimizer. */
+static void arm_run_models(const preset *p, lattice_backend *be, lattice_model *teacher_model,
+                           const arm *kind, int seed, const progress *pr, arm_run *x)
+{
+    const int L = p->blocks * p->block_size;
+    x->n_phases = arm_phases(p, kind, x->phases);
+    x->s = phases_schedule(kind, x->phases, x->n_phases);
     /* Paired seeds: pre and post of one seed share initial weights and data order. */
     const double std = arm_std(p, kind);
     /* the student's GEMMs in the preset's precision; the teacher's stay on be, in fp32 */
-    lattice_backend *own = study_student_backend(p, be);
-    lattice_model *m = new_model_rows(p, own ? own : be, kind->placement, kind->residual_scale, L,
-                                      std, 100 + (uint64_t)seed, p->batch, p->seq_len, kind);
-    lattice_teacher *t;
-    check(lattice_teacher_create_model(teacher_model, &t), "teacher", NULL);
-    check(lattice_teacher_init_student(t, m), "student init", lattice_teacher_errmsg(t));
+    x->own = study_student_backend(p, be);
+    x->m = new_model_rows(p, x->own ? x->own : be, kind->placement, kind->residual_scale, L, std,
+                          100 + (uint64_t)seed, p->batch, p->seq_len, kind);
+    check(lattice_teacher_create_model(teacher_model, &x->t), "teacher", NULL);
+    check(lattice_teacher_init_student(x->t, x->m), "student init", lattice_teacher_errmsg(x->t));
     /* the logits the student learns from: the study's file, or the teacher's forward */
-    run_teacher *rt;
-    lattice_teacher *teach = run_teacher_wrap(t, pr->logits, pr->logits_verify, p->batch, p->seq_len, pr->profile, &rt);
+    x->teach = run_teacher_wrap(x->t, pr->logits, pr->logits_verify, p->batch, p->seq_len,
+                                pr->profile, &x->rt);
     lattice_distill_params dp;
     lattice_distill_params_init(&dp);
     dp.alpha = (float)kind->alpha;
     dp.gamma = (float)kind->gamma;
     dp.tau = (float)kind->tau;
     dp.direction = (lattice_distill_kl_direction)kind->kl_direction;
-    lattice_distill *loss;
     char what[256];
     snprintf(what, sizeof what, "arm %s: the distillation loss (%s)", kind->name,
              kind->own_settings ? "its own train's alpha, gamma, tau, kl_direction"
                                 : "train.alpha, gamma, tau");
-    check(lattice_distill_create(&dp, &loss), what, NULL);
-    lattice_data *d = open_data(p, 200 + (uint64_t)seed);
+    check(lattice_distill_create(&dp, &x->loss), what, NULL);
+    x->d = open_data(p, 200 + (uint64_t)seed);
     /* LR in proportion to this arm's init std when the arm sets its own gain
      * (and not its own LR) */
     const double lr_scale = kind->lr_given ? 1.0 : std / p->init_std;
-    lattice_optim *o = new_optim(m, kind->lr * lr_scale, kind->min_lr * lr_scale, kind->warmup,
-                                 kind->steps_per_phase, kind->clip, kind->weight_decay, kind->beta2,
-                                 kind->decay);
-    int64_t total = phases_steps(phases, n_phases);
+    x->o = new_optim(x->m, kind->lr * lr_scale, kind->min_lr * lr_scale, kind->warmup,
+                     kind->steps_per_phase, kind->clip, kind->weight_decay, kind->beta2,
+                     kind->decay);
+}
+
+/* The record's per-step arrays, one slot per step of the schedule. */
+static void arm_run_record(const arm *kind, const arm_run *x, progress *pr, run_result *r)
+{
+    int64_t total = phases_steps(x->phases, x->n_phases);
     if (total <= 0)
         die("arm %s: every phase needs a step budget in the reproduction", kind->name);
     r->losses = calloc((size_t)total + 1, sizeof(double));
@@ -378,27 +398,39 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         die("out of memory");
     pr->res = r;
     pr->run_steps = total;
-    pr->n_phases = n_phases;
-    /* diagnostics on a fixed batch: the first validation batch */
-    lattice_diag *dg;
-    check(lattice_diag_create(m, &dg), "diagnostics", NULL);
+    pr->n_phases = x->n_phases;
+}
+
+/* The diagnostics, on a fixed batch: the first validation batch, copied. */
+static void arm_run_fixed_batch(arm_run *x, progress *pr)
+{
+    check(lattice_diag_create(x->m, &x->dg), "diagnostics", NULL);
     lattice_data_batch b;
-    check(lattice_data_get_val_batch(d, 0, &b), "validation batch", lattice_data_errmsg(d));
+    check(lattice_data_get_val_batch(x->d, 0, &b), "validation batch", lattice_data_errmsg(x->d));
     /* the batch's buffers may be reused by the data object: keep a copy */
-    int32_t *fixed_tokens = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
-    int32_t *fixed_targets = malloc(sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
-    uint8_t *fixed_mask = malloc((size_t)b.batch * (size_t)b.seq);
-    if (!fixed_tokens || !fixed_targets || !fixed_mask)
+    const size_t n = (size_t)b.batch * (size_t)b.seq;
+    x->fixed_tokens = malloc(sizeof(int32_t) * n);
+    x->fixed_targets = malloc(sizeof(int32_t) * n);
+    x->fixed_mask = malloc(n);
+    if (!x->fixed_tokens || !x->fixed_targets || !x->fixed_mask)
         die("out of memory");
-    memcpy(fixed_tokens, b.tokens, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
-    memcpy(fixed_targets, b.targets, sizeof(int32_t) * (size_t)b.batch * (size_t)b.seq);
-    memcpy(fixed_mask, b.mask, (size_t)b.batch * (size_t)b.seq);
-    pr->diag = dg;
-    pr->model = m;
-    pr->diag_tokens = fixed_tokens;
-    pr->diag_mask = fixed_mask;
+    memcpy(x->fixed_tokens, b.tokens, sizeof(int32_t) * n);
+    memcpy(x->fixed_targets, b.targets, sizeof(int32_t) * n);
+    memcpy(x->fixed_mask, b.mask, n);
+    x->batch = b.batch;
+    x->seq = b.seq;
+    pr->diag = x->dg;
+    pr->model = x->m;
+    pr->diag_tokens = x->fixed_tokens;
+    pr->diag_mask = x->fixed_mask;
     pr->diag_batch = b.batch;
     pr->diag_seq = b.seq;
+}
+
+/* The trainer over the run's objects, and the final evaluation's batches
+ * checked before the run trains. */
+static void arm_run_trainer(const preset *p, const arm *kind, progress *pr, arm_run *x)
+{
     lattice_trainer_params tp;
     lattice_trainer_params_init(&tp);
     tp.eval_every = p->eval_every;
@@ -406,43 +438,53 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     tp.on_step = on_step;
     tp.on_eval = on_eval;
     tp.user = pr;
-    lattice_trainer *tr;
+    char what[256];
     snprintf(what, sizeof what, "arm %s: the trainer (train.eval_every, eval_batches, the "
              "schedule, the recipe)", kind->name);
-    check(lattice_trainer_create(m, teach, loss, d, o, s, &tp, &tr), what, NULL);
-    /* the final evaluation's batches, checked before the run trains */
-    if (p->final_eval_batches > lattice_data_get_n_val_batches(d))
+    check(lattice_trainer_create(x->m, x->teach, x->loss, x->d, x->o, x->s, &tp, &x->tr), what,
+          NULL);
+    if (p->final_eval_batches > lattice_data_get_n_val_batches(x->d))
         die("arm %s: the final evaluation (train.final_eval_batches): final_eval_batches %d "
             "exceeds the data's %lld validation batches", kind->name, p->final_eval_batches,
-            (long long)lattice_data_get_n_val_batches(d));
-    if (dry) {
-        pr->diag = NULL;
-        goto done; /* every object built: the run's own teardown */
-    }
-    /* to the schedule's end, from the run's checkpoint where one was left */
+            (long long)lattice_data_get_n_val_batches(x->d));
+}
+
+/* The phases: to the schedule's end, from the run's checkpoint where one was left. */
+static void arm_run_train(const preset *p, const arm *kind, int seed, progress *pr, run_result *r,
+                          arm_run *x)
+{
     double t0 = ex_now();
-    train_resumable(p, kind, seed, tr, s, r, pr);
+    train_resumable(p, kind, seed, x->tr, x->s, r, pr);
     pr->prof.train = ex_now() - t0;
-    const double t_final = ex_now();
+}
+
+/* The reported number: validation CE at the scheduled end, over the whole
+ * held-out set unless the preset caps it; and the student saved where
+ * --save-students asks. */
+static void arm_run_final_eval(const preset *p, const arm *kind, int seed, progress *pr,
+                               run_result *r, arm_run *x)
+{
     pr->diag = NULL;
     lattice_schedule_counters c;
-    lattice_schedule_get_counters(s, &c);
+    lattice_schedule_get_counters(x->s, &c);
     r->tokens_per_s = (double)c.tokens / r->seconds;
-    /* the reported number: validation CE at the scheduled end, over the whole
-     * held-out set unless the preset caps it */
-    check(lattice_model_evaluate(m, d, p->final_eval_batches, &r->final_val), "evaluation",
-          lattice_model_errmsg(m));
+    check(lattice_model_evaluate(x->m, x->d, p->final_eval_batches, &r->final_val), "evaluation",
+          lattice_model_errmsg(x->m));
     if (p->students[0]) { /* --save-students: written whole (the library's save is atomic) */
         char path[1300];
         snprintf(path, sizeof path, "%s/%s.seed%d.safetensors", p->students, kind->name, seed);
-        check(lattice_model_save(m, path), "--save-students", lattice_model_errmsg(m));
+        check(lattice_model_save(x->m, path), "--save-students", lattice_model_errmsg(x->m));
     }
+}
 
-    const int active = lattice_model_get_active_layers(m);
+/* The trained student's boundary scales and block removals on the fixed batch. */
+static void arm_run_measures(const preset *p, run_result *r, const arm_run *x)
+{
+    const int active = lattice_model_get_active_layers(x->m);
     kept_scale stats[(MAX_LAYERS + 1) * 3];
-    check(boundary_stats(dg, m, fixed_tokens, fixed_mask, b.batch, b.seq, stats,
+    check(boundary_stats(x->dg, x->m, x->fixed_tokens, x->fixed_mask, x->batch, x->seq, stats,
                          (MAX_LAYERS + 1) * 3),
-          "boundary scale", lattice_diag_errmsg(dg));
+          "boundary scale", lattice_diag_errmsg(x->dg));
     r->n_boundaries = 0;
     for (int blk = 1; blk * p->block_size <= active && r->n_boundaries < MAX_BLOCKS;
          blk++, r->n_boundaries++)
@@ -450,21 +492,26 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
     r->n_blocks_measured = 0;
     for (int blk = 0; (blk + 1) * p->block_size <= active && blk < MAX_BLOCKS;
          blk++, r->n_blocks_measured++) {
-        lattice_diag_block_removal_result x;
-        x.size = sizeof x;
-        check(lattice_diag_measure_block_removal(dg, fixed_tokens, fixed_targets, fixed_mask,
-                                                 b.batch, b.seq, blk * p->block_size,
-                                                 p->block_size, &x),
-              "block removal", lattice_diag_errmsg(dg));
-        r->removal[blk] = (kept_removal){x.ce_full, x.ce_removed, x.dce, x.angle};
+        lattice_diag_block_removal_result rm;
+        rm.size = sizeof rm;
+        check(lattice_diag_measure_block_removal(x->dg, x->fixed_tokens, x->fixed_targets,
+                                                 x->fixed_mask, x->batch, x->seq,
+                                                 blk * p->block_size, p->block_size, &rm),
+              "block removal", lattice_diag_errmsg(x->dg));
+        r->removal[blk] = (kept_removal){rm.ce_full, rm.ce_removed, rm.dce, rm.angle};
     }
-    /* The paper smooths over 200 of 50k steps (0.4% of a phase): the same
-     * share here, at least 3 steps; areas per step over 2% and 10% of a phase. */
+}
+
+/* The loss's response at each phase change. The paper smooths over 200 of
+ * 50k steps (0.4% of a phase): the same share here, at least 3 steps; areas
+ * per step over 2% and 10% of a phase. */
+static void arm_run_responses(const arm *kind, run_result *r, const arm_run *x)
+{
     const int64_t window = response_window_steps(kind->steps_per_phase);
     const int64_t phase_len = kind->steps_per_phase;
     for (int a = 0; a < r->n_appends; a++) {
         /* the a-th phase change: from phase a to a + 1 */
-        r->is_append[a] = phases[a + 1].active_layers > phases[a].active_layers;
+        r->is_append[a] = x->phases[a + 1].active_layers > x->phases[a].active_layers;
         kept_response *rs = &r->resp[a];
         kept_response r2, r10;
         const int64_t h2 = phase_len / 50 > 1 ? phase_len / 50 : 1;
@@ -482,23 +529,53 @@ static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher
         r->area2[a] = r2.area / (double)h2;
         r->area10[a] = r10.area / (double)h10;
     }
+}
+
+/* The run's objects, destroyed. */
+static void arm_run_close(arm_run *x)
+{
+    lattice_diag_destroy(x->dg);
+    free(x->fixed_tokens);
+    free(x->fixed_targets);
+    free(x->fixed_mask);
+    lattice_trainer_destroy(x->tr);
+    lattice_optim_destroy(x->o);
+    lattice_data_destroy(x->d);
+    lattice_distill_destroy(x->loss);
+    run_teacher_destroy(x->rt);
+    lattice_teacher_destroy(x->t);
+    lattice_model_destroy(x->m);
+    lattice_backend_destroy(x->own);
+    lattice_schedule_destroy(x->s);
+}
+
+/* One run, or with dry only its objects built on the real shapes (every
+ * check the run would meet before its first step: --check). */
+static void run_arm(const preset *p, lattice_backend *be, lattice_model *teacher_model,
+                    const arm *kind, int seed, progress *pr, run_result *r, int dry)
+{
+    const double t_arm = ex_now();
+    memset(&pr->prof, 0, sizeof pr->prof);
+    arm_run x;
+    memset(&x, 0, sizeof x);
+    arm_run_models(p, be, teacher_model, kind, seed, pr, &x);
+    arm_run_record(kind, &x, pr, r);
+    arm_run_fixed_batch(&x, pr);
+    arm_run_trainer(p, kind, pr, &x);
+    if (dry) {
+        pr->diag = NULL;
+        arm_run_close(&x); /* every object built: the run's own teardown */
+        return;
+    }
+    arm_run_train(p, kind, seed, pr, r, &x);
+    const double t_final = ex_now();
+    arm_run_final_eval(p, kind, seed, pr, r, &x);
+    arm_run_measures(p, r, &x);
+    arm_run_responses(kind, r, &x);
     pr->prof.final = ex_now() - t_final;
-    pr->prof.teacher = run_teacher_seconds(rt);
+    pr->prof.teacher = run_teacher_seconds(x.rt);
     pr->prof.wall = ex_now() - t_arm;
-done:
-    lattice_diag_destroy(dg);
-    free(fixed_tokens);
-    free(fixed_targets);
-    free(fixed_mask);
-    lattice_trainer_destroy(tr);
-    lattice_optim_destroy(o);
-    lattice_data_destroy(d);
-    lattice_distill_destroy(loss);
-    run_teacher_destroy(rt);
-    lattice_teacher_destroy(t);
-    lattice_model_destroy(m);
-    lattice_backend_destroy(own);
-    lattice_schedule_destroy(s);
+    arm_run_close(&x);
 }
 
 /* ---- runs, and the study over the ranks of an MPI job -------------------------------- */
