@@ -270,77 +270,67 @@ static void add_pair(json_object *list, const char *a, const char *b)
     json_object_array_add(list, e);
 }
 
-void design_expand(json_object *o, design *d)
+/* The cells listed in design.arms (cells): one level label per factor each. */
+static void cells_listed(design *d, json_object *cells)
 {
-    memset(d, 0, sizeof(*d));
-    json_object *dz = member(o, "design");
-    if (!dz)
-        return;
-    if (!json_object_is_type(dz, json_type_object))
-        die("preset: design must be an object: {\"factors\": [...], \"base\": {...}}");
-    static const char *const design_keys[] = {"factors", "base", "arms"};
-    only_keys(dz, "design", design_keys, 3);
-    json_object *factors = member(dz, "factors"), *base = member(dz, "base"),
-                *cells = member(dz, "arms");
-    if (!factors || !json_object_is_type(factors, json_type_array) ||
-        json_object_array_length(factors) < 1 || json_object_array_length(factors) > MAX_FACTORS)
-        die("preset: design.factors must be a list of 1 to %d factors", MAX_FACTORS);
-    if (base && !json_object_is_type(base, json_type_object))
-        die("preset: design.base must be an object of arm keys");
-    d->n_factors = (int)json_object_array_length(factors);
-    for (int f = 0; f < d->n_factors; f++) {
-        read_factor(d, json_object_array_get_idx(factors, f), f);
-        for (int g = 0; g < f; g++)
-            if (strcmp(d->factor[f], d->factor[g]) == 0)
-                die("preset: design.factors[%d]: the factor '%s' is given twice", f, d->factor[f]);
-    }
-    /* the cells: every combination, or the listed ones */
-    if (cells) {
-        if (!json_object_is_type(cells, json_type_array))
-            die("preset: design.arms must be a list of level lists, one label per factor");
-        for (size_t k = 0; k < json_object_array_length(cells); k++) {
-            json_object *c = json_object_array_get_idx(cells, k);
-            if (!json_object_is_type(c, json_type_array) ||
-                (int)json_object_array_length(c) != d->n_factors)
-                die("preset: design.arms[%zu] must list one level label per factor (%d)", k,
-                    d->n_factors);
-            if (d->n_cells >= MAX_ARMS)
-                die("preset: the design has more than %d arms", MAX_ARMS);
-            for (int f = 0; f < d->n_factors; f++) {
-                json_object *lab = json_object_array_get_idx(c, (size_t)f);
-                int found = -1;
-                for (int l = 0; lab && json_object_is_type(lab, json_type_string) &&
-                                l < d->n_levels[f] && found < 0; l++)
-                    if (strcmp(d->level[f][l], json_object_get_string(lab)) == 0)
-                        found = l;
-                if (found < 0)
-                    die("preset: design.arms[%zu][%d] must be a level of %s", k, f, d->factor[f]);
-                d->cell[d->n_cells][f] = found;
-            }
-            if (have(d, d->cell[d->n_cells]))
-                die("preset: design.arms[%zu] is listed twice", k);
-            d->n_cells++;
+    if (!json_object_is_type(cells, json_type_array))
+        die("preset: design.arms must be a list of level lists, one label per factor");
+    for (size_t k = 0; k < json_object_array_length(cells); k++) {
+        json_object *c = json_object_array_get_idx(cells, k);
+        if (!json_object_is_type(c, json_type_array) ||
+            (int)json_object_array_length(c) != d->n_factors)
+            die("preset: design.arms[%zu] must list one level label per factor (%d)", k,
+                d->n_factors);
+        if (d->n_cells >= MAX_ARMS)
+            die("preset: the design has more than %d arms", MAX_ARMS);
+        for (int f = 0; f < d->n_factors; f++) {
+            json_object *lab = json_object_array_get_idx(c, (size_t)f);
+            int found = -1;
+            for (int l = 0; lab && json_object_is_type(lab, json_type_string) &&
+                            l < d->n_levels[f] && found < 0; l++)
+                if (strcmp(d->level[f][l], json_object_get_string(lab)) == 0)
+                    found = l;
+            if (found < 0)
+                die("preset: design.arms[%zu][%d] must be a level of %s", k, f, d->factor[f]);
+            d->cell[d->n_cells][f] = found;
         }
-    } else {
-        int lv[MAX_FACTORS] = {0};
-        for (;;) {
-            if (d->n_cells >= MAX_ARMS)
-                die("preset: the design's product has more than %d arms: list a subset in "
-                    "design.arms", MAX_ARMS);
-            memcpy(d->cell[d->n_cells++], lv, sizeof lv);
-            int f = d->n_factors - 1;
-            while (f >= 0 && ++lv[f] == d->n_levels[f])
-                lv[f--] = 0;
-            if (f < 0)
-                break;
-        }
+        if (have(d, d->cell[d->n_cells]))
+            die("preset: design.arms[%zu] is listed twice", k);
+        d->n_cells++;
     }
-    /* the arms, after the preset's own */
-    json_object *arms = member(o, "arms");
-    if (!arms) {
-        arms = json_object_new_array();
-        json_object_object_add(o, "arms", arms);
+}
+
+/* Every combination of the factors' levels, the last factor's fastest. */
+static void cells_product(design *d)
+{
+    int lv[MAX_FACTORS] = {0};
+    for (;;) {
+        if (d->n_cells >= MAX_ARMS)
+            die("preset: the design's product has more than %d arms: list a subset in "
+                "design.arms", MAX_ARMS);
+        memcpy(d->cell[d->n_cells++], lv, sizeof lv);
+        int f = d->n_factors - 1;
+        while (f >= 0 && ++lv[f] == d->n_levels[f])
+            lv[f--] = 0;
+        if (f < 0)
+            break;
     }
+}
+
+/* o's list key, added empty where o has none. */
+static json_object *list_of(json_object *o, const char *key)
+{
+    json_object *v = member(o, key);
+    if (!v) {
+        v = json_object_new_array();
+        json_object_object_add(o, key, v);
+    }
+    return v;
+}
+
+/* The cells' arms, after the preset's own: base's keys, then each factor's level. */
+static void add_arms(json_object *arms, const design *d, json_object *base)
+{
     for (int k = 0; k < d->n_cells; k++) {
         json_object *spec = json_object_new_object();
         char name[48], where[96];
@@ -355,18 +345,11 @@ void design_expand(json_object *o, design *d)
             level_into(d, f, d->cell[k][f], spec, where);
         json_object_array_add(arms, spec);
     }
-    /* comparisons: each factor's levels against its first, the others held */
-    json_object *cmp = member(o, "compare"), *inter = member(o, "interactions");
-    if (!cmp) {
-        cmp = json_object_new_array();
-        json_object_object_add(o, "compare", cmp);
-    }
-    if (!inter) {
-        inter = json_object_new_array();
-        json_object_object_add(o, "interactions", inter);
-    }
-    d->compare_from = (int)json_object_array_length(cmp);
-    d->interact_from = (int)json_object_array_length(inter);
+}
+
+/* Comparisons: each factor's levels against its first, the others held. */
+static void add_comparisons(json_object *cmp, design *d)
+{
     for (int f = 0; f < d->n_factors; f++)
         for (int k = 0; k < d->n_cells; k++) {
             if (d->cell[k][f] == 0)
@@ -388,7 +371,11 @@ void design_expand(json_object *o, design *d)
                   ctx[0] ? " | " : "", ctx);
             add_pair(cmp, a, b);
         }
-    /* interactions: each pair of factors, each level against the first, the others held */
+}
+
+/* Interactions: each pair of factors, each level against the first, the others held. */
+static void add_interactions(json_object *inter, design *d)
+{
     for (int f = 0; f < d->n_factors; f++)
         for (int g = f + 1; g < d->n_factors; g++)
             for (int k = 0; k < d->n_cells; k++) {
@@ -420,6 +407,43 @@ void design_expand(json_object *o, design *d)
                       d->level[f][c[f]], d->level[f][0], d->factor[g], d->level[g][c[g]],
                       d->level[g][0], ctx[0] ? " | " : "", ctx);
             }
+}
+
+void design_expand(json_object *o, design *d)
+{
+    memset(d, 0, sizeof(*d));
+    json_object *dz = member(o, "design");
+    if (!dz)
+        return;
+    if (!json_object_is_type(dz, json_type_object))
+        die("preset: design must be an object: {\"factors\": [...], \"base\": {...}}");
+    static const char *const design_keys[] = {"factors", "base", "arms"};
+    only_keys(dz, "design", design_keys, 3);
+    json_object *factors = member(dz, "factors"), *base = member(dz, "base"),
+                *cells = member(dz, "arms");
+    if (!factors || !json_object_is_type(factors, json_type_array) ||
+        json_object_array_length(factors) < 1 || json_object_array_length(factors) > MAX_FACTORS)
+        die("preset: design.factors must be a list of 1 to %d factors", MAX_FACTORS);
+    if (base && !json_object_is_type(base, json_type_object))
+        die("preset: design.base must be an object of arm keys");
+    d->n_factors = (int)json_object_array_length(factors);
+    for (int f = 0; f < d->n_factors; f++) {
+        read_factor(d, json_object_array_get_idx(factors, f), f);
+        for (int g = 0; g < f; g++)
+            if (strcmp(d->factor[f], d->factor[g]) == 0)
+                die("preset: design.factors[%d]: the factor '%s' is given twice", f, d->factor[f]);
+    }
+    /* the cells: every combination, or the listed ones */
+    if (cells)
+        cells_listed(d, cells);
+    else
+        cells_product(d);
+    add_arms(list_of(o, "arms"), d, base);
+    json_object *cmp = list_of(o, "compare"), *inter = list_of(o, "interactions");
+    d->compare_from = (int)json_object_array_length(cmp);
+    d->interact_from = (int)json_object_array_length(inter);
+    add_comparisons(cmp, d);
+    add_interactions(inter, d);
 }
 
 
