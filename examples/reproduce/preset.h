@@ -20,6 +20,16 @@ void preset_data_path(json_reader *rd, char *dst, size_t n, json_object *o, cons
 /* Read, check and resolve a preset file; dies with the key path on any error. */
 void load_preset(preset *p, const char *path);
 
+/* The preset's parts, for load_preset (preset.c) and the arms' parser
+ * (preset_arms.c). An arm's optimizer recipe: the preset's train section, with
+ * the keys of the arm's own "train" object (t, may be NULL; named where)
+ * replacing its keys. */
+void arm_recipe(json_reader *rd, const preset *p, arm *a, json_object *t, const char *where);
+
+/* The preset's arm at arms[index] (v: a named arm or an object), appended to
+ * p's arms; dies with the key path on any error. */
+void parse_arm(json_reader *rd, preset *p, json_object *v, int index);
+
 /* An arm's phases, resolved once: its schedule preset's (the library's
  * lattice_schedule_get_preset_phases, at the preset's sizes) or its explicit
  * ones, with the arm's block init, data rule and boundary freeze. Returns
