@@ -103,11 +103,174 @@ lattice_status lattice_trainer_load_checkpoint(lattice_trainer *t, const char *p
     return lattice_trainer_load_checkpoint_flags(t, path, 0);
 }
 
-static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path, unsigned flags)
+/* A checkpoint's arrays as read, before they are applied: a bad file must
+ * leave the run untouched. Laid out like the model's arena. */
+typedef struct loaded {
+    int nt;
+    float *params, *m1, *m2;
+    int64_t *steps;
+} loaded;
+
+static void loaded_free(loaded *ld)
 {
-    if (!t)
-        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
-            "lattice_trainer_load_checkpoint_flags: invalid argument: trainer is NULL");
+    free(ld->params);
+    free(ld->m1);
+    free(ld->m2);
+    free(ld->steps);
+}
+
+/* "'name' has shape [..] in the checkpoint and [..] in this run's model" */
+static lattice_status shape_mismatch(lattice_trainer *t, const char *name, const st_tensor *ft,
+                                     const lattice__model_tensor *te)
+{
+    char have[64] = "[", want[64];
+    for (int d = 0; d < ft->ndim && d < 4; d++)
+        snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld", d ? ", " : "",
+                 (long long)ft->shape[d]);
+    snprintf(have + strlen(have), sizeof have - strlen(have), "%s]", ft->ndim > 4 ? ", ..." : "");
+    if (te->ndim == 2)
+        snprintf(want, sizeof want, "[%lld, %lld]", (long long)te->rows, (long long)te->cols);
+    else
+        snprintf(want, sizeof want, "[%lld]", (long long)te->rows);
+    return FAIL(t, LATTICE_ERR_FORMAT,
+                "'%s' has shape %s in the checkpoint and %s in this run's model: another model",
+                name, have, want);
+}
+
+/* One of a tensor's three arrays (k: 0 its weights, 1 and 2 its moments) into dst. */
+static lattice_status read_array(lattice_trainer *t, st_file *sf, const lattice__model_tensor *te,
+                                 int k, float *dst)
+{
+    char name[128];
+    if (k == 0)
+        snprintf(name, sizeof name, "%s", te->name);
+    else
+        snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
+    const st_tensor *ft = lattice__st_find(sf, name);
+    if (!ft)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
+    if (ft->ndim != te->ndim || ft->shape[0] != te->rows ||
+        (te->ndim == 2 && ft->shape[1] != te->cols))
+        return shape_mismatch(t, name, ft, te);
+    const int64_t count = te->rows * te->cols;
+    lattice_status st = lattice__st_read_f32(sf, ft, dst, count, t->err);
+    if (st != LATTICE_OK)
+        return st;
+    /* the setters' rule: weights and moments finite, second moments >= 0 */
+    for (int64_t j = 0; j < count; j++)
+        if (!isfinite(dst[j]) || (k == 2 && dst[j] < 0.0f))
+            return FAIL(t, LATTICE_ERR_FORMAT, "'%s'[%lld] = %g is out of range", name,
+                        (long long)j, (double)dst[j]);
+    return LATTICE_OK;
+}
+
+/* Every tensor's weights and moments into scratch buffers the size of the arena. */
+static lattice_status read_arrays(lattice_trainer *t, st_file *sf, loaded *ld)
+{
+    const lattice_model *m = t->model;
+    const size_t arena = lattice__model_arena_floats(m);
+    ld->params = malloc(sizeof(float) * arena);
+    ld->m1 = malloc(sizeof(float) * arena);
+    ld->m2 = malloc(sizeof(float) * arena);
+    ld->steps = malloc(sizeof(int64_t) * (size_t)ld->nt);
+    if (!ld->params || !ld->m1 || !ld->m2 || !ld->steps)
+        return FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to restore the checkpoint");
+    for (int i = 0; i < ld->nt; i++) {
+        lattice__model_tensor te;
+        lattice__model_tensor_at(m, i, &te);
+        for (int k = 0; k < 3; k++) {
+            float *dst = (k == 0 ? ld->params : k == 1 ? ld->m1 : ld->m2) + te.offset;
+            const lattice_status st = read_array(t, sf, &te, k, dst);
+            if (st != LATTICE_OK)
+                return st;
+        }
+    }
+    return LATTICE_OK;
+}
+
+/* Adam's first moment is an average of the gradients whose squares the second
+ * averages: one far beyond the other's root came from no run, and its update
+ * m1 / (sqrt(m2) + eps) would overflow the weights */
+static lattice_status check_moments(lattice_trainer *t, const loaded *ld, float eps)
+{
+    for (int i = 0; i < ld->nt; i++) {
+        lattice__model_tensor te;
+        lattice__model_tensor_at(t->model, i, &te);
+        const size_t off = te.offset, n = (size_t)(te.rows * te.cols);
+        for (size_t j = off; j < off + n; j++)
+            if (fabsf(ld->m1[j]) > 1e6f * (sqrtf(ld->m2[j]) + eps))
+                return FAIL(t, LATTICE_ERR_FORMAT,
+                            "'%s': optimizer moments (%g, %g) no gradient history can produce",
+                            te.name, (double)ld->m1[j], (double)ld->m2[j]);
+    }
+    return LATTICE_OK;
+}
+
+/* The per-tensor step counts; a tensor is updated at most once per optimizer step. */
+static lattice_status read_steps(lattice_trainer *t, st_file *sf, loaded *ld, int64_t optim_step)
+{
+    const st_tensor *ft = lattice__st_find(sf, "optim.steps");
+    if (!ft)
+        return FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
+    lattice_status st = lattice__st_read_raw(sf, ft, ST_I64, ld->steps, ld->nt, t->err);
+    if (st != LATTICE_OK)
+        return st;
+    if (ft->ndim != 1)
+        return FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps' must be one-dimensional");
+    for (int i = 0; i < ld->nt; i++)
+        if (ld->steps[i] < 0 || ld->steps[i] > optim_step)
+            return FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps'[%d] = %lld outside 0..%lld", i,
+                        (long long)ld->steps[i], (long long)optim_step);
+    return LATTICE_OK;
+}
+
+/* Every rank loads, or none does; and only the same state: a stale copy of the
+ * file on one machine's disk would make its rank diverge. st is this rank's own
+ * status so far. */
+static lattice_status agree_across_ranks(lattice_trainer *t, const char *path, lattice_status st,
+                                         const loaded *ld, const char *state)
+{
+    st = lattice__trainer_agree(t, st);
+    if (st != LATTICE_OK)
+        return st;
+    uint64_t h[2] = {state_hash(t->model, ld->params, ld->m1, ld->m2, ld->steps, state), 0};
+    h[1] = h[0];
+    const int rc = t->coll.broadcast(t->coll_user, &h[1], sizeof(h[1]), 0);
+    if (rc)
+        st = lattice__trainer_coll_fail(t, "broadcast", rc);
+    else if (h[0] != h[1])
+        st = FAIL(t, LATTICE_ERR_INVALID_CONFIG,
+                  "rank %d read another checkpoint from %s than rank 0 did (a stale copy on "
+                  "this machine?): every rank must load the same file", t->rank, path);
+    return lattice__trainer_agree(t, st);
+}
+
+/* The commit: a checked checkpoint into the run; nothing here can fail. */
+static void apply_checkpoint(lattice_trainer *t, const checkpoint_state *r, const loaded *ld)
+{
+    lattice__optim_moments mo;
+    lattice__optim_get_moments(t->optim, &mo);
+    for (int i = 0; i < ld->nt; i++) {
+        lattice__model_tensor te;
+        lattice__model_tensor_at(t->model, i, &te);
+        const size_t off = te.offset, bytes = sizeof(float) * (size_t)(te.rows * te.cols);
+        memcpy(te.data, ld->params + off, bytes);
+        memcpy(mo.m1 + off, ld->m1 + off, bytes);
+        memcpy(mo.m2 + off, ld->m2 + off, bytes);
+    }
+    memcpy(mo.t_tensor, ld->steps, sizeof(int64_t) * (size_t)ld->nt);
+    lattice__optim_restore(t->optim, &r->op, r->optim_step);
+    lattice__schedule_restore(t->schedule, &r->at);
+    lattice__model_set_run(t->model, &r->run);
+    if (!r->keep_data_position) /* it fits (checkpoint_state.c) */
+        lattice_data_set_position(t->data, &r->data.pos);
+    t->applied_phase = r->applied_phase;
+    t->have_origin = r->data.have_origin;
+    t->data_origin = r->data.origin;
+}
+
+static lattice_status check_arguments(lattice_trainer *t, const char *path, unsigned flags)
+{
     if (!path)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     const unsigned known =
@@ -116,146 +279,42 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_trainer_load_checkpoint_flags: invalid argument: flags 0x%x has bits "
                     "no lattice_trainer_load_flag names (0x%x)", flags, flags & ~known);
-    lattice_model *m = t->model;
-    lattice_optim *o = t->optim;
-    lattice__optim_moments mo;
-    lattice__optim_get_moments(o, &mo);
+    return LATTICE_OK;
+}
+
+/* Open, read the state and the arrays into scratch, check them, agree across
+ * ranks, then apply. */
+static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path, unsigned flags)
+{
+    if (!t)
+        return lattice__set_error(LATTICE__ERRBUF(t), LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_trainer_load_checkpoint_flags: invalid argument: trainer is NULL");
+    lattice_status st = check_arguments(t, path, flags);
+    if (st != LATTICE_OK)
+        return st;
     st_file sf;
-    lattice_status st = lattice__st_open(&sf, path, t->err);
+    st = lattice__st_open(&sf, path, t->err);
     if (st != LATTICE_OK)
         return lattice__trainer_distributed(t) ? lattice__trainer_agree(t, st) : st;
     checkpoint_state r;
     memset(&r, 0, sizeof(r));
     const char *state = lattice__st_meta(&sf, "lattice.checkpoint");
     st = lattice__checkpoint_parse_state(t, state, flags, &r);
-    /* Read into scratch first: a bad file must leave the run untouched. */
-    const int nt = lattice_model_get_n_tensors(m);
-    const size_t arena = lattice__model_arena_floats(m);
-    float *params = NULL, *m1 = NULL, *m2 = NULL;
-    int64_t *steps = NULL;
-    if (st == LATTICE_OK) {
-        params = malloc(sizeof(float) * arena);
-        m1 = malloc(sizeof(float) * arena);
-        m2 = malloc(sizeof(float) * arena);
-        steps = malloc(sizeof(int64_t) * (size_t)nt);
-        if (!params || !m1 || !m2 || !steps)
-            st = FAIL(t, LATTICE_ERR_OUT_OF_MEMORY, "no memory to restore the checkpoint");
-    }
-    for (int i = 0; st == LATTICE_OK && i < nt; i++) {
-        lattice__model_tensor tensor, *te = &tensor;
-        lattice__model_tensor_at(m, i, te);
-        const int64_t count = te->rows * te->cols;
-        for (int k = 0; st == LATTICE_OK && k < 3; k++) {
-            char name[128];
-            if (k == 0)
-                snprintf(name, sizeof name, "%s", te->name);
-            else
-                snprintf(name, sizeof name, "optim.m%d.%s", k, te->name);
-            const st_tensor *ft = lattice__st_find(&sf, name);
-            float *dst = (k == 0 ? params : k == 1 ? m1 : m2) + te->offset;
-            if (!ft) {
-                st = FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks '%s'", name);
-                break;
-            }
-            if (ft->ndim != te->ndim || ft->shape[0] != te->rows ||
-                (te->ndim == 2 && ft->shape[1] != te->cols)) {
-                char have[64] = "[", want[64];
-                for (int d = 0; d < ft->ndim && d < 4; d++)
-                    snprintf(have + strlen(have), sizeof have - strlen(have), "%s%lld",
-                             d ? ", " : "", (long long)ft->shape[d]);
-                snprintf(have + strlen(have), sizeof have - strlen(have), "%s]",
-                         ft->ndim > 4 ? ", ..." : "");
-                if (te->ndim == 2)
-                    snprintf(want, sizeof want, "[%lld, %lld]", (long long)te->rows,
-                             (long long)te->cols);
-                else
-                    snprintf(want, sizeof want, "[%lld]", (long long)te->rows);
-                st = FAIL(t, LATTICE_ERR_FORMAT,
-                          "'%s' has shape %s in the checkpoint and %s in this run's model: "
-                          "another model", name, have, want);
-                break;
-            }
-            if ((st = lattice__st_read_f32(&sf, ft, dst, count, t->err)) != LATTICE_OK)
-                break;
-            /* the setters' rule: weights and moments finite, second moments >= 0 */
-            for (int64_t j = 0; j < count; j++)
-                if (!isfinite(dst[j]) || (k == 2 && dst[j] < 0.0f)) {
-                    st = FAIL(t, LATTICE_ERR_FORMAT, "'%s'[%lld] = %g is out of range", name,
-                              (long long)j, (double)dst[j]);
-                    break;
-                }
-        }
-    }
-    /* Adam's first moment is an average of the gradients whose squares the second
-     * averages: one far beyond the other's root came from no run, and its update
-     * m1 / (sqrt(m2) + eps) would overflow the weights */
-    for (int i = 0; st == LATTICE_OK && i < nt; i++) {
-        lattice__model_tensor tensor, *te = &tensor;
-        lattice__model_tensor_at(m, i, te);
-        const size_t off = te->offset, n = (size_t)(te->rows * te->cols);
-        for (size_t j = off; st == LATTICE_OK && j < off + n; j++)
-            if (fabsf(m1[j]) > 1e6f * (sqrtf(m2[j]) + r.op.eps))
-                st = FAIL(t, LATTICE_ERR_FORMAT,
-                          "'%s': optimizer moments (%g, %g) no gradient history can produce",
-                          te->name, (double)m1[j], (double)m2[j]);
-    }
-    if (st == LATTICE_OK) {
-        const st_tensor *ft = lattice__st_find(&sf, "optim.steps");
-        st = ft ? lattice__st_read_raw(&sf, ft, ST_I64, steps, nt, t->err)
-                : FAIL(t, LATTICE_ERR_FORMAT, "the checkpoint lacks 'optim.steps'");
-        if (st == LATTICE_OK && ft->ndim != 1)
-            st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps' must be one-dimensional");
-        /* a tensor is updated at most once per optimizer step */
-        for (int i = 0; st == LATTICE_OK && i < nt; i++)
-            if (steps[i] < 0 || steps[i] > r.optim_step)
-                st = FAIL(t, LATTICE_ERR_FORMAT, "'optim.steps'[%d] = %lld outside 0..%lld", i,
-                          (long long)steps[i], (long long)r.optim_step);
-    }
+    loaded ld = {.nt = lattice_model_get_n_tensors(t->model)};
+    if (st == LATTICE_OK)
+        st = read_arrays(t, &sf, &ld);
+    if (st == LATTICE_OK)
+        st = check_moments(t, &ld, r.op.eps);
+    if (st == LATTICE_OK)
+        st = read_steps(t, &sf, &ld, r.optim_step);
     if (r.keep_data_position) /* other data, on purpose: the iterator reads on from where it
                                * stands, where rewinding phases will also go back to */
         lattice_data_get_position(t->data, &r.data.origin);
-    if (lattice__trainer_distributed(t)) {
-        /* every rank loads, or none does; and only the same state: a stale
-         * copy of the file on one machine's disk would make its rank diverge */
-        st = lattice__trainer_agree(t, st);
-        if (st == LATTICE_OK) {
-            uint64_t h[2] = {state_hash(m, params, m1, m2, steps, state), 0};
-            h[1] = h[0];
-            const int rc = t->coll.broadcast(t->coll_user, &h[1], sizeof(h[1]), 0);
-            if (rc)
-                st = lattice__trainer_coll_fail(t, "broadcast", rc);
-            else if (h[0] != h[1])
-                st = FAIL(t, LATTICE_ERR_INVALID_CONFIG,
-                          "rank %d read another checkpoint from %s than rank 0 did (a stale "
-                          "copy on this machine?): every rank must load the same file",
-                          t->rank, path);
-            st = lattice__trainer_agree(t, st);
-        }
-    }
-    if (st == LATTICE_OK) {
-        /* commit: nothing below can fail */
-        for (int i = 0; i < nt; i++) {
-            lattice__model_tensor te;
-            lattice__model_tensor_at(m, i, &te);
-            const size_t off = te.offset, bytes = sizeof(float) * (size_t)(te.rows * te.cols);
-            memcpy(te.data, params + off, bytes);
-            memcpy(mo.m1 + off, m1 + off, bytes);
-            memcpy(mo.m2 + off, m2 + off, bytes);
-        }
-        memcpy(mo.t_tensor, steps, sizeof(int64_t) * (size_t)nt);
-        lattice__optim_restore(o, &r.op, r.optim_step);
-        lattice__schedule_restore(t->schedule, &r.at);
-        lattice__model_set_run(m, &r.run);
-        if (!r.keep_data_position) /* it fits (checkpoint_state.c) */
-            lattice_data_set_position(t->data, &r.data.pos);
-        t->applied_phase = r.applied_phase;
-        t->have_origin = r.data.have_origin;
-        t->data_origin = r.data.origin;
-    }
-    free(params);
-    free(m1);
-    free(m2);
-    free(steps);
+    if (lattice__trainer_distributed(t))
+        st = agree_across_ranks(t, path, st, &ld, state);
+    if (st == LATTICE_OK)
+        apply_checkpoint(t, &r, &ld);
+    loaded_free(&ld);
     free(r.layers);
     lattice__st_close(&sf);
     return st;
