@@ -9,6 +9,7 @@
 #include <lattice/common.h>
 #include <lattice/backend.h>
 #include <lattice/norm.h>
+#include <lattice/model_option.h>
 #include <lattice/model.h>
 #include <lattice/optim.h>
 #include <lattice/distill.h>

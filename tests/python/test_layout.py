@@ -92,8 +92,12 @@ class Layout(unittest.TestCase):
             if fn.endswith(".h"):
                 with open(os.path.join(headers, fn)) as f:
                     for line in f:
-                        if line.startswith("typedef struct lattice_") and line.rstrip().endswith("{"):
-                            declared.add(line.split()[2])
+                        # "typedef struct lattice_x {", or "struct lattice_x {" where the
+                        # typedef stands apart (model_option.h's lattice_model_params)
+                        words = line.split()
+                        if (line.startswith(("typedef struct lattice_", "struct lattice_"))
+                                and line.rstrip().endswith("{")):
+                            declared.add(words[words.index("struct") + 1])
         unmirrored = declared - set(MIRRORS.values()) - {
             # not mirrored in Python: MPI's own (dist.h), the collective's hooks (C only)
             "lattice_dist_stats", "lattice_trainer_collective"}
