@@ -43,9 +43,9 @@ raises LatticeError with ``Status.STATE``, as waiting would never end: close
 it once the call has returned. A call never runs on a destroyed object.
 
 Adding a C header: its prototypes go into ``_lib.PROTOTYPES`` (the test suite
-checks that table against the headers), its structs and enums into
-``_types.py``, and a module named after the header holds its classes;
-export them below.
+checks that table against the headers), its structs into ``_types.py``
+and its enums into ``_enums.py``, and a module named after the header holds
+its classes; export them below.
 """
 
 from ._errors import ClosedError, LatticeError, Status
