@@ -428,7 +428,9 @@ class Cross(unittest.TestCase):
                 {"claim": "grow gap", "test": "direction",
                  "terms": [["s", "post-grow", 1], ["s", "pre-grow", -1]]},
                 {"claim": "crossover", "test": "direction", "crossover": ["s", "pre-grow",
-                                                                          "post-grow"]}]}
+                                                                          "post-grow"]},
+                {"claim": "grow gap, seeds 2-5", "test": "direction", "beside": True,
+                 "seeds": [2, 5], "terms": [["s", "post-grow", 1], ["s", "pre-grow", -1]]}]}
             with open(os.path.join(d, "family.json"), "w") as f:
                 json.dump(family, f)
             with open(os.path.join(d, "s", "results.json"), "w") as f:
@@ -455,6 +457,10 @@ class Cross(unittest.TestCase):
                 report = f.read()
             self.assertIn("## The headline family, corrected for multiplicity (Holm)", report)
             self.assertIn("fails Holm: not decided", report)
+            # the claim beside the family is reported, not counted in Holm's m
+            self.assertIn("Holm's step-down adjustment over the 3 claims", report)
+            self.assertTrue(rows["grow gap, seeds 2-5"]["beside"])
+            self.assertEqual(rows["grow gap, seeds 2-5"]["n"], 4)
             self.assertIn("## The crossover", report)
 
     def test_hostile_names(self):

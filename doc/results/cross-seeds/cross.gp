@@ -5,7 +5,7 @@ set grid
 set output 'dose.svg'
 set xlabel 'pre-norm row-start / regular RMS where appended blocks read'
 set ylabel 'post-grow - pre-grow (nats/byte)'
-plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.040744927106616625 + -0.016248470888027663 * x with lines lw 2
+plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.07129071969380454 + -0.03246601408439835 * x with lines lw 2
 unset output
 set output 'trend.svg'
 set key outside

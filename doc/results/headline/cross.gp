@@ -5,7 +5,7 @@ set grid
 set output 'dose.svg'
 set xlabel 'pre-norm row-start / regular RMS where appended blocks read'
 set ylabel 'post-grow - pre-grow (nats/byte)'
-plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.01743610372638746 + -0.0020563829160240975 * x with lines lw 2
+plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.026181818712376896 + -0.0034038376451902084 * x with lines lw 2
 unset output
 set output 'trend.svg'
 set key outside

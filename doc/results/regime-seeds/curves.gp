@@ -10,7 +10,7 @@ set ylabel 'validation CE (nats/byte)'
 set terminal pngcairo size 1200,650
 set output plot_0
 set xlabel 'steps'
-set title 'mean over 10 seeds, band = min..max'
+set title 'mean over 20 seeds, band = min..max'
 unset arrow
 set arrow from 1736, graph 0 to 1736, graph 1 nohead dt 2 lc 'gray'
 set arrow from 3472, graph 0 to 3472, graph 1 nohead dt 2 lc 'gray'
@@ -18,13 +18,13 @@ plot 'bands.csv' index 0 using 2:5:6 with filledcurves lc rgb '#1f4e9c' fs trans
 set terminal pngcairo size 1200,650
 set output plot_1
 set xlabel 'active-layer tokens'
-set title 'mean over 10 seeds, band = min..max'
+set title 'mean over 20 seeds, band = min..max'
 unset arrow
 plot 'bands.csv' index 0 using 3:5:6 with filledcurves lc rgb '#1f4e9c' fs transparent solid 0.15 notitle, 'bands.csv' index 0 using 3:4 with linespoints lw 2 dt 1 pt 1 ps 0.6 lc rgb '#1f4e9c' title 'pre-joint', 'bands.csv' index 1 using 3:5:6 with filledcurves lc rgb '#b3261e' fs transparent solid 0.15 notitle, 'bands.csv' index 1 using 3:4 with linespoints lw 2 dt 1 pt 2 ps 0.6 lc rgb '#b3261e' title 'post-joint', 'bands.csv' index 2 using 3:5:6 with filledcurves lc rgb '#4a86e8' fs transparent solid 0.15 notitle, 'bands.csv' index 2 using 3:4 with linespoints lw 2 dt 2 pt 3 ps 0.6 lc rgb '#4a86e8' title 'pre-grow', 'bands.csv' index 3 using 3:5:6 with filledcurves lc rgb '#e06666' fs transparent solid 0.15 notitle, 'bands.csv' index 3 using 3:4 with linespoints lw 2 dt 2 pt 4 ps 0.6 lc rgb '#e06666' title 'post-grow', 'bands.csv' index 4 using 3:5:6 with filledcurves lc rgb '#f4a09a' fs transparent solid 0.15 notitle, 'bands.csv' index 4 using 3:4 with linespoints lw 2 dt 6 pt 5 ps 0.6 lc rgb '#f4a09a' title 'post-joint-total', 'bands.csv' index 5 using 3:5:6 with filledcurves lc rgb '#7fb2ff' fs transparent solid 0.15 notitle, 'bands.csv' index 5 using 3:4 with linespoints lw 2 dt 6 pt 6 ps 0.6 lc rgb '#7fb2ff' title 'pre-joint-total'
 set terminal svg size 1200,650
 set output plot_2
 set xlabel 'steps'
-set title 'mean over 10 seeds, band = min..max'
+set title 'mean over 20 seeds, band = min..max'
 unset arrow
 set arrow from 1736, graph 0 to 1736, graph 1 nohead dt 2 lc 'gray'
 set arrow from 3472, graph 0 to 3472, graph 1 nohead dt 2 lc 'gray'
@@ -32,7 +32,7 @@ plot 'bands.csv' index 0 using 2:5:6 with filledcurves lc rgb '#1f4e9c' fs trans
 set terminal svg size 1200,650
 set output plot_3
 set xlabel 'active-layer tokens'
-set title 'mean over 10 seeds, band = min..max'
+set title 'mean over 20 seeds, band = min..max'
 unset arrow
 plot 'bands.csv' index 0 using 3:5:6 with filledcurves lc rgb '#1f4e9c' fs transparent solid 0.15 notitle, 'bands.csv' index 0 using 3:4 with linespoints lw 2 dt 1 pt 1 ps 0.6 lc rgb '#1f4e9c' title 'pre-joint', 'bands.csv' index 1 using 3:5:6 with filledcurves lc rgb '#b3261e' fs transparent solid 0.15 notitle, 'bands.csv' index 1 using 3:4 with linespoints lw 2 dt 1 pt 2 ps 0.6 lc rgb '#b3261e' title 'post-joint', 'bands.csv' index 2 using 3:5:6 with filledcurves lc rgb '#4a86e8' fs transparent solid 0.15 notitle, 'bands.csv' index 2 using 3:4 with linespoints lw 2 dt 2 pt 3 ps 0.6 lc rgb '#4a86e8' title 'pre-grow', 'bands.csv' index 3 using 3:5:6 with filledcurves lc rgb '#e06666' fs transparent solid 0.15 notitle, 'bands.csv' index 3 using 3:4 with linespoints lw 2 dt 2 pt 4 ps 0.6 lc rgb '#e06666' title 'post-grow', 'bands.csv' index 4 using 3:5:6 with filledcurves lc rgb '#f4a09a' fs transparent solid 0.15 notitle, 'bands.csv' index 4 using 3:4 with linespoints lw 2 dt 6 pt 5 ps 0.6 lc rgb '#f4a09a' title 'post-joint-total', 'bands.csv' index 5 using 3:5:6 with filledcurves lc rgb '#7fb2ff' fs transparent solid 0.15 notitle, 'bands.csv' index 5 using 3:4 with linespoints lw 2 dt 6 pt 6 ps 0.6 lc rgb '#7fb2ff' title 'pre-joint-total'
 unset output
