@@ -245,9 +245,6 @@ ALWAYS_INLINE void norm_bwd_row(int layer, float *dx, int accumulate, float *pw,
         for (int jj = 0; jj < c; jj++)
             pb[jj] += dy[jj];
     float mg = layer ? sum_g / c : 0.0f, mgx = sum_gx / c;
-    /* RMSNorm's mg stays a value, not a folded 0: dy w - mg - xh mgx then
-     * contracts into the same two FMAs in every build of the row */
-    __asm__("" : "+x"(mg));
     for (int j = 0; j < c; j++) {
         float xh = (x[j] - mu) * r;
         float v = r * (dy[j] * w[j] - mg - xh * mgx);
@@ -281,10 +278,11 @@ ALWAYS_INLINE void norm_bwd_rows(int layer, float *din, int accumulate, float *p
     } while (0)
 
 /* The norm backward's widths built with the width a constant: 4x faster at
- * d_model 64. The same operations in the same order, but GCC contracts the
- * lanes' sums into FMAs differently there than in the general build (which
- * the other widths run): up to 1 ulp of dx apart at 64 (the 128 and 256
- * builds match the general one bit for bit). */
+ * d_model 64, and the same bits as 1.0's general row at every width, both
+ * norms, accumulating or not, on 1 and 2 threads. The row keeps the norm
+ * kind (layer) a run-time value: built with it a constant 0, GCC folds
+ * RMSNorm's mg away and contracts dy w - xh mgx differently, which moved dx
+ * by up to 1 ulp at widths 64 and 96. */
 #define NORM_WIDTH_CASES(c, call) CONST_CASES(c, call, 64, 128, 256, 512)
 
 VEC_CLONES
@@ -303,8 +301,7 @@ void lattice__norm_backward(int layer, float *din, int accumulate, float *dw, fl
             memset(pb, 0, sizeof(float) * c);
         long i0 = ch * CHUNK, i1 = (ch + 1) * CHUNK < n ? (ch + 1) * CHUNK : n;
 #define NB_ROWS(C)                                                                                 \
-    (layer ? norm_bwd_rows(1, din, accumulate, pw, pb, dout, in, w, mean, rstd, i0, i1, C)         \
-           : norm_bwd_rows(0, din, accumulate, pw, pb, dout, in, w, mean, rstd, i0, i1, C))
+    norm_bwd_rows(layer, din, accumulate, pw, pb, dout, in, w, mean, rstd, i0, i1, C)
         NORM_WIDTH_CASES(c, NB_ROWS);
 #undef NB_ROWS
     }
