@@ -104,7 +104,11 @@ check(gflop(about2) == gflop(one_about), "the rows-split roofline times the step
 check(calls(about2) == 2 * calls(one_about), "each of the 2 threads runs every GEMM on its rows")
 all_peak, one_peak = float(kv2["fma_peak_all_threads_gflops"]), float(kv2["fma_peak_gflops"])
 check(all_peak > 0 and one_peak > 0, "FMA peaks > 0")
-check(abs(float(kv2["fma_peak_scaling"]) - all_peak / one_peak) <= 0.006,
+# the peaks are printed to 0.1 GFLOP/s and the scaling to 0.01: the printed ratio
+# lies within what the printed peaks allow (wide where a busy machine makes them small)
+lo = (all_peak - 0.05) / (one_peak + 0.05)
+hi = (all_peak + 0.05) / max(one_peak - 0.05, 1e-9)
+check(lo - 0.005 <= float(kv2["fma_peak_scaling"]) <= hi + 0.005,
       "fma_peak_scaling = all threads' peak over one's")
 check("fma_peak_all_threads_gflops" not in kv, "1 thread: no all-threads FMA line")
 # thread 0's waits for the other and the team's own cost are parts of what no op covers
