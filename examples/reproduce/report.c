@@ -67,9 +67,14 @@ static void baseline_words(FILE *f, const study *s, double unigram)
             fprintf(f, "%s`%s` (%.4f)", flagged++ ? ", " : "here these did not learn: ",
                     p->arms[a].name, sm.mean);
     }
-    fprintf(f, "%s.\n", flagged ? " (a comparison with one of them sets a model that barely "
-                                   "learned beside one that did)"
-                                 : "here every arm learned");
+    fprintf(f, "%s.", flagged ? " (a comparison with one of them sets a model that barely "
+                                 "learned beside one that did)"
+                               : "here every arm learned");
+    char runs[2048];
+    if (runs_not_learned(s, runs, sizeof runs))
+        fprintf(f, " Single runs did not learn by the same rule in arms whose mean did: %s; "
+                   "the rows that rest on those arms carry them.", runs);
+    fputc('\n', f);
 }
 
 /* The students' attention sinks and massive activations at their last

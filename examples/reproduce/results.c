@@ -89,6 +89,28 @@ int not_learned(const study *s, const char *const *names, int n, char *buf, size
     return count;
 }
 
+int runs_not_learned(const study *s, char *buf, size_t len)
+{
+    int count = 0;
+    if (len)
+        buf[0] = 0;
+    for (int a = 0; a < s->p->n_arms; a++) {
+        double x[MAX_SEEDS];
+        const int m = finals(s, s->p->arms[a].name, x);
+        if (m == 0 || did_not_learn(summarise(x, m).mean, s->unigram))
+            continue; /* an arm that did not learn is named as one */
+        for (int i = 0; i < m; i++) {
+            if (!did_not_learn(x[i], s->unigram))
+                continue;
+            if (len)
+                snprintf(buf + strlen(buf), len - strlen(buf), "%s`%s` seed %d (%.4f)",
+                         count ? ", " : "", s->p->arms[a].name, i + 1, x[i]);
+            count++;
+        }
+    }
+    return count;
+}
+
 /* One row per training step of every run: its training loss, and at the
  * steps that were evaluated, the validation CE and the boundary statistics
  * (empty elsewhere). */

@@ -38,6 +38,12 @@ int did_not_learn(double mean_ce, double unigram);
 int not_learned(const study *s, const char *const *names, int n, char *buf, size_t len);
 #define NOT_LEARNED_VERDICT "not applicable (did not learn)"
 
+/* The single runs that did not learn by did_not_learn's rule in arms whose
+ * mean did: "`arm` seed N (val CE)", comma-separated, into buf (len bytes;
+ * "" for none). Returns how many. Nothing is decided by them: the report
+ * names them, so that a row resting on such an arm is read knowing it. */
+int runs_not_learned(const study *s, char *buf, size_t len);
+
 /* bands.csv: mean over seeds with a min..max band, per arm and evaluation. */
 void write_bands(const char *path, const study *s);
 
