@@ -61,7 +61,10 @@ want = 14 * T * (T + 1) / 2 * hd * heads * batch * layers / 1e9
 check(abs(float(kv["attn_causal_gflop"]) - want) <= 0.00006,
       f"attn_causal_gflop {kv['attn_causal_gflop']} = {want:.4f}")
 floor_ms = float(kv["attn_floor_ms"])
-check(abs(floor_ms - want * 1e3 / peak) <= 0.0006 + 0.001 * floor_ms,
+# the peak is printed to 0.1 GFLOP/s and the floor to 0.001 ms: the printed floor lies
+# within what the printed peak allows (wide where a busy machine makes the peak small)
+check(want * 1e3 / (peak + 0.05) - 0.0006 <= floor_ms
+      <= want * 1e3 / max(peak - 0.05, 1e-9) + 0.0006,
       f"attn_floor_ms {floor_ms} = FLOP over the peak")
 share = float(kv["attn_floor_share"])
 check(0 < share < 1, f"attn_floor_share {share} in (0, 1)")
