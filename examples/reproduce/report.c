@@ -70,7 +70,7 @@ static void baseline_words(FILE *f, const study *s, double unigram)
     fprintf(f, "%s.", flagged ? " (a comparison with one of them sets a model that barely "
                                  "learned beside one that did)"
                                : "here every arm learned");
-    char runs[2048];
+    char runs[MAX_ARMS * MAX_SEEDS * 80]; /* every run: its arm's name (< 48), seed, CE */
     if (runs_not_learned(s, runs, sizeof runs))
         fprintf(f, " Single runs did not learn by the same rule in arms whose mean did: %s; "
                    "the rows that rest on those arms carry them.", runs);

@@ -2,9 +2,7 @@
  * run whose final val CE is within LEARN_MARGIN of the unigram CE, in an arm
  * whose mean learned, is named with its seed; an arm that did not learn is
  * named as an arm, never run by run; the buffer is never overrun. */
-#include <check.h>
-#include <stdlib.h>
-#include <string.h>
+#include "../testutil.h"
 
 #include "../../examples/reproduce/results.h"
 #include "../../examples/reproduce/study.h"
@@ -82,9 +80,5 @@ int main(void)
     tcase_add_test(tc, test_every_run_learned);
     tcase_add_test(tc, test_short_buffer);
     suite_add_tcase(s, tc);
-    SRunner *r = srunner_create(s);
-    srunner_run_all(r, CK_NORMAL);
-    const int failed = srunner_ntests_failed(r);
-    srunner_free(r);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return tu_run(s);
 }
