@@ -61,11 +61,18 @@ want = 14 * T * (T + 1) / 2 * hd * heads * batch * layers / 1e9
 check(abs(float(kv["attn_causal_gflop"]) - want) <= 0.00006,
       f"attn_causal_gflop {kv['attn_causal_gflop']} = {want:.4f}")
 floor_ms = float(kv["attn_floor_ms"])
+
+
+def quotient_range(num, num_half, den, den_half):
+    """The least and greatest num / den where each is printed rounded (half a unit
+    of its last digit either side)."""
+    return (num - num_half) / (den + den_half), (num + num_half) / max(den - den_half, 1e-9)
+
+
 # the peak is printed to 0.1 GFLOP/s and the floor to 0.001 ms: the printed floor lies
 # within what the printed peak allows (wide where a busy machine makes the peak small)
-check(want * 1e3 / (peak + 0.05) - 0.0006 <= floor_ms
-      <= want * 1e3 / max(peak - 0.05, 1e-9) + 0.0006,
-      f"attn_floor_ms {floor_ms} = FLOP over the peak")
+lo, hi = quotient_range(want * 1e3, 0, peak, 0.05)
+check(lo - 0.0006 <= floor_ms <= hi + 0.0006, f"attn_floor_ms {floor_ms} = FLOP over the peak")
 share = float(kv["attn_floor_share"])
 check(0 < share < 1, f"attn_floor_share {share} in (0, 1)")
 step_ms, attn_ms = float(kv["step_ms"]), float(kv["op_attn_fused_ms"])
@@ -109,8 +116,7 @@ all_peak, one_peak = float(kv2["fma_peak_all_threads_gflops"]), float(kv2["fma_p
 check(all_peak > 0 and one_peak > 0, "FMA peaks > 0")
 # the peaks are printed to 0.1 GFLOP/s and the scaling to 0.01: the printed ratio
 # lies within what the printed peaks allow (wide where a busy machine makes them small)
-lo = (all_peak - 0.05) / (one_peak + 0.05)
-hi = (all_peak + 0.05) / max(one_peak - 0.05, 1e-9)
+lo, hi = quotient_range(all_peak, 0.05, one_peak, 0.05)
 check(lo - 0.005 <= float(kv2["fma_peak_scaling"]) <= hi + 0.005,
       "fma_peak_scaling = all threads' peak over one's")
 check("fma_peak_all_threads_gflops" not in kv, "1 thread: no all-threads FMA line")
