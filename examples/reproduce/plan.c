@@ -119,7 +119,7 @@ typedef struct timing_job {
     double distilled_s, plain_s, filed_s, eval_s; /* per step; per validation batch */
 } timing_job;
 
-#define TIMING_STEPS 5
+#define TIMING_STEPS 3
 #define TIMING_EVAL_BATCHES 2
 
 /* The logits file's answer, timed: a batch's logits copied from memory. */
@@ -182,45 +182,30 @@ static void timing_close(timing_job *j)
     lattice_model_destroy(j->stu);
 }
 
-static int by_value(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The median of TIMING_STEPS steps, after one step not timed: a trainer's
- * first step sets up what it keeps (its scratch, the backend's kernels for
- * its shapes), which a run pays once in thousands of steps, and the median
- * leaves out a step that another process on the machine delayed. */
 static double timed_steps(lattice_trainer *tr)
 {
-    double t[TIMING_STEPS];
-    check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
-    for (int i = 0; i < TIMING_STEPS; i++) {
-        const double t0 = ex_now();
+    const double t0 = ex_now();
+    for (int i = 0; i < TIMING_STEPS; i++)
         check(lattice_trainer_step(tr, NULL), "timing step", lattice_trainer_errmsg(tr));
-        t[i] = ex_now() - t0;
-    }
-    qsort(t, TIMING_STEPS, sizeof t[0], by_value);
-    return t[TIMING_STEPS / 2];
+    return (ex_now() - t0) / TIMING_STEPS;
 }
 
-/* Every job steps at once, as the runs will side by side: distilled steps,
- * plain steps, filed steps and an evaluation (after one not timed), each
- * phase started together. */
+/* Every job steps at once, as the runs will side by side: a warm-up step,
+ * then distilled steps, plain steps and an evaluation, each phase started
+ * together. */
 static void *timing_worker(void *arg)
 {
     timing_job *j = arg;
-    double loss;
+    check(lattice_trainer_step(j->distilled, NULL), "timing step",
+          lattice_trainer_errmsg(j->distilled));
     pthread_barrier_wait(j->bar);
     j->distilled_s = timed_steps(j->distilled);
     pthread_barrier_wait(j->bar);
     j->plain_s = timed_steps(j->plain);
     pthread_barrier_wait(j->bar);
     j->filed_s = timed_steps(j->filed);
-    check(lattice_trainer_evaluate(j->distilled, &loss), "timing evaluation",
-          lattice_trainer_errmsg(j->distilled));
     pthread_barrier_wait(j->bar);
+    double loss;
     const double t0 = ex_now();
     check(lattice_trainer_evaluate(j->distilled, &loss), "timing evaluation",
           lattice_trainer_errmsg(j->distilled));
