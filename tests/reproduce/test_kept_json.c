@@ -1,7 +1,7 @@
 /* Kept runs as JSON (format 3) against the raw records of format 2.
  *
- * Committed runs of format 2 (the first few in each doc/results/NAME/runs/
- * that holds them; a study kept in format 3 is read whole by the test
+ * Committed runs of format 2 (the first few of them in each
+ * doc/results/NAME/runs/; runs kept in format 3 are read whole by the test
  * results-regenerate) are read, written as JSON and read back: the run_result's
  * bytes, its per-step arrays, its results.json entry and its curves.csv rows
  * are the raw record's. Then a JSON run made wrong in each way a file can be
@@ -141,7 +141,7 @@ static int committed_runs(const char *results)
             char path[8192];
             snprintf(path, sizeof path, "%s/%s", runs, f->d_name);
             if (!round_trip(path))
-                break; /* a study kept in format 3 */
+                continue; /* kept in format 3: a study's later seeds may be */
             count++, in_study++;
         }
         if (r)
