@@ -6,7 +6,9 @@
  *   api     the operands rounded to bf16, then dnnl_gemm_bf16bf16f32;
  *   matmul  the operands rounded to bf16, then oneDNN's matmul primitive,
  *           cached per shape (the bf16 precision's slot).
- * The bf16 slots' times include rounding the fp32 operands. Each round runs
+ * The bf16 slots' times include rounding the fp32 operands; the column
+ * "round" times that rounding alone (both operands, as the matmul slot does
+ * it), so that matmul minus round is the primitive and its call. Each round runs
  * every slot in turn (A B C A B C ...), so load that comes and goes falls on
  * all of them; the medians over rounds are reported, in wall time and in the
  * thread's CPU time, and their ratios to fp32's.
@@ -27,6 +29,7 @@
 #define PROG "bench_bf16"
 
 #include "backend_impl.h"
+#include "backend_onednn_bf16.h"
 #include "example_util.h"
 
 enum { SLOTS = 3, MAX_ROUNDS = 1000 };
@@ -94,6 +97,20 @@ static int time_slot(lattice_backend *be, const shape *g, int reps, const float 
     return 0;
 }
 
+/* reps roundings of one shape's two operands to bf16, as the matmul slot
+ * rounds them: seconds per call. */
+static double time_round(const shape *g, int reps, const float *a, const float *b, uint16_t *out)
+{
+    const int a_rows = g->ta ? g->k : g->m, a_cols = g->ta ? g->m : g->k;
+    const int b_rows = g->tb ? g->n : g->k, b_cols = g->tb ? g->k : g->n;
+    const double w0 = ex_now();
+    for (int r = 0; r < reps; r++) {
+        lattice__to_bf16(a, a_rows, a_cols, g->lda, out);
+        lattice__to_bf16(b, b_rows, b_cols, g->ldb, out + (size_t)a_rows * (size_t)a_cols);
+    }
+    return (ex_now() - w0) / reps;
+}
+
 /* The largest |x - y| over C, relative to the largest |y|. */
 static double rel_diff(const float *x, const float *y, long n)
 {
@@ -114,10 +131,11 @@ static void usage(FILE *f)
 
 /* One shape's rounds; its medians into wall[] and cpu[] (seconds per call). */
 static int bench_shape(lattice_backend **be, const shape *g, int rounds, double ms, float *a,
-                       float *b, float *c, float *ref, double *wall, double *cpu)
+                       float *b, float *c, float *ref, uint16_t *rounded, double *wall,
+                       double *cpu, double *round)
 {
     const long nc = (long)g->m * g->ldc;
-    double w[SLOTS][MAX_ROUNDS], t[SLOTS][MAX_ROUNDS], diff[SLOTS];
+    double w[SLOTS][MAX_ROUNDS], t[SLOTS][MAX_ROUNDS], rd[MAX_ROUNDS], diff[SLOTS];
     double once_w, once_c;
     int reps = 1;
     for (int s = 0; s < SLOTS; s++) { /* warm up (the matmul primitive is made here) */
@@ -130,18 +148,21 @@ static int bench_shape(lattice_backend **be, const shape *g, int rounds, double 
         }
         diff[s] = rel_diff(c, ref, nc);
     }
-    for (int r = 0; r < rounds; r++)
+    for (int r = 0; r < rounds; r++) {
         for (int s = 0; s < SLOTS; s++)
             if (time_slot(be[s], g, reps, a, b, c, &w[s][r], &t[s][r]))
                 return -1;
+        rd[r] = time_round(g, reps, a, b, rounded);
+    }
+    *round = ex_median(rd, rounds);
     for (int s = 0; s < SLOTS; s++) {
         wall[s] = ex_median(w[s], rounds);
         cpu[s] = ex_median(t[s], rounds);
     }
     printf("gemm %-13s %c%c %5dx%4dx%5d beta%g x%-2d  fp32 %7.1f us  api %7.1f us  matmul %7.1f us"
-           "  fp32/api %.2f  fp32/matmul %.2f  (cpu: %.2f %.2f)  diff api %.1e matmul %.1e\n",
+           "  round %7.1f us  fp32/api %.2f  fp32/matmul %.2f  (cpu: %.2f %.2f)  diff api %.1e matmul %.1e\n",
            g->what, g->ta ? 'T' : 'N', g->tb ? 'T' : 'N', g->m, g->n, g->k, (double)g->beta,
-           g->per_step, wall[0] * 1e6, wall[1] * 1e6, wall[2] * 1e6, wall[0] / wall[1],
+           g->per_step, wall[0] * 1e6, wall[1] * 1e6, wall[2] * 1e6, *round * 1e6, wall[0] / wall[1],
            wall[0] / wall[2], cpu[0] / cpu[1], cpu[0] / cpu[2], diff[1], diff[2]);
     fflush(stdout);
     return 0;
@@ -204,7 +225,8 @@ int main(int argc, char **argv)
     }
     float *a = malloc(sizeof(float) * na), *b = malloc(sizeof(float) * nb);
     float *c = malloc(sizeof(float) * nc), *ref = malloc(sizeof(float) * nc);
-    if (!a || !b || !c || !ref) {
+    uint16_t *rounded = malloc(sizeof(uint16_t) * (size_t)(na + nb));
+    if (!a || !b || !c || !ref || !rounded) {
         fprintf(stderr, PROG ": out of memory\n");
         return 1;
     }
@@ -220,11 +242,12 @@ int main(int argc, char **argv)
     printf("# %s (%s); 1 thread, %d rounds, about %g ms per slot per shape per round; times are "
            "medians per call, wall (cpu: the ratios in thread CPU time)\n",
            info.library, info.kernels, rounds, ms);
-    double step_w[SLOTS] = {0}, step_c[SLOTS] = {0}, mlp_w[SLOTS] = {0};
+    double step_w[SLOTS] = {0}, step_c[SLOTS] = {0}, mlp_w[SLOTS] = {0}, step_round = 0;
     int rc = 0;
     for (int i = 0; i < n_shapes && !rc; i++) {
-        double w[SLOTS], t[SLOTS];
-        rc = bench_shape(be, &g[i], rounds, ms, a, b, c, ref, w, t);
+        double w[SLOTS], t[SLOTS], rd = 0;
+        rc = bench_shape(be, &g[i], rounds, ms, a, b, c, ref, rounded, w, t, &rd);
+        step_round += rd * g[i].per_step;
         for (int s = 0; !rc && s < SLOTS; s++) {
             step_w[s] += w[s] * g[i].per_step;
             step_c[s] += t[s] * g[i].per_step;
@@ -239,12 +262,14 @@ int main(int argc, char **argv)
                "(cpu: %.2f %.2f)\n", step_w[0] * 1e3, step_w[1] * 1e3, step_w[2] * 1e3,
                step_w[0] / step_w[1], step_w[0] / step_w[2], step_c[0] / step_c[1],
                step_c[0] / step_c[2]);
+        printf("step_round_ms %.2f  (of matmul's %.2f: rounding the operands)\n", step_round * 1e3,
+               step_w[2] * 1e3);
         printf("mlp_gemms_ms fp32 %.2f api %.2f matmul %.2f  fp32/api %.2f  fp32/matmul %.2f\n",
                mlp_w[0] * 1e3, mlp_w[1] * 1e3, mlp_w[2] * 1e3, mlp_w[0] / mlp_w[1],
                mlp_w[0] / mlp_w[2]);
     }
     for (int s = 0; s < SLOTS; s++)
         lattice_backend_destroy(be[s]);
-    free(a), free(b), free(c), free(ref);
+    free(a), free(b), free(c), free(ref), free(rounded);
     return rc ? 1 : 0;
 }
