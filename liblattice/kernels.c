@@ -629,11 +629,3 @@ void lattice__axpby(float *y, float a, const float *x, long n, int nt)
     for (long i = 0; i < n; i++)
         y[i] = a * y[i] + x[i];
 }
-
-void lattice__scale(float *y, float a, long n, int nt)
-{
-    (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt) if (n > SERIAL_WORK)
-    for (long i = 0; i < n; i++)
-        y[i] *= a;
-}

@@ -141,7 +141,5 @@ double lattice__cross_entropy(float *dlogits, const float *logits, const int32_t
 
 /* y[i] = a * y[i] + x[i] */
 void lattice__axpby(float *y, float a, const float *x, long n, int nt);
-/* y[i] *= a */
-void lattice__scale(float *y, float a, long n, int nt);
 
 #endif
