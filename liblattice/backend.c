@@ -3,6 +3,7 @@
  * every op goes through (backend_impl.h). The passes' settings a backend
  * holds are the passes' own (backend_impl.h, struct lattice_backend). */
 #include "backend_impl.h"
+#include "backend_onednn_bf16.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,8 +295,10 @@ lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, cons
     if (bf16 && lattice__onednn_bf16_why_not(why, sizeof why))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs cannot run here: %s", why);
-    if (onednn)
-        lattice__onednn_use_bf16(backend, bf16);
+    if (onednn && lattice__onednn_use_bf16(backend, bf16) != 0)
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+            "lattice_backend_set_gemm_precision: out of memory for the bf16 GEMMs' primitives "
+            "(the precision stays %s)", backend->gemm_bf16 ? "bf16" : "fp32");
     backend->gemm_bf16 = bf16;
     return LATTICE_OK;
 }
@@ -447,6 +450,10 @@ lattice_status lattice__gemm(lattice_backend *be, int ta, int tb, int m, int n, 
         blocks < 2 && be->sgemm_whole ? be->sgemm_whole : be->ops.sgemm;
     int rc = nt > 1 ? split_sgemm(be, nt, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
                     : whole(be->ops.user, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    if (be->gemm_bf16 && rc == LATTICE__BF16MM_NO_MEMORY)
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+                             "backend '%s': bf16 GEMM %dx%dx%d: out of memory", be->name, m, n,
+                             k);
     if (rc)
         return lattice__fail(LATTICE_ERR_BACKEND, "backend '%s': sgemm %dx%dx%d returned %d",
                              be->name, m, n, k, rc);

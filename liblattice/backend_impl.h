@@ -102,7 +102,8 @@ int lattice__onednn_bf16_why_not(char *why, size_t size);
  * matmul primitive (1, the precision's), or bf16 through
  * dnnl_gemm_bf16bf16f32 (2: examples/bench_bf16.c's baseline). */
 enum { LATTICE__ONEDNN_FP32, LATTICE__ONEDNN_BF16_MATMUL, LATTICE__ONEDNN_BF16_GEMM_API };
-void lattice__onednn_use_bf16(lattice_backend *be, int on);
+/* 0, or -1 where the matmul slot's cache could not be made (the slot unchanged). */
+int lattice__onednn_use_bf16(lattice_backend *be, int on);
 /* Frees what the bf16 slot keeps (its primitives); the backend's destroy calls it. */
 void lattice__onednn_release(lattice_backend *be);
 /* The bf16 slot's cache: primitives kept, calls that found theirs, calls that

@@ -147,10 +147,11 @@ int lattice__onednn_bf16_why_not(char *why, size_t size)
     return 1;
 }
 
-void lattice__onednn_use_bf16(lattice_backend *be, int on)
+int lattice__onednn_use_bf16(lattice_backend *be, int on)
 {
-    if (on == LATTICE__ONEDNN_BF16_MATMUL && !be->onednn_bf16)
-        be->onednn_bf16 = lattice__bf16mm_create(); /* NULL: each GEMM says out of memory */
+    if (on == LATTICE__ONEDNN_BF16_MATMUL && !be->onednn_bf16 &&
+        !(be->onednn_bf16 = lattice__bf16mm_create()))
+        return -1; /* the slot as it was */
     if (on != LATTICE__ONEDNN_BF16_MATMUL)
         lattice__onednn_release(be);
     /* by rows only: a block of C's columns changes the primitive's n, and
@@ -159,6 +160,7 @@ void lattice__onednn_use_bf16(lattice_backend *be, int on)
     be->ops.sgemm = on == LATTICE__ONEDNN_BF16_MATMUL   ? onednn_gemm_bf16
                     : on == LATTICE__ONEDNN_BF16_GEMM_API ? onednn_gemm_bf16_api
                                                          : onednn_sgemm;
+    return 0;
 }
 
 void lattice__onednn_release(lattice_backend *be)
@@ -202,10 +204,11 @@ int lattice__onednn_bf16_why_not(char *why, size_t size)
     return 1;
 }
 
-void lattice__onednn_use_bf16(lattice_backend *be, int on)
+int lattice__onednn_use_bf16(lattice_backend *be, int on)
 {
     (void)be;
     (void)on;
+    return 0;
 }
 
 void lattice__onednn_release(lattice_backend *be) { (void)be; }

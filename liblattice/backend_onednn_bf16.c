@@ -312,7 +312,7 @@ int lattice__bf16mm_gemm(lattice__bf16mm *mm, int ta, int tb, int m, int n, int 
                          int ldc)
 {
     if (!mm)
-        return 2000; /* the cache could not be made: out of memory */
+        return LATTICE__BF16MM_NO_MEMORY; /* the cache could not be made */
     mm_key key = {ta != 0, tb != 0, m, n, k, ldc, 0, 0};
     memcpy(&key.alpha, &alpha, sizeof alpha);
     memcpy(&key.beta, &beta, sizeof beta);
@@ -320,7 +320,7 @@ int lattice__bf16mm_gemm(lattice__bf16mm *mm, int ta, int tb, int m, int n, int 
     int own = 0;
     dnnl_status_t st = prim_find(mm, &key, alpha, beta, &p, &own);
     if (st != dnnl_success)
-        return st == dnnl_out_of_memory ? 2000 : 1000 + (int)st;
+        return st == dnnl_out_of_memory ? LATTICE__BF16MM_NO_MEMORY : 1000 + (int)st;
     const int a_rows = ta ? k : m, a_cols = ta ? m : k;
     const int b_rows = tb ? n : k, b_cols = tb ? k : n;
     const size_t na = (size_t)a_rows * (size_t)a_cols, nb = (size_t)b_rows * (size_t)b_cols;
@@ -329,7 +329,7 @@ int lattice__bf16mm_gemm(lattice__bf16mm *mm, int ta, int tb, int m, int n, int 
     if (!scratch) {
         if (own)
             prim_free(p);
-        return 2000;
+        return LATTICE__BF16MM_NO_MEMORY;
     }
     uint16_t *sa = (uint16_t *)scratch, *sb = sa + na;
     lattice__to_bf16(a, a_rows, a_cols, lda, sa);

@@ -14,6 +14,8 @@ typedef struct lattice__bf16mm lattice__bf16mm;
 /* The primitives a cache keeps: a call whose shape finds it full gets one of
  * its own, made and freed in the call. */
 enum { LATTICE__BF16MM_CAP = 256 };
+/* lattice__bf16mm_gemm's code for out of memory (backend.c names it). */
+enum { LATTICE__BF16MM_NO_MEMORY = 2000 };
 
 /* fp32 to bf16, rounding to nearest, ties to even; a NaN stays a NaN (its
  * quiet bit set); a finite value past bf16's largest rounds to infinity. A
@@ -31,8 +33,8 @@ lattice__bf16mm *lattice__bf16mm_create(void);
 void lattice__bf16mm_destroy(lattice__bf16mm *mm);
 /* C = alpha op(A) op(B) + beta C (row-major, as lattice_backend_ops.sgemm)
  * with A and B rounded to bf16, on the calling thread alone. Safe to call
- * from several threads at once. 0, or an error code (2000: out of memory,
- * 1000 + oneDNN's status). */
+ * from several threads at once. 0, or an error code
+ * (LATTICE__BF16MM_NO_MEMORY, or 1000 + oneDNN's status). */
 int lattice__bf16mm_gemm(lattice__bf16mm *mm, int ta, int tb, int m, int n, int k, float alpha,
                          const float *a, int lda, const float *b, int ldb, float beta, float *c,
                          int ldc);

@@ -210,6 +210,15 @@ fail:
 
 /* Compute every training row's logits into path, whole or not at all: 0, or
  * -1 with why (too little room on the disk). */
+/* check() for a step of the file's making: on a failure the partial file (as
+ * large as the whole) goes first, then the study stops with the message. */
+static void check_making(outfile *o, lattice_status st, const char *what, const char *detail)
+{
+    if (st != LATTICE_OK)
+        out_abort(o);
+    check(st, what, detail);
+}
+
 static int build_file(const preset *p, lattice_model *teacher, const lc_head *want,
                       const char *dir, const char *path, char *why, size_t why_n)
 {
@@ -259,16 +268,18 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
     static const char zeros[HEAD_BYTES];
     fwrite(zeros, 1, HEAD_BYTES, o.f);
     XXH64_state_t *xs = XXH64_createState();
-    if (!xs)
+    if (!xs) {
+        out_abort(&o);
         die("out of memory");
+    }
     XXH64_reset(xs, 0);
     int64_t at = 0;
     r = 0;
     for (int64_t b = 0; b < n_batches; b++) {
         lattice_data_batch bt;
-        check(lattice_data_next(d, &bt), "the training rows", lattice_data_errmsg(d));
-        check(lattice_model_forward(teacher, bt.tokens, bt.batch, bt.seq), "the teacher's logits",
-              lattice_model_errmsg(teacher));
+        check_making(&o, lattice_data_next(d, &bt), "the training rows", lattice_data_errmsg(d));
+        check_making(&o, lattice_model_forward(teacher, bt.tokens, bt.batch, bt.seq),
+                     "the teacher's logits", lattice_model_errmsg(teacher));
         const float *z = lattice_model_get_logits(teacher);
         for (int i = 0; i < bt.batch && r < n_rows; i++, r++) {
             const int n = lens[r];
@@ -294,8 +305,11 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
     h.n_pos = (uint64_t)n_pos;
     h.check = XXH64_digest(xs);
     XXH64_freeState(xs);
-    if (fseek(o.f, 0, SEEK_SET) != 0)
-        die("cannot write %s: %s", path, strerror(errno));
+    if (fseek(o.f, 0, SEEK_SET) != 0) {
+        const int e = errno;
+        out_abort(&o);
+        die("cannot write %s: %s", path, strerror(e));
+    }
     fwrite(&h, sizeof h, 1, o.f);
     out_commit(&o);
     say("the teacher's logits: %lld rows, %lld positions in %.1f s\n", (long long)n_rows,

@@ -58,7 +58,7 @@ static void arm_lost(const study *s, const preset *rp, const char *name, int had
  * kept with these settings), and a report of no arm at all replaces none of
  * the study's files. Else the study ends, naming the arms and why, with the
  * files as they were. */
-static void report_holds(const study *s, const preset *rp)
+static void report_holds(const study *s, const preset *rp, const char *left_out)
 {
     char path[1200], lost[4096];
     lost[0] = 0;
@@ -84,11 +84,12 @@ static void report_holds(const study *s, const preset *rp)
     }
     json_object_put(prev);
     if (lost[0])
-        die("--report-only: the report would hold less than %s does: %s. The runs kept in %s/"
-            "runs/ were made with other settings, or are missing or damaged (each is named "
-            "above); report.md, results.json and curves.csv are left as they were. A run "
-            "without --report-only runs them again",
-            path, lost, s->dir);
+        die("--report-only: the report would hold less than %s does: %s.%s%s%s The runs kept in "
+            "%s/runs/ were made with other settings, or are missing or damaged (each is named "
+            "above), or do not agree with each other; report.md, results.json and curves.csv "
+            "are left as they were. A run without --report-only runs them again",
+            path, lost, left_out[0] ? " Left out: " : "", left_out, left_out[0] ? "." : "",
+            s->dir);
     if (rp->n_arms == 0)
         die("--report-only: no arm has every seed kept in %s/runs/ with these settings (each "
             "run is named above): nothing to report, and nothing was written",
@@ -109,7 +110,7 @@ int mode_report(const options *o, preset *p, const char *dir)
         study rs;
         char missing[2048];
         report_view(&x.s, &rp, &rs, missing, sizeof missing);
-        report_holds(&x.s, &rp);
+        report_holds(&x.s, &rp, missing);
     }
     session_plan(&x, 1);
     const double t0 = ex_now();

@@ -285,12 +285,14 @@ static void trajectory_table(FILE *f, const study *s)
         for (int k = 0; k < r0->n_pts; k++) {
             double v[4] = {0, 0, 0, 0};
             for (int i = 0; i < p->seeds; i++) {
-                const run_result *r = s->res[a][i];
-                const point *pt = &r->pts[k < r->n_pts ? k : r->n_pts - 1];
-                v[0] += pt->rms_std / p->seeds;
-                v[1] += pt->rms_kurt / p->seeds;
-                v[2] += pt->rms_boundary / p->seeds;
-                v[3] += pt->rms_regular / p->seeds;
+                int n_seeds;
+                const point *pt = seed_point(s, a, i, k, &n_seeds);
+                if (!pt)
+                    continue;
+                v[0] += pt->rms_std / n_seeds;
+                v[1] += pt->rms_kurt / n_seeds;
+                v[2] += pt->rms_boundary / n_seeds;
+                v[3] += pt->rms_regular / n_seeds;
             }
             fprintf(f, "| %s | %lld | %d | %.3f | %.1f | %.3f | %.3f | %.2f |\n", p->arms[a].name,
                     (long long)r0->pts[k].step, r0->pts[k].active, v[0], v[1], v[2], v[3],

@@ -425,6 +425,15 @@ void write_json(const char *path, const study *s, double wall)
     json_object_put(o);
 }
 
+const point *seed_point(const study *s, int a, int i, int k, int *n_seeds)
+{
+    *n_seeds = 0;
+    for (int j = 0; j < s->p->seeds; j++)
+        *n_seeds += s->res[a][j]->n_pts > 0;
+    const run_result *r = s->res[a][i];
+    return r->n_pts > 0 ? &r->pts[k < r->n_pts ? k : r->n_pts - 1] : NULL;
+}
+
 /* Mean over seeds with a min..max band, per arm and evaluation, for the plots. */
 void write_bands(const char *path, const study *s)
 {
@@ -437,9 +446,12 @@ void write_bands(const char *path, const study *s)
         for (int k = 0; k < r0->n_pts; k++) {
             double m = 0, lo = INFINITY, hi = -INFINITY;
             for (int i = 0; i < s->p->seeds; i++) {
-                const run_result *r = s->res[a][i];
-                double v = r->pts[k < r->n_pts ? k : r->n_pts - 1].val_ce;
-                m += v / s->p->seeds;
+                int n_seeds;
+                const point *pt = seed_point(s, a, i, k, &n_seeds);
+                if (!pt)
+                    continue;
+                const double v = pt->val_ce;
+                m += v / n_seeds;
                 lo = fmin(lo, v);
                 hi = fmax(hi, v);
             }

@@ -93,6 +93,19 @@ int64_t todo_steps(const study *s)
     return steps;
 }
 
+/* Whether seed i's kept run has seed 1's phase changes, measured blocks and
+ * boundaries: the report's tables average them entry by entry. */
+static int same_shape(const run_result *r0, const run_result *r)
+{
+    if (r->n_appends != r0->n_appends || r->n_blocks_measured != r0->n_blocks_measured ||
+        r->n_boundaries != r0->n_boundaries)
+        return 0;
+    for (int k = 0; k < r0->n_appends; k++)
+        if (r->is_append[k] != r0->is_append[k])
+            return 0;
+    return 1;
+}
+
 void report_view(const study *s, preset *rp, study *rs, char *missing, size_t n)
 {
     const preset *p = s->p;
@@ -106,15 +119,22 @@ void report_view(const study *s, preset *rp, study *rs, char *missing, size_t n)
         int have = 0;
         for (int i = 0; i < p->seeds; i++)
             have += s->res[a][i] != NULL;
-        if (have == p->seeds) {
+        int odd = 0; /* the first seed (numbered from 1) not shaped as seed 1 */
+        for (int i = 1; have == p->seeds && i < p->seeds && !odd; i++)
+            odd = same_shape(s->res[a][0], s->res[a][i]) ? 0 : i + 1;
+        const size_t at = strlen(missing);
+        if (have == p->seeds && !odd) {
             for (int i = 0; i < p->seeds; i++)
                 rs->res[rp->n_arms][i] = s->res[a][i];
             rp->arms[rp->n_arms++] = p->arms[a];
-        } else if (have > 0) {
-            const size_t at = strlen(missing);
-            snprintf(missing + at, n - at, "%s%s (%d of %d seeds)", at ? ", " : "",
+        } else if (odd)
+            snprintf(missing + at, n - at,
+                     "%s%s (seed %d's kept run has other phase changes, measured blocks or "
+                     "boundaries than seed 1's)", at ? ", " : "", p->arms[a].name,
+                     odd);
+        else if (have > 0)
+            snprintf(missing + at, n - at, "%s%s (%d of %d seeds have run)", at ? ", " : "",
                      p->arms[a].name, have, p->seeds);
-        }
     }
 }
 
@@ -237,7 +257,7 @@ static void ran_words(FILE *f, const session *x, const char *missing)
                    "settings, corpus and teacher); %d ran now.\n",
                 w->n_kept, w->n_runs);
     if (missing[0])
-        fprintf(f, "Not reported (not every seed has run): %s.\n", missing);
+        fprintf(f, "Not reported: %s.\n", missing);
 }
 
 void session_write(const session *x)

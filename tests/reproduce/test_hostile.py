@@ -18,7 +18,7 @@ import sys
 import tempfile
 import unittest
 
-from tiny_study import results, tiny_arms_study, without_timings, write
+from tiny_study import results, tiny_arms_study, without_timings, write, xxh64
 
 BIN = None
 
@@ -190,6 +190,56 @@ class KeptRuns(unittest.TestCase):
                       "2: running it again", r.stderr)
         self.assertIn("runs/post-joint.seed1.run: made with other settings: preset.train.tau 1 "
                       "-> 2: not used", r.stderr)
+
+    def reseal(self, name, edit):
+        """Edit a kept run's record (format 3) and give it a checksum that
+        matches, as anyone can: what the report does with a run that is whole
+        but not shaped as the others."""
+        path = os.path.join(self.runs, name)
+        with open(path) as f:
+            text = f.read()
+        at = text.rindex(',"xxh64":')
+        obj = json.loads(text[:at] + "}")
+        edit(obj["record"])
+        body = json.dumps(obj, separators=(",", ":"))[:-1].encode()
+        with open(path, "wb") as f:
+            f.write(body + b',"xxh64":"%016x"}\n' % xxh64(body))
+
+    def bands(self, arm_index):
+        with open(os.path.join(self.out, "bands.csv")) as f:
+            return [line.strip().split(",") for line in f
+                    if line.startswith("%d," % arm_index)]
+
+    def test_a_run_without_evaluations_is_left_out_of_the_means(self):
+        first, other = self.bands(0), self.bands(1)
+        with open(os.path.join(self.runs, "pre-joint.seed1.run")) as f:
+            text = f.read()
+        seed1 = json.loads(text[:text.rindex(',"xxh64":')] + "}")["record"]["points"]["val_ce"]
+        self.reseal("pre-joint.seed2.run",
+                    lambda r: r["points"].update({k: [] for k in r["points"]}))
+        r = run("--preset", self.preset, "--out", self.out, "--report-only")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = self.bands(0)
+        self.assertEqual(len(got), len(first))
+        for row, ce in zip(got, seed1):  # mean, min and max are seed 1's alone
+            self.assertEqual(row[3:], ["%.6f" % ce] * 3)
+        self.assertEqual(self.bands(1), other)  # the other arm as it was
+
+    def test_a_run_shaped_otherwise_is_not_averaged(self):
+        self.reseal("pre-joint.seed2.run",
+                    lambda r: r["blocks"].update({k: v[:-1] for k, v in r["blocks"].items()}))
+        why = ("pre-joint (seed 2's kept run has other phase changes, measured blocks or "
+               "boundaries than seed 1's)")
+        r = run("--preset", self.preset, "--out", self.out, "--report-only")
+        self.assertEqual(r.returncode, 1, r.stderr)  # it would report less: refused, named
+        self.assertIn("Left out: " + why + ".", r.stderr)
+        r = self.rerun()  # every run is whole and kept: nothing runs, the arm is left out
+        self.assertIn("4 runs kept", r.stderr)
+        with open(os.path.join(self.out, "report.md")) as f:
+            self.assertIn("Not reported: " + why + ".", f.read())
+        self.assertEqual({row[0] for row in (line.split(",") for line in
+                          open(os.path.join(self.out, "bands.csv")) if line[:1].isdigit())},
+                         {"0"})  # one arm left: post-joint, now the first
 
     def test_a_changed_teacher_is_not_reused(self):
         path = os.path.join(self.out, "teacher.safetensors")
