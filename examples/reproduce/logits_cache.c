@@ -208,8 +208,6 @@ fail:
     return NULL;
 }
 
-/* Compute every training row's logits into path, whole or not at all: 0, or
- * -1 with why (too little room on the disk). */
 /* check() for a step of the file's making: on a failure the partial file (as
  * large as the whole) goes first, then the study stops with the message. */
 static void check_making(outfile *o, lattice_status st, const char *what, const char *detail)
@@ -219,6 +217,8 @@ static void check_making(outfile *o, lattice_status st, const char *what, const 
     check(st, what, detail);
 }
 
+/* Compute every training row's logits into path, whole or not at all: 0, or
+ * -1 with why (too little room on the disk). */
 static int build_file(const preset *p, lattice_model *teacher, const lc_head *want,
                       const char *dir, const char *path, char *why, size_t why_n)
 {

@@ -282,11 +282,11 @@ static void trajectory_table(FILE *f, const study *s)
         if (p->arms[a].schedule != LATTICE_SCHEDULE_PRESET_JOINT &&
             p->arms[a].schedule != LATTICE_SCHEDULE_PRESET_GROW)
             continue;
+        const int n_seeds = seeds_with_points(s, a);
         for (int k = 0; k < r0->n_pts; k++) {
             double v[4] = {0, 0, 0, 0};
             for (int i = 0; i < p->seeds; i++) {
-                int n_seeds;
-                const point *pt = seed_point(s, a, i, k, &n_seeds);
+                const point *pt = seed_point(s, a, i, k);
                 if (!pt)
                     continue;
                 v[0] += pt->rms_std / n_seeds;

@@ -425,13 +425,18 @@ void write_json(const char *path, const study *s, double wall)
     json_object_put(o);
 }
 
-const point *seed_point(const study *s, int a, int i, int k, int *n_seeds)
+const point *seed_point(const study *s, int a, int i, int k)
 {
-    *n_seeds = 0;
-    for (int j = 0; j < s->p->seeds; j++)
-        *n_seeds += s->res[a][j]->n_pts > 0;
     const run_result *r = s->res[a][i];
     return r->n_pts > 0 ? &r->pts[k < r->n_pts ? k : r->n_pts - 1] : NULL;
+}
+
+int seeds_with_points(const study *s, int a)
+{
+    int n = 0;
+    for (int i = 0; i < s->p->seeds; i++)
+        n += s->res[a][i]->n_pts > 0;
+    return n;
 }
 
 /* Mean over seeds with a min..max band, per arm and evaluation, for the plots. */
@@ -443,11 +448,11 @@ void write_bands(const char *path, const study *s)
     fprintf(f, "arm_index,step,active_layer_tokens,mean,min,max\n");
     for (int a = 0; a < s->p->n_arms; a++) {
         const run_result *r0 = s->res[a][0];
+        const int n_seeds = seeds_with_points(s, a);
         for (int k = 0; k < r0->n_pts; k++) {
             double m = 0, lo = INFINITY, hi = -INFINITY;
             for (int i = 0; i < s->p->seeds; i++) {
-                int n_seeds;
-                const point *pt = seed_point(s, a, i, k, &n_seeds);
+                const point *pt = seed_point(s, a, i, k);
                 if (!pt)
                     continue;
                 const double v = pt->val_ce;

@@ -46,9 +46,10 @@ int runs_not_learned(const study *s, char *buf, size_t len);
 
 /* What seed i of arm a reads at arm seed 1's evaluation k: its point k, or
  * its last where it has fewer (a run that ended early keeps its last value);
- * NULL where it has none (a kept run with no evaluations). *n_seeds is how
- * many of the arm's seeds have points: the averages over seeds divide by it. */
-const point *seed_point(const study *s, int a, int i, int k, int *n_seeds);
+ * NULL where it has none (a kept run with no evaluations). */
+const point *seed_point(const study *s, int a, int i, int k);
+/* How many of arm a's seeds have points: the averages over seeds divide by it. */
+int seeds_with_points(const study *s, int a);
 
 /* bands.csv: mean over seeds with a min..max band, per arm and evaluation. */
 void write_bands(const char *path, const study *s);
