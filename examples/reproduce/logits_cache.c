@@ -64,24 +64,32 @@ static uint64_t stored_key(const logits_cache *c, int64_t r)
 }
 
 /* The file's row matching a batch row of seq tokens: its real tokens, then
- * padding. -1 when none does. */
+ * padding. -1 when none does. A batch row does not carry its length, and
+ * the pad id is a token text may hold (byte 0), so rows of the file whose
+ * tokens are the batch row's with fewer of its trailing pad ids may match
+ * too: the longest is taken. It holds every real position of the batch row,
+ * and each of those positions' logits depends only on the tokens up to it,
+ * which the two rows share; a shorter one would leave real positions
+ * without logits. */
 static int64_t find_row(const logits_cache *c, const int32_t *row, int seq)
 {
     const uint64_t key = row_key(row, seq, (int)c->h.pad_id);
+    int64_t best = -1;
     for (size_t i = key & c->slot_mask; c->slot[i]; i = (i + 1) & c->slot_mask) {
         if (c->slot_key[i] != key)
             continue;
         const int64_t r = c->slot[i] - 1;
         const int n = c->lens[r];
-        if (n > seq || memcmp(row, c->tokens + c->start[r], sizeof(int32_t) * (size_t)n) != 0)
+        if (n > seq || (best >= 0 && n <= c->lens[best]) ||
+            memcmp(row, c->tokens + c->start[r], sizeof(int32_t) * (size_t)n) != 0)
             continue;
         int j = n;
         while (j < seq && row[j] == (int32_t)c->h.pad_id)
             j++;
         if (j == seq)
-            return r;
+            best = r;
     }
-    return -1;
+    return best;
 }
 
 void logits_cache_close(logits_cache *c)

@@ -294,6 +294,36 @@ class Jobs(unittest.TestCase):
             self.assertEqual(r.returncode, 2)
             self.assertIn("'sometimes' is not file, step or verify", r.stderr)
 
+    def test_teacher_logits_rows_that_end_in_the_pad_byte(self):
+        """A row whose text is another's with a NUL byte (the pad id) after it
+        gets its own logits from the file: with the shorter row found first,
+        the NUL's position (real, in the loss) was given zero logits and the
+        runs trained on another teacher than --teacher-logits step's."""
+        with tempfile.TemporaryDirectory() as d:
+            preset = tiny_study(
+                d, "tiny-nul", 8,
+                {"steps_per_phase": 40, "warmup": 1, "eval_every": 40, "eval_batches": 1,
+                 "final_eval_batches": 1},
+                ["pre-joint"])
+            words = "the lady said that mr darcy was not at home but her sister".split()
+            docs = []
+            for i in range(24):  # each pair: "text" + "s" first, then "text" + NUL + "s"
+                text = " ".join(words[(i + j) % len(words)] for j in range(3))[:12]
+                docs += [text + "s", text + "\0s"]
+            with open(os.path.join(d, "train.txt"), "w") as f:
+                f.write("\f".join(docs))
+            outs = {}
+            for how in ("step", "file", "verify"):
+                outs[how] = os.path.join(d, how)
+                r = run("--preset", preset, "--out", outs[how], "--seeds", "1",
+                        "--teacher-logits", how)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                if how != "step":
+                    self.assertIn("0 computed", r.stderr)
+            want = without_timings(results(outs["step"]))
+            self.assertEqual(without_timings(results(outs["file"])), want)
+            self.assertEqual(without_timings(results(outs["verify"])), want)
+
     def test_save_students_checked_before_any_run(self):
         """A folder in the way of a student's file stops the study before any
         run trains, naming it (it stopped after the run had trained)."""
