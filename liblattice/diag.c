@@ -322,6 +322,14 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
             "of %lld losses before it and lie within the %lld losses (%lld..%lld)", fn,
             (long long)append_step, (long long)window, (long long)n, (long long)window,
             (long long)n - 1);
+    /* every loss the response may read: a NaN would pass through the means
+     * and drop out of the area's and recovery's comparisons unseen */
+    for (int64_t i = append_step - window; i < n; i++)
+        if (!isfinite(losses[i]))
+            return lattice__fail(LATTICE_ERR_NON_FINITE,
+                "%s: loss %lld is %g: the response reads losses %lld..%lld, which must be "
+                "finite", fn, (long long)i, losses[i], (long long)(append_step - window),
+                (long long)n - 1);
     double base = 0.0;
     for (int64_t i = append_step - window; i < append_step; i++)
         base += losses[i];

@@ -254,6 +254,22 @@ START_TEST(test_loss_response)
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 10, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 300, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_diag_measure_loss_response(NULL, 300, 100, 20, 100, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    /* a NaN or infinity anywhere it reads is refused, naming the step; one before the window is not read */
+    const double bad[] = {NAN, INFINITY, -INFINITY};
+    const int at[] = {80, 99, 100, 299};
+    for (int b = 0; b < 3; b++)
+        for (int k = 0; k < 4; k++) {
+            const double keep = loss[at[k]];
+            loss[at[k]] = bad[b];
+            ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r),
+                             LATTICE_ERR_NON_FINITE);
+            char want[32];
+            snprintf(want, sizeof want, "loss %d is ", at[k]);
+            ck_assert_ptr_nonnull(strstr(lattice_last_error(), want));
+            loss[at[k]] = keep;
+        }
+    loss[79] = NAN;
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
 }
 END_TEST
 

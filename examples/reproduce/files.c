@@ -170,6 +170,25 @@ void out_open(outfile *o, const char *path)
     }
 }
 
+/* The folder of a file just renamed into it, synced: until then a power loss
+ * could bring back the old entry. Best effort: a file system that cannot
+ * sync a folder still renamed. */
+void sync_folder_of(const char *path)
+{
+    char dir[sizeof ((outfile *)0)->path];
+    const char *slash = strrchr(path, '/');
+    const size_t n = slash ? (slash == path ? 1 : (size_t)(slash - path)) : 1;
+    if (n >= sizeof dir)
+        return;
+    memcpy(dir, slash ? path : ".", n);
+    dir[n] = 0;
+    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 void out_commit(outfile *o)
 {
     int e = 0;
@@ -188,6 +207,7 @@ void out_commit(outfile *o)
         unlink(o->tmp);
         die("cannot write %s: %s (the file was left as it was)", o->path, strerror(e));
     }
+    sync_folder_of(o->path);
 }
 
 void write_file_whole(const char *path, const void *bytes, size_t n)

@@ -50,10 +50,13 @@ typedef struct outfile {
 /* Start writing path; dies (naming the file and the reason) when it cannot. */
 void out_open(outfile *o, const char *path);
 
-/* Finish: check every write, flush, fsync, close and rename over path. On
- * any failure the temporary file is removed, path is left as it was, and the
- * study dies naming the file and the reason. */
+/* Finish: check every write, flush, fsync, close, rename over path and sync
+ * its folder. On any failure the temporary file is removed, path is left as
+ * it was, and the study dies naming the file and the reason. */
 void out_commit(outfile *o);
+
+/* Sync the folder that holds path (after a rename into it); best effort. */
+void sync_folder_of(const char *path);
 
 /* n bytes written to path whole (out_open, out_commit): dies as out_commit does. */
 void write_file_whole(const char *path, const void *bytes, size_t n);

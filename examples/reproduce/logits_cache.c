@@ -26,8 +26,6 @@ static atomic_llong all_from_file, all_computed;
 static const char MAGIC[8] = {'L', 'A', 'T', 'L', 'O', 'G', 0, 1};
 /* headroom the disk keeps after the file: the runs' own files, the reports */
 #define DISK_SPARE ((uint64_t)1 << 30)
-/* tokens a row's key reads (positions past the row count as padding) */
-#define KEY_TOKENS 32
 
 typedef struct lc_head {
     char magic[8];
@@ -49,15 +47,18 @@ struct logits_cache {
     size_t map_size;
 };
 
+/* A row's key: its n tokens without the pad ids that end them, so that a
+ * batch row (its real tokens, then padding) and the file's rows it may match
+ * (find_row) share it. Every token counts: rows that open alike (a licence,
+ * a header) do not share a probe chain. */
 static uint64_t row_key(const int32_t *tok, int n, int pad)
 {
-    int32_t k[KEY_TOKENS];
-    for (int j = 0; j < KEY_TOKENS; j++)
-        k[j] = j < n ? tok[j] : pad;
-    return xxh_bytes(k, sizeof k);
+    while (n > 0 && tok[n - 1] == pad)
+        n--;
+    return xxh_bytes(tok, sizeof(int32_t) * (size_t)n);
 }
 
-/* the key a row of the file has (positions past its length are padding) */
+/* the key a row of the file has */
 static uint64_t stored_key(const logits_cache *c, int64_t r)
 {
     return row_key(c->tokens + c->start[r], c->lens[r], (int)c->h.pad_id);

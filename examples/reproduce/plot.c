@@ -124,6 +124,8 @@ void plot(const char *dir, const study *s)
         const int made = rc == 0 && image_whole(from, k >= 2);
         if (made && rename(from, to) != 0)
             die("cannot write %s: %s", to, strerror(errno));
+        if (made)
+            sync_folder_of(to);
         if (!made) {
             unlink(from);
             if (rc == 0)

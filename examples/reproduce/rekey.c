@@ -180,7 +180,8 @@ int rekey_study(const preset *p, const char *dir)
         }
     if (disagree) {
         say("--rekey: the runs kept before 0.4 do not agree on the preset's arm count then: "
-            "none of them is converted\n");
+            "only seed 1's are converted (a seed 1 run's job number is its arm's index, "
+            "whatever the count)\n");
         arms_then = 0;
     } else if (arms_then > 0) {
         say("--rekey: the runs kept before 0.4 agree on a preset of %d arms then (their job "

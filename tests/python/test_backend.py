@@ -170,6 +170,14 @@ class BackendTest(unittest.TestCase):
                 be.sgemm(a, b, array.array("f", [0] * 3), 2, 2, 3)
             with self.assertRaises(TypeError):
                 be.sgemm(a, b, bytes(16), 2, 2, 3)                        # wrong type, read-only
+            # a leading dimension given below 1 is refused, never replaced by 1
+            one = array.array("f", [2.0])
+            for ld in ("lda", "ldb", "ldc"):
+                with self.assertRaises(ValueError) as cm:
+                    be.sgemm(one, one, c, 1, 1, 1, **{ld: -5})
+                self.assertIn("%s -5 must be at least 1" % ld, str(cm.exception))
+            be.sgemm(one, one, c, 1, 1, 1, lda=1, ldb=1, ldc=1)
+            self.assertEqual(c[0], 4.0)
 
     def test_custom_backend_matches_ref(self):
         ref = lattice.Backend("ref")

@@ -130,6 +130,9 @@ class DistillTest(unittest.TestCase):
         dense = loss.dense(s, t, vocab=VOCAB)
         topk = loss.topk(s, index, t, vocab=VOCAB, k=VOCAB)
         self.assertAlmostEqual(dense.loss, topk.loss, places=4)
+        with self.assertRaises(ValueError) as cm:  # k cannot be found from no positions
+            loss.topk(array.array("f"), array.array("i"), array.array("f"), vocab=VOCAB)
+        self.assertIn("k must be given", str(cm.exception))
         reverse = lattice.Distill(direction=lattice.KLDirection.REVERSE, gamma=0.0)
         with self.assertRaises(LatticeError) as cm:
             reverse.topk(s, index, t, vocab=VOCAB, k=VOCAB)

@@ -217,10 +217,12 @@ class Backend(Handle):
         The leading dimensions default to the stored matrices' widths.
         """
         trans_a, trans_b = int(bool(trans_a)), int(bool(trans_b))
-        lda = (m if trans_a else k) if lda is None else lda
-        ldb = (k if trans_b else n) if ldb is None else ldb
-        ldc = n if ldc is None else ldc
-        lda, ldb, ldc = max(lda, 1), max(ldb, 1), max(ldc, 1)
+        for name, given in (("lda", lda), ("ldb", ldb), ("ldc", ldc)):
+            if given is not None and given < 1:  # given: never replaced, only refused
+                raise ValueError("%s %d must be at least 1" % (name, given))
+        lda = max(m if trans_a else k, 1) if lda is None else lda
+        ldb = max(k if trans_b else n, 1) if ldb is None else ldb
+        ldc = max(n, 1) if ldc is None else ldc
         na, nb, nc = _gemm_extents(trans_a, trans_b, m, n, k, lda, ldb, ldc)
         pa = B.as_input(a, c_float, "a", na, at_least=True)
         pb = B.as_input(b, c_float, "b", nb, at_least=True)

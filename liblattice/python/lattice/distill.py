@@ -93,6 +93,8 @@ class Distill(Handle):
         mv, n, vocab = _positions(student, vocab)
         s = B.as_input(mv, c_float, "student", n * vocab)
         if k is None:
+            if n == 0:
+                raise ValueError("k must be given for a batch of no positions")
             k = B.count_of(B.memview(index, c_int32, "index", convert=True)) // n
         i = B.as_input(index, c_int32, "index", n * k)
         v = B.as_input(value, c_float, "value", n * k)
