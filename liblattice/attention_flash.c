@@ -124,7 +124,12 @@ lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend, co
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_attention_kernel: this CPU cannot run the %s kernels (%s runs "
             "here)", name, isa_names[lattice__attn_isa_resolve(LATTICE_ATTN_ISA_AUTO)]);
+    const lattice_status st =
+        lattice__hold_change(&backend->hold, "lattice_backend_set_attention_kernel", "backend");
+    if (st != LATTICE_OK)
+        return st;
     backend->attn_isa = isa;
+    lattice__hold_changed(&backend->hold);
     return LATTICE_OK;
 }
 

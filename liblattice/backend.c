@@ -248,9 +248,14 @@ lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threa
     if (n_threads < 1 || n_threads > 4096)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_set_threads: invalid argument: n_threads %d not in 1..4096", n_threads);
+    const lattice_status st =
+        lattice__hold_change(&backend->hold, "lattice_backend_set_threads", "backend");
+    if (st != LATTICE_OK)
+        return st;
     backend->n_threads = n_threads;
     if (backend->user_ops.set_threads)
         backend->user_ops.set_threads(backend->user_ops.user, n_threads);
+    lattice__hold_changed(&backend->hold);
     return LATTICE_OK;
 }
 
@@ -265,7 +270,12 @@ lattice_status lattice_backend_set_parallel(lattice_backend *backend,
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_set_parallel: invalid argument: mode %d is not auto (0), ops (1) "
             "or rows (2)", (int)mode);
+    const lattice_status st =
+        lattice__hold_change(&backend->hold, "lattice_backend_set_parallel", "backend");
+    if (st != LATTICE_OK)
+        return st;
     backend->parallel = (int)mode;
+    lattice__hold_changed(&backend->hold);
     return LATTICE_OK;
 }
 
@@ -295,11 +305,18 @@ lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend, cons
     if (bf16 && lattice__onednn_bf16_why_not(why, sizeof why))
         return lattice__fail(LATTICE_ERR_UNSUPPORTED,
             "lattice_backend_set_gemm_precision: bf16 GEMMs cannot run here: %s", why);
-    if (onednn && lattice__onednn_use_bf16(backend, bf16) != 0)
+    const lattice_status st =
+        lattice__hold_change(&backend->hold, "lattice_backend_set_gemm_precision", "backend");
+    if (st != LATTICE_OK)
+        return st;
+    const int no_memory = onednn && lattice__onednn_use_bf16(backend, bf16) != 0;
+    if (!no_memory)
+        backend->gemm_bf16 = bf16;
+    lattice__hold_changed(&backend->hold);
+    if (no_memory)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_backend_set_gemm_precision: out of memory for the bf16 GEMMs' primitives "
             "(the precision stays %s)", backend->gemm_bf16 ? "bf16" : "fp32");
-    backend->gemm_bf16 = bf16;
     return LATTICE_OK;
 }
 
@@ -519,5 +536,10 @@ lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int 
             "each leading dimension at least its row's length and 1: lda %d (A's rows: %d), "
             "ldb %d (B's: %d), ldc %d (C's: %d)", m, n, k, lda, trans_a ? m : k, ldb,
             trans_b ? k : n, ldc, n);
-    return lattice__gemm(backend, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    lattice_status st = lattice__hold_enter(&backend->hold, "lattice_backend_sgemm", "backend");
+    if (st != LATTICE_OK)
+        return st;
+    st = lattice__gemm(backend, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    lattice__hold_leave(&backend->hold);
+    return st;
 }

@@ -2,6 +2,7 @@
 #ifndef LATTICE_BACKEND_IMPL_H
 #define LATTICE_BACKEND_IMPL_H
 
+#include "handle.h"
 #include "internal.h"
 
 /* What a backend reports through lattice_backend_get_info (name and size aside). */
@@ -42,6 +43,9 @@ struct lattice_backend {
     /* onednn in bf16: its matmul primitives (backend_onednn_bf16.c), freed
      * by lattice__onednn_release */
     struct lattice__bf16mm *onednn_bf16;
+    /* its models' calls and its own GEMMs in flight; the setters change it
+     * only when none is (handle.h) */
+    lattice_hold hold;
 };
 
 /* Row-major GEMM through the backend: C[m,n] = alpha op(A) op(B) + beta C. */

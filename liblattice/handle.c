@@ -16,6 +16,13 @@ lattice_status lattice__busy_enter(lattice_busy *b, const char *fn, const char *
     uintptr_t expected = 0;
     if (atomic_compare_exchange_strong_explicit(&b->owner, &expected, self, memory_order_acquire,
                                                 memory_order_relaxed)) {
+        if (b->hold) {
+            const lattice_status st = lattice__hold_enter(b->hold, fn, "backend");
+            if (st != LATTICE_OK) {
+                atomic_store_explicit(&b->owner, 0, memory_order_release);
+                return st;
+            }
+        }
         b->depth = 1;
         atomic_store_explicit(&b->call, fn, memory_order_relaxed);
         return LATTICE_OK;
@@ -36,8 +43,51 @@ void lattice__busy_leave(lattice_busy *b)
 {
     if (--b->depth > 0)
         return;
+    if (b->hold)
+        lattice__hold_leave(b->hold);
     atomic_store_explicit(&b->call, NULL, memory_order_relaxed);
     atomic_store_explicit(&b->owner, 0, memory_order_release);
+}
+
+lattice_status lattice__hold_enter(lattice_hold *h, const char *fn, const char *what)
+{
+    uint32_t v = atomic_load_explicit(&h->state, memory_order_relaxed);
+    do {
+        if (v & LATTICE__CHANGING)
+            return lattice__fail(LATTICE_ERR_STATE,
+                                 "%s: another thread is changing this %s's settings: a %s must "
+                                 "not be changed while it is in use; nothing was done (doc/API.md, "
+                                 "Handles and threads)", fn, what, what);
+    } while (!atomic_compare_exchange_weak_explicit(&h->state, &v, v + 1, memory_order_acquire,
+                                                    memory_order_relaxed));
+    return LATTICE_OK;
+}
+
+void lattice__hold_leave(lattice_hold *h)
+{
+    atomic_fetch_sub_explicit(&h->state, 1, memory_order_release);
+}
+
+lattice_status lattice__hold_change(lattice_hold *h, const char *fn, const char *what)
+{
+    uint32_t expected = 0;
+    if (atomic_compare_exchange_strong_explicit(&h->state, &expected, LATTICE__CHANGING,
+                                                memory_order_acquire, memory_order_relaxed))
+        return LATTICE_OK;
+    if (expected & LATTICE__CHANGING)
+        return lattice__fail(LATTICE_ERR_STATE,
+                             "%s: another thread is changing this %s's settings; nothing was "
+                             "done (doc/API.md, Handles and threads)", fn, what);
+    return lattice__fail(LATTICE_ERR_STATE,
+                         "%s: this %s is in use (%u call%s in flight: a model's pass, loss or "
+                         "evaluation, or a GEMM): its settings change only between them; nothing "
+                         "was done (doc/API.md, Handles and threads)",
+                         fn, what, expected, expected == 1 ? "" : "s");
+}
+
+void lattice__hold_changed(lattice_hold *h)
+{
+    atomic_store_explicit(&h->state, 0, memory_order_release);
 }
 
 lattice_status lattice__borrow(lattice_borrow *b, const char *fn, const char *what)

@@ -17,10 +17,34 @@
  * or save on its trainer. Another thread's call is refused with
  * LATTICE_ERR_STATE, its message in lattice_last_error() only: the handle's
  * own message belongs to the thread inside it. */
+/* The calls in flight on a handle that many others use at once (a backend:
+ * its models' calls and its own GEMMs), and whether a change to it is under
+ * way, in one word. A change (the backend's setters) is refused while any
+ * call is in flight, and calls are refused while a change runs: a change
+ * never lands inside a pass (a bf16 cache freed under its GEMMs, a forward
+ * and its backward on two attention kernels). */
+typedef struct lattice_hold {
+    _Atomic uint32_t state; /* LATTICE__CHANGING | calls in flight */
+} lattice_hold;
+
+#define LATTICE__CHANGING 0x80000000u
+
+/* A call (fn) on a handle that uses the held one (what names it: "backend")
+ * starts, or is refused while a change runs. Every LATTICE_OK is paired with
+ * one lattice__hold_leave. */
+lattice_status lattice__hold_enter(lattice_hold *h, const char *fn, const char *what);
+void lattice__hold_leave(lattice_hold *h);
+
+/* A change (fn) to the held handle starts, or is refused while a call is in
+ * flight; every LATTICE_OK is paired with one lattice__hold_changed. */
+lattice_status lattice__hold_change(lattice_hold *h, const char *fn, const char *what);
+void lattice__hold_changed(lattice_hold *h);
+
 typedef struct lattice_busy {
     _Atomic uintptr_t owner;     /* lattice__thread_token() of the thread inside, 0: none */
     int depth;                   /* its nested calls; only the owner touches it */
     _Atomic(const char *) call;  /* its outermost call, for the refusal's message */
+    lattice_hold *hold;          /* held too while a thread is inside (a model: its backend's) */
 } lattice_busy;
 
 /* Enter call fn on the handle (what names it: "model"); LATTICE_OK or the

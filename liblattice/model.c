@@ -68,6 +68,7 @@ static lattice_status model_new(const lattice_model_params *p, lattice__norm_spe
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY, "%s: out of memory", fn);
     m->norm = norm;
     m->be = backend;
+    m->busy.hold = &backend->hold; /* a call inside the model holds its backend's settings */
     m->p = *p;
     const int L = m->p.n_layers;
     m->n_active = m->p.n_active_layers;

@@ -6,6 +6,7 @@
 
 #include "attention.h"
 #include "backend_impl.h"
+#include <pthread.h>
 #include <strings.h>
 
 typedef struct counter {
@@ -118,6 +119,104 @@ START_TEST(test_custom_backend_carries_a_step)
     ck_assert_int_eq(ct.destroyed, 1);
     lattice_backend_destroy(ref);
     lattice_backend_destroy(ct.inner);
+}
+END_TEST
+
+/* ---- a backend's settings change only between its calls -------------------- */
+
+typedef struct meddler {
+    lattice_backend *inner, *self; /* self: set once the model exists */
+    lattice_model *m;
+    int tried, in_change;
+    lattice_status own, other, forward, sgemm;
+    char own_msg[LATTICE_ERRMSG_SIZE], forward_msg[LATTICE_ERRMSG_SIZE];
+} meddler;
+
+static void *meddle_other_thread(void *arg)
+{
+    meddler *md = arg;
+    md->other = lattice_backend_set_gemm_precision(md->self, "fp32");
+    return NULL;
+}
+
+/* Inside a pass (a GEMM in flight): its own thread and another try to change the backend. */
+static int meddle_sgemm(void *user, int ta, int tb, int m, int n, int k, float alpha,
+                        const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                        int ldc)
+{
+    meddler *md = user;
+    if (md->self && !md->tried) {
+        md->tried = 1;
+        md->own = lattice_backend_set_threads(md->self, 2);
+        snprintf(md->own_msg, sizeof md->own_msg, "%s", lattice_last_error());
+        pthread_t th;
+        ck_assert_int_eq(pthread_create(&th, NULL, meddle_other_thread, md), 0);
+        pthread_join(th, NULL);
+    }
+    return lattice_backend_sgemm(md->inner, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) !=
+           LATTICE_OK;
+}
+
+static void *meddle_use(void *arg)
+{
+    meddler *md = arg;
+    md->forward = lattice_model_forward(md->m, toks, 2, 8);
+    snprintf(md->forward_msg, sizeof md->forward_msg, "%s", lattice_last_error());
+    float one = 1.0f, out = 0.0f;
+    md->sgemm = lattice_backend_sgemm(md->self, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &out, 1);
+    return NULL;
+}
+
+/* While a change runs (its set_threads slot): another thread's pass and GEMM. */
+static void meddle_threads(void *user, int n)
+{
+    (void)n;
+    meddler *md = user;
+    if (!md->in_change)
+        return;
+    pthread_t th;
+    ck_assert_int_eq(pthread_create(&th, NULL, meddle_use, md), 0);
+    pthread_join(th, NULL);
+}
+
+START_TEST(test_backend_changes_only_between_calls)
+{
+    meddler md = {.inner = tu_backend("ref", 1)};
+    lattice_backend_ops ops;
+    lattice_backend_ops_init(&ops);
+    ops.user = &md;
+    ops.sgemm = meddle_sgemm;
+    ops.set_threads = meddle_threads;
+    lattice_backend *be;
+    ck_assert_int_eq(lattice_backend_create_custom("meddling", &ops, &be), LATTICE_OK);
+    run r = run_open(be, 0);
+    md.self = be;
+    md.m = r.m;
+    /* a pass in flight: every setter refused, from its own thread and another; the pass goes on */
+    ck_assert_int_eq(lattice_model_forward(r.m, toks, 2, 8), LATTICE_OK);
+    ck_assert_int_eq(md.tried, 1);
+    ck_assert_int_eq(md.own, LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(md.own_msg, "lattice_backend_set_threads: this backend is in use "
+                                             "(1 call in flight"));
+    ck_assert_int_eq(md.other, LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_backend_get_threads(be), 1);
+    /* between calls a change goes through; while it runs, a pass and a GEMM are refused */
+    md.in_change = 1;
+    ck_assert_int_eq(lattice_backend_set_threads(be, 2), LATTICE_OK);
+    ck_assert_int_eq(md.forward, LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(md.forward_msg, "lattice_model_forward: another thread is "
+                                                 "changing this backend's settings"));
+    ck_assert_int_eq(md.sgemm, LATTICE_ERR_STATE);
+    ck_assert_int_eq(lattice_backend_get_threads(be), 2);
+    md.in_change = 0;
+    /* the refused pass left the model as it was: a whole step runs after it */
+    run_step(&r);
+    ck_assert_int_eq(lattice_backend_set_parallel(be, LATTICE_BACKEND_PARALLEL_OPS), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_attention_kernel(be, "auto"), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_gemm_precision(be, "fp32"), LATTICE_OK);
+    run_close(&r);
+    lattice_backend_destroy(be);
+    lattice_backend_destroy(md.inner);
 }
 END_TEST
 
@@ -992,6 +1091,7 @@ static Suite *backend_suite(void)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_custom_backend_carries_a_step);
     tcase_add_test(tc, test_custom_backend_failure_is_reported);
+    tcase_add_test(tc, test_backend_changes_only_between_calls);
     tcase_add_test(tc, test_custom_backend_fallback_and_bad_ops);
     tcase_add_test(tc, test_backend_names);
     tcase_add_test(tc, test_version_and_status);

@@ -160,7 +160,10 @@ LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend)
  * every call whole: their threads are theirs to make deterministic.
  * @param backend The backend.
  * @param n_threads At least 1.
- * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, or
+ *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
+ *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
+ *         Handles and threads).
  */
 LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads);
 
@@ -184,7 +187,10 @@ typedef enum lattice_backend_parallel {
  *        variable `LATTICE_PARALLEL` (auto, ops, rows) to it.
  * @param backend The backend.
  * @param mode One of ::lattice_backend_parallel.
- * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, or
+ *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
+ *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
+ *         Handles and threads).
  * @since 1.0
  */
 LATTICE_API lattice_status lattice_backend_set_parallel(lattice_backend *backend,
@@ -208,7 +214,11 @@ LATTICE_API lattice_backend_parallel lattice_backend_get_parallel(const lattice_
  * @param name One of the four names.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a name that is
  *         none of them, ::LATTICE_ERR_UNSUPPORTED for a build this CPU cannot
- *         run (the message says which runs); the choice is unchanged on error.
+ *         run (the message says which runs), or
+ *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
+ *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
+ *         Handles and threads).
+ *         The choice is unchanged on error.
  * @since 1.0
  */
 LATTICE_API lattice_status lattice_backend_set_attention_kernel(lattice_backend *backend,
@@ -253,7 +263,11 @@ LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backe
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a NULL argument or
  *         a name that is neither, ::LATTICE_ERR_UNSUPPORTED for "bf16" on
  *         another backend or where it cannot run (::lattice_last_error says
- *         why); the precision is unchanged on error.
+ *         why), ::LATTICE_ERR_OUT_OF_MEMORY, or
+ *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
+ *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
+ *         Handles and threads).
+ *         The precision is unchanged on error.
  * @since 1.1
  */
 LATTICE_API lattice_status lattice_backend_set_gemm_precision(lattice_backend *backend,
@@ -286,7 +300,9 @@ LATTICE_API const char *lattice_backend_get_gemm_precision(const lattice_backend
  * @param beta Scale of C's prior contents (0 ignores them).
  * @param c Matrix C, updated in place.
  * @param ldc Leading dimension of C.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND or
+ *         ::LATTICE_ERR_STATE (since 1.1) while another thread changes the
+ *         backend's settings.
  */
 LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b,
                                                  int m, int n, int k, float alpha,
