@@ -49,17 +49,25 @@ void lattice__busy_leave(lattice_busy *b)
     atomic_store_explicit(&b->owner, 0, memory_order_release);
 }
 
+/* One more in a count whose top bit (flag) refuses: 0 where it is set. */
+static int count_one_more(_Atomic uint32_t *state, uint32_t flag)
+{
+    uint32_t v = atomic_load_explicit(state, memory_order_relaxed);
+    do {
+        if (v & flag)
+            return 0;
+    } while (!atomic_compare_exchange_weak_explicit(state, &v, v + 1, memory_order_acq_rel,
+                                                    memory_order_relaxed));
+    return 1;
+}
+
 lattice_status lattice__hold_enter(lattice_hold *h, const char *fn, const char *what)
 {
-    uint32_t v = atomic_load_explicit(&h->state, memory_order_relaxed);
-    do {
-        if (v & LATTICE__CHANGING)
-            return lattice__fail(LATTICE_ERR_STATE,
-                                 "%s: another thread is changing this %s's settings: a %s must "
-                                 "not be changed while it is in use; nothing was done (doc/API.md, "
-                                 "Handles and threads)", fn, what, what);
-    } while (!atomic_compare_exchange_weak_explicit(&h->state, &v, v + 1, memory_order_acquire,
-                                                    memory_order_relaxed));
+    if (!count_one_more(&h->state, LATTICE__CHANGING))
+        return lattice__fail(LATTICE_ERR_STATE,
+                             "%s: another thread is changing this %s's settings: a %s must not "
+                             "be changed while it is in use; nothing was done (doc/API.md, "
+                             "Handles and threads)", fn, what, what);
     return LATTICE_OK;
 }
 
@@ -92,14 +100,10 @@ void lattice__hold_changed(lattice_hold *h)
 
 lattice_status lattice__borrow(lattice_borrow *b, const char *fn, const char *what)
 {
-    uint32_t v = atomic_load_explicit(&b->state, memory_order_relaxed);
-    do {
-        if (v & LATTICE__DOOMED)
-            return lattice__fail(LATTICE_ERR_STATE,
-                                 "%s: the %s was destroyed (its destroy waits for its last "
-                                 "borrower): it cannot be bound again", fn, what);
-    } while (!atomic_compare_exchange_weak_explicit(&b->state, &v, v + 1, memory_order_acq_rel,
-                                                    memory_order_relaxed));
+    if (!count_one_more(&b->state, LATTICE__DOOMED))
+        return lattice__fail(LATTICE_ERR_STATE,
+                             "%s: the %s was destroyed (its destroy waits for its last "
+                             "borrower): it cannot be bound again", fn, what);
     return LATTICE_OK;
 }
 
