@@ -322,14 +322,17 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
             "of %lld losses before it and lie within the %lld losses (%lld..%lld)", fn,
             (long long)append_step, (long long)window, (long long)n, (long long)window,
             (long long)n - 1);
-    /* every loss the response may read: a NaN would pass through the means
-     * and drop out of the area's and recovery's comparisons unseen */
-    for (int64_t i = append_step - window; i < n; i++)
+    /* every loss the response reads (the baseline's window and the area's
+     * horizon here, the steps to recovery as it goes) must be finite: a NaN
+     * would pass through the means and drop out of the comparisons unseen */
+#define NOT_FINITE(i)                                                                              \
+    lattice__fail(LATTICE_ERR_NON_FINITE,                                                          \
+        "%s: loss %lld is %g: the losses the response reads (from %lld on: the baseline's "      \
+        "window, the area's horizon, the steps to recovery) must be finite", fn, (long long)(i), \
+        losses[i], (long long)(append_step - window))
+    for (int64_t i = append_step - window; i < n && i - append_step < horizon; i++)
         if (!isfinite(losses[i]))
-            return lattice__fail(LATTICE_ERR_NON_FINITE,
-                "%s: loss %lld is %g: the response reads losses %lld..%lld, which must be "
-                "finite", fn, (long long)i, losses[i], (long long)(append_step - window),
-                (long long)n - 1);
+            return NOT_FINITE(i);
     double base = 0.0;
     for (int64_t i = append_step - window; i < append_step; i++)
         base += losses[i];
@@ -346,6 +349,8 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
     out->recovery = -1;
     double run = 0.0;
     for (int64_t i = append_step; i < n; i++) {
+        if (!isfinite(losses[i]))
+            return NOT_FINITE(i);
         run += losses[i];
         if (i - append_step >= window)
             run -= losses[i - window];
@@ -354,6 +359,7 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
             break;
         }
     }
+#undef NOT_FINITE
     return LATTICE_OK;
 }
 

@@ -10,19 +10,14 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* Which thread is inside a call on a handle, as sqlite's misuse check does
- * for a connection: one compare-and-swap on entry, one store on exit, per
- * call (never per op). The owner's own nested calls go through, so that a
- * trainer's step may call the model and a callback of the step may evaluate
- * or save on its trainer. Another thread's call is refused with
- * LATTICE_ERR_STATE, its message in lattice_last_error() only: the handle's
- * own message belongs to the thread inside it. */
 /* The calls in flight on a handle that many others use at once (a backend:
  * its models' calls and its own GEMMs), and whether a change to it is under
  * way, in one word. A change (the backend's setters) is refused while any
  * call is in flight, and calls are refused while a change runs: a change
- * never lands inside a pass (a bf16 cache freed under its GEMMs, a forward
- * and its backward on two attention kernels). */
+ * never lands inside a call (a bf16 cache freed under its GEMMs, a trainer
+ * step's forward and backward on two attention kernels). A model's
+ * outermost call holds its backend: one more compare-and-swap loop on entry
+ * and a subtraction on exit. */
 typedef struct lattice_hold {
     _Atomic uint32_t state; /* LATTICE__CHANGING | calls in flight */
 } lattice_hold;
@@ -40,6 +35,13 @@ void lattice__hold_leave(lattice_hold *h);
 lattice_status lattice__hold_change(lattice_hold *h, const char *fn, const char *what);
 void lattice__hold_changed(lattice_hold *h);
 
+/* Which thread is inside a call on a handle, as sqlite's misuse check does
+ * for a connection: one compare-and-swap on entry, one store on exit, per
+ * call (never per op). The owner's own nested calls go through, so that a
+ * trainer's step may call the model and a callback of the step may evaluate
+ * or save on its trainer. Another thread's call is refused with
+ * LATTICE_ERR_STATE, its message in lattice_last_error() only: the handle's
+ * own message belongs to the thread inside it. */
 typedef struct lattice_busy {
     _Atomic uintptr_t owner;     /* lattice__thread_token() of the thread inside, 0: none */
     int depth;                   /* its nested calls; only the owner touches it */

@@ -5,6 +5,7 @@
 #include "backend_impl.h"
 #include "kernels.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #ifdef _OPENMP
@@ -114,7 +115,10 @@ static void split_view(lattice_model *m, int t)
     *v = *m;
     v->batch = b1 - b0;
     struct lattice_backend *be = &ws->be[t];
-    *be = *m->be;
+    /* every field but the hold (last, atomic, counted by other threads): a
+     * view's copy is never held */
+    memcpy(be, m->be, offsetof(struct lattice_backend, hold));
+    atomic_init(&be->hold.state, 0);
     be->n_threads = 1;
     if (be->ops.user == m->be)
         be->ops.user = be;

@@ -270,6 +270,14 @@ START_TEST(test_loss_response)
         }
     loss[79] = NAN;
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    /* nor one past both the area's horizon and the recovery (70 steps after the append) */
+    for (int i = 0; i < 300; i++)
+        loss[i] = i < 100 ? 2.0 : i < 150 ? 2.5 - 0.01 * (i - 100) : 2.0;
+    loss[250] = NAN;
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
+    ck_assert_int_eq(r.recovery, 70);
+    ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 200, &r),
+                     LATTICE_ERR_NON_FINITE); /* a horizon that reaches it */
 }
 END_TEST
 

@@ -173,6 +173,15 @@ void out_open(outfile *o, const char *path)
 /* The folder of a file just renamed into it, synced: until then a power loss
  * could bring back the old entry. Best effort: a file system that cannot
  * sync a folder still renamed. */
+void sync_path(const char *path, int folder)
+{
+    const int fd = open(path, O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : O_NOFOLLOW));
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 void sync_folder_of(const char *path)
 {
     char dir[sizeof ((outfile *)0)->path];
@@ -182,11 +191,7 @@ void sync_folder_of(const char *path)
         return;
     memcpy(dir, slash ? path : ".", n);
     dir[n] = 0;
-    const int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        (void)fsync(fd);
-        close(fd);
-    }
+    sync_path(dir, 1);
 }
 
 void out_commit(outfile *o)

@@ -58,6 +58,9 @@ void out_commit(outfile *o);
 /* Sync the folder that holds path (after a rename into it); best effort. */
 void sync_folder_of(const char *path);
 
+/* Sync a file (folder 0) or a folder (1) by its path; best effort. */
+void sync_path(const char *path, int folder);
+
 /* n bytes written to path whole (out_open, out_commit): dies as out_commit does. */
 void write_file_whole(const char *path, const void *bytes, size_t n);
 

@@ -122,6 +122,8 @@ void plot(const char *dir, const study *s)
         snprintf(from, sizeof from, "%s/%s", dir, tmp[k]);
         snprintf(to, sizeof to, "%s/%s", dir, plot_names[k]);
         const int made = rc == 0 && image_whole(from, k >= 2);
+        if (made) /* gnuplot wrote it: on the disk before its name replaces the old one's */
+            sync_path(from, 0);
         if (made && rename(from, to) != 0)
             die("cannot write %s: %s", to, strerror(errno));
         if (made)

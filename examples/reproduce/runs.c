@@ -522,7 +522,8 @@ static void arm_run_responses(const arm *kind, run_result *r, const arm_run *x)
                 LATTICE_OK ||
             loss_response(r->losses, r->n_steps, r->append_steps[a], window, h10, &r10) !=
                 LATTICE_OK) {
-            memset(rs, 0, sizeof(*rs));
+            /* not measured (a loss not finite): NaN, never a 0 that averages in */
+            *rs = (kept_response){NAN, NAN, NAN, -1};
             r->area2[a] = r->area10[a] = NAN;
             continue;
         }

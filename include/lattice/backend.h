@@ -161,9 +161,9 @@ LATTICE_API const char *lattice_backend_get_name(const lattice_backend *backend)
  * @param backend The backend.
  * @param n_threads At least 1.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, or
- *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
- *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
- *         Handles and threads).
+ *         ::LATTICE_ERR_STATE (since 1.1) while any call inside one of the
+ *         backend's models, or a ::lattice_backend_sgemm on it, is in flight
+ *         (doc/API.md, Handles and threads).
  */
 LATTICE_API lattice_status lattice_backend_set_threads(lattice_backend *backend, int n_threads);
 
@@ -188,9 +188,9 @@ typedef enum lattice_backend_parallel {
  * @param backend The backend.
  * @param mode One of ::lattice_backend_parallel.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, or
- *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
- *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
- *         Handles and threads).
+ *         ::LATTICE_ERR_STATE (since 1.1) while any call inside one of the
+ *         backend's models, or a ::lattice_backend_sgemm on it, is in flight
+ *         (doc/API.md, Handles and threads).
  * @since 1.0
  */
 LATTICE_API lattice_status lattice_backend_set_parallel(lattice_backend *backend,
@@ -215,9 +215,9 @@ LATTICE_API lattice_backend_parallel lattice_backend_get_parallel(const lattice_
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT for a name that is
  *         none of them, ::LATTICE_ERR_UNSUPPORTED for a build this CPU cannot
  *         run (the message says which runs), or
- *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
- *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
- *         Handles and threads).
+ *         ::LATTICE_ERR_STATE (since 1.1) while any call inside one of the
+ *         backend's models, or a ::lattice_backend_sgemm on it, is in flight
+ *         (doc/API.md, Handles and threads).
  *         The choice is unchanged on error.
  * @since 1.0
  */
@@ -264,9 +264,9 @@ LATTICE_API const char *lattice_backend_get_attention_kernel(const lattice_backe
  *         a name that is neither, ::LATTICE_ERR_UNSUPPORTED for "bf16" on
  *         another backend or where it cannot run (::lattice_last_error says
  *         why), ::LATTICE_ERR_OUT_OF_MEMORY, or
- *         ::LATTICE_ERR_STATE (since 1.1) while a call that uses the backend
- *         is in flight (a model's pass, loss or evaluation, a GEMM; doc/API.md,
- *         Handles and threads).
+ *         ::LATTICE_ERR_STATE (since 1.1) while any call inside one of the
+ *         backend's models, or a ::lattice_backend_sgemm on it, is in flight
+ *         (doc/API.md, Handles and threads).
  *         The precision is unchanged on error.
  * @since 1.1
  */
@@ -301,8 +301,9 @@ LATTICE_API const char *lattice_backend_get_gemm_precision(const lattice_backend
  * @param c Matrix C, updated in place.
  * @param ldc Leading dimension of C.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND or
- *         ::LATTICE_ERR_STATE (since 1.1) while another thread changes the
- *         backend's settings.
+ *         ::LATTICE_ERR_STATE (since 1.1) while one of the backend's setters
+ *         runs (another thread's, or a custom backend's set_threads slot
+ *         calling it).
  */
 LATTICE_API lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int trans_b,
                                                  int m, int n, int k, float alpha,

@@ -169,7 +169,8 @@ LATTICE_API lattice_status lattice_diag_measure_block_removal(
  * @param[in,out] out The response; set out->size to sizeof(lattice_diag_loss_response_result)
  *        first.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or (since 1.1)
- *         ::LATTICE_ERR_NON_FINITE: a loss from append_step - window on is NaN or infinite.
+ *         ::LATTICE_ERR_NON_FINITE: a loss it reads (the baseline's window, the
+ *         area's horizon, the steps to recovery) is NaN or infinite.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_loss_response(
