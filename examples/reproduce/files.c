@@ -170,9 +170,8 @@ void out_open(outfile *o, const char *path)
     }
 }
 
-/* The folder of a file just renamed into it, synced: until then a power loss
- * could bring back the old entry. Best effort: a file system that cannot
- * sync a folder still renamed. */
+/* A file's or folder's data on the disk, by its path. Best effort: a file
+ * system that cannot sync a folder still renamed. */
 void sync_path(const char *path, int folder)
 {
     const int fd = open(path, O_RDONLY | O_CLOEXEC | (folder ? O_DIRECTORY : O_NOFOLLOW));
@@ -182,6 +181,8 @@ void sync_path(const char *path, int folder)
     }
 }
 
+/* The folder of a file just renamed into it, synced: until then a power loss
+ * could bring back the old entry. */
 void sync_folder_of(const char *path)
 {
     char dir[sizeof ((outfile *)0)->path];
