@@ -171,18 +171,29 @@ def induced_doses(studies):
 
 
 def changes_with_length(trend):
-    """The change with training length, paired by seed: each recipe's longest
-    phases against its shortest, where both studies ran the same seeds."""
+    """The change with training length, paired by seed: each recipe's longer
+    phases against its shortest, and against the next shorter where that is
+    not the shortest (1 -> 4 and 1 -> 8, then 4 -> 8), over the seeds both
+    studies ran."""
     changes = []
     by_recipe = {}
     for t in trend:
         by_recipe.setdefault(t["recipe"], []).append(t)
     for rec, rows in sorted(by_recipe.items()):
         rows = sorted(rows, key=lambda t: t["steps_per_phase"])
-        short = rows[0]
-        for long_ in rows[1:]:
-            if long_["steps_per_phase"] == short["steps_per_phase"]:
-                continue
+        # at each length, the study given first is the one a longer one pairs with
+        first = {}
+        for t in rows:
+            first.setdefault(t["steps_per_phase"], t)
+        lengths = sorted(first)
+        pairs = []
+        for long_ in rows:
+            i = lengths.index(long_["steps_per_phase"])
+            if i > 0:
+                pairs.append((first[lengths[0]], long_))
+            if i > 1:
+                pairs.append((first[lengths[i - 1]], long_))
+        for short, long_ in pairs:
             n = min(len(short["per_seed"]["joint"]), len(long_["per_seed"]["joint"]))
             if n < 1:
                 continue
@@ -362,7 +373,8 @@ def md_changes(changes):
     md = []
     if changes:
         md += ["", "### The change with training length, paired by seed", "",
-               "Each recipe's longer phases against its shortest: per seed, the longer "
+               "Each recipe's longer phases against its shortest, and against the next "
+               "shorter where that is not the shortest: per seed, the longer "
                "study's difference minus the shorter's (seed N of both is one initialisation "
                "and one data order), over the seeds both ran.", "",
                "| recipe | from | to | seeds | joint gap | grow gap | I |",

@@ -166,6 +166,43 @@ class Cross(unittest.TestCase):
             self.assertGreater(cross.t95(n - 2) * 0.1 / (n - 1) ** 0.5, 0.0328 / 4)
             self.assertTrue(560 < n < 590, n)
 
+    def test_change_against_the_shortest_and_the_next_shorter(self):
+        """Three lengths of one recipe (10, 20 and 40 steps): the 20 and the 40
+        pair with the 10, and the 40 with the 20 as well; a second study at 10
+        steps given later pairs with nothing. Seed i's grow gap is g_i at 10,
+        2 g_i at 20, 5 g_i at 40, so each change is known."""
+        with tempfile.TemporaryDirectory() as d:
+            g = (0.01, 0.02, 0.04)
+            names = []
+            for k, (steps, m) in enumerate(((10, 1), (20, 2), (40, 5), (10, 9))):
+                runs = {"pre-joint": [run_record(2.0, 1, 0) for _ in range(3)],
+                        "post-joint": [run_record(2.0, 1, 0) for _ in range(3)],
+                        "pre-grow": [run_record(2.0, 1, 0.1, steps) for _ in range(3)],
+                        "post-grow": [run_record(2.0 + m * gi, 1, 0) for gi in g]}
+                names.append("s%d" % k)
+                study(os.path.join(d, names[-1]), names[-1], steps, runs)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--out", out] +
+                               [os.path.join(d, n) for n in names],
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                res = json.load(f)
+            ch = {(c["from"], c["to"]): c for c in res["change_with_training_length"]}
+            self.assertEqual(sorted(ch), [("s0", "s1"), ("s0", "s2"), ("s1", "s2")])
+            for key, m in ((("s0", "s1"), 1), (("s0", "s2"), 4), (("s1", "s2"), 3)):
+                self.assertEqual(ch[key]["seeds"], 3)
+                self.assertAlmostEqual(ch[key]["grow"]["mean"], m * sum(g) / 3)
+                self.assertAlmostEqual(ch[key]["I"]["mean"], m * sum(g) / 3)
+                self.assertAlmostEqual(ch[key]["joint"]["mean"], 0.0)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| paper's optimizer | s1 (20 steps) | s2 (40 steps) | 3 | +0.0000 ± "
+                          "0.0000 | +0.0700 ± ", report)
+            rows = [r for r in res["seeds_to_decide"] if r["kind"] == "change with length"]
+            self.assertEqual(len(rows), 9)
+            self.assertIn("s1 -> s2", {r["study"] for r in rows})
+
     def test_induced_dose(self):
         """Four-arm sets that differ only in massive_offset (K = 0, 4, 16) form
         the induced dose: per seed, I = -0.049 + b_i x with b = -0.004, -0.005,
