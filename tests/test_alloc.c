@@ -65,9 +65,19 @@ static void count_caller(void *caller)
         callers[i] = caller;
 }
 
-static int fail_now(void)
+/* Fail only allocations made from this executable's own code (the static
+ * library), not a shared library's (oneDNN's own): set by the bf16 case. */
+static int own_only;
+extern const char __executable_start[], etext[];
+
+static int own(const void *caller)
 {
-    if (!armed)
+    return (const char *)caller >= __executable_start && (const char *)caller < etext;
+}
+
+static int fail_now(const void *caller)
+{
+    if (!armed || (own_only && !own(caller)))
         return 0;
     if (++seen != fail_at)
         return 0;
@@ -82,7 +92,7 @@ void *malloc(size_t n)
     if (!next_malloc)
         return boot_alloc(n);
     count_caller(__builtin_return_address(0));
-    return fail_now() ? NULL : next_malloc(n);
+    return fail_now(__builtin_return_address(0)) ? NULL : next_malloc(n);
 }
 
 void *calloc(size_t n, size_t size)
@@ -91,24 +101,24 @@ void *calloc(size_t n, size_t size)
     if (!next_calloc)
         return boot_alloc(n * size); /* boot is zero and never reused */
     count_caller(__builtin_return_address(0));
-    return fail_now() ? NULL : next_calloc(n, size);
+    return fail_now(__builtin_return_address(0)) ? NULL : next_calloc(n, size);
 }
 
 void *realloc(void *p, size_t n)
 {
     resolve();
     count_caller(__builtin_return_address(0));
-    return fail_now() ? NULL : next_realloc(p, n);
+    return fail_now(__builtin_return_address(0)) ? NULL : next_realloc(p, n);
 }
 
-/* aligned allocations are counted, never failed */
+/* aligned allocations are counted, and failed only where own_only is set */
 void *aligned_alloc(size_t align, size_t n)
 {
     static void *(*next)(size_t, size_t);
     if (!next)
         next = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
     count_caller(__builtin_return_address(0));
-    return next(align, n);
+    return own_only && fail_now(__builtin_return_address(0)) ? NULL : next(align, n);
 }
 
 int posix_memalign(void **out, size_t align, size_t n)
@@ -117,6 +127,8 @@ int posix_memalign(void **out, size_t align, size_t n)
     if (!next)
         next = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
     count_caller(__builtin_return_address(0));
+    if (own_only && fail_now(__builtin_return_address(0)))
+        return ENOMEM;
     return next(out, align, n);
 }
 
@@ -506,6 +518,78 @@ START_TEST(test_steps_allocate_nothing)
 }
 END_TEST
 
+/* ---- bf16 GEMMs ---- */
+
+/* One bf16 GEMM on a new "onednn" backend: the precision set and the GEMM
+ * run with allocation fail_at armed (0: count only); *set and *run their
+ * statuses (*run LATTICE_OK untried where the set failed). */
+static lattice_backend *bf16_try(long fail_at, const float *a, const float *b, float *c, int m,
+                                 int n, int k, lattice_status *set, lattice_status *run)
+{
+    lattice_backend *bk = NULL;
+    ck_assert_int_eq(lattice_backend_create("onednn", &bk), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_threads(bk, 1), LATTICE_OK); /* armed: this thread */
+    arm(fail_at);
+    *set = lattice_backend_set_gemm_precision(bk, "bf16");
+    *run = *set == LATTICE_OK ? lattice_backend_sgemm(bk, 0, 1, m, n, k, 1.0f, a, k, b, k, 0.0f,
+                                                      c, n)
+                              : LATTICE_OK;
+    disarm();
+    return bk;
+}
+
+/* Every allocation of the library's own while bf16 is set and a GEMM makes
+ * its primitive (the cache, the primitive's record, the operands' scratch)
+ * fails in turn: the call returns OUT_OF_MEMORY with a message, and the same
+ * backend then gives the bits of one that never failed. oneDNN's own
+ * allocations are not failed. Where bf16 cannot run, nothing to test. */
+START_TEST(test_bf16_gemm)
+{
+    enum { M = 24, N = 40, K = 56 };
+    static float a[M * K], b[N * K], want[M * N], got[M * N];
+    for (int i = 0; i < M * K; i++)
+        a[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
+    for (int i = 0; i < N * K; i++)
+        b[i] = (float)((i * 5) % 23) / 23.0f - 0.5f;
+    lattice_backend *probe = NULL;
+    if (lattice_backend_create("onednn", &probe) != LATTICE_OK ||
+        lattice_backend_set_gemm_precision(probe, "bf16") != LATTICE_OK) {
+        printf("alloc-bf16: nothing to test: %s\n", lattice_last_error());
+        lattice_backend_destroy(probe);
+        return;
+    }
+    lattice_backend_destroy(probe);
+    own_only = 1;
+    lattice_status set, run;
+    lattice_backend *bk = bf16_try(0, a, b, want, M, N, K, &set, &run);
+    const long total = seen;
+    lattice_backend_destroy(bk);
+    ck_assert_int_eq(set, LATTICE_OK);
+    ck_assert_int_eq(run, LATTICE_OK);
+    ck_assert_int_ge(total, 3); /* the cache, a primitive, the scratch */
+    for (long i = 1; i <= total; i++) {
+        memset(got, 0, sizeof got);
+        bk = bf16_try(i, a, b, got, M, N, K, &set, &run);
+        ck_assert_msg(injected, "bf16: allocation %ld of %ld never came", i, total);
+        const lattice_status st = set != LATTICE_OK ? set : run;
+        ck_assert_msg(st == LATTICE_ERR_OUT_OF_MEMORY, "bf16: failing allocation %ld of %ld gave %s",
+                      i, total, lattice_status_string(st));
+        ck_assert_msg(strstr(lattice_last_error(), "memory"),
+                      "bf16: allocation %ld: the message does not say so: %s", i,
+                      lattice_last_error());
+        ck_assert_str_eq(lattice_backend_get_gemm_precision(bk), set == LATTICE_OK ? "bf16" : "fp32");
+        ck_assert_int_eq(lattice_backend_set_gemm_precision(bk, "bf16"), LATTICE_OK);
+        ck_assert_int_eq(lattice_backend_sgemm(bk, 0, 1, M, N, K, 1.0f, a, K, b, K, 0.0f, got, N),
+                         LATTICE_OK);
+        ck_assert_msg(memcmp(got, want, sizeof got) == 0,
+                      "bf16: after allocation %ld failed, the GEMM's bits differ", i);
+        lattice_backend_destroy(bk);
+    }
+    own_only = 0;
+    printf("alloc-bf16: each of the library's %ld allocations failed in turn\n", total);
+}
+END_TEST
+
 int main(void)
 {
     resolve();
@@ -525,5 +609,8 @@ int main(void)
     TCase *ts = tcase_create("steps");
     tcase_add_loop_test(ts, test_steps_allocate_nothing, 0, tu_n_backends());
     suite_add_tcase(s, ts);
+    TCase *tb = tcase_create("bf16");
+    tcase_add_test(tb, test_bf16_gemm);
+    suite_add_tcase(s, tb);
     return tu_run(s);
 }
