@@ -263,8 +263,9 @@ static int build_file(const preset *p, lattice_model *teacher, const lc_head *wa
         lattice_data_destroy(d);
         return -1;
     }
-    say("the teacher's logits for the %lld training rows, once for every run (%.2f GB in %s)...\n",
-        (long long)n_rows, bytes / 1e9, NAME);
+    say("the teacher's logits for the %lld training rows, once for every run (%.*f %s in %s)...\n",
+        (long long)n_rows, bytes >= 1e9 ? 2 : 1, bytes >= 1e9 ? bytes / 1e9 : bytes / 1e6,
+        bytes >= 1e9 ? "GB" : "MB", NAME);
     const double t0 = ex_now();
     int32_t *tokens = malloc(sizeof(int32_t) * (size_t)(n_pos > 0 ? n_pos : 1));
     if (!tokens)

@@ -324,6 +324,43 @@ class Jobs(unittest.TestCase):
             self.assertEqual(without_timings(results(outs["file"])), want)
             self.assertEqual(without_timings(results(outs["verify"])), want)
 
+    def test_teacher_logits_file_that_cannot_be_written(self):
+        """A write of teacher_logits.bin that fails part way (here the file
+        size limit, as a full disk would) stops the study saying so, and leaves
+        neither the file nor its temp; the same command then makes it and the
+        runs get --teacher-logits step's results."""
+        import resource
+        import signal
+
+        def small_files():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past it fails: EFBIG
+            resource.setrlimit(resource.RLIMIT_FSIZE, (512 * 1024, 512 * 1024))
+
+        with tempfile.TemporaryDirectory() as d:
+            # 60 steps, at least twice the file's 26 batches; the file about 1.6 MB,
+            # the teacher 65 kB
+            preset = tiny_study(
+                d, "tiny-fsize", 8,
+                {"steps_per_phase": 60, "warmup": 1, "eval_every": 60, "eval_batches": 1,
+                 "final_eval_batches": 1},
+                ["pre-joint"])
+            out, step = os.path.join(d, "file"), os.path.join(d, "step")
+            args = ("--preset", preset, "--seeds", "1")
+            r = subprocess.run([BIN, *args, "--out", out], capture_output=True, text=True,
+                               timeout=600, preexec_fn=small_files)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("cannot write %s: File too large" %
+                          os.path.join(out, "teacher_logits.bin"), r.stderr)
+            self.assertEqual(sorted(n for n in os.listdir(out) if "logits" in n or
+                                    n.endswith(".tmp")), [])
+            self.assertFalse(os.path.exists(os.path.join(out, "results.json")))
+            r = run(*args, "--out", out)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("0 computed", r.stderr)
+            r = run(*args, "--out", step, "--teacher-logits", "step")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(without_timings(results(out)), without_timings(results(step)))
+
     def test_save_students_checked_before_any_run(self):
         """A folder in the way of a student's file stops the study before any
         run trains, naming it (it stopped after the run had trained)."""
