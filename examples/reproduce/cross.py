@@ -203,6 +203,7 @@ def changes_with_length(trend):
             for k in ("joint", "grow", "I"):
                 ch[k] = summary([long_["per_seed"][k][i] - short["per_seed"][k][i]
                                  for i in range(n)])
+                ch[k]["p"] = p_against(ch[k], 0)  # two-sided, not adjusted
             changes.append(ch)
     return changes
 
@@ -376,13 +377,17 @@ def md_changes(changes):
                "Each recipe's longer phases against its shortest, and against the next "
                "shorter where that is not the shortest: per seed, the longer "
                "study's difference minus the shorter's (seed N of both is one initialisation "
-               "and one data order), over the seeds both ran.", "",
+               "and one data order), over the seeds both ran; p is the two-sided t test's "
+               "against 0 over those seeds, not adjusted for multiplicity.", "",
                "| recipe | from | to | seeds | joint gap | grow gap | I |",
                "|---|---|---|---|---|---|---|"]
+
+        def with_p(sm):
+            return pm(sm) + ("" if sm["p"] is None else ", p " + fmt_p(sm["p"]))
         for c in changes:
             md.append("| %s | %s (%d steps) | %s (%d steps) | %d | %s | %s | %s |" % (
                 c["recipe"], c["from"], c["steps_from"], c["to"], c["steps_to"], c["seeds"],
-                pm(c["joint"]), pm(c["grow"]), pm(c["I"])))
+                with_p(c["joint"]), with_p(c["grow"]), with_p(c["I"])))
     return md
 
 

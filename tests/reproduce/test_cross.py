@@ -148,8 +148,11 @@ class Cross(unittest.TestCase):
             self.assertAlmostEqual(ch[0]["I"]["mean"], 0.4)
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
+            # p: t = 0.5 / (0.1 / sqrt 3) = 8.66 on 2 df, two-sided 0.0131; sd 0: below any
             self.assertIn("| paper's optimizer | s0 (10 steps) | s1 (20 steps) | 3 | +0.1000 ± "
-                          "0.0000 | +0.5000 ± 0.2484 | +0.4000 ± 0.2484 |", report)
+                          "0.0000, p < 0.0001 | +0.5000 ± 0.2484, p 0.0131 | +0.4000 ± 0.2484, "
+                          "p 0.0202 |", report)
+            self.assertAlmostEqual(ch[0]["grow"]["p"], 0.013072, places=5)
             self.assertIn("| y on x | +0.5000 ± 0.2484 | 3 |", report)
             # the changes are rows of the seeds-to-decide table too: the joint gap's
             # change is the same on every seed (sd 0), the grow gap's spreads by 0.1
@@ -198,7 +201,7 @@ class Cross(unittest.TestCase):
             with open(os.path.join(out, "report.md")) as f:
                 report = f.read()
             self.assertIn("| paper's optimizer | s1 (20 steps) | s2 (40 steps) | 3 | +0.0000 ± "
-                          "0.0000 | +0.0700 ± ", report)
+                          "0.0000, p 1.0000 | +0.0700 ± ", report)
             rows = [r for r in res["seeds_to_decide"] if r["kind"] == "change with length"]
             self.assertEqual(len(rows), 9)
             self.assertIn("s1 -> s2", {r["study"] for r in rows})
