@@ -19,6 +19,9 @@ lattice_status lattice__busy_enter(lattice_busy *b, const char *fn, const char *
         if (b->hold) {
             const lattice_status st = lattice__hold_enter(b->hold, fn, "backend");
             if (st != LATTICE_OK) {
+                /* this thread is inside: the handle's message is its own to write */
+                if (b->err)
+                    snprintf(b->err, LATTICE_ERRMSG_MAX, "%s", lattice_last_error());
                 atomic_store_explicit(&b->owner, 0, memory_order_release);
                 return st;
             }

@@ -47,6 +47,9 @@ typedef struct lattice_busy {
     int depth;                   /* its nested calls; only the owner touches it */
     _Atomic(const char *) call;  /* its outermost call, for the refusal's message */
     lattice_hold *hold;          /* held too while a thread is inside (a model: its backend's) */
+    char *err;                   /* the handle's own message (LATTICE_ERRMSG_MAX), NULL: none;
+                                  * a refusal by hold, made while this thread is inside, is
+                                  * written there too */
 } lattice_busy;
 
 /* Enter call fn on the handle (what names it: "model"); LATTICE_OK or the

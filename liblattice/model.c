@@ -69,6 +69,7 @@ static lattice_status model_new(const lattice_model_params *p, lattice__norm_spe
     m->norm = norm;
     m->be = backend;
     m->busy.hold = &backend->hold; /* a call inside the model holds its backend's settings */
+    m->busy.err = m->err;
     m->p = *p;
     const int L = m->p.n_layers;
     m->n_active = m->p.n_active_layers;

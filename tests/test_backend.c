@@ -130,6 +130,7 @@ typedef struct meddler {
     int tried, in_change;
     lattice_status own, other, forward, sgemm;
     char own_msg[LATTICE_ERRMSG_SIZE], forward_msg[LATTICE_ERRMSG_SIZE];
+    char model_msg[LATTICE_ERRMSG_SIZE];
 } meddler;
 
 static void *meddle_other_thread(void *arg)
@@ -162,6 +163,7 @@ static void *meddle_use(void *arg)
     meddler *md = arg;
     md->forward = lattice_model_forward(md->m, toks, 2, 8);
     snprintf(md->forward_msg, sizeof md->forward_msg, "%s", lattice_last_error());
+    snprintf(md->model_msg, sizeof md->model_msg, "%s", lattice_model_errmsg(md->m));
     float one = 1.0f, out = 0.0f;
     md->sgemm = lattice_backend_sgemm(md->self, 0, 0, 1, 1, 1, 1.0f, &one, 1, &one, 1, 0.0f, &out, 1);
     return NULL;
@@ -206,6 +208,8 @@ START_TEST(test_backend_changes_only_between_calls)
     ck_assert_int_eq(md.forward, LATTICE_ERR_STATE);
     ck_assert_ptr_nonnull(strstr(md.forward_msg, "lattice_model_forward: another thread is "
                                                  "changing this backend's settings"));
+    /* the refused thread was inside the model: its message says so too */
+    ck_assert_str_eq(md.model_msg, md.forward_msg);
     ck_assert_int_eq(md.sgemm, LATTICE_ERR_STATE);
     ck_assert_int_eq(lattice_backend_get_threads(be), 2);
     md.in_change = 0;

@@ -300,7 +300,10 @@ LATTICE_API const char *lattice_backend_get_gemm_precision(const lattice_backend
  * @param beta Scale of C's prior contents (0 ignores them).
  * @param c Matrix C, updated in place.
  * @param ldc Leading dimension of C.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND or
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND,
+ *         ::LATTICE_ERR_OUT_OF_MEMORY (since 1.1: in bf16, a GEMM shape's
+ *         primitive or its operands' scratch could not be allocated; the
+ *         next call tries again) or
  *         ::LATTICE_ERR_STATE (since 1.1) while one of the backend's setters
  *         runs (another thread's, or a custom backend's set_threads slot
  *         calling it).
