@@ -96,7 +96,7 @@ int main(void)
 
     //! [model]
     lattice_backend *backend;
-    CHECK(lattice_backend_create("default", &backend)); /* BLIS when built with it */
+    CHECK(lattice_backend_create("default", &backend)); /* chosen from the CPU (backend.h) */
     CHECK(lattice_backend_set_threads(backend, 1));
 
     lattice_norm *norm; /* the placement: post-norm with RMSNorm */
