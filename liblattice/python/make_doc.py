@@ -32,7 +32,7 @@ Generated from the signatures and docstrings of the `lattice` package by
 those of the C library's `_init` functions.
 
 Install: `meson install` (with the library), or pip, which fetches
-nothing (since 1.0 the package builds with a backend of its own,
+nothing (since 1.1 the package builds with a backend of its own,
 `liblattice/python/build_backend/lattice_build.py`, that requires nothing:
 no setuptools, no wheel), so offline too. Into a venv:
 
@@ -78,7 +78,7 @@ Settings that are easy to get wrong: `Model.params` (like `Optim.params`,
 `Data.params`, `Distill.params` and `Schedule.phase()`) is a read-only copy:
 setting a field raises AttributeError saying how to change it.
 Every attribute of an object either takes effect or is read-only and says
-so (since 1.0): the settable ones are those marked `settable` below
+so (since 1.1): the settable ones are those marked `settable` below
 (`model.active_layers`, `backend.threads`, `norm.residual_scale`,
 `data.position`, `trainer.on_step`, `on_eval`); setting anything else
 raises AttributeError naming it and the way that works. A setting given at
@@ -101,7 +101,7 @@ compute (`preset("joint", 3, 2, 30)` runs 30 steps, `"grow"` 90): the
 budget-matched arms are `"joint_matched_active"` and `"joint_matched_total"`
 (`Schedule.preset`).
 
-Attribute or call, one rule (since 1.0): what is read with no argument
+Attribute or call, one rule (since 1.1): what is read with no argument
 and does nothing else is an attribute, a value the object holds now (a
 setting, a count, a state, or a snapshot or list of them): `model.n_params`,
 `model.tensors`, `schedule.counters`, `schedule.phases`, `dist.stats`,
@@ -114,7 +114,7 @@ what acts (a pass, a step, the next batch, a file, a reset: `data.next()`,
 `trainer.evaluate()`, `data.val_batches()`, which reads each batch);
 constructors and conversions (`ModelParams.defaults()`, `to_dict()`); and
 the module's functions (`lattice.last_error()`, `has_blis()`). Two spellings
-from before 1.0 broke the rule and still work, with a DeprecationWarning,
+from before 1.1 broke the rule and still work, with a DeprecationWarning,
 until 2.0: `model.tensors()` (now `model.tensors`) and `dist.stats()` (now
 `dist.stats`). tests/python/test_attributes.py holds every public name to
 the rule.

@@ -439,14 +439,14 @@ def require(obj, cls, name, optional=False):
 
 
 def deprecated_call(old: str, new: str) -> None:
-    """Warn that ``old`` (a call) is spelled ``new`` (an attribute) since 1.0."""
-    warnings.warn(f"{old} is deprecated since 1.0: it is the attribute {new} (no argument, no "
+    """Warn that ``old`` (a call) is spelled ``new`` (an attribute) since 1.1."""
+    warnings.warn(f"{old} is deprecated since 1.1: it is the attribute {new} (no argument, no "
                   "action: an attribute, doc/python.md \"Attribute or call\"); the call "
                   "still works and will go in 2.0", DeprecationWarning, stacklevel=3)
 
 
 class AttributeList(list):
-    """A list attribute that was a method before 1.0 (``model.tensors``): calling it, the
+    """A list attribute that was a method before 1.1 (``model.tensors``): calling it, the
     old spelling, still works and returns a copy, with a DeprecationWarning."""
 
     __slots__ = ("_old", "_new")

@@ -180,7 +180,7 @@ class DistStats:
     other_seconds: float
 
     def __call__(self) -> DistStats:
-        """``dist.stats()``, the spelling before 1.0, still works (DeprecationWarning):
+        """``dist.stats()``, the spelling before 1.1, still works (DeprecationWarning):
         ``dist.stats`` is the attribute."""
         deprecated_call("dist.stats()", "dist.stats")
         return self
@@ -330,7 +330,7 @@ class Dist(Handle):
     def stats(self) -> DistStats:
         """What this handle's collective calls have cost (a DistStats snapshot).
 
-        An attribute since 1.0 (``dist.stats.sum_calls``); the call
+        An attribute since 1.1 (``dist.stats.sum_calls``); the call
         ``dist.stats()`` still works, deprecated (DeprecationWarning).
         """
         s = DistStatsStruct(size=ctypes.sizeof(DistStatsStruct))

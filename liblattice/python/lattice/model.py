@@ -542,7 +542,7 @@ class Model(Handle):
     def tensors(self) -> List[Tensor]:
         """Every parameter tensor, in the library's order (:meth:`tensor` of each index).
 
-        An attribute since 1.0 (``for t in model.tensors``): the call
+        An attribute since 1.1 (``for t in model.tensors``): the call
         ``model.tensors()`` still works, deprecated (DeprecationWarning).
         """
         return attribute_list([self.tensor(i) for i in range(self.n_tensors)],
