@@ -407,6 +407,14 @@ static int gemm_threads(const lattice_backend *be, int blocks)
     return nt < blocks ? nt : blocks;
 }
 
+/* The status of a call whose blocks or problems ran on several threads: the
+ * blocks' codes ORed, but out of memory (a bf16 block's) whole wherever a
+ * block ran out, not mixed into another block's code. */
+static int blocks_failed(int rc, int no_memory)
+{
+    return no_memory ? LATTICE__BF16MM_NO_MEMORY : rc;
+}
+
 static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n, int k,
                        float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                        float *c, int ldc)
@@ -414,9 +422,9 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
     const int rows = be->split_rows_only || m >= n, len = rows ? m : n;
     const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
     const int blocks = (len + align - 1) / align;
-    int rc = 0;
+    int rc = 0, no_memory = 0;
     (void)nt;
-#pragma omp parallel num_threads(nt) reduction(| : rc)
+#pragma omp parallel num_threads(nt) reduction(| : rc, no_memory)
     {
         int t = 0, T = 1;
 #ifdef _OPENMP
@@ -427,17 +435,20 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
         int hi = (int)((long)blocks * (t + 1) / T) * align;
         if (hi > len)
             hi = len;
+        int r = 0;
         if (hi > lo) {
             if (rows) /* rows lo..hi of op(A) and of C */
-                rc |= be->ops.sgemm(be->ops.user, ta, tb, hi - lo, n, k, alpha,
-                                    a + (ta ? (long)lo : (long)lo * lda), lda, b, ldb, beta,
-                                    c + (long)lo * ldc, ldc);
+                r = be->ops.sgemm(be->ops.user, ta, tb, hi - lo, n, k, alpha,
+                                  a + (ta ? (long)lo : (long)lo * lda), lda, b, ldb, beta,
+                                  c + (long)lo * ldc, ldc);
             else /* columns lo..hi of op(B) and of C */
-                rc |= be->ops.sgemm(be->ops.user, ta, tb, m, hi - lo, k, alpha, a, lda,
-                                    b + (tb ? (long)lo * ldb : (long)lo), ldb, beta, c + lo, ldc);
+                r = be->ops.sgemm(be->ops.user, ta, tb, m, hi - lo, k, alpha, a, lda,
+                                  b + (tb ? (long)lo * ldb : (long)lo), ldb, beta, c + lo, ldc);
         }
+        rc |= r;
+        no_memory |= r == LATTICE__BF16MM_NO_MEMORY;
     }
-    return rc;
+    return blocks_failed(rc, no_memory);
 }
 
 /* BLAS's rule, kept here for every backend (custom ones included) rather than
@@ -484,14 +495,18 @@ static int team_sgemm_batched(lattice_backend *be, int ta, int tb, int m, int n,
                               const float *const *b, int ldb, float beta, float *const *c,
                               int ldc, int count)
 {
-    int nt = be->n_threads < count ? be->n_threads : count, rc = 0;
+    int nt = be->n_threads < count ? be->n_threads : count, rc = 0, no_memory = 0;
     (void)nt;
     /* each problem whole, on one thread */
     const lattice__sgemm_fn whole = be->sgemm_whole ? be->sgemm_whole : be->ops.sgemm;
-#pragma omp parallel for schedule(static) num_threads(nt) reduction(| : rc) if (nt > 1)
-    for (int i = 0; i < count; i++)
-        rc |= whole(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta, c[i], ldc);
-    return rc;
+#pragma omp parallel for schedule(static) num_threads(nt) reduction(| : rc, no_memory) if (nt > 1)
+    for (int i = 0; i < count; i++) {
+        const int r =
+            whole(be->ops.user, ta, tb, m, n, k, alpha, a[i], lda, b[i], ldb, beta, c[i], ldc);
+        rc |= r;
+        no_memory |= r == LATTICE__BF16MM_NO_MEMORY;
+    }
+    return blocks_failed(rc, no_memory);
 }
 
 lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m, int n, int k,
@@ -514,6 +529,10 @@ lattice_status lattice__gemm_batched(lattice_backend *be, int ta, int tb, int m,
                                          beta, c, ldc, count)
                  : loop_sgemm_batched(be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
                                       count);
+    if (be->gemm_bf16 && rc == LATTICE__BF16MM_NO_MEMORY)
+        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+                             "backend '%s': bf16 batched GEMM %dx%dx%d (x%d): out of memory",
+                             be->name, m, n, k, count);
     if (rc)
         return lattice__fail(LATTICE_ERR_BACKEND,
                              "backend '%s': batched sgemm %dx%dx%d (x%d) returned %d", be->name,

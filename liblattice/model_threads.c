@@ -199,6 +199,17 @@ static void sum_grads(lattice_model *m)
     }
 }
 
+/* A pass's failure: out of memory inside it (a bf16 GEMM's primitive or
+ * scratch) said in the model's own message as well, which the GEMM's refusal
+ * did not write (it went to lattice_last_error() of the thread that ran it). */
+static lattice_status pass_failed(lattice_model *m, lattice_status st, int backward)
+{
+    if (st == LATTICE_ERR_OUT_OF_MEMORY)
+        return FAIL(m, st, "out of memory during %s (in bf16: a GEMM shape's oneDNN primitive "
+                    "or its operands' scratch)", backward ? "backward" : "forward");
+    return st;
+}
+
 /* One pass over the batch the model holds, split as rows_threads says. */
 lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(lattice_model *),
                                        int backward)
@@ -206,7 +217,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     const int nt = rows_threads(m);
     m->prof.rows_threads = nt;
     if (nt < 2)
-        return pass(m);
+        return pass_failed(m, pass(m), backward);
     if (m->split.n != nt)
         TRY(split_alloc(m, nt));
     model_split *ws = &m->split;
@@ -240,7 +251,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     }
     for (int t = 0; t < nt; t++)
         if (ws->status[t] != LATTICE_OK)
-            return ws->status[t];
+            return pass_failed(m, ws->status[t], backward);
     if (backward)
         PROF(LATTICE_OP_GRAD_SUM, sum_grads(m));
     return LATTICE_OK;

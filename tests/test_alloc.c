@@ -520,6 +520,16 @@ END_TEST
 
 /* ---- bf16 GEMMs ---- */
 
+/* Whether bf16 GEMMs run here (lattice_last_error() says why not). */
+static int bf16_ok(void)
+{
+    lattice_backend *probe = NULL;
+    const int ok = lattice_backend_create("onednn", &probe) == LATTICE_OK &&
+                   lattice_backend_set_gemm_precision(probe, "bf16") == LATTICE_OK;
+    lattice_backend_destroy(probe);
+    return ok;
+}
+
 /* One bf16 GEMM on a new "onednn" backend: the precision set and the GEMM
  * run with allocation fail_at armed (0: count only); *set and *run their
  * statuses (*run LATTICE_OK untried where the set failed). */
@@ -551,14 +561,10 @@ START_TEST(test_bf16_gemm)
         a[i] = (float)((i * 7) % 19) / 19.0f - 0.5f;
     for (int i = 0; i < N * K; i++)
         b[i] = (float)((i * 5) % 23) / 23.0f - 0.5f;
-    lattice_backend *probe = NULL;
-    if (lattice_backend_create("onednn", &probe) != LATTICE_OK ||
-        lattice_backend_set_gemm_precision(probe, "bf16") != LATTICE_OK) {
+    if (!bf16_ok()) {
         printf("alloc-bf16: nothing to test: %s\n", lattice_last_error());
-        lattice_backend_destroy(probe);
         return;
     }
-    lattice_backend_destroy(probe);
     own_only = 1;
     lattice_status set, run;
     lattice_backend *bk = bf16_try(0, a, b, want, M, N, K, &set, &run);
@@ -590,6 +596,89 @@ START_TEST(test_bf16_gemm)
 }
 END_TEST
 
+/* A bf16 model's forward and backward with allocation fail_at armed (0:
+ * count only) on a new "onednn" backend in bf16, 1 thread; *fwd and *bwd
+ * their statuses (*bwd untried where the forward failed), msg the model's
+ * message after them, loss the forward's loss where it ran. */
+static void bf16_pass(long fail_at, int head_dim, lattice_status *fwd, lattice_status *bwd,
+                      char *msg, size_t msg_n, float *loss)
+{
+    static const int32_t toks[16] = {1, 2, 3, 4, 5, 6, 7, 8, 8, 7, 6, 5, 4, 3, 2, 1};
+    lattice_backend *bk = NULL;
+    ck_assert_int_eq(lattice_backend_create("onednn", &bk), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_threads(bk, 1), LATTICE_OK);
+    ck_assert_int_eq(lattice_backend_set_gemm_precision(bk, "bf16"), LATTICE_OK);
+    lattice_model_params p;
+    lattice_model_params_init(&p);
+    p.vocab_size = 10;
+    p.d_model = 24;
+    p.n_layers = p.n_active_layers = 2;
+    p.n_heads = 4;
+    p.n_kv_heads = 2;
+    p.head_dim = head_dim; /* 8: the fused attention kernels; 6: attention by batched GEMMs */
+    p.d_ff = 32;
+    p.max_batch = 2;
+    p.max_seq = 8;
+    p.seed = 3;
+    lattice_norm *norm = NULL;
+    ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS, 1e-6f,
+                                         &norm), LATTICE_OK);
+    lattice_model *m = NULL;
+    ck_assert_int_eq(lattice_model_create(&p, norm, bk, &m), LATTICE_OK);
+    arm(fail_at);
+    *fwd = lattice_model_forward(m, toks, 2, 8);
+    *bwd = LATTICE_OK;
+    if (*fwd == LATTICE_OK) {
+        *fwd = lattice_model_cross_entropy(m, toks, NULL, loss, NULL);
+        if (*fwd == LATTICE_OK)
+            *bwd = lattice_model_backward(m);
+    }
+    disarm();
+    snprintf(msg, msg_n, "%s", lattice_model_errmsg(m));
+    lattice_model_destroy(m);
+    lattice_norm_destroy(norm);
+    lattice_backend_destroy(bk);
+}
+
+/* The same sweep through a model: every allocation of the library's own in
+ * a bf16 forward and backward fails in turn, the primitives' and the
+ * scratch's, with the attention fused and by batched GEMMs. Each failure is
+ * OUT_OF_MEMORY in the model's own message, never BACKEND or a crash. */
+START_TEST(test_bf16_model_pass)
+{
+    if (!bf16_ok()) {
+        printf("alloc-bf16: nothing to test: %s\n", lattice_last_error());
+        return;
+    }
+    const int head_dim = _i ? 6 : 8;
+    char msg[LATTICE_ERRMSG_SIZE];
+    lattice_status fwd, bwd;
+    float want = 0.0f, loss;
+    own_only = 1;
+    bf16_pass(0, head_dim, &fwd, &bwd, msg, sizeof msg, &want);
+    const long total = seen;
+    ck_assert_int_eq(fwd, LATTICE_OK);
+    ck_assert_int_eq(bwd, LATTICE_OK);
+    ck_assert_int_gt(total, 10);
+    for (long i = 1; i <= total; i++) {
+        bf16_pass(i, head_dim, &fwd, &bwd, msg, sizeof msg, &loss);
+        ck_assert_msg(injected, "bf16 model: allocation %ld of %ld never came", i, total);
+        const lattice_status st = fwd != LATTICE_OK ? fwd : bwd;
+        ck_assert_msg(st == LATTICE_ERR_OUT_OF_MEMORY,
+                      "bf16 model, head_dim %d: failing allocation %ld of %ld gave %s (%s)",
+                      head_dim, i, total, lattice_status_string(st), msg);
+        ck_assert_msg(strstr(msg, "out of memory during"),
+                      "bf16 model: allocation %ld: the model's message does not say so: %s", i,
+                      msg);
+        if (fwd == LATTICE_OK)
+            ck_assert_float_eq(loss, want);
+    }
+    own_only = 0;
+    printf("alloc-bf16: a model's forward and backward, head_dim %d: each of the library's %ld "
+           "allocations failed in turn\n", head_dim, total);
+}
+END_TEST
+
 int main(void)
 {
     resolve();
@@ -611,6 +700,7 @@ int main(void)
     suite_add_tcase(s, ts);
     TCase *tb = tcase_create("bf16");
     tcase_add_test(tb, test_bf16_gemm);
+    tcase_add_loop_test(tb, test_bf16_model_pass, 0, 2);
     suite_add_tcase(s, tb);
     return tu_run(s);
 }

@@ -741,6 +741,37 @@ START_TEST(test_save_through_links_keeps_mode)
 }
 END_TEST
 
+/* A teacher file whose logits (or top-k values) are not a float type is
+ * refused when it is opened, naming the tensor: it opened, and every batch
+ * asked of it then failed with the safetensors reader's message. */
+START_TEST(test_teacher_file_float_dtypes)
+{
+    static const struct {
+        const char *header, *why;
+    } bad[] = {
+        {"{\"tokens\":{\"dtype\":\"I32\",\"shape\":[1,1,2],\"data_offsets\":[0,8]},"
+         "\"logits\":{\"dtype\":\"I32\",\"shape\":[1,1,2,3],\"data_offsets\":[8,32]}}",
+         "'logits' must be F32, F16, BF16 or F64"},
+        {"{\"__metadata__\":{\"vocab_size\":\"3\"},"
+         "\"tokens\":{\"dtype\":\"I32\",\"shape\":[1,1,2],\"data_offsets\":[0,8]},"
+         "\"topk_index\":{\"dtype\":\"I32\",\"shape\":[1,1,2,1],\"data_offsets\":[8,16]},"
+         "\"topk_value\":{\"dtype\":\"U8\",\"shape\":[1,1,2,1],\"data_offsets\":[16,18]}}",
+         "'topk_value' must be F32, F16, BF16 or F64"},
+    };
+    static int32_t zeros[8];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *path = write_file(bad[i].header, strlen(bad[i].header), zeros, sizeof zeros);
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_teacher *t = NULL;
+        const lattice_status st = lattice_teacher_create_file(path, &t, err);
+        ck_assert_msg(st == LATTICE_ERR_FORMAT && strstr(err, bad[i].why), "case %zu: %d '%s'", i,
+                      st, err);
+        ck_assert_ptr_null(t);
+        unlink(path);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("safetensors");
@@ -755,6 +786,7 @@ int main(void)
     tcase_add_test(tc, test_hostile_shapes);
     tcase_add_test(tc, test_strict_headers);
     tcase_add_test(tc, test_stale_temps_removed);
+    tcase_add_test(tc, test_teacher_file_float_dtypes);
     tcase_add_loop_test(tc, test_save_through_links_keeps_mode, 0, 3);
     suite_add_tcase(s, tc);
     return tu_run(s);

@@ -120,8 +120,10 @@ LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *dis
  * @param[out] dlogits Gradient with respect to the student logits [n, vocab]; may be NULL.
  * @param[out] result The loss and its parts.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a label
- *         out of range) or ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
- *         dlogits is then unspecified).
+ *         out of range), ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
+ *         dlogits is then unspecified) or ::LATTICE_ERR_OUT_OF_MEMORY (the
+ *         loss's scratch, grown on the first call and for more positions or a
+ *         wider vocabulary than before).
  */
 LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const float *student,
                                                  const float *teacher, const int32_t *targets,
@@ -142,8 +144,9 @@ LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const
  * @param[out] dlogits Gradient [n, vocab]; may be NULL.
  * @param[out] result The loss and its parts.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also an index out of
- *         range or repeated), ::LATTICE_ERR_UNSUPPORTED (reverse KL) or
- *         ::LATTICE_ERR_NON_FINITE.
+ *         range or repeated), ::LATTICE_ERR_UNSUPPORTED (reverse KL),
+ *         ::LATTICE_ERR_NON_FINITE or ::LATTICE_ERR_OUT_OF_MEMORY (as
+ *         ::lattice_distill_dense).
  */
 LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const float *student,
                                                 const int32_t *teacher_index,
@@ -169,8 +172,9 @@ LATTICE_API lattice_status lattice_distill_topk(lattice_distill *distill, const 
  * @param[out] result The loss and its parts.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a
  *         teacher_vocab other than the student's vocab_size, a label out of
- *         range), ::LATTICE_ERR_STATE (no forward pass yet) or
- *         ::LATTICE_ERR_NON_FINITE.
+ *         range), ::LATTICE_ERR_STATE (no forward pass yet),
+ *         ::LATTICE_ERR_NON_FINITE or ::LATTICE_ERR_OUT_OF_MEMORY (as
+ *         ::lattice_distill_dense).
  * @since 0.2
  */
 LATTICE_API lattice_status lattice_distill_model(lattice_distill *distill, lattice_model *student,

@@ -25,7 +25,9 @@ extern "C" {
  * A model has a capacity of n_layers layers of which the first
  * n_active_layers take part in forward and backward; the active count can grow
  * (or shrink) between steps. Parameters, gradients and activations live in
- * arenas allocated once at creation: no allocation happens in a step.
+ * arenas allocated once at creation: no allocation happens in a step once
+ * the first has run (the first pass split over a thread count, and a bf16
+ * GEMM's first call at a shape, allocate once; README.md).
  *
  * A step is: ::lattice_model_forward, a loss that fills
  * ::lattice_model_get_dlogits (::lattice_model_cross_entropy, or a distillation
@@ -144,7 +146,8 @@ LATTICE_API lattice_status lattice_model_params_check(const lattice_model_params
  * @param norm The placement.
  * @param[out] n_params Parameters over the whole capacity; may be NULL.
  * @param[out] arena_bytes Bytes of its arenas (as ::lattice_model_get_arena_bytes); may be NULL.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY.
  */
 LATTICE_API lattice_status lattice_model_estimate(const lattice_model_params *params,
                                                   const lattice_norm *norm, int64_t *n_params,
@@ -360,7 +363,9 @@ LATTICE_API lattice_status lattice_model_set_skip(lattice_model *model, int firs
  * @param batch 1 .. max_batch.
  * @param seq 1 .. max_seq.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL, sizes beyond the
- *         capacity, token ids out of range) or ::LATTICE_ERR_BACKEND.
+ *         capacity, token ids out of range), ::LATTICE_ERR_BACKEND or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY (the first pass split over a thread
+ *         count, or a bf16 GEMM: ::lattice_backend_set_gemm_precision).
  */
 LATTICE_API lattice_status lattice_model_forward(lattice_model *model, const int32_t *tokens,
                                                  int batch, int seq);
@@ -401,7 +406,8 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
  *        the trainable groups (frozen ones are not touched).
  * @param model The model.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, or the last one was
- *         ::lattice_model_forward_inference) or ::LATTICE_ERR_BACKEND.
+ *         ::lattice_model_forward_inference), ::LATTICE_ERR_BACKEND or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY (as ::lattice_model_forward).
  */
 LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
 
@@ -489,7 +495,8 @@ LATTICE_API size_t lattice_model_get_arena_bytes(const lattice_model *model);
  * logits are written the same way.
  * @param model The model.
  * @param path Destination.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_IO.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY (the file is then as it was).
  */
 LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const char *path);
 
@@ -512,9 +519,9 @@ LATTICE_API lattice_status lattice_model_save(const lattice_model *model, const 
  * message (the model's weights may then be partly overwritten).
  * @param model The model.
  * @param path The file.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
  *         ::LATTICE_ERR_FORMAT (a malformed file, a missing tensor, a shape that
- *         disagrees with the model).
+ *         disagrees with the model) or ::LATTICE_ERR_OUT_OF_MEMORY.
  */
 LATTICE_API lattice_status lattice_model_load(lattice_model *model, const char *path);
 

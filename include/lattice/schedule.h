@@ -190,7 +190,8 @@ LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule
  * @param schedule The schedule.
  * @param phase The phase (copied): a positive budget, active_layers >= 1,
  *        0 <= train_from < active_layers.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG or
+ *         ::LATTICE_ERR_OUT_OF_MEMORY.
  */
 LATTICE_API lattice_status lattice_schedule_add_phase(lattice_schedule *schedule, const lattice_schedule_phase *phase);
 

@@ -84,7 +84,11 @@ LATTICE_API int lattice_teacher_get_vocab_size(const lattice_teacher *teacher);
  * @param[out] logits [batch, seq, vocab], valid until the next call on the teacher
  *             (or, for a model teacher, the next forward of its model).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_BACKEND
- *         (the callback failed) or ::LATTICE_ERR_NON_FINITE (non-finite logits).
+ *         (the callback failed), ::LATTICE_ERR_NON_FINITE (non-finite logits),
+ *         ::LATTICE_ERR_NOT_FOUND (a file teacher: no stored batch matches),
+ *         ::LATTICE_ERR_UNSUPPORTED (a top-k file teacher: use
+ *         ::lattice_teacher_topk), ::LATTICE_ERR_IO (a file teacher's read),
+ *         or a model teacher's forward's status (::lattice_model_forward).
  */
 LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, const int32_t *tokens,
                                                   int batch, int seq, const float **logits);
@@ -152,7 +156,8 @@ LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
  * @param[out] value [batch, seq, k] logits, valid until the next call on the teacher.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_UNSUPPORTED
  *         (a dense teacher), ::LATTICE_ERR_NOT_FOUND (no stored batch matches),
- *         ::LATTICE_ERR_IO or ::LATTICE_ERR_NON_FINITE.
+ *         ::LATTICE_ERR_IO, ::LATTICE_ERR_FORMAT (a stored index outside the
+ *         vocabulary) or ::LATTICE_ERR_NON_FINITE.
  */
 LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const int32_t *tokens,
                                                 int batch, int seq, const int32_t **index,
@@ -171,7 +176,8 @@ LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const 
  * @param k 0 for dense logits, else 1 .. vocab.
  * @param path Destination (written atomically).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
- *         ::LATTICE_ERR_OUT_OF_MEMORY or the teacher's status.
+ *         ::LATTICE_ERR_OUT_OF_MEMORY, ::LATTICE_ERR_UNSUPPORTED (a top-k
+ *         teacher) or the teacher's status.
  */
 LATTICE_API lattice_status lattice_teacher_record(lattice_teacher *teacher, lattice_data *data,
                                                   int64_t n_batches, int k, const char *path);

@@ -117,7 +117,9 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  *         or settings that would train or measure other than asked: a
  *         phase that restarts the optimizer for fewer steps than its
  *         warmup_steps, eval_every above 0 over data without validation
- *         documents, eval_batches above the data's validation batches).
+ *         documents, eval_batches above the data's validation batches),
+ *         ::LATTICE_ERR_OUT_OF_MEMORY, or with params->collective
+ *         ::LATTICE_ERR_BACKEND (the ranks' agreement on the setup failed).
  */
 LATTICE_API lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                                   lattice_distill *distill, lattice_data *data,
@@ -149,15 +151,20 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished, or
  *         the phase has a token budget and a whole pass over the training
  *         data has counted no token, so the budget could never fill: the
- *         step is not taken), ::LATTICE_ERR_NON_FINITE (nothing changed),
- *         or the status of the object that failed.
+ *         step is not taken), ::LATTICE_ERR_NON_FINITE (a loss or gradient
+ *         that is not finite: nothing changed; or an optimizer update that
+ *         would make some weights non-finite: those kept their values, the
+ *         others and the optimizer's moments and step were updated as
+ *         ::lattice_optim_step says, and the step is not counted: the next
+ *         reads the same batch), or the status of the object that failed.
  */
 LATTICE_API lattice_status lattice_trainer_step(lattice_trainer *trainer, lattice_trainer_metrics *metrics);
 
 /**
  * @brief Steps until the schedule finishes or a callback asks to stop.
  * @param trainer The trainer.
- * @return ::LATTICE_OK or the first failing step's status.
+ * @return ::LATTICE_OK, the first failing step's status, or over ranks
+ *         ::LATTICE_ERR_BACKEND (the ranks' agreement to stop failed).
  */
 LATTICE_API lattice_status lattice_trainer_run(lattice_trainer *trainer);
 
@@ -318,8 +325,9 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
  * @brief Save the state of a run.
  * @param trainer The trainer (with everything it binds).
  * @param path Destination.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO or
- *         ::LATTICE_ERR_OUT_OF_MEMORY.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
+ *         ::LATTICE_ERR_OUT_OF_MEMORY, or over ranks ::LATTICE_ERR_BACKEND
+ *         (the ranks' collective failed).
  */
 LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trainer, const char *path);
 
@@ -348,7 +356,8 @@ LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trai
  *         ::LATTICE_ERR_FORMAT, ::LATTICE_ERR_OUT_OF_MEMORY, or
  *         ::LATTICE_ERR_INVALID_CONFIG for a checkpoint written over another
  *         number of ranks (::LATTICE_TRAINER_LOAD_FLAG_OTHER_RANKS of
- *         ::lattice_trainer_load_checkpoint_flags resumes it).
+ *         ::lattice_trainer_load_checkpoint_flags resumes it); over ranks
+ *         also ::LATTICE_ERR_BACKEND (the ranks' collective failed).
  */
 LATTICE_API lattice_status lattice_trainer_load_checkpoint(lattice_trainer *trainer, const char *path);
 
