@@ -201,12 +201,14 @@ static void sum_grads(lattice_model *m)
 
 /* A pass's failure: out of memory inside it (a bf16 GEMM's primitive or
  * scratch) said in the model's own message as well, which the GEMM's refusal
- * did not write (it went to lattice_last_error() of the thread that ran it). */
-static lattice_status pass_failed(lattice_model *m, lattice_status st, int backward)
+ * did not write (it went to lattice_last_error() of the thread that ran it:
+ * this one's, its detail kept, where the pass ran here alone). */
+static lattice_status pass_failed(lattice_model *m, lattice_status st, int backward, int here)
 {
     if (st == LATTICE_ERR_OUT_OF_MEMORY)
         return FAIL(m, st, "out of memory during %s (in bf16: a GEMM shape's oneDNN primitive "
-                    "or its operands' scratch)", backward ? "backward" : "forward");
+                    "or its operands' scratch)%s%s", backward ? "backward" : "forward",
+                    here ? ": " : "", here ? lattice_last_error() : "");
     return st;
 }
 
@@ -217,7 +219,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     const int nt = rows_threads(m);
     m->prof.rows_threads = nt;
     if (nt < 2)
-        return pass_failed(m, pass(m), backward);
+        return pass_failed(m, pass(m), backward, 1);
     if (m->split.n != nt)
         TRY(split_alloc(m, nt));
     model_split *ws = &m->split;
@@ -251,7 +253,7 @@ lattice_status lattice__model_run_pass(lattice_model *m, lattice_status (*pass)(
     }
     for (int t = 0; t < nt; t++)
         if (ws->status[t] != LATTICE_OK)
-            return pass_failed(m, ws->status[t], backward);
+            return pass_failed(m, ws->status[t], backward, 0);
     if (backward)
         PROF(LATTICE_OP_GRAD_SUM, sum_grads(m));
     return LATTICE_OK;

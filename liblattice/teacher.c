@@ -122,13 +122,13 @@ void lattice__teacher_leave(lattice_teacher *t)
     lattice__busy_leave(&t->busy);
 }
 
-/* Check a file tensor's dims against [n, batch, seq, last]. */
 /* A dtype the float reads convert (lattice__st_read_f32_range). */
 static int float_dtype(st_dtype d)
 {
     return d == ST_F32 || d == ST_F16 || d == ST_BF16 || d == ST_F64;
 }
 
+/* Check a file tensor's dims against [n, batch, seq, last]. */
 static int dims_are(const st_tensor *x, int ndim, const int64_t *want)
 {
     if (!x || x->ndim != ndim)

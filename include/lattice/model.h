@@ -25,10 +25,10 @@ extern "C" {
  * A model has a capacity of n_layers layers of which the first
  * n_active_layers take part in forward and backward; the active count can grow
  * (or shrink) between steps. Parameters, gradients and activations live in
- * arenas allocated once at creation: no allocation happens in a step once
- * the first has run (the first pass split over a thread count allocates its
- * views once), but in bf16, where every GEMM allocates its operands'
- * scratch (README.md).
+ * arenas allocated once at creation: once the first step has run (the
+ * first pass split over a thread count allocates its views once), no
+ * allocation happens in a step, except in bf16, where every GEMM allocates
+ * its operands' scratch (README.md).
  *
  * A step is: ::lattice_model_forward, a loss that fills
  * ::lattice_model_get_dlogits (::lattice_model_cross_entropy, or a distillation
