@@ -120,6 +120,11 @@ class BackendTest(unittest.TestCase):
             info.size = 4
             self.assertEqual(_lib.lib.lattice_backend_get_info(be._ptr, ctypes.byref(info)),
                              Status.INVALID_ARGUMENT)
+        # a size above the object's would let the library read or write past it
+        for struct in (info, lattice.ModelParams.defaults()):
+            with self.assertRaises(ValueError) as cm:
+                struct.size = ctypes.sizeof(struct) + 8
+            self.assertIn("past it", str(cm.exception))
 
     def test_gemm_precision(self):
         """fp32 by default; bf16 only on onednn where the CPU has it, refused elsewhere

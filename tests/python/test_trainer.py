@@ -203,6 +203,25 @@ class TrainerTest(unittest.TestCase):
                 lattice.Teacher.from_file(os.path.join(d, "none"))
             self.assertEqual(cm.exception.code, Status.IO)
 
+    def test_record_leaves_the_model_shape_unknown(self):
+        """record runs the model teacher's forwards at the data's shape: a loss
+        sized by the caller's own earlier forward (2 x 8) would have read past
+        its targets (the model holds 4 x 16 now); it asks for the shape."""
+        model = tiny_model()
+        teacher = lattice.Teacher.from_model(model)
+        data = tiny_data()
+        tokens = array.array("i", [1, 2, 3, 4, 5, 6, 7, 8] * 2)
+        model.forward(tokens, 2, 8)
+        with tempfile.TemporaryDirectory() as d:
+            teacher.record(data, 1, os.path.join(d, "logits.safetensors"))
+        with self.assertRaises(LatticeError) as cm:
+            model.cross_entropy(tokens)
+        self.assertEqual(cm.exception.code, Status.STATE)
+        self.assertIn("pass batch and seq", str(cm.exception))
+        with self.assertRaises(LatticeError):
+            model.logits()
+        self.assertEqual(len(model.logits(4, 16)), 4)
+
     def test_callback_stops_the_run(self):
         model = tiny_model()
         schedule = lattice.Schedule.preset("joint", 1, 2, 10)

@@ -124,6 +124,11 @@ class Struct(ctypes.Structure):
         ctype = type(self)._int_fields().get(name)
         if ctype is not None:
             value = check_int(value, ctype, f"{type(self).__name__}.{name}")
+        if name == "size" and isinstance(value, int) and value > ctypes.sizeof(self):
+            # the library reads or writes that many bytes from this object's address
+            raise ValueError(f"{type(self).__name__}.size {value} is above this object's "
+                             f"{ctypes.sizeof(self)} bytes: the library would read or write "
+                             f"past it")
         try:
             super().__setattr__(name, value)
         except TypeError:

@@ -530,13 +530,16 @@ class Model(Handle):
     def tensor(self, key: Union[int, str]) -> Tensor:
         """A Tensor by index or by name ("model.layers.0.self_attn.q_proj.weight")."""
         info = TensorInfo()
-        if isinstance(key, str):
-            self._call(lib.lattice_model_find_tensor, key.encode(), byref(info))
-        elif isinstance(key, int):
-            self._call(lib.lattice_model_get_tensor, key, byref(info))
-        else:
+        if not isinstance(key, (str, int)):
             raise TypeError(f"tensor key must be an index or a name, got {type(key).__name__}")
-        return Tensor(info, self._res)
+        # the Resource taken under the lock: a close on another thread after the
+        # call cannot leave the Tensor's memory without an owner
+        with self._using() as res:
+            if isinstance(key, str):
+                self._call(lib.lattice_model_find_tensor, key.encode(), byref(info))
+            else:
+                self._call(lib.lattice_model_get_tensor, key, byref(info))
+            return Tensor(info, res)
 
     @property
     def tensors(self) -> List[Tensor]:

@@ -105,8 +105,13 @@ class Teacher(Handle):
 
     def record(self, data: Data, n_batches: int, path: FilePath, k: int = 0) -> None:
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
-        self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
-                   using=(data,))
+        with self._using():
+            if self.model is not None:
+                # a model teacher's forwards at the data's shape: its model's last
+                # (batch, seq) is no longer known here
+                self.model._shape = None
+            self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
+                       using=(data,))
 
     @classmethod
     def from_callback(cls, fn: Callable[[memoryview, int, int, int, memoryview], None],
