@@ -430,6 +430,22 @@ lattice_status lattice_model_get_hidden(const lattice_model *m, int boundary, co
     return LATTICE_OK;
 }
 
+lattice_status lattice_model_get_forward_shape(const lattice_model *m, int *batch, int *seq)
+{
+    if (lattice__need(LATTICE__ERRBUF(m), "lattice_model_get_forward_shape", 3, (const void *)m,
+                      "model", (const void *)batch, "batch", (const void *)seq,
+                      "seq") != LATTICE_OK)
+        return LATTICE_ERR_INVALID_ARGUMENT;
+    *batch = m->batch;
+    *seq = m->batch ? m->seq : 0;
+    if (!m->batch)
+        return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_STATE,
+            "lattice_model_get_forward_shape: the model holds no forward's activations (none "
+            "ran, or a change of the active layers, a skip range, a load or a failed pass "
+            "dropped them)");
+    return LATTICE_OK;
+}
+
 int lattice_model_get_n_tensors(const lattice_model *m) { return m ? m->n_tensors : 0; }
 
 static void fill_info(const lattice_model *m, const tensor_entry *t, lattice_model_tensor_info *out)

@@ -162,6 +162,11 @@ START_TEST(test_every_failure_says_why)
            lattice_model_backward(m));
     EXPECT(lattice_model_get_hidden, LATTICE_ERR_STATE, "no forward pass", lattice_model_errmsg(m),
            lattice_model_get_hidden(m, 0, &hidden));
+    int fb = -1, fs = -1;
+    EXPECT(lattice_model_get_forward_shape, LATTICE_ERR_STATE, "holds no forward's activations",
+           lattice_model_errmsg(m), lattice_model_get_forward_shape(m, &fb, &fs));
+    ck_assert_int_eq(fb, 0);
+    ck_assert_int_eq(fs, 0);
     double ce_;
     EXPECT(lattice_model_cross_entropy_value, LATTICE_ERR_STATE, "forward pass first", lattice_model_errmsg(m),
            lattice_model_cross_entropy_value(m, tokens, NULL, &ce_, NULL));

@@ -30,6 +30,7 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #if defined(__cplusplus) && __cplusplus >= 202002L && defined(__has_include)
 #if __has_include(<span>)
@@ -248,8 +249,8 @@ struct tensor {
 /** A transformer. Its views are valid until the next forward. */
 class model : public handle<lattice_model> {
 public:
-    model() noexcept : batch_(0), seq_(0) {}
-    explicit model(lattice_model *p) noexcept : handle<lattice_model>(p), batch_(0), seq_(0) {}
+    model() noexcept {}
+    explicit model(lattice_model *p) noexcept : handle<lattice_model>(p) {}
 
     static model create(const lattice_model_params &params, const norm &n, backend &be)
     {
@@ -311,14 +312,25 @@ public:
     /** Validation cross-entropy over batches 0 .. max_batches - 1 of the data's validation split. */
     double evaluate(class data &d, int64_t max_batches);
 
-    /** [batch, seq, vocab] of the last forward made through this wrapper. */
+    /** [batch, seq, vocab] of the last forward, whichever call ran it (a trainer's step, a
+        teacher's logits...): its shape is the model's (lattice_model_get_forward_shape). */
     span<const float> logits() const
     {
-        return span<const float>(lattice_model_get_logits(get()), positions() * vocab());
+        const std::size_t n = positions() * vocab();
+        return span<const float>(lattice_model_get_logits(get()), n);
     }
     span<float> dlogits()
     {
-        return span<float>(lattice_model_get_dlogits(get()), positions() * vocab());
+        const std::size_t n = positions() * vocab();
+        return span<float>(lattice_model_get_dlogits(get()), n);
+    }
+    /** The batch and seq of the last forward (since 1.1); throws LATTICE_ERR_STATE when the
+        model holds none. */
+    std::pair<int, int> forward_shape() const
+    {
+        int batch = 0, seq = 0;
+        check(lattice_model_get_forward_shape(get(), &batch, &seq));
+        return std::make_pair(batch, seq);
     }
     /** [batch, seq, d_model] at a layer boundary (0 .. active layers). */
     span<const float> hidden(int boundary) const
@@ -369,8 +381,6 @@ private:
             throw error(LATTICE_ERR_INVALID_ARGUMENT,
                         std::string(what) + ": fewer tokens than batch * seq");
         check(fn(get(), tokens.data(), batch, seq));
-        batch_ = batch;
-        seq_ = seq;
     }
     void check_targets(const char *what, span<const int32_t> targets, span<const uint8_t> mask) const
     {
@@ -379,14 +389,14 @@ private:
             throw error(LATTICE_ERR_INVALID_ARGUMENT,
                         std::string(what) + ": fewer targets than positions");
     }
+    /* the model's own: a forward inside the library (a trainer, a teacher, a
+       diagnostic) or a dropped one (active layers, a load) changes it unseen */
     std::size_t positions() const
     {
-        if (!batch_)
-            throw error(LATTICE_ERR_STATE, "no forward through this wrapper yet");
-        return static_cast<std::size_t>(batch_) * static_cast<std::size_t>(seq_);
+        const std::pair<int, int> s = forward_shape();
+        return static_cast<std::size_t>(s.first) * static_cast<std::size_t>(s.second);
     }
     std::size_t vocab() const { return static_cast<std::size_t>(params().vocab_size); }
-    int batch_, seq_;
 };
 
 /** AdamW over a model's trainable tensors. */
@@ -496,8 +506,6 @@ inline double model::evaluate(class data &d, int64_t max_batches)
 {
     double ce = 0.0;
     check(lattice_model_evaluate(get(), d.get(), max_batches, &ce));
-    batch_ = 0; /* its activations are the last batch's, of a shape this wrapper did not see */
-    seq_ = 0;
     return ce;
 }
 /** Phases of training: depth, frozen layers, lengths. */

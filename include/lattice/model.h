@@ -413,6 +413,27 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
 LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
 
 /**
+ * @brief The batch and seq of the forward whose activations the model holds
+ *        (::lattice_model_get_logits, ::lattice_model_get_hidden and the
+ *        losses read batch x seq positions of them).
+ *
+ * Every forward sets it, whichever call ran it: the caller's own, a trainer's
+ * step or evaluation, a model teacher's logits or recording, a diagnostic.
+ * A wrapper that sizes buffers for the last forward asks here rather than
+ * remembering its own.
+ * @param model The model.
+ * @param[out] batch Rows.
+ * @param[out] seq Positions per row.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a NULL argument) or
+ *         ::LATTICE_ERR_STATE (no activations are held: no forward yet, or a
+ *         change of the active layers, a skip range, a load or a failed pass
+ *         dropped them; *batch and *seq are then 0).
+ * @since 1.1
+ */
+LATTICE_API lattice_status lattice_model_get_forward_shape(const lattice_model *model, int *batch,
+                                                           int *seq);
+
+/**
  * @brief The residual stream at a layer boundary of the last forward,
  *        [batch, seq, d_model].
  *

@@ -284,6 +284,28 @@ int main()
             lattice::data held = lattice::data::from_memory(docs, vp);
             const double val_ce = model.evaluate(held, 1);
             expect(std::isfinite(val_ce) && val_ce > 0.0, "evaluate gives a validation loss");
+            expect(model.forward_shape() == std::make_pair(1, seq),
+                   "after evaluate, the shape of its validation batch");
+        }
+        {
+            // The shape is the model's, whichever call ran the forward: a teacher's
+            // logits on this model ran a 1 x seq forward after this wrapper's 1 x 2, so a
+            // loss with 2 targets is refused (it read seq of them), and logits() covers seq.
+            model.forward(all.subspan(0, 2), 1, 2);
+            expect(model.logits().size() == 2u * 257u, "logits() of a 1 x 2 forward");
+            lattice::teacher own = lattice::teacher::from_model(model);
+            own.logits(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+            expect(model.logits().size() == static_cast<std::size_t>(seq) * 257u,
+                   "logits() covers the teacher's 1 x seq forward");
+            expect_throws([&] { model.cross_entropy(all.subspan(1, 2)); },
+                          LATTICE_ERR_INVALID_ARGUMENT, "fewer targets than positions",
+                          "a loss sized by a forward the library ran since");
+            // a change of active layers drops the activations: no view over nothing
+            model.set_active_layers(model.active_layers());
+            expect_throws([&] { model.logits(); }, LATTICE_ERR_STATE, "no forward's activations",
+                          "logits() after the active layers changed");
+            expect_throws([&] { model.forward_shape(); }, LATTICE_ERR_STATE,
+                          "no forward's activations", "forward_shape() with none held");
         }
 
         // A deliberate error on an object: a sequence beyond the model's max_seq.

@@ -240,6 +240,7 @@ PROTOTYPES = {
                                              POINTER(c_int64)]),
     "lattice_model_backward": (STATUS, [T.model_p]),
     "lattice_model_get_hidden": (STATUS, [T.model_p, c_int, POINTER(c_void_p)]),
+    "lattice_model_get_forward_shape": (STATUS, [T.model_p, POINTER(c_int), POINTER(c_int)]),
     "lattice_model_get_n_tensors": (c_int, [T.model_p]),
     "lattice_model_get_tensor": (STATUS, [T.model_p, c_int, POINTER(T.TensorInfo)]),
     "lattice_model_find_tensor": (STATUS, [T.model_p, c_char_p, POINTER(T.TensorInfo)]),
