@@ -299,7 +299,7 @@ int main()
                    "logits() covers the teacher's 1 x seq forward");
             expect_throws([&] { model.cross_entropy(all.subspan(1, 2)); },
                           LATTICE_ERR_INVALID_ARGUMENT, "fewer targets than positions",
-                          "a loss sized by a forward the library ran since");
+                          "targets checked against a forward the library ran since");
             // a change of active layers drops the activations: no view over nothing
             model.set_active_layers(model.active_layers());
             expect_throws([&] { model.logits(); }, LATTICE_ERR_STATE, "no forward's activations",
