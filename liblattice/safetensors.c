@@ -277,6 +277,11 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
+int lattice__st_is_float(st_dtype d)
+{
+    return d == ST_F32 || d == ST_F16 || d == ST_BF16 || d == ST_F64;
+}
+
 lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t, int64_t first,
                                           float *dst, int64_t count, char *err)
 {
@@ -289,7 +294,7 @@ lattice_status lattice__st_read_f32_range(const st_file *sf, const st_tensor *t,
     const uint64_t base = t->begin + (uint64_t)first * (uint64_t)w;
     if (t->dtype == ST_F32)
         return read_at(sf, base, dst, (size_t)count * 4, err);
-    if (t->dtype != ST_F16 && t->dtype != ST_BF16 && t->dtype != ST_F64)
+    if (!lattice__st_is_float(t->dtype))
         return BAD("tensor '%s' is %s, not a float type", t->name, dtype_name(t->dtype));
     /* Convert in chunks through a small buffer. */
     unsigned char buf[1 << 16];

@@ -42,6 +42,8 @@ lattice_status lattice__st_open(st_file *sf, const char *path, char *err);
 void lattice__st_close(st_file *sf);
 const st_tensor *lattice__st_find(const st_file *sf, const char *name);
 int64_t lattice__st_numel(const st_tensor *t);
+/* Whether the float reads below convert dtype d (F32, F16, BF16, F64). */
+int lattice__st_is_float(st_dtype d);
 /* Read a float tensor (F32, F16, BF16, F64) converted to float32; count must match. */
 lattice_status lattice__st_read_f32(const st_file *sf, const st_tensor *t, float *dst, int64_t count,
                                     char *err);

@@ -122,12 +122,6 @@ void lattice__teacher_leave(lattice_teacher *t)
     lattice__busy_leave(&t->busy);
 }
 
-/* A dtype the float reads convert (lattice__st_read_f32_range). */
-static int float_dtype(st_dtype d)
-{
-    return d == ST_F32 || d == ST_F16 || d == ST_BF16 || d == ST_F64;
-}
-
 /* Check a file tensor's dims against [n, batch, seq, last]. */
 static int dims_are(const st_tensor *x, int ndim, const int64_t *want)
 {
@@ -174,7 +168,7 @@ lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **o
     if (t->t_logits) {
         if (t->t_logits->ndim != 4 || t->t_logits->shape[3] < 1 || t->t_logits->shape[3] > (1 << 24))
             BADF("%s: 'logits' must be [n, batch, seq, vocab]", path);
-        if (!float_dtype(t->t_logits->dtype))
+        if (!lattice__st_is_float(t->t_logits->dtype))
             BADF("%s: 'logits' must be F32, F16, BF16 or F64", path);
         t->vocab = (int)t->t_logits->shape[3];
         int64_t want[4] = {t->n_stored, t->max_batch, t->max_seq, t->vocab};
@@ -195,7 +189,7 @@ lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **o
         int64_t want[4] = {t->n_stored, t->max_batch, t->max_seq, t->k};
         if (!dims_are(t->t_index, 4, want) || !dims_are(t->t_value, 4, want))
             BADF("%s: 'topk_index', 'topk_value' and 'tokens' disagree on their shapes", path);
-        if (!float_dtype(t->t_value->dtype))
+        if (!lattice__st_is_float(t->t_value->dtype))
             BADF("%s: 'topk_value' must be F32, F16, BF16 or F64", path);
     }
     const int64_t cells = (int64_t)t->max_batch * t->max_seq;
