@@ -14,7 +14,7 @@ import unittest
 import lattice
 from lattice import LatticeError, Status
 from lattice import _lib
-from lattice_helpers import VOCAB, next_token_teacher, tiny_data, tiny_model
+from lattice_helpers import SEQ, VOCAB, next_token_teacher, tiny_data, tiny_model
 
 
 class TrainerTest(unittest.TestCase):
@@ -203,24 +203,50 @@ class TrainerTest(unittest.TestCase):
                 lattice.Teacher.from_file(os.path.join(d, "none"))
             self.assertEqual(cm.exception.code, Status.IO)
 
-    def test_record_leaves_the_model_shape_unknown(self):
-        """record runs the model teacher's forwards at the data's shape: a loss
-        sized by the caller's own earlier forward (2 x 8) would have read past
-        its targets (the model holds 4 x 16 now); it asks for the shape."""
+    def test_record_leaves_the_model_at_the_recordings_shape(self):
+        """record runs the model teacher's forwards at the data's shape (4 x 12):
+        a loss sized by the caller's own earlier forward (2 x 8) would read past
+        its targets; the buffers are sized by the shape the model holds."""
         model = tiny_model()
         teacher = lattice.Teacher.from_model(model)
         data = tiny_data()
         tokens = array.array("i", [1, 2, 3, 4, 5, 6, 7, 8] * 2)
         model.forward(tokens, 2, 8)
+        self.assertEqual(model.forward_shape, (2, 8))
         with tempfile.TemporaryDirectory() as d:
             teacher.record(data, 1, os.path.join(d, "logits.safetensors"))
+        self.assertEqual(model.forward_shape, (4, SEQ))
+        with self.assertRaises(ValueError) as cm:
+            model.cross_entropy(tokens)                # 16 targets for 48 positions
+        self.assertIn(f"expected {4 * SEQ}", str(cm.exception))
+        self.assertEqual(model.logits().shape, (4, SEQ, VOCAB))
+        with self.assertRaises(ValueError) as cm:
+            model.logits(2, 8)
+        self.assertIn(f"the last forward was 4 x {SEQ}, not 2 x 8", str(cm.exception))
+
+    def test_the_model_shape_after_a_trainer_step(self):
+        """A trainer's step runs the student's forward at the data's shape, and a
+        model teacher's at the same: both models say so."""
+        model, teacher_model = tiny_model(), tiny_model()
+        data = tiny_data()
+        model.forward(array.array("i", [1, 2, 3, 4]), 1, 4)
+        trainer = lattice.Trainer(model, data, lattice.Optim(model, warmup_steps=0),
+                                  lattice.Schedule.preset("joint", 1, 2, 5),
+                                  teacher=lattice.Teacher.from_model(teacher_model),
+                                  distill=lattice.Distill(alpha=0.5))
+        trainer.step()
+        self.assertEqual(model.forward_shape, (4, SEQ))
+        self.assertEqual(teacher_model.forward_shape, (4, SEQ))
+        self.assertEqual(len(model.logits()), 4)
+        model.active_layers = 1
+        self.assertIsNone(model.forward_shape)
         with self.assertRaises(LatticeError) as cm:
-            model.cross_entropy(tokens)
-        self.assertEqual(cm.exception.code, Status.STATE)
-        self.assertIn("pass batch and seq", str(cm.exception))
-        with self.assertRaises(LatticeError):
             model.logits()
-        self.assertEqual(len(model.logits(4, 16)), 4)
+        self.assertEqual(cm.exception.code, Status.STATE)
+        with self.assertRaises(LatticeError) as cm:
+            model.cross_entropy(array.array("i", [1] * (4 * SEQ)))
+        self.assertEqual(cm.exception.code, Status.STATE)
+        self.assertIn("holds no forward's activations", str(cm.exception))
 
     def test_callback_stops_the_run(self):
         model = tiny_model()

@@ -104,10 +104,8 @@ class Diag(Handle):
             boundaries = self.model.active_layers + 1
             out = (BoundaryScaleResultStruct * (boundaries * per))()
             out[0].size = ctypes.sizeof(BoundaryScaleResultStruct)   # the array's stride
-            self.model._shape = None
             self._call(lib.lattice_diag_measure_boundary_scale, arr, m, batch, seq, c, n_classes,
                        out, len(out))
-            self.model._shape = (batch, seq)
         stats = [RmsStats(s.count, s.mean, s.std, s.kurtosis, s.max) for s in out]
         return [stats[b * per:(b + 1) * per] for b in range(boundaries)]
 
@@ -119,10 +117,8 @@ class Diag(Handle):
         t = B.as_input(targets, c_int32, "targets", batch * seq)
         m = B.as_mask(mask, "mask", batch * seq)
         out = BlockRemovalResultStruct(size=ctypes.sizeof(BlockRemovalResultStruct))
-        with self._using():
-            self.model._shape = None
-            self._call(lib.lattice_diag_measure_block_removal, arr, t, m, batch, seq, first,
-                       count, byref(out))
+        self._call(lib.lattice_diag_measure_block_removal, arr, t, m, batch, seq, first,
+                   count, byref(out))
         return Removal(out.ce_full, out.ce_removed, out.dce, out.angle)
 
     def attention_sinks(self, tokens: Tokens, batch: Optional[int] = None,
@@ -137,10 +133,8 @@ class Diag(Handle):
             out = (AttentionSinksResultStruct * layers)()
             out[0].size = ctypes.sizeof(AttentionSinksResultStruct)   # the array's stride
             mass = (c_double * (layers * heads))()
-            self.model._shape = None
             self._call(lib.lattice_diag_measure_attention_sinks, arr, batch, seq,
                        float(threshold), out, layers, mass, len(mass))
-            self.model._shape = (batch, seq)
         return [Sinks(s.mass0, s.sink_rate, tuple(mass[i * heads:(i + 1) * heads]), s.top_ratio,
                       s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
 

@@ -141,7 +141,6 @@ class Model(Handle):
         self._adopt(out, borrows=(backend,))
         self._bind(backend=backend)
         self._fixed = self.params  # everything but n_active_layers is fixed at creation
-        self._shape = None         # (batch, seq) of the last forward, when known
 
     @classmethod
     def from_file(cls, path: FilePath, config: Optional[FilePath] = None, *,
@@ -320,10 +319,8 @@ class Model(Handle):
 
     @active_layers.setter
     def active_layers(self, n_active: int) -> None:
-        with self._using():
-            self._shape = None  # the stored activations no longer match
-            self._call(lib.lattice_model_set_active_layers,
-                       as_integer(n_active, "Model.active_layers"))
+        self._call(lib.lattice_model_set_active_layers,
+                   as_integer(n_active, "Model.active_layers"))
 
     def grown(self, n_layers: int, *, max_batch: Optional[int] = None,
               max_seq: Optional[int] = None,
@@ -402,26 +399,40 @@ class Model(Handle):
 
     def _forward(self, fn, tokens, batch, seq):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        # _shape is what the C model last ran: set under the lock of that call
+        self._call(fn, arr, batch, seq)
+
+    @property
+    def forward_shape(self) -> Optional[Tuple[int, int]]:
+        """(batch, seq) of the forward whose activations the model holds, or None.
+
+        Every forward sets it, whichever call ran it: :meth:`forward`, a
+        trainer's step or evaluation, a model teacher's logits or recording, a
+        diagnostic. None when no forward ran, or a change of
+        :attr:`active_layers`, a load or a failed pass dropped the activations.
+        """
         with self._using():
-            self._shape = None
-            self._call(fn, arr, batch, seq)
-            self._shape = (batch, seq)
+            return self._held_shape()
+
+    def _held_shape(self):
+        # the C model's own record (under the caller's lock): no copy of it here
+        # to fall out of step with forwards run inside the library
+        batch, seq = c_int(), c_int()
+        if self._get(lib.lattice_model_get_forward_shape, byref(batch), byref(seq)) != Status.OK:
+            return None
+        return batch.value, seq.value
 
     def _batch_seq(self, batch, seq, what):
-        if batch is not None and seq is not None:
-            if self._shape is not None and self._shape != (batch, seq):
-                raise ValueError(f"{what}: the last forward was {self._shape[0]} x "
-                                 f"{self._shape[1]}, not {batch} x {seq}")
-            if not (1 <= batch <= self._fixed.max_batch and 1 <= seq <= self._fixed.max_seq):
-                raise ValueError(f"{what}: {batch} x {seq} beyond the model's "
-                                 f"{self._fixed.max_batch} x {self._fixed.max_seq}")
-            return batch, seq
-        if self._shape is None:
+        """The held forward's (batch, seq); a batch or seq given must equal it."""
+        held = self._held_shape()
+        if held is None:
             raise LatticeError(Status.STATE,
-                               f"invalid state: {what}: the last forward ran inside a trainer or "
-                               "teacher (or none ran); pass batch and seq")
-        return self._shape
+                               f"invalid state: {what}: the model holds no forward's activations "
+                               "(none ran, or a change of the active layers, a load or a failed "
+                               "pass dropped them)")
+        if (batch is not None and batch != held[0]) or (seq is not None and seq != held[1]):
+            raise ValueError(f"{what}: the last forward was {held[0]} x {held[1]}, "
+                             f"not {batch} x {seq}")
+        return held
 
     def _need_forward(self, address, what):
         if not address:
@@ -590,9 +601,7 @@ class Model(Handle):
         (0: all), weighted by counted tokens: what ``Trainer.evaluate`` reports."""
         require(data, Data, "data")
         out = c_double()
-        with self._using(data):
-            self._shape = None  # the batches' forwards leave their shapes unknown here
-            self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out))
+        self._call(lib.lattice_model_evaluate, data._ptr, max_batches, byref(out), using=(data,))
         return out.value
 
 

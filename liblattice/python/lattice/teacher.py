@@ -105,13 +105,8 @@ class Teacher(Handle):
 
     def record(self, data: Data, n_batches: int, path: FilePath, k: int = 0) -> None:
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
-        with self._using():
-            if self.model is not None:
-                # a model teacher's forwards at the data's shape: its model's last
-                # (batch, seq) is no longer known here
-                self.model._shape = None
-            self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
-                       using=(data,))
+        self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
+                   using=(data,))
 
     @classmethod
     def from_callback(cls, fn: Callable[[memoryview, int, int, int, memoryview], None],
@@ -147,11 +142,7 @@ class Teacher(Handle):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         address = c_void_p()
         with self._using():
-            if self.model is not None:
-                self.model._shape = None
             self._call(lib.lattice_teacher_logits, arr, batch, seq, byref(address))
-            if self.model is not None:
-                self.model._shape = (batch, seq)
             return out(address.value, (batch, seq, self.vocab_size), c_float, *args)
 
     def logits(self, tokens: Tokens, batch: Optional[int] = None,

@@ -189,17 +189,8 @@ class Trainer(Handle):
         # a Dist attached after creation (Dist.attach) is used by every step
         return Using((self,) + others + ((self._dist,) if self._dist is not None else ()))
 
-    def _forwards_ran(self):
-        # Forwards inside the library leave the models' shapes unknown to Python
-        # (called under the trainer's lock, which covers its models).
-        self.model._shape = None
-        if self.teacher is not None and self.teacher.model is not None:
-            self.teacher.model._shape = None
-
     def _run(self, fn, *args):
-        with self._using():
-            self._forwards_ran()
-            self._call(fn, *args)
+        self._call(fn, *args)
 
     def step(self) -> Metrics:
         """One training step; returns its Metrics."""
