@@ -207,6 +207,45 @@ class BackendTest(unittest.TestCase):
             for u, v in zip(x, y):
                 self.assertAlmostEqual(u, v, places=5)
 
+    def test_what_a_custom_gemm_keeps_cannot_reach_the_library(self):
+        """Slices of the GEMM's views outlive the call: they show copies, so writes
+        through them afterwards never reach the model's activations."""
+        ref = lattice.Backend("ref")
+        kept = []
+
+        def sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+            ref.sgemm(a, b, c, m, n, k, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta,
+                      lda=lda, ldb=ldb, ldc=ldc)
+            kept.append(c[:])
+
+        model = tiny_model(backend=lattice.Backend.custom("python", sgemm))
+        model.forward(array.array("i", range(8)), 1, 8)
+        view = model.logits_view()
+        want = view.tolist()
+        self.assertIn(want[0][0], [c.tolist()[:len(want[0][0])] for c in kept])
+        for c in kept:
+            c[0] = 1e30
+        self.assertEqual(view.tolist(), want)
+
+    def test_custom_gemm_writes_only_its_block(self):
+        """C's rows are ldc apart: what sgemm leaves between them (another block's
+        columns in a split GEMM) is not copied back."""
+        ref = lattice.Backend("ref")
+
+        def sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc):
+            ref.sgemm(a, b, c, m, n, k, trans_a=ta, trans_b=tb, alpha=alpha, beta=beta,
+                      lda=lda, ldb=ldb, ldc=ldc)
+            for r in range(m - 1):
+                for j in range(n, ldc):
+                    c[r * ldc + j] = 7.0
+
+        a = array.array("f", [1, 2, 3, 4, 5, 6])        # 2 x 3
+        b = array.array("f", [1, 0, 0, 1, 1, 1])        # 3 x 2
+        c = array.array("f", [-1.0] * 6)                # 2 x 2, rows 3 apart
+        with lattice.Backend.custom("python", sgemm) as be:
+            be.sgemm(a, b, c, 2, 2, 3, ldc=3)
+        self.assertEqual(list(c), [4, 5, -1, 10, 11, -1])
+
     def test_custom_backend_exception(self):
         def sgemm(*args):
             raise ZeroDivisionError("no GEMM today")

@@ -54,6 +54,23 @@ class TeacherTest(unittest.TestCase):
         with self.assertRaises(ValueError):
             kept[0][0]                                              # released
 
+    def test_what_a_callback_keeps_cannot_reach_the_library(self):
+        """A slice of the callback's views outlives their release: it shows a copy,
+        so a write through it after the call never reaches the teacher's buffer."""
+        kept = []
+
+        def fn(tokens, batch, seq, vocab, logits):
+            next_token_teacher(tokens, batch, seq, vocab, logits)
+            kept.append((tokens[0:2], logits[0:vocab]))
+
+        teacher = lattice.Teacher.from_callback(fn, VOCAB, 1, 4)
+        view = teacher.logits_view(array.array("i", range(4)), 1, 4)
+        want = view.tolist()
+        self.assertEqual(kept[0][0].tolist(), [0, 1])
+        self.assertEqual(kept[0][1].tolist(), want[0][0])       # the values fn wrote
+        kept[0][1][0] = 1e30
+        self.assertEqual(view.tolist(), want)
+
     def test_callback_exception(self):
         def fn(*args):
             raise KeyError("teacher is out")

@@ -215,14 +215,18 @@ def as_mask(obj, name, count):
     return arr
 
 
-def view(address, shape, ctype, keep=None, readonly=False):
-    """A memoryview of shape over C memory at address; keep stays alive with it."""
-    if not address:
-        return None
+def _address(address):
+    """An int address from an int, a c_void_p value or a ctypes pointer; 0 for NULL."""
     if isinstance(address, ctypes._Pointer):
         address = ctypes.cast(address, ctypes.c_void_p).value
-        if not address:
-            return None
+    return address or 0
+
+
+def view(address, shape, ctype, keep=None, readonly=False):
+    """A memoryview of shape over C memory at address; keep stays alive with it."""
+    address = _address(address)
+    if not address:
+        return None
     shape = tuple(int(s) for s in shape)
     arr = (ctype * prod(shape)).from_address(address)
     arr._lattice_keep = keep
@@ -234,12 +238,9 @@ def copy(address, shape, ctype, what=None, instead=None):
     """A memoryview of shape holding a copy of the C memory at address: writable, or,
     given what (say "Model.dlogits()") and instead (what to pass where the library
     writes), read-only."""
+    address = _address(address)
     if not address:
         return None
-    if isinstance(address, ctypes._Pointer):
-        address = ctypes.cast(address, ctypes.c_void_p).value
-        if not address:
-            return None
     shape = tuple(int(s) for s in shape)
     nbytes = prod(shape) * ctypes.sizeof(ctype)
     buf = bytearray(nbytes) if what is None else _ModelCopy(nbytes)
@@ -252,11 +253,47 @@ def copy(address, shape, ctype, what=None, instead=None):
     return mv.toreadonly()
 
 
+def lent(address, n, ctype, readonly=False):
+    """A flat memoryview of n values for a callback, over a Python-owned copy of the
+    C memory at address (none read for n = 0).
+
+    A slice of it, or a NumPy array made over it, that the callback keeps shows
+    this copy after the call, never the library's memory, which the library
+    reuses or frees. :func:`give_back` copies a writable one's values back.
+    """
+    nbytes = int(n) * ctypes.sizeof(ctype)
+    buf = bytearray(nbytes)
+    if nbytes:
+        ctypes.memmove((ctypes.c_char * nbytes).from_buffer(buf), _address(address), nbytes)
+    mv = memoryview(buf).cast(_KINDS[ctype][3])
+    return mv.toreadonly() if readonly else mv
+
+
+def give_back(mv, address, rows=1, width=None, stride=None):
+    """Copy a writable :func:`lent` view's values to the C memory at address: all of
+    them, or rows rows of width values each stride values apart (a matrix's
+    columns 0 .. width - 1 and nothing between its rows, which another thread's
+    block of the same GEMM may be writing)."""
+    size = mv.itemsize
+    width = len(mv) if width is None else width
+    stride = width if stride is None else stride
+    if not (rows and width):
+        return
+    src = (ctypes.c_char * mv.nbytes).from_buffer(mv.obj)
+    dst = _address(address)
+    if stride == width:
+        ctypes.memmove(dst, src, rows * width * size)
+        return
+    base = ctypes.addressof(src)
+    for r in range(rows):
+        ctypes.memmove(dst + r * stride * size, base + r * stride * size, width * size)
+
+
 def release(*views):
-    """Release views handed to a callback, so that none outlives the memory it shows.
+    """Release the views handed to a callback: a view the callback kept raises on use.
 
     A view something else still exports (a NumPy array made over it) cannot be
-    released; that one is the caller's to drop.
+    released; it shows a :func:`lent` copy, not the library's memory.
     """
     for v in views:
         if v is not None:

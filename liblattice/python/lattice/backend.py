@@ -106,7 +106,10 @@ class Backend(Handle):
         ``sgemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)``
         gets a and b as read-only flat float32 memoryviews and c as a writable
         one (valid only during the call), and computes
-        C = alpha * op(A) * op(B) + beta * C in row-major order. An exception
+        C = alpha * op(A) * op(B) + beta * C in row-major order. The views
+        show copies of the library's memory: C's m rows of n values are copied
+        back when sgemm returns (not what lies between rows ldc apart), and a
+        slice kept after the call never reaches the library's memory. An exception
         it raises fails the library call with BACKEND and is chained to the
         LatticeError. ``set_threads(n)`` is told the thread count.
         """
@@ -117,10 +120,12 @@ class Backend(Handle):
             va = vb = vc = None
             try:
                 na, nb, nc = _gemm_extents(ta, tb, m, n, k, lda, ldb, ldc)
-                va = B.view(a, (na,), c_float, readonly=True) if na else memoryview(b"").cast("f")
-                vb = B.view(b, (nb,), c_float, readonly=True) if nb else memoryview(b"").cast("f")
-                vc = B.view(c, (nc,), c_float)
+                # copies: what sgemm keeps of them cannot reach the library's memory
+                va = B.lent(a, na, c_float, readonly=True)
+                vb = B.lent(b, nb, c_float, readonly=True)
+                vc = B.lent(c, nc, c_float)
                 sgemm(ta, tb, m, n, k, alpha, va, lda, vb, ldb, beta, vc, ldc)
+                B.give_back(vc, c, m, n, ldc)
                 return 0
             except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
                 store_pending(e)

@@ -25,9 +25,11 @@ def _trampoline(fn):
         tv = lv = None
         try:
             n = batch * seq
-            tv = B.view(tokens, (n,), c_int32, readonly=True)
-            lv = B.view(logits, (n * vocab,), c_float)
+            # copies: what fn keeps of them cannot reach the library's buffers
+            tv = B.lent(tokens, n, c_int32, readonly=True)
+            lv = B.lent(logits, n * vocab, c_float)
             fn(tv, batch, seq, vocab, lv)
+            B.give_back(lv, logits)
             return 0
         except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
             store_pending(e)
@@ -115,7 +117,10 @@ class Teacher(Handle):
 
         tokens is a read-only int32 memoryview [batch * seq]; fn fills logits, a
         writable float32 memoryview [batch * seq * vocab] (row-major [batch, seq,
-        vocab]). Both are valid only during the call. An exception fn raises
+        vocab]). Both are valid only during the call: they show copies of the
+        library's buffers (fn's logits are copied back when it returns), so a
+        slice or NumPy array of them kept after the call never reaches the
+        library's memory. An exception fn raises
         fails the library call with BACKEND; the LatticeError raised from it has
         the exception as its __cause__.
         """
