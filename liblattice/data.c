@@ -427,6 +427,8 @@ int64_t lattice_data_get_n_documents(const lattice_data *d, lattice_data_split s
 {
     if (!d)
         return 0;
+    if (split != LATTICE_DATA_SPLIT_TRAIN && split != LATTICE_DATA_SPLIT_VAL)
+        return -1;
     return split == LATTICE_DATA_SPLIT_TRAIN ? d->n_train : d->n_docs - d->n_train;
 }
 
@@ -434,6 +436,8 @@ int64_t lattice_data_get_n_tokens(const lattice_data *d, lattice_data_split spli
 {
     if (!d)
         return 0;
+    if (split != LATTICE_DATA_SPLIT_TRAIN && split != LATTICE_DATA_SPLIT_VAL)
+        return -1;
     int64_t mid = d->doc_start[d->n_train];
     return split == LATTICE_DATA_SPLIT_TRAIN ? mid : d->n_ids - mid;
 }

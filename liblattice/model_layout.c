@@ -114,9 +114,16 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     double per_layer = n * (12.0 * p->d_model + 4.0 * p->d_ff +
                             3.0 * (p->n_heads + 2.0 * p->n_kv_heads) * p->head_dim) +
                        (double)p->max_batch * p->n_heads * p->max_seq * p->max_seq;
-    double total = per_layer * p->n_layers + n * 2.0 * p->vocab_size;
+    /* the weights (embedding, head, each layer's projections and norms), held
+     * with their gradients and the optimizer's two moments */
+    const double D = p->d_model, hd = p->head_dim;
+    double weights = 2.0 * p->vocab_size * D + 4.0 * D +
+                     (double)p->n_layers * (2.0 * D * p->n_heads * hd +
+                                            2.0 * D * p->n_kv_heads * hd + 3.0 * D * p->d_ff +
+                                            16.0 * D + 4.0 * hd);
+    double total = per_layer * p->n_layers + n * 2.0 * p->vocab_size + 4.0 * weights;
     if (total * sizeof(float) > (double)(SIZE_MAX / 4) || n > (double)INT_MAX)
-        BAD("the activations of this shape would not fit in memory");
+        BAD("the weights and activations of this shape would not fit in memory");
     if ((double)p->max_seq * p->max_seq > (double)INT_MAX)
         BAD("max_seq %d too long", p->max_seq);
     return LATTICE_OK;

@@ -3,6 +3,7 @@
 
 #include "fields.h"
 
+#include <math.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,13 @@ static lattice_status schedule_add_phase_body(lattice_schedule *s,
         p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_COPY)
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "unknown block initialisation %d",
                     (int)p.block_init);
+    int64_t total = 0; /* the step budgets so far: each add kept their sum in range */
+    for (int i = 0; i < s->n_phases; i++)
+        total += s->phases[i].steps;
+    if (p.steps > INT64_MAX - total)
+        return FAIL(s, LATTICE_ERR_INVALID_CONFIG,
+                    "a phase of %lld steps after %lld: the schedule's steps would add up past "
+                    "%lld", (long long)p.steps, (long long)total, (long long)INT64_MAX);
     if (s->n_phases == s->cap) {
         int cap = s->cap ? 2 * s->cap : 4;
         lattice_schedule_phase *np = realloc(s->phases, sizeof(*np) * (size_t)cap);
@@ -200,11 +208,14 @@ static int64_t preset_count(lattice_schedule_preset preset, int n_blocks, int64_
 static lattice_status check_preset(const char *fn, lattice_schedule_preset preset, int n_blocks,
                                    int block_size, int64_t steps_per_phase)
 {
+    /* (n_blocks + 1) phases' worth of steps must be countable: the matched
+     * joint arm's budget is steps_per_phase * (n_blocks + 1) / 2 */
     if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
-        block_size > 4096)
+        block_size > 4096 || steps_per_phase > INT64_MAX / (n_blocks + 1))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "%s: n_blocks %d, block_size %d, steps_per_phase %lld: needs "
-                             "n_blocks and block_size in 1..4096 and steps_per_phase >= 1",
+                             "n_blocks and block_size in 1..4096 and steps_per_phase in "
+                             "1..INT64_MAX / (n_blocks + 1)",
                              fn, n_blocks, block_size, (long long)steps_per_phase);
     if (preset_count(preset, n_blocks, steps_per_phase) < 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: unknown preset %d", fn,
@@ -353,9 +364,23 @@ static lattice_status schedule_record_body(lattice_schedule *s, int64_t tokens,
                     "lattice_schedule_record: invalid argument: tokens %lld and nonpad_tokens %lld "
                     "must be >= 0, and the non-padding ones no more than all",
                     (long long)tokens, (long long)nonpad_tokens);
+    if (!(flops >= 0.0) || !isfinite(flops))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_schedule_record: invalid argument: flops %g must be finite and >= 0",
+                    flops);
     if (s->phase >= s->n_phases)
         return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
     const lattice_schedule_phase *p = &s->phases[s->phase];
+    const lattice_schedule_counters *c = &s->counters;
+    if (tokens > INT64_MAX - c->tokens || nonpad_tokens > INT64_MAX / p->active_layers ||
+        nonpad_tokens * p->active_layers > INT64_MAX - c->active_layer_tokens ||
+        c->steps == INT64_MAX)
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_schedule_record: invalid argument: a step of %lld tokens (%lld "
+                    "non-padding) would carry the counters past %lld (tokens %lld, "
+                    "active-layer tokens %lld)",
+                    (long long)tokens, (long long)nonpad_tokens, (long long)INT64_MAX,
+                    (long long)c->tokens, (long long)c->active_layer_tokens);
     s->counters.steps++;
     s->counters.tokens += tokens;
     s->counters.nonpad_tokens += nonpad_tokens;
@@ -447,6 +472,17 @@ static lattice_status schedule_set_position_body(lattice_schedule *s, int phase,
             "lattice_schedule_set_position: invalid argument: schedule is NULL");
     char why[160];
     const lattice_schedule_counters none = {0};
+    if (counters && (counters->steps < 0 || counters->tokens < 0 || counters->nonpad_tokens < 0 ||
+                     counters->nonpad_tokens > counters->tokens ||
+                     counters->active_layer_tokens < 0 || !(counters->flops >= 0.0) ||
+                     !isfinite(counters->flops)))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_schedule_set_position: invalid argument: counters steps %lld, tokens "
+                    "%lld, nonpad_tokens %lld, active_layer_tokens %lld, flops %g: each >= 0 and "
+                    "finite, the non-padding tokens among all",
+                    (long long)counters->steps, (long long)counters->tokens,
+                    (long long)counters->nonpad_tokens, (long long)counters->active_layer_tokens,
+                    counters->flops);
     const lattice__schedule_at at = {.phase = phase, .step_in_phase = step_in_phase,
                                      .counters = counters ? *counters : none};
     if (!lattice__schedule_check_position(s, &at, why, sizeof why))

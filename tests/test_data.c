@@ -54,6 +54,11 @@ START_TEST(test_text_documents_and_batches)
     ck_assert_int_eq(lattice_data_get_n_documents(d, LATTICE_DATA_SPLIT_VAL), 1);
     ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_TRAIN), 4 + 5);
     ck_assert_int_eq(lattice_data_get_n_tokens(d, LATTICE_DATA_SPLIT_VAL), 3);
+    /* a split that is neither: -1, not the validation split's count */
+    ck_assert_int_eq(lattice_data_get_n_documents(d, (lattice_data_split)7), -1);
+    ck_assert_int_eq(lattice_data_get_n_documents(d, (lattice_data_split)-1), -1);
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, (lattice_data_split)2), -1);
+    ck_assert_int_eq(lattice_data_get_n_tokens(d, (lattice_data_split)-1), -1);
     lattice_data_batch b;
     ck_assert_int_eq(lattice_data_next(d, &b), LATTICE_OK);
     ck_assert_int_eq(b.batch, 2);

@@ -254,6 +254,11 @@ START_TEST(test_threads_follow_backend)
     p.n_threads = -1;
     ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "n_threads"));
+    /* the backend's limit: more threads than that failed in OpenMP's start
+     * (an exit) or overflowed the stack */
+    p.n_threads = 4097;
+    ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "n_threads in 0..4096"));
     p.n_threads = 0;
     ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_OK);
 

@@ -318,6 +318,16 @@ static void zero_vocab(lattice_model_params *p) { p->vocab_size = 0; }
 static void nan_theta(lattice_model_params *p) { p->rope_theta = NAN; }
 static void huge(lattice_model_params *p) { p->max_seq = 1 << 20; p->max_batch = 1 << 20; }
 static void uninitialised(lattice_model_params *p) { p->size = 0; }
+/* weights past SIZE_MAX bytes with one position of activations (their sizing
+ * alone let this through, and the arena's size wrapped) */
+static void huge_weights(lattice_model_params *p)
+{
+    p->d_model = p->d_ff = 1 << 20;
+    p->n_heads = p->n_kv_heads = 4096;
+    p->head_dim = 65536;
+    p->n_layers = p->n_active_layers = 4096;
+    p->max_batch = p->max_seq = 1;
+}
 
 START_TEST(test_model_bad_configs)
 {
@@ -329,6 +339,24 @@ START_TEST(test_model_bad_configs)
     ck_assert_int_eq(try_create(zero_vocab), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_int_eq(try_create(nan_theta), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_int_eq(try_create(huge), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_int_eq(try_create(huge_weights), LATTICE_ERR_INVALID_CONFIG);
+    {   /* the same without a model: the check and the estimate refuse it */
+        lattice_model_params p;
+        lattice_model_params_init(&p);
+        huge_weights(&p);
+        p.n_active_layers = 1;
+        char why[LATTICE_ERRMSG_SIZE] = "";
+        ck_assert_int_eq(lattice_model_params_check(&p, why), LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_ptr_nonnull(strstr(why, "weights and activations"));
+        lattice_norm *n;
+        ck_assert_int_eq(lattice_norm_create(LATTICE_NORM_PLACEMENT_PRE, LATTICE_NORM_KIND_RMS,
+                                             1e-6f, &n), LATTICE_OK);
+        int64_t n_params = -1;
+        size_t bytes = 1;
+        ck_assert_int_eq(lattice_model_estimate(&p, n, &n_params, &bytes),
+                         LATTICE_ERR_INVALID_CONFIG);
+        lattice_norm_destroy(n);
+    }
     ck_assert_int_eq(try_create(uninitialised), LATTICE_ERR_INVALID_ARGUMENT);
 }
 END_TEST

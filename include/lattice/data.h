@@ -186,7 +186,8 @@ LATTICE_API lattice_status lattice_data_get_params(const lattice_data *data, lat
  * @brief Number of documents in a split.
  * @param data The data object; NULL gives 0.
  * @param split The split.
- * @return The count.
+ * @return The count; -1 for a split that is neither ::LATTICE_DATA_SPLIT_TRAIN
+ *         nor ::LATTICE_DATA_SPLIT_VAL (since 1.1; it gave the validation count).
  */
 LATTICE_API int64_t lattice_data_get_n_documents(const lattice_data *data, lattice_data_split split);
 
@@ -194,7 +195,8 @@ LATTICE_API int64_t lattice_data_get_n_documents(const lattice_data *data, latti
  * @brief Number of tokens in a split (boundary tokens included).
  * @param data The data object; NULL gives 0.
  * @param split The split.
- * @return The count.
+ * @return The count; -1 for a split that is neither ::LATTICE_DATA_SPLIT_TRAIN
+ *         nor ::LATTICE_DATA_SPLIT_VAL (since 1.1; it gave the validation count).
  */
 LATTICE_API int64_t lattice_data_get_n_tokens(const lattice_data *data, lattice_data_split split);
 

@@ -47,7 +47,8 @@ typedef struct lattice_distill_params {
     lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. */
     int n_threads;                  /**< Threads over positions in the raw-pointer calls
                                          (::lattice_distill_dense, ::lattice_distill_topk
-                                         called directly); 0 (the default) is one.
+                                         called directly), 0 .. 4096; 0 (the
+                                         default) is one.
                                          A loss computed for a model
                                          (::lattice_distill_model, the trainer) runs with
                                          the thread count of the model's backend

@@ -133,7 +133,8 @@ LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
  * @param preset The arm.
  * @param n_blocks Blocks of the full model (paper: 3).
  * @param block_size Layers per block (paper: 3).
- * @param steps_per_phase Steps of each phase (paper: 50000).
+ * @param steps_per_phase Steps of each phase (paper: 50000), 1 ..
+ *        INT64_MAX / (n_blocks + 1).
  * @param block_init Initialisation of appended blocks.
  * @param[out] out The new schedule, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
@@ -189,7 +190,8 @@ LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule
  * @brief Append a phase.
  * @param schedule The schedule.
  * @param phase The phase (copied): a positive budget, active_layers >= 1,
- *        0 <= train_from < active_layers.
+ *        0 <= train_from < active_layers; the schedule's step budgets add up to
+ *        at most INT64_MAX.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG or
  *         ::LATTICE_ERR_OUT_OF_MEMORY.
  */
@@ -266,9 +268,12 @@ LATTICE_API int lattice_schedule_is_finished(const lattice_schedule *schedule);
  * @param schedule The schedule.
  * @param tokens Positions of the step's batch (padding included).
  * @param nonpad_tokens Non-padding positions.
- * @param flops FLOPs of the step.
+ * @param flops FLOPs of the step: finite and >= 0.
  * @param[out] phase_ended Set to 1 if the step ended its phase, else 0; may be NULL.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_STATE (already finished).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (counts below 0, more
+ *         non-padding tokens than tokens, flops not finite or below 0, or a step
+ *         that would carry a counter past INT64_MAX: nothing is counted) or
+ *         ::LATTICE_ERR_STATE (already finished).
  */
 LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, int64_t tokens,
                                                    int64_t nonpad_tokens, double flops,
@@ -288,7 +293,8 @@ LATTICE_API lattice_status lattice_schedule_get_counters(const lattice_schedule 
  * @param schedule The schedule.
  * @param phase Phase index, 0 .. n_phases.
  * @param step_in_phase Steps taken in it.
- * @param counters The counters; NULL zeroes them.
+ * @param counters The counters, each >= 0 (flops finite), the non-padding
+ *        tokens no more than the tokens; NULL zeroes them.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *schedule, int phase,
