@@ -364,7 +364,8 @@ static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, i
  * thread, each block computed whole by one serial call. No two threads write
  * the same element, and each backend's slot sums an element in the same
  * order whatever block of C its call covers (OpenBLAS's only for blocks of
- * 48 rows, its split_align; BLIS's only off its small-matrix path, so a call
+ * 48 rows, its split_align; oneDNN's below AVX-512 only for blocks of
+ * columns, split_cols_only; BLIS's only off its small-matrix path, so a call
  * the split may take runs ops.sgemm and one it never takes sgemm_whole,
  * decided by the shape alone), so the result does not depend on the thread
  * count: the same bits on 1, 2 or more threads, on every built-in backend
@@ -384,6 +385,12 @@ int lattice__backend_builtin(const lattice_backend *be)
 /* Blocks start on multiples of this many rows or columns (a micro-tile). */
 #define GEMM_SPLIT_ALIGN 16
 
+/* Whether a call is split by C's rows (else by its columns). */
+static int split_by_rows(const lattice_backend *be, int m, int n)
+{
+    return be->split_rows_only || (!be->split_cols_only && m >= n);
+}
+
 /* The blocks a call is split into on enough threads: 1 for a call never
  * split, by its shape alone. */
 static int gemm_blocks(const lattice_backend *be, int m, int n, int k)
@@ -391,7 +398,7 @@ static int gemm_blocks(const lattice_backend *be, int m, int n, int k)
     if (!lattice__backend_builtin(be) || (long)m * n * (k > 0 ? k : 1) < GEMM_SPLIT_MIN_MACS)
         return 1;
     const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
-    const int len = be->split_rows_only || m >= n ? m : n;
+    const int len = split_by_rows(be, m, n) ? m : n;
     return (len + align - 1) / align;
 }
 
@@ -419,7 +426,7 @@ static int split_sgemm(lattice_backend *be, int nt, int ta, int tb, int m, int n
                        float alpha, const float *a, int lda, const float *b, int ldb, float beta,
                        float *c, int ldc)
 {
-    const int rows = be->split_rows_only || m >= n, len = rows ? m : n;
+    const int rows = split_by_rows(be, m, n), len = rows ? m : n;
     const int align = be->split_align ? be->split_align : GEMM_SPLIT_ALIGN;
     const int blocks = (len + align - 1) / align;
     int rc = 0, no_memory = 0;

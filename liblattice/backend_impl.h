@@ -25,9 +25,10 @@ struct lattice_backend {
     lattice_backend_ops user_ops; /* as given (custom backends only) */
     lattice__kernel_report report;
     /* How backend.c splits a call over threads (backend.c, "Threads"): blocks
-     * start on multiples of split_align; rows_only: never by columns. 0: the
-     * defaults (16, rows or columns, whichever C has more of). */
-    int split_align, split_rows_only;
+     * start on multiples of split_align; rows_only: never by columns;
+     * cols_only: never by rows. 0: the defaults (16, rows or columns,
+     * whichever C has more of). */
+    int split_align, split_rows_only, split_cols_only;
     /* A built-in backend's GEMM for the calls backend.c never splits (by
      * their shape alone: small ones, a batch's problems), where ops.sgemm
      * must give the same bits split or whole; NULL: ops.sgemm. */

@@ -147,6 +147,17 @@ int lattice__onednn_bf16_why_not(char *why, size_t size)
     return 1;
 }
 
+/* Below AVX-512 (its avx2 kernels, here on a Zen 1), oneDNN's sgemm sums an
+ * element of C in an order that depends on where its row falls in the call's
+ * rows: a call split into blocks of 16 rows gave other bits than the whole
+ * (230 of 16,384 elements of a 128 x 128 x 128 product). A block of columns
+ * leaves every element's sum as it was, at every alignment tried. */
+static int fp32_cols_only(void)
+{
+    const unsigned bits = (unsigned)dnnl_get_effective_cpu_isa();
+    return (bits & (unsigned)dnnl_cpu_isa_avx512_core) != (unsigned)dnnl_cpu_isa_avx512_core;
+}
+
 int lattice__onednn_use_bf16(lattice_backend *be, int on)
 {
     if (on == LATTICE__ONEDNN_BF16_MATMUL && !be->onednn_bf16 &&
@@ -157,6 +168,7 @@ int lattice__onednn_use_bf16(lattice_backend *be, int on)
     /* by rows only: a block of C's columns changes the primitive's n, and
      * with it how oneDNN blocks k (the sums' order); a block of rows does not */
     be->split_rows_only = on == LATTICE__ONEDNN_BF16_MATMUL;
+    be->split_cols_only = on == LATTICE__ONEDNN_FP32 && fp32_cols_only();
     be->ops.sgemm = on == LATTICE__ONEDNN_BF16_MATMUL   ? onednn_gemm_bf16
                     : on == LATTICE__ONEDNN_BF16_GEMM_API ? onednn_gemm_bf16_api
                                                          : onednn_sgemm;
@@ -183,6 +195,7 @@ void lattice__onednn_fill(lattice_backend *be)
 {
     be->ops.user = be;
     be->ops.sgemm = onednn_sgemm;
+    be->split_cols_only = fp32_cols_only();
     lattice__onednn_describe(&be->report);
 }
 

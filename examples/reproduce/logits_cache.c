@@ -346,6 +346,59 @@ int logits_file_worth(const preset *p, int64_t steps_to_run)
     return steps_to_run >= 2 * logits_file_batches(p);
 }
 
+/* How many rows of the first training batch get other logits when the
+ * batch's rows move by one place (row i to i + 1). The file computes each row
+ * at one place in its batches and a step asks for it at another: where the
+ * backend's GEMMs sum a row's elements in an order that depends on its place
+ * (OpenBLAS's Haswell kernels, oneDNN's avx2 ones), the file's logits are
+ * the teacher's forward to rounding, not bit for bit. */
+static int rows_that_move(const preset *p, lattice_model *teacher, int vocab)
+{
+    lattice_data *d = open_data(p, 1);
+    lattice_data_batch bt;
+    check(lattice_data_next(d, &bt), "the training rows", lattice_data_errmsg(d));
+    const int B = bt.batch, S = bt.seq;
+    const size_t row = (size_t)S * vocab;
+    int32_t *moved = malloc(sizeof(int32_t) * (size_t)B * S);
+    float *z = malloc(sizeof(float) * row * B);
+    if (!moved || !z)
+        die("out of memory");
+    for (int i = 0; i < B; i++)
+        memcpy(moved + (size_t)((i + 1) % B) * S, bt.tokens + (size_t)i * S, sizeof(int32_t) * S);
+    check(lattice_model_forward(teacher, bt.tokens, B, S), "the teacher's logits",
+          lattice_model_errmsg(teacher));
+    memcpy(z, lattice_model_get_logits(teacher), sizeof(float) * row * B);
+    check(lattice_model_forward(teacher, moved, B, S), "the teacher's logits",
+          lattice_model_errmsg(teacher));
+    const float *z2 = lattice_model_get_logits(teacher);
+    int differ = 0;
+    for (int i = 0; i < B; i++) {
+        int n = 0; /* the row's real positions: the file keeps only those */
+        while (n < S && bt.mask[(size_t)i * S + n])
+            n++;
+        differ += memcmp(z + row * i, z2 + row * ((i + 1) % B),
+                         sizeof(float) * (size_t)n * vocab) != 0;
+    }
+    free(moved);
+    free(z);
+    lattice_data_destroy(d);
+    return differ;
+}
+
+static logits_cache *logits_cache_say_rounding(logits_cache *c, const preset *p,
+                                               lattice_model *teacher, lattice_backend *be,
+                                               int vocab)
+{
+    const int differ = c ? rows_that_move(p, teacher, vocab) : 0;
+    if (differ > 0)
+        say("the teacher's logits from the file equal its forward in a step to rounding here, "
+            "not bit for bit: with the rows of a batch moved by one place, %d of its %d rows "
+            "got other logits on this backend's GEMMs (%s); --teacher-logits step computes "
+            "them in every step\n",
+            differ, p->batch, lattice_backend_get_name(be));
+    return c;
+}
+
 logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_backend *be,
                                const char *dir, const char *teacher_hex, const char *corpus_hex,
                                int build, int64_t steps_to_run)
@@ -363,7 +416,7 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
         if (!c)
             say("the teacher's logits file %s cannot be used (%s): each run computes them\n",
                 path, why);
-        return c;
+        return logits_cache_say_rounding(c, p, teacher, be, mp.vocab_size);
     }
     const int64_t batches = logits_file_batches(p);
     if (!logits_file_worth(p, steps_to_run)) {
@@ -381,7 +434,7 @@ logits_cache *logits_cache_get(const preset *p, lattice_model *teacher, lattice_
     c = open_file(path, &want, why, sizeof why);
     if (!c)
         die("cannot read back %s: %s", path, why);
-    return c;
+    return logits_cache_say_rounding(c, p, teacher, be, mp.vocab_size);
 }
 
 int logits_file_ready(const preset *p, lattice_backend *be, const char *dir,

@@ -47,10 +47,11 @@ def stand_in_env():
     return dict(os.environ, LATTICE_REPRODUCE_DATA=_STAND_IN.name)
 
 
-def tiny_study(d, name, train_docs, train, arms):
+def tiny_study(d, name, train_docs, train, arms, backend=None):
     """Writes train.txt (train_docs documents), val.txt and tiny.json into d:
     a 3-layer teacher and a 2-block student on 4 x 16 rows, 2 seeds, 1 thread,
-    with the given "train" settings and arms. Returns the preset's path."""
+    with the given "train" settings and arms, on the build's default backend or
+    the one named. Returns the preset's path."""
     corpus(os.path.join(d, "train.txt"), train_docs, 1)
     corpus(os.path.join(d, "val.txt"), 8, 2)
     path = os.path.join(d, "tiny.json")
@@ -63,7 +64,7 @@ def tiny_study(d, name, train_docs, train, arms):
                         "d_ff": 32, "blocks": 2, "block_size": 1},
             "train": train,
             "seeds": 2, "threads": 1,
-            "arms": arms}, f)
+            "arms": arms, **({"backend": backend} if backend else {})}, f)
     return path
 
 
