@@ -133,13 +133,14 @@ int lattice__fields_from_json(const lattice__fields *fs, json_object *o, const c
             return 0;
         }
         if (f->lo <= f->hi && (is_int(f) ? iv < f->lo || iv > f->hi
-                                         : !(isfinite(dv) && dv >= (double)f->lo))) {
+                                         : !(isfinite(dv) && dv >= (double)f->lo &&
+                                             dv <= (double)f->hi))) {
             if (is_int(f))
                 snprintf(why, n, "%s%s%s %lld is out of range (%lld..%lld)", what, dot, f->name,
                          (long long)iv, (long long)f->lo, (long long)f->hi);
             else
-                snprintf(why, n, "%s%s%s %g is out of range (a finite number, at least %lld)",
-                         what, dot, f->name, dv, (long long)f->lo);
+                snprintf(why, n, "%s%s%s %g is out of range (a finite number, %lld..%lld)",
+                         what, dot, f->name, dv, (long long)f->lo, (long long)f->hi);
             return 0;
         }
         if (is_int(f))

@@ -39,7 +39,7 @@ typedef struct lattice__field {
     lattice__ftype type;
     size_t offset;
     int since;      /* the minor release (0.N) whose struct gained it */
-    int64_t lo, hi; /* the range a record may hold (lo > hi: any; a real: finite, >= lo) */
+    int64_t lo, hi; /* the range a record may hold (lo > hi: any; a real: finite too) */
 } lattice__field;
 
 typedef struct lattice__fields {

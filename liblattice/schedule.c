@@ -122,10 +122,13 @@ static lattice_status schedule_add_phase_body(lattice_schedule *s,
     int64_t total = 0; /* the step budgets so far: each add kept their sum in range */
     for (int i = 0; i < s->n_phases; i++)
         total += s->phases[i].steps;
-    if (p.steps > INT64_MAX - total)
+    /* the counts a checkpoint keeps (LATTICE__COUNT_MAX, 2^50) bound the budgets */
+    if (p.steps > LATTICE__COUNT_MAX - total || p.tokens > LATTICE__COUNT_MAX)
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG,
-                    "a phase of %lld steps after %lld: the schedule's steps would add up past "
-                    "%lld", (long long)p.steps, (long long)total, (long long)INT64_MAX);
+                    "a phase of %lld steps (%lld tokens) after %lld steps: the schedule's steps "
+                    "would add up past %lld, or its token budget is past it",
+                    (long long)p.steps, (long long)p.tokens, (long long)total,
+                    (long long)LATTICE__COUNT_MAX);
     if (s->n_phases == s->cap) {
         int cap = s->cap ? 2 * s->cap : 4;
         lattice_schedule_phase *np = realloc(s->phases, sizeof(*np) * (size_t)cap);
@@ -208,14 +211,15 @@ static int64_t preset_count(lattice_schedule_preset preset, int n_blocks, int64_
 static lattice_status check_preset(const char *fn, lattice_schedule_preset preset, int n_blocks,
                                    int block_size, int64_t steps_per_phase)
 {
-    /* (n_blocks + 1) phases' worth of steps must be countable: the matched
-     * joint arm's budget is steps_per_phase * (n_blocks + 1) / 2 */
+    /* (n_blocks + 1) phases' worth of steps must be countable (a checkpoint
+     * keeps counts up to 2^50): the matched joint arm's budget is
+     * steps_per_phase * (n_blocks + 1) / 2 */
     if (n_blocks < 1 || block_size < 1 || steps_per_phase < 1 || n_blocks > 4096 ||
-        block_size > 4096 || steps_per_phase > INT64_MAX / (n_blocks + 1))
+        block_size > 4096 || steps_per_phase > LATTICE__COUNT_MAX / (n_blocks + 1))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "%s: n_blocks %d, block_size %d, steps_per_phase %lld: needs "
                              "n_blocks and block_size in 1..4096 and steps_per_phase in "
-                             "1..INT64_MAX / (n_blocks + 1)",
+                             "1..2^50 / (n_blocks + 1)",
                              fn, n_blocks, block_size, (long long)steps_per_phase);
     if (preset_count(preset, n_blocks, steps_per_phase) < 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: unknown preset %d", fn,
@@ -351,6 +355,32 @@ lattice_status lattice_schedule_get_position(const lattice_schedule *s, int *pha
 
 int lattice_schedule_is_finished(const lattice_schedule *s) { return !s || s->phase >= s->n_phases; }
 
+/* Why a step of these counts cannot be recorded, into why; 1 when it can. The
+ * counters stay within what a checkpoint keeps: 2^50 each (the FLOPs, an
+ * estimate, stop at INT64_MAX instead: lattice_schedule_record). */
+int lattice__schedule_fits(const lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
+                           double flops, char *why, size_t n)
+{
+    const lattice_schedule_counters *c = &s->counters;
+    const int64_t most = LATTICE__COUNT_MAX;
+    const int layers = s->phase < s->n_phases ? s->phases[s->phase].active_layers : 1;
+    if (tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
+        snprintf(why, n, "tokens %lld and nonpad_tokens %lld must be >= 0, and the non-padding "
+                 "ones no more than all", (long long)tokens, (long long)nonpad_tokens);
+    else if (!(flops >= 0.0) || !isfinite(flops))
+        snprintf(why, n, "flops %g must be finite and >= 0", flops);
+    else if (c->steps >= most || tokens > most - c->tokens || nonpad_tokens > most / layers ||
+             nonpad_tokens * layers > most - c->active_layer_tokens)
+        snprintf(why, n, "a step of %lld tokens (%lld non-padding) would carry the counters "
+                 "(steps %lld, tokens %lld, active-layer tokens %lld) past what a checkpoint "
+                 "keeps (%lld each)",
+                 (long long)tokens, (long long)nonpad_tokens, (long long)c->steps,
+                 (long long)c->tokens, (long long)c->active_layer_tokens, (long long)most);
+    else
+        return 1;
+    return 0;
+}
+
 static lattice_status schedule_record_body(lattice_schedule *s, int64_t tokens,
                                            int64_t nonpad_tokens, double flops, int *phase_ended)
 {
@@ -359,33 +389,20 @@ static lattice_status schedule_record_body(lattice_schedule *s, int64_t tokens,
     if (!s)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
                              "lattice_schedule_record: invalid argument: schedule is NULL");
-    if (tokens < 0 || nonpad_tokens < 0 || nonpad_tokens > tokens)
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_schedule_record: invalid argument: tokens %lld and nonpad_tokens %lld "
-                    "must be >= 0, and the non-padding ones no more than all",
-                    (long long)tokens, (long long)nonpad_tokens);
-    if (!(flops >= 0.0) || !isfinite(flops))
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_schedule_record: invalid argument: flops %g must be finite and >= 0",
-                    flops);
+    char why[320];
+    if (!lattice__schedule_fits(s, tokens, nonpad_tokens, flops, why, sizeof why))
+        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT, "lattice_schedule_record: invalid argument: %s",
+                    why);
     if (s->phase >= s->n_phases)
         return FAIL(s, LATTICE_ERR_STATE, "the schedule has finished");
     const lattice_schedule_phase *p = &s->phases[s->phase];
-    const lattice_schedule_counters *c = &s->counters;
-    if (tokens > INT64_MAX - c->tokens || nonpad_tokens > INT64_MAX / p->active_layers ||
-        nonpad_tokens * p->active_layers > INT64_MAX - c->active_layer_tokens ||
-        c->steps == INT64_MAX)
-        return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
-                    "lattice_schedule_record: invalid argument: a step of %lld tokens (%lld "
-                    "non-padding) would carry the counters past %lld (tokens %lld, "
-                    "active-layer tokens %lld)",
-                    (long long)tokens, (long long)nonpad_tokens, (long long)INT64_MAX,
-                    (long long)c->tokens, (long long)c->active_layer_tokens);
     s->counters.steps++;
     s->counters.tokens += tokens;
     s->counters.nonpad_tokens += nonpad_tokens;
     s->counters.active_layer_tokens += nonpad_tokens * p->active_layers;
-    s->counters.flops += flops;
+    /* an estimate: it stops at what a checkpoint keeps rather than refuse a step */
+    s->counters.flops = s->counters.flops + flops < (double)INT64_MAX ? s->counters.flops + flops
+                                                                      : (double)INT64_MAX;
     s->step_in_phase++;
     s->nonpad_in_phase += nonpad_tokens;
     int done = p->steps ? s->step_in_phase >= p->steps : s->nonpad_in_phase >= p->tokens;
@@ -472,14 +489,17 @@ static lattice_status schedule_set_position_body(lattice_schedule *s, int phase,
             "lattice_schedule_set_position: invalid argument: schedule is NULL");
     char why[160];
     const lattice_schedule_counters none = {0};
+    const int64_t most = LATTICE__COUNT_MAX;
     if (counters && (counters->steps < 0 || counters->tokens < 0 || counters->nonpad_tokens < 0 ||
                      counters->nonpad_tokens > counters->tokens ||
                      counters->active_layer_tokens < 0 || !(counters->flops >= 0.0) ||
-                     !isfinite(counters->flops)))
+                     counters->steps > most || counters->tokens > most ||
+                     counters->active_layer_tokens > most ||
+                     !(counters->flops <= (double)INT64_MAX)))
         return FAIL(s, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_schedule_set_position: invalid argument: counters steps %lld, tokens "
-                    "%lld, nonpad_tokens %lld, active_layer_tokens %lld, flops %g: each >= 0 and "
-                    "finite, the non-padding tokens among all",
+                    "%lld, nonpad_tokens %lld, active_layer_tokens %lld, flops %g: each in 0..2^50 "
+                    "(flops 0..INT64_MAX), the non-padding tokens among all",
                     (long long)counters->steps, (long long)counters->tokens,
                     (long long)counters->nonpad_tokens, (long long)counters->active_layer_tokens,
                     counters->flops);

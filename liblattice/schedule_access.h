@@ -35,6 +35,13 @@ lattice_busy *lattice__schedule_busy(lattice_schedule *h);
 int lattice__schedule_check_position(const lattice_schedule *s, const lattice__schedule_at *at,
                                      char *why, size_t n);
 
+/* Whether lattice_schedule_record would count a step of these counts: 1, or
+ * 0 with the reason in why (a count below 0, FLOPs not finite, a counter
+ * that would pass what a checkpoint keeps). The trainer asks before its
+ * optimizer step, which cannot be taken back. */
+int lattice__schedule_fits(const lattice_schedule *s, int64_t tokens, int64_t nonpad_tokens,
+                           double flops, char *why, size_t n);
+
 /* Put the schedule where at says (its phases aside): a checked position
  * and its counters (a checkpoint's commit: nothing fails). */
 void lattice__schedule_restore(lattice_schedule *s, const lattice__schedule_at *at);

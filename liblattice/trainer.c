@@ -627,6 +627,14 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     }
     if (st != LATTICE_OK)
         return undo_step(t, &u, st);
+    /* the schedule must count the step before the optimizer takes it */
+    const double flops = lattice_model_get_flops(t->model, b.batch, b.seq, 1);
+    char why[320];
+    if (!lattice__schedule_fits(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, why,
+                                sizeof why))
+        return undo_step(t, &u, FAIL(t, LATTICE_ERR_STATE,
+                                     "the schedule cannot count this step: %s; nothing changed",
+                                     why));
     m.active_layers = lattice_model_get_active_layers(t->model);
     if (start && !grads_finite(t))
         return undo_step(t, &u,
@@ -641,9 +649,10 @@ static lattice_status trainer_step(lattice_trainer *t, lattice_trainer_metrics *
     if ((st = lattice_optim_step(t->optim, &gn)) != LATTICE_OK)
         return undo_step(t, &u, FAIL(t, st, "optimizer: %s", lattice_optim_errmsg(t->optim)));
     m.grad_norm = gn;
-    double flops = lattice_model_get_flops(t->model, b.batch, b.seq, 1);
     note_empty_batch(t, phase, &ph, &b);
-    lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops, &m.phase_end);
+    if ((st = lattice_schedule_record(t->schedule, (int64_t)b.batch * b.seq, b.n_tokens, flops,
+                                      &m.phase_end)) != LATTICE_OK) /* fits said it would */
+        return FAIL(t, st, "the schedule: %s", lattice_schedule_errmsg(t->schedule));
     lattice_schedule_get_counters(t->schedule, &m.counters);
     m.step = m.counters.steps;
     m.seconds = lattice__prof_clock(LATTICE_PROF_WALL) - t0;

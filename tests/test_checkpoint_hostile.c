@@ -546,7 +546,7 @@ static const struct {
     {NULL, "data_origin_index", 1 << 20,
      "the checkpoint's data origin (pass 0, index 1048576) does not fit this data"},
     {NULL, "data_epoch", -1, "state data_epoch -1 is out of range (0..1125899906842624)"},
-    {"schedule", "flops", -1, "schedule.flops -1 is out of range (a finite number, at least 0)"},
+    {"schedule", "flops", -1, "schedule.flops -1 is out of range (a finite number, 0..9223372036854775807)"},
     {"model", "n_active", 3, "the checkpoint's model.n_active 3 is out of range (1..2)"},
 };
 

@@ -208,18 +208,20 @@ START_TEST(test_token_budget_and_bad_phases)
 }
 END_TEST
 
-/* Counts near INT64_MAX are refused, never wrapped: a preset whose matched
- * budget would overflow, phases whose steps would add up past it (the total
- * stays a count or -1), a step that would carry a counter past it, FLOPs
- * that are NaN, infinite or negative, and counters restored out of range.
- * A refused record counts nothing. */
+/* Counts past what a checkpoint keeps (2^50 each, FLOPs INT64_MAX) are
+ * refused, never wrapped: a preset whose matched budget would pass it, phases
+ * whose steps add up past it, a step that would carry a counter past it,
+ * FLOPs that are NaN, infinite or negative, or whose sum would pass
+ * INT64_MAX, and counters restored out of range. A refused record counts
+ * nothing. */
 START_TEST(test_counts_that_would_overflow)
 {
+    const int64_t most = (int64_t)1 << 50;
     lattice_schedule *s = NULL;
     int n = -7;
     for (int pr = 0; pr <= (int)LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE; pr++) {
         ck_assert_int_eq(lattice_schedule_create_preset((lattice_schedule_preset)pr, 3, 3,
-                                                        INT64_MAX / 4 + 1, 0, &s),
+                                                        most / 4 + 1, 0, &s),
                          LATTICE_ERR_INVALID_CONFIG);
         ck_assert_ptr_null(s);
         ck_assert_int_eq(lattice_schedule_get_preset_phases((lattice_schedule_preset)pr, 3, 3,
@@ -227,32 +229,41 @@ START_TEST(test_counts_that_would_overflow)
                          LATTICE_ERR_INVALID_CONFIG);
         ck_assert_int_eq(n, 0);
     }
-    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "INT64_MAX / (n_blocks + 1)"));
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "2^50 / (n_blocks + 1)"));
     ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_JOINT_MATCHED_ACTIVE,
-                                                    3, 3, INT64_MAX / 4, 0, &s),
+                                                    3, 3, most / 4, 0, &s),
                      LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_get_total_steps(s), INT64_MAX / 4 * 4 / 2);
+    ck_assert_int_eq(lattice_schedule_get_total_steps(s), most / 4 * 4 / 2);
     lattice_schedule_destroy(s);
 
     ck_assert_int_eq(lattice_schedule_create(&s), LATTICE_OK);
     lattice_schedule_phase ph;
     lattice_schedule_phase_init(&ph);
     ph.steps = INT64_MAX;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.steps = 0;
+    ph.tokens = most + 1;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
+    ph.tokens = 0;
+    ph.steps = most - 1;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
-    ph.steps = 1;
+    ph.steps = 2;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "add up past"));
-    ck_assert_int_eq(lattice_schedule_get_n_phases(s), 1);
-    ck_assert_int_eq(lattice_schedule_get_total_steps(s), INT64_MAX);
+    ph.steps = 1;
+    ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_get_n_phases(s), 2);
+    ck_assert_int_eq(lattice_schedule_get_total_steps(s), most);
 
     lattice_schedule_counters c;
-    ck_assert_int_eq(lattice_schedule_record(s, INT64_MAX, INT64_MAX, 1.0, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_record(s, most, most, 1.0, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_record(s, 1, 0, 1.0, NULL), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "what a checkpoint keeps"));
     ck_assert_int_eq(lattice_schedule_record(s, 0, 0, 1.0, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_get_counters(s, &c), LATTICE_OK);
     ck_assert_int_eq(c.steps, 2);
-    ck_assert_int_eq(c.tokens, INT64_MAX);
-    ck_assert_int_eq(c.active_layer_tokens, INT64_MAX);
+    ck_assert_int_eq(c.tokens, most);
+    ck_assert_int_eq(c.active_layer_tokens, most);
     const double bad_flops[] = {NAN, INFINITY, -1.0, -1e300};
     for (int i = 0; i < 4; i++) {
         ck_assert_int_eq(lattice_schedule_record(s, 0, 0, bad_flops[i], NULL),
@@ -262,6 +273,11 @@ START_TEST(test_counts_that_would_overflow)
     ck_assert_int_eq(lattice_schedule_get_counters(s, &c), LATTICE_OK);
     ck_assert_int_eq(c.steps, 2);
     ck_assert_double_eq(c.flops, 2.0);
+    /* the FLOPs, an estimate, stop at INT64_MAX: a checkpoint keeps them */
+    ck_assert_int_eq(lattice_schedule_record(s, 0, 0, 1e19, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_record(s, 0, 0, 1e19, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_get_counters(s, &c), LATTICE_OK);
+    ck_assert_double_eq(c.flops, (double)INT64_MAX);
     lattice_schedule_destroy(s);
 
     /* a phase of 3 active layers: the active-layer tokens are 3 per token */
@@ -269,19 +285,20 @@ START_TEST(test_counts_that_would_overflow)
     ph.steps = 10;
     ph.active_layers = 3;
     ck_assert_int_eq(lattice_schedule_add_phase(s, &ph), LATTICE_OK);
-    ck_assert_int_eq(lattice_schedule_record(s, INT64_MAX / 2, INT64_MAX / 2, 0, NULL),
+    ck_assert_int_eq(lattice_schedule_record(s, most / 2, most / 2, 0, NULL),
                      LATTICE_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(lattice_schedule_record(s, INT64_MAX / 3, INT64_MAX / 3, 0, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_record(s, most / 3, most / 3, 0, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_schedule_record(s, 1, 1, 0, NULL), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(lattice_schedule_get_counters(s, &c), LATTICE_OK);
     ck_assert_int_eq(c.steps, 1);
-    ck_assert_int_eq(c.active_layer_tokens, INT64_MAX / 3 * 3);
+    ck_assert_int_eq(c.active_layer_tokens, most / 3 * 3);
 
-    /* restored counters: each >= 0, flops finite, non-padding among all */
+    /* restored counters: each in 0 .. 2^50 (FLOPs finite, at most INT64_MAX),
+     * the non-padding tokens among all */
     const lattice_schedule_counters good = {.steps = 4, .tokens = 40, .nonpad_tokens = 30,
                                             .active_layer_tokens = 90, .flops = 8.0};
-    lattice_schedule_counters bad[6];
-    for (int i = 0; i < 6; i++)
+    lattice_schedule_counters bad[8];
+    for (int i = 0; i < 8; i++)
         bad[i] = good;
     bad[0].steps = -1;
     bad[1].tokens = -1;
@@ -289,7 +306,9 @@ START_TEST(test_counts_that_would_overflow)
     bad[3].active_layer_tokens = -3;
     bad[4].flops = NAN;
     bad[5].flops = -INFINITY;
-    for (int i = 0; i < 6; i++) {
+    bad[6].tokens = most + 1;
+    bad[7].flops = 1e19;
+    for (int i = 0; i < 8; i++) {
         ck_assert_int_eq(lattice_schedule_set_position(s, 0, 4, &bad[i]),
                          LATTICE_ERR_INVALID_ARGUMENT);
         ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "counters"));

@@ -322,6 +322,44 @@ START_TEST(test_trainer_non_finite_leaves_model)
 }
 END_TEST
 
+/* A step the schedule cannot count (its counters at what a checkpoint keeps)
+ * is refused before the optimizer step: the weights, the schedule and the data
+ * stay as they were. It went on, the schedule refused to count it and the run
+ * never ended. */
+START_TEST(test_trainer_step_the_schedule_cannot_count)
+{
+    cb_state s = {0};
+    rig w;
+    study_open_cb(&w, LATTICE_NORM_PLACEMENT_PRE, LATTICE_SCHEDULE_PRESET_JOINT, cb_teacher, &s);
+    log_t l;
+    study_bind(&w, &l, 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    lattice_schedule_counters full;
+    ck_assert_int_eq(lattice_schedule_get_counters(w.schedule, &full), LATTICE_OK);
+    full.tokens = full.nonpad_tokens = (int64_t)1 << 50;
+    ck_assert_int_eq(lattice_schedule_set_position(w.schedule, 0, 1, &full), LATTICE_OK);
+    long n;
+    float *q = tu_copy_tensor(w.model, "model.layers.1.self_attn.q_proj.weight", &n);
+    lattice_data_position before, after;
+    lattice_data_get_position(w.data, &before);
+    const int64_t optim_steps = lattice_optim_get_steps(w.optim);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(w.trainer), "cannot count this step"));
+    ck_assert(tu_same_tensor(w.model, "model.layers.1.self_attn.q_proj.weight", q));
+    ck_assert_int_eq(lattice_optim_get_steps(w.optim), optim_steps);
+    lattice_data_get_position(w.data, &after);
+    ck_assert_int_eq(after.epoch, before.epoch);
+    ck_assert_int_eq(after.index, before.index);
+    int ph;
+    int64_t sp;
+    lattice_schedule_get_position(w.schedule, &ph, &sp);
+    ck_assert_int_eq(sp, 1);
+    ck_assert_int_eq(lattice_trainer_run(w.trainer), LATTICE_ERR_STATE); /* ends, refused */
+    free(q);
+    rig_close(&w);
+}
+END_TEST
+
 /* The state a NaN on a phase's first step must leave as it was. */
 typedef struct trainer_state {
     lattice_data_position pos;
@@ -531,6 +569,7 @@ int main(void)
     tcase_add_loop_test(tr, test_trainer_rewind_data, 0, 3);
     tcase_add_test(tr, test_trainer_lr_restart_length);
     tcase_add_test(tr, test_trainer_non_finite_leaves_model);
+    tcase_add_test(tr, test_trainer_step_the_schedule_cannot_count);
     tcase_add_loop_test(tr, test_trainer_non_finite_phase_start, 0, 6);
     tcase_add_test(tr, test_trainer_cross_entropy_only_and_bad_binding);
     suite_add_tcase(s, tr);

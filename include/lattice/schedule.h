@@ -134,7 +134,7 @@ LATTICE_API lattice_status lattice_schedule_create(lattice_schedule **out);
  * @param n_blocks Blocks of the full model (paper: 3).
  * @param block_size Layers per block (paper: 3).
  * @param steps_per_phase Steps of each phase (paper: 50000), 1 ..
- *        INT64_MAX / (n_blocks + 1).
+ *        2^50 / (n_blocks + 1).
  * @param block_init Initialisation of appended blocks.
  * @param[out] out The new schedule, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
@@ -191,7 +191,8 @@ LATTICE_API const char *lattice_schedule_errmsg(const lattice_schedule *schedule
  * @param schedule The schedule.
  * @param phase The phase (copied): a positive budget, active_layers >= 1,
  *        0 <= train_from < active_layers; the schedule's step budgets add up to
- *        at most INT64_MAX.
+ *        at most 2^50, and a token budget is at most 2^50 (the counts a
+ *        checkpoint keeps).
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_INVALID_CONFIG or
  *         ::LATTICE_ERR_OUT_OF_MEMORY.
  */
@@ -272,8 +273,10 @@ LATTICE_API int lattice_schedule_is_finished(const lattice_schedule *schedule);
  * @param[out] phase_ended Set to 1 if the step ended its phase, else 0; may be NULL.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (counts below 0, more
  *         non-padding tokens than tokens, flops not finite or below 0, or a step
- *         that would carry a counter past INT64_MAX: nothing is counted) or
- *         ::LATTICE_ERR_STATE (already finished).
+ *         that would carry a counter past what a checkpoint keeps, 2^50 steps,
+ *         tokens or active-layer tokens: nothing is counted; the FLOPs counter,
+ *         an estimate, stops at INT64_MAX) or ::LATTICE_ERR_STATE (already
+ *         finished).
  */
 LATTICE_API lattice_status lattice_schedule_record(lattice_schedule *schedule, int64_t tokens,
                                                    int64_t nonpad_tokens, double flops,
@@ -293,8 +296,8 @@ LATTICE_API lattice_status lattice_schedule_get_counters(const lattice_schedule 
  * @param schedule The schedule.
  * @param phase Phase index, 0 .. n_phases.
  * @param step_in_phase Steps taken in it.
- * @param counters The counters, each >= 0 (flops finite), the non-padding
- *        tokens no more than the tokens; NULL zeroes them.
+ * @param counters The counters, each in 0 .. 2^50 (flops 0 .. INT64_MAX), the
+ *        non-padding tokens no more than the tokens; NULL zeroes them.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
  */
 LATTICE_API lattice_status lattice_schedule_set_position(lattice_schedule *schedule, int phase,

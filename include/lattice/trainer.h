@@ -150,8 +150,9 @@ LATTICE_API const char *lattice_trainer_errmsg(const lattice_trainer *trainer);
  *        with ::LATTICE_ERR_INVALID_ARGUMENT before the step runs.
  * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (the schedule has finished, or
  *         the phase has a token budget and a whole pass over the training
- *         data has counted no token, so the budget could never fill: the
- *         step is not taken), ::LATTICE_ERR_NON_FINITE (a loss or gradient
+ *         data has counted no token, so the budget could never fill; or the
+ *         schedule's counters cannot count the step (::lattice_schedule_record's
+ *         bounds): the step is not taken), ::LATTICE_ERR_NON_FINITE (a loss or gradient
  *         that is not finite: nothing changed; or an optimizer update that
  *         would make some weights non-finite: those kept their values, the
  *         others and the optimizer's moments and step were updated as

@@ -239,7 +239,11 @@ class TrainerTest(unittest.TestCase):
         self.assertEqual(teacher_model.forward_shape, (4, SEQ))
         self.assertEqual(len(model.logits()), 4)
         model.active_layers = 1
+        with self.assertRaises(LatticeError):
+            model.init_layer(99, 1)
+        reason = lattice.last_error()
         self.assertIsNone(model.forward_shape)
+        self.assertEqual(lattice.last_error(), reason)   # a question, not a failure
         with self.assertRaises(LatticeError) as cm:
             model.logits()
         self.assertEqual(cm.exception.code, Status.STATE)

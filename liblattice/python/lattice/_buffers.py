@@ -259,7 +259,8 @@ def lent(address, n, ctype, readonly=False):
 
     A slice of it, or a NumPy array made over it, that the callback keeps shows
     this copy after the call, never the library's memory, which the library
-    reuses or frees. :func:`give_back` copies a writable one's values back.
+    reuses or frees. :func:`give_back` copies a writable one's values back from its
+    ``obj``.
     """
     nbytes = int(n) * ctypes.sizeof(ctype)
     buf = bytearray(nbytes)
@@ -269,17 +270,18 @@ def lent(address, n, ctype, readonly=False):
     return mv.toreadonly() if readonly else mv
 
 
-def give_back(mv, address, rows=1, width=None, stride=None):
-    """Copy a writable :func:`lent` view's values to the C memory at address: all of
-    them, or rows rows of width values each stride values apart (a matrix's
-    columns 0 .. width - 1 and nothing between its rows, which another thread's
-    block of the same GEMM may be writing)."""
-    size = mv.itemsize
-    width = len(mv) if width is None else width
+def give_back(buf, ctype, address, rows=1, width=None, stride=None):
+    """Copy the values of a writable :func:`lent` view, whose bytes are buf (its
+    ``obj``, taken before the callback ran: the callback may release the view),
+    to the C memory at address: all of them, or rows rows of width values each
+    stride values apart (a matrix's columns 0 .. width - 1, and nothing of
+    what lies between its rows)."""
+    size = ctypes.sizeof(ctype)
+    width = len(buf) // size if width is None else width
     stride = width if stride is None else stride
     if not (rows and width):
         return
-    src = (ctypes.c_char * mv.nbytes).from_buffer(mv.obj)
+    src = (ctypes.c_char * len(buf)).from_buffer(buf)
     dst = _address(address)
     if stride == width:
         ctypes.memmove(dst, src, rows * width * size)

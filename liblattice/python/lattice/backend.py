@@ -124,8 +124,9 @@ class Backend(Handle):
                 va = B.lent(a, na, c_float, readonly=True)
                 vb = B.lent(b, nb, c_float, readonly=True)
                 vc = B.lent(c, nc, c_float)
+                out = vc.obj
                 sgemm(ta, tb, m, n, k, alpha, va, lda, vb, ldb, beta, vc, ldc)
-                B.give_back(vc, c, m, n, ldc)
+                B.give_back(out, c_float, c, m, n, ldc)
                 return 0
             except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
                 store_pending(e)

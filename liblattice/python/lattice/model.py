@@ -408,16 +408,20 @@ class Model(Handle):
         Every forward sets it, whichever call ran it: :meth:`forward`, a
         trainer's step or evaluation, a model teacher's logits or recording, a
         diagnostic. None when no forward ran, or a change of
-        :attr:`active_layers`, a load or a failed pass dropped the activations.
+        :attr:`active_layers`, a skip range (:meth:`set_skip`), a load or a
+        failed pass dropped the activations.
         """
         with self._using():
             return self._held_shape()
 
     def _held_shape(self):
         # the C model's own record (under the caller's lock): no copy of it here
-        # to fall out of step with forwards run inside the library
+        # to fall out of step with forwards run inside the library. A question,
+        # not a failure: this thread's last_error() stays the earlier call's.
         batch, seq = c_int(), c_int()
+        before = lib.lattice_last_error()
         if self._get(lib.lattice_model_get_forward_shape, byref(batch), byref(seq)) != Status.OK:
+            lib.lattice_set_last_error(before)
             return None
         return batch.value, seq.value
 
@@ -427,8 +431,8 @@ class Model(Handle):
         if held is None:
             raise LatticeError(Status.STATE,
                                f"invalid state: {what}: the model holds no forward's activations "
-                               "(none ran, or a change of the active layers, a load or a failed "
-                               "pass dropped them)")
+                               "(none ran, or a change of the active layers, a skip range, a "
+                               "load or a failed pass dropped them)")
         if (batch is not None and batch != held[0]) or (seq is not None and seq != held[1]):
             raise ValueError(f"{what}: the last forward was {held[0]} x {held[1]}, "
                              f"not {batch} x {seq}")

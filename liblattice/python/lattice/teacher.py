@@ -28,8 +28,9 @@ def _trampoline(fn):
             # copies: what fn keeps of them cannot reach the library's buffers
             tv = B.lent(tokens, n, c_int32, readonly=True)
             lv = B.lent(logits, n * vocab, c_float)
+            out = lv.obj
             fn(tv, batch, seq, vocab, lv)
-            B.give_back(lv, logits)
+            B.give_back(out, c_float, logits)
             return 0
         except BaseException as e:  # noqa: B902 - C cannot unwind Python exceptions
             store_pending(e)
