@@ -73,6 +73,13 @@ lattice_status lattice_dist_create(MPI_Comm comm, lattice_dist **out)
     if (comm == MPI_COMM_NULL)
         return fail(NULL, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_dist_create: invalid argument: comm is MPI_COMM_NULL");
+    /* an intercommunicator's size is its local group's, and its collectives
+     * pair one group with the other: each rank would sum with no one */
+    int inter = 0;
+    if (MPI_Comm_test_inter(comm, &inter) == MPI_SUCCESS && inter)
+        return fail(NULL, LATTICE_ERR_INVALID_ARGUMENT,
+                    "lattice_dist_create: invalid argument: comm is an intercommunicator; the "
+                    "ranks that train together are one group (an intracommunicator)");
     lattice_dist *d = calloc(1, sizeof(*d));
     if (!d)
         return fail(NULL, LATTICE_ERR_OUT_OF_MEMORY, "lattice_dist_create: out of memory");
@@ -194,10 +201,42 @@ static lattice_status sum_round(lattice_dist *d, void *data, size_t n, int is_do
     return LATTICE_OK;
 }
 
+/* MPI may not be called after MPI_Finalize (Open MPI aborts the job): the
+ * handle's collectives refuse instead. */
+static lattice_status alive(lattice_dist *d, const char *what)
+{
+    int finalised = 0;
+    MPI_Finalized(&finalised);
+    return finalised ? fail(d, LATTICE_ERR_STATE,
+                            "%s: MPI is already finalised: destroy the handle before MPI_Finalize",
+                            what)
+                     : LATTICE_OK;
+}
+
+/* Every rank must pass the same count: with fewer on one rank, the others'
+ * values met its stale scratch and came back with LATTICE_OK. One small
+ * collective first, so every rank refuses together. */
+static lattice_status same_count(lattice_dist *d, size_t count, const char *what)
+{
+    int64_t span[2] = {(int64_t)count, -(int64_t)count}; /* the largest, minus the smallest */
+    const int rc = MPI_Allreduce(MPI_IN_PLACE, span, 2, MPI_INT64_T, MPI_MAX, d->comm);
+    if (rc != MPI_SUCCESS)
+        return mpi_fail(d, "MPI_Allreduce", rc);
+    if (span[0] != -span[1])
+        return fail(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "%s: invalid argument: the ranks pass different counts (%lld to %lld; this "
+                    "rank %zu): every rank sums as many values",
+                    what, (long long)-span[1], (long long)span[0], count);
+    return LATTICE_OK;
+}
+
 static lattice_status fixed_sum(lattice_dist *d, void *data, size_t count, int is_double)
 {
+    const char *what = is_double ? "a sum of doubles over ranks" : "a sum of floats over ranks";
+    TRY(alive(d, what));
     if (d->size == 1)
         return LATTICE_OK;
+    TRY(same_count(d, count, what));
     const size_t esize = is_double ? sizeof(double) : sizeof(float);
     const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     lattice_status st = LATTICE_OK;
@@ -240,8 +279,10 @@ lattice_status lattice_dist_sum_int64(lattice_dist *d, int64_t *values, size_t c
     lattice_status st = check_sum_args(d, values, count, "lattice_dist_sum_int64");
     if (st != LATTICE_OK)
         return st;
+    TRY(alive(d, "lattice_dist_sum_int64"));
     if (d->size == 1)
         return LATTICE_OK;
+    TRY(same_count(d, count, "lattice_dist_sum_int64"));
     const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     /* integer addition is exact in any order: MPI's own reduction will do */
     for (size_t done = 0; done < count && st == LATTICE_OK; done += INT_MAX) {
@@ -258,6 +299,7 @@ lattice_status lattice_dist_sum_int64(lattice_dist *d, int64_t *values, size_t c
 
 static lattice_status barrier(lattice_dist *d)
 {
+    TRY(alive(d, "a barrier over ranks"));
     const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     const int rc = MPI_Barrier(d->comm);
     d->stats.other_calls++;
@@ -270,6 +312,7 @@ static lattice_status broadcast(lattice_dist *d, void *data, size_t bytes, int r
     if (root < 0 || root >= d->size)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "broadcast: root %d is not a rank of %d", root,
                     d->size);
+    TRY(alive(d, "a broadcast over ranks"));
     const double t0 = lattice__prof_clock(LATTICE_PROF_WALL);
     lattice_status st = LATTICE_OK;
     for (size_t done = 0; done < bytes && st == LATTICE_OK; done += INT_MAX) {
@@ -350,7 +393,10 @@ lattice_status lattice_dist_detach(lattice_dist *d, lattice_trainer *t)
     if (!d || !t)
         return fail(d, LATTICE_ERR_INVALID_ARGUMENT, "lattice_dist_detach: invalid argument: %s is NULL",
                     !d ? "dist" : "trainer");
-    return lattice_trainer_set_collective(t, NULL, NULL);
+    const lattice_status st = lattice_trainer_set_collective(t, NULL, NULL);
+    if (st != LATTICE_OK)
+        return fail(d, st, "%s", lattice_trainer_errmsg(t));
+    return LATTICE_OK;
 }
 
 lattice_status lattice_dist_allreduce_gradients(lattice_dist *d, lattice_model *model, double weight)

@@ -79,8 +79,8 @@ typedef struct lattice_dist_stats {
  * @param comm The communicator of the ranks that train together (often
  *        MPI_COMM_WORLD).
  * @param[out] out The new handle, or NULL on failure.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out NULL or comm
- *         MPI_COMM_NULL), ::LATTICE_ERR_STATE (MPI not initialised, or
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out NULL, comm
+ *         MPI_COMM_NULL or an intercommunicator), ::LATTICE_ERR_STATE (MPI not initialised, or
  *         already finalised), ::LATTICE_ERR_BACKEND (an MPI call failed) or
  *         ::LATTICE_ERR_OUT_OF_MEMORY.
  * @since 0.3
@@ -157,7 +157,10 @@ LATTICE_API lattice_status lattice_dist_trainer_params(lattice_dist *dist,
  * @brief Let a trainer run alone again (::lattice_trainer_set_collective with NULL).
  * @param dist The handle it was attached to.
  * @param trainer The trainer.
- * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or
+ *         ::LATTICE_ERR_INVALID_CONFIG (its model holds only this rank's share
+ *         of the batch: alone it could not train; the reason in the handle's
+ *         message too).
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_detach(lattice_dist *dist, lattice_trainer *trainer);
@@ -173,7 +176,9 @@ LATTICE_API lattice_status lattice_dist_detach(lattice_dist *dist, lattice_train
  * @param dist The handle.
  * @param model The model, after backward.
  * @param weight Multiplies this rank's gradients before the sum.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also on every rank when
+ *         the ranks' models sum different counts), ::LATTICE_ERR_STATE (after
+ *         MPI_Finalize) or ::LATTICE_ERR_BACKEND.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_allreduce_gradients(lattice_dist *dist, lattice_model *model,
@@ -183,8 +188,11 @@ LATTICE_API lattice_status lattice_dist_allreduce_gradients(lattice_dist *dist, 
  * @brief Replace values on every rank by their sum over ranks (fixed order).
  * @param dist The handle.
  * @param[in,out] values count floats.
- * @param count How many (0 is allowed).
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @param count How many (0 is allowed); the same on every rank.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (values NULL with a
+ *         count, or, on every rank, counts that differ between ranks: nothing
+ *         summed), ::LATTICE_ERR_STATE (after MPI_Finalize) or
+ *         ::LATTICE_ERR_BACKEND.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_sum_floats(lattice_dist *dist, float *values, size_t count);
@@ -193,8 +201,11 @@ LATTICE_API lattice_status lattice_dist_sum_floats(lattice_dist *dist, float *va
  * @brief The same for doubles (loss sums, for instance).
  * @param dist The handle.
  * @param[in,out] values count doubles.
- * @param count How many (0 is allowed).
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @param count How many (0 is allowed); the same on every rank.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (values NULL with a
+ *         count, or, on every rank, counts that differ between ranks: nothing
+ *         summed), ::LATTICE_ERR_STATE (after MPI_Finalize) or
+ *         ::LATTICE_ERR_BACKEND.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_sum_doubles(lattice_dist *dist, double *values, size_t count);
@@ -203,8 +214,11 @@ LATTICE_API lattice_status lattice_dist_sum_doubles(lattice_dist *dist, double *
  * @brief The same for 64-bit integers (token counts, for instance).
  * @param dist The handle.
  * @param[in,out] values count integers.
- * @param count How many (0 is allowed).
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND.
+ * @param count How many (0 is allowed); the same on every rank.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (values NULL with a
+ *         count, or, on every rank, counts that differ between ranks: nothing
+ *         summed), ::LATTICE_ERR_STATE (after MPI_Finalize) or
+ *         ::LATTICE_ERR_BACKEND.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_sum_int64(lattice_dist *dist, int64_t *values, size_t count);

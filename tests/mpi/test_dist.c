@@ -73,6 +73,15 @@ static void bad_input(lattice_dist *d)
     EXPECT(lattice_dist_create, INV, "MPI_COMM_NULL", NULL, lattice_dist_create(MPI_COMM_NULL, &d2));
     CHECK(d2 == NULL, "out not cleared");
     EXPECT(lattice_dist_create, INV, "out is NULL", NULL, lattice_dist_create(MPI_COMM_WORLD, NULL));
+    /* an intercommunicator (each rank a group of its own) summed with no one */
+    MPI_Comm local, inter;
+    CHECK(MPI_Comm_split(MPI_COMM_WORLD, g_rank, 0, &local) == MPI_SUCCESS, "split");
+    CHECK(MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - g_rank, 99, &inter) == MPI_SUCCESS,
+          "intercomm");
+    EXPECT(lattice_dist_create, INV, "intercommunicator", NULL, lattice_dist_create(inter, &d2));
+    CHECK(d2 == NULL, "out not cleared");
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
     rig w;
     dw_config c = {.batch = 3, .max_batch = 3};
     OK(dw_open(&w, &c));
@@ -146,6 +155,21 @@ static void scalar_sums(lattice_dist *d)
     float one = (float)(r + 1); /* fewer elements than ranks */
     OK(lattice_dist_sum_floats(d, &one, 1));
     CHECK(one == 3.0f, "one float %g", (double)one);
+    /* counts that differ between ranks: refused on every rank, nothing summed
+     * (rank 0's values met rank 1's stale scratch, with LATTICE_OK) */
+    double y[3] = {1.0, 2.0, 3.0};
+    float g[3] = {1.0f, 2.0f, 3.0f};
+    int64_t k[3] = {1, 2, 3};
+    EXPECT(lattice_dist_sum_doubles, INV, "the ranks pass different counts (2 to 3",
+           lattice_dist_errmsg(d), lattice_dist_sum_doubles(d, y, r ? 2 : 3));
+    EXPECT(lattice_dist_sum_floats, INV, "the ranks pass different counts (0 to 3",
+           lattice_dist_errmsg(d), lattice_dist_sum_floats(d, g, r ? 0 : 3));
+    EXPECT(lattice_dist_sum_int64, INV, "the ranks pass different counts (1 to 3",
+           lattice_dist_errmsg(d), lattice_dist_sum_int64(d, k, r ? 1 : 3));
+    CHECK(y[0] == 1.0 && y[1] == 2.0 && y[2] == 3.0 && g[2] == 3.0f && k[0] == 1 && k[2] == 3,
+          "values changed by a refused sum");
+    OK(lattice_dist_sum_doubles(d, y, 3)); /* the next sum is whole again */
+    CHECK(y[0] == 2.0 && y[2] == 6.0, "double sums after a refusal %g %g", y[0], y[2]);
 }
 
 typedef struct run_out {
@@ -317,6 +341,13 @@ static void mismatched_ranks(lattice_dist *d)
     int64_t one[1] = {1};
     OK(lattice_dist_sum_int64(d, one, 1));
     CHECK(one[0] == 2, "the communicator after the refusals: %lld", (long long)one[0]);
+    /* a trainer whose model holds only its share cannot run alone: the
+     * refusal in the handle's message too (it was left empty) */
+    rig w;
+    open_dist(&w, d, 4, 2, 1);
+    EXPECT(lattice_dist_detach, CFG, "cannot detach", lattice_dist_errmsg(d),
+           lattice_dist_detach(d, w.trainer));
+    rig_close(&w);
 }
 
 static int n_files(const char *dir)
@@ -496,8 +527,19 @@ int main(int argc, char **argv)
         if (g_rank == 0)
             printf("all cases passed on 2 ranks\n");
     }
+    lattice_dist *kept; /* used after MPI_Finalize: refused, not an abort of the job */
+    OK(lattice_dist_create(MPI_COMM_WORLD, &kept));
     lattice_dist_destroy(d);
     MPI_Finalize();
+    double after = 1.0;
+    int64_t count = 1;
+    if (lattice_dist_sum_doubles(kept, &after, 1) != LATTICE_ERR_STATE ||
+        !strstr(lattice_dist_errmsg(kept), "already finalised") ||
+        lattice_dist_sum_int64(kept, &count, 1) != LATTICE_ERR_STATE || after != 1.0) {
+        fprintf(stderr, "rank %d: a sum after MPI_Finalize (%s)\n", g_rank, lattice_dist_errmsg(kept));
+        return 1;
+    }
+    lattice_dist_destroy(kept);
     lattice_dist *late; /* MPI_Abort is no longer allowed: report and fail */
     if (lattice_dist_create(MPI_COMM_WORLD, &late) != LATTICE_ERR_STATE ||
         !strstr(lattice_last_error(), "already finalised")) {
