@@ -127,6 +127,83 @@ no_teacher:
     return st;
 }
 
+/* lattice_trainer_create's checks of the objects against each other: the
+ * first failing status, its reason in lattice_last_error(). */
+static lattice_status check_create(lattice_model *model, lattice_teacher *teacher,
+                                   lattice_data *data, lattice_optim *optim,
+                                   lattice_schedule *schedule, const lattice_trainer_params *tp,
+                                   lattice_model_params *mpo)
+{
+    lattice_model_params mp = {.size = sizeof(mp)};
+    lattice_data_params dp = {.size = sizeof(dp)};
+    lattice_model_get_params(model, &mp);
+    lattice_data_get_params(data, &dp);
+    *mpo = mp;
+    if (dp.vocab_size > mp.vocab_size)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
+                             dp.vocab_size, mp.vocab_size);
+    /* with a collective from the start, set_collective checks each rank's share */
+    if (dp.batch_size > mp.max_batch && !tp->collective)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
+                             dp.batch_size, mp.max_batch);
+    if (dp.seq_len > mp.max_seq)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the data's seq_len %d exceeds the model's max_seq %d",
+                             dp.seq_len, mp.max_seq);
+    if (teacher && lattice_teacher_get_vocab_size(teacher) != mp.vocab_size)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
+                             lattice_teacher_get_vocab_size(teacher), mp.vocab_size);
+    if (lattice__optim_model(optim) != model)
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+                             "lattice_trainer_create: invalid argument: the optimizer was created "
+                             "for another model: its steps would update that one's weights");
+    if (lattice_schedule_get_n_phases(schedule) < 1)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule has no phases");
+    if (lattice_schedule_get_max_layers(schedule) > mp.n_layers)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
+                             lattice_schedule_get_max_layers(schedule), mp.n_layers);
+    return check_run(data, optim, schedule, tp);
+}
+
+/* With a collective from the start, the ranks compare their setups in
+ * lattice_trainer_set_collective, which needs a trainer on every rank: a rank
+ * that refused its own objects before it had one left the others waiting
+ * there. So every rank first says whether it could build one, and all refuse
+ * together: st, this rank's verdict, or the others'. A collective whose
+ * slots cannot be called is left to set_collective to refuse. */
+static lattice_status agree_before_create(const lattice_trainer_params *tp, lattice_status st)
+{
+    const lattice_trainer_collective *c = tp->collective;
+    void *user = tp->collective_user;
+    if (c->size < LATTICE__TRAINER_COLLECTIVE_1_0 || !c->rank || !c->n_ranks || !c->sum_int64)
+        return st;
+    const int rank = c->rank(user), n = c->n_ranks(user);
+    if (n < 2 || rank < 0 || rank >= n)
+        return st;
+    int64_t refused[2] = {st != LATTICE_OK, st != LATTICE_OK ? rank + 1 : 0}; /* count, ranks + 1 */
+    const int rc = c->sum_int64(user, refused, 2);
+    if (rc != 0)
+        return lattice__fail(LATTICE_ERR_BACKEND,
+                             "lattice_trainer_create: the ranks' agreement on their setups failed "
+                             "(status %d): %s", rc, c->errmsg ? c->errmsg(user) : "");
+    if (st != LATTICE_OK || refused[0] == 0)
+        return st;
+    if (refused[0] == 1)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: rank %lld refused its setup (its own message "
+                             "says why): every rank refuses with it",
+                             (long long)(refused[1] - 1));
+    return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                         "lattice_trainer_create: %lld of %d ranks refused their setups (their own "
+                         "messages say why): every rank refuses with them",
+                         (long long)refused[0], n);
+}
+
 lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *teacher,
                                       lattice_distill *distill, lattice_data *data,
                                       lattice_optim *optim, lattice_schedule *schedule,
@@ -153,38 +230,9 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
             LATTICE__SIZED(lattice_trainer_params, "params", LATTICE__TRAINER_PARAMS_1_0, 1), &tp,
             params));
     lattice_model_params mp = {.size = sizeof(mp)};
-    lattice_data_params dp = {.size = sizeof(dp)};
-    lattice_model_get_params(model, &mp);
-    lattice_data_get_params(data, &dp);
-    if (dp.vocab_size > mp.vocab_size)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the data's vocab_size %d exceeds the model's %d",
-                             dp.vocab_size, mp.vocab_size);
-    /* with a collective from the start, set_collective checks each rank's share */
-    if (dp.batch_size > mp.max_batch && !tp.collective)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the data's batch_size %d exceeds the model's max_batch %d",
-                             dp.batch_size, mp.max_batch);
-    if (dp.seq_len > mp.max_seq)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the data's seq_len %d exceeds the model's max_seq %d",
-                             dp.seq_len, mp.max_seq);
-    if (teacher && lattice_teacher_get_vocab_size(teacher) != mp.vocab_size)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
-                             lattice_teacher_get_vocab_size(teacher), mp.vocab_size);
-    if (lattice__optim_model(optim) != model)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-                             "lattice_trainer_create: invalid argument: the optimizer was created "
-                             "for another model: its steps would update that one's weights");
-    if (lattice_schedule_get_n_phases(schedule) < 1)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the schedule has no phases");
-    if (lattice_schedule_get_max_layers(schedule) > mp.n_layers)
-        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
-                             "lattice_trainer_create: the schedule grows to %d layers but the model has %d",
-                             lattice_schedule_get_max_layers(schedule), mp.n_layers);
-    lattice_status st = check_run(data, optim, schedule, &tp);
+    lattice_status st = check_create(model, teacher, data, optim, schedule, &tp, &mp);
+    if (tp.collective)
+        st = agree_before_create(&tp, st);
     if (st != LATTICE_OK)
         return st;
     if ((st = borrow_all(model, teacher, distill, data, optim, schedule)) != LATTICE_OK)

@@ -28,6 +28,7 @@ typedef struct dw_config {
     uint64_t data_seed;   /* 3 */
     uint64_t model_seed;  /* 42 */
     int64_t phase2_steps; /* 12 */
+    int max_seq;          /* DW_SEQ: the model's; the data's rows stay DW_SEQ long */
 } dw_config;
 
 /* The rig's options for the world c describes (phases: storage for its two). */
@@ -35,7 +36,7 @@ static inline void dw_options(rig_options *o, lattice_schedule_phase phases[2], 
 {
     rig_options_init(o);
     o->model.max_batch = c->max_batch;
-    o->model.max_seq = DW_SEQ;
+    o->model.max_seq = c->max_seq ? c->max_seq : DW_SEQ;
     o->model.seed = c->model_seed ? c->model_seed : 42;
     if (c->teacher_file) {
         o->teacher = RIG_TEACHER_FILE;
@@ -48,6 +49,7 @@ static inline void dw_options(rig_options *o, lattice_schedule_phase phases[2], 
         o->teacher = RIG_TEACHER_MODEL;
     }
     o->data.batch_size = c->batch;
+    o->data.seq_len = DW_SEQ;
     o->data.seed = c->data_seed ? c->data_seed : 3;
     o->data.val_fraction = 0.1f;
     o->optim.lr = 1e-2f;

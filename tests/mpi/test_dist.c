@@ -341,6 +341,19 @@ static void mismatched_ranks(lattice_dist *d)
     int64_t one[1] = {1};
     OK(lattice_dist_sum_int64(d, one, 1));
     CHECK(one[0] == 2, "the communicator after the refusals: %lld", (long long)one[0]);
+    /* a rank that refuses its own objects before the setups are compared
+     * (its model's max_seq below the data's rows): every rank refuses with
+     * it; rank 0 waited for it in the comparison for ever */
+    dw_config short_rows = {.batch = 4, .max_batch = 2, .coll = tp.collective,
+                            .coll_user = tp.collective_user};
+    if (g_rank == 1)
+        short_rows.max_seq = DW_SEQ - 1;
+    rig v;
+    lattice_set_last_error("primed-by-the-test");
+    CHECK(dw_open(&v, &short_rows) == CFG, "a rank's own refusal at creation");
+    CHECK(strstr(lattice_last_error(), g_rank ? "exceeds the model's max_seq"
+                                              : "rank 1 refused its setup"),
+          "the creation's reason: %s", lattice_last_error());
     /* a trainer whose model holds only its share cannot run alone: the
      * refusal in the handle's message too (it was left empty) */
     rig w;
