@@ -88,8 +88,8 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
     LATTICE__TRAINER_HELD(t, "lattice_trainer_evaluate", trainer_evaluate(t, val_ce));
 }
 
-lattice_status lattice_trainer_set_collective(lattice_trainer *t,
-                                              const lattice_trainer_collective *ops, void *user)
+static lattice_status set_collective(lattice_trainer *t, const lattice_trainer_collective *ops,
+                                     void *user)
 {
     if (!t)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
@@ -173,6 +173,14 @@ lattice_status lattice_trainer_set_collective(lattice_trainer *t,
     return LATTICE_OK;
 }
 
+/* Held: another thread's attach or detach during a step would change the
+ * collective (and free the ranks' statuses) under it. */
+lattice_status lattice_trainer_set_collective(lattice_trainer *t,
+                                              const lattice_trainer_collective *ops, void *user)
+{
+    LATTICE__TRAINER_HELD(t, "lattice_trainer_set_collective", set_collective(t, ops, user));
+}
+
 /* Sum [data, data + n) over ranks, after weighting it (unless weight is 1). */
 static int weighted_sum(const lattice_trainer_collective *ops, void *user, float *data, size_t n,
                         double weight)
@@ -213,9 +221,8 @@ static int reduce_gradients(const lattice_trainer_collective *ops, void *user,
     return run ? weighted_sum(ops, user, run, run_n, weight) : 0;
 }
 
-lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer_collective *ops,
-                                                           void *user, lattice_model *model,
-                                                           double weight)
+static lattice_status collective_reduce_gradients(const lattice_trainer_collective *ops,
+                                                  void *user, lattice_model *model, double weight)
 {
     static const char fn[] = "lattice_trainer_collective_reduce_gradients";
     if (lattice__need(NULL, fn, 2, (const void *)ops, "ops", (const void *)model, "model") !=
@@ -238,6 +245,17 @@ lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer
                              why ? why : "");
     }
     return LATTICE_OK;
+}
+
+/* Inside the model: a trainer's step on another thread (or a call the step
+ * makes back) would have its gradients summed and scaled under it. */
+lattice_status lattice_trainer_collective_reduce_gradients(const lattice_trainer_collective *ops,
+                                                           void *user, lattice_model *model,
+                                                           double weight)
+{
+    LATTICE__INSIDE_BUSY(model ? lattice__model_busy(model) : NULL,
+                         "lattice_trainer_collective_reduce_gradients", "model",
+                         collective_reduce_gradients(ops, user, model, weight));
 }
 
 /* Rows [first, first + rows) of a batch as a batch of its own. */

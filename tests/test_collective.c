@@ -487,6 +487,73 @@ START_TEST(test_slot_failure_is_reported)
 }
 END_TEST
 
+/* Another thread's gradient sum or detach while a step is inside the trainer
+ * (here: in its teacher's callback) is refused, nothing done: the sum halved
+ * the step's gradients under it, and a detach freed the ranks' statuses. */
+typedef struct step_inside {
+    pthread_barrier_t bar;
+    rig *w;
+    fake_rank *fr;
+    int calls;
+    lattice_status reduce, detach;
+    float grad_before, grad_after;
+} step_inside;
+
+static int waiting_teacher(void *user, const int32_t *tokens, int batch, int seq, int vocab,
+                           float *logits)
+{
+    (void)tokens;
+    step_inside *x = user;
+    memset(logits, 0, sizeof(float) * (size_t)batch * seq * vocab);
+    if (x->calls++ == 0) {
+        pthread_barrier_wait(&x->bar); /* inside the step */
+        pthread_barrier_wait(&x->bar); /* the other thread has tried */
+    }
+    return 0;
+}
+
+static void *try_during_step(void *arg)
+{
+    step_inside *x = arg;
+    pthread_barrier_wait(&x->bar);
+    lattice_model_tensor_info ti;
+    lattice_model_find_tensor(x->w->model, "model.norm.weight", &ti);
+    x->grad_before = ti.grad[0];
+    x->reduce = lattice_trainer_collective_reduce_gradients(&fake_ops, x->fr, x->w->model, 0.5);
+    x->detach = lattice_trainer_set_collective(x->w->trainer, NULL, NULL);
+    x->grad_after = ti.grad[0];
+    pthread_barrier_wait(&x->bar);
+    return NULL;
+}
+
+START_TEST(test_other_thread_refused_during_step)
+{
+    step_inside x = {.calls = 0};
+    pthread_barrier_init(&x.bar, NULL, 2);
+    rig w;
+    dw_config c = {.batch = 4, .max_batch = 4, .teacher_fn = waiting_teacher, .user = &x};
+    ck_assert_int_eq(dw_open(&w, &c), LATTICE_OK);
+    fake_world fw = {.n = 1, .solo = 1};
+    fake_rank fr = {&fw, 0};
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, &fake_ops, &fr), LATTICE_OK);
+    x.w = &w;
+    x.fr = &fr;
+    pthread_t other;
+    ck_assert_int_eq(pthread_create(&other, NULL, try_during_step, &x), 0);
+    ck_assert_int_eq(lattice_trainer_step(w.trainer, NULL), LATTICE_OK);
+    pthread_join(other, NULL);
+    ck_assert_int_eq(x.reduce, LATTICE_ERR_STATE);
+    ck_assert_int_eq(x.detach, LATTICE_ERR_STATE);
+    ck_assert(x.grad_after == x.grad_before || isnan(x.grad_before));
+    /* between calls both are taken */
+    ck_assert_int_eq(lattice_trainer_collective_reduce_gradients(&fake_ops, &fr, w.model, 1.0),
+                     LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_set_collective(w.trainer, NULL, NULL), LATTICE_OK);
+    rig_close(&w);
+    pthread_barrier_destroy(&x.bar);
+}
+END_TEST
+
 /* Rank 0 writes the checkpoint alone (rank 1's path names a directory that
  * does not exist, and is never used); two ranks resume it bit-exactly; one
  * rank refuses it. */
@@ -751,6 +818,7 @@ static Suite *collective_suite(void)
     tcase_add_test(tc, test_recorded_teacher_over_ranks);
     tcase_add_test(tc, test_failure_on_one_rank_fails_all);
     tcase_add_test(tc, test_slot_failure_is_reported);
+    tcase_add_test(tc, test_other_thread_refused_during_step);
     tcase_add_test(tc, test_checkpoint_over_ranks);
     tcase_add_test(tc, test_checkpoint_other_ranks);
     tcase_add_loop_test(tc, test_mismatched_ranks_refused, 0, 5);

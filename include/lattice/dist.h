@@ -178,7 +178,8 @@ LATTICE_API lattice_status lattice_dist_detach(lattice_dist *dist, lattice_train
  * @param weight Multiplies this rank's gradients before the sum.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also on every rank when
  *         the ranks' models sum different counts), ::LATTICE_ERR_STATE (after
- *         MPI_Finalize) or ::LATTICE_ERR_BACKEND.
+ *         MPI_Finalize, or another thread inside a call on the model: nothing
+ *         summed) or ::LATTICE_ERR_BACKEND.
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_dist_allreduce_gradients(lattice_dist *dist, lattice_model *model,

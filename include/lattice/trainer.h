@@ -258,8 +258,9 @@ typedef struct lattice_trainer_collective {
  *         not divide by the number of ranks, a share larger than the model's
  *         max_batch, a setup that differs between ranks, or a detach
  *         that would leave the model a batch larger than it holds),
- *         ::LATTICE_ERR_OUT_OF_MEMORY, or ::LATTICE_ERR_BACKEND (a slot
- *         failed while the ranks compared their setups).
+ *         ::LATTICE_ERR_OUT_OF_MEMORY, ::LATTICE_ERR_STATE (another thread is
+ *         inside a call on the trainer: nothing changed) or ::LATTICE_ERR_BACKEND
+ *         (a slot failed while the ranks compared their setups).
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_trainer_set_collective(lattice_trainer *trainer,
@@ -279,8 +280,10 @@ LATTICE_API lattice_status lattice_trainer_set_collective(lattice_trainer *train
  * @param user Its user pointer.
  * @param model The model, after backward.
  * @param weight Multiplies this rank's gradients before the sum.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_BACKEND
- *         (a slot failed: the gradients are then unspecified).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_STATE
+ *         (another thread is inside a call on the model, a trainer's step
+ *         among them: nothing summed) or ::LATTICE_ERR_BACKEND (a slot failed:
+ *         the gradients are then unspecified).
  * @since 0.3
  */
 LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
