@@ -17,13 +17,15 @@ def claim_p(test, s):
         return p_tost(s, MARGIN)
     if test == "excludes_paper":  # post ahead by the paper's effect (-delta) excluded at 95%
         return p_against(s, -MARGIN) if s["mean"] > -MARGIN else 1.0
+    if test == "against_paper":  # either side of -delta at 95%: the side is the verdict's
+        return p_against(s, -MARGIN)
     raise Refused("family: unknown test %r" % test)
 
 
 def bytes_bound(test, s):
     """The most bytes per token at which the claim still holds at this
     interval (the margin is 0.0328 / bytes per token)."""
-    if test == "excludes_paper":
+    if test == "excludes_paper" or (test == "against_paper" and s["mean"] > -MARGIN):
         lo = s["mean"] - s["half"]
         return PAPER_GROW_PER_TOKEN / -lo if lo < 0 else None
     if test == "within":
@@ -104,6 +106,15 @@ def claim_parts(c, by_name, doses):
     raise Refused("family: a claim with nothing to test: %r" % c.get("claim"))
 
 
+def paper_side(test, s):
+    """For a test against the paper's effect, the side of -delta its mean
+    lies on: what its verdict says where it holds."""
+    if test != "against_paper" or not s:
+        return None
+    return ("the paper's effect excluded" if s["mean"] > -MARGIN
+            else "post ahead by more than the paper's effect")
+
+
 def claim_row(c, parts, p_given, p_is_bound):
     """A claim's row: its parts' summaries and p (the largest part's, or the
     one its verdict row prints), and its label."""
@@ -126,6 +137,7 @@ def claim_row(c, parts, p_given, p_is_bound):
             "mean": first["mean"] if first else None,
             "half": first["half"] if first else None,
             "sd": first["sd"] if first else None,
+            "side": paper_side(test, first),
             "parts": [{"test": t, "n": sm["n"], "mean": sm["mean"], "sd": sm["sd"],
                        "half": sm["half"]} for t, sm in sums],
             "bytes_per_token_bound": bytes_bound(test, first) if first and "terms" in c
@@ -186,7 +198,9 @@ def headline_md(family, rows):
           "a direction, the two-sided t test against 0 over the paired seeds; *within*, the "
           "two one-sided t tests at ±%.4f nats/byte (delta: the paper's grow effect, %.4f "
           "nats per Qwen3 token, at an assumed %d bytes per token); *excludes the paper's "
-          "effect*, the two-sided t test against -%.4f (post-grow ahead by delta); block "
+          "effect*, the two-sided t test against -%.4f (post-grow ahead by delta), and *against "
+          "the paper*, the same test read on either side of it (post ahead by more than "
+          "delta where the mean lies below -delta, the paper's effect excluded where above); block "
           "removal, the largest p of its rule's three intervals; a verdict row, the p its "
           "study's report.md prints. Holm's step-down adjustment over the %d claims: a claim "
           "holds for the family when its Holm p is below %.2f; one that fails is not decided, "
@@ -222,5 +236,6 @@ def headline_md(family, rows):
             cell(r["claim"]), r["test"], "" if r["n"] is None else r["n"], mh,
             "< " if r["p_is_bound"] else "", fmt_p(r["p"]).lstrip("< ") if r["p_is_bound"]
             else fmt_p(r["p"]), fmt_p(r["holm"]),
-            "holds" if r["holds"] else "fails Holm: not decided", bound, need))
+            ("holds" + (": %s" % r["side"] if r.get("side") else "")) if r["holds"]
+            else "fails Holm: not decided", bound, need))
     return md

@@ -503,6 +503,53 @@ class Cross(unittest.TestCase):
             self.assertEqual(rows["grow gap, seeds 2-5"]["n"], 4)
             self.assertIn("## The crossover", report)
 
+    def test_against_the_paper(self):
+        """against_paper: the two-sided t test against -delta, read on the side
+        its mean lies: post ahead by more than delta, or the paper's effect
+        excluded; a mean near -delta decides neither."""
+        mod = load_cross()
+        with tempfile.TemporaryDirectory() as d:
+            m = mod.MARGIN
+            gaps = {"ahead": [-3 * m + e for e in (0.001, -0.002, 0.0, 0.002, -0.001)],
+                    "behind": [-0.5 * m + e for e in (0.001, -0.002, 0.0, 0.002, -0.001)],
+                    "near": [-m + e for e in (0.004, -0.004, 0.001, -0.002, 0.002)]}
+            runs = {"pre-joint": [run_record(2.0, 1, 0) for _ in range(5)],
+                    "post-joint": [run_record(2.0, 1, 0) for _ in range(5)]}
+            claims = []
+            for name, g in gaps.items():
+                runs["pre-" + name] = [run_record(2.0, 1, 0) for _ in g]
+                runs["post-" + name] = [run_record(2.0 + x, 1, 0) for x in g]
+                claims.append({"claim": name, "test": "against_paper",
+                               "terms": [["s", "post-" + name, 1], ["s", "pre-" + name, -1]]})
+            study(os.path.join(d, "s"), "s", 10, runs,
+                  extra_arms=[a for n in gaps for a in ("pre-" + n, "post-" + n)])
+            with open(os.path.join(d, "family.json"), "w") as f:
+                json.dump({"claims": claims}, f)
+            out = os.path.join(d, "out")
+            r = subprocess.run([sys.executable, CROSS, "--family", os.path.join(d, "family.json"),
+                                "--out", out, os.path.join(d, "s")], capture_output=True,
+                               text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                rows = {x["claim"]: x for x in json.load(f)["headline_family"]}
+            self.assertTrue(rows["ahead"]["holds"])
+            self.assertEqual(rows["ahead"]["side"], "post ahead by more than the paper's effect")
+            self.assertIsNone(rows["ahead"]["bytes_per_token_bound"])
+            self.assertTrue(rows["behind"]["holds"])
+            self.assertEqual(rows["behind"]["side"], "the paper's effect excluded")
+            self.assertIsNotNone(rows["behind"]["bytes_per_token_bound"])
+            self.assertFalse(rows["near"]["holds"])
+            s = {"mean": -3 * m, "sd": 0.0016, "n": 5}
+            self.assertAlmostEqual(rows["ahead"]["p"], mod.p_against(
+                {"mean": rows["ahead"]["mean"], "sd": rows["ahead"]["sd"], "n": 5}, -m))
+            fam = sys.modules["cross_family"]  # loaded by cross.py
+            self.assertEqual(fam.claim_p("excludes_paper", s), 1.0)
+            self.assertLess(fam.claim_p("against_paper", s), 0.001)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertIn("| holds: post ahead by more than the paper's effect |", report)
+            self.assertIn("| holds: the paper's effect excluded |", report)
+
     def test_hostile_names(self):
         """Arm names from a results.json never reach gnuplot as commands: a name
         that breaks the study's name rule (backticks, quotes, system(), newlines)
