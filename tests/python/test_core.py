@@ -8,7 +8,6 @@ built library and PYTHONPATH to liblattice/python; LATTICE_INCLUDE_DIR names the
 public headers for the coverage test. The helpers are lattice_helpers.py.
 """
 
-import array
 import ctypes
 import os
 import re

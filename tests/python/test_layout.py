@@ -12,7 +12,6 @@ import sys
 import tempfile
 import unittest
 
-import lattice
 from lattice import _types as T
 
 # mirror -> the C struct it stands for

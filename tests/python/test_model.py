@@ -450,7 +450,10 @@ class PretrainedTest(unittest.TestCase):
                 json.dump(config, f)
             hf = lattice.Model.from_pretrained(tmp, backend="ref", max_batch=2, max_seq=4)
             hf.forward(tokens, 2, 4)
-            for a, b in zip(hf.logits().cast("B").cast("f"), model.logits().cast("B").cast("f")):
+            # against the logits taken before the save: saving changed nothing
+            got = hf.logits().tolist()
+            self.assertEqual(len(got), len(expected))
+            for a, b in zip(got, expected):
                 self.assertAlmostEqual(a, b, places=5)
         self.check_round_trip(tiny_model(qk_norm=1), "qwen3")
 

@@ -398,7 +398,6 @@ class Jobs(unittest.TestCase):
         is left once the runs are kept."""
         import random
         import signal
-        import time
         with tempfile.TemporaryDirectory() as d:
             preset = tiny_study(
                 d, "tiny-resume", 60,
