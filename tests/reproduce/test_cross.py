@@ -54,6 +54,18 @@ class Cross(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         return out
 
+    def cross_with_family(self, d, family):
+        """Run cross.py --family on study d/s into d/out, with family written
+        to d/family.json; return d/out and its cross.json."""
+        with open(os.path.join(d, "family.json"), "w") as f:
+            json.dump(family, f)
+        out = os.path.join(d, "out")
+        r = subprocess.run([sys.executable, CROSS, "--family", os.path.join(d, "family.json"),
+                            "--out", out, os.path.join(d, "s")], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(out, "cross.json")) as f:
+            return out, json.load(f)
+
     def plain_study(self, d):
         """Study d/s: the 4 main arms, 2 seeds of one record; its results.json."""
         runs = {a: [run_record(2.0, 1, 0) for _ in range(2)]
@@ -471,17 +483,9 @@ class Cross(unittest.TestCase):
                                                                           "post-grow"]},
                 {"claim": "grow gap, seeds 2-5", "test": "direction", "beside": True,
                  "seeds": [2, 5], "terms": [["s", "post-grow", 1], ["s", "pre-grow", -1]]}]}
-            with open(os.path.join(d, "family.json"), "w") as f:
-                json.dump(family, f)
             with open(os.path.join(d, "s", "results.json"), "w") as f:
                 json.dump(res, f)
-            out = os.path.join(d, "out")
-            r = subprocess.run([sys.executable, CROSS, "--family", os.path.join(d, "family.json"),
-                                "--out", out, os.path.join(d, "s")], capture_output=True,
-                               text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            with open(os.path.join(out, "cross.json")) as f:
-                got = json.load(f)
+            out, got = self.cross_with_family(d, family)
             rows = {x["claim"]: x for x in got["headline_family"]}
             mod = load_cross()
             ps = [rows[c]["p"] for c in ("joint gap", "grow gap", "crossover")]
@@ -523,15 +527,8 @@ class Cross(unittest.TestCase):
                                "terms": [["s", "post-" + name, 1], ["s", "pre-" + name, -1]]})
             study(os.path.join(d, "s"), "s", 10, runs,
                   extra_arms=[a for n in gaps for a in ("pre-" + n, "post-" + n)])
-            with open(os.path.join(d, "family.json"), "w") as f:
-                json.dump({"claims": claims}, f)
-            out = os.path.join(d, "out")
-            r = subprocess.run([sys.executable, CROSS, "--family", os.path.join(d, "family.json"),
-                                "--out", out, os.path.join(d, "s")], capture_output=True,
-                               text=True)
-            self.assertEqual(r.returncode, 0, r.stderr)
-            with open(os.path.join(out, "cross.json")) as f:
-                rows = {x["claim"]: x for x in json.load(f)["headline_family"]}
+            out, got = self.cross_with_family(d, {"claims": claims})
+            rows = {x["claim"]: x for x in got["headline_family"]}
             self.assertTrue(rows["ahead"]["holds"])
             self.assertEqual(rows["ahead"]["side"], "post ahead by more than the paper's effect")
             self.assertIsNone(rows["ahead"]["bytes_per_token_bound"])
