@@ -5,12 +5,12 @@ set grid
 set output 'dose.svg'
 set xlabel 'pre-norm row-start / regular RMS where appended blocks read'
 set ylabel 'post-grow - pre-grow (nats/byte)'
-plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.07129071969380454 + -0.03246601408439835 * x with lines lw 2
+plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.08083775234694265 + -0.0422655267659689 * x with lines lw 2
 unset output
 set output 'trend.svg'
 set key outside
 set logscale x 2
 set xlabel 'steps per phase (log scale)'
 set ylabel 'nats/byte, with 95% intervals'
-plot 0 with lines lc 'black' notitle, 'trend.csv' every ::1::2 using 2:3:4 with yerrorlines title 'go, joint: post - pre', 'trend.csv' every ::1::2 using 2:5:6 with yerrorlines title 'go, grow: post - pre', 'trend.csv' every ::1::2 using 2:7:8 with yerrorlines title 'go, I', 'trend.csv' every ::3::3 using 2:3:4 with yerrorlines title 'paper''s optimizer, joint: post - pre', 'trend.csv' every ::3::3 using 2:5:6 with yerrorlines title 'paper''s optimizer, grow: post - pre', 'trend.csv' every ::3::3 using 2:7:8 with yerrorlines title 'paper''s optimizer, I'
+plot 0 with lines lc 'black' notitle, 'trend.csv' every ::1::3 using 2:3:4 with yerrorlines title 'go, joint: post - pre', 'trend.csv' every ::1::3 using 2:5:6 with yerrorlines title 'go, grow: post - pre', 'trend.csv' every ::1::3 using 2:7:8 with yerrorlines title 'go, I', 'trend.csv' every ::4::4 using 2:3:4 with yerrorlines title 'paper''s optimizer, joint: post - pre', 'trend.csv' every ::4::4 using 2:5:6 with yerrorlines title 'paper''s optimizer, grow: post - pre', 'trend.csv' every ::4::4 using 2:7:8 with yerrorlines title 'paper''s optimizer, I'
 unset output

@@ -1,0 +1,16 @@
+set terminal svg size 800,500
+set datafile separator ','
+set key off
+set grid
+set output 'dose.svg'
+set xlabel 'pre-norm row-start / regular RMS where appended blocks read'
+set ylabel 'post-grow - pre-grow (nats/byte)'
+plot 'points.csv' every ::1 using 4:5 with points pt 7 ps 0.8, 0.023057345210370426 + -0.017385699483571968 * x with lines lw 2
+unset output
+set output 'trend.svg'
+set key outside
+set logscale x 2
+set xlabel 'steps per phase (log scale)'
+set ylabel 'nats/byte, with 95% intervals'
+plot 0 with lines lc 'black' notitle, 'trend.csv' every ::1::2 using 2:3:4 with yerrorlines title 'go, joint: post - pre', 'trend.csv' every ::1::2 using 2:5:6 with yerrorlines title 'go, grow: post - pre', 'trend.csv' every ::1::2 using 2:7:8 with yerrorlines title 'go, I'
+unset output
