@@ -7,7 +7,7 @@ import re
 
 from cross_stats import (ALPHA, BYTES_PER_TOKEN, MARGIN, MAX_SEEDS, PAPER_GROW_PER_TOKEN, fmt_p,
                          holm, p_against, p_tost, pm, summary, summary_at, t90, t95)
-from cross_study import Refused, cell, crossover, finals, study_name
+from cross_study import Refused, cell, crossover, study_name
 
 def claim_p(test, s):
     """The p of a claim's test on a summary of its per-seed values."""
@@ -46,15 +46,43 @@ def part_p(test, s):
     return claim_p(test, s)
 
 
+def seed_range(c):
+    """A claim's "seeds" range, first to last, as the seed numbers it names;
+    None where it has none."""
+    if "seeds" not in c:
+        return None
+    r = c["seeds"]
+    if not (isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r)
+            and 1 <= r[0] <= r[1]):
+        raise Refused("family: claim %r: \"seeds\" must be [first, last], whole numbers with "
+                      "1 <= first <= last, not %r" % (c.get("claim"), r))
+    return list(range(r[0], r[1] + 1))
+
+
 def terms_values(c, by_name):
-    """A claim's per-seed sum of its terms' (study, arm, coefficient) finals."""
+    """A claim's per-seed sum of its terms' (study, arm, coefficient) finals,
+    paired by seed number: over the claim's "seeds" range, or else over the
+    seeds every term has, which must then be the same seeds."""
+    wanted, first = seed_range(c), None
     vals = None
     for st, arm, coef in c["terms"]:
         if st not in by_name or arm not in by_name[st]["arms"]:
             raise Refused("family: %s has no arm %s" % (st, arm))
-        f = finals(by_name[st], arm)
-        if "seeds" in c:  # a range of seed numbers, first to last
-            f = f[c["seeds"][0] - 1:c["seeds"][1]]
+        by_seed = {r.get("seed", i + 1): r["val_ce"]
+                   for i, r in enumerate(by_name[st]["arms"][arm])}
+        if wanted is None:
+            if first is None:
+                first = (st, arm, sorted(by_seed))
+            elif sorted(by_seed) != first[2]:
+                raise Refused("family: claim %r pairs %s's %s (seeds %s) with %s's %s (seeds %s); "
+                              "give it a \"seeds\" range both have"
+                              % (c.get("claim"), first[0], first[1], first[2], st, arm,
+                                 sorted(by_seed)))
+        missing = [n for n in wanted or () if n not in by_seed]
+        if missing:
+            raise Refused("family: claim %r: %s's %s has no seed %d (it has %s)"
+                          % (c.get("claim"), st, arm, missing[0], sorted(by_seed)))
+        f = [by_seed[n] for n in (wanted or first[2])]
         vals = [coef * x for x in f] if vals is None else \
             [v + coef * x for v, x in zip(vals, f)]
     return vals

@@ -507,6 +507,63 @@ class Cross(unittest.TestCase):
             self.assertEqual(rows["grow gap, seeds 2-5"]["n"], 4)
             self.assertIn("## The crossover", report)
 
+    def test_family_pairs_by_seed_number(self):
+        """A claim over two studies pairs their runs by seed number: over its
+        "seeds" range, or else over seeds both have, which must be the same;
+        a claim pairing 5 seeds with 3, a range naming a seed a study lacks, or
+        a malformed range is refused with a message, and nothing is written."""
+        with tempfile.TemporaryDirectory() as d:
+            arms = ("pre-joint", "post-joint", "pre-grow", "post-grow")
+            # long's runs are stored out of seed order: pairing goes by number
+            long_gaps = {1: 0.010, 2: 0.020, 3: 0.030, 4: 0.5, 5: 0.9}
+            long_runs = {a: [] for a in arms}
+            for seed in (3, 1, 2, 5, 4):
+                for a in arms:
+                    rec = run_record(2.0 + (long_gaps[seed] if a == "post-grow" else 0), 1, 0)
+                    rec["seed"] = seed
+                    long_runs[a].append(rec)
+            study(os.path.join(d, "long"), "long", 20, long_runs)
+            short_gaps = {1: 0.001, 2: 0.004, 3: 0.002}
+            short_runs = {a: [dict(run_record(2.0 + (short_gaps[n] if a == "post-grow" else 0),
+                                              1, 0), seed=n) for n in (1, 2, 3)]
+                          for a in arms}
+            study(os.path.join(d, "short"), "short", 10, short_runs)
+            terms = [["long", "post-grow", 1], ["long", "pre-grow", -1],
+                     ["short", "post-grow", -1], ["short", "pre-grow", 1]]
+
+            def run(claim):
+                with open(os.path.join(d, "family.json"), "w") as f:
+                    json.dump({"claims": [dict(claim, claim="change", terms=terms)]}, f)
+                out = os.path.join(d, "out")
+                shutil.rmtree(out, ignore_errors=True)
+                r = subprocess.run([sys.executable, CROSS, "--family",
+                                    os.path.join(d, "family.json"), "--out", out,
+                                    os.path.join(d, "short"), os.path.join(d, "long")],
+                                   capture_output=True, text=True)
+                return r, out
+
+            r, out = run({"test": "direction", "seeds": [1, 3]})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                row = json.load(f)["headline_family"][0]
+            self.assertEqual(row["n"], 3)
+            by_number = [long_gaps[n] - short_gaps[n] for n in (1, 2, 3)]
+            mod = load_cross()
+            want = mod.summary(by_number)
+            self.assertAlmostEqual(row["mean"], want["mean"], places=12)
+            self.assertAlmostEqual(row["sd"], want["sd"], places=12)
+            for claim, words in (({"test": "direction"}, "(seeds [1, 2, 3])"),
+                                 ({"test": "direction", "seeds": [1, 5]}, "has no seed 4"),
+                                 ({"test": "direction", "seeds": [3, 2]}, "must be [first, last]"),
+                                 ({"test": "direction", "seeds": [0, 2]}, "must be [first, last]"),
+                                 ({"test": "direction", "seeds": "1-3"}, "must be [first, last]")):
+                with self.subTest(claim=claim):
+                    r, out = run(claim)
+                    self.assertNotEqual(r.returncode, 0)
+                    self.assertIn(words, r.stderr)
+                    self.assertIn("nothing written", r.stderr)
+                    self.assertFalse(os.path.exists(os.path.join(out, "cross.json")))
+
     def test_against_the_paper(self):
         """against_paper: the two-sided t test against -delta, read on the side
         its mean lies: post ahead by more than delta, or the paper's effect
