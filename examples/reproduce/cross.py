@@ -60,7 +60,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 # t95, t90, t_cdf, p_tost, holm and seeds_needed are cross's too: its tests read them here.
-from cross_family import headline, headline_md  # noqa: E402
+from cross_family import check_family, headline, headline_md  # noqa: E402
 from cross_stats import (BYTES_PER_TOKEN, HALF_MARGIN, MARGIN, MAX_SEEDS,  # noqa: E402,F401
                          clustered_slope, dose_change, effect_verdict, fmt_p, holm, p_against,
                          p_tost, pm, seeds_needed, slope, summary, t90, t95, t_cdf, verdict_kind)
@@ -647,10 +647,13 @@ def run(argv):
         if args.family:
             with open(args.family) as f:
                 family = json.load(f)
+            try:
+                check_family(family)
+            except Refused as e:
+                raise Refused("%s: %s" % (args.family, e)) from None
     except (Refused, OSError, ValueError) as e:
         print("cross: %s; nothing written" % e, file=sys.stderr)
         return 1
-    os.makedirs(args.out, exist_ok=True)
     trend, points, ipoints = trend_and_points(studies)
     doses = induced_doses(studies)
     fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
@@ -676,6 +679,7 @@ def run(argv):
         at = md.index("## The trend with training length")
         md[at:at] = headline_md(family, family_rows)[1:] + [""]
     seeds_md = md_seeds(to_decide)
+    os.makedirs(args.out, exist_ok=True)
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
            "design_contrasts": designed, "seeds_to_decide": to_decide,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,

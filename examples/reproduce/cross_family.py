@@ -3,6 +3,7 @@ cross.py): each claim's per-seed values, its p, Holm's adjustment over the
 family, the seeds that would pass a claim that fails, and its report table.
 Python 3's standard library only.
 """
+import math
 import re
 
 from cross_stats import (ALPHA, BYTES_PER_TOKEN, MARGIN, MAX_SEEDS, PAPER_GROW_PER_TOKEN, fmt_p,
@@ -46,6 +47,62 @@ def part_p(test, s):
     return claim_p(test, s)
 
 
+# What a claim tests: its one source key and that key's value's strings.
+SOURCES = {"terms": None, "block_removal": ("study", "pre arm", "post arm"),
+           "crossover": ("study", "pre arm", "post arm"), "dose": ("study", "change"),
+           "verdict_row": ("study", "finding's start")}
+TESTS = ("direction", "within", "excludes_paper", "against_paper")
+CLAIM_KEYS = set(SOURCES) | {"claim", "test", "seeds", "beside", "source"}
+
+
+def check_family(family):
+    """Refuse a family file whose shape is not a family's, naming the claim
+    and the key, before anything is computed from it."""
+    if not isinstance(family, dict) or not isinstance(family.get("claims"), list) \
+            or not family["claims"]:
+        raise Refused("family: the file must be an object whose \"claims\" is a non-empty list")
+    extra = set(family) - {"what", "alpha", "claims"}
+    if extra:
+        raise Refused("family: unknown key %r (a family has what, alpha, claims)" % sorted(extra)[0])
+    if "what" in family and not isinstance(family["what"], str):
+        raise Refused("family: \"what\" must be a string")
+    a = family.get("alpha", ALPHA)
+    if type(a) not in (int, float) or not 0 < a < 1:
+        raise Refused("family: \"alpha\" must be a number between 0 and 1, not %r" % (a,))
+    for i, c in enumerate(family["claims"]):
+        if not isinstance(c, dict) or not isinstance(c.get("claim"), str) or not c["claim"]:
+            raise Refused("family: claim %d must be an object with a \"claim\" string" % (i + 1))
+        name = c["claim"]
+        extra = set(c) - CLAIM_KEYS
+        if extra:
+            raise Refused("family: claim %r: unknown key %r" % (name, sorted(extra)[0]))
+        src = [k for k in SOURCES if k in c]
+        if len(src) != 1:
+            raise Refused("family: claim %r must have exactly one of %s" % (name, ", ".join(SOURCES)))
+        if "test" in c and c["test"] not in TESTS:
+            raise Refused("family: claim %r: unknown test %r (one of %s)"
+                          % (name, c["test"], ", ".join(TESTS)))
+        if "beside" in c and not isinstance(c["beside"], bool):
+            raise Refused("family: claim %r: \"beside\" must be true or false" % name)
+        if "source" in c and not isinstance(c["source"], str):
+            raise Refused("family: claim %r: \"source\" must be a string" % name)
+        if "seeds" in c and src[0] != "terms":
+            raise Refused("family: claim %r: \"seeds\" applies to a claim of terms only" % name)
+        seed_range(c)
+        v = c[src[0]]
+        if src[0] == "terms":
+            if not isinstance(v, list) or not v or not all(
+                    isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)
+                    and isinstance(t[1], str) and type(t[2]) in (int, float)
+                    and math.isfinite(t[2]) for t in v):
+                raise Refused("family: claim %r: \"terms\" must be a non-empty list of "
+                              "[study, arm, coefficient] (two strings and a finite number)" % name)
+        elif not (isinstance(v, list) and len(v) == len(SOURCES[src[0]])
+                  and all(isinstance(x, str) for x in v)):
+            raise Refused("family: claim %r: \"%s\" must be [%s], strings"
+                          % (name, src[0], ", ".join(SOURCES[src[0]])))
+
+
 def seed_range(c):
     """A claim's "seeds" range, first to last, as the seed numbers it names;
     None where it has none."""
@@ -59,6 +116,15 @@ def seed_range(c):
     return list(range(r[0], r[1] + 1))
 
 
+def need_arms(by_name, st, *arms):
+    """Refuse a claim naming a study not given, or an arm it does not have."""
+    if st not in by_name:
+        raise Refused("family: no study %s among those given (%s)" % (st, ", ".join(sorted(by_name))))
+    for arm in arms:
+        if arm not in by_name[st]["arms"]:
+            raise Refused("family: %s has no arm %s" % (st, arm))
+
+
 def terms_values(c, by_name):
     """A claim's per-seed sum of its terms' (study, arm, coefficient) finals,
     paired by seed number: over the claim's "seeds" range, or else over the
@@ -66,8 +132,7 @@ def terms_values(c, by_name):
     wanted, first = seed_range(c), None
     vals = None
     for st, arm, coef in c["terms"]:
-        if st not in by_name or arm not in by_name[st]["arms"]:
-            raise Refused("family: %s has no arm %s" % (st, arm))
+        need_arms(by_name, st, arm)
         by_seed = {r.get("seed", i + 1): r["val_ce"]
                    for i, r in enumerate(by_name[st]["arms"][arm])}
         if wanted is None:
@@ -110,9 +175,11 @@ def claim_parts(c, by_name, doses):
         return [(test, terms_values(c, by_name))], None, False
     if "block_removal" in c:
         st, pre, post = c["block_removal"]
+        need_arms(by_name, st, pre, post)
         return block_removal_parts(by_name[st], pre, post), None, False
     if "crossover" in c:
         st, pre, post = c["crossover"]
+        need_arms(by_name, st, pre, post)
         cx = crossover(by_name[st], pre, post)
         if cx is None:
             raise Refused("family: %s has no phase ends for %s / %s" % (st, pre, post))
@@ -125,6 +192,7 @@ def claim_parts(c, by_name, doses):
         return [(test, ch["per_seed"])], None, False
     if "verdict_row" in c:
         st, prefix = c["verdict_row"]
+        need_arms(by_name, st)
         row = next((v for v in by_name[st].get("verdicts", [])
                     if v["finding"].startswith(prefix)), None)
         m = re.match(r"p (< )?([0-9.]+)", (row or {}).get("p", ""))

@@ -507,6 +507,58 @@ class Cross(unittest.TestCase):
             self.assertEqual(rows["grow gap, seeds 2-5"]["n"], 4)
             self.assertIn("## The crossover", report)
 
+    def test_family_file_refused(self):
+        """A family file that is not a family's shape, or names a study or arm
+        not given, is refused with a message naming the file and what is
+        wrong, before anything is written (not even --out's folder)."""
+        gap = [["s", "post-grow", 1], ["s", "pre-grow", -1]]
+        bad = [
+            ("[]", "\"claims\" is a non-empty list"),
+            ('{"claims": "no"}', "\"claims\" is a non-empty list"),
+            ('{"claims": []}', "\"claims\" is a non-empty list"),
+            ({"claims": [{"claim": "x", "terms": gap}], "alfa": 0.05}, "unknown key 'alfa'"),
+            ({"alpha": "0.05", "claims": [{"claim": "x", "terms": gap}]}, "\"alpha\" must be"),
+            ({"alpha": 1.5, "claims": [{"claim": "x", "terms": gap}]}, "\"alpha\" must be"),
+            ({"claims": [{"terms": gap}]}, "claim 1 must be an object with a \"claim\""),
+            ({"claims": [{"claim": "x", "tst": "within", "terms": gap}]}, "unknown key 'tst'"),
+            ({"claims": [{"claim": "x", "test": "bogus", "terms": gap}]}, "unknown test 'bogus'"),
+            ({"claims": [{"claim": "x"}]}, "exactly one of terms"),
+            ({"claims": [{"claim": "x", "terms": gap, "crossover": ["s", "pre-grow", "post-grow"]}]},
+             "exactly one of terms"),
+            ({"claims": [{"claim": "x", "terms": [["s", "post-grow"]]}]}, "[study, arm, coefficient]"),
+            ({"claims": [{"claim": "x", "terms": [["s", "post-grow", "1"]]}]},
+             "[study, arm, coefficient]"),
+            ({"claims": [{"claim": "x", "terms": [["s", "post-grow", True]]}]},
+             "[study, arm, coefficient]"),
+            ({"claims": [{"claim": "x", "beside": "yes", "terms": gap}]}, "\"beside\" must be"),
+            ({"claims": [{"claim": "x", "seeds": [1, 2],
+                          "crossover": ["s", "pre-grow", "post-grow"]}]}, "a claim of terms only"),
+            ({"claims": [{"claim": "x", "block_removal": ["s", "pre-grow"]}]},
+             "\"block_removal\" must be [study, pre arm, post arm]"),
+            ({"claims": [{"claim": "x", "terms": [["t", "post-grow", 1]]}]}, "no study t among"),
+            ({"claims": [{"claim": "x", "block_removal": ["s", "pre-grow", "nope"]}]},
+             "s has no arm nope"),
+            ({"claims": [{"claim": "x", "crossover": ["s", "nope", "post-grow"]}]},
+             "s has no arm nope"),
+            ({"claims": [{"claim": "x", "verdict_row": ["t", "grow"]}]}, "no study t among"),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            self.plain_study(d)
+            path = os.path.join(d, "family.json")
+            for fam, words in bad:
+                with self.subTest(family=fam):
+                    with open(path, "w") as f:
+                        f.write(fam if isinstance(fam, str) else json.dumps(fam))
+                    out = os.path.join(d, "out")
+                    r = subprocess.run([sys.executable, CROSS, "--family", path, "--out", out,
+                                        os.path.join(d, "s")], capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertIn(words, r.stderr)
+                    self.assertIn(path, r.stderr)
+                    self.assertIn("nothing written", r.stderr)
+                    self.assertNotIn("Traceback", r.stderr)
+                    self.assertFalse(os.path.exists(out))
+
     def test_family_pairs_by_seed_number(self):
         """A claim over two studies pairs their runs by seed number: over its
         "seeds" range, or else over seeds both have, which must be the same;
