@@ -6,6 +6,7 @@ sets, grow pairs and induced doses, the RMS ratio and validation CE at each
 phase's end, the crossover. Python 3's standard library only.
 """
 import json
+import math
 import os
 import re
 
@@ -101,7 +102,74 @@ def load(folder):
     except (OSError, ValueError) as e:
         raise Refused("%s: %s" % (where, e))
     check_names(res, folder)
+    check_study(res, where)
     return res
+
+
+def finite(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def count(v, least=0):
+    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+
+
+def check_study(res, where):
+    """Refuse a results.json whose fields cross.py reads are not of their
+    kind (a validation CE that is not a finite number, a trajectory that is
+    not a list of points, ...), naming the field, before anything is
+    computed from it."""
+    def want(ok, v, field, what):
+        if not ok(v):
+            raise Refused("%s: %s is %s, not %s" % (
+                where, field, "missing or null" if v is None else json.dumps(v)[:60], what))
+    obj = lambda v: isinstance(v, dict)
+    maybe = lambda ok: lambda v: v is None or ok(v)
+    pre = res["preset"]
+    want(obj, pre.get("train"), "preset.train", "an object")
+    want(maybe(lambda v: count(v, 1)), pre["train"].get("steps_per_phase"),
+         "preset.train.steps_per_phase", "a whole number of at least 1")
+    want(maybe(obj), pre.get("student"), "preset.student", "an object")
+    for k in ("block_size", "blocks"):
+        want(maybe(lambda v: count(v, 1)), (pre.get("student") or {}).get(k),
+             "preset.student." + k, "a whole number of at least 1")
+    for k in ("arms", "arms_as_run"):
+        src = pre if k == "arms" else res
+        want(maybe(lambda v: isinstance(v, list) and all(
+            isinstance(a, str) or (obj(a) and isinstance(a.get("name"), str)) for a in v)),
+            src.get(k), ("preset." if k == "arms" else "") + k,
+            "a list of arm names or objects with a name")
+    want(maybe(lambda v: obj(v) and all(
+        obj(a) and maybe(lambda n: count(n, 1))(a.get("steps_per_phase")) for a in v.values())),
+        res.get("arm_settings"), "arm_settings",
+        "an object of arms' settings (steps_per_phase a whole number of at least 1)")
+    want(maybe(lambda v: obj(v) and maybe(lambda d: isinstance(d, list) and all(
+        isinstance(x, str) for x in d))(v.get("did_not_learn"))),
+        res.get("baseline"), "baseline", "an object whose did_not_learn lists arm names")
+    want(maybe(lambda v: isinstance(v, list) and all(
+        obj(x) and isinstance(x.get("finding"), str) and maybe(
+            lambda p: isinstance(p, str))(x.get("p")) for x in v)),
+        res.get("verdicts"), "verdicts", "a list of rows, each with a finding (a string)")
+    for arm, runs in res["arms"].items():
+        want(lambda v: isinstance(v, list), runs, "arms.%s" % arm, "a list of runs")
+        seeds = set()
+        for i, r in enumerate(runs):
+            at = "arms.%s[%d]" % (arm, i)
+            want(obj, r, at, "a run (an object)")
+            want(finite, r.get("val_ce"), at + ".val_ce", "a finite number")
+            want(maybe(lambda v: count(v, 1) and v not in seeds), r.get("seed"), at + ".seed",
+                 "a seed number (1 or more, once in the arm)")
+            seeds.add(r.get("seed"))
+            want(maybe(lambda v: isinstance(v, list) and all(
+                obj(p) and count(p.get("step")) and count(p.get("active_layers")) and all(
+                    maybe(finite)(p.get(k)) for k in ("val_ce", "rms_boundary", "rms_regular"))
+                for p in v)), r.get("trajectory"), at + ".trajectory",
+                "a list of points (step and active_layers whole numbers; val_ce, rms_boundary "
+                "and rms_regular finite numbers or null)")
+            want(maybe(lambda v: isinstance(v, list) and all(
+                obj(b) and finite(b.get("dce")) and maybe(finite)(b.get("angle")) for b in v)),
+                r.get("block_removal"), at + ".block_removal",
+                "a list of blocks' removals (dce a finite number, angle a finite number or null)")
 
 
 def arm_specs(res):

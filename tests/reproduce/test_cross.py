@@ -559,6 +559,59 @@ class Cross(unittest.TestCase):
                     self.assertNotIn("Traceback", r.stderr)
                     self.assertFalse(os.path.exists(out))
 
+    def test_results_fields_refused(self):
+        """A results.json whose fields cross.py reads are not of their kind is
+        refused with the field's path, before anything is written: never a
+        traceback, and never a report from an infinite or missing CE."""
+        def runs(**change):
+            rec = dict(run_record(2.0, 1, 0), seed=1)
+            rec.update(change)
+            out = {a: [dict(run_record(2.0, 1, 0), seed=1)]
+                   for a in ("pre-joint", "post-joint", "pre-grow")}
+            out["post-grow"] = [rec]
+            return out
+        good = {"name": "s", "train": {"steps_per_phase": 10}, "student": {"block_size": 1}}
+        bad = [
+            ({"name": "s"}, runs(), "preset.train is missing or null"),
+            (dict(good, train={"steps_per_phase": "10"}), runs(), "preset.train.steps_per_phase"),
+            (dict(good, train={"steps_per_phase": 0}), runs(), "preset.train.steps_per_phase"),
+            (dict(good, student={"block_size": 1.5}), runs(), "preset.student.block_size"),
+            (dict(good, arms={"pre-joint": 1}), runs(), "preset.arms is"),
+            (good, runs(val_ce=None), "arms.post-grow[0].val_ce is missing or null"),
+            (good, runs(val_ce="2.0"), "arms.post-grow[0].val_ce"),
+            (good, runs(val_ce=float("inf")), "arms.post-grow[0].val_ce is Infinity"),
+            (good, runs(val_ce=float("nan")), "arms.post-grow[0].val_ce is NaN"),
+            (good, runs(seed=0), "arms.post-grow[0].seed"),
+            (good, runs(trajectory=5), "arms.post-grow[0].trajectory"),
+            (good, runs(trajectory=[{"step": 10, "active_layers": 1, "val_ce": "x"}]),
+             "arms.post-grow[0].trajectory"),
+            (good, runs(block_removal=[{"dce": None}]), "arms.post-grow[0].block_removal"),
+            (good, dict(runs(), **{"post-grow": {"val_ce": 2.0}}), "arms.post-grow is"),
+            (good, dict(runs(), **{"post-grow": [dict(seed=1, **run_record(2.0, 1, 0)),
+                                                 dict(seed=1, **run_record(2.1, 1, 0))]}),
+             "arms.post-grow[1].seed is 1"),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "s"))
+            for preset, arms, words in bad:
+                with self.subTest(words=words):
+                    with open(os.path.join(d, "s", "results.json"), "w") as f:
+                        json.dump({"preset": preset, "arms": arms}, f)
+                    out = os.path.join(d, "out")
+                    r = subprocess.run([sys.executable, CROSS, "--out", out, os.path.join(d, "s")],
+                                       capture_output=True, text=True)
+                    self.assertEqual(r.returncode, 1, r.stderr)
+                    self.assertIn(words, r.stderr)
+                    self.assertIn("results.json", r.stderr)
+                    self.assertNotIn("Traceback", r.stderr)
+                    self.assertFalse(os.path.exists(out))
+            # the same study with every field of its kind is read
+            with open(os.path.join(d, "s", "results.json"), "w") as f:
+                json.dump({"preset": good, "arms": runs()}, f)
+            r = subprocess.run([sys.executable, CROSS, "--out", os.path.join(d, "out"),
+                                os.path.join(d, "s")], capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+
     def test_family_pairs_by_seed_number(self):
         """A claim over two studies pairs their runs by seed number: over its
         "seeds" range, or else over seeds both have, which must be the same;
