@@ -66,22 +66,13 @@ from cross_stats import (BYTES_PER_TOKEN, HALF_MARGIN, MARGIN, MAX_SEEDS,  # noq
                          p_tost, pm, seeds_needed, slope, summary, t90, t95, t_cdf, verdict_kind)
 from cross_study import (NOT_LEARNED, Refused, cell, crossover, design_row,  # noqa: E402
                          dose_sets, four_arm_sets, grow_pairs, load, paired, ratio_at_phase_end,
-                         study_name, unlearned)
+                         read_json, study_name, unlearned)
 
 
 def gp_str(s):
     """s as a single-quoted gnuplot string: quotes doubled, no line breaks."""
     s = "".join(c if c >= " " and c != "\x7f" else " " for c in s)
     return "'" + s.replace("'", "''") + "'"
-
-
-def write_whole(path, text):
-    tmp = "%s.%d.tmp" % (path, os.getpid())
-    with open(tmp, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 def mean_ratio(res, r, arm):
@@ -112,7 +103,7 @@ def trend_and_points(studies):
         for pg, qg, intervention in grow_pairs(res):
             for seed, (r, q) in enumerate(zip(res["arms"][pg], res["arms"][qg]), 1):
                 xs = mean_ratio(res, r, pg)
-                if not xs or not r["block_removal"]:
+                if not xs or not r.get("block_removal"):
                     continue
                 (ipoints if intervention else points).append({
                     "study": name, "pair": "%s / %s" % (pg, qg), "seed": seed,
@@ -134,7 +125,7 @@ def induced_dose(name, res):
         xs, zs, angles = [], [], []
         for seed, r in enumerate(res["arms"][pg], 1):
             v = mean_ratio(res, r, pg)
-            if not v or not r["block_removal"] or seed > len(dj):
+            if not v or not r.get("block_removal") or seed > len(dj):
                 continue
             x = sum(v) / len(v)
             xs.append(x)
@@ -582,9 +573,9 @@ def dose_gp(fit_y):
     return lines
 
 
-def trend_gp(out_dir, trend):
-    """Where the trend has more than one phase length: trend.csv, written,
-    and the gnuplot lines that plot trend.svg from it; [] otherwise."""
+def trend_gp(files, trend):
+    """Where the trend has more than one phase length: trend.csv, put in
+    files, and the gnuplot lines that plot trend.svg from it; [] otherwise."""
     rows = sorted(trend, key=lambda t: (t["recipe"], t["steps_per_phase"]))
     if len({t["steps_per_phase"] for t in rows}) <= 1:
         return []
@@ -594,7 +585,7 @@ def trend_gp(out_dir, trend):
                                   ",".join("%.6f,%.6f" % (t[k]["mean"],
                                                           t[k]["half"] or 0.0)
                                            for k in ("joint", "grow", "I"))))
-    write_whole(os.path.join(out_dir, "trend.csv"), "\n".join(tcsv) + "\n")
+    files["trend.csv"] = "\n".join(tcsv) + "\n"
     plots = []
     first = 1  # the rows of one recipe follow each other (sorted), after the header
     for rec in sorted({t["recipe"] for t in rows}):
@@ -611,23 +602,23 @@ def trend_gp(out_dir, trend):
             "unset output"]
 
 
-def plot(out_dir, points, trend, fit_y, md):
-    """With gnuplot installed and dose-response points: cross.gp (and
-    trend.csv where the trend has phase lengths to plot against), run in
-    out_dir, and the plots' lines in md."""
+def plot(points, trend, fit_y, md):
+    """With gnuplot installed and dose-response points: the files it plots
+    from, {name: text} (cross.gp, and trend.csv where the trend has phase
+    lengths to plot against), and the plots' lines in md; {} otherwise."""
     if not (shutil.which("gnuplot") and points):
-        return
+        return {}
     lines = dose_gp(fit_y)
-    trend_lines = trend_gp(out_dir, trend)
+    files = {}
+    trend_lines = trend_gp(files, trend)
     lines += trend_lines
-    write_whole(os.path.join(out_dir, "cross.gp"), "\n".join(lines) + "\n")
-    subprocess.run(["gnuplot", "cross.gp"], cwd=out_dir, check=False,
-                   stderr=subprocess.DEVNULL)
+    files["cross.gp"] = "\n".join(lines) + "\n"
     md += ["", "![y against x, with the fit](dose.svg)"]
     if trend_lines:
         md.insert(md.index("## Dose-response: the row-start scale pre-norm hands an "
                            "appended block"),
                   "![post - pre and I against steps per phase](trend.svg)\n")
+    return files
 
 
 def parse_args(argv):
@@ -639,21 +630,37 @@ def parse_args(argv):
     return ap.parse_args(argv)
 
 
-def run(argv):
-    args = parse_args(argv)
-    try:
-        studies = [(folder, load(folder)) for folder in args.studies]
-        family = None
-        if args.family:
-            with open(args.family) as f:
-                family = json.load(f)
-            try:
-                check_family(family)
-            except Refused as e:
-                raise Refused("%s: %s" % (args.family, e)) from None
-    except (Refused, OSError, ValueError) as e:
-        print("cross: %s; nothing written" % e, file=sys.stderr)
-        return 1
+def read_inputs(args):
+    """The studies and the family: each read and checked, two studies never of
+    one name, and --out none of the studies' folders; Refused otherwise."""
+    studies = [(folder, load(folder)) for folder in args.studies]
+    names = {}
+    for folder, res in studies:
+        name = study_name(folder, res)
+        if name in names:
+            raise Refused("two studies are named %s (%s and %s): a study is given once"
+                          % (name, names[name], folder))
+        names[name] = folder
+    out = os.path.realpath(args.out)
+    for folder in args.studies:
+        if os.path.realpath(folder) == out:
+            raise Refused("--out %s is the study folder %s: its report.md would be replaced"
+                          % (args.out, folder))
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise Refused("--out %s is not a folder" % args.out)
+    family = None
+    if args.family:
+        family = read_json(args.family)
+        try:
+            check_family(family)
+        except Refused as e:
+            raise Refused("%s: %s" % (args.family, e)) from None
+    return studies, family
+
+
+def compute(args, studies, family):
+    """Everything cross.py writes, {name: text}, computed before anything is
+    written."""
     trend, points, ipoints = trend_and_points(studies)
     doses = induced_doses(studies)
     fit_y = slope([p["x"] for p in points], [p["y"] for p in points]) if points else None
@@ -673,13 +680,11 @@ def run(argv):
     if family is not None:
         try:
             family_rows = headline(family, studies, doses)
-        except (Refused, KeyError, TypeError, ValueError) as e:
-            print("cross: %s: %s; nothing written" % (args.family, e), file=sys.stderr)
-            return 1
+        except Refused as e:
+            raise Refused("%s: %s" % (args.family, e)) from None
         at = md.index("## The trend with training length")
         md[at:at] = headline_md(family, family_rows)[1:] + [""]
     seeds_md = md_seeds(to_decide)
-    os.makedirs(args.out, exist_ok=True)
     out = {"trend": trend, "points": points, "fit_y_on_x": fit_y, "fit_z_on_x": fit_z,
            "design_contrasts": designed, "seeds_to_decide": to_decide,
            "fit_y_on_x_seeds_as_clusters": cl_y, "fit_z_on_x_seeds_as_clusters": cl_z,
@@ -689,23 +694,67 @@ def run(argv):
            "margins": {"equivalence": MARGIN, "absence": HALF_MARGIN,
                        "bytes_per_token": BYTES_PER_TOKEN},
            "studies": [os.path.normpath(s) for s in args.studies]}
+    try:
+        files = {"cross.json": json.dumps(out, indent=2, allow_nan=False) + "\n"}
+    except ValueError:
+        raise Refused("a number computed from the studies is not finite (a value in a "
+                      "results.json out of its range: an RMS near 0, a dCE near 0, ...)") from None
     csv = ["study,pair,seed,x,y,z"] + ["%s,%s,%d,%.6f,%.6f,%.6f" % (
         p["study"], p["pair"], p["seed"], p["x"], p["y"], p["z"]) for p in points]
-    write_whole(os.path.join(args.out, "points.csv"), "\n".join(csv) + "\n")
-    write_whole(os.path.join(args.out, "cross.json"), json.dumps(out, indent=2) + "\n")
-    plot(args.out, points, trend, fit_y, md)
-    write_whole(os.path.join(args.out, "report.md"), "\n".join(md + seeds_md) + "\n")
-    print("cross: %d trend rows, %d dose-response points -> %s" % (len(trend), len(points),
-                                                                   args.out))
+    files["points.csv"] = "\n".join(csv) + "\n"
+    files.update(plot(points, trend, fit_y, md))
+    files["report.md"] = "\n".join(md + seeds_md) + "\n"
+    return files, len(trend), len(points)
+
+
+def write_all(out_dir, files):
+    """Every file whole, or none: each written to a temp file and synced,
+    then all renamed into place."""
+    os.makedirs(out_dir, exist_ok=True)
+    for name in files:
+        if os.path.isdir(os.path.join(out_dir, name)):
+            raise Refused("%s is a folder: cross.py writes a file there"
+                          % os.path.join(out_dir, name))
+    tmps = []
+    try:
+        for name, text in files.items():
+            tmp = os.path.join(out_dir, "%s.%d.tmp" % (name, os.getpid()))
+            tmps.append(tmp)
+            with open(tmp, "w") as f:
+                f.write(text)
+                f.flush()
+                os.fsync(f.fileno())
+        for tmp, name in zip(tmps, files):
+            os.replace(tmp, os.path.join(out_dir, name))
+    finally:
+        for tmp in tmps:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def run(argv):
+    args = parse_args(argv)
+    try:
+        studies, family = read_inputs(args)
+        try:
+            files, n_trend, n_points = compute(args, studies, family)
+        except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as e:
+            # a shape no check above foresaw: said, never a traceback
+            raise Refused("the studies could not be read together (%s: %s)"
+                          % (type(e).__name__, e)) from None
+        write_all(args.out, files)
+    except (Refused, OSError) as e:
+        print("cross: %s; nothing written" % e, file=sys.stderr)
+        return 1
+    if "cross.gp" in files:
+        subprocess.run(["gnuplot", "cross.gp"], cwd=args.out, check=False,
+                       stderr=subprocess.DEVNULL)
+    print("cross: %d trend rows, %d dose-response points -> %s" % (n_trend, n_points, args.out))
     return 0
 
 
 def main(argv):
-    try:
-        return run(argv)
-    except Refused as e:  # a study's results.json with a field of the wrong kind
-        print("cross: %s; nothing written" % e, file=sys.stderr)
-        return 1
+    return run(argv)
 
 
 if __name__ == "__main__":

@@ -3,12 +3,11 @@ cross.py): each claim's per-seed values, its p, Holm's adjustment over the
 family, the seeds that would pass a claim that fails, and its report table.
 Python 3's standard library only.
 """
-import math
 import re
 
 from cross_stats import (ALPHA, BYTES_PER_TOKEN, MARGIN, MAX_SEEDS, PAPER_GROW_PER_TOKEN, fmt_p,
                          holm, p_against, p_tost, pm, summary, summary_at, t90, t95)
-from cross_study import Refused, cell, crossover, study_name
+from cross_study import Refused, cell, crossover, number, study_name
 
 def claim_p(test, s):
     """The p of a claim's test on a summary of its per-seed values."""
@@ -93,8 +92,7 @@ def check_family(family):
         if src[0] == "terms":
             if not isinstance(v, list) or not v or not all(
                     isinstance(t, list) and len(t) == 3 and isinstance(t[0], str)
-                    and isinstance(t[1], str) and type(t[2]) in (int, float)
-                    and math.isfinite(t[2]) for t in v):
+                    and isinstance(t[1], str) and number(t[2]) for t in v):
                 raise Refused("family: claim %r: \"terms\" must be a non-empty list of "
                               "[study, arm, coefficient] (two strings and a finite number)" % name)
         elif not (isinstance(v, list) and len(v) == len(SOURCES[src[0]])
@@ -110,9 +108,9 @@ def seed_range(c):
         return None
     r = c["seeds"]
     if not (isinstance(r, list) and len(r) == 2 and all(type(x) is int for x in r)
-            and 1 <= r[0] <= r[1]):
+            and 1 <= r[0] <= r[1] <= MAX_SEEDS):
         raise Refused("family: claim %r: \"seeds\" must be [first, last], whole numbers with "
-                      "1 <= first <= last, not %r" % (c.get("claim"), r))
+                      "1 <= first <= last <= %d, not %r" % (c.get("claim"), MAX_SEEDS, r))
     return list(range(r[0], r[1] + 1))
 
 
@@ -135,6 +133,8 @@ def terms_values(c, by_name):
         need_arms(by_name, st, arm)
         by_seed = {r.get("seed", i + 1): r["val_ce"]
                    for i, r in enumerate(by_name[st]["arms"][arm])}
+        if not by_seed:
+            raise Refused("family: claim %r: %s's %s has no runs" % (c.get("claim"), st, arm))
         if wanted is None:
             if first is None:
                 first = (st, arm, sorted(by_seed))
@@ -157,9 +157,17 @@ def block_removal_parts(res, pre, post):
     """Block removal's three parts, per seed: pre's last-block dCE over post's
     smallest, post's smallest dCE, and post's smallest angle less pre's last."""
     ratio, pmin, agap = [], [], []
-    for r, q in zip(res["arms"][pre], res["arms"][post]):
+    for i, (r, q) in enumerate(zip(res["arms"][pre], res["arms"][post])):
+        if not r.get("block_removal") or not q.get("block_removal"):
+            raise Refused("family: %s's or %s's seed %d has no block removals" % (pre, post, i + 1))
         last = r["block_removal"][-1]
         md = min(b["dce"] for b in q["block_removal"])
+        if md <= 0:
+            raise Refused("family: %s's seed %d has a block whose removal costs %g (not above "
+                          "0): the ratio to it is not defined" % (post, i + 1, md))
+        if any(b.get("angle") is None for b in q["block_removal"] + [last]):
+            raise Refused("family: %s's or %s's seed %d has a block removal without an angle"
+                          % (pre, post, i + 1))
         ma = min(b["angle"] for b in q["block_removal"])
         ratio.append(last["dce"] / md)
         pmin.append(md)
@@ -198,6 +206,9 @@ def claim_parts(c, by_name, doses):
         m = re.match(r"p (< )?([0-9.]+)", (row or {}).get("p", ""))
         if not m:
             raise Refused("family: %s's verdict row %r has no p" % (st, prefix))
+        if not 0 <= float(m.group(2)) <= 1:
+            raise Refused("family: %s's verdict row %r has p %s, not a p"
+                          % (st, prefix, m.group(2)))
         return [], float(m.group(2)), "<" in m.group(0)
     raise Refused("family: a claim with nothing to test: %r" % c.get("claim"))
 
@@ -289,7 +300,8 @@ def headline(family, studies, doses):
 
 def headline_md(family, rows):
     md = ["", "## The headline family, corrected for multiplicity (Holm)", "",
-          family.get("what", "The claims declared in the family file.") + " Each claim's p is "
+          cell(family.get("what", "The claims declared in the family file.")) +
+          " Each claim's p is "
           "that of the test its verdict reads, computed here from the studies' results.json: "
           "a direction, the two-sided t test against 0 over the paired seeds; *within*, the "
           "two one-sided t tests at ±%.4f nats/byte (delta: the paper's grow effect, %.4f "
@@ -317,7 +329,7 @@ def headline_md(family, rows):
             md += ["", "Beside the family, not in it (the same tests, no Holm adjustment):", "",
                    "| claim | test | seeds | mean ± 95% half-width | p |", "|---|---|---|---|---|"]
         if r.get("beside"):
-            md.append("| %s | %s | %s | %s | %s |" % (r["claim"], r["test"], r["n"], pm(r),
+            md.append("| %s | %s | %s | %s | %s |" % (cell(r["claim"]), r["test"], r["n"], pm(r),
                                                      fmt_p(r["p"])))
             continue
         mh = "n/a" if r["mean"] is None else pm(r)

@@ -9,6 +9,7 @@ import json
 import math
 import os
 import re
+import stat
 
 NAME_RULE = "1 to 47 characters: letters, digits and - _ . +, not starting with a dot"
 NAME_RE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]{0,46}")
@@ -25,27 +26,51 @@ def cell(x):
     return text.replace("|", "\\|")
 
 
+# The largest magnitude a number read from results.json may have: a CE, an
+# RMS ratio or a dCE is far below it, and sums of squares of it stay finite.
+LARGEST = 1e12
+
+
+def number(v):
+    """A finite number of at most LARGEST in magnitude (not a bool; a huge
+    int is compared, never converted)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and \
+        (isinstance(v, int) or math.isfinite(v)) and -LARGEST <= v <= LARGEST
+
+
+def count(v, least=0):
+    return isinstance(v, int) and not isinstance(v, bool) and least <= v <= LARGEST
+
+
 def design_row(c, where):
-    """A design's comparison or interaction from results.json, every field it
+    """A study's comparison or interaction from results.json, every field it
     is read for checked: Refused naming the field otherwise."""
     def want(key, ok, what):
         v = c.get(key)
         if not ok(v):
-            raise Refused("%s.%s: %r is not %s" % (where, key, v, what))
+            raise Refused("%s.%s: %s is not %s" % (
+                where, key, "missing or null" if v is None else json.dumps(v)[:60], what))
         return v
-    number = lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-    want("label", lambda v: isinstance(v, str) and v, "a label (a string)")
-    want("n", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0),
-         "a seed count")
-    want("mean", number, "a number")
-    want("half_width_95", number, "a number")
-    want("sd", number, "a number")
-    want("order", lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
-         "an order (a whole number)")
-    want("did_not_learn", lambda v: v is None or (isinstance(v, list) and
-                                                   all(isinstance(x, str) for x in v)),
+    maybe = lambda ok: lambda v: v is None or ok(v)
+    text = lambda v: isinstance(v, str)
+    if not isinstance(c, dict):
+        raise Refused("%s: %s is not a row (an object)" % (where, json.dumps(c)[:60]))
+    if "label" in c:
+        want("label", lambda v: isinstance(v, str) and v, "a label (a string)")
+    want("n", maybe(count), "a seed count")
+    # where a row has an sd, its mean and half-width are read with it
+    some = number if c.get("sd") is not None else maybe(number)
+    want("mean", some, "a finite number")
+    want("half_width_95", lambda v: some(v) and (v is None or v >= 0), "a number of 0 or more")
+    want("sd", maybe(lambda v: number(v) and v >= 0), "a number of 0 or more")
+    want("order", maybe(count), "an order (a whole number)")
+    want("did_not_learn", maybe(lambda v: isinstance(v, list) and all(text(x) for x in v)),
          "a list of arm names")
-    want("verdict", lambda v: v is None or isinstance(v, str), "a verdict (a string)")
+    want("verdict", maybe(text), "a verdict (a string)")
+    for key in ("arm", "reference", "from"):
+        want(key, maybe(text), "a string")
+    want("arms", maybe(lambda v: isinstance(v, list) and len(v) == 4 and all(text(x) for x in v)),
+         "a list of 4 arm names")
     return c
 
 
@@ -82,6 +107,10 @@ def check_names(res, folder):
     if not isinstance(res, dict) or not isinstance(res.get("arms"), dict) or \
             not isinstance(res.get("preset"), dict):
         raise Refused("%s: not a study's results (an object with 'preset' and 'arms')" % where)
+    for d, k in ((res["preset"], "arms"), (res, "arms_as_run")):
+        if d.get(k) is not None and not isinstance(d[k], list):
+            raise Refused("%s: %s%s is not a list of arms" % (where, "preset." if d is not res
+                                                             else "", k))
     names = list(res["arms"])
     for a in list(res["preset"].get("arms", []) or []) + list(res.get("arms_as_run") or []):
         names.append(a.get("name") if isinstance(a, dict) else a)
@@ -92,84 +121,127 @@ def check_names(res, folder):
     if "name" in res["preset"] and not name_ok(res["preset"]["name"]):
         raise Refused("%s: the study name %r is not allowed: a name is %s" % (
             where, res["preset"]["name"], NAME_RULE))
+    if "name" not in res["preset"] and not name_ok(study_name(folder, res)):
+        raise Refused("%s: the preset has no name, and the folder's, %r, is not allowed as "
+                      "one: a name is %s" % (where, study_name(folder, res), NAME_RULE))
+
+
+# The largest JSON file read (results.json of the largest committed study is
+# a few MB).
+MAX_JSON_BYTES = 256 << 20
+
+
+def read_json(where):
+    """A JSON file's value: a regular file of at most MAX_JSON_BYTES (never a
+    device or a pipe, which could be read forever); Refused naming it."""
+    try:
+        st = os.stat(where)
+        if not stat.S_ISREG(st.st_mode):
+            raise Refused("%s: not a regular file" % where)
+        if st.st_size > MAX_JSON_BYTES:
+            raise Refused("%s: %d bytes, more than the %d read" % (where, st.st_size,
+                                                                   MAX_JSON_BYTES))
+        with open(where) as f:
+            return json.load(f)
+    except RecursionError:
+        raise Refused("%s: nested too deeply to read" % where) from None
+    except (OSError, ValueError) as e:
+        raise Refused("%s: %s" % (where, e)) from None
 
 
 def load(folder):
     where = os.path.join(folder, "results.json")
-    try:
-        with open(where) as f:
-            res = json.load(f)
-    except (OSError, ValueError) as e:
-        raise Refused("%s: %s" % (where, e))
+    res = read_json(where)
     check_names(res, folder)
     check_study(res, where)
     return res
 
 
-def finite(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-
-
-def count(v, least=0):
-    return isinstance(v, int) and not isinstance(v, bool) and v >= least
+def check_arm_entry(a, where):
+    """An entry of the preset's arms or arms_as_run: a name PLACEMENT-..., or
+    an object whose keys cross.py reads are of their kind."""
+    if isinstance(a, str):
+        if "-" not in a:
+            raise Refused("%s: the arm %s has no placement (a name is PLACEMENT-REST, or an "
+                          "object)" % (where, a))
+        return
+    if not isinstance(a, dict) or not isinstance(a.get("name"), str):
+        raise Refused("%s: %s is not an arm (a name, or an object with a name)"
+                      % (where, json.dumps(a)[:60]))
+    name = a["name"]
+    if not isinstance(a.get("placement", ""), str):
+        raise Refused("%s: arm %s's placement is not a string" % (where, name))
+    if not (a.get("schedule") is None or isinstance(a["schedule"], str)):
+        raise Refused("%s: arm %s's schedule is not a string" % (where, name))
+    if not (number(a.get("massive_offset", 0)) and a.get("massive_offset", 0) >= 0):
+        raise Refused("%s: arm %s's massive_offset is not a number of 0 or more" % (where, name))
+    if "placement" not in a and "-" not in name:
+        raise Refused("%s: the arm %s has no placement (a name is PLACEMENT-REST, or give "
+                      "\"placement\")" % (where, name))
 
 
 def check_study(res, where):
     """Refuse a results.json whose fields cross.py reads are not of their
     kind (a validation CE that is not a finite number, a trajectory that is
-    not a list of points, ...), naming the field, before anything is
-    computed from it."""
+    not a list of points, runs not listed seed 1 first, ...), naming the
+    field, before anything is computed from it. A field that may be left
+    out may not be null where it is given."""
     def want(ok, v, field, what):
         if not ok(v):
             raise Refused("%s: %s is %s, not %s" % (
                 where, field, "missing or null" if v is None else json.dumps(v)[:60], what))
     obj = lambda v: isinstance(v, dict)
     maybe = lambda ok: lambda v: v is None or ok(v)
+
+    def given(d, key, ok, field, what):  # may be left out; not null where given
+        if key in d:
+            want(ok, d[key], field, what)
     pre = res["preset"]
     want(obj, pre.get("train"), "preset.train", "an object")
-    want(maybe(lambda v: count(v, 1)), pre["train"].get("steps_per_phase"),
+    want(lambda v: count(v, 1), pre["train"].get("steps_per_phase"),
          "preset.train.steps_per_phase", "a whole number of at least 1")
-    want(maybe(obj), pre.get("student"), "preset.student", "an object")
+    given(pre, "student", obj, "preset.student", "an object")
     for k in ("block_size", "blocks"):
-        want(maybe(lambda v: count(v, 1)), (pre.get("student") or {}).get(k),
-             "preset.student." + k, "a whole number of at least 1")
-    for k in ("arms", "arms_as_run"):
-        src = pre if k == "arms" else res
-        want(maybe(lambda v: isinstance(v, list) and all(
-            isinstance(a, str) or (obj(a) and isinstance(a.get("name"), str)) for a in v)),
-            src.get(k), ("preset." if k == "arms" else "") + k,
-            "a list of arm names or objects with a name")
-    want(maybe(lambda v: obj(v) and all(
-        obj(a) and maybe(lambda n: count(n, 1))(a.get("steps_per_phase")) for a in v.values())),
-        res.get("arm_settings"), "arm_settings",
+        given(pre.get("student") or {}, k, lambda v: count(v, 1), "preset.student." + k,
+              "a whole number of at least 1")
+    for d, k, field in ((pre, "arms", "preset.arms"), (res, "arms_as_run", "arms_as_run")):
+        for i, a in enumerate(d.get(k) or []):
+            check_arm_entry(a, "%s: %s[%d]" % (where, field, i))
+    given(res, "arm_settings", lambda v: obj(v) and all(
+        obj(a) and maybe(lambda n: count(n, 1))(a.get("steps_per_phase")) for a in v.values()),
+        "arm_settings",
         "an object of arms' settings (steps_per_phase a whole number of at least 1)")
-    want(maybe(lambda v: obj(v) and maybe(lambda d: isinstance(d, list) and all(
-        isinstance(x, str) for x in d))(v.get("did_not_learn"))),
-        res.get("baseline"), "baseline", "an object whose did_not_learn lists arm names")
-    want(maybe(lambda v: isinstance(v, list) and all(
+    given(res, "baseline", lambda v: obj(v) and maybe(lambda d: isinstance(d, list) and all(
+        isinstance(x, str) for x in d))(v.get("did_not_learn")),
+        "baseline", "an object whose did_not_learn lists arm names")
+    given(res, "verdicts", lambda v: isinstance(v, list) and all(
         obj(x) and isinstance(x.get("finding"), str) and maybe(
-            lambda p: isinstance(p, str))(x.get("p")) for x in v)),
-        res.get("verdicts"), "verdicts", "a list of rows, each with a finding (a string)")
+            lambda p: isinstance(p, str))(x.get("p")) for x in v),
+        "verdicts", "a list of rows, each with a finding (a string)")
+    for kind in ("comparisons", "interactions"):
+        given(res, kind, lambda v: isinstance(v, list), kind, "a list of rows")
+        for i, c in enumerate(res.get(kind) or []):
+            design_row(c, "%s: %s[%d]" % (where, kind, i))
+    point = lambda p: obj(p) and count(p.get("step")) and count(p.get("active_layers")) and \
+        maybe(number)(p.get("val_ce")) and all(
+            maybe(lambda v: number(v) and v >= 0)(p.get(k))
+            for k in ("rms_boundary", "rms_regular"))
+    removal = lambda b: obj(b) and number(b.get("dce")) and maybe(number)(b.get("angle"))
     for arm, runs in res["arms"].items():
         want(lambda v: isinstance(v, list), runs, "arms.%s" % arm, "a list of runs")
-        seeds = set()
         for i, r in enumerate(runs):
             at = "arms.%s[%d]" % (arm, i)
             want(obj, r, at, "a run (an object)")
-            want(finite, r.get("val_ce"), at + ".val_ce", "a finite number")
-            want(maybe(lambda v: count(v, 1) and v not in seeds), r.get("seed"), at + ".seed",
-                 "a seed number (1 or more, once in the arm)")
-            seeds.add(r.get("seed"))
-            want(maybe(lambda v: isinstance(v, list) and all(
-                obj(p) and count(p.get("step")) and count(p.get("active_layers")) and all(
-                    maybe(finite)(p.get(k)) for k in ("val_ce", "rms_boundary", "rms_regular"))
-                for p in v)), r.get("trajectory"), at + ".trajectory",
-                "a list of points (step and active_layers whole numbers; val_ce, rms_boundary "
-                "and rms_regular finite numbers or null)")
-            want(maybe(lambda v: isinstance(v, list) and all(
-                obj(b) and finite(b.get("dce")) and maybe(finite)(b.get("angle")) for b in v)),
-                r.get("block_removal"), at + ".block_removal",
-                "a list of blocks' removals (dce a finite number, angle a finite number or null)")
+            want(number, r.get("val_ce"), at + ".val_ce", "a finite number")
+            given(r, "seed", lambda v: v == i + 1, at + ".seed",
+                  "%d (an arm's runs are listed by seed, seed 1 first)" % (i + 1))
+            given(r, "trajectory", lambda v: isinstance(v, list) and all(point(p) for p in v),
+                  at + ".trajectory", "a list of points (step and active_layers whole numbers; "
+                  "val_ce a finite number or null; rms_boundary and rms_regular numbers of 0 "
+                  "or more, or null)")
+            given(r, "block_removal", lambda v: isinstance(v, list) and all(removal(b) for b in v),
+                  at + ".block_removal", "a list of blocks' removals (dce a finite number, angle "
+                  "a finite number or null)")
 
 
 def arm_specs(res):
@@ -216,7 +288,7 @@ def ratio_at_phase_end(res, run, k, arm=None):
     """pre-norm's row-start / regular RMS after block k + 1 at the end of phase k."""
     spp = arm_spp(res, arm)
     bs = res["preset"].get("student", {}).get("block_size", 3)
-    for p in run["trajectory"]:
+    for p in run.get("trajectory", []):
         if p["step"] == (k + 1) * spp and p["active_layers"] == (k + 1) * bs:
             if p["rms_boundary"] is not None and p["rms_regular"]:
                 return p["rms_boundary"] / p["rms_regular"]

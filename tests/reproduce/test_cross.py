@@ -590,6 +590,22 @@ class Cross(unittest.TestCase):
             (good, dict(runs(), **{"post-grow": [dict(seed=1, **run_record(2.0, 1, 0)),
                                                  dict(seed=1, **run_record(2.1, 1, 0))]}),
              "arms.post-grow[1].seed is 1"),
+            (good, dict(runs(), **{"post-grow": [dict(seed=2, **run_record(2.0, 1, 0)),
+                                                 dict(seed=1, **run_record(2.1, 1, 0))]}),
+             "arms.post-grow[0].seed is 2, not 1 (an arm's runs are listed by seed"),
+            (good, runs(val_ce=10 ** 400), "arms.post-grow[0].val_ce"),
+            (good, runs(val_ce=1e300), "arms.post-grow[0].val_ce"),
+            (good, runs(trajectory=None), "arms.post-grow[0].trajectory is missing or null"),
+            (good, runs(block_removal=None),
+             "arms.post-grow[0].block_removal is missing or null"),
+            (dict(good, student=None), runs(), "preset.student is missing or null"),
+            (dict(good, student={"blocks": None}), runs(), "preset.student.blocks"),
+            (dict(good, arms=["x", "pre-joint"]), runs(), "the arm x has no placement"),
+            (dict(good, arms=[{"name": "pre-joint-k", "massive_offset": float("nan")}]), runs(),
+             "massive_offset is not a number"),
+            (dict(good, arms=[{"name": "pre-joint-k", "massive_offset": [37]}]), runs(),
+             "massive_offset is not a number"),
+            (dict(good, arms=5), runs(), "preset.arms is not a list"),
         ]
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "s"))
@@ -612,6 +628,128 @@ class Cross(unittest.TestCase):
                                 os.path.join(d, "s")], capture_output=True, text=True)
             self.assertEqual(r.returncode, 0, r.stderr)
 
+    def test_hostile_inputs_refused(self):
+        """Rows, names, families and folders that would once give a traceback,
+        a NaN or an overwritten file: each refused with a message, exit 1,
+        nothing written."""
+        arms = ("pre-joint", "post-joint", "pre-grow", "post-grow")
+
+        def results(name="s", **top):
+            runs = {a: [dict(run_record(2.0 + 0.01 * (a == "post-grow") + 0.001 * n, 1.5, 0.2),
+                             seed=n + 1) for n in range(3)] for a in arms}
+            res = {"preset": {"name": name, "train": {"steps_per_phase": 10},
+                              "student": {"block_size": 1}, "arms": list(arms)}, "arms": runs}
+            res.update(top)
+            return res
+        row = {"arm": "post-joint", "reference": "pre-joint", "n": 3, "mean": 0.01,
+               "half_width_95": 0.002, "sd": 0.001}
+        gap = [["s", "post-grow", 1], ["s", "pre-grow", -1]]
+        tiny = results()
+        for r in tiny["arms"]["pre-grow"]:
+            r["trajectory"][0]["rms_regular"] = 1e-300
+            r["trajectory"][0]["rms_boundary"] = 1e11
+        cases = [  # (results.json, family, words)
+            (results(comparisons=None), None, "comparisons is missing or null"),
+            (results(comparisons=5), None, "comparisons is 5, not a list of rows"),
+            (results(comparisons=[dict(row, mean=float("nan"))]), None, "comparisons[0].mean"),
+            (results(comparisons=[dict(row, mean=None)]), None, "comparisons[0].mean"),
+            (results(comparisons=[dict(row, half_width_95=-5)]), None,
+             "comparisons[0].half_width_95"),
+            (results(comparisons=[dict(row, sd=-1)]), None, "comparisons[0].sd"),
+            (results(interactions=[dict(row, arms=[1])]), None, "interactions[0].arms"),
+            (results(comparisons=[dict(row, n="3")]), None, "comparisons[0].n"),
+            (tiny, None, "a number computed from the studies is not finite"),
+            (results(), {"what": "x", "claims": [{"claim": "c", "terms": gap,
+                                                  "seeds": [1, 10 ** 12]}]},
+             "\"seeds\" must be [first, last]"),
+            (results(), {"claims": [{"claim": "c", "terms": [["s", "post-grow", 10 ** 400]]}]},
+             "[study, arm, coefficient]"),
+            (results(verdicts=[{"finding": "grow gap", "p": "p 7"}]),
+             {"claims": [{"claim": "c", "verdict_row": ["s", "grow"]}]}, "has p 7, not a p"),
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "out")
+
+            def cross(*extra, family=None):
+                shutil.rmtree(out, ignore_errors=True)
+                argv = [sys.executable, CROSS, "--out", out]
+                if family is not None:
+                    with open(os.path.join(d, "family.json"), "w") as f:
+                        json.dump(family, f)
+                    argv += ["--family", os.path.join(d, "family.json")]
+                return subprocess.run(argv + list(extra), capture_output=True, text=True)
+
+            def refused(r, words, where=out):
+                self.assertEqual(r.returncode, 1, r.stderr)
+                self.assertIn(words, r.stderr)
+                self.assertIn("nothing written", r.stderr)
+                self.assertNotIn("Traceback", r.stderr)
+                self.assertFalse(os.path.exists(os.path.join(where, "cross.json")))
+
+            s = os.path.join(d, "s")
+            os.makedirs(s)
+            for res, family, words in cases:
+                with self.subTest(words=words):
+                    with open(os.path.join(s, "results.json"), "w") as f:
+                        json.dump(res, f)
+                    refused(cross(s, family=family), words)
+            with open(os.path.join(s, "results.json"), "w") as f:
+                json.dump(results(), f)
+            # one study twice, or two of one name; --out a study's folder, or a file
+            refused(cross(s, s), "two studies are named s")
+            twin = os.path.join(d, "twin")
+            os.makedirs(twin)
+            shutil.copy(os.path.join(s, "results.json"), twin)
+            refused(cross(s, twin), "two studies are named s")
+            with open(os.path.join(s, "report.md"), "w") as f:
+                f.write("the study's own report\n")
+            r = subprocess.run([sys.executable, CROSS, "--out", s, s], capture_output=True,
+                               text=True)
+            refused(r, "is the study folder", where=s)
+            with open(os.path.join(s, "report.md")) as f:
+                self.assertEqual(f.read(), "the study's own report\n")
+            afile = os.path.join(d, "afile")
+            open(afile, "w").close()
+            r = subprocess.run([sys.executable, CROSS, "--out", afile, s], capture_output=True,
+                               text=True)
+            refused(r, "is not a folder")
+            r = subprocess.run([sys.executable, CROSS, "--out", os.path.join(afile, "x"), s],
+                               capture_output=True, text=True)
+            refused(r, "afile", where=os.path.join(afile, "x"))
+            os.makedirs(os.path.join(out, "report.md"))
+            r = subprocess.run([sys.executable, CROSS, "--out", out, s], capture_output=True,
+                               text=True)
+            refused(r, "report.md is a folder")
+            self.assertEqual(sorted(os.listdir(out)), ["report.md"])
+            shutil.rmtree(out)
+            # a device or a pipe is never read; nor JSON nested past Python's limit
+            dev = os.path.join(d, "dev")
+            os.makedirs(dev)
+            os.symlink("/dev/zero", os.path.join(dev, "results.json"))
+            refused(cross(dev), "not a regular file")
+            with open(os.path.join(s, "results.json"), "w") as f:
+                f.write("[" * 100000 + "]" * 100000)
+            refused(cross(s), "nested too deeply")
+            # a folder's name stands for a study without one only where it keeps the name rule
+            bad = os.path.join(d, "x\n## injected")
+            os.makedirs(bad)
+            res = results()
+            del res["preset"]["name"]
+            with open(os.path.join(bad, "results.json"), "w") as f:
+                json.dump(res, f)
+            refused(cross(bad), "is not allowed as one")
+            # text of the family's reaches report.md as one cell or paragraph
+            with open(os.path.join(s, "results.json"), "w") as f:
+                json.dump(results(), f)
+            r = cross(s, family={"what": "x\n\n## Injected heading\n\n| a | b |", "claims": [
+                {"claim": "c", "terms": gap},
+                {"claim": "a | b\n## Injected", "beside": True, "terms": gap}]})
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "report.md")) as f:
+                report = f.read()
+            self.assertNotIn("\n## Injected", report)
+            self.assertIn("a \\| b", report)
+
     def test_family_pairs_by_seed_number(self):
         """A claim over two studies pairs their runs by seed number: over its
         "seeds" range, or else over seeds both have, which must be the same;
@@ -619,10 +757,9 @@ class Cross(unittest.TestCase):
         a malformed range is refused with a message, and nothing is written."""
         with tempfile.TemporaryDirectory() as d:
             arms = ("pre-joint", "post-joint", "pre-grow", "post-grow")
-            # long's runs are stored out of seed order: pairing goes by number
             long_gaps = {1: 0.010, 2: 0.020, 3: 0.030, 4: 0.5, 5: 0.9}
             long_runs = {a: [] for a in arms}
-            for seed in (3, 1, 2, 5, 4):
+            for seed in (1, 2, 3, 4, 5):
                 for a in arms:
                     rec = run_record(2.0 + (long_gaps[seed] if a == "post-grow" else 0), 1, 0)
                     rec["seed"] = seed
