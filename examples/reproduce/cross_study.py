@@ -235,6 +235,10 @@ def check_study(res, where):
             want(number, r.get("val_ce"), at + ".val_ce", "a finite number")
             given(r, "seed", lambda v: v == i + 1, at + ".seed",
                   "%d (an arm's runs are listed by seed, seed 1 first)" % (i + 1))
+            want(lambda v: isinstance(v, list), r.get("trajectory"), at + ".trajectory",
+                 "a list of points")
+            want(lambda v: isinstance(v, list), r.get("block_removal"), at + ".block_removal",
+                 "a list of blocks' removals")
             given(r, "trajectory", lambda v: isinstance(v, list) and all(point(p) for p in v),
                   at + ".trajectory", "a list of points (step and active_layers whole numbers; "
                   "val_ce a finite number or null; rms_boundary and rms_regular numbers of 0 "

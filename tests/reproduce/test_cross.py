@@ -596,6 +596,8 @@ class Cross(unittest.TestCase):
             (good, runs(val_ce=10 ** 400), "arms.post-grow[0].val_ce"),
             (good, runs(val_ce=1e300), "arms.post-grow[0].val_ce"),
             (good, runs(trajectory=None), "arms.post-grow[0].trajectory is missing or null"),
+            (good, {a: [{k: v for k, v in r.items() if k != "trajectory"} for r in rs]
+                    for a, rs in runs().items()}, "arms.pre-joint[0].trajectory is missing"),
             (good, runs(block_removal=None),
              "arms.post-grow[0].block_removal is missing or null"),
             (dict(good, student=None), runs(), "preset.student is missing or null"),
