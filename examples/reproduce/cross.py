@@ -52,6 +52,7 @@ import os
 import shutil
 import subprocess
 import sys
+import traceback
 
 # The modules beside this file (cross_stats, cross_study, cross_family), found
 # however cross.py is started or loaded.
@@ -66,7 +67,7 @@ from cross_stats import (BYTES_PER_TOKEN, HALF_MARGIN, MARGIN, MAX_SEEDS,  # noq
                          p_tost, pm, seeds_needed, slope, summary, t90, t95, t_cdf, verdict_kind)
 from cross_study import (NOT_LEARNED, Refused, cell, crossover, design_row,  # noqa: E402
                          dose_sets, four_arm_sets, grow_pairs, load, paired, ratio_at_phase_end,
-                         read_json, study_name, unlearned)
+                         preset_spp, read_json, study_name, unlearned)
 
 
 def gp_str(s):
@@ -90,7 +91,7 @@ def trend_and_points(studies):
     trend, points, ipoints = [], [], []
     for folder, res in studies:
         name = study_name(folder, res)
-        spp = res["preset"]["train"].get("steps_per_phase")
+        spp = preset_spp(res)
         for label, pj, qj, pg, qg in four_arm_sets(res):
             dj, dg = paired(res, pj, qj), paired(res, pg, qg)
             if not dj or not dg:
@@ -708,9 +709,24 @@ def compute(args, studies, family):
 
 
 def write_all(out_dir, files):
-    """Every file whole, or none: each written to a temp file and synced,
-    then all renamed into place."""
-    os.makedirs(out_dir, exist_ok=True)
+    """Every file whole: each written to a temp file and synced, then all
+    renamed into place once all are written (a failed write renames none,
+    and removes an --out folder it made)."""
+    made = not os.path.exists(out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as e:
+        raise Refused("--out %s cannot be made: %s" % (out_dir, e.strerror)) from None
+    try:
+        write_files(out_dir, files)
+    except (Refused, OSError):
+        if made and not os.listdir(out_dir):
+            os.rmdir(out_dir)
+        raise
+
+
+def write_files(out_dir, files):
+    """write_all's files into out_dir, which exists."""
     for name in files:
         if os.path.isdir(os.path.join(out_dir, name)):
             raise Refused("%s is a folder: cross.py writes a file there"
@@ -739,9 +755,12 @@ def run(argv):
         try:
             files, n_trend, n_points = compute(args, studies, family)
         except (ArithmeticError, LookupError, TypeError, ValueError, RecursionError) as e:
-            # a shape no check above foresaw: said, never a traceback
-            raise Refused("the studies could not be read together (%s: %s)"
-                          % (type(e).__name__, e)) from None
+            # a shape no check above foresaw: said in one line, with where it
+            # tripped (a check is missing there), never a traceback
+            at = traceback.extract_tb(e.__traceback__)[-1]
+            raise Refused("the studies could not be read together (%s at %s:%d: %s)"
+                          % (type(e).__name__, os.path.basename(at.filename), at.lineno,
+                             e)) from None
         write_all(args.out, files)
     except (Refused, OSError) as e:
         print("cross: %s; nothing written" % e, file=sys.stderr)

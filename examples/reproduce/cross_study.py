@@ -31,6 +31,14 @@ def cell(x):
 LARGEST = 1e12
 
 
+def shown(v):
+    """A value as a message shows it: JSON, cut at 60 characters."""
+    if v is None:
+        return "missing or null"
+    text = json.dumps(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def number(v):
     """A finite number of at most LARGEST in magnitude (not a bool; a huge
     int is compared, never converted)."""
@@ -48,13 +56,12 @@ def design_row(c, where):
     def want(key, ok, what):
         v = c.get(key)
         if not ok(v):
-            raise Refused("%s.%s: %s is not %s" % (
-                where, key, "missing or null" if v is None else json.dumps(v)[:60], what))
+            raise Refused("%s.%s: %s is not %s" % (where, key, shown(v), what))
         return v
     maybe = lambda ok: lambda v: v is None or ok(v)
     text = lambda v: isinstance(v, str)
     if not isinstance(c, dict):
-        raise Refused("%s: %s is not a row (an object)" % (where, json.dumps(c)[:60]))
+        raise Refused("%s: %s is not a row (an object)" % (where, shown(c)))
     if "label" in c:
         want("label", lambda v: isinstance(v, str) and v, "a label (a string)")
     want("n", maybe(count), "a seed count")
@@ -69,8 +76,11 @@ def design_row(c, where):
     want("verdict", maybe(text), "a verdict (a string)")
     for key in ("arm", "reference", "from"):
         want(key, maybe(text), "a string")
-    want("arms", maybe(lambda v: isinstance(v, list) and len(v) == 4 and all(text(x) for x in v)),
-         "a list of 4 arm names")
+    # an interaction of order k names its 2^k arms; one without a label is of order 2
+    want("arms", maybe(lambda v: isinstance(v, list) and len(v) >= 2 and
+                       len(v) & (len(v) - 1) == 0 and all(text(x) for x in v) and
+                       ("label" in c or len(v) == 4)),
+         "a list of arm names (2^order of them; 4 in a row without a label)")
     return c
 
 
@@ -98,7 +108,12 @@ def arm_spp(res, arm):
     """An arm's steps per phase: its own (results.json's arm_settings), else
     the preset's."""
     own = (res.get("arm_settings") or {}).get(arm) or {}
-    return own.get("steps_per_phase") or res["preset"]["train"].get("steps_per_phase", 1000)
+    return own.get("steps_per_phase") or preset_spp(res)
+
+
+def preset_spp(res):
+    """The preset's steps per phase (reproduce's default, 300, where it gives none)."""
+    return (res["preset"].get("train") or {}).get("steps_per_phase", 300)
 
 
 def check_names(res, folder):
@@ -167,17 +182,19 @@ def check_arm_entry(a, where):
         return
     if not isinstance(a, dict) or not isinstance(a.get("name"), str):
         raise Refused("%s: %s is not an arm (a name, or an object with a name)"
-                      % (where, json.dumps(a)[:60]))
+                      % (where, shown(a)))
     name = a["name"]
+    if not isinstance(a.get("from", ""), str):
+        raise Refused("%s: arm %s's from is not an arm's name" % (where, name))
     if not isinstance(a.get("placement", ""), str):
         raise Refused("%s: arm %s's placement is not a string" % (where, name))
     if not (a.get("schedule") is None or isinstance(a["schedule"], str)):
         raise Refused("%s: arm %s's schedule is not a string" % (where, name))
     if not (number(a.get("massive_offset", 0)) and a.get("massive_offset", 0) >= 0):
         raise Refused("%s: arm %s's massive_offset is not a number of 0 or more" % (where, name))
-    if "placement" not in a and "-" not in name:
+    if "placement" not in a and "-" not in a.get("from", name):
         raise Refused("%s: the arm %s has no placement (a name is PLACEMENT-REST, or give "
-                      "\"placement\")" % (where, name))
+                      "\"placement\" or \"from\")" % (where, name))
 
 
 def check_study(res, where):
@@ -188,8 +205,7 @@ def check_study(res, where):
     out may not be null where it is given."""
     def want(ok, v, field, what):
         if not ok(v):
-            raise Refused("%s: %s is %s, not %s" % (
-                where, field, "missing or null" if v is None else json.dumps(v)[:60], what))
+            raise Refused("%s: %s is %s, not %s" % (where, field, shown(v), what))
     obj = lambda v: isinstance(v, dict)
     maybe = lambda ok: lambda v: v is None or ok(v)
 
@@ -197,9 +213,9 @@ def check_study(res, where):
         if key in d:
             want(ok, d[key], field, what)
     pre = res["preset"]
-    want(obj, pre.get("train"), "preset.train", "an object")
-    want(lambda v: count(v, 1), pre["train"].get("steps_per_phase"),
-         "preset.train.steps_per_phase", "a whole number of at least 1")
+    given(pre, "train", obj, "preset.train", "an object")
+    given(pre.get("train") or {}, "steps_per_phase", lambda v: count(v, 1),
+          "preset.train.steps_per_phase", "a whole number of at least 1")
     given(pre, "student", obj, "preset.student", "an object")
     for k in ("block_size", "blocks"):
         given(pre.get("student") or {}, k, lambda v: count(v, 1), "preset.student." + k,
@@ -215,9 +231,9 @@ def check_study(res, where):
         isinstance(x, str) for x in d))(v.get("did_not_learn")),
         "baseline", "an object whose did_not_learn lists arm names")
     given(res, "verdicts", lambda v: isinstance(v, list) and all(
-        obj(x) and isinstance(x.get("finding"), str) and maybe(
-            lambda p: isinstance(p, str))(x.get("p")) for x in v),
-        "verdicts", "a list of rows, each with a finding (a string)")
+        obj(x) and isinstance(x.get("finding"), str) and isinstance(x.get("p", ""), str)
+        for x in v),
+        "verdicts", "a list of rows, each with a finding and any p a string")
     for kind in ("comparisons", "interactions"):
         given(res, kind, lambda v: isinstance(v, list), kind, "a list of rows")
         for i, c in enumerate(res.get(kind) or []):
@@ -232,8 +248,9 @@ def check_study(res, where):
         for i, r in enumerate(runs):
             at = "arms.%s[%d]" % (arm, i)
             want(obj, r, at, "a run (an object)")
-            want(number, r.get("val_ce"), at + ".val_ce", "a finite number")
-            given(r, "seed", lambda v: v == i + 1, at + ".seed",
+            want(number, r.get("val_ce"), at + ".val_ce", "a finite number (null is a run whose "
+                 "final CE was not finite: it diverged, and cross.py reads no study with one)")
+            given(r, "seed", lambda v: count(v) and v == i + 1, at + ".seed",
                   "%d (an arm's runs are listed by seed, seed 1 first)" % (i + 1))
             want(lambda v: isinstance(v, list), r.get("trajectory"), at + ".trajectory",
                  "a list of points")
@@ -258,10 +275,11 @@ def arm_specs(res):
             out[a] = (pl, rest if rest in named else None, False)
         else:
             name = a["name"]
-            pl = a.get("placement", name.split("-", 1)[0])
+            base = a.get("from", name)  # the named arm it starts from, as reproduce reads it
+            pl = a.get("placement", base.split("-", 1)[0])
             sched = a.get("schedule")
-            if sched is None and "phases" not in a and "-" in name:
-                sched = name.split("-", 1)[1] if name.split("-", 1)[1] in named else None
+            if sched is None and "phases" not in a and "-" in base:
+                sched = base.split("-", 1)[1] if base.split("-", 1)[1] in named else None
             out[name] = (pl, sched, bool(a.get("block_norm") or a.get("block_rescale")))
     return out
 
@@ -348,7 +366,7 @@ def dose_sets(res):
     return sets if len({k for k, *_ in sets}) >= 2 else []
 
 def study_name(folder, res):
-    return res["preset"].get("name", os.path.basename(folder.rstrip("/")))
+    return res["preset"].get("name", os.path.basename(os.path.abspath(folder)))
 
 
 def val_at_phase_end(res, run, k, arm=None):

@@ -572,7 +572,7 @@ class Cross(unittest.TestCase):
             return out
         good = {"name": "s", "train": {"steps_per_phase": 10}, "student": {"block_size": 1}}
         bad = [
-            ({"name": "s"}, runs(), "preset.train is missing or null"),
+            ({"name": "s", "train": None}, runs(), "preset.train is missing or null"),
             (dict(good, train={"steps_per_phase": "10"}), runs(), "preset.train.steps_per_phase"),
             (dict(good, train={"steps_per_phase": 0}), runs(), "preset.train.steps_per_phase"),
             (dict(good, student={"block_size": 1.5}), runs(), "preset.student.block_size"),
@@ -660,6 +660,9 @@ class Cross(unittest.TestCase):
             (results(comparisons=[dict(row, sd=-1)]), None, "comparisons[0].sd"),
             (results(interactions=[dict(row, arms=[1])]), None, "interactions[0].arms"),
             (results(comparisons=[dict(row, n="3")]), None, "comparisons[0].n"),
+            (results(interactions=[dict(row, label="three", arms=["a-b"] * 6)]), None,
+             "interactions[0].arms"),
+            (results(verdicts=[{"finding": "grow gap", "p": None}]), None, "verdicts is"),
             (tiny, None, "a number computed from the studies is not finite"),
             (results(), {"what": "x", "claims": [{"claim": "c", "terms": gap,
                                                   "seeds": [1, 10 ** 12]}]},
@@ -697,6 +700,21 @@ class Cross(unittest.TestCase):
                     refused(cross(s, family=family), words)
             with open(os.path.join(s, "results.json"), "w") as f:
                 json.dump(results(), f)
+            # what reproduce can write is read: no train (its default steps), an arm
+            # from a named arm, an order-3 interaction's 8 arms, an unnamed study as '.'
+            res = results(interactions=[dict(row, label="order 3", order=3, arms=["x-y"] * 8)])
+            del res["preset"]["train"]
+            res["preset"]["arms"] = list(arms) + [{"name": "baseline", "from": "pre-grow"}]
+            del res["preset"]["name"]
+            with open(os.path.join(s, "results.json"), "w") as f:
+                json.dump(res, f)
+            r = subprocess.run([sys.executable, CROSS, "--out", out, "."], cwd=s,
+                               capture_output=True, text=True)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(os.path.join(out, "cross.json")) as f:
+                self.assertEqual(json.load(f)["trend"][0]["steps_per_phase"], 300)
+            with open(os.path.join(s, "results.json"), "w") as f:
+                json.dump(results(), f)
             # one study twice, or two of one name; --out a study's folder, or a file
             refused(cross(s, s), "two studies are named s")
             twin = os.path.join(d, "twin")
@@ -717,7 +735,7 @@ class Cross(unittest.TestCase):
             refused(r, "is not a folder")
             r = subprocess.run([sys.executable, CROSS, "--out", os.path.join(afile, "x"), s],
                                capture_output=True, text=True)
-            refused(r, "afile", where=os.path.join(afile, "x"))
+            refused(r, "cannot be made: Not a directory", where=os.path.join(afile, "x"))
             os.makedirs(os.path.join(out, "report.md"))
             r = subprocess.run([sys.executable, CROSS, "--out", out, s], capture_output=True,
                                text=True)
@@ -753,8 +771,9 @@ class Cross(unittest.TestCase):
             self.assertIn("a \\| b", report)
 
     def test_family_pairs_by_seed_number(self):
-        """A claim over two studies pairs their runs by seed number: over its
-        "seeds" range, or else over seeds both have, which must be the same;
+        """A claim over two studies pairs their runs by seed number (an arm's runs
+        are listed seed 1 first): over its "seeds" range, or else over seeds
+        both have, which must be the same;
         a claim pairing 5 seeds with 3, a range naming a seed a study lacks, or
         a malformed range is refused with a message, and nothing is written."""
         with tempfile.TemporaryDirectory() as d:
