@@ -22,6 +22,17 @@ from tiny_study import results, tiny_study, write
 BIN = None
 
 
+CROSS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                     "reproduce", "cross.py")
+
+
+def cross_reads(test, out):
+    """examples/reproduce/cross.py reads the study reproduce wrote in out."""
+    r = subprocess.run([sys.executable, CROSS, "--out", os.path.join(out, "cross"), out],
+                       capture_output=True, text=True, timeout=120)
+    test.assertEqual(r.returncode, 0, r.stderr)
+
+
 def run(*args, cwd=None, env=None):
     return subprocess.run([BIN, *args], capture_output=True, text=True, cwd=cwd, timeout=600,
                           env=env)
@@ -115,6 +126,7 @@ class AnySetting(unittest.TestCase):
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertNotIn("not used", r.stderr)
             self.assertNotIn("made with other settings", r.stderr)
+            cross_reads(self, out)  # its order-3 row (8 arms) among them
 
     def test_did_not_learn_is_carried_to_every_row(self):
         """4 steps from a random init learn nothing: every comparison and
@@ -146,6 +158,7 @@ class AnySetting(unittest.TestCase):
             self.assertNotIn("| not reproduced", report)
             self.assertIn("| 2 | not applicable (did not learn): pre-joint, post-joint | not "
                           "applicable | n/a |", report)
+            cross_reads(self, out)
 
     def test_every_training_setting_is_an_arms_own(self):
         """clip, tau, the KL's direction, the phase length and the rewind per
