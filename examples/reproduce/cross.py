@@ -65,7 +65,7 @@ from cross_family import check_family, headline, headline_md  # noqa: E402
 from cross_stats import (BYTES_PER_TOKEN, HALF_MARGIN, MARGIN, MAX_SEEDS,  # noqa: E402,F401
                          clustered_slope, dose_change, effect_verdict, fmt_p, holm, p_against,
                          p_tost, pm, seeds_needed, slope, summary, t90, t95, t_cdf, verdict_kind)
-from cross_study import (NOT_LEARNED, Refused, cell, crossover, design_row,  # noqa: E402
+from cross_study import (NOT_LEARNED, Refused, cell, crossover,  # noqa: E402
                          dose_sets, four_arm_sets, grow_pairs, load, paired, ratio_at_phase_end,
                          preset_spp, read_json, study_name, unlearned)
 
@@ -218,8 +218,7 @@ def design_contrasts(studies):
         name = study_name(folder, res)
         for kind in ("comparisons", "interactions"):
             for c in res.get(kind, []):
-                if c.get("from") == "design" and c.get("label"):
-                    design_row(c, "%s: %s" % (name, kind))
+                if c.get("from") == "design" and c.get("label"):  # checked in load
                     dnl = c.get("did_not_learn") or []
                     designed.append({"study": name, "kind": kind[:-1], "label": c["label"],
                                      "order": c.get("order", 2 if kind == "interactions" else 1),
@@ -235,12 +234,7 @@ def study_rows_to_decide(name, res):
     each once, with its verdicts and the seeds it would need."""
     rows_out, seen = [], set()
     for kind in ("comparisons", "interactions"):
-        rows = res.get(kind, [])
-        if not isinstance(rows, list) or not all(isinstance(c, dict) for c in rows):
-            raise Refused("%s: %s is not a list of rows" % (name, kind))
-        for i, c in enumerate(rows):
-            if "label" in c:
-                design_row(c, "%s: %s[%d]" % (name, kind, i))
+        for c in res.get(kind, []):  # each row checked in load (check_study)
             if c.get("label"):
                 what = c["label"]
             elif kind == "comparisons":
