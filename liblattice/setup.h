@@ -103,4 +103,8 @@ void lattice__setup_describe(char *buf, size_t n, const char *a, const char *b, 
 lattice_status lattice__trainer_agree_setup(lattice_trainer *t, const lattice_trainer_collective *c,
                                             void *user, int rank, int n, lattice_status local);
 
+/* The first of a collective's required slots (rank up to broadcast) that is
+ * NULL, by name, or NULL when every one is set. c is a whole 1.0 table. */
+const char *lattice__collective_missing_slot(const lattice_trainer_collective *c);
+
 #endif

@@ -1,6 +1,7 @@
 /* The trainer: one step (phase start, data, teacher, loss, backward, update)
  * and whole runs; over ranks, and validation, in trainer_collective.c. */
 #include "trainer_impl.h"
+#include "setup.h"
 
 #include "data_access.h"
 #include "distill_access.h"
@@ -180,7 +181,7 @@ static lattice_status agree_before_create(const lattice_trainer_params *tp, latt
 {
     const lattice_trainer_collective *c = tp->collective;
     void *user = tp->collective_user;
-    if (c->size < LATTICE__TRAINER_COLLECTIVE_1_0 || !c->rank || !c->n_ranks || !c->sum_int64)
+    if (c->size < LATTICE__TRAINER_COLLECTIVE_1_0 || lattice__collective_missing_slot(c))
         return st;
     const int rank = c->rank(user), n = c->n_ranks(user);
     if (n < 2 || rank < 0 || rank >= n)

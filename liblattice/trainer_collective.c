@@ -88,6 +88,18 @@ lattice_status lattice_trainer_evaluate(lattice_trainer *t, double *val_ce)
     LATTICE__TRAINER_HELD(t, "lattice_trainer_evaluate", trainer_evaluate(t, val_ce));
 }
 
+const char *lattice__collective_missing_slot(const lattice_trainer_collective *c)
+{
+    return !c->rank          ? "rank"
+           : !c->n_ranks     ? "n_ranks"
+           : !c->sum_floats  ? "sum_floats"
+           : !c->sum_doubles ? "sum_doubles"
+           : !c->sum_int64   ? "sum_int64"
+           : !c->barrier     ? "barrier"
+           : !c->broadcast   ? "broadcast"
+                             : NULL;
+}
+
 static lattice_status set_collective(lattice_trainer *t, const lattice_trainer_collective *ops,
                                      void *user)
 {
@@ -121,14 +133,7 @@ static lattice_status set_collective(lattice_trainer *t, const lattice_trainer_c
     memset(&c, 0, sizeof(c));
     memcpy(&c, ops, ops->size < sizeof(c) ? ops->size : sizeof(c));
     c.size = sizeof(c);
-    const char *missing = !c.rank          ? "rank"
-                          : !c.n_ranks     ? "n_ranks"
-                          : !c.sum_floats  ? "sum_floats"
-                          : !c.sum_doubles ? "sum_doubles"
-                          : !c.sum_int64   ? "sum_int64"
-                          : !c.barrier     ? "barrier"
-                          : !c.broadcast   ? "broadcast"
-                                           : NULL;
+    const char *missing = lattice__collective_missing_slot(&c);
     if (missing)
         return FAIL(t, LATTICE_ERR_INVALID_ARGUMENT,
                     "lattice_trainer_set_collective: invalid argument: ops->%s is NULL (every "
