@@ -255,9 +255,12 @@ static void progress_update(progress *pr, int step, int steps, float loss, doubl
     }
 }
 
-/* Print a failed call's status and message; returns the exit code. */
+/* Print a failed call's status and message (NULL: the library's last error,
+ * which says why); returns the exit code. */
 static int fail(progress *pr, const char *what, lattice_status st, const char *detail)
 {
+    if (!detail)
+        detail = lattice_last_error();
     progress_clear(pr);
     fprintf(stderr, PROG ": %s: %s%s%s\n", what, lattice_status_string(st),
             detail && *detail ? ": " : "", detail ? detail : "");

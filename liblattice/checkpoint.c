@@ -39,6 +39,18 @@ static lattice_status save_checkpoint(lattice_trainer *t, const char *path)
 static lattice_status write_checkpoint(lattice_trainer *t, const char *path)
 {
     const lattice_model *m = t->model;
+    /* a load checks the depth against the phase the run applied: a state it
+     * would refuse is not written (the caller changed the depth between steps) */
+    lattice_schedule_phase ph;
+    lattice_schedule_phase_init(&ph);
+    if (t->applied_phase >= 0 &&
+        lattice_schedule_get_phase(t->schedule, t->applied_phase, &ph) == LATTICE_OK &&
+        lattice_model_get_active_layers(m) != ph.active_layers)
+        return FAIL(t, LATTICE_ERR_STATE,
+                    "the model has %d active layers, not the %d of phase %d, the one this run "
+                    "applied: a checkpoint of it would not load (set the depth back, or let the "
+                    "schedule change it)",
+                    lattice_model_get_active_layers(m), ph.active_layers, t->applied_phase);
     const int nt = lattice_model_get_n_tensors(m);
     st_entry *e = calloc((size_t)(3 * nt + 1), sizeof(*e));
     char *names = malloc((size_t)2 * nt * 112);
@@ -189,16 +201,27 @@ static lattice_status read_arrays(lattice_trainer *t, st_file *sf, loaded *ld)
 }
 
 /* Adam's first moment is an average of the gradients whose squares the second
- * averages: one far beyond the other's root came from no run, and its update
- * m1 / (sqrt(m2) + eps) would overflow the weights */
-static lattice_status check_moments(lattice_trainer *t, const loaded *ld, float eps)
+ * averages. By Cauchy-Schwarz over any gradient history,
+ *   |m1| <= (1 - b1) / sqrt((1 - b2) (1 - b1^2 / b2)) * sqrt(m2)
+ * where b1^2 < b2: a first moment far beyond that came from no run, and its
+ * update m1 / (sqrt(m2) + eps) would overflow the weights. Where b2 <= b1^2
+ * (beta2 0, say) no bound holds: a row unused for a while keeps m1 and loses
+ * m2, and its own run's checkpoint must load. */
+static lattice_status check_moments(lattice_trainer *t, const loaded *ld, float b1, float b2,
+                                    float eps)
 {
+    if (!((double)b1 * b1 < (double)b2))
+        return LATTICE_OK;
+    const double bound =
+        (1.0 - b1) / sqrt((1.0 - b2) * (1.0 - (double)b1 * b1 / b2));
+    /* the slack covers float rounding of the running averages many times over */
+    const float k = (float)(1e6 * (bound > 1.0 ? bound : 1.0));
     for (int i = 0; i < ld->nt; i++) {
         lattice__model_tensor te;
         lattice__model_tensor_at(t->model, i, &te);
         const size_t off = te.offset, n = (size_t)(te.rows * te.cols);
         for (size_t j = off; j < off + n; j++)
-            if (fabsf(ld->m1[j]) > 1e6f * (sqrtf(ld->m2[j]) + eps))
+            if (fabsf(ld->m1[j]) > k * (sqrtf(ld->m2[j]) + eps))
                 return FAIL(t, LATTICE_ERR_FORMAT,
                             "'%s': optimizer moments (%g, %g) no gradient history can produce",
                             te.name, (double)ld->m1[j], (double)ld->m2[j]);
@@ -304,7 +327,7 @@ static lattice_status load_checkpoint_flags(lattice_trainer *t, const char *path
     if (st == LATTICE_OK)
         st = read_arrays(t, &sf, &ld);
     if (st == LATTICE_OK)
-        st = check_moments(t, &ld, r.op.eps);
+        st = check_moments(t, &ld, r.op.beta1, r.op.beta2, r.op.eps);
     if (st == LATTICE_OK)
         st = read_steps(t, &sf, &ld, r.optim_step);
     if (r.keep_data_position) /* other data, on purpose: the iterator reads on from where it

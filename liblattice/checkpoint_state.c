@@ -85,7 +85,7 @@ char *lattice__checkpoint_state_json(lattice_trainer *t)
                 *layers = json_object_new_array(), *phases = json_object_new_array(),
                 *dt = json_object_new_object();
     /* the setups a load compares: the data's settings and corpus and the
-     * whole schedule (since 0.4), the model's (since 0.5); their names are
+     * whole schedule (since 0.4), the model's (since 1.0); their names are
      * constant keys: the lists outlive j */
     lattice__setup data, model;
     int ok = lattice__setup_of(t, LATTICE__PART_DATA, 0, &data);
@@ -270,7 +270,7 @@ static void check_model(reader *rd, json_object *md)
     if (!json_object_object_get_ex(md, "setup", &arch) ||
         !json_object_is_type(arch, json_type_object)) {
         refuse(rd, "the checkpoint's state lacks model.setup, the model's settings (placement, "
-                   "residual_scale, block_rescale, ...; written since 0.5): this run cannot tell "
+                   "residual_scale, block_rescale, ...; written since 1.0): this run cannot tell "
                    "whether it resumes the same model");
         return;
     }

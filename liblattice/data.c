@@ -68,6 +68,9 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
             "vocab_size above it");
     if (text && p->separator && !p->separator[0])
         BAD("the document separator must not be empty");
+    if (!text && p->val_path)
+        BAD("val_path is read by lattice_data_create_text only: give a token loader its "
+            "validation documents with val_fraction, or load them as a data object of their own");
     if (p->batch_size < 1 || p->seq_len < 1 || p->batch_size > (1 << 20) || p->seq_len > (1 << 24))
         BAD("batch_size %d and seq_len %d must be positive", p->batch_size, p->seq_len);
     if (!(p->val_fraction >= 0.0f && p->val_fraction < 1.0f))
@@ -241,9 +244,9 @@ static lattice_status create_common(const char *fn, const lattice_data_params *p
 {
     if (errmsg)
         errmsg[0] = 0;
-    if (!out)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
-            "%s: invalid argument: out is NULL", fn);
+    if (!out) /* the caller's buffer says it too (ERRORS.md) */
+        return lattice__set_error(errmsg, LATTICE_ERR_INVALID_ARGUMENT,
+                                  "%s: invalid argument: out is NULL", fn);
     *out = NULL;
     *d = calloc(1, sizeof(**d));
     if (!*d)

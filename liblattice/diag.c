@@ -186,6 +186,10 @@ static lattice_status boundary_scale_held(lattice_diag *d, const char *fn, const
             for (int j = 0; j < D; j++)
                 ss += (double)h[i * D + j] * h[i * D + j];
             d->rms[i] = sqrt(ss / D);
+            if (!isfinite(d->rms[i]))
+                return FAIL(d, LATTICE_ERR_NON_FINITE,
+                            "boundary %d, position %ld: the stream's RMS is %g, not finite (the "
+                            "weights or inputs overflow)", b, i, d->rms[i]);
         }
         for (int c = 0; c <= n_classes; c++) {
             scale_result r;
@@ -337,12 +341,17 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
     for (int64_t i = append_step - window; i < append_step; i++)
         base += losses[i];
     base /= (double)window;
-    out->baseline = base;
-    out->jump = losses[append_step] - base;
     double area = 0.0;
     /* i - append_step < horizon: append_step + horizon can overflow */
     for (int64_t i = append_step; i < n && i - append_step < horizon; i++)
         area += losses[i] > base ? losses[i] - base : 0.0;
+    /* finite losses whose sums pass the double range (near 1e308) */
+    if (!isfinite(base) || !isfinite(losses[append_step] - base) || !isfinite(area))
+        return lattice__fail(LATTICE_ERR_NON_FINITE,
+            "%s: the losses' sums pass the double range (baseline %g, area %g): no response "
+            "is measured", fn, base, area);
+    out->baseline = base;
+    out->jump = losses[append_step] - base;
     out->area = area;
     /* trailing mean over the last `window` steps, starting once a full window
      * lies after the append */
@@ -445,6 +454,13 @@ static lattice_status attention_sinks_held(lattice_diag *d, const char *fn, cons
         if (lattice__model_layer_attention(m, i, &a) != LATTICE_OK ||
             lattice_model_get_hidden(m, i + 1, &stream) != LATTICE_OK)
             return FAIL(d, LATTICE_ERR_STATE, "layer %d kept no attention in its forward", i);
+        /* a NaN or Inf in the stream (weights or inputs that overflow) leaves
+         * no figure to measure: refused rather than NaN figures and -1 places */
+        for (long k = 0; k < N * D; k++)
+            if (!isfinite(stream[k]))
+                return FAIL(d, LATTICE_ERR_NON_FINITE,
+                            "layer %d's output is %g at token %ld, dimension %ld: not finite, "
+                            "so no sink figure is measured", i, (double)stream[k], k / D, k % D);
         const lattice_backend *be = lattice__model_backend(m);
         /* mass on position 0 of queries 1..T-1, per head over rows and positions */
         int sinks = 0;

@@ -67,11 +67,12 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         LATTICE__SIZED(lattice_distill_params, "params", LATTICE__DISTILL_PARAMS_1_0, 0), &p,
         params));
     if (!(p.alpha >= 0.0f) || !isfinite(p.alpha) || !(p.gamma >= 0.0f) || !isfinite(p.gamma) ||
-        !(p.tau > 0.0f) || !isfinite(p.tau) || p.n_threads < 0 || p.n_threads > 4096 ||
+        !(p.tau >= LATTICE_DISTILL_TAU_MIN && p.tau <= LATTICE_DISTILL_TAU_MAX) ||
+        p.n_threads < 0 || p.n_threads > 4096 ||
         (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_distill_create: alpha %g, gamma %g, tau %g, n_threads %d, "
-                             "direction %d: needs finite alpha >= 0, gamma >= 0, tau > 0, "
+                             "direction %d: needs finite alpha >= 0, gamma >= 0, tau in 0.01..100, "
                              "n_threads in 0..4096 and a known direction",
                              (double)p.alpha, (double)p.gamma, (double)p.tau, p.n_threads,
                              (int)p.direction);

@@ -177,13 +177,26 @@ lattice_norm_placement lattice_model_get_placement(const lattice_model *m)
     return m ? m->norm.placement : LATTICE_NORM_PLACEMENT_PRE;
 }
 
+static void zero_grad(lattice_model *m, const tensor_entry *t)
+{
+    memset(lattice__grad_of(m, t->data), 0, sizeof(float) * (size_t)(t->rows * t->cols));
+}
+
 static lattice_status model_set_active_layers(lattice_model *m, int n_active)
 {
     if (n_active < 1 || n_active > m->p.n_layers)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "active layers %d not in 1..%d", n_active,
                     m->p.n_layers);
+    const int was = m->n_active;
     m->n_active = n_active;
     m->batch = m->seq = 0; /* the stored activations no longer match */
+    /* a layer made active was in no backward since: its gradient is zero, not
+     * the one an older pass left (lattice_optim_step reads it) */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const tensor_entry *t = &m->tensors[i];
+        if (t->group == LATTICE_MODEL_GROUP_LAYER && t->layer >= was && t->layer < n_active)
+            zero_grad(m, t);
+    }
     return LATTICE_OK;
 }
 
@@ -197,6 +210,7 @@ static lattice_status model_init_layer(lattice_model *m, int layer, uint64_t see
     for (int i = 0; i < m->n_tensors; i++)
         if (m->tensors[i].group == LATTICE_MODEL_GROUP_LAYER && m->tensors[i].layer == layer)
             lattice__model_init_tensor(m, &m->tensors[i], seed);
+    m->batch = m->seq = 0; /* the stored activations no longer match the weights */
     return LATTICE_OK;
 }
 
@@ -251,6 +265,7 @@ static lattice_status model_copy_layer(lattice_model *m, int dst, int src)
             if (pass == 1)
                 memcpy(to->data, from->data, sizeof(float) * (size_t)(from->rows * from->cols));
         }
+    m->batch = m->seq = 0; /* the stored activations no longer match the weights */
     return LATTICE_OK;
 }
 
@@ -262,6 +277,7 @@ static lattice_status model_zero_layer_outputs(lattice_model *m, int layer)
     const lattice_model_params *p = &m->p;
     memset(m->layers[layer].wo, 0, sizeof(float) * p->d_model * p->n_heads * p->head_dim);
     memset(m->layers[layer].wd, 0, sizeof(float) * p->d_model * p->d_ff);
+    m->batch = m->seq = 0; /* the stored activations no longer match the weights */
     return LATTICE_OK;
 }
 
@@ -288,7 +304,13 @@ static lattice_status model_set_trainable(lattice_model *m, lattice_model_group 
     if (!f)
         return FAIL(m, LATTICE_ERR_INVALID_ARGUMENT, "no parameter group %d (layer %d)", (int)group,
                     layer);
+    const int was = *f;
     *f = trainable != 0;
+    /* a group made trainable was left out of every backward since it was
+     * frozen: its gradient is zero, not the one an older pass left */
+    for (int i = 0; i < m->n_tensors && !was && *f; i++)
+        if (trainable_flag(m, m->tensors[i].group, m->tensors[i].layer) == f)
+            zero_grad(m, &m->tensors[i]);
     return LATTICE_OK;
 }
 
@@ -615,6 +637,7 @@ lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *o
     out->threads = m->be->n_threads;
     out->logits = m->logits;
     out->dlogits = m->dlogits;
+    m->has_loss = 1; /* the caller's loss writes it */
     return LATTICE_OK;
 }
 

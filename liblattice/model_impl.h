@@ -153,6 +153,8 @@ struct lattice_model {
     /* activations of the last forward */
     int batch, seq; /* 0 before the first forward */
     int inference;  /* the last forward kept nothing for backward: backward refuses */
+    int has_loss;   /* dlogits written since the last forward (a loss, or a caller given
+                     * lattice_model_get_dlogits): backward refuses until then */
     int32_t *tokens;
     float *emb;    /* embedding output (post: before the entry norm) */
     norm_stats bst;

@@ -86,7 +86,7 @@ static lattice_status check_params(const lattice_model_params *p, char *err)
     if (!(p->rope_theta > 1.0f) || !isfinite(p->rope_theta))
         BAD("rope_theta must be finite and > 1");
     if (p->max_batch < 1 || p->max_seq < 1 || p->max_batch > lim || p->max_seq > lim)
-        BAD("max_batch %d and max_seq %d must be positive", p->max_batch, p->max_seq);
+        BAD("max_batch %d and max_seq %d must be in 1..%d", p->max_batch, p->max_seq, lim);
     if (!(p->init_std >= 0.0f) || !isfinite(p->init_std))
         BAD("init_std must be finite and >= 0");
     if (p->block_norm < 0 || p->block_norm > p->n_layers)

@@ -469,6 +469,7 @@ static lattice_status model_forward(lattice_model *m, const int32_t *tokens, int
                         "token id %d at position %ld outside the vocabulary 0..%d", (int)tokens[i],
                         i, m->p.vocab_size - 1);
     m->inference = 0;
+    m->has_loss = 0;
     memcpy(m->tokens, tokens, sizeof(int32_t) * N);
     m->batch = batch;
     m->seq = seq;
@@ -487,7 +488,14 @@ const float *lattice_model_get_logits(const lattice_model *m)
     return m && m->batch ? m->logits : NULL;
 }
 
-float *lattice_model_get_dlogits(lattice_model *m) { return m && m->batch ? m->dlogits : NULL; }
+/* A caller given the buffer writes the loss's gradient into it: backward may run. */
+float *lattice_model_get_dlogits(lattice_model *m)
+{
+    if (!m || !m->batch)
+        return NULL;
+    m->has_loss = 1;
+    return m->dlogits;
+}
 
 static lattice_status model_backward(lattice_model *m)
 {
@@ -499,6 +507,11 @@ static lattice_status model_backward(lattice_model *m)
     if (m->inference)
         return FAIL(m, LATTICE_ERR_STATE, "the last forward was an inference forward: backward "
                                           "needs lattice_model_forward");
+    if (!m->has_loss)
+        return FAIL(m, LATTICE_ERR_STATE,
+                    "no loss since the last forward: backward reads the gradient of the logits "
+                    "that a loss writes (lattice_model_cross_entropy, a distillation loss into "
+                    "lattice_model_get_dlogits)");
     lattice_status st = lattice__model_run_pass(m, backward_rows, 1);
     if (st != LATTICE_OK)
         return st == LATTICE_ERR_OUT_OF_MEMORY ? st : FAIL(m, st, "the backend failed during backward");
@@ -554,6 +567,7 @@ static lattice_status model_cross_entropy(lattice_model *m, const int32_t *targe
     double l;
     PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N,
                                                      m->p.vocab_size, m->rowloss, n_counted, NT));
+    m->has_loss = 1;
     *loss = (float)l;
     if (!isfinite(l))
         return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");

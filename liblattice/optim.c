@@ -398,16 +398,21 @@ static lattice_status optim_update(lattice_optim *o, lattice_model *m, float *gr
             long bad = 0;
             for (long j = lo; j < hi; j++) {
                 float gj = g[j] * clip;
-                m1[j] = b1 * m1[j] + (1.0f - b1) * gj;
-                m2[j] = b2 * m2[j] + (1.0f - b2) * gj * gj;
-                float mh = m1[j] * inv_c1, vh = m2[j] * inv_c2;
+                const float m1j = b1 * m1[j] + (1.0f - b1) * gj;
+                const float m2j = b2 * m2[j] + (1.0f - b2) * gj * gj;
+                float mh = m1j * inv_c1, vh = m2j * inv_c2;
                 const float next = w[j] - lr * (mh / (sqrtf(vh) + eps) + wd * w[j]);
-                /* a weight that would overflow keeps its value: the caller hears
-                 * of it below rather than training on through Inf and NaN */
-                if (isfinite(next))
+                /* a weight whose update or moments would overflow keeps its value
+                 * and its moments: the caller hears of it below rather than
+                 * training on through Inf and NaN (a squared gradient beyond
+                 * FLT_MAX makes m2 Inf and the update a silent 0) */
+                if (isfinite(next) && isfinite(m2j) && isfinite(m1j)) {
+                    m1[j] = m1j;
+                    m2[j] = m2j;
                     w[j] = next;
-                else
+                } else {
                     bad++;
+                }
             }
             if (bad && my_first < 0)
                 my_first = i;

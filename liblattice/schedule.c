@@ -95,6 +95,12 @@ const char *lattice_schedule_errmsg(const lattice_schedule *s)
     return s ? s->err : "no schedule (NULL handle)";
 }
 
+static int known_block_init(lattice_schedule_block_init b)
+{
+    return b == LATTICE_SCHEDULE_BLOCK_INIT_RANDOM || b == LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY ||
+           b == LATTICE_SCHEDULE_BLOCK_INIT_COPY;
+}
+
 static lattice_status schedule_add_phase_body(lattice_schedule *s,
                                               const lattice_schedule_phase *phase)
 {
@@ -115,8 +121,7 @@ static lattice_status schedule_add_phase_body(lattice_schedule *s,
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG,
                     "phase with %d active layers cannot train from layer %d", p.active_layers,
                     p.train_from);
-    if (p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_RANDOM && p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_IDENTITY &&
-        p.block_init != LATTICE_SCHEDULE_BLOCK_INIT_COPY)
+    if (!known_block_init(p.block_init))
         return FAIL(s, LATTICE_ERR_INVALID_CONFIG, "unknown block initialisation %d",
                     (int)p.block_init);
     int64_t total = 0; /* the step budgets so far: each add kept their sum in range */
@@ -209,7 +214,8 @@ static int64_t preset_count(lattice_schedule_preset preset, int n_blocks, int64_
 
 /* The shared checks of the preset calls: the shape, then the preset. */
 static lattice_status check_preset(const char *fn, lattice_schedule_preset preset, int n_blocks,
-                                   int block_size, int64_t steps_per_phase)
+                                   int block_size, int64_t steps_per_phase,
+                                   lattice_schedule_block_init block_init)
 {
     /* (n_blocks + 1) phases' worth of steps must be countable (a checkpoint
      * keeps counts up to 2^50): the matched joint arm's budget is
@@ -224,6 +230,9 @@ static lattice_status check_preset(const char *fn, lattice_schedule_preset prese
     if (preset_count(preset, n_blocks, steps_per_phase) < 0)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: unknown preset %d", fn,
                              (int)preset);
+    if (!known_block_init(block_init))
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG, "%s: unknown block initialisation %d",
+                             fn, (int)block_init);
     return LATTICE_OK;
 }
 
@@ -243,7 +252,7 @@ lattice_status lattice_schedule_get_preset_phases(lattice_schedule_preset preset
                              "%s: invalid argument: capacity %d with phases %s (give phases "
                              "room for capacity >= 0 phases, or NULL and 0 to ask for the count)",
                              fn, capacity, phases ? "given" : "NULL");
-    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase);
+    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase, block_init);
     if (st != LATTICE_OK)
         return st;
     const int64_t n = preset_count(preset, n_blocks, steps_per_phase);
@@ -270,7 +279,7 @@ lattice_status lattice_schedule_create_preset(lattice_schedule_preset preset, in
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT, "%s: invalid argument: out is NULL",
                              fn);
     *out = NULL;
-    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase);
+    lattice_status st = check_preset(fn, preset, n_blocks, block_size, steps_per_phase, block_init);
     if (st != LATTICE_OK)
         return st;
     lattice_schedule *s;
@@ -443,6 +452,10 @@ int lattice__schedule_check_position(const lattice_schedule *s, const lattice__s
     else if (step_in_phase < 0 || nonpad_in_phase < 0)
         snprintf(why, n, "%lld steps and %lld tokens into phase %lld: a count below 0",
                  (long long)step_in_phase, (long long)nonpad_in_phase, (long long)phase);
+    else if (step_in_phase > LATTICE__COUNT_MAX || nonpad_in_phase > LATTICE__COUNT_MAX)
+        snprintf(why, n, "%lld steps and %lld tokens into phase %lld: a count past 2^50, what a "
+                 "checkpoint keeps", (long long)step_in_phase, (long long)nonpad_in_phase,
+                 (long long)phase);
     else if (step_in_phase == 0 && nonpad_in_phase != 0)
         snprintf(why, n, "%lld tokens into phase %lld before its first step: a step counts them",
                  (long long)nonpad_in_phase, (long long)phase);

@@ -21,6 +21,7 @@ struct lattice_teacher {
     int is_file, k;
     int64_t n_stored, cursor;
     int32_t *stored_tokens, *ibuf;
+    uint64_t *seen, stamp; /* a top-k teacher: where each token was last seen in a row */
     const st_tensor *t_logits, *t_index, *t_value;
     char err[LATTICE_ERRMSG_MAX];
     lattice_busy busy;     /* the thread inside a call that asks the teacher */
@@ -99,6 +100,7 @@ static void teacher_free(lattice_teacher *t)
     free(t->buf);
     free(t->stored_tokens);
     free(t->ibuf);
+    free(t->seen);
     free(t);
     lattice__model_unborrow(m);
 }
@@ -138,15 +140,15 @@ lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **o
     char local[LATTICE_ERRMSG_MAX];
     char *err = errmsg ? errmsg : local;
     err[0] = 0;
-    if (!out)
-        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+    if (!out) /* the caller's buffer says it too (ERRORS.md) */
+        return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_teacher_create_file: invalid argument: out is NULL");
     *out = NULL;
     if (!path)
         return lattice__set_error(err, LATTICE_ERR_INVALID_ARGUMENT, "path is NULL");
     lattice_teacher *t = calloc(1, sizeof(*t));
     if (!t)
-        return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
+        return lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY,
             "lattice_teacher_create_file: out of memory");
     lattice_status st = lattice__st_open(&t->sf, path, err);
     if (st != LATTICE_OK) {
@@ -197,7 +199,8 @@ lattice_status lattice_teacher_create_file(const char *path, lattice_teacher **o
     t->stored_tokens = malloc(sizeof(int32_t) * (size_t)(t->n_stored * cells));
     t->buf = malloc(sizeof(float) * (size_t)(cells * per));
     t->ibuf = t->k ? malloc(sizeof(int32_t) * (size_t)(cells * t->k)) : NULL;
-    if (!t->stored_tokens || !t->buf || (t->k && !t->ibuf)) {
+    t->seen = t->k ? calloc((size_t)t->vocab, sizeof(uint64_t)) : NULL;
+    if (!t->stored_tokens || !t->buf || (t->k && (!t->ibuf || !t->seen))) {
         st = lattice__set_error(err, LATTICE_ERR_OUT_OF_MEMORY, "no memory for %s", path);
         goto fail;
     }
@@ -311,9 +314,17 @@ static lattice_status teacher_topk(lattice_teacher *t, const int32_t *tokens, in
         return st;
     const int64_t n = (int64_t)batch * seq * t->k;
     for (int64_t i = 0; i < n; i++) {
+        if (i % t->k == 0)
+            t->stamp++; /* a position's k tokens: distinct, as the loss reads them */
         if (t->ibuf[i] < 0 || t->ibuf[i] >= t->vocab)
             return FAIL(t, LATTICE_ERR_FORMAT, "stored top-k index %d outside the vocabulary",
                         (int)t->ibuf[i]);
+        if (t->seen[t->ibuf[i]] == t->stamp)
+            return FAIL(t, LATTICE_ERR_FORMAT,
+                        "stored top-k index %d repeated at position %lld of the batch: a "
+                        "position's k tokens are distinct", (int)t->ibuf[i],
+                        (long long)(i / t->k));
+        t->seen[t->ibuf[i]] = t->stamp;
         if (!isfinite(t->buf[i]))
             return FAIL(t, LATTICE_ERR_NON_FINITE, "stored top-k value %lld is not finite",
                         (long long)i);

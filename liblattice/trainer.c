@@ -131,6 +131,7 @@ no_teacher:
 /* lattice_trainer_create's checks of the objects against each other: the
  * first failing status, its reason in lattice_last_error(). */
 static lattice_status check_create(lattice_model *model, lattice_teacher *teacher,
+                                   const lattice_distill *distill,
                                    lattice_data *data, lattice_optim *optim,
                                    lattice_schedule *schedule, const lattice_trainer_params *tp,
                                    lattice_model_params *mpo)
@@ -157,6 +158,14 @@ static lattice_status check_create(lattice_model *model, lattice_teacher *teache
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_trainer_create: the teacher's vocab_size %d differs from the model's %d",
                              lattice_teacher_get_vocab_size(teacher), mp.vocab_size);
+    lattice_distill_params kp = {.size = sizeof(kp)};
+    if (teacher && distill && lattice_teacher_get_k(teacher) > 0 &&
+        lattice_distill_get_params(distill, &kp) == LATTICE_OK &&
+        kp.direction == LATTICE_DISTILL_KL_REVERSE)
+        return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
+                             "lattice_trainer_create: a top-k teacher (k %d) with reverse KL: "
+                             "reverse KL needs the teacher's dense logits (p is 0 off its top k)",
+                             lattice_teacher_get_k(teacher));
     if (lattice__optim_model(optim) != model)
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
                              "lattice_trainer_create: invalid argument: the optimizer was created "
@@ -231,7 +240,7 @@ lattice_status lattice_trainer_create(lattice_model *model, lattice_teacher *tea
             LATTICE__SIZED(lattice_trainer_params, "params", LATTICE__TRAINER_PARAMS_1_0, 1), &tp,
             params));
     lattice_model_params mp = {.size = sizeof(mp)};
-    lattice_status st = check_create(model, teacher, data, optim, schedule, &tp, &mp);
+    lattice_status st = check_create(model, teacher, distill, data, optim, schedule, &tp, &mp);
     if (tp.collective)
         st = agree_before_create(&tp, st);
     if (st != LATTICE_OK)

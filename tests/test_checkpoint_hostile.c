@@ -23,6 +23,8 @@ typedef struct variant {
     int joint;       /* the joint preset instead of grow */
     int64_t steps;   /* steps per phase (3) */
     int post;        /* post-norm instead of pre */
+    int set_beta2;   /* beta2 from below instead of the default */
+    float beta2;
 } variant;
 
 /* The rig's tiny grow run (seed 3, learning rate 1e-2, 3 steps a phase), as v changes it. */
@@ -46,6 +48,8 @@ static void open_run_as(rig *r, const variant *v)
     o.steps_per_phase = v->steps ? v->steps : 3;
     if (v->post)
         o.placement = LATTICE_NORM_PLACEMENT_POST;
+    if (v->set_beta2)
+        o.optim.beta2 = v->beta2;
     tu_rig_open(r, &o);
 }
 
@@ -300,6 +304,61 @@ START_TEST(test_tensor_values)
         }
     remove(bad);
     remove(good);
+}
+END_TEST
+
+/* Every checkpoint a run writes loads back into it, whatever betas it was
+ * given: with beta2 0 (or any beta2 <= beta1^2) an embedding row no batch
+ * reads keeps a decaying first moment while its second is 0, which no bound
+ * of m1 by sqrt(m2) allows; and one step that overflows a second moment
+ * (clip_norm 0, a gradient beyond sqrt(FLT_MAX)) is refused by the step,
+ * leaving the moments as they were, not saved as Inf. */
+START_TEST(test_own_checkpoints_load)
+{
+    const float beta2[] = {0.0f, 0.5f, 0.95f};
+    char path[96];
+    snprintf(path, sizeof path, "/tmp/lattice-ckown-%d.safetensors", (int)getpid());
+    for (int b = 0; b < 3; b++) {
+        const variant v = {.joint = 1, .steps = 12, .set_beta2 = 1, .beta2 = beta2[b]};
+        rig r;
+        open_run_as(&r, &v);
+        for (int k = 0; k < 12; k++) {
+            ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+            ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_OK);
+            ck_assert_msg(lattice_trainer_load_checkpoint(r.trainer, path) == LATTICE_OK,
+                          "beta2 %g, after step %d: %s", (double)beta2[b], k + 1,
+                          lattice_trainer_errmsg(r.trainer));
+        }
+        rig_close(&r);
+    }
+    /* a squared gradient past FLT_MAX: the step refuses it, nothing is Inf */
+    rig r;
+    open_run(&r);
+    ck_assert_int_eq(lattice_trainer_step(r.trainer, NULL), LATTICE_OK);
+    /* after the step: a phase's first step restarts the optimizer's settings */
+    lattice_optim_params op = {.size = sizeof op};
+    ck_assert_int_eq(lattice_optim_get_params(r.optim, &op), LATTICE_OK);
+    op.clip_norm = 0.0f;
+    ck_assert_int_eq(lattice_optim_set_params(r.optim, &op), LATTICE_OK);
+    lattice_model_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(r.model, "lm_head.weight", &ti), LATTICE_OK);
+    ti.grad[0] = 1e20f;
+    const float w0 = ti.data[0];
+    ck_assert_int_eq(lattice_optim_step(r.optim, NULL), LATTICE_ERR_NON_FINITE);
+    ck_assert_float_eq(ti.data[0], w0);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_OK);
+    ck_assert_msg(lattice_trainer_load_checkpoint(r.trainer, path) == LATTICE_OK, "%s",
+                  lattice_trainer_errmsg(r.trainer));
+    /* a depth the caller changed between steps is not saved, since no load
+     * would take it; set back, it is */
+    const int depth = lattice_model_get_active_layers(r.model);
+    ck_assert_int_eq(lattice_model_set_active_layers(r.model, depth + 1), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_ERR_STATE);
+    ck_assert_ptr_nonnull(strstr(lattice_trainer_errmsg(r.trainer), "would not load"));
+    ck_assert_int_eq(lattice_model_set_active_layers(r.model, depth), LATTICE_OK);
+    ck_assert_int_eq(lattice_trainer_save_checkpoint(r.trainer, path), LATTICE_OK);
+    rig_close(&r);
+    remove(path);
 }
 END_TEST
 
@@ -589,6 +648,7 @@ int main(void)
     tcase_add_loop_test(tc, test_state_fields, 0, (int)(sizeof state_fields / sizeof state_fields[0]));
     tcase_add_test(tc, test_tensor_values);
     tcase_add_test(tc, test_transposed_shape);
+    tcase_add_test(tc, test_own_checkpoints_load);
     suite_add_tcase(s, tc);
     TCase *other = tcase_create("another setup");
     tcase_add_loop_test(other, test_other_setup_refused, 0, 8);

@@ -260,7 +260,17 @@ START_TEST(test_bad_params)
     p.boundary_id = 10;
     char *path = write_temp("abc", 3);
     ck_assert_int_eq(lattice_data_create_text(path, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    /* a validation file given to a loader that reads none: refused, not ignored */
+    p.boundary_id = 0;
+    p.val_path = path;
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, &d, err), LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(err, "val_path is read by lattice_data_create_text only"));
+    p.val_path = NULL;
     unlink(path);
+    /* out NULL: the caller's buffer carries the message too */
+    ck_assert_int_eq(lattice_data_create_memory(mem, 3, &p, NULL, err),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(err, "out is NULL"));
     ck_assert_int_eq(lattice_data_next(NULL, NULL), LATTICE_ERR_INVALID_ARGUMENT);
 }
 END_TEST

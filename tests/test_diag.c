@@ -268,6 +268,13 @@ START_TEST(test_loss_response)
             ck_assert_ptr_nonnull(strstr(lattice_last_error(), want));
             loss[at[k]] = keep;
         }
+    /* finite losses whose sums overflow: refused, not an Inf baseline */
+    double huge[300];
+    for (int i = 0; i < 300; i++)
+        huge[i] = 1e308;
+    ck_assert_int_eq(lattice_diag_measure_loss_response(huge, 300, 100, 20, 100, &r),
+                     LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "pass the double range"));
     loss[79] = NAN;
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
     /* nor one past both the area's horizon and the recovery (70 steps after the append) */
@@ -301,6 +308,21 @@ START_TEST(test_bad_input)
     ck_assert_str_ne(lattice_diag_errmsg(s.d), "");
     lattice_diag *d;
     ck_assert_int_eq(lattice_diag_create(NULL, &d), LATTICE_ERR_INVALID_ARGUMENT);
+    /* a NaN weight: the figures would be NaN, so each measure refuses, as
+     * block removal does */
+    lattice_model_tensor_info ti;
+    ck_assert_int_eq(lattice_model_find_tensor(s.m, "model.layers.0.mlp.down_proj.weight", &ti),
+                     LATTICE_OK);
+    ti.data[0] = NAN;
+    ck_assert_int_eq(lattice_diag_measure_boundary_scale(s.d, tok, NULL, 2, 5, NULL, 2, st, 16),
+                     LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "not finite"));
+    lattice_diag_attention_sinks_result sk[3] = {{.size = sizeof(sk[0])}};
+    ck_assert_int_eq(lattice_diag_measure_attention_sinks(s.d, tok, 2, 5, 0.3, sk, 3, NULL, 0),
+                     LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_diag_errmsg(s.d), "layer 0's output is nan"));
+    ck_assert_int_eq(lattice_diag_measure_block_removal(s.d, tok, tgt, NULL, 2, 5, 0, 1, &r),
+                     LATTICE_ERR_NON_FINITE);
     close_setup(&s);
 }
 END_TEST

@@ -87,9 +87,11 @@ static double ref_loss(void *p)
 
 START_TEST(test_dense_grad)
 {
-    /* _i: forward or reverse KL, each at tau 1 and tau 2.5 */
+    /* _i: forward or reverse KL, each at tau 1 and tau 2.5, and at the
+     * temperatures' edges (0.01 and 100) */
     const int reverse = _i & 1;
-    const float tau = _i & 2 ? 2.5f : 1.0f;
+    const float tau = _i & 4 ? (_i & 2 ? LATTICE_DISTILL_TAU_MAX : LATTICE_DISTILL_TAU_MIN)
+                             : (_i & 2 ? 2.5f : 1.0f);
     tu_rng rng = {3 + _i};
     float z[N * V], t[N * V], dz[N * V];
     tu_fill(z, N * V, 3.0, &rng);
@@ -232,6 +234,20 @@ START_TEST(test_bad_input)
     p.tau = 0.0f;
     ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
     ck_assert_ptr_null(d);
+    /* temperatures where the KL term is rounding (1e8 gave the CE alone) or
+     * finite logits overflow (1e-20 gave NaN): refused, naming the range */
+    const float far[] = {1e8f, 101.0f, 0.009f, 1e-20f};
+    for (int i = 0; i < 4; i++) {
+        p.tau = far[i];
+        ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_ptr_nonnull(strstr(lattice_last_error(), "tau in 0.01..100"));
+    }
+    const float edge[] = {LATTICE_DISTILL_TAU_MIN, LATTICE_DISTILL_TAU_MAX};
+    for (int i = 0; i < 2; i++) {
+        p.tau = edge[i];
+        ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_OK);
+        lattice_distill_destroy(d);
+    }
     p.tau = 1.0f;
     p.alpha = -1.0f;
     ck_assert_int_eq(lattice_distill_create(&p, &d), LATTICE_ERR_INVALID_CONFIG);
@@ -351,7 +367,7 @@ int main(void)
 {
     Suite *s = suite_create("distill");
     TCase *tc = tcase_create("loss");
-    tcase_add_loop_test(tc, test_dense_grad, 0, 4);
+    tcase_add_loop_test(tc, test_dense_grad, 0, 8);
     tcase_add_test(tc, test_topk_grad_and_dense_equivalence);
     tcase_add_loop_test(tc, test_wide_rows_against_libm, 0, 4);
     tcase_add_test(tc, test_identities);

@@ -369,6 +369,8 @@ START_TEST(test_borrowers_of_a_model)
     ck_assert_int_eq(lattice_teacher_logits(t, tokens, 1, 4, &z), LATTICE_OK);
     lattice_teacher_destroy(t);
     ck_assert_int_eq(lattice_model_forward(r.model, tokens, 1, 4), LATTICE_OK);
+    float loss;
+    ck_assert_int_eq(lattice_model_cross_entropy(r.model, tokens, NULL, &loss, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_model_backward(r.model), LATTICE_OK);
     ck_assert_int_eq(lattice_optim_step(r.optim, NULL), LATTICE_OK);
     lattice_optim_destroy(r.optim);

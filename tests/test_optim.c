@@ -384,6 +384,75 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
 }
 END_TEST
 
+/* A step applies only what the last backward wrote: a layer unfrozen, or made
+ * active, after that backward has its gradient zeroed, so an older pass's
+ * gradient never moves it (only its own moments and decay could: both 0
+ * here, lr 0.1). And backward runs only on a forward whose loss wrote the
+ * gradient of the logits, with the weights that forward saw. */
+START_TEST(test_stale_gradients_never_applied)
+{
+    lattice_optim_params op;
+    lattice_optim_params_init(&op);
+    op.warmup_steps = 0;
+    op.lr = 0.1f;
+    op.weight_decay = 0.0f;
+    fixture f = open_fixture(&op);
+    const int32_t tok[2] = {1, 4}, tgt[2] = {4, 2};
+    float loss;
+    lattice_model_tensor_info q0, q1;
+    lattice_model_find_tensor(f.m, "model.layers.0.self_attn.q_proj.weight", &q0);
+    lattice_model_find_tensor(f.m, "model.layers.1.self_attn.q_proj.weight", &q1);
+    /* a backward with layer 0 trainable, then one with it frozen; unfrozen before the step */
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_ERR_STATE); /* no loss yet */
+    ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(f.m), "no loss since the last forward"));
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_LAYER, 0, 1), LATTICE_OK);
+    float w = q0.data[0];
+    for (long j = 0; j < q0.shape[0] * q0.shape[1]; j++)
+        ck_assert_float_eq(q0.grad[j], 0.0f);
+    ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    ck_assert_float_eq(q0.data[0], w);
+    /* layer 1 ran in a backward, then the depth shrank and a backward ran
+     * without it; grown again before the step, it does not move */
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 1), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
+    w = q1.data[0];
+    ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
+    ck_assert_float_eq(q1.data[0], w);
+    /* weights changed after the forward: its activations are dropped */
+    for (int k = 0; k < 3; k++) {
+        ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+        ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+        ck_assert_int_eq(k == 0   ? lattice_model_init_layer(f.m, 1, 7)
+                         : k == 1 ? lattice_model_copy_layer(f.m, 1, 0)
+                                  : lattice_model_zero_layer_outputs(f.m, 1),
+                         LATTICE_OK);
+        ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_ERR_STATE);
+        ck_assert_ptr_null(lattice_model_get_logits(f.m));
+    }
+    /* a caller given the buffer after the forward writes the loss's gradient */
+    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    float *dz = lattice_model_get_dlogits(f.m);
+    memset(dz, 0, sizeof(float) * 2 * 6);
+    dz[3] = 1.0f;
+    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    close_fixture(&f);
+}
+END_TEST
+
 START_TEST(test_optim_bad_input)
 {
     lattice_optim_params op;
@@ -597,6 +666,7 @@ static Suite *optim_suite(void)
     tcase_add_test(tc, test_adamw_matches_reference);
     tcase_add_test(tc, test_frozen_inactive_and_nonfinite);
     tcase_add_test(tc, test_shrink_leaves_stale_gradients_unread);
+    tcase_add_test(tc, test_stale_gradients_never_applied);
     tcase_add_test(tc, test_optim_bad_input);
     tcase_add_test(tc, test_rate_traps);
     tcase_add_test(tc, test_norm_same_bits_any_threads);

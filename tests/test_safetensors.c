@@ -772,6 +772,41 @@ START_TEST(test_teacher_file_float_dtypes)
 }
 END_TEST
 
+/* A top-k file whose position names one token twice: the loss would count it
+ * twice in the teacher's distribution; refused as the file's fault (FORMAT,
+ * naming the index and the position) when the batch is read. */
+START_TEST(test_topk_repeated_index)
+{
+    static const char header[] =
+        "{\"__metadata__\":{\"vocab_size\":\"3\"},"
+        "\"tokens\":{\"dtype\":\"I32\",\"shape\":[1,1,2],\"data_offsets\":[0,8]},"
+        "\"topk_index\":{\"dtype\":\"I32\",\"shape\":[1,1,2,2],\"data_offsets\":[8,24]},"
+        "\"topk_value\":{\"dtype\":\"F32\",\"shape\":[1,1,2,2],\"data_offsets\":[24,40]}}";
+    for (int repeated = 0; repeated < 2; repeated++) {
+        struct {
+            int32_t tokens[2], index[4];
+            float value[4];
+        } data = {{0, 1}, {2, 0, 1, repeated ? 1 : 2}, {1.0f, 0.5f, 2.0f, 1.0f}};
+        char *path = write_file(header, strlen(header), &data, sizeof data);
+        char err[LATTICE_ERRMSG_SIZE];
+        lattice_teacher *t = NULL;
+        ck_assert_msg(lattice_teacher_create_file(path, &t, err) == LATTICE_OK, "%s", err);
+        const int32_t *ix;
+        const float *vx;
+        const lattice_status st = lattice_teacher_topk(t, data.tokens, 1, 2, &ix, &vx);
+        if (repeated) {
+            ck_assert_int_eq(st, LATTICE_ERR_FORMAT);
+            ck_assert_ptr_nonnull(strstr(lattice_teacher_errmsg(t), "index 1 repeated at position 1"));
+        } else {
+            ck_assert_int_eq(st, LATTICE_OK);
+            ck_assert_int_eq(ix[3], 2);
+        }
+        lattice_teacher_destroy(t);
+        unlink(path);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("safetensors");
@@ -787,6 +822,7 @@ int main(void)
     tcase_add_test(tc, test_strict_headers);
     tcase_add_test(tc, test_stale_temps_removed);
     tcase_add_test(tc, test_teacher_file_float_dtypes);
+    tcase_add_test(tc, test_topk_repeated_index);
     tcase_add_loop_test(tc, test_save_through_links_keeps_mode, 0, 3);
     suite_add_tcase(s, tc);
     return tu_run(s);

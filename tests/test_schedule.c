@@ -391,6 +391,17 @@ START_TEST(test_preset_phases)
     ck_assert_int_eq(lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 10, 0,
                                                         NULL, 4, &n),
                      LATTICE_ERR_INVALID_ARGUMENT);
+    /* a block initialisation create_preset refuses, refused here too, before the count */
+    n = 7;
+    ck_assert_int_eq(lattice_schedule_get_preset_phases(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 10,
+                                                        (lattice_schedule_block_init)9, ph, 4, &n),
+                     LATTICE_ERR_INVALID_CONFIG);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "unknown block initialisation 9"));
+    ck_assert_int_eq(n, 0);
+    lattice_schedule *s;
+    ck_assert_int_eq(lattice_schedule_create_preset(LATTICE_SCHEDULE_PRESET_GROW, 3, 1, 10,
+                                                    (lattice_schedule_block_init)9, &s),
+                     LATTICE_ERR_INVALID_CONFIG);
 }
 END_TEST
 
@@ -488,6 +499,22 @@ START_TEST(test_position_rule)
     ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "phase 3 is not one of the schedule's 0..2"));
     ck_assert_int_eq(lattice_schedule_set_position(s, 2, 1, NULL), LATTICE_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(s), "the schedule has finished"));
+    /* a token-budget phase bounds its step count by what a checkpoint keeps
+     * (2^50), so recording a step never overflows it */
+    lattice_schedule *tok;
+    lattice_schedule_phase tp;
+    lattice_schedule_phase_init(&tp);
+    tp.steps = 0;
+    tp.tokens = 100;
+    ck_assert_int_eq(lattice_schedule_create(&tok), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_add_phase(tok, &tp), LATTICE_OK);
+    ck_assert_int_eq(lattice_schedule_set_position(tok, 0, INT64_MAX, NULL),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_schedule_errmsg(tok), "a count past 2^50"));
+    ck_assert_int_eq(lattice_schedule_set_position(tok, 0, (int64_t)1 << 50, NULL), LATTICE_OK);
+    int ended;
+    ck_assert_int_eq(lattice_schedule_record(tok, 10, 5, 1.0, &ended), LATTICE_OK);
+    lattice_schedule_destroy(tok);
     ck_assert_int_eq(lattice_schedule_set_position(s, 1, 9, NULL), LATTICE_OK);
     int phase;
     int64_t step;

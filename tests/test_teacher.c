@@ -140,6 +140,21 @@ START_TEST(test_file_teacher)
     }
     for (int i = 0; i < 3; i++)
         ck_assert_double_eq_tol(dense_loss[i], topk_loss[i], 1e-5);
+    /* reverse KL reads the teacher's dense distribution: a top-k file with it
+     * is refused when the trainer is made, not at every step */
+    {
+        rig_options o;
+        study_options(&o, LATTICE_NORM_PLACEMENT_POST, LATTICE_SCHEDULE_PRESET_JOINT);
+        o.teacher = RIG_TEACHER_FILE;
+        o.teacher_file = sparse;
+        o.distill.direction = LATTICE_DISTILL_KL_REVERSE;
+        rig v;
+        tu_rig_open(&v, &o); /* the trainer deferred */
+        ck_assert_int_eq(rig_bind(&v, NULL), LATTICE_ERR_INVALID_CONFIG);
+        ck_assert_ptr_null(v.trainer);
+        ck_assert_ptr_nonnull(strstr(lattice_last_error(), "reverse KL needs the teacher's dense"));
+        rig_close(&v);
+    }
     lattice_teacher_destroy(fd);
     lattice_teacher_destroy(fs);
     lattice_teacher_destroy(ff);

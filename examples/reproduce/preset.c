@@ -138,8 +138,9 @@ void arm_recipe(json_reader *rd, const preset *p, arm *a, json_object *t, const 
     a->alpha = get_d(rd, t, "alpha", p->alpha);
     a->gamma = get_d(rd, t, "gamma", p->gamma);
     a->tau = get_d(rd, t, "tau", p->tau);
-    if (member(t, "tau") && !(a->tau > 0))
-        die("preset: %s must be > 0 (the distillation temperature)", json_path(rd, "tau"));
+    if (member(t, "tau") && !(a->tau >= LATTICE_DISTILL_TAU_MIN && a->tau <= LATTICE_DISTILL_TAU_MAX))
+        die("preset: %s must be in %g..%g (the distillation temperature)", json_path(rd, "tau"),
+            (double)LATTICE_DISTILL_TAU_MIN, (double)LATTICE_DISTILL_TAU_MAX);
     a->kl_direction = get_enum(rd, t, "kl_direction", w, kl_names, 2, p->kl_direction);
     a->steps_per_phase = get_i(rd, t, "steps_per_phase", p->steps_per_phase, 1, 1 << 30);
     json_at(rd, where);

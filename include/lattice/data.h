@@ -72,7 +72,8 @@ typedef struct lattice_data_params {
     uint64_t seed;          /**< Seed of the training order. */
     int pad_id;             /**< Id written into padding (masked out; 0). */
     const char *val_path;   /**< Text only: a separate file of validation documents (NULL: none;
-                                 val_fraction must then be 0). Borrowed during create. */
+                                 val_fraction must then be 0). Borrowed during create. The
+                                 token loaders refuse it (::LATTICE_ERR_INVALID_CONFIG). */
     int split_long;         /**< Non-zero (the default): cut documents longer
                                  than seq_len + 1 tokens into pieces of seq_len + 1, each after
                                  the first opening with the boundary token, so that no text is

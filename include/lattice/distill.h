@@ -32,6 +32,16 @@ extern "C" {
  * @{
  */
 
+/** The temperatures a loss takes: ::lattice_distill_create refuses tau outside
+ *  [LATTICE_DISTILL_TAU_MIN, LATTICE_DISTILL_TAU_MAX]. Far above it the KL term
+ *  of any two distributions rounds to 0 even in double (tau 1e8 gave the
+ *  cross-entropy alone); far below it finite logits overflow to a NaN loss.
+ *  @since 1.1 */
+#define LATTICE_DISTILL_TAU_MIN 0.01f
+/** The highest temperature a loss takes (see ::LATTICE_DISTILL_TAU_MIN).
+ *  @since 1.1 */
+#define LATTICE_DISTILL_TAU_MAX 100.0f
+
 /** Direction of the KL term. Append-only. */
 typedef enum lattice_distill_kl_direction {
     LATTICE_DISTILL_KL_FORWARD = 0, /**< KL(teacher || student), the paper's choice. */
@@ -43,7 +53,7 @@ typedef struct lattice_distill_params {
     size_t size;                    /**< sizeof(lattice_distill_params), set by the init function (or the caller); ::lattice_distill_get_params reads it as the bytes the caller has and sets it to the bytes written. */
     float alpha;                    /**< Weight of the KL term (0.7). */
     float gamma;                    /**< Weight of the cross-entropy term (0.3). */
-    float tau;                      /**< Temperature (1). */
+    float tau;                      /**< Temperature (1), in ::LATTICE_DISTILL_TAU_MIN .. ::LATTICE_DISTILL_TAU_MAX. */
     lattice_distill_kl_direction direction; /**< Forward (default) or reverse KL. */
     int n_threads;                  /**< Threads over positions in the raw-pointer calls
                                          (::lattice_distill_dense, ::lattice_distill_topk

@@ -261,9 +261,11 @@ LATTICE_API lattice_norm_placement lattice_model_get_placement(const lattice_mod
  * earlier weights and switches on layers that were initialised at creation.
  * After a shrink, the layers beyond n_active keep the gradients of the last
  * backward that ran them (::lattice_model_tensor_info.grad shows them), but nothing
- * reads them: optimizers measure and update only active trainable layers, and
- * backward overwrites a layer's gradients before it adds to them once the
- * layer is active again.
+ * reads them: optimizers measure and update only active trainable layers.
+ * A layer made active by this call has its gradients zeroed: it was in no
+ * backward since, and an optimizer step before the next backward must not
+ * apply what an older pass left. The last forward's activations are dropped
+ * (backward refuses until the next forward).
  * @param model The model.
  * @param n_active 1 .. n_layers.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
@@ -279,6 +281,9 @@ LATTICE_API int lattice_model_get_active_layers(const lattice_model *model);
 
 /**
  * @brief Re-draw one layer's weights (linear N(0, init_std^2), norms 1 / 0).
+ *
+ * The last forward's activations no longer match the weights and are dropped:
+ * ::lattice_model_backward refuses until the next forward.
  * @param model The model.
  * @param layer 0 .. n_layers - 1.
  * @param seed Seed of the draw.
@@ -298,7 +303,8 @@ LATTICE_API lattice_status lattice_model_init_layer(lattice_model *model, int la
  * (::LATTICE_MODEL_GROUP_STATISTIC) is a statistic of the stream it reads,
  * not a weight: it is never copied. Shapes of a role agree within a model;
  * a pair that did not would be refused, naming the tensor, before anything
- * is written.
+ * is written. The last forward's activations are dropped, as by
+ * ::lattice_model_init_layer.
  * @param model The model.
  * @param dst Destination layer.
  * @param src Source layer (may equal dst: nothing changes).
@@ -311,7 +317,8 @@ LATTICE_API lattice_status lattice_model_copy_layer(lattice_model *model, int ds
  *
  * Under pre-norm (and peri-norm) the layer then computes the identity, the
  * LLaMA-Pro way of appending blocks; under post-norm the layer still
- * normalises its input.
+ * normalises its input. The last forward's activations are dropped, as by
+ * ::lattice_model_init_layer.
  * @param model The model.
  * @param layer The layer.
  * @return ::LATTICE_OK or ::LATTICE_ERR_INVALID_ARGUMENT.
@@ -322,6 +329,9 @@ LATTICE_API lattice_status lattice_model_zero_layer_outputs(lattice_model *model
  * @brief Mark a parameter group trainable or frozen.
  *
  * A frozen group gets no gradient work in backward, and optimizers leave it as it is.
+ * A group made trainable again has its gradients zeroed: it was left out of
+ * every backward since it was frozen, and an optimizer step before the next
+ * backward must not apply what an older pass left.
  * @param model The model.
  * @param group The group.
  * @param layer The layer index for ::LATTICE_MODEL_GROUP_LAYER, ignored otherwise.
@@ -381,7 +391,10 @@ LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
 /**
  * @brief The gradient of the loss with respect to the logits, [batch, seq, vocab_size].
  *
- * A loss writes it; ::lattice_model_backward reads it.
+ * A loss writes it; ::lattice_model_backward reads it, and refuses after a
+ * forward until a loss has run (::lattice_model_cross_entropy, or a
+ * distillation loss into this buffer): a caller given the buffer after the
+ * forward counts as writing it, so ask for it after each forward.
  * @param model The model.
  * @return The buffer, or NULL when no forward has run.
  */
@@ -406,8 +419,9 @@ LATTICE_API lattice_status lattice_model_cross_entropy(lattice_model *model, con
  * @brief Backward pass from ::lattice_model_get_dlogits; overwrites the gradients of
  *        the trainable groups (frozen ones are not touched).
  * @param model The model.
- * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, or the last one was
- *         ::lattice_model_forward_inference), ::LATTICE_ERR_BACKEND or
+ * @return ::LATTICE_OK, ::LATTICE_ERR_STATE (no forward yet, the last one was
+ *         ::lattice_model_forward_inference, its activations were dropped, or no
+ *         loss has written the gradient of its logits), ::LATTICE_ERR_BACKEND or
  *         ::LATTICE_ERR_OUT_OF_MEMORY (as ::lattice_model_forward).
  */
 LATTICE_API lattice_status lattice_model_backward(lattice_model *model);

@@ -122,9 +122,10 @@ LATTICE_API lattice_status lattice_optim_get_params(const lattice_optim *optim, 
  *
  * The global gradient norm over the trainable active groups is measured, then
  * gradients are clipped to clip_norm. A non-finite norm updates nothing. A
- * weight whose update would not be finite keeps its value, the rest are
- * updated, and the call returns ::LATTICE_ERR_NON_FINITE: no weight is ever
- * left Inf or NaN.
+ * weight whose update or Adam moments would not be finite (a squared gradient
+ * beyond the float range, where clip_norm is 0) keeps its value and its
+ * moments, the rest are updated, and the call returns
+ * ::LATTICE_ERR_NON_FINITE: no weight or moment is ever left Inf or NaN.
  * @param optim The optimizer.
  * @param[out] grad_norm The norm before clipping; may be NULL.
  * @return ::LATTICE_OK or ::LATTICE_ERR_NON_FINITE.

@@ -327,11 +327,15 @@ LATTICE_API lattice_status lattice_trainer_collective_reduce_gradients(
 
 /**
  * @brief Save the state of a run.
+ *
+ * A model whose active depth the caller changed since the run's last phase
+ * start (::lattice_model_set_active_layers between steps) is not saved: a
+ * load checks the depth against that phase and would refuse the file.
  * @param trainer The trainer (with everything it binds).
  * @param path Destination.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_IO,
- *         ::LATTICE_ERR_OUT_OF_MEMORY, or over ranks ::LATTICE_ERR_BACKEND
- *         (the ranks' collective failed).
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_STATE (the
+ *         depth above), ::LATTICE_ERR_IO, ::LATTICE_ERR_OUT_OF_MEMORY, or over
+ *         ranks ::LATTICE_ERR_BACKEND (the ranks' collective failed).
  */
 LATTICE_API lattice_status lattice_trainer_save_checkpoint(lattice_trainer *trainer, const char *path);
 

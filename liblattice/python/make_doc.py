@@ -45,7 +45,9 @@ externally managed: `--target DIR`, or `--break-system-packages`):
     /usr/bin/python3 -m pip install --target DIR liblattice/python
 
 (`tests/python/test_pip_prefix.py` and `test_install.py` run these commands
-with the package index out of reach.) The package finds the library through
+with the package index out of reach.) Install from the source tree:
+`liblattice/python` takes its version from the project's `meson.build`, two
+folders up, so a copy of that folder alone does not build. The package finds the library through
 `LATTICE_LIBRARY`, next to itself, the prefix `meson install` recorded,
 pkg-config's `lattice.pc` (`PKG_CONFIG_PATH`), then the SONAME
 `liblattice.so.1` through the system's loader (`LD_LIBRARY_PATH`).
@@ -512,7 +514,11 @@ def page():
     """The page, as doc/python.md holds it."""
     links = Links(n for n, _ in public_definitions())
     parts = [HEADER, "## Module lattice\n\n" + markdown(lattice.__doc__, links)]
-    parts += [render_class(cls, links) for cls in _bases()]
+    for cls in _bases():  # documented for what they give, but not names of the package
+        head, rest = render_class(cls, links).split("\n\n", 1)
+        parts.append(f"{head}\n\nA base class, not exported (`{cls.__module__}.{cls.__name__}`: "
+                     f"`lattice.{cls.__name__}` does not exist); the classes below that derive "
+                     f"from it have what follows.\n\n{rest}")
     for name in lattice.__all__:
         obj = getattr(lattice, name)
         if inspect.isclass(obj):

@@ -146,6 +146,9 @@ class ModelTest(unittest.TestCase):
             model.forward([1, 2, 2**32, 3], 1, 4)
         with self.assertRaises(TypeError):
             model.forward("abcd", 1, 4)
+        with self.assertRaisesRegex(TypeError, r"targets: a flat sequence of int32 \(the values "
+                                    r"row after row\), got a sequence of sequences"):
+            model.cross_entropy([[1, 2, 2, 3]])
         with self.assertRaises(ValueError):
             model.forward(array.array("i", range(5)), 1, 4)           # wrong length
         model.forward(memoryview(array.array("i", range(8)))[::2], 1, 4)   # strided: copied

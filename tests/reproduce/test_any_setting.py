@@ -223,7 +223,7 @@ class AnySetting(unittest.TestCase):
             ({"base": {"schedule": "grow", "placement": "pre"},
               "factors": [{"name": "tau", "key": "train.tau", "levels": [1, 0]}]},
              "preset: design.factors[0].levels[1] (its key train.tau, in the design's arm 0) "
-             "must be > 0"),
+             "must be in 0.01..100"),
             ({"base": {"schedule": "grow", "placement": "pre"},
               "factors": [{"name": "kl", "key": "train.kl_direction",
                            "levels": ["forward", "sideways"]}]},

@@ -110,6 +110,9 @@ def memview(obj, ctype, name, convert=False, output=False):
                                  f"[{INT32_MIN}, {INT32_MAX}]") from None
             raise TypeError(f"{name}: cannot convert the sequence to {kind}: {e}") from None
         except TypeError as e:
+            if any(isinstance(v, (list, tuple, range)) for v in obj):
+                raise TypeError(f"{name}: a flat sequence of {kind} (the values row after "
+                                f"row), got a sequence of sequences") from None
             raise TypeError(f"{name}: cannot convert the sequence to {kind}: {e}") from None
     try:
         mv = memoryview(obj)
