@@ -300,6 +300,16 @@ START_TEST(test_frozen_inactive_and_nonfinite)
 }
 END_TEST
 
+/* A forward of two tokens, its cross-entropy and the backward. */
+static void train_pass(lattice_model *m)
+{
+    static const int32_t tok[2] = {1, 4}, tgt[2] = {4, 2};
+    float loss;
+    ck_assert_int_eq(lattice_model_forward(m, tok, 1, 2), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_cross_entropy(m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(m), LATTICE_OK);
+}
+
 START_TEST(test_shrink_leaves_stale_gradients_unread)
 {
     /* After the depth shrinks, a layer beyond it keeps the gradient of the last
@@ -312,13 +322,9 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     op.lr = 0.1f;
     op.weight_decay = 0.5f;
     fixture f = open_fixture(&op);
-    const int32_t tok[2] = {1, 4}, tgt[2] = {4, 2};
-    float loss;
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
     for (int i = 0; i < 2; i++) {
-        ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-        ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+        train_pass(f.m);
         ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
     }
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 1), LATTICE_OK);
@@ -340,9 +346,7 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
         p += ti.shape[0] * ti.shape[1];
         ti.grad[0] = NAN;
     }
-    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    train_pass(f.m);
     double ss = 0.0; /* the norm over what is active */
     for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
         lattice_model_tensor_info ti;
@@ -369,9 +373,7 @@ START_TEST(test_shrink_leaves_stale_gradients_unread)
     }
     /* active again: backward writes the layer's gradients afresh */
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    train_pass(f.m);
     for (int t = 0; t < lattice_model_get_n_tensors(f.m); t++) {
         lattice_model_tensor_info ti;
         lattice_model_get_tensor(f.m, t, &ti);
@@ -409,9 +411,7 @@ START_TEST(test_stale_gradients_never_applied)
     ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
     ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
     ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    train_pass(f.m);
     ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_LAYER, 0, 1), LATTICE_OK);
     float w = q0.data[0];
     for (long j = 0; j < q0.shape[0] * q0.shape[1]; j++)
@@ -421,13 +421,9 @@ START_TEST(test_stale_gradients_never_applied)
     /* layer 1 ran in a backward, then the depth shrank and a backward ran
      * without it; grown again before the step, it does not move */
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    train_pass(f.m);
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 1), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
-    ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
+    train_pass(f.m);
     ck_assert_int_eq(lattice_model_set_active_layers(f.m, 2), LATTICE_OK);
     w = q1.data[0];
     ck_assert_int_eq(lattice_optim_step(f.o, NULL), LATTICE_OK);
