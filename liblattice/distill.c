@@ -475,8 +475,12 @@ static lattice_status distill_model(lattice_distill *d, lattice_model *student,
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "the teacher's logits are %d wide but the student's vocab_size is %d",
                     teacher_vocab, pass.vocab);
-    return distill_dense_on(d, pass.threads, pass.logits, teacher, targets, mask, pass.rows,
-                            pass.vocab, pass.dlogits, result);
+    const lattice_status st = distill_dense_on(d, pass.threads, pass.logits, teacher, targets,
+                                               mask, pass.rows, pass.vocab, pass.dlogits, result);
+    /* a refused argument wrote nothing: backward still refuses */
+    if (st == LATTICE_OK || st == LATTICE_ERR_NON_FINITE)
+        lattice__model_loss_written(student);
+    return st;
 }
 
 /* Inside the student's busy section (handle.h): it reads its logits and

@@ -637,9 +637,10 @@ lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *o
     out->threads = m->be->n_threads;
     out->logits = m->logits;
     out->dlogits = m->dlogits;
-    m->has_loss = 1; /* the caller's loss writes it */
     return LATTICE_OK;
 }
+
+void lattice__model_loss_written(lattice_model *m) { m->has_loss = 1; }
 
 lattice_status lattice__model_borrow(lattice_model *m, const char *fn)
 {

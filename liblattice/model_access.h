@@ -112,5 +112,8 @@ typedef struct lattice__model_pass {
     float *logits, *dlogits;
 } lattice__model_pass;
 lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *out);
+/* A loss wrote the last pass's dlogits (or began to: a non-finite one):
+ * lattice_model_backward may run. */
+void lattice__model_loss_written(lattice_model *m);
 
 #endif

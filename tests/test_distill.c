@@ -301,8 +301,13 @@ START_TEST(test_threads_follow_backend)
     lattice_distill_result raw, through;
     ck_assert_int_eq(lattice_distill_dense(d, lattice_model_get_logits(m), teacher, targets, NULL, n,
                                            vocab, dl_raw, &raw), LATTICE_OK);
+    /* a refused loss writes no gradient: backward still has none to read */
+    ck_assert_int_eq(lattice_distill_model(d, m, teacher, vocab + 1, targets, NULL, &through),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(lattice_model_backward(m), LATTICE_ERR_STATE);
     ck_assert_int_eq(lattice_distill_model(d, m, teacher, vocab, targets, NULL, &through),
                      LATTICE_OK);
+    ck_assert_int_eq(lattice_model_backward(m), LATTICE_OK);
     ck_assert(raw.loss == through.loss && raw.kl == through.kl && raw.ce == through.ce);
     ck_assert_int_eq(memcmp(dl_raw, lattice_model_get_dlogits(m), sizeof(float) * (size_t)n * vocab),
                      0);
