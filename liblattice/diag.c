@@ -363,6 +363,10 @@ static lattice_status loss_response(const char *fn, const double *losses, int64_
         run += losses[i];
         if (i - append_step >= window)
             run -= losses[i - window];
+        if (!isfinite(run))
+            return lattice__fail(LATTICE_ERR_NON_FINITE,
+                "%s: the trailing window's sum at loss %lld passes the double range: no "
+                "recovery is measured", fn, (long long)i);
         if (i - append_step + 1 >= window && run / (double)window <= base) {
             out->recovery = i + 1 - append_step;
             break;

@@ -463,8 +463,8 @@ lattice_status lattice_model_get_forward_shape(const lattice_model *m, int *batc
     if (!m->batch)
         return lattice__set_error(LATTICE__ERRBUF(m), LATTICE_ERR_STATE,
             "lattice_model_get_forward_shape: the model holds no forward's activations (none "
-            "ran, or a change of the active layers, a skip range, a load or a failed pass "
-            "dropped them)");
+            "ran, or a change of the active layers or of a layer's weights, a skip range, a "
+            "load or a failed pass dropped them)");
     return LATTICE_OK;
 }
 
@@ -640,7 +640,10 @@ lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *o
     return LATTICE_OK;
 }
 
-void lattice__model_loss_written(lattice_model *m) { m->has_loss = 1; }
+void lattice__model_loss_written(lattice_model *m)
+{
+    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
+}
 
 lattice_status lattice__model_borrow(lattice_model *m, const char *fn)
 {
@@ -690,6 +693,11 @@ void lattice__model_set_run(lattice_model *m, const lattice__model_run *r)
     for (int i = 0; i < m->p.n_layers; i++)
         m->trainable_layer[i] = r->trainable_layer[i] != 0;
     m->batch = m->seq = 0; /* the stored activations no longer match */
+    /* nor does any backward's gradient belong to the state restored (a
+     * checkpoint's, or the one before an undone step): an optimizer step
+     * before the next backward moves nothing by it */
+    for (int i = 0; i < m->n_tensors; i++)
+        zero_grad(m, &m->tensors[i]);
 }
 
 int lattice__model_skips(const lattice_model *m, int layer) { return lattice__model_skipped(m, layer); }

@@ -469,7 +469,7 @@ static lattice_status model_forward(lattice_model *m, const int32_t *tokens, int
                         "token id %d at position %ld outside the vocabulary 0..%d", (int)tokens[i],
                         i, m->p.vocab_size - 1);
     m->inference = 0;
-    m->has_loss = 0;
+    __atomic_store_n(&m->has_loss, 0, __ATOMIC_RELAXED);
     memcpy(m->tokens, tokens, sizeof(int32_t) * N);
     m->batch = batch;
     m->seq = seq;
@@ -493,7 +493,8 @@ float *lattice_model_get_dlogits(lattice_model *m)
 {
     if (!m || !m->batch)
         return NULL;
-    m->has_loss = 1;
+    /* a getter, outside the model's busy section: atomic against a forward */
+    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
     return m->dlogits;
 }
 
@@ -507,7 +508,7 @@ static lattice_status model_backward(lattice_model *m)
     if (m->inference)
         return FAIL(m, LATTICE_ERR_STATE, "the last forward was an inference forward: backward "
                                           "needs lattice_model_forward");
-    if (!m->has_loss)
+    if (!__atomic_load_n(&m->has_loss, __ATOMIC_RELAXED))
         return FAIL(m, LATTICE_ERR_STATE,
                     "no loss since the last forward: backward reads the gradient of the logits "
                     "that a loss writes (lattice_model_cross_entropy, a distillation loss into "
@@ -567,7 +568,7 @@ static lattice_status model_cross_entropy(lattice_model *m, const int32_t *targe
     double l;
     PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N,
                                                      m->p.vocab_size, m->rowloss, n_counted, NT));
-    m->has_loss = 1;
+    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
     *loss = (float)l;
     if (!isfinite(l))
         return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");

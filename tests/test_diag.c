@@ -275,6 +275,12 @@ START_TEST(test_loss_response)
     ck_assert_int_eq(lattice_diag_measure_loss_response(huge, 300, 100, 20, 100, &r),
                      LATTICE_ERR_NON_FINITE);
     ck_assert_ptr_nonnull(strstr(lattice_last_error(), "pass the double range"));
+    /* or whose trailing window's sum overflows after the horizon */
+    for (int i = 0; i < 300; i++)
+        huge[i] = i < 100 ? 2.0 : i < 150 ? 3.0 : 1e308; /* no recovery before 150 */
+    ck_assert_int_eq(lattice_diag_measure_loss_response(huge, 300, 100, 20, 40, &r),
+                     LATTICE_ERR_NON_FINITE);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "trailing window's sum"));
     loss[79] = NAN;
     ck_assert_int_eq(lattice_diag_measure_loss_response(loss, 300, 100, 20, 100, &r), LATTICE_OK);
     /* nor one past both the area's horizon and the recovery (70 steps after the append) */

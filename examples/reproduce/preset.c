@@ -462,6 +462,10 @@ void load_preset(preset *p, const char *path)
     p->alpha = get_d(rd, o, "train.alpha", PAPER_KD_ALPHA);
     p->gamma = get_d(rd, o, "train.gamma", PAPER_KD_GAMMA);
     p->tau = get_d(rd, o, "train.tau", PAPER_KD_TAU);
+    if (!(p->tau >= LATTICE_DISTILL_TAU_MIN && p->tau <= LATTICE_DISTILL_TAU_MAX))
+        die("preset: %s must be in %g..%g (the distillation temperature)",
+            json_path(rd, "train.tau"), (double)LATTICE_DISTILL_TAU_MIN,
+            (double)LATTICE_DISTILL_TAU_MAX);
     p->kl_direction = get_enum(rd, member(o, "train"), "kl_direction", "train", kl_names, 2,
                                LATTICE_DISTILL_KL_FORWARD);
     p->eval_every = get_i(rd, o, "train.eval_every", 50, 0, 1 << 30);

@@ -130,8 +130,9 @@ typedef struct lattice_diag_attention_sinks_result {
  *        to sizeof(lattice_diag_boundary_scale_result) first.
  * @param out_len Entries available in out.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (out[0].size below
- *         the 1.0 struct's size or not a multiple of its alignment included)
- *         or a model status.
+ *         the 1.0 struct's size or not a multiple of its alignment included),
+ *         (since 1.1) ::LATTICE_ERR_NON_FINITE (a stream that is not finite:
+ *         NaN weights, say) or a model status.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_boundary_scale(
@@ -170,7 +171,8 @@ LATTICE_API lattice_status lattice_diag_measure_block_removal(
  *        first.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or (since 1.1)
  *         ::LATTICE_ERR_NON_FINITE: a loss it reads (the baseline's window, the
- *         area's horizon, the steps to recovery) is NaN or infinite.
+ *         area's horizon, the steps to recovery) is NaN or infinite, or the
+ *         finite losses' sums pass the double range.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_loss_response(
@@ -197,7 +199,9 @@ LATTICE_API lattice_status lattice_diag_measure_loss_response(
  * @param out_len Entries of out (at least the active layers).
  * @param[out] head_mass Active layers x heads mean masses on position 0, layer-major; may be NULL.
  * @param head_mass_len Entries of head_mass.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or a model status.
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, (since 1.1)
+ *         ::LATTICE_ERR_NON_FINITE (a layer's output that is not finite) or a
+ *         model status.
  * @since 0.4
  */
 LATTICE_API lattice_status lattice_diag_measure_attention_sinks(

@@ -85,7 +85,8 @@ LATTICE_API void lattice_distill_params_init(lattice_distill_params *params);
 
 /**
  * @brief Create a loss.
- * @param params The settings: alpha, gamma >= 0 and finite, tau > 0.
+ * @param params The settings: alpha, gamma >= 0 and finite, tau in
+ *        ::LATTICE_DISTILL_TAU_MIN .. ::LATTICE_DISTILL_TAU_MAX.
  * @param[out] out The new loss, or NULL on failure.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT or ::LATTICE_ERR_INVALID_CONFIG.
  */

@@ -440,8 +440,10 @@ LATTICE_API lattice_status lattice_model_backward(lattice_model *model);
  * @param[out] seq Positions per row.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (a NULL argument) or
  *         ::LATTICE_ERR_STATE (no activations are held: no forward yet, or a
- *         change of the active layers, a skip range, a load or a failed pass
- *         dropped them; *batch and *seq are then 0).
+ *         change of the active layers, a skip range, a load, a failed pass or
+ *         ::lattice_model_init_layer, ::lattice_model_copy_layer or
+ *         ::lattice_model_zero_layer_outputs dropped them; *batch and *seq
+ *         are then 0).
  * @since 1.1
  */
 LATTICE_API lattice_status lattice_model_get_forward_shape(const lattice_model *model, int *batch,

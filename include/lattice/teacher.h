@@ -157,7 +157,8 @@ LATTICE_API int lattice_teacher_get_k(const lattice_teacher *teacher);
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT, ::LATTICE_ERR_UNSUPPORTED
  *         (a dense teacher), ::LATTICE_ERR_NOT_FOUND (no stored batch matches),
  *         ::LATTICE_ERR_IO, ::LATTICE_ERR_FORMAT (a stored index outside the
- *         vocabulary) or ::LATTICE_ERR_NON_FINITE.
+ *         vocabulary, or, since 1.1, one a position names twice) or
+ *         ::LATTICE_ERR_NON_FINITE.
  */
 LATTICE_API lattice_status lattice_teacher_topk(lattice_teacher *teacher, const int32_t *tokens,
                                                 int batch, int seq, const int32_t **index,

@@ -117,7 +117,8 @@ LATTICE_API void lattice_trainer_params_init(lattice_trainer_params *params);
  *         or settings that would train or measure other than asked: a
  *         phase that restarts the optimizer for fewer steps than its
  *         warmup_steps, eval_every above 0 over data without validation
- *         documents, eval_batches above the data's validation batches),
+ *         documents, eval_batches above the data's validation batches; since
+ *         1.1 a top-k teacher file with reverse KL, which needs dense logits),
  *         ::LATTICE_ERR_OUT_OF_MEMORY, or with params->collective
  *         ::LATTICE_ERR_BACKEND (the ranks' agreement on the setup failed).
  */

@@ -408,8 +408,9 @@ class Model(Handle):
         Every forward sets it, whichever call ran it: :meth:`forward`, a
         trainer's step or evaluation, a model teacher's logits or recording, a
         diagnostic. None when no forward ran, or a change of
-        :attr:`active_layers`, a skip range (:meth:`set_skip`), a load or a
-        failed pass dropped the activations.
+        :attr:`active_layers`, a skip range (:meth:`set_skip`), a load, a
+        failed pass or a change of a layer's weights (:meth:`init_layer`,
+        :meth:`copy_layer`, :meth:`zero_layer_outputs`) dropped the activations.
         """
         with self._using():
             return self._held_shape()
@@ -431,8 +432,8 @@ class Model(Handle):
         if held is None:
             raise LatticeError(Status.STATE,
                                f"invalid state: {what}: the model holds no forward's activations "
-                               "(none ran, or a change of the active layers, a skip range, a "
-                               "load or a failed pass dropped them)")
+                               "(none ran, or a change of the active layers or of a layer's "
+                               "weights, a skip range, a load or a failed pass dropped them)")
         if (batch is not None and batch != held[0]) or (seq is not None and seq != held[1]):
             raise ValueError(f"{what}: the last forward was {held[0]} x {held[1]}, "
                              f"not {batch} x {seq}")
@@ -468,6 +469,9 @@ class Model(Handle):
         """A read-only copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab].
 
         To give :meth:`backward` a gradient, write into :meth:`dlogits_view` instead.
+        Asking for it, as for the view, tells :meth:`backward` that a loss was
+        written since the forward (the C getter's rule): backward refuses a
+        forward no loss followed, and cannot tell a copy from the view.
         """
         return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.copy,
                                 c_float, "Model.dlogits()",
@@ -477,7 +481,9 @@ class Model(Handle):
         """Writable float32 view [batch, seq, vocab] of the gradient buffer backward reads.
 
         Write a loss gradient here (``Distill.dense(..., dlogits=model.dlogits_view())``)
-        before :meth:`backward`. Valid until the next forward.
+        before :meth:`backward`, asking for it after each forward: backward refuses
+        a forward that neither a loss nor this view followed. Valid until the next
+        forward.
         """
         return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.view,
                                 c_float, self._res)
