@@ -72,10 +72,11 @@ lattice_status lattice_distill_create(const lattice_distill_params *params, latt
         (p.direction != LATTICE_DISTILL_KL_FORWARD && p.direction != LATTICE_DISTILL_KL_REVERSE))
         return lattice__fail(LATTICE_ERR_INVALID_CONFIG,
                              "lattice_distill_create: alpha %g, gamma %g, tau %g, n_threads %d, "
-                             "direction %d: needs finite alpha >= 0, gamma >= 0, tau in 0.01..100, "
+                             "direction %d: needs finite alpha >= 0, gamma >= 0, tau in %g..%g, "
                              "n_threads in 0..4096 and a known direction",
                              (double)p.alpha, (double)p.gamma, (double)p.tau, p.n_threads,
-                             (int)p.direction);
+                             (int)p.direction, (double)LATTICE_DISTILL_TAU_MIN,
+                             (double)LATTICE_DISTILL_TAU_MAX);
     lattice_distill *d = calloc(1, sizeof(*d));
     if (!d)
         return lattice__fail(LATTICE_ERR_OUT_OF_MEMORY,
@@ -475,12 +476,9 @@ static lattice_status distill_model(lattice_distill *d, lattice_model *student,
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
                     "the teacher's logits are %d wide but the student's vocab_size is %d",
                     teacher_vocab, pass.vocab);
-    const lattice_status st = distill_dense_on(d, pass.threads, pass.logits, teacher, targets,
-                                               mask, pass.rows, pass.vocab, pass.dlogits, result);
-    /* a refused argument wrote nothing: backward still refuses */
-    if (st == LATTICE_OK || st == LATTICE_ERR_NON_FINITE)
-        lattice__model_loss_written(student);
-    return st;
+    return lattice__model_loss_written(
+        student, distill_dense_on(d, pass.threads, pass.logits, teacher, targets, mask, pass.rows,
+                                  pass.vocab, pass.dlogits, result));
 }
 
 /* Inside the student's busy section (handle.h): it reads its logits and

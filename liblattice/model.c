@@ -640,9 +640,11 @@ lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *o
     return LATTICE_OK;
 }
 
-void lattice__model_loss_written(lattice_model *m)
+lattice_status lattice__model_loss_written(lattice_model *m, lattice_status st)
 {
-    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
+    if (st == LATTICE_OK || st == LATTICE_ERR_NON_FINITE)
+        __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
+    return st;
 }
 
 lattice_status lattice__model_borrow(lattice_model *m, const char *fn)

@@ -112,8 +112,10 @@ typedef struct lattice__model_pass {
     float *logits, *dlogits;
 } lattice__model_pass;
 lattice_status lattice__model_last_pass(lattice_model *m, lattice__model_pass *out);
-/* A loss wrote the last pass's dlogits (or began to: a non-finite one):
- * lattice_model_backward may run. */
-void lattice__model_loss_written(lattice_model *m);
+/* A loss over the last pass returned st: where it ran (OK, or NON_FINITE:
+ * it wrote the dlogits, or began to), lattice_model_backward may run; a
+ * refused one wrote nothing. Returns st. Atomic: lattice_model_get_dlogits
+ * marks from outside the model's busy section. */
+lattice_status lattice__model_loss_written(lattice_model *m, lattice_status st);
 
 #endif

@@ -493,8 +493,7 @@ float *lattice_model_get_dlogits(lattice_model *m)
 {
     if (!m || !m->batch)
         return NULL;
-    /* a getter, outside the model's busy section: atomic against a forward */
-    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
+    lattice__model_loss_written(m, LATTICE_OK);
     return m->dlogits;
 }
 
@@ -568,7 +567,7 @@ static lattice_status model_cross_entropy(lattice_model *m, const int32_t *targe
     double l;
     PROF(LATTICE_OP_LOSS, l = lattice__cross_entropy(m->dlogits, m->logits, targets, mask, N,
                                                      m->p.vocab_size, m->rowloss, n_counted, NT));
-    __atomic_store_n(&m->has_loss, 1, __ATOMIC_RELAXED);
+    lattice__model_loss_written(m, LATTICE_OK); /* written, finite or not */
     *loss = (float)l;
     if (!isfinite(l))
         return FAIL(m, LATTICE_ERR_NON_FINITE, "the cross-entropy is not finite");

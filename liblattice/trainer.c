@@ -570,12 +570,13 @@ static lattice_status step_local(lattice_trainer *t, int phase, const lattice_sc
         /* the model's backend sets the loss's threads, as lattice_distill_model does */
         lattice__model_pass pass;
         lattice__model_last_pass(t->model, &pass); /* the forward above ran */
-        st = k ? lattice__distill_topk_on(
-                     t->distill, lattice_backend_get_threads(lattice__model_backend(t->model)),
-                     pass.logits, ti, tv, k, sb.targets, sb.mask, n, vocab, pass.dlogits, &r)
+        st = k ? lattice__model_loss_written(
+                     t->model, lattice__distill_topk_on(
+                                   t->distill,
+                                   lattice_backend_get_threads(lattice__model_backend(t->model)),
+                                   pass.logits, ti, tv, k, sb.targets, sb.mask, n, vocab,
+                                   pass.dlogits, &r))
                : lattice_distill_model(t->distill, t->model, zt, vocab, sb.targets, sb.mask, &r);
-        if (k && (st == LATTICE_OK || st == LATTICE_ERR_NON_FINITE))
-            lattice__model_loss_written(t->model); /* as lattice_distill_model marks it */
         m->loss = r.loss;
         m->kl = r.kl;
         m->ce = r.ce;

@@ -88,6 +88,15 @@ static double inherit_decay(json_reader *rd, json_object *o, const char *where, 
  * the arm's own "train" object (t, may be NULL) replacing its keys. Without
  * lr_shape the arm keeps the preset's shape (a cosine's floor in the same
  * proportion to the LR). */
+/* The distillation temperature at key (a path from where rd stands): the
+ * library's range, refused by its path before any run. */
+static void check_tau(json_reader *rd, const char *key, double tau)
+{
+    if (!(tau >= LATTICE_DISTILL_TAU_MIN && tau <= LATTICE_DISTILL_TAU_MAX))
+        die("preset: %s must be in %g..%g (the distillation temperature)", json_path(rd, key),
+            (double)LATTICE_DISTILL_TAU_MIN, (double)LATTICE_DISTILL_TAU_MAX);
+}
+
 void arm_recipe(json_reader *rd, const preset *p, arm *a, json_object *t, const char *where)
 {
     a->train_json[0] = 0;
@@ -138,9 +147,8 @@ void arm_recipe(json_reader *rd, const preset *p, arm *a, json_object *t, const 
     a->alpha = get_d(rd, t, "alpha", p->alpha);
     a->gamma = get_d(rd, t, "gamma", p->gamma);
     a->tau = get_d(rd, t, "tau", p->tau);
-    if (member(t, "tau") && !(a->tau >= LATTICE_DISTILL_TAU_MIN && a->tau <= LATTICE_DISTILL_TAU_MAX))
-        die("preset: %s must be in %g..%g (the distillation temperature)", json_path(rd, "tau"),
-            (double)LATTICE_DISTILL_TAU_MIN, (double)LATTICE_DISTILL_TAU_MAX);
+    if (member(t, "tau"))
+        check_tau(rd, "tau", a->tau);
     a->kl_direction = get_enum(rd, t, "kl_direction", w, kl_names, 2, p->kl_direction);
     a->steps_per_phase = get_i(rd, t, "steps_per_phase", p->steps_per_phase, 1, 1 << 30);
     json_at(rd, where);
@@ -462,10 +470,7 @@ void load_preset(preset *p, const char *path)
     p->alpha = get_d(rd, o, "train.alpha", PAPER_KD_ALPHA);
     p->gamma = get_d(rd, o, "train.gamma", PAPER_KD_GAMMA);
     p->tau = get_d(rd, o, "train.tau", PAPER_KD_TAU);
-    if (!(p->tau >= LATTICE_DISTILL_TAU_MIN && p->tau <= LATTICE_DISTILL_TAU_MAX))
-        die("preset: %s must be in %g..%g (the distillation temperature)",
-            json_path(rd, "train.tau"), (double)LATTICE_DISTILL_TAU_MIN,
-            (double)LATTICE_DISTILL_TAU_MAX);
+    check_tau(rd, "train.tau", p->tau);
     p->kl_direction = get_enum(rd, member(o, "train"), "kl_direction", "train", kl_names, 2,
                                LATTICE_DISTILL_KL_FORWARD);
     p->eval_every = get_i(rd, o, "train.eval_every", 50, 0, 1 << 30);
