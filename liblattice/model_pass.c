@@ -497,6 +497,11 @@ float *lattice_model_get_dlogits(lattice_model *m)
     return m->dlogits;
 }
 
+const float *lattice_model_get_dlogits_const(const lattice_model *m)
+{
+    return m && m->batch ? m->dlogits : NULL;
+}
+
 static lattice_status model_backward(lattice_model *m)
 {
     if (!m)

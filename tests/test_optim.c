@@ -417,9 +417,14 @@ START_TEST(test_stale_gradients_never_applied)
     lattice_model_find_tensor(f.m, "model.layers.1.self_attn.q_proj.weight", &q1);
     /* a backward with layer 0 trainable, then one with it frozen; unfrozen before the step */
     ck_assert_int_eq(lattice_model_forward(f.m, tok, 1, 2), LATTICE_OK);
+    /* reading the buffer is no loss: the const getter marks nothing */
+    const float *read = lattice_model_get_dlogits_const(f.m);
+    ck_assert_ptr_nonnull(read);
     ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_ERR_STATE); /* no loss yet */
     ck_assert_ptr_nonnull(strstr(lattice_model_errmsg(f.m), "no loss since the last forward"));
     ck_assert_int_eq(lattice_model_cross_entropy(f.m, tgt, NULL, &loss, NULL), LATTICE_OK);
+    ck_assert_ptr_eq(lattice_model_get_dlogits_const(f.m), read);
+    ck_assert_float_ne(read[0], 0.0f); /* the loss's gradient, where the loss wrote it */
     ck_assert_int_eq(lattice_model_backward(f.m), LATTICE_OK);
     ck_assert_int_eq(lattice_model_set_trainable(f.m, LATTICE_MODEL_GROUP_LAYER, 0, 0), LATTICE_OK);
     train_pass(f.m);

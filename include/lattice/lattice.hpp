@@ -319,10 +319,18 @@ public:
         const std::size_t n = positions() * vocab();
         return span<const float>(lattice_model_get_logits(get()), n);
     }
+    /** The buffer a loss writes and backward reads: taking it counts as writing it. */
     span<float> dlogits()
     {
         const std::size_t n = positions() * vocab();
         return span<float>(lattice_model_get_dlogits(get()), n);
+    }
+    /** The same buffer, to read (lattice_model_get_dlogits_const, since 1.1): it counts as
+        no loss, and backward still waits for one. */
+    span<const float> dlogits_const() const
+    {
+        const std::size_t n = positions() * vocab();
+        return span<const float>(lattice_model_get_dlogits_const(get()), n);
     }
     /** The batch and seq of the last forward (since 1.1); throws LATTICE_ERR_STATE when the
         model holds none. */

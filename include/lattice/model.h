@@ -401,6 +401,19 @@ LATTICE_API const float *lattice_model_get_logits(const lattice_model *model);
 LATTICE_API float *lattice_model_get_dlogits(lattice_model *model);
 
 /**
+ * @brief The same gradient buffer as ::lattice_model_get_dlogits, to read.
+ *
+ * A getter like ::lattice_model_get_logits: it changes nothing, so reading
+ * the gradient a loss wrote, or looking at the buffer before any loss ran,
+ * does not count as writing it, and ::lattice_model_backward still waits
+ * for a loss after a forward.
+ * @param model The model.
+ * @return The buffer, or NULL when no forward has run.
+ * @since 1.1
+ */
+LATTICE_API const float *lattice_model_get_dlogits_const(const lattice_model *model);
+
+/**
  * @brief Mean cross-entropy of the last forward's logits against targets, and its
  *        gradient written to ::lattice_model_get_dlogits.
  * @param model The model.

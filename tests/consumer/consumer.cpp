@@ -256,6 +256,18 @@ int main()
                           "trainer is NULL", "trainer::detach_collective on an empty handle");
         }
 
+        // Reading the gradient buffer is no loss; taking it to write is one.
+        model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
+        const lattice::model &reader = model;
+        expect(reader.dlogits_const().size() == static_cast<std::size_t>(seq) * 257u,
+               "dlogits_const() covers the forward");
+        expect_throws([&] { model.backward(); }, LATTICE_ERR_STATE, "no loss since the last forward",
+                      "backward after reading dlogits_const() alone");
+        model.cross_entropy(all.subspan(1, static_cast<std::size_t>(seq)));
+        expect(reader.dlogits_const().data() == model.dlogits().data(),
+               "dlogits_const() and dlogits() are one buffer");
+        model.backward();
+
         // Inference and evaluation without a trainer.
         model.forward(all.subspan(0, static_cast<std::size_t>(seq)), 1, seq);
         const float train_ce = model.cross_entropy(all.subspan(1, static_cast<std::size_t>(seq)));

@@ -85,6 +85,18 @@ class ModelTest(unittest.TestCase):
         self.assertNotEqual(model.logits().tolist(), logits.tolist())
         self.assertEqual(view.tolist(), model.logits().tolist())
 
+    def test_reading_dlogits_is_no_loss(self):
+        model = tiny_model()
+        model.forward([[1, 2, 3, 4], [5, 6, 7, 8]])
+        self.assertEqual(model.dlogits().shape, (2, 4, VOCAB))
+        with self.assertRaises(lattice.LatticeError) as cm:
+            model.backward()
+        self.assertEqual(cm.exception.code, lattice.Status.STATE)
+        self.assertIn("no loss since the last forward", str(cm.exception))
+        model.cross_entropy(array.array("i", [2, 3, 4, 5, 6, 7, 8, 9]))
+        self.assertEqual(model.dlogits().tolist(), model.dlogits_view().tolist())
+        model.backward()
+
     def test_copies_are_read_only(self):
         model = tiny_model()
         tokens = [[1, 2, 3, 4], [5, 6, 7, 8]]

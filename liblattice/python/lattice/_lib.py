@@ -236,6 +236,7 @@ PROTOTYPES = {
     "lattice_model_forward": (STATUS, [T.model_p, T.int32_p, c_int, c_int]),
     "lattice_model_get_logits": (c_void_p, [T.model_p]),
     "lattice_model_get_dlogits": (c_void_p, [T.model_p]),
+    "lattice_model_get_dlogits_const": (c_void_p, [T.model_p]),  # since 1.1
     "lattice_model_cross_entropy": (STATUS, [T.model_p, T.int32_p, T.uint8_p, POINTER(c_float),
                                              POINTER(c_int64)]),
     "lattice_model_backward": (STATUS, [T.model_p]),

@@ -469,11 +469,10 @@ class Model(Handle):
         """A read-only copy of the loss gradient w.r.t. the logits, float32 [batch, seq, vocab].
 
         To give :meth:`backward` a gradient, write into :meth:`dlogits_view` instead.
-        Asking for it, as for the view, tells :meth:`backward` that a loss was
-        written since the forward (the C getter's rule): backward refuses a
-        forward no loss followed, and cannot tell a copy from the view.
+        Reading it counts as no loss: after a forward, :meth:`backward` still
+        waits for one (a loss, or :meth:`dlogits_view`).
         """
-        return self._logits_out(lib.lattice_model_get_dlogits, "dlogits", batch, seq, B.copy,
+        return self._logits_out(lib.lattice_model_get_dlogits_const, "dlogits", batch, seq, B.copy,
                                 c_float, "Model.dlogits()",
                                 "model.dlogits_view(), the buffer backward() reads")
 
