@@ -154,9 +154,13 @@ class DistillTest(unittest.TestCase):
         with self.assertRaises(LatticeError) as cm:
             reverse.topk(s, index, t, vocab=VOCAB, k=VOCAB)
         self.assertEqual(cm.exception.code, Status.UNSUPPORTED)
-        with self.assertRaises(LatticeError) as cm:
-            lattice.Distill(tau=0.0)
-        self.assertIn(cm.exception.code, (Status.INVALID_CONFIG, Status.INVALID_ARGUMENT))
+        for tau in (0.0, 0.0099, 100.01, float("nan")):
+            with self.assertRaises(LatticeError) as cm:
+                lattice.Distill(tau=tau)
+            self.assertEqual(cm.exception.code, Status.INVALID_CONFIG)
+            self.assertIn("tau in 0.01..100", str(cm.exception))
+        for tau in (lattice.Distill.TAU_MIN, lattice.Distill.TAU_MAX):  # the range's ends
+            self.assertEqual(lattice.Distill(tau=tau).params.tau, tau)  # float32, shown shortest
 
 
 if __name__ == "__main__":

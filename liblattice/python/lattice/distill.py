@@ -40,7 +40,14 @@ def _positions(student, vocab):
 
 
 class Distill(Handle):
-    """L = alpha * tau^2 * KL + gamma * CE; keyword arguments are DistillParams fields."""
+    """L = alpha * tau^2 * KL + gamma * CE; keyword arguments are DistillParams fields.
+
+    tau is taken in ``Distill.TAU_MIN`` .. ``Distill.TAU_MAX`` (0.01 .. 100, the C
+    header's ``LATTICE_DISTILL_TAU_MIN`` and ``_MAX``, since 1.1).
+    """
+
+    TAU_MIN = 0.01   # LATTICE_DISTILL_TAU_MIN
+    TAU_MAX = 100.0  # LATTICE_DISTILL_TAU_MAX
 
     _destroy = "lattice_distill_destroy"
     _errmsg = "lattice_distill_errmsg"
