@@ -358,6 +358,18 @@ static int gemm_args_ok(int ta, int tb, int m, int n, int k, int lda, int ldb, i
            ldc >= (n > 1 ? n : 1);
 }
 
+/* The bytes a rows x cols matrix of leading dimension ld spans (0 when empty). */
+static size_t span_bytes(int rows, int cols, int ld)
+{
+    return rows > 0 && cols > 0 ? sizeof(float) * ((size_t)(rows - 1) * (size_t)ld + (size_t)cols)
+                                : 0;
+}
+
+static int spans_overlap(const float *x, size_t nx, const float *y, size_t ny)
+{
+    return nx && ny && (uintptr_t)x < (uintptr_t)y + ny && (uintptr_t)y < (uintptr_t)x + nx;
+}
+
 /* Threads. A built-in backend's sgemm slot runs one thread per call. A call
  * worth sharing is split here, over the library's own OpenMP team: C's rows
  * (or its columns, when it has more of them) in contiguous blocks, one per
@@ -562,6 +574,15 @@ lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int 
             "each leading dimension at least its row's length and 1: lda %d (A's rows: %d), "
             "ldb %d (B's: %d), ldc %d (C's: %d)", m, n, k, lda, trans_a ? m : k, ldb,
             trans_b ? k : n, ldc, n);
+    /* C is written while A and B are read (in blocks, on several threads): as in
+     * BLAS, it may share no memory with them */
+    const size_t c_bytes = span_bytes(m, n, ldc);
+    const int over_a = spans_overlap(c, c_bytes, a, span_bytes(trans_a ? k : m, trans_a ? m : k, lda));
+    if (alpha != 0.0f &&
+        (over_a || spans_overlap(c, c_bytes, b, span_bytes(trans_b ? n : k, trans_b ? k : n, ldb))))
+        return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
+            "lattice_backend_sgemm: invalid argument: C overlaps %s, which the product reads "
+            "(give C memory of its own)", over_a ? "A" : "B");
     lattice_status st = lattice__hold_enter(&backend->hold, "lattice_backend_sgemm", "backend");
     if (st != LATTICE_OK)
         return st;

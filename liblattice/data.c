@@ -72,7 +72,8 @@ static lattice_status check_params(const lattice_data_params *p, int text, char 
         BAD("val_path is read by lattice_data_create_text only: give a token loader its "
             "validation documents with val_fraction, or load them as a data object of their own");
     if (p->batch_size < 1 || p->seq_len < 1 || p->batch_size > (1 << 20) || p->seq_len > (1 << 24))
-        BAD("batch_size %d and seq_len %d must be positive", p->batch_size, p->seq_len);
+        BAD("batch_size %d and seq_len %d must be in 1..%d and 1..%d", p->batch_size, p->seq_len,
+            1 << 20, 1 << 24);
     if (!(p->val_fraction >= 0.0f && p->val_fraction < 1.0f))
         BAD("val_fraction must lie in [0, 1)");
     if (p->pad_id < 0 || p->pad_id >= p->vocab_size)

@@ -205,6 +205,31 @@ static lattice_status check_common(lattice_distill *d, const float *student,
     return LATTICE_OK;
 }
 
+/* dlogits may be the student's logits themselves (the gradient replaces them,
+ * row by row, each row read before it is written); any other overlap with what
+ * the loss reads would read gradients as inputs, and is refused. */
+static lattice_status check_dlogits(lattice_distill *d, const float *dlogits, const float *student,
+                                    int64_t n, int vocab, const void *const in[4],
+                                    const size_t in_bytes[4])
+{
+    if (!dlogits || n == 0)
+        return LATTICE_OK;
+    const uintptr_t out = (uintptr_t)dlogits;
+    const size_t out_bytes = sizeof(float) * (size_t)n * (size_t)vocab;
+    static const char *const names[4] = {"the teacher's logits or values", "the teacher's indices",
+                                         "the labels", "the mask"};
+    if (dlogits != student && out < (uintptr_t)student + out_bytes &&
+        (uintptr_t)student < out + out_bytes)
+        return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT,
+                    "dlogits overlaps the student logits without being them (give the "
+                    "student's own buffer, or one apart)");
+    for (int i = 0; i < 4; i++)
+        if (in[i] && out < (uintptr_t)in[i] + in_bytes[i] && (uintptr_t)in[i] < out + out_bytes)
+            return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "dlogits overlaps %s, which the loss reads",
+                        names[i]);
+    return LATTICE_OK;
+}
+
 /* Per-position scratch, grown on demand (a batch shape change, not every call). */
 static lattice_status rows_for(lattice_distill *d, int nt, int64_t n, int vocab, int k)
 {
@@ -296,6 +321,8 @@ static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double 
         e1 = eq;
     }
     const double w1 = targets ? wce * i1 : 0.0;
+    /* read before the row's gradient is written: dz may be the student's row itself */
+    out[1] = targets ? l1 - z[targets[i]] : 0.0;
     double kl;
     if (j->index) {
         const int32_t *idx = j->index + i * K;
@@ -320,12 +347,8 @@ static void loss_row(const kl_job *j, int64_t i, const int32_t *targets, double 
             }
     }
     out[0] = kl;
-    out[1] = 0.0;
-    if (targets) {
-        out[1] = l1 - z[targets[i]];
-        if (dz)
-            dz[targets[i]] -= (float)wce;
-    }
+    if (targets && dz)
+        dz[targets[i]] -= (float)wce;
 }
 
 static lattice_status run_loss(lattice_distill *d, int nt, kl_job *j, const int32_t *targets,
@@ -375,6 +398,12 @@ static lattice_status distill_dense_body(lattice_distill *d, int nt, const float
     lattice_status st = check_common(d, student, targets, mask, n, vocab, result, &count);
     if (st != LATTICE_OK)
         return st;
+    const void *const in[4] = {teacher, NULL, targets, mask};
+    const size_t in_bytes[4] = {sizeof(float) * (size_t)n * (size_t)vocab, 0,
+                                sizeof(int32_t) * (size_t)n, (size_t)n};
+    st = check_dlogits(d, dlogits, student, n, vocab, in, in_bytes);
+    if (st != LATTICE_OK)
+        return st;
     kl_job j = {student, teacher, NULL, vocab, 0, d->p.direction == LATTICE_DISTILL_KL_REVERSE, 0, 0};
     return run_loss(d, loss_threads(d, nt), &j, targets, mask, n, dlogits, count, result);
 }
@@ -413,6 +442,13 @@ static lattice_status distill_topk_body(lattice_distill *d, int nt, const float 
         return FAIL(d, LATTICE_ERR_INVALID_ARGUMENT, "top-k teacher needs indices, values and 1 <= k <= vocab");
     int64_t count;
     lattice_status st = check_common(d, student, targets, mask, n, vocab, result, &count);
+    if (st != LATTICE_OK)
+        return st;
+    const size_t nk = (size_t)n * (size_t)k;
+    const void *const in[4] = {teacher_value, teacher_index, targets, mask};
+    const size_t in_bytes[4] = {sizeof(float) * nk, sizeof(int32_t) * nk,
+                                sizeof(int32_t) * (size_t)n, (size_t)n};
+    st = check_dlogits(d, dlogits, student, n, vocab, in, in_bytes);
     if (st != LATTICE_OK)
         return st;
     if (d->stamp_len < vocab) {

@@ -259,6 +259,22 @@ START_TEST(test_custom_backend_fallback_and_bad_ops)
         ck_assert_float_eq(c[i], a[i]);
     ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 2, 2, 2, 1.0f, a, 1, b, 2, 0.0f, c, 2),
                      LATTICE_ERR_INVALID_ARGUMENT); /* lda too small */
+    /* C sharing memory with A or B (here C = A A, or A's second row with B) is
+     * refused, A untouched; alpha 0 reads neither */
+    ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 2, 2, 2, 1.0f, a, 2, a, 2, 0.0f, a, 2),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "C overlaps A"));
+    ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 1, 2, 2, 1.0f, b, 2, a, 2, 0.0f, a + 2, 2),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_last_error(), "C overlaps B"));
+    for (int i = 0; i < 4; i++)
+        ck_assert_float_eq(a[i], (float)(i + 1));
+    ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 1, 2, 2, 1.0f, a, 2, b, 2, 0.0f, a + 2, 2),
+                     LATTICE_OK); /* C is A's second row, A's first only read */
+    ck_assert_float_eq(a[2], 1.0f);
+    ck_assert_float_eq(a[3], 2.0f);
+    a[2] = 3.0f;
+    a[3] = 4.0f;
     ck_assert_int_eq(lattice_backend_sgemm(NULL, 0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2),
                      LATTICE_ERR_INVALID_ARGUMENT);
     lattice_backend_destroy(be);

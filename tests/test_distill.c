@@ -368,6 +368,58 @@ START_TEST(test_wide_rows_against_libm)
 }
 END_TEST
 
+/* dlogits may be the student buffer itself: the same loss, bit for bit, and the
+ * gradient in place of the logits, in each direction and for top-k; another
+ * overlap with what the loss reads is refused, nothing written. */
+START_TEST(test_gradient_in_place)
+{
+    enum { K = 3 };
+    tu_rng rng = {23};
+    float z[N * V], t[N * V], v[N * K], dz[N * V], work[N * V];
+    int32_t idx[N * K];
+    tu_fill(z, N * V, 2.0, &rng);
+    tu_fill(t, N * V, 2.0, &rng);
+    tu_fill(v, N * K, 2.0, &rng);
+    for (int i = 0; i < N; i++)
+        for (int e = 0; e < K; e++)
+            idx[i * K + e] = (i + 2 * e) % V;
+    for (int c = 0; c < 3; c++) {
+        lattice_distill *d = make(0.7f, 0.3f, 1.5f, c == 1 ? LATTICE_DISTILL_KL_REVERSE
+                                                            : LATTICE_DISTILL_KL_FORWARD);
+        lattice_distill_result apart, inside;
+        memcpy(work, z, sizeof z);
+        if (c < 2) {
+            ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, mask, N, V, dz, &apart),
+                             LATTICE_OK);
+            ck_assert_int_eq(lattice_distill_dense(d, work, t, labels, mask, N, V, work, &inside),
+                             LATTICE_OK);
+        } else {
+            ck_assert_int_eq(lattice_distill_topk(d, z, idx, v, K, labels, mask, N, V, dz, &apart),
+                             LATTICE_OK);
+            ck_assert_int_eq(lattice_distill_topk(d, work, idx, v, K, labels, mask, N, V, work,
+                                                  &inside), LATTICE_OK);
+        }
+        ck_assert(inside.loss == apart.loss && inside.kl == apart.kl && inside.ce == apart.ce);
+        ck_assert_mem_eq(work, dz, sizeof dz);
+        lattice_distill_destroy(d);
+    }
+    lattice_distill *d = make(0.7f, 0.3f, 1.5f, LATTICE_DISTILL_KL_FORWARD);
+    lattice_distill_result r;
+    memcpy(work, z, sizeof z);
+    /* one row on: the gradient of row 0 would be row 1's logits */
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, NULL, N - 1, V, z + V, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_distill_errmsg(d), "overlaps the student logits"));
+    ck_assert_int_eq(lattice_distill_dense(d, z, t, labels, mask, N, V, t, &r),
+                     LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(lattice_distill_errmsg(d), "the teacher's logits"));
+    ck_assert_int_eq(lattice_distill_topk(d, z, idx, (float *)idx, K, labels, mask, N, V,
+                                          (float *)idx, &r), LATTICE_ERR_INVALID_ARGUMENT);
+    ck_assert_mem_eq(work, z, sizeof z);
+    lattice_distill_destroy(d);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("distill");
@@ -378,6 +430,7 @@ int main(void)
     tcase_add_test(tc, test_identities);
     tcase_add_test(tc, test_bad_input);
     tcase_add_test(tc, test_threads_follow_backend);
+    tcase_add_test(tc, test_gradient_in_place);
     suite_add_tcase(s, tc);
     return tu_run(s);
 }

@@ -129,10 +129,13 @@ LATTICE_API lattice_status lattice_distill_get_params(const lattice_distill *dis
  * @param mask [n] flags, non-zero where a position counts; NULL counts all.
  * @param n Positions (batch * seq).
  * @param vocab Vocabulary size.
- * @param[out] dlogits Gradient with respect to the student logits [n, vocab]; may be NULL.
+ * @param[out] dlogits Gradient with respect to the student logits [n, vocab]; may be NULL,
+ *        or the student buffer itself (since 1.1: the gradient replaces the logits);
+ *        any other overlap with an input is refused.
  * @param[out] result The loss and its parts.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (NULL pointers, a label
- *         out of range), ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
+ *         out of range, dlogits overlapping an input other than as the student
+ *         buffer itself), ::LATTICE_ERR_NON_FINITE (a NaN or infinite loss;
  *         dlogits is then unspecified) or ::LATTICE_ERR_OUT_OF_MEMORY (the
  *         loss's scratch, grown on the first call and for more positions or a
  *         wider vocabulary than before).
@@ -153,10 +156,12 @@ LATTICE_API lattice_status lattice_distill_dense(lattice_distill *distill, const
  * @param mask [n] flags; NULL counts all.
  * @param n Positions.
  * @param vocab Vocabulary size.
- * @param[out] dlogits Gradient [n, vocab]; may be NULL.
+ * @param[out] dlogits Gradient [n, vocab]; may be NULL, or the student buffer itself
+ *        (as ::lattice_distill_dense).
  * @param[out] result The loss and its parts.
  * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also an index out of
- *         range or repeated), ::LATTICE_ERR_UNSUPPORTED (reverse KL),
+ *         range or repeated, or dlogits overlapping an input as ::lattice_distill_dense
+ *         says), ::LATTICE_ERR_UNSUPPORTED (reverse KL),
  *         ::LATTICE_ERR_NON_FINITE or ::LATTICE_ERR_OUT_OF_MEMORY (as
  *         ::lattice_distill_dense).
  */

@@ -521,7 +521,7 @@ LATTICE_API int64_t lattice_model_get_n_params(const lattice_model *model);
  * @param batch Batch size.
  * @param seq Sequence length.
  * @param with_backward Non-zero to add the backward pass.
- * @return The FLOP count (0 for NULL).
+ * @return The FLOP count (0 for NULL, or a batch or seq below 1).
  */
 LATTICE_API double lattice_model_get_flops(const lattice_model *model, int batch, int seq, int with_backward);
 

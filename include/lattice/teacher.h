@@ -98,7 +98,8 @@ LATTICE_API lattice_status lattice_teacher_logits(lattice_teacher *teacher, cons
  * @param teacher The teacher; NULL gives 0.
  * @param batch Rows.
  * @param seq Positions.
- * @return The count.
+ * @return The count (0 for NULL, a batch or seq below 1, or a teacher that is
+ *         not a model).
  */
 LATTICE_API double lattice_teacher_get_flops(const lattice_teacher *teacher, int batch, int seq);
 

@@ -87,7 +87,8 @@ def run(cmd, cwd=None, env=None, shell=False):
 
 def check_losses(name, output):
     """The program trained: it printed at least two finite losses, the last below the first."""
-    losses = [float(x) for x in re.findall(r"\bloss\s+(\S+)", output)]
+    # the training steps' lines ("step  3 loss 2.7627"), not a caught message's words
+    losses = [float(x) for x in re.findall(r"^step\s+\d+\s+loss\s+(\S+)", output, re.M)]
     if len(losses) < 2 or not all(math.isfinite(x) for x in losses):
         raise Failure("%s: expected finite losses in its output:\n%s" % (name, output))
     if not losses[-1] < losses[0]:

@@ -57,6 +57,35 @@ class LifetimeTest(unittest.TestCase):
         model.close()                       # the optimizer still holds it
         optim.step()
 
+    def test_borrowers_work_on_with_the_lenders_handle_closed(self):
+        """Every method of an object that borrows another works after the user
+        closed the lender's handle: the C object lives on, and the wrapper asks
+        it, not the closed handle (Trainer.step took its step, then raised
+        ClosedError asking the schedule whether it had finished)."""
+        model, data = tiny_model(), tiny_data()
+        optim = lattice.Optim(model, total_steps=4)
+        schedule = lattice.Schedule([dict(steps=2, active_layers=2)])
+        trainer = lattice.Trainer(model, data, optim, schedule)
+        schedule.close()
+        self.assertEqual(trainer.step().step, 1)
+        self.assertEqual(optim.steps, 1)
+        trainer.run()
+        self.assertEqual(optim.steps, 2)
+        self.assertIn("closed schedule", repr(trainer))
+        with self.assertRaises(lattice.ClosedError):
+            trainer.schedule.finished        # the user's own handle stays closed
+        other = tiny_model()
+        diag = lattice.Diag(other)
+        other.close()
+        self.assertEqual(len(diag.boundary_scale([[1, 2, 3]])), 3)   # 2 layers: 3 boundaries
+        self.assertEqual(len(diag.attention_sinks([[1, 2, 3]])), 2)
+        backend = lattice.Backend("ref")
+        small = tiny_model(backend=backend)
+        backend.close()
+        big = small.grown(3)
+        self.assertEqual(big.n_layers, 3)
+        big.forward([[1, 2]])
+
     def test_views_keep_the_model(self):
         model = tiny_model()
         model.forward(array.array("i", range(4)), 1, 4)

@@ -8,6 +8,9 @@ built library and PYTHONPATH to liblattice/python; the helpers are lattice_helpe
 """
 
 import array
+import ctypes
+import os
+import tempfile
 import unittest
 
 import lattice
@@ -57,6 +60,30 @@ class SilentSettingsTest(unittest.TestCase):
         trainer.close()
         with self.assertRaises(lattice.ClosedError):
             trainer.on_step = print
+
+    def test_defaults_from_a_later_library(self):
+        """A later 1.x library's _init fills a larger struct (ctypes binds the newest
+        version): defaults() gives it room, keeps the fields this package knows and
+        says so in size; it wrote past the Python struct."""
+        from unittest import mock
+
+        from lattice import _lib, _types
+        real = _lib.lib.lattice_model_params_init
+        size = ctypes.sizeof(_types.ModelParams)
+
+        def grown_init(p):   # a 1.x release whose struct is 24 bytes longer
+            real(p)
+            ctypes.memset(ctypes.addressof(p.contents) + size, 0xAB, 24)
+            ctypes.c_size_t.from_address(ctypes.addressof(p.contents)).value = size + 24
+
+        with mock.patch.object(_lib.lib, "lattice_model_params_init", grown_init):
+            params = _types.ModelParams.defaults()
+        self.assertEqual(params.size, size)
+        self.assertEqual(bytes(params), bytes(_types.ModelParams.defaults()))
+        model = lattice.Model(params, vocab_size=VOCAB, d_model=16, n_layers=1, n_active_layers=1,
+                              n_heads=2, n_kv_heads=1, head_dim=8, d_ff=32, max_batch=1, max_seq=4,
+                              backend="ref")
+        self.assertEqual(model.n_layers, 1)
 
     def test_params_are_read_only_copies(self):
         model = tiny_model()
@@ -184,6 +211,142 @@ class SilentSettingsTest(unittest.TestCase):
                      "total tokens"):
             self.assertIn(text, doc)
         self.assertIn("budget-matched", lattice.Schedule.__doc__)
+
+
+class CallerInputTest(unittest.TestCase):
+    """What a caller passes that the package once took silently, or refused with the
+    wrong error (a review of its less-travelled calls)."""
+
+    def test_sizes_are_whole_and_agree_with_a_2d_input(self):
+        model = tiny_model()
+        with self.assertRaises(TypeError) as cm:   # ran 2 x 1 over 2 of the 4 tokens
+            model.forward([1, 2, 3, 4], batch=2.5, seq=1.6)
+        self.assertIn("batch must be an integer", str(cm.exception))
+        with self.assertRaises(TypeError):
+            model.forward([1, 2, 3, 4], batch=True, seq=4)
+        tokens = memoryview(array.array("i", range(1, 9))).cast("B").cast("i", (2, 4))
+        with self.assertRaises(ValueError) as cm:  # was reshaped to 4 x 2
+            model.forward(tokens, batch=4, seq=2)
+        self.assertIn("a [2, 4] input given batch 4", str(cm.exception))
+        with self.assertRaises(ValueError):
+            model.forward([[1, 2], [3, 4]], batch=1, seq=4)
+        model.forward(tokens, batch=2)             # sizes that agree are taken
+        self.assertEqual(model.forward_shape, (2, 4))
+        model.forward([1, 2, 3, 4], batch=2)
+        self.assertEqual(model.forward_shape, (2, 2))
+        for call in (lambda: model.flops(0, 4), lambda: model.flops(2, -1)):
+            with self.assertRaises(ValueError):   # the C getter gives 0 for them
+                call()
+        self.assertGreater(model.flops(2, 4), 0.0)
+
+    def test_no_nul_in_paths_and_names(self):
+        model = tiny_model()
+        with tempfile.TemporaryDirectory() as d:
+            for call in (lambda: model.save(os.path.join(d, "a.safetensors\0.bak")),
+                         lambda: model.save_config(os.path.join(d, "c.json\0x"),
+                                                   qwen3_only=False),
+                         lambda: lattice.Data.from_text(os.path.join(d, "t\0.txt"))):
+                with self.assertRaises(ValueError) as cm:
+                    call()
+                self.assertIn("embedded null byte", str(cm.exception))
+            self.assertEqual(os.listdir(d), [])   # "a.safetensors" was written
+        with self.assertRaises(ValueError):
+            model.tensor("model.embed_tokens.weight\0junk")
+        with self.assertRaises(ValueError):
+            lattice.Backend("ref\0junk")
+        with self.assertRaises(ValueError):
+            lattice.DataParams.make(val_path="v\0.txt")
+        for name in (None, b"ref"):
+            with self.assertRaises(TypeError) as cm:
+                lattice.Backend(name)
+            self.assertIn("name must be a str", str(cm.exception))
+
+    def test_pretrained_folders_as_bytes_and_deep_configs(self):
+        model = tiny_model()
+        with tempfile.TemporaryDirectory() as d:
+            where = os.fsencode(os.path.join(d, "m"))
+            model.save_pretrained(where)
+            self.assertEqual(lattice.Model.from_pretrained(where, backend="ref").n_layers, 2)
+            deep = os.path.join(d, "deep")
+            model.save_pretrained(deep)
+            with open(os.path.join(deep, "config.json"), "w") as f:
+                f.write("[" * 100000 + "]" * 100000)
+            with self.assertRaises(lattice.LatticeError) as cm:
+                lattice.Model.from_pretrained(deep)
+            self.assertEqual(cm.exception.code, lattice.Status.FORMAT)
+
+    def test_distill_in_place_and_k(self):
+        loss = lattice.Distill()
+        rows, vocab = 3, 5
+        student = array.array("f", [0.1 * ((7 * i) % 11) for i in range(rows * vocab)])
+        teacher = array.array("f", [0.2 * ((5 * i) % 7) for i in range(rows * vocab)])
+        targets = array.array("i", [1, 4, 2])
+        apart = array.array("f", [0.0] * (rows * vocab))
+        r = loss.dense(student, teacher, targets, vocab=vocab, dlogits=apart)
+        work = array.array("f", student)
+        same = loss.dense(work, teacher, targets, vocab=vocab, dlogits=work)
+        self.assertEqual((same.loss, same.kl, same.ce), (r.loss, r.kl, r.ce))
+        self.assertEqual(work.tolist(), apart.tolist())   # the gradient, in place
+        with self.assertRaises(lattice.LatticeError) as cm:
+            loss.dense(student, teacher, targets, vocab=vocab, dlogits=teacher)
+        self.assertIn("overlaps the teacher", str(cm.exception))
+        with self.assertRaises(TypeError):
+            loss.dense(student, teacher, targets, vocab=2.5)
+        index = array.array("i", [0, 1, 2, 3, 4, 0])
+        value = array.array("f", [1.0] * 6)
+        for k, needle in ((-1, "k -1 must be in 1..vocab"), (6, "k 6 must be in 1..vocab")):
+            with self.assertRaises(ValueError) as cm:
+                loss.topk(student, index, value, targets, vocab=vocab, k=k)
+            self.assertIn(needle, str(cm.exception))
+        with self.assertRaises(ValueError) as cm:
+            loss.topk(student, index[:2], value[:2], targets, vocab=vocab)
+        self.assertIn("not k per position", str(cm.exception))
+        self.assertGreater(loss.topk(student, index, value, targets, vocab=vocab).loss, 0.0)
+
+    def test_sgemm_sizes_and_aliasing(self):
+        be = lattice.Backend("ref")
+        x = array.array("f", [1, 2, 3, 4])
+        c = array.array("f", [0] * 4)
+        with self.assertRaises(TypeError):
+            be.sgemm(x, x, c, 2, 2, 2, lda="2")
+        with self.assertRaises(TypeError):
+            be.sgemm(x, x, c, 2.0, 2, 2)
+        with self.assertRaises(lattice.LatticeError) as cm:   # gave [7, 22, 33, 742]
+            be.sgemm(x, x, x, 2, 2, 2)
+        self.assertIn("C overlaps A", str(cm.exception))
+        be.sgemm(x, x, c, 2, 2, 2)
+        self.assertEqual(c.tolist(), [7.0, 10.0, 15.0, 22.0])
+
+    def test_handles_are_not_copied(self):
+        import copy
+        import pickle
+        model = tiny_model()
+        for call in (copy.copy, copy.deepcopy, pickle.dumps):
+            with self.assertRaises(TypeError) as cm:   # deepcopy made a second owner
+                call(model)
+            self.assertIn("cannot be copied or pickled", str(cm.exception))
+        model.forward([[1, 2]])
+
+    def test_diag_sizes_and_teacher_record(self):
+        diag = lattice.Diag(tiny_model())
+        for n_classes in (-1, 0):   # were IndexError and ValueError from the package
+            with self.assertRaises(lattice.LatticeError) as cm:
+                diag.boundary_scale([[1, 2, 3]], n_classes=n_classes)
+            self.assertIn("n_classes", str(cm.exception))
+        with self.assertRaises(TypeError):
+            diag.boundary_scale([[1, 2, 3]], n_classes=2.5)
+        with self.assertRaises(TypeError):
+            diag.attention_sinks([[1, 2, 3]], threshold="0.3")
+        teacher = lattice.Teacher.from_model(tiny_model())
+        with self.assertRaises(TypeError) as cm:
+            teacher.record(None, 1, "unused.safetensors")
+        self.assertIn("data must be a lattice.Data", str(cm.exception))
+        with self.assertRaises(ValueError):
+            teacher.flops(-1, 3)
+        with self.assertRaises(lattice.LatticeError) as cm:   # said "must be positive"
+            lattice.Data.from_memory(array.array("i", [0, 1, 2, 3] * 8), vocab_size=VOCAB,
+                                     boundary_id=0, batch_size=1, seq_len=1 << 25)
+        self.assertIn("must be in 1..1048576 and 1..16777216", str(cm.exception))
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import array
 import ctypes
+import operator
 import sys
 from math import prod
 from typing import TYPE_CHECKING, Any, Optional, Sequence, Union
@@ -308,22 +309,42 @@ def release(*views):
                 pass
 
 
+def _size(value, what):
+    """batch or seq as an int, or TypeError: a float would pass the product check
+    and be truncated (batch 2.5 x seq 1.6 over 4 tokens ran 2 x 1)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be an integer, got bool {value!r}")
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} "
+                        f"{value!r}") from None
+
+
 def batch_seq(tokens, batch, seq, name="tokens"):
     """(ctypes int32 array, batch, seq) from a [batch, seq] buffer, a list of rows, or a
-    flat buffer with sizes."""
+    flat buffer with sizes. A 2-D input's shape is its batch and seq: sizes
+    given with it must agree."""
+    batch, seq = (None if v is None else _size(v, what) for v, what in ((batch, "batch"),
+                                                                        (seq, "seq")))
+    shape = None
     if isinstance(tokens, (list, tuple)) and tokens and isinstance(tokens[0], (list, tuple)):
         rows = {len(row) for row in tokens}
         if len(rows) != 1:
             raise ValueError(f"{name}: rows of different lengths")
-        if batch is None and seq is None:
-            batch, seq = len(tokens), rows.pop()
+        shape = (len(tokens), rows.pop())
         tokens = [t for row in tokens for t in row]
     mv = memview(tokens, ctypes.c_int32, name, convert=True)
     n = count_of(mv)
-    if batch is None and seq is None:
-        if mv.ndim != 2:
-            raise ValueError(f"{name}: give batch and seq, or a 2-D [batch, seq] buffer")
-        batch, seq = mv.shape
+    if mv.ndim == 2:
+        shape = tuple(mv.shape)
+    if shape is not None:
+        if (batch is not None and batch != shape[0]) or (seq is not None and seq != shape[1]):
+            raise ValueError(f"{name}: a [{shape[0]}, {shape[1]}] input given batch {batch} and "
+                             f"seq {seq}: leave them out, or give a flat buffer")
+        batch, seq = shape
+    elif batch is None and seq is None:
+        raise ValueError(f"{name}: give batch and seq, or a 2-D [batch, seq] buffer")
     elif batch is None:
         batch = n // seq if seq and n % seq == 0 else -1
     elif seq is None:

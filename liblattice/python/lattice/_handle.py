@@ -297,6 +297,23 @@ class Handle:
         self._res = Resource(ptr, getattr(lib, self._destroy),
                              [h._resource for h in borrows if h is not None], keep)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """Refused: copy, deepcopy and pickle would give a second owner of one C object
+        (or an object with none)."""
+        raise TypeError(f"a lattice.{type(self).__name__} cannot be copied or pickled: it "
+                        "owns an object of the C library; save it to a file (Model.save, "
+                        "Trainer.save_checkpoint) and create another from that")
+
+    def _alias(self: H) -> H:
+        """Another handle on this one's object, for an object that borrows it to use:
+        the user's close() of this handle leaves it open, as the borrowed C object
+        lives on (a Trainer whose schedule's handle was closed still asks whether
+        the schedule has finished)."""
+        twin = object.__new__(type(self))
+        twin.__dict__.update(self.__dict__)
+        twin._res = self._resource
+        return twin
+
     @property
     def _resource(self):
         res = self._res

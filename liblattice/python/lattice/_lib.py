@@ -397,12 +397,15 @@ def _range_checked(name, fn, argtypes):
     argument its type cannot hold raises OverflowError here, before the call.
     """
     checks = tuple((i, t) for i, t in enumerate(argtypes) if t in T.INT_RANGES)
+    strings = tuple(i for i, t in enumerate(argtypes) if t is c_char_p)
 
     def call(*args):
         if len(args) == len(argtypes):   # else ctypes says how many it wants
             args = list(args)
             for i, ctype in checks:
                 args[i] = T.check_int(args[i], ctype, f"{name}: argument {i + 1}")
+            for i in strings:   # a path or name the library would read cut at the NUL
+                T.check_no_nul(args[i], f"{name}: argument {i + 1}")
         try:
             return fn(*args)
         except ctypes.ArgumentError as e:

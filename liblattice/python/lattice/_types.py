@@ -213,6 +213,22 @@ def as_integer(value: Any, what: str) -> int:
                         f"{value!r}") from None
 
 
+def as_size(value: Any, what: str) -> int:
+    """value as an int of at least 1 (a batch, a seq), or TypeError / ValueError naming
+    what: a C getter would give 0 for it, with no error."""
+    n = as_integer(value, what)
+    if n < 1:
+        raise ValueError(f"{what} {n} must be at least 1")
+    return n
+
+
+def check_no_nul(value: Any, what: str) -> None:
+    """ValueError for bytes with a NUL in them (a path, a name), as Python's own open()
+    gives: C would read them cut there, and a save would write another file."""
+    if isinstance(value, bytes) and b"\0" in value:
+        raise ValueError(f"{what}: embedded null byte in {value!r}")
+
+
 def as_number(value: Any, what: str) -> float:
     """value as a float (an int, a float, a NumPy number), or TypeError naming what:
     ``float("1e-3")`` would parse a string."""
@@ -229,10 +245,19 @@ class Params(Struct):
 
     @classmethod
     def defaults(cls: Type[P]) -> P:
-        """The library's defaults (its ``_init`` function), size field set."""
+        """The library's defaults (its ``_init`` function), size field set.
+
+        ctypes finds a function's newest version, and a later 1.x library's
+        ``_init`` fills its own, larger struct: it writes into room for twice
+        this struct (no 1.x struct grows past twice its 1.0 size), and the
+        fields this package knows are kept, with ``size`` saying so (the
+        library gives the others their defaults)."""
         from ._lib import lib
-        params = cls()
-        getattr(lib, cls._init)(ctypes.byref(params))
+        size = ctypes.sizeof(cls)
+        room = (ctypes.c_uint64 * (2 * size // 8 + 1))()   # aligned for any field
+        getattr(lib, cls._init)(ctypes.cast(room, ctypes.POINTER(cls)))
+        params = cls.from_buffer_copy(bytes(room)[:size])
+        params.size = size
         return params
 
     @classmethod
@@ -290,6 +315,7 @@ class Params(Struct):
                 value = to_enum(self._enums[key], value)
             elif dict(self._fields_).get(key) is c_char_p and value is not None:
                 value = os.fsencode(value)  # paths and separators; the struct keeps the bytes
+                check_no_nul(value, f"{type(self).__name__}.{key}")
             setattr(self, key, value)
         return self
 

@@ -51,6 +51,12 @@ def _gemm_extents(trans_a, trans_b, m, n, k, lda, ldb, ldc):
     return a, b, _extent(m, n, ldc)
 
 
+def _check_name(name, what):
+    if not isinstance(name, str):
+        raise TypeError(f"{what}: name must be a str (\"ref\", \"blis\"...), got "
+                        f"{type(name).__name__} {name!r}")
+
+
 class Backend(Handle):
     """A compute backend; models borrow it (the model keeps it alive).
 
@@ -74,6 +80,7 @@ class Backend(Handle):
 
     def __init__(self, name: str = "default", threads: Optional[int] = None, *,
                  environment: bool = True) -> None:
+        _check_name(name, "Backend")
         what = f"backend {name!r}"
         env = os.environ if environment else {}
         if name == "default" and env.get("LATTICE_BACKEND"):
@@ -148,6 +155,7 @@ class Backend(Handle):
             ops.set_threads = keep[1]
         self = cls.__new__(cls)
         out = backend_p()
+        _check_name(name, "Backend.custom")
         check(lib.lattice_backend_create_custom(name.encode(), byref(ops), byref(out)))
         self._adopt(out, keep=keep)
         return self
@@ -223,6 +231,9 @@ class Backend(Handle):
         The leading dimensions default to the stored matrices' widths.
         """
         trans_a, trans_b = int(bool(trans_a)), int(bool(trans_b))
+        m, n, k = (as_integer(v, f"sgemm {name}") for v, name in ((m, "m"), (n, "n"), (k, "k")))
+        lda, ldb, ldc = (None if v is None else as_integer(v, f"sgemm {name}")
+                         for v, name in ((lda, "lda"), (ldb, "ldb"), (ldc, "ldc")))
         for name, given in (("lda", lda), ("ldb", ldb), ("ldc", ldc)):
             if given is not None and given < 1:  # given: never replaced, only refused
                 raise ValueError("%s %d must be at least 1" % (name, given))

@@ -13,7 +13,8 @@ from ._buffers import Floats, Ints, Mask, Tokens
 from ._handle import Handle, check, require, using
 from ._lib import lib
 from ._types import (AttentionSinksResultStruct, BlockRemovalResultStruct,
-                     BoundaryScaleResultStruct, LossResponseResultStruct, diag_p)
+                     BoundaryScaleResultStruct, LossResponseResultStruct, as_integer, as_number,
+                     diag_p)
 from .model import Model
 
 __all__ = ["Diag", "RmsStats", "Removal", "Response", "Sinks"]
@@ -83,6 +84,7 @@ class Diag(Handle):
             check(lib.lattice_diag_create(model._ptr, byref(out)))
         self._adopt(out, borrows=(model,))
         self._bind(model=model)
+        self._model = model._alias()  # model may be closed; the diag keeps its object
 
     def _describe(self):
         return f"of {self._describe_other(self.model)}"
@@ -99,9 +101,10 @@ class Diag(Handle):
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
         m = B.as_mask(mask, "mask", batch * seq)
         c = B.optional_input(classes, c_uint8, "classes", batch * seq)
-        per = n_classes + 1
+        n_classes = as_integer(n_classes, "n_classes")
+        per = max(n_classes, 0) + 1   # the library refuses fewer than 1, by name
         with self._using():   # the model's too: its depth and shape are this call's
-            boundaries = self.model.active_layers + 1
+            boundaries = self._model.active_layers + 1
             out = (BoundaryScaleResultStruct * (boundaries * per))()
             out[0].size = ctypes.sizeof(BoundaryScaleResultStruct)   # the array's stride
             self._call(lib.lattice_diag_measure_boundary_scale, arr, m, batch, seq, c, n_classes,
@@ -127,14 +130,14 @@ class Diag(Handle):
         are not masked). threshold: a head whose mean mass on position 0 is above
         it counts as a sink (Gu et al. use 0.3)."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        heads = self.model.params.n_heads
+        heads = self._model.params.n_heads
         with self._using():
-            layers = self.model.active_layers
+            layers = self._model.active_layers
             out = (AttentionSinksResultStruct * layers)()
             out[0].size = ctypes.sizeof(AttentionSinksResultStruct)   # the array's stride
             mass = (c_double * (layers * heads))()
             self._call(lib.lattice_diag_measure_attention_sinks, arr, batch, seq,
-                       float(threshold), out, layers, mass, len(mass))
+                       as_number(threshold, "threshold"), out, layers, mass, len(mass))
         return [Sinks(s.mass0, s.sink_rate, tuple(mass[i * heads:(i + 1) * heads]), s.top_ratio,
                       s.top_token, s.top_dim, s.value_norm0) for i, s in enumerate(out)]
 

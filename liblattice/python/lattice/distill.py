@@ -11,7 +11,8 @@ from . import _buffers as B
 from ._buffers import Floats, Ints, Mask, WritableBuffer
 from ._handle import Handle, check
 from ._lib import lib
-from ._types import DistillParams, DistillResultStruct, KLDirection, distill_p, with_fields
+from ._types import (DistillParams, DistillResultStruct, KLDirection, as_integer, distill_p,
+                     with_fields)
 
 __all__ = ["Distill", "DistillResult"]
 
@@ -30,6 +31,8 @@ def _positions(student, vocab):
     """(float32 view, n, vocab) of student logits [n, vocab] (or [batch, seq, vocab])."""
     mv = B.memview(student, c_float, "student")
     total = B.count_of(mv)
+    if vocab is not None:
+        vocab = as_integer(vocab, "vocab")
     if vocab is None:
         if mv.ndim < 2:
             raise ValueError("student: give vocab, or a buffer shaped [..., vocab]")
@@ -102,7 +105,14 @@ class Distill(Handle):
         if k is None:
             if n == 0:
                 raise ValueError("k must be given for a batch of no positions")
-            k = B.count_of(B.memview(index, c_int32, "index", convert=True)) // n
+            given = B.count_of(B.memview(index, c_int32, "index", convert=True))
+            if given < n or given % n:
+                raise ValueError(f"index: {given} values are not k per position for {n} "
+                                 "positions (give k)")
+            k = given // n
+        k = as_integer(k, "k")
+        if not 1 <= k <= vocab:
+            raise ValueError(f"k {k} must be in 1..vocab ({vocab})")
         i = B.as_input(index, c_int32, "index", n * k)
         v = B.as_input(value, c_float, "value", n * k)
         return self._run(lib.lattice_distill_topk, (s, i, v, k), targets, mask, n, vocab, dlogits)

@@ -13,7 +13,7 @@ from ._buffers import Ints, Mask, Tokens
 from ._errors import LatticeError, Status
 from ._handle import Handle, attribute_list, check, require, using
 from ._lib import errmsg_buffer, lib
-from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, as_integer,
+from ._types import (FilePath, Group, ModelParams, NormPlacement, TensorInfo, as_integer, as_size,
                      model_p, to_enum, with_fields)
 from .backend import Backend
 from .data import Data
@@ -140,6 +140,7 @@ class Model(Handle):
     def _finish(self, out, backend):
         self._adopt(out, borrows=(backend,))
         self._bind(backend=backend)
+        self._backend = backend._alias()  # what grown() borrows, the user's handle closed or not
         self._fixed = self.params  # everything but n_active_layers is fixed at creation
 
     @classmethod
@@ -200,7 +201,7 @@ class Model(Handle):
         ``model_type`` "lattice"; its "lattice" entry holds the settings
         Qwen3 has no key for. Reopen with :meth:`from_pretrained`.
         """
-        directory = os.fspath(directory)
+        directory = os.fsdecode(directory)  # str or bytes, as the other paths
         os.makedirs(directory, exist_ok=True)
         self.save(os.path.join(directory, WEIGHTS_NAME))
         self.save_config(os.path.join(directory, CONFIG_NAME), qwen3_only=False)
@@ -220,7 +221,7 @@ class Model(Handle):
         a model_type other than "qwen3" or "lattice" Status.UNSUPPORTED, both
         naming the file.
         """
-        directory = os.fspath(directory)
+        directory = os.fsdecode(directory)  # str or bytes, as the other paths
         weights = os.path.join(directory, WEIGHTS_NAME)
         config_path = os.path.join(directory, CONFIG_NAME)
         if not os.path.isfile(weights):
@@ -346,7 +347,10 @@ class Model(Handle):
         n_layers = as_integer(n_layers, "Model.grown n_layers")
         max_batch = 0 if max_batch is None else as_integer(max_batch, "Model.grown max_batch")
         max_seq = 0 if max_seq is None else as_integer(max_seq, "Model.grown max_seq")
-        backend = self.backend if backend is None else _as_backend(backend)
+        if backend is None:  # this model's: the user's handle, or ours where it was closed
+            backend = self._backend if self.backend.closed else self.backend
+        else:
+            backend = _as_backend(backend)
         out = model_p()
         self._call(lib.lattice_model_create_grown, n_layers, max_batch, max_seq, backend._ptr,
                    byref(out), using=(backend,))
@@ -582,7 +586,8 @@ class Model(Handle):
         Attention scores count the full seq x seq square, as computed; with
         with_backward, the backward's weight and input gradients are added.
         """
-        return self._get(lib.lattice_model_get_flops, batch, seq, int(bool(with_backward)))
+        return self._get(lib.lattice_model_get_flops, as_size(batch, "Model.flops batch"),
+                         as_size(seq, "Model.flops seq"), int(bool(with_backward)))
 
     @property
     def arena_bytes(self) -> int:
@@ -631,6 +636,9 @@ def _read_config(path: str) -> dict:
             config = json.load(f)
     except (ValueError, UnicodeDecodeError) as e:
         raise LatticeError(Status.FORMAT, f"bad format: {path}: {e}") from None
+    except RecursionError:
+        raise LatticeError(Status.FORMAT, f"bad format: {path}: nested deeper than Python's "
+                                          "JSON reader goes") from None
     if not isinstance(config, dict):
         raise LatticeError(Status.FORMAT, f"bad format: {path} is not a JSON object "
                                           f"(a {_json_kind(config)})")

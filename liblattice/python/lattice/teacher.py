@@ -11,7 +11,7 @@ from ._buffers import Tokens
 from ._errors import store_pending
 from ._handle import Handle, check, require, using
 from ._lib import errmsg_buffer, lib
-from ._types import FilePath, TeacherFn, teacher_p
+from ._types import FilePath, TeacherFn, as_size, teacher_p
 from .data import Data
 from .model import Model
 
@@ -108,6 +108,7 @@ class Teacher(Handle):
 
     def record(self, data: Data, n_batches: int, path: FilePath, k: int = 0) -> None:
         """Write this teacher's logits (top-k when k > 0) for the next n_batches of data."""
+        require(data, Data, "data")
         self._call(lib.lattice_teacher_record, data._ptr, n_batches, k, os.fsencode(path),
                    using=(data,))
 
@@ -168,7 +169,8 @@ class Teacher(Handle):
 
     def flops(self, batch: int, seq: int) -> float:
         """FLOPs of one teacher forward (0 for a callback teacher: unknown)."""
-        return self._get(lib.lattice_teacher_get_flops, batch, seq)
+        return self._get(lib.lattice_teacher_get_flops, as_size(batch, "Teacher.flops batch"),
+                         as_size(seq, "Teacher.flops seq"))
 
     def init_student(self, student: Model) -> None:
         """Copy embedding (frozen), LM head and final norm from a model teacher into student."""

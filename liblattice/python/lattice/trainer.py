@@ -158,6 +158,7 @@ class Trainer(Handle):
         self._settings = (p.eval_every, p.eval_batches, p.seed)
         self._bind(model=model, teacher=teacher, distill=distill, data=data, optim=optim,
                    schedule=schedule)
+        self._schedule = schedule._alias()  # the handle above may be closed; its object lives
 
     @property
     def eval_every(self) -> int:
@@ -197,7 +198,7 @@ class Trainer(Handle):
         m = MetricsStruct()
         m.size = ctypes.sizeof(m)  # the bytes this package can take
         self._run(lib.lattice_trainer_step, byref(m))
-        if self.schedule.finished:
+        if self._schedule.finished:
             self._close_progress()
         return Metrics._from(m)
 
@@ -212,7 +213,7 @@ class Trainer(Handle):
         """
         try:
             with self._using():
-                if self.schedule.finished:
+                if self._schedule.finished:
                     # the library's own refusal, the one step() gives
                     self._call(lib.lattice_trainer_step, None)
                 self._run(lib.lattice_trainer_run)
