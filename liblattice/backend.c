@@ -365,9 +365,35 @@ static size_t span_bytes(int rows, int cols, int ld)
                                 : 0;
 }
 
-static int spans_overlap(const float *x, size_t nx, const float *y, size_t ny)
+static int64_t floor_div(int64_t a, int64_t b) /* b > 0 */
 {
-    return nx && ny && (uintptr_t)x < (uintptr_t)y + ny && (uintptr_t)y < (uintptr_t)x + nx;
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
+
+/* Whether matrices X and Y (rows x cols floats, rows ld floats apart) share a
+ * byte: rows of one side by side with rows of the other in a wider buffer
+ * ([A | C] packed in rows) share none. O(Y's rows), and only where the spans
+ * meet. */
+static int matrices_overlap(const float *x, int xr, int xc, int xld, const float *y, int yr,
+                            int yc, int yld)
+{
+    const size_t xs = span_bytes(xr, xc, xld), ys = span_bytes(yr, yc, yld);
+    if (!xs || !ys || (uintptr_t)x >= (uintptr_t)y + ys || (uintptr_t)y >= (uintptr_t)x + xs)
+        return 0;
+    const int64_t step = (int64_t)sizeof(float) * xld, w = (int64_t)sizeof(float) * xc;
+    const int64_t wy = (int64_t)sizeof(float) * yc, at = (int64_t)((intptr_t)y - (intptr_t)x);
+    for (int r = 0; r < yr; r++) {
+        /* Y's row r covers [d, d + wy) from x; X's row s covers [s step, s step + w) */
+        const int64_t d = at + (int64_t)r * (int64_t)sizeof(float) * yld;
+        int64_t lo = floor_div(d - w, step) + 1, hi = -floor_div(-(d + wy), step) - 1;
+        if (lo < 0)
+            lo = 0;
+        if (hi > xr - 1)
+            hi = xr - 1;
+        if (lo <= hi)
+            return 1;
+    }
+    return 0;
 }
 
 /* Threads. A built-in backend's sgemm slot runs one thread per call. A call
@@ -575,11 +601,10 @@ lattice_status lattice_backend_sgemm(lattice_backend *backend, int trans_a, int 
             "ldb %d (B's: %d), ldc %d (C's: %d)", m, n, k, lda, trans_a ? m : k, ldb,
             trans_b ? k : n, ldc, n);
     /* C is written while A and B are read (in blocks, on several threads): as in
-     * BLAS, it may share no memory with them */
-    const size_t c_bytes = span_bytes(m, n, ldc);
-    const int over_a = spans_overlap(c, c_bytes, a, span_bytes(trans_a ? k : m, trans_a ? m : k, lda));
+     * BLAS, it may share no element with them */
+    const int over_a = matrices_overlap(a, trans_a ? k : m, trans_a ? m : k, lda, c, m, n, ldc);
     if (alpha != 0.0f &&
-        (over_a || spans_overlap(c, c_bytes, b, span_bytes(trans_b ? n : k, trans_b ? k : n, ldb))))
+        (over_a || matrices_overlap(b, trans_b ? n : k, trans_b ? k : n, ldb, c, m, n, ldc)))
         return lattice__fail(LATTICE_ERR_INVALID_ARGUMENT,
             "lattice_backend_sgemm: invalid argument: C overlaps %s, which the product reads "
             "(give C memory of its own)", over_a ? "A" : "B");

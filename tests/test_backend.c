@@ -275,6 +275,19 @@ START_TEST(test_custom_backend_fallback_and_bad_ops)
     ck_assert_float_eq(a[3], 2.0f);
     a[2] = 3.0f;
     a[3] = 4.0f;
+    {
+        /* [A | C] packed in rows of one buffer (ld 3): apart, taken; C = A's
+         * column 1 onwards (ld 3) shares A's elements, refused */
+        float x[6] = {1, NAN, NAN, 2, NAN, NAN}, one[2] = {1, 1};
+        ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 2, 2, 1, 1.0f, x, 3, one, 2, 0.0f, x + 1, 3),
+                         LATTICE_OK);
+        ck_assert(x[1] == 1.0f && x[2] == 1.0f && x[4] == 2.0f && x[5] == 2.0f);
+        ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 2, 2, 2, 1.0f, x, 3, b, 2, 0.0f, x + 1, 3),
+                         LATTICE_ERR_INVALID_ARGUMENT);
+        /* alpha 0 reads neither A nor B */
+        ck_assert_int_eq(lattice_backend_sgemm(be, 0, 0, 2, 2, 2, 0.0f, x, 3, b, 2, 0.0f, x + 1, 3),
+                         LATTICE_OK);
+    }
     ck_assert_int_eq(lattice_backend_sgemm(NULL, 0, 0, 2, 2, 2, 1.0f, a, 2, b, 2, 0.0f, c, 2),
                      LATTICE_ERR_INVALID_ARGUMENT);
     lattice_backend_destroy(be);
@@ -290,6 +303,61 @@ START_TEST(test_custom_backend_fallback_and_bad_ops)
     tu_expect_pre_1_0("ops", sizeof ops - 1, sizeof ops);
     ck_assert_ptr_null(be);
     ck_assert_int_eq(lattice_backend_create_custom("x", NULL, &be), LATTICE_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+/* sgemm's refusal of C sharing an element with A or B, against a brute force:
+ * random shapes, leading dimensions, transposes and places in one buffer of
+ * 96 floats; a call it takes runs. */
+static int marks_meet(const unsigned char *mark, const float *base, const float *x, int rows,
+                      int cols, int ld)
+{
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++)
+            if (mark[x + (long)r * ld + c - base])
+                return 1;
+    return 0;
+}
+
+START_TEST(test_sgemm_overlap_against_brute_force)
+{
+    lattice_backend *be;
+    ck_assert_int_eq(lattice_backend_create("ref", &be), LATTICE_OK);
+    tu_rng rng = {99};
+    float buf[96];
+    int refused = 0, taken = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        const int m = 1 + (int)((tu_uniform(&rng) + 1.0) * 2.5), n = 1 + (int)((tu_uniform(&rng) + 1.0) * 2.5);
+        const int k = 1 + (int)((tu_uniform(&rng) + 1.0) * 2.5);
+        const int ta = tu_uniform(&rng) > 0.0, tb = tu_uniform(&rng) > 0.0;
+        const int ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+        const int lda = ac + (int)((tu_uniform(&rng) + 1.0) * 2.0);
+        const int ldb = bc + (int)((tu_uniform(&rng) + 1.0) * 2.0);
+        const int ldc = n + (int)((tu_uniform(&rng) + 1.0) * 2.0);
+        const long need_a = (long)(ar - 1) * lda + ac, need_b = (long)(br - 1) * ldb + bc;
+        const long need_c = (long)(m - 1) * ldc + n;
+        float *a = buf + (long)((tu_uniform(&rng) + 1.0) * 0.5 * (96 - need_a));
+        float *b = buf + (long)((tu_uniform(&rng) + 1.0) * 0.5 * (96 - need_b));
+        float *c = buf + (long)((tu_uniform(&rng) + 1.0) * 0.5 * (96 - need_c));
+        unsigned char mark[96] = {0};
+        for (int r = 0; r < m; r++)
+            for (int j = 0; j < n; j++)
+                mark[c + (long)r * ldc + j - buf] = 1;
+        const int meet = marks_meet(mark, buf, a, ar, ac, lda) || marks_meet(mark, buf, b, br, bc, ldb);
+        for (int i = 0; i < 96; i++)
+            buf[i] = (float)(i % 7) - 3.0f;
+        const lattice_status st =
+            lattice_backend_sgemm(be, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+        ck_assert_msg(st == (meet ? LATTICE_ERR_INVALID_ARGUMENT : LATTICE_OK),
+                      "trial %d: m %d n %d k %d ta %d tb %d lda %d ldb %d ldc %d at %ld %ld %ld: "
+                      "status %d, elements shared %d", trial, m, n, k, ta, tb, lda, ldb, ldc,
+                      (long)(a - buf), (long)(b - buf), (long)(c - buf), (int)st, meet);
+        refused += meet;
+        taken += !meet;
+    }
+    ck_assert_int_gt(refused, 100); /* both sides were reached */
+    ck_assert_int_gt(taken, 100);
+    lattice_backend_destroy(be);
 }
 END_TEST
 
@@ -1114,6 +1182,7 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, test_backend_changes_only_between_calls);
     tcase_add_test(tc, test_custom_backend_fallback_and_bad_ops);
     tcase_add_test(tc, test_backend_names);
+    tcase_add_test(tc, test_sgemm_overlap_against_brute_force);
     tcase_add_test(tc, test_version_and_status);
     tcase_add_loop_test(tc, test_flash_model_vs_reference_attention, 0, 9);
     tcase_add_loop_test(tc, test_alpha_beta_zero_on_every_backend, 0,

@@ -298,11 +298,12 @@ LATTICE_API const char *lattice_backend_get_gemm_precision(const lattice_backend
  * @param b Matrix B.
  * @param ldb Leading dimension of B.
  * @param beta Scale of C's prior contents (0 ignores them).
- * @param c Matrix C, updated in place; it shares no memory with A or B (since
- *        1.1 an overlap is refused, as BLAS leaves it undefined).
+ * @param c Matrix C, updated in place; it shares no element with A or B (since
+ *        1.1 one that does is refused while alpha is not 0 and k is not 0, as
+ *        BLAS leaves it undefined; rows side by side in one buffer are apart).
  * @param ldc Leading dimension of C.
- * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also C overlapping A or
- *         B while alpha is not 0), ::LATTICE_ERR_BACKEND,
+ * @return ::LATTICE_OK, ::LATTICE_ERR_INVALID_ARGUMENT (also C sharing an
+ *         element with A or B, as above), ::LATTICE_ERR_BACKEND,
  *         ::LATTICE_ERR_OUT_OF_MEMORY (since 1.1: in bf16, a GEMM shape's
  *         primitive or its operands' scratch could not be allocated; the
  *         next call tries again) or

@@ -8,6 +8,7 @@ import array
 import gc
 import json
 import unittest
+import weakref
 
 import lattice
 from lattice import LatticeError, Status
@@ -85,6 +86,13 @@ class LifetimeTest(unittest.TestCase):
         big = small.grown(3)
         self.assertEqual(big.n_layers, 3)
         big.forward([[1, 2]])
+        big.backend.close()                  # the grown model's own handle: small's stays
+        self.assertEqual(small.grown(4).n_layers, 4)
+        # once the borrower is closed too, nothing keeps the lender's object
+        lender = weakref.ref(other._res if other._res is not None else diag._model._res)
+        diag.close()
+        gc.collect()
+        self.assertIsNone(lender())
 
     def test_views_keep_the_model(self):
         model = tiny_model()

@@ -305,14 +305,21 @@ class Handle:
                         "Trainer.save_checkpoint) and create another from that")
 
     def _alias(self: H) -> H:
-        """Another handle on this one's object, for an object that borrows it to use:
-        the user's close() of this handle leaves it open, as the borrowed C object
-        lives on (a Trainer whose schedule's handle was closed still asks whether
-        the schedule has finished)."""
+        """Another handle on this one's object (what _lend keeps)."""
         twin = object.__new__(type(self))
         twin.__dict__.update(self.__dict__)
         twin._res = self._resource
         return twin
+
+    def _lend(self, **handles: "Handle") -> None:
+        """Keep a private handle on each object this one borrows, as the attribute
+        named (``_lend(_model=model)``): the user's close() of their handle leaves it
+        open, as the borrowed C object lives on (a Trainer whose schedule's handle
+        was closed still asks whether the schedule has finished). This object's
+        close() drops them, so that nothing keeps the borrowed objects after both."""
+        for name, handle in handles.items():
+            object.__setattr__(self, name, handle._alias())
+        object.__setattr__(self, "_lent", tuple(handles))
 
     @property
     def _resource(self):
@@ -344,6 +351,8 @@ class Handle:
         try:
             if self._res is res:
                 self._res = None
+                for name in getattr(self, "_lent", ()):
+                    object.__setattr__(self, name, None)
         finally:
             res.release()
 

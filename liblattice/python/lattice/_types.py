@@ -124,6 +124,8 @@ class Struct(ctypes.Structure):
         ctype = type(self)._int_fields().get(name)
         if ctype is not None:
             value = check_int(value, ctype, f"{type(self).__name__}.{name}")
+        if dict((n, t) for n, t, *_ in self._fields_).get(name) is c_char_p:
+            check_no_nul(value, f"{type(self).__name__}.{name}")
         if name == "size" and isinstance(value, int) and value > ctypes.sizeof(self):
             # the library reads or writes that many bytes from this object's address
             raise ValueError(f"{type(self).__name__}.size {value} is above this object's "
@@ -315,7 +317,6 @@ class Params(Struct):
                 value = to_enum(self._enums[key], value)
             elif dict(self._fields_).get(key) is c_char_p and value is not None:
                 value = os.fsencode(value)  # paths and separators; the struct keeps the bytes
-                check_no_nul(value, f"{type(self).__name__}.{key}")
             setattr(self, key, value)
         return self
 

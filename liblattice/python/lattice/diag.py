@@ -84,7 +84,7 @@ class Diag(Handle):
             check(lib.lattice_diag_create(model._ptr, byref(out)))
         self._adopt(out, borrows=(model,))
         self._bind(model=model)
-        self._model = model._alias()  # model may be closed; the diag keeps its object
+        self._lend(_model=model)  # the user may close theirs; the diag keeps its object
 
     def _describe(self):
         return f"of {self._describe_other(self.model)}"
@@ -102,7 +102,7 @@ class Diag(Handle):
         m = B.as_mask(mask, "mask", batch * seq)
         c = B.optional_input(classes, c_uint8, "classes", batch * seq)
         n_classes = as_integer(n_classes, "n_classes")
-        per = max(n_classes, 0) + 1   # the library refuses fewer than 1, by name
+        per = min(max(n_classes, 0), 255) + 1   # the library refuses others, by name
         with self._using():   # the model's too: its depth and shape are this call's
             boundaries = self._model.active_layers + 1
             out = (BoundaryScaleResultStruct * (boundaries * per))()
@@ -130,8 +130,8 @@ class Diag(Handle):
         are not masked). threshold: a head whose mean mass on position 0 is above
         it counts as a sink (Gu et al. use 0.3)."""
         arr, batch, seq = B.batch_seq(tokens, batch, seq)
-        heads = self._model.params.n_heads
         with self._using():
+            heads = self._model.params.n_heads
             layers = self._model.active_layers
             out = (AttentionSinksResultStruct * layers)()
             out[0].size = ctypes.sizeof(AttentionSinksResultStruct)   # the array's stride

@@ -140,7 +140,7 @@ class Model(Handle):
     def _finish(self, out, backend):
         self._adopt(out, borrows=(backend,))
         self._bind(backend=backend)
-        self._backend = backend._alias()  # what grown() borrows, the user's handle closed or not
+        self._lend(_backend=backend)  # what grown() borrows, the user's handle closed or not
         self._fixed = self.params  # everything but n_active_layers is fixed at creation
 
     @classmethod
@@ -347,8 +347,9 @@ class Model(Handle):
         n_layers = as_integer(n_layers, "Model.grown n_layers")
         max_batch = 0 if max_batch is None else as_integer(max_batch, "Model.grown max_batch")
         max_seq = 0 if max_seq is None else as_integer(max_seq, "Model.grown max_seq")
-        if backend is None:  # this model's: the user's handle, or ours where it was closed
-            backend = self._backend if self.backend.closed else self.backend
+        self._resource  # ClosedError for a closed model
+        if backend is None:  # this model's: the user's handle, or one of ours where it was closed
+            backend = self._backend._alias() if self.backend.closed else self.backend
         else:
             backend = _as_backend(backend)
         out = model_p()

@@ -158,7 +158,7 @@ class Trainer(Handle):
         self._settings = (p.eval_every, p.eval_batches, p.seed)
         self._bind(model=model, teacher=teacher, distill=distill, data=data, optim=optim,
                    schedule=schedule)
-        self._schedule = schedule._alias()  # the handle above may be closed; its object lives
+        self._lend(_schedule=schedule)  # the user may close theirs; its object lives on
 
     @property
     def eval_every(self) -> int:
